@@ -1,0 +1,23 @@
+"""A LangGraph checkpointer that keeps graph state as reviewable JSON files in the repository."""
+
+from .errors import (
+    FileFormatError,
+    InvalidWriteError,
+    LockTimeoutError,
+    MissingReferenceError,
+    RepoCheckpointError,
+    SchemaVersionError,
+    UnrevivableValueError,
+)
+from .saver import RepoSaver
+
+__all__ = [
+    "FileFormatError",
+    "InvalidWriteError",
+    "LockTimeoutError",
+    "MissingReferenceError",
+    "RepoCheckpointError",
+    "RepoSaver",
+    "SchemaVersionError",
+    "UnrevivableValueError",
+]

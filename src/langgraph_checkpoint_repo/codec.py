@@ -1,0 +1,285 @@
+"""Python values to readable JSON and back, losslessly, through LangGraph's serde.
+
+The serde (JsonPlusSerializer by default) turns a value into msgpack. Instead
+of storing those bytes we unpack them into a JSON tree that a person can read
+and grep, and on load pack the tree into the same msgpack and hand it back to
+the serde. So whatever the serde round-trips, we round-trip, and reviving
+types stays the serde's job, under its allowlist. Before anything is handed to
+the serde we check every type the tree names against that allowlist, so a
+hostile file fails with a clear error instead of importing or calling anything.
+
+Tree forms (a JSON object with a key starting with ``$`` is always a tag):
+
+* JSON scalars, lists, objects with string keys not starting with ``$``;
+* ``{"$bytes": b64}``, ``{"$float": "nan"|"inf"|"-inf"}``;
+* ``{"$map": [[key, value], ...]}`` for other mappings;
+* ``{"$type": [module, name], "$arg"|"$args"|"$kwargs"|"$fields": ...}``
+  for constructed objects (messages, dataclasses, datetimes, ...);
+* ``{"$numpy": {...}}``, ``{"$delta_snapshot": tree}``, ``{"$ext": code, "$data": b64}``.
+
+An encoded value ("node") is ``{"serde": "msgpack", "json": tree}`` or, for
+anything that is not msgpack (bytes, encrypted payloads), ``{"serde": type,
+"base64": ...}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+import ormsgpack
+from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from .errors import UnrevivableValueError
+
+_OPT = ormsgpack.OPT_NON_STR_KEYS
+
+# msgpack extension codes used by langgraph.checkpoint.serde.jsonplus
+EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2, EXT_NUMPY, EXT_DELTA = range(8)
+_ARG_KEY = {EXT_SINGLE: "$arg", EXT_POS: "$args", EXT_KW: "$kwargs"}
+
+
+class _Ext:
+    __slots__ = ("code", "payload", "raw")
+
+    def __init__(self, code: int, payload: Any, raw: bytes) -> None:
+        self.code = code
+        self.payload = payload
+        self.raw = raw
+
+
+def _ext_hook(code: int, data: bytes) -> _Ext:
+    try:
+        payload = ormsgpack.unpackb(data, ext_hook=_ext_hook, option=_OPT)
+    except Exception:  # unknown payload shape: keep the raw bytes, losslessly
+        payload = None
+    return _Ext(code, payload, data)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _is_name(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def to_tree(obj: Any) -> Any:
+    """Unpacked msgpack (with ``_Ext`` markers) to a JSON tree."""
+    t = type(obj)
+    if t is str or t is int or t is bool or obj is None:
+        return obj
+    if t is dict:
+        for k in obj:
+            if type(k) is not str or k[:1] == "$":
+                return {"$map": [[to_tree(k), to_tree(v)] for k, v in obj.items()]}
+        return {k: to_tree(v) for k, v in obj.items()}
+    if t is list or t is tuple:  # non-string map keys come back as tuples
+        return [to_tree(x) for x in obj]
+    if t is _Ext:
+        return _ext_to_tree(obj)
+    if t is float:
+        if math.isfinite(obj):
+            return obj
+        return {"$float": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"$bytes": _b64(bytes(obj))}
+    raise TypeError(f"unexpected unpacked msgpack value of type {t.__name__}")
+
+
+def _ext_to_tree(ext: _Ext) -> Any:
+    p, code = ext.payload, ext.code
+    if code == EXT_DELTA:
+        return {"$delta_snapshot": to_tree(p)}
+    if isinstance(p, list):
+        if code in _ARG_KEY and len(p) == 3 and _is_name(p[0]) and _is_name(p[1]):
+            return {"$type": [p[0], p[1]], _ARG_KEY[code]: to_tree(p[2])}
+        if code == EXT_METHOD and len(p) == 4 and all(map(_is_name, (p[0], p[1], p[3]))):
+            return {"$type": [p[0], p[1]], "$method": p[3], "$arg": to_tree(p[2])}
+        if code == EXT_PYD1 and len(p) == 3 and _is_name(p[0]) and _is_name(p[1]):
+            return {"$type": [p[0], p[1]], "$pydantic": 1, "$fields": to_tree(p[2])}
+        if code == EXT_PYD2 and len(p) in (3, 4) and _is_name(p[0]) and _is_name(p[1]):
+            node = {"$type": [p[0], p[1]], "$pydantic": 2, "$fields": to_tree(p[2])}
+            if len(p) == 4 and _is_name(p[3]):
+                node["$method"] = p[3]
+                return node
+            if len(p) == 3:
+                return node
+        if (
+            code == EXT_NUMPY
+            and len(p) == 4
+            and _is_name(p[0])
+            and _is_name(p[2])
+            and isinstance(p[3], bytes)
+        ):
+            return {"$numpy": {"dtype": p[0], "shape": p[1], "order": p[2], "data": _b64(p[3])}}
+    return {"$ext": code, "$data": _b64(ext.raw)}
+
+
+def from_tree(tree: Any) -> Any:
+    """JSON tree back to a structure ``ormsgpack.packb`` turns into the original bytes."""
+    if isinstance(tree, list):
+        return [from_tree(x) for x in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if not any(k.startswith("$") for k in tree):
+        return {k: from_tree(v) for k, v in tree.items()}
+    if "$type" in tree:
+        mod, name = tree["$type"]
+        if "$pydantic" in tree:
+            code = EXT_PYD1 if tree["$pydantic"] == 1 else EXT_PYD2
+            payload = [mod, name, from_tree(tree["$fields"])]
+            if "$method" in tree:
+                payload.append(tree["$method"])
+        elif "$method" in tree:
+            code = EXT_METHOD
+            payload = [mod, name, from_tree(tree["$arg"]), tree["$method"]]
+        else:
+            code, key = next((c, k) for c, k in _ARG_KEY.items() if k in tree)
+            payload = [mod, name, from_tree(tree[key])]
+        return ormsgpack.Ext(code, ormsgpack.packb(payload, option=_OPT))
+    if "$bytes" in tree:
+        return base64.b64decode(tree["$bytes"], validate=True)
+    if "$float" in tree:
+        return float(tree["$float"])
+    if "$map" in tree:
+        return {_hashable(from_tree(k)): from_tree(v) for k, v in tree["$map"]}
+    if "$numpy" in tree:
+        n = tree["$numpy"]
+        payload = [n["dtype"], n["shape"], n["order"], base64.b64decode(n["data"])]
+        return ormsgpack.Ext(EXT_NUMPY, ormsgpack.packb(payload, option=_OPT))
+    if "$delta_snapshot" in tree:
+        inner = ormsgpack.packb(from_tree(tree["$delta_snapshot"]), option=_OPT)
+        return ormsgpack.Ext(EXT_DELTA, inner)
+    if "$ext" in tree:
+        return ormsgpack.Ext(tree["$ext"], base64.b64decode(tree["$data"], validate=True))
+    raise ValueError(f"unknown tag in {sorted(tree)}")
+
+
+def _hashable(key: Any) -> Any:
+    if isinstance(key, list):
+        return tuple(_hashable(k) for k in key)
+    return key
+
+
+def tree_to_msgpack(tree: Any) -> bytes:
+    return ormsgpack.packb(from_tree(tree), option=_OPT)
+
+
+def msgpack_to_tree(data: bytes) -> Any:
+    return to_tree(ormsgpack.unpackb(data, ext_hook=_ext_hook, option=_OPT))
+
+
+EXT_MARK = "<msgpack ext>"
+NUMPY_MARK = "<numpy array>"
+DELTA_MARK = "<delta snapshot>"
+
+
+def named_types(tree: Any) -> list[tuple[str, ...]]:
+    """Every (module, name[, method]) a tree asks the serde to construct."""
+    found: list[tuple[str, ...]] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if "$type" in node:
+                mod, name = node["$type"]
+                if "$method" in node and "$pydantic" not in node:
+                    found.append((mod, name, node["$method"]))
+                else:
+                    found.append((mod, name))
+            if "$ext" in node:
+                found.append((EXT_MARK, str(node["$ext"])))
+            if "$numpy" in node:
+                found.append((NUMPY_MARK,))
+            if "$delta_snapshot" in node:
+                found.append((DELTA_MARK,))
+            stack.extend(node.values())
+    return found
+
+
+def plain_value(tree: Any) -> Any:
+    """A tree without constructed types, as fresh Python objects (no serde needed)."""
+    return from_tree(tree)
+
+
+class ValueCodec:
+    """Encodes values to nodes and decodes nodes, under one serde's allowlist."""
+
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self.serde = serde
+        inner = serde
+        self._checks_allowlist = isinstance(inner, JsonPlusSerializer)
+        allowed = getattr(inner, "_allowed_msgpack_modules", None)
+        self._allow_all = allowed is True
+        self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES)
+        if isinstance(allowed, (set, frozenset)):
+            self._allowed |= {tuple(a) for a in allowed}
+
+    # -- encode -------------------------------------------------------
+    def encode(self, value: Any) -> dict[str, Any]:
+        type_, data = self.serde.dumps_typed(value)
+        if type_ == "msgpack":
+            return {"serde": "msgpack", "json": msgpack_to_tree(data)}
+        return {"serde": type_, "base64": _b64(data)}
+
+    def encode_items(self, items: list[Any]) -> list[Any] | None:
+        """Trees of list items, or None when the serde would not use plain msgpack."""
+        type_, data = self.serde.dumps_typed(items)
+        if type_ != "msgpack":
+            return None
+        tree = msgpack_to_tree(data)
+        return tree if isinstance(tree, list) else None
+
+    # -- decode -------------------------------------------------------
+    @property
+    def revives_plain_trees(self) -> bool:
+        """True when a tree naming no types can skip the serde (JsonPlusSerializer only)."""
+        return self._checks_allowlist
+
+    def check_allowed(self, tree: Any, where: str) -> None:
+        """Refuse, before any import, a tree naming a type outside the allowlist."""
+        self.check_types(named_types(tree), where)
+
+    def check_types(self, types: Any, where: str) -> None:
+        if not self._checks_allowlist:
+            return
+        for key in types:
+            if key[0] in (NUMPY_MARK, DELTA_MARK):
+                continue
+            if key[0] == EXT_MARK:
+                raise UnrevivableValueError(f"{where}: unknown msgpack extension {key[1]} cannot be revived")
+            if len(key) == 3:
+                if key in SAFE_MSGPACK_METHODS:
+                    continue
+                raise UnrevivableValueError(
+                    f"{where}: refusing to call {'.'.join(key)}: the method is not "
+                    "in LangGraph's safe msgpack methods"
+                )
+            if self._allow_all or key in self._allowed:
+                continue
+            raise UnrevivableValueError(
+                f"{where}: refusing to construct {'.'.join(key)}: not in the "
+                "msgpack allowlist. If the graph's state uses this type, compile the "
+                "graph with this checkpointer (LangGraph registers the state's types "
+                "through with_allowlist) or pass RepoSaver(allowlist=[(module, name)])"
+            )
+
+    def node_to_typed(self, node: dict[str, Any], where: str) -> tuple[str, bytes]:
+        if "json" in node:
+            self.check_allowed(node["json"], where)
+            return "msgpack", tree_to_msgpack(node["json"])
+        return node["serde"], base64.b64decode(node["base64"], validate=True)
+
+    def loads(self, typed: tuple[str, bytes], where: str) -> Any:
+        try:
+            return self.serde.loads_typed(typed)
+        except UnrevivableValueError:
+            raise
+        except Exception as exc:
+            raise UnrevivableValueError(f"{where}: cannot revive value: {exc}") from exc

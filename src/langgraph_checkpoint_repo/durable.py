@@ -1,0 +1,143 @@
+"""Atomic, durable file writes and per-thread locks.
+
+A file is written as a hidden temp file in its own folder, flushed, fsynced,
+renamed over its final name with ``os.replace``, and then the folder is
+fsynced so the rename itself survives a crash. A reader therefore sees either
+no file or the whole file. Batches fsync each touched folder once.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from filelock import FileLock, Timeout
+
+from .errors import LockTimeoutError, RepoCheckpointError
+
+_DUMP_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def dump_json(doc: Any) -> bytes:
+    """The one canonical byte form: sorted keys, 2-space indent, UTF-8, final newline.
+
+    orjson, because the standard library's encoder drops to pure Python as soon
+    as it indents, and this runs on every put.
+    """
+    return orjson.dumps(doc, option=_DUMP_OPTIONS)
+
+
+def json_size(doc: Any) -> int:
+    """Compact size of a document: the cheap measure for the large-value threshold."""
+    return len(orjson.dumps(doc))
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(folder: Path, root: Path, durable: bool) -> None:
+    """Create ``folder`` (inside ``root``) and make each new entry durable in its parent."""
+    if folder.is_dir():
+        return
+    missing: list[Path] = []
+    cur = folder
+    while not cur.is_dir():
+        missing.append(cur)
+        if cur == root or cur.parent == cur:
+            break
+        cur = cur.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not path.is_dir() or path.is_symlink():
+                raise RepoCheckpointError(f"{path} exists and is not a folder") from None
+            continue
+        if durable:
+            fsync_dir(path.parent)
+
+
+def _write_temp(path: Path, data: bytes, durable: bool) -> Path:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL and O_NOFOLLOW: never write through something planted at the temp name
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _unlink_quietly(path: Path) -> None:
+    # only used to clean up after an error that is being raised anyway
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def write_files(files: Iterable[tuple[Path, bytes]], durable: bool = True) -> None:
+    """Write several files atomically; return once all of them (and their names) are durable.
+
+    Each file is atomic on its own; the batch is not. Callers order batches so
+    that whatever refers to a file is written in a later batch.
+    """
+    folders: dict[Path, None] = {}
+    for path, data in files:
+        tmp = _write_temp(path, data, durable)
+        try:
+            if path.is_symlink():
+                raise RepoCheckpointError(f"refusing to replace symlink {path}")
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        folders[path.parent] = None
+    if durable:
+        for folder in folders:
+            fsync_dir(folder)
+
+
+class ThreadLocks:
+    """One lock file per thread, so writers of a thread serialise across processes."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._locks: dict[Path, FileLock] = {}
+
+    @contextmanager
+    def hold(self, lock_path: Path, thread_id: str) -> Iterator[None]:
+        lock = self._locks.get(lock_path)
+        if lock is None:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            lock = self._locks.setdefault(lock_path, FileLock(str(lock_path)))
+        try:
+            lock.acquire(timeout=self.timeout)
+        except Timeout:
+            raise LockTimeoutError(
+                f"could not lock thread {thread_id!r} within {self.timeout}s "
+                f"({lock_path}); another process is writing to it"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()

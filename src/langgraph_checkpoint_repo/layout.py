@@ -1,0 +1,201 @@
+"""Where things live on disk: ids to path segments and the folder layout.
+
+Thread ids, namespaces, channel names and versions are arbitrary strings, so
+each becomes one path segment that is reversible, injective, confined to its
+folder, and identical on case-insensitive or normalising filesystems:
+
+* ``a-z 0-9 - _`` stay as they are, ``.`` too except first or last;
+* an upper-case letter ``X`` becomes ``^x``;
+* any other byte of the UTF-8 form becomes ``%hh`` (lower-case hex);
+* the empty string becomes ``%``;
+* a result longer than ``MAX_SEGMENT`` becomes ``~`` + sha256 of the id; the
+  id itself is kept inside the files of that folder (see ``thread_id``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_SEGMENT = 120
+_SAFE = frozenset(string.ascii_lowercase + string.digits + "-_")
+_HEX = frozenset("0123456789abcdef")
+
+ROOT_NS_DIR = ""  # the root namespace lives directly in the thread folder
+CHECKPOINTS = "checkpoints"
+VALUES = "values"
+WRITES = "writes"
+LARGE = "large"
+NAMESPACES = "ns"
+THREADS = "threads"
+CACHE = ".cache"
+GITIGNORE_TEXT = "# derived data, rebuilt from the checkpoint files\n/.cache/\n*.tmp\n"
+
+
+def encode_segment(value: str) -> str:
+    """Map any string to one safe, reversible path segment."""
+    if value == "":
+        return "%"
+    out: list[str] = []
+    last = len(value) - 1
+    for i, ch in enumerate(value):
+        if ch in _SAFE:
+            out.append(ch)
+        elif ch == "." and 0 < i < last:
+            out.append(ch)
+        elif "A" <= ch <= "Z":
+            out.append("^" + ch.lower())
+        else:
+            out.extend(f"%{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
+    seg = "".join(out)
+    if len(seg) > MAX_SEGMENT:
+        return "~" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return seg
+
+
+def is_hashed_segment(seg: str) -> bool:
+    return seg.startswith("~")
+
+
+def decode_segment(seg: str) -> str:
+    """Inverse of ``encode_segment``; hashed segments cannot be decoded here."""
+    if _is_verbatim(seg):
+        return seg
+    if seg == "%":
+        return ""
+    if is_hashed_segment(seg):
+        raise ValueError(f"segment {seg!r} is a hash; read the id from a file inside")
+    raw = bytearray()
+    i = 0
+    while i < len(seg):
+        ch = seg[i]
+        if ch == "%":
+            hh = seg[i + 1 : i + 3]
+            if len(hh) != 2 or not set(hh) <= _HEX:
+                raise ValueError(f"bad escape in segment {seg!r}")
+            raw.append(int(hh, 16))
+            i += 3
+        elif ch == "^":
+            nxt = seg[i + 1 : i + 2]
+            if not ("a" <= nxt <= "z"):
+                raise ValueError(f"bad upper-case escape in segment {seg!r}")
+            raw.extend(nxt.upper().encode())
+            i += 2
+        elif ch in _SAFE or ch == ".":
+            raw.extend(ch.encode())
+            i += 1
+        else:
+            raise ValueError(f"character {ch!r} cannot appear in segment {seg!r}")
+    text = raw.decode("utf-8", "surrogatepass")
+    if encode_segment(text) != seg:
+        raise ValueError(f"segment {seg!r} is not in canonical form")
+    return text
+
+
+def _is_verbatim(seg: str) -> bool:
+    """Fast path: a segment made only of characters that encode to themselves."""
+    return (
+        0 < len(seg) <= MAX_SEGMENT
+        and seg[0] != "."
+        and seg[-1] != "."
+        and seg.isascii()
+        and seg.replace("-", "a").replace("_", "a").replace(".", "a").isalnum()
+        and seg.lower() == seg
+    )
+
+
+def version_segment(version: str | int | float) -> str:
+    """File stem of a channel version; keeps 1, 1.0 and "1" apart."""
+    if isinstance(version, bool):
+        raise TypeError(f"channel version must be str, int or float, not {version!r}")
+    if isinstance(version, int):
+        return f"=i{version}"
+    if isinstance(version, float):
+        return f"=f{version!r}"
+    return encode_segment(version)
+
+
+def find_default_root(start: Path | None = None) -> Path:
+    """``.langgraph`` at the top of the git work tree, else in the current folder."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder / ".langgraph"
+    return here / ".langgraph"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of every kind of file under one root."""
+
+    root: Path
+
+    @property
+    def threads_dir(self) -> Path:
+        return self.root / THREADS
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / CACHE
+
+    def thread_dir(self, thread_id: str) -> Path:
+        return self.threads_dir / encode_segment(thread_id)
+
+    def ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
+        base = self.thread_dir(thread_id)
+        if checkpoint_ns == "":
+            return base
+        return base / NAMESPACES / encode_segment(checkpoint_ns)
+
+    def checkpoints_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
+        return self.ns_dir(thread_id, checkpoint_ns) / CHECKPOINTS
+
+    def checkpoint_path(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Path:
+        return self.checkpoints_dir(thread_id, checkpoint_ns) / (encode_segment(checkpoint_id) + ".json")
+
+    def value_rel(self, channel: str, version: str | int | float) -> str:
+        """Path of a value file relative to its namespace folder (stored in checkpoints).
+
+        One flat folder (``channel@version``) so a put fsyncs one folder, not one per channel.
+        """
+        return f"{VALUES}/{encode_segment(channel)}@{version_segment(version)}.json"
+
+    def checkpoint_rel(self, checkpoint_id: str) -> str:
+        """Path of a checkpoint file relative to its namespace folder (a value's location)."""
+        return f"{CHECKPOINTS}/{encode_segment(checkpoint_id)}.json"
+
+    def writes_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
+        return self.ns_dir(thread_id, checkpoint_ns) / WRITES
+
+    @staticmethod
+    def writes_name(checkpoint_id: str, unique: str) -> str:
+        """``<checkpoint>~<uuid6>.json``: flat, so no folder is created per checkpoint."""
+        return f"{encode_segment(checkpoint_id)}~{unique}.json"
+
+    @staticmethod
+    def writes_owner(name: str) -> str:
+        """The encoded checkpoint segment a writes file name belongs to."""
+        return name[: name.rindex("~")] if "~" in name[1:] else ""
+
+    def large_path(self, thread_id: str, digest: str) -> Path:
+        return self.thread_dir(thread_id) / LARGE / f"{digest}.json"
+
+    def lock_path(self, thread_id: str) -> Path:
+        seg = encode_segment(thread_id)
+        if len(seg) > 60:
+            seg = "~" + hashlib.sha256(seg.encode()).hexdigest()
+        return self.cache_dir / "locks" / f"{seg}.lock"
+
+    def contains(self, path: Path) -> bool:
+        """True when ``path`` stays inside the root once resolved."""
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(path)
+        return real == root or real.startswith(root + os.sep)
+
+
+def is_temp_name(name: str) -> bool:
+    """Temp files (``.name.random.tmp``) and hidden names are never data."""
+    return name.startswith(".") or name.endswith(".tmp")

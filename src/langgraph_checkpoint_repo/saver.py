@@ -1,0 +1,833 @@
+"""RepoSaver: the LangGraph checkpointer contract over the file store.
+
+Every method has one synchronous core; the async twins run that core in a
+worker thread so disk I/O never blocks the event loop, and nothing here
+depends on a loop, so sync calls from inside a running loop are fine too.
+
+Write path: saver -> codec (values to JSON trees) -> validation -> durable
+write, checkpoint file last (it is the commit point). Read path is the mirror.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import os
+import random
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from . import codec as codec_mod
+from .codec import ValueCodec
+from .durable import json_size
+from .errors import FileFormatError, RepoCheckpointError, UnrevivableValueError
+from .layout import encode_segment, find_default_root
+from .store import FileStore, ValueEntry, digest_node, msgpack_array_header, msgpack_array_split
+from .validation import SCHEMA_VERSION
+
+_MISSING = object()
+_CHECKPOINT_KEYS = ("v", "id", "ts", "channel_versions", "versions_seen", "updated_channels")
+
+
+@dataclass
+class _ListState:
+    """What we last wrote or read of a list channel, to store the next version as an append."""
+
+    version: str | int | float
+    ref: str  # where that version's value lives
+    count: int
+    depth: int
+    body: bytes | None  # the serde's msgpack items (no array header), when we wrote it
+    tree: list[Any] | None  # the JSON tree, when we read it from disk
+
+
+class RepoSaver(BaseCheckpointSaver[str]):
+    """A checkpointer that keeps graph state as reviewable JSON files in the repository.
+
+    Args:
+        root: folder of the state; default ``.langgraph`` at the top of the
+            current git work tree (the current folder outside git).
+        serde: serializer; default LangGraph's JsonPlusSerializer with the strict
+            msgpack allowlist (safe types plus what ``with_allowlist`` adds).
+        allowlist: extra ``(module, name)`` types the default serde may revive.
+        durable: fsync every file and folder before returning (default). False
+            skips fsync for throwaway runs: files stay atomic, not crash-durable.
+        large_value_bytes: values whose JSON is larger than this go to a file of
+            their own named by content hash; smaller ones sit inline in the
+            checkpoint that introduced their version.
+        snapshot_every: a list that grows by appending is stored as the appended
+            items only; after this many appends in a row a full copy is written.
+        lock_timeout: seconds to wait for another writer of the same thread.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        serde: SerializerProtocol | None = None,
+        allowlist: Collection[tuple[str, ...]] | None = None,
+        durable: bool = True,
+        large_value_bytes: int = 8 * 1024,
+        snapshot_every: int = 64,
+        lock_timeout: float = 60.0,
+    ) -> None:
+        if serde is None:
+            serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowlist or []) or None)
+        super().__init__(serde=serde)
+        path = Path(root) if root is not None else find_default_root()
+        self.root = path.absolute()
+        self.store = FileStore(self.root, durable=durable, lock_timeout=lock_timeout)
+        self.codec = ValueCodec(self.serde)
+        self.large_value_bytes = large_value_bytes
+        self.snapshot_every = snapshot_every
+        self._lists: dict[tuple[str, str, str], _ListState] = {}
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> RepoSaver:
+        clone = super().with_allowlist(extra_allowlist)
+        assert isinstance(clone, RepoSaver)
+        if clone is not self:
+            clone.codec = ValueCodec(clone.serde)
+        return clone
+
+    # ------------------------------------------------------------------
+    # reading
+    # ------------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, ns = _thread_ns(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:
+            try:
+                doc = self.store.header(thread_id, ns, checkpoint_id)
+            except FileNotFoundError:
+                return None
+        else:
+            ids = self.store.checkpoint_ids(thread_id, ns)
+            if not ids:
+                return None
+            doc = self.store.header(thread_id, ns, ids[-1])
+        return self._tuple(doc, remember_lists=not checkpoint_id)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        if limit is not None and limit <= 0:
+            return
+        conf = config["configurable"] if config else {}
+        want_id = conf.get("checkpoint_id")
+        before_id = get_checkpoint_id(before) if before else None
+        threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else self.store.thread_ids()
+        candidates: builtins.list[tuple[str, str, str]] = []
+        for thread_id in threads:
+            ns_filter = conf.get("checkpoint_ns")
+            namespaces = [ns_filter] if ns_filter is not None else self.store.namespaces(thread_id)
+            for ns in namespaces:
+                ids = self.store.checkpoint_ids(thread_id, ns)
+                if want_id is not None:
+                    ids = [i for i in ids if i == want_id]
+                if before_id is not None:
+                    import bisect
+
+                    ids = ids[: bisect.bisect_left(ids, before_id)]
+                candidates.extend((cid, thread_id, ns) for cid in ids)
+        if len(threads) > 1 or len({(t, n) for _, t, n in candidates}) > 1:
+            candidates.sort(reverse=True)
+        else:
+            candidates.reverse()
+        remaining = limit
+        for cid, thread_id, ns in candidates:
+            if filter:
+                meta = self._filter_meta(thread_id, ns, cid)
+                if not all(meta.get(k) == v for k, v in filter.items()):
+                    continue
+            doc = self.store.cached_header(thread_id, ns, cid)
+            yield self._tuple(doc)
+            if remaining is not None:
+                remaining -= 1
+                if remaining <= 0:
+                    return
+
+    def _filter_meta(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
+        """Decoded metadata, kept per checkpoint so filters scan thousands quickly."""
+        per_ns = self.store.meta.setdefault((thread_id, ns), {})
+        meta = per_ns.get(cid)
+        if meta is None:
+            doc = self.store.cached_header(thread_id, ns, cid)
+            meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
+            per_ns[cid] = meta
+        return meta  # type: ignore[no-any-return]
+
+    def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
+        thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
+        ns_dir = self.store.layout.ns_dir(thread_id, ns)
+        values: dict[str, Any] = {}
+        versions = doc["checkpoint"]["channel_versions"]
+        for channel, ref in doc["values"].items():
+            entry = self.store.value_entry(ns_dir, channel, versions.get(channel), ref)
+            if entry.empty:
+                continue
+            where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
+            values[channel] = self._revive(entry, where)
+            if remember_lists and isinstance(entry.tree, list):
+                key = (thread_id, ns, channel)
+                known = self._lists.get(key)
+                if known is None or known.version != versions[channel]:
+                    self._lists[key] = _ListState(
+                        versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree
+                    )
+        stored = doc["checkpoint"]
+        checkpoint: dict[str, Any] = {
+            "v": stored["v"],
+            "id": stored["id"],
+            "ts": stored["ts"],
+            "channel_values": values,
+            "channel_versions": dict(stored["channel_versions"]),
+            "versions_seen": {k: dict(v) for k, v in stored["versions_seen"].items()},
+        }
+        if "updated_channels" in stored:
+            uc = stored["updated_channels"]
+            checkpoint["updated_channels"] = list(uc) if uc is not None else None
+        for key, tree in stored.get("extra", {}).items():
+            checkpoint[key] = self._decode_tree(tree, self._where(doc, f"/checkpoint/extra/{key}"))
+        metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
+        parent = doc["parent_checkpoint_id"]
+        return CheckpointTuple(
+            config=_config(thread_id, ns, cid),
+            checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=metadata,
+            parent_config=_config(thread_id, ns, parent) if parent else None,
+            pending_writes=self._pending_writes(thread_id, ns, cid),
+        )
+
+    def _pending_writes(self, thread_id: str, ns: str, cid: str) -> builtins.list[PendingWrite]:
+        merged: dict[tuple[str, int], tuple[str, str, str, Any, Path]] = {}
+        for path, doc in self.store.writes_docs(thread_id, ns, cid):
+            for w in doc["writes"]:
+                key = (doc["task_id"], w["idx"])
+                if w["idx"] >= 0 and key in merged:
+                    continue
+                merged[key] = (doc["task_id"], w["channel"], doc["task_path"], w["value"], path)
+        out: builtins.list[PendingWrite] = []
+        for key in sorted(merged, key=lambda k: writes_sort_key(merged[k][2], *k)):
+            task_id, channel, _, node, path = merged[key]
+            where = (
+                f"thread {thread_id!r} checkpoint {cid} pending write {channel!r} of task {task_id} ({path})"
+            )
+            out.append((task_id, channel, self._revive_node(node, path, where)))
+        return out
+
+    def _where(self, doc: dict[str, Any], pointer: str) -> str:
+        path = self.store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
+        return f"thread {doc['thread_id']!r} checkpoint {doc['checkpoint_id']} ({path} at {pointer})"
+
+    def _decode_tree(self, tree: Any, where: str) -> Any:
+        entry = ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
+        return self._revive(entry, where)
+
+    def _revive_node(self, node: dict[str, Any], path: Path, where: str) -> Any:
+        node = self.store.resolve_node(node, path)
+        return self._revive(FileStore.entry_from_node(node, str(path)), where)
+
+    def _revive(self, entry: ValueEntry, where: str) -> Any:
+        """Revive a value, refusing (before any import) types outside the allowlist."""
+        self.codec.check_types(entry.types, where)
+        if entry.raw is None and not entry.types and self.codec.revives_plain_trees:
+            try:
+                return codec_mod.plain_value(entry.tree)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise UnrevivableValueError(f"{where}: malformed value: {exc}") from exc
+        try:
+            typed = entry.typed()
+        except FileFormatError as exc:
+            raise UnrevivableValueError(f"{where}: {exc}") from exc
+        return self.codec.loads(typed, where)
+
+    # writing
+    # ------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        thread_id, ns = _thread_ns(config)
+        parent_id = config["configurable"].get("checkpoint_id")
+        cid = checkpoint["id"]
+        layout = self.store.layout
+        own_ref = layout.checkpoint_rel(cid)
+        values = checkpoint["channel_values"]
+        with self.store.thread_lock(thread_id):
+            large: builtins.list[tuple[Path, bytes]] = []
+            new_values: dict[str, Any] = {}
+            refs: dict[str, str] = {}
+            states: dict[str, _ListState | None] = {}
+            for channel, version in new_versions.items():
+                body, state = self._body(
+                    thread_id, ns, channel, version, values.get(channel, _MISSING), large
+                )
+                new_values[channel] = body
+                refs[channel] = own_ref
+                states[channel] = state
+            self._carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], refs)
+            stored: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
+            extra = {
+                k: self._tree(v, f"checkpoint field {k!r}")
+                for k, v in checkpoint.items()
+                if k not in _CHECKPOINT_KEYS and k != "channel_values"
+            }
+            if extra:
+                stored["extra"] = extra
+            cdoc: dict[str, Any] = {
+                "schema_version": SCHEMA_VERSION,
+                "kind": "checkpoint",
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": cid,
+                "parent_checkpoint_id": parent_id,
+                "metadata": self._tree(get_checkpoint_metadata(config, metadata), "metadata"),
+                "checkpoint": stored,
+                "values": refs,
+            }
+            if new_values:
+                cdoc["new_values"] = new_values
+            cpath = layout.checkpoint_path(thread_id, ns, cid)
+            # large values first, the checkpoint (the commit point) last
+            self.store.write([large, [self.store.prepare("checkpoint", cdoc, cpath)]])
+            self.store.remember(cpath, cdoc)
+            for channel, state in states.items():
+                key = (thread_id, ns, channel)
+                if state is None:
+                    self._lists.pop(key, None)
+                else:
+                    state.ref = own_ref
+                    self._lists[key] = state
+        return _config(thread_id, ns, cid)
+
+    def _carried_refs(
+        self,
+        thread_id: str,
+        ns: str,
+        parent_id: str | None,
+        versions: ChannelVersions,
+        refs: dict[str, str],
+    ) -> None:
+        """Where the unchanged channels' values live: as the parent said, else their value file."""
+        missing = [ch for ch in versions if ch not in refs]
+        if not missing:
+            return
+        parent: dict[str, Any] | None = None
+        if parent_id:
+            try:
+                parent = self.store.header(thread_id, ns, parent_id)
+            except FileNotFoundError:
+                parent = None
+        ns_dir = self.store.layout.ns_dir(thread_id, ns)
+        for channel in missing:
+            if (
+                parent is not None
+                and parent["checkpoint"]["channel_versions"].get(channel) == versions[channel]
+            ):
+                ref = parent["values"].get(channel)
+                if ref is not None:
+                    refs[channel] = ref
+                    continue
+            state = self._lists.get((thread_id, ns, channel))
+            if state is not None and state.version == versions[channel]:
+                refs[channel] = state.ref
+                continue
+            rel = self.store.layout.value_rel(channel, versions[channel])
+            if (ns_dir / rel).exists():
+                refs[channel] = rel
+
+    def _tree(self, value: Any, what: str) -> Any:
+        node = self.codec.encode(value)
+        if "json" not in node:
+            raise RepoCheckpointError(f"{what} must serialise as msgpack, got {node['serde']}")
+        return node["json"]
+
+    def _body(
+        self,
+        thread_id: str,
+        ns: str,
+        channel: str,
+        version: str | int | float,
+        value: Any,
+        large: builtins.list[tuple[Path, bytes]],
+    ) -> tuple[dict[str, Any], _ListState | None]:
+        """How one new channel version is stored: empty, whole, or as the items appended."""
+        if value is _MISSING:
+            return {"empty": True}, None
+        type_, data = self.serde.dumps_typed(value)
+        if type_ != "msgpack":
+            node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
+            return {"value": self._maybe_large(thread_id, node, large)}, None
+        state: _ListState | None = None
+        if type(value) is list:
+            split = msgpack_array_split(data)
+            if split is not None:
+                count, body = split
+                appended = self._as_append(thread_id, ns, channel, count, body, data)
+                if appended is not None:
+                    return {"append": appended}, _ListState(version, "", count, appended["depth"], body, None)
+                state = _ListState(version, "", count, 0, body, None)
+        node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
+        return {"value": self._maybe_large(thread_id, node, large)}, state
+
+    def _as_append(
+        self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
+    ) -> dict[str, Any] | None:
+        """The appended items when this list extends the last version we saw, else None."""
+        state = self._lists.get((thread_id, ns, channel))
+        if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
+            return None
+        if not (self.store.layout.ns_dir(thread_id, ns) / state.ref).exists():
+            return None
+        items: builtins.list[Any] | None = None
+        if state.body is not None and body.startswith(state.body):
+            suffix = body[len(state.body) :]
+            items = codec_mod.msgpack_to_tree(msgpack_array_header(count - state.count) + suffix)
+        elif state.tree is not None:
+            full = codec_mod.msgpack_to_tree(data)
+            if full[: state.count] == state.tree:
+                items = full[state.count :]
+        if items is None or json_size(items) > self.large_value_bytes:
+            return None
+        return {
+            "base": state.version,
+            "base_ref": state.ref,
+            "base_length": state.count,
+            "depth": state.depth + 1,
+            "items": items,
+        }
+
+    def _maybe_large(
+        self, thread_id: str, node: dict[str, Any], large: builtins.list[tuple[Path, bytes]]
+    ) -> dict[str, Any]:
+        """Values over ``large_value_bytes`` go to a file named by their content hash."""
+        if json_size(node) <= self.large_value_bytes:
+            return node
+        digest = digest_node(node)
+        path = self.store.layout.large_path(thread_id, digest)
+        if not path.exists() and all(p != path for p, _ in large):
+            doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
+            large.append(self.store.prepare("large_value", doc, path))
+        return {"large": digest}
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        thread_id, ns = _thread_ns(config)
+        cid = config["configurable"]["checkpoint_id"]
+        with self.store.thread_lock(thread_id):
+            existing = {
+                (doc["task_id"], w["idx"])
+                for _, doc in self.store.writes_docs(thread_id, ns, cid)
+                for w in doc["writes"]
+                if w["idx"] >= 0
+            }
+            large: builtins.list[tuple[Path, bytes]] = []
+            entries = []
+            for i, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, i)
+                if idx >= 0 and (task_id, idx) in existing:
+                    continue  # first write wins for regular writes; special ones replace
+                node = self._maybe_large(thread_id, self.codec.encode(value), large)
+                entries.append({"idx": idx, "channel": channel, "value": node})
+            if not entries:
+                return
+            doc = {
+                "schema_version": SCHEMA_VERSION,
+                "kind": "writes",
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": cid,
+                "task_id": task_id,
+                "task_path": task_path,
+                "writes": entries,
+            }
+            layout = self.store.layout
+            path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
+            self.store.write([large, [self.store.prepare("writes", doc, path)]])
+            self.store.remember(path, doc)
+
+    # ------------------------------------------------------------------
+    # maintenance
+    # ------------------------------------------------------------------
+    def delete_thread(self, thread_id: str) -> None:
+        with self.store.thread_lock(thread_id):
+            self.store.remove_tree(self.store.layout.thread_dir(thread_id))
+            self._forget(thread_id)
+
+    def _forget(self, thread_id: str) -> None:
+        self.store.forget_thread(thread_id)
+        for key in [k for k in self._lists if k[0] == thread_id]:
+            del self._lists[key]
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        wanted = set(run_ids)
+        if not wanted:
+            return
+        for thread_id in self.store.thread_ids():
+            with self.store.thread_lock(thread_id):
+                doomed = {
+                    ns: [
+                        cid
+                        for cid in self.store.checkpoint_ids(thread_id, ns)
+                        if self._filter_meta(thread_id, ns, cid).get("run_id") in wanted
+                    ]
+                    for ns in self.store.namespaces(thread_id)
+                }
+                self._remove_checkpoints(thread_id, {ns: ids for ns, ids in doomed.items() if ids})
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            with self.store.thread_lock(thread_id):
+                doomed: dict[str, builtins.list[str]] = {}
+                for ns in self.store.namespaces(thread_id):
+                    ids = self.store.checkpoint_ids(thread_id, ns)
+                    if ids:
+                        keep = self._needed_for_latest(thread_id, ns, ids[-1])
+                        doomed[ns] = [cid for cid in ids if cid not in keep]
+                self._remove_checkpoints(thread_id, {ns: ids for ns, ids in doomed.items() if ids})
+
+    def _needed_for_latest(self, thread_id: str, ns: str, latest: str) -> set[str]:
+        """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
+        back to the nearest one holding a stored value for each channel that is empty now."""
+        ns_dir = self.store.layout.ns_dir(thread_id, ns)
+        keep = {latest}
+        doc = self.store.header(thread_id, ns, latest)
+        versions = doc["checkpoint"]["channel_versions"]
+        unseeded = {
+            ch
+            for ch, ref in doc["values"].items()
+            if self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
+        }
+        parent = doc["parent_checkpoint_id"]
+        while unseeded and parent:
+            try:
+                doc = self.store.header(thread_id, ns, parent)
+            except FileNotFoundError:
+                break
+            keep.add(parent)
+            versions = doc["checkpoint"]["channel_versions"]
+            for ch in list(unseeded):
+                ref = doc["values"].get(ch)
+                if ref is not None and not self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty:
+                    unseeded.discard(ch)
+            parent = doc["parent_checkpoint_id"]
+        return keep
+
+    def _remove_checkpoints(self, thread_id: str, doomed: dict[str, builtins.list[str]]) -> None:
+        """Delete checkpoints (and their writes) without losing what the others still use.
+
+        Values the survivors refer to that sit inline in a doomed checkpoint are first
+        written to value files (readers fall back to them); then the doomed checkpoint
+        files go (they are the commit points); then their writes and unreferenced files.
+        """
+        if not doomed:
+            return
+        layout = self.store.layout
+        for ns, ids in doomed.items():
+            ns_dir = layout.ns_dir(thread_id, ns)
+            gone: set[str] = set(ids)
+            keep = [c for c in self.store.checkpoint_ids(thread_id, ns) if c not in gone]
+            rescued: dict[Path, tuple[Path, bytes]] = {}
+            for cid in keep:
+                doc = self.store.header(thread_id, ns, cid)
+                versions = doc["checkpoint"]["channel_versions"]
+                for ch, ref in doc["values"].items():
+                    self._rescue_chain(ns_dir, ch, versions.get(ch), ref, gone, rescued)
+            self.store.write([list(rescued.values())])
+            self.store.remove_files([layout.checkpoint_path(thread_id, ns, cid) for cid in ids])
+            owners = {encode_segment(cid) for cid in ids}
+            self.store.remove_files(
+                [
+                    p
+                    for p in self.store.files_in(layout.writes_dir(thread_id, ns))
+                    if layout.writes_owner(p.name) in owners
+                ]
+            )
+        self.store.forget_thread(thread_id)
+        self._collect_garbage(thread_id)
+
+    def _rescue_chain(
+        self,
+        ns_dir: Path,
+        channel: str,
+        version: Any,
+        ref: str,
+        gone: set[str],
+        rescued: dict[Path, tuple[Path, bytes]],
+    ) -> None:
+        """Give every link of a value's chain that lives in a doomed checkpoint a value file."""
+        layout = self.store.layout
+        while True:
+            vpath = ns_dir / layout.value_rel(channel, version)
+            body: dict[str, Any]
+            if ref.startswith("checkpoints/") and (ns_dir / ref).exists():
+                host = self.store.read_doc(ns_dir / ref, "checkpoint")
+                body = host["new_values"][channel]
+                if host["checkpoint_id"] in gone and vpath not in rescued and not vpath.exists():
+                    doc = {
+                        "schema_version": SCHEMA_VERSION,
+                        "kind": "value",
+                        "channel": channel,
+                        "version": version,
+                        **body,
+                    }
+                    rescued[vpath] = self.store.prepare("value", doc, vpath)
+            elif vpath in rescued:
+                body = json.loads(rescued[vpath][1])
+            else:
+                body = self.store.read_doc(vpath, "value")
+            if "append" not in body:
+                return
+            version, ref = body["append"]["base"], body["append"]["base_ref"]
+
+    def _collect_garbage(self, thread_id: str) -> None:
+        """Remove value and large files that nothing left refers to."""
+        layout = self.store.layout
+        used_large: set[str] = set()
+        for ns, ns_dir in self.store.namespace_folders(layout.thread_dir(thread_id)):
+            needed: set[Path] = set()
+            for cid in self.store.checkpoint_ids(thread_id, ns):
+                doc = self.store.header(thread_id, ns, cid)
+                for body in doc.get("new_values", {}).values():
+                    _large_in(body, used_large)
+                versions = doc["checkpoint"]["channel_versions"]
+                for ch, ref in doc["values"].items():
+                    self._mark_files(ns_dir, ch, versions.get(ch), ref, needed, used_large)
+                for _, wdoc in self.store.writes_docs(thread_id, ns, cid):
+                    for w in wdoc["writes"]:
+                        _large_in(w, used_large)
+            self.store.remove_files([p for p in self.store.value_files(ns_dir) if p not in needed])
+        large_dir = layout.thread_dir(thread_id) / "large"
+        self.store.remove_files([p for p in self.store.files_in(large_dir) if p.name[:-5] not in used_large])
+        self.store.forget_thread(thread_id)
+
+    def _mark_files(
+        self, ns_dir: Path, channel: str, version: Any, ref: str, needed: set[Path], used_large: set[str]
+    ) -> None:
+        layout = self.store.layout
+        while True:
+            if ref.startswith("checkpoints/") and (ns_dir / ref).exists():
+                body = self.store.read_doc(ns_dir / ref, "checkpoint")["new_values"][channel]
+            else:
+                vpath = ns_dir / layout.value_rel(channel, version)
+                if vpath in needed:
+                    return
+                needed.add(vpath)
+                body = self.store.read_doc(vpath, "value")
+            _large_in(body, used_large)
+            if "append" not in body:
+                return
+            version, ref = body["append"]["base"], body["append"]["base_ref"]
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every file of a thread (whole parent chains, so DeltaChannels rebuild)."""
+        if source_thread_id == target_thread_id:
+            return
+        layout = self.store.layout
+        src_dir = layout.thread_dir(source_thread_id)
+        dst_dir = layout.thread_dir(target_thread_id)
+        with self.store.thread_lock(target_thread_id):
+            large = [
+                self.store.prepare(
+                    "large_value", self.store.read_doc(p, "large_value"), dst_dir / "large" / p.name
+                )
+                for p in self.store.files_in(src_dir / "large")
+            ]
+            values: builtins.list[tuple[Path, bytes]] = []
+            writes: builtins.list[tuple[Path, bytes]] = []
+            checkpoints: builtins.list[tuple[Path, bytes]] = []
+            for ns, src_ns in self.store.namespace_folders(src_dir):
+                dst_ns = layout.ns_dir(target_thread_id, ns)
+                for path in self.store.value_files(src_ns):
+                    doc = self.store.read_doc(path, "value")
+                    values.append(self.store.prepare("value", doc, dst_ns / path.relative_to(src_ns)))
+                for path in self.store.files_in(layout.writes_dir(source_thread_id, ns)):
+                    wdoc = {**self.store.read_doc(path, "writes"), "thread_id": target_thread_id}
+                    writes.append(self.store.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
+                for cid in self.store.checkpoint_ids(source_thread_id, ns):
+                    cdoc = {**self.store.header(source_thread_id, ns, cid), "thread_id": target_thread_id}
+                    checkpoints.append(
+                        self.store.prepare(
+                            "checkpoint", cdoc, layout.checkpoint_path(target_thread_id, ns, cid)
+                        )
+                    )
+            self.store.write([large, values, writes, checkpoints])
+            self._forget(target_thread_id)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Walk parent links through checkpoint files only; an ancestor's values are
+        read just for the channels still looking for their seed."""
+        if not channels:
+            return {}
+        thread_id, ns = _thread_ns(config)
+        ns_dir = self.store.layout.ns_dir(thread_id, ns)
+        cid = get_checkpoint_id(config)
+        if not cid:
+            ids = self.store.checkpoint_ids(thread_id, ns)
+            cid = ids[-1] if ids else None
+        collected: dict[str, builtins.list[PendingWrite]] = {c: [] for c in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
+        current: str | None = None
+        if cid:
+            try:
+                current = self.store.header(thread_id, ns, cid)["parent_checkpoint_id"]
+            except FileNotFoundError:
+                current = None
+        while current is not None and remaining:
+            try:
+                doc = self.store.header(thread_id, ns, current)
+            except FileNotFoundError:
+                break
+            versions = doc["checkpoint"]["channel_versions"]
+            ended: dict[str, Any] = {}
+            for ch in remaining:
+                ref = doc["values"].get(ch)
+                if ref is None:
+                    continue
+                entry = self.store.value_entry(ns_dir, ch, versions.get(ch), ref)
+                if not entry.empty:
+                    where = f"thread {thread_id!r} checkpoint {current} channel {ch!r} ({entry.where})"
+                    ended[ch] = self._revive(entry, where)
+            for write in reversed(self._pending_writes(thread_id, ns, current)):
+                if write[1] in remaining:
+                    collected[write[1]].append(write)
+            for ch, value in ended.items():
+                seeds[ch] = value
+                remaining.discard(ch)
+            current = doc["parent_checkpoint_id"]
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            entry_h: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
+            if ch in seeds:
+                entry_h["seed"] = seeds[ch]
+            result[ch] = entry_h
+        return result
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Same shape as InMemorySaver/PostgresSaver, so threads move between them;
+        the random part keeps versions written on two git branches apart."""
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    # ------------------------------------------------------------------
+    # async twins: the same core, off the event loop
+    # ------------------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )
+
+
+def _thread_ns(config: RunnableConfig) -> tuple[str, str]:
+    conf = config["configurable"]
+    thread_id = conf.get("thread_id")
+    if thread_id is None:
+        raise RepoCheckpointError("config['configurable']['thread_id'] is required")
+    return str(thread_id), str(conf.get("checkpoint_ns") or "")
+
+
+def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+
+
+def _large_in(body: dict[str, Any], used: set[str]) -> None:
+    """Collect the large-value digests a value body or write refers to."""
+    node = body.get("value")
+    if isinstance(node, dict) and "large" in node:
+        used.add(node["large"])

@@ -1,0 +1,620 @@
+"""The file store: reading and writing the documents of one root.
+
+Knows the layout, validates every document on its way in and out, and keeps
+derived, in-process caches that are always checked against the filesystem:
+
+* folder listings (checkpoint ids, writes files), trusted only while the
+  folder's stat is unchanged and it was not modified in the same instant it
+  was listed (the "racy git" rule), so files arriving through ``git pull`` or
+  from another process are seen on the next call;
+* parsed documents and resolved values keyed by path and (mtime, size, inode):
+  files are immutable by name, and a hand edit changes the stat.
+
+Nothing here is persisted: restarting the process loses nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import hashlib
+import json
+import os
+import shutil
+import stat as stat_mod
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ormsgpack
+
+from . import codec as codec_mod
+from .durable import ThreadLocks, dump_json, ensure_dir, fsync_dir, write_files
+from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
+from .layout import (
+    CHECKPOINTS,
+    GITIGNORE_TEXT,
+    LARGE,
+    NAMESPACES,
+    VALUES,
+    Layout,
+    decode_segment,
+    encode_segment,
+    is_hashed_segment,
+    is_temp_name,
+)
+from .validation import validate_read, validate_write
+
+RACY_NS = 50_000_000  # a listing taken within 50 ms of the folder's mtime is re-checked
+MAX_FILE_BYTES = 256 * 1024 * 1024
+_CACHE_ENTRIES = 20_000
+
+StatKey = tuple[int, int, int]
+
+
+def _stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@dataclass
+class ValueEntry:
+    """A resolved value: its full JSON tree (or raw serde bytes) and the types it names."""
+
+    empty: bool
+    tree: Any = None  # full JSON tree, for values the serde wrote as msgpack
+    raw: tuple[str, bytes] | None = None  # (serde type, bytes) for everything else
+    types: frozenset[tuple[str, ...]] = frozenset()
+    depth: int = 0  # append-chain depth: 0 for a full value
+    where: str = ""
+    base: ValueEntry | None = None  # for appends: the entry this one extends
+    items: list[Any] | None = None  # for appends: the appended items
+    _body: bytes | None = None
+
+    def typed(self) -> tuple[str, bytes]:
+        """What the serde's loads_typed takes; msgpack is rebuilt lazily and incrementally."""
+        if self.raw is not None:
+            return self.raw
+        if isinstance(self.tree, list):
+            return ("msgpack", msgpack_array_header(len(self.tree)) + self.list_body())
+        return ("msgpack", _tree_bytes(self.tree, self.where))
+
+    def list_body(self) -> bytes:
+        """The msgpack of a list's items without the array header (appends reuse the base's)."""
+        if self._body is None:
+            if self.base is not None and self.items is not None:
+                self._body = self.base.list_body() + _items_body(self.items, self.where)
+            else:
+                self._body = _items_body(self.tree, self.where)
+        return self._body
+
+
+@dataclass
+class Listing:
+    """Sorted names of one folder, plus what was derived from them."""
+
+    names: list[str]
+    key: StatKey
+    trusted: bool
+    derived: dict[str, Any] = field(default_factory=dict)
+
+
+class LRU(OrderedDict[Any, Any]):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
+class FileStore:
+    """Documents under one root, with validation, caches and durable writes."""
+
+    def __init__(self, root: Path, *, durable: bool = True, lock_timeout: float = 60.0) -> None:
+        self.layout = Layout(root)
+        self.root = root
+        self.durable = durable
+        self.locks = ThreadLocks(lock_timeout)
+        self._docs: LRU = LRU(_CACHE_ENTRIES)
+        self._values: LRU = LRU(_CACHE_ENTRIES)
+        self._listings: dict[Path, Listing] = {}
+        self._headers: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        self.meta: dict[tuple[str, str], dict[str, Any]] = {}  # decoded metadata, for filters
+        self._mutex = threading.RLock()
+        self._thread_mutex: dict[str, threading.RLock] = {}
+        self._safe_dirs: set[Path] = set()
+
+    # -- locking ----------------------------------------------------------
+    def thread_lock(self, thread_id: str) -> _BothLocks:
+        """In-process and cross-process exclusion for writers of one thread."""
+        with self._mutex:
+            local = self._thread_mutex.setdefault(thread_id, threading.RLock())
+        return _BothLocks(local, self.locks, self.layout.lock_path(thread_id), thread_id)
+
+    # -- documents ----------------------------------------------------------
+    def read_doc(self, path: Path, kind: str) -> dict[str, Any]:
+        """A validated document; errors name the file and the JSON pointer.
+
+        Raises FileNotFoundError when there is no such file.
+        """
+        st = os.lstat(path)
+        key = _stat_key(st)
+        hit = self._docs.get(path)
+        if hit is not None and hit[0] == key:
+            return hit[1]  # type: ignore[no-any-return]
+        doc = self._load_json(path, st)
+        validate_read(doc, kind, str(path))
+        self._docs.put(path, (key, doc))
+        return doc  # type: ignore[no-any-return]
+
+    def _load_json(self, path: Path, st: os.stat_result) -> Any:
+        if stat_mod.S_ISLNK(st.st_mode):
+            raise FileFormatError(str(path), "/", "is a symlink; refusing to follow it")
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise FileFormatError(str(path), "/", "is not a regular file")
+        if not self.layout.contains(path.parent):
+            raise FileFormatError(str(path), "/", "resolves outside the root")
+        if st.st_size > MAX_FILE_BYTES:
+            raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileFormatError(str(path), "/", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        try:
+            return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+        except json.JSONDecodeError as exc:
+            raise FileFormatError(
+                str(path), "/", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+            ) from None
+        except _DuplicateKey as exc:
+            raise FileFormatError(str(path), "/", f"duplicate key {exc.args[0]!r}") from None
+        except _BadConstant as exc:
+            raise FileFormatError(str(path), "/", f"{exc.args[0]} is not valid JSON") from None
+
+    # -- listings -----------------------------------------------------------
+    def listing(self, folder: Path) -> Listing | None:
+        """Names in ``folder`` (temp files left out), fresh against the folder's stat."""
+        try:
+            st = os.stat(folder)
+        except FileNotFoundError:
+            self._listings.pop(folder, None)
+            return None
+        key = _stat_key(st)
+        cur = self._listings.get(folder)
+        if cur is not None and cur.trusted and cur.key == key:
+            return cur
+        listed_at = time.time_ns()
+        names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+        cur = Listing(names, key, listed_at - st.st_mtime_ns > RACY_NS)
+        self._listings[folder] = cur
+        return cur
+
+    def note_added(self, folder: Path, name: str) -> None:
+        """After our own write, under the thread lock: keep the listing current.
+
+        Cooperating writers of this thread hold the same lock, so a listing taken
+        or extended now is complete; it is trusted from here on, until the
+        folder changes in a way we did not make (another process, git).
+        """
+        cur = self._listings.get(folder)
+        if cur is None:
+            return
+        try:
+            st = os.stat(folder)
+        except FileNotFoundError:
+            self._listings.pop(folder, None)
+            return
+        if not cur.trusted:
+            names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+            self._listings[folder] = Listing(names, _stat_key(st), True)
+            return
+        pos = bisect.bisect_left(cur.names, name)
+        if pos == len(cur.names) or cur.names[pos] != name:
+            cur.names.insert(pos, name)
+            self._extend_derived(folder, cur, name)
+        cur.key = _stat_key(st)
+
+    def _extend_derived(self, folder: Path, cur: Listing, name: str) -> None:
+        ids = cur.derived.get("ids")
+        if ids is not None and name.endswith(".json"):
+            cid = self._id_of(folder, name)
+            pos = bisect.bisect_left(ids, cid)
+            if pos == len(ids) or ids[pos] != cid:
+                ids.insert(pos, cid)
+        groups = cur.derived.get("groups")
+        if groups is not None:
+            bisect.insort(groups.setdefault(self.layout.writes_owner(name), []), name)
+
+    def checkpoint_ids(self, thread_id: str, checkpoint_ns: str) -> list[str]:
+        """Sorted checkpoint ids of one namespace (ids are time-ordered)."""
+        folder = self.layout.checkpoints_dir(thread_id, checkpoint_ns)
+        lst = self.listing(folder)
+        if lst is None:
+            return []
+        ids = lst.derived.get("ids")
+        if ids is None:
+            ids = sorted(self._id_of(folder, n) for n in lst.names if n.endswith(".json"))
+            lst.derived["ids"] = ids
+        return ids  # type: ignore[no-any-return]
+
+    def _id_of(self, folder: Path, name: str) -> str:
+        stem = name[:-5]
+        if is_hashed_segment(stem):
+            return str(self.read_doc(folder / name, "checkpoint")["checkpoint_id"])
+        try:
+            return decode_segment(stem)
+        except ValueError as exc:
+            raise FileFormatError(str(folder / name), "/", f"bad file name: {exc}") from None
+
+    def header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
+        """The checkpoint document, names checked against its place. FileNotFoundError if absent."""
+        path = self.layout.checkpoint_path(thread_id, checkpoint_ns, checkpoint_id)
+        doc = self.read_doc(path, "checkpoint")
+        if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+        ):
+            raise FileFormatError(
+                str(path),
+                "/checkpoint_id",
+                "thread_id, checkpoint_ns or checkpoint_id does not match the file's place",
+            )
+        return doc
+
+    def cached_header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
+        """Header without a stat per file: for scans over thousands of listed checkpoints."""
+        per_ns = self._headers.setdefault((thread_id, checkpoint_ns), {})
+        doc = per_ns.get(checkpoint_id)
+        if doc is None:
+            doc = self.header(thread_id, checkpoint_ns, checkpoint_id)
+            per_ns[checkpoint_id] = doc
+        return doc
+
+    def writes_docs(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> list[tuple[Path, dict[str, Any]]]:
+        """Writes files of one checkpoint, oldest first."""
+        folder = self.layout.writes_dir(thread_id, checkpoint_ns)
+        lst = self.listing(folder)
+        if lst is None:
+            return []
+        groups = lst.derived.get("groups")
+        if groups is None:
+            groups = {}
+            for name in lst.names:
+                groups.setdefault(self.layout.writes_owner(name), []).append(name)
+            lst.derived["groups"] = groups
+        out = []
+        for name in groups.get(encode_segment(checkpoint_id), ()):
+            path = folder / name
+            doc = self.read_doc(path, "writes")
+            if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+            ):
+                raise FileFormatError(str(path), "/checkpoint_id", "names do not match the file's place")
+            out.append((path, doc))
+        return out
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        return [ns for ns, _ in self.namespace_folders(self.layout.thread_dir(thread_id))]
+
+    def namespace_folders(self, tdir: Path) -> list[tuple[str, Path]]:
+        out: list[tuple[str, Path]] = []
+        if (tdir / CHECKPOINTS).is_dir():
+            out.append(("", tdir))
+        nsroot = tdir / NAMESPACES
+        if nsroot.is_dir():
+            for seg in sorted(os.listdir(nsroot)):
+                if not is_temp_name(seg):
+                    out.append((self._ns_name(nsroot / seg, seg), nsroot / seg))
+        return out
+
+    def _ns_name(self, folder: Path, seg: str) -> str:
+        if not is_hashed_segment(seg):
+            return decode_segment(seg)
+        for name in sorted(os.listdir(folder / CHECKPOINTS)):
+            if not is_temp_name(name):
+                return str(self.read_doc(folder / CHECKPOINTS / name, "checkpoint")["checkpoint_ns"])
+        raise FileFormatError(str(folder), "/", "hashed namespace folder holds no checkpoint")
+
+    def thread_ids(self) -> list[str]:
+        tdir = self.layout.threads_dir
+        if not tdir.is_dir():
+            return []
+        out = []
+        for seg in sorted(os.listdir(tdir)):
+            if is_temp_name(seg):
+                continue
+            if not is_hashed_segment(seg):
+                out.append(decode_segment(seg))
+                continue
+            for _, folder in self.namespace_folders(tdir / seg):
+                names = sorted(n for n in os.listdir(folder / CHECKPOINTS) if not is_temp_name(n))
+                if names:
+                    out.append(str(self.read_doc(folder / CHECKPOINTS / names[0], "checkpoint")["thread_id"]))
+                    break
+        return out
+
+    # -- values ---------------------------------------------------------------
+    def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
+        """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
+        or in its value file (where prune moves values whose checkpoint it removes)."""
+        path = ns_dir / ref
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not ref.startswith(CHECKPOINTS + "/"):
+                raise MissingReferenceError(
+                    str(path), "/", f"value of channel {channel!r} is missing"
+                ) from None
+            ref = self.layout.value_rel(channel, version)
+            path = ns_dir / ref
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                raise MissingReferenceError(
+                    str(ns_dir / CHECKPOINTS), "/", f"value of channel {channel!r} at {version} is missing"
+                ) from None
+        key = (path, channel)
+        hit = self._values.get(key)
+        if hit is not None and hit[0] == _stat_key(st):
+            return hit[1]  # type: ignore[no-any-return]
+        if ref.startswith(CHECKPOINTS + "/"):
+            doc = self.read_doc(path, "checkpoint")
+            body = doc.get("new_values", {}).get(channel)
+            if body is None or doc["checkpoint"]["channel_versions"].get(channel) != version:
+                raise MissingReferenceError(
+                    str(path), f"/new_values/{channel}", f"holds no value of channel {channel!r} at {version}"
+                )
+            pointer = f"/new_values/{channel}"
+        else:
+            doc = self.read_doc(path, "value")
+            if (
+                doc["channel"] != channel
+                or doc["version"] != version
+                or ns_dir / self.layout.value_rel(channel, version) != path
+            ):
+                raise FileFormatError(str(path), "/version", f"expected channel {channel!r} at {version}")
+            body = doc
+            pointer = ""
+        entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
+        self._values.put(key, (_stat_key(st), entry))
+        return entry
+
+    def _entry_from_body(
+        self, ns_dir: Path, channel: str, body: dict[str, Any], path: Path, pointer: str
+    ) -> ValueEntry:
+        where = f"{path}{' at ' + pointer if pointer else ''}"
+        if body.get("empty"):
+            return ValueEntry(empty=True, where=where)
+        if "append" in body:
+            app = body["append"]
+            base = self.value_entry(ns_dir, channel, app["base"], app["base_ref"])
+            if base.empty or not isinstance(base.tree, list):
+                raise FileFormatError(str(path), f"{pointer}/append/base", "base is not a list value")
+            if len(base.tree) != app["base_length"]:
+                raise FileFormatError(
+                    str(path),
+                    f"{pointer}/append/base_length",
+                    f"base holds {len(base.tree)} items, not {app['base_length']}",
+                )
+            items = app["items"]
+            types = base.types | frozenset(codec_mod.named_types(items))
+            return ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
+        node = self.resolve_node(body["value"], path, pointer)
+        return self.entry_from_node(node, where)
+
+    def resolve_node(self, node: dict[str, Any], where: Path, pointer: str = "") -> dict[str, Any]:
+        """Follow a large-value reference to the node it stands for."""
+        if "large" not in node:
+            return node
+        digest = node["large"]
+        rel = where.relative_to(self.layout.threads_dir)
+        lpath = self.layout.threads_dir / rel.parts[0] / LARGE / f"{digest}.json"
+        try:
+            ldoc = self.read_doc(lpath, "large_value")
+        except FileNotFoundError:
+            raise MissingReferenceError(
+                str(where), f"{pointer}/value/large", f"large value {lpath} is missing"
+            ) from None
+        if ldoc["sha256"] != digest or digest_node(ldoc["value"]) != digest:
+            raise FileFormatError(str(lpath), "/sha256", "content does not match its sha256 name")
+        return ldoc["value"]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
+        if "json" in node:
+            tree = node["json"]
+            return ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
+        raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
+        return ValueEntry(False, None, raw, frozenset(), 0, where)
+
+    # -- writing ---------------------------------------------------------------
+    def prepare(self, kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
+        """Validate, then serialise; nothing is written when the document is invalid."""
+        validate_write(doc, kind, str(path))
+        return path, dump_json(doc)
+
+    def write(self, batches: list[list[tuple[Path, bytes]]]) -> None:
+        """Write batches in order; each is durable before the next starts."""
+        self._ensure_gitignore()
+        for batch in batches:
+            if not batch:
+                continue
+            for folder in {p.parent for p, _ in batch}:
+                if folder not in self._safe_dirs:
+                    ensure_dir(folder, self.root, self.durable)
+                    if not self.layout.contains(folder):
+                        raise RepoCheckpointError(
+                            f"refusing to write through {folder}: it leads outside {self.root}"
+                        )
+                    self._safe_dirs.add(folder)
+            write_files(batch, self.durable)
+            for path, _ in batch:
+                self.note_added(path.parent, path.name)
+
+    def _ensure_gitignore(self) -> None:
+        path = self.root / ".gitignore"
+        if self.root in self._safe_dirs or path.exists():
+            self._safe_dirs.add(self.root)
+            return
+        ensure_dir(self.root, self.root, self.durable)
+        write_files([(path, GITIGNORE_TEXT.encode())], self.durable)
+        self._safe_dirs.add(self.root)
+
+    def remember(self, path: Path, doc: dict[str, Any]) -> None:
+        """Seed the document cache with what we just wrote."""
+        try:
+            self._docs.put(path, (_stat_key(os.lstat(path)), doc))
+        except FileNotFoundError:
+            pass
+
+    def forget_thread(self, thread_id: str) -> None:
+        self._safe_dirs.clear()
+        tdir = self.layout.thread_dir(thread_id)
+        for key in [k for k in self._headers if k[0] == thread_id]:
+            del self._headers[key]
+        for key in [k for k in self.meta if k[0] == thread_id]:
+            del self.meta[key]
+        for folder in [f for f in self._listings if _is_under(f, tdir)]:
+            del self._listings[folder]
+        for path in [p for p in self._docs if _is_under(p, tdir)]:
+            self._docs.pop(path, None)
+        for key in [k for k in self._values if _is_under(k[0], tdir)]:
+            self._values.pop(key, None)
+
+    def remove_tree(self, folder: Path) -> None:
+        """Remove a folder so readers never see it half-gone: rename it away, then delete."""
+        if not folder.exists():
+            return
+        grave = folder.with_name(f".{folder.name}.deleted.{os.getpid()}.{time.time_ns()}.tmp")
+        os.rename(folder, grave)
+        if self.durable:
+            fsync_dir(folder.parent)
+        shutil.rmtree(grave)
+
+    def remove_files(self, paths: list[Path]) -> None:
+        folders: set[Path] = set()
+        for path in paths:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            folders.add(path.parent)
+        if self.durable:
+            for folder in folders:
+                fsync_dir(folder)
+
+    def files_in(self, folder: Path) -> list[Path]:
+        try:
+            return [folder / n for n in sorted(os.listdir(folder)) if not is_temp_name(n)]
+        except FileNotFoundError:
+            return []
+
+    def value_files(self, ns_dir: Path) -> list[Path]:
+        return self.files_in(ns_dir / VALUES)
+
+
+class _BothLocks:
+    def __init__(self, local: threading.RLock, locks: ThreadLocks, path: Path, thread_id: str) -> None:
+        self.local = local
+        self.locks = locks
+        self.path = path
+        self.thread_id = thread_id
+        self._cm: Any = None
+
+    def __enter__(self) -> None:
+        self.local.acquire()
+        try:
+            self._cm = self.locks.hold(self.path, self.thread_id)
+            self._cm.__enter__()
+        except BaseException:
+            self.local.release()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._cm.__exit__(*exc)
+        finally:
+            self.local.release()
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _BadConstant(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise _BadConstant(name)
+
+
+def _tree_bytes(tree: Any, where: str) -> bytes:
+    try:
+        return codec_mod.tree_to_msgpack(tree)
+    except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError) as exc:
+        raise FileFormatError(where, "/", f"value cannot be rebuilt: {exc}") from None
+
+
+def _items_body(items: list[Any], where: str) -> bytes:
+    packed = _tree_bytes(items, where)
+    split = msgpack_array_split(packed)
+    assert split is not None
+    return split[1]
+
+
+def msgpack_array_split(data: bytes) -> tuple[int, bytes] | None:
+    """Item count and items of a msgpack array (None when ``data`` is not one)."""
+    if not data:
+        return None
+    t = data[0]
+    if 0x90 <= t <= 0x9F:
+        return t & 0x0F, data[1:]
+    if t == 0xDC:
+        return int.from_bytes(data[1:3], "big"), data[3:]
+    if t == 0xDD:
+        return int.from_bytes(data[1:5], "big"), data[5:]
+    return None
+
+
+def msgpack_array_header(count: int) -> bytes:
+    if count < 16:
+        return bytes([0x90 | count])
+    if count < 0x10000:
+        return b"\xdc" + count.to_bytes(2, "big")
+    return b"\xdd" + count.to_bytes(4, "big")
+
+
+def digest_node(node: Any) -> str:
+    return hashlib.sha256(dump_json(node)).hexdigest()
+
+
+def _is_under(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True

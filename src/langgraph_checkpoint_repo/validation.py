@@ -1,0 +1,104 @@
+"""JSON Schemas of every file kind, and validation of documents against them.
+
+The schemas live in ``schemas/`` at the top of the repository and ship inside
+the wheel as package data. Every document is checked here before it is
+written and after it is read; the error names the file and the JSON pointer.
+Checking runs on jsonschema-rs (a compiled draft 2020-12 validator, ~300x
+faster than pure Python on value trees, which matters on every put); the
+schemas themselves are checked against the meta-schema with jsonschema.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+
+from .errors import FileFormatError, InvalidWriteError, SchemaVersionError
+
+SCHEMA_VERSION = 1
+KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
+KINDS = ("checkpoint", "value", "writes", "large_value")
+MIGRATE_HINT = "langgraph-repo migrate"
+
+
+def schemas_dir() -> Path:
+    """Packaged schemas in a wheel, the repository's schemas/ in a checkout."""
+    packaged = Path(__file__).parent / "schemas"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "schemas"
+
+
+def load_schemas() -> dict[str, dict[str, Any]]:
+    """Every schema document by file name."""
+    return {
+        p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(schemas_dir().glob("*.schema.json"))
+    }
+
+
+@lru_cache(maxsize=1)
+def _validators() -> dict[str, Any]:
+    docs = load_schemas()
+    registry = jsonschema_rs.Registry([(doc["$id"], doc) for doc in docs.values()])
+    return {
+        kind: jsonschema_rs.validator_for(docs[f"{kind}.schema.json"], registry=registry) for kind in KINDS
+    }
+
+
+def _pointer(path: Any) -> str:
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    return "/" + "/".join(parts) if parts else "/"
+
+
+def _first_error(kind: str, doc: Any) -> tuple[str, str] | None:
+    validator = _validators()[kind]
+    if validator.is_valid(doc):
+        return None
+    err = next(iter(validator.iter_errors(doc)))
+    return _pointer(err.instance_path), err.message
+
+
+def check_version(doc: Any, path: str) -> None:
+    """Refuse, with a message saying what to do, a file from another format version."""
+    if not isinstance(doc, dict):
+        raise FileFormatError(path, "/", "expected a JSON object")
+    version = doc.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise FileFormatError(path, "/schema_version", "missing or not an integer")
+    if version in KNOWN_VERSIONS:
+        return
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            path,
+            "/schema_version",
+            f"schema_version {version} was written by a newer release of "
+            f"langgraph-checkpoint-repo; this release reads {sorted(KNOWN_VERSIONS)}. "
+            "Upgrade langgraph-checkpoint-repo to read it.",
+        )
+    raise SchemaVersionError(
+        path,
+        "/schema_version",
+        f"schema_version {version} is older than this release reads "
+        f"({sorted(KNOWN_VERSIONS)}); run `{MIGRATE_HINT}` to upgrade the files.",
+    )
+
+
+def validate_read(doc: Any, kind: str, path: str) -> None:
+    """Validate a document just read from ``path``; raise naming file and pointer."""
+    check_version(doc, path)
+    if doc.get("kind") != kind:
+        raise FileFormatError(path, "/kind", f"expected kind {kind!r}, found {doc.get('kind')!r}")
+    problem = _first_error(kind, doc)
+    if problem is not None:
+        raise FileFormatError(path, *problem)
+
+
+def validate_write(doc: Any, kind: str, target: str) -> None:
+    """Validate a document about to be written; nothing touches disk when it fails."""
+    problem = _first_error(kind, doc)
+    if problem is not None:
+        raise InvalidWriteError(kind, target, *problem)
