@@ -18,6 +18,7 @@ import hashlib
 import os
 import string
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 MAX_SEGMENT = 120
@@ -141,15 +142,18 @@ class Layout:
     def cache_dir(self) -> Path:
         return self.root / CACHE
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def thread_dir(self, thread_id: str) -> Path:
         return self.threads_dir / encode_segment(thread_id)
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         base = self.thread_dir(thread_id)
         if checkpoint_ns == "":
             return base
         return base / NAMESPACES / encode_segment(checkpoint_ns)
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def checkpoints_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         return self.ns_dir(thread_id, checkpoint_ns) / CHECKPOINTS
 
@@ -163,10 +167,12 @@ class Layout:
         """
         return f"{VALUES}/{encode_segment(channel)}@{version_segment(version)}.json"
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def checkpoint_rel(self, checkpoint_id: str) -> str:
         """Path of a checkpoint file relative to its namespace folder (a value's location)."""
         return f"{CHECKPOINTS}/{encode_segment(checkpoint_id)}.json"
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def writes_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         return self.ns_dir(thread_id, checkpoint_ns) / WRITES
 

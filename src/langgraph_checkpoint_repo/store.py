@@ -453,17 +453,26 @@ class FileStore:
         for batch in batches:
             if not batch:
                 continue
-            for folder in {p.parent for p, _ in batch}:
-                if folder not in self._safe_dirs:
-                    ensure_dir(folder, self.root, self.durable)
-                    if not self.layout.contains(folder):
-                        raise RepoCheckpointError(
-                            f"refusing to write through {folder}: it leads outside {self.root}"
-                        )
-                    self._safe_dirs.add(folder)
-            write_files(batch, self.durable)
+            self._prepare_dirs(batch)
+            try:
+                write_files(batch, self.durable)
+            except FileNotFoundError:
+                # a folder we had made was removed meanwhile (another process, git): make it again
+                self._safe_dirs.clear()
+                self._prepare_dirs(batch)
+                write_files(batch, self.durable)
             for path, _ in batch:
                 self.note_added(path.parent, path.name)
+
+    def _prepare_dirs(self, batch: list[tuple[Path, bytes]]) -> None:
+        for folder in {p.parent for p, _ in batch}:
+            if folder not in self._safe_dirs:
+                ensure_dir(folder, self.root, self.durable)
+                if not self.layout.contains(folder):
+                    raise RepoCheckpointError(
+                        f"refusing to write through {folder}: it leads outside {self.root}"
+                    )
+                self._safe_dirs.add(folder)
 
     def _ensure_gitignore(self) -> None:
         path = self.root / ".gitignore"
