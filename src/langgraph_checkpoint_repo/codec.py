@@ -33,9 +33,11 @@ from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPA
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import UnrevivableValueError
+from .errors import InvalidWriteError, UnrevivableValueError
 
 _OPT = ormsgpack.OPT_NON_STR_KEYS
+# serde payload types a file may never make us load: unpickling runs code
+REFUSED_SERDE_TYPES = frozenset({"pickle"})
 
 # msgpack extension codes used by langgraph.checkpoint.serde.jsonplus
 EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2, EXT_NUMPY, EXT_DELTA = range(8)
@@ -221,20 +223,29 @@ class ValueCodec:
         if isinstance(allowed, (set, frozenset)):
             self._allowed |= {tuple(a) for a in allowed}
 
+    @property
+    def allowed(self) -> frozenset[tuple[str, ...]]:
+        """Every (module, name) this codec lets the serde construct."""
+        return frozenset(self._allowed)
+
     # -- encode -------------------------------------------------------
-    def encode(self, value: Any) -> dict[str, Any]:
-        type_, data = self.serde.dumps_typed(value)
+    def dumps(self, value: Any, kind: str, target: str, pointer: str) -> tuple[str, bytes]:
+        """The serde's bytes for a value, or InvalidWriteError naming where it was going."""
+        try:
+            type_, data = self.serde.dumps_typed(value)
+        except (TypeError, ValueError, ormsgpack.MsgpackEncodeError) as exc:
+            problem = f"cannot serialise {type(value).__name__}: {exc}"
+            raise InvalidWriteError(kind, target, pointer, problem) from exc
+        if type_ in REFUSED_SERDE_TYPES:
+            problem = f"{type(value).__name__} only serialises as {type_}, which is never loaded back"
+            raise InvalidWriteError(kind, target, pointer, problem)
+        return type_, data
+
+    def encode(self, value: Any, kind: str, target: str, pointer: str) -> dict[str, Any]:
+        type_, data = self.dumps(value, kind, target, pointer)
         if type_ == "msgpack":
             return {"serde": "msgpack", "json": msgpack_to_tree(data)}
         return {"serde": type_, "base64": _b64(data)}
-
-    def encode_items(self, items: list[Any]) -> list[Any] | None:
-        """Trees of list items, or None when the serde would not use plain msgpack."""
-        type_, data = self.serde.dumps_typed(items)
-        if type_ != "msgpack":
-            return None
-        tree = msgpack_to_tree(data)
-        return tree if isinstance(tree, list) else None
 
     # -- decode -------------------------------------------------------
     @property
@@ -270,13 +281,9 @@ class ValueCodec:
                 "through with_allowlist) or pass RepoSaver(allowlist=[(module, name)])"
             )
 
-    def node_to_typed(self, node: dict[str, Any], where: str) -> tuple[str, bytes]:
-        if "json" in node:
-            self.check_allowed(node["json"], where)
-            return "msgpack", tree_to_msgpack(node["json"])
-        return node["serde"], base64.b64decode(node["base64"], validate=True)
-
     def loads(self, typed: tuple[str, bytes], where: str) -> Any:
+        if typed[0] in REFUSED_SERDE_TYPES:
+            raise UnrevivableValueError(f"{where}: refusing to load a {typed[0]} payload: it can run code")
         try:
             return self.serde.loads_typed(typed)
         except UnrevivableValueError:

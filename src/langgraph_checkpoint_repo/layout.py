@@ -8,6 +8,7 @@ folder, and identical on case-insensitive or normalising filesystems:
 * an upper-case letter ``X`` becomes ``^x``;
 * any other byte of the UTF-8 form becomes ``%hh`` (lower-case hex);
 * the empty string becomes ``%``;
+* a trailing ``.tmp`` becomes ``%2etmp`` (names ending in .tmp are temp files);
 * a result longer than ``MAX_SEGMENT`` becomes ``~`` + sha256 of the id; the
   id itself is kept inside the files of that folder (see ``thread_id``).
 """
@@ -33,7 +34,7 @@ LARGE = "large"
 NAMESPACES = "ns"
 THREADS = "threads"
 CACHE = ".cache"
-GITIGNORE_TEXT = "# derived data, rebuilt from the checkpoint files\n/.cache/\n*.tmp\n"
+GITIGNORE_TEXT = "# lock files and temp files: never state\n/.cache\n*.tmp\n"
 
 
 def encode_segment(value: str) -> str:
@@ -52,6 +53,8 @@ def encode_segment(value: str) -> str:
         else:
             out.extend(f"%{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
     seg = "".join(out)
+    if seg.endswith(".tmp"):  # would read as a temp file (and be git-ignored)
+        seg = seg[:-4] + "%2etmp"
     if len(seg) > MAX_SEGMENT:
         return "~" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
     return seg
@@ -105,6 +108,7 @@ def _is_verbatim(seg: str) -> bool:
         and seg.isascii()
         and seg.replace("-", "a").replace("_", "a").replace(".", "a").isalnum()
         and seg.lower() == seg
+        and not seg.endswith(".tmp")
     )
 
 

@@ -11,11 +11,12 @@ write, checkpoint file last (it is the commit point). Read path is the mirror.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 import json
 import os
 import random
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,18 +31,26 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
+    _with_msgpack_allowlist,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.base.id import uuid6
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from . import codec as codec_mod
 from .codec import ValueCodec
 from .durable import json_size
-from .errors import FileFormatError, RepoCheckpointError, UnrevivableValueError
+from .errors import (
+    FileFormatError,
+    InvalidWriteError,
+    MissingReferenceError,
+    RepoCheckpointError,
+    UnrevivableValueError,
+)
+from .graph_types import GraphTypes
 from .layout import encode_segment, find_default_root
 from .store import FileStore, ValueEntry, digest_node, msgpack_array_header, msgpack_array_split
 from .validation import SCHEMA_VERSION
@@ -102,6 +111,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], _ListState] = {}
+        self._graph_types = GraphTypes()
+
+    def _learn_graph_types(self, depth: int) -> None:
+        """Allow the state types of the graph that is calling (see graph_types.py)."""
+        allow = self._graph_types.new_types(depth + 1)
+        if allow and not allow <= self.codec.allowed:
+            self.serde = maybe_add_typed_methods(_with_msgpack_allowlist(self.serde, allow))
+            self.codec = ValueCodec(self.serde)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> RepoSaver:
         clone = super().with_allowlist(extra_allowlist)
@@ -114,6 +131,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # reading
     # ------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        self._learn_graph_types(1)
         thread_id, ns = _thread_ns(config)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
@@ -142,31 +160,40 @@ class RepoSaver(BaseCheckpointSaver[str]):
         want_id = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
         threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else self.store.thread_ids()
-        candidates: builtins.list[tuple[str, str, str]] = []
+        ns_filter = conf.get("checkpoint_ns")
+        groups: builtins.list[tuple[str, str, builtins.list[str]]] = []
         for thread_id in threads:
-            ns_filter = conf.get("checkpoint_ns")
             namespaces = [ns_filter] if ns_filter is not None else self.store.namespaces(thread_id)
             for ns in namespaces:
                 ids = self.store.checkpoint_ids(thread_id, ns)
                 if want_id is not None:
                     ids = [i for i in ids if i == want_id]
                 if before_id is not None:
-                    import bisect
-
                     ids = ids[: bisect.bisect_left(ids, before_id)]
-                candidates.extend((cid, thread_id, ns) for cid in ids)
-        if len(threads) > 1 or len({(t, n) for _, t, n in candidates}) > 1:
-            candidates.sort(reverse=True)
-        else:
-            candidates.reverse()
+                if ids:
+                    groups.append((thread_id, ns, ids))
+        ordered: Iterable[tuple[str, str, str]]
+        if len(groups) == 1:
+            thread_id, ns = groups[0][0], groups[0][1]
+            ordered = ((cid, thread_id, ns) for cid in reversed(groups[0][2]))
+        else:  # newest first across threads and namespaces, as SqliteSaver orders them
+            ordered = sorted(((c, t, n) for t, n, ids in groups for c in ids), reverse=True)
+        wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
-        for cid, thread_id, ns in candidates:
-            if filter:
-                meta = self._filter_meta(thread_id, ns, cid)
-                if not all(meta.get(k) == v for k, v in filter.items()):
-                    continue
-            doc = self.store.cached_header(thread_id, ns, cid)
-            yield self._tuple(doc)
+        for cid, thread_id, ns in ordered:
+            try:
+                if wanted:
+                    meta = self._filter_meta(thread_id, ns, cid)
+                    if any(meta.get(k) != v for k, v in wanted):
+                        continue
+                tup = self._tuple(self.store.cached_header(thread_id, ns, cid))
+            except (FileNotFoundError, MissingReferenceError):
+                # removed since it was listed (prune or delete in another process): skip it;
+                # anything else missing is damage, and raises
+                if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
+                    raise
+                continue
+            yield tup
             if remaining is not None:
                 remaining -= 1
                 if remaining <= 0:
@@ -250,8 +277,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return self._revive(entry, where)
 
     def _revive_node(self, node: dict[str, Any], path: Path, where: str) -> Any:
-        node = self.store.resolve_node(node, path)
-        return self._revive(FileStore.entry_from_node(node, str(path)), where)
+        node, holder = self.store.resolve_node(node, path)
+        if holder != path:
+            where = f"{where} (value in {holder})"
+        return self._revive(FileStore.entry_from_node(node, str(holder)), where)
 
     def _revive(self, entry: ValueEntry, where: str) -> Any:
         """Revive a value, refusing (before any import) types outside the allowlist."""
@@ -288,16 +317,18 @@ class RepoSaver(BaseCheckpointSaver[str]):
             refs: dict[str, str] = {}
             states: dict[str, _ListState | None] = {}
             for channel, version in new_versions.items():
+                where = (f"thread {thread_id!r} checkpoint {cid}", f"/new_values/{channel}")
                 body, state = self._body(
-                    thread_id, ns, channel, version, values.get(channel, _MISSING), large
+                    thread_id, ns, channel, version, values.get(channel, _MISSING), large, where
                 )
                 new_values[channel] = body
                 refs[channel] = own_ref
                 states[channel] = state
             self._carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], refs)
             stored: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
+            target = f"thread {thread_id!r} checkpoint {cid}"
             extra = {
-                k: self._tree(v, f"checkpoint field {k!r}")
+                k: self._tree(v, target, f"/checkpoint/extra/{k}")
                 for k, v in checkpoint.items()
                 if k not in _CHECKPOINT_KEYS and k != "channel_values"
             }
@@ -310,7 +341,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "checkpoint_ns": ns,
                 "checkpoint_id": cid,
                 "parent_checkpoint_id": parent_id,
-                "metadata": self._tree(get_checkpoint_metadata(config, metadata), "metadata"),
+                "metadata": self._tree(get_checkpoint_metadata(config, metadata), target, "/metadata"),
                 "checkpoint": stored,
                 "values": refs,
             }
@@ -365,10 +396,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
             if (ns_dir / rel).exists():
                 refs[channel] = rel
 
-    def _tree(self, value: Any, what: str) -> Any:
-        node = self.codec.encode(value)
+    def _tree(self, value: Any, target: str, pointer: str) -> Any:
+        node = self.codec.encode(value, "checkpoint", target, pointer)
         if "json" not in node:
-            raise RepoCheckpointError(f"{what} must serialise as msgpack, got {node['serde']}")
+            raise InvalidWriteError(
+                "checkpoint", target, pointer, f"must serialise as msgpack, not {node['serde']}"
+            )
         return node["json"]
 
     def _body(
@@ -379,11 +412,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
         version: str | int | float,
         value: Any,
         large: builtins.list[tuple[Path, bytes]],
+        where: tuple[str, str],
     ) -> tuple[dict[str, Any], _ListState | None]:
         """How one new channel version is stored: empty, whole, or as the items appended."""
         if value is _MISSING:
             return {"empty": True}, None
-        type_, data = self.serde.dumps_typed(value)
+        type_, data = self.codec.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
             node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
             return {"value": self._maybe_large(thread_id, node, large)}, None
@@ -456,12 +490,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if w["idx"] >= 0
             }
             large: builtins.list[tuple[Path, bytes]] = []
-            entries = []
+            entries: builtins.list[dict[str, Any]] = []
             for i, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, i)
                 if idx >= 0 and (task_id, idx) in existing:
                     continue  # first write wins for regular writes; special ones replace
-                node = self._maybe_large(thread_id, self.codec.encode(value), large)
+                target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
+                encoded = self.codec.encode(value, "writes", target, f"/writes/{len(entries)}/value")
+                node = self._maybe_large(thread_id, encoded, large)
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return
@@ -760,6 +796,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # async twins: the same core, off the event loop
     # ------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        self._learn_graph_types(1)
         return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(

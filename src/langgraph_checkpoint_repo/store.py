@@ -52,11 +52,12 @@ RACY_NS = 50_000_000  # a listing taken within 50 ms of the folder's mtime is re
 MAX_FILE_BYTES = 256 * 1024 * 1024
 _CACHE_ENTRIES = 20_000
 
-StatKey = tuple[int, int, int]
+StatKey = tuple[int, int, int, int]
 
 
 def _stat_key(st: os.stat_result) -> StatKey:
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    """What changes when a file is edited: ctime too, which tools that keep mtime cannot set."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
 @dataclass
@@ -102,15 +103,24 @@ class Listing:
 
 
 class LRU(OrderedDict[Any, Any]):
+    """A bounded cache shared by threads: lookups are single dict operations, changes lock."""
+
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
+        self.lock = threading.Lock()
 
     def put(self, key: Any, value: Any) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        if len(self) > self.size:
-            self.popitem(last=False)
+        with self.lock:
+            self[key] = value
+            self.move_to_end(key)
+            if len(self) > self.size:
+                self.popitem(last=False)
+
+    def drop_where(self, doomed: Any) -> None:
+        with self.lock:
+            for key in [k for k in self if doomed(k)]:
+                del self[key]
 
 
 class FileStore:
@@ -128,11 +138,17 @@ class FileStore:
         self.meta: dict[tuple[str, str], dict[str, Any]] = {}  # decoded metadata, for filters
         self._mutex = threading.RLock()
         self._thread_mutex: dict[str, threading.RLock] = {}
-        self._safe_dirs: set[Path] = set()
+        self._safe_dirs: set[Path] = set()  # folders known to exist
+        self._gitignore_done = False
 
     # -- locking ----------------------------------------------------------
     def thread_lock(self, thread_id: str) -> _BothLocks:
-        """In-process and cross-process exclusion for writers of one thread."""
+        """In-process and cross-process exclusion for writers of one thread.
+
+        The root's .gitignore comes first, so the lock file is never picked up by git.
+        """
+        self._ensure_gitignore()
+        self._check_inside(self.layout.lock_path(thread_id).parent)
         with self._mutex:
             local = self._thread_mutex.setdefault(thread_id, threading.RLock())
         return _BothLocks(local, self.locks, self.layout.lock_path(thread_id), thread_id)
@@ -146,11 +162,12 @@ class FileStore:
         st = os.lstat(path)
         key = _stat_key(st)
         hit = self._docs.get(path)
-        if hit is not None and hit[0] == key:
+        if hit is not None and hit[0] == key and hit[2]:
             return hit[1]  # type: ignore[no-any-return]
         doc = self._load_json(path, st)
         validate_read(doc, kind, str(path))
-        self._docs.put(path, (key, doc))
+        # a file changed within RACY_NS of being read may change again with the same stat
+        self._docs.put(path, (key, doc, time.time_ns() - st.st_mtime_ns > RACY_NS))
         return doc  # type: ignore[no-any-return]
 
     def _load_json(self, path: Path, st: os.stat_result) -> Any:
@@ -198,12 +215,13 @@ class FileStore:
         self._listings[folder] = cur
         return cur
 
-    def note_added(self, folder: Path, name: str) -> None:
+    def note_added(self, folder: Path, name: str, before: StatKey | None) -> None:
         """After our own write, under the thread lock: keep the listing current.
 
-        Cooperating writers of this thread hold the same lock, so a listing taken
-        or extended now is complete; it is trusted from here on, until the
-        folder changes in a way we did not make (another process, git).
+        ``before`` is the folder's stat just before our write. If it still matches
+        the listing, ours is the only change and the name is added; otherwise the
+        folder is listed again. Cooperating writers of this thread hold the same
+        lock, so a listing taken now is complete and is trusted from here on.
         """
         cur = self._listings.get(folder)
         if cur is None:
@@ -213,7 +231,7 @@ class FileStore:
         except FileNotFoundError:
             self._listings.pop(folder, None)
             return
-        if not cur.trusted:
+        if not cur.trusted or before != cur.key:
             names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
             self._listings[folder] = Listing(names, _stat_key(st), True)
             return
@@ -321,9 +339,18 @@ class FileStore:
                     out.append((self._ns_name(nsroot / seg, seg), nsroot / seg))
         return out
 
+    def _segment_name(self, folder: Path) -> str:
+        """The id a thread or namespace folder stands for; FileFormatError for strays."""
+        if folder.is_symlink() or not folder.is_dir():
+            raise FileFormatError(str(folder), "/", "not a folder of the layout (stray file or symlink)")
+        try:
+            return decode_segment(folder.name)
+        except ValueError as exc:
+            raise FileFormatError(str(folder), "/", f"not a folder name this layout writes: {exc}") from None
+
     def _ns_name(self, folder: Path, seg: str) -> str:
         if not is_hashed_segment(seg):
-            return decode_segment(seg)
+            return self._segment_name(folder)
         for name in sorted(os.listdir(folder / CHECKPOINTS)):
             if not is_temp_name(name):
                 return str(self.read_doc(folder / CHECKPOINTS / name, "checkpoint")["checkpoint_ns"])
@@ -338,7 +365,7 @@ class FileStore:
             if is_temp_name(seg):
                 continue
             if not is_hashed_segment(seg):
-                out.append(decode_segment(seg))
+                out.append(self._segment_name(tdir / seg))
                 continue
             for _, folder in self.namespace_folders(tdir / seg):
                 names = sorted(n for n in os.listdir(folder / CHECKPOINTS) if not is_temp_name(n))
@@ -369,10 +396,13 @@ class FileStore:
                 ) from None
         key = (path, channel)
         hit = self._values.get(key)
-        if hit is not None and hit[0] == _stat_key(st):
+        if hit is not None and hit[0] == _stat_key(st) and hit[2]:
             return hit[1]  # type: ignore[no-any-return]
         if ref.startswith(CHECKPOINTS + "/"):
-            doc = self.read_doc(path, "checkpoint")
+            try:
+                doc = self.read_doc(path, "checkpoint")
+            except FileNotFoundError:  # removed since the lstat (prune): its values were rescued
+                return self.value_entry(ns_dir, channel, version, self.layout.value_rel(channel, version))
             body = doc.get("new_values", {}).get(channel)
             if body is None or doc["checkpoint"]["channel_versions"].get(channel) != version:
                 raise MissingReferenceError(
@@ -390,7 +420,7 @@ class FileStore:
             body = doc
             pointer = ""
         entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
-        self._values.put(key, (_stat_key(st), entry))
+        self._values.put(key, (_stat_key(st), entry, self._docs[path][2]))
         return entry
 
     def _entry_from_body(
@@ -413,13 +443,15 @@ class FileStore:
             items = app["items"]
             types = base.types | frozenset(codec_mod.named_types(items))
             return ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
-        node = self.resolve_node(body["value"], path, pointer)
-        return self.entry_from_node(node, where)
+        node, holder = self.resolve_node(body["value"], path, pointer)
+        return self.entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
 
-    def resolve_node(self, node: dict[str, Any], where: Path, pointer: str = "") -> dict[str, Any]:
-        """Follow a large-value reference to the node it stands for."""
+    def resolve_node(
+        self, node: dict[str, Any], where: Path, pointer: str = ""
+    ) -> tuple[dict[str, Any], Path]:
+        """Follow a large-value reference: the node it stands for and the file holding it."""
         if "large" not in node:
-            return node
+            return node, where
         digest = node["large"]
         rel = where.relative_to(self.layout.threads_dir)
         lpath = self.layout.threads_dir / rel.parts[0] / LARGE / f"{digest}.json"
@@ -431,7 +463,7 @@ class FileStore:
             ) from None
         if ldoc["sha256"] != digest or digest_node(ldoc["value"]) != digest:
             raise FileFormatError(str(lpath), "/sha256", "content does not match its sha256 name")
-        return ldoc["value"]  # type: ignore[no-any-return]
+        return ldoc["value"], lpath
 
     @staticmethod
     def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
@@ -454,6 +486,7 @@ class FileStore:
             if not batch:
                 continue
             self._prepare_dirs(batch)
+            before = {folder: self._folder_key(folder) for folder in {p.parent for p, _ in batch}}
             try:
                 write_files(batch, self.durable)
             except FileNotFoundError:
@@ -462,47 +495,66 @@ class FileStore:
                 self._prepare_dirs(batch)
                 write_files(batch, self.durable)
             for path, _ in batch:
-                self.note_added(path.parent, path.name)
+                self.note_added(path.parent, path.name, before[path.parent])
+                before[path.parent] = self._folder_key(path.parent)
+
+    @staticmethod
+    def _folder_key(folder: Path) -> StatKey | None:
+        try:
+            return _stat_key(os.stat(folder))
+        except FileNotFoundError:
+            return None
 
     def _prepare_dirs(self, batch: list[tuple[Path, bytes]]) -> None:
+        """Make the folders, never through a symlink that leads out of the root.
+
+        Checked on every write, before anything is created: a folder can be
+        swapped for a symlink (by a checkout) while this saver lives.
+        """
         for folder in {p.parent for p, _ in batch}:
+            self._check_inside(folder)
             if folder not in self._safe_dirs:
                 ensure_dir(folder, self.root, self.durable)
-                if not self.layout.contains(folder):
-                    raise RepoCheckpointError(
-                        f"refusing to write through {folder}: it leads outside {self.root}"
-                    )
+                self._check_inside(folder)
                 self._safe_dirs.add(folder)
 
+    def _check_inside(self, folder: Path) -> None:
+        if not self.layout.contains(folder):
+            raise RepoCheckpointError(f"refusing to write through {folder}: it leads outside {self.root}")
+
     def _ensure_gitignore(self) -> None:
-        path = self.root / ".gitignore"
-        if self.root in self._safe_dirs or path.exists():
-            self._safe_dirs.add(self.root)
+        if self._gitignore_done:
             return
-        ensure_dir(self.root, self.root, self.durable)
-        write_files([(path, GITIGNORE_TEXT.encode())], self.durable)
-        self._safe_dirs.add(self.root)
+        path = self.root / ".gitignore"
+        if not path.exists():
+            if not self.root.is_dir():
+                self.root.mkdir(parents=True, exist_ok=True)
+                if self.durable:
+                    fsync_dir(self.root.parent)
+            write_files([(path, GITIGNORE_TEXT.encode())], self.durable)
+        self._gitignore_done = True
 
     def remember(self, path: Path, doc: dict[str, Any]) -> None:
         """Seed the document cache with what we just wrote."""
         try:
-            self._docs.put(path, (_stat_key(os.lstat(path)), doc))
+            self._docs.put(path, (_stat_key(os.lstat(path)), doc, True))
         except FileNotFoundError:
             pass
 
     def forget_thread(self, thread_id: str) -> None:
         self._safe_dirs.clear()
+        self._gitignore_done = False
         tdir = self.layout.thread_dir(thread_id)
-        for key in [k for k in self._headers if k[0] == thread_id]:
-            del self._headers[key]
-        for key in [k for k in self.meta if k[0] == thread_id]:
-            del self.meta[key]
-        for folder in [f for f in self._listings if _is_under(f, tdir)]:
-            del self._listings[folder]
-        for path in [p for p in self._docs if _is_under(p, tdir)]:
-            self._docs.pop(path, None)
-        for key in [k for k in self._values if _is_under(k[0], tdir)]:
-            self._values.pop(key, None)
+        # list(...) copies a dict's keys in one step under the GIL, so other threads
+        # filling the caches meanwhile cannot break the iteration
+        for key in [k for k in list(self._headers) if k[0] == thread_id]:
+            self._headers.pop(key, None)
+        for key in [k for k in list(self.meta) if k[0] == thread_id]:
+            self.meta.pop(key, None)
+        for folder in [f for f in list(self._listings) if _is_under(f, tdir)]:
+            self._listings.pop(folder, None)
+        self._docs.drop_where(lambda p: _is_under(p, tdir))
+        self._values.drop_where(lambda k: _is_under(k[0], tdir))
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone: rename it away, then delete."""

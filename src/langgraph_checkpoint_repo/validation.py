@@ -99,6 +99,9 @@ def validate_read(doc: Any, kind: str, path: str) -> None:
 
 def validate_write(doc: Any, kind: str, target: str) -> None:
     """Validate a document about to be written; nothing touches disk when it fails."""
-    problem = _first_error(kind, doc)
+    try:
+        problem = _first_error(kind, doc)
+    except ValueError as exc:  # a value JSON cannot hold (jsonschema-rs refuses it)
+        raise InvalidWriteError(kind, target, "/", str(exc)) from None
     if problem is not None:
         raise InvalidWriteError(kind, target, *problem)
