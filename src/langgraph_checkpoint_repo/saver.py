@@ -134,17 +134,24 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self._learn_graph_types(1)
         thread_id, ns = _thread_ns(config)
         checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id:
+        for attempt in range(5):
+            cid = checkpoint_id
+            if not cid:
+                ids = self.store.checkpoint_ids(thread_id, ns)
+                if not ids:
+                    return None
+                cid = ids[-1]
             try:
-                doc = self.store.header(thread_id, ns, checkpoint_id)
-            except FileNotFoundError:
-                return None
-        else:
-            ids = self.store.checkpoint_ids(thread_id, ns)
-            if not ids:
-                return None
-            doc = self.store.header(thread_id, ns, ids[-1])
-        return self._tuple(doc, remember_lists=not checkpoint_id)
+                return self._tuple(self.store.header(thread_id, ns, cid), remember_lists=not checkpoint_id)
+            except (FileNotFoundError, MissingReferenceError):
+                # removed while we read it (delete or prune in another process): that is
+                # "not found", or for the latest, look again; anything else is damage
+                if self.store.layout.checkpoint_path(thread_id, ns, cid).exists() or attempt == 4:
+                    raise
+                if checkpoint_id:
+                    return None
+                self.store.drop_listing(self.store.layout.checkpoints_dir(thread_id, ns))
+        return None
 
     def list(
         self,
@@ -563,15 +570,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def _needed_for_latest(self, thread_id: str, ns: str, latest: str) -> set[str]:
         """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
-        back to the nearest one holding a stored value for each channel that is empty now."""
+        back to the nearest one holding a stored value (a snapshot) for each delta channel
+        that is empty at the latest. Delta channels are the ones LangGraph counts in the
+        metadata's ``counters_since_delta_snapshot``; other empty channels (consumed
+        triggers) need nothing."""
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         keep = {latest}
         doc = self.store.header(thread_id, ns, latest)
         versions = doc["checkpoint"]["channel_versions"]
+        delta = self._filter_meta(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
         unseeded = {
             ch
             for ch, ref in doc["values"].items()
-            if self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
+            if ch in delta and self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
         }
         parent = doc["parent_checkpoint_id"]
         while unseeded and parent:
@@ -701,7 +712,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         layout = self.store.layout
         src_dir = layout.thread_dir(source_thread_id)
         dst_dir = layout.thread_dir(target_thread_id)
-        with self.store.thread_lock(target_thread_id):
+        first, second = sorted((source_thread_id, target_thread_id))
+        # both locks, in id order: the source must hold still while it is read
+        with self.store.thread_lock(first), self.store.thread_lock(second):
             large = [
                 self.store.prepare(
                     "large_value", self.store.read_doc(p, "large_value"), dst_dir / "large" / p.name

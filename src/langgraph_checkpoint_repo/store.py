@@ -215,6 +215,10 @@ class FileStore:
         self._listings[folder] = cur
         return cur
 
+    def drop_listing(self, folder: Path) -> None:
+        """Forget a folder's listing, so the next call lists it again."""
+        self._listings.pop(folder, None)
+
     def note_added(self, folder: Path, name: str, before: StatKey | None) -> None:
         """After our own write, under the thread lock: keep the listing current.
 
