@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import string
 from dataclasses import dataclass
 from functools import lru_cache
@@ -200,10 +201,27 @@ class Layout:
         return self.cache_dir / "locks" / f"{seg}.lock"
 
     def contains(self, path: Path) -> bool:
-        """True when ``path`` stays inside the root once resolved."""
-        root = os.path.realpath(self.root)
-        real = os.path.realpath(path)
-        return real == root or real.startswith(root + os.sep)
+        """True when ``path`` is under the root with no symlink on the way.
+
+        The saver never makes symlinks, so any symlink below the root was planted
+        (or checked out) and may lead anywhere: refuse it rather than resolve it.
+        Folders that do not exist yet are fine; they will be made as real folders.
+        """
+        try:
+            parts = path.relative_to(self.root).parts
+        except ValueError:
+            return False
+        current = str(self.root)
+        for part in parts:
+            if part in ("..", "."):
+                return False
+            current = os.path.join(current, part)
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return False
+            except FileNotFoundError:
+                return True
+        return True
 
 
 def is_temp_name(name: str) -> bool:
