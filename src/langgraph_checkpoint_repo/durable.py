@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,27 +118,81 @@ def write_files(files: Iterable[tuple[Path, bytes]], durable: bool = True) -> No
             fsync_dir(folder)
 
 
+class _SharedExclusive:
+    """In-process gate of one thread: writers share it, maintenance takes it alone.
+
+    Writers (put, put_writes) only add new, uniquely named files, so they may run
+    side by side (LangGraph runs a step's put_writes beside the previous put);
+    maintenance (delete, prune, copy) removes files and must run alone. The
+    exclusive side is reentrant for the thread that holds it.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._owner: int | None = None
+        self._depth = 0
+
+    def acquire(self, exclusive: bool) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner == me:
+                self._depth += 1
+                return
+            if exclusive:
+                while self._owner is not None or self._shared:
+                    self._cond.wait()
+                self._owner, self._depth = me, 1
+            else:
+                while self._owner is not None:
+                    self._cond.wait()
+                self._shared += 1
+
+    def release(self, exclusive: bool) -> None:
+        with self._cond:
+            if self._owner == threading.get_ident():
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
+            else:
+                self._shared -= 1
+            self._cond.notify_all()
+
+
 class ThreadLocks:
-    """One lock file per thread, so writers of a thread serialise across processes."""
+    """Per-thread locks: a lock file (filelock) across processes, a gate inside one.
+
+    Across processes every writer of a thread serialises on the lock file. Inside
+    a process the file lock is held once for all the writers running at the same
+    time (``thread_local=False`` makes filelock count holders across threads).
+    """
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self._locks: dict[Path, FileLock] = {}
+        self._files: dict[Path, FileLock] = {}
+        self._gates: dict[Path, _SharedExclusive] = {}
+        self._mutex = threading.Lock()
 
     @contextmanager
-    def hold(self, lock_path: Path, thread_id: str) -> Iterator[None]:
-        lock = self._locks.get(lock_path)
-        if lock is None:
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            lock = self._locks.setdefault(lock_path, FileLock(str(lock_path)))
+    def hold(self, lock_path: Path, thread_id: str, exclusive: bool = False) -> Iterator[None]:
+        with self._mutex:
+            gate = self._gates.setdefault(lock_path, _SharedExclusive())
+            lock = self._files.get(lock_path)
+            if lock is None:
+                lock_path.parent.mkdir(parents=True, exist_ok=True)
+                lock = self._files[lock_path] = FileLock(str(lock_path), thread_local=False)
+        gate.acquire(exclusive)
         try:
-            lock.acquire(timeout=self.timeout)
-        except Timeout:
-            raise LockTimeoutError(
-                f"could not lock thread {thread_id!r} within {self.timeout}s "
-                f"({lock_path}); another process is writing to it"
-            ) from None
-        try:
-            yield
+            try:
+                lock.acquire(timeout=self.timeout)
+            except Timeout:
+                raise LockTimeoutError(
+                    f"could not lock thread {thread_id!r} within {self.timeout}s "
+                    f"({lock_path}); another process is writing to it"
+                ) from None
+            try:
+                yield
+            finally:
+                lock.release()
         finally:
-            lock.release()
+            gate.release(exclusive)

@@ -527,7 +527,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # maintenance
     # ------------------------------------------------------------------
     def delete_thread(self, thread_id: str) -> None:
-        with self.store.thread_lock(thread_id):
+        with self.store.thread_lock(thread_id, exclusive=True):
             self.store.remove_tree(self.store.layout.thread_dir(thread_id))
             self._forget(thread_id)
 
@@ -541,7 +541,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if not wanted:
             return
         for thread_id in self.store.thread_ids():
-            with self.store.thread_lock(thread_id):
+            with self.store.thread_lock(thread_id, exclusive=True):
                 doomed = {
                     ns: [
                         cid
@@ -559,7 +559,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             if strategy == "delete":
                 self.delete_thread(thread_id)
                 continue
-            with self.store.thread_lock(thread_id):
+            with self.store.thread_lock(thread_id, exclusive=True):
                 doomed: dict[str, builtins.list[str]] = {}
                 for ns in self.store.namespaces(thread_id):
                     ids = self.store.checkpoint_ids(thread_id, ns)
@@ -714,7 +714,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         dst_dir = layout.thread_dir(target_thread_id)
         first, second = sorted((source_thread_id, target_thread_id))
         # both locks, in id order: the source must hold still while it is read
-        with self.store.thread_lock(first), self.store.thread_lock(second):
+        with self.store.thread_lock(first, exclusive=True), self.store.thread_lock(second, exclusive=True):
             large = [
                 self.store.prepare(
                     "large_value", self.store.read_doc(p, "large_value"), dst_dir / "large" / p.name

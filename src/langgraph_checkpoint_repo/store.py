@@ -25,6 +25,7 @@ import stat as stat_mod
 import threading
 import time
 from collections import OrderedDict
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,21 +138,19 @@ class FileStore:
         self._headers: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self.meta: dict[tuple[str, str], dict[str, Any]] = {}  # decoded metadata, for filters
         self._mutex = threading.RLock()
-        self._thread_mutex: dict[str, threading.RLock] = {}
         self._safe_dirs: set[Path] = set()  # folders known to exist
         self._gitignore_done = False
 
     # -- locking ----------------------------------------------------------
-    def thread_lock(self, thread_id: str) -> _BothLocks:
-        """In-process and cross-process exclusion for writers of one thread.
+    def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
+        """The lock of one thread: shared by writers, ``exclusive`` for maintenance.
 
         The root's .gitignore comes first, so the lock file is never picked up by git.
         """
         self._ensure_gitignore()
-        self._check_inside(self.layout.lock_path(thread_id).parent)
-        with self._mutex:
-            local = self._thread_mutex.setdefault(thread_id, threading.RLock())
-        return _BothLocks(local, self.locks, self.layout.lock_path(thread_id), thread_id)
+        lock_path = self.layout.lock_path(thread_id)
+        self._check_inside(lock_path.parent)
+        return self.locks.hold(lock_path, thread_id, exclusive)
 
     # -- documents ----------------------------------------------------------
     def read_doc(self, path: Path, kind: str) -> dict[str, Any]:
@@ -210,7 +209,11 @@ class FileStore:
         if cur is not None and cur.trusted and cur.key == key:
             return cur
         listed_at = time.time_ns()
-        names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+        try:
+            names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+        except FileNotFoundError:  # removed since the stat (delete in another process)
+            self._listings.pop(folder, None)
+            return None
         cur = Listing(names, key, listed_at - st.st_mtime_ns > RACY_NS)
         self._listings[folder] = cur
         return cur
@@ -223,27 +226,27 @@ class FileStore:
         """After our own write, under the thread lock: keep the listing current.
 
         ``before`` is the folder's stat just before our write. If it still matches
-        the listing, ours is the only change and the name is added; otherwise the
-        folder is listed again. Cooperating writers of this thread hold the same
-        lock, so a listing taken now is complete and is trusted from here on.
+        the listing, ours is the only change and the name is added; otherwise (or
+        when there is no listing yet) the folder is listed now. No other process
+        can add files meanwhile (they take the same lock file), so that listing is
+        complete and is trusted from here on.
         """
-        cur = self._listings.get(folder)
-        if cur is None:
-            return
-        try:
-            st = os.stat(folder)
-        except FileNotFoundError:
-            self._listings.pop(folder, None)
-            return
-        if not cur.trusted or before != cur.key:
-            names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
-            self._listings[folder] = Listing(names, _stat_key(st), True)
-            return
-        pos = bisect.bisect_left(cur.names, name)
-        if pos == len(cur.names) or cur.names[pos] != name:
-            cur.names.insert(pos, name)
-            self._extend_derived(folder, cur, name)
-        cur.key = _stat_key(st)
+        with self._mutex:
+            cur = self._listings.get(folder)
+            try:
+                st = os.stat(folder)
+            except FileNotFoundError:
+                self._listings.pop(folder, None)
+                return
+            if cur is None or not cur.trusted or before != cur.key:
+                names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+                self._listings[folder] = Listing(names, _stat_key(st), True)
+                return
+            pos = bisect.bisect_left(cur.names, name)
+            if pos == len(cur.names) or cur.names[pos] != name:
+                cur.names.insert(pos, name)
+                self._extend_derived(folder, cur, name)
+            cur.key = _stat_key(st)
 
     def _extend_derived(self, folder: Path, cur: Listing, name: str) -> None:
         ids = cur.derived.get("ids")
@@ -590,30 +593,6 @@ class FileStore:
 
     def value_files(self, ns_dir: Path) -> list[Path]:
         return self.files_in(ns_dir / VALUES)
-
-
-class _BothLocks:
-    def __init__(self, local: threading.RLock, locks: ThreadLocks, path: Path, thread_id: str) -> None:
-        self.local = local
-        self.locks = locks
-        self.path = path
-        self.thread_id = thread_id
-        self._cm: Any = None
-
-    def __enter__(self) -> None:
-        self.local.acquire()
-        try:
-            self._cm = self.locks.hold(self.path, self.thread_id)
-            self._cm.__enter__()
-        except BaseException:
-            self.local.release()
-            raise
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            self._cm.__exit__(*exc)
-        finally:
-            self.local.release()
 
 
 class _DuplicateKey(Exception):

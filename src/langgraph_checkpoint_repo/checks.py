@@ -1,0 +1,672 @@
+"""Whole-root checks and maintenance plans: validate, fsck, prune.
+
+``validate`` answers "can every stored state be read back as it was written": each file
+against its schema, names against contents, and every reference (values, append bases,
+large values, value files, the checkpoint a writes file belongs to, parents a
+DeltaChannel needs) resolved. ``fsck`` looks for what is left over or derived (temp files,
+orphaned writes, values and large values, the root's ``.gitignore``) and can remove or
+rebuild only that. ``plan_prune`` works out exactly which files a prune removes, so a dry
+run lists what a real run does.
+
+Everything reads through ``FileStore`` (the same validation and refusal of symlinks,
+duplicate keys, oversized files as the saver); nothing here writes except ``repair``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from .errors import FileFormatError
+from .layout import (
+    CACHE,
+    CHECKPOINTS,
+    GITIGNORE_TEXT,
+    LARGE,
+    NAMESPACES,
+    VALUES,
+    WRITES,
+    decode_segment,
+    encode_segment,
+    is_hashed_segment,
+    is_temp_name,
+)
+from .review import Reader, parse_ts
+from .store import FileStore, ValueEntry, digest_node
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong, as one line: the file, the JSON pointer inside it, what is wrong."""
+
+    path: str
+    pointer: str
+    message: str
+
+    def line(self) -> str:
+        return f"{self.path}: {self.pointer}: {self.message}"
+
+
+def count_files(root: Path, folders: list[Path] | None = None) -> int:
+    """How many files a check will look at (for a progress bar)."""
+    total = 0
+    for top in folders if folders is not None else [root / "threads"]:
+        for _, _, files in os.walk(top):
+            total += len(files)
+    return total
+
+
+# ----------------------------------------------------------------------
+# validate
+# ----------------------------------------------------------------------
+class Validator:
+    """Checks thread folders; collects problems instead of stopping at the first."""
+
+    def __init__(self, root: Path, progress: Progress | None = None) -> None:
+        self.root = root
+        self.store = FileStore(root)
+        self.layout = self.store.layout
+        self.problems: list[Problem] = []
+        self.orphan_writes: list[Problem] = []  # also in problems; fsck may remove these files
+        self.bad_files: set[str] = set()
+        self.files = 0
+        self.checkpoints = 0
+        self._progress = progress
+
+    def _seen(self, n: int = 1) -> None:
+        self.files += n
+        if self._progress is not None:
+            self._progress(n)
+
+    def problem(self, path: Path | str, pointer: str, message: str) -> None:
+        self.problems.append(Problem(str(path), pointer or "/", message))
+
+    def _read(self, path: Path, kind: str) -> dict[str, Any] | None:
+        self._seen()
+        try:
+            return self.store.read_doc(path, kind)
+        except FileFormatError as exc:
+            self.bad_files.add(exc.path)
+            self.problem(exc.path, exc.pointer, _message(exc))
+        except OSError as exc:
+            self.bad_files.add(str(path))
+            self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
+        return None
+
+    def _reference(self, path: Path, pointer: str, check: Callable[[], object]) -> bool:
+        """Run a reference check; report at the referring file unless the cause is already reported."""
+        try:
+            check()
+        except FileFormatError as exc:
+            if exc.path not in self.bad_files:
+                cause = (
+                    _message(exc) if exc.path == str(path) else f"{exc.path}: {exc.pointer}: {_message(exc)}"
+                )
+                self.problem(path, pointer, cause)
+            return False
+        except OSError as exc:
+            self.problem(path, pointer, f"cannot read: {exc.strerror or exc}")
+            return False
+        return True
+
+    # -- walking ------------------------------------------------------------------
+    def thread_folders(self) -> list[Path]:
+        tdir = self.layout.threads_dir
+        if not tdir.is_dir():
+            return []
+        out = []
+        for name in sorted(os.listdir(tdir)):
+            if is_temp_name(name):
+                continue
+            folder = tdir / name
+            if folder.is_symlink() or not folder.is_dir():
+                self.problem(folder, "/", "stray file in threads/ (expected one folder per thread)")
+                continue
+            out.append(folder)
+        return out
+
+    def run(self, folders: list[Path] | None = None) -> list[Problem]:
+        for folder in self.thread_folders() if folders is None else folders:
+            if folder.is_dir():
+                self.thread(folder)
+        return sorted(set(self.problems))
+
+    def thread(self, folder: Path) -> None:
+        expected_tid = self._decoded(folder, "thread")
+        namespaces: list[tuple[Path, str | None]] = [(folder, "")]
+        for name in sorted(os.listdir(folder)):
+            if is_temp_name(name) or name in (CHECKPOINTS, WRITES, VALUES, LARGE, NAMESPACES):
+                continue
+            self.problem(folder / name, "/", "stray entry in a thread folder (not part of the layout)")
+        nsroot = folder / NAMESPACES
+        if nsroot.is_dir():
+            for seg in sorted(os.listdir(nsroot)):
+                if is_temp_name(seg):
+                    continue
+                if (nsroot / seg).is_symlink() or not (nsroot / seg).is_dir():
+                    self.problem(nsroot / seg, "/", "stray entry in ns/ (expected one folder per namespace)")
+                    continue
+                namespaces.append((nsroot / seg, self._decoded(nsroot / seg, "namespace")))
+        self.large(folder)
+        for ns_dir, expected_ns in namespaces:
+            self.namespace(folder, ns_dir, expected_tid, expected_ns)
+
+    def _decoded(self, folder: Path, what: str) -> str | None:
+        """The id a folder name stands for; None when it is a hash (read from the files)."""
+        if is_hashed_segment(folder.name):
+            return None
+        try:
+            return decode_segment(folder.name)
+        except ValueError as exc:
+            self.problem(folder, "/", f"not a {what} folder name this layout writes: {exc}")
+            return None
+
+    def _names_match(
+        self, path: Path, doc: dict[str, Any], thread_folder: Path, ns_dir: Path, pointer_id: str
+    ) -> bool:
+        ok = True
+        if encode_segment(doc["thread_id"]) != thread_folder.name:
+            self.problem(path, "/thread_id", f"thread_id {doc['thread_id']!r} does not match its folder")
+            ok = False
+        ns_seg = "" if ns_dir == thread_folder else ns_dir.name
+        if (encode_segment(doc["checkpoint_ns"]) if doc["checkpoint_ns"] else "") != ns_seg:
+            self.problem(
+                path, "/checkpoint_ns", f"checkpoint_ns {doc['checkpoint_ns']!r} does not match its folder"
+            )
+            ok = False
+        return ok
+
+    def namespace(self, thread_folder: Path, ns_dir: Path, tid: str | None, ns: str | None) -> None:
+        for name in sorted(os.listdir(ns_dir)) if ns_dir != thread_folder else []:
+            if not is_temp_name(name) and name not in (CHECKPOINTS, WRITES, VALUES):
+                self.problem(ns_dir / name, "/", "stray entry in a namespace folder (not part of the layout)")
+        docs: dict[str, tuple[Path, dict[str, Any]]] = {}
+        for path in self._json_files(ns_dir / CHECKPOINTS):
+            doc = self._read(path, "checkpoint")
+            if doc is None:
+                continue
+            self.checkpoints += 1
+            cid = doc["checkpoint_id"]
+            if encode_segment(cid) + ".json" != path.name:
+                self.problem(path, "/checkpoint_id", f"checkpoint_id {cid!r} does not match the file name")
+                continue
+            if doc["checkpoint"]["id"] != cid:
+                self.problem(
+                    path, "/checkpoint/id", f"{doc['checkpoint']['id']!r} differs from checkpoint_id {cid!r}"
+                )
+            if not self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id"):
+                continue
+            docs[cid] = (path, doc)
+        present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
+        for path, doc in docs.values():
+            self.checkpoint_refs(ns_dir, path, doc, docs)
+        for path in self._json_files(ns_dir / WRITES):
+            self.writes(thread_folder, ns_dir, path, present)
+        for path in self._json_files(ns_dir / VALUES):
+            self.value_file(ns_dir, path)
+
+    def _json_files(self, folder: Path, count: bool = True) -> Iterator[Path]:
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            return
+        for name in names:
+            if is_temp_name(name):
+                continue
+            if not name.endswith(".json"):
+                if count:
+                    self._seen()
+                    self.problem(folder / name, "/", "stray file (every file of the layout is .json)")
+                continue
+            yield folder / name
+
+    def checkpoint_refs(
+        self, ns_dir: Path, path: Path, doc: dict[str, Any], docs: dict[str, tuple[Path, dict[str, Any]]]
+    ) -> None:
+        versions = doc["checkpoint"]["channel_versions"]
+        own = self.layout.checkpoint_rel(doc["checkpoint_id"])
+        empty: set[str] = set()
+        for channel, ref in doc["values"].items():
+            pointer = "/values/" + _escape(channel)
+            if channel not in versions:
+                self.problem(path, pointer, f"channel {channel!r} has a value but no version")
+                continue
+            version = versions[channel]
+            if not (
+                ref.startswith(CHECKPOINTS + "/") and ref.endswith(".json")
+            ) and ref != self.layout.value_rel(channel, version):
+                self.problem(path, pointer, f"{ref!r} is neither a checkpoint nor this channel's value file")
+                continue
+            holder: list[ValueEntry] = []
+            resolve = partial(_append_entry, self.store, holder, ns_dir, channel, version, ref)
+            if self._reference(path, pointer, resolve) and holder[0].empty:
+                empty.add(channel)
+        for channel in doc.get("new_values", {}):
+            if doc["values"].get(channel) != own:
+                self.problem(
+                    path, "/new_values/" + _escape(channel), "value stored here but /values points elsewhere"
+                )
+        parent = doc["parent_checkpoint_id"]
+        if parent and parent not in docs:
+            delta = doc["metadata"].get("counters_since_delta_snapshot")
+            needs = sorted(empty & set(delta)) if isinstance(delta, dict) else []
+            if needs:
+                self.problem(
+                    path,
+                    "/parent_checkpoint_id",
+                    f"parent {parent} is missing and DeltaChannel {', '.join(map(repr, needs))} "
+                    "needs it to rebuild its value",
+                )
+
+    def writes(self, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
+        doc = self._read(path, "writes")
+        if doc is None:
+            return
+        owner = self.layout.writes_owner(path.name)
+        if encode_segment(doc["checkpoint_id"]) != owner:
+            self.problem(
+                path, "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} does not match the file name"
+            )
+            return
+        if not self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id"):
+            return
+        if owner not in present:
+            orphan = Problem(
+                str(path),
+                "/checkpoint_id",
+                f"writes of checkpoint {doc['checkpoint_id']}, which does not exist "
+                "(orphaned: `langgraph-repo fsck --repair` removes it)",
+            )
+            self.problems.append(orphan)
+            self.orphan_writes.append(orphan)
+        for i, w in enumerate(doc["writes"]):
+            node: dict[str, Any] = w["value"]
+            if "large" in node:
+                self._reference(path, f"/writes/{i}/value", partial(self.store.resolve_node, node, path))
+
+    def value_file(self, ns_dir: Path, path: Path) -> None:
+        doc = self._read(path, "value")
+        if doc is None:
+            return
+        rel = self.layout.value_rel(doc["channel"], doc["version"])
+        if ns_dir / rel != path:
+            self.problem(path, "/version", f"channel {doc['channel']!r} at {doc['version']} belongs in {rel}")
+            return
+        self._reference(
+            path, "/", lambda: self.store.value_entry(ns_dir, doc["channel"], doc["version"], rel)
+        )
+
+    def large(self, thread_folder: Path) -> None:
+        for path in self._json_files(thread_folder / LARGE):
+            doc = self._read(path, "large_value")
+            if doc is None:
+                continue
+            if path.name != f"{doc['sha256']}.json":
+                self.problem(path, "/sha256", "sha256 does not match the file name")
+            elif digest_node(doc["value"]) != doc["sha256"]:
+                self.bad_files.add(str(path))
+                self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
+
+
+def _append_entry(
+    store: FileStore, out: list[ValueEntry], ns_dir: Path, channel: str, version: Any, ref: str
+) -> None:
+    out.append(store.value_entry(ns_dir, channel, version, ref))
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def _message(exc: FileFormatError) -> str:
+    """The error's own words, without the path and pointer it starts with."""
+    text = str(exc)
+    prefix = f"{exc.path}: at {exc.pointer}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def thread_folders_for(root: Path, paths: list[Path]) -> tuple[list[Path] | None, list[str]]:
+    """The thread folders that hold ``paths`` (None: the whole root), and paths outside the root."""
+    threads_dir = (root / "threads").resolve()
+    root_res = root.resolve()
+    folders: set[Path] = set()
+    outside: list[str] = []
+    for given in paths:
+        path = Path(os.path.abspath(given))
+        real = path.parent.resolve() / path.name
+        if real in (root_res, threads_dir):
+            return None, outside
+        try:
+            rel = real.relative_to(threads_dir)
+        except ValueError:
+            try:
+                real.relative_to(root_res)
+            except ValueError:
+                outside.append(str(given))
+            continue  # under the root but not a thread file (.gitignore): nothing to check
+        folders.add(threads_dir / rel.parts[0])
+    return sorted(folders), outside
+
+
+# ----------------------------------------------------------------------
+# which files the checkpoints that stay still need
+# ----------------------------------------------------------------------
+@dataclass
+class Needed:
+    values: set[Path] = field(default_factory=set)  # value files read, existing or to be rescued
+    rescued: set[Path] = field(default_factory=set)  # value files a removal must write first
+    large: set[str] = field(default_factory=set)  # large-value digests
+
+
+def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | None = None) -> Needed:
+    """What the kept checkpoints (default: all) refer to, following append chains the way
+    the saver's removal does: a link in a removed checkpoint is read from its value file."""
+    store, layout = reader.store, reader.layout
+    out = Needed()
+    for ns, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
+        ids = store.checkpoint_ids(thread_id, ns)
+        kept = keep.get(ns, set(ids)) if keep is not None else set(ids)
+        for cid in sorted(kept):
+            doc = store.header(thread_id, ns, cid)
+            for body in doc.get("new_values", {}).values():
+                _large_in(body, out.large)
+            versions = doc["checkpoint"]["channel_versions"]
+            for channel, ref in doc["values"].items():
+                _mark_chain(store, ns_dir, channel, versions.get(channel), ref, kept, out)
+            for _, wdoc in store.writes_docs(thread_id, ns, cid):
+                for w in wdoc["writes"]:
+                    _large_in(w, out.large)
+    return out
+
+
+def _mark_chain(
+    store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
+) -> None:
+    layout = store.layout
+    while True:
+        vpath = ns_dir / layout.value_rel(channel, version)
+        if ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists():
+            host = store.read_doc(ns_dir / ref, "checkpoint")
+            body = host["new_values"][channel]
+            if host["checkpoint_id"] not in kept:
+                out.values.add(vpath)
+                if not vpath.exists():
+                    out.rescued.add(vpath)
+        else:
+            if vpath in out.values and vpath not in out.rescued:
+                return
+            out.values.add(vpath)
+            body = store.read_doc(vpath, "value")
+        _large_in(body, out.large)
+        if "append" not in body:
+            return
+        version, ref = body["append"]["base"], body["append"]["base_ref"]
+
+
+def _large_in(body: dict[str, Any], used: set[str]) -> None:
+    node = body.get("value")
+    if isinstance(node, dict) and "large" in node:
+        used.add(node["large"])
+
+
+# ----------------------------------------------------------------------
+# fsck
+# ----------------------------------------------------------------------
+@dataclass
+class Finding:
+    """Something fsck found; ``repairable`` when it is derived or orphaned data."""
+
+    kind: str  # temp | orphan-writes | orphan-value | orphan-large | gitignore | empty-folder | invalid
+    path: str
+    message: str
+    repairable: bool
+    thread_id: str | None = None
+    repaired: bool = False
+
+
+def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
+    """Scan the root; report problems, never change anything."""
+    root = reader.root
+    findings: list[Finding] = []
+    gitignore = root / ".gitignore"
+    if not gitignore.exists():
+        findings.append(
+            Finding("gitignore", str(gitignore), "missing (keeps .cache/ and temp files out of git)", True)
+        )
+    else:
+        text = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        missing = [
+            line
+            for line in GITIGNORE_TEXT.splitlines()
+            if line and not line.startswith("#") and line not in text
+        ]
+        if missing:
+            findings.append(Finding("gitignore", str(gitignore), f"stale: lacks {', '.join(missing)}", True))
+    findings.extend(_temp_findings(root))
+    validator = Validator(root, progress)
+    folders = validator.thread_folders()
+    for p in validator.problems:  # stray files in threads/: not ours to remove
+        findings.append(Finding("invalid", p.path, p.message, False))
+    for folder in folders:
+        before = len(validator.problems)
+        orphans_before = len(validator.orphan_writes)
+        validator.thread(folder)
+        orphans = validator.orphan_writes[orphans_before:]
+        others = [p for p in validator.problems[before:] if p not in orphans]
+        tid = None if others else _thread_id_of(reader, folder)
+        for p in orphans:
+            findings.append(
+                Finding("orphan-writes", p.path, "writes of a checkpoint that does not exist", True, tid)
+            )
+        for p in others:
+            findings.append(Finding("invalid", p.path, f"{p.pointer}: {p.message}", False))
+        if others or tid is None:
+            continue  # never decide what is orphaned from files that do not read
+        findings.extend(_orphan_findings(reader, tid))
+        if not any(p.is_file() for p in folder.rglob("*")):
+            findings.append(Finding("empty-folder", str(folder), "thread folder without any file", True, tid))
+    for f in findings:
+        if f.thread_id is None and f.repairable and f.kind != "gitignore":
+            f.thread_id = _thread_of_path(reader, Path(f.path))
+    return findings
+
+
+def _thread_id_of(reader: Reader, folder: Path) -> str | None:
+    if not is_hashed_segment(folder.name):
+        return decode_segment(folder.name)
+    for ns_dir in [folder, *sorted((folder / NAMESPACES).glob("*"))]:
+        for path in sorted((ns_dir / CHECKPOINTS).glob("*.json")):
+            return str(reader.store.read_doc(path, "checkpoint")["thread_id"])
+    return None
+
+
+def _thread_of_path(reader: Reader, path: Path) -> str | None:
+    try:
+        rel = path.relative_to(reader.layout.threads_dir)
+    except ValueError:
+        return None
+    if len(rel.parts) < 2:
+        return None
+    folder = reader.layout.threads_dir / rel.parts[0]
+    try:
+        return _thread_id_of(reader, folder)
+    except (ValueError, FileFormatError, OSError):
+        return None
+
+
+def _temp_findings(root: Path) -> list[Finding]:
+    out = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        if here == root:
+            dirs[:] = [d for d in dirs if d != CACHE]
+        for name in sorted(dirs):
+            if is_temp_name(name):
+                out.append(
+                    Finding("temp", str(here / name), "leftover temp folder (an interrupted delete)", True)
+                )
+        dirs[:] = [d for d in dirs if not is_temp_name(d)]
+        for name in sorted(files):
+            if is_temp_name(name) and not (here == root and name == ".gitignore"):
+                out.append(
+                    Finding("temp", str(here / name), "leftover temp file (an interrupted write)", True)
+                )
+    return out
+
+
+def _orphan_findings(reader: Reader, thread_id: str) -> list[Finding]:
+    store, layout = reader.store, reader.layout
+    need = needed_files(reader, thread_id)
+    out = []
+    for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
+        for path in store.value_files(ns_dir):
+            if path not in need.values:
+                out.append(
+                    Finding("orphan-value", str(path), "value file no checkpoint refers to", True, thread_id)
+                )
+    for path in store.files_in(layout.thread_dir(thread_id) / LARGE):
+        if path.name[:-5] not in need.large:
+            out.append(Finding("orphan-large", str(path), "large value nothing refers to", True, thread_id))
+    return out
+
+
+def repair(reader: Reader, findings: list[Finding]) -> None:
+    """Remove or rebuild what the findings call repairable, each thread under its lock."""
+    root = reader.root
+    by_thread: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        if f.repairable:
+            by_thread.setdefault(f.thread_id, []).append(f)
+    for f in by_thread.pop(None, []):
+        _repair_one(root, f)
+    for tid, items in sorted(by_thread.items(), key=lambda kv: kv[0] or ""):
+        assert tid is not None
+        with reader.store.thread_lock(tid, exclusive=True):
+            for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
+                _repair_one(root, f)
+        reader.store.forget_thread(tid)
+
+
+def _repair_one(root: Path, f: Finding) -> None:
+    path = Path(f.path)
+    if f.kind == "gitignore":
+        if path.exists():
+            text = path.read_text(encoding="utf-8")
+            lines = text.splitlines()
+            extra = [
+                ln for ln in GITIGNORE_TEXT.splitlines() if ln and not ln.startswith("#") and ln not in lines
+            ]
+            path.write_text(
+                text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(extra) + "\n"
+            )
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            path.write_text(GITIGNORE_TEXT, encoding="utf-8")
+    elif f.kind == "empty-folder":
+        for here, _, _ in sorted(os.walk(path, topdown=False), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(here)  # only ever removes an empty folder
+            except OSError:
+                return  # something arrived meanwhile: not empty after all
+    elif path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+    f.repaired = True
+
+
+# ----------------------------------------------------------------------
+# prune
+# ----------------------------------------------------------------------
+@dataclass
+class PrunePlan:
+    thread_id: str
+    skipped: str | None = None
+    doomed: dict[str, list[str]] = field(default_factory=dict)
+    checkpoints: list[Path] = field(default_factory=list)
+    writes: list[Path] = field(default_factory=list)
+    values: list[Path] = field(default_factory=list)
+    large: list[Path] = field(default_factory=list)
+    rescued: list[Path] = field(default_factory=list)
+
+    @property
+    def removed(self) -> list[Path]:
+        return sorted([*self.checkpoints, *self.writes, *self.values, *self.large])
+
+
+def plan_prune(
+    reader: Reader, thread_id: str, *, keep_last: int | None, older_than: float | None, now: datetime
+) -> PrunePlan:
+    """Which checkpoints go and every file that goes with them.
+
+    Per namespace a checkpoint goes when it is not among the newest ``keep_last`` and is
+    older than ``older_than`` seconds (each rule only when given). The latest always stays,
+    and so do the ancestors a DeltaChannel of a kept checkpoint needs. Only the oldest part
+    of a namespace is cut (everything from the oldest kept checkpoint on stays), so history
+    never gets a hole. A thread waiting on an interrupt is not touched at all.
+    """
+    plan = PrunePlan(thread_id)
+    summary = reader.summary(thread_id)
+    if summary.waiting:
+        nodes = ", ".join(sorted({i.task_name for i in summary.waiting}))
+        plan.skipped = f"waits on an interrupt at {nodes}"
+        return plan
+    store, layout, saver = reader.store, reader.layout, reader.saver
+    keep_by_ns: dict[str, set[str]] = {}
+    for ns in summary.namespaces:
+        ids = store.checkpoint_ids(thread_id, ns)
+        keep = {ids[-1]}
+        for i, cid in enumerate(ids):
+            recent = keep_last is not None and i >= len(ids) - keep_last
+            young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
+            if recent or young:
+                keep.add(cid)
+        for cid in sorted(keep):
+            keep |= saver._needed_for_latest(thread_id, ns, cid)
+        oldest = min(keep)
+        keep_by_ns[ns] = {c for c in ids if c >= oldest}
+        doomed = [c for c in ids if c < oldest]
+        if doomed:
+            plan.doomed[ns] = doomed
+            plan.checkpoints.extend(layout.checkpoint_path(thread_id, ns, c) for c in doomed)
+            owners = {encode_segment(c) for c in doomed}
+            plan.writes.extend(
+                p
+                for p in store.files_in(layout.writes_dir(thread_id, ns))
+                if layout.writes_owner(p.name) in owners
+            )
+    if not plan.doomed:
+        return plan
+    need = needed_files(reader, thread_id, keep_by_ns)
+    plan.rescued = sorted(need.rescued)
+    for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
+        plan.values.extend(p for p in store.value_files(ns_dir) if p not in need.values)
+    plan.large = [
+        p for p in store.files_in(layout.thread_dir(thread_id) / LARGE) if p.name[:-5] not in need.large
+    ]
+    return plan
+
+
+def _age(doc: dict[str, Any], now: datetime) -> float:
+    when = parse_ts(str(doc["checkpoint"]["ts"]))
+    return float("inf") if when is None else (now - when).total_seconds()
+
+
+def run_prune(reader: Reader, plan: PrunePlan) -> tuple[list[Path], list[Path]]:
+    """Remove what the plan says (through the saver, which first rescues values the kept
+    checkpoints use); returns the files removed and the value files written."""
+    before = set(reader.thread_files(plan.thread_id))
+    reader.saver._remove_checkpoints(plan.thread_id, plan.doomed)
+    after = set(reader.thread_files(plan.thread_id))
+    return sorted(before - after), sorted(after - before)

@@ -1,0 +1,279 @@
+"""Values as a person reads them: messages as ``role: text``, long values folded.
+
+Works on revived Python values and on stored JSON trees alike (a diff compares trees), so
+a message reads the same whichever form it comes in. A value that was not revived is
+shown as its raw JSON, as stored, with the reason: that is what a person fixing the file
+needs to see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .review import Raw
+
+FOLD_CHARS = 400  # a string longer than this is cut
+FOLD_ITEMS = 20  # a list or mapping longer than this shows its head and tail
+HEAD_ITEMS, TAIL_ITEMS = 12, 4
+FOLD_LINES = 40  # raw JSON longer than this is cut
+INLINE_CHARS = 100
+MAX_DEPTH = 4
+
+
+def fold(text: str, limit: int = FOLD_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (+{len(text) - limit} chars)"
+
+
+def short_reason(reason: str) -> str:
+    """The useful sentence of an UnrevivableValueError (it starts with where, which we show anyway)."""
+    tail = reason.split("): ", 1)[-1]
+    return tail.split(". ", 1)[0]
+
+
+# ----------------------------------------------------------------------
+# messages, revived or as trees
+# ----------------------------------------------------------------------
+def _message_fields(value: Any) -> dict[str, Any] | None:
+    """Role, text and tool calls of a message (a LangChain message object or its stored tree)."""
+    if isinstance(value, Mapping):
+        kind = value.get("$type")
+        fields = value.get("$fields")
+        if (
+            isinstance(kind, list)
+            and len(kind) == 2
+            and str(kind[0]).startswith("langchain_core.messages")
+            and isinstance(fields, Mapping)
+        ):
+            return {
+                "role": fields.get("type") or str(kind[1]).removesuffix("Message").lower(),
+                "content": fields.get("content"),
+                "tool_calls": fields.get("tool_calls") or [],
+                "name": fields.get("name"),
+                "tool_call_id": fields.get("tool_call_id"),
+                "id": fields.get("id"),
+            }
+        return None
+    try:
+        from langchain_core.messages import BaseMessage
+    except ImportError:  # pragma: no cover - langchain-core is a dependency
+        return None
+    if isinstance(value, BaseMessage):
+        return {
+            "role": value.type,
+            "content": value.content,
+            "tool_calls": getattr(value, "tool_calls", None) or [],
+            "name": value.name,
+            "tool_call_id": getattr(value, "tool_call_id", None),
+            "id": value.id,
+        }
+    return None
+
+
+def is_message(value: Any) -> bool:
+    return _message_fields(value) is not None
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, Mapping):
+                parts.append(f"[{block.get('type', 'block')}]")
+        return "".join(parts)
+    return inline(content)
+
+
+def message_line(value: Any, limit: int = FOLD_CHARS) -> str:
+    """``role: text``, with tool calls after an arrow; a removal says which message goes."""
+    fields = _message_fields(value)
+    if fields is None:
+        return inline(value, limit)
+    role = str(fields["role"])
+    if role == "remove":
+        return f"remove: message {fields['id']}"
+    if role == "tool":
+        role = f"tool[{fields['name'] or fields['tool_call_id'] or '?'}]"
+    text = fold(_content_text(fields["content"]), limit)
+    calls = [
+        f"{c.get('name', '?')}({inline(c.get('args', {}), 60)})"
+        for c in fields["tool_calls"]
+        if isinstance(c, Mapping)
+    ]
+    if calls:
+        text = f"{text} → calls {', '.join(calls)}" if text else f"→ calls {', '.join(calls)}"
+    return f"{role}: {text}"
+
+
+# ----------------------------------------------------------------------
+# any value
+# ----------------------------------------------------------------------
+def _tag_name(tree: Mapping[str, Any]) -> str | None:
+    kind = tree.get("$type")
+    if isinstance(kind, list) and len(kind) == 2:
+        return str(kind[1])
+    return None
+
+
+def _is_plain_mapping(value: Any) -> bool:
+    return isinstance(value, Mapping) and not any(str(k).startswith("$") for k in value)
+
+
+def _object_fields(value: Any) -> tuple[str, dict[str, Any]] | None:
+    """A constructed value's class name and fields (pydantic, dataclass, or a stored tag)."""
+    if isinstance(value, Mapping):
+        name = _tag_name(value)
+        if name is None:
+            return None
+        for key in ("$fields", "$kwargs"):
+            if isinstance(value.get(key), Mapping):
+                return name, dict(value[key])
+        for key in ("$args", "$arg"):
+            if key in value:
+                args = value[key] if key == "$args" else [value[key]]
+                return name, {str(i): a for i, a in enumerate(args)} if isinstance(args, list) else {
+                    "0": args
+                }
+        return name, {}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value).__name__, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            data = dump()
+        except Exception:  # a model that cannot dump itself: fall back to repr
+            return None
+        if isinstance(data, dict):
+            return type(value).__name__, data
+    return None
+
+
+def inline(value: Any, limit: int = INLINE_CHARS) -> str:
+    """A one-line form for table cells and lists."""
+    if isinstance(value, Raw):
+        return fold(json.dumps(value.tree, ensure_ascii=False), limit)
+    if is_message(value):
+        return message_line(value, limit)
+    if isinstance(value, str):
+        return fold(value.replace("\n", "⏎"), limit)
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, Mapping) and "$bytes" in value:
+        return "<bytes>"
+    obj = _object_fields(value)
+    if obj is not None:
+        name, fields = obj
+        if all(k.isdigit() for k in fields):
+            body = ", ".join(inline(v, 40) for v in fields.values())
+        else:
+            body = ", ".join(f"{k}={inline(v, 40)}" for k, v in fields.items())
+        return fold(f"{name}({body})", limit)
+    if isinstance(value, Mapping):
+        body = ", ".join(f"{k}: {inline(v, 40)}" for k, v in value.items())
+        return fold("{" + body + "}", limit)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+        if items and all(is_message(i) for i in items):
+            return fold(f"{len(items)} messages, last {message_line(items[-1], 60)}", limit)
+        return fold("[" + ", ".join(inline(i, 40) for i in items) + "]", limit)
+    return fold(repr(value), limit)
+
+
+def lines(value: Any, depth: int = 0) -> list[str]:
+    """A value as indented lines: messages one per line, mappings key by key, folded."""
+    if isinstance(value, Raw):
+        return [f"(not revived: {short_reason(value.reason)}; raw JSON as stored:)", *json_lines(value.tree)]
+    if is_message(value):
+        return message_line(value).splitlines() or [""]
+    if isinstance(value, str):
+        return fold(value).splitlines() or ['""']
+    if depth >= MAX_DEPTH:
+        return [inline(value)]
+    obj = _object_fields(value)
+    if obj is not None and not (isinstance(value, Mapping) and "$bytes" in value):
+        name, fields = obj
+        return [f"{name}:", *_indent(_mapping_lines(fields, depth + 1))]
+    if _is_plain_mapping(value):
+        return _mapping_lines(value, depth) or ["{}"]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return _list_lines(list(value), depth) or ["[]"]
+    return [inline(value, FOLD_CHARS)]
+
+
+def _indent(block: list[str], by: str = "  ") -> list[str]:
+    return [by + line for line in block]
+
+
+def _folded_items(items: list[Any]) -> list[tuple[int, Any] | int]:
+    """Indexed items, with an int standing for how many were left out in the middle."""
+    if len(items) <= FOLD_ITEMS:
+        return list(enumerate(items))
+    head = list(enumerate(items[:HEAD_ITEMS]))
+    tail = [(len(items) - TAIL_ITEMS + i, x) for i, x in enumerate(items[-TAIL_ITEMS:])]
+    return [*head, len(items) - HEAD_ITEMS - TAIL_ITEMS, *tail]
+
+
+def _list_lines(items: list[Any], depth: int) -> list[str]:
+    out: list[str] = []
+    messages = bool(items) and all(is_message(i) for i in items)
+    for entry in _folded_items(items):
+        if isinstance(entry, int):
+            out.append(f"… {entry} more …")
+            continue
+        i, item = entry
+        if messages:
+            first, *rest = message_line(item).splitlines() or [""]
+            out.append(f"{i + 1}. {first}")
+            out.extend(_indent(rest, "   "))
+            continue
+        block = lines(item, depth + 1)
+        one = inline(item)
+        if len(block) == 1 and len(one) <= INLINE_CHARS:
+            out.append(f"- {block[0]}")
+        else:
+            out.append(f"- {block[0]}")
+            out.extend(_indent(block[1:]))
+    return out
+
+
+def _mapping_lines(mapping: Mapping[str, Any], depth: int) -> list[str]:
+    out: list[str] = []
+    items = list(mapping.items())
+    for entry in _folded_items(items):
+        if isinstance(entry, int):
+            out.append(f"… {entry} more keys …")
+            continue
+        _, (key, val) = entry
+        block = lines(val, depth + 1)
+        if len(block) == 1 and not (isinstance(val, (list, Mapping)) and val and not isinstance(val, str)):
+            out.append(f"{key}: {block[0]}")
+        else:
+            out.append(f"{key}:")
+            out.extend(_indent(block))
+    return out
+
+
+def json_lines(tree: Any) -> list[str]:
+    """Raw JSON, indented, cut after FOLD_LINES lines."""
+    text = json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=True)
+    out = text.splitlines()
+    if len(out) > FOLD_LINES:
+        keep = FOLD_LINES - 5
+        out = [*out[:keep], f"… {len(out) - keep - 4} more lines …", *out[-4:]]
+    return out
+
+
+def short_time(ts: str) -> str:
+    """``2026-11-29T16:31:45.964379+00:00`` as ``2026-11-29 16:31:45``."""
+    return ts.replace("T", " ")[:19]
