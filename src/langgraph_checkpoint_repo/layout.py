@@ -67,7 +67,7 @@ def is_hashed_segment(seg: str) -> bool:
 
 def decode_segment(seg: str) -> str:
     """Inverse of ``encode_segment``; hashed segments cannot be decoded here."""
-    if _is_verbatim(seg):
+    if is_verbatim(seg):
         return seg
     if seg == "%":
         return ""
@@ -100,7 +100,7 @@ def decode_segment(seg: str) -> str:
     return text
 
 
-def _is_verbatim(seg: str) -> bool:
+def is_verbatim(seg: str) -> bool:
     """Fast path: a segment made only of characters that encode to themselves."""
     return (
         0 < len(seg) <= MAX_SEGMENT

@@ -46,6 +46,7 @@ from .layout import (
     encode_segment,
     is_hashed_segment,
     is_temp_name,
+    is_verbatim,
 )
 from .validation import validate_read, validate_write
 
@@ -267,7 +268,11 @@ class FileStore:
             return []
         ids = lst.derived.get("ids")
         if ids is None:
-            ids = sorted(self._id_of(folder, n) for n in lst.names if n.endswith(".json"))
+            stems = [n[:-5] for n in lst.names if n.endswith(".json")]
+            if all(map(is_verbatim, stems)):  # the usual case (uuid6 ids): the stem is the id
+                ids = sorted(stems)
+            else:
+                ids = sorted(self._id_of(folder, f"{stem}.json") for stem in stems)
             lst.derived["ids"] = ids
         return ids  # type: ignore[no-any-return]
 
