@@ -22,9 +22,7 @@ async def test_conformance_reports_every_capability_passed(tmp_path: Path) -> No
         yield RepoSaver(tmp_path / f"root-{next(counter)}")
 
     report = await validate(repo_saver)
-    failures = {
-        name: result.failures for name, result in report.results.items() if not result.passed
-    }
+    failures = {name: result.failures for name, result in report.results.items() if not result.passed}
     assert failures == {}
     expected = {c.value for c in BASE_CAPABILITIES | EXTENDED_CAPABILITIES}
     passed = {name for name, result in report.results.items() if result.passed}

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .errors import FileFormatError
+from .errors import FileFormatError, MissingReferenceError
 from .layout import (
     CACHE,
     CHECKPOINTS,
@@ -38,7 +38,7 @@ from .layout import (
     is_temp_name,
 )
 from .review import Reader, parse_ts
-from .store import FileStore, ValueEntry, digest_node
+from .store import FileStore, digest_node
 
 Progress = Callable[[int], None]
 
@@ -207,7 +207,7 @@ class Validator:
             docs[cid] = (path, doc)
         present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
         for path, doc in docs.values():
-            self.checkpoint_refs(ns_dir, path, doc, docs)
+            self.checkpoint_refs(ns_dir, path, doc, docs, present)
         for path in self._json_files(ns_dir / WRITES):
             self.writes(thread_folder, ns_dir, path, present)
         for path in self._json_files(ns_dir / VALUES):
@@ -229,7 +229,12 @@ class Validator:
             yield folder / name
 
     def checkpoint_refs(
-        self, ns_dir: Path, path: Path, doc: dict[str, Any], docs: dict[str, tuple[Path, dict[str, Any]]]
+        self,
+        ns_dir: Path,
+        path: Path,
+        doc: dict[str, Any],
+        docs: dict[str, tuple[Path, dict[str, Any]]],
+        present: set[str],
     ) -> None:
         versions = doc["checkpoint"]["channel_versions"]
         own = self.layout.checkpoint_rel(doc["checkpoint_id"])
@@ -245,9 +250,22 @@ class Validator:
             ) and ref != self.layout.value_rel(channel, version):
                 self.problem(path, pointer, f"{ref!r} is neither a checkpoint nor this channel's value file")
                 continue
-            holder: list[ValueEntry] = []
-            resolve = partial(_append_entry, self.store, holder, ns_dir, channel, version, ref)
-            if self._reference(path, pointer, resolve) and holder[0].empty:
+            try:
+                entry = self.store.value_entry(ns_dir, channel, version, ref)
+            except MissingReferenceError as exc:
+                # say which checkpoint is gone (the store names the folder it looked in)
+                gap = self._missing_link(ns_dir, channel, version, ref)
+                if gap is None:
+                    self._reference(path, pointer, partial(_raise, exc))
+                    continue
+                missing, fallback, depth = gap
+                how = "refers to" if depth == 0 else f"is a list appended onto (link {depth})"
+                self.problem(path, pointer, f"{how} {missing}, which is missing (and there is no {fallback})")
+                continue
+            except (FileFormatError, OSError) as exc:
+                self._reference(path, pointer, partial(_raise, exc))
+                continue
+            if entry.empty:
                 empty.add(channel)
         for channel in doc.get("new_values", {}):
             if doc["values"].get(channel) != own:
@@ -255,7 +273,7 @@ class Validator:
                     path, "/new_values/" + _escape(channel), "value stored here but /values points elsewhere"
                 )
         parent = doc["parent_checkpoint_id"]
-        if parent and parent not in docs:
+        if parent and encode_segment(parent) not in present:
             delta = doc["metadata"].get("counters_since_delta_snapshot")
             needs = sorted(empty & set(delta)) if isinstance(delta, dict) else []
             if needs:
@@ -265,6 +283,37 @@ class Validator:
                     f"parent {parent} is missing and DeltaChannel {', '.join(map(repr, needs))} "
                     "needs it to rebuild its value",
                 )
+            elif docs and parent > min(docs):
+                # older checkpoints remain, so this is a hole, not history cut by prune
+                self.problem(
+                    path,
+                    "/parent_checkpoint_id",
+                    f"parent {parent} is missing while older checkpoints remain (a hole in the history)",
+                )
+
+    def _missing_link(
+        self, ns_dir: Path, channel: str, version: Any, ref: str
+    ) -> tuple[str, str, int] | None:
+        """The first checkpoint a value (or its append chain) needs that is gone with no value
+        file in its place: (reference, value file it could have been, link depth)."""
+        for depth in range(10_000):
+            fallback = self.layout.value_rel(channel, version)
+            if ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).is_file():
+                try:
+                    body = self.store.read_doc(ns_dir / ref, "checkpoint").get("new_values", {}).get(channel)
+                except (FileFormatError, OSError):
+                    return None  # reported where that file is checked
+            elif (ns_dir / fallback).is_file():
+                try:
+                    body = self.store.read_doc(ns_dir / fallback, "value")
+                except (FileFormatError, OSError):
+                    return None
+            else:
+                return ref, fallback, depth
+            if not isinstance(body, dict) or "append" not in body:
+                return None
+            version, ref = body["append"]["base"], body["append"]["base_ref"]
+        return None
 
     def writes(self, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
         doc = self._read(path, "writes")
@@ -316,10 +365,8 @@ class Validator:
                 self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
 
 
-def _append_entry(
-    store: FileStore, out: list[ValueEntry], ns_dir: Path, channel: str, version: Any, ref: str
-) -> None:
-    out.append(store.value_entry(ns_dir, channel, version, ref))
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 def _escape(part: str) -> str:
@@ -364,6 +411,7 @@ class Needed:
     values: set[Path] = field(default_factory=set)  # value files read, existing or to be rescued
     rescued: set[Path] = field(default_factory=set)  # value files a removal must write first
     large: set[str] = field(default_factory=set)  # large-value digests
+    seen: set[tuple[Path, str, str]] = field(default_factory=set)  # links already followed
 
 
 def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | None = None) -> Needed:
@@ -392,6 +440,10 @@ def _mark_chain(
 ) -> None:
     layout = store.layout
     while True:
+        link = (ns_dir, channel, ref + "|" + repr(version))
+        if link in out.seen:
+            return  # this link and everything below it is marked already
+        out.seen.add(link)
         vpath = ns_dir / layout.value_rel(channel, version)
         if ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists():
             host = store.read_doc(ns_dir / ref, "checkpoint")
@@ -401,8 +453,6 @@ def _mark_chain(
                 if not vpath.exists():
                     out.rescued.add(vpath)
         else:
-            if vpath in out.values and vpath not in out.rescued:
-                return
             out.values.add(vpath)
             body = store.read_doc(vpath, "value")
         _large_in(body, out.large)

@@ -127,7 +127,7 @@ def _out_console() -> Console:
     console = Console(highlight=False, markup=False, emoji=False)
     if not console.is_terminal:
         width = int(os.environ.get("COLUMNS", "0") or 0) or PIPE_WIDTH
-        console = Console(highlight=False, markup=False, emoji=False, width=width)
+        console = Console(highlight=False, markup=False, emoji=False, width=width, soft_wrap=True)
     return console
 
 
@@ -478,7 +478,13 @@ def _tasks_table(view: StateView) -> Table:
     return table
 
 
-_STATUS_STYLE = {"done": "green", "failed": "red", "interrupted": "yellow", "not started": ""}
+_STATUS_STYLE = {
+    "done": "green",
+    "failed": "red",
+    "interrupted": "yellow",
+    "not started": "",
+    "may have run": "bold red",
+}
 
 
 def _task_cells(t: TaskView) -> list[Text | str]:
@@ -489,7 +495,7 @@ def _task_cells(t: TaskView) -> list[Text | str]:
     elif t.status == "interrupted":
         resume = "runs again from the top" + (" (answer saved)" if t.answered else ", waits for an answer")
     elif t.may_have_run:
-        resume = "runs; MAY HAVE RUN already"
+        resume = "runs again: check its side effects first"
     else:
         resume = "runs"
     writes = ", ".join(dict.fromkeys(w.channel for w in t.writes)) or "-"
@@ -951,6 +957,10 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _md_writers(writers: list[str]) -> str:
+    return ", ".join(w if w.startswith("(") else f"`{_md_cell(w)}`" for w in writers)
+
+
 def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], limit: int) -> str:
     ns_note = f" (namespace `{view.ns}`)" if view.ns else ""
     parts = [f"# Thread `{summary.thread_id}`{ns_note}", ""]
@@ -1003,7 +1013,7 @@ def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], l
     ]
     for r in rows[:limit]:
         parts.append(
-            f"| {'' if r.step is None else r.step} | {r.source or ''} | {_md_cell(', '.join(r.writers))} | "
+            f"| {'' if r.step is None else r.step} | {r.source or ''} | {_md_writers(r.writers)} | "
             f"`{r.checkpoint_id}` | {'`' + r.parent_id + '`' if r.parent_id else ''} |"
         )
     if len(rows) > limit:
@@ -1141,7 +1151,7 @@ def _print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
 def prune(
     ctx: typer.Context,
     thread_ids: Annotated[
-        list[str] | None, typer.Argument(metavar="[THREAD]...", help="Threads (default: all).")
+        list[str] | None, typer.Argument(metavar="THREAD", help="Threads (default: all).")
     ] = None,
     keep_last: Annotated[
         int | None,

@@ -104,7 +104,7 @@ class TaskView:
     kind: str  # "pull", "push <idx>", or the stored task path when not derived
     derived: bool = True  # False: known only from writes (not among the derived next tasks)
     writes: list[WriteView] = field(default_factory=list)
-    status: str = "not started"  # done | failed | interrupted | not started
+    status: str = "not started"  # done | failed | interrupted | not started | may have run
     error: Any = None
     interrupts: list[InterruptView] = field(default_factory=list)
     answered: bool = False  # a resume value is saved for it
@@ -325,6 +325,8 @@ def attach_writes(tasks: list[TaskView], writes: list[WriteView]) -> list[TaskVi
     started = any(t.writes for t in out)
     for task in out:
         task.may_have_run = started and not task.writes
+        if task.may_have_run:
+            task.status = "may have run"
     return out
 
 
@@ -677,6 +679,24 @@ def _plain_object(tree: Any) -> bool:
     return isinstance(tree, dict) and not any(k.startswith("$") for k in tree)
 
 
+def _fields(tree: dict[str, Any]) -> dict[str, Any]:
+    fields = tree.get("$fields", tree.get("$kwargs"))
+    return fields if isinstance(fields, dict) else {}
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    """Two stored objects of one type whose fields are named (pydantic models, dataclasses)."""
+    return (
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and "$type" in a
+        and a.get("$type") == b.get("$type")
+        and bool(_fields(a) or _fields(b))
+        and isinstance(a.get("$fields", a.get("$kwargs")), dict)
+        and isinstance(b.get("$fields", b.get("$kwargs")), dict)
+    )
+
+
 def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = False) -> list[ChannelChange]:
     """Per channel: list items added or removed, object keys added, changed or removed,
     values set, replaced or removed. Equal channels are left out."""
@@ -703,8 +723,10 @@ def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = Fal
                 if op in ("insert", "replace"):
                     change.added.extend((j, b[j]) for j in range(j1, j2))
             changes.append(change)
-        elif _plain_object(a) and _plain_object(b):
+        elif (_plain_object(a) and _plain_object(b)) or _same_type(a, b):
             change = ChannelChange(channel, "keys", old=a, new=b)
+            if not _plain_object(a):  # one type on both sides: compare its fields
+                a, b = _fields(a), _fields(b)
             for k in sorted(set(a) | set(b)):
                 if k not in a:
                     change.keys_added[k] = b[k]

@@ -672,13 +672,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         used_large: set[str] = set()
         for ns, ns_dir in self.store.namespace_folders(layout.thread_dir(thread_id)):
             needed: set[Path] = set()
+            followed: set[tuple[str, str]] = set()
             for cid in self.store.checkpoint_ids(thread_id, ns):
                 doc = self.store.header(thread_id, ns, cid)
                 for body in doc.get("new_values", {}).values():
                     _large_in(body, used_large)
                 versions = doc["checkpoint"]["channel_versions"]
                 for ch, ref in doc["values"].items():
-                    self._mark_files(ns_dir, ch, versions.get(ch), ref, needed, used_large)
+                    self._mark_files(ns_dir, ch, versions.get(ch), ref, needed, used_large, followed)
                 for _, wdoc in self.store.writes_docs(thread_id, ns, cid):
                     for w in wdoc["writes"]:
                         _large_in(w, used_large)
@@ -688,10 +689,21 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.store.forget_thread(thread_id)
 
     def _mark_files(
-        self, ns_dir: Path, channel: str, version: Any, ref: str, needed: set[Path], used_large: set[str]
+        self,
+        ns_dir: Path,
+        channel: str,
+        version: Any,
+        ref: str,
+        needed: set[Path],
+        used_large: set[str],
+        followed: set[tuple[str, str]],
     ) -> None:
+        """Mark the value files and large files one value's chain uses; each link once."""
         layout = self.store.layout
         while True:
+            if (ref, channel) in followed:
+                return
+            followed.add((ref, channel))
             if ref.startswith("checkpoints/") and (ns_dir / ref).exists():
                 body = self.store.read_doc(ns_dir / ref, "checkpoint")["new_values"][channel]
             else:

@@ -398,13 +398,16 @@ class FileStore:
                 raise MissingReferenceError(
                     str(path), "/", f"value of channel {channel!r} is missing"
                 ) from None
+            missing = path
             ref = self.layout.value_rel(channel, version)
             path = ns_dir / ref
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
                 raise MissingReferenceError(
-                    str(ns_dir / CHECKPOINTS), "/", f"value of channel {channel!r} at {version} is missing"
+                    str(missing),
+                    "/",
+                    f"value of channel {channel!r} at {version}: this checkpoint is missing and so is {path}",
                 ) from None
         key = (path, channel)
         hit = self._values.get(key)
@@ -432,7 +435,8 @@ class FileStore:
             body = doc
             pointer = ""
         entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
-        self._values.put(key, (_stat_key(st), entry, self._docs[path][2]))
+        cached = self._docs.get(path)  # may have been dropped by another thread meanwhile
+        self._values.put(key, (_stat_key(st), entry, cached is not None and cached[2]))
         return entry
 
     def _entry_from_body(
