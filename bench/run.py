@@ -749,6 +749,16 @@ def build_rows(results: dict[str, Any]) -> tuple[list[Row], list[Goal]]:
                 f"median turn ({turns} turns, durability=async)",
                 {n: per[n]["median_ms"] for n in MAIN_SAVERS},
                 "ms",
+                "RepoSaver <= 1.2x SqliteSaver",
+            )
+        )
+        turn_ratio = ratio(per[REPO]["median_ms"], per[SQLITE]["median_ms"])
+        goals.append(
+            Goal(
+                "Chat turn (median, full fsync durability) <= 1.2x SqliteSaver",
+                f"{per[REPO]['median_ms']:.2f} ms vs {per[SQLITE]['median_ms']:.2f} ms"
+                f" ({fmt_ratio(turn_ratio)})",
+                turn_ratio is not None and turn_ratio <= 1.2,
             )
         )
         rows.append(
