@@ -132,6 +132,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         self._learn_graph_types(1)
+        return self._get_tuple(config)
+
+    def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns = _thread_ns(config)
         checkpoint_id = get_checkpoint_id(config)
         for attempt in range(5):
@@ -821,8 +824,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # async twins: the same core, off the event loop
     # ------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        self._learn_graph_types(1)
-        return await asyncio.to_thread(self.get_tuple, config)
+        self._learn_graph_types(1)  # here, where the calling graph is on the stack
+        return await asyncio.to_thread(self._get_tuple, config)
 
     async def alist(
         self,
