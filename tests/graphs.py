@@ -1,0 +1,219 @@
+"""Real graphs shared by the tests, and the fixture tree every format version must migrate.
+
+``build_fixture_tree`` writes one thread per situation a migration has to carry: a chat,
+a thread waiting on an interrupt, a subgraph waiting on one, a forked history, a failed
+fan-out with the pending writes of the tasks that finished, a value stored in ``large/``
+and a DeltaChannel. ``resume_fixture_tree`` finishes every waiting thread, so a test can
+show that a migrated tree still runs.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Command, Send, interrupt
+from typing_extensions import TypedDict
+
+from langgraph_checkpoint_repo import RepoSaver
+
+BIG_TEXT = "0123456789abcdef" * 1024  # 16 KiB: over the saver's large_value_bytes default
+
+
+def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+class LogState(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def chat_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"echo: {state['messages'][-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+class AskState(TypedDict, total=False):
+    question: str
+    answer: str
+    log: Annotated[list[str], operator.add]
+
+
+def ask_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    def prepare(state: AskState) -> dict[str, Any]:
+        return {"question": "What is your name?", "log": ["prepared"]}
+
+    def ask(state: AskState) -> dict[str, Any]:
+        answer = interrupt({"question": state["question"], "choices": ["Ada", "Grace"]})
+        return {"answer": answer, "log": [f"answered {answer}"]}
+
+    builder = StateGraph(AskState)
+    builder.add_node("prepare", prepare)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "prepare")
+    builder.add_edge("prepare", "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
+
+
+def sub_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    def inner_ask(state: LogState) -> dict[str, Any]:
+        ok = interrupt("confirm inner?")
+        return {"log": [f"inner_ask:{ok}"]}
+
+    inner = StateGraph(LogState)
+    inner.add_node("inner_prep", lambda s: {"log": ["inner_prep"]})
+    inner.add_node("inner_ask", inner_ask)
+    inner.add_edge(START, "inner_prep")
+    inner.add_edge("inner_prep", "inner_ask")
+    inner.add_edge("inner_ask", END)
+    outer = StateGraph(LogState)
+    outer.add_node("outer_start", lambda s: {"log": ["outer_start"]})
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "outer_start")
+    outer.add_edge("outer_start", "sub")
+    outer.add_edge("sub", END)
+    return outer.compile(checkpointer=saver)
+
+
+def chain_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    builder = StateGraph(LogState)
+    for name in "abc":
+        builder.add_node(name, lambda s, n=name: {"log": [n]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", "c")
+    builder.add_edge("c", END)
+    return builder.compile(checkpointer=saver)
+
+
+class FanState(TypedDict, total=False):
+    items: list[str]
+    results: Annotated[list[str], operator.add]
+
+
+def fan_graph(saver: BaseCheckpointSaver[Any] | None, *, fail: bool, ran: list[str] | None = None) -> Any:
+    """One Send per item; with ``fail``, "bad" raises once its siblings have finished.
+
+    ``ran`` records every item a task ran for, so a test can tell a task whose write was
+    saved (not run again on resume) from one that had to run again.
+    """
+    done = threading.Event()
+    finished: list[str] = []
+    lock = threading.Lock()
+
+    def work(arg: dict[str, str]) -> dict[str, Any]:
+        if ran is not None:
+            ran.append(arg["item"])
+        if arg["item"] == "bad" and fail:
+            assert done.wait(30)
+            raise RuntimeError("boom on bad")
+        with lock:
+            finished.append(arg["item"])
+            if len(finished) >= 2:
+                done.set()
+        return {"results": [f"done:{arg['item']}"]}
+
+    builder = StateGraph(FanState)
+    builder.add_node("work", work)
+    builder.add_node("reduce", lambda s: {})
+    builder.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]], ["work"])
+    builder.add_edge("work", "reduce")
+    builder.add_edge("reduce", END)
+    return builder.compile(checkpointer=saver)
+
+
+class BigState(TypedDict, total=False):
+    document: str
+    summary: str
+
+
+def big_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    builder = StateGraph(BigState)
+    builder.add_node("summarise", lambda s: {"summary": f"{len(s['document'])} characters"})
+    builder.add_edge(START, "summarise")
+    builder.add_edge("summarise", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
+    out = list(state)
+    for items in writes:
+        out.extend(items)
+    return out
+
+
+class DeltaState(TypedDict):
+    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
+    n: int
+
+
+def delta_graph(saver: BaseCheckpointSaver[Any] | None, stop: int = 7) -> Any:
+    def tick(state: DeltaState) -> dict[str, Any]:
+        return {"items": [f"item{state['n']}"], "n": state["n"] + 1}
+
+    builder = StateGraph(DeltaState)
+    builder.add_node("tick", tick)
+    builder.add_edge(START, "tick")
+    builder.add_conditional_edges("tick", lambda s: END if s["n"] >= stop else "tick")
+    return builder.compile(checkpointer=saver)
+
+
+def run_fixture_graphs(saver: BaseCheckpointSaver[Any]) -> None:
+    """Leave one thread per situation in ``saver`` (used for fixture trees and transfers)."""
+    chat = chat_graph(saver)
+    for word in ("hello", "how are you?"):
+        chat.invoke({"messages": [HumanMessage(content=word)]}, {**cfg("chat"), "metadata": {"user": "ada"}})
+    ask_graph(saver).invoke({"log": []}, cfg("ask"))
+    sub_graph(saver).invoke({"log": []}, cfg("sub"))
+    chain = chain_graph(saver)
+    chain.invoke({"log": []}, cfg("fork"))
+    history = list(chain.get_state_history(cfg("fork")))
+    chain.invoke(None, history[2].config)  # replay from after "a": a fork
+    chain.update_state(history[3].config, {"log": ["patched"]})
+    try:
+        fan_graph(saver, fail=True).invoke({"items": ["a", "bad", "c"]}, cfg("fan"))
+    except RuntimeError as exc:
+        assert "boom on bad" in str(exc)
+    else:  # pragma: no cover - the graph is built to fail
+        raise AssertionError("the fan-out was meant to fail")
+    big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
+    delta_graph(saver).invoke({"items": [], "n": 0}, cfg("delta"))
+
+
+def build_fixture_tree(root: Path) -> None:
+    """Write the fixture threads into a new root with this release's format."""
+    run_fixture_graphs(RepoSaver(root, durable=False))
+
+
+def resume_fixture_tree(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
+    """Finish every waiting thread of a fixture tree; the final state of each thread.
+
+    The fan-out's "ran" list shows which tasks ran again: only "bad" should, because the
+    writes of "a" and "c" were saved before it failed.
+    """
+    out: dict[str, Any] = {}
+    out["ask"] = ask_graph(saver).invoke(Command(resume="Ada"), cfg("ask"))
+    out["sub"] = sub_graph(saver).invoke(Command(resume=True), cfg("sub"))
+    ran: list[str] = []
+    out["fan"] = {**fan_graph(saver, fail=False, ran=ran).invoke(None, cfg("fan")), "ran": ran}
+    chat = chat_graph(saver)
+    out["chat"] = chat.invoke({"messages": [HumanMessage(content="still there?")]}, cfg("chat"))
+    out["big"] = big_graph(saver).get_state(cfg("big")).values
+    out["fork"] = chain_graph(saver).get_state(cfg("fork")).values
+    out["delta"] = delta_graph(saver, stop=9).invoke({"n": 7}, cfg("delta"))
+    return out
