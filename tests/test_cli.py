@@ -34,6 +34,7 @@ from typing_extensions import TypedDict
 
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.review import Reader
+from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
 LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show
 
@@ -812,7 +813,7 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
     orphan_value.write_text(
         json.dumps(
             {
-                "schema_version": 1,
+                "schema_version": SCHEMA_VERSION,
                 "kind": "value",
                 "channel": "note",
                 "version": "1",
@@ -827,7 +828,7 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
 
     digest = digest_node(node)
     (tdir / "large" / f"{digest}.json").write_text(
-        json.dumps({"schema_version": 1, "kind": "large_value", "sha256": digest, "value": node})
+        json.dumps({"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node})
     )
     (copy_root / ".gitignore").unlink()
     before = {p: p.read_bytes() for p in copy_root.rglob("checkpoints/*.json")}
@@ -851,11 +852,11 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
 def test_fsck_reports_but_never_repairs_a_corrupt_checkpoint(copy_root: Path) -> None:
     """A corrupt checkpoint is reported as invalid and left exactly as it is."""
     bad = checkpoint_files(copy_root, "chat")[-1]
-    bad.write_text('{"schema_version": 1, "kind": "checkpoint"}')
+    bad.write_text(f'{{"schema_version": {SCHEMA_VERSION}, "kind": "checkpoint"}}')
     proc = cli(copy_root, "fsck", "--repair")
     assert proc.returncode == 1
     assert f"invalid: {bad}: /: " in proc.stdout
-    assert bad.read_text() == '{"schema_version": 1, "kind": "checkpoint"}'
+    assert bad.read_text() == f'{{"schema_version": {SCHEMA_VERSION}, "kind": "checkpoint"}}'
 
 
 # ----------------------------------------------------------------------------
@@ -976,7 +977,7 @@ def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, 
     latest = checkpoint_files(copy_root, "chat")[-1]
     latest.write_text(latest.read_text().replace('"kind": "checkpoint"', '"kind": "checkpoint", "kind": "x"'))
     ask = checkpoint_files(copy_root, "ask")[-1]
-    ask.write_text(ask.read_text().replace('"schema_version": 1', '"schema_version": 7'))
+    ask.write_text(ask.read_text().replace(f'"schema_version": {SCHEMA_VERSION}', '"schema_version": 7'))
     corrupt, newer = cli_many((copy_root, "show", "chat"), (copy_root, "history", "ask"))
     one_line_error(corrupt, 4, str(latest), "duplicate key")
     one_line_error(newer, 4, str(ask), "schema_version 7", "newer release")

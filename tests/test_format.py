@@ -19,6 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from referencing import Registry, Resource
 
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver, SchemaVersionError
+from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
 KIND_OF_FOLDER = {"checkpoints": "checkpoint", "writes": "writes", "large": "large_value", "values": "value"}
@@ -208,7 +209,7 @@ def test_every_file_declares_version_and_kind_matching_its_folder(rich_root: Pat
     kinds: set[str] = set()
     for path in json_files(rich_root):
         doc = json.loads(path.read_bytes())
-        assert type(doc["schema_version"]) is int and doc["schema_version"] == 1, path
+        assert type(doc["schema_version"]) is int and doc["schema_version"] == SCHEMA_VERSION, path
         assert doc["kind"] == KIND_OF_FOLDER[path.parent.name], path
         kinds.add(doc["kind"])
     assert kinds == set(KIND_OF_FOLDER.values())
@@ -476,7 +477,7 @@ def test_warm_reader_sees_same_size_edit_that_keeps_mtime(tmp_path: Path) -> Non
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("folder", ["checkpoints", "writes"])
 @pytest.mark.parametrize(
-    ("version", "hint"), [(2, "written by a newer release"), (0, "langgraph-repo migrate"), (-1, "migrate")]
+    ("version", "hint"), [(3, "written by a newer release"), (1, "langgraph-repo migrate"), (0, "migrate")]
 )
 def test_unknown_schema_version_is_refused_with_advice(
     tmp_path: Path, folder: str, version: int, hint: str
@@ -607,7 +608,7 @@ def test_large_value_goes_to_content_addressed_file_stored_once(tmp_path: Path) 
     large = sorted((root / "threads" / "t" / "large").iterdir())
     assert [p.name for p in large] == [f"{digest}.json"]
     ldoc = json.loads(large[0].read_bytes())
-    assert ldoc == {"schema_version": 1, "kind": "large_value", "sha256": digest, "value": node}
+    assert ldoc == {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
 
     refs = 0
     for p in json_files(root):

@@ -24,6 +24,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
 BIG_REPORT = "".join(f"line {i:05d} of a report long enough to be stored on its own\n" for i in range(300))
 
@@ -163,7 +164,7 @@ def _in_large_value(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
         (json.dumps(node, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
     ).hexdigest()
     large = root / "threads" / "t" / "large" / f"{digest}.json"
-    dump(large, {"schema_version": 1, "kind": "large_value", "sha256": digest, "value": node})
+    dump(large, {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node})
     holder = next(p for p in checkpoint_files(root) if "topic" in load(p).get("new_values", {}))
     doc = load(holder)
     doc["new_values"]["topic"] = {"value": {"large": digest}}

@@ -19,7 +19,7 @@ import jsonschema_rs
 
 from .errors import FileFormatError, InvalidWriteError, SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
 KINDS = ("checkpoint", "value", "writes", "large_value")
 MIGRATE_HINT = "langgraph-repo migrate"

@@ -1,0 +1,194 @@
+"""Explicit, step-by-step upgrades of files written by older format versions.
+
+Readers accept exactly the current ``schema_version`` and never upgrade on read;
+``langgraph-repo migrate`` is the only thing that rewrites a file in place. Each
+step is a pure function from one file's JSON at version N to the same file at
+N+1; steps chain, so a file from any older version reaches the current one.
+
+A migration is safe to interrupt: every output is validated against the current
+schemas before any file is replaced, then each file is replaced atomically (temp,
+fsync, rename, folder fsync) under its thread's exclusive lock. A file is thus
+either wholly old or wholly new, a rerun skips the new ones, and a second run of
+a finished migration changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .durable import dump_json, write_files
+from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
+from .layout import CHECKPOINTS, NAMESPACES, decode_segment, is_hashed_segment, is_temp_name
+from .store import FileStore
+from .validation import SCHEMA_VERSION, check_version, validate_read
+
+Doc = dict[str, Any]
+Step = Callable[[Doc, str], Doc]
+
+
+def v1_to_v2(doc: Doc, path: str) -> Doc:
+    """Format 2 drops ``checkpoint.id``: it always repeated ``checkpoint_id``.
+
+    Two copies of one id could disagree after a hand edit; the step refuses such a
+    file rather than guess which copy is right.
+    """
+    out = copy.deepcopy(doc)
+    out["schema_version"] = 2
+    if out.get("kind") == "checkpoint" and isinstance(out.get("checkpoint"), dict):
+        inner = out["checkpoint"]
+        if "id" in inner and inner["id"] != out.get("checkpoint_id"):
+            raise FileFormatError(
+                path,
+                "/checkpoint/id",
+                f"{inner['id']!r} differs from checkpoint_id {out.get('checkpoint_id')!r}; "
+                "fix one of them by hand, then migrate again",
+            )
+        inner.pop("id", None)
+    return out
+
+
+# STEPS[n] upgrades a file from version n to n + 1; one entry per released bump
+STEPS: dict[int, Step] = {1: v1_to_v2}
+OLDEST = min(STEPS) if STEPS else SCHEMA_VERSION
+
+
+def upgrade(doc: Any, path: str) -> Doc | None:
+    """The file at the current version, or None when it already is; never writes."""
+    if not isinstance(doc, dict):
+        raise FileFormatError(path, "/", "expected a JSON object")
+    version = doc.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise FileFormatError(path, "/schema_version", "missing or not an integer")
+    if version == SCHEMA_VERSION:
+        return None
+    if version > SCHEMA_VERSION:
+        check_version(doc, path)  # raises: written by a newer release
+    if version < OLDEST:
+        raise SchemaVersionError(
+            path,
+            "/schema_version",
+            f"schema_version {version} is older than any version this release migrates",
+        )
+    out: Doc = doc
+    for n in range(version, SCHEMA_VERSION):
+        out = STEPS[n](out, path)
+        if out.get("schema_version") != n + 1:
+            raise RepoCheckpointError(f"migration step {n}->{n + 1} did not set schema_version ({path})")
+    return out
+
+
+@dataclass
+class MigrationReport:
+    """What a run found and did; ``changed`` lists files by path relative to the root."""
+
+    root: Path
+    dry_run: bool
+    files: int = 0
+    current: int = 0
+    changed: list[str] = field(default_factory=list)
+    from_versions: dict[int, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "dry_run": self.dry_run,
+            "schema_version": SCHEMA_VERSION,
+            "files": self.files,
+            "already_current": self.current,
+            "migrated": len(self.changed),
+            "from_versions": {str(k): v for k, v in sorted(self.from_versions.items())},
+            "changed": self.changed,
+        }
+
+
+def _thread_id(store: FileStore, tdir: Path) -> str:
+    seg = tdir.name
+    if not is_hashed_segment(seg):
+        return decode_segment(seg)
+    for folder in (tdir, *sorted((tdir / NAMESPACES).glob("*"))):
+        names = sorted(n for n in _names(folder / CHECKPOINTS))
+        if names:
+            doc = store.load_unchecked(folder / CHECKPOINTS / names[0])
+            if isinstance(doc, dict) and isinstance(doc.get("thread_id"), str):
+                return str(doc["thread_id"])
+    raise FileFormatError(str(tdir), "/", "cannot tell which thread this folder holds")
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return [n for n in os.listdir(folder) if not is_temp_name(n)]
+    except FileNotFoundError:
+        return []
+
+
+def _json_files(folder: Path) -> Iterator[Path]:
+    """Every data file below a thread folder, in a fixed order; symlinks are refused."""
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
+        for name in dirnames:
+            if (here / name).is_symlink():
+                raise FileFormatError(str(here / name), "/", "is a symlink; refusing to follow it")
+        dirnames[:] = sorted(d for d in dirnames if not is_temp_name(d))
+        for name in sorted(filenames):
+            if name.endswith(".json") and not is_temp_name(name):
+                yield here / name
+
+
+def migrate_root(
+    root: Path,
+    *,
+    dry_run: bool = False,
+    durable: bool = True,
+    lock_timeout: float = 60.0,
+    progress: Callable[[int], None] | None = None,
+) -> MigrationReport:
+    """Upgrade every file under ``root`` to the current format version.
+
+    Two passes: the first upgrades and validates every file in memory and writes
+    nothing, so one bad file stops the run before anything changed; the second
+    replaces files one by one, each atomically, under the thread's lock.
+    ``progress`` is called with the number of files done in each pass.
+    """
+    store = FileStore(root, durable=durable, lock_timeout=lock_timeout)
+    report = MigrationReport(root=root, dry_run=dry_run)
+    threads_dir = store.layout.threads_dir
+    tdirs = [threads_dir / n for n in sorted(_names(threads_dir))] if threads_dir.is_dir() else []
+    for tdir in tdirs:
+        if not tdir.is_dir() or tdir.is_symlink():
+            raise FileFormatError(
+                str(tdir), "/", "stray entry in the threads folder (not part of the layout)"
+            )
+
+    def each(pass_no: int) -> Iterator[tuple[Path, Doc]]:
+        for tdir in tdirs:
+            with store.thread_lock(_thread_id(store, tdir), exclusive=True):
+                for path in _json_files(tdir):
+                    doc = store.load_unchecked(path)
+                    new = upgrade(doc, str(path))
+                    if pass_no == 1:
+                        report.files += 1
+                        if new is None:
+                            report.current += 1
+                        else:
+                            report.from_versions[doc["schema_version"]] = (
+                                report.from_versions.get(doc["schema_version"], 0) + 1
+                            )
+                            report.changed.append(path.relative_to(root).as_posix())
+                    if new is not None:
+                        validate_read(new, str(new.get("kind")), str(path))
+                        yield path, new
+                    if progress is not None:
+                        progress(1)
+
+    for _ in each(1):
+        pass
+    if dry_run or not report.changed:
+        return report
+    for path, new in each(2):
+        write_files([(path, dump_json(new))], durable=durable)
+    return report
