@@ -9,10 +9,15 @@ it they fail (they never skip), so run ``pytest -m "not postgres"`` on a machine
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import pwd
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
@@ -172,26 +177,58 @@ def test_progress_reports_every_checkpoint(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------
 # PostgreSQL: a real server, started by .ci/run
 # ----------------------------------------------------------------------------
+def _own_server(tmp: Path) -> tuple[str, list[str]]:
+    """Start a throwaway server from Debian's postgresql binaries (as .ci/run does)."""
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not bins:
+        pytest.fail(
+            f"{POSTGRES_ENV} is not set and PostgreSQL is not installed (apt-get install postgresql): "
+            'these tests need a server; deselect them with -m "not postgres" on a machine without one'
+        )
+    pg_bin = bins[-1].parent
+    as_pg: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
+        os.chown(tmp, pwd.getpwnam("postgres").pw_uid, -1)
+        as_pg = ["runuser", "-u", "postgres", "--"]
+    data, port = tmp / "data", 54000 + os.getpid() % 1000
+    run = functools.partial(subprocess.run, check=True, capture_output=True, stdin=subprocess.DEVNULL)
+    run([*as_pg, str(pg_bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"])
+    options = f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1"
+    pg_ctl = [*as_pg, str(pg_bin / "pg_ctl"), "-D", str(data)]
+    run([*pg_ctl, "-l", str(tmp / "log"), "-w", "start", "-o", options])
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres", pg_ctl
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The server .ci/run started (LANGGRAPH_REPO_TEST_POSTGRES), else one of our own."""
+    base = os.environ.get(POSTGRES_ENV)
+    if base:
+        yield base
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="langgraph-repo-pg-"))
+    base, pg_ctl = _own_server(tmp)
+    try:
+        yield base
+    finally:
+        subprocess.run([*pg_ctl, "-m", "fast", "-w", "stop"], capture_output=True, stdin=subprocess.DEVNULL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 @pytest.fixture
-def postgres_uri() -> Iterator[str]:
-    """A fresh database on the test server; fails (never skips) when there is no server."""
+def postgres_uri(postgres_server: str) -> Iterator[str]:
+    """A fresh database on the test server; fails (never skips) when the server is unreachable."""
     import psycopg
 
-    base = os.environ.get(POSTGRES_ENV)
-    if not base:
-        pytest.fail(
-            f"{POSTGRES_ENV} is not set: these tests need a PostgreSQL server (.ci/run starts one); "
-            'deselect them with -m "not postgres" on a machine without one'
-        )
     name = f"lgr_{uuid.uuid4().hex[:12]}"
     try:
-        with psycopg.connect(base, autocommit=True) as admin:
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
             admin.execute(f"CREATE DATABASE {name}")
     except psycopg.OperationalError as exc:
-        pytest.fail(f"cannot reach the PostgreSQL server at {base}: {exc}")
-    uri = base.rsplit("/", 1)[0] + f"/{name}"
+        pytest.fail(f"cannot reach the PostgreSQL server at {postgres_server}: {exc}")
+    uri = postgres_server.rsplit("/", 1)[0] + f"/{name}"
     yield uri
-    with psycopg.connect(base, autocommit=True) as admin:
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
@@ -214,4 +251,74 @@ def test_postgres_to_repo_to_postgres_gives_identical_get_tuple_and_list(
         assert thread_ids_of(source) == []
         copy_threads(RepoSaver(tmp_path / ".langgraph"), source)
         assert_same(original, everything(source, FIXTURE_THREADS))
+        # and the same through the command line
+        root = tmp_path / "cli"
+        assert cli(root, "import", postgres_uri, "-t", "fork", "-t", "fan").returncode == 0
+        assert_same(everything(source, ["fork", "fan"]), everything(RepoSaver(root), ["fork", "fan"]))
+        source.delete_thread("fork")
+        assert cli(root, "export", postgres_uri, "-t", "fork").returncode == 0
+        assert original["list fork"] == list(source.list(cfg("fork")))
         assert resume_fixture_tree(source)["fan"]["ran"] == ["bad"]
+
+
+# ----------------------------------------------------------------------------
+# langgraph-repo import / export
+# ----------------------------------------------------------------------------
+def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def sqlite_everything(path: Path, threads: list[str]) -> dict[str, Any]:
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        return everything(SqliteSaver(conn), threads)
+
+
+def test_cli_import_then_export_through_sqlite_files(sqlite_source: Path, tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    imported = cli(root, "import", f"sqlite:///{sqlite_source}", "--json")
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["threads"] == FIXTURE_THREADS
+    exported = cli(root, "export", f"sqlite:///{tmp_path / 'out.db'}", "--thread", "fan", "--thread", "sub")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.startswith("copied 2 threads (")
+    both = ["fan", "sub"]
+    assert sqlite_everything(tmp_path / "out.db", both) == sqlite_everything(sqlite_source, both)
+    # once there, a thread is not copied over again unless asked
+    again = cli(root, "export", f"sqlite:///{tmp_path / 'out.db'}", "--thread", "fan")
+    assert again.returncode == 5 and "'fan' already exists in the target" in again.stderr
+    assert cli(root, "export", f"sqlite:///{tmp_path / 'out.db'}", "-t", "fan", "--replace").returncode == 0
+
+
+def test_cli_module_factory_names_any_saver(sqlite_source: Path, tmp_path: Path) -> None:
+    (tmp_path / "my_savers.py").write_text(
+        "from langgraph.checkpoint.sqlite import SqliteSaver\n"
+        f"def source():\n    return SqliteSaver.from_conn_string({str(sqlite_source)!r})\n"
+    )
+    root = tmp_path / ".langgraph"
+    done = cli(root, "import", "my_savers:source", "-t", "chat", env={"PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (root / "threads").iterdir()) == ["chat"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "code", "words"),
+    [
+        ("nonsense", 2, "'nonsense' is not a saver"),
+        ("sqlite:///no/such.db", 2, "no such SQLite file"),
+        ("no_such_module:factory", 2, "No module named 'no_such_module'"),
+        ("postgresql://nobody@127.0.0.1:9/none", 6, "Connection refused"),
+    ],
+)
+def test_cli_bad_source_is_one_line_with_its_exit_code(
+    tmp_path: Path, spec: str, code: int, words: str
+) -> None:
+    run = cli(tmp_path / ".langgraph", "import", spec)
+    assert run.returncode == code, run.stderr
+    assert words in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / ".langgraph" / "threads").exists()

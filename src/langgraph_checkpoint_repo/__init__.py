@@ -10,6 +10,7 @@ from .errors import (
     UnrevivableValueError,
 )
 from .saver import RepoSaver
+from .transfer import ThreadExistsError, acopy_threads, copy_threads
 
 __all__ = [
     "FileFormatError",
@@ -19,5 +20,8 @@ __all__ = [
     "RepoCheckpointError",
     "RepoSaver",
     "SchemaVersionError",
+    "ThreadExistsError",
     "UnrevivableValueError",
+    "acopy_threads",
+    "copy_threads",
 ]
