@@ -10,7 +10,7 @@ show that a migrated tree still runs.
 from __future__ import annotations
 
 import operator
-import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -107,25 +107,28 @@ class FanState(TypedDict, total=False):
 
 
 def fan_graph(saver: BaseCheckpointSaver[Any] | None, *, fail: bool, ran: list[str] | None = None) -> Any:
-    """One Send per item; with ``fail``, "bad" raises once its siblings have finished.
+    """One Send per item; with ``fail``, "bad" raises once its siblings' writes are saved.
 
-    ``ran`` records every item a task ran for, so a test can tell a task whose write was
-    saved (not run again on resume) from one that had to run again.
+    Waiting for the saved writes (not just for the siblings to return) keeps the failed
+    step's pending writes the same on every run, however loaded the machine is. ``ran``
+    records every item a task ran for, so a test can tell a task whose write was saved
+    (not run again on resume) from one that had to run again.
     """
-    done = threading.Event()
-    finished: list[str] = []
-    lock = threading.Lock()
 
-    def work(arg: dict[str, str]) -> dict[str, Any]:
+    def saved_results(config: RunnableConfig) -> int:
+        assert saver is not None
+        tup = saver.get_tuple({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
+        return sum(1 for _, channel, _ in (tup.pending_writes if tup else []) if channel == "results")
+
+    def work(arg: dict[str, str], config: RunnableConfig) -> dict[str, Any]:
         if ran is not None:
             ran.append(arg["item"])
         if arg["item"] == "bad" and fail:
-            assert done.wait(30)
+            deadline = time.monotonic() + 60
+            while saved_results(config) < 2:
+                assert time.monotonic() < deadline, "the other tasks' writes were never saved"
+                time.sleep(0.005)
             raise RuntimeError("boom on bad")
-        with lock:
-            finished.append(arg["item"])
-            if len(finished) >= 2:
-                done.set()
         return {"results": [f"done:{arg['item']}"]}
 
     builder = StateGraph(FanState)

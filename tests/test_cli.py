@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,9 +28,10 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Send, interrupt
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
+from graphs import fan_graph as shared_fan_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.review import Reader
 from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
@@ -185,34 +185,9 @@ def chain_graph(saver: RepoSaver) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-class FanState(TypedDict, total=False):
-    items: list[str]
-    results: Annotated[list[str], operator.add]
-
-
 def fan_graph(saver: RepoSaver) -> Any:
-    """One Send per item; "bad" raises once its siblings have finished."""
-    done = threading.Event()
-    finished: list[str] = []
-    lock = threading.Lock()
-
-    def work(arg: dict[str, str]) -> dict[str, Any]:
-        if arg["item"] == "bad":
-            assert done.wait(30)
-            raise RuntimeError("boom on bad")
-        with lock:
-            finished.append(arg["item"])
-            if len(finished) >= 2:
-                done.set()
-        return {"results": [f"done:{arg['item']}"]}
-
-    builder = StateGraph(FanState)
-    builder.add_node("work", work)
-    builder.add_node("reduce", lambda s: {})
-    builder.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]], ["work"])
-    builder.add_edge("work", "reduce")
-    builder.add_edge("reduce", END)
-    return builder.compile(checkpointer=saver)
+    """One Send per item; "bad" raises once its siblings' writes are saved (tests/graphs.py)."""
+    return shared_fan_graph(saver, fail=True)
 
 
 class ProfileState(MessagesState, total=False):
@@ -684,7 +659,8 @@ CRASH_CHILD = textwrap.dedent(
             # the side effect happens, then the process dies before the task's writes are saved
             (root.parent / "side-effect.txt").write_text("card charged")
             for _ in range(600):  # until the sibling's writes are on disk
-                if writes.is_dir() and len([n for n in os.listdir(writes) if not n.startswith(".")]) >= 2:
+                names = [n for n in os.listdir(writes) if not n.startswith(".")] if writes.is_dir() else []
+                if any("sent email" in (writes / n).read_text() for n in names):
                     os._exit(3)
                 time.sleep(0.05)
             os._exit(4)

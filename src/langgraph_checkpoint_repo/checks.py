@@ -37,6 +37,7 @@ from .layout import (
     is_hashed_segment,
     is_temp_name,
 )
+from .redaction import DESCRIPTIONS, find_secrets
 from .review import Reader, parse_ts
 from .store import FileStore, digest_node
 
@@ -68,10 +69,15 @@ def count_files(root: Path, folders: list[Path] | None = None) -> int:
 # validate
 # ----------------------------------------------------------------------
 class Validator:
-    """Checks thread folders; collects problems instead of stopping at the first."""
+    """Checks thread folders; collects problems instead of stopping at the first.
 
-    def __init__(self, root: Path, progress: Progress | None = None) -> None:
+    ``secrets``: also report every string that looks like an API key or token (the default
+    redaction patterns), at its JSON pointer, without printing it.
+    """
+
+    def __init__(self, root: Path, progress: Progress | None = None, *, secrets: bool = True) -> None:
         self.root = root
+        self.secrets = secrets
         self.store = FileStore(root)
         self.layout = self.store.layout
         self.problems: list[Problem] = []
@@ -92,7 +98,10 @@ class Validator:
     def _read(self, path: Path, kind: str) -> dict[str, Any] | None:
         self._seen()
         try:
-            return self.store.read_doc(path, kind)
+            doc = self.store.read_doc(path, kind)
+            if self.secrets:
+                self._secrets(path, doc)
+            return doc
         except FileFormatError as exc:
             self.bad_files.add(exc.path)
             self.problem(exc.path, exc.pointer, _message(exc))
@@ -100,6 +109,15 @@ class Validator:
             self.bad_files.add(str(path))
             self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
         return None
+
+    def _secrets(self, path: Path, doc: dict[str, Any]) -> None:
+        for pointer, kind, masked in find_secrets(doc):
+            self.problem(
+                path,
+                pointer,
+                f"looks like {DESCRIPTIONS[kind]} ({masked}): redact it before it is committed "
+                "(RepoSaver redacts new values by default; see docs/secrets.md)",
+            )
 
     def _reference(self, path: Path, pointer: str, check: Callable[[], object]) -> bool:
         """Run a reference check; report at the referring file unless the cause is already reported."""
@@ -198,10 +216,6 @@ class Validator:
             if encode_segment(cid) + ".json" != path.name:
                 self.problem(path, "/checkpoint_id", f"checkpoint_id {cid!r} does not match the file name")
                 continue
-            if doc["checkpoint"]["id"] != cid:
-                self.problem(
-                    path, "/checkpoint/id", f"{doc['checkpoint']['id']!r} differs from checkpoint_id {cid!r}"
-                )
             if not self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id"):
                 continue
             docs[cid] = (path, doc)
@@ -501,7 +515,7 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
         if missing:
             findings.append(Finding("gitignore", str(gitignore), f"stale: lacks {', '.join(missing)}", True))
     findings.extend(_temp_findings(root))
-    validator = Validator(root, progress)
+    validator = Validator(root, progress, secrets=False)  # secrets are validate's, not fsck's
     folders = validator.thread_folders()
     for p in validator.problems:  # stray files in threads/: not ours to remove
         findings.append(Finding("invalid", p.path, p.message, False))

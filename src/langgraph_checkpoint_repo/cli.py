@@ -830,8 +830,16 @@ def validate(
         ),
     ] = None,
     as_json: JsonOpt = False,
+    secrets: Annotated[
+        bool,
+        typer.Option(
+            "--secrets/--no-secrets",
+            help="Report strings that look like API keys or tokens (masked); on by default.",
+        ),
+    ] = True,
 ) -> None:
-    """Check every file against its schema, every reference, and names against contents.
+    """Check every file against its schema, every reference, names against contents, and
+    that no string looks like an API key or token.
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
     settings = _settings(ctx)
     root = settings.root
@@ -844,7 +852,7 @@ def validate(
             raise BadInputError(f"{outside[0]} is not under the root {root}")
     total = count_files(root, folders)
     with _progress(settings, "validating", total) as advance:
-        validator = Validator(root, advance)
+        validator = Validator(root, advance, secrets=secrets)
         problems = validator.run(folders)
     if as_json:
         _print_json(
@@ -1222,6 +1230,139 @@ def prune(
             f"thread {', '.join(changed)} changed while asking; nothing removed there, run prune again",
             REFUSED,
         )
+
+
+# ----------------------------------------------------------------------
+# format versions and other checkpointers
+# ----------------------------------------------------------------------
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the files that would change; change nothing.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Upgrade files written by an older format version to this release's (docs/format.md).
+
+    Every file is upgraded and validated before any is replaced; each is then replaced
+    atomically under its thread's lock, so an interrupted run is finished by running it again.
+    """
+    from .migrations import migrate_root
+    from .validation import SCHEMA_VERSION
+
+    settings = _settings(ctx)
+    with _progress(settings, "migrating", 2 * count_files(settings.root)) as advance:
+        report = migrate_root(settings.root, dry_run=dry_run, progress=advance)
+    if json_out:
+        _print_json(report.to_json())
+        return
+    out = settings.out
+    olds = ", ".join(f"{n} from version {v}" for v, n in sorted(report.from_versions.items()))
+    if not report.changed:
+        out.print(f"nothing to migrate: {report.files} files, all at version {SCHEMA_VERSION}")
+    elif dry_run:
+        out.print(f"would migrate {len(report.changed)} files to version {SCHEMA_VERSION} ({olds}):")
+        for rel in report.changed:
+            out.print(f"  {rel}")
+    else:
+        out.print(
+            f"migrated {len(report.changed)} files to version {SCHEMA_VERSION} ({olds}); "
+            f"{report.current} were already at it"
+        )
+
+
+ThreadsOpt = Annotated[
+    list[str] | None, typer.Option("--thread", "-t", help="Copy only this thread (repeatable). Default: all.")
+]
+ReplaceOpt = Annotated[
+    bool, typer.Option("--replace", help="Replace a thread the destination already has (default: refuse).")
+]
+AllowOpt = Annotated[
+    list[str] | None,
+    typer.Option("--allow", help="A type module:Name the repo files may revive (a state class; repeatable)."),
+]
+
+
+def _allowlist(allow: list[str] | None) -> list[tuple[str, ...]] | None:
+    out: list[tuple[str, ...]] = []
+    for item in allow or []:
+        module, sep, name = item.partition(":")
+        if not sep or not module or not name:
+            raise BadInputError(f"--allow {item!r}: expected module:Name")
+        out.append((module, name))
+    return out or None
+
+
+def _transfer(
+    ctx: typer.Context,
+    other: str,
+    to_repo: bool,
+    threads: list[str] | None,
+    replace: bool,
+    allow: list[str] | None,
+    json_out: bool,
+) -> None:
+    from .saver import RepoSaver
+    from .transfer import SaverSpecError, ThreadExistsError, copy_threads, open_saver, thread_ids_of
+
+    settings = _settings(ctx)
+    repo = RepoSaver(settings.root, allowlist=_allowlist(allow))
+    try:
+        with open_saver(other, create=not to_repo) as saver:
+            source, target = (saver, repo) if to_repo else (repo, saver)
+            wanted = threads or thread_ids_of(source)
+            with _progress(settings, "copying", len(wanted)) as advance:
+
+                def step(thread_id: str, done: int, total: int) -> None:
+                    if advance is not None and done == total:
+                        advance(1)
+
+                report = copy_threads(source, target, wanted, replace=replace, progress=step)
+    except SaverSpecError as exc:
+        raise CliError(str(exc), USAGE) from None
+    except ThreadExistsError as exc:
+        raise CliError(str(exc), REFUSED) from None
+    except (FileFormatError, UnrevivableValueError, RepoCheckpointError, OSError):
+        raise
+    except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback
+        raise CliError(f"{other}: {type(exc).__name__}: {' '.join(str(exc).split())}", FAILED) from None
+    if json_out:
+        _print_json(report.to_json())
+        return
+    here = _rel(settings.root)
+    where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
+    settings.out.print(
+        f"copied {len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} "
+        f"({report.checkpoints} checkpoints, "
+        f"{report.writes} pending writes) {where}"
+    )
+
+
+@app.command(name="import")
+def import_command(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
+    thread: ThreadsOpt = None,
+    replace: ReplaceOpt = False,
+    allow: AllowOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy threads from another checkpointer into the repo files (docs/migrating.md)."""
+    _transfer(ctx, source, True, thread, replace, allow, json_out)
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
+    thread: ThreadsOpt = None,
+    replace: ReplaceOpt = False,
+    allow: AllowOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy threads from the repo files into another checkpointer (docs/migrating.md)."""
+    _transfer(ctx, target, False, thread, replace, allow, json_out)
 
 
 def main() -> None:

@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ormsgpack
 from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from .errors import InvalidWriteError, UnrevivableValueError
+
+if TYPE_CHECKING:
+    from .redaction import Redactor
 
 _OPT = ormsgpack.OPT_NON_STR_KEYS
 # serde payload types a file may never make us load: unpickling runs code
@@ -168,7 +172,15 @@ def _hashable(key: Any) -> Any:
 
 
 def tree_to_msgpack(tree: Any) -> bytes:
-    return ormsgpack.packb(from_tree(tree), option=_OPT)
+    return ormsgpack.packb(_from_tree_bounded(tree), option=_OPT)
+
+
+def _from_tree_bounded(tree: Any) -> Any:
+    """``from_tree``, with a tree nested deeper than Python's stack (a hand-made file) as ValueError."""
+    try:
+        return from_tree(tree)
+    except RecursionError:
+        raise ValueError("value is nested too deeply to rebuild") from None
 
 
 def msgpack_to_tree(data: bytes) -> Any:
@@ -205,17 +217,32 @@ def named_types(tree: Any) -> list[tuple[str, ...]]:
     return found
 
 
+class TypeSet(frozenset[tuple[str, ...]]):
+    """The types a list built by appends names, with the file each was first found in: an
+    error about a type names the file that holds it, not only the head of the chain."""
+
+    origins: dict[tuple[str, ...], str]
+
+
 def plain_value(tree: Any) -> Any:
     """A tree without constructed types, as fresh Python objects (no serde needed)."""
-    return from_tree(tree)
+    return _from_tree_bounded(tree)
 
 
 class ValueCodec:
-    """Encodes values to nodes and decodes nodes, under one serde's allowlist."""
+    """Encodes values to nodes and decodes nodes, under one serde's allowlist.
 
-    def __init__(self, serde: SerializerProtocol) -> None:
+    ``redactor`` rewrites the text of every msgpack payload before any tree is built from
+    it (redaction.py); an encrypted payload is not text and is left alone. With an
+    ``EncryptedSerializer``, metadata (``tree``) goes through its inner serde: it stays
+    readable and filterable, as in LangGraph's SQLite and Postgres savers.
+    """
+
+    def __init__(self, serde: SerializerProtocol, redactor: Redactor | None = None) -> None:
         self.serde = serde
-        inner = serde
+        self.redactor = redactor
+        inner = serde.serde if isinstance(serde, EncryptedSerializer) else serde
+        self._plain: SerializerProtocol = inner
         self._checks_allowlist = isinstance(inner, JsonPlusSerializer)
         allowed = getattr(inner, "_allowed_msgpack_modules", None)
         self._allow_all = allowed is True
@@ -231,14 +258,28 @@ class ValueCodec:
     # -- encode -------------------------------------------------------
     def dumps(self, value: Any, kind: str, target: str, pointer: str) -> tuple[str, bytes]:
         """The serde's bytes for a value, or InvalidWriteError naming where it was going."""
+        return self._dumps(self.serde, value, kind, target, pointer)
+
+    def tree(self, value: Any, kind: str, target: str, pointer: str) -> Any:
+        """A value as a readable JSON tree (metadata): never encrypted, always redacted."""
+        type_, data = self._dumps(self._plain, value, kind, target, pointer)
+        if type_ != "msgpack":
+            raise InvalidWriteError(kind, target, pointer, f"must serialise as msgpack, not {type_}")
+        return msgpack_to_tree(data)
+
+    def _dumps(
+        self, serde: SerializerProtocol, value: Any, kind: str, target: str, pointer: str
+    ) -> tuple[str, bytes]:
         try:
-            type_, data = self.serde.dumps_typed(value)
+            type_, data = serde.dumps_typed(value)
         except (TypeError, ValueError, ormsgpack.MsgpackEncodeError) as exc:
             problem = f"cannot serialise {type(value).__name__}: {exc}"
             raise InvalidWriteError(kind, target, pointer, problem) from exc
-        if type_ in REFUSED_SERDE_TYPES:
+        if type_.split("+", 1)[0] in REFUSED_SERDE_TYPES:
             problem = f"{type(value).__name__} only serialises as {type_}, which is never loaded back"
             raise InvalidWriteError(kind, target, pointer, problem)
+        if type_ == "msgpack" and self.redactor is not None:
+            data = self.redactor.redact_msgpack(data)
         return type_, data
 
     def encode(self, value: Any, kind: str, target: str, pointer: str) -> dict[str, Any]:
@@ -260,33 +301,46 @@ class ValueCodec:
     def check_types(self, types: Any, where: str) -> None:
         if not self._checks_allowlist:
             return
+        origins = getattr(types, "origins", {})
         for key in types:
             if key[0] in (NUMPY_MARK, DELTA_MARK):
                 continue
+            origin = origins.get(key)
+            at = f"{where}, named in {origin}" if origin and origin not in where else where
             if key[0] == EXT_MARK:
-                raise UnrevivableValueError(f"{where}: unknown msgpack extension {key[1]} cannot be revived")
+                raise UnrevivableValueError(f"{at}: unknown msgpack extension {key[1]} cannot be revived")
             if len(key) == 3:
                 if key in SAFE_MSGPACK_METHODS:
                     continue
                 raise UnrevivableValueError(
-                    f"{where}: refusing to call {'.'.join(key)}: the method is not "
+                    f"{at}: refusing to call {'.'.join(key)}: the method is not "
                     "in LangGraph's safe msgpack methods"
                 )
             if self._allow_all or key in self._allowed:
                 continue
             raise UnrevivableValueError(
-                f"{where}: refusing to construct {'.'.join(key)}: not in the "
+                f"{at}: refusing to construct {'.'.join(key)}: not in the "
                 "msgpack allowlist. If the graph's state uses this type, compile the "
                 "graph with this checkpointer (LangGraph registers the state's types "
                 "through with_allowlist) or pass RepoSaver(allowlist=[(module, name)])"
             )
 
     def loads(self, typed: tuple[str, bytes], where: str) -> Any:
-        if typed[0] in REFUSED_SERDE_TYPES:
+        if typed[0].split("+", 1)[0] in REFUSED_SERDE_TYPES:
             raise UnrevivableValueError(f"{where}: refusing to load a {typed[0]} payload: it can run code")
+        encrypted = "+" in typed[0]
+        if encrypted and not isinstance(self.serde, EncryptedSerializer):
+            raise UnrevivableValueError(
+                f"{where}: the value is encrypted ({typed[0]}): read it with "
+                "RepoSaver(serde=EncryptedSerializer...) and the key it was written with"
+            )
         try:
             return self.serde.loads_typed(typed)
         except UnrevivableValueError:
             raise
         except Exception as exc:
+            if encrypted:
+                raise UnrevivableValueError(
+                    f"{where}: cannot decrypt the {typed[0]} value (written with another key?): {exc}"
+                ) from exc
             raise UnrevivableValueError(f"{where}: cannot revive value: {exc}") from exc

@@ -45,18 +45,19 @@ from .codec import ValueCodec
 from .durable import json_size
 from .errors import (
     FileFormatError,
-    InvalidWriteError,
     MissingReferenceError,
     RepoCheckpointError,
     UnrevivableValueError,
 )
 from .graph_types import GraphTypes
 from .layout import encode_segment, find_default_root
+from .redaction import RedactOption, Redactor, resolve_redactor
 from .store import FileStore, ValueEntry, digest_node, msgpack_array_header, msgpack_array_split
 from .validation import SCHEMA_VERSION
 
 _MISSING = object()
-_CHECKPOINT_KEYS = ("v", "id", "ts", "channel_versions", "versions_seen", "updated_channels")
+# the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
+_CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
 
 
 @dataclass
@@ -88,6 +89,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
         snapshot_every: a list that grows by appending is stored as the appended
             items only; after this many appends in a row a full copy is written.
         lock_timeout: seconds to wait for another writer of the same thread.
+        redact: keeps secrets out of the files (docs/secrets.md). Default (``True``):
+            substrings that look like API keys and tokens (OpenAI, Anthropic, AWS,
+            GitHub, Slack, Google, Stripe, JWTs, PEM private keys, bearer tokens) are
+            stored as ``[REDACTED:<kind>]`` in values, metadata and pending writes.
+            ``False`` stores values verbatim; a function ``str -> str`` or patterns
+            (regex strings, ``re.Pattern``, ``{kind: pattern}``) are applied after the
+            defaults; a ``redaction.Redactor`` gives full control.
     """
 
     def __init__(
@@ -100,6 +108,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         large_value_bytes: int = 8 * 1024,
         snapshot_every: int = 64,
         lock_timeout: float = 60.0,
+        redact: RedactOption = True,
     ) -> None:
         if serde is None:
             serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowlist or []) or None)
@@ -107,7 +116,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         path = Path(root) if root is not None else find_default_root()
         self.root = path.absolute()
         self.store = FileStore(self.root, durable=durable, lock_timeout=lock_timeout)
-        self.codec = ValueCodec(self.serde)
+        # applied by the codec to every value, metadata and write before any tree is built
+        self.redactor: Redactor | None = resolve_redactor(redact)
+        self.codec = ValueCodec(self.serde, self.redactor)
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], _ListState] = {}
@@ -118,13 +129,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
         allow = self._graph_types.new_types(depth + 1)
         if allow and not allow <= self.codec.allowed:
             self.serde = maybe_add_typed_methods(_with_msgpack_allowlist(self.serde, allow))
-            self.codec = ValueCodec(self.serde)
+            self.codec = ValueCodec(self.serde, self.redactor)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> RepoSaver:
         clone = super().with_allowlist(extra_allowlist)
         assert isinstance(clone, RepoSaver)
         if clone is not self:
-            clone.codec = ValueCodec(clone.serde)
+            clone.codec = ValueCodec(clone.serde, clone.redactor)
         return clone
 
     # ------------------------------------------------------------------
@@ -240,7 +251,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         stored = doc["checkpoint"]
         checkpoint: dict[str, Any] = {
             "v": stored["v"],
-            "id": stored["id"],
+            "id": cid,
             "ts": stored["ts"],
             "channel_values": values,
             "channel_versions": dict(stored["channel_versions"]),
@@ -340,7 +351,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             extra = {
                 k: self._tree(v, target, f"/checkpoint/extra/{k}")
                 for k, v in checkpoint.items()
-                if k not in _CHECKPOINT_KEYS and k != "channel_values"
+                if k not in _CHECKPOINT_KEYS and k not in ("id", "channel_values")
             }
             if extra:
                 stored["extra"] = extra
@@ -407,12 +418,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 refs[channel] = rel
 
     def _tree(self, value: Any, target: str, pointer: str) -> Any:
-        node = self.codec.encode(value, "checkpoint", target, pointer)
-        if "json" not in node:
-            raise InvalidWriteError(
-                "checkpoint", target, pointer, f"must serialise as msgpack, not {node['serde']}"
-            )
-        return node["json"]
+        # readable even with EncryptedSerializer (list(filter=...) reads it), as SqliteSaver does
+        return self.codec.tree(value, "checkpoint", target, pointer)
 
     def _body(
         self,

@@ -19,6 +19,7 @@ import base64
 import bisect
 import hashlib
 import json
+import math
 import os
 import shutil
 import stat as stat_mod
@@ -165,10 +166,17 @@ class FileStore:
         if hit is not None and hit[0] == key and hit[2]:
             return hit[1]  # type: ignore[no-any-return]
         doc = self._load_json(path, st)
-        validate_read(doc, kind, str(path))
+        try:
+            validate_read(doc, kind, str(path))
+        except (ValueError, RecursionError) as exc:  # jsonschema-rs refuses deeply nested documents
+            raise FileFormatError(str(path), "/", f"cannot be validated: {exc}") from None
         # a file changed within RACY_NS of being read may change again with the same stat
         self._docs.put(path, (key, doc, time.time_ns() - st.st_mtime_ns > RACY_NS))
         return doc  # type: ignore[no-any-return]
+
+    def load_unchecked(self, path: Path) -> Any:
+        """A file's JSON, parsed as strictly as ``read_doc`` but not validated (for migrations)."""
+        return self._load_json(path, os.lstat(path))
 
     def _load_json(self, path: Path, st: os.stat_result) -> Any:
         if stat_mod.S_ISLNK(st.st_mode):
@@ -187,11 +195,17 @@ class FileStore:
         except UnicodeDecodeError as exc:
             raise FileFormatError(str(path), "/", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
         try:
-            return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+            return json.loads(
+                text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants, parse_float=_finite
+            )
         except json.JSONDecodeError as exc:
             raise FileFormatError(
                 str(path), "/", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise FileFormatError(str(path), "/", "invalid JSON: nested too deeply to parse") from None
+        except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
+            raise FileFormatError(str(path), "/", f"invalid JSON: {exc}") from None
         except _DuplicateKey as exc:
             raise FileFormatError(str(path), "/", f"duplicate key {exc.args[0]!r}") from None
         except _BadConstant as exc:
@@ -457,7 +471,11 @@ class FileStore:
                     f"base holds {len(base.tree)} items, not {app['base_length']}",
                 )
             items = app["items"]
-            types = base.types | frozenset(codec_mod.named_types(items))
+            item_types = codec_mod.named_types(items)
+            types = codec_mod.TypeSet(base.types | frozenset(item_types))
+            types.origins = dict.fromkeys(base.types, base.where)
+            types.origins.update(getattr(base.types, "origins", {}))
+            types.origins.update((t, where) for t in item_types if t not in types.origins)
             return ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
         node, holder = self.resolve_node(body["value"], path, pointer)
         return self.entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
@@ -487,7 +505,13 @@ class FileStore:
             tree = node["json"]
             return ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
         raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
-        return ValueEntry(False, None, raw, frozenset(), 0, where)
+        types: frozenset[tuple[str, ...]] = frozenset()
+        if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:
+            try:  # check the types it names against the allowlist like any other tree
+                types = frozenset(codec_mod.named_types(codec_mod.msgpack_to_tree(raw[1])))
+            except (ValueError, TypeError, RecursionError):
+                pass  # not msgpack: the serde fails on it the same way, and that error is reported
+        return ValueEntry(False, None, raw, types, 0, where)
 
     # -- writing ---------------------------------------------------------------
     def prepare(self, kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
@@ -623,6 +647,14 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constants(name: str) -> Any:
     raise _BadConstant(name)
+
+
+def _finite(text: str) -> float:
+    """A JSON number; one too large for a float (1e999) would silently become inf."""
+    value = float(text)
+    if math.isinf(value):
+        raise _BadConstant(f"{text} (out of range, would read as {value})")
+    return value
 
 
 def _tree_bytes(tree: Any, where: str) -> bytes:

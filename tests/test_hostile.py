@@ -1,0 +1,667 @@
+"""Hostile files: every broken file is reported by name, by the saver and by `langgraph-repo validate`,
+and breaks only its own thread.
+
+One root holds a healthy thread ("good") and one thread per hostile case, each made by a real graph
+and then damaged by mutating the files the saver wrote (never by writing documents by hand, so the
+cases follow the format as it changes). Each case is checked three ways: a fresh saver's
+``get_tuple`` / ``list`` and a graph run on the damaged thread raise an error naming the file;
+``validate`` (a subprocess, as a person or a hook runs it) exits 1 with one line naming the file and
+the JSON pointer; and the healthy thread still loads and runs with all the damage present.
+test_safety.py covers planted constructors and symlinks in the common places; this file adds the
+places it does not (a base64 msgpack node, a ``values/`` file, single symlinked files).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ormsgpack
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo.layout import Layout
+from langgraph_checkpoint_repo.store import MAX_FILE_BYTES
+from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
+
+JUNK_BYTES = 60 * 1024 * 1024  # "oversized": well past any real checkpoint, under the 256 MiB read limit
+
+
+# ---------------------------------------------------------------------------
+# helpers: real files of a thread
+# ---------------------------------------------------------------------------
+def checkpoints(tdir: Path) -> list[Path]:
+    return sorted((tdir / "checkpoints").glob("*.json"))
+
+
+def writes_files(tdir: Path) -> list[Path]:
+    return sorted((tdir / "writes").glob("*.json"))
+
+
+def document_large(tdir: Path) -> tuple[Path, Path]:
+    """The checkpoint that introduced the big "document" channel, and the large/ file holding it."""
+    for path in checkpoints(tdir):
+        body = load(path)["new_values"].get("document")
+        if body is not None:
+            return path, tdir / "large" / f"{body['value']['large']}.json"
+    raise AssertionError(f"no large document in {tdir}")
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_bytes())
+
+
+def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    doc = load(path)
+    change(doc)
+    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def replace_once(path: Path, old: bytes, new: bytes) -> None:
+    raw = path.read_bytes()
+    assert old in raw, f"{old!r} not in {path}"
+    path.write_bytes(raw.replace(old, new, 1))
+
+
+def sub_once(path: Path, pattern: bytes, new: bytes) -> None:
+    raw = path.read_bytes()
+    changed, n = re.subn(pattern, new, raw, count=1)
+    assert n == 1, f"{pattern!r} not in {path}"
+    path.write_bytes(changed)
+
+
+def later_id(cid: str) -> str:
+    """A checkpoint id that sorts after ``cid`` and after every id the saver made before it."""
+    return cid + "z"
+
+
+def nested(depth: int) -> Any:
+    tree: Any = "x"
+    for _ in range(depth):
+        tree = [tree]
+    return tree
+
+
+def msgpack_system_call(marker: Path) -> str:
+    """Base64 msgpack that asks the serde for os.system(f"touch {marker}")."""
+    ext = ormsgpack.Ext(0, ormsgpack.packb(["os", "system", f"touch {marker}"]))
+    return base64.b64encode(ormsgpack.packb([ext])).decode()
+
+
+# ---------------------------------------------------------------------------
+# the cases
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Planted:
+    """What a case damaged, and how each reader must report it."""
+
+    saver_names: Path  # the file the saver's error must name
+    saver_says: str  # regex the saver's error must match
+    validate_path: Path  # the file validate's line must start with
+    validate_pointer: str  # the JSON pointer on that line
+    validate_says: str  # regex the rest of the line must match
+
+
+Mutation = Callable[[Path], Planted]
+
+
+def at_latest(change: Callable[[Path], None], says: str, pointer: str = "/") -> Mutation:
+    """Damage the latest checkpoint file; both readers name it and the pointer."""
+
+    def mutate(tdir: Path) -> Planted:
+        path = checkpoints(tdir)[-1]
+        change(path)
+        return Planted(path, says, path, pointer, says)
+
+    return mutate
+
+
+def _junk(path: Path) -> None:
+    with open(path, "wb") as fh:
+        fh.write(b'{"kind": "checkpoint", ')
+        chunk = os.urandom(1024 * 1024)
+        for _ in range(JUNK_BYTES // len(chunk)):
+            fh.write(chunk)
+
+
+def _sparse_over_limit(path: Path) -> None:
+    with open(path, "r+b") as fh:
+        fh.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
+
+
+def _doc(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
+    return lambda path: rewrite(path, change)
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda doc: doc.__setitem__(key, value)
+
+
+def _deep_wrong_type(doc: dict[str, Any]) -> None:
+    doc["new_values"]["messages"] = nested(300)  # a body must be an object
+
+
+def _missing_value_checkpoint(tdir: Path) -> Planted:
+    """The checkpoint holding the full message list is gone; later ones append onto it."""
+    files = checkpoints(tdir)
+    holder = next(p for p in files if "value" in load(p)["new_values"].get("messages", {}))
+    holder.unlink()
+    latest = files[-1]
+    return Planted(
+        holder,
+        "missing",
+        latest,
+        "/values/messages",
+        f"appended onto .*{re.escape(holder.name)}, which is missing",
+    )
+
+
+def _missing_value_file(tdir: Path) -> Planted:
+    """/values names the channel's values/ file (as after a prune), which is not there."""
+    latest = checkpoints(tdir)[-1]
+    doc = load(latest)
+    version = doc["checkpoint"]["channel_versions"]["messages"]
+    rel = Layout(tdir).value_rel("messages", version)
+
+    def change(d: dict[str, Any]) -> None:
+        d["values"]["messages"] = rel
+        del d["new_values"]["messages"]
+
+    rewrite(latest, change)
+    return Planted(tdir / rel, "missing", latest, "/values/messages", f"{re.escape(rel)}.*missing")
+
+
+def _missing_large(tdir: Path) -> Planted:
+    holder, big = document_large(tdir)
+    big.unlink()
+    return Planted(
+        holder, f"large value {re.escape(str(big))} is missing", holder, "/values/document", "missing"
+    )
+
+
+def _large_edited(tdir: Path) -> Planted:
+    _, big = document_large(tdir)
+    replace_once(big, b"0123456789abcdef", b"0123456789ABCDEF")
+    return Planted(big, "does not match its sha256", big, "/sha256", "does not match its sha256")
+
+
+def _large_truncated(tdir: Path) -> Planted:
+    _, big = document_large(tdir)
+    big.write_bytes(big.read_bytes()[:100])
+    return Planted(big, "invalid JSON", big, "/", "invalid JSON")
+
+
+def _checkpoint_renamed(tdir: Path) -> Planted:
+    """A copy of the latest checkpoint under a later id: its name no longer matches its contents."""
+    latest = checkpoints(tdir)[-1]
+    copy = latest.with_name(later_id(latest.stem) + ".json")
+    shutil.copyfile(latest, copy)
+    return Planted(copy, "does not match", copy, "/checkpoint_id", "does not match the file name")
+
+
+def _writes_renamed(tdir: Path) -> Planted:
+    """A writes file moved to the latest checkpoint's name: its checkpoint_id says otherwise."""
+    latest = checkpoints(tdir)[-1]
+    source = writes_files(tdir)[0]
+    moved = source.with_name(f"{latest.stem}~{source.name.split('~', 1)[1]}")
+    source.rename(moved)
+    return Planted(moved, "do not match", moved, "/checkpoint_id", "does not match the file name")
+
+
+def _thread_moved(tdir: Path) -> Planted:
+    """The folder of another thread renamed to this one: every file names the other thread."""
+    latest = checkpoints(tdir)[-1]
+    for path in (*checkpoints(tdir), *writes_files(tdir)):
+        rewrite(path, _set("thread_id", "someone-else"))
+    return Planted(latest, "does not match", latest, "/thread_id", "does not match its folder")
+
+
+CASES: dict[str, tuple[str, Mutation]] = {
+    # oversized and undecodable
+    "junk-60mb": ("chat", at_latest(_junk, "not UTF-8")),
+    "over-size-limit": ("chat", at_latest(_sparse_over_limit, "over the limit")),
+    "invalid-utf8": (
+        "chat",
+        at_latest(lambda p: replace_once(p, b'"source": "loop"', b'"source": "lo\xffop"'), "not UTF-8"),
+    ),
+    # not JSON
+    "invalid-json": (
+        "chat",
+        at_latest(
+            lambda p: replace_once(p, b'"kind": "checkpoint",', b'"kind": "checkpoint"'), "invalid JSON"
+        ),
+    ),
+    "truncated-json": ("chat", at_latest(lambda p: p.write_bytes(p.read_bytes()[:-40]), "invalid JSON")),
+    "empty-file": ("chat", at_latest(lambda p: p.write_bytes(b""), "invalid JSON")),
+    "duplicate-key": (
+        "chat",
+        at_latest(
+            lambda p: replace_once(p, b'  "kind": "checkpoint",\n', b'  "kind": "checkpoint",\n' * 2),
+            "duplicate key 'kind'",
+        ),
+    ),
+    "duplicate-key-in-value": (
+        "chat",
+        at_latest(
+            lambda p: replace_once(p, b'"content": ', b'"content": "planted",\n"content": '),
+            "duplicate key 'content'",
+        ),
+    ),
+    "nan-literal": ("chat", at_latest(lambda p: sub_once(p, rb'"step": \d+', b'"step": NaN'), "NaN")),
+    "infinity-literal": (
+        "chat",
+        at_latest(lambda p: sub_once(p, rb'"step": \d+', b'"step": -Infinity'), "Infinity"),
+    ),
+    "overflowing-number": (
+        "chat",
+        at_latest(lambda p: sub_once(p, rb'"step": \d+', b'"step": 1e999'), "1e999.*not valid JSON"),
+    ),
+    "huge-integer-literal": (
+        "chat",
+        at_latest(lambda p: sub_once(p, rb'"step": \d+', b'"step": 1' + b"0" * 5000), "invalid JSON.*digits"),
+    ),
+    "nested-100k-deep": (
+        "chat",
+        at_latest(
+            lambda p: sub_once(p, rb'"step": \d+', b'"step": ' + b"[" * 100_000 + b"]" * 100_000),
+            "nested too deeply",
+        ),
+    ),
+    "nested-300-deep-wrong-type": ("chat", at_latest(_doc(_deep_wrong_type), "cannot be validated")),
+    # valid JSON, wrong types for known fields
+    "metadata-a-list": (
+        "chat",
+        at_latest(_doc(_set("metadata", ["step", 1])), "is not of type", "/metadata"),
+    ),
+    "step-a-string": (
+        "chat",
+        at_latest(_doc(lambda d: d["metadata"].__setitem__("step", "3")), "is not of type", "/metadata/step"),
+    ),
+    "parents-a-list": (
+        "chat",
+        at_latest(
+            _doc(lambda d: d["metadata"].__setitem__("parents", [])), "is not of type", "/metadata/parents"
+        ),
+    ),
+    "schema-version-a-string": (
+        "chat",
+        at_latest(_doc(_set("schema_version", str(SCHEMA_VERSION))), "not an integer", "/schema_version"),
+    ),
+    "schema-version-a-bool": (
+        "chat",
+        at_latest(_doc(_set("schema_version", True)), "not an integer", "/schema_version"),
+    ),
+    "parent-a-number": (
+        "chat",
+        at_latest(_doc(_set("parent_checkpoint_id", 7)), "is not of type", "/parent_checkpoint_id"),
+    ),
+    "values-a-list": ("chat", at_latest(_doc(_set("values", [])), "is not of type", "/values")),
+    # references to files that are not there
+    "missing-value-checkpoint": ("chat", _missing_value_checkpoint),
+    "missing-value-file": ("chat", _missing_value_file),
+    "missing-large-file": ("big", _missing_large),
+    "large-file-edited": ("big", _large_edited),
+    "large-file-truncated": ("big", _large_truncated),
+    # names that do not match contents
+    "checkpoint-renamed": ("chat", _checkpoint_renamed),
+    "writes-renamed": ("chat", _writes_renamed),
+    "thread-folder-of-another-thread": ("chat", _thread_moved),
+}
+
+
+def run_graph(kind: str, saver: RepoSaver, thread_id: str) -> Any:
+    if kind == "big":
+        return big_graph(saver).invoke({"document": BIG_TEXT}, cfg(thread_id))
+    chat = chat_graph(saver)
+    for word in ("hello", "again"):
+        out = chat.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id))
+    return out
+
+
+@dataclass
+class Hostile:
+    root: Path
+    planted: dict[str, Planted]
+    good: CheckpointTuple
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
+    """One root: thread "good" and one damaged thread per case, all made by real graphs."""
+    root = tmp_path_factory.mktemp("hostile") / "root"
+    saver = RepoSaver(root, durable=False)
+    run_graph("chat", saver, "good")
+    good = saver.get_tuple(cfg("good"))
+    assert good is not None
+    planted = {}
+    for name, (kind, mutate) in CASES.items():
+        run_graph(kind, saver, name)
+        planted[name] = mutate(root / "threads" / name)
+    return Hostile(root, planted, good)
+
+
+@pytest.fixture(scope="module")
+def validate_lines(hostile: Hostile) -> list[str]:
+    """`langgraph-repo validate` over the whole damaged root, run once (from "/" so paths are absolute)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(hostile.root), "validate"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"},
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert proc.stderr.startswith(f"{len(lines)} problems ("), proc.stderr
+    return lines
+
+
+def assert_good_thread_loads_and_runs(saver: RepoSaver, expected: CheckpointTuple) -> None:
+    tup = saver.get_tuple(cfg("good"))
+    assert tup is not None and tup.checkpoint == expected.checkpoint
+    assert next(iter(saver.list(cfg("good")))).checkpoint["id"] == expected.checkpoint["id"]
+
+
+# ---------------------------------------------------------------------------
+# each case, through the saver
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_file_fails_the_saver_with_an_error_naming_it(hostile: Hostile, case: str) -> None:
+    """get_tuple, list and a graph run on the damaged thread raise the package's error, naming the file;
+    the same saver then still serves the healthy thread."""
+    planted = hostile.planted[case]
+    saver = RepoSaver(hostile.root)
+    with pytest.raises(RepoCheckpointError) as info:
+        saver.get_tuple(cfg(case))
+    message = str(info.value)
+    assert str(planted.saver_names) in message
+    assert re.search(planted.saver_says, message), message
+    assert "\n" not in message.strip()
+    with pytest.raises(RepoCheckpointError, match=re.escape(str(planted.saver_names))):
+        list(saver.list(cfg(case)))
+    with pytest.raises(RepoCheckpointError, match=re.escape(str(planted.saver_names))):
+        run_graph(CASES[case][0], saver, case)
+    assert_good_thread_loads_and_runs(saver, hostile.good)
+
+
+# ---------------------------------------------------------------------------
+# each case, through `langgraph-repo validate`
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_file_is_one_validate_line_naming_file_and_pointer(
+    hostile: Hostile, validate_lines: list[str], case: str
+) -> None:
+    """validate exits 1 (checked once for the root) and reports the case as `file: pointer: message`."""
+    planted = hostile.planted[case]
+    prefix = f"{planted.validate_path}: {planted.validate_pointer}: "
+    mine = [line for line in validate_lines if line.startswith(prefix)]
+    assert any(re.search(planted.validate_says, line[len(prefix) :]) for line in mine), (
+        prefix,
+        [line for line in validate_lines if f"/threads/{case}/" in line],
+    )
+
+
+def test_validate_reports_nothing_in_the_healthy_thread(hostile: Hostile, validate_lines: list[str]) -> None:
+    """Every problem line belongs to a damaged thread; every damaged thread has at least one."""
+    by_thread = {line.split("/threads/", 1)[1].split("/", 1)[0] for line in validate_lines}
+    assert "good" not in by_thread
+    assert set(CASES) <= by_thread
+    assert all(line.startswith(str(hostile.root)) for line in validate_lines)
+
+
+# ---------------------------------------------------------------------------
+# all the damage at once does not stop the healthy thread
+# ---------------------------------------------------------------------------
+def test_healthy_thread_loads_and_runs_beside_every_hostile_case(hostile: Hostile) -> None:
+    """With every damaged thread in the same root, "good" reads back as written and a graph continues it."""
+    saver = RepoSaver(hostile.root)
+    for case in sorted(CASES):  # touch every damaged thread first: nothing it leaves behind may leak
+        with pytest.raises(RepoCheckpointError):
+            saver.get_tuple(cfg(case))
+    assert_good_thread_loads_and_runs(saver, hostile.good)
+    out = chat_graph(saver).invoke({"messages": [HumanMessage(content="still here?")]}, cfg("good"))
+    assert [m.content for m in out["messages"]] == [
+        "hello",
+        "echo: hello",
+        "again",
+        "echo: again",
+        "still here?",
+        "echo: still here?",
+    ]
+    assert next(iter(RepoSaver(hostile.root).list(cfg("good")))).config["configurable"]["thread_id"] == "good"
+
+
+# ---------------------------------------------------------------------------
+# damage the saver tolerates by design; validate still reports it
+# ---------------------------------------------------------------------------
+def _chat_thread(root: Path, thread_id: str) -> Path:
+    run_graph("chat", RepoSaver(root, durable=False), thread_id)
+    return root / "threads" / thread_id
+
+
+def validate(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
+
+
+def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: Path) -> None:
+    """A deleted middle checkpoint that no value lives in: the saver reports the parent as absent (as
+    after a prune, docs/design.md), the graph continues, and validate names the hole."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "holey")
+    files = checkpoints(tdir)
+    gone = next(
+        p for p in files[1:-1] if not any(p.name in q.read_text(encoding="utf-8") for q in files if q != p)
+    )
+    child = next(p for p in files if load(p)["parent_checkpoint_id"] == gone.stem)
+    gone.unlink()
+    saver = RepoSaver(root)
+    tup = saver.get_tuple(cfg("holey", checkpoint_id=child.stem))
+    assert tup is not None and tup.parent_config is not None
+    assert tup.parent_config["configurable"]["checkpoint_id"] == gone.stem
+    assert saver.get_tuple(tup.parent_config) is None
+    out = chat_graph(saver).invoke({"messages": [HumanMessage(content="more")]}, cfg("holey"))
+    assert out["messages"][-1].content == "echo: more"
+    proc = validate(root)
+    assert proc.returncode == 1
+    hole = (
+        f"{child}: /parent_checkpoint_id: parent {gone.stem} is missing while older checkpoints remain "
+        "(a hole in the history)"
+    )
+    lines = proc.stdout.splitlines()
+    assert hole in lines
+    # the rest: the writes the deleted checkpoint had, now orphaned
+    orphaned = f"writes of checkpoint {gone.stem}, which does not exist"
+    assert all(line == hole or (f"/writes/{gone.stem}~" in line and orphaned in line) for line in lines)
+
+
+def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by_validate(
+    tmp_path: Path,
+) -> None:
+    """A writes file whose checkpoint does not exist changes no read; validate names it as orphaned."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "orphans")
+    expected = RepoSaver(root).get_tuple(cfg("orphans"))
+    source = writes_files(tdir)[0]
+    ghost = later_id(checkpoints(tdir)[-1].stem)
+    orphan = source.with_name(f"{ghost}~{source.name.split('~', 1)[1]}")
+    shutil.copyfile(source, orphan)
+    rewrite(orphan, _set("checkpoint_id", ghost))
+    saver = RepoSaver(root)
+    assert saver.get_tuple(cfg("orphans")) == expected
+    assert saver.get_tuple(cfg("orphans", checkpoint_id=ghost)) is None
+    proc = validate(root)
+    assert proc.returncode == 1
+    (line,) = proc.stdout.splitlines()
+    assert line.startswith(f"{orphan}: /checkpoint_id: writes of checkpoint {ghost}, which does not exist")
+
+
+def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(tmp_path: Path) -> None:
+    """Size alone is not an error under the limit: a checkpoint padded to 60 MB of whitespace reads back
+    the same state, and the next graph turn continues from it."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "padded")
+    expected = RepoSaver(root).get_tuple(cfg("padded"))
+    latest = checkpoints(tdir)[-1]
+    raw = latest.read_bytes()
+    latest.write_bytes(raw[:-2] + b" " * JUNK_BYTES + raw[-2:])
+    assert latest.stat().st_size > JUNK_BYTES
+    saver = RepoSaver(root)
+    assert saver.get_tuple(cfg("padded")) == expected
+    out = chat_graph(saver).invoke({"messages": [HumanMessage(content="big")]}, cfg("padded"))
+    assert out["messages"][-1].content == "echo: big"
+
+
+@pytest.mark.parametrize("where", ["metadata", "channel value"])
+def test_value_nested_deeper_than_the_stack_is_refused_naming_the_file(tmp_path: Path, where: str) -> None:
+    """A tree 600 levels deep parses and validates, but cannot be rebuilt: an UnrevivableValueError naming
+    the file, not a RecursionError from inside the codec."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "deep")
+    latest = checkpoints(tdir)[-1]
+    if where == "metadata":
+        rewrite(latest, lambda d: d["metadata"].__setitem__("note", nested(600)))
+    else:
+        rewrite(latest, lambda d: d["new_values"]["messages"]["append"]["items"].append(nested(600)))
+    saver = RepoSaver(root)
+    with pytest.raises(UnrevivableValueError, match="nested too deeply") as info:
+        saver.get_tuple(cfg("deep"))
+    assert str(latest) in str(info.value)
+    with pytest.raises(UnrevivableValueError):
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="x")]}, cfg("deep"))
+
+
+# ---------------------------------------------------------------------------
+# planted constructors in places test_safety.py does not cover
+# ---------------------------------------------------------------------------
+def _plant_base64_channel(tdir: Path, marker: Path) -> tuple[Path, RunnableConfig]:
+    latest = checkpoints(tdir)[-1]
+    node = {"serde": "msgpack", "base64": msgpack_system_call(marker)}
+    rewrite(latest, lambda d: d["new_values"].__setitem__("messages", {"value": node}))
+    return latest, cfg(tdir.name)
+
+
+def _plant_base64_write(tdir: Path, marker: Path) -> tuple[Path, RunnableConfig]:
+    path = writes_files(tdir)[-1]
+    node = {"serde": "msgpack", "base64": msgpack_system_call(marker)}
+    rewrite(path, lambda d: d["writes"][0].__setitem__("value", node))
+    return path, cfg(tdir.name, checkpoint_id=load(path)["checkpoint_id"])
+
+
+def _plant_value_file(tdir: Path, marker: Path) -> tuple[Path, RunnableConfig]:
+    RepoSaver(tdir.parent.parent, durable=False).prune([tdir.name])  # moves kept values to values/
+    path = next(p for p in sorted((tdir / "values").glob("messages@*.json")) if "value" in load(p))
+    tree = {"$type": ["os", "system"], "$arg": f"touch {marker}"}
+    rewrite(path, lambda d: d["value"]["json"].__setitem__(0, tree))
+    return path, cfg(tdir.name)
+
+
+PLANTS: dict[str, Callable[[Path, Path], tuple[Path, RunnableConfig]]] = {
+    "base64 msgpack node in a channel value": _plant_base64_channel,
+    "base64 msgpack node in a pending write": _plant_base64_write,
+    "json tree in a values/ file": _plant_value_file,
+}
+
+
+@pytest.mark.parametrize("place", sorted(PLANTS))
+def test_planted_constructor_is_refused_and_nothing_runs(tmp_path: Path, place: str) -> None:
+    """os.system named in a place test_safety.py does not plant it: refused by name, with the file, before
+    the serde sees it (a base64 msgpack node used to reach the serde, which returned the raw args)."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "planted")
+    _chat_thread(root, "good")
+    marker = tmp_path / "pwned"
+    planted, config = PLANTS[place](tdir, marker)
+    saver = RepoSaver(root)
+    with pytest.raises(UnrevivableValueError, match=r"refusing to construct os\.system") as info:
+        saver.get_tuple(config)
+    assert str(planted) in str(info.value)
+    with pytest.raises(UnrevivableValueError, match=re.escape(str(planted))):
+        list(saver.list(config))
+    assert not marker.exists()
+    assert saver.get_tuple(cfg("good")) is not None
+
+
+# ---------------------------------------------------------------------------
+# symlinks in places test_safety.py does not cover
+# ---------------------------------------------------------------------------
+def _values_file(tdir: Path) -> Path:
+    RepoSaver(tdir.parent.parent, durable=False).prune([tdir.name])
+    return sorted((tdir / "values").glob("messages@*.json"))[-1]
+
+
+def _latest_writes_file(tdir: Path) -> Path:
+    # the writes of the step before the latest one: read by get_tuple of that checkpoint
+    return writes_files(tdir)[-1]
+
+
+def _values_folder(tdir: Path) -> Path:
+    RepoSaver(tdir.parent.parent, durable=False).prune([tdir.name])
+    return tdir / "values"
+
+
+READ_LINKS: dict[str, Callable[[Path], Path]] = {
+    "values/ file": _values_file,
+    "values/ folder": _values_folder,
+    "single writes file": _latest_writes_file,
+}
+
+
+@pytest.mark.parametrize("what", sorted(READ_LINKS))
+def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, what: str) -> None:
+    """A file or folder swapped for a symlink to an identical copy outside the root is refused by name."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "linked")
+    inside = READ_LINKS[what](tdir)
+    config = cfg("linked")
+    if what == "single writes file":
+        config = cfg("linked", checkpoint_id=load(inside)["checkpoint_id"])
+    outside = tmp_path / "outside" / inside.name
+    outside.parent.mkdir()
+    shutil.move(str(inside), str(outside))
+    os.symlink(outside, inside, target_is_directory=outside.is_dir())
+    with pytest.raises(RepoCheckpointError) as info:
+        RepoSaver(root).get_tuple(config)
+    assert "symlink" in str(info.value) or "outside the root" in str(info.value)
+    assert str(inside) in str(info.value)
+    proc = validate(root)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert str(inside) in proc.stdout
+
+
+@pytest.mark.parametrize("folder", ["writes", "values"])
+def test_no_write_goes_through_a_symlinked_writes_or_values_folder(tmp_path: Path, folder: str) -> None:
+    """put_writes (a graph step) and prune (which writes values/) never create a file through a symlink."""
+    root = tmp_path / "root"
+    tdir = _chat_thread(root, "linked")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(tdir / folder, ignore_errors=True)
+    os.symlink(outside, tdir / folder, target_is_directory=True)
+    saver = RepoSaver(root)
+    with pytest.raises(RepoCheckpointError, match="outside"):
+        if folder == "writes":
+            chat_graph(saver).invoke({"messages": [HumanMessage(content="x")]}, cfg("linked"))
+        else:
+            saver.prune(["linked"])
+    assert list(outside.iterdir()) == []
