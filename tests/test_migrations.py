@@ -274,3 +274,34 @@ def test_killed_half_way_loses_no_file_and_a_rerun_finishes(big_v1_root: Path) -
     graph = chat_graph(RepoSaver(root))
     out = graph.invoke({"messages": [HumanMessage(content="after")]}, cfg("thread-29"))
     assert [m.content for m in out["messages"]][-2:] == ["after", "echo: after"]
+
+
+def all_paths(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_dry_run_creates_no_file_at_all(tmp_path: Path) -> None:
+    root = copy_tree(FIXTURES / "v1", tmp_path)
+    (root / ".gitignore").unlink()
+    before = all_paths(root)
+    assert cli(root, "migrate", "--dry-run").returncode == 0
+    assert all_paths(root) == before  # no lock files, no .gitignore
+
+
+@pytest.mark.parametrize(
+    ("plant", "words"),
+    [
+        ("threads/Not-A-Thread/checkpoints/x.json", "not a thread folder name"),
+        ("threads/chat/notes/x.json", "stray file"),
+    ],
+)
+def test_stray_entries_stop_migrate_with_one_line_naming_them(tmp_path: Path, plant: str, words: str) -> None:
+    root = copy_tree(FIXTURES / "v1", tmp_path)
+    target = root / plant
+    target.parent.mkdir(parents=True)
+    target.write_text('{"schema_version": 1, "kind": "note"}')
+    before = json_files(root)
+    run = cli(root, "migrate")
+    assert run.returncode == 4, run.stderr
+    assert words in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert json_files(root) == before

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -34,6 +34,7 @@ from graphs import cfg, chat_graph, resume_fixture_tree, run_fixture_graphs
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.transfer import (
     ThreadExistsError,
+    ThreadNotFoundError,
     acopy_threads,
     copy_threads,
     thread_ids_of,
@@ -322,3 +323,106 @@ def test_cli_bad_source_is_one_line_with_its_exit_code(
     assert run.returncode == code, run.stderr
     assert words in run.stderr and len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / ".langgraph" / "threads").exists()
+
+
+# ----------------------------------------------------------------------------
+# what the contract does not show: order of puts, write idx, the source left alone
+# ----------------------------------------------------------------------------
+def test_parent_is_put_before_a_child_whose_id_sorts_first(tmp_path: Path) -> None:
+    """A thread continued on two machines whose clocks disagree: the child's id is older."""
+    source = InMemorySaver()
+    base = cfg("t", checkpoint_ns="")
+    parent = empty_checkpoint()
+    parent.update(
+        id="1f1ec200-0000-6000-8000-000000000002",
+        channel_values={"a": "from parent", "b": 1},
+        channel_versions={"a": "1", "b": "1"},
+    )
+    at_parent = source.put(base, parent, {"source": "loop", "step": 0, "parents": {}}, {"a": "1", "b": "1"})
+    child = empty_checkpoint()
+    child.update(
+        id="1f1ec200-0000-6000-8000-000000000001",
+        channel_values={"a": "from parent", "b": 2},
+        channel_versions={"a": "1", "b": "2"},
+    )
+    at_child = source.put(at_parent, child, {"source": "loop", "step": 1, "parents": {}}, {"b": "2"})
+    copy_threads(source, RepoSaver(tmp_path))
+    copied = RepoSaver(tmp_path).get_tuple(at_child)
+    assert copied is not None and copied.checkpoint["channel_values"] == {"a": "from parent", "b": 2}
+    assert_same(everything(source, ["t"]), everything(RepoSaver(tmp_path), ["t"]))
+
+
+def sqlite_write_rows(path: Path) -> list[tuple[Any, ...]]:
+    with closing(sqlite3.connect(path)) as conn:
+        return sorted(
+            conn.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel FROM writes"
+            )
+        )
+
+
+def test_write_idx_and_task_path_survive_a_round_trip(tmp_path: Path) -> None:
+    """(task_id, idx) is what a task's later put_writes is deduplicated against: it must not shift."""
+    db = tmp_path / "src.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        saver = SqliteSaver(conn)
+        run_fixture_graphs(saver)
+        resume_fixture_tree(saver)  # resumes: __resume__ writes beside regular ones
+    rows = sqlite_write_rows(db)
+    assert any(r[5] < 0 for r in rows) and any(r[5] > 0 for r in rows)  # special and shifted regular idx
+    repo = RepoSaver(tmp_path / "repo")
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        copy_threads(SqliteSaver(conn), repo)
+    with closing(sqlite3.connect(tmp_path / "back.db", check_same_thread=False)) as conn:
+        copy_threads(RepoSaver(tmp_path / "repo"), SqliteSaver(conn))
+    assert sqlite_write_rows(tmp_path / "back.db") == rows
+
+
+def test_import_reads_a_sqlite_file_without_changing_it(sqlite_source: Path, tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    db.write_bytes(sqlite_source.read_bytes())
+    before = db.read_bytes()
+    done = cli(tmp_path / ".langgraph", "import", f"sqlite:///{db}", "-t", "chat")
+    assert done.returncode == 0, done.stderr
+    assert db.read_bytes() == before
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE foo (x)")
+    plain = other.read_bytes()
+    refused = cli(tmp_path / ".langgraph", "import", f"sqlite:///{other}")
+    assert refused.returncode == 2 and "not a SqliteSaver database" in refused.stderr
+    assert other.read_bytes() == plain
+    assert not (tmp_path / "other.db-wal").exists()  # not switched to WAL either
+
+
+def test_every_thread_is_checked_before_anything_is_copied(tmp_path: Path) -> None:
+    source, target = InMemorySaver(), RepoSaver(tmp_path)
+    for t in ("a", "b", "c"):
+        chat_graph(source).invoke({"messages": [HumanMessage(content=t)]}, cfg(t))
+    chat_graph(target).invoke({"messages": [HumanMessage(content="mine")]}, cfg("c"))
+    with pytest.raises(ThreadExistsError, match="'c' already exists"):
+        copy_threads(source, target)
+    with pytest.raises(ThreadNotFoundError, match="'zz' is not in the source"):
+        copy_threads(source, target, ["a", "zz"])
+    assert thread_ids_of(RepoSaver(tmp_path)) == ["c"]  # neither call wrote anything
+    report = copy_threads(source, target, ["a", "a", "b"])
+    assert report.threads == ["a", "b"]
+    missing = cli(tmp_path, "export", f"sqlite:///{tmp_path / 'x.db'}", "-t", "nope")
+    assert missing.returncode == 3 and "'nope' is not in the source" in missing.stderr
+
+
+async def test_async_copy_from_async_sqlite_keeps_writes_in_place(
+    sqlite_source: Path, tmp_path: Path
+) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    db = tmp_path / "copy.db"
+    db.write_bytes(sqlite_source.read_bytes())
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as source:
+        report = await acopy_threads(source, RepoSaver(tmp_path / "repo"), ["fan", "ask"])
+    assert report.threads == ["fan", "ask"]
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        assert_same(
+            everything(SqliteSaver(conn), ["fan", "ask"]),
+            everything(RepoSaver(tmp_path / "repo"), ["fan", "ask"]),
+        )

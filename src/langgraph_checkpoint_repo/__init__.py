@@ -10,7 +10,7 @@ from .errors import (
     UnrevivableValueError,
 )
 from .saver import RepoSaver
-from .transfer import ThreadExistsError, acopy_threads, copy_threads
+from .transfer import ThreadExistsError, ThreadNotFoundError, acopy_threads, copy_threads
 
 __all__ = [
     "FileFormatError",
@@ -21,6 +21,7 @@ __all__ = [
     "RepoSaver",
     "SchemaVersionError",
     "ThreadExistsError",
+    "ThreadNotFoundError",
     "UnrevivableValueError",
     "acopy_threads",
     "copy_threads",

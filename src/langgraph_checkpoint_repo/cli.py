@@ -1304,7 +1304,14 @@ def _transfer(
     json_out: bool,
 ) -> None:
     from .saver import RepoSaver
-    from .transfer import SaverSpecError, ThreadExistsError, copy_threads, open_saver, thread_ids_of
+    from .transfer import (
+        SaverSpecError,
+        ThreadExistsError,
+        ThreadNotFoundError,
+        copy_threads,
+        open_saver,
+        thread_ids_of,
+    )
 
     settings = _settings(ctx)
     repo = RepoSaver(settings.root, allowlist=_allowlist(allow))
@@ -1323,6 +1330,8 @@ def _transfer(
         raise CliError(str(exc), USAGE) from None
     except ThreadExistsError as exc:
         raise CliError(str(exc), REFUSED) from None
+    except ThreadNotFoundError as exc:
+        raise CliError(str(exc), NOT_FOUND) from None
     except (FileFormatError, UnrevivableValueError, RepoCheckpointError, OSError):
         raise
     except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback

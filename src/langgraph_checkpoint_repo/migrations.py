@@ -17,13 +17,23 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .durable import dump_json, write_files
 from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
-from .layout import CHECKPOINTS, NAMESPACES, decode_segment, is_hashed_segment, is_temp_name
+from .layout import (
+    CHECKPOINTS,
+    LARGE,
+    NAMESPACES,
+    VALUES,
+    WRITES,
+    decode_segment,
+    is_hashed_segment,
+    is_temp_name,
+)
 from .store import FileStore
 from .validation import SCHEMA_VERSION, check_version, validate_read
 
@@ -109,7 +119,10 @@ class MigrationReport:
 def _thread_id(store: FileStore, tdir: Path) -> str:
     seg = tdir.name
     if not is_hashed_segment(seg):
-        return decode_segment(seg)
+        try:
+            return decode_segment(seg)
+        except ValueError as exc:
+            raise FileFormatError(str(tdir), "/", f"not a thread folder name: {exc}") from None
     for folder in (tdir, *sorted((tdir / NAMESPACES).glob("*"))):
         names = sorted(n for n in _names(folder / CHECKPOINTS))
         if names:
@@ -126,9 +139,24 @@ def _names(folder: Path) -> list[str]:
         return []
 
 
+_FOLDER_KINDS = {CHECKPOINTS: "checkpoint", WRITES: "writes", VALUES: "value", LARGE: "large_value"}
+
+
+def _kind_of(path: Path) -> str:
+    """The kind a file must be, from the folder it sits in; a file elsewhere is not data."""
+    kind = _FOLDER_KINDS.get(path.parent.name)
+    if kind is None:
+        raise FileFormatError(str(path), "/", "stray file (not in checkpoints/, writes/, values/ or large/)")
+    return kind
+
+
+def _raise(exc: OSError) -> None:
+    raise exc  # a folder that cannot be listed must stop the run, not be skipped
+
+
 def _json_files(folder: Path) -> Iterator[Path]:
     """Every data file below a thread folder, in a fixed order; symlinks are refused."""
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=_raise, followlinks=False):
         here = Path(dirpath)
         for name in dirnames:
             if (here / name).is_symlink():
@@ -151,7 +179,8 @@ def migrate_root(
 
     Two passes: the first upgrades and validates every file in memory and writes
     nothing, so one bad file stops the run before anything changed; the second
-    replaces files one by one, each atomically, under the thread's lock.
+    upgrades each file again (a file changed in between is checked again) and
+    replaces it atomically under the thread's lock.
     ``progress`` is called with the number of files done in each pass.
     """
     store = FileStore(root, durable=durable, lock_timeout=lock_timeout)
@@ -164,9 +193,13 @@ def migrate_root(
                 str(tdir), "/", "stray entry in the threads folder (not part of the layout)"
             )
 
+    def locked(tdir: Path) -> AbstractContextManager[None]:
+        # a dry run writes nothing, not even a lock file
+        return nullcontext() if dry_run else store.thread_lock(_thread_id(store, tdir), exclusive=True)
+
     def each(pass_no: int) -> Iterator[tuple[Path, Doc]]:
         for tdir in tdirs:
-            with store.thread_lock(_thread_id(store, tdir), exclusive=True):
+            with locked(tdir):
                 for path in _json_files(tdir):
                     doc = store.load_unchecked(path)
                     new = upgrade(doc, str(path))
@@ -180,7 +213,7 @@ def migrate_root(
                             )
                             report.changed.append(path.relative_to(root).as_posix())
                     if new is not None:
-                        validate_read(new, str(new.get("kind")), str(path))
+                        validate_read(new, _kind_of(path), str(path))
                         yield path, new
                     if progress is not None:
                         progress(1)

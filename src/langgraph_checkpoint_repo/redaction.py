@@ -301,9 +301,20 @@ def _unique_pairs(pairs: list[list[Any]], old_keys: list[Any]) -> list[list[Any]
                 key = f"{base}#{n}"
                 n += 1
             pair[0] = key
-        if isinstance(key, (str, int, float, bool)) or key is None:
-            seen.add(key)
+        elif _frozen(key) in seen:  # keys were distinct: a redacted tuple key now equals another
+            raise ValueError(
+                f"two keys are equal once redacted ({key!r}); redact them with a function instead"
+            )
+        seen.add(_frozen(key))
     return pairs
+
+
+def _frozen(key: Any) -> Any:
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)
+    return key
 
 
 RedactOption = Redactor | RedactFunction | Mapping[str, PatternLike] | Iterable[PatternLike] | bool | None
@@ -339,7 +350,11 @@ def resolve_redactor(option: RedactOption) -> Redactor | None:
 # ----------------------------------------------------------------------
 def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
     """``(JSON pointer, kind, masked text)`` for every default pattern match in a document."""
-    if not might_contain_secret(orjson.dumps(doc)):
+    try:
+        raw = orjson.dumps(doc)
+    except TypeError:  # an integer beyond 64 bits (valid JSON): search it all
+        raw = None
+    if raw is not None and not might_contain_secret(raw):
         return
     stack: list[tuple[str, Any]] = [("", doc)]
     while stack:
@@ -351,7 +366,8 @@ def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
             stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(node))))
         elif isinstance(node, dict):
             for k, v in reversed(list(node.items())):
-                member = f"{pointer}/{_escape(k)}"
+                # a key that holds a secret is masked in the pointer too: the pointer is printed
+                member = f"{pointer}/{_escape(DEFAULT_REGEX.sub(lambda m: mask(m.group()), k))}"
                 for m in DEFAULT_REGEX.finditer(k):
                     yield member, _DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
                 stack.append((member, v))

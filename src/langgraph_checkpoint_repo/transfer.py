@@ -4,9 +4,10 @@ Only the public ``BaseCheckpointSaver`` contract is used, so every pair of saver
 works: each checkpoint is read with ``list`` and written again with ``put`` under
 its own id, oldest first, with its parent link, metadata and pending writes. What
 the contract does not return is asked of the savers we know: a write's
-``task_path``, which orders pending writes, comes from RepoSaver's files, the
-SQLite and PostgreSQL tables or InMemorySaver's dict; from any other saver it is
-written empty, and writes then come back ordered by task id.
+``task_path`` (which orders pending writes) and ``idx`` (which a later
+``put_writes`` of the same task is deduplicated against) come from RepoSaver's
+files, the SQLite and PostgreSQL tables or InMemorySaver's dict; from any other
+saver the path is written empty and writes come back ordered by task id.
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, CheckpointTuple
+from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
 
 from .errors import RepoCheckpointError
 
 
 class ThreadExistsError(RepoCheckpointError):
-    """The target already holds a thread being copied; nothing of it was written."""
+    """The target already holds a thread being copied; nothing was written."""
+
+
+class ThreadNotFoundError(RepoCheckpointError):
+    """A thread asked for is not in the source; nothing was written."""
 
 
 @dataclass
@@ -69,12 +74,17 @@ def thread_ids_of(saver: BaseCheckpointSaver[Any]) -> list[str]:
     return sorted({str(t.config["configurable"]["thread_id"]) for t in saver.list(None)})
 
 
-TaskPaths = dict[tuple[str, str, str], str]  # (checkpoint_ns, checkpoint_id, task_id) -> task_path
+# (checkpoint_ns, checkpoint_id, task_id) -> (task_path, the idx of each of its writes, sorted)
+WriteInfo = dict[tuple[str, str, str], tuple[str, builtins.list[int]]]
 _WRITES_SQL = {
-    "sqlite": "SELECT checkpoint_ns, checkpoint_id, task_id, task_path FROM writes WHERE thread_id = ?",
+    "sqlite": "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx FROM writes WHERE thread_id = ?",
     "postgres": (
-        "SELECT checkpoint_ns, checkpoint_id, task_id, task_path FROM checkpoint_writes WHERE thread_id = %s"
+        "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx "
+        "FROM checkpoint_writes WHERE thread_id = %s"
     ),
+}
+_NO_TASK_PATH = {
+    "sqlite": "SELECT checkpoint_ns, checkpoint_id, task_id, '', idx FROM writes WHERE thread_id = ?"
 }
 
 
@@ -86,46 +96,108 @@ def _sql_kind(saver: BaseCheckpointSaver[Any]) -> str | None:
     return None
 
 
-def task_paths_of(saver: BaseCheckpointSaver[Any], thread_id: str) -> TaskPaths:
-    """The task path of every pending write of a thread, where the saver keeps one."""
-    from .saver import RepoSaver
-
-    out: TaskPaths = {}
-    if isinstance(saver, RepoSaver):
-        store = saver.store
-        for ns in store.namespaces(thread_id):
-            for cid in store.checkpoint_ids(thread_id, ns):
-                for _, doc in store.writes_docs(thread_id, ns, cid):
-                    out[(ns, cid, doc["task_id"])] = doc["task_path"]
-        return out
-    writes = getattr(saver, "writes", None)
-    if isinstance(writes, dict):  # InMemorySaver: (thread, ns, id) -> (task, idx) -> (task, ch, value, path)
-        for (tid, ns, cid), inner in writes.items():
-            if tid == thread_id:
-                for task_id, _, _, path in inner.values():
-                    out[(ns, cid, task_id)] = path
-        return out
-    kind = _sql_kind(saver)
-    if kind is None or (kind == "sqlite" and not getattr(saver, "_has_task_path", True)):
-        return out
-    cursor = saver.cursor if kind == "sqlite" else saver._cursor  # type: ignore[attr-defined]
-    with cursor() as cur:
-        cur.execute(_WRITES_SQL[kind], (thread_id,))
-        for row in cur.fetchall():
-            ns, cid, task_id, path = row.values() if isinstance(row, dict) else row
-            out[(ns, cid, task_id)] = path or ""
+def _collect(rows: Iterable[Sequence[Any]]) -> WriteInfo:
+    """Rows of (ns, checkpoint id, task id, task path, idx), one per stored write."""
+    out: WriteInfo = {}
+    for ns, cid, task_id, path, idx in rows:
+        key = (str(ns), str(cid), str(task_id))
+        old = out.get(key)
+        idxs = old[1] if old else []
+        if int(idx) not in idxs:
+            idxs.append(int(idx))
+        out[key] = (str(path or ""), idxs)
+    for _, idxs in out.values():
+        idxs.sort()
     return out
 
 
-def _oldest_first(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
-    """Parents before children: ids are time-ordered (uuid6), and a parent is always older."""
-    return sorted(
-        tuples,
-        key=lambda t: (
-            t.config["configurable"].get("checkpoint_ns", ""),
-            t.config["configurable"]["checkpoint_id"],
-        ),
-    )
+def _local_rows(saver: BaseCheckpointSaver[Any], thread_id: str) -> builtins.list[tuple[Any, ...]] | None:
+    """Write rows from savers that keep them in this process (repo files, memory); else None."""
+    from .saver import RepoSaver
+
+    if isinstance(saver, RepoSaver):
+        store = saver.store
+        return [
+            (ns, cid, doc["task_id"], doc["task_path"], w["idx"])
+            for ns in store.namespaces(thread_id)
+            for cid in store.checkpoint_ids(thread_id, ns)
+            for _, doc in store.writes_docs(thread_id, ns, cid)
+            for w in doc["writes"]
+        ]
+    writes = getattr(saver, "writes", None)
+    if isinstance(writes, dict):  # InMemorySaver: (thread, ns, id) -> (task, idx) -> (task, ch, value, path)
+        return [
+            (ns, cid, task_id, path, idx)
+            for (tid, ns, cid), inner in writes.items()
+            if tid == thread_id
+            for (_, idx), (task_id, _, _, path) in inner.items()
+        ]
+    return None
+
+
+def _sql(kind: str, saver: BaseCheckpointSaver[Any]) -> str:
+    if kind == "sqlite" and not getattr(saver, "_has_task_path", True):
+        return _NO_TASK_PATH[kind]
+    return _WRITES_SQL[kind]
+
+
+def write_info_of(saver: BaseCheckpointSaver[Any], thread_id: str) -> WriteInfo:
+    """Task path and idx of every pending write of a thread, where the saver keeps them.
+
+    The contract returns neither; both matter: the task path orders pending writes,
+    and ``(task_id, idx)`` is what a later ``put_writes`` of the same task is
+    deduplicated against.
+    """
+    rows = _local_rows(saver, thread_id)
+    if rows is None and (kind := _sql_kind(saver)) is not None:
+        cursor = saver.cursor if kind == "sqlite" else saver._cursor  # type: ignore[attr-defined]
+        with cursor() as cur:
+            cur.execute(_sql(kind, saver), (thread_id,))
+            rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in cur.fetchall()]
+    return _collect(rows or [])
+
+
+async def awrite_info_of(saver: BaseCheckpointSaver[Any], thread_id: str) -> WriteInfo:
+    """``write_info_of`` for AsyncSqliteSaver and AsyncPostgresSaver."""
+    rows = _local_rows(saver, thread_id)
+    kind = _sql_kind(saver)
+    if rows is None and kind == "sqlite":
+        await saver.setup()  # type: ignore[attr-defined]
+        async with saver.lock, saver.conn.execute(_sql(kind, saver), (thread_id,)) as cur:  # type: ignore[attr-defined]
+            rows = [tuple(r) for r in await cur.fetchall()]
+    elif rows is None and kind == "postgres":
+        async with saver._cursor() as cur:  # type: ignore[attr-defined]
+            await cur.execute(_WRITES_SQL[kind], (thread_id,))
+            rows = [tuple(r.values()) for r in await cur.fetchall()]
+    return _collect(rows or [])
+
+
+def _parents_first(tuples: Iterable[CheckpointTuple]) -> builtins.list[CheckpointTuple]:
+    """Each checkpoint after its parent, following the parent links themselves.
+
+    Ids are time-ordered, but a thread continued on two machines with different
+    clocks can hold a child whose id sorts before its parent's; id order only
+    breaks ties.
+    """
+
+    def key(t: CheckpointTuple) -> tuple[str, str]:
+        conf = t.config["configurable"]
+        return (conf.get("checkpoint_ns", ""), conf["checkpoint_id"])
+
+    ordered = sorted(tuples, key=key)
+    by_key = {key(t): t for t in ordered}
+    done: set[tuple[str, str]] = set()
+    out: builtins.list[CheckpointTuple] = []
+    for tup in ordered:
+        chain = []
+        cur: CheckpointTuple | None = tup
+        while cur is not None and key(cur) not in done:
+            chain.append(cur)
+            done.add(key(cur))
+            parent = cur.parent_config
+            cur = by_key.get((key(cur)[0], parent["configurable"]["checkpoint_id"])) if parent else None
+        out.extend(reversed(chain))
+    return out
 
 
 def _new_versions(tup: CheckpointTuple, parent: CheckpointTuple | None) -> ChannelVersions:
@@ -148,28 +220,57 @@ def _put_config(tup: CheckpointTuple) -> RunnableConfig:
     return {"configurable": configurable}
 
 
-def _writes_by_task(tup: CheckpointTuple) -> dict[str, builtins.list[tuple[str, Any]]]:
+WriteCall = tuple[str, builtins.list[tuple[str, Any]], str]  # task id, writes, task path
+
+
+def _write_calls(tup: CheckpointTuple, info: WriteInfo) -> builtins.list[WriteCall]:
+    """The ``put_writes`` calls that store this checkpoint's pending writes as the source has them.
+
+    A regular write's idx is its place in the call, so each regular write is put at
+    its original place, with the task's special writes (error, interrupt, resume:
+    fixed negative idx) filling the places before it. When the places cannot be
+    filled that way the writes go in one call, specials first.
+    """
+    conf = tup.config["configurable"]
     grouped: dict[str, builtins.list[tuple[str, Any]]] = defaultdict(list)
     for task_id, channel, value in tup.pending_writes or []:
         grouped[task_id].append((channel, value))
-    return grouped
+    calls: builtins.list[WriteCall] = []
+    for task_id, writes in grouped.items():
+        path, idxs = info.get((conf.get("checkpoint_ns", ""), conf["checkpoint_id"], task_id), ("", []))
+        calls.append((task_id, _in_place(writes, idxs), path))
+    return calls
 
 
-def _task_path(paths: TaskPaths, tup: CheckpointTuple, task_id: str) -> str:
-    conf = tup.config["configurable"]
-    return paths.get((conf.get("checkpoint_ns", ""), conf["checkpoint_id"], task_id), "")
+def _in_place(
+    writes: builtins.list[tuple[str, Any]], idxs: builtins.list[int]
+) -> builtins.list[tuple[str, Any]]:
+    if len(idxs) != len(writes):
+        return writes
+    special = [w for w, i in zip(writes, idxs, strict=True) if i < 0 and w[0] in WRITES_IDX_MAP]
+    regular = {i: w for w, i in zip(writes, idxs, strict=True) if i >= 0}
+    if len(special) + len(regular) != len(writes):
+        return writes
+    size = max([*regular, -1]) + 1
+    if size - len(regular) > len(special):
+        return writes  # gaps no special write can fill
+    out: builtins.list[tuple[str, Any]] = []
+    spare = iter(special)
+    for place in range(size):
+        out.append(regular[place] if place in regular else next(spare))
+    return out + list(spare)
 
 
 @dataclass
 class _Plan:
-    """One thread's checkpoints, oldest first, each with what ``put`` needs."""
+    """One thread's checkpoints, parents first, each with what ``put`` needs."""
 
     thread_id: str
     steps: builtins.list[tuple[CheckpointTuple, RunnableConfig, ChannelVersions]]
 
 
 def _plan(thread_id: str, tuples: Iterable[CheckpointTuple]) -> _Plan:
-    ordered = _oldest_first(tuples)
+    ordered = _parents_first(tuples)
     by_id = {
         (t.config["configurable"].get("checkpoint_ns", ""), t.config["configurable"]["checkpoint_id"]): t
         for t in ordered
@@ -185,12 +286,28 @@ def _plan(thread_id: str, tuples: Iterable[CheckpointTuple]) -> _Plan:
     return _Plan(thread_id, steps)
 
 
-def _check_target(target_has: bool, thread_id: str, replace: bool) -> None:
-    if target_has and not replace:
+def _unique(thread_ids: Sequence[str]) -> builtins.list[str]:
+    return list(dict.fromkeys(thread_ids))
+
+
+def _refuse(thread_id: str, in_source: bool, in_target: bool, replace: bool) -> None:
+    if not in_source:
+        raise ThreadNotFoundError(f"thread {thread_id!r} is not in the source; nothing was copied")
+    if in_target and not replace:
         raise ThreadExistsError(
-            f"thread {thread_id!r} already exists in the target; nothing of it was copied "
+            f"thread {thread_id!r} already exists in the target; nothing was copied "
             "(replace it with replace=True, or --replace on the command line)"
         )
+
+
+def _has(saver: BaseCheckpointSaver[Any], thread_id: str) -> bool:
+    return next(iter(saver.list({"configurable": {"thread_id": thread_id}}, limit=1)), None) is not None
+
+
+async def _ahas(saver: BaseCheckpointSaver[Any], thread_id: str) -> bool:
+    async for _ in saver.alist({"configurable": {"thread_id": thread_id}}, limit=1):
+        return True
+    return False
 
 
 def copy_threads(
@@ -203,25 +320,24 @@ def copy_threads(
 ) -> CopyReport:
     """Copy threads (default: all) from ``source`` to ``target``, every checkpoint and write.
 
-    A thread that already exists in the target is refused before anything of it
-    is written, unless ``replace`` deletes it there first.
+    Every thread is checked before anything is written: one missing from the source
+    or already in the target (unless ``replace``) stops the copy with nothing done.
+    ``replace`` deletes a thread in the target just before copying it there.
     """
+    wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
+    present = {t: _has(target, t) for t in wanted}
+    for t in wanted:
+        _refuse(t, _has(source, t), present[t], replace)
     report = CopyReport()
-    for thread_id in thread_ids if thread_ids is not None else thread_ids_of(source):
+    for thread_id in wanted:
         plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
-        if not plan.steps:
-            raise RepoCheckpointError(f"thread {thread_id!r} is not in the source")
-        exists = (
-            next(iter(target.list({"configurable": {"thread_id": thread_id}}, limit=1)), None) is not None
-        )
-        _check_target(exists, thread_id, replace)
-        if exists:
+        info = write_info_of(source, thread_id)
+        if present[thread_id]:
             target.delete_thread(thread_id)
-        paths = task_paths_of(source, thread_id)
         for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
             saved = target.put(config, tup.checkpoint, tup.metadata, new_versions)
-            for task_id, writes in _writes_by_task(tup).items():
-                target.put_writes(saved, writes, task_id, _task_path(paths, tup, task_id))
+            for task_id, writes, path in _write_calls(tup, info):
+                target.put_writes(saved, writes, task_id, path)
                 report.writes += len(writes)
             if progress is not None:
                 progress(thread_id, done, len(plan.steps))
@@ -239,25 +355,23 @@ async def acopy_threads(
     progress: Progress | None = None,
 ) -> CopyReport:
     """``copy_threads`` for async savers (AsyncSqliteSaver, AsyncPostgresSaver, RepoSaver's a-methods)."""
-    report = CopyReport()
     if thread_ids is None:
-        thread_ids = sorted({str(t.config["configurable"]["thread_id"]) async for t in source.alist(None)})
-    for thread_id in thread_ids:
-        tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
-        plan = _plan(thread_id, tuples)
-        if not plan.steps:
-            raise RepoCheckpointError(f"thread {thread_id!r} is not in the source")
-        exists = False
-        async for _ in target.alist({"configurable": {"thread_id": thread_id}}, limit=1):
-            exists = True
-        _check_target(exists, thread_id, replace)
-        if exists:
+        wanted = sorted({str(t.config["configurable"]["thread_id"]) async for t in source.alist(None)})
+    else:
+        wanted = _unique(thread_ids)
+    present = {t: await _ahas(target, t) for t in wanted}
+    for t in wanted:
+        _refuse(t, await _ahas(source, t), present[t], replace)
+    report = CopyReport()
+    for thread_id in wanted:
+        plan = _plan(thread_id, [t async for t in source.alist({"configurable": {"thread_id": thread_id}})])
+        info = await awrite_info_of(source, thread_id)
+        if present[thread_id]:
             await target.adelete_thread(thread_id)
-        paths = task_paths_of(source, thread_id)
         for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
             saved = await target.aput(config, tup.checkpoint, tup.metadata, new_versions)
-            for task_id, writes in _writes_by_task(tup).items():
-                await target.aput_writes(saved, writes, task_id, _task_path(paths, tup, task_id))
+            for task_id, writes, path in _write_calls(tup, info):
+                await target.aput_writes(saved, writes, task_id, path)
                 report.writes += len(writes)
             if progress is not None:
                 progress(thread_id, done, len(plan.steps))
@@ -271,6 +385,16 @@ class SaverSpecError(RepoCheckpointError):
 
 
 SPEC_HELP = "sqlite:///PATH.db (sqlite:////abs/path.db), postgresql://..., or module:factory"
+
+
+def _adopt_sqlite(saver: Any, spec: str) -> None:
+    """Read an existing checkpoint database as it is, without setting it up."""
+    tables = {r[0] for r in saver.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"checkpoints", "writes"} <= tables:
+        raise SaverSpecError(f"{spec}: not a SqliteSaver database (no checkpoints and writes tables)")
+    columns = {r[1] for r in saver.conn.execute("PRAGMA table_info(writes)")}
+    saver._has_task_path = "task_path" in columns
+    saver.is_setup = True
 
 
 def _optional(module: str, name: str, extra: str) -> Any:
@@ -296,15 +420,24 @@ def open_saver(spec: str, *, create: bool) -> Iterator[BaseCheckpointSaver[Any]]
         if not create and not path.is_file():
             raise SaverSpecError(f"{spec}: no such SQLite file ({path})")
         SqliteSaver = _optional("langgraph.checkpoint.sqlite", "SqliteSaver", "sqlite")
-        conn = sqlite3.connect(path, check_same_thread=False)
+        if create:
+            conn = sqlite3.connect(path, check_same_thread=False)
+        else:  # read only: SqliteSaver.setup() would add tables and switch the file to WAL
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         try:
             saver = SqliteSaver(conn)
             if create:
                 saver.setup()
+            else:
+                _adopt_sqlite(saver, spec)
             yield saver
         finally:
             conn.close()
         return
+    if spec.startswith("sqlite:"):
+        raise SaverSpecError(
+            f"{spec!r}: a SQLite file is sqlite:///relative/path.db or sqlite:////absolute/path.db"
+        )
     if spec.startswith(("postgresql://", "postgres://")):
         PostgresSaver = _optional("langgraph.checkpoint.postgres", "PostgresSaver", "postgres")
         with PostgresSaver.from_conn_string(spec) as pg:

@@ -90,9 +90,12 @@ def check_version(doc: Any, path: str) -> None:
 def validate_read(doc: Any, kind: str, path: str) -> None:
     """Validate a document just read from ``path``; raise naming file and pointer."""
     check_version(doc, path)
-    if doc.get("kind") != kind:
+    if doc.get("kind") != kind or kind not in KINDS:
         raise FileFormatError(path, "/kind", f"expected kind {kind!r}, found {doc.get('kind')!r}")
-    problem = _first_error(kind, doc)
+    try:
+        problem = _first_error(kind, doc)
+    except (ValueError, RecursionError) as exc:  # jsonschema-rs refuses deeply nested documents
+        raise FileFormatError(path, "/", f"cannot be validated: {exc}") from None
     if problem is not None:
         raise FileFormatError(path, *problem)
 
