@@ -223,7 +223,25 @@ def _work_churn(a: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _work_fan(a: dict[str, Any]) -> dict[str, Any]:
+    """Run turns of crash_child's graph (a Send fan-out, values in large/ files) on one
+    thread, logging every put and put_writes that returned; start when `go` exists."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from langchain_core.messages import HumanMessage as Human
+
+    from crash_child import LoggingSaver, build_graph
+
+    graph = build_graph(LoggingSaver(Path(a["root"]), Path(a["log"])))
+    touch(Path(a["ready"]))
+    wait_for(Path(a["go"]))
+    for i in range(a["turns"]):
+        message = Human(id=f"{a['prefix']}{i}", content=f"{a['prefix']}{i}")
+        graph.invoke({"messages": [message], "turn": i}, cfg(a["thread"]), durability="sync")
+    return {}
+
+
 WORKERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "fan": _work_fan,
     "chat": _work_chat,
     "branch": _work_branch,
     "hold_lock": _work_hold_lock,
@@ -912,3 +930,56 @@ def test_warm_saver_sees_other_process_checkpoints_after_its_own_put(tmp_path: P
     everything = list(RepoSaver(root).list(cfg("t")))
     assert len(everything) == 9
     assert [t.config for t in warm.list(cfg("t"))] == [t.config for t in everything]
+
+
+def test_processes_on_shared_and_own_threads_at_once_keep_every_put_and_write(tmp_path: Path) -> None:
+    """Five processes run a real fan-out graph at the same moment: three on one shared
+    thread, two on threads of their own. Afterwards every checkpoint whose put returned in
+    any process loads, every put_writes that returned is among its checkpoint's pending
+    writes, nothing else is on disk, and validate (checks.Validator) finds no problem."""
+    from langgraph_checkpoint_repo.checks import Validator
+
+    root, turns = tmp_path / "root", 3
+    threads = ["shared", "shared", "shared", "own-3", "own-4"]
+    procs = [
+        spawn(
+            "fan",
+            root=str(root),
+            thread=thread,
+            prefix=f"p{w}-",
+            turns=turns,
+            log=str(tmp_path / f"log-{w}"),
+            ready=str(tmp_path / f"ready-{w}"),
+            go=str(tmp_path / "go"),
+        )
+        for w, thread in enumerate(threads)
+    ]
+    wait_all([tmp_path / f"ready-{w}" for w in range(len(threads))], procs)
+    touch(tmp_path / "go")
+    for proc in procs:
+        finish(proc)
+
+    saver = RepoSaver(root)
+    puts: dict[str, set[str]] = {}
+    for w, thread in enumerate(threads):
+        entries = [json.loads(line) for line in (tmp_path / f"log-{w}").read_text().splitlines()]
+        for entry in entries:
+            if "put" in entry:
+                tup = saver.get_tuple(cfg(thread, checkpoint_id=entry["put"]))
+                assert tup is not None and tup.checkpoint["id"] == entry["put"]
+                puts.setdefault(thread, set()).add(entry["put"])
+        for entry in entries:
+            if "writes" in entry:
+                tup = saver.get_tuple(cfg(thread, checkpoint_id=entry["writes"]))
+                assert tup is not None
+                assert entry["task_id"] in {t for t, _, _ in tup.pending_writes or []}
+        # each process: one turn at a time, five checkpoints a turn
+        assert sum("put" in e for e in entries) == 5 * turns
+    for thread, ids in puts.items():
+        on_disk = {p.stem for p in Layout(root).checkpoints_dir(thread, "").glob("*.json")}
+        assert on_disk == ids
+        assert {t.checkpoint["id"] for t in saver.list(cfg(thread))} == ids
+    assert len(puts["shared"]) == 3 * 5 * turns
+    problems = Validator(root).run()
+    assert problems == [], [p.line() for p in problems]
+    assert leftovers(root) == []
