@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import operator
 import os
 import select
 import shutil
@@ -28,9 +27,9 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
+from graphs import ask_graph, chain_graph, sub_graph
 from graphs import fan_graph as shared_fan_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.review import Reader
@@ -114,10 +113,6 @@ def files_digest(root: Path) -> dict[str, str]:
 # ----------------------------------------------------------------------------
 # graphs
 # ----------------------------------------------------------------------------
-class LogState(TypedDict):
-    log: Annotated[list[str], operator.add]
-
-
 def chat_graph(saver: RepoSaver) -> Any:
     def reply(state: MessagesState) -> dict[str, Any]:
         last = state["messages"][-1]
@@ -128,60 +123,6 @@ def chat_graph(saver: RepoSaver) -> Any:
     builder.add_node("reply", reply)
     builder.add_edge(START, "reply")
     builder.add_edge("reply", END)
-    return builder.compile(checkpointer=saver)
-
-
-class AskState(TypedDict, total=False):
-    question: str
-    answer: str
-    log: Annotated[list[str], operator.add]
-
-
-def ask_graph(saver: RepoSaver) -> Any:
-    def prepare(state: AskState) -> dict[str, Any]:
-        return {"question": "What is your name?", "log": ["prepared"]}
-
-    def ask(state: AskState) -> dict[str, Any]:
-        answer = interrupt({"question": state["question"], "choices": ["Ada", "Grace"]})
-        return {"answer": answer, "log": [f"answered {answer}"]}
-
-    builder = StateGraph(AskState)
-    builder.add_node("prepare", prepare)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=saver)
-
-
-def sub_graph(saver: RepoSaver) -> Any:
-    def inner_ask(state: LogState) -> dict[str, Any]:
-        ok = interrupt("confirm inner?")
-        return {"log": [f"inner_ask:{ok}"]}
-
-    inner = StateGraph(LogState)
-    inner.add_node("inner_prep", lambda s: {"log": ["inner_prep"]})
-    inner.add_node("inner_ask", inner_ask)
-    inner.add_edge(START, "inner_prep")
-    inner.add_edge("inner_prep", "inner_ask")
-    inner.add_edge("inner_ask", END)
-    outer = StateGraph(LogState)
-    outer.add_node("outer_start", lambda s: {"log": ["outer_start"]})
-    outer.add_node("sub", inner.compile())
-    outer.add_edge(START, "outer_start")
-    outer.add_edge("outer_start", "sub")
-    outer.add_edge("sub", END)
-    return outer.compile(checkpointer=saver)
-
-
-def chain_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(LogState)
-    for name in "abc":
-        builder.add_node(name, lambda s, n=name: {"log": [n]})
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", END)
     return builder.compile(checkpointer=saver)
 
 
