@@ -392,3 +392,18 @@ def test_reading_encrypted_state_without_its_key_fails_naming_the_file(tmp_path:
     assert str(tmp_path / "threads" / "vault") in message and ".json" in message
     expected = "written with another key" if serde == "wrong key" else "the value is encrypted (msgpack+aes)"
     assert expected in message
+
+
+def test_validate_never_prints_a_secret_quoted_by_a_schema_error(tmp_path: Path) -> None:
+    """A broken file whose bad value is a key: the schema error quotes it, masked."""
+    secret = SECRETS["aws-access-key-id"]
+    graph = chat_graph(RepoSaver(tmp_path, durable=False))
+    graph.invoke({"messages": [HumanMessage(content="hi")]}, cfg("t"))
+    path = sorted((tmp_path / "threads/t/checkpoints").iterdir())[-1]
+    doc = json.loads(path.read_text())
+    doc["metadata"]["step"] = secret  # a string where the schema wants an integer
+    path.write_text(json.dumps(doc))
+    proc = _validate(tmp_path, "--no-secrets")
+    assert proc.returncode == 1
+    assert "/metadata/step" in proc.stdout and "AKIA…" in proc.stdout
+    assert secret not in proc.stdout + proc.stderr

@@ -37,7 +37,7 @@ from .layout import (
     is_hashed_segment,
     is_temp_name,
 )
-from .redaction import DESCRIPTIONS, find_secrets
+from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
 from .review import Reader, parse_ts
 from .store import FileStore, digest_node
 
@@ -93,7 +93,8 @@ class Validator:
             self._progress(n)
 
     def problem(self, path: Path | str, pointer: str, message: str) -> None:
-        self.problems.append(Problem(str(path), pointer or "/", message))
+        # a schema error may quote the bad value: never print a secret it holds
+        self.problems.append(Problem(str(path), mask_secrets(pointer or "/"), mask_secrets(message)))
 
     def _read(self, path: Path, kind: str) -> dict[str, Any] | None:
         self._seen()

@@ -126,6 +126,11 @@ def mask(secret: str) -> str:
     return secret[:4] + "…"
 
 
+def mask_secrets(text: str) -> str:
+    """``text`` with every default-pattern match masked: for messages that quote values."""
+    return DEFAULT_REGEX.sub(lambda m: mask(m.group()), text)
+
+
 class Redactor:
     """Rewrites the text of values: the default patterns, your patterns, then your function.
 
