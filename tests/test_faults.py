@@ -327,3 +327,29 @@ def test_read_only_root_refuses_writes_and_keeps_the_state(
     assert_still_there(root, before, history)
     assert_clean(root)
     finish_and_compare(graph, root, reference)
+
+
+def test_new_folder_whose_parent_fsync_fails_is_made_again_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Otherwise the folder would exist, and its entry in the parent never be made durable."""
+    root = tmp_path / "root"
+    root.mkdir()
+    folder = root / "threads" / "t" / "checkpoints"
+    synced: list[Path] = []
+    real = durable_mod.fsync_dir
+
+    def failing_once(path: Path) -> None:
+        if not synced:
+            synced.append(path)
+            raise OSError(errno.EIO, "injected: folder fsync failed", str(path))
+        synced.append(path)
+        real(path)
+
+    monkeypatch.setattr(durable_mod, "fsync_dir", failing_once)
+    with pytest.raises(OSError, match="folder fsync failed"):
+        durable_mod.ensure_dir(folder, root, durable=True)
+    assert not (root / "threads").exists()
+    durable_mod.ensure_dir(folder, root, durable=True)
+    assert folder.is_dir()
+    assert synced == [root, root, root / "threads", root / "threads" / "t"]

@@ -65,7 +65,12 @@ def ensure_dir(folder: Path, root: Path, durable: bool) -> None:
                 raise RepoCheckpointError(f"{path} exists and is not a folder") from None
             continue
         if durable:
-            fsync_dir(path.parent)
+            try:
+                fsync_dir(path.parent)
+            except BaseException:
+                # unmade, so the next call makes it again and fsyncs its parent then
+                os.rmdir(path)
+                raise
 
 
 def _write_temp(path: Path, data: bytes, durable: bool) -> Path:
