@@ -12,7 +12,7 @@ import os
 import secrets
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,9 @@ def ensure_dir(folder: Path, root: Path, durable: bool) -> None:
                 fsync_dir(path.parent)
             except BaseException:
                 # unmade, so the next call makes it again and fsyncs its parent then
-                os.rmdir(path)
+                # (unless another writer has put something in it meanwhile)
+                with suppress(OSError):
+                    os.rmdir(path)
                 raise
 
 
