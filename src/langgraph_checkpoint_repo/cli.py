@@ -1319,12 +1319,7 @@ def _transfer(
         with open_saver(other, create=not to_repo) as saver:
             source, target = (saver, repo) if to_repo else (repo, saver)
             wanted = threads or thread_ids_of(source)
-            with _progress(settings, "copying", len(wanted)) as advance:
-
-                def step(thread_id: str, done: int, total: int) -> None:
-                    if advance is not None and done == total:
-                        advance(1)
-
+            with _copy_progress(settings, len(wanted)) as step:
                 report = copy_threads(source, target, wanted, replace=replace, progress=step)
     except SaverSpecError as exc:
         raise CliError(str(exc), USAGE) from None
@@ -1346,6 +1341,26 @@ def _transfer(
         f"({report.checkpoints} checkpoints, "
         f"{report.writes} pending writes) {where}"
     )
+
+
+@contextmanager
+def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
+    """On a terminal: a bar over the checkpoints of the thread being copied, and threads done."""
+    if not settings.err.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=settings.err, transient=True) as progress:
+        task = progress.add_task("copying", total=None)
+        finished = 0
+
+        def step(thread_id: str, done: int, total: int) -> None:
+            nonlocal finished
+            finished += done == total
+            label = f"thread {finished + (done < total)}/{threads} {thread_id!r}"
+            progress.update(task, description=label, completed=done, total=total)
+
+        yield step
 
 
 @app.command(name="import")
