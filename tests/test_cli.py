@@ -16,20 +16,19 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
-from graphs import ask_graph, chain_graph, sub_graph
+from graphs import ask_graph, chain_graph, delta_graph, sub_graph
 from graphs import fan_graph as shared_fan_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.review import Reader
@@ -173,29 +172,6 @@ def point_graph(saver: RepoSaver) -> Any:
     builder.add_node("move", lambda s: {"point": Point(s["point"].x + 1, s["point"].y + 2)})
     builder.add_edge(START, "move")
     builder.add_edge("move", END)
-    return builder.compile(checkpointer=saver)
-
-
-def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
-    out = list(state)
-    for items in writes:
-        out.extend(items)
-    return out
-
-
-class DeltaState(TypedDict):
-    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
-    n: int
-
-
-def delta_graph(saver: RepoSaver) -> Any:
-    def tick(state: DeltaState) -> dict[str, Any]:
-        return {"items": [f"item{state['n']}"], "n": state["n"] + 1}
-
-    builder = StateGraph(DeltaState)
-    builder.add_node("tick", tick)
-    builder.add_edge(START, "tick")
-    builder.add_conditional_edges("tick", lambda s: END if s["n"] >= 7 else "tick")
     return builder.compile(checkpointer=saver)
 
 

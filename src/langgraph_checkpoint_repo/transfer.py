@@ -326,8 +326,8 @@ def copy_threads(
     """
     wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
     present = {t: _has(target, t) for t in wanted}
-    for t in wanted:
-        _refuse(t, _has(source, t), present[t], replace)
+    for t in wanted:  # threads found by thread_ids_of are in the source: no need to ask again
+        _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
     report = CopyReport()
     for thread_id in wanted:
         plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
@@ -361,7 +361,7 @@ async def acopy_threads(
         wanted = _unique(thread_ids)
     present = {t: await _ahas(target, t) for t in wanted}
     for t in wanted:
-        _refuse(t, await _ahas(source, t), present[t], replace)
+        _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
     report = CopyReport()
     for thread_id in wanted:
         plan = _plan(thread_id, [t async for t in source.alist({"configurable": {"thread_id": thread_id}})])
