@@ -345,7 +345,16 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 new_values[channel] = body
                 refs[channel] = own_ref
                 states[channel] = state
-            self._carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], refs)
+            carried = self._carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], refs)
+            for channel in carried:
+                # a copy or fork whose version lives nowhere we can point at: store it here
+                where = (f"thread {thread_id!r} checkpoint {cid}", f"/new_values/{channel}")
+                body, state = self._body(
+                    thread_id, ns, channel, carried[channel], values.get(channel, _MISSING), large, where
+                )
+                new_values[channel] = body
+                refs[channel] = own_ref
+                states[channel] = state
             stored: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
             target = f"thread {thread_id!r} checkpoint {cid}"
             extra = {
@@ -388,11 +397,17 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id: str | None,
         versions: ChannelVersions,
         refs: dict[str, str],
-    ) -> None:
-        """Where the unchanged channels' values live: as the parent said, else their value file."""
+    ) -> dict[str, str | int | float]:
+        """Where the unchanged channels' values live, found by version as InMemorySaver does.
+
+        Usually the parent holds the same version. A ``__copy__`` fork is put under the
+        copied checkpoint's parent with no new versions, so its channels can be at versions
+        the parent does not have: those are looked up among the namespace's checkpoints.
+        Returns the channels found nowhere: the caller stores their values inline.
+        """
         missing = [ch for ch in versions if ch not in refs]
         if not missing:
-            return
+            return {}
         parent: dict[str, Any] | None = None
         if parent_id:
             try:
@@ -400,6 +415,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             except FileNotFoundError:
                 parent = None
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
+        unresolved: builtins.list[str] = []
         for channel in missing:
             if (
                 parent is not None
@@ -416,6 +432,32 @@ class RepoSaver(BaseCheckpointSaver[str]):
             rel = self.store.layout.value_rel(channel, versions[channel])
             if (ns_dir / rel).exists():
                 refs[channel] = rel
+                continue
+            unresolved.append(channel)
+        if unresolved:
+            self._refs_by_version(thread_id, ns, versions, unresolved, refs)
+        return {ch: versions[ch] for ch in unresolved if ch not in refs}
+
+    def _refs_by_version(
+        self,
+        thread_id: str,
+        ns: str,
+        versions: ChannelVersions,
+        channels: builtins.list[str],
+        refs: dict[str, str],
+    ) -> None:
+        """Find each channel's ref at its version in any checkpoint of the namespace, newest first."""
+        wanted = set(channels)
+        for cid in reversed(self.store.checkpoint_ids(thread_id, ns)):
+            doc = self.store.header(thread_id, ns, cid)
+            stored = doc["checkpoint"]["channel_versions"]
+            for channel in [ch for ch in wanted if stored.get(ch) == versions[ch]]:
+                ref = doc["values"].get(channel)
+                if ref is not None:
+                    refs[channel] = ref
+                    wanted.discard(channel)
+            if not wanted:
+                return
 
     def _tree(self, value: Any, target: str, pointer: str) -> Any:
         # readable even with EncryptedSerializer (list(filter=...) reads it), as SqliteSaver does
