@@ -21,8 +21,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
-from langgraph_checkpoint_repo import RepoSaver, copy_threads
 from graphs import cfg, sub_graph
+from langgraph_checkpoint_repo import RepoSaver, copy_threads
 from test_differential import Canon
 
 
@@ -121,7 +121,7 @@ def test_copy_with_start_update_keeps_start_task_and_result_in_history(tmp_path:
     assert fork_rows and fork_rows[0][2] == [("__start__", {"log": ["forked"]}, [])]
 
 
-def _fork_before_interrupt(saver: BaseCheckpointSaver[Any], use_async: bool = False) -> Any:
+def _fork_before_interrupt(saver: BaseCheckpointSaver[Any]) -> Any:
     graph = asking(saver)
     graph.invoke({"log": ["start"]}, cfg("t"))
     graph.invoke(Command(resume="yes"), cfg("t"))
@@ -143,7 +143,8 @@ async def test_copy_taken_before_an_interrupt_raises_it_again_async(tmp_path: Pa
         graph = asking(saver)
         await graph.ainvoke({"log": ["start"]}, cfg("t"))
         await graph.ainvoke(Command(resume="yes"), cfg("t"))
-        before_b = [h async for h in graph.aget_state_history(cfg("t")) if h.next == ("b",)][0]
+        history = [h async for h in graph.aget_state_history(cfg("t"))]
+        before_b = next(h for h in history if h.next == ("b",))
         fork = await graph.aupdate_state(before_b.config, None, as_node="__copy__")
         results.append(await graph.ainvoke(None, fork))
     reference, repo = results
