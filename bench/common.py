@@ -1,0 +1,233 @@
+"""What every workload shares: saver names, sizes, timing and disk helpers, the call counter."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+REPO = "RepoSaver"
+REPO_FAST = "RepoSaver (durable=False)"
+SQLITE = "SqliteSaver"
+MEMORY = "InMemorySaver"
+MAIN_SAVERS = (REPO, SQLITE, MEMORY)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+COUNTED_METHODS = ("get_tuple", "put", "put_writes", "list", "get_delta_channel_history")
+
+Result = dict[str, Any]
+"""What a workload's ``run`` returns; stored under the workload's name in the JSON results."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    chat_threads: int
+    chat_turns: int
+    big_checkpoints: int
+    small_checkpoints: int
+    get_tuple_calls: int
+    cold_repeats: int
+    list_calls: int
+    git_turns: int
+
+
+FULL = Sizes(
+    chat_threads=3,
+    chat_turns=30,
+    big_checkpoints=5000,
+    small_checkpoints=10,
+    get_tuple_calls=300,
+    cold_repeats=7,
+    list_calls=50,
+    git_turns=30,
+)
+QUICK = Sizes(
+    chat_threads=2,
+    chat_turns=5,
+    big_checkpoints=300,
+    small_checkpoints=10,
+    get_tuple_calls=30,
+    cold_repeats=3,
+    list_calls=10,
+    git_turns=5,
+)
+TINY = Sizes(
+    chat_threads=1,
+    chat_turns=3,
+    big_checkpoints=30,
+    small_checkpoints=5,
+    get_tuple_calls=3,
+    cold_repeats=1,
+    list_calls=2,
+    git_turns=4,
+)
+
+
+# ----------------------------------------------------------------------------
+# timings and ratios
+# ----------------------------------------------------------------------------
+def ms(ns: float) -> float:
+    return ns / 1e6
+
+
+def median_ms(samples_ns: Sequence[int]) -> float:
+    return ms(statistics.median(samples_ns))
+
+
+def quantile_ms(samples_ns: Sequence[int], q: float) -> float:
+    data = sorted(samples_ns)
+    if not data:
+        return float("nan")
+    pos = min(len(data) - 1, max(0, round(q * (len(data) - 1))))
+    return ms(data[pos])
+
+
+def rotated(names: Sequence[str], k: int) -> list[str]:
+    """Round-robin order that rotates every round, so no saver always goes first."""
+    k %= len(names)
+    return [*names[k:], *names[:k]]
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_ratio(r: float | None) -> str:
+    return "n/a" if r is None else f"{r:.2f}x"
+
+
+def loadavg() -> list[float] | None:
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
+def fmt_load(load: list[float] | None) -> str:
+    return "n/a" if not load else " ".join(f"{x:.2f}" for x in load)
+
+
+def progress(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------
+# bytes on disk
+# ----------------------------------------------------------------------------
+def _usage(paths: Iterator[Path]) -> dict[str, int]:
+    apparent = allocated = files = 0
+    for p in paths:
+        st = p.lstat()
+        apparent += st.st_size
+        allocated += st.st_blocks * 512
+        files += 1
+    return {"apparent": apparent, "allocated": allocated, "files": files}
+
+
+def dir_usage(path: Path, skip: Callable[[Path], bool] | None = None) -> dict[str, int]:
+    """Apparent bytes (sum of file sizes), allocated bytes and file count under ``path``."""
+    found = (Path(folder) / name for folder, _, names in os.walk(path) for name in names)
+    return _usage(p for p in found if skip is None or not skip(p))
+
+
+def files_usage(paths: Sequence[Path]) -> dict[str, int]:
+    return _usage(p for p in paths if p.exists())
+
+
+def sqlite_files(db: Path) -> list[Path]:
+    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+
+
+# ----------------------------------------------------------------------------
+# commands, savers, temp folders
+# ----------------------------------------------------------------------------
+def run_cmd(args: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    out = subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True, text=True)
+    return out.stdout
+
+
+def try_cmd(args: Sequence[str]) -> str:
+    try:
+        return run_cmd(args).strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return f"unavailable ({exc})"
+
+
+def open_sqlite(path: Path) -> SqliteSaver:
+    return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
+
+
+def sqlite_wal_checkpoint(saver: BaseCheckpointSaver[Any]) -> None:
+    """Fold the WAL into the database file, so the file alone holds everything."""
+    assert isinstance(saver, SqliteSaver)
+    saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def close_saver(saver: BaseCheckpointSaver[Any]) -> None:
+    if isinstance(saver, SqliteSaver):
+        saver.conn.close()
+
+
+@contextmanager
+def temp_dir(parent: Path, keep: bool) -> Iterator[Path]:
+    created = not parent.exists()
+    parent.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="bench-", dir=parent))
+    try:
+        yield path
+    finally:
+        if keep:
+            progress(f"kept temp data in {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+            if created:
+                try:
+                    parent.rmdir()
+                except OSError:
+                    pass
+
+
+# ----------------------------------------------------------------------------
+# counting saver calls
+# ----------------------------------------------------------------------------
+class CallCounter:
+    """Wraps a saver instance's methods to count calls and time spent in them."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.counts: Counter[str] = Counter()
+        self.time_ns: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        for name in COUNTED_METHODS:
+            original = getattr(saver, name)
+            setattr(saver, name, self._wrap(name, original))
+
+    def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter_ns()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter_ns() - t0
+                with self._lock:
+                    self.counts[name] += 1
+                    self.time_ns[name] += elapsed  # for list: only creating the generator
+
+        return wrapper
+
+    def snapshot(self) -> tuple[Counter[str], Counter[str]]:
+        with self._lock:
+            return Counter(self.counts), Counter(self.time_ns)

@@ -1,0 +1,193 @@
+"""The benchmark's goals, each defined once, here, as data.
+
+A goal names the workload it judges, what it measures, the comparison and the threshold.
+Its printed wording (the Goals table, the console summary, the Goal column of the results
+table) and its check are both made from that one definition, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from bench.common import REPO, SQLITE, Result, fmt_ratio, ratio
+
+Compare = Literal["<", "<=", "=="]
+_OPS: dict[str, Callable[[float, float], bool]] = {"<": operator.lt, "<=": operator.le, "==": operator.eq}
+
+
+@dataclass(frozen=True)
+class Measure:
+    value: float | None
+    """What is compared with the threshold; None when it could not be measured."""
+    shown: str
+    """The Measured cell: the value and what it was made from."""
+
+
+@dataclass(frozen=True)
+class GoalResult:
+    key: str
+    text: str
+    measured: str
+    met: bool | None
+
+
+@dataclass(frozen=True)
+class Goal:
+    key: str
+    workload: str
+    """The workload whose results the goal judges; the goal is skipped when it did not run."""
+    subject: str
+    """What is measured; ``{name}`` fields are filled from the workload's results."""
+    compare: Compare
+    threshold: float
+    unit: str
+    """Follows the threshold: ``" ms"``, or ``"x SqliteSaver"`` for a ratio (a ratio of 1 reads
+    as the reference alone); ``{name}`` fields are filled from the workload's results."""
+    measure: Callable[[Result], Measure]
+
+    def bound(self, result: Result) -> str:
+        """The comparison and the threshold with its unit, as printed."""
+        unit = self.unit.format_map(result)
+        if unit.startswith("x ") and self.threshold == 1:
+            return f"{self.compare} {unit[2:]}"
+        return f"{self.compare} {self.threshold:g}{unit}"
+
+    def text(self, result: Result) -> str:
+        """The goal as one line, for the Goals table."""
+        return f"{self.subject.format_map(result)} {self.bound(result)}"
+
+    def column(self, result: Result) -> str:
+        """The goal in the Goal column of the results table, beside the row it judges."""
+        return f"{REPO} {self.bound(result)}"
+
+    def check(self, result: Result) -> GoalResult:
+        m = self.measure(result)
+        met = None if m.value is None else _OPS[self.compare](m.value, self.threshold)
+        return GoalResult(self.key, self.text(result), m.shown, met)
+
+
+def versus(a: float, b: float, unit: str, digits: int) -> Measure:
+    """``a`` against a reference ``b``: the ratio, and both values."""
+    r = ratio(a, b)
+    return Measure(r, f"{a:,.{digits}f} {unit} vs {b:,.{digits}f} {unit} ({fmt_ratio(r)})")
+
+
+def _vs_sqlite(key: str, digits: int) -> Callable[[Result], Measure]:
+    """RepoSaver's ``per_saver`` milliseconds under ``key`` against SqliteSaver's."""
+
+    def measure(result: Result) -> Measure:
+        per = result["per_saver"]
+        return versus(per[REPO][key], per[SQLITE][key], "ms", digits)
+
+    return measure
+
+
+def _disk(chat: Result) -> Measure:
+    disk = chat["disk"]
+    return versus(disk[REPO]["apparent"] / 1024, disk[SQLITE]["apparent"] / 1024, "KB", 1)
+
+
+def _get_tuple_warm(depth: Result) -> Measure:
+    big: float = depth["per_saver"][REPO]["get_tuple_big_median_ms"]
+    return Measure(big, f"{big:.3f} ms")
+
+
+def _get_tuple_depth(depth: Result) -> Measure:
+    per = depth["per_saver"][REPO]
+    return versus(per["get_tuple_big_median_ms"], per["get_tuple_small_median_ms"], "ms", 3)
+
+
+def _git_growth(git: Result) -> Measure:
+    repo = git["per_saver"][REPO]
+    growth: float = repo["kb_per_turn_growth"]
+    raw: float = repo["kb_per_turn_raw"]
+    return Measure(growth, f"{growth:.2f} KB/turn growth; {raw:.2f} KB/turn counting the whole .git")
+
+
+def _git_binary(git: Result) -> Measure:
+    per = git["per_saver"]
+    n: int = per[REPO]["binary_entries"]
+    return Measure(n, f"{n} binary numstat entries ({SQLITE}: {per[SQLITE]['binary_entries']})")
+
+
+CHAT_TURN = Goal(
+    key="chat_turn",
+    workload="chat",
+    subject="Chat turn (median, full fsync durability)",
+    compare="<=",
+    threshold=1.2,
+    unit=f"x {SQLITE}",
+    measure=_vs_sqlite("median_ms", 2),
+)
+DISK = Goal(
+    key="bytes_on_disk",
+    workload="chat",
+    subject=f"Bytes on disk after chat: {REPO}",
+    compare="<=",
+    threshold=1.0,
+    unit=f"x {SQLITE}",
+    measure=_disk,
+)
+GET_TUPLE_WARM = Goal(
+    key="get_tuple_warm",
+    workload="depth",
+    subject="get_tuple latest at {big_checkpoints:,} checkpoints (warm)",
+    compare="<",
+    threshold=1.0,
+    unit=" ms",
+    measure=_get_tuple_warm,
+)
+GET_TUPLE_DEPTH = Goal(
+    key="get_tuple_depth",
+    workload="depth",
+    subject="get_tuple at {big_checkpoints:,}",
+    compare="<=",
+    threshold=2.0,
+    unit=f"x get_tuple at {{small_checkpoints}} ({REPO})",
+    measure=_get_tuple_depth,
+)
+LIST_FILTER = Goal(
+    key="list_filter",
+    workload="depth",
+    subject="list(filter={{'step': k}})",
+    compare="<=",
+    threshold=2.0,
+    unit=f"x {SQLITE}",
+    measure=_vs_sqlite("list_filter_median_ms", 3),
+)
+GIT_GROWTH = Goal(
+    key="git_growth",
+    workload="git",
+    subject=f"git growth ({REPO})",
+    compare="<=",
+    threshold=6.0,
+    unit=" KB/turn",
+    measure=_git_growth,
+)
+GIT_TEXT = Goal(
+    key="git_text",
+    workload="git",
+    subject=f"every {REPO} change is text in git: binary numstat entries",
+    compare="==",
+    threshold=0,
+    unit="",
+    measure=_git_binary,
+)
+
+GOALS: tuple[Goal, ...] = (
+    CHAT_TURN,
+    DISK,
+    GET_TUPLE_WARM,
+    GET_TUPLE_DEPTH,
+    LIST_FILTER,
+    GIT_GROWTH,
+    GIT_TEXT,
+)
+
+
+def check_goals(results: Result) -> list[GoalResult]:
+    """Every goal whose workload ran, in the order of ``GOALS``."""
+    return [g.check(results[g.workload]) for g in GOALS if results.get(g.workload)]

@@ -1,0 +1,111 @@
+"""The benchmark (``bench/``) runs end to end in its smallest mode, and each goal is written once.
+
+No timing is asserted: a goal may be met or not; only that the report says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.goals import GOALS
+from bench.workloads import WORKLOADS
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+TREES = {path: ast.parse(path.read_text()) for path in sorted(BENCH.rglob("*.py"))}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, Any]]:
+    """``python bench/run.py --tiny``: the report, the console output and the JSON results."""
+    tmp = tmp_path_factory.mktemp("bench")
+    report, results = tmp / "report.md", tmp / "results.json"
+    args = ["--tiny", "--out", str(report), "--json", str(results), "--tmp-dir", str(tmp / "work")]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), *args], capture_output=True, text=True, timeout=600, cwd=tmp
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp / "work").exists(), "the temp data is removed at the end"
+    return report.read_text(), proc.stdout, json.loads(results.read_text())
+
+
+def test_every_workload_has_its_section_and_rows(tiny_run: tuple[str, str, dict[str, Any]]) -> None:
+    report, console, results = tiny_run
+    for w in WORKLOADS:
+        assert report.count(f"\n### {w.TITLE}\n") == 1, w.NAME
+        rows = w.rows(results[w.NAME])
+        assert rows, w.NAME
+        for row in rows:
+            line = f"| {row.workload} | {row.metric} | {row.unit} |"
+            assert line in report, line
+            assert line in console, line
+
+
+def test_every_goal_is_printed_in_the_report_and_the_console(
+    tiny_run: tuple[str, str, dict[str, Any]],
+) -> None:
+    report, console, results = tiny_run
+    assert [g["key"] for g in results["goals"]] == [g.key for g in GOALS]
+    for goal, checked in zip(GOALS, results["goals"], strict=True):
+        text = goal.text(results[goal.workload])
+        assert checked["text"] == text
+        assert checked["met"] in (True, False, None)
+        met = {True: "yes", False: "**NO**", None: "n/a"}[checked["met"]]
+        line = f"| {text} | {checked['measured']} | {met} |"
+        assert report.count(line) == 1, line
+        assert console.count(line) == 1, line
+    for section in (
+        "## Goals",
+        "## Results",
+        "## Notes on method",
+        "## Machine",
+        "## Sizes",
+        "## How to reproduce",
+    ):
+        assert report.count(f"\n{section}\n") == 1, section
+
+
+def test_each_goal_and_its_threshold_are_written_once() -> None:
+    """Each goal is one ``Goal(...)`` in goals.py with a literal threshold, and no float equal to a
+    goal's threshold is written anywhere else in bench/ (so no second check like ``ratio <= 1.2``)."""
+    written: list[ast.Constant] = []
+    for path, tree in TREES.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Goal":
+                assert path.name == "goals.py", f"{path}:{node.lineno}: a goal outside goals.py"
+                values = [kw.value for kw in node.keywords if kw.arg == "threshold"]
+                assert len(values) == 1 and isinstance(values[0], ast.Constant), f"{path}:{node.lineno}"
+                written.append(values[0])
+    assert sorted(c.value for c in written) == sorted(g.threshold for g in GOALS)
+    thresholds = {g.threshold for g in GOALS}
+    again = [
+        f"{path}:{node.lineno}: {node.value}"
+        for path, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and type(node.value) is float
+        and node.value in thresholds
+        and not any(node is c for c in written)
+    ]
+    assert not again
+
+
+def test_no_goal_wording_is_written_out() -> None:
+    """A goal's comparison and threshold are printed only by rendering its definition: no string
+    in bench/ spells one out (as ``"RepoSaver <= 1.2x SqliteSaver"`` once did)."""
+    strings = [
+        node.value
+        for tree in TREES.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    any_result = defaultdict(int)  # fills the {fields} some goals take from their workload's results
+    for goal in GOALS:
+        for spelled in (goal.bound(any_result), f"{goal.compare} {goal.threshold:g}"):
+            assert not [s for s in strings if spelled in s], spelled
