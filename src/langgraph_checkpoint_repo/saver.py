@@ -344,7 +344,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         Every kind of stored payload passes the saver's checks before the serde sees it: a
         JSON tree (``readable``: metadata, which is never encrypted) by the types it names,
         a base64 payload by the codec (decrypted, parsed and checked, or refused)."""
-        if entry.raw is None and not readable:
+        if not readable and (entry.raw is None or "+" not in entry.raw[0]):
             self.codec.refuse_plaintext(where)
         self.codec.check_types(entry.types, where)
         if entry.raw is not None:

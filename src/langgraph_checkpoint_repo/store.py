@@ -61,7 +61,8 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 # a read. The saver refuses to write past these limits, so it never writes what it refuses.
 MAX_JSON_CONTAINERS = 1_000_000  # arrays and objects
 MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , : [ { that introduce them
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
+_STRUCTURED_STRING = re.compile(rb'"[^"]+"')
 _CACHE_ENTRIES = 20_000
 
 StatKey = tuple[int, int, int, int]
@@ -198,8 +199,8 @@ class FileStore:
             raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)  # the file may have grown since the stat
-        if len(raw) > MAX_FILE_BYTES:
+            raw = fh.read()
+        if len(raw) > MAX_FILE_BYTES:  # grown since the stat
             raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
         too_big = json_bounds_problem(raw)
         if too_big is not None:  # before parsing: the count is cheap, the parse is what costs memory
@@ -687,26 +688,40 @@ def json_bounds_problem(raw: bytes) -> str | None:
     Counted on the bytes: every array and object starts with ``[`` or ``{``, and every
     value or key after the first follows one of ``[ { , :``. Counting those characters is
     an upper bound that costs a few milliseconds per 100 MB; only when it is over a limit
-    are strings (whose brackets and commas do not count) blanked out for the exact count.
+    are the characters inside strings (which do not count) taken off for the exact count.
     """
     containers = raw.count(b"[") + raw.count(b"{")
     values = 1 + containers + raw.count(b",") + raw.count(b":")
     if containers <= MAX_JSON_CONTAINERS and values <= MAX_JSON_VALUES:
         return None
-    bare = _JSON_STRING.sub(b'""', raw)
-    containers = bare.count(b"[") + bare.count(b"{")
-    values = 1 + containers + bare.count(b",") + bare.count(b":")
+    # the exact count, in bounded memory: drop escaped backslashes and quotes (so every quote
+    # left opens or closes a string), keep only quotes and , : [ {, then drop the strings that
+    # hold none of those; the strings left, each holding one, are at most MAX_JSON_VALUES
+    bare = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    strings = bare.count(b'"') // 2
+    if strings > MAX_JSON_VALUES:
+        return _over_values(strings)
+    bare = bare.replace(b'""', b"")
+    for match in _STRUCTURED_STRING.finditer(bare):
+        start, end = match.span()
+        inner = bare.count(b"[", start, end) + bare.count(b"{", start, end)
+        containers -= inner
+        values -= inner + bare.count(b",", start, end) + bare.count(b":", start, end)
     if containers > MAX_JSON_CONTAINERS:
         return (
             f"holds {containers:,} JSON arrays and objects; one file may hold at most "
             f"{MAX_JSON_CONTAINERS:,} (refused before parsing, to bound memory)"
         )
     if values > MAX_JSON_VALUES:
-        return (
-            f"holds {values:,} JSON values and keys; one file may hold at most "
-            f"{MAX_JSON_VALUES:,} (refused before parsing, to bound memory)"
-        )
+        return _over_values(values)
     return None
+
+
+def _over_values(count: int) -> str:
+    return (
+        f"holds at least {count:,} JSON values and keys; one file may hold at most "
+        f"{MAX_JSON_VALUES:,} (refused before parsing, to bound memory)"
+    )
 
 
 def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str] | None:
