@@ -52,6 +52,7 @@ from langgraph_checkpoint_repo import (
 )
 from langgraph_checkpoint_repo.codec import tree_to_msgpack
 from langgraph_checkpoint_repo.store import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from langgraph_checkpoint_repo.transfer import copy_threads
 from langgraph_checkpoint_repo.validation import RESERVED_EXTRA_KEYS
 
 KEY = b"0123456789abcdef0123456789abcdef"
@@ -297,8 +298,8 @@ def test_pickle_loads_named_inside_msgpack_is_refused_with_a_pickle_fallback_ser
 def test_pickle_payload_is_refused_with_a_pickle_fallback_serde_even_encrypted(
     tmp_path: Path, form: str
 ) -> None:
-    """A pickle node (plain, or encrypted with the right key) is never unpickled without the unsafe option.
-    (Coverage: the plain and encrypted pickle nodes were refused before this change too.)"""
+    """A pickle node (plain, or encrypted with the right key) is never unpickled without the unsafe option,
+    and the error says which option that is. (Both were refused before this change too, without naming it.)"""
     root = tmp_path / "root"
     marker = tmp_path / "pwned"
     payload = pickle.dumps(_Reduce(marker))
@@ -497,6 +498,22 @@ def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(tmp_path:
     text = "".join(p.read_text() for p in root.rglob("*.json"))
     assert "contract" not in text and "Ada" not in text and '"serde": "msgpack+aes"' in text
     assert cli(root, "validate", "--no-secrets").returncode == 0
+
+
+def test_plaintext_thread_moves_to_an_encrypting_saver_with_copy_threads(tmp_path: Path) -> None:
+    """The docs/secrets.md way to start encrypting a thread written in the clear (the encrypting saver
+    refuses its plaintext values in place): copy it into an encrypting saver; it runs on from there."""
+    plain_root, vault_root = tmp_path / "plain", tmp_path / "vault"
+    chat_thread(plain_root, "t", turns=2)
+    with pytest.raises(UnrevivableValueError, match="stored in the clear"):
+        RepoSaver(plain_root, serde=encrypted()).get_tuple(cfg("t"))
+    copy_threads(RepoSaver(plain_root), RepoSaver(vault_root, serde=encrypted()), ["t"])
+    out = chat_graph(RepoSaver(vault_root, serde=encrypted())).invoke(
+        {"messages": [HumanMessage(content="now secret")]}, cfg("t")
+    )
+    assert [m.content for m in out["messages"]][-2:] == ["now secret", "echo: now secret"]
+    assert len(out["messages"]) == 6
+    assert "turn 0" not in "".join(p.read_text() for p in vault_root.rglob("*.json"))
 
 
 # ---------------------------------------------------------------------------
