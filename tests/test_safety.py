@@ -24,6 +24,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo.codec import tree_to_msgpack
 from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
 BIG_REPORT = "".join(f"line {i:05d} of a report long enough to be stored on its own\n" for i in range(300))
@@ -202,13 +203,18 @@ def test_planted_type_is_refused_naming_type_and_file(tmp_path: Path, place: str
 
 
 def test_planted_payload_is_live_when_the_allowlist_is_switched_off(tmp_path: Path) -> None:
-    """Control: with allowed_msgpack_modules=True the same file does run, so the refusals above are real."""
+    """Control: handed straight to a serde with allowed_msgpack_modules=True the planted tree does run, so
+    the refusals above are real. A RepoSaver given that serde still refuses it: the saver's allowlist
+    holds whatever the serde allows (tests/test_hardening_codeexec.py)."""
     root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     _in_channel_value(root, payloads(marker)["os.system"])
-    dangerous = RepoSaver(root, serde=JsonPlusSerializer(allowed_msgpack_modules=True))
-    dangerous.get_tuple(thread("t"))
+    dangerous = JsonPlusSerializer(allowed_msgpack_modules=True)
+    with pytest.raises(UnrevivableValueError, match=r"refusing to construct os\.system"):
+        RepoSaver(root, serde=dangerous).get_tuple(thread("t"))
+    assert not marker.exists()
+    dangerous.loads_typed(("msgpack", tree_to_msgpack(payloads(marker)["os.system"])))
     assert marker.exists()
 
 

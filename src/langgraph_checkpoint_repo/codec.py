@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import ormsgpack
@@ -42,6 +43,12 @@ if TYPE_CHECKING:
 _OPT = ormsgpack.OPT_NON_STR_KEYS
 # serde payload types a file may never make us load: unpickling runs code
 REFUSED_SERDE_TYPES = frozenset({"pickle"})
+# serde payload types that name no type to construct: decoded here, never by the serde
+PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
+# every payload type the saver loads (pickle only with unsafe_allow_pickle); anything else,
+# LangGraph's legacy "json" above all (its reviver constructs objects without the
+# allowlist), is refused before a serde sees it
+LOADED_SERDE_TYPES = PLAIN_SERDE_TYPES | {"msgpack"}
 
 # msgpack extension codes used by langgraph.checkpoint.serde.jsonplus
 EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2, EXT_NUMPY, EXT_DELTA = range(8)
@@ -230,7 +237,17 @@ def plain_value(tree: Any) -> Any:
 
 
 class ValueCodec:
-    """Encodes values to nodes and decodes nodes, under one serde's allowlist.
+    """Encodes values to nodes and decodes nodes, under the saver's own allowlist.
+
+    The allowlist is LangGraph's safe types, plus ``allowlist`` (what the saver was given and
+    learned from its graphs), plus an explicit set the serde was built with. It is checked on
+    every payload whatever the serde: a serde built to allow every type (a bare
+    ``JsonPlusSerializer()``, LangGraph's default outside strict mode, also the one inside
+    ``EncryptedSerializer.from_pycryptodome_aes()``) does not widen it, because files come
+    from pull requests. Encrypted payloads are decrypted here with the serde's cipher and
+    checked like any other before its inner serde sees them; with an encrypting serde, a
+    value stored in the clear is refused (``refuse_plaintext``). Pickle loads only with
+    ``unsafe_allow_pickle``.
 
     ``redactor`` rewrites the text of every msgpack payload before any tree is built from
     it (redaction.py); an encrypted payload is not text and is left alone. With an
@@ -238,16 +255,24 @@ class ValueCodec:
     readable and filterable, as in LangGraph's SQLite and Postgres savers.
     """
 
-    def __init__(self, serde: SerializerProtocol, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        serde: SerializerProtocol,
+        redactor: Redactor | None = None,
+        *,
+        allowlist: Collection[tuple[str, ...]] = (),
+        unsafe_allow_pickle: bool = False,
+    ) -> None:
         self.serde = serde
         self.redactor = redactor
+        self.encrypts = isinstance(serde, EncryptedSerializer)
+        self.unsafe_allow_pickle = unsafe_allow_pickle
         inner = serde.serde if isinstance(serde, EncryptedSerializer) else serde
         self._plain: SerializerProtocol = inner
         self._checks_allowlist = isinstance(inner, JsonPlusSerializer)
         allowed = getattr(inner, "_allowed_msgpack_modules", None)
-        self._allow_all = allowed is True
-        self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES)
-        if isinstance(allowed, (set, frozenset)):
+        self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES) | {tuple(a) for a in allowlist}
+        if isinstance(allowed, (set, frozenset)):  # an explicit list; True (allow all) is not one
             self._allowed |= {tuple(a) for a in allowed}
 
     @property
@@ -275,8 +300,18 @@ class ValueCodec:
         except (TypeError, ValueError, ormsgpack.MsgpackEncodeError) as exc:
             problem = f"cannot serialise {type(value).__name__}: {exc}"
             raise InvalidWriteError(kind, target, pointer, problem) from exc
-        if type_.split("+", 1)[0] in REFUSED_SERDE_TYPES:
-            problem = f"{type(value).__name__} only serialises as {type_}, which is never loaded back"
+        base = type_.split("+", 1)[0]
+        if base in REFUSED_SERDE_TYPES and not self.unsafe_allow_pickle:
+            problem = (
+                f"{type(value).__name__} only serialises as {type_}, which is never loaded back "
+                "(unpickling a file runs code; RepoSaver(unsafe_allow_pickle=True) allows it)"
+            )
+            raise InvalidWriteError(kind, target, pointer, problem)
+        if base not in LOADED_SERDE_TYPES and base not in REFUSED_SERDE_TYPES:
+            problem = (
+                f"{type(value).__name__} serialises as {type_}, which RepoSaver cannot check against "
+                "the allowlist and so never loads back"
+            )
             raise InvalidWriteError(kind, target, pointer, problem)
         if type_ == "msgpack" and self.redactor is not None:
             data = self.redactor.redact_msgpack(data)
@@ -299,8 +334,7 @@ class ValueCodec:
         self.check_types(named_types(tree), where)
 
     def check_types(self, types: Any, where: str) -> None:
-        if not self._checks_allowlist:
-            return
+        """Refuse any named type outside the allowlist, whatever the serde would allow."""
         origins = getattr(types, "origins", {})
         for key in types:
             if key[0] in (NUMPY_MARK, DELTA_MARK):
@@ -316,7 +350,7 @@ class ValueCodec:
                     f"{at}: refusing to call {'.'.join(key)}: the method is not "
                     "in LangGraph's safe msgpack methods"
                 )
-            if self._allow_all or key in self._allowed:
+            if key in self._allowed:
                 continue
             raise UnrevivableValueError(
                 f"{at}: refusing to construct {'.'.join(key)}: not in the "
@@ -325,22 +359,73 @@ class ValueCodec:
                 "through with_allowlist) or pass RepoSaver(allowlist=[(module, name)])"
             )
 
-    def loads(self, typed: tuple[str, bytes], where: str) -> Any:
-        if typed[0].split("+", 1)[0] in REFUSED_SERDE_TYPES:
-            raise UnrevivableValueError(f"{where}: refusing to load a {typed[0]} payload: it can run code")
-        encrypted = "+" in typed[0]
-        if encrypted and not isinstance(self.serde, EncryptedSerializer):
+    def refuse_plaintext(self, where: str) -> None:
+        """With an encrypting serde every value is ciphertext: one in the clear was planted."""
+        if self.encrypts:
             raise UnrevivableValueError(
-                f"{where}: the value is encrypted ({typed[0]}): read it with "
-                "RepoSaver(serde=EncryptedSerializer...) and the key it was written with"
+                f"{where}: refusing a value stored in the clear: this saver's serde "
+                "(EncryptedSerializer) encrypts every value, so it did not write this one"
             )
+
+    def loads(self, typed: tuple[str, bytes], where: str) -> Any:
+        """A stored payload as a value: decrypted here, its types checked, and only then the serde."""
+        type_, data = typed
+        base, _, cipher = type_.partition("+")
+        if cipher:
+            if not isinstance(self.serde, EncryptedSerializer):
+                raise UnrevivableValueError(
+                    f"{where}: the value is encrypted ({type_}): read it with "
+                    "RepoSaver(serde=EncryptedSerializer...) and the key it was written with"
+                )
+            try:
+                data = self.serde.cipher.decrypt(cipher, data)
+            except Exception as exc:
+                raise UnrevivableValueError(
+                    f"{where}: cannot decrypt the {type_} value (written with another key?): {exc}"
+                ) from exc
+        else:
+            self.refuse_plaintext(where)
+        return self._load_plain(base, data, where)
+
+    def _load_plain(self, type_: str, data: bytes, where: str) -> Any:
+        if type_ == "null":
+            return None
+        if type_ == "bytes":
+            return data
+        if type_ == "bytearray":
+            return bytearray(data)
+        if type_ == "msgpack":
+            try:
+                tree = msgpack_to_tree(data)
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise UnrevivableValueError(f"{where}: not a msgpack payload: {exc}") from None
+            self.check_allowed(tree, where)
+            return self.loads_checked(data, where)
+        if type_ in REFUSED_SERDE_TYPES:
+            if not self.unsafe_allow_pickle:
+                raise UnrevivableValueError(
+                    f"{where}: refusing to load a {type_} payload: it can run code "
+                    "(only RepoSaver(unsafe_allow_pickle=True) loads one, for files you trust)"
+                )
+            return self._call(type_, data, where)
+        why = (
+            "LangGraph's json reviver constructs objects without the allowlist"
+            if type_ == "json"
+            else "its types cannot be checked against the allowlist"
+        )
+        raise UnrevivableValueError(
+            f"{where}: refusing to load a {type_} payload: {why}; RepoSaver writes and loads "
+            f"only {', '.join(sorted(LOADED_SERDE_TYPES))}"
+        )
+
+    def loads_checked(self, data: bytes, where: str) -> Any:
+        """msgpack whose every named type was already checked, through the (inner) serde."""
+        return self._call("msgpack", data, where)
+
+    def _call(self, type_: str, data: bytes, where: str) -> Any:
         try:
-            return self.serde.loads_typed(typed)
+            return self._plain.loads_typed((type_, data))
         except UnrevivableValueError:
             raise
         except Exception as exc:
-            if encrypted:
-                raise UnrevivableValueError(
-                    f"{where}: cannot decrypt the {typed[0]} value (written with another key?): {exc}"
-                ) from exc
             raise UnrevivableValueError(f"{where}: cannot revive value: {exc}") from exc

@@ -491,22 +491,23 @@ class Reader:
 
     def pending_writes(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> list[WriteView]:
         """Writes merged and ordered as ``get_tuple`` returns them, each value revived or Raw."""
-        merged: dict[tuple[str, int], tuple[str, str, str, int, dict[str, Any], Path]] = {}
+        merged: dict[tuple[str, int], tuple[str, str, str, int, dict[str, Any], Path, int]] = {}
         for path, doc in self.store.writes_docs(thread_id, ns, cid):
-            for w in doc["writes"]:
+            for i, w in enumerate(doc["writes"]):
                 key = (doc["task_id"], w["idx"])
                 if w["idx"] >= 0 and key in merged:
                     continue
-                merged[key] = (doc["task_id"], doc["task_path"], w["channel"], w["idx"], w["value"], path)
+                merged[key] = (doc["task_id"], doc["task_path"], w["channel"], w["idx"], w["value"], path, i)
         out = []
         for key in sorted(merged, key=lambda k: writes_sort_key(merged[k][1], *k)):
-            tid, tpath, channel, idx, node, path = merged[key]
+            tid, tpath, channel, idx, node, path, i = merged[key]
             resolved, holder = self.store.resolve_node(node, path)
             entry = FileStore.entry_from_node(resolved, str(holder))
             tree = tree_of(entry)
             value: Any = tree
             if revive:
-                where = f"thread {thread_id!r} checkpoint {cid} write {channel!r} of task {tid} ({holder})"
+                at = f"{holder} at /writes/{i}/value" if holder == path else f"{holder} at /value"
+                where = f"thread {thread_id!r} checkpoint {cid} write {channel!r} of task {tid} ({at})"
                 value = self._revive(entry, where, tree)
             out.append(WriteView(tid, tpath, channel, idx, tree, value, path))
         return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import builtins
+import copy
 import json
 import os
 import random
@@ -38,6 +39,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from . import codec as codec_mod
@@ -53,7 +55,7 @@ from .graph_types import GraphTypes
 from .layout import encode_segment, find_default_root
 from .redaction import RedactOption, Redactor, resolve_redactor
 from .store import FileStore, ValueEntry, digest_node, msgpack_array_header, msgpack_array_split
-from .validation import SCHEMA_VERSION
+from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION
 
 _MISSING = object()
 # the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
@@ -78,9 +80,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
     Args:
         root: folder of the state; default ``.langgraph`` at the top of the
             current git work tree (the current folder outside git).
-        serde: serializer; default LangGraph's JsonPlusSerializer with the strict
-            msgpack allowlist (safe types plus what ``with_allowlist`` adds).
-        allowlist: extra ``(module, name)`` types the default serde may revive.
+        serde: serializer; default LangGraph's JsonPlusSerializer. Whatever the serde, the
+            saver checks every stored value against its own strict msgpack allowlist
+            (LangGraph's safe types, the calling graph's state types, ``allowlist``) before
+            the serde sees it; a serde that allows every type does not widen it. With an
+            ``EncryptedSerializer`` a value stored in the clear is refused.
+        allowlist: extra ``(module, name)`` types a stored value may construct.
         durable: fsync every file and folder before returning (default). False
             skips fsync for throwaway runs: files stay atomic, not crash-durable.
         large_value_bytes: values whose JSON is larger than this go to a file of
@@ -96,6 +101,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
             ``False`` stores values verbatim; a function ``str -> str`` or patterns
             (regex strings, ``re.Pattern``, ``{kind: pattern}``) are applied after the
             defaults; a ``redaction.Redactor`` gives full control.
+        unsafe_allow_pickle: load (and write) pickle payloads. Unpickling a file runs any
+            code it holds, so this is for roots whose every file you trust; by default a
+            pickle payload is refused on read and a value that only pickles is refused on write.
     """
 
     def __init__(
@@ -109,16 +117,24 @@ class RepoSaver(BaseCheckpointSaver[str]):
         snapshot_every: int = 64,
         lock_timeout: float = 60.0,
         redact: RedactOption = True,
+        unsafe_allow_pickle: bool = False,
     ) -> None:
         if serde is None:
             serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowlist or []) or None)
+        elif allowlist and isinstance(
+            serde.serde if isinstance(serde, EncryptedSerializer) else serde, JsonPlusSerializer
+        ):  # a strict serde of the caller's must construct these types too
+            serde = _with_msgpack_allowlist(serde, allowlist)
         super().__init__(serde=serde)
+        self.unsafe_allow_pickle = unsafe_allow_pickle
+        # the saver's own additions to LangGraph's safe types: checked whatever the serde
+        self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
         path = Path(root) if root is not None else find_default_root()
         self.root = path.absolute()
         self.store = FileStore(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
         self.redactor: Redactor | None = resolve_redactor(redact)
-        self.codec = ValueCodec(self.serde, self.redactor)
+        self.codec = self._new_codec()
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], _ListState] = {}
@@ -127,16 +143,27 @@ class RepoSaver(BaseCheckpointSaver[str]):
     def _learn_graph_types(self, depth: int) -> None:
         """Allow the state types of the graph that is calling (see graph_types.py)."""
         allow = self._graph_types.new_types(depth + 1)
-        if allow and not allow <= self.codec.allowed:
+        if allow and not _allow_keys(allow) <= self.codec.allowed:
             self.serde = maybe_add_typed_methods(_with_msgpack_allowlist(self.serde, allow))
-            self.codec = ValueCodec(self.serde, self.redactor)
+            self._allowlist = self._allowlist | _allow_keys(allow)
+            self.codec = self._new_codec()
+
+    def _new_codec(self) -> ValueCodec:
+        """The codec for the current serde, under the saver's allowlist and pickle option."""
+        return ValueCodec(
+            self.serde, self.redactor, allowlist=self._allowlist, unsafe_allow_pickle=self.unsafe_allow_pickle
+        )
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> RepoSaver:
         clone = super().with_allowlist(extra_allowlist)
         assert isinstance(clone, RepoSaver)
-        if clone is not self:
-            clone.codec = ValueCodec(clone.serde, clone.redactor)
-        return clone
+        extra = _allow_keys(extra_allowlist)
+        if clone is self and extra <= self.codec.allowed:
+            return self
+        grown = copy.copy(self) if clone is self else clone  # a serde allowing every type returns self
+        grown._allowlist = self._allowlist | extra
+        grown.codec = grown._new_codec()
+        return grown
 
     # ------------------------------------------------------------------
     # reading
@@ -261,6 +288,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
             uc = stored["updated_channels"]
             checkpoint["updated_channels"] = list(uc) if uc is not None else None
         for key, tree in stored.get("extra", {}).items():
+            if key in RESERVED_EXTRA_KEYS or key in checkpoint:
+                raise FileFormatError(
+                    str(self.store.layout.checkpoint_path(thread_id, ns, cid)),
+                    f"/checkpoint/extra/{_escape(key)}",
+                    f"{key!r} is a key of the checkpoint itself and cannot come from extra",
+                )
             checkpoint[key] = self._decode_tree(tree, self._where(doc, f"/checkpoint/extra/{key}"))
         metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
         parent = doc["parent_checkpoint_id"]
@@ -273,18 +306,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
         )
 
     def _pending_writes(self, thread_id: str, ns: str, cid: str) -> builtins.list[PendingWrite]:
-        merged: dict[tuple[str, int], tuple[str, str, str, Any, Path]] = {}
+        merged: dict[tuple[str, int], tuple[str, str, str, Any, Path, int]] = {}
         for path, doc in self.store.writes_docs(thread_id, ns, cid):
-            for w in doc["writes"]:
+            for i, w in enumerate(doc["writes"]):
                 key = (doc["task_id"], w["idx"])
                 if w["idx"] >= 0 and key in merged:
                     continue
-                merged[key] = (doc["task_id"], w["channel"], doc["task_path"], w["value"], path)
+                merged[key] = (doc["task_id"], w["channel"], doc["task_path"], w["value"], path, i)
         out: builtins.list[PendingWrite] = []
         for key in sorted(merged, key=lambda k: writes_sort_key(merged[k][2], *k)):
-            task_id, channel, _, node, path = merged[key]
+            task_id, channel, _, node, path, i = merged[key]
             where = (
-                f"thread {thread_id!r} checkpoint {cid} pending write {channel!r} of task {task_id} ({path})"
+                f"thread {thread_id!r} checkpoint {cid} pending write {channel!r} of task {task_id} "
+                f"({path} at /writes/{i}/value)"
             )
             out.append((task_id, channel, self._revive_node(node, path, where)))
         return out
@@ -294,8 +328,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return f"thread {doc['thread_id']!r} checkpoint {doc['checkpoint_id']} ({path} at {pointer})"
 
     def _decode_tree(self, tree: Any, where: str) -> Any:
+        """Metadata and checkpoint extras: trees the saver keeps readable even when it encrypts."""
         entry = ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
-        return self._revive(entry, where)
+        return self._revive(entry, where, readable=True)
 
     def _revive_node(self, node: dict[str, Any], path: Path, where: str) -> Any:
         node, holder = self.store.resolve_node(node, path)
@@ -303,10 +338,18 @@ class RepoSaver(BaseCheckpointSaver[str]):
             where = f"{where} (value in {holder})"
         return self._revive(FileStore.entry_from_node(node, str(holder)), where)
 
-    def _revive(self, entry: ValueEntry, where: str) -> Any:
-        """Revive a value, refusing (before any import) types outside the allowlist."""
+    def _revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
+        """Revive a value, refusing (before any import) types outside the allowlist.
+
+        Every kind of stored payload passes the saver's checks before the serde sees it: a
+        JSON tree (``readable``: metadata, which is never encrypted) by the types it names,
+        a base64 payload by the codec (decrypted, parsed and checked, or refused)."""
+        if not readable and (entry.raw is None or "+" not in entry.raw[0]):
+            self.codec.refuse_plaintext(where)
         self.codec.check_types(entry.types, where)
-        if entry.raw is None and not entry.types and self.codec.revives_plain_trees:
+        if entry.raw is not None:
+            return self.codec.loads(entry.raw, where)
+        if not entry.types and self.codec.revives_plain_trees:
             try:
                 return codec_mod.plain_value(entry.tree)
             except (ValueError, TypeError, KeyError) as exc:
@@ -315,7 +358,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             typed = entry.typed()
         except FileFormatError as exc:
             raise UnrevivableValueError(f"{where}: {exc}") from exc
-        return self.codec.loads(typed, where)
+        return self.codec.loads_checked(typed[1], where)
 
     # writing
     # ------------------------------------------------------------------
@@ -938,6 +981,18 @@ def _thread_ns(config: RunnableConfig) -> tuple[str, str]:
 
 def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+
+
+def _allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
+    """Allowlist entries as (module, name) keys; a class stands for its own."""
+    return frozenset(
+        (item.__module__, item.__name__) if isinstance(item, type) else tuple(item) for item in items
+    )
+
+
+def _escape(part: str) -> str:
+    """One JSON pointer segment."""
+    return part.replace("~", "~0").replace("/", "~1")
 
 
 def _large_in(body: dict[str, Any], used: set[str]) -> None:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import stat as stat_mod
 import threading
@@ -35,12 +36,13 @@ import ormsgpack
 
 from . import codec as codec_mod
 from .durable import ThreadLocks, dump_json, ensure_dir, fsync_dir, write_files
-from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
+from .errors import FileFormatError, InvalidWriteError, MissingReferenceError, RepoCheckpointError
 from .layout import (
     CHECKPOINTS,
     GITIGNORE_TEXT,
     LARGE,
     NAMESPACES,
+    THREADS,
     VALUES,
     Layout,
     decode_segment,
@@ -48,11 +50,19 @@ from .layout import (
     is_hashed_segment,
     is_temp_name,
     is_verbatim,
+    version_segment,
 )
 from .validation import validate_read, validate_write
 
 RACY_NS = 50_000_000  # a listing taken within 50 ms of the folder's mtime is re-checked
 MAX_FILE_BYTES = 256 * 1024 * 1024
+# What one file may expand to once parsed (docs/format.md): every array and object costs
+# 60-250 bytes of memory for the 2-3 bytes it takes in a file, so size alone does not bound
+# a read. The saver refuses to write past these limits, so it never writes what it refuses.
+MAX_JSON_CONTAINERS = 1_000_000  # arrays and objects
+MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , : [ { that introduce them
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
+_STRUCTURED_STRING = re.compile(rb'"[^"]+"')
 _CACHE_ENTRIES = 20_000
 
 StatKey = tuple[int, int, int, int]
@@ -167,6 +177,9 @@ class FileStore:
             return hit[1]  # type: ignore[no-any-return]
         doc = self._load_json(path, st)
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
+        misplaced = place_problem(path, kind, doc)
+        if misplaced is not None:
+            raise FileFormatError(str(path), *misplaced)
         # a file changed within RACY_NS of being read may change again with the same stat
         self._docs.put(path, (key, doc, time.time_ns() - st.st_mtime_ns > RACY_NS))
         return doc  # type: ignore[no-any-return]
@@ -187,6 +200,11 @@ class FileStore:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
             raw = fh.read()
+        if len(raw) > MAX_FILE_BYTES:  # grown since the stat
+            raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
+        too_big = json_bounds_problem(raw)
+        if too_big is not None:  # before parsing: the count is cheap, the parse is what costs memory
+            raise FileFormatError(str(path), "/", too_big)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -512,9 +530,19 @@ class FileStore:
 
     # -- writing ---------------------------------------------------------------
     def prepare(self, kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
-        """Validate, then serialise; nothing is written when the document is invalid."""
+        """Validate, then serialise; nothing is written when the document is invalid, is not
+        where its names say, or is bigger than a read accepts (it could never be read back)."""
         validate_write(doc, kind, str(path))
-        return path, dump_json(doc)
+        misplaced = place_problem(path, kind, doc)
+        if misplaced is not None:
+            raise InvalidWriteError(kind, str(path), *misplaced)
+        data = dump_json(doc)
+        too_big = json_bounds_problem(data)
+        if too_big is None and len(data) > MAX_FILE_BYTES:
+            too_big = f"would be {len(data)} bytes; a read accepts at most {MAX_FILE_BYTES}"
+        if too_big is not None:
+            raise InvalidWriteError(kind, str(path), "/", too_big)
+        return path, data
 
     def write(self, batches: list[list[tuple[Path, bytes]]]) -> None:
         """Write batches in order; each is durable before the next starts."""
@@ -652,6 +680,79 @@ def _finite(text: str) -> float:
     if math.isinf(value):
         raise _BadConstant(f"{text} (out of range, would read as {value})")
     return value
+
+
+def json_bounds_problem(raw: bytes) -> str | None:
+    """Why a file's JSON would expand past what one file may hold, or None.
+
+    Counted on the bytes: every array and object starts with ``[`` or ``{``, and every
+    value or key after the first follows one of ``[ { , :``. Counting those characters is
+    an upper bound that costs a few milliseconds per 100 MB; only when it is over a limit
+    are the characters inside strings (which do not count) taken off for the exact count.
+    """
+    containers = raw.count(b"[") + raw.count(b"{")
+    values = 1 + containers + raw.count(b",") + raw.count(b":")
+    if containers <= MAX_JSON_CONTAINERS and values <= MAX_JSON_VALUES:
+        return None
+    # the exact count, in bounded memory: drop escaped backslashes and quotes (so every quote
+    # left opens or closes a string), keep only quotes and , : [ {, then drop the strings that
+    # hold none of those; the strings left, each holding one, are at most MAX_JSON_VALUES
+    bare = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    strings = bare.count(b'"') // 2
+    if strings > MAX_JSON_VALUES:
+        return _over_values(strings)
+    bare = bare.replace(b'""', b"")
+    for match in _STRUCTURED_STRING.finditer(bare):
+        start, end = match.span()
+        inner = bare.count(b"[", start, end) + bare.count(b"{", start, end)
+        containers -= inner
+        values -= inner + bare.count(b",", start, end) + bare.count(b":", start, end)
+    if containers > MAX_JSON_CONTAINERS:
+        return (
+            f"holds {containers:,} JSON arrays and objects; one file may hold at most "
+            f"{MAX_JSON_CONTAINERS:,} (refused before parsing, to bound memory)"
+        )
+    if values > MAX_JSON_VALUES:
+        return _over_values(values)
+    return None
+
+
+def _over_values(count: int) -> str:
+    return (
+        f"holds at least {count:,} JSON values and keys; one file may hold at most "
+        f"{MAX_JSON_VALUES:,} (refused before parsing, to bound memory)"
+    )
+
+
+def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """(pointer, message) when a valid document's names disagree with where it lies.
+
+    Compared on the path's own segments (never resolved), so it holds however the root is
+    spelled. A writes file's checkpoint id is matched to its name where writes are looked
+    up by that name (``writes_docs``, validate).
+    """
+    if kind == "value":
+        want = f"{VALUES}/{encode_segment(doc['channel'])}@{version_segment(doc['version'])}.json"
+        if f"{path.parent.name}/{path.name}" != want:
+            return "/version", f"channel {doc['channel']!r} at {doc['version']!r} belongs in {want}"
+        return None
+    if kind == "large_value":
+        if path.parent.name != LARGE or path.name != f"{doc['sha256']}.json":
+            return "/sha256", "sha256 does not match the file name"
+        return None
+    if kind == "checkpoint" and path.name != encode_segment(doc["checkpoint_id"]) + ".json":
+        return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} does not match the file name"
+    ns, ns_dir = doc["checkpoint_ns"], path.parent.parent
+    if ns:
+        tdir = ns_dir.parent.parent
+        ns_ok = ns_dir.name == encode_segment(ns) and ns_dir.parent.name == NAMESPACES
+    else:
+        tdir, ns_ok = ns_dir, True
+    if not ns_ok or tdir.parent.name != THREADS:
+        return "/checkpoint_ns", f"checkpoint_ns {ns!r} does not match its folder"
+    if tdir.name != encode_segment(doc["thread_id"]):
+        return "/thread_id", f"thread_id {doc['thread_id']!r} does not match its folder"
+    return None
 
 
 def _tree_bytes(tree: Any, where: str) -> bytes:

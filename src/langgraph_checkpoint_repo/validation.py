@@ -23,6 +23,11 @@ SCHEMA_VERSION = 2
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
 KINDS = ("checkpoint", "value", "writes", "large_value")
 MIGRATE_HINT = "langgraph-repo migrate"
+# keys of the Checkpoint itself: checkpoint.extra may not hold them, or a file could replace
+# the state a graph resumes from (channel_values) while every other view shows the real one
+RESERVED_EXTRA_KEYS = frozenset(
+    {"id", "v", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
+)
 
 
 def schemas_dir() -> Path:
@@ -55,11 +60,26 @@ def _pointer(path: Any) -> str:
 
 
 def _first_error(kind: str, doc: Any) -> tuple[str, str] | None:
+    reserved = _reserved_extra_key(doc) if kind == "checkpoint" else None
+    if reserved is not None:  # the schema refuses it too; this says why, at the key's own pointer
+        return reserved
     validator = _validators()[kind]
     if validator.is_valid(doc):
         return None
     err = next(iter(validator.iter_errors(doc)))
     return _pointer(err.instance_path), err.message
+
+
+def _reserved_extra_key(doc: Any) -> tuple[str, str] | None:
+    cp = doc.get("checkpoint") if isinstance(doc, dict) else None
+    extra = cp.get("extra") if isinstance(cp, dict) else None
+    for key in extra if isinstance(extra, dict) else ():
+        if key in RESERVED_EXTRA_KEYS:
+            return (
+                _pointer(["checkpoint", "extra", key]),
+                f"{key!r} is a key of the checkpoint itself and cannot come from extra",
+            )
+    return None
 
 
 def check_version(doc: Any, path: str) -> None:
