@@ -64,7 +64,7 @@ def bounded(fn: Callable[[], T], deadline: float = DEADLINE) -> T:
     worker.start()
     worker.join(deadline)
     if worker.is_alive():
-        pytest.fail(f"still running after {deadline:.0f} s: a walk that never ends")
+        pytest.fail(f"still running after {deadline:.0f} s: a hang")
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
@@ -206,15 +206,15 @@ def test_validate_reports_an_append_cycle_as_one_line_per_referrer(cyclic: tuple
     assert lines and any(ln.startswith(f"{closer}: /values/messages:") for ln in lines), result.output
 
 
-def test_show_diff_on_an_append_cycle_fail_with_one_line_naming_the_file(cyclic: tuple[Path, Path]) -> None:
-    root, _ = cyclic
-    for command in (["show", "t"], ["diff", "t"], ["tasks", "t"], ["render", "t"]):
-        assert_clean_failure(cli(root, *command), 4, CYCLE, "checkpoints/")
-
-
-def test_history_over_an_append_cycle_lists_the_checkpoints(cyclic: tuple[Path, Path]) -> None:
-    """history reads no channel value, so the damage does not hide the checkpoints."""
+def test_show_diff_tasks_render_copy_fail_on_an_append_cycle_in_one_line_while_history_lists_it(
+    cyclic: tuple[Path, Path],
+) -> None:
+    """Commands that read the values fail with exit 4 and one line naming the file (copy before
+    it copies anything); history reads no value, so the damage does not hide the checkpoints."""
     root, closer = cyclic
+    for command in (["show", "t"], ["diff", "t"], ["tasks", "t"], ["render", "t"], ["copy", "t", "u"]):
+        assert_clean_failure(cli(root, *command), 4, CYCLE, "checkpoints/")
+    assert not (root / "threads" / "u").exists()
     result = cli(root, "history", "t")
     assert result.exit_code == 0, (result.output, result.stderr)
     assert closer.stem in result.output
@@ -252,10 +252,18 @@ def test_saver_prune_in_a_subprocess_ends_on_an_append_cycle(tmp_path: Path) -> 
     assert "RecursionError" not in proc.stderr
 
 
-def test_copy_thread_copies_an_append_cycle_as_is_and_the_copy_reports_it(cyclic: tuple[Path, Path]) -> None:
-    """copy_thread copies files, it does not interpret them: nothing is lost or invented, and
-    the copy names its own file when read."""
+def test_copy_thread_and_migrate_keep_an_append_cycle_as_is_and_the_copy_names_its_own_file(
+    cyclic: tuple[Path, Path],
+) -> None:
+    """copy_thread and migrate copy or upgrade files without interpreting them: they end,
+    nothing is lost or invented, and the copy names its own file when read."""
     root, _ = cyclic
+    before = snapshot(root)
+    report = bounded(lambda: migrate_root(root))
+    assert report.changed == [] and report.files > 0
+    assert snapshot(root) == before
+    result = cli(root, "migrate")
+    assert result.exit_code == 0 and "nothing to migrate" in result.output, (result.output, result.stderr)
     saver = RepoSaver(root)
     bounded(lambda: saver.copy_thread("t", "u"))
     src = {p.name: load(p)["new_values"] for p in checkpoints(root, "t")}
@@ -264,16 +272,6 @@ def test_copy_thread_copies_an_append_cycle_as_is_and_the_copy_reports_it(cyclic
     exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("u")))
     assert isinstance(exc, FileFormatError) and CYCLE in str(exc)
     assert "/threads/u/checkpoints/" in exc.path
-
-
-def test_migrate_on_an_append_cycle_ends_and_changes_nothing(cyclic: tuple[Path, Path]) -> None:
-    root, _ = cyclic
-    before = snapshot(root)
-    report = bounded(lambda: migrate_root(root))
-    assert report.changed == [] and report.files > 0
-    assert snapshot(root) == before
-    result = cli(root, "migrate")
-    assert result.exit_code == 0 and "nothing to migrate" in result.output, (result.output, result.stderr)
 
 
 def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(tmp_path: Path) -> None:
@@ -358,41 +356,31 @@ def test_graph_state_history_over_a_parent_cycle_raises_file_format_error(
     assert_parent_cycle_error(bounded_error(lambda: list(graph.get_state_history(cfg("d")))), root)
 
 
-def test_get_delta_channel_history_over_a_parent_cycle_raises_file_format_error(
+def test_delta_history_over_a_parent_cycle_raises_while_get_tuple_and_list_return_files_as_stored(
     parent_cyclic: tuple[Path, Path],
 ) -> None:
-    root, _ = parent_cyclic
+    """get_delta_channel_history walks parents and must stop; get_tuple and list walk none and
+    return each checkpoint as its file holds it."""
+    root, edited = parent_cyclic
     saver = RepoSaver(root)
     exc = bounded_error(lambda: saver.get_delta_channel_history(config=cfg("d"), channels=["items"]))
     assert_parent_cycle_error(exc, root)
-
-
-def test_get_tuple_and_list_over_a_parent_cycle_return_the_stored_checkpoints(
-    parent_cyclic: tuple[Path, Path],
-) -> None:
-    """Neither walks parents: what each file holds is returned as stored."""
-    root, edited = parent_cyclic
-    saver = RepoSaver(root)
     tup = bounded(lambda: saver.get_tuple(cfg("d", checkpoint_id=edited.stem)))
     assert tup is not None and tup.parent_config is not None
     assert tup.parent_config["configurable"]["checkpoint_id"] == load(edited)["parent_checkpoint_id"]
     assert len(bounded(lambda: list(saver.list(cfg("d"))))) == len(checkpoints(root, "d"))
 
 
-def test_validate_reports_a_parent_cycle_once_naming_the_file(parent_cyclic: tuple[Path, Path]) -> None:
-    root, _ = parent_cyclic
+def test_validate_reports_a_parent_cycle_once_while_show_history_diff_still_print(
+    parent_cyclic: tuple[Path, Path],
+) -> None:
+    root, edited = parent_cyclic
     result = cli(root, "validate")
     assert result.exit_code == 1, result.output
     lines = [ln for ln in result.output.splitlines() if PARENT_CYCLE in ln]
     assert len(lines) == 1, result.output
     named = lines[0].split(": /parent_checkpoint_id: ")[0]
     assert named in {str(p) for p in checkpoints(root, "d")}
-
-
-def test_show_history_diff_over_a_parent_cycle_end_and_print_the_checkpoints(
-    parent_cyclic: tuple[Path, Path],
-) -> None:
-    root, edited = parent_cyclic
     for command in (["show", "d"], ["history", "d"], ["diff", "d"]):
         result = cli(root, *command)
         assert result.exit_code == 0, (command, result.output, result.stderr)
@@ -428,10 +416,18 @@ def test_saver_prune_in_a_subprocess_ends_on_a_parent_cycle(tmp_path: Path) -> N
     assert proc.returncode == 1 and PARENT_CYCLE in proc.stderr, proc.stderr[-2000:]
 
 
-def test_copy_thread_and_migrate_over_a_parent_cycle_end_and_lose_nothing(
+def test_export_refuses_a_parent_cycle_while_copy_thread_and_migrate_keep_it_as_is(
     parent_cyclic: tuple[Path, Path],
 ) -> None:
+    """Export: no order puts each checkpoint after its parent, so another saver would get a
+    history it cannot hold: refused, naming thread and checkpoint, nothing copied. copy_thread
+    and migrate copy or upgrade the files as they are and end."""
     root, _ = parent_cyclic
+    target = InMemorySaver()
+    exc = bounded_error(lambda: copy_threads(RepoSaver(root), target, ["d"]))
+    assert isinstance(exc, RepoCheckpointError) and "parent links form a cycle" in str(exc)
+    assert "'d'" in str(exc)
+    assert list(target.list(None)) == []
     before = snapshot(root)
     assert bounded(lambda: migrate_root(root)).changed == []
     assert snapshot(root) == before
@@ -440,19 +436,6 @@ def test_copy_thread_and_migrate_over_a_parent_cycle_end_and_lose_nothing(
     assert [load(p)["parent_checkpoint_id"] for p in checkpoints(root, "e")] == [
         load(p)["parent_checkpoint_id"] for p in checkpoints(root, "d")
     ]
-
-
-def test_export_of_a_parent_cycle_is_refused_naming_the_checkpoint_and_copies_nothing(
-    parent_cyclic: tuple[Path, Path],
-) -> None:
-    """No order puts each checkpoint after its parent, so another saver would get a history it
-    cannot hold: refused, naming the thread and checkpoint."""
-    root, _ = parent_cyclic
-    target = InMemorySaver()
-    exc = bounded_error(lambda: copy_threads(RepoSaver(root), target, ["d"]))
-    assert isinstance(exc, RepoCheckpointError) and "parent links form a cycle" in str(exc)
-    assert "'d'" in str(exc)
-    assert list(target.list(None)) == []
 
 
 # ---------------------------------------------------------------------------
@@ -569,24 +552,21 @@ def test_list_body_joins_a_chain_longer_than_the_recursion_limit() -> None:
 # ---------------------------------------------------------------------------
 # options that would write unreadable data or wait forever
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [-1, MAX_APPEND_DEPTH + 1, 10_000, True, 2.0, "64", None])
-def test_snapshot_every_outside_what_a_read_follows_is_refused(tmp_path: Path, value: Any) -> None:
-    with pytest.raises(ValueError, match="snapshot_every"):
-        RepoSaver(tmp_path, snapshot_every=value)
-    assert not tmp_path.joinpath(".gitignore").exists()
-
-
-@pytest.mark.parametrize("value", [0, 1, MAX_APPEND_DEPTH])
-def test_snapshot_every_from_zero_to_the_limit_is_accepted_and_zero_stores_lists_whole(
-    tmp_path: Path, value: int
-) -> None:
-    root = tmp_path / "root"
-    app = chat_graph(RepoSaver(root, durable=False, snapshot_every=value))
-    for turn in range(2):
-        app.invoke({"messages": [HumanMessage(content=f"turn {turn}")]}, cfg("t"))
-    assert bool(appends(root, "t")) == (value > 0)
-    tup = RepoSaver(root).get_tuple(cfg("t"))
-    assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 4
+def test_snapshot_every_is_refused_outside_what_a_read_follows_and_accepted_inside(tmp_path: Path) -> None:
+    """10_000 used to be accepted and wrote chains a fresh saver could not read; 0 stores
+    every version whole, 1024 is the longest chain a read follows."""
+    for bad in (-1, MAX_APPEND_DEPTH + 1, 10_000, True, 2.0, "64", None):
+        with pytest.raises(ValueError, match="snapshot_every"):
+            RepoSaver(tmp_path / "refused", snapshot_every=bad)
+    assert not (tmp_path / "refused").exists()
+    for value in (0, 1, MAX_APPEND_DEPTH):
+        root = tmp_path / f"root{value}"
+        app = chat_graph(RepoSaver(root, durable=False, snapshot_every=value))
+        for turn in range(2):
+            app.invoke({"messages": [HumanMessage(content=f"turn {turn}")]}, cfg("t"))
+        assert bool(appends(root, "t")) == (value > 0)
+        tup = RepoSaver(root).get_tuple(cfg("t"))
+        assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 4
 
 
 @pytest.mark.parametrize("value", [-1, 256 * 1024 * 1024 + 1, True, 8.5, "8k", None])
