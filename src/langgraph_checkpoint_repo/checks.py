@@ -39,7 +39,7 @@ from .layout import (
 )
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
 from .review import Reader, parse_ts
-from .store import FileStore, digest_node
+from .store import MAX_APPEND_DEPTH, ChainGuard, FileStore, digest_node
 
 Progress = Callable[[int], None]
 
@@ -223,6 +223,7 @@ class Validator:
         present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
         for path, doc in docs.values():
             self.checkpoint_refs(ns_dir, path, doc, docs, present)
+        self.parent_cycles(docs)
         for path in self._json_files(ns_dir / WRITES):
             self.writes(thread_folder, ns_dir, path, present)
         for path in self._json_files(ns_dir / VALUES):
@@ -310,9 +311,14 @@ class Validator:
         self, ns_dir: Path, channel: str, version: Any, ref: str
     ) -> tuple[str, str, int] | None:
         """The first checkpoint a value (or its append chain) needs that is gone with no value
-        file in its place: (reference, value file it could have been, link depth)."""
-        for depth in range(10_000):
+        file in its place: (reference, value file it could have been, link depth).
+        None for a chain that cycles or runs past MAX_APPEND_DEPTH (its own error says so)."""
+        walked: set[str] = set()
+        for depth in range(MAX_APPEND_DEPTH + 1):
             fallback = self.layout.value_rel(channel, version)
+            if ref in walked:
+                return None
+            walked.add(ref)
             if ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).is_file():
                 try:
                     body = self.store.read_doc(ns_dir / ref, "checkpoint").get("new_values", {}).get(channel)
@@ -329,6 +335,28 @@ class Validator:
                 return None
             version, ref = body["append"]["base"], body["append"]["base_ref"]
         return None
+
+    def parent_cycles(self, docs: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+        """Report each cycle of parent links once, at the file whose parent closes it: a walk
+        up that history (a DeltaChannel's rebuild, prune) could never reach a start."""
+        done: set[str] = set()
+        for start in sorted(docs):
+            walk: list[str] = []
+            on_walk: set[str] = set()
+            cid: str | None = start
+            while cid is not None and cid in docs and cid not in done:
+                if cid in on_walk:
+                    loop = [*walk[walk.index(cid) :], cid]
+                    self.problem(
+                        docs[walk[-1]][0],
+                        "/parent_checkpoint_id",
+                        f"parent chain cycles back to checkpoint {cid} ({' -> '.join(loop)})",
+                    )
+                    break
+                walk.append(cid)
+                on_walk.add(cid)
+                cid = docs[cid][1]["parent_checkpoint_id"]
+            done |= on_walk
 
     def writes(self, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
         doc = self._read(path, "writes")
@@ -454,13 +482,17 @@ def _mark_chain(
     store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
 ) -> None:
     layout = store.layout
+    guard = ChainGuard()  # a cycle in this chain raises; out.seen would just stop at it
     while True:
+        vpath = ns_dir / layout.value_rel(channel, version)
+        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
+        path = ns_dir / ref if in_checkpoint else vpath
+        guard.enter(path)
         link = (ns_dir, channel, ref + "|" + repr(version))
         if link in out.seen:
             return  # this link and everything below it is marked already
         out.seen.add(link)
-        vpath = ns_dir / layout.value_rel(channel, version)
-        if ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists():
+        if in_checkpoint:
             host = store.read_doc(ns_dir / ref, "checkpoint")
             body = host["new_values"][channel]
             if host["checkpoint_id"] not in kept:
@@ -473,6 +505,7 @@ def _mark_chain(
         _large_in(body, out.large)
         if "append" not in body:
             return
+        guard.follow(path, f"/new_values/{channel}" if in_checkpoint else "", body["append"])
         version, ref = body["append"]["base"], body["append"]["base_ref"]
 
 

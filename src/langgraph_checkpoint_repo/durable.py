@@ -140,20 +140,23 @@ class _SharedExclusive:
         self._owner: int | None = None
         self._depth = 0
 
-    def acquire(self, exclusive: bool) -> None:
+    def acquire(self, exclusive: bool, timeout: float | None = None) -> bool:
+        """Take the gate; False when ``timeout`` seconds pass first (the lock's own timeout
+        holds inside one process too, not only across processes)."""
         me = threading.get_ident()
         with self._cond:
             if self._owner == me:
                 self._depth += 1
-                return
+                return True
             if exclusive:
-                while self._owner is not None or self._shared:
-                    self._cond.wait()
+                if not self._cond.wait_for(lambda: self._owner is None and not self._shared, timeout):
+                    return False
                 self._owner, self._depth = me, 1
             else:
-                while self._owner is not None:
-                    self._cond.wait()
+                if not self._cond.wait_for(lambda: self._owner is None, timeout):
+                    return False
                 self._shared += 1
+            return True
 
     def release(self, exclusive: bool) -> None:
         with self._cond:
@@ -166,6 +169,22 @@ class _SharedExclusive:
             self._cond.notify_all()
 
 
+MAX_LOCK_TIMEOUT = 24 * 3600.0  # a day: longer, or negative, NaN or infinite, is a hang, not a timeout
+
+
+def check_lock_timeout(timeout: Any) -> None:
+    """A lock timeout that ends: filelock waits forever on a negative or infinite one."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 <= timeout <= MAX_LOCK_TIMEOUT
+    ):
+        raise ValueError(
+            f"lock_timeout={timeout!r}: expected a number of seconds from 0 to {MAX_LOCK_TIMEOUT:g} "
+            "(a negative, NaN or infinite timeout would wait forever)"
+        )
+
+
 class ThreadLocks:
     """Per-thread locks: a lock file (filelock) across processes, a gate inside one.
 
@@ -175,6 +194,7 @@ class ThreadLocks:
     """
 
     def __init__(self, timeout: float) -> None:
+        check_lock_timeout(timeout)
         self.timeout = timeout
         self._files: dict[Path, FileLock] = {}
         self._gates: dict[Path, _SharedExclusive] = {}
@@ -188,7 +208,11 @@ class ThreadLocks:
             if lock is None:
                 lock_path.parent.mkdir(parents=True, exist_ok=True)
                 lock = self._files[lock_path] = FileLock(str(lock_path), thread_local=False)
-        gate.acquire(exclusive)
+        if not gate.acquire(exclusive, self.timeout):
+            raise LockTimeoutError(
+                f"could not lock thread {thread_id!r} within {self.timeout}s "
+                f"({lock_path}); another thread of this process is using it"
+            )
         try:
             try:
                 lock.acquire(timeout=self.timeout)

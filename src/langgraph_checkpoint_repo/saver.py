@@ -44,7 +44,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from . import codec as codec_mod
 from .codec import ValueCodec
-from .durable import json_size
+from .durable import check_lock_timeout, json_size
 from .errors import (
     FileFormatError,
     MissingReferenceError,
@@ -54,7 +54,16 @@ from .errors import (
 from .graph_types import GraphTypes
 from .layout import encode_segment, find_default_root
 from .redaction import RedactOption, Redactor, resolve_redactor
-from .store import FileStore, ValueEntry, digest_node, msgpack_array_header, msgpack_array_split
+from .store import (
+    MAX_APPEND_DEPTH,
+    MAX_FILE_BYTES,
+    ChainGuard,
+    FileStore,
+    ValueEntry,
+    digest_node,
+    msgpack_array_header,
+    msgpack_array_split,
+)
 from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION
 
 _MISSING = object()
@@ -91,9 +100,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
         large_value_bytes: values whose JSON is larger than this go to a file of
             their own named by content hash; smaller ones sit inline in the
             checkpoint that introduced their version.
+            From 0 to the 256 MiB a read accepts per file.
         snapshot_every: a list that grows by appending is stored as the appended
             items only; after this many appends in a row a full copy is written.
-        lock_timeout: seconds to wait for another writer of the same thread.
+            From 0 (every version whole) to 1024, the longest append chain a read
+            follows, so whatever a saver writes a fresh saver reads back.
+        lock_timeout: seconds to wait for another writer of the same thread, from 0
+            to a day (a timeout that never ends would be a hang).
         redact: keeps secrets out of the files (docs/secrets.md). Default (``True``):
             substrings that look like API keys and tokens (OpenAI, Anthropic, AWS,
             GitHub, Slack, Google, Stripe, JWTs, PEM private keys, bearer tokens) are
@@ -119,6 +132,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         redact: RedactOption = True,
         unsafe_allow_pickle: bool = False,
     ) -> None:
+        _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
+        _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
+        check_lock_timeout(lock_timeout)
         if serde is None:
             serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowlist or []) or None)
         elif allowlist and isinstance(
@@ -679,7 +695,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             for ch, ref in doc["values"].items()
             if ch in delta and self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
         }
-        parent = doc["parent_checkpoint_id"]
+        walked: set[str] = set()
+        parent = _parent_of(self.store, doc, walked) if unseeded else None
         while unseeded and parent:
             try:
                 doc = self.store.header(thread_id, ns, parent)
@@ -691,7 +708,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 ref = doc["values"].get(ch)
                 if ref is not None and not self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty:
                     unseeded.discard(ch)
-            parent = doc["parent_checkpoint_id"]
+            parent = _parent_of(self.store, doc, walked) if unseeded else None
         return keep
 
     def _remove_checkpoints(self, thread_id: str, doomed: dict[str, builtins.list[str]]) -> None:
@@ -736,12 +753,17 @@ class RepoSaver(BaseCheckpointSaver[str]):
         gone: set[str],
         rescued: dict[Path, tuple[Path, bytes]],
     ) -> None:
-        """Give every link of a value's chain that lives in a doomed checkpoint a value file."""
+        """Give every link of a value's chain that lives in a doomed checkpoint a value file.
+
+        A cycle or an over-long chain raises (naming the file) before anything is removed."""
         layout = self.store.layout
+        guard = ChainGuard()
         while True:
             vpath = ns_dir / layout.value_rel(channel, version)
             body: dict[str, Any]
             if ref.startswith("checkpoints/") and (ns_dir / ref).exists():
+                guard.enter(ns_dir / ref)
+                pointer = f"/new_values/{channel}"
                 host = self.store.read_doc(ns_dir / ref, "checkpoint")
                 body = host["new_values"][channel]
                 if host["checkpoint_id"] in gone and vpath not in rescued and not vpath.exists():
@@ -754,11 +776,16 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     }
                     rescued[vpath] = self.store.prepare("value", doc, vpath)
             elif vpath in rescued:
+                guard.enter(vpath)
+                pointer = ""
                 body = json.loads(rescued[vpath][1])
             else:
+                guard.enter(vpath)
+                pointer = ""
                 body = self.store.read_doc(vpath, "value")
             if "append" not in body:
                 return
+            guard.follow(ns_dir / ref if pointer else vpath, pointer, body["append"])
             version, ref = body["append"]["base"], body["append"]["base_ref"]
 
     def _collect_garbage(self, thread_id: str) -> None:
@@ -793,16 +820,22 @@ class RepoSaver(BaseCheckpointSaver[str]):
         used_large: set[str],
         followed: set[tuple[str, str]],
     ) -> None:
-        """Mark the value files and large files one value's chain uses; each link once."""
+        """Mark the value files and large files one value's chain uses; each link once.
+
+        A cycle within this chain raises (a link followed by an earlier chain ends the walk)."""
         layout = self.store.layout
+        guard = ChainGuard()
         while True:
+            in_checkpoint = ref.startswith("checkpoints/") and (ns_dir / ref).exists()
+            vpath = ns_dir / layout.value_rel(channel, version)
+            path = ns_dir / ref if in_checkpoint else vpath
+            guard.enter(path)
             if (ref, channel) in followed:
                 return
             followed.add((ref, channel))
-            if ref.startswith("checkpoints/") and (ns_dir / ref).exists():
+            if in_checkpoint:
                 body = self.store.read_doc(ns_dir / ref, "checkpoint")["new_values"][channel]
             else:
-                vpath = ns_dir / layout.value_rel(channel, version)
                 if vpath in needed:
                     return
                 needed.add(vpath)
@@ -810,6 +843,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             _large_in(body, used_large)
             if "append" not in body:
                 return
+            guard.follow(path, f"/new_values/{channel}" if in_checkpoint else "", body["append"])
             version, ref = body["append"]["base"], body["append"]["base_ref"]
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
@@ -866,9 +900,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         seeds: dict[str, Any] = {}
         remaining = set(channels)
         current: str | None = None
+        walked: set[str] = set()
         if cid:
             try:
-                current = self.store.header(thread_id, ns, cid)["parent_checkpoint_id"]
+                current = _parent_of(self.store, self.store.header(thread_id, ns, cid), walked)
             except FileNotFoundError:
                 current = None
         while current is not None and remaining:
@@ -892,7 +927,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             for ch, value in ended.items():
                 seeds[ch] = value
                 remaining.discard(ch)
-            current = doc["parent_checkpoint_id"]
+            current = _parent_of(self.store, doc, walked) if remaining else None
         result: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
             entry_h: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
@@ -977,6 +1012,25 @@ def _thread_ns(config: RunnableConfig) -> tuple[str, str]:
     if thread_id is None:
         raise RepoCheckpointError("config['configurable']['thread_id'] is required")
     return str(thread_id), str(conf.get("checkpoint_ns") or "")
+
+
+def _parent_of(store: FileStore, doc: dict[str, Any], walked: set[str]) -> str | None:
+    """The parent to go to next on a walk up the history; one the walk has been through
+    closes a cycle, which would walk forever: a FileFormatError naming the file instead."""
+    walked.add(doc["checkpoint_id"])
+    parent: str | None = doc["parent_checkpoint_id"]
+    if parent is not None and parent in walked:
+        path = store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
+        raise FileFormatError(
+            str(path), "/parent_checkpoint_id", f"parent chain cycles back to checkpoint {parent}"
+        )
+    return parent
+
+
+def _check_int_option(name: str, value: Any, low: int, high: int) -> None:
+    """An integer option inside the range whose data reads back (bool is not an integer here)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r}: expected an integer from {low} to {high}")
 
 
 def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:

@@ -64,6 +64,9 @@ MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , :
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
 _STRUCTURED_STRING = re.compile(rb'"[^"]+"')
 _CACHE_ENTRIES = 20_000
+# the longest append chain a read follows (RepoSaver's snapshot_every is at most this, so every
+# chain it writes reads back); a longer or deeper one is a FileFormatError, never a recursion
+MAX_APPEND_DEPTH = 1024
 
 StatKey = tuple[int, int, int, int]
 
@@ -85,6 +88,8 @@ class ValueEntry:
     where: str = ""
     base: ValueEntry | None = None  # for appends: the entry this one extends
     items: list[Any] | None = None  # for appends: the appended items
+    # msgpack of this entry's own items (no array header): every item of a whole list, only
+    # the appended ones of a link, so a chain holds each item's bytes once, not once per link
     _body: bytes | None = None
 
     def typed(self) -> tuple[str, bytes]:
@@ -96,13 +101,63 @@ class ValueEntry:
         return ("msgpack", _tree_bytes(self.tree, self.where))
 
     def list_body(self) -> bytes:
-        """The msgpack of a list's items without the array header (appends reuse the base's)."""
-        if self._body is None:
-            if self.base is not None and self.items is not None:
-                self._body = self.base.list_body() + _items_body(self.items, self.where)
-            else:
-                self._body = _items_body(self.tree, self.where)
-        return self._body
+        """The msgpack of a list's items without the array header (appends reuse the base's).
+
+        Iterative, not recursive: a chain as long as ``MAX_APPEND_DEPTH`` links is walked
+        down to its whole list and joined back up without growing the stack.
+        """
+        parts: list[bytes] = []
+        node: ValueEntry | None = self
+        while node is not None:
+            link = node.base is not None and node.items is not None
+            if node._body is None:
+                own: list[Any] = node.items if link and node.items is not None else node.tree
+                node._body = _items_body(own, node.where)
+            parts.append(node._body)
+            node = node.base if link else None
+        parts.reverse()
+        return b"".join(parts)
+
+
+class ChainGuard:
+    """One walk down an append chain: refuses a file it has been through (a cycle) and a
+    chain of more than ``MAX_APPEND_DEPTH`` links, so no walk loops or runs away.
+
+    Every walker (read, validate, prune's rescue, garbage collection) takes one per value:
+    ``enter`` each file before reading it, ``follow`` each append body before its base.
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[Path] = set()
+        self._last: tuple[Path, str] | None = None  # the link whose base_ref is followed next
+        self.links = 0
+
+    def enter(self, path: Path) -> None:
+        """About to read ``path``: a file this walk read before closes a cycle."""
+        if path in self._seen:
+            referrer, pointer = self._last if self._last is not None else (path, "")
+            raise FileFormatError(
+                str(referrer), f"{pointer}/append/base_ref", f"append chain cycles back to {path}"
+            )
+        self._seen.add(path)
+
+    def follow(self, path: Path, pointer: str, append: dict[str, Any]) -> None:
+        """About to follow the base of the append body at ``pointer`` in ``path``."""
+        self.links += 1
+        depth = append.get("depth")
+        if isinstance(depth, int) and depth > MAX_APPEND_DEPTH:
+            raise FileFormatError(
+                str(path),
+                f"{pointer}/append/depth",
+                f"depth {depth} is over {MAX_APPEND_DEPTH}, the longest append chain this release reads",
+            )
+        if self.links > MAX_APPEND_DEPTH:
+            raise FileFormatError(
+                str(path),
+                f"{pointer}/append",
+                f"append chain is longer than {MAX_APPEND_DEPTH} links, the longest this release reads",
+            )
+        self._last = (path, pointer)
 
 
 @dataclass
@@ -418,7 +473,47 @@ class FileStore:
     # -- values ---------------------------------------------------------------
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
-        or in its value file (where prune moves values whose checkpoint it removes)."""
+        or in its value file (where prune moves values whose checkpoint it removes).
+
+        An append chain is resolved without recursion: walk down to a whole value (or a
+        link resolved before), then build the links back up from it. The walk refuses a
+        cycle and a chain over ``MAX_APPEND_DEPTH`` links with a FileFormatError naming the
+        file, so a long chain reads in a fresh process and a hostile one cannot loop.
+        """
+        guard = ChainGuard()
+        links: list[tuple[Path, str, dict[str, Any], StatKey, bool]] = []
+        while True:
+            path, st, ref = self._value_file(ns_dir, channel, version, ref)
+            guard.enter(path)
+            key = (path, channel)
+            hit = self._values.get(key)
+            if hit is not None and hit[0] == _stat_key(st) and hit[2]:
+                entry: ValueEntry = hit[1]
+                break
+            found = self._value_body(ns_dir, channel, version, ref, path)
+            if found is None:  # removed since the lstat (prune): its values were rescued
+                ref = self.layout.value_rel(channel, version)
+                continue
+            body, pointer = found
+            cached = self._docs.get(path)  # may have been dropped by another thread meanwhile
+            trusted = cached is not None and cached[2]
+            if "append" not in body:
+                entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
+                self._values.put(key, (_stat_key(st), entry, trusted))
+                break
+            guard.follow(path, pointer, body["append"])
+            links.append((path, pointer, body, _stat_key(st), trusted))
+            version, ref = body["append"]["base"], body["append"]["base_ref"]
+        for path, pointer, body, stat_key, trusted in reversed(links):
+            entry = self._entry_from_body(ns_dir, channel, body, path, pointer, entry)
+            self._values.put((path, channel), (stat_key, entry, trusted))
+        return entry
+
+    def _value_file(
+        self, ns_dir: Path, channel: str, version: Any, ref: str
+    ) -> tuple[Path, os.stat_result, str]:
+        """Where one value lives (path, its stat, the ref that found it): the checkpoint
+        ``ref`` names, or the value file that took its place when prune removed it."""
         path = ns_dir / ref
         try:
             st = os.lstat(path)
@@ -438,45 +533,50 @@ class FileStore:
                     "/",
                     f"value of channel {channel!r} at {version}: this checkpoint is missing and so is {path}",
                 ) from None
-        key = (path, channel)
-        hit = self._values.get(key)
-        if hit is not None and hit[0] == _stat_key(st) and hit[2]:
-            return hit[1]  # type: ignore[no-any-return]
+        return path, st, ref
+
+    def _value_body(
+        self, ns_dir: Path, channel: str, version: Any, ref: str, path: Path
+    ) -> tuple[dict[str, Any], str] | None:
+        """The value body in ``path`` and its JSON pointer there; None when the checkpoint
+        was removed since it was found (prune rescued its values into value files)."""
         if ref.startswith(CHECKPOINTS + "/"):
             try:
                 doc = self.read_doc(path, "checkpoint")
-            except FileNotFoundError:  # removed since the lstat (prune): its values were rescued
-                return self.value_entry(ns_dir, channel, version, self.layout.value_rel(channel, version))
+            except FileNotFoundError:
+                return None
             body = doc.get("new_values", {}).get(channel)
             if body is None or doc["checkpoint"]["channel_versions"].get(channel) != version:
                 raise MissingReferenceError(
                     str(path), f"/new_values/{channel}", f"holds no value of channel {channel!r} at {version}"
                 )
-            pointer = f"/new_values/{channel}"
-        else:
-            doc = self.read_doc(path, "value")
-            if (
-                doc["channel"] != channel
-                or doc["version"] != version
-                or ns_dir / self.layout.value_rel(channel, version) != path
-            ):
-                raise FileFormatError(str(path), "/version", f"expected channel {channel!r} at {version}")
-            body = doc
-            pointer = ""
-        entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
-        cached = self._docs.get(path)  # may have been dropped by another thread meanwhile
-        self._values.put(key, (_stat_key(st), entry, cached is not None and cached[2]))
-        return entry
+            return body, f"/new_values/{channel}"
+        doc = self.read_doc(path, "value")
+        if (
+            doc["channel"] != channel
+            or doc["version"] != version
+            or ns_dir / self.layout.value_rel(channel, version) != path
+        ):
+            raise FileFormatError(str(path), "/version", f"expected channel {channel!r} at {version}")
+        return doc, ""
 
     def _entry_from_body(
-        self, ns_dir: Path, channel: str, body: dict[str, Any], path: Path, pointer: str
+        self,
+        ns_dir: Path,
+        channel: str,
+        body: dict[str, Any],
+        path: Path,
+        pointer: str,
+        base: ValueEntry | None = None,
     ) -> ValueEntry:
+        """One value from its body; an append body extends ``base``, its resolved base value."""
         where = f"{path}{' at ' + pointer if pointer else ''}"
         if body.get("empty"):
             return ValueEntry(empty=True, where=where)
         if "append" in body:
             app = body["append"]
-            base = self.value_entry(ns_dir, channel, app["base"], app["base_ref"])
+            if base is None:
+                raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
             if base.empty or not isinstance(base.tree, list):
                 raise FileFormatError(str(path), f"{pointer}/append/base", "base is not a list value")
             if len(base.tree) != app["base_length"]:
@@ -484,6 +584,12 @@ class FileStore:
                     str(path),
                     f"{pointer}/append/base_length",
                     f"base holds {len(base.tree)} items, not {app['base_length']}",
+                )
+            if base.depth + 1 > MAX_APPEND_DEPTH:
+                raise FileFormatError(
+                    str(path),
+                    f"{pointer}/append",
+                    f"append chain is longer than {MAX_APPEND_DEPTH} links, the longest this release reads",
                 )
             items = app["items"]
             item_types = codec_mod.named_types(items)

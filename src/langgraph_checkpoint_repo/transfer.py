@@ -189,13 +189,23 @@ def _parents_first(tuples: Iterable[CheckpointTuple]) -> builtins.list[Checkpoin
     done: set[tuple[str, str]] = set()
     out: builtins.list[CheckpointTuple] = []
     for tup in ordered:
-        chain = []
+        chain: builtins.list[CheckpointTuple] = []
+        on_chain: set[tuple[str, str]] = set()
         cur: CheckpointTuple | None = tup
         while cur is not None and key(cur) not in done:
+            if key(cur) in on_chain:  # no order puts each after its parent: refuse, copy nothing
+                ns, cid = key(cur)
+                raise RepoCheckpointError(
+                    f"thread {cur.config['configurable'].get('thread_id')!r}"
+                    + (f" namespace {ns!r}" if ns else "")
+                    + f": parent links form a cycle at checkpoint {key(chain[-1])[1]} (its parent {cid} "
+                    "is itself or descends from it); nothing of this thread was copied"
+                )
             chain.append(cur)
-            done.add(key(cur))
+            on_chain.add(key(cur))
             parent = cur.parent_config
             cur = by_key.get((key(cur)[0], parent["configurable"]["checkpoint_id"])) if parent else None
+        done |= on_chain
         out.extend(reversed(chain))
     return out
 
