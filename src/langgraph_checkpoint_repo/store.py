@@ -688,7 +688,8 @@ class FileStore:
 
 def _link_error(doing: str, link: Path) -> RepoCheckpointError:
     return RepoCheckpointError(
-        f"refusing to {doing}: {link} is a symlink; RepoSaver never makes one and never follows one "
+        f"refusing to {doing}: {link} is a symlink, which may lead outside the root; RepoSaver never makes "
+        "one and never follows one "
         f"(if it should not be there, remove the link itself: rm {link})"
     )
 
