@@ -746,8 +746,8 @@ def _repair_one(root: Path, f: Finding) -> None:
                 os.rmdir(here)  # only ever removes an empty folder
             except OSError:
                 return  # something arrived meanwhile: not empty after all
-    elif path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
+    elif f.kind == "temp" and is_own_grave(path.name) and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # the only folder fsck removes whole: a delete's grave
     else:
         try:
             path.unlink()
