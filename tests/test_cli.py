@@ -694,7 +694,7 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
     """Temp files, orphaned writes, values and large values, a missing .gitignore: reported, then
     removed or rebuilt by --repair, with every checkpoint file byte for byte unchanged."""
     tdir = copy_root / "threads" / "chat"
-    (tdir / "checkpoints" / ".x.json.abc123.tmp").write_text("half a file")
+    (tdir / "checkpoints" / ".x.json.0123456789ab.tmp").write_text("half a file")  # the saver's temp name
     orphan_writes = (
         tdir / "writes" / "1f1ec0cf-0000-6000-8000-000000000000~1f1ec0cf-0000-6000-8000-000000000001.json"
     )

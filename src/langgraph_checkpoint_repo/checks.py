@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,18 +24,24 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .errors import FileFormatError, MissingReferenceError
+from .durable import write_files
+from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
 from .layout import (
     CACHE,
     CHECKPOINTS,
     GITIGNORE_TEXT,
     LARGE,
     NAMESPACES,
+    THREADS,
     VALUES,
     WRITES,
+    Layout,
     decode_segment,
     encode_segment,
+    holds_state,
     is_hashed_segment,
+    is_own_grave,
+    is_own_temp_file,
     is_temp_name,
 )
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
@@ -522,7 +529,8 @@ def _large_in(body: dict[str, Any], used: set[str]) -> None:
 class Finding:
     """Something fsck found; ``repairable`` when it is derived or orphaned data."""
 
-    kind: str  # temp | orphan-writes | orphan-value | orphan-large | gitignore | empty-folder | invalid
+    # temp | orphan-writes | orphan-value | orphan-large | gitignore | empty-folder | invalid | foreign
+    kind: str
     path: str
     message: str
     repairable: bool
@@ -535,7 +543,21 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
     root = reader.root
     findings: list[Finding] = []
     gitignore = root / ".gitignore"
-    if not gitignore.exists():
+    if gitignore.is_symlink():
+        findings.append(
+            Finding(
+                "gitignore",
+                str(gitignore),
+                "is a symlink; RepoSaver writes a plain file here and never follows a link "
+                "(remove the link, then --repair writes the file)",
+                False,
+            )
+        )
+    elif gitignore.exists() and not holds_state(root):
+        # no threads/ and not the saver's .gitignore: a folder that is not a root (a repository
+        # top given by mistake); its .gitignore is somebody else's
+        findings.append(_foreign(gitignore))
+    elif not gitignore.exists():
         findings.append(
             Finding("gitignore", str(gitignore), "missing (keeps .cache/ and temp files out of git)", True)
         )
@@ -568,8 +590,13 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
             findings.append(Finding("invalid", p.path, f"{p.pointer}: {p.message}", False))
         if others or tid is None:
             continue  # never decide what is orphaned from files that do not read
+        try:  # nor through a symlink: listing a linked folder would judge files outside the root
+            reader.store.check_tree(folder, f"judge what is orphaned in {folder}")
+        except RepoCheckpointError as exc:
+            findings.append(Finding("invalid", str(folder), str(exc), False))
+            continue
         findings.extend(_orphan_findings(reader, tid))
-        if not any(p.is_file() for p in folder.rglob("*")):
+        if _holds_nothing(folder):
             findings.append(Finding("empty-folder", str(folder), "thread folder without any file", True, tid))
     for f in findings:
         if f.thread_id is None and f.repairable and f.kind != "gitignore":
@@ -601,23 +628,99 @@ def _thread_of_path(reader: Reader, path: Path) -> str | None:
 
 
 def _temp_findings(root: Path) -> list[Finding]:
-    out = []
-    for folder, dirs, files in os.walk(root):
-        here = Path(folder)
-        if here == root:
-            dirs[:] = [d for d in dirs if d != CACHE]
-        for name in sorted(dirs):
-            if is_temp_name(name):
-                out.append(
-                    Finding("temp", str(here / name), "leftover temp folder (an interrupted delete)", True)
-                )
-        dirs[:] = [d for d in dirs if not is_temp_name(d)]
-        for name in sorted(files):
-            if is_temp_name(name) and not (here == root and name == ".gitignore"):
-                out.append(
-                    Finding("temp", str(here / name), "leftover temp file (an interrupted write)", True)
-                )
+    """The saver's own leftovers, looked for only where the saver makes them.
+
+    A temp file of an interrupted write (``.<file>.<12 hex>.tmp``, a regular file) in a folder
+    the saver writes files to, and a folder of an interrupted delete
+    (``.<thread>.deleted.<pid>.<ns>.tmp``) in ``threads/``. Anything else there that is hidden or
+    ends in ``.tmp``, and anything at the top of the root that is not the saver's, is a
+    ``foreign`` finding: reported, never removed. Symlinks are never followed.
+    """
+    out: list[Finding] = []
+    for name, kind in _entries(root):
+        path = root / name
+        if name in (".gitignore", CACHE, THREADS):
+            continue
+        if kind == "file" and is_own_temp_file(name, ".gitignore"):
+            out.append(Finding("temp", str(path), "leftover temp file (an interrupted write)", True))
+        else:
+            out.append(_foreign(path))
+    threads = root / THREADS
+    for name, kind in _entries(threads):
+        path = threads / name
+        if kind == "dir" and is_own_grave(name):
+            out.append(Finding("temp", str(path), "leftover temp folder (an interrupted delete)", True))
+        elif is_temp_name(name):
+            out.append(_foreign(path))
+        elif kind == "dir":
+            out.extend(_thread_temp_findings(path))
     return out
+
+
+def _thread_temp_findings(tdir: Path) -> list[Finding]:
+    out: list[Finding] = []
+    for name, kind in _entries(tdir):
+        path = tdir / name
+        if kind == "dir" and name in (CHECKPOINTS, WRITES, VALUES, LARGE):
+            out.extend(_data_temp_findings(path))
+        elif kind == "dir" and name == NAMESPACES:
+            for ns_name, ns_kind in _entries(path):
+                if is_temp_name(ns_name):
+                    out.append(_foreign(path / ns_name))
+                elif ns_kind == "dir":
+                    for sub, sub_kind in _entries(path / ns_name):
+                        if sub_kind == "dir" and sub in (CHECKPOINTS, WRITES, VALUES):
+                            out.extend(_data_temp_findings(path / ns_name / sub))
+                        elif is_temp_name(sub):
+                            out.append(_foreign(path / ns_name / sub))
+        elif is_temp_name(name):
+            out.append(_foreign(path))
+    return out
+
+
+def _data_temp_findings(folder: Path) -> list[Finding]:
+    out: list[Finding] = []
+    for name, kind in _entries(folder):
+        if kind == "file" and is_own_temp_file(name):
+            out.append(Finding("temp", str(folder / name), "leftover temp file (an interrupted write)", True))
+        elif is_temp_name(name):
+            out.append(_foreign(folder / name))
+    return out
+
+
+def _entries(folder: Path) -> list[tuple[str, str]]:
+    """(name, file | dir | link | other) of a real folder, sorted; nothing for a missing or linked one."""
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except FileNotFoundError:
+        return []
+    out = []
+    for e in entries:
+        if e.is_symlink():
+            kind = "link"
+        elif e.is_dir(follow_symlinks=False):
+            kind = "dir"
+        elif e.is_file(follow_symlinks=False):
+            kind = "file"
+        else:
+            kind = "other"
+        out.append((e.name, kind))
+    return sorted(out)
+
+
+def _foreign(path: Path) -> Finding:
+    return Finding("foreign", str(path), "not made by RepoSaver: reported, never removed", False)
+
+
+def _holds_nothing(folder: Path) -> bool:
+    """A thread folder with no file, link or hidden entry in it: only empty layout folders."""
+    for here, dirs, files in os.walk(folder):
+        if files or any(is_temp_name(d) or os.path.islink(os.path.join(here, d)) for d in dirs):
+            return False
+    return True
 
 
 def _orphan_findings(reader: Reader, thread_id: str) -> list[Finding]:
@@ -655,6 +758,9 @@ def repair(reader: Reader, findings: list[Finding]) -> None:
 
 def _repair_one(root: Path, f: Finding) -> None:
     path = Path(f.path)
+    if not Layout(root).contains(path):
+        # removed or rewritten only where the saver writes: never through (or as) a symlink
+        raise RepoCheckpointError(f"refusing to repair {path}: it is a symlink or lies behind one")
     if f.kind == "gitignore":
         if path.exists():
             text = path.read_text(encoding="utf-8")
@@ -662,20 +768,19 @@ def _repair_one(root: Path, f: Finding) -> None:
             extra = [
                 ln for ln in GITIGNORE_TEXT.splitlines() if ln and not ln.startswith("#") and ln not in lines
             ]
-            path.write_text(
-                text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(extra) + "\n"
-            )
+            new = text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(extra) + "\n"
+            write_files([(path, new.encode("utf-8"))])  # atomic, and refuses a symlink
         else:
             root.mkdir(parents=True, exist_ok=True)
-            path.write_text(GITIGNORE_TEXT, encoding="utf-8")
+            write_files([(path, GITIGNORE_TEXT.encode("utf-8"))])
     elif f.kind == "empty-folder":
         for here, _, _ in sorted(os.walk(path, topdown=False), key=lambda w: -len(w[0])):
             try:
                 os.rmdir(here)  # only ever removes an empty folder
             except OSError:
                 return  # something arrived meanwhile: not empty after all
-    elif path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
+    elif f.kind == "temp" and is_own_grave(path.name) and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # the only folder fsck removes whole: a delete's grave
     else:
         try:
             path.unlink()

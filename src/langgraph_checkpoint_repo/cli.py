@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from copy import copy as _shallow_copy
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,7 +33,7 @@ from . import present
 from .checks import Finding, PrunePlan, Validator, count_files, fsck, plan_prune, repair, run_prune
 from .checks import thread_folders_for as _thread_folders_for
 from .errors import FileFormatError, LockTimeoutError, RepoCheckpointError, UnrevivableValueError
-from .layout import find_default_root
+from .layout import find_default_root, holds_state
 from .review import (
     BadInputError,
     ChannelChange,
@@ -77,6 +78,27 @@ def _fail(message: str, code: int) -> NoReturn:
 
 class _Group(TyperGroup):
     """Turns every expected error into one line on stderr and its exit code."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """Every command also takes the global options after its name (``threads --root X``).
+
+        They are copies of the group's own options that set what those set: a root given
+        after the command wins over one given before it and over LANGGRAPH_REPO_ROOT.
+        """
+        command = super().get_command(ctx, cmd_name)
+        if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
+            return command
+        for param in self.params:
+            if param.name not in ("root", "version"):
+                continue
+            extra = _shallow_copy(param)
+            extra.expose_value = False
+            extra.envvar = None
+            if param.name == "root":
+                extra.callback = _root_after_command
+            extra._global_copy = True  # type: ignore[attr-defined]
+            command.params.append(extra)
+        return command
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -131,6 +153,22 @@ def _out_console() -> Console:
     return console
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"{PROG} {version('langgraph-checkpoint-repo')}\n")
+        raise typer.Exit(OK)
+
+
+def _root_after_command(ctx: Any, param: Any, value: Any) -> None:
+    """``--root`` given after the command: replaces the root the group worked out."""
+    if value is not None:
+        settings = ctx.obj
+        assert isinstance(settings, Settings)
+        settings.root = Path(value).absolute()
+
+
 @app.callback()
 def _main(
     ctx: typer.Context,
@@ -143,10 +181,49 @@ def _main(
             show_default=False,
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Inspect, check and tidy LangGraph state kept by RepoSaver in a repository."""
     path = (root if root is not None else find_default_root()).absolute()
     ctx.obj = Settings(path, _out_console(), _err_console())
+
+
+def _check_root(root: Path, *, creating: bool = False) -> None:
+    """Refuse a root that holds no RepoSaver state (docs/cli.md, "Root"), so a command run at
+    the wrong folder (the repository top) fails instead of finding nothing and passing.
+
+    ``creating`` (import): a folder that does not exist yet or is empty is fine too.
+    """
+    if not root.exists():
+        if creating:
+            return
+        raise NotFoundError(f"root {root} does not exist")
+    if not root.is_dir():
+        raise BadInputError(
+            f"root {root} is a file, not a folder: --root takes the folder RepoSaver(root) was given"
+        )
+    if holds_state(root):
+        return
+    names = sorted(os.listdir(root))
+    if creating and not names:
+        return
+    hint = root / ".langgraph"
+    if hint.is_dir():
+        raise NotFoundError(f"no RepoSaver state under {root}; did you mean {hint}?")
+    holds = (
+        "it is empty"
+        if not names
+        else "it holds " + ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    )
+    raise NotFoundError(
+        f"no RepoSaver state under {root}: a RepoSaver root holds a threads/ folder or the "
+        f".gitignore RepoSaver writes there; {holds}"
+    )
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -156,6 +233,7 @@ def _settings(ctx: typer.Context) -> Settings:
 
 
 def _reader(ctx: typer.Context) -> Reader:
+    _check_root(_settings(ctx).root)
     return Reader(_settings(ctx).root)
 
 
@@ -843,8 +921,7 @@ def validate(
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
     settings = _settings(ctx)
     root = settings.root
-    if not root.is_dir():
-        raise NotFoundError(f"root {root} does not exist")
+    _check_root(root)
     folders: list[Path] | None = None
     if paths:
         folders, outside = _thread_folders_for(root, list(paths))
@@ -908,7 +985,7 @@ def fsck_command(
         findings = fsck(reader, advance)
     if do_repair:
         repair(reader, findings)
-    left = [f for f in findings if not f.repaired]
+    left = [f for f in findings if not f.repaired and f.kind != "foreign"]  # foreign: reported only
     if as_json:
         _print_json(
             {"root": str(reader.root), "findings": [_finding_json(f) for f in findings], "ok": not left}
@@ -919,7 +996,7 @@ def fsck_command(
             if f.repaired:
                 verb = "rebuilt" if f.kind == "gitignore" else "removed"
                 out.print(Text.assemble((verb, "green"), f" {f.kind}: {_rel(f.path)} ({f.message})"))
-            elif f.repairable:
+            elif f.repairable or f.kind != "invalid":
                 out.print(Text.assemble((f.kind, "yellow"), f": {_rel(f.path)}: {f.message}"))
             else:
                 out.print(
@@ -1252,6 +1329,7 @@ def migrate(
     from .validation import SCHEMA_VERSION
 
     settings = _settings(ctx)
+    _check_root(settings.root)
     with _progress(settings, "migrating", 2 * count_files(settings.root)) as advance:
         report = migrate_root(settings.root, dry_run=dry_run, progress=advance)
     if json_out:
@@ -1314,6 +1392,7 @@ def _transfer(
     )
 
     settings = _settings(ctx)
+    _check_root(settings.root, creating=to_repo)
     repo = RepoSaver(settings.root, allowlist=_allowlist(allow))
     try:
         with open_saver(other, create=not to_repo) as saver:

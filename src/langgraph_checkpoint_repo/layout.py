@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import string
 from dataclasses import dataclass
@@ -227,3 +228,41 @@ class Layout:
 def is_temp_name(name: str) -> bool:
     """Temp files (``.name.random.tmp``) and hidden names are never data."""
     return name.startswith(".") or name.endswith(".tmp")
+
+
+# The only names the saver gives to files and folders that are not state (durable._write_temp,
+# FileStore.remove_tree): fsck may remove these, and nothing else that is hidden or ends in .tmp.
+_OWN_TEMP_FILE = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{12}\.tmp")
+_OWN_GRAVE = re.compile(r"\..+\.deleted\.[0-9]+\.[0-9]+\.tmp")
+
+
+def is_own_temp_file(name: str, target_suffix: str = ".json") -> bool:
+    """``.<file>.<12 hex>.tmp``: a temp file the saver writes before renaming it over ``<file>``.
+
+    ``target_suffix`` is what the final name ends with where it lies (``.json`` in the
+    thread folders, ``.gitignore`` at the top of the root).
+    """
+    match = _OWN_TEMP_FILE.fullmatch(name)
+    return match is not None and match["target"].endswith(target_suffix)
+
+
+def is_own_grave(name: str) -> bool:
+    """``.<thread folder>.deleted.<pid>.<ns>.tmp``: a thread folder renamed away to be deleted."""
+    return _OWN_GRAVE.fullmatch(name) is not None
+
+
+def holds_state(root: Path) -> bool:
+    """Whether ``root`` is a RepoSaver root: it has a ``threads/`` folder, or the ``.gitignore``
+    the saver writes before anything else (a root initialised but without threads yet, or
+    whose threads were all deleted). A folder with neither holds no state to read or tidy."""
+    if (root / THREADS).is_dir():
+        return True
+    path = root / ".gitignore"
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except OSError:
+        return False
+    return first.rstrip("\r\n") == GITIGNORE_TEXT.splitlines()[0]

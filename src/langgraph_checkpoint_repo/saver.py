@@ -721,6 +721,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if not doomed:
             return
         layout = self.store.layout
+        # a symlink anywhere in the thread refuses the whole removal before anything is written
+        self.store.check_tree(layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
         for ns, ids in doomed.items():
             ns_dir = layout.ns_dir(thread_id, ns)
             gone: set[str] = set(ids)
@@ -856,6 +858,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         first, second = sorted((source_thread_id, target_thread_id))
         # both locks, in id order: the source must hold still while it is read
         with self.store.thread_lock(first, exclusive=True), self.store.thread_lock(second, exclusive=True):
+            self.store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
             large = [
                 self.store.prepare(
                     "large_value", self.store.read_doc(p, "large_value"), dst_dir / "large" / p.name

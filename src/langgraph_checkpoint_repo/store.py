@@ -728,9 +728,14 @@ class FileStore:
         self._values.drop_where(lambda k: _is_under(k[0], tdir))
 
     def remove_tree(self, folder: Path) -> None:
-        """Remove a folder so readers never see it half-gone: rename it away, then delete."""
-        if not folder.exists():
+        """Remove a folder so readers never see it half-gone: rename it away, then delete.
+
+        Refused, with nothing removed, when a symlink lies on the way from the root or
+        anywhere inside the folder (the saver never makes one; see ``check_tree``).
+        """
+        if not os.path.lexists(folder):
             return
+        self.check_tree(folder, f"remove {folder}")
         grave = folder.with_name(f".{folder.name}.deleted.{os.getpid()}.{time.time_ns()}.tmp")
         os.rename(folder, grave)
         if self.durable:
@@ -738,6 +743,10 @@ class FileStore:
         shutil.rmtree(grave)
 
     def remove_files(self, paths: list[Path]) -> None:
+        """Unlink files of the root; every path is checked before the first one goes, so a
+        symlink on the way (or as the file) refuses the whole call and removes nothing."""
+        for path in paths:
+            self.refuse_links(path, f"remove {path}")
         folders: set[Path] = set()
         for path in paths:
             try:
@@ -750,13 +759,73 @@ class FileStore:
                 fsync_dir(folder)
 
     def files_in(self, folder: Path) -> list[Path]:
+        """The files of a layout folder, the listing every removal starts from: a symlinked
+        folder on the way or a symlink in it is refused, never listed (so never removed)."""
+        self.refuse_links(folder, f"list {folder}")
         try:
-            return [folder / n for n in sorted(os.listdir(folder)) if not is_temp_name(n)]
+            with os.scandir(folder) as it:
+                entries = sorted((e for e in it if not is_temp_name(e.name)), key=lambda e: e.name)
         except FileNotFoundError:
             return []
+        for entry in entries:
+            if entry.is_symlink():
+                raise _link_error(f"list {folder}", Path(entry.path))
+        return [folder / e.name for e in entries]
 
     def value_files(self, ns_dir: Path) -> list[Path]:
         return self.files_in(ns_dir / VALUES)
+
+    def refuse_links(self, path: Path, doing: str) -> None:
+        """Raise unless ``path`` lies under the root with no symlink on the way (itself included).
+
+        The saver never makes a symlink, so one in the root was planted or committed and
+        may lead anywhere: removing or listing through it could reach files outside the root.
+        """
+        try:
+            parts = path.relative_to(self.root).parts
+        except ValueError:
+            raise RepoCheckpointError(
+                f"refusing to {doing}: {path} is outside the root {self.root}"
+            ) from None
+        current = self.root
+        for part in parts:
+            if part in ("..", "."):
+                raise RepoCheckpointError(
+                    f"refusing to {doing}: {path} is not a plain path under {self.root}"
+                )
+            current = current / part
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                return
+            if stat_mod.S_ISLNK(mode):
+                raise _link_error(doing, current)
+
+    def check_tree(self, folder: Path, doing: str) -> None:
+        """``refuse_links`` for a folder and everything in it: run before a removal starts, so a
+        symlink anywhere in a thread refuses the whole operation before any file is removed."""
+        self.refuse_links(folder, doing)
+        stack = [folder]
+        while stack:
+            here = stack.pop()
+            try:
+                with os.scandir(here) as it:
+                    entries = list(it)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_symlink():
+                    raise _link_error(doing, Path(entry.path))
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+
+
+def _link_error(doing: str, link: Path) -> RepoCheckpointError:
+    return RepoCheckpointError(
+        f"refusing to {doing}: {link} is a symlink, which may lead outside the root; RepoSaver never makes "
+        "one and never follows one "
+        f"(if it should not be there, remove the link itself: rm {link})"
+    )
 
 
 class _DuplicateKey(Exception):
