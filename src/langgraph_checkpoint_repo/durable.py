@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -166,6 +167,30 @@ class _SharedExclusive:
             self._cond.notify_all()
 
 
+def check_lock_file(lock_path: Path, thread_id: str) -> None:
+    """Refuse a lock file that is not a plain file: the saver only ever makes regular ones.
+
+    A symlink planted at the lock's name would have filelock open (and, before 3.20.1,
+    truncate) whatever it points to; a FIFO or device would hang or misbehave. Checked on
+    every acquire, as every other path is, since a checkout can plant one at any time;
+    filelock>=3.20.3 also opens it with O_NOFOLLOW, which closes the window after this check.
+    """
+    try:
+        st = os.lstat(lock_path)
+    except FileNotFoundError:
+        return  # made by filelock, as a regular file
+    if stat.S_ISLNK(st.st_mode):
+        raise RepoCheckpointError(
+            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a symlink "
+            "(lock files are never symlinks; remove it)"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise RepoCheckpointError(
+            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is not a regular file "
+            "(remove it)"
+        )
+
+
 class ThreadLocks:
     """Per-thread locks: a lock file (filelock) across processes, a gate inside one.
 
@@ -190,6 +215,7 @@ class ThreadLocks:
                 lock = self._files[lock_path] = FileLock(str(lock_path), thread_local=False)
         gate.acquire(exclusive)
         try:
+            check_lock_file(lock_path, thread_id)
             try:
                 lock.acquire(timeout=self.timeout)
             except Timeout:
