@@ -371,13 +371,31 @@ def test_show_history_and_json_mask_a_key_in_state_and_thread_id(tmp_path: Path)
     thread_id = f"user:{OPENAI_KEY}"
     graph = chat_graph(RepoSaver(tmp_path, durable=False, redact=False))
     graph.invoke({"messages": [HumanMessage(content=f"my key is {OPENAI_KEY}")]}, cfg(thread_id))
-    for args in (("show", thread_id), ("history", thread_id), ("show", thread_id, "--json"), ("threads",)):
+    for args in (
+        ("show", thread_id),
+        ("history", thread_id),
+        ("show", thread_id, "--json"),
+        ("threads",),
+        ("render", thread_id),
+        ("delete", thread_id),  # the question it asks names the thread and its folder
+    ):
         proc = cli(tmp_path, *args)
-        assert proc.returncode == 0, (args, proc.stderr)
+        assert proc.returncode == (5 if args[0] == "delete" else 0), (args, proc.stderr)
         out = proc.stdout + proc.stderr
         assert OPENAI_KEY[:12] not in out, args
         assert encode_segment(OPENAI_KEY)[:16] not in out, args
         assert "sk-p…" in out, args
+
+
+def test_show_masks_a_key_that_folding_cuts(tmp_path: Path) -> None:
+    """A long message is cut at 400 characters; a key across the cut is masked, not halved."""
+    graph = chat_graph(RepoSaver(tmp_path, durable=False, redact=False))
+    text = "x " * 190 + OPENAI_KEY + " and more"  # the key starts 20 characters before the cut
+    graph.invoke({"messages": [HumanMessage(content=text)]}, cfg("t"))
+    proc = cli(tmp_path, "show", "t")
+    assert proc.returncode == 0, proc.stderr
+    assert OPENAI_KEY[:12] not in proc.stdout
+    assert "sk-p…" in proc.stdout
 
 
 def test_validate_masks_a_path_whose_folder_decodes_to_a_key(tmp_path: Path) -> None:

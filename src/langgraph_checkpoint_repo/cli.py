@@ -1072,7 +1072,7 @@ def _backtick_runs(line: str) -> list[str]:
 
 
 #: text that means nothing to Markdown or GitHub (no link, mention, HTML or emphasis in it)
-_MD_INERT = re.compile(r"[A-Za-z0-9 ._:+-]*")
+_MD_INERT = re.compile(r"[A-Za-z0-9 .:+-]*")
 
 
 def _md(value: object, *, cell: bool = False, code: bool = False) -> str:
