@@ -428,6 +428,18 @@ def test_lock_file_planted_as_symlink_is_refused_naming_it(tmp_path: Path) -> No
     assert os.path.islink(lock)
 
 
+def test_lock_file_planted_as_hard_link_is_refused_naming_it(tmp_path: Path) -> None:
+    """filelock 3.x opens its lock file with O_TRUNC: a hard link would empty the file it shares."""
+    note_graph(RepoSaver(tmp_path, durable=False)).invoke({}, cfg("t"))
+    victim = tmp_path / "precious.txt"
+    victim.write_text("do not truncate\n", encoding="utf-8")
+    lock = Layout(tmp_path).lock_path("linked")
+    os.link(victim, lock)
+    with pytest.raises(RepoCheckpointError, match=r"lock file .*linked\.lock is a hard link"):
+        note_graph(RepoSaver(tmp_path, durable=False, lock_timeout=2)).invoke({}, cfg("linked"))
+    assert victim.read_text(encoding="utf-8") == "do not truncate\n"
+
+
 def test_lock_file_planted_as_folder_is_refused_naming_it(tmp_path: Path) -> None:
     note_graph(RepoSaver(tmp_path, durable=False)).invoke({}, cfg("t"))
     lock = Layout(tmp_path).lock_path("odd")

@@ -171,9 +171,10 @@ def check_lock_file(lock_path: Path, thread_id: str) -> None:
     """Refuse a lock file that is not a plain file: the saver only ever makes regular ones.
 
     A symlink planted at the lock's name would have filelock open (and, before 3.20.1,
-    truncate) whatever it points to; a FIFO or device would hang or misbehave. Checked on
-    every acquire, as every other path is, since a checkout can plant one at any time;
-    filelock>=3.20.3 also opens it with O_NOFOLLOW, which closes the window after this check.
+    truncate) whatever it points to; a hard link would have filelock 3.x truncate the file
+    it shares; a FIFO or device would hang or misbehave. Checked on every acquire, as every
+    other path is, since a checkout can plant one at any time; filelock>=3.20.3 also opens
+    it with O_NOFOLLOW, which closes the window after this check for symlinks.
     """
     try:
         st = os.lstat(lock_path)
@@ -188,6 +189,11 @@ def check_lock_file(lock_path: Path, thread_id: str) -> None:
         raise RepoCheckpointError(
             f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is not a regular file "
             "(remove it)"
+        )
+    if st.st_nlink > 1:
+        raise RepoCheckpointError(
+            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a hard link "
+            f"shared with {st.st_nlink - 1} other name(s) (lock files are never linked; remove it)"
         )
 
 

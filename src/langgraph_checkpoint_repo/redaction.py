@@ -190,15 +190,20 @@ _SECRET_BASES = (
 )
 
 
+_SECRET_ROOTS: list[type] = []
+_SECRET_ROOTS_FROM: set[str] = set()
+
+
 def _secret_classes() -> list[type]:
     """pydantic's secret types and every loaded subclass of them (``class ApiKey(SecretStr)``)."""
-    stack: list[type] = []
     for module_name, names in _SECRET_BASES:
+        if module_name in _SECRET_ROOTS_FROM:
+            continue
         module = sys.modules.get(module_name)  # never imported here: unloaded means no instances
-        for name in names:
-            cls = getattr(module, name, None)
-            if isinstance(cls, type):
-                stack.append(cls)
+        if module is not None:
+            _SECRET_ROOTS_FROM.add(module_name)
+            _SECRET_ROOTS.extend(c for c in (getattr(module, n, None) for n in names) if isinstance(c, type))
+    stack = list(_SECRET_ROOTS)
     found: list[type] = []
     while stack:
         cls = stack.pop()
