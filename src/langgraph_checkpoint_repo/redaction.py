@@ -130,12 +130,18 @@ def mask(secret: str) -> str:
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with every default-pattern match masked: for messages that quote values."""
+    """``text`` with every default-pattern match masked: for messages that quote values.
+
+    The bytes search first (``might_contain_secret``): the combined regex costs seconds per
+    megabyte, and the command line masks everything it prints, whole states in ``--json``.
+    """
+    if not might_contain_secret(text.encode("utf-8", "surrogatepass")):
+        return text
     return DEFAULT_REGEX.sub(lambda m: mask(m.group()), text)
 
 
-# a run of characters an encoded path segment is made of, with at least one escape in it
-_ENCODED_RUN = re.compile(r"[A-Za-z0-9._~%^=@-]*[%^][A-Za-z0-9._~%^=@-]*")
+# a run of the characters encoded path segments are made of (linear: no backtracking)
+_ENCODED_RUN = re.compile(r"[A-Za-z0-9._~%^=@-]+")
 _HEX2 = re.compile(r"[0-9a-fA-F]{2}")
 
 
@@ -153,6 +159,8 @@ def mask_message(text: str) -> str:
 
 def _mask_encoded_run(m: re.Match[str]) -> str:
     run = m.group()
+    if "%" not in run and "^" not in run:  # decodes to itself: mask_secrets has seen it
+        return run
     decoded = _loose_decode(run)
     masked = mask_secrets(decoded)
     return run if masked == decoded else masked
