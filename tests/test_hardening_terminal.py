@@ -30,7 +30,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from typing_extensions import TypedDict
 
 from graphs import cfg, chat_graph
-from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.layout import Layout, decode_segment, encode_segment
 
 # ----------------------------------------------------------------------
@@ -570,9 +570,18 @@ def test_device_name_encoding_is_reversible_injective_and_keeps_earlier_names(a:
 
 
 def test_device_name_folder_written_by_an_earlier_version_is_named_with_its_rename(tmp_path: Path) -> None:
-    note_graph(RepoSaver(tmp_path, durable=False)).invoke({}, cfg("con"))
-    (tmp_path / "threads" / "%63on").rename(tmp_path / "threads" / "con")  # as earlier versions wrote it
-    proc = cli(tmp_path, "threads")
+    written = tmp_path / "written"
+    note_graph(RepoSaver(written, durable=False)).invoke({}, cfg("con"))
+    (written / "threads" / "%63on").rename(written / "threads" / "con")  # as earlier versions wrote it
+    root = written.rename(tmp_path / "root")  # a root this process has not seen
+    proc = cli(root, "threads")
     assert proc.returncode == 4
     assert "threads/con" in proc.stderr and "Windows device name" in proc.stderr
     assert "rename it to '%63on'" in proc.stderr
+    # the saver neither reads an empty thread nor starts a second folder beside the old one
+    saver = RepoSaver(root, durable=False)
+    with pytest.raises(FileFormatError, match=r"threads/con: .*rename the folder to '%63on'"):
+        saver.get_tuple(cfg("con"))
+    with pytest.raises(FileFormatError, match="Windows device name"):
+        note_graph(saver).invoke({}, cfg("con"))
+    assert sorted(p.name for p in (root / "threads").iterdir()) == ["con"]

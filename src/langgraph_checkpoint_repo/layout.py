@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .errors import FileFormatError
+
 MAX_SEGMENT = 120
 _SAFE = frozenset(string.ascii_lowercase + string.digits + "-_")
 _HEX = frozenset("0123456789abcdef")
@@ -177,7 +179,17 @@ class Layout:
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def thread_dir(self, thread_id: str) -> Path:
-        return self.threads_dir / encode_segment(thread_id)
+        seg = encode_segment(thread_id)
+        bare = encode_segment(thread_id, whole_name=False)
+        if seg != bare and os.path.lexists(self.threads_dir / bare):
+            # a device name an earlier version wrote bare: say so, never start a second folder
+            raise FileFormatError(
+                str(self.threads_dir / bare),
+                "/",
+                f"thread {thread_id!r} is stored under a Windows device name, which earlier versions "
+                f"did not encode: rename the folder to {seg!r} (git mv)",
+            )
+        return self.threads_dir / seg
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
