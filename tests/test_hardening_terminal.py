@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -138,12 +139,8 @@ def test_json_output_escapes_c1_and_bidi_controls_and_reads_back_the_same(hostil
     proc = cli(hostile_chat, "show", "t", "--json")
     assert proc.returncode == 0, proc.stderr
     assert control_chars(proc.stdout) == []
-    first = load_json(proc.stdout)["values"]["messages"][0]["$fields"]["content"]
+    first = json.loads(proc.stdout)["values"]["messages"][0]["$fields"]["content"]
     assert first == HOSTILE_TEXT  # the escapes are JSON escapes: the value is unchanged
-
-
-def load_json(text: str) -> Any:
-    return json.loads(text)
 
 
 def test_not_revived_reason_escapes_a_tampered_type_name(tmp_path: Path) -> None:
@@ -176,7 +173,11 @@ def test_threads_and_history_escape_control_characters_in_a_thread_id(tmp_path: 
     assert threads.returncode == 0, threads.stderr
     assert control_chars(threads.stdout + threads.stderr) == []
     assert "t\\x1b[31m\\x9b2J" in threads.stdout
-    listed = load_json(cli(tmp_path, "threads", "--json").stdout)
+    history = cli(tmp_path, "history", thread_id)
+    assert history.returncode == 0, history.stderr
+    assert control_chars(history.stdout + history.stderr) == []
+    assert "thread t\\x1b[31m\\x9b2J" in history.stdout
+    listed = json.loads(cli(tmp_path, "threads", "--json").stdout)
     assert [s["thread_id"] for s in listed] == [thread_id]  # JSON keeps the id exactly
 
 
@@ -193,8 +194,6 @@ def test_progress_label_markup_from_a_thread_id_is_not_interpreted(tmp_path: Pat
     """A thread id from another saver is shown in the import progress bar as text: rich
     markup in it makes no hyperlink (OSC 8) and no style."""
     source = tmp_path / "source.db"
-    import sqlite3
-
     thread_id = "[link=https://evil.example]click[/link][blink]x[/blink]"
     with sqlite3.connect(source, check_same_thread=False) as conn:
         chat_graph(SqliteSaver(conn)).invoke({"messages": [HumanMessage(content="hi")]}, cfg(thread_id))
