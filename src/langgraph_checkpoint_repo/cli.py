@@ -11,10 +11,12 @@ id, 3 not found, 4 a file that cannot be read as its kind, 5 refused or not conf
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from copy import copy as _shallow_copy
 from dataclasses import dataclass
@@ -23,17 +25,26 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 from typer.core import TyperGroup
 
 from . import present
 from .checks import Finding, PrunePlan, Validator, count_files, fsck, plan_prune, repair, run_prune
 from .checks import thread_folders_for as _thread_folders_for
-from .errors import FileFormatError, LockTimeoutError, RepoCheckpointError, UnrevivableValueError
+from .errors import (
+    CONTROL_CODES,
+    FileFormatError,
+    LockTimeoutError,
+    RepoCheckpointError,
+    UnrevivableValueError,
+    escape_controls,
+)
 from .layout import find_default_root, holds_state
+from .redaction import mask_message
 from .review import (
     BadInputError,
     ChannelChange,
@@ -66,9 +77,77 @@ class CliError(Exception):
         self.code = code
 
 
+def screen(text: str, keep: str = "\t") -> str:
+    """Text as it may reach a person: secrets masked (also inside encoded path segments),
+    control characters shown as ``\\xhh`` so they never act on a terminal."""
+    return escape_controls(mask_message(text), keep=keep)
+
+
+def _screen_text(text: Text) -> Text:
+    """A rich Text screened piece by piece, so each piece keeps its style."""
+    plain = text.plain
+    if screen(plain) == plain:
+        return text
+    bounds = (i for span in text.spans for i in (span.start, span.end) if i < len(plain))
+    cuts = sorted({0, len(plain), *bounds})
+    out = Text(
+        style=text.style,
+        justify=text.justify,
+        overflow=text.overflow,
+        no_wrap=text.no_wrap,
+        end=text.end,
+        tab_size=text.tab_size,
+    )
+    for start, end in itertools.pairwise(cuts):
+        piece = screen(plain[start:end])
+        styles = [span.style for span in text.spans if span.start <= start and span.end >= end]
+        out.append_text(Text(piece, spans=[Span(0, len(piece), style) for style in styles]))
+    return out
+
+
+def _screen_renderable(renderable: Any) -> Any:
+    """Screen what ``print`` is given before rich measures it (a table sizes its columns
+    from its cells: screened late, an escaped id would be cut to fit)."""
+    if isinstance(renderable, str):
+        return screen(renderable)
+    if isinstance(renderable, Text):
+        return _screen_text(renderable)
+    if isinstance(renderable, Table):
+        for column in renderable.columns:
+            column.header = _screen_renderable(column.header)
+            column._cells = [_screen_renderable(cell) for cell in column._cells]
+    return renderable
+
+
+class _ScreenHook(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_screen_renderable(r) for r in renderables]
+
+
+class SafeConsole(Console):
+    """The one way out to the terminal: every string and Text, also in a table cell or a
+    progress bar, is screened as it is rendered, so a new command is covered by using it.
+
+    Markup is off in every console here; a newline inside one piece of text is escaped too
+    (output that is meant to take several lines is printed line by line).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.push_render_hook(_ScreenHook())
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return _screen_text(super().render_str(text, **kwargs))
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        if isinstance(renderable, Text):
+            renderable = _screen_text(renderable)
+        return super().render(renderable, options)
+
+
 def _err_console() -> Console:
     """Messages on stderr: never wrapped, so an error stays one line."""
-    return Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+    return SafeConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -146,10 +225,10 @@ class Settings:
 
 def _out_console() -> Console:
     """Colour and the terminal's width on a terminal; plain and wide into a pipe or file."""
-    console = Console(highlight=False, markup=False, emoji=False)
+    console = SafeConsole(highlight=False, markup=False, emoji=False)
     if not console.is_terminal:
         width = int(os.environ.get("COLUMNS", "0") or 0) or PIPE_WIDTH
-        console = Console(highlight=False, markup=False, emoji=False, width=width, soft_wrap=True)
+        console = SafeConsole(highlight=False, markup=False, emoji=False, width=width, soft_wrap=True)
     return console
 
 
@@ -247,8 +326,33 @@ def _print_table(out: Console, table: Table) -> None:
     out.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
+#: what json.dumps leaves raw (it escapes only C0): DEL, C1, bidi controls, lone surrogates
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in CONTROL_CODES if c >= 0x7F}
+
+
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """JSON for scripts: secrets masked like every other output, and every control character
+    a JSON escape, so the document reads back the same and never acts on a terminal."""
+    text = json.dumps(_masked_tree(data), indent=2, ensure_ascii=False)
+    sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
+
+
+def _masked_tree(tree: Any) -> Any:
+    """``tree`` with ``mask_message`` applied to every string, keys included (kept distinct)."""
+    if isinstance(tree, str):
+        return mask_message(tree)
+    if isinstance(tree, (list, tuple)):
+        return [_masked_tree(x) for x in tree]
+    if isinstance(tree, dict):
+        out: dict[Any, Any] = {}
+        for key, value in tree.items():
+            name = mask_message(key) if isinstance(key, str) else key
+            base, n = name, 2
+            while name in out:
+                name, n = f"{base}#{n}", n + 1
+            out[name] = _masked_tree(value)
+        return out
+    return tree
 
 
 def _rel(path: Path | str) -> str:
@@ -266,7 +370,12 @@ def _progress(settings: Settings, label: str, total: int) -> Iterator[Any]:
     if not settings.err.is_terminal:
         yield None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=settings.err, transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
@@ -1019,7 +1128,8 @@ def fsck_command(
 # render
 # ----------------------------------------------------------------------
 def _fence(text: str, lang: str = "text") -> str:
-    """A fenced block that the text inside cannot close."""
+    """A fenced block that the text inside cannot close (screened: masked, no control characters)."""
+    text = screen(text, keep="\n\t")
     longest = max((len(run) for run in text.split("\n") for run in _backtick_runs(run)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
@@ -1038,29 +1148,54 @@ def _backtick_runs(line: str) -> list[str]:
     return runs
 
 
+#: text that means nothing to Markdown or GitHub (no link, mention, HTML or emphasis in it)
+_MD_INERT = re.compile(r"[A-Za-z0-9 .:+-]*")
+
+
+def _md(value: object, *, cell: bool = False, code: bool = False) -> str:
+    """A string from the files, made inert for its place in ``render``'s Markdown.
+
+    Screened first (secrets masked, control characters and newlines escaped: one line).
+    Inert text (``loop``, a timestamp) stays as it is unless ``code``; anything else is a
+    code span whose fence is longer than any backtick run inside, so it cannot close early
+    and nothing inside is a link, HTML, a mention or a table cell. In a table ``cell`` a
+    ``|`` is escaped as GFM wants (``\\|``); a backslash right before one is shown as ``\\x5c``,
+    since GFM would read ``\\\\|`` as a cell boundary.
+    """
+    text = screen(str(value), keep="")
+    if not code and _MD_INERT.fullmatch(text) and "://" not in text and "www." not in text.lower():
+        return text
+    if cell:
+        text = text.replace("\\|", "\\x5c|").replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in _backtick_runs(text)), default=0) + 1)
+    pad = " " if not text or text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _md(text, cell=True, code=True)
 
 
 def _md_writers(writers: list[str]) -> str:
-    return ", ".join(w if w.startswith("(") else f"`{_md_cell(w)}`" for w in writers)
+    return ", ".join(w if w.startswith("(") else _md_cell(w) for w in writers)
 
 
 def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], limit: int) -> str:
-    ns_note = f" (namespace `{view.ns}`)" if view.ns else ""
-    parts = [f"# Thread `{summary.thread_id}`{ns_note}", ""]
+    ns_note = f" (namespace {_md(view.ns, code=True)})" if view.ns else ""
+    parts = [f"# Thread {_md(summary.thread_id, code=True)}{ns_note}", ""]
     if summary.waiting:
-        status = "waiting for input at " + ", ".join(f"`{i.task_name}`" for i in summary.waiting)
+        status = "waiting for input at " + ", ".join(_md_cell(i.task_name) for i in summary.waiting)
     elif summary.next:
-        status = "stopped before " + ", ".join(f"`{n}`" for n in summary.next)
+        status = "stopped before " + ", ".join(_md_cell(n) for n in summary.next)
     else:
         status = "finished"
     parts += [
         "| | |",
         "|---|---|",
         f"| Status | {status} |",
-        f"| Latest checkpoint | `{view.checkpoint_id}` (step {view.step}, {view.source}) |",
-        f"| Last updated | {present.short_time(view.ts)} UTC |",
+        f"| Latest checkpoint | {_md_cell(view.checkpoint_id)} (step {view.step}, "
+        f"{_md(view.source, cell=True)}) |",
+        f"| Last updated | {_md(present.short_time(view.ts), cell=True)} UTC |",
         f"| Checkpoints | {summary.checkpoints} in {len(summary.namespaces)} namespace"
         f"{'s' if len(summary.namespaces) != 1 else ''} |",
         f"| Forks | {summary.forks} |",
@@ -1072,12 +1207,12 @@ def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], l
     if not channels:
         parts += ["_empty_", ""]
     for c in channels:
-        parts += [f"**{c}**", "", _fence("\n".join(present.lines(view.values[c]))), ""]
+        parts += [f"**{_md(c, code=True)}**", "", _fence("\n".join(present.lines(view.values[c]))), ""]
     if view.interrupts:
         parts += ["## Waiting for input", ""]
         for i in view.interrupts:
             parts += [
-                f"`{i.task_name}` asks (interrupt `{i.id}`):",
+                f"{_md(i.task_name, code=True)} asks (interrupt {_md(i.id, code=True)}):",
                 "",
                 _fence("\n".join(present.lines(i.value))),
                 "",
@@ -1088,7 +1223,7 @@ def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], l
             resume = "keeps its saved writes" if not t.runs_on_resume else "runs again"
             if t.may_have_run:
                 resume += " (may have run already: check side effects)"
-            parts.append(f"| `{_md_cell(t.name)}` | {t.status} | {resume} |")
+            parts.append(f"| {_md_cell(t.name)} | {t.status} | {resume} |")
         parts.append("")
     parts += [
         "## History",
@@ -1098,8 +1233,9 @@ def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], l
     ]
     for r in rows[:limit]:
         parts.append(
-            f"| {'' if r.step is None else r.step} | {r.source or ''} | {_md_writers(r.writers)} | "
-            f"`{r.checkpoint_id}` | {'`' + r.parent_id + '`' if r.parent_id else ''} |"
+            f"| {'' if r.step is None else r.step} | {_md(r.source or '', cell=True)} | "
+            f"{_md_writers(r.writers)} | {_md_cell(r.checkpoint_id)} | "
+            f"{_md_cell(r.parent_id) if r.parent_id else ''} |"
         )
     if len(rows) > limit:
         parts.append(f"\n_… {len(rows) - limit} older checkpoints not shown._")
@@ -1139,7 +1275,7 @@ def render(
             }
         )
         return
-    sys.stdout.write(_markdown(summary, view, rows, limit))
+    sys.stdout.write(screen(_markdown(summary, view, rows, limit), keep="\n\t"))
 
 
 # ----------------------------------------------------------------------
@@ -1150,7 +1286,7 @@ def _confirm(settings: Settings, question: str, yes: bool) -> None:
     if yes:
         return
     try:
-        ok = typer.confirm(question, default=False, err=True)
+        ok = typer.confirm(screen(question), default=False, err=True)
     except typer.Abort:
         ok = False
     if not sys.stdin.isatty():
@@ -1428,7 +1564,12 @@ def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
     if not settings.err.is_terminal:
         yield None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=settings.err, transient=True) as progress:
         task = progress.add_task("copying", total=None)
         finished = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -185,6 +186,36 @@ def check_lock_timeout(timeout: Any) -> None:
         )
 
 
+def check_lock_file(lock_path: Path, thread_id: str) -> None:
+    """Refuse a lock file that is not a plain file: the saver only ever makes regular ones.
+
+    A symlink planted at the lock's name would have filelock open (and, before 3.20.1,
+    truncate) whatever it points to; a hard link would have filelock 3.x truncate the file
+    it shares; a FIFO or device would hang or misbehave. Checked on every acquire, as every
+    other path is, since a checkout can plant one at any time; filelock>=3.20.3 also opens
+    it with O_NOFOLLOW, which closes the window after this check for symlinks.
+    """
+    try:
+        st = os.lstat(lock_path)
+    except FileNotFoundError:
+        return  # made by filelock, as a regular file
+    if stat.S_ISLNK(st.st_mode):
+        raise RepoCheckpointError(
+            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a symlink "
+            "(lock files are never symlinks; remove it)"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise RepoCheckpointError(
+            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is not a regular file "
+            "(remove it)"
+        )
+    if st.st_nlink > 1:
+        raise RepoCheckpointError(
+            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a hard link "
+            f"shared with {st.st_nlink - 1} other name(s) (lock files are never linked; remove it)"
+        )
+
+
 class ThreadLocks:
     """Per-thread locks: a lock file (filelock) across processes, a gate inside one.
 
@@ -214,6 +245,7 @@ class ThreadLocks:
                 f"({lock_path}); another thread of this process is using it"
             )
         try:
+            check_lock_file(lock_path, thread_id)
             try:
                 lock.acquire(timeout=self.timeout)
             except Timeout:

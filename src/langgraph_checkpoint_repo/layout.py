@@ -9,6 +9,9 @@ folder, and identical on case-insensitive or normalising filesystems:
 * any other byte of the UTF-8 form becomes ``%hh`` (lower-case hex);
 * the empty string becomes ``%``;
 * a trailing ``.tmp`` becomes ``%2etmp`` (names ending in .tmp are temp files);
+* a Windows device name (``con``, ``prn``, ``aux``, ``nul``, ``com0``-``com9``,
+  ``lpt0``-``lpt9``), alone or before a ``.``, has its first letter escaped: ``con`` becomes
+  ``%63on`` and ``con.json`` ``%63on.json`` (Windows cannot check such a file out);
 * a result longer than ``MAX_SEGMENT`` becomes ``~`` + sha256 of the id; the
   id itself is kept inside the files of that folder (see ``thread_id``).
 """
@@ -23,6 +26,8 @@ import string
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from .errors import FileFormatError
 
 MAX_SEGMENT = 120
 _SAFE = frozenset(string.ascii_lowercase + string.digits + "-_")
@@ -39,8 +44,25 @@ CACHE = ".cache"
 GITIGNORE_TEXT = "# lock files and temp files: never state\n/.cache\n*.tmp\n"
 
 
-def encode_segment(value: str) -> str:
-    """Map any string to one safe, reversible path segment."""
+#: names Windows keeps for devices, in any case and with any extension; the superscript
+#: digits of ``COM¹`` and ``LPT³`` never reach a segment unescaped (``%c2%b9``)
+WINDOWS_DEVICE_NAMES = frozenset(
+    ["con", "prn", "aux", "nul"] + [f"{d}{n}" for d in ("com", "lpt") for n in range(10)]
+)
+
+
+def is_windows_device_name(name: str) -> bool:
+    """True for ``nul``, ``COM1``, ``con.json``: names a Windows checkout cannot create."""
+    return name.partition(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
+
+
+def encode_segment(value: str, *, whole_name: bool = True) -> str:
+    """Map any string to one safe, reversible path segment.
+
+    ``whole_name=False`` is for a segment that never starts a file name (the channel and
+    version of ``values/<channel>@<version>.json``): Windows device names are kept as they
+    are there, so those names stay what earlier versions wrote.
+    """
     if value == "":
         return "%"
     out: list[str] = []
@@ -57,6 +79,8 @@ def encode_segment(value: str) -> str:
     seg = "".join(out)
     if seg.endswith(".tmp"):  # would read as a temp file (and be git-ignored)
         seg = seg[:-4] + "%2etmp"
+    if whole_name and is_windows_device_name(seg):  # escape its first letter: ``%63on``
+        seg = f"%{ord(seg[0]):02x}{seg[1:]}"
     if len(seg) > MAX_SEGMENT:
         return "~" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
     return seg
@@ -97,6 +121,11 @@ def decode_segment(seg: str) -> str:
             raise ValueError(f"character {ch!r} cannot appear in segment {seg!r}")
     text = raw.decode("utf-8", "surrogatepass")
     if encode_segment(text) != seg:
+        if is_windows_device_name(seg):
+            raise ValueError(
+                f"segment {seg!r} is a Windows device name, which earlier versions did not encode: "
+                f"rename it to {encode_segment(text)!r} (git mv)"
+            )
         raise ValueError(f"segment {seg!r} is not in canonical form")
     return text
 
@@ -111,6 +140,7 @@ def is_verbatim(seg: str) -> bool:
         and seg.replace("-", "a").replace("_", "a").replace(".", "a").isalnum()
         and seg.lower() == seg
         and not seg.endswith(".tmp")
+        and not is_windows_device_name(seg)
     )
 
 
@@ -122,7 +152,7 @@ def version_segment(version: str | int | float) -> str:
         return f"=i{version}"
     if isinstance(version, float):
         return f"=f{version!r}"
-    return encode_segment(version)
+    return encode_segment(version, whole_name=False)  # always after ``@``: never a whole name
 
 
 def find_default_root(start: Path | None = None) -> Path:
@@ -150,7 +180,17 @@ class Layout:
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def thread_dir(self, thread_id: str) -> Path:
-        return self.threads_dir / encode_segment(thread_id)
+        seg = encode_segment(thread_id)
+        bare = encode_segment(thread_id, whole_name=False)
+        if seg != bare and os.path.lexists(self.threads_dir / bare):
+            # a device name an earlier version wrote bare: say so, never start a second folder
+            raise FileFormatError(
+                str(self.threads_dir / bare),
+                "/",
+                f"thread {thread_id!r} is stored under a Windows device name, which earlier versions "
+                f"did not encode: rename the folder to {seg!r} (git mv)",
+            )
+        return self.threads_dir / seg
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
@@ -171,7 +211,7 @@ class Layout:
 
         One flat folder (``channel@version``) so a put fsyncs one folder, not one per channel.
         """
-        return f"{VALUES}/{encode_segment(channel)}@{version_segment(version)}.json"
+        return f"{VALUES}/{encode_segment(channel, whole_name=False)}@{version_segment(version)}.json"
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def checkpoint_rel(self, checkpoint_id: str) -> str:

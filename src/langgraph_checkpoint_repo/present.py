@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .redaction import mask_secrets
 from .review import Raw
 
 FOLD_CHARS = 400  # a string longer than this is cut
@@ -24,7 +25,14 @@ MAX_DEPTH = 4
 
 
 def fold(text: str, limit: int = FOLD_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    """``text`` cut to ``limit`` characters, saying how much was left out.
+
+    Secrets are masked before the cut: a key cut in half no longer matches its pattern,
+    so masking after it (as the command line does to all it prints) would show the half.
+    """
+    if len(text) <= limit:
+        return text
+    text = mask_secrets(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… (+{len(text) - limit} chars)"

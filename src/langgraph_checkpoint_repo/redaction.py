@@ -20,7 +20,9 @@ already in files.
 
 from __future__ import annotations
 
+import base64
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -67,6 +69,7 @@ DESCRIPTIONS: Mapping[str, str] = {
     "jwt": "a JWT",
     "private-key": "a PEM private key",
     "bearer-token": "a bearer token",
+    "pydantic-secret": "a pydantic SecretStr or SecretBytes stored in clear text",
 }
 
 #: Every default pattern contains one of these literals, and where it does, the loose bytes
@@ -127,8 +130,141 @@ def mask(secret: str) -> str:
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with every default-pattern match masked: for messages that quote values."""
+    """``text`` with every default-pattern match masked: for messages that quote values.
+
+    The bytes search first (``might_contain_secret``): the combined regex costs seconds per
+    megabyte, and the command line masks everything it prints, whole states in ``--json``.
+    """
+    if not might_contain_secret(text.encode("utf-8", "surrogatepass")):
+        return text
     return DEFAULT_REGEX.sub(lambda m: mask(m.group()), text)
+
+
+# a run of the characters encoded path segments are made of (linear: no backtracking)
+_ENCODED_RUN = re.compile(r"[A-Za-z0-9._~%^=@-]+")
+_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+
+
+def mask_message(text: str) -> str:
+    """``mask_secrets``, and a secret spelled as an encoded path segment masked too.
+
+    A key carried in a thread id reaches a message as a file path (``sk-^a^b...``), which
+    the patterns do not match: such a segment is shown decoded, with the key masked.
+    """
+    text = mask_secrets(text)
+    if "%" not in text and "^" not in text:
+        return text
+    return _ENCODED_RUN.sub(_mask_encoded_run, text)
+
+
+def _mask_encoded_run(m: re.Match[str]) -> str:
+    run = m.group()
+    if "%" not in run and "^" not in run:  # decodes to itself: mask_secrets has seen it
+        return run
+    decoded = _loose_decode(run)
+    masked = mask_secrets(decoded)
+    return run if masked == decoded else masked
+
+
+def _loose_decode(run: str) -> str:
+    """``layout.decode_segment`` that never fails: a message may cut or join segments."""
+    raw = bytearray()
+    i = 0
+    while i < len(run):
+        ch = run[i]
+        if ch == "%" and _HEX2.fullmatch(run, i + 1, i + 3):
+            raw.append(int(run[i + 1 : i + 3], 16))
+            i += 3
+        elif ch == "^" and "a" <= run[i + 1 : i + 2] <= "z":
+            raw.extend(run[i + 1].upper().encode())
+            i += 2
+        else:
+            raw.extend(ch.encode())
+            i += 1
+    return raw.decode("utf-8", "replace")
+
+
+# ----------------------------------------------------------------------
+# pydantic secrets (SecretStr, SecretBytes, Secret[...])
+# ----------------------------------------------------------------------
+#: marker kind of a pydantic secret's value: ``SecretStr("[REDACTED:pydantic-secret]")``
+PYDANTIC_SECRET = "pydantic-secret"
+#: how ``validate`` shows a secret value it found (pydantic shows them so, too)
+SECRET_SHOWN = "**********"
+_SECRET_NAMES = frozenset({"SecretStr", "SecretBytes", "Secret"})
+_SECRET_BASES = (
+    ("pydantic.types", ("SecretStr", "SecretBytes", "Secret")),
+    ("pydantic.v1.types", ("SecretStr", "SecretBytes")),
+)
+
+
+_SECRET_ROOTS: list[type] = []
+_SECRET_ROOTS_FROM: set[str] = set()
+
+
+def _secret_classes() -> list[type]:
+    """pydantic's secret types and every loaded subclass of them (``class ApiKey(SecretStr)``)."""
+    for module_name, names in _SECRET_BASES:
+        if module_name in _SECRET_ROOTS_FROM:
+            continue
+        module = sys.modules.get(module_name)  # never imported here: unloaded means no instances
+        if module is not None:
+            _SECRET_ROOTS_FROM.add(module_name)
+            _SECRET_ROOTS.extend(c for c in (getattr(module, n, None) for n in names) if isinstance(c, type))
+    stack = list(_SECRET_ROOTS)
+    found: list[type] = []
+    while stack:
+        cls = stack.pop()
+        if cls not in found:
+            found.append(cls)
+            stack.extend(type.__subclasses__(cls))
+    return found
+
+
+def might_hold_pydantic_secret(data: bytes) -> bool:
+    """False only when no pydantic secret can be among the values in ``data`` (msgpack or JSON).
+
+    The serde stores a secret as its class name and its value in clear; the names are the
+    triggers: ``Secret`` (pydantic's own) and the name of each loaded subclass.
+    """
+    if b"Secret" in data:
+        return True
+    return any(cls.__name__.encode() in data for cls in _secret_classes() if "Secret" not in cls.__name__)
+
+
+def is_pydantic_secret(node: dict[str, Any]) -> bool:
+    """A stored tree of a secret: ``{"$type": [module, name], "$arg": value}`` the serde made
+    from ``get_secret_value()`` (pydantic's types, their subclasses, or a loaded class of
+    that kind); looked up without importing anything or running a module's ``__getattr__``."""
+    kind = node.get("$type")
+    if "$arg" not in node or "$method" in node or not isinstance(kind, list) or len(kind) != 2:
+        return False
+    module_name, name = kind
+    if not isinstance(name, str) or not isinstance(module_name, str):
+        return False
+    if module_name.partition(".")[0] == "pydantic" and name in _SECRET_NAMES:
+        return True
+    if any((cls.__module__, cls.__name__) == (module_name, name) for cls in _secret_classes()):
+        return True
+    module = sys.modules.get(module_name)
+    cls = getattr(module, "__dict__", {}).get(name) if module is not None else None
+    return bool(
+        isinstance(cls, type)
+        and callable(getattr(cls, "get_secret_value", None))
+        and not callable(getattr(cls, "model_dump", None))
+    )
+
+
+def _redacted_secret(arg: Any) -> Any:
+    """The stored value of a redacted secret: the marker, as bytes for SecretBytes."""
+    text = marker(PYDANTIC_SECRET)
+    if isinstance(arg, dict) and "$bytes" in arg:
+        return {"$bytes": base64.b64encode(text.encode()).decode("ascii")}
+    return text
+
+
+def _secret_in_clear(arg: Any) -> bool:
+    return bool(_redacted_secret(arg) != arg)
 
 
 class Redactor:
@@ -235,7 +371,9 @@ class Redactor:
         return out
 
     def _redact_packed(self, data: bytes) -> bytes:
-        if self._scan_bytes and (not self.defaults or not might_contain_secret(data)):
+        if self._scan_bytes and (
+            not self.defaults or not (might_contain_secret(data) or might_hold_pydantic_secret(data))
+        ):
             return data
         tree = msgpack_to_tree(data)
         new = self.redact_tree(tree)
@@ -253,6 +391,8 @@ class Redactor:
         if not any(k[:1] == "$" for k in tree):
             return self._members(tree, keys=True)
         if "$type" in tree:  # constructed object: its data, never its type, method or field names
+            if self.defaults and is_pydantic_secret(tree):  # declared secret: the whole value goes
+                return {**tree, "$arg": _redacted_secret(tree["$arg"])}
             out = dict(tree)
             for key in ("$arg", "$args"):
                 if key in tree:
@@ -359,7 +499,7 @@ def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
         raw = orjson.dumps(doc)
     except TypeError:  # an integer beyond 64 bits (valid JSON): search it all
         raw = None
-    if raw is not None and not might_contain_secret(raw):
+    if raw is not None and not might_contain_secret(raw) and not might_hold_pydantic_secret(raw):
         return
     stack: list[tuple[str, Any]] = [("", doc)]
     while stack:
@@ -369,6 +509,9 @@ def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
                 yield pointer or "/", _DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
         elif isinstance(node, list):
             stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(node))))
+        elif isinstance(node, dict) and "$type" in node and is_pydantic_secret(node):
+            if _secret_in_clear(node["$arg"]):  # none of it is shown: a password may be short
+                yield f"{pointer}/$arg", PYDANTIC_SECRET, SECRET_SHOWN
         elif isinstance(node, dict):
             for k, v in reversed(list(node.items())):
                 # a key that holds a secret is masked in the pointer too: the pointer is printed

@@ -400,8 +400,11 @@ class Reader:
         return self.store.thread_ids()
 
     def namespaces(self, thread_id: str) -> list[str]:
-        """Namespaces of an existing thread (NotFoundError otherwise); the root one first."""
-        check_thread_id(thread_id)
+        """Namespaces of an existing thread (NotFoundError otherwise); the root one first.
+
+        Any string is a thread id LangGraph accepts, control characters included; the
+        command line shows such an id escaped (cli.SafeConsole), so it must also find it.
+        """
         namespaces = [
             ns for ns in self.store.namespaces(thread_id) if self.store.checkpoint_ids(thread_id, ns)
         ]
