@@ -556,7 +556,7 @@ def test_tasks_subgraph_interrupt_shows_parent_and_subgraph(root: Path) -> None:
 
 CRASH_CHILD = textwrap.dedent(
     """
-    import operator, os, sys, time
+    import json, operator, os, sys, time
     from pathlib import Path
     from typing import Annotated
     from typing_extensions import TypedDict
@@ -577,7 +577,13 @@ CRASH_CHILD = textwrap.dedent(
             (root.parent / "side-effect.txt").write_text("card charged")
             for _ in range(600):  # until the sibling's writes are on disk
                 names = [n for n in os.listdir(writes) if not n.startswith(".")] if writes.is_dir() else []
-                if any("sent email" in (writes / n).read_text() for n in names):
+                docs = [json.loads((writes / n).read_text()) for n in names]
+                # the sibling's writes, and the checkpoint they belong to, are on disk
+                if any(
+                    "sent email" in json.dumps(d)
+                    and (root / "threads" / "crashy" / "checkpoints" / (d["checkpoint_id"] + ".json")).exists()
+                    for d in docs
+                ):
                     os._exit(3)
                 time.sleep(0.05)
             os._exit(4)
