@@ -33,6 +33,7 @@ from rich.text import Span, Text
 from typer.core import TyperGroup
 
 from . import present
+from ._compat import set_table_cells, table_cells
 from .checks import Finding, PrunePlan, Validator, count_files, fsck, plan_prune, repair, run_prune
 from .checks import thread_folders_for as _thread_folders_for
 from .errors import (
@@ -115,7 +116,7 @@ def _screen_renderable(renderable: Any) -> Any:
     if isinstance(renderable, Table):
         for column in renderable.columns:
             column.header = _screen_renderable(column.header)
-            column._cells = [_screen_renderable(cell) for cell in column._cells]
+            set_table_cells(column, [_screen_renderable(cell) for cell in table_cells(column)])
     return renderable
 
 

@@ -30,11 +30,21 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import ormsgpack
-from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.jsonplus import (
+    EXT_CONSTRUCTOR_KW_ARGS,
+    EXT_CONSTRUCTOR_POS_ARGS,
+    EXT_CONSTRUCTOR_SINGLE_ARG,
+    EXT_DELTA_SNAPSHOT,
+    EXT_METHOD_SINGLE_ARG,
+    EXT_NUMPY_ARRAY,
+    EXT_PYDANTIC_V1,
+    EXT_PYDANTIC_V2,
+    JsonPlusSerializer,
+)
 
+from ._compat import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES, allowed_msgpack_modules
 from .errors import InvalidWriteError, UnrevivableValueError
 
 if TYPE_CHECKING:
@@ -51,7 +61,10 @@ PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
 LOADED_SERDE_TYPES = PLAIN_SERDE_TYPES | {"msgpack"}
 
 # msgpack extension codes used by langgraph.checkpoint.serde.jsonplus
-EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2, EXT_NUMPY, EXT_DELTA = range(8)
+# LangGraph's msgpack extension codes (public constants of its jsonplus module)
+EXT_SINGLE, EXT_POS, EXT_KW = EXT_CONSTRUCTOR_SINGLE_ARG, EXT_CONSTRUCTOR_POS_ARGS, EXT_CONSTRUCTOR_KW_ARGS
+EXT_METHOD, EXT_PYD1, EXT_PYD2 = EXT_METHOD_SINGLE_ARG, EXT_PYDANTIC_V1, EXT_PYDANTIC_V2
+EXT_NUMPY, EXT_DELTA = EXT_NUMPY_ARRAY, EXT_DELTA_SNAPSHOT
 _ARG_KEY = {EXT_SINGLE: "$arg", EXT_POS: "$args", EXT_KW: "$kwargs"}
 
 
@@ -270,7 +283,7 @@ class ValueCodec:
         inner = serde.serde if isinstance(serde, EncryptedSerializer) else serde
         self._plain: SerializerProtocol = inner
         self._checks_allowlist = isinstance(inner, JsonPlusSerializer)
-        allowed = getattr(inner, "_allowed_msgpack_modules", None)
+        allowed = allowed_msgpack_modules(inner)
         self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES) | {tuple(a) for a in allowlist}
         if isinstance(allowed, (set, frozenset)):  # an explicit list; True (allow all) is not one
             self._allowed |= {tuple(a) for a in allowed}

@@ -16,8 +16,9 @@ import weakref
 from types import FrameType
 from typing import Any
 
-from langgraph._internal import _serde as lg_serde
 from langgraph.pregel import Pregel
+
+from ._compat import build_serde_allowlist
 
 _MAX_FRAMES = 16
 
@@ -47,7 +48,7 @@ def graph_allowlist(graph: Pregel[Any, Any]) -> set[tuple[str, ...]]:
         for branches in builder.branches.values():
             schemas.extend(b.input_schema for b in branches.values() if b.input_schema is not None)
         channels.update(builder.channels)
-    return lg_serde.build_serde_allowlist(schemas=schemas, channels=channels)
+    return build_serde_allowlist(schemas=schemas, channels=channels)
 
 
 class GraphTypes:

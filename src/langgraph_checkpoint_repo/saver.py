@@ -32,7 +32,6 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
-    _with_msgpack_allowlist,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
@@ -43,6 +42,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from . import codec as codec_mod
+from ._compat import with_msgpack_allowlist
 from .codec import ValueCodec
 from .durable import check_lock_timeout, json_size
 from .errors import (
@@ -140,7 +140,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         elif allowlist and isinstance(
             serde.serde if isinstance(serde, EncryptedSerializer) else serde, JsonPlusSerializer
         ):  # a strict serde of the caller's must construct these types too
-            serde = _with_msgpack_allowlist(serde, allowlist)
+            serde = with_msgpack_allowlist(serde, allowlist)
         super().__init__(serde=serde)
         self.unsafe_allow_pickle = unsafe_allow_pickle
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
@@ -160,7 +160,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         """Allow the state types of the graph that is calling (see graph_types.py)."""
         allow = self._graph_types.new_types(depth + 1)
         if allow and not _allow_keys(allow) <= self.codec.allowed:
-            self.serde = maybe_add_typed_methods(_with_msgpack_allowlist(self.serde, allow))
+            self.serde = maybe_add_typed_methods(with_msgpack_allowlist(self.serde, allow))
             self._allowlist = self._allowlist | _allow_keys(allow)
             self.codec = self._new_codec()
 

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
 
+from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
 from .errors import RepoCheckpointError
 
 
@@ -66,7 +67,7 @@ def thread_ids_of(saver: BaseCheckpointSaver[Any]) -> list[str]:
         return sorted(str(t) for t in storage)
     kind = _sql_kind(saver)
     if kind is not None:
-        cursor = saver.cursor if kind == "sqlite" else saver._cursor  # type: ignore[attr-defined]
+        cursor = saver.cursor if kind == "sqlite" else postgres_cursor(saver)  # type: ignore[attr-defined]
         with cursor() as cur:
             cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
             rows = cur.fetchall()
@@ -136,7 +137,7 @@ def _local_rows(saver: BaseCheckpointSaver[Any], thread_id: str) -> builtins.lis
 
 
 def _sql(kind: str, saver: BaseCheckpointSaver[Any]) -> str:
-    if kind == "sqlite" and not getattr(saver, "_has_task_path", True):
+    if kind == "sqlite" and not sqlite_has_task_path(saver):
         return _NO_TASK_PATH[kind]
     return _WRITES_SQL[kind]
 
@@ -150,7 +151,7 @@ def write_info_of(saver: BaseCheckpointSaver[Any], thread_id: str) -> WriteInfo:
     """
     rows = _local_rows(saver, thread_id)
     if rows is None and (kind := _sql_kind(saver)) is not None:
-        cursor = saver.cursor if kind == "sqlite" else saver._cursor  # type: ignore[attr-defined]
+        cursor = saver.cursor if kind == "sqlite" else postgres_cursor(saver)  # type: ignore[attr-defined]
         with cursor() as cur:
             cur.execute(_sql(kind, saver), (thread_id,))
             rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in cur.fetchall()]
@@ -166,7 +167,7 @@ async def awrite_info_of(saver: BaseCheckpointSaver[Any], thread_id: str) -> Wri
         async with saver.lock, saver.conn.execute(_sql(kind, saver), (thread_id,)) as cur:  # type: ignore[attr-defined]
             rows = [tuple(r) for r in await cur.fetchall()]
     elif rows is None and kind == "postgres":
-        async with saver._cursor() as cur:  # type: ignore[attr-defined]
+        async with postgres_cursor(saver)() as cur:
             await cur.execute(_WRITES_SQL[kind], (thread_id,))
             rows = [tuple(r.values()) for r in await cur.fetchall()]
     return _collect(rows or [])
@@ -403,8 +404,7 @@ def _adopt_sqlite(saver: Any, spec: str) -> None:
     if not {"checkpoints", "writes"} <= tables:
         raise SaverSpecError(f"{spec}: not a SqliteSaver database (no checkpoints and writes tables)")
     columns = {r[1] for r in saver.conn.execute("PRAGMA table_info(writes)")}
-    saver._has_task_path = "task_path" in columns
-    saver.is_setup = True
+    adopt_sqlite_tables(saver, "task_path" in columns)
 
 
 def _optional(module: str, name: str, extra: str) -> Any:

@@ -1,0 +1,71 @@
+"""The one place that uses private names of other packages.
+
+LangGraph, its savers and rich do not promise these names across releases. Every use
+goes through this module and each name has a test in ``tests/test_compat.py``, so an
+upgrade that removes or changes one fails loudly here instead of somewhere deep in a
+read path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from langgraph._internal._serde import build_serde_allowlist as _build_serde_allowlist
+from langgraph.checkpoint.base import _with_msgpack_allowlist
+from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+__all__ = [
+    "SAFE_MSGPACK_METHODS",
+    "SAFE_MSGPACK_TYPES",
+    "adopt_sqlite_tables",
+    "allowed_msgpack_modules",
+    "build_serde_allowlist",
+    "postgres_cursor",
+    "sqlite_has_task_path",
+    "table_cells",
+    "with_msgpack_allowlist",
+]
+
+
+def with_msgpack_allowlist(
+    serde: SerializerProtocol, extra: Collection[tuple[str, ...]]
+) -> SerializerProtocol:
+    """The serde with more types allowed, as ``BaseCheckpointSaver.with_allowlist`` makes it."""
+    return _with_msgpack_allowlist(serde, extra)
+
+
+def build_serde_allowlist(*, schemas: list[Any], channels: dict[str, Any]) -> set[tuple[str, ...]]:
+    """The types ``StateGraph.compile`` registers for a graph in strict msgpack mode."""
+    return _build_serde_allowlist(schemas=schemas, channels=channels)
+
+
+def allowed_msgpack_modules(serde: SerializerProtocol) -> Any:
+    """What a JsonPlusSerializer was built to allow: a set, True (everything) or None."""
+    return getattr(serde, "_allowed_msgpack_modules", None)
+
+
+def postgres_cursor(saver: Any) -> Callable[[], Any]:
+    """PostgresSaver's (or AsyncPostgresSaver's async) cursor factory: neither has a public one."""
+    return saver._cursor  # type: ignore[no-any-return]
+
+
+def sqlite_has_task_path(saver: Any) -> bool:
+    """Whether a SqliteSaver's writes table has the task_path column."""
+    return bool(getattr(saver, "_has_task_path", True))
+
+
+def adopt_sqlite_tables(saver: Any, has_task_path: bool) -> None:
+    """Make a SqliteSaver read an existing database as it is, without running its setup."""
+    saver._has_task_path = has_task_path
+    saver.is_setup = True
+
+
+def table_cells(column: Any) -> list[Any]:
+    """The cells of a rich table column (rich keeps them in a private list)."""
+    return column._cells  # type: ignore[no-any-return]
+
+
+def set_table_cells(column: Any, cells: list[Any]) -> None:
+    column._cells = cells
