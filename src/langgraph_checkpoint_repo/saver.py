@@ -16,6 +16,7 @@ import builtins
 import json
 import os
 import random
+import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +53,18 @@ from .errors import (
 from .graph_types import GraphTypes
 from .layout import encode_segment, find_default_root
 from .redaction import RedactOption, Redactor, resolve_redactor
-from .store import FileStore, ValueEntry, digest_node, msgpack_array_header, msgpack_array_split
+from .store import (
+    RACY_NS,
+    Dep,
+    FileStore,
+    ValueEntry,
+    digest_node,
+    file_digest,
+    msgpack_array_header,
+    msgpack_array_split,
+    stat_key_of,
+    unchanged,
+)
 from .validation import SCHEMA_VERSION
 
 _MISSING = object()
@@ -70,6 +82,9 @@ class _ListState:
     depth: int
     body: bytes | None  # the serde's msgpack items (no array header), when we wrote it
     tree: list[Any] | None  # the JSON tree, when we read it from disk
+    # the files that version's list is rebuilt from, with their stat keys when we wrote or
+    # read them: an append is only made onto a chain no one has changed since
+    deps: tuple[Dep, ...] = ()
 
 
 class RepoSaver(BaseCheckpointSaver[str]):
@@ -221,13 +236,20 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     return
 
     def _filter_meta(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        """Decoded metadata, kept per checkpoint so filters scan thousands quickly."""
+        """Decoded metadata, kept per checkpoint so filters scan thousands quickly: reused
+        while its file's stat key is unchanged (one lstat), so a hand edit is seen."""
         per_ns = self.store.meta.setdefault((thread_id, ns), {})
-        meta = per_ns.get(cid)
-        if meta is None:
-            doc = self.store.cached_header(thread_id, ns, cid)
-            meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
-            per_ns[cid] = meta
+        hit = per_ns.get(cid)
+        if hit is not None and stat_key_of(hit[0]) == hit[1]:
+            return hit[2]  # type: ignore[no-any-return]
+        path = self.store.layout.checkpoint_path(thread_id, ns, cid)
+        st = os.lstat(path)  # before the read: an edit after it changes the key
+        doc = self.store.header(thread_id, ns, cid)
+        meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
+        if time.time_ns() - st.st_mtime_ns > RACY_NS:  # else it may change again unseen: re-read
+            per_ns[cid] = (str(path), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino), meta)
+        else:
+            per_ns.pop(cid, None)
         return meta  # type: ignore[no-any-return]
 
     def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
@@ -245,8 +267,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 key = (thread_id, ns, channel)
                 known = self._lists.get(key)
                 if known is None or known.version != versions[channel]:
+                    deps = entry.deps if entry.checkable else ((entry.file, None, None),)
                     self._lists[key] = _ListState(
-                        versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree
+                        versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree, deps
                     )
         stored = doc["checkpoint"]
         checkpoint: dict[str, Any] = {
@@ -260,9 +283,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if "updated_channels" in stored:
             uc = stored["updated_channels"]
             checkpoint["updated_channels"] = list(uc) if uc is not None else None
+        cpath = str(self.store.layout.checkpoint_path(thread_id, ns, cid))
         for key, tree in stored.get("extra", {}).items():
-            checkpoint[key] = self._decode_tree(tree, self._where(doc, f"/checkpoint/extra/{key}"))
-        metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
+            pointer = f"/checkpoint/extra/{key}"
+            checkpoint[key] = self._decode_tree(tree, self._where(doc, pointer), cpath, pointer)
+        metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
         parent = doc["parent_checkpoint_id"]
         return CheckpointTuple(
             config=_config(thread_id, ns, cid),
@@ -273,35 +298,40 @@ class RepoSaver(BaseCheckpointSaver[str]):
         )
 
     def _pending_writes(self, thread_id: str, ns: str, cid: str) -> builtins.list[PendingWrite]:
-        merged: dict[tuple[str, int], tuple[str, str, str, Any, Path]] = {}
+        merged: dict[tuple[str, int], tuple[str, str, str, Any, Path, int]] = {}
         for path, doc in self.store.writes_docs(thread_id, ns, cid):
-            for w in doc["writes"]:
+            for i, w in enumerate(doc["writes"]):
                 key = (doc["task_id"], w["idx"])
                 if w["idx"] >= 0 and key in merged:
                     continue
-                merged[key] = (doc["task_id"], w["channel"], doc["task_path"], w["value"], path)
+                merged[key] = (doc["task_id"], w["channel"], doc["task_path"], w["value"], path, i)
         out: builtins.list[PendingWrite] = []
         for key in sorted(merged, key=lambda k: writes_sort_key(merged[k][2], *k)):
-            task_id, channel, _, node, path = merged[key]
+            task_id, channel, _, node, path, i = merged[key]
             where = (
                 f"thread {thread_id!r} checkpoint {cid} pending write {channel!r} of task {task_id} ({path})"
             )
-            out.append((task_id, channel, self._revive_node(node, path, where)))
+            out.append((task_id, channel, self._revive_node(node, path, where, f"/writes/{i}/value")))
         return out
 
     def _where(self, doc: dict[str, Any], pointer: str) -> str:
         path = self.store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
         return f"thread {doc['thread_id']!r} checkpoint {doc['checkpoint_id']} ({path} at {pointer})"
 
-    def _decode_tree(self, tree: Any, where: str) -> Any:
+    def _decode_tree(self, tree: Any, where: str, file: str = "", root: str = "") -> Any:
+        """A tree stored in place (metadata, checkpoint extras); ``file`` and ``root`` (its
+        pointer there) let an error name where inside it a type rejected its data."""
         entry = ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
+        entry.file, entry.root = file, root
         return self._revive(entry, where)
 
-    def _revive_node(self, node: dict[str, Any], path: Path, where: str) -> Any:
-        node, holder = self.store.resolve_node(node, path)
+    def _revive_node(self, node: dict[str, Any], path: Path, where: str, pointer: str = "") -> Any:
+        node, holder = self.store.resolve_node(node, path, pointer)
         if holder != path:
             where = f"{where} (value in {holder})"
-        return self._revive(FileStore.entry_from_node(node, str(holder)), where)
+        entry = FileStore.entry_from_node(node, str(holder))
+        entry.file, entry.root = str(holder), f"{pointer}/json" if holder == path else "/value/json"
+        return self._revive(entry, where)
 
     def _revive(self, entry: ValueEntry, where: str) -> Any:
         """Revive a value, refusing (before any import) types outside the allowlist."""
@@ -315,7 +345,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             typed = entry.typed()
         except FileFormatError as exc:
             raise UnrevivableValueError(f"{where}: {exc}") from exc
-        return self.codec.loads(typed, where)
+        return self.codec.loads(typed, where, entry.locate)
 
     # writing
     # ------------------------------------------------------------------
@@ -378,6 +408,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     self._lists.pop(key, None)
                 else:
                     state.ref = own_ref
+                    own: builtins.list[Dep] = [self.store.dep(cpath, cdoc)]  # as remembered
+                    node = new_values[channel].get("value")
+                    if isinstance(node, dict) and "large" in node:
+                        lpath = layout.large_path(thread_id, node["large"])
+                        own.append((str(lpath), stat_key_of(lpath), file_digest(lpath)))
+                    state.deps = (*own, *state.deps)
                     self._lists[key] = state
         return _config(thread_id, ns, cid)
 
@@ -445,7 +481,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 count, body = split
                 appended = self._as_append(thread_id, ns, channel, count, body, data)
                 if appended is not None:
-                    return {"append": appended}, _ListState(version, "", count, appended["depth"], body, None)
+                    base_deps = self._lists[(thread_id, ns, channel)].deps
+                    state = _ListState(version, "", count, appended["depth"], body, None, base_deps)
+                    return {"append": appended}, state
                 state = _ListState(version, "", count, 0, body, None)
         node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
         return {"value": self._maybe_large(thread_id, node, large)}, state
@@ -457,8 +495,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         state = self._lists.get((thread_id, ns, channel))
         if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
             return None
-        if not (self.store.layout.ns_dir(thread_id, ns) / state.ref).exists():
-            return None
+        if not state.deps or not unchanged(state.deps):
+            return None  # the base was changed (by hand, git, prune) since we wrote or read it
         items: builtins.list[Any] | None = None
         if state.body is not None and body.startswith(state.body):
             suffix = body[len(state.body) :]

@@ -1,14 +1,31 @@
 """The file store: reading and writing the documents of one root.
 
 Knows the layout, validates every document on its way in and out, and keeps
-derived, in-process caches that are always checked against the filesystem:
+derived, in-process caches under one rule, so every read sees every edit (by
+hand, by ``git pull``, by another process):
 
-* folder listings (checkpoint ids, writes files), trusted only while the
-  folder's stat is unchanged and it was not modified in the same instant it
-  was listed (the "racy git" rule), so files arriving through ``git pull`` or
-  from another process are seen on the next call;
-* parsed documents and resolved values keyed by path and (mtime, size, inode):
-  files are immutable by name, and a hand edit changes the stat.
+    A cached thing is reused only while every file it was derived from has the
+    stat key it had when it was read (mtime_ns, ctime_ns, size, inode: ctime
+    too, which tools that restore the mtime cannot set), and was settled then:
+    last changed more than RACY_NS before it was read (the "racy git" rule; a
+    file changed within that window can change again without changing its
+    stat key). A file that was not settled is parsed again on its next read,
+    or, for our own writes, its bytes are compared with the digest of what we
+    wrote.
+
+Applied to each cache:
+
+* ``_listings``: a folder's names (and the ids and writes groups derived from
+  them) against the folder's stat;
+* ``_docs``: a parsed, validated document against its file's stat;
+* ``_values``: a resolved value against every file it is built from: its own,
+  a ``large/`` file, and each link of an append chain (``ValueEntry.deps``,
+  one lstat per file on a hit);
+* ``meta``: decoded metadata for filters, against its checkpoint file's stat
+  (one lstat per checkpoint a filter scans);
+* the saver's ``_lists`` (what the next ``put`` appends to): against the
+  files of the chain it would append to; changed, the next value is written
+  whole.
 
 Nothing here is persisted: restarting the process loses nothing.
 """
@@ -56,6 +73,9 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 _CACHE_ENTRIES = 20_000
 
 StatKey = tuple[int, int, int, int]
+# a file something was derived from: (path, its stat key then, the sha256 of its bytes when it
+# was not yet settled, else None); a stat key of None means "cannot be checked: never reuse"
+Dep = tuple[str, StatKey | None, bytes | None]
 
 
 def _stat_key(st: os.stat_result) -> StatKey:
@@ -76,6 +96,33 @@ class ValueEntry:
     base: ValueEntry | None = None  # for appends: the entry this one extends
     items: list[Any] | None = None  # for appends: the appended items
     _body: bytes | None = None
+    file: str = ""  # the file holding this entry's own tree (an append's items)
+    root: str = ""  # the JSON pointer of that tree in the file
+    # every file the entry was derived from: its own first, then a large file, then the base
+    # chain's (see Dep); the entry is reused only while all of them are unchanged
+    deps: tuple[Dep, ...] = ()
+
+    @property
+    def checkable(self) -> bool:
+        """True when every file it comes from can be checked for a change (see ``unchanged``)."""
+        return all(key is not None for _, key, _ in self.deps)
+
+    def locate(self, index: int) -> str | None:
+        """"file at pointer" of the ``index``-th extension value of the tree (the order
+        ``codec.ext_pointer`` counts): for a rebuilt list, in the link of the chain holding it."""
+        if self.tree is None:
+            return None
+        pointer = codec_mod.ext_pointer(self.tree, index)
+        if pointer is None:
+            return None
+        entry = self
+        while entry.base is not None and isinstance(entry.base.tree, list):
+            head, _, rest = pointer[1:].partition("/")
+            if int(head) >= len(entry.base.tree):
+                pointer = f"/{int(head) - len(entry.base.tree)}" + (f"/{rest}" if rest else "")
+                break
+            entry = entry.base
+        return f"{entry.file} at {entry.root}{pointer}" if entry.file else None
 
     def typed(self) -> tuple[str, bytes]:
         """What the serde's loads_typed takes; msgpack is rebuilt lazily and incrementally."""
@@ -137,8 +184,8 @@ class FileStore:
         self._docs: LRU = LRU(_CACHE_ENTRIES)
         self._values: LRU = LRU(_CACHE_ENTRIES)
         self._listings: dict[Path, Listing] = {}
-        self._headers: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-        self.meta: dict[tuple[str, str], dict[str, Any]] = {}  # decoded metadata, for filters
+        # decoded metadata, for filters: (file, stat key, metadata) per checkpoint id
+        self.meta: dict[tuple[str, str], dict[str, tuple[str, StatKey, Any]]] = {}
         self._mutex = threading.RLock()
         self._safe_dirs: set[Path] = set()  # folders known to exist
         self._gitignore_done = False
@@ -163,8 +210,15 @@ class FileStore:
         st = os.lstat(path)
         key = _stat_key(st)
         hit = self._docs.get(path)
-        if hit is not None and hit[0] == key and hit[2]:
-            return hit[1]  # type: ignore[no-any-return]
+        if hit is not None and hit[0] == key:
+            if hit[2]:
+                return hit[1]  # type: ignore[no-any-return]
+            if len(hit) > 3 and file_digest(path) == hit[3]:
+                # written within RACY_NS (by us): the stat cannot show a change made in the same
+                # clock tick, the bytes can; once settled, the stat alone is enough
+                if time.time_ns() - st.st_mtime_ns > RACY_NS:
+                    self._docs.put(path, (key, hit[1], True))
+                return hit[1]  # type: ignore[no-any-return]
         doc = self._load_json(path, st)
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         # a file changed within RACY_NS of being read may change again with the same stat
@@ -313,13 +367,9 @@ class FileStore:
         return doc
 
     def cached_header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
-        """Header without a stat per file: for scans over thousands of listed checkpoints."""
-        per_ns = self._headers.setdefault((thread_id, checkpoint_ns), {})
-        doc = per_ns.get(checkpoint_id)
-        if doc is None:
-            doc = self.header(thread_id, checkpoint_ns, checkpoint_id)
-            per_ns[checkpoint_id] = doc
-        return doc
+        """``header``: kept for the scans that call it. A header is never reused without the
+        one lstat that shows a hand edit (the cache rule in the module docstring)."""
+        return self.header(thread_id, checkpoint_ns, checkpoint_id)
 
     def writes_docs(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
@@ -422,7 +472,7 @@ class FileStore:
                 ) from None
         key = (path, channel)
         hit = self._values.get(key)
-        if hit is not None and hit[0] == _stat_key(st) and hit[2]:
+        if hit is not None and unchanged(hit[1].deps, _stat_key(st)):
             return hit[1]  # type: ignore[no-any-return]
         if ref.startswith(CHECKPOINTS + "/"):
             try:
@@ -446,26 +496,50 @@ class FileStore:
             body = doc
             pointer = ""
         entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
-        cached = self._docs.get(path)  # may have been dropped by another thread meanwhile
-        self._values.put(key, (_stat_key(st), entry, cached is not None and cached[2]))
+        entry.deps = (self.dep(path, doc), *entry.deps)
+        if entry.checkable:
+            self._values.put(key, (_stat_key(st), entry, True))
         return entry
+
+    def dep(self, path: Path, doc: Any) -> Dep:
+        """How to tell later whether ``path`` still holds ``doc`` (its cached parse): the stat key
+        it was read with, plus its bytes' digest when it was not yet settled (our own writes)."""
+        cached = self._docs.get(path)  # may have been dropped or replaced by another thread meanwhile
+        if cached is None or cached[1] is not doc:
+            return (str(path), None, None)
+        if cached[2]:
+            return (str(path), cached[0], None)
+        if len(cached) > 3:
+            return (str(path), cached[0], cached[3])
+        return (str(path), None, None)  # racy, read from someone else's write: re-read next time
 
     def _entry_from_body(
         self, ns_dir: Path, channel: str, body: dict[str, Any], path: Path, pointer: str
     ) -> ValueEntry:
         where = f"{path}{' at ' + pointer if pointer else ''}"
         if body.get("empty"):
-            return ValueEntry(empty=True, where=where)
+            return ValueEntry(empty=True, where=where, file=str(path), root=pointer)
         if "append" in body:
             app = body["append"]
             base = self.value_entry(ns_dir, channel, app["base"], app["base_ref"])
+            referrer = f"{path} at {pointer}/append"
             if base.empty or not isinstance(base.tree, list):
-                raise FileFormatError(str(path), f"{pointer}/append/base", "base is not a list value")
-            if len(base.tree) != app["base_length"]:
+                # the file the chain leads to is the one to look at (edited, or the wrong link)
                 raise FileFormatError(
-                    str(path),
-                    f"{pointer}/append/base_length",
-                    f"base holds {len(base.tree)} items, not {app['base_length']}",
+                    base.file or str(path),
+                    base.root or f"{pointer}/append/base",
+                    f"is not a list value, but {referrer} appends to it",
+                )
+            if len(base.tree) != app["base_length"]:
+                # the base (or a link below it) no longer holds what this append was made on:
+                # name the file whose list it is, and the append that counted it
+                raise FileFormatError(
+                    base.file,
+                    base.root,
+                    f"the list of channel {channel!r} at {app['base']} holds {len(base.tree)} items "
+                    f"(rebuilt from its append chain), but {referrer}/base_length says "
+                    f"{app['base_length']}: an item was removed or added by hand? "
+                    "Restore it, or run `langgraph-repo validate` after fixing both files",
                 )
             items = app["items"]
             item_types = codec_mod.named_types(items)
@@ -473,9 +547,19 @@ class FileStore:
             types.origins = dict.fromkeys(base.types, base.where)
             types.origins.update(getattr(base.types, "origins", {}))
             types.origins.update((t, where) for t in item_types if t not in types.origins)
-            return ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
+            entry = ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
+            entry.file, entry.root = str(path), f"{pointer}/append/items"
+            entry.deps = base.deps
+            return entry
         node, holder = self.resolve_node(body["value"], path, pointer)
-        return self.entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        entry = self.entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        entry.file = str(holder)
+        entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
+        if holder != path:  # a large value: its file is one more this entry comes from
+            cached = self._docs.get(holder)
+            ldoc = cached[1] if cached is not None and cached[1]["value"] is node else None
+            entry.deps = (self.dep(holder, ldoc),)
+        return entry
 
     def resolve_node(
         self, node: dict[str, Any], where: Path, pointer: str = ""
@@ -572,11 +656,15 @@ class FileStore:
         self._gitignore_done = True
 
     def remember(self, path: Path, doc: dict[str, Any]) -> None:
-        """Seed the document cache with what we just wrote."""
+        """Seed the document cache with what we just wrote. It was written within RACY_NS, so
+        the digest of its bytes goes with it: a later read compares bytes (cheap) instead of
+        parsing, and still sees an edit made in the same clock tick as our write."""
         try:
-            self._docs.put(path, (_stat_key(os.lstat(path)), doc, True))
+            st = os.lstat(path)
         except FileNotFoundError:
-            pass
+            return
+        settled = time.time_ns() - st.st_mtime_ns > RACY_NS
+        self._docs.put(path, (_stat_key(st), doc, settled, hashlib.sha256(dump_json(doc)).digest()))
 
     def forget_thread(self, thread_id: str) -> None:
         self._safe_dirs.clear()
@@ -584,8 +672,6 @@ class FileStore:
         tdir = self.layout.thread_dir(thread_id)
         # list(...) copies a dict's keys in one step under the GIL, so other threads
         # filling the caches meanwhile cannot break the iteration
-        for key in [k for k in list(self._headers) if k[0] == thread_id]:
-            self._headers.pop(key, None)
         for key in [k for k in list(self.meta) if k[0] == thread_id]:
             self.meta.pop(key, None)
         for folder in [f for f in list(self._listings) if _is_under(f, tdir)]:
@@ -692,6 +778,37 @@ def msgpack_array_header(count: int) -> bytes:
 
 def digest_node(node: Any) -> str:
     return hashlib.sha256(dump_json(node)).hexdigest()
+
+
+def stat_key_of(path: str | Path) -> StatKey | None:
+    """The stat key of a file, None when it is gone."""
+    try:
+        return _stat_key(os.lstat(path))
+    except FileNotFoundError:
+        return None
+
+
+def file_digest(path: str | Path) -> bytes | None:
+    """sha256 of a file's bytes (never through a symlink), None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return hashlib.sha256(fh.read()).digest()
+
+
+def unchanged(deps: tuple[Dep, ...], first: StatKey | None = None) -> bool:
+    """True when every file still is what something was derived from: the same stat key and,
+    for a file that was not settled then, the same bytes (``first``: the first file's stat key,
+    when the caller has just taken it)."""
+    for i, (path, key, digest) in enumerate(deps):
+        now = first if i == 0 and first is not None else stat_key_of(path)
+        if key is None or now != key:
+            return False
+        if digest is not None and file_digest(path) != digest:
+            return False
+    return True
 
 
 def _is_under(path: Path, folder: Path) -> bool:
