@@ -307,16 +307,23 @@ def test_set_with_tuple_member_comes_back_as_the_set(tmp_path: Path) -> None:
     assert type(state.values["tags"]) is set
 
 
-def test_check_revival_constructs_only_langgraph_types() -> None:
-    """validate's check never imports a type it does not ship with LangGraph: a planted os.system
-    is neither called nor reported as rejected."""
+def test_check_revival_constructs_only_langgraph_types(tmp_path: Path) -> None:
+    """validate's check never imports or calls a type or method LangGraph does not ship as safe:
+    a planted os.mkdir (as a constructor and as a method) runs nowhere and is not what it
+    reports; a rejected message inside it is still found, at its pointer."""
     from langgraph_checkpoint_repo.codec import check_revival  # here: added with this check
 
-    planted = {"$type": ["os", "system"], "$arg": "echo planted"}
-    assert check_revival([planted]) is None
+    marker = tmp_path / "planted"
+    planted = [
+        {"$type": ["os", "mkdir"], "$arg": str(marker)},
+        {"$type": ["os", "path"], "$method": "mkdir", "$arg": str(marker)},
+    ]
+    assert check_revival(planted) is None
     bad = {"$type": ["langchain_core.messages.human", "HumanMessage"], "$pydantic": 2, "$fields": {}}
-    found = check_revival({"wrapped": {"$type": ["os", "system"], "$arg": [bad]}})
+    found = check_revival({"wrapped": {"$type": ["os", "mkdir"], "$arg": [bad]}})
     assert found is not None and found[0] == "/wrapped/$arg/0"
+    assert "HumanMessage rejects the stored data" in found[1]
+    assert not marker.exists()
 
 
 # ---------------------------------------------------------------------------

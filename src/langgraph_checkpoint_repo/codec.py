@@ -470,6 +470,8 @@ def strict_ext_hook(
                 method = payload[3]
                 label = f"{label}.{method}"
                 if (module, name, method) not in SAFE_MSGPACK_METHODS:
+                    if not others:
+                        return _NOT_REVIVED
                     raise ValueError("the method is not in LangGraph's safe msgpack methods")
                 return getattr(getattr(importlib.import_module(module), name), method)(arg)
             if not (allow_all or (module, name) in allowed):
@@ -623,13 +625,13 @@ def check_revival(tree: Any) -> tuple[str, str] | None:
     graph and so none of the graph's own types."""
     if not any(key[0] not in (NUMPY_MARK, DELTA_MARK, EXT_MARK) for key in named_types(tree)):
         return None
-    try:
+    try:  # what fails here fails the saver's read too
         data = tree_to_msgpack(tree)
-    except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError):
-        return None  # a malformed tree: the saver reports it when it reads the value
-    _, failed = run_strict(lambda: ormsgpack.unpackb(data, ext_hook=_SAFE_ONLY_HOOK, option=_OPT))
+        _, failed = run_strict(lambda: ormsgpack.unpackb(data, ext_hook=_SAFE_ONLY_HOOK, option=_OPT))
+    except (ValueError, TypeError, KeyError, RecursionError, ormsgpack.MsgpackEncodeError) as bad:
+        return "", f"value cannot be rebuilt: {bad}"
     if failed is None:
         return None
-    index, label, exc = failed
-    return ext_pointer(tree, index) or "", rejection(label, exc)
+    index, label, cause = failed
+    return ext_pointer(tree, index) or "", rejection(label, cause)
 

@@ -59,11 +59,10 @@ from .store import (
     FileStore,
     ValueEntry,
     digest_node,
-    file_digest,
     msgpack_array_header,
     msgpack_array_split,
+    refresh,
     stat_key_of,
-    unchanged,
 )
 from .validation import SCHEMA_VERSION
 
@@ -400,19 +399,24 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 cdoc["new_values"] = new_values
             cpath = layout.checkpoint_path(thread_id, ns, cid)
             # large values first, the checkpoint (the commit point) last
-            self.store.write([large, [self.store.prepare("checkpoint", cdoc, cpath)]])
-            self.store.remember(cpath, cdoc)
+            prepared = self.store.prepare("checkpoint", cdoc, cpath)
+            self.store.write([large, [prepared]])
+            self.store.remember(cpath, cdoc, prepared[1])
             for channel, state in states.items():
                 key = (thread_id, ns, channel)
                 if state is None:
                     self._lists.pop(key, None)
                 else:
                     state.ref = own_ref
-                    own: builtins.list[Dep] = [self.store.dep(cpath, cdoc)]  # as remembered
+                    # what we just wrote, under the thread's lock, by its stat key alone: a
+                    # check of its bytes on every later put would cost a read per recent file,
+                    # and an edit in the same clock tick that changes the item count is still
+                    # refused on read, naming the edited file
+                    own: builtins.list[Dep] = [(str(cpath), stat_key_of(cpath), None)]
                     node = new_values[channel].get("value")
                     if isinstance(node, dict) and "large" in node:
                         lpath = layout.large_path(thread_id, node["large"])
-                        own.append((str(lpath), stat_key_of(lpath), file_digest(lpath)))
+                        own.append((str(lpath), stat_key_of(lpath), None))
                     state.deps = (*own, *state.deps)
                     self._lists[key] = state
         return _config(thread_id, ns, cid)
@@ -495,8 +499,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         state = self._lists.get((thread_id, ns, channel))
         if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
             return None
-        if not state.deps or not unchanged(state.deps):
+        deps = refresh(state.deps) if state.deps else None
+        if deps is None:
             return None  # the base was changed (by hand, git, prune) since we wrote or read it
+        state.deps = deps
         items: builtins.list[Any] | None = None
         if state.body is not None and body.startswith(state.body):
             suffix = body[len(state.body) :]
@@ -568,8 +574,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
             }
             layout = self.store.layout
             path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
-            self.store.write([large, [self.store.prepare("writes", doc, path)]])
-            self.store.remember(path, doc)
+            prepared = self.store.prepare("writes", doc, path)
+            self.store.write([large, [prepared]])
+            self.store.remember(path, doc, prepared[1])
 
     # ------------------------------------------------------------------
     # maintenance

@@ -472,8 +472,11 @@ class FileStore:
                 ) from None
         key = (path, channel)
         hit = self._values.get(key)
-        if hit is not None and unchanged(hit[1].deps, _stat_key(st)):
-            return hit[1]  # type: ignore[no-any-return]
+        if hit is not None:
+            deps = refresh(hit[1].deps, st)
+            if deps is not None:
+                hit[1].deps = deps
+                return hit[1]  # type: ignore[no-any-return]
         if ref.startswith(CHECKPOINTS + "/"):
             try:
                 doc = self.read_doc(path, "checkpoint")
@@ -655,16 +658,17 @@ class FileStore:
             write_files([(path, GITIGNORE_TEXT.encode())], self.durable)
         self._gitignore_done = True
 
-    def remember(self, path: Path, doc: dict[str, Any]) -> None:
-        """Seed the document cache with what we just wrote. It was written within RACY_NS, so
-        the digest of its bytes goes with it: a later read compares bytes (cheap) instead of
-        parsing, and still sees an edit made in the same clock tick as our write."""
+    def remember(self, path: Path, doc: dict[str, Any], data: bytes | None = None) -> None:
+        """Seed the document cache with what we just wrote (``data``: its bytes). It was written
+        within RACY_NS, so the digest of its bytes goes with it: a later read compares bytes
+        (cheap) instead of parsing, and still sees an edit made in the same clock tick."""
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             return
         settled = time.time_ns() - st.st_mtime_ns > RACY_NS
-        self._docs.put(path, (_stat_key(st), doc, settled, hashlib.sha256(dump_json(doc)).digest()))
+        digest = hashlib.sha256(dump_json(doc) if data is None else data).digest()
+        self._docs.put(path, (_stat_key(st), doc, settled, digest))
 
     def forget_thread(self, thread_id: str) -> None:
         self._safe_dirs.clear()
@@ -798,17 +802,32 @@ def file_digest(path: str | Path) -> bytes | None:
         return hashlib.sha256(fh.read()).digest()
 
 
-def unchanged(deps: tuple[Dep, ...], first: StatKey | None = None) -> bool:
-    """True when every file still is what something was derived from: the same stat key and,
-    for a file that was not settled then, the same bytes (``first``: the first file's stat key,
-    when the caller has just taken it)."""
+def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple[Dep, ...] | None:
+    """``deps`` when every file still is what something was derived from (the same stat key
+    and, for a file that was not settled then, the same bytes), else None. A digest is dropped
+    once its file has settled: from then on a change shows in the stat, so later checks cost
+    one lstat per file. ``first``: the first file's stat, when the caller has just taken it."""
+    out: list[Dep] | None = None
     for i, (path, key, digest) in enumerate(deps):
-        now = first if i == 0 and first is not None else stat_key_of(path)
-        if key is None or now != key:
-            return False
-        if digest is not None and file_digest(path) != digest:
-            return False
-    return True
+        if key is None:
+            return None
+        if i == 0 and first is not None:
+            st = first
+        else:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return None
+        if _stat_key(st) != key:
+            return None
+        if digest is not None:
+            checked_at = time.time_ns()
+            if file_digest(path) != digest:
+                return None
+            if checked_at - st.st_mtime_ns > RACY_NS:
+                out = list(deps) if out is None else out
+                out[i] = (path, key, None)
+    return deps if out is None else tuple(out)
 
 
 def _is_under(path: Path, folder: Path) -> bool:
