@@ -104,7 +104,7 @@ class ValueEntry:
 
     @property
     def checkable(self) -> bool:
-        """True when every file it comes from can be checked for a change (see ``unchanged``)."""
+        """True when every file it comes from can be checked for a change (see ``refresh``)."""
         return all(key is not None for _, key, _ in self.deps)
 
     def locate(self, index: int) -> str | None:
@@ -213,10 +213,11 @@ class FileStore:
         if hit is not None and hit[0] == key:
             if hit[2]:
                 return hit[1]  # type: ignore[no-any-return]
+            checked_at = time.time_ns()
             if len(hit) > 3 and file_digest(path) == hit[3]:
                 # written within RACY_NS (by us): the stat cannot show a change made in the same
                 # clock tick, the bytes can; once settled, the stat alone is enough
-                if time.time_ns() - st.st_mtime_ns > RACY_NS:
+                if checked_at - st.st_mtime_ns > RACY_NS:
                     self._docs.put(path, (key, hit[1], True))
                 return hit[1]  # type: ignore[no-any-return]
         doc = self._load_json(path, st)
@@ -541,8 +542,8 @@ class FileStore:
                     base.root,
                     f"the list of channel {channel!r} at {app['base']} holds {len(base.tree)} items "
                     f"(rebuilt from its append chain), but {referrer}/base_length says "
-                    f"{app['base_length']}: an item was removed or added by hand? "
-                    "Restore it, or run `langgraph-repo validate` after fixing both files",
+                    f"{app['base_length']}: an item removed or added by hand? Put it back "
+                    "(docs/format.md, Editing files by hand)",
                 )
             items = app["items"]
             item_types = codec_mod.named_types(items)
