@@ -578,10 +578,10 @@ CRASH_CHILD = textwrap.dedent(
             for _ in range(600):  # until the sibling's writes are on disk
                 names = [n for n in os.listdir(writes) if not n.startswith(".")] if writes.is_dir() else []
                 docs = [json.loads((writes / n).read_text()) for n in names]
+                saved = root / "threads" / "crashy" / "checkpoints"
                 # the sibling's writes, and the checkpoint they belong to, are on disk
                 if any(
-                    "sent email" in json.dumps(d)
-                    and (root / "threads" / "crashy" / "checkpoints" / (d["checkpoint_id"] + ".json")).exists()
+                    "sent email" in json.dumps(d) and (saved / (d["checkpoint_id"] + ".json")).exists()
                     for d in docs
                 ):
                     os._exit(3)

@@ -84,3 +84,31 @@ def test_rich_table_cells_can_be_read_and_replaced() -> None:
     console = Console(width=20, record=True)
     console.print(table)
     assert "y" in console.export_text()
+
+
+def test_send_from_args_rebuilds_a_send() -> None:
+    from langgraph.types import Send
+
+    send = Send("node", {"x": 1})
+    packed = JsonPlusSerializer().dumps_typed(send)
+    assert JsonPlusSerializer().loads_typed(packed) == send
+    assert _compat.send_from_args(["node", {"x": 1}]) == send
+
+
+def test_delta_snapshot_wraps_a_value() -> None:
+    snap = _compat.DeltaSnapshot(["a", "b"])
+    assert snap.value == ["a", "b"]
+
+
+def test_ext_hook_of_a_jsonplus_serde_can_be_read_and_replaced() -> None:
+    serde = JsonPlusSerializer()
+    assert _compat.has_custom_ext_hook(serde) is False
+    seen: list[int] = []
+
+    def hook(code: int, data: bytes) -> object:
+        seen.append(code)
+        return "hooked"
+
+    _compat.set_ext_hook(serde, hook)
+    packed = serde.dumps_typed({1, 2})  # a set is an extension value
+    assert serde.loads_typed(packed) == "hooked" and seen

@@ -15,14 +15,21 @@ from langgraph._internal._serde import build_serde_allowlist as _build_serde_all
 from langgraph.checkpoint.base import _with_msgpack_allowlist
 from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.jsonplus import _send_from_args as send_from_args
+from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
 
 __all__ = [
     "SAFE_MSGPACK_METHODS",
     "SAFE_MSGPACK_TYPES",
+    "DeltaSnapshot",
     "adopt_sqlite_tables",
     "allowed_msgpack_modules",
     "build_serde_allowlist",
+    "has_custom_ext_hook",
     "postgres_cursor",
+    "send_from_args",
+    "set_ext_hook",
     "sqlite_has_task_path",
     "table_cells",
     "with_msgpack_allowlist",
@@ -69,3 +76,14 @@ def table_cells(column: Any) -> list[Any]:
 
 def set_table_cells(column: Any, cells: list[Any]) -> None:
     column._cells = cells
+
+
+def has_custom_ext_hook(serde: JsonPlusSerializer) -> bool:
+    """Whether a JsonPlusSerializer was given an ext hook of its own (then reviving is its
+    business, and the strict hook is not put in its place)."""
+    return bool(getattr(serde, "_custom_unpack_ext_hook", True))
+
+
+def set_ext_hook(serde: JsonPlusSerializer, hook: Callable[[int, bytes], Any]) -> None:
+    """Make a JsonPlusSerializer unpack msgpack extensions with ``hook``."""
+    serde._unpack_ext_hook = hook  # type: ignore[attr-defined]

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .codec import check_revival
 from .durable import write_files
 from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
 from .layout import (
@@ -109,6 +110,7 @@ class Validator:
             doc = self.store.read_doc(path, kind)
             if self.secrets:
                 self._secrets(path, doc)
+            self._revivable(path, doc)
             return doc
         except FileFormatError as exc:
             self.bad_files.add(exc.path)
@@ -117,6 +119,15 @@ class Validator:
             self.bad_files.add(str(path))
             self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
         return None
+
+    def _revivable(self, path: Path, doc: dict[str, Any]) -> None:
+        """Every stored tree whose LangGraph types (messages, datetimes, ``Send`` ...) reject
+        their data, as the saver would find on reading it: one problem at the JSON pointer of
+        the value. The graph's own types are not imported here (validate has no graph)."""
+        for pointer, tree in _stored_trees(doc):
+            found = check_revival(tree)
+            if found is not None:
+                self.problem(path, pointer + found[0], found[1])
 
     def _secrets(self, path: Path, doc: dict[str, Any]) -> None:
         for pointer, kind, masked in find_secrets(doc):
@@ -132,7 +143,12 @@ class Validator:
         try:
             check()
         except FileFormatError as exc:
-            if exc.path not in self.bad_files:
+            if exc.path != str(path) and exc.path not in self.bad_files and Path(exc.path).is_file():
+                # the cause is in that file (an append chain's base edited by hand): one line
+                # there, naming it and its pointer, not one at every checkpoint built on it
+                self.bad_files.add(exc.path)
+                self.problem(exc.path, exc.pointer, _message(exc))
+            elif exc.path not in self.bad_files:
                 cause = (
                     _message(exc) if exc.path == str(path) else f"{exc.path}: {exc.pointer}: {_message(exc)}"
                 )
@@ -413,6 +429,33 @@ class Validator:
             elif digest_node(doc["value"]) != doc["sha256"]:
                 self.bad_files.add(str(path))
                 self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
+
+
+def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(JSON pointer, tree) of every readable value tree a document holds: each stored once,
+    so an append chain's items are checked in the file that holds them."""
+
+    def body_trees(pointer: str, body: Any) -> Iterator[tuple[str, Any]]:
+        if not isinstance(body, dict):
+            return
+        if isinstance(body.get("append"), dict) and isinstance(body["append"].get("items"), list):
+            yield f"{pointer}/append/items", body["append"]["items"]
+        node = body.get("value")
+        if isinstance(node, dict) and "json" in node:
+            yield f"{pointer}/value/json", node["json"]
+
+    kind = doc.get("kind")
+    if kind == "checkpoint":
+        yield "/metadata", doc.get("metadata")
+        for key, tree in (doc.get("checkpoint", {}).get("extra") or {}).items():
+            yield f"/checkpoint/extra/{_escape(key)}", tree
+        for channel, body in (doc.get("new_values") or {}).items():
+            yield from body_trees(f"/new_values/{_escape(channel)}", body)
+    elif kind in ("value", "large_value"):
+        yield from body_trees("", doc)
+    elif kind == "writes":
+        for i, w in enumerate(doc.get("writes") or []):
+            yield from body_trees(f"/writes/{i}", w)
 
 
 def _raise(exc: BaseException) -> None:

@@ -25,10 +25,15 @@ anything that is not msgpack (bytes, encrypted payloads), ``{"serde": type,
 from __future__ import annotations
 
 import base64
+import copy
+import importlib
 import math
-from collections.abc import Collection
+import sys
+import threading
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -44,7 +49,15 @@ from langgraph.checkpoint.serde.jsonplus import (
     JsonPlusSerializer,
 )
 
-from ._compat import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES, allowed_msgpack_modules
+from ._compat import (
+    SAFE_MSGPACK_METHODS,
+    SAFE_MSGPACK_TYPES,
+    DeltaSnapshot,
+    allowed_msgpack_modules,
+    has_custom_ext_hook,
+    send_from_args,
+    set_ext_hook,
+)
 from .errors import InvalidWriteError, UnrevivableValueError
 
 if TYPE_CHECKING:
@@ -116,13 +129,50 @@ def to_tree(obj: Any) -> Any:
     raise TypeError(f"unexpected unpacked msgpack value of type {t.__name__}")
 
 
+def member_order(tree: Any) -> tuple[int, Any]:
+    """A total order on JSON trees, for the members of a set: null, booleans, numbers (by
+    value), strings (by code point), then anything else by its canonical JSON bytes. Python
+    iterates a set of strings in an order that changes with ``PYTHONHASHSEED``; sorted, the
+    same state always gives the same file. (A dict's order is its insertion order, part of
+    the value: string keys are sorted by ``dump_json``, a ``$map`` keeps its pairs' order.)"""
+    if tree is None:
+        return (0, 0)
+    t = type(tree)
+    if t is bool:
+        return (1, tree)
+    if t is int or t is float:
+        return (2, tree)
+    if t is str:
+        return (3, tree)
+    return (4, canonical_bytes(tree))
+
+
+def canonical_bytes(tree: Any) -> bytes:
+    """One byte form per JSON tree (sorted keys, compact), for ordering."""
+    return orjson.dumps(tree, option=orjson.OPT_SORT_KEYS)
+
+
+def _is_set_type(module: str, name: str) -> bool:
+    """True for ``set``/``frozenset`` and their subclasses: the serde stores them as
+    ``tuple(obj)``. Looked up only among modules already imported (the value being encoded
+    is in memory, so its class is), through ``__dict__``: a file never makes us import."""
+    if module == "builtins":
+        return name in ("set", "frozenset")
+    mod = sys.modules.get(module)
+    cls = getattr(mod, "__dict__", {}).get(name) if mod is not None else None
+    return isinstance(cls, type) and issubclass(cls, (set, frozenset))
+
+
 def _ext_to_tree(ext: _Ext) -> Any:
     p, code = ext.payload, ext.code
     if code == EXT_DELTA:
         return {"$delta_snapshot": to_tree(p)}
     if isinstance(p, list):
         if code in _ARG_KEY and len(p) == 3 and _is_name(p[0]) and _is_name(p[1]):
-            return {"$type": [p[0], p[1]], _ARG_KEY[code]: to_tree(p[2])}
+            arg = to_tree(p[2])
+            if code == EXT_SINGLE and isinstance(arg, list) and _is_set_type(p[0], p[1]):
+                arg = sorted(arg, key=member_order)  # iteration order follows PYTHONHASHSEED
+            return {"$type": [p[0], p[1]], _ARG_KEY[code]: arg}
         if code == EXT_METHOD and len(p) == 4 and all(map(_is_name, (p[0], p[1], p[3]))):
             return {"$type": [p[0], p[1]], "$method": p[3], "$arg": to_tree(p[2])}
         if code == EXT_PYD1 and len(p) == 3 and _is_name(p[0]) and _is_name(p[1]):
@@ -287,6 +337,8 @@ class ValueCodec:
         self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES) | {tuple(a) for a in allowlist}
         if isinstance(allowed, (set, frozenset)):  # an explicit list; True (allow all) is not one
             self._allowed |= {tuple(a) for a in allowed}
+        # what loads values: the serde, with LangGraph's lenient ext hook made strict
+        self._loader: SerializerProtocol = strict_loader(inner, frozenset(self._allowed), False)
 
     @property
     def allowed(self) -> frozenset[tuple[str, ...]]:
@@ -380,8 +432,14 @@ class ValueCodec:
                 "(EncryptedSerializer) encrypts every value, so it did not write this one"
             )
 
-    def loads(self, typed: tuple[str, bytes], where: str) -> Any:
-        """A stored payload as a value: decrypted here, its types checked, and only then the serde."""
+    def loads(
+        self, typed: tuple[str, bytes], where: str, locate: Callable[[int], str | None] | None = None
+    ) -> Any:
+        """A stored payload as a value: decrypted here, its types checked, and only then the serde.
+
+        A type that rejects its stored data (a hand edit removed a required field) raises
+        UnrevivableValueError; ``locate`` turns the index of the extension value that failed
+        into "file at pointer" for that message."""
         type_, data = typed
         base, _, cipher = type_.partition("+")
         if cipher:
@@ -398,9 +456,11 @@ class ValueCodec:
                 ) from exc
         else:
             self.refuse_plaintext(where)
-        return self._load_plain(base, data, where)
+        return self._load_plain(base, data, where, locate)
 
-    def _load_plain(self, type_: str, data: bytes, where: str) -> Any:
+    def _load_plain(
+        self, type_: str, data: bytes, where: str, locate: Callable[[int], str | None] | None = None
+    ) -> Any:
         if type_ == "null":
             return None
         if type_ == "bytes":
@@ -413,14 +473,14 @@ class ValueCodec:
             except (ValueError, TypeError, RecursionError) as exc:
                 raise UnrevivableValueError(f"{where}: not a msgpack payload: {exc}") from None
             self.check_allowed(tree, where)
-            return self.loads_checked(data, where)
+            return self.loads_checked(data, where, locate)
         if type_ in REFUSED_SERDE_TYPES:
             if not self.unsafe_allow_pickle:
                 raise UnrevivableValueError(
                     f"{where}: refusing to load a {type_} payload: it can run code "
                     "(only RepoSaver(unsafe_allow_pickle=True) loads one, for files you trust)"
                 )
-            return self._call(type_, data, where)
+            return self._call(type_, data, where, locate)
         why = (
             "LangGraph's json reviver constructs objects without the allowlist"
             if type_ == "json"
@@ -431,14 +491,258 @@ class ValueCodec:
             f"only {', '.join(sorted(LOADED_SERDE_TYPES))}"
         )
 
-    def loads_checked(self, data: bytes, where: str) -> Any:
+    def loads_checked(
+        self, data: bytes, where: str, locate: Callable[[int], str | None] | None = None
+    ) -> Any:
         """msgpack whose every named type was already checked, through the (inner) serde."""
-        return self._call("msgpack", data, where)
+        return self._call("msgpack", data, where, locate)
 
-    def _call(self, type_: str, data: bytes, where: str) -> Any:
+    def _call(
+        self, type_: str, data: bytes, where: str, locate: Callable[[int], str | None] | None = None
+    ) -> Any:
         try:
-            return self._plain.loads_typed((type_, data))
+            value, failed = run_strict(lambda: self._loader.loads_typed((type_, data)))
         except UnrevivableValueError:
             raise
         except Exception as exc:
             raise UnrevivableValueError(f"{where}: cannot revive value: {exc}") from exc
+        if failed is not None:
+            index, label, cause = failed
+            place = locate(index) if locate is not None else None
+            at = f"{place}: " if place else ""
+            raise UnrevivableValueError(
+                f"{where}: {at}{rejection(label, cause)}; a stored value must be one its type accepts "
+                "(fix the file: docs/format.md, Editing files by hand)"
+            ) from cause
+        return value
+
+
+# -- strict revival ------------------------------------------------------------------
+# LangGraph's msgpack ext hook (jsonplus._create_msgpack_ext_hook) never fails: when a
+# constructor rejects the stored data it returns the raw data instead (a dict, a list),
+# and for pydantic models it falls back to ``model_construct``, which builds the model
+# without validation (a hand edit that removes a ToolMessage's tool_call_id comes back as
+# a ToolMessage without one). The hook below constructs the same way and fails instead,
+# and records which extension value failed so the error can name the file and pointer.
+
+
+class _Revival(threading.local):
+    """This thread's running strict revival: extension values entered so far (in document
+    order, outer before inner) and the first construction that failed."""
+
+    def __init__(self) -> None:
+        self.entered = 0
+        self.failed: tuple[int, str, BaseException] | None = None
+
+
+_REVIVAL = _Revival()
+
+
+class NotRevived:
+    """Stands for a value of a type ``check_revival`` does not construct (not LangGraph's)."""
+
+    __slots__ = ()
+
+
+_NOT_REVIVED = NotRevived()
+
+
+def strict_ext_hook(
+    allowed: frozenset[tuple[str, ...]] | set[tuple[str, ...]], allow_all: bool, *, others: bool = True
+) -> Callable[[int, bytes], Any]:
+    """An ext hook constructing what LangGraph's does, exactly as it does, but raising when
+    a type rejects its data or a payload is not what its code says. ``others=False``: types
+    outside ``allowed`` are not imported, they stand as ``NotRevived`` (for ``validate``)."""
+
+    def unpack(data: bytes) -> Any:
+        return ormsgpack.unpackb(data, ext_hook=hook, option=_OPT)
+
+    def hook(code: int, data: bytes) -> Any:
+        run = _REVIVAL
+        index = run.entered
+        run.entered += 1
+        label = f"msgpack extension {code}"
+        try:
+            if code == EXT_DELTA:
+                return DeltaSnapshot(unpack(data))
+            payload = unpack(data)
+            if not others and not _constructor_shape(code, payload):
+                return _NOT_REVIVED  # numpy, unknown codes, odd payloads: not validate's to judge
+            if code == EXT_NUMPY:
+                import numpy as np
+
+                dtype, shape, order, buf = payload
+                return np.frombuffer(buf, dtype=np.dtype(dtype)).reshape(shape, order=order)
+            if code not in (EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2):
+                raise ValueError(f"unknown msgpack extension {code}")
+            module, name, arg = payload[0], payload[1], payload[2]
+            label = f"{module}.{name}"
+            if code == EXT_METHOD:
+                method = payload[3]
+                label = f"{label}.{method}"
+                if (module, name, method) not in SAFE_MSGPACK_METHODS:
+                    if not others:
+                        return _NOT_REVIVED
+                    raise ValueError("the method is not in LangGraph's safe msgpack methods")
+                return getattr(getattr(importlib.import_module(module), name), method)(arg)
+            if not (allow_all or (module, name) in allowed):
+                if not others:
+                    return _NOT_REVIVED
+                raise ValueError("not in the msgpack allowlist")
+            cls = getattr(importlib.import_module(module), name)
+            if code == EXT_SINGLE:
+                if isinstance(cls, type) and issubclass(cls, (set, frozenset)) and isinstance(arg, list):
+                    # msgpack turned tuple members into lists; LangGraph's hook then fails and
+                    # hands back the list: the set is what was stored, so rebuild its tuples
+                    return cls(_hashable(member) for member in arg)
+                return cls(arg)
+            if code == EXT_POS:
+                if (module, name) == ("langgraph.types", "Send"):
+                    return send_from_args(arg)
+                return cls(*arg)
+            # keyword constructors, dataclasses, namedtuples, pydantic v1 and v2 models: the
+            # class itself validates (no model_construct, no raw-dict fallback)
+            return cls(**arg)
+        except Exception as exc:
+            if run.failed is None:  # the innermost failure; outer ones only pass it on
+                run.failed = (index, label, exc)
+            raise
+
+    return hook
+
+
+def _constructor_shape(code: int, payload: Any) -> bool:
+    """True when an extension payload is (module, name, data[, method]) of a constructor code."""
+    return (
+        code in (EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2)
+        and isinstance(payload, list)
+        and len(payload) >= (4 if code == EXT_METHOD else 3)
+        and _is_name(payload[0])
+        and _is_name(payload[1])
+    )
+
+
+def strict_loader(serde: SerializerProtocol, allowed: frozenset[tuple[str, ...]], allow_all: bool) -> Any:
+    """A copy of ``serde`` that loads msgpack through ``strict_ext_hook`` (an
+    ``EncryptedSerializer`` still decrypts first). A serde of another kind, or one given its
+    own ext hook, is returned as it is: reviving is then entirely its business."""
+    if isinstance(serde, EncryptedSerializer):
+        inner = strict_loader(serde.serde, allowed, allow_all)
+        if inner is serde.serde:
+            return serde
+        encrypted = copy.copy(serde)
+        encrypted.serde = inner
+        return encrypted
+    if not isinstance(serde, JsonPlusSerializer) or has_custom_ext_hook(serde):
+        return serde
+    plain = copy.copy(serde)
+    set_ext_hook(plain, strict_ext_hook(allowed, allow_all))
+    return plain
+
+
+def run_strict(load: Callable[[], Any]) -> tuple[Any, tuple[int, str, BaseException] | None]:
+    """Run a load under a fresh strict-revival record: (value, None), or (None, failure)
+    when a construction failed; other errors propagate."""
+    run = _REVIVAL
+    saved = (run.entered, run.failed)
+    run.entered, run.failed = 0, None
+    try:
+        return load(), None
+    except Exception:
+        failed = run.failed
+        if failed is None:
+            raise
+        return None, failed
+    finally:
+        run.entered, run.failed = saved
+
+
+def ext_pointer(tree: Any, index: int) -> str | None:
+    """JSON pointer (inside ``tree``) of its ``index``-th extension value, counted the way
+    msgpack unpacking meets them (document order, a value before what it contains; tags read
+    as ``from_tree`` reads them). None when it cannot be told (inside raw ``$ext`` bytes)."""
+    count = 0
+    stack: list[tuple[str, Any]] = [("", tree)]
+    while stack:
+        pointer, node = stack.pop()
+        children: list[tuple[str, Any]] = []
+        if isinstance(node, list):
+            children = [(f"{pointer}/{i}", x) for i, x in enumerate(node)]
+        elif isinstance(node, dict):
+            tag = _tag(node)
+            if tag is None:
+                children = [(f"{pointer}/{_escape(k)}", v) for k, v in node.items()]
+            elif tag == "$map":
+                children = _map_children(pointer, node["$map"])
+            elif tag in ("$type", "$numpy", "$delta_snapshot", "$ext"):
+                if count == index:
+                    return pointer
+                count += 1
+                if tag == "$type":
+                    key = _arg_key(node)
+                    children = [(f"{pointer}/{key}", node[key])] if key in node else []
+                elif tag == "$delta_snapshot":
+                    children = [(f"{pointer}/$delta_snapshot", node["$delta_snapshot"])]
+                elif tag == "$ext":
+                    return None  # what is inside raw $ext bytes has no pointer
+        stack.extend(reversed(children))
+    return None
+
+
+def _tag(node: dict[str, Any]) -> str | None:
+    """The tag ``from_tree`` reads a JSON object as (None: a plain object)."""
+    if not any(k.startswith("$") for k in node):
+        return None
+    for tag in ("$type", "$bytes", "$float", "$map", "$numpy", "$delta_snapshot", "$ext"):
+        if tag in node:
+            return tag
+    return "?"
+
+
+def _arg_key(node: dict[str, Any]) -> str:
+    """The key holding a ``$type`` node's arguments, chosen as ``from_tree`` chooses it."""
+    if "$pydantic" in node:
+        return "$fields"
+    if "$method" in node:
+        return "$arg"
+    return next((k for k in _ARG_KEY.values() if k in node), "$arg")
+
+
+def _map_children(pointer: str, pairs: Any) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for i, pair in enumerate(pairs if isinstance(pairs, list) else []):
+        if isinstance(pair, list):
+            out.extend((f"{pointer}/$map/{i}/{j}", x) for j, x in enumerate(pair))
+    return out
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def rejection(label: str, exc: BaseException) -> str:
+    """What a failed construction says, on one line."""
+    text = " ".join(str(exc).split())
+    return f"{label} rejects the stored data ({type(exc).__name__}: {text})"
+
+
+_SAFE_ONLY_HOOK = strict_ext_hook(frozenset(SAFE_MSGPACK_TYPES), False, others=False)
+
+
+def check_revival(tree: Any) -> tuple[str, str] | None:
+    """Construct the types of a tree that LangGraph itself ships (messages, datetimes,
+    ``Send``, ...) strictly, importing nothing else: the first one that rejects its stored
+    data, as (JSON pointer inside the tree, reason), or None. For ``validate``, which has no
+    graph and so none of the graph's own types."""
+    if not any(key[0] not in (NUMPY_MARK, DELTA_MARK, EXT_MARK) for key in named_types(tree)):
+        return None
+    try:  # what fails here fails the saver's read too
+        data = tree_to_msgpack(tree)
+        _, failed = run_strict(lambda: ormsgpack.unpackb(data, ext_hook=_SAFE_ONLY_HOOK, option=_OPT))
+    except (ValueError, TypeError, KeyError, RecursionError, ormsgpack.MsgpackEncodeError) as bad:
+        return "", f"value cannot be rebuilt: {bad}"
+    if failed is None:
+        return None
+    index, label, cause = failed
+    return ext_pointer(tree, index) or "", rejection(label, cause)
+

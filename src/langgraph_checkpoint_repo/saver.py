@@ -17,6 +17,7 @@ import copy
 import json
 import os
 import random
+import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,12 +58,16 @@ from .redaction import RedactOption, Redactor, resolve_redactor
 from .store import (
     MAX_APPEND_DEPTH,
     MAX_FILE_BYTES,
+    RACY_NS,
     ChainGuard,
+    Dep,
     FileStore,
     ValueEntry,
     digest_node,
     msgpack_array_header,
     msgpack_array_split,
+    refresh,
+    stat_key_of,
 )
 from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION
 
@@ -81,6 +86,9 @@ class _ListState:
     depth: int
     body: bytes | None  # the serde's msgpack items (no array header), when we wrote it
     tree: list[Any] | None  # the JSON tree, when we read it from disk
+    # the files that version's list is rebuilt from, with their stat keys when we wrote or
+    # read them: an append is only made onto a chain no one has changed since
+    deps: tuple[Dep, ...] = ()
 
 
 class RepoSaver(BaseCheckpointSaver[str]):
@@ -264,13 +272,20 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     return
 
     def _filter_meta(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        """Decoded metadata, kept per checkpoint so filters scan thousands quickly."""
+        """Decoded metadata, kept per checkpoint so filters scan thousands quickly: reused
+        while its file's stat key is unchanged (one lstat), so a hand edit is seen."""
         per_ns = self.store.meta.setdefault((thread_id, ns), {})
-        meta = per_ns.get(cid)
-        if meta is None:
-            doc = self.store.cached_header(thread_id, ns, cid)
-            meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
-            per_ns[cid] = meta
+        hit = per_ns.get(cid)
+        if hit is not None and stat_key_of(hit[0]) == hit[1]:
+            return hit[2]  # type: ignore[no-any-return]
+        path = self.store.layout.checkpoint_path(thread_id, ns, cid)
+        st = os.lstat(path)  # before the read: an edit after it changes the key
+        doc = self.store.header(thread_id, ns, cid)
+        meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
+        if time.time_ns() - st.st_mtime_ns > RACY_NS:  # else it may change again unseen: re-read
+            per_ns[cid] = (str(path), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino), meta)
+        else:
+            per_ns.pop(cid, None)
         return meta  # type: ignore[no-any-return]
 
     def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
@@ -288,8 +303,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 key = (thread_id, ns, channel)
                 known = self._lists.get(key)
                 if known is None or known.version != versions[channel]:
+                    deps = entry.deps if entry.checkable else ((entry.file, None, None),)
                     self._lists[key] = _ListState(
-                        versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree
+                        versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree, deps
                     )
         stored = doc["checkpoint"]
         checkpoint: dict[str, Any] = {
@@ -303,15 +319,17 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if "updated_channels" in stored:
             uc = stored["updated_channels"]
             checkpoint["updated_channels"] = list(uc) if uc is not None else None
+        cpath = str(self.store.layout.checkpoint_path(thread_id, ns, cid))
         for key, tree in stored.get("extra", {}).items():
             if key in RESERVED_EXTRA_KEYS or key in checkpoint:
                 raise FileFormatError(
-                    str(self.store.layout.checkpoint_path(thread_id, ns, cid)),
+                    cpath,
                     f"/checkpoint/extra/{_escape(key)}",
                     f"{key!r} is a key of the checkpoint itself and cannot come from extra",
                 )
-            checkpoint[key] = self._decode_tree(tree, self._where(doc, f"/checkpoint/extra/{key}"))
-        metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"))
+            pointer = f"/checkpoint/extra/{key}"
+            checkpoint[key] = self._decode_tree(tree, self._where(doc, pointer), cpath, pointer)
+        metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
         parent = doc["parent_checkpoint_id"]
         return CheckpointTuple(
             config=_config(thread_id, ns, cid),
@@ -336,23 +354,28 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 f"thread {thread_id!r} checkpoint {cid} pending write {channel!r} of task {task_id} "
                 f"({path} at /writes/{i}/value)"
             )
-            out.append((task_id, channel, self._revive_node(node, path, where)))
+            out.append((task_id, channel, self._revive_node(node, path, where, f"/writes/{i}/value")))
         return out
 
     def _where(self, doc: dict[str, Any], pointer: str) -> str:
         path = self.store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
         return f"thread {doc['thread_id']!r} checkpoint {doc['checkpoint_id']} ({path} at {pointer})"
 
-    def _decode_tree(self, tree: Any, where: str) -> Any:
-        """Metadata and checkpoint extras: trees the saver keeps readable even when it encrypts."""
+    def _decode_tree(self, tree: Any, where: str, file: str = "", root: str = "") -> Any:
+        """Metadata and checkpoint extras: trees the saver keeps readable even when it encrypts.
+        ``file`` and ``root`` (its pointer there) let an error name where inside it a type
+        rejected its data."""
         entry = ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
+        entry.file, entry.root = file, root
         return self._revive(entry, where, readable=True)
 
-    def _revive_node(self, node: dict[str, Any], path: Path, where: str) -> Any:
-        node, holder = self.store.resolve_node(node, path)
+    def _revive_node(self, node: dict[str, Any], path: Path, where: str, pointer: str = "") -> Any:
+        node, holder = self.store.resolve_node(node, path, pointer)
         if holder != path:
             where = f"{where} (value in {holder})"
-        return self._revive(FileStore.entry_from_node(node, str(holder)), where)
+        entry = FileStore.entry_from_node(node, str(holder))
+        entry.file, entry.root = str(holder), f"{pointer}/json" if holder == path else "/value/json"
+        return self._revive(entry, where)
 
     def _revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
         """Revive a value, refusing (before any import) types outside the allowlist.
@@ -364,7 +387,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             self.codec.refuse_plaintext(where)
         self.codec.check_types(entry.types, where)
         if entry.raw is not None:
-            return self.codec.loads(entry.raw, where)
+            return self.codec.loads(entry.raw, where, entry.locate)
         if not entry.types and self.codec.revives_plain_trees:
             try:
                 return codec_mod.plain_value(entry.tree)
@@ -374,7 +397,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             typed = entry.typed()
         except FileFormatError as exc:
             raise UnrevivableValueError(f"{where}: {exc}") from exc
-        return self.codec.loads_checked(typed[1], where)
+        return self.codec.loads_checked(typed[1], where, entry.locate)
 
     # writing
     # ------------------------------------------------------------------
@@ -438,14 +461,25 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 cdoc["new_values"] = new_values
             cpath = layout.checkpoint_path(thread_id, ns, cid)
             # large values first, the checkpoint (the commit point) last
-            self.store.write([large, [self.store.prepare("checkpoint", cdoc, cpath)]])
-            self.store.remember(cpath, cdoc)
+            prepared = self.store.prepare("checkpoint", cdoc, cpath)
+            self.store.write([large, [prepared]])
+            self.store.remember(cpath, cdoc, prepared[1])
             for channel, state in states.items():
                 key = (thread_id, ns, channel)
                 if state is None:
                     self._lists.pop(key, None)
                 else:
                     state.ref = own_ref
+                    # what we just wrote, under the thread's lock, by its stat key alone: a
+                    # check of its bytes on every later put would cost a read per recent file,
+                    # and an edit in the same clock tick that changes the item count is still
+                    # refused on read, naming the edited file
+                    own: builtins.list[Dep] = [(str(cpath), stat_key_of(cpath), None)]
+                    node = new_values[channel].get("value")
+                    if isinstance(node, dict) and "large" in node:
+                        lpath = layout.large_path(thread_id, node["large"])
+                        own.append((str(lpath), stat_key_of(lpath), None))
+                    state.deps = (*own, *state.deps)
                     self._lists[key] = state
         return _config(thread_id, ns, cid)
 
@@ -546,7 +580,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 count, body = split
                 appended = self._as_append(thread_id, ns, channel, count, body, data)
                 if appended is not None:
-                    return {"append": appended}, _ListState(version, "", count, appended["depth"], body, None)
+                    base_deps = self._lists[(thread_id, ns, channel)].deps
+                    state = _ListState(version, "", count, appended["depth"], body, None, base_deps)
+                    return {"append": appended}, state
                 state = _ListState(version, "", count, 0, body, None)
         node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
         return {"value": self._maybe_large(thread_id, node, large)}, state
@@ -558,8 +594,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         state = self._lists.get((thread_id, ns, channel))
         if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
             return None
-        if not (self.store.layout.ns_dir(thread_id, ns) / state.ref).exists():
-            return None
+        deps = refresh(state.deps) if state.deps else None
+        if deps is None:
+            return None  # the base was changed (by hand, git, prune) since we wrote or read it
+        state.deps = deps
         items: builtins.list[Any] | None = None
         if state.body is not None and body.startswith(state.body):
             suffix = body[len(state.body) :]
@@ -631,8 +669,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
             }
             layout = self.store.layout
             path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
-            self.store.write([large, [self.store.prepare("writes", doc, path)]])
-            self.store.remember(path, doc)
+            prepared = self.store.prepare("writes", doc, path)
+            self.store.write([large, [prepared]])
+            self.store.remember(path, doc, prepared[1])
 
     # ------------------------------------------------------------------
     # maintenance

@@ -1,14 +1,31 @@
 """The file store: reading and writing the documents of one root.
 
 Knows the layout, validates every document on its way in and out, and keeps
-derived, in-process caches that are always checked against the filesystem:
+derived, in-process caches under one rule, so every read sees every edit (by
+hand, by ``git pull``, by another process):
 
-* folder listings (checkpoint ids, writes files), trusted only while the
-  folder's stat is unchanged and it was not modified in the same instant it
-  was listed (the "racy git" rule), so files arriving through ``git pull`` or
-  from another process are seen on the next call;
-* parsed documents and resolved values keyed by path and (mtime, size, inode):
-  files are immutable by name, and a hand edit changes the stat.
+    A cached thing is reused only while every file it was derived from has the
+    stat key it had when it was read (mtime_ns, ctime_ns, size, inode: ctime
+    too, which tools that restore the mtime cannot set), and was settled then:
+    last changed more than RACY_NS before it was read (the "racy git" rule; a
+    file changed within that window can change again without changing its
+    stat key). A file that was not settled is parsed again on its next read,
+    or, for our own writes, its bytes are compared with the digest of what we
+    wrote.
+
+Applied to each cache:
+
+* ``_listings``: a folder's names (and the ids and writes groups derived from
+  them) against the folder's stat;
+* ``_docs``: a parsed, validated document against its file's stat;
+* ``_values``: a resolved value against every file it is built from: its own,
+  a ``large/`` file, and each link of an append chain (``ValueEntry.deps``,
+  one lstat per file on a hit);
+* ``meta``: decoded metadata for filters, against its checkpoint file's stat
+  (one lstat per checkpoint a filter scans);
+* the saver's ``_lists`` (what the next ``put`` appends to): against the
+  files of the chain it would append to; changed, the next value is written
+  whole.
 
 Nothing here is persisted: restarting the process loses nothing.
 """
@@ -69,6 +86,9 @@ _CACHE_ENTRIES = 20_000
 MAX_APPEND_DEPTH = 1024
 
 StatKey = tuple[int, int, int, int]
+# a file something was derived from: (path, its stat key then, the sha256 of its bytes when it
+# was not yet settled, else None); a stat key of None means "cannot be checked: never reuse"
+Dep = tuple[str, StatKey | None, bytes | None]
 
 
 def _stat_key(st: os.stat_result) -> StatKey:
@@ -91,6 +111,33 @@ class ValueEntry:
     # msgpack of this entry's own items (no array header): every item of a whole list, only
     # the appended ones of a link, so a chain holds each item's bytes once, not once per link
     _body: bytes | None = None
+    file: str = ""  # the file holding this entry's own tree (an append's items)
+    root: str = ""  # the JSON pointer of that tree in the file
+    # every file the entry was derived from: its own first, then a large file, then the base
+    # chain's (see Dep); the entry is reused only while all of them are unchanged
+    deps: tuple[Dep, ...] = ()
+
+    @property
+    def checkable(self) -> bool:
+        """True when every file it comes from can be checked for a change (see ``refresh``)."""
+        return all(key is not None for _, key, _ in self.deps)
+
+    def locate(self, index: int) -> str | None:
+        """"file at pointer" of the ``index``-th extension value of the tree (the order
+        ``codec.ext_pointer`` counts): for a rebuilt list, in the link of the chain holding it."""
+        if self.tree is None:
+            return None
+        pointer = codec_mod.ext_pointer(self.tree, index)
+        if pointer is None:
+            return None
+        entry = self
+        while entry.base is not None and isinstance(entry.base.tree, list):
+            head, _, rest = pointer[1:].partition("/")
+            if int(head) >= len(entry.base.tree):
+                pointer = f"/{int(head) - len(entry.base.tree)}" + (f"/{rest}" if rest else "")
+                break
+            entry = entry.base
+        return f"{entry.file} at {entry.root}{pointer}" if entry.file else None
 
     def typed(self) -> tuple[str, bytes]:
         """What the serde's loads_typed takes; msgpack is rebuilt lazily and incrementally."""
@@ -202,8 +249,8 @@ class FileStore:
         self._docs: LRU = LRU(_CACHE_ENTRIES)
         self._values: LRU = LRU(_CACHE_ENTRIES)
         self._listings: dict[Path, Listing] = {}
-        self._headers: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-        self.meta: dict[tuple[str, str], dict[str, Any]] = {}  # decoded metadata, for filters
+        # decoded metadata, for filters: (file, stat key, metadata) per checkpoint id
+        self.meta: dict[tuple[str, str], dict[str, tuple[str, StatKey, Any]]] = {}
         self._mutex = threading.RLock()
         self._safe_dirs: set[Path] = set()  # folders known to exist
         self._gitignore_done = False
@@ -228,8 +275,16 @@ class FileStore:
         st = os.lstat(path)
         key = _stat_key(st)
         hit = self._docs.get(path)
-        if hit is not None and hit[0] == key and hit[2]:
-            return hit[1]  # type: ignore[no-any-return]
+        if hit is not None and hit[0] == key:
+            if hit[2]:
+                return hit[1]  # type: ignore[no-any-return]
+            checked_at = time.time_ns()
+            if len(hit) > 3 and file_digest(path) == hit[3]:
+                # written within RACY_NS (by us): the stat cannot show a change made in the same
+                # clock tick, the bytes can; once settled, the stat alone is enough
+                if checked_at - st.st_mtime_ns > RACY_NS:
+                    self._docs.put(path, (key, hit[1], True))
+                return hit[1]  # type: ignore[no-any-return]
         doc = self._load_json(path, st)
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         misplaced = place_problem(path, kind, doc)
@@ -386,13 +441,9 @@ class FileStore:
         return doc
 
     def cached_header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
-        """Header without a stat per file: for scans over thousands of listed checkpoints."""
-        per_ns = self._headers.setdefault((thread_id, checkpoint_ns), {})
-        doc = per_ns.get(checkpoint_id)
-        if doc is None:
-            doc = self.header(thread_id, checkpoint_ns, checkpoint_id)
-            per_ns[checkpoint_id] = doc
-        return doc
+        """``header``: kept for the scans that call it. A header is never reused without the
+        one lstat that shows a hand edit (the cache rule in the module docstring)."""
+        return self.header(thread_id, checkpoint_ns, checkpoint_id)
 
     def writes_docs(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
@@ -476,38 +527,46 @@ class FileStore:
         or in its value file (where prune moves values whose checkpoint it removes).
 
         An append chain is resolved without recursion: walk down to a whole value (or a
-        link resolved before), then build the links back up from it. The walk refuses a
-        cycle and a chain over ``MAX_APPEND_DEPTH`` links with a FileFormatError naming the
-        file, so a long chain reads in a fresh process and a hostile one cannot loop.
+        link resolved before, still unchanged on disk), then build the links back up from
+        it. The walk refuses a cycle and a chain over ``MAX_APPEND_DEPTH`` links with a
+        FileFormatError naming the file, so a long chain reads in a fresh process and a
+        hostile one cannot loop. Each entry records every file it was built from (``deps``)
+        and is reused only while all of them are unchanged (the cache rule above).
         """
         guard = ChainGuard()
-        links: list[tuple[Path, str, dict[str, Any], StatKey, bool]] = []
+        links: list[tuple[Path, str, dict[str, Any], StatKey, Dep]] = []
         while True:
             path, st, ref = self._value_file(ns_dir, channel, version, ref)
             guard.enter(path)
-            key = (path, channel)
-            hit = self._values.get(key)
-            if hit is not None and hit[0] == _stat_key(st) and hit[2]:
-                entry: ValueEntry = hit[1]
-                break
+            hit = self._values.get((path, channel))
+            if hit is not None:
+                deps = refresh(hit[1].deps, st)
+                if deps is not None:
+                    hit[1].deps = deps
+                    entry: ValueEntry = hit[1]
+                    break
             found = self._value_body(ns_dir, channel, version, ref, path)
             if found is None:  # removed since the lstat (prune): its values were rescued
                 ref = self.layout.value_rel(channel, version)
                 continue
-            body, pointer = found
-            cached = self._docs.get(path)  # may have been dropped by another thread meanwhile
-            trusted = cached is not None and cached[2]
+            body, pointer, doc = found
+            own = self.dep(path, doc)
             if "append" not in body:
                 entry = self._entry_from_body(ns_dir, channel, body, path, pointer)
-                self._values.put(key, (_stat_key(st), entry, trusted))
+                self._keep_value(path, channel, _stat_key(st), entry, own)
                 break
             guard.follow(path, pointer, body["append"])
-            links.append((path, pointer, body, _stat_key(st), trusted))
+            links.append((path, pointer, body, _stat_key(st), own))
             version, ref = body["append"]["base"], body["append"]["base_ref"]
-        for path, pointer, body, stat_key, trusted in reversed(links):
+        for path, pointer, body, stat_key, own in reversed(links):
             entry = self._entry_from_body(ns_dir, channel, body, path, pointer, entry)
-            self._values.put((path, channel), (stat_key, entry, trusted))
+            self._keep_value(path, channel, stat_key, entry, own)
         return entry
+
+    def _keep_value(self, path: Path, channel: str, key: StatKey, entry: ValueEntry, own: Dep) -> None:
+        entry.deps = (own, *entry.deps)
+        if entry.checkable:
+            self._values.put((path, channel), (key, entry, True))
 
     def _value_file(
         self, ns_dir: Path, channel: str, version: Any, ref: str
@@ -537,9 +596,9 @@ class FileStore:
 
     def _value_body(
         self, ns_dir: Path, channel: str, version: Any, ref: str, path: Path
-    ) -> tuple[dict[str, Any], str] | None:
-        """The value body in ``path`` and its JSON pointer there; None when the checkpoint
-        was removed since it was found (prune rescued its values into value files)."""
+    ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+        """The value body in ``path``, its JSON pointer there and the document holding it;
+        None when the checkpoint was removed since it was found (prune rescued its values)."""
         if ref.startswith(CHECKPOINTS + "/"):
             try:
                 doc = self.read_doc(path, "checkpoint")
@@ -550,7 +609,7 @@ class FileStore:
                 raise MissingReferenceError(
                     str(path), f"/new_values/{channel}", f"holds no value of channel {channel!r} at {version}"
                 )
-            return body, f"/new_values/{channel}"
+            return body, f"/new_values/{channel}", doc
         doc = self.read_doc(path, "value")
         if (
             doc["channel"] != channel
@@ -558,7 +617,19 @@ class FileStore:
             or ns_dir / self.layout.value_rel(channel, version) != path
         ):
             raise FileFormatError(str(path), "/version", f"expected channel {channel!r} at {version}")
-        return doc, ""
+        return doc, "", doc
+
+    def dep(self, path: Path, doc: Any) -> Dep:
+        """How to tell later whether ``path`` still holds ``doc`` (its cached parse): the stat key
+        it was read with, plus its bytes' digest when it was not yet settled (our own writes)."""
+        cached = self._docs.get(path)  # may have been dropped or replaced by another thread meanwhile
+        if cached is None or cached[1] is not doc:
+            return (str(path), None, None)
+        if cached[2]:
+            return (str(path), cached[0], None)
+        if len(cached) > 3:
+            return (str(path), cached[0], cached[3])
+        return (str(path), None, None)  # racy, read from someone else's write: re-read next time
 
     def _entry_from_body(
         self,
@@ -572,34 +643,64 @@ class FileStore:
         """One value from its body; an append body extends ``base``, its resolved base value."""
         where = f"{path}{' at ' + pointer if pointer else ''}"
         if body.get("empty"):
-            return ValueEntry(empty=True, where=where)
+            return ValueEntry(empty=True, where=where, file=str(path), root=pointer)
         if "append" in body:
-            app = body["append"]
-            if base is None:
-                raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
-            if base.empty or not isinstance(base.tree, list):
-                raise FileFormatError(str(path), f"{pointer}/append/base", "base is not a list value")
-            if len(base.tree) != app["base_length"]:
-                raise FileFormatError(
-                    str(path),
-                    f"{pointer}/append/base_length",
-                    f"base holds {len(base.tree)} items, not {app['base_length']}",
-                )
-            if base.depth + 1 > MAX_APPEND_DEPTH:
-                raise FileFormatError(
-                    str(path),
-                    f"{pointer}/append",
-                    f"append chain is longer than {MAX_APPEND_DEPTH} links, the longest this release reads",
-                )
-            items = app["items"]
-            item_types = codec_mod.named_types(items)
-            types = codec_mod.TypeSet(base.types | frozenset(item_types))
-            types.origins = dict.fromkeys(base.types, base.where)
-            types.origins.update(getattr(base.types, "origins", {}))
-            types.origins.update((t, where) for t in item_types if t not in types.origins)
-            return ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
+            return self._append_entry(channel, body["append"], path, pointer, where, base)
         node, holder = self.resolve_node(body["value"], path, pointer)
-        return self.entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        entry = self.entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        entry.file = str(holder)
+        entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
+        if holder != path:  # a large value: its file is one more this entry comes from
+            cached = self._docs.get(holder)
+            ldoc = cached[1] if cached is not None and cached[1]["value"] is node else None
+            entry.deps = (self.dep(holder, ldoc),)
+        return entry
+
+    def _append_entry(
+        self,
+        channel: str,
+        app: dict[str, Any],
+        path: Path,
+        pointer: str,
+        where: str,
+        base: ValueEntry | None,
+    ) -> ValueEntry:
+        """A list stored as the items appended onto ``base``; a base that no longer holds what
+        the append was made on names the file whose list it is (edited, or the wrong link)."""
+        referrer = f"{path} at {pointer}/append"
+        if base is None:
+            raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
+        if base.empty or not isinstance(base.tree, list):
+            raise FileFormatError(
+                base.file or str(path),
+                base.root or f"{pointer}/append/base",
+                f"is not a list value, but {referrer} appends to it",
+            )
+        if len(base.tree) != app["base_length"]:
+            raise FileFormatError(
+                base.file or str(path),
+                base.root or f"{pointer}/append/base_length",
+                f"the list of channel {channel!r} at {app['base']} holds {len(base.tree)} items "
+                f"(rebuilt from its append chain), but {referrer}/base_length says "
+                f"{app['base_length']}: an item removed or added by hand? Put it back "
+                "(docs/format.md, Editing files by hand)",
+            )
+        if base.depth + 1 > MAX_APPEND_DEPTH:
+            raise FileFormatError(
+                str(path),
+                f"{pointer}/append",
+                f"append chain is longer than {MAX_APPEND_DEPTH} links, the longest this release reads",
+            )
+        items = app["items"]
+        item_types = codec_mod.named_types(items)
+        types = codec_mod.TypeSet(base.types | frozenset(item_types))
+        types.origins = dict.fromkeys(base.types, base.where)
+        types.origins.update(getattr(base.types, "origins", {}))
+        types.origins.update((t, where) for t in item_types if t not in types.origins)
+        entry = ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
+        entry.file, entry.root = str(path), f"{pointer}/append/items"
+        entry.deps = base.deps
+        return entry
 
     def resolve_node(
         self, node: dict[str, Any], where: Path, pointer: str = ""
@@ -705,12 +806,17 @@ class FileStore:
             write_files([(path, GITIGNORE_TEXT.encode())], self.durable)
         self._gitignore_done = True
 
-    def remember(self, path: Path, doc: dict[str, Any]) -> None:
-        """Seed the document cache with what we just wrote."""
+    def remember(self, path: Path, doc: dict[str, Any], data: bytes | None = None) -> None:
+        """Seed the document cache with what we just wrote (``data``: its bytes). It was written
+        within RACY_NS, so the digest of its bytes goes with it: a later read compares bytes
+        (cheap) instead of parsing, and still sees an edit made in the same clock tick."""
         try:
-            self._docs.put(path, (_stat_key(os.lstat(path)), doc, True))
+            st = os.lstat(path)
         except FileNotFoundError:
-            pass
+            return
+        settled = time.time_ns() - st.st_mtime_ns > RACY_NS
+        digest = hashlib.sha256(dump_json(doc) if data is None else data).digest()
+        self._docs.put(path, (_stat_key(st), doc, settled, digest))
 
     def forget_thread(self, thread_id: str) -> None:
         self._safe_dirs.clear()
@@ -718,8 +824,6 @@ class FileStore:
         tdir = self.layout.thread_dir(thread_id)
         # list(...) copies a dict's keys in one step under the GIL, so other threads
         # filling the caches meanwhile cannot break the iteration
-        for key in [k for k in list(self._headers) if k[0] == thread_id]:
-            self._headers.pop(key, None)
         for key in [k for k in list(self.meta) if k[0] == thread_id]:
             self.meta.pop(key, None)
         for folder in [f for f in list(self._listings) if _is_under(f, tdir)]:
@@ -968,6 +1072,52 @@ def msgpack_array_header(count: int) -> bytes:
 
 def digest_node(node: Any) -> str:
     return hashlib.sha256(dump_json(node)).hexdigest()
+
+
+def stat_key_of(path: str | Path) -> StatKey | None:
+    """The stat key of a file, None when it is gone."""
+    try:
+        return _stat_key(os.lstat(path))
+    except FileNotFoundError:
+        return None
+
+
+def file_digest(path: str | Path) -> bytes | None:
+    """sha256 of a file's bytes (never through a symlink), None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return hashlib.sha256(fh.read()).digest()
+
+
+def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple[Dep, ...] | None:
+    """``deps`` when every file still is what something was derived from (the same stat key
+    and, for a file that was not settled then, the same bytes), else None. A digest is dropped
+    once its file has settled: from then on a change shows in the stat, so later checks cost
+    one lstat per file. ``first``: the first file's stat, when the caller has just taken it."""
+    out: list[Dep] | None = None
+    for i, (path, key, digest) in enumerate(deps):
+        if key is None:
+            return None
+        if i == 0 and first is not None:
+            st = first
+        else:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return None
+        if _stat_key(st) != key:
+            return None
+        if digest is not None:
+            checked_at = time.time_ns()
+            if file_digest(path) != digest:
+                return None
+            if checked_at - st.st_mtime_ns > RACY_NS:
+                out = list(deps) if out is None else out
+                out[i] = (path, key, None)
+    return deps if out is None else tuple(out)
 
 
 def _is_under(path: Path, folder: Path) -> bool:

@@ -1,0 +1,512 @@
+"""Hand edits, caches and deterministic bytes (docs/format.md "Editing files by hand",
+docs/reliability.md "Hand edits and caches").
+
+The rule under test: a file is data a person may fix. An edit is used as written, from the next
+read on, by every reader, warm caches included; a value its own type rejects fails naming the file
+and the JSON pointer (never revived as something else); an edit that breaks an append chain fails
+naming the edited file. And the same state always gives the same bytes, whatever PYTHONHASHSEED.
+
+Every thread is written by a real compiled StateGraph through RepoSaver on tmp_path, then edited the
+way a person would (load the JSON, change it, write it back in place).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pydantic
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from pydantic import v1 as pydantic_v1
+from typing_extensions import TypedDict
+
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from langgraph_checkpoint_repo import FileFormatError, RepoSaver, UnrevivableValueError
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+
+def checkpoints(root: Path, thread_id: str) -> list[Path]:
+    return sorted((root / "threads" / thread_id / "checkpoints").glob("*.json"))
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def edit(path: Path, change: Callable[[Any], None]) -> None:
+    """A person's edit: load, change, write back in place (same inode), keeping the mtime as a
+    tool that preserves it would; only ctime (and maybe size) tell the edit apart."""
+    st = os.stat(path)
+    doc = load(path)
+    change(doc)
+    with open(path, "w", encoding="utf-8") as fh:  # in place: the inode stays
+        json.dump(doc, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def holding(root: Path, thread_id: str, channel: str, form: str) -> list[Path]:
+    """Checkpoint files of a thread whose new value of ``channel`` is stored as ``form``
+    ("value" or "append"), oldest first."""
+    return [p for p in checkpoints(root, thread_id) if form in load(p).get("new_values", {}).get(channel, {})]
+
+
+def validate(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
+
+
+def chat(root: Path, thread_id: str, turns: int, saver: RepoSaver | None = None) -> RepoSaver:
+    saver = saver or RepoSaver(root, durable=False)
+    graph = chat_graph(saver)
+    for i in range(turns):
+        graph.invoke({"messages": [HumanMessage(content=f"m{i}", id=f"h{i}")]}, cfg(thread_id))
+    return saver
+
+
+def tool_graph(saver: RepoSaver) -> Any:
+    def call(state: MessagesState) -> dict[str, Any]:
+        return {
+            "messages": [
+                AIMessage(content="", id="a1", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
+                ToolMessage(content="42", tool_call_id="c1", id="t1"),
+            ]
+        }
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("call", call)
+    builder.add_edge(START, "call")
+    builder.add_edge("call", END)
+    return builder.compile(checkpointer=saver)
+
+
+def tool_message_index(items: list[Any]) -> int:
+    return next(i for i, m in enumerate(items) if m["$type"][1] == "ToolMessage")
+
+
+def drop_tool_call_id(root: Path) -> tuple[Path, str]:
+    """Remove the ToolMessage's tool_call_id from the file that holds it; (file, pointer)."""
+    path = holding(root, "t", "messages", "append")[-1]
+    items = load(path)["new_values"]["messages"]["append"]["items"]
+    i = tool_message_index(items)
+    edit(path, lambda d: d["new_values"]["messages"]["append"]["items"][i]["$fields"].pop("tool_call_id"))
+    return path, f"/new_values/messages/append/items/{i}"
+
+
+# ---------------------------------------------------------------------------
+# the rule: a text edit is used, by every reader, and validate passes
+# ---------------------------------------------------------------------------
+
+
+def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passes(tmp_path: Path) -> None:
+    """The documented rule: a text edit is used as written, by get_tuple and list of a saver that had
+    read the thread before the edit (here: the first reply, a link below the latest checkpoint),
+    and the edited files still validate."""
+    root = tmp_path / "root"
+    saver = chat(root, "t", 2)
+    assert saver.get_tuple(cfg("t")) is not None
+    assert len(list(saver.list(cfg("t")))) > 0  # warm every cache
+    path = holding(root, "t", "messages", "append")[0]
+    assert path != checkpoints(root, "t")[-1]
+
+    def reword(doc: Any) -> None:
+        for item in doc["new_values"]["messages"]["append"]["items"]:
+            if item["$fields"]["content"] == "echo: m0":
+                item["$fields"]["content"] = "ECHO: M0"
+
+    edit(path, reword)
+    latest = saver.get_tuple(cfg("t"))
+    listed = next(iter(saver.list(cfg("t"), limit=1)))
+    for tup in (latest, listed):
+        assert tup is not None
+        contents = [m.content for m in tup.checkpoint["channel_values"]["messages"]]
+        assert contents == ["m0", "ECHO: M0", "m1", "echo: m1"]
+    proc = validate(root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# a value its own type rejects
+# ---------------------------------------------------------------------------
+
+
+def test_removed_tool_call_id_fails_naming_file_and_pointer(tmp_path: Path) -> None:
+    """LangGraph's hook falls back to model_construct and revives a ToolMessage without its
+    tool_call_id; RepoSaver raises, naming the edited file and the message's JSON pointer."""
+    root = tmp_path / "root"
+    tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
+    path, pointer = drop_tool_call_id(root)
+    with pytest.raises(UnrevivableValueError) as info:
+        tool_graph(RepoSaver(root)).get_state(cfg("t"))
+    assert f"{path} at {pointer}" in str(info.value)
+    assert "ToolMessage rejects the stored data" in str(info.value)
+    assert "tool_call_id" in str(info.value)
+
+
+def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(tmp_path: Path) -> None:
+    """validate constructs LangGraph's own types (messages) strictly, as the saver would."""
+    root = tmp_path / "root"
+    tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
+    path, pointer = drop_tool_call_id(root)
+    proc = validate(root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if "ToolMessage" in ln]
+    assert len(lines) == 1, proc.stdout
+    assert lines[0].startswith(f"{path}: {pointer}: "), lines[0]
+    assert "tool_call_id" in lines[0]
+
+
+def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_it(tmp_path: Path) -> None:
+    """The latest value is rebuilt from a chain of files; the error names the link that holds the
+    broken message (the first checkpoint's full list), not the checkpoint being read."""
+    root = tmp_path / "root"
+    chat(root, "t", 3)
+    base = holding(root, "t", "messages", "value")[0]
+    edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(type="ai"))
+    latest = checkpoints(root, "t")[-1]
+    assert latest != base
+    with pytest.raises(UnrevivableValueError) as info:
+        chat_graph(RepoSaver(root)).get_state(cfg("t"))
+    assert f"{base} at /new_values/messages/value/json/0: " in str(info.value)
+    assert "HumanMessage rejects the stored data" in str(info.value)
+
+
+def test_pending_write_its_type_rejects_fails_naming_the_writes_file(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    chat(root, "t", 1)
+    first_step = checkpoints(root, "t")[1]  # step 0: the reply task's writes belong to it
+    cid = load(first_step)["checkpoint_id"]
+    (wfile,) = [
+        p
+        for p in (root / "threads" / "t" / "writes").glob("*.json")
+        if p.name.startswith(cid) and load(p)["writes"][0]["channel"] == "messages"
+    ]
+    edit(wfile, lambda d: d["writes"][0]["value"]["json"][0]["$fields"].update(type="human"))
+    with pytest.raises(UnrevivableValueError) as info:
+        RepoSaver(root).get_tuple(cfg("t", checkpoint_id=cid))
+    assert f"{wfile} at /writes/0/value/json/0: " in str(info.value)
+    assert "AIMessage rejects the stored data" in str(info.value)
+
+
+class Reading(pydantic.BaseModel):
+    sensor: str
+    value: float
+
+
+class OldReading(pydantic_v1.BaseModel):
+    sensor: str
+    value: float
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Pair(NamedTuple):
+    left: str
+    right: str
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+def _bad_fields(tree: dict[str, Any]) -> None:
+    tree["$fields"]["value"] = "not a number"
+
+
+def _drop_kwarg(tree: dict[str, Any]) -> None:
+    tree["$kwargs"].pop(sorted(tree["$kwargs"])[-1])
+
+
+def _bad_member(tree: dict[str, Any]) -> None:
+    tree["$arg"] = "purple"
+
+
+class TypedState(TypedDict, total=False):
+    reading: Reading
+    old_reading: OldReading
+    point: Point
+    pair: Pair
+    color: Color
+    n: int
+
+
+TYPED: dict[str, tuple[str, Any, Callable[[dict[str, Any]], None]]] = {
+    "pydantic v2 model": ("reading", Reading(sensor="s", value=1.5), _bad_fields),
+    "pydantic v1 model": ("old_reading", OldReading(sensor="s", value=1.5), _bad_fields),
+    "dataclass": ("point", Point(1, 2), _drop_kwarg),
+    "namedtuple": ("pair", Pair("a", "b"), _drop_kwarg),
+    "enum": ("color", Color.RED, _bad_member),
+}
+
+
+def typed_graph(saver: RepoSaver, channel: str, value: Any) -> Any:
+    builder = StateGraph(TypedState)
+    builder.add_node("node", lambda state: {channel: value, "n": 1})
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("kind", list(TYPED))
+def test_value_its_own_type_rejects_fails_naming_file_and_pointer(tmp_path: Path, kind: str) -> None:
+    """For every kind of constructed type (the graph's own, registered by compiling it): no
+    model_construct, no raw-dict or raw-value fallback."""
+    channel, value, spoil = TYPED[kind]
+    root = tmp_path / "root"
+    # LangGraph derives no allowlist entry for a NamedTuple field: name the type, as a user would
+    allow = [(type(value).__module__, type(value).__name__)]
+    typed_graph(RepoSaver(root, durable=False), channel, value).invoke({"n": 0}, cfg("t"))
+    (path,) = holding(root, "t", channel, "value")
+    assert load(path)["new_values"][channel]["value"]["json"]["$type"][1] == type(value).__name__
+    graph = typed_graph(RepoSaver(root, allowlist=allow), channel, value)
+    assert graph.get_state(cfg("t")).values[channel] == value
+    edit(path, lambda d: spoil(d["new_values"][channel]["value"]["json"]))
+    with pytest.raises(UnrevivableValueError) as info:
+        typed_graph(RepoSaver(root, allowlist=allow), channel, value).get_state(cfg("t"))
+    assert f"{path} at /new_values/{channel}/value/json: " in str(info.value)
+    assert f"{type(value).__name__} rejects the stored data" in str(info.value)
+
+
+def test_set_with_tuple_member_comes_back_as_the_set(tmp_path: Path) -> None:
+    """msgpack turns a set's tuple members into lists, so LangGraph's hook cannot build the set and
+    hands back a list (InMemorySaver returns [1, [4, 5]]); RepoSaver returns the set that was stored."""
+
+    class State(TypedDict):
+        tags: set[Any]
+
+    builder = StateGraph(State)
+    builder.add_node("node", lambda s: {"tags": {1, (4, 5)}})
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    root = tmp_path / "root"
+    builder.compile(checkpointer=RepoSaver(root, durable=False)).invoke({"tags": set()}, cfg("t"))
+    state = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    assert state.values["tags"] == {1, (4, 5)}
+    assert type(state.values["tags"]) is set
+
+
+def test_check_revival_constructs_only_langgraph_types(tmp_path: Path) -> None:
+    """validate's check never imports or calls a type or method LangGraph does not ship as safe:
+    a planted os.mkdir (as a constructor and as a method) runs nowhere and is not what it
+    reports; a rejected message inside it is still found, at its pointer."""
+    from langgraph_checkpoint_repo.codec import check_revival  # here: added with this check
+
+    marker = tmp_path / "planted"
+    planted = [
+        {"$type": ["os", "mkdir"], "$arg": str(marker)},
+        {"$type": ["os", "path"], "$method": "mkdir", "$arg": str(marker)},
+    ]
+    assert check_revival(planted) is None
+    bad = {"$type": ["langchain_core.messages.human", "HumanMessage"], "$pydantic": 2, "$fields": {}}
+    found = check_revival({"wrapped": {"$type": ["os", "mkdir"], "$arg": [bad]}})
+    assert found is not None and found[0] == "/wrapped/$arg/0"
+    assert "HumanMessage rejects the stored data" in found[1]
+    assert not marker.exists()
+
+
+# ---------------------------------------------------------------------------
+# an edit that breaks an append chain
+# ---------------------------------------------------------------------------
+
+
+def _drop_last_base_item(root: Path) -> Path:
+    base = holding(root, "t", "messages", "value")[0]
+    edit(base, lambda d: d["new_values"]["messages"]["value"]["json"].pop())
+    return base
+
+
+def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_pointer(tmp_path: Path) -> None:
+    """The checkpoint read is built on the edited one: the error names the edited file and the
+    pointer of its list (and the append whose base_length no longer matches), not the next one."""
+    root = tmp_path / "root"
+    chat(root, "t", 2)
+    base = _drop_last_base_item(root)
+    with pytest.raises(FileFormatError) as info:
+        chat_graph(RepoSaver(root)).get_state(cfg("t"))
+    assert info.value.path == str(base)
+    assert info.value.pointer == "/new_values/messages/value/json"
+    assert "base_length" in str(info.value)
+
+
+def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    chat(root, "t", 2)
+    base = _drop_last_base_item(root)
+    proc = validate(root)
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stdout.splitlines() if "base_length" in ln]
+    assert len(lines) == 1, proc.stdout
+    assert lines[0].startswith(f"{base}: /new_values/messages/value/json: "), lines[0]
+
+
+# ---------------------------------------------------------------------------
+# caches: every read sees every edit
+# ---------------------------------------------------------------------------
+
+
+def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    saver = chat(root, "t", 2)
+    latest = checkpoints(root, "t")[-1]
+    step = load(latest)["metadata"]["step"]
+    assert [t.metadata["step"] for t in saver.list(cfg("t"), filter={"step": step})]  # warm
+    edit(latest, lambda d: d["metadata"].update(step=step + 40))
+    assert saver.get_tuple(cfg("t")).metadata["step"] == step + 40  # type: ignore[union-attr]
+    assert next(iter(saver.list(cfg("t")))).metadata["step"] == step + 40
+    found = list(saver.list(cfg("t"), filter={"step": step + 40}))
+    assert [t.config["configurable"]["checkpoint_id"] for t in found] == [latest.stem]
+    assert list(saver.list(cfg("t"), filter={"step": step})) == []
+
+
+def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(tmp_path: Path) -> None:
+    """The latest value is cached as a whole; it is derived from every file of its chain, so an
+    edit of the base (same size, mtime kept) is seen too."""
+    root = tmp_path / "root"
+    saver = chat(root, "t", 3)
+    before = saver.get_tuple(cfg("t"))
+    assert before is not None and before.checkpoint["channel_values"]["messages"][0].content == "m0"
+    base = holding(root, "t", "messages", "value")[0]
+    size = base.stat().st_size
+    edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(content="M0"))
+    assert base.stat().st_size == size
+    for tup in (saver.get_tuple(cfg("t")), next(iter(saver.list(cfg("t"))))):
+        assert tup is not None
+        assert tup.checkpoint["channel_values"]["messages"][0].content == "M0"
+
+
+def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(tmp_path: Path) -> None:
+    """A large value file is named by its content hash: an edit is reported, by a warm saver too,
+    instead of the value cached before the edit."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root, durable=False)
+    big_graph(saver).invoke({"document": BIG_TEXT}, cfg("t"))
+    assert saver.get_tuple(cfg("t")) is not None  # warm
+    # the document channel's value (the input's {"document": ...} has a file of its own)
+    files = (root / "threads" / "t" / "large").glob("*.json")
+    (large,) = [p for p in files if load(p)["value"]["json"] == BIG_TEXT]
+    edit(large, lambda d: d["value"].update(json=d["value"]["json"].upper()))
+    with pytest.raises(FileFormatError) as info:
+        saver.get_tuple(cfg("t"))
+    assert info.value.path == str(large)
+    assert info.value.pointer == "/sha256"
+
+
+def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp_path: Path) -> None:
+    """A person removes a message from the latest checkpoint while the graph runs (between two of
+    its steps). The graph does not re-read its state, so its next checkpoint holds its own list:
+    written in full, not as an append onto the edited (now shorter) list, so it reads back whole."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root, durable=False)
+
+    def first(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="one", id="a1")]}
+
+    def second(state: MessagesState) -> dict[str, Any]:
+        latest = checkpoints(root, "t")[-1]  # written after "first": the person edits it now
+        body = load(latest)["new_values"]["messages"]
+        if "append" in body:
+            edit(latest, lambda d: d["new_values"]["messages"]["append"]["items"].pop())
+        else:
+            edit(latest, lambda d: d["new_values"]["messages"]["value"]["json"].pop())
+        return {"messages": [AIMessage(content="two", id="a2")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage(content="go", id="h")]}, cfg("t"), durability="sync")
+    fresh = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    assert [m.content for m in fresh.values["messages"]] == ["go", "one", "two"]
+    assert "value" in load(checkpoints(root, "t")[-1])["new_values"]["messages"]
+
+
+# ---------------------------------------------------------------------------
+# deterministic bytes
+# ---------------------------------------------------------------------------
+
+WRITER = r"""
+import json, sys
+from typing import Any
+from typing_extensions import TypedDict
+from langgraph.graph import END, START, StateGraph
+from langgraph_checkpoint_repo import RepoSaver
+
+class State(TypedDict, total=False):
+    tags: set[str]
+    frozen: frozenset[Any]
+    nested: dict[str, Any]
+
+TAGS = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
+
+def node(state: State) -> dict[str, Any]:
+    return {
+        "tags": set(TAGS),
+        "frozen": frozenset({"x", 3, 2.5, None, True, ("t", 1), frozenset({"p", "q", "r"})}),
+        "nested": {"inner": [set(TAGS), {frozenset({"u", "v", "w"})}]},
+    }
+
+builder = StateGraph(State)
+builder.add_node("node", node)
+builder.add_edge(START, "node")
+builder.add_edge("node", END)
+graph = builder.compile(checkpointer=RepoSaver(sys.argv[1], durable=False))
+graph.invoke({"tags": set()}, {"configurable": {"thread_id": "t"}})
+print(json.dumps(list(TAGS)))
+"""
+
+
+def _write_with_seed(root: Path, seed: str) -> list[str]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITER, str(root)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def _stored_values(root: Path) -> list[bytes]:
+    """Every stored value node and metadata, byte for byte as on disk (ids and times left out)."""
+    out: list[bytes] = []
+    tdir = root / "threads" / "t"
+    for path in sorted((tdir / "checkpoints").glob("*.json")):
+        doc = load(path)
+        out.append(json.dumps([doc.get("new_values", {}), doc["metadata"]["step"]]).encode())
+    for path in sorted((tdir / "writes").glob("*.json"), key=lambda p: load(p)["task_path"]):
+        out.append(json.dumps([w["value"] for w in load(path)["writes"]]).encode())
+    return out
+
+
+def test_same_state_gives_the_same_bytes_under_different_hash_seeds(tmp_path: Path) -> None:
+    first = _write_with_seed(tmp_path / "one", "1")
+    second = _write_with_seed(tmp_path / "two", "2")
+    assert first != second, "the two seeds must iterate the set differently for this test to mean anything"
+    one, two = _stored_values(tmp_path / "one"), _stored_values(tmp_path / "two")
+    assert len(one) == len(two) > 2
+    assert one == two
+    stored = RepoSaver(tmp_path / "one").get_tuple(cfg("t"))
+    assert stored is not None and stored.checkpoint["channel_values"]["tags"] == set(first)
