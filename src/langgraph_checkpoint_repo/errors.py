@@ -58,6 +58,81 @@ class LockTimeoutError(RepoCheckpointError):
     """The lock of a thread could not be taken in time."""
 
 
+class NotFoundError(RepoCheckpointError):
+    """A root, thread, namespace or checkpoint that is not there."""
+
+
+class BadInputError(RepoCheckpointError):
+    """An argument that cannot name anything: a malformed or ambiguous id, a bad date."""
+
+
+class ThreadExistsError(RepoCheckpointError):
+    """The target already holds a thread being copied; nothing was written."""
+
+
+class ThreadNotFoundError(RepoCheckpointError):
+    """A thread asked for is not in the source; nothing was written."""
+
+
+class SaverSpecError(RepoCheckpointError):
+    """A SOURCE/TARGET that names no saver we can open."""
+
+
+class CliError(RepoCheckpointError):
+    """An error of the command line to report as one line with its own exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+#: The exit code of the command line (docs/cli.md, "Exit codes") for each error type; an
+#: error takes the entry of the nearest type in its MRO (``exit_code``), a ``CliError`` its
+#: own ``code``. Codes: 0 ok, 1 problems found (validate, fsck), 2 usage error or a
+#: malformed/ambiguous id, 3 not found, 4 a file that cannot be read as its kind, 5 refused
+#: or not confirmed, 6 any other error (I/O, lock timeout).
+#:
+#: ===========================  ====
+#: error type                   code
+#: ===========================  ====
+#: BadInputError                2
+#: SaverSpecError               2
+#: NotFoundError                3
+#: ThreadNotFoundError          3
+#: FileFormatError (and         4
+#: SchemaVersionError,
+#: MissingReferenceError)
+#: UnrevivableValueError        4
+#: ThreadExistsError            5
+#: LockTimeoutError             6
+#: RepoCheckpointError (other)  6
+#: OSError                      6
+#: ===========================  ====
+EXIT_CODES: dict[type[BaseException], int] = {
+    BadInputError: 2,
+    SaverSpecError: 2,
+    NotFoundError: 3,
+    ThreadNotFoundError: 3,
+    FileFormatError: 4,
+    UnrevivableValueError: 4,
+    ThreadExistsError: 5,
+    LockTimeoutError: 6,
+    RepoCheckpointError: 6,
+    OSError: 6,
+}
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for ``exc``: a ``CliError``'s own, else the ``EXIT_CODES`` entry of the
+    nearest type in its MRO; 6 (any other error) for a type the table does not know."""
+    if isinstance(exc, CliError):
+        return exc.code
+    for kind in type(exc).__mro__:
+        if kind in EXIT_CODES:
+            return EXIT_CODES[kind]
+    return EXIT_CODES[RepoCheckpointError]
+
+
 #: C0 controls, DEL, C1 controls, the bidirectional overrides and isolates (they reorder
 #: what a person sees: "Trojan Source") and lone surrogates (no terminal can print them)
 CONTROL_CODES = (

@@ -32,6 +32,8 @@ import xxhash
 from langgraph.checkpoint.base import writes_sort_key
 
 from .codec import _b64, named_types
+from .errors import BadInputError as BadInputError  # re-exported: its old home
+from .errors import NotFoundError as NotFoundError  # re-exported: its old home
 from .errors import UnrevivableValueError
 from .saver import RepoSaver
 from .store import FileStore, ValueEntry
@@ -48,14 +50,6 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 CONTROL_WRITES = frozenset({ERROR, "__error_source_node__", INTERRUPT, RESUME})
 _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")
 MIN_PREFIX = 4
-
-
-class NotFoundError(Exception):
-    """A root, thread, namespace or checkpoint that is not there."""
-
-
-class BadInputError(Exception):
-    """An argument that cannot name anything: a malformed or ambiguous id, a bad date."""
 
 
 def is_internal(channel: str) -> bool:
@@ -403,7 +397,7 @@ class Reader:
         """Namespaces of an existing thread (NotFoundError otherwise); the root one first.
 
         Any string is a thread id LangGraph accepts, control characters included; the
-        command line shows such an id escaped (cli.SafeConsole), so it must also find it.
+        command line shows such an id escaped (cli.output.SafeConsole), so it must also find it.
         """
         namespaces = [
             ns for ns in self.store.namespaces(thread_id) if self.store.checkpoint_ids(thread_id, ns)

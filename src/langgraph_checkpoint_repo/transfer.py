@@ -27,14 +27,9 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, Chann
 
 from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
 from .errors import RepoCheckpointError
-
-
-class ThreadExistsError(RepoCheckpointError):
-    """The target already holds a thread being copied; nothing was written."""
-
-
-class ThreadNotFoundError(RepoCheckpointError):
-    """A thread asked for is not in the source; nothing was written."""
+from .errors import SaverSpecError as SaverSpecError  # re-exported: their old home
+from .errors import ThreadExistsError as ThreadExistsError
+from .errors import ThreadNotFoundError as ThreadNotFoundError
 
 
 @dataclass
@@ -389,10 +384,6 @@ async def acopy_threads(
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     return report
-
-
-class SaverSpecError(RepoCheckpointError):
-    """A SOURCE/TARGET that names no saver we can open."""
 
 
 SPEC_HELP = "sqlite:///PATH.db (sqlite:////abs/path.db), postgresql://..., or module:factory"

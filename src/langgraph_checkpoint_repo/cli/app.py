@@ -1,0 +1,219 @@
+"""The typer app of ``langgraph-repo``: its group class (errors to exit codes), global
+options, settings, root checks and the option types the commands share.
+
+Exit codes (docs/cli.md): 0 ok, 1 problems found, 2 usage error or malformed/ambiguous
+id, 3 not found, 4 a file that cannot be read as its kind, 5 refused or not confirmed,
+6 any other error (I/O, lock timeout); ``errors.EXIT_CODES`` maps each error type to its
+code. Errors are one line on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from copy import copy as _shallow_copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+from typer.core import TyperGroup
+
+from ..errors import (
+    BadInputError,
+    NotFoundError,
+    RepoCheckpointError,
+    exit_code,
+)
+from ..layout import find_default_root, holds_state
+from ..review import (
+    Reader,
+)
+from .output import (
+    _err_console,
+    _out_console,
+)
+
+OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED = 0, 1, 2, 3, 4, 5, 6
+PROG = "langgraph-repo"
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    _err_console().print(Text.assemble((f"{PROG}: error: ", "bold red"), message.replace("\n", " ")))
+    raise typer.Exit(code)
+
+
+class _Group(TyperGroup):
+    """Turns every expected error into one line on stderr and its exit code."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """Every command also takes the global options after its name (``threads --root X``).
+
+        They are copies of the group's own options that set what those set: a root given
+        after the command wins over one given before it and over LANGGRAPH_REPO_ROOT.
+        """
+        command = super().get_command(ctx, cmd_name)
+        if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
+            return command
+        for param in self.params:
+            if param.name not in ("root", "version"):
+                continue
+            extra = _shallow_copy(param)
+            extra.expose_value = False
+            extra.envvar = None
+            if param.name == "root":
+                extra.callback = _root_after_command
+            extra._global_copy = True  # type: ignore[attr-defined]
+            command.params.append(extra)
+        return command
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RepoCheckpointError as exc:  # its exit code: the one table, errors.EXIT_CODES
+            _fail(str(exc), exit_code(exc))
+        except BrokenPipeError:
+            # the reader of our output went away (``| head``): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(OK) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}", exit_code(exc))
+
+
+app = typer.Typer(
+    cls=_Group,
+    name=PROG,
+    help="Inspect, check and tidy LangGraph state kept by RepoSaver in a repository.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass
+class Settings:
+    root: Path
+    out: Console
+    err: Console
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"{PROG} {version('langgraph-checkpoint-repo')}\n")
+        raise typer.Exit(OK)
+
+
+def _root_after_command(ctx: Any, param: Any, value: Any) -> None:
+    """``--root`` given after the command: replaces the root the group worked out."""
+    if value is not None:
+        settings = ctx.obj
+        assert isinstance(settings, Settings)
+        settings.root = Path(value).absolute()
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="State folder (default: .langgraph at the top of the git work tree, as RepoSaver()).",
+            envvar="LANGGRAPH_REPO_ROOT",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Inspect, check and tidy LangGraph state kept by RepoSaver in a repository."""
+    path = (root if root is not None else find_default_root()).absolute()
+    ctx.obj = Settings(path, _out_console(), _err_console())
+
+
+def _check_root(root: Path, *, creating: bool = False) -> None:
+    """Refuse a root that holds no RepoSaver state (docs/cli.md, "Root"), so a command run at
+    the wrong folder (the repository top) fails instead of finding nothing and passing.
+
+    ``creating`` (import): a folder that does not exist yet or is empty is fine too.
+    """
+    if not root.exists():
+        if creating:
+            return
+        raise NotFoundError(f"root {root} does not exist")
+    if not root.is_dir():
+        raise BadInputError(
+            f"root {root} is a file, not a folder: --root takes the folder RepoSaver(root) was given"
+        )
+    if holds_state(root):
+        return
+    names = sorted(os.listdir(root))
+    if creating and not names:
+        return
+    hint = root / ".langgraph"
+    if hint.is_dir():
+        raise NotFoundError(f"no RepoSaver state under {root}; did you mean {hint}?")
+    holds = (
+        "it is empty"
+        if not names
+        else "it holds " + ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    )
+    raise NotFoundError(
+        f"no RepoSaver state under {root}: a RepoSaver root holds a threads/ folder or the "
+        f".gitignore RepoSaver writes there; {holds}"
+    )
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    settings = ctx.obj
+    assert isinstance(settings, Settings)
+    return settings
+
+
+def _reader(ctx: typer.Context) -> Reader:
+    _check_root(_settings(ctx).root)
+    return Reader(_settings(ctx).root)
+
+
+@contextmanager
+def _progress(settings: Settings, label: str, total: int) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal; nothing otherwise."""
+    if not settings.err.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=settings.err, transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of text.")]
+NsOpt = Annotated[
+    str,
+    typer.Option(
+        "--ns", help="Checkpoint namespace (a subgraph), or a node name that names one. Default: the root."
+    ),
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def main() -> None:
+    """Entry point of ``python -m langgraph_checkpoint_repo``."""
+    app(prog_name=PROG)

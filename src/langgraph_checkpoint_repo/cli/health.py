@@ -1,0 +1,137 @@
+"""Check commands: validate and fsck (exit 1 when they find problems)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from ..checks import Validator, count_files, fsck, repair
+from ..checks import thread_folders_for as _thread_folders_for
+from ..errors import (
+    BadInputError,
+)
+from .app import (
+    PROBLEMS,
+    JsonOpt,
+    _check_root,
+    _progress,
+    _reader,
+    _settings,
+    app,
+)
+from .output import (
+    _print_json,
+    _rel,
+)
+from .shape import (
+    _finding_json,
+)
+
+
+@app.command()
+def validate(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Files or folders under the root; the threads holding them are checked. Default: everything."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+    secrets: Annotated[
+        bool,
+        typer.Option(
+            "--secrets/--no-secrets",
+            help="Report strings that look like API keys or tokens (masked); on by default.",
+        ),
+    ] = True,
+) -> None:
+    """Check every file against its schema, every reference, names against contents, and
+    that no string looks like an API key or token.
+    Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
+    settings = _settings(ctx)
+    root = settings.root
+    _check_root(root)
+    folders: list[Path] | None = None
+    if paths:
+        folders, outside = _thread_folders_for(root, list(paths))
+        if outside:
+            raise BadInputError(f"{outside[0]} is not under the root {root}")
+    total = count_files(root, folders)
+    with _progress(settings, "validating", total) as advance:
+        validator = Validator(root, advance, secrets=secrets)
+        problems = validator.run(folders)
+    if as_json:
+        _print_json(
+            {
+                "ok": not problems,
+                "root": str(root),
+                "files": validator.files,
+                "checkpoints": validator.checkpoints,
+                "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems],
+            }
+        )
+    else:
+        for p in problems:
+            settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
+        summary = f"{validator.files} files, {validator.checkpoints} checkpoints"
+        if problems:
+            settings.err.print(
+                Text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} ({summary})", style="red")
+            )
+        else:
+            settings.err.print(Text(f"ok: {summary} valid", style="green"))
+    if problems:
+        raise typer.Exit(PROBLEMS)
+
+
+@app.command(name="fsck")
+def fsck_command(
+    ctx: typer.Context,
+    do_repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair", help="Remove leftover and orphaned files, rebuild derived ones; never a checkpoint."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    total = count_files(reader.root)
+    with _progress(settings, "checking", total) as advance:
+        findings = fsck(reader, advance)
+    if do_repair:
+        repair(reader, findings)
+    left = [f for f in findings if not f.repaired and f.kind != "foreign"]  # foreign: reported only
+    if as_json:
+        _print_json(
+            {"root": str(reader.root), "findings": [_finding_json(f) for f in findings], "ok": not left}
+        )
+    else:
+        out = settings.out
+        for f in findings:
+            if f.repaired:
+                verb = "rebuilt" if f.kind == "gitignore" else "removed"
+                out.print(Text.assemble((verb, "green"), f" {f.kind}: {_rel(f.path)} ({f.message})"))
+            elif f.repairable or f.kind != "invalid":
+                out.print(Text.assemble((f.kind, "yellow"), f": {_rel(f.path)}: {f.message}"))
+            else:
+                out.print(
+                    Text.assemble(
+                        ("invalid", "red"),
+                        f": {_rel(f.path)}: {f.message} (fsck never touches it; see validate)",
+                    )
+                )
+        if not findings:
+            settings.err.print(Text(f"clean: {total} files under {_rel(reader.root)}", style="green"))
+        elif left and not do_repair and any(f.repairable for f in left):
+            settings.err.print(
+                Text("run with --repair to remove or rebuild what is marked repairable", style="dim")
+            )
+    if left:
+        raise typer.Exit(PROBLEMS)

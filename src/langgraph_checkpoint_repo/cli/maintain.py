@@ -1,0 +1,230 @@
+"""Commands that change the state: delete, copy, prune, migrate (they ask first)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from ..checks import PrunePlan, count_files, plan_prune, run_prune
+from ..errors import (
+    BadInputError,
+    CliError,
+)
+from ..review import (
+    Reader,
+    check_thread_id,
+    parse_age,
+)
+from .app import (
+    REFUSED,
+    JsonOpt,
+    Settings,
+    YesOpt,
+    _check_root,
+    _progress,
+    _reader,
+    _settings,
+    app,
+)
+from .output import (
+    _print_json,
+    _rel,
+    screen,
+)
+from .shape import (
+    _plan_json,
+)
+from .views import (
+    _print_plan,
+)
+
+
+def _confirm(settings: Settings, question: str, yes: bool) -> None:
+    """Ask before destroying anything; EOF or no is a refusal (exit 5)."""
+    if yes:
+        return
+    try:
+        ok = typer.confirm(screen(question), default=False, err=True)
+    except typer.Abort:
+        ok = False
+    if not sys.stdin.isatty():
+        settings.err.print()  # the answer came from a pipe: end the prompt's line
+    if not ok:
+        raise CliError("not confirmed: nothing was changed (pass --yes to skip the question)", REFUSED)
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    yes: YesOpt = False,
+) -> None:
+    """Delete a thread and all its files."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    summary = reader.summary(thread)
+    files = reader.thread_files(thread)
+    note = ""
+    if summary.waiting:
+        note = f" It waits on an interrupt at {', '.join(sorted({i.task_name for i in summary.waiting}))}."
+    _confirm(
+        settings,
+        f"Delete thread {thread!r}: {summary.checkpoints} checkpoints, {len(files)} files in "
+        f"{_rel(reader.layout.thread_dir(thread))}?{note}",
+        yes,
+    )
+    reader.saver.delete_thread(thread)
+    settings.out.print(f"deleted thread {thread!r} ({summary.checkpoints} checkpoints, {len(files)} files)")
+
+
+@app.command()
+def copy(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="Thread to copy.")],
+    target: Annotated[str, typer.Argument(help="New thread id (must not exist).")],
+) -> None:
+    """Copy a thread, every checkpoint and file, to a new thread id."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    summary = reader.summary(source)
+    check_thread_id(target)
+    if reader.layout.thread_dir(target).exists():
+        raise CliError(f"thread {target!r} already exists: delete it first or choose another id", REFUSED)
+    if source == target:
+        raise BadInputError("source and target are the same thread")
+    reader.saver.copy_thread(source, target)
+    settings.out.print(f"copied thread {source!r} to {target!r} ({summary.checkpoints} checkpoints)")
+
+
+@app.command()
+def prune(
+    ctx: typer.Context,
+    thread_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="THREAD", help="Threads (default: all).")
+    ] = None,
+    keep_last: Annotated[
+        int | None,
+        typer.Option("--keep-last", min=1, metavar="N", help="Keep the newest N checkpoints per namespace."),
+    ] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than", metavar="AGE", help="Remove only checkpoints older than AGE (30d, 12h)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List exactly what would go; change nothing.")
+    ] = False,
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove old checkpoints. Never a thread waiting on an interrupt, never what a DeltaChannel
+    or an appended list still needs, never a hole in the middle of a history."""
+    settings = _settings(ctx)
+    if keep_last is None and older_than is None:
+        raise BadInputError("give --keep-last N, --older-than AGE, or both")
+    age = parse_age(older_than) if older_than is not None else None
+    reader = _reader(ctx)
+    now = datetime.now(timezone.utc)
+    ids = list(thread_ids or [])
+    for tid in ids:
+        reader.namespaces(tid)  # unknown thread: exit 3 before anything else
+    ids = ids or reader.thread_ids()
+    plans = [plan_prune(reader, t, keep_last=keep_last, older_than=age, now=now) for t in ids]
+    doing = [p for p in plans if p.doomed]
+    if dry_run or not doing:
+        if as_json:
+            _print_json({"dry_run": dry_run, "threads": [_plan_json(p) for p in plans]})
+        else:
+            for plan in plans:
+                _print_plan(settings.out, plan, "would remove")
+        return
+    if not as_json:
+        for plan in plans:
+            _print_plan(settings.out, plan, "removes")
+    files = sum(len(p.removed) for p in doing)
+    _confirm(settings, f"Remove {files} files from {len(doing)} thread{'s' if len(doing) != 1 else ''}?", yes)
+    results, changed = _run_plans(settings, reader, plans, keep_last, age, now, as_json)
+    if as_json:
+        _print_json({"dry_run": False, "threads": results})
+    if changed:
+        raise CliError(
+            f"thread {', '.join(changed)} changed while asking; nothing removed there, run prune again",
+            REFUSED,
+        )
+
+
+def _run_plans(
+    settings: Settings,
+    reader: Reader,
+    plans: list[PrunePlan],
+    keep_last: int | None,
+    age: float | None,
+    now: datetime,
+    as_json: bool,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Carry out ``prune``'s confirmed plans, each under its thread's lock and only if the
+    thread still plans the same; the JSON of each and the threads that changed meanwhile."""
+    results: list[dict[str, Any]] = []
+    changed: list[str] = []
+    for plan in plans:
+        if not plan.doomed:
+            results.append(_plan_json(plan))
+            continue
+        with reader.store.thread_lock(plan.thread_id, exclusive=True):
+            again = plan_prune(reader, plan.thread_id, keep_last=keep_last, older_than=age, now=now)
+            if again.removed != plan.removed or again.doomed != plan.doomed:
+                changed.append(plan.thread_id)
+                continue
+            removed, written = run_prune(reader, plan)
+        results.append({**_plan_json(plan, written), "remove": [str(p) for p in removed]})
+        if not as_json:
+            settings.out.print(
+                Text(
+                    f"thread {plan.thread_id}: removed {len(removed)} files, wrote {len(written)}",
+                    style="green",
+                )
+            )
+    return results, changed
+
+
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the files that would change; change nothing.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Upgrade files written by an older format version to this release's (docs/format.md).
+
+    Every file is upgraded and validated before any is replaced; each is then replaced
+    atomically under its thread's lock, so an interrupted run is finished by running it again.
+    """
+    from ..migrations import migrate_root
+    from ..validation import SCHEMA_VERSION
+
+    settings = _settings(ctx)
+    _check_root(settings.root)
+    with _progress(settings, "migrating", 2 * count_files(settings.root)) as advance:
+        report = migrate_root(settings.root, dry_run=dry_run, progress=advance)
+    if json_out:
+        _print_json(report.to_json())
+        return
+    out = settings.out
+    olds = ", ".join(f"{n} from version {v}" for v, n in sorted(report.from_versions.items()))
+    if not report.changed:
+        out.print(f"nothing to migrate: {report.files} files, all at version {SCHEMA_VERSION}")
+    elif dry_run:
+        out.print(f"would migrate {len(report.changed)} files to version {SCHEMA_VERSION} ({olds}):")
+        for rel in report.changed:
+            out.print(f"  {rel}")
+    else:
+        out.print(
+            f"migrated {len(report.changed)} files to version {SCHEMA_VERSION} ({olds}); "
+            f"{report.current} were already at it"
+        )

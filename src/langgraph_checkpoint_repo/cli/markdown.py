@@ -1,0 +1,149 @@
+"""The Markdown view ``render`` prints, and the escaping that keeps file contents inert in it."""
+
+from __future__ import annotations
+
+import re
+
+from .. import present
+from ..review import (
+    HistoryRow,
+    StateView,
+    ThreadSummary,
+    is_internal,
+)
+from .output import (
+    screen,
+)
+
+
+def _fence(text: str, lang: str = "text") -> str:
+    """A fenced block that the text inside cannot close (screened: masked, no control characters)."""
+    text = screen(text, keep="\n\t")
+    longest = max((len(run) for run in text.split("\n") for run in _backtick_runs(run)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _backtick_runs(line: str) -> list[str]:
+    runs, cur = [], ""
+    for ch in line:
+        if ch == "`":
+            cur += ch
+        elif cur:
+            runs.append(cur)
+            cur = ""
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+#: text that means nothing to Markdown or GitHub (no link, mention, HTML or emphasis in it)
+_MD_INERT = re.compile(r"[A-Za-z0-9 .:+-]*")
+
+
+def _md(value: object, *, cell: bool = False, code: bool = False) -> str:
+    """A string from the files, made inert for its place in ``render``'s Markdown.
+
+    Screened first (secrets masked, control characters and newlines escaped: one line).
+    Inert text (``loop``, a timestamp) stays as it is unless ``code``; anything else is a
+    code span whose fence is longer than any backtick run inside, so it cannot close early
+    and nothing inside is a link, HTML, a mention or a table cell. In a table ``cell`` a
+    ``|`` is escaped as GFM wants (``\\|``); a backslash right before one is shown as ``\\x5c``,
+    since GFM would read ``\\\\|`` as a cell boundary.
+    """
+    text = screen(str(value), keep="")
+    if not code and _MD_INERT.fullmatch(text) and "://" not in text and "www." not in text.lower():
+        return text
+    if cell:
+        text = text.replace("\\|", "\\x5c|").replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in _backtick_runs(text)), default=0) + 1)
+    pad = " " if not text or text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _md_cell(text: str) -> str:
+    return _md(text, cell=True, code=True)
+
+
+def _md_writers(writers: list[str]) -> str:
+    return ", ".join(w if w.startswith("(") else _md_cell(w) for w in writers)
+
+
+def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], limit: int) -> str:
+    parts = _md_head(summary, view)
+    channels = [c for c in sorted(view.values) if not is_internal(c)]
+    if not channels:
+        parts += ["_empty_", ""]
+    for c in channels:
+        parts += [f"**{_md(c, code=True)}**", "", _fence("\n".join(present.lines(view.values[c]))), ""]
+    if view.interrupts:
+        parts += ["## Waiting for input", ""]
+        for i in view.interrupts:
+            parts += [
+                f"{_md(i.task_name, code=True)} asks (interrupt {_md(i.id, code=True)}):",
+                "",
+                _fence("\n".join(present.lines(i.value))),
+                "",
+            ]
+    if view.tasks:
+        parts += ["## Next tasks", "", "| task | status | on resume |", "|---|---|---|"]
+        for t in view.tasks:
+            resume = "keeps its saved writes" if not t.runs_on_resume else "runs again"
+            if t.may_have_run:
+                resume += " (may have run already: check side effects)"
+            parts.append(f"| {_md_cell(t.name)} | {t.status} | {resume} |")
+        parts.append("")
+    parts += _md_history(rows, limit)
+    parts += [
+        "",
+        "_Rendered from the JSON state files by `langgraph-repo render`; the files are authoritative._",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _md_head(summary: ThreadSummary, view: StateView) -> list[str]:
+    """The title and the summary table of ``_markdown``, up to the State heading."""
+    ns_note = f" (namespace {_md(view.ns, code=True)})" if view.ns else ""
+    parts = [f"# Thread {_md(summary.thread_id, code=True)}{ns_note}", ""]
+    if summary.waiting:
+        status = "waiting for input at " + ", ".join(_md_cell(i.task_name) for i in summary.waiting)
+    elif summary.next:
+        status = "stopped before " + ", ".join(_md_cell(n) for n in summary.next)
+    else:
+        status = "finished"
+    parts += [
+        "| | |",
+        "|---|---|",
+        f"| Status | {status} |",
+        f"| Latest checkpoint | {_md_cell(view.checkpoint_id)} (step {view.step}, "
+        f"{_md(view.source, cell=True)}) |",
+        f"| Last updated | {_md(present.short_time(view.ts), cell=True)} UTC |",
+        f"| Checkpoints | {summary.checkpoints} in {len(summary.namespaces)} namespace"
+        f"{'s' if len(summary.namespaces) != 1 else ''} |",
+        f"| Forks | {summary.forks} |",
+        "",
+        "## State",
+        "",
+    ]
+    return parts
+
+
+def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
+    """The History section of ``_markdown``: the newest ``limit`` checkpoints."""
+    parts: list[str] = []
+    parts += [
+        "## History",
+        "",
+        "| step | source | written by | checkpoint | parent |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows[:limit]:
+        parts.append(
+            f"| {'' if r.step is None else r.step} | {_md(r.source or '', cell=True)} | "
+            f"{_md_writers(r.writers)} | {_md_cell(r.checkpoint_id)} | "
+            f"{_md_cell(r.parent_id) if r.parent_id else ''} |"
+        )
+    if len(rows) > limit:
+        parts.append(f"\n_… {len(rows) - limit} older checkpoints not shown._")
+    return parts

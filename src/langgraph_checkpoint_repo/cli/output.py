@@ -1,0 +1,158 @@
+"""What reaches a person or a script: the screening console, tables, JSON printing.
+
+Everything printed goes through a ``SafeConsole`` (or ``_print_json``): secrets are masked
+and control characters escaped, so output can neither leak a key nor drive a terminal."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Span, Text
+
+from .._compat import set_table_cells, table_cells
+from ..errors import (
+    CONTROL_CODES,
+    escape_controls,
+)
+from ..redaction import mask_message
+
+PIPE_WIDTH = 160  # width of output that goes to a file or a pipe (no terminal to ask)
+
+
+def screen(text: str, keep: str = "\t") -> str:
+    """Text as it may reach a person: secrets masked (also inside encoded path segments),
+    control characters shown as ``\\xhh`` so they never act on a terminal."""
+    return escape_controls(mask_message(text), keep=keep)
+
+
+def _screen_text(text: Text) -> Text:
+    """A rich Text screened piece by piece, so each piece keeps its style."""
+    plain = text.plain
+    if screen(plain) == plain:
+        return text
+    bounds = (i for span in text.spans for i in (span.start, span.end) if i < len(plain))
+    cuts = sorted({0, len(plain), *bounds})
+    out = Text(
+        style=text.style,
+        justify=text.justify,
+        overflow=text.overflow,
+        no_wrap=text.no_wrap,
+        end=text.end,
+        tab_size=text.tab_size,
+    )
+    for start, end in itertools.pairwise(cuts):
+        piece = screen(plain[start:end])
+        styles = [span.style for span in text.spans if span.start <= start and span.end >= end]
+        out.append_text(Text(piece, spans=[Span(0, len(piece), style) for style in styles]))
+    return out
+
+
+def _screen_renderable(renderable: Any) -> Any:
+    """Screen what ``print`` is given before rich measures it (a table sizes its columns
+    from its cells: screened late, an escaped id would be cut to fit)."""
+    if isinstance(renderable, str):
+        return screen(renderable)
+    if isinstance(renderable, Text):
+        return _screen_text(renderable)
+    if isinstance(renderable, Table):
+        for column in renderable.columns:
+            column.header = _screen_renderable(column.header)
+            set_table_cells(column, [_screen_renderable(cell) for cell in table_cells(column)])
+    return renderable
+
+
+class _ScreenHook(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_screen_renderable(r) for r in renderables]
+
+
+class SafeConsole(Console):
+    """The one way out to the terminal: every string and Text, also in a table cell or a
+    progress bar, is screened as it is rendered, so a new command is covered by using it.
+
+    Markup is off in every console here; a newline inside one piece of text is escaped too
+    (output that is meant to take several lines is printed line by line).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.push_render_hook(_ScreenHook())
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return _screen_text(super().render_str(text, **kwargs))
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        if isinstance(renderable, Text):
+            renderable = _screen_text(renderable)
+        return super().render(renderable, options)
+
+
+def _err_console() -> Console:
+    """Messages on stderr: never wrapped, so an error stays one line."""
+    return SafeConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+
+
+def _out_console() -> Console:
+    """Colour and the terminal's width on a terminal; plain and wide into a pipe or file."""
+    console = SafeConsole(highlight=False, markup=False, emoji=False)
+    if not console.is_terminal:
+        width = int(os.environ.get("COLUMNS", "0") or 0) or PIPE_WIDTH
+        console = SafeConsole(highlight=False, markup=False, emoji=False, width=width, soft_wrap=True)
+    return console
+
+
+def _print_table(out: Console, table: Table) -> None:
+    """A table; into a pipe or file without the padding rich puts at the end of each line."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    with out.capture() as captured:
+        out.print(table)
+    out.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
+
+
+#: what json.dumps leaves raw (it escapes only C0): DEL, C1, bidi controls, lone surrogates
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in CONTROL_CODES if c >= 0x7F}
+
+
+def _print_json(data: Any) -> None:
+    """JSON for scripts: secrets masked like every other output, and every control character
+    a JSON escape, so the document reads back the same and never acts on a terminal."""
+    text = json.dumps(_masked_tree(data), indent=2, ensure_ascii=False)
+    sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
+
+
+def _masked_tree(tree: Any) -> Any:
+    """``tree`` with ``mask_message`` applied to every string, keys included (kept distinct)."""
+    if isinstance(tree, str):
+        return mask_message(tree)
+    if isinstance(tree, (list, tuple)):
+        return [_masked_tree(x) for x in tree]
+    if isinstance(tree, dict):
+        out: dict[Any, Any] = {}
+        for key, value in tree.items():
+            name = mask_message(key) if isinstance(key, str) else key
+            base, n = name, 2
+            while name in out:
+                name, n = f"{base}#{n}", n + 1
+            out[name] = _masked_tree(value)
+        return out
+    return tree
+
+
+def _rel(path: Path | str) -> str:
+    """A path as short as it can be said: relative to the current folder when inside it."""
+    text = str(path)
+    cwd = os.getcwd()
+    if text.startswith(cwd + os.sep):
+        return text[len(cwd) + 1 :]
+    return text

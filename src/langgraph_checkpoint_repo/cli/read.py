@@ -1,0 +1,393 @@
+"""Read commands: threads, history, show, diff, tasks."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from .. import present
+from ..errors import (
+    BadInputError,
+    NotFoundError,
+)
+from ..review import (
+    Reader,
+    StateView,
+    ThreadSummary,
+    diff_trees,
+    is_internal,
+    parse_date,
+    parse_ts,
+)
+from .app import (
+    JsonOpt,
+    NsOpt,
+    _reader,
+    _settings,
+    app,
+)
+from .output import (
+    _print_json,
+    _print_table,
+    _rel,
+)
+from .shape import (
+    _change_json,
+    _history_json,
+    _state_json,
+    _summary_json,
+    _task_json,
+)
+from .views import (
+    _header,
+    _interrupt_block,
+    _print_change,
+    _print_recovery,
+    _section,
+    _tasks_table,
+    _value_block,
+    _writes_table,
+)
+
+
+def _meta_pairs(pairs: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadInputError(f"bad --meta {pair!r}: use key=value")
+        out.append((key, value))
+    return out
+
+
+def _meta_matches(tree: Any, raw: str) -> bool:
+    if tree == raw:
+        return True
+    try:
+        return bool(json.loads(raw) == tree)
+    except ValueError:
+        return False
+
+
+@app.command()
+def threads(
+    ctx: typer.Context,
+    waiting_at: Annotated[
+        str | None,
+        typer.Option(
+            "--waiting-at", metavar="NODE", help="Only threads with a next task or interrupt at NODE."
+        ),
+    ] = None,
+    has: Annotated[
+        str | None, typer.Option("--has", metavar="KEY", help="Only threads whose state holds channel KEY.")
+    ] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--meta", metavar="KEY=VALUE", help="Only threads with a checkpoint whose metadata has KEY=VALUE."
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="DATE", help="Only threads updated on or after DATE (ISO)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One row per thread: namespaces, checkpoints, latest step, last update, forks, waiting interrupts."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    pairs = _meta_pairs(meta or [])
+    after = parse_date(since) if since else None
+    rows = _matching_threads(reader, waiting_at, has, pairs, after)
+    if as_json:
+        _print_json([_summary_json(s) for s in rows])
+        return
+    if not rows:
+        settings.err.print(
+            f"no threads under {_rel(reader.root)}"
+            + (" match the filters" if (waiting_at or has or pairs or after) else "")
+        )
+        return
+    _print_table(settings.out, _threads_table(rows))
+
+
+def _matching_threads(
+    reader: Reader,
+    waiting_at: str | None,
+    has: str | None,
+    pairs: list[tuple[str, str]],
+    after: datetime | None,
+) -> list[ThreadSummary]:
+    """The summaries of the threads that pass ``threads``' filters."""
+    rows: list[ThreadSummary] = []
+    for tid in reader.thread_ids():
+        try:
+            s = reader.summary(tid)
+        except NotFoundError:
+            continue  # a folder without checkpoints (fsck reports it)
+        root_ns = s.namespaces[0]
+        if (
+            waiting_at is not None
+            and waiting_at not in s.next
+            and all(i.task_name != waiting_at for i in s.waiting)
+        ):
+            continue
+        if has is not None and has not in s.live[root_ns].trees:
+            continue
+        if pairs and not any(
+            all(k in md and _meta_matches(md[k], v) for k, v in pairs)
+            for md in reader.metadata_trees(tid, root_ns)
+        ):
+            continue
+        if after is not None:
+            when = parse_ts(s.last_updated)
+            if when is None or when < after:
+                continue
+        rows.append(s)
+    return rows
+
+
+def _threads_table(rows: list[ThreadSummary]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in (
+        "thread",
+        "namespaces",
+        "checkpoints",
+        "step",
+        "last updated (UTC)",
+        "forks",
+        "next",
+        "waiting",
+    ):
+        table.add_column(
+            col, justify="right" if col in ("namespaces", "checkpoints", "step", "forks") else "left"
+        )
+    for s in rows:
+        waiting = ", ".join(f"{i.task_name}: {present.inline(i.value, 40)}" for i in s.waiting)
+        table.add_row(
+            Text(s.thread_id, style="bold"),
+            str(len(s.namespaces)),
+            str(s.checkpoints),
+            "" if s.latest_step is None else str(s.latest_step),
+            present.short_time(s.last_updated),
+            str(s.forks),
+            ", ".join(s.next) or "-",
+            Text(waiting or "-", style="yellow" if waiting else ""),
+        )
+    return table
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    ns: NsOpt = "",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show only the newest N.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+    rows = reader.history(thread, ns)
+    shown = rows[:limit] if limit else rows
+    if as_json:
+        _print_json(
+            {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "checkpoints": [_history_json(r) for r in shown],
+            }
+        )
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("", "checkpoint", "step", "source", "written by", "parent", "time (UTC)"):
+        table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "written by")
+    for r in shown:
+        parent = r.parent_id or "-"
+        if r.parent_id and not r.parent_present:
+            parent += " (absent)"
+        table.add_row(
+            Text(r.graph, style="cyan"),
+            Text(r.checkpoint_id, style="bold" if r is rows[0] else ""),
+            "" if r.step is None else str(r.step),
+            r.source or "",
+            ", ".join(r.writers),
+            Text(parent, style="dim"),
+            present.short_time(r.ts),
+        )
+    title = f"thread {thread}" + (f" namespace {ns}" if ns else "") + f": {len(rows)} checkpoints"
+    leaves = sum(1 for r in rows if not r.children)
+    if leaves > 1:
+        title += f", {leaves - 1} fork{'s' if leaves > 2 else ''}"
+    settings.out.print(Text(title, style="bold"))
+    _print_table(settings.out, table)
+    if limit and len(rows) > limit:
+        settings.out.print(
+            Text(f"… {len(rows) - limit} older checkpoints (drop --limit to see them)", style="dim")
+        )
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint", "-c", metavar="ID", help="Checkpoint id or unique prefix (default: latest)."
+        ),
+    ] = None,
+    ns: NsOpt = "",
+    show_all: Annotated[bool, typer.Option("--all", help="Also show LangGraph's own channels.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """The state at a checkpoint: values for a person, next tasks, pending writes, interrupts."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    namespaces = reader.namespaces(thread)
+    ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
+    cid = reader.resolve(thread, ns, checkpoint)
+    view = reader.state(thread, ns, cid)
+    channels = [c for c in sorted(view.trees) if show_all or not is_internal(c)]
+    subgraphs = [n for n in namespaces if n != ns and n.startswith(f"{ns}|" if ns else "")]
+    if as_json:
+        _print_json(_state_json(thread, ns, cid, view, channels, subgraphs))
+        return
+    out = settings.out
+    _header(out, view)
+    _section(out, "State")
+    if not channels:
+        out.print(Text("(empty)", style="dim"))
+    for c in channels:
+        _value_block(out, c, view.values[c])
+    _section(out, "Next tasks")
+    if view.tasks:
+        _print_table(out, _tasks_table(view))
+    else:
+        out.print(Text("none: the graph has finished at this checkpoint", style="dim"))
+    if view.interrupts:
+        _section(out, "Interrupts (waiting for an answer)")
+        for i in view.interrupts:
+            _interrupt_block(out, i)
+    _section(out, "Pending writes")
+    if not view.writes:
+        out.print(Text("none", style="dim"))
+    else:
+        _print_table(out, _writes_table(view))
+    if subgraphs:
+        _section(out, "Subgraph namespaces (see them with --ns)")
+        for n in subgraphs:
+            out.print("  " + n)
+
+
+def _diff_base(reader: Reader, thread: str, ns: str, new: StateView, from_id: str | None) -> str | None:
+    """The older checkpoint of ``diff``: ``--from``, else the parent of the newer one (if kept)."""
+    old_id: str | None
+    if from_id is not None:
+        old_id = reader.resolve(thread, ns, from_id)
+    else:
+        parent = new.parent_id
+        old_id = parent if parent in set(reader.checkpoint_ids(thread, ns)) else None
+    return old_id
+
+
+@app.command()
+def diff(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    from_id: Annotated[
+        str | None,
+        typer.Option("--from", metavar="ID", help="Older checkpoint (default: the parent of --to)."),
+    ] = None,
+    to_id: Annotated[
+        str | None, typer.Option("--to", metavar="ID", help="Newer checkpoint (default: latest).")
+    ] = None,
+    ns: NsOpt = "",
+    show_all: Annotated[bool, typer.Option("--all", help="Also compare LangGraph's own channels.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """What changed between two checkpoints, by channel: items added or removed, keys changed,
+    values removed."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+    new_id = reader.resolve(thread, ns, to_id)
+    new = reader.state(thread, ns, new_id, revive=False)
+    old_id = _diff_base(reader, thread, ns, new, from_id)
+    old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
+    changes = diff_trees(old_trees, new.trees, internal=show_all)
+    if as_json:
+        _print_json(
+            {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "from": old_id,
+                "to": new_id,
+                "changes": [_change_json(c) for c in changes],
+            }
+        )
+        return
+    out = settings.out
+    out.print(
+        Text.assemble(
+            ("thread ", "dim"),
+            (thread, "bold"),
+            ("  from ", "dim"),
+            old_id or "(empty state)",
+            ("  to ", "dim"),
+            new_id,
+        )
+    )
+    if not changes:
+        out.print(
+            Text(
+                "no changes" + ("" if show_all else " (--all compares LangGraph's own channels too)"),
+                style="dim",
+            )
+        )
+    for c in changes:
+        _print_change(out, c)
+
+
+@app.command()
+def tasks(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    ns: NsOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Recovery view of the latest checkpoint: which tasks are done, failed, interrupted or not started,
+    which run again on resume, and which may have run without their writes being saved."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    namespaces = reader.namespaces(thread)
+    root_ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
+    live = reader.live_states(thread, namespaces, root_ns)
+    views = [reader.state(thread, n, s.checkpoint_id) for n, s in live.items()]
+    if as_json:
+        _print_json(
+            {
+                "thread_id": thread,
+                "namespaces": [
+                    {
+                        "checkpoint_ns": v.ns,
+                        "checkpoint_id": v.checkpoint_id,
+                        "step": v.step,
+                        "tasks": [_task_json(t, v.ns) for t in v.tasks],
+                    }
+                    for v in views
+                ],
+            }
+        )
+        return
+    out = settings.out
+    for n, view in enumerate(views):
+        if n:
+            out.print()
+        _print_recovery(out, thread, view)

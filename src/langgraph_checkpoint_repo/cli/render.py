@@ -1,0 +1,62 @@
+"""The render command: a Markdown (or JSON) view of a thread."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..errors import (
+    BadInputError,
+)
+from ..review import (
+    is_internal,
+)
+from .app import (
+    JsonOpt,
+    NsOpt,
+    _reader,
+    app,
+)
+from .markdown import _markdown
+from .output import (
+    _print_json,
+    screen,
+)
+from .shape import (
+    _history_json,
+    _summary_json,
+    _task_json,
+)
+
+
+@app.command()
+def render(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    fmt: Annotated[str, typer.Option("--format", help="Output format (only markdown).")] = "markdown",
+    ns: NsOpt = "",
+    limit: Annotated[int, typer.Option("--limit", min=1, help="History rows to include.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
+    if fmt != "markdown":
+        raise BadInputError(f"unknown format {fmt!r}: only markdown is supported")
+    reader = _reader(ctx)
+    namespaces = reader.namespaces(thread)
+    ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
+    summary = reader.summary(thread)
+    view = reader.state(thread, ns, reader.resolve(thread, ns, None))
+    rows = reader.history(thread, ns)
+    if as_json:
+        _print_json(
+            {
+                **_summary_json(summary),
+                "state": {c: view.trees[c] for c in sorted(view.trees) if not is_internal(c)},
+                "next": [_task_json(t, ns) for t in view.tasks],
+                "history": [_history_json(r) for r in rows[:limit]],
+            }
+        )
+        return
+    sys.stdout.write(screen(_markdown(summary, view, rows, limit), keep="\n\t"))

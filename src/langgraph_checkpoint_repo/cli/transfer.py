@@ -1,0 +1,137 @@
+"""import and export: copy threads between the repo files and another checkpointer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import (
+    BadInputError,
+    CliError,
+    RepoCheckpointError,
+)
+from .app import (
+    FAILED,
+    JsonOpt,
+    Settings,
+    _check_root,
+    _settings,
+    app,
+)
+from .output import (
+    _print_json,
+    _rel,
+)
+
+ThreadsOpt = Annotated[
+    list[str] | None, typer.Option("--thread", "-t", help="Copy only this thread (repeatable). Default: all.")
+]
+ReplaceOpt = Annotated[
+    bool, typer.Option("--replace", help="Replace a thread the destination already has (default: refuse).")
+]
+AllowOpt = Annotated[
+    list[str] | None,
+    typer.Option("--allow", help="A type module:Name the repo files may revive (a state class; repeatable)."),
+]
+
+
+def _allowlist(allow: list[str] | None) -> list[tuple[str, ...]] | None:
+    out: list[tuple[str, ...]] = []
+    for item in allow or []:
+        module, sep, name = item.partition(":")
+        if not sep or not module or not name:
+            raise BadInputError(f"--allow {item!r}: expected module:Name")
+        out.append((module, name))
+    return out or None
+
+
+def _transfer(
+    ctx: typer.Context,
+    other: str,
+    to_repo: bool,
+    threads: list[str] | None,
+    replace: bool,
+    allow: list[str] | None,
+    json_out: bool,
+) -> None:
+    from ..saver import RepoSaver
+    from ..transfer import copy_threads, open_saver, thread_ids_of
+
+    settings = _settings(ctx)
+    _check_root(settings.root, creating=to_repo)
+    repo = RepoSaver(settings.root, allowlist=_allowlist(allow))
+    try:
+        with open_saver(other, create=not to_repo) as saver:
+            source, target = (saver, repo) if to_repo else (repo, saver)
+            wanted = threads or thread_ids_of(source)
+            with _copy_progress(settings, len(wanted)) as step:
+                report = copy_threads(source, target, wanted, replace=replace, progress=step)
+    except (RepoCheckpointError, OSError):
+        raise  # its exit code comes from errors.EXIT_CODES (SaverSpecError 2, ThreadExistsError 5, ...)
+    except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback
+        raise CliError(f"{other}: {type(exc).__name__}: {' '.join(str(exc).split())}", FAILED) from None
+    if json_out:
+        _print_json(report.to_json())
+        return
+    here = _rel(settings.root)
+    where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
+    settings.out.print(
+        f"copied {len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} "
+        f"({report.checkpoints} checkpoints, "
+        f"{report.writes} pending writes) {where}"
+    )
+
+
+@contextmanager
+def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
+    """On a terminal: a bar over the checkpoints of the thread being copied, and threads done."""
+    if not settings.err.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=settings.err, transient=True) as progress:
+        task = progress.add_task("copying", total=None)
+        finished = 0
+
+        def step(thread_id: str, done: int, total: int) -> None:
+            nonlocal finished
+            finished += done == total
+            label = f"thread {finished + (done < total)}/{threads} {thread_id!r}"
+            progress.update(task, description=label, completed=done, total=total)
+
+        yield step
+
+
+@app.command(name="import")
+def import_command(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
+    thread: ThreadsOpt = None,
+    replace: ReplaceOpt = False,
+    allow: AllowOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy threads from another checkpointer into the repo files (docs/migrating.md)."""
+    _transfer(ctx, source, True, thread, replace, allow, json_out)
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
+    thread: ThreadsOpt = None,
+    replace: ReplaceOpt = False,
+    allow: AllowOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy threads from the repo files into another checkpointer (docs/migrating.md)."""
+    _transfer(ctx, target, False, thread, replace, allow, json_out)
