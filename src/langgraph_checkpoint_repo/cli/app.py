@@ -187,19 +187,23 @@ def _reader(ctx: typer.Context) -> Reader:
     return Reader(_settings(ctx).root)
 
 
+def progress_columns() -> tuple[Any, ...]:
+    """The columns of every progress bar; a label from a file is plain text, never markup."""
+    return (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+
+
 @contextmanager
 def _progress(settings: Settings, label: str, total: int) -> Iterator[Any]:
     """A progress bar on stderr when it is a terminal; nothing otherwise."""
     if not settings.err.is_terminal:
         yield None
         return
-    columns = (
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=settings.err, transient=True) as progress:
+    with Progress(*progress_columns(), console=settings.err, transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from ..errors import (
     BadInputError,
@@ -21,6 +21,7 @@ from .app import (
     _check_root,
     _settings,
     app,
+    progress_columns,
 )
 from .output import (
     _print_json,
@@ -92,13 +93,7 @@ def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
     if not settings.err.is_terminal:
         yield None
         return
-    columns = (
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=settings.err, transient=True) as progress:
+    with Progress(*progress_columns(), console=settings.err, transient=True) as progress:
         task = progress.add_task("copying", total=None)
         finished = 0
 
