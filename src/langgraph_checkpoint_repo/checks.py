@@ -5,8 +5,8 @@ against its schema, names against contents, and every reference (values, append 
 large values, value files, the checkpoint a writes file belongs to, parents a
 DeltaChannel needs) resolved. ``fsck`` looks for what is left over or derived (temp files,
 orphaned writes, values and large values, the root's ``.gitignore``) and can remove or
-rebuild only that. ``plan_prune`` works out exactly which files a prune removes, so a dry
-run lists what a real run does.
+rebuild only that. Prune plans are ``maintenance.plan_prune``, which the real run carries
+out, so a dry run lists what a real run does.
 
 Everything reads through ``FileStore`` (the same validation and refusal of symlinks,
 duplicate keys, oversized files as the saver); nothing here writes except ``repair``.
@@ -18,12 +18,12 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import maintenance
 from .codec import check_revival
 from .durable import write_files
 from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
@@ -45,9 +45,10 @@ from .layout import (
     is_own_temp_file,
     is_temp_name,
 )
+from .maintenance import Needed
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
-from .review import Reader, parse_ts
-from .store import MAX_APPEND_DEPTH, ChainGuard, FileStore, digest_node
+from .review import Reader
+from .store import MAX_APPEND_DEPTH, FileStore, digest_node
 
 Progress = Callable[[int], None]
 
@@ -499,70 +500,10 @@ def thread_folders_for(root: Path, paths: list[Path]) -> tuple[list[Path] | None
 # ----------------------------------------------------------------------
 # which files the checkpoints that stay still need
 # ----------------------------------------------------------------------
-@dataclass
-class Needed:
-    values: set[Path] = field(default_factory=set)  # value files read, existing or to be rescued
-    rescued: set[Path] = field(default_factory=set)  # value files a removal must write first
-    large: set[str] = field(default_factory=set)  # large-value digests
-    seen: set[tuple[Path, str, str]] = field(default_factory=set)  # links already followed
-
-
 def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | None = None) -> Needed:
-    """What the kept checkpoints (default: all) refer to, following append chains the way
-    the saver's removal does: a link in a removed checkpoint is read from its value file."""
-    store, layout = reader.store, reader.layout
-    out = Needed()
-    for ns, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
-        ids = store.checkpoint_ids(thread_id, ns)
-        kept = keep.get(ns, set(ids)) if keep is not None else set(ids)
-        for cid in sorted(kept):
-            doc = store.header(thread_id, ns, cid)
-            for body in doc.get("new_values", {}).values():
-                _large_in(body, out.large)
-            versions = doc["checkpoint"]["channel_versions"]
-            for channel, ref in doc["values"].items():
-                _mark_chain(store, ns_dir, channel, versions.get(channel), ref, kept, out)
-            for _, wdoc in store.writes_docs(thread_id, ns, cid):
-                for w in wdoc["writes"]:
-                    _large_in(w, out.large)
-    return out
-
-
-def _mark_chain(
-    store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
-) -> None:
-    layout = store.layout
-    guard = ChainGuard()  # a cycle in this chain raises; out.seen would just stop at it
-    while True:
-        vpath = ns_dir / layout.value_rel(channel, version)
-        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
-        path = ns_dir / ref if in_checkpoint else vpath
-        guard.enter(path)
-        link = (ns_dir, channel, ref + "|" + repr(version))
-        if link in out.seen:
-            return  # this link and everything below it is marked already
-        out.seen.add(link)
-        if in_checkpoint:
-            host = store.read_doc(ns_dir / ref, "checkpoint")
-            body = host["new_values"][channel]
-            if host["checkpoint_id"] not in kept:
-                out.values.add(vpath)
-                if not vpath.exists():
-                    out.rescued.add(vpath)
-        else:
-            out.values.add(vpath)
-            body = store.read_doc(vpath, "value")
-        _large_in(body, out.large)
-        if "append" not in body:
-            return
-        guard.follow(path, f"/new_values/{channel}" if in_checkpoint else "", body["append"])
-        version, ref = body["append"]["base"], body["append"]["base_ref"]
-
-
-def _large_in(body: dict[str, Any], used: set[str]) -> None:
-    node = body.get("value")
-    if isinstance(node, dict) and "large" in node:
-        used.add(node["large"])
+    """What the kept checkpoints (default: all) refer to: ``maintenance.needed_files``, the one
+    walk that prune plans and their garbage collection use too."""
+    return maintenance.needed_files(reader.store, thread_id, keep)
 
 
 # ----------------------------------------------------------------------
@@ -830,89 +771,3 @@ def _repair_one(root: Path, f: Finding) -> None:
         except FileNotFoundError:
             pass
     f.repaired = True
-
-
-# ----------------------------------------------------------------------
-# prune
-# ----------------------------------------------------------------------
-@dataclass
-class PrunePlan:
-    thread_id: str
-    skipped: str | None = None
-    doomed: dict[str, list[str]] = field(default_factory=dict)
-    checkpoints: list[Path] = field(default_factory=list)
-    writes: list[Path] = field(default_factory=list)
-    values: list[Path] = field(default_factory=list)
-    large: list[Path] = field(default_factory=list)
-    rescued: list[Path] = field(default_factory=list)
-
-    @property
-    def removed(self) -> list[Path]:
-        return sorted([*self.checkpoints, *self.writes, *self.values, *self.large])
-
-
-def plan_prune(
-    reader: Reader, thread_id: str, *, keep_last: int | None, older_than: float | None, now: datetime
-) -> PrunePlan:
-    """Which checkpoints go and every file that goes with them.
-
-    Per namespace a checkpoint goes when it is not among the newest ``keep_last`` and is
-    older than ``older_than`` seconds (each rule only when given). The latest always stays,
-    and so do the ancestors a DeltaChannel of a kept checkpoint needs. Only the oldest part
-    of a namespace is cut (everything from the oldest kept checkpoint on stays), so history
-    never gets a hole. A thread waiting on an interrupt is not touched at all.
-    """
-    plan = PrunePlan(thread_id)
-    summary = reader.summary(thread_id)
-    if summary.waiting:
-        nodes = ", ".join(sorted({i.task_name for i in summary.waiting}))
-        plan.skipped = f"waits on an interrupt at {nodes}"
-        return plan
-    store, layout, saver = reader.store, reader.layout, reader.saver
-    keep_by_ns: dict[str, set[str]] = {}
-    for ns in summary.namespaces:
-        ids = store.checkpoint_ids(thread_id, ns)
-        keep = {ids[-1]}
-        for i, cid in enumerate(ids):
-            recent = keep_last is not None and i >= len(ids) - keep_last
-            young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
-            if recent or young:
-                keep.add(cid)
-        for cid in sorted(keep):
-            keep |= saver._needed_for_latest(thread_id, ns, cid)
-        oldest = min(keep)
-        keep_by_ns[ns] = {c for c in ids if c >= oldest}
-        doomed = [c for c in ids if c < oldest]
-        if doomed:
-            plan.doomed[ns] = doomed
-            plan.checkpoints.extend(layout.checkpoint_path(thread_id, ns, c) for c in doomed)
-            owners = {encode_segment(c) for c in doomed}
-            plan.writes.extend(
-                p
-                for p in store.files_in(layout.writes_dir(thread_id, ns))
-                if layout.writes_owner(p.name) in owners
-            )
-    if not plan.doomed:
-        return plan
-    need = needed_files(reader, thread_id, keep_by_ns)
-    plan.rescued = sorted(need.rescued)
-    for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
-        plan.values.extend(p for p in store.value_files(ns_dir) if p not in need.values)
-    plan.large = [
-        p for p in store.files_in(layout.thread_dir(thread_id) / LARGE) if p.name[:-5] not in need.large
-    ]
-    return plan
-
-
-def _age(doc: dict[str, Any], now: datetime) -> float:
-    when = parse_ts(str(doc["checkpoint"]["ts"]))
-    return float("inf") if when is None else (now - when).total_seconds()
-
-
-def run_prune(reader: Reader, plan: PrunePlan) -> tuple[list[Path], list[Path]]:
-    """Remove what the plan says (through the saver, which first rescues values the kept
-    checkpoints use); returns the files removed and the value files written."""
-    before = set(reader.thread_files(plan.thread_id))
-    reader.saver._remove_checkpoints(plan.thread_id, plan.doomed)
-    after = set(reader.thread_files(plan.thread_id))
-    return sorted(before - after), sorted(after - before)

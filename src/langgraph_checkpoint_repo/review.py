@@ -29,7 +29,6 @@ from typing import Any
 
 import orjson
 import xxhash
-from langgraph.checkpoint.base import writes_sort_key
 
 from .codec import _b64, named_types
 from .errors import BadInputError as BadInputError  # re-exported: its old home
@@ -37,6 +36,7 @@ from .errors import NotFoundError as NotFoundError  # re-exported: its old home
 from .errors import UnrevivableValueError
 from .saver import RepoSaver
 from .store import FileStore, ValueEntry
+from .values import merged_writes
 
 START = "__start__"
 TASKS = "__pregel_tasks"
@@ -482,31 +482,25 @@ class Reader:
     def _revive(self, entry: ValueEntry, where: str, tree: Any) -> Any:
         """The saver's own revive (allowlist checked before any import), or the stored tree."""
         try:
-            return self.saver._revive(entry, where)
+            return self.saver.revive(entry, where)
         except UnrevivableValueError as exc:
             return Raw(tree, str(exc))
 
     def pending_writes(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> list[WriteView]:
         """Writes merged and ordered as ``get_tuple`` returns them, each value revived or Raw."""
-        merged: dict[tuple[str, int], tuple[str, str, str, int, dict[str, Any], Path, int]] = {}
-        for path, doc in self.store.writes_docs(thread_id, ns, cid):
-            for i, w in enumerate(doc["writes"]):
-                key = (doc["task_id"], w["idx"])
-                if w["idx"] >= 0 and key in merged:
-                    continue
-                merged[key] = (doc["task_id"], doc["task_path"], w["channel"], w["idx"], w["value"], path, i)
         out = []
-        for key in sorted(merged, key=lambda k: writes_sort_key(merged[k][1], *k)):
-            tid, tpath, channel, idx, node, path, i = merged[key]
-            resolved, holder = self.store.resolve_node(node, path)
+        for w in merged_writes(self.store, thread_id, ns, cid):
+            resolved, holder = self.store.resolve_node(w.node, w.path)
             entry = FileStore.entry_from_node(resolved, str(holder))
             tree = tree_of(entry)
             value: Any = tree
             if revive:
-                at = f"{holder} at /writes/{i}/value" if holder == path else f"{holder} at /value"
-                where = f"thread {thread_id!r} checkpoint {cid} write {channel!r} of task {tid} ({at})"
+                at = f"{holder} at /writes/{w.index}/value" if holder == w.path else f"{holder} at /value"
+                where = (
+                    f"thread {thread_id!r} checkpoint {cid} write {w.channel!r} of task {w.task_id} ({at})"
+                )
                 value = self._revive(entry, where, tree)
-            out.append(WriteView(tid, tpath, channel, idx, tree, value, path))
+            out.append(WriteView(w.task_id, w.task_path, w.channel, w.idx, tree, value, w.path))
         return out
 
     def finished_task_names(self, thread_id: str, ns: str, cid: str) -> list[str]:

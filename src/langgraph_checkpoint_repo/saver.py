@@ -4,8 +4,10 @@ Every method has one synchronous core; the async twins run that core in a
 worker thread so disk I/O never blocks the event loop, and nothing here
 depends on a loop, so sync calls from inside a running loop are fine too.
 
-Write path: saver -> codec (values to JSON trees) -> validation -> durable
-write, checkpoint file last (it is the commit point). Read path is the mirror.
+Write path: saver -> values.py (bodies: inline, appended items, large files) -> codec
+(values to JSON trees) -> validation -> durable write, checkpoint file last (it is the
+commit point). Read path is the mirror. Removals and copies are maintenance.py's: each
+removal a plan, carried out.
 """
 
 from __future__ import annotations
@@ -14,12 +16,10 @@ import asyncio
 import bisect
 import builtins
 import copy
-import json
 import os
 import random
 import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,6 @@ from langgraph.checkpoint.base import (
     PendingWrite,
     get_checkpoint_id,
     get_checkpoint_metadata,
-    writes_sort_key,
 )
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
@@ -45,7 +44,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
 from .codec import ValueCodec
-from .durable import check_lock_timeout, json_size
+from .durable import check_lock_timeout
 from .errors import (
     FileFormatError,
     MissingReferenceError,
@@ -53,45 +52,29 @@ from .errors import (
     UnrevivableValueError,
 )
 from .graph_types import GraphTypes
-from .layout import encode_segment, find_default_root
+from .layout import find_default_root
+from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .redaction import RedactOption, Redactor, resolve_redactor
 from .store import (
     MAX_APPEND_DEPTH,
     MAX_FILE_BYTES,
     RACY_NS,
-    ChainGuard,
-    Dep,
     FileStore,
     ValueEntry,
-    digest_node,
-    msgpack_array_header,
-    msgpack_array_split,
-    refresh,
     stat_key_of,
 )
 from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION
+from .values import ListState as _ListState  # the name _tuple uses
+from .values import ValueWriter, merged_writes
 
-_MISSING = object()
 # the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
 _CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
 
 
-@dataclass
-class _ListState:
-    """What we last wrote or read of a list channel, to store the next version as an append."""
-
-    version: str | int | float
-    ref: str  # where that version's value lives
-    count: int
-    depth: int
-    body: bytes | None  # the serde's msgpack items (no array header), when we wrote it
-    tree: list[Any] | None  # the JSON tree, when we read it from disk
-    # the files that version's list is rebuilt from, with their stat keys when we wrote or
-    # read them: an append is only made onto a chain no one has changed since
-    deps: tuple[Dep, ...] = ()
-
-
-class RepoSaver(BaseCheckpointSaver[str]):
+# RepoSaver is defined in two classes, so that neither passes 300 lines: this one holds the
+# options, the type policy and the read half of the contract (get_tuple, list, reviving stored
+# values); RepoSaver below adds writing, maintenance, DeltaChannel history and the async twins.
+class _RepoSaverBase(BaseCheckpointSaver[str]):
     """A checkpointer that keeps graph state as reviewable JSON files in the repository.
 
     Args:
@@ -178,7 +161,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             self.serde, self.redactor, allowlist=self._allowlist, unsafe_allow_pickle=self.unsafe_allow_pickle
         )
 
-    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> RepoSaver:
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> _RepoSaverBase:
+        """As the base class, and the saver's own allowlist (checked whatever the serde) grows too."""
         clone = super().with_allowlist(extra_allowlist)
         assert isinstance(clone, RepoSaver)
         extra = _allow_keys(extra_allowlist)
@@ -193,6 +177,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # reading
     # ------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """As the base class; it also allows the calling graph's state types (graph_types.py).
+        A checkpoint removed while it is read (by another process) is not found; for the
+        latest, the new latest is read."""
         self._learn_graph_types(1)
         return self._get_tuple(config)
 
@@ -226,36 +213,16 @@ class RepoSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """As the base class; across threads or namespaces newest first by id, as SqliteSaver
+        orders them, and a checkpoint removed since it was listed (by another process) is skipped."""
         if limit is not None and limit <= 0:
             return
-        conf = config["configurable"] if config else {}
-        want_id = conf.get("checkpoint_id")
-        before_id = get_checkpoint_id(before) if before else None
-        threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else self.store.thread_ids()
-        ns_filter = conf.get("checkpoint_ns")
-        groups: builtins.list[tuple[str, str, builtins.list[str]]] = []
-        for thread_id in threads:
-            namespaces = [ns_filter] if ns_filter is not None else self.store.namespaces(thread_id)
-            for ns in namespaces:
-                ids = self.store.checkpoint_ids(thread_id, ns)
-                if want_id is not None:
-                    ids = [i for i in ids if i == want_id]
-                if before_id is not None:
-                    ids = ids[: bisect.bisect_left(ids, before_id)]
-                if ids:
-                    groups.append((thread_id, ns, ids))
-        ordered: Iterable[tuple[str, str, str]]
-        if len(groups) == 1:
-            thread_id, ns = groups[0][0], groups[0][1]
-            ordered = ((cid, thread_id, ns) for cid in reversed(groups[0][2]))
-        else:  # newest first across threads and namespaces, as SqliteSaver orders them
-            ordered = sorted(((c, t, n) for t, n, ids in groups for c in ids), reverse=True)
         wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
-        for cid, thread_id, ns in ordered:
+        for cid, thread_id, ns in _listed(self.store, config, before):
             try:
                 if wanted:
-                    meta = self._filter_meta(thread_id, ns, cid)
+                    meta = self.checkpoint_metadata(thread_id, ns, cid)
                     if any(meta.get(k) != v for k, v in wanted):
                         continue
                 tup = self._tuple(self.store.cached_header(thread_id, ns, cid))
@@ -271,9 +238,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if remaining <= 0:
                     return
 
-    def _filter_meta(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        """Decoded metadata, kept per checkpoint so filters scan thousands quickly: reused
-        while its file's stat key is unchanged (one lstat), so a hand edit is seen."""
+    def checkpoint_metadata(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
+        """A checkpoint's decoded metadata, kept per checkpoint so filters scan thousands quickly:
+        reused while its file's stat key is unchanged (one lstat), so a hand edit is seen."""
         per_ns = self.store.meta.setdefault((thread_id, ns), {})
         hit = per_ns.get(cid)
         if hit is not None and stat_key_of(hit[0]) == hit[1]:
@@ -340,21 +307,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         )
 
     def _pending_writes(self, thread_id: str, ns: str, cid: str) -> builtins.list[PendingWrite]:
-        merged: dict[tuple[str, int], tuple[str, str, str, Any, Path, int]] = {}
-        for path, doc in self.store.writes_docs(thread_id, ns, cid):
-            for i, w in enumerate(doc["writes"]):
-                key = (doc["task_id"], w["idx"])
-                if w["idx"] >= 0 and key in merged:
-                    continue
-                merged[key] = (doc["task_id"], w["channel"], doc["task_path"], w["value"], path, i)
         out: builtins.list[PendingWrite] = []
-        for key in sorted(merged, key=lambda k: writes_sort_key(merged[k][2], *k)):
-            task_id, channel, _, node, path, i = merged[key]
+        for w in merged_writes(self.store, thread_id, ns, cid):
             where = (
-                f"thread {thread_id!r} checkpoint {cid} pending write {channel!r} of task {task_id} "
-                f"({path} at /writes/{i}/value)"
+                f"thread {thread_id!r} checkpoint {cid} pending write {w.channel!r} of task {w.task_id} "
+                f"({w.path} at /writes/{w.index}/value)"
             )
-            out.append((task_id, channel, self._revive_node(node, path, where, f"/writes/{i}/value")))
+            value = self._revive_node(w.node, w.path, where, f"/writes/{w.index}/value")
+            out.append((w.task_id, w.channel, value))
         return out
 
     def _where(self, doc: dict[str, Any], pointer: str) -> str:
@@ -399,6 +359,17 @@ class RepoSaver(BaseCheckpointSaver[str]):
             raise UnrevivableValueError(f"{where}: {exc}") from exc
         return self.codec.loads_checked(typed[1], where, entry.locate)
 
+    def revive(self, entry: ValueEntry, where: str) -> Any:
+        """A stored value revived as ``get_tuple`` revives it (allowlist checked before any
+        import); ``where`` names it in errors. For tools that show stored state (review.py)."""
+        return self._revive(entry, where)
+
+
+class RepoSaver(_RepoSaverBase):
+    # the options are the constructor's, documented with it
+    __doc__ = _RepoSaverBase.__doc__
+
+    # ------------------------------------------------------------------
     # writing
     # ------------------------------------------------------------------
     def put(
@@ -408,44 +379,25 @@ class RepoSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """As the base class; only the channels in ``new_versions`` are stored, in this
+        checkpoint's file (a list that grew as the items appended, a large value in a file of
+        its own, values.py); the others are referred to where their version already lives.
+        Large files are written first, the checkpoint file (the commit point) last."""
         thread_id, ns = _thread_ns(config)
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
-        layout = self.store.layout
-        own_ref = layout.checkpoint_rel(cid)
-        values = checkpoint["channel_values"]
+        writer = self._value_writer()
         with self.store.thread_lock(thread_id):
-            large: builtins.list[tuple[Path, bytes]] = []
-            new_values: dict[str, Any] = {}
-            refs: dict[str, str] = {}
-            states: dict[str, _ListState | None] = {}
-            for channel, version in new_versions.items():
-                where = (f"thread {thread_id!r} checkpoint {cid}", f"/new_values/{channel}")
-                body, state = self._body(
-                    thread_id, ns, channel, version, values.get(channel, _MISSING), large, where
-                )
-                new_values[channel] = body
-                refs[channel] = own_ref
-                states[channel] = state
-            carried = self._carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], refs)
-            for channel in carried:
-                # a copy or fork whose version lives nowhere we can point at: store it here
-                where = (f"thread {thread_id!r} checkpoint {cid}", f"/new_values/{channel}")
-                body, state = self._body(
-                    thread_id, ns, channel, carried[channel], values.get(channel, _MISSING), large, where
-                )
-                new_values[channel] = body
-                refs[channel] = own_ref
-                states[channel] = state
-            stored: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
+            stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
             target = f"thread {thread_id!r} checkpoint {cid}"
+            kept: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
             extra = {
-                k: self._tree(v, target, f"/checkpoint/extra/{k}")
+                k: writer.tree(v, target, f"/checkpoint/extra/{k}")
                 for k, v in checkpoint.items()
                 if k not in _CHECKPOINT_KEYS and k not in ("id", "channel_values")
             }
             if extra:
-                stored["extra"] = extra
+                kept["extra"] = extra
             cdoc: dict[str, Any] = {
                 "schema_version": SCHEMA_VERSION,
                 "kind": "checkpoint",
@@ -453,181 +405,22 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "checkpoint_ns": ns,
                 "checkpoint_id": cid,
                 "parent_checkpoint_id": parent_id,
-                "metadata": self._tree(get_checkpoint_metadata(config, metadata), target, "/metadata"),
-                "checkpoint": stored,
-                "values": refs,
+                "metadata": writer.tree(get_checkpoint_metadata(config, metadata), target, "/metadata"),
+                "checkpoint": kept,
+                "values": stored.refs,
             }
-            if new_values:
-                cdoc["new_values"] = new_values
-            cpath = layout.checkpoint_path(thread_id, ns, cid)
-            # large values first, the checkpoint (the commit point) last
+            if stored.bodies:
+                cdoc["new_values"] = stored.bodies
+            cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
-            self.store.write([large, [prepared]])
+            self.store.write([stored.large, [prepared]])
             self.store.remember(cpath, cdoc, prepared[1])
-            for channel, state in states.items():
-                key = (thread_id, ns, channel)
-                if state is None:
-                    self._lists.pop(key, None)
-                else:
-                    state.ref = own_ref
-                    # what we just wrote, under the thread's lock, by its stat key alone: a
-                    # check of its bytes on every later put would cost a read per recent file,
-                    # and an edit in the same clock tick that changes the item count is still
-                    # refused on read, naming the edited file
-                    own: builtins.list[Dep] = [(str(cpath), stat_key_of(cpath), None)]
-                    node = new_values[channel].get("value")
-                    if isinstance(node, dict) and "large" in node:
-                        lpath = layout.large_path(thread_id, node["large"])
-                        own.append((str(lpath), stat_key_of(lpath), None))
-                    state.deps = (*own, *state.deps)
-                    self._lists[key] = state
+            writer.remember(thread_id, ns, cid, stored)
         return _config(thread_id, ns, cid)
 
-    def _carried_refs(
-        self,
-        thread_id: str,
-        ns: str,
-        parent_id: str | None,
-        versions: ChannelVersions,
-        refs: dict[str, str],
-    ) -> dict[str, str | int | float]:
-        """Where the unchanged channels' values live, found by version as InMemorySaver does.
-
-        Usually the parent holds the same version. A ``__copy__`` fork is put under the
-        copied checkpoint's parent with no new versions, so its channels can be at versions
-        the parent does not have: those are looked up among the namespace's checkpoints.
-        Returns the channels found nowhere: the caller stores their values inline.
-        """
-        missing = [ch for ch in versions if ch not in refs]
-        if not missing:
-            return {}
-        parent: dict[str, Any] | None = None
-        if parent_id:
-            try:
-                parent = self.store.header(thread_id, ns, parent_id)
-            except FileNotFoundError:
-                parent = None
-        ns_dir = self.store.layout.ns_dir(thread_id, ns)
-        unresolved: builtins.list[str] = []
-        for channel in missing:
-            if (
-                parent is not None
-                and parent["checkpoint"]["channel_versions"].get(channel) == versions[channel]
-            ):
-                ref = parent["values"].get(channel)
-                if ref is not None:
-                    refs[channel] = ref
-                    continue
-            state = self._lists.get((thread_id, ns, channel))
-            if state is not None and state.version == versions[channel]:
-                refs[channel] = state.ref
-                continue
-            rel = self.store.layout.value_rel(channel, versions[channel])
-            if (ns_dir / rel).exists():
-                refs[channel] = rel
-                continue
-            unresolved.append(channel)
-        if unresolved:
-            self._refs_by_version(thread_id, ns, versions, unresolved, refs)
-        return {ch: versions[ch] for ch in unresolved if ch not in refs}
-
-    def _refs_by_version(
-        self,
-        thread_id: str,
-        ns: str,
-        versions: ChannelVersions,
-        channels: builtins.list[str],
-        refs: dict[str, str],
-    ) -> None:
-        """Find each channel's ref at its version in any checkpoint of the namespace, newest first."""
-        wanted = set(channels)
-        for cid in reversed(self.store.checkpoint_ids(thread_id, ns)):
-            doc = self.store.header(thread_id, ns, cid)
-            stored = doc["checkpoint"]["channel_versions"]
-            for channel in [ch for ch in wanted if stored.get(ch) == versions[ch]]:
-                ref = doc["values"].get(channel)
-                if ref is not None:
-                    refs[channel] = ref
-                    wanted.discard(channel)
-            if not wanted:
-                return
-
-    def _tree(self, value: Any, target: str, pointer: str) -> Any:
-        # readable even with EncryptedSerializer (list(filter=...) reads it), as SqliteSaver does
-        return self.codec.tree(value, "checkpoint", target, pointer)
-
-    def _body(
-        self,
-        thread_id: str,
-        ns: str,
-        channel: str,
-        version: str | int | float,
-        value: Any,
-        large: builtins.list[tuple[Path, bytes]],
-        where: tuple[str, str],
-    ) -> tuple[dict[str, Any], _ListState | None]:
-        """How one new channel version is stored: empty, whole, or as the items appended."""
-        if value is _MISSING:
-            return {"empty": True}, None
-        type_, data = self.codec.dumps(value, "checkpoint", *where)
-        if type_ != "msgpack":
-            node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
-            return {"value": self._maybe_large(thread_id, node, large)}, None
-        state: _ListState | None = None
-        if type(value) is list:
-            split = msgpack_array_split(data)
-            if split is not None:
-                count, body = split
-                appended = self._as_append(thread_id, ns, channel, count, body, data)
-                if appended is not None:
-                    base_deps = self._lists[(thread_id, ns, channel)].deps
-                    state = _ListState(version, "", count, appended["depth"], body, None, base_deps)
-                    return {"append": appended}, state
-                state = _ListState(version, "", count, 0, body, None)
-        node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
-        return {"value": self._maybe_large(thread_id, node, large)}, state
-
-    def _as_append(
-        self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
-    ) -> dict[str, Any] | None:
-        """The appended items when this list extends the last version we saw, else None."""
-        state = self._lists.get((thread_id, ns, channel))
-        if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
-            return None
-        deps = refresh(state.deps) if state.deps else None
-        if deps is None:
-            return None  # the base was changed (by hand, git, prune) since we wrote or read it
-        state.deps = deps
-        items: builtins.list[Any] | None = None
-        if state.body is not None and body.startswith(state.body):
-            suffix = body[len(state.body) :]
-            items = codec_mod.msgpack_to_tree(msgpack_array_header(count - state.count) + suffix)
-        elif state.tree is not None:
-            full = codec_mod.msgpack_to_tree(data)
-            if full[: state.count] == state.tree:
-                items = full[state.count :]
-        if items is None or json_size(items) > self.large_value_bytes:
-            return None
-        return {
-            "base": state.version,
-            "base_ref": state.ref,
-            "base_length": state.count,
-            "depth": state.depth + 1,
-            "items": items,
-        }
-
-    def _maybe_large(
-        self, thread_id: str, node: dict[str, Any], large: builtins.list[tuple[Path, bytes]]
-    ) -> dict[str, Any]:
-        """Values over ``large_value_bytes`` go to a file named by their content hash."""
-        if json_size(node) <= self.large_value_bytes:
-            return node
-        digest = digest_node(node)
-        path = self.store.layout.large_path(thread_id, digest)
-        if not path.exists() and all(p != path for p, _ in large):
-            doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
-            large.append(self.store.prepare("large_value", doc, path))
-        return {"large": digest}
+    def _value_writer(self) -> ValueWriter:
+        """Value storage under the current codec (it changes when a graph's types are learnt)."""
+        return ValueWriter(self.store, self.codec, self._lists, self.large_value_bytes, self.snapshot_every)
 
     def put_writes(
         self,
@@ -636,14 +429,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """As the base class: per task and ``idx`` the first regular write wins and a special
+        one replaces; each call adds one writes file, never changing one already written."""
         thread_id, ns = _thread_ns(config)
         cid = config["configurable"]["checkpoint_id"]
+        writer = self._value_writer()
         with self.store.thread_lock(thread_id):
             existing = {
-                (doc["task_id"], w["idx"])
-                for _, doc in self.store.writes_docs(thread_id, ns, cid)
-                for w in doc["writes"]
-                if w["idx"] >= 0
+                (w.task_id, w.idx) for w in merged_writes(self.store, thread_id, ns, cid) if w.idx >= 0
             }
             large: builtins.list[tuple[Path, bytes]] = []
             entries: builtins.list[dict[str, Any]] = []
@@ -653,7 +446,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     continue  # first write wins for regular writes; special ones replace
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
                 encoded = self.codec.encode(value, "writes", target, f"/writes/{len(entries)}/value")
-                node = self._maybe_large(thread_id, encoded, large)
+                node = writer.maybe_large(thread_id, encoded, large)
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return
@@ -674,9 +467,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
             self.store.remember(path, doc, prepared[1])
 
     # ------------------------------------------------------------------
-    # maintenance
+    # maintenance (maintenance.py): each removal is a plan, carried out
     # ------------------------------------------------------------------
     def delete_thread(self, thread_id: str) -> None:
+        """As the base class; the thread's folder is renamed away first, so no reader sees half."""
         with self.store.thread_lock(thread_id, exclusive=True):
             self.store.remove_tree(self.store.layout.thread_dir(thread_id))
             self._forget(thread_id)
@@ -687,22 +481,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
             del self._lists[key]
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """As the base class; values the remaining checkpoints use are first moved out of the
+        removed ones into ``values/`` files."""
         wanted = set(run_ids)
         if not wanted:
             return
         for thread_id in self.store.thread_ids():
             with self.store.thread_lock(thread_id, exclusive=True):
-                doomed = {
-                    ns: [
-                        cid
-                        for cid in self.store.checkpoint_ids(thread_id, ns)
-                        if self._filter_meta(thread_id, ns, cid).get("run_id") in wanted
-                    ]
-                    for ns in self.store.namespaces(thread_id)
-                }
-                self._remove_checkpoints(thread_id, {ns: ids for ns, ids in doomed.items() if ids})
+                carry_out(self.store, plan_runs(self, thread_id, wanted))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """As the base class, but ``keep_latest`` also keeps the ancestors a DeltaChannel needs
+        (back to its nearest snapshot), and values the kept checkpoints use are first moved out
+        of the removed ones into ``values/`` files. An unknown strategy is a ValueError."""
         if strategy not in ("keep_latest", "delete"):
             raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
         for thread_id in thread_ids:
@@ -710,226 +501,24 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 self.delete_thread(thread_id)
                 continue
             with self.store.thread_lock(thread_id, exclusive=True):
-                doomed: dict[str, builtins.list[str]] = {}
-                for ns in self.store.namespaces(thread_id):
-                    ids = self.store.checkpoint_ids(thread_id, ns)
-                    if ids:
-                        keep = self._needed_for_latest(thread_id, ns, ids[-1])
-                        doomed[ns] = [cid for cid in ids if cid not in keep]
-                self._remove_checkpoints(thread_id, {ns: ids for ns, ids in doomed.items() if ids})
-
-    def _needed_for_latest(self, thread_id: str, ns: str, latest: str) -> set[str]:
-        """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
-        back to the nearest one holding a stored value (a snapshot) for each delta channel
-        that is empty at the latest. Delta channels are the ones LangGraph counts in the
-        metadata's ``counters_since_delta_snapshot``; other empty channels (consumed
-        triggers) need nothing."""
-        ns_dir = self.store.layout.ns_dir(thread_id, ns)
-        keep = {latest}
-        doc = self.store.header(thread_id, ns, latest)
-        versions = doc["checkpoint"]["channel_versions"]
-        delta = self._filter_meta(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
-        unseeded = {
-            ch
-            for ch, ref in doc["values"].items()
-            if ch in delta and self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
-        }
-        walked: set[str] = set()
-        parent = _parent_of(self.store, doc, walked) if unseeded else None
-        while unseeded and parent:
-            try:
-                doc = self.store.header(thread_id, ns, parent)
-            except FileNotFoundError:
-                break
-            keep.add(parent)
-            versions = doc["checkpoint"]["channel_versions"]
-            for ch in list(unseeded):
-                ref = doc["values"].get(ch)
-                if ref is not None and not self.store.value_entry(ns_dir, ch, versions.get(ch), ref).empty:
-                    unseeded.discard(ch)
-            parent = _parent_of(self.store, doc, walked) if unseeded else None
-        return keep
-
-    def _remove_checkpoints(self, thread_id: str, doomed: dict[str, builtins.list[str]]) -> None:
-        """Delete checkpoints (and their writes) without losing what the others still use.
-
-        Values the survivors refer to that sit inline in a doomed checkpoint are first
-        written to value files (readers fall back to them); then the doomed checkpoint
-        files go (they are the commit points); then their writes and unreferenced files.
-        """
-        if not doomed:
-            return
-        layout = self.store.layout
-        # a symlink anywhere in the thread refuses the whole removal before anything is written
-        self.store.check_tree(layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
-        for ns, ids in doomed.items():
-            ns_dir = layout.ns_dir(thread_id, ns)
-            gone: set[str] = set(ids)
-            keep = [c for c in self.store.checkpoint_ids(thread_id, ns) if c not in gone]
-            rescued: dict[Path, tuple[Path, bytes]] = {}
-            for cid in keep:
-                doc = self.store.header(thread_id, ns, cid)
-                versions = doc["checkpoint"]["channel_versions"]
-                for ch, ref in doc["values"].items():
-                    self._rescue_chain(ns_dir, ch, versions.get(ch), ref, gone, rescued)
-            self.store.write([list(rescued.values())])
-            self.store.remove_files([layout.checkpoint_path(thread_id, ns, cid) for cid in ids])
-            owners = {encode_segment(cid) for cid in ids}
-            self.store.remove_files(
-                [
-                    p
-                    for p in self.store.files_in(layout.writes_dir(thread_id, ns))
-                    if layout.writes_owner(p.name) in owners
-                ]
-            )
-        self.store.forget_thread(thread_id)
-        self._collect_garbage(thread_id)
-
-    def _rescue_chain(
-        self,
-        ns_dir: Path,
-        channel: str,
-        version: Any,
-        ref: str,
-        gone: set[str],
-        rescued: dict[Path, tuple[Path, bytes]],
-    ) -> None:
-        """Give every link of a value's chain that lives in a doomed checkpoint a value file.
-
-        A cycle or an over-long chain raises (naming the file) before anything is removed."""
-        layout = self.store.layout
-        guard = ChainGuard()
-        while True:
-            vpath = ns_dir / layout.value_rel(channel, version)
-            body: dict[str, Any]
-            if ref.startswith("checkpoints/") and (ns_dir / ref).exists():
-                guard.enter(ns_dir / ref)
-                pointer = f"/new_values/{channel}"
-                host = self.store.read_doc(ns_dir / ref, "checkpoint")
-                body = host["new_values"][channel]
-                if host["checkpoint_id"] in gone and vpath not in rescued and not vpath.exists():
-                    doc = {
-                        "schema_version": SCHEMA_VERSION,
-                        "kind": "value",
-                        "channel": channel,
-                        "version": version,
-                        **body,
-                    }
-                    rescued[vpath] = self.store.prepare("value", doc, vpath)
-            elif vpath in rescued:
-                guard.enter(vpath)
-                pointer = ""
-                body = json.loads(rescued[vpath][1])
-            else:
-                guard.enter(vpath)
-                pointer = ""
-                body = self.store.read_doc(vpath, "value")
-            if "append" not in body:
-                return
-            guard.follow(ns_dir / ref if pointer else vpath, pointer, body["append"])
-            version, ref = body["append"]["base"], body["append"]["base_ref"]
-
-    def _collect_garbage(self, thread_id: str) -> None:
-        """Remove value and large files that nothing left refers to."""
-        layout = self.store.layout
-        used_large: set[str] = set()
-        for ns, ns_dir in self.store.namespace_folders(layout.thread_dir(thread_id)):
-            needed: set[Path] = set()
-            followed: set[tuple[str, str]] = set()
-            for cid in self.store.checkpoint_ids(thread_id, ns):
-                doc = self.store.header(thread_id, ns, cid)
-                for body in doc.get("new_values", {}).values():
-                    _large_in(body, used_large)
-                versions = doc["checkpoint"]["channel_versions"]
-                for ch, ref in doc["values"].items():
-                    self._mark_files(ns_dir, ch, versions.get(ch), ref, needed, used_large, followed)
-                for _, wdoc in self.store.writes_docs(thread_id, ns, cid):
-                    for w in wdoc["writes"]:
-                        _large_in(w, used_large)
-            self.store.remove_files([p for p in self.store.value_files(ns_dir) if p not in needed])
-        large_dir = layout.thread_dir(thread_id) / "large"
-        self.store.remove_files([p for p in self.store.files_in(large_dir) if p.name[:-5] not in used_large])
-        self.store.forget_thread(thread_id)
-
-    def _mark_files(
-        self,
-        ns_dir: Path,
-        channel: str,
-        version: Any,
-        ref: str,
-        needed: set[Path],
-        used_large: set[str],
-        followed: set[tuple[str, str]],
-    ) -> None:
-        """Mark the value files and large files one value's chain uses; each link once.
-
-        A cycle within this chain raises (a link followed by an earlier chain ends the walk)."""
-        layout = self.store.layout
-        guard = ChainGuard()
-        while True:
-            in_checkpoint = ref.startswith("checkpoints/") and (ns_dir / ref).exists()
-            vpath = ns_dir / layout.value_rel(channel, version)
-            path = ns_dir / ref if in_checkpoint else vpath
-            guard.enter(path)
-            if (ref, channel) in followed:
-                return
-            followed.add((ref, channel))
-            if in_checkpoint:
-                body = self.store.read_doc(ns_dir / ref, "checkpoint")["new_values"][channel]
-            else:
-                if vpath in needed:
-                    return
-                needed.add(vpath)
-                body = self.store.read_doc(vpath, "value")
-            _large_in(body, used_large)
-            if "append" not in body:
-                return
-            guard.follow(path, f"/new_values/{channel}" if in_checkpoint else "", body["append"])
-            version, ref = body["append"]["base"], body["append"]["base_ref"]
+                carry_out(self.store, plan_keep_latest(self, thread_id))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every file of a thread (whole parent chains, so DeltaChannels rebuild)."""
+        """As the base class (every file, so whole parent chains); copying a thread onto itself
+        does nothing."""
         if source_thread_id == target_thread_id:
             return
-        layout = self.store.layout
-        src_dir = layout.thread_dir(source_thread_id)
-        dst_dir = layout.thread_dir(target_thread_id)
-        first, second = sorted((source_thread_id, target_thread_id))
-        # both locks, in id order: the source must hold still while it is read
-        with self.store.thread_lock(first, exclusive=True), self.store.thread_lock(second, exclusive=True):
-            self.store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
-            large = [
-                self.store.prepare(
-                    "large_value", self.store.read_doc(p, "large_value"), dst_dir / "large" / p.name
-                )
-                for p in self.store.files_in(src_dir / "large")
-            ]
-            values: builtins.list[tuple[Path, bytes]] = []
-            writes: builtins.list[tuple[Path, bytes]] = []
-            checkpoints: builtins.list[tuple[Path, bytes]] = []
-            for ns, src_ns in self.store.namespace_folders(src_dir):
-                dst_ns = layout.ns_dir(target_thread_id, ns)
-                for path in self.store.value_files(src_ns):
-                    doc = self.store.read_doc(path, "value")
-                    values.append(self.store.prepare("value", doc, dst_ns / path.relative_to(src_ns)))
-                for path in self.store.files_in(layout.writes_dir(source_thread_id, ns)):
-                    wdoc = {**self.store.read_doc(path, "writes"), "thread_id": target_thread_id}
-                    writes.append(self.store.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
-                for cid in self.store.checkpoint_ids(source_thread_id, ns):
-                    cdoc = {**self.store.header(source_thread_id, ns, cid), "thread_id": target_thread_id}
-                    checkpoints.append(
-                        self.store.prepare(
-                            "checkpoint", cdoc, layout.checkpoint_path(target_thread_id, ns, cid)
-                        )
-                    )
-            self.store.write([large, values, writes, checkpoints])
-            self._forget(target_thread_id)
+        copy_thread_files(self.store, source_thread_id, target_thread_id)
+        self._forget(target_thread_id)
 
+    # ------------------------------------------------------------------
+    # history and versions
+    # ------------------------------------------------------------------
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """Walk parent links through checkpoint files only; an ancestor's values are
-        read just for the channels still looking for their seed."""
+        """As the base class, but walks parent links through checkpoint files only; an
+        ancestor's values are read just for the channels still looking for their seed."""
         if not channels:
             return {}
         thread_id, ns = _thread_ns(config)
@@ -945,7 +534,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         walked: set[str] = set()
         if cid:
             try:
-                current = _parent_of(self.store, self.store.header(thread_id, ns, cid), walked)
+                current = parent_of(self.store, self.store.header(thread_id, ns, cid), walked)
             except FileNotFoundError:
                 current = None
         while current is not None and remaining:
@@ -969,7 +558,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             for ch, value in ended.items():
                 seeds[ch] = value
                 remaining.discard(ch)
-            current = _parent_of(self.store, doc, walked) if remaining else None
+            current = parent_of(self.store, doc, walked) if remaining else None
         result: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
             entry_h: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
@@ -993,6 +582,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # async twins: the same core, off the event loop
     # ------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """``get_tuple`` in a worker thread."""
         self._learn_graph_types(1)  # here, where the calling graph is on the stack
         return await asyncio.to_thread(self._get_tuple, config)
 
@@ -1004,6 +594,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """``list`` in a worker thread, collected there, then yielded."""
         items = await asyncio.to_thread(
             lambda: list(self.list(config, filter=filter, before=before, limit=limit))
         )
@@ -1017,6 +608,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """``put`` in a worker thread."""
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -1026,23 +618,29 @@ class RepoSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """``put_writes`` in a worker thread."""
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
+        """``delete_thread`` in a worker thread."""
         await asyncio.to_thread(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """``delete_for_runs`` in a worker thread."""
         await asyncio.to_thread(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """``copy_thread`` in a worker thread."""
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune`` in a worker thread."""
         await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """``get_delta_channel_history`` in a worker thread."""
         return await asyncio.to_thread(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
@@ -1056,17 +654,31 @@ def _thread_ns(config: RunnableConfig) -> tuple[str, str]:
     return str(thread_id), str(conf.get("checkpoint_ns") or "")
 
 
-def _parent_of(store: FileStore, doc: dict[str, Any], walked: set[str]) -> str | None:
-    """The parent to go to next on a walk up the history; one the walk has been through
-    closes a cycle, which would walk forever: a FileFormatError naming the file instead."""
-    walked.add(doc["checkpoint_id"])
-    parent: str | None = doc["parent_checkpoint_id"]
-    if parent is not None and parent in walked:
-        path = store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
-        raise FileFormatError(
-            str(path), "/parent_checkpoint_id", f"parent chain cycles back to checkpoint {parent}"
-        )
-    return parent
+def _listed(
+    store: FileStore, config: RunnableConfig | None, before: RunnableConfig | None
+) -> Iterable[tuple[str, str, str]]:
+    """``list``'s checkpoints as (id, thread, namespace): newest first within one namespace,
+    and across threads and namespaces newest first by id, as SqliteSaver orders them."""
+    conf = config["configurable"] if config else {}
+    want_id = conf.get("checkpoint_id")
+    before_id = get_checkpoint_id(before) if before else None
+    threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else store.thread_ids()
+    ns_filter = conf.get("checkpoint_ns")
+    groups: list[tuple[str, str, list[str]]] = []
+    for thread_id in threads:
+        namespaces = [ns_filter] if ns_filter is not None else store.namespaces(thread_id)
+        for ns in namespaces:
+            ids = store.checkpoint_ids(thread_id, ns)
+            if want_id is not None:
+                ids = [i for i in ids if i == want_id]
+            if before_id is not None:
+                ids = ids[: bisect.bisect_left(ids, before_id)]
+            if ids:
+                groups.append((thread_id, ns, ids))
+    if len(groups) == 1:
+        thread_id, ns, ids = groups[0]
+        return ((cid, thread_id, ns) for cid in reversed(ids))
+    return sorted(((c, t, n) for t, n, ids in groups for c in ids), reverse=True)
 
 
 def _check_int_option(name: str, value: Any, low: int, high: int) -> None:
@@ -1089,10 +701,3 @@ def _allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
 def _escape(part: str) -> str:
     """One JSON pointer segment."""
     return part.replace("~", "~0").replace("/", "~1")
-
-
-def _large_in(body: dict[str, Any], used: set[str]) -> None:
-    """Collect the large-value digests a value body or write refers to."""
-    node = body.get("value")
-    if isinstance(node, dict) and "large" in node:
-        used.add(node["large"])

@@ -9,11 +9,12 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from ..checks import PrunePlan, count_files, plan_prune, run_prune
+from ..checks import count_files
 from ..errors import (
     BadInputError,
     CliError,
 )
+from ..maintenance import PrunePlan, carry_out, plan_prune
 from ..review import (
     Reader,
     check_thread_id,
@@ -167,8 +168,9 @@ def _run_plans(
     now: datetime,
     as_json: bool,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Carry out ``prune``'s confirmed plans, each under its thread's lock and only if the
-    thread still plans the same; the JSON of each and the threads that changed meanwhile."""
+    """Carry out ``prune``'s confirmed plans, the very ones printed: each under its thread's
+    lock and only if the thread still plans the same (files and contents); the JSON of each
+    (what was removed and written, as found on disk) and the threads that changed meanwhile."""
     results: list[dict[str, Any]] = []
     changed: list[str] = []
     for plan in plans:
@@ -176,11 +178,13 @@ def _run_plans(
             results.append(_plan_json(plan))
             continue
         with reader.store.thread_lock(plan.thread_id, exclusive=True):
-            again = plan_prune(reader, plan.thread_id, keep_last=keep_last, older_than=age, now=now)
-            if again.removed != plan.removed or again.doomed != plan.doomed:
+            if plan_prune(reader, plan.thread_id, keep_last=keep_last, older_than=age, now=now) != plan:
                 changed.append(plan.thread_id)
                 continue
-            removed, written = run_prune(reader, plan)
+            before = set(reader.thread_files(plan.thread_id))
+            carry_out(reader.store, plan)
+            after = set(reader.thread_files(plan.thread_id))
+        removed, written = sorted(before - after), sorted(after - before)
         results.append({**_plan_json(plan, written), "remove": [str(p) for p in removed]})
         if not as_json:
             settings.out.print(

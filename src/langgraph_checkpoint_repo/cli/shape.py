@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..checks import Finding, PrunePlan
+from ..checks import Finding
+from ..maintenance import PrunePlan
 from ..review import (
     ChannelChange,
     HistoryRow,

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import present
-from ..checks import PrunePlan
+from ..maintenance import PrunePlan
 from ..review import (
     ChannelChange,
     InterruptView,

@@ -1,0 +1,352 @@
+"""Removing and copying checkpoints without losing what the others still use.
+
+Every removal is planned, then carried out, by one code path whoever asks for it:
+``plan_removal`` turns the checkpoints to remove into a ``PrunePlan`` (every file that goes,
+and every value file the kept checkpoints need written first because their value sits inline
+in a removed checkpoint); ``carry_out`` does exactly what the plan lists, under the caller's
+exclusive thread lock. Which checkpoints go is a rule apart:
+
+* ``plan_keep_latest``: ``RepoSaver.prune(strategy="keep_latest")``;
+* ``plan_runs``: ``RepoSaver.delete_for_runs``;
+* ``plan_prune``: the command line's ``prune --keep-last/--older-than``; its ``--dry-run``
+  prints the plan that a real run carries out.
+
+``needed_files`` is the one walk of what checkpoints refer to (append chains, value files,
+large files). Garbage is what it does not reach: a plan removes it with the checkpoints, and
+fsck reports it as orphans.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import FileFormatError, MissingReferenceError
+from .layout import CHECKPOINTS, LARGE, encode_segment
+from .store import ChainGuard, FileStore
+from .validation import SCHEMA_VERSION
+from .values import large_in
+
+if TYPE_CHECKING:
+    from .review import Reader
+    from .saver import RepoSaver
+
+
+# ----------------------------------------------------------------------
+# what checkpoints refer to
+# ----------------------------------------------------------------------
+@dataclass
+class Needed:
+    """The files the kept checkpoints use."""
+
+    values: set[Path] = field(default_factory=set)  # value files read, existing or to be rescued
+    # value files a removal must write first (their value sits inline in a removed checkpoint),
+    # validated and serialised
+    rescued: dict[Path, tuple[Path, bytes]] = field(default_factory=dict)
+    large: set[str] = field(default_factory=set)  # large-value digests
+    seen: set[tuple[Path, str, str]] = field(default_factory=set)  # links already followed
+
+
+def needed_files(
+    store: FileStore, thread_id: str, keep: Mapping[str, Collection[str]] | None = None
+) -> Needed:
+    """What the kept checkpoints (per namespace; default: all) refer to, following append
+    chains the way readers will once the others are gone."""
+    layout = store.layout
+    out = Needed()
+    for ns, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
+        ids = store.checkpoint_ids(thread_id, ns)
+        kept = set(keep.get(ns, ids)) if keep is not None else set(ids)
+        for cid in sorted(kept):
+            doc = store.header(thread_id, ns, cid)
+            for body in doc.get("new_values", {}).values():
+                large_in(body, out.large)
+            versions = doc["checkpoint"]["channel_versions"]
+            for channel, ref in doc["values"].items():
+                _mark_chain(store, ns_dir, channel, versions.get(channel), ref, kept, out)
+            for _, wdoc in store.writes_docs(thread_id, ns, cid):
+                for w in wdoc["writes"]:
+                    large_in(w, out.large)
+    return out
+
+
+def _mark_chain(
+    store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
+) -> None:
+    """Mark every file one value's append chain uses; a link in a removed checkpoint is read
+    where readers find it afterwards: its value file, which is rescued when there is none."""
+    layout = store.layout
+    guard = ChainGuard()  # a cycle in this chain raises; out.seen would just stop at it
+    while True:
+        vpath = ns_dir / layout.value_rel(channel, version)
+        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
+        path = ns_dir / ref if in_checkpoint else vpath
+        guard.enter(path)
+        link = (ns_dir, channel, ref + "|" + repr(version))
+        if link in out.seen:
+            return  # this link and everything below it is marked already
+        out.seen.add(link)
+        pointer = ""
+        if in_checkpoint:
+            pointer = f"/new_values/{channel}"
+            host = store.read_doc(path, "checkpoint")
+            body = host.get("new_values", {}).get(channel)
+            if body is None:
+                raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
+            if host["checkpoint_id"] not in kept:
+                out.values.add(vpath)
+                if vpath.exists():
+                    path, pointer, body = vpath, "", store.read_doc(vpath, "value")
+                elif vpath not in out.rescued:
+                    out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
+        elif vpath in out.rescued:
+            out.values.add(vpath)
+            body = json.loads(out.rescued[vpath][1])
+        else:
+            out.values.add(vpath)
+            body = store.read_doc(vpath, "value")
+        large_in(body, out.large)
+        if "append" not in body:
+            return
+        guard.follow(path, pointer, body["append"])
+        version, ref = body["append"]["base"], body["append"]["base_ref"]
+
+
+def _value_file(
+    store: FileStore, vpath: Path, channel: str, version: Any, body: dict[str, Any]
+) -> tuple[Path, bytes]:
+    """The value file that takes the place of a removed checkpoint's inline value."""
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "value", "channel": channel, "version": version, **body}
+    return store.prepare("value", doc, vpath)
+
+
+# ----------------------------------------------------------------------
+# a removal: plan, then carry out
+# ----------------------------------------------------------------------
+@dataclass
+class PrunePlan:
+    """The checkpoints a removal takes and every file that goes or is written with them.
+
+    Two plans of the same thread are equal when they would do the same, byte for byte."""
+
+    thread_id: str
+    skipped: str | None = None  # why the thread is left whole (a plan_prune rule)
+    doomed: dict[str, list[str]] = field(default_factory=dict)  # checkpoint ids per namespace
+    checkpoints: list[Path] = field(default_factory=list)
+    writes: list[Path] = field(default_factory=list)
+    values: list[Path] = field(default_factory=list)  # value files nothing kept uses
+    large: list[Path] = field(default_factory=list)  # large files nothing kept uses
+    rescued: list[Path] = field(default_factory=list)  # value files written first
+    rescue: list[tuple[Path, bytes]] = field(default_factory=list, repr=False)  # their contents
+
+    @property
+    def removed(self) -> list[Path]:
+        return sorted([*self.checkpoints, *self.writes, *self.values, *self.large])
+
+
+def plan_removal(store: FileStore, thread_id: str, doomed: Mapping[str, Collection[str]]) -> PrunePlan:
+    """Every file that removing ``doomed`` (checkpoint ids per namespace) takes with it: the
+    checkpoints, their writes, and the value and large files no kept checkpoint uses; plus
+    the value files to write first for kept checkpoints whose values sit in a doomed one."""
+    layout = store.layout
+    plan = PrunePlan(thread_id)
+    keep: dict[str, set[str]] = {}
+    for ns, ids in doomed.items():
+        gone = set(ids)
+        present = store.checkpoint_ids(thread_id, ns)
+        if not gone & set(present):
+            continue
+        plan.doomed[ns] = [c for c in present if c in gone]
+        keep[ns] = {c for c in present if c not in gone}
+        plan.checkpoints.extend(layout.checkpoint_path(thread_id, ns, c) for c in plan.doomed[ns])
+        owners = {encode_segment(c) for c in gone}
+        plan.writes.extend(
+            p
+            for p in store.files_in(layout.writes_dir(thread_id, ns))
+            if layout.writes_owner(p.name) in owners
+        )
+    if not plan.doomed:
+        return plan
+    need = needed_files(store, thread_id, keep)
+    plan.rescued = sorted(need.rescued)
+    plan.rescue = [need.rescued[p] for p in plan.rescued]
+    for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
+        plan.values.extend(p for p in store.value_files(ns_dir) if p not in need.values)
+    plan.large = [
+        p for p in store.files_in(layout.thread_dir(thread_id) / LARGE) if p.name[:-5] not in need.large
+    ]
+    return plan
+
+
+def carry_out(store: FileStore, plan: PrunePlan) -> None:
+    """Do what the plan lists, nothing else; the caller holds the thread's exclusive lock.
+
+    The rescued value files first (readers fall back to them), then the checkpoint files
+    (the commit points), then their writes and the files nothing kept uses. A symlink
+    anywhere in the thread refuses the whole removal before anything is written."""
+    if not plan.doomed:
+        return
+    thread_id = plan.thread_id
+    store.check_tree(store.layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
+    store.write([plan.rescue])
+    store.remove_files(plan.checkpoints)
+    store.remove_files(plan.writes)
+    store.remove_files([*plan.values, *plan.large])
+    store.forget_thread(thread_id)
+
+
+# ----------------------------------------------------------------------
+# which checkpoints go
+# ----------------------------------------------------------------------
+def parent_of(store: FileStore, doc: dict[str, Any], walked: set[str]) -> str | None:
+    """The parent to go to next on a walk up the history; one the walk has been through
+    closes a cycle, which would walk forever: a FileFormatError naming the file instead."""
+    walked.add(doc["checkpoint_id"])
+    parent: str | None = doc["parent_checkpoint_id"]
+    if parent is not None and parent in walked:
+        path = store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
+        raise FileFormatError(
+            str(path), "/parent_checkpoint_id", f"parent chain cycles back to checkpoint {parent}"
+        )
+    return parent
+
+
+def needed_for_latest(saver: RepoSaver, thread_id: str, ns: str, latest: str) -> set[str]:
+    """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
+    back to the nearest one holding a stored value (a snapshot) for each delta channel
+    that is empty at the latest. Delta channels are the ones LangGraph counts in the
+    metadata's ``counters_since_delta_snapshot``; other empty channels (consumed
+    triggers) need nothing."""
+    store = saver.store
+    ns_dir = store.layout.ns_dir(thread_id, ns)
+    keep = {latest}
+    doc = store.header(thread_id, ns, latest)
+    versions = doc["checkpoint"]["channel_versions"]
+    delta = saver.checkpoint_metadata(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
+    unseeded = {
+        ch
+        for ch, ref in doc["values"].items()
+        if ch in delta and store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
+    }
+    walked: set[str] = set()
+    parent = parent_of(store, doc, walked) if unseeded else None
+    while unseeded and parent:
+        try:
+            doc = store.header(thread_id, ns, parent)
+        except FileNotFoundError:
+            break
+        keep.add(parent)
+        versions = doc["checkpoint"]["channel_versions"]
+        for ch in list(unseeded):
+            ref = doc["values"].get(ch)
+            if ref is not None and not store.value_entry(ns_dir, ch, versions.get(ch), ref).empty:
+                unseeded.discard(ch)
+        parent = parent_of(store, doc, walked) if unseeded else None
+    return keep
+
+
+def plan_keep_latest(saver: RepoSaver, thread_id: str) -> PrunePlan:
+    """``prune(strategy="keep_latest")``: per namespace the latest checkpoint and what a
+    DeltaChannel needs of its ancestors (``needed_for_latest``) stay, the rest goes."""
+    store = saver.store
+    doomed: dict[str, list[str]] = {}
+    for ns in store.namespaces(thread_id):
+        ids = store.checkpoint_ids(thread_id, ns)
+        if ids:
+            keep = needed_for_latest(saver, thread_id, ns, ids[-1])
+            doomed[ns] = [cid for cid in ids if cid not in keep]
+    return plan_removal(store, thread_id, doomed)
+
+
+def plan_runs(saver: RepoSaver, thread_id: str, run_ids: Collection[str]) -> PrunePlan:
+    """``delete_for_runs``: the checkpoints whose metadata ``run_id`` is one of ``run_ids``."""
+    store = saver.store
+    doomed = {
+        ns: [
+            cid
+            for cid in store.checkpoint_ids(thread_id, ns)
+            if saver.checkpoint_metadata(thread_id, ns, cid).get("run_id") in run_ids
+        ]
+        for ns in store.namespaces(thread_id)
+    }
+    return plan_removal(store, thread_id, doomed)
+
+
+def plan_prune(
+    reader: Reader, thread_id: str, *, keep_last: int | None, older_than: float | None, now: datetime
+) -> PrunePlan:
+    """The command line's prune: which checkpoints go, and every file that goes with them.
+
+    Per namespace a checkpoint goes when it is not among the newest ``keep_last`` and is
+    older than ``older_than`` seconds (each rule only when given). The latest always stays,
+    and so do the ancestors a DeltaChannel of a kept checkpoint needs. Only the oldest part
+    of a namespace is cut (everything from the oldest kept checkpoint on stays), so history
+    never gets a hole. A thread waiting on an interrupt is not touched at all.
+    """
+    summary = reader.summary(thread_id)
+    if summary.waiting:
+        nodes = ", ".join(sorted({i.task_name for i in summary.waiting}))
+        return PrunePlan(thread_id, skipped=f"waits on an interrupt at {nodes}")
+    store = reader.store
+    doomed: dict[str, list[str]] = {}
+    for ns in summary.namespaces:
+        ids = store.checkpoint_ids(thread_id, ns)
+        keep = {ids[-1]}
+        for i, cid in enumerate(ids):
+            recent = keep_last is not None and i >= len(ids) - keep_last
+            young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
+            if recent or young:
+                keep.add(cid)
+        for cid in sorted(keep):
+            keep |= needed_for_latest(reader.saver, thread_id, ns, cid)
+        oldest = min(keep)
+        doomed[ns] = [c for c in ids if c < oldest]
+    return plan_removal(store, thread_id, doomed)
+
+
+def _age(doc: dict[str, Any], now: datetime) -> float:
+    from .review import parse_ts  # review imports the saver, which imports this module
+
+    when = parse_ts(str(doc["checkpoint"]["ts"]))
+    return float("inf") if when is None else (now - when).total_seconds()
+
+
+# ----------------------------------------------------------------------
+# copy
+# ----------------------------------------------------------------------
+def copy_thread_files(store: FileStore, source_thread_id: str, target_thread_id: str) -> None:
+    """Copy every file of a thread (whole parent chains, so DeltaChannels rebuild), rewriting
+    the thread id; large files first, checkpoints (the commit points) last."""
+    layout = store.layout
+    src_dir = layout.thread_dir(source_thread_id)
+    dst_dir = layout.thread_dir(target_thread_id)
+    first, second = sorted((source_thread_id, target_thread_id))
+    # both locks, in id order: the source must hold still while it is read
+    with store.thread_lock(first, exclusive=True), store.thread_lock(second, exclusive=True):
+        store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
+        large = [
+            store.prepare("large_value", store.read_doc(p, "large_value"), dst_dir / LARGE / p.name)
+            for p in store.files_in(src_dir / LARGE)
+        ]
+        values: list[tuple[Path, bytes]] = []
+        writes: list[tuple[Path, bytes]] = []
+        checkpoints: list[tuple[Path, bytes]] = []
+        for ns, src_ns in store.namespace_folders(src_dir):
+            dst_ns = layout.ns_dir(target_thread_id, ns)
+            for path in store.value_files(src_ns):
+                doc = store.read_doc(path, "value")
+                values.append(store.prepare("value", doc, dst_ns / path.relative_to(src_ns)))
+            for path in store.files_in(layout.writes_dir(source_thread_id, ns)):
+                wdoc = {**store.read_doc(path, "writes"), "thread_id": target_thread_id}
+                writes.append(store.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
+            for cid in store.checkpoint_ids(source_thread_id, ns):
+                cdoc = {**store.header(source_thread_id, ns, cid), "thread_id": target_thread_id}
+                checkpoints.append(
+                    store.prepare("checkpoint", cdoc, layout.checkpoint_path(target_thread_id, ns, cid))
+                )
+        store.write([large, values, writes, checkpoints])
+        store.forget_thread(target_thread_id)

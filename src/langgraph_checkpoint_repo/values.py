@@ -1,0 +1,332 @@
+"""How a put turns channel values into the bodies of its files, and how stored writes merge.
+
+Each channel version a put brings (``new_versions``) is stored in the new checkpoint file under
+``new_values``, in one of three shapes:
+
+* ``{"empty": true}``: the channel has no value;
+* ``{"value": node}``: the whole value, a readable JSON tree (``{"serde": "msgpack", "json":
+  ...}``), or base64 for what the serde does not give as msgpack;
+* ``{"append": {...}}``: a list that extends the version this saver last wrote or read
+  (``ListState``), stored as the items appended and where its base lives. After
+  ``snapshot_every`` appends in a row, or when a file of the base chain changed on disk, the
+  list is stored whole again.
+
+A node whose JSON is over ``large_value_bytes`` goes to ``large/<sha256>.json`` and the body
+keeps ``{"large": digest}`` (``ValueWriter.maybe_large``); ``large_digest`` is the one reader of
+that rule. Every other channel is referred to where its version already lives
+(``ValueWriter.carried_refs``), found by version as InMemorySaver finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, writes_sort_key
+
+from . import codec as codec_mod
+from .codec import ValueCodec
+from .durable import json_size
+from .store import (
+    Dep,
+    FileStore,
+    digest_node,
+    msgpack_array_header,
+    msgpack_array_split,
+    refresh,
+    stat_key_of,
+)
+from .validation import SCHEMA_VERSION
+
+MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
+ListKey = tuple[str, str, str]  # (thread_id, checkpoint_ns, channel)
+Prepared = list[tuple[Path, bytes]]  # files validated and serialised, to write in one batch
+
+
+@dataclass
+class ListState:
+    """What we last wrote or read of a list channel, to store the next version as an append."""
+
+    version: str | int | float
+    ref: str  # where that version's value lives
+    count: int
+    depth: int
+    body: bytes | None  # the serde's msgpack items (no array header), when we wrote it
+    tree: list[Any] | None  # the JSON tree, when we read it from disk
+    # the files that version's list is rebuilt from, with their stat keys when we wrote or
+    # read them: an append is only made onto a chain no one has changed since
+    deps: tuple[Dep, ...] = ()
+
+
+@dataclass
+class NewValues:
+    """What a put stores: bodies for ``new_values``, every channel's ref, the list states to
+    remember once the checkpoint is written, and the large files to write before it."""
+
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refs: dict[str, str] = field(default_factory=dict)
+    states: dict[str, ListState | None] = field(default_factory=dict)
+    large: Prepared = field(default_factory=list)
+
+
+@dataclass
+class ValueWriter:
+    """The value storage of one saver: its store, codec, options and list memory.
+
+    Made for each put (the saver's codec changes when it learns a graph's types); ``lists``
+    is the saver's own dict, shared, so what one put remembers the next one finds.
+    """
+
+    store: FileStore
+    codec: ValueCodec
+    lists: dict[ListKey, ListState]
+    large_value_bytes: int
+    snapshot_every: int
+
+    def checkpoint_values(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint: Checkpoint,
+        new_versions: ChannelVersions,
+        parent_id: str | None,
+    ) -> NewValues:
+        """The new versions stored in the checkpoint, the others referred to where they live."""
+        out = NewValues()
+        for channel, version in new_versions.items():
+            self._store_here(out, thread_id, ns, checkpoint, channel, version)
+        carried = self.carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], out.refs)
+        for channel, version in carried.items():
+            # a copy or fork whose version lives nowhere we can point at: store it here
+            self._store_here(out, thread_id, ns, checkpoint, channel, version)
+        return out
+
+    def _store_here(
+        self,
+        out: NewValues,
+        thread_id: str,
+        ns: str,
+        checkpoint: Checkpoint,
+        channel: str,
+        version: str | int | float,
+    ) -> None:
+        cid = checkpoint["id"]
+        value = checkpoint["channel_values"].get(channel, MISSING)
+        where = (f"thread {thread_id!r} checkpoint {cid}", f"/new_values/{channel}")
+        out.bodies[channel], out.states[channel] = self.body(
+            thread_id, ns, channel, version, value, out.large, where
+        )
+        out.refs[channel] = self.store.layout.checkpoint_rel(cid)
+
+    def remember(self, thread_id: str, ns: str, cid: str, stored: NewValues) -> None:
+        """After the checkpoint is written: the lists the next put may append to."""
+        layout = self.store.layout
+        cpath = layout.checkpoint_path(thread_id, ns, cid)
+        for channel, state in stored.states.items():
+            key = (thread_id, ns, channel)
+            if state is None:
+                self.lists.pop(key, None)
+                continue
+            state.ref = layout.checkpoint_rel(cid)
+            # what we just wrote, under the thread's lock, by its stat key alone: a
+            # check of its bytes on every later put would cost a read per recent file,
+            # and an edit in the same clock tick that changes the item count is still
+            # refused on read, naming the edited file
+            own: list[Dep] = [(str(cpath), stat_key_of(cpath), None)]
+            digest = large_digest(stored.bodies[channel])
+            if digest is not None:
+                lpath = layout.large_path(thread_id, digest)
+                own.append((str(lpath), stat_key_of(lpath), None))
+            state.deps = (*own, *state.deps)
+            self.lists[key] = state
+
+    def carried_refs(
+        self,
+        thread_id: str,
+        ns: str,
+        parent_id: str | None,
+        versions: ChannelVersions,
+        refs: dict[str, str],
+    ) -> dict[str, str | int | float]:
+        """Where the unchanged channels' values live, found by version as InMemorySaver does.
+
+        Usually the parent holds the same version. A ``__copy__`` fork is put under the
+        copied checkpoint's parent with no new versions, so its channels can be at versions
+        the parent does not have: those are looked up among the namespace's checkpoints.
+        Returns the channels found nowhere: the caller stores their values inline.
+        """
+        missing = [ch for ch in versions if ch not in refs]
+        if not missing:
+            return {}
+        parent: dict[str, Any] | None = None
+        if parent_id:
+            try:
+                parent = self.store.header(thread_id, ns, parent_id)
+            except FileNotFoundError:
+                parent = None
+        ns_dir = self.store.layout.ns_dir(thread_id, ns)
+        unresolved: list[str] = []
+        for channel in missing:
+            if (
+                parent is not None
+                and parent["checkpoint"]["channel_versions"].get(channel) == versions[channel]
+            ):
+                ref = parent["values"].get(channel)
+                if ref is not None:
+                    refs[channel] = ref
+                    continue
+            state = self.lists.get((thread_id, ns, channel))
+            if state is not None and state.version == versions[channel]:
+                refs[channel] = state.ref
+                continue
+            rel = self.store.layout.value_rel(channel, versions[channel])
+            if (ns_dir / rel).exists():
+                refs[channel] = rel
+                continue
+            unresolved.append(channel)
+        if unresolved:
+            self.refs_by_version(thread_id, ns, versions, unresolved, refs)
+        return {ch: versions[ch] for ch in unresolved if ch not in refs}
+
+    def refs_by_version(
+        self,
+        thread_id: str,
+        ns: str,
+        versions: ChannelVersions,
+        channels: list[str],
+        refs: dict[str, str],
+    ) -> None:
+        """Find each channel's ref at its version in any checkpoint of the namespace, newest first."""
+        wanted = set(channels)
+        for cid in reversed(self.store.checkpoint_ids(thread_id, ns)):
+            doc = self.store.header(thread_id, ns, cid)
+            stored = doc["checkpoint"]["channel_versions"]
+            for channel in [ch for ch in wanted if stored.get(ch) == versions[ch]]:
+                ref = doc["values"].get(channel)
+                if ref is not None:
+                    refs[channel] = ref
+                    wanted.discard(channel)
+            if not wanted:
+                return
+
+    def tree(self, value: Any, target: str, pointer: str) -> Any:
+        """Metadata and checkpoint extras: readable even with EncryptedSerializer (``list(filter=...)``
+        reads them), as SqliteSaver keeps them."""
+        return self.codec.tree(value, "checkpoint", target, pointer)
+
+    def body(
+        self,
+        thread_id: str,
+        ns: str,
+        channel: str,
+        version: str | int | float,
+        value: Any,
+        large: Prepared,
+        where: tuple[str, str],
+    ) -> tuple[dict[str, Any], ListState | None]:
+        """How one new channel version is stored: empty, whole, or as the items appended."""
+        if value is MISSING:
+            return {"empty": True}, None
+        type_, data = self.codec.dumps(value, "checkpoint", *where)
+        if type_ != "msgpack":
+            node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
+            return {"value": self.maybe_large(thread_id, node, large)}, None
+        state: ListState | None = None
+        if type(value) is list:
+            split = msgpack_array_split(data)
+            if split is not None:
+                count, body = split
+                appended = self.as_append(thread_id, ns, channel, count, body, data)
+                if appended is not None:
+                    base_deps = self.lists[(thread_id, ns, channel)].deps
+                    state = ListState(version, "", count, appended["depth"], body, None, base_deps)
+                    return {"append": appended}, state
+                state = ListState(version, "", count, 0, body, None)
+        node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
+        return {"value": self.maybe_large(thread_id, node, large)}, state
+
+    def as_append(
+        self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
+    ) -> dict[str, Any] | None:
+        """The appended items when this list extends the last version we saw, else None."""
+        state = self.lists.get((thread_id, ns, channel))
+        if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
+            return None
+        deps = refresh(state.deps) if state.deps else None
+        if deps is None:
+            return None  # the base was changed (by hand, git, prune) since we wrote or read it
+        state.deps = deps
+        items: list[Any] | None = None
+        if state.body is not None and body.startswith(state.body):
+            suffix = body[len(state.body) :]
+            items = codec_mod.msgpack_to_tree(msgpack_array_header(count - state.count) + suffix)
+        elif state.tree is not None:
+            full = codec_mod.msgpack_to_tree(data)
+            if full[: state.count] == state.tree:
+                items = full[state.count :]
+        if items is None or json_size(items) > self.large_value_bytes:
+            return None
+        return {
+            "base": state.version,
+            "base_ref": state.ref,
+            "base_length": state.count,
+            "depth": state.depth + 1,
+            "items": items,
+        }
+
+    def maybe_large(self, thread_id: str, node: dict[str, Any], large: Prepared) -> dict[str, Any]:
+        """Values over ``large_value_bytes`` go to a file named by their content hash."""
+        if json_size(node) <= self.large_value_bytes:
+            return node
+        digest = digest_node(node)
+        path = self.store.layout.large_path(thread_id, digest)
+        if not path.exists() and all(p != path for p, _ in large):
+            doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
+            large.append(self.store.prepare("large_value", doc, path))
+        return {"large": digest}
+
+
+def large_digest(body: Mapping[str, Any]) -> str | None:
+    """The large file a value body or a write entry refers to (``{"value": {"large": digest}}``)."""
+    node = body.get("value")
+    if isinstance(node, dict) and "large" in node:
+        return str(node["large"])
+    return None
+
+
+def large_in(body: Mapping[str, Any], used: set[str]) -> None:
+    """Collect the large-value digest a value body or a write entry refers to."""
+    digest = large_digest(body)
+    if digest is not None:
+        used.add(digest)
+
+
+@dataclass(frozen=True)
+class StoredWrite:
+    """One pending write as stored, before its value is revived."""
+
+    task_id: str
+    task_path: str
+    channel: str
+    idx: int
+    node: dict[str, Any]  # the stored value node (it may name a large file)
+    path: Path  # the writes file
+    index: int  # its place in that file's ``writes``
+
+
+def merged_writes(store: FileStore, thread_id: str, ns: str, cid: str) -> list[StoredWrite]:
+    """A checkpoint's pending writes as ``get_tuple`` returns them: per task and ``idx`` the
+    first regular write (``idx >= 0``) wins and a special one (``idx < 0``) is replaced by a
+    later one, as the other savers do; ordered by LangGraph's ``writes_sort_key``."""
+    merged: dict[tuple[str, int], StoredWrite] = {}
+    for path, doc in store.writes_docs(thread_id, ns, cid):
+        for i, w in enumerate(doc["writes"]):
+            key = (doc["task_id"], w["idx"])
+            if w["idx"] >= 0 and key in merged:
+                continue
+            merged[key] = StoredWrite(
+                doc["task_id"], doc["task_path"], w["channel"], w["idx"], w["value"], path, i
+            )
+    return [merged[k] for k in sorted(merged, key=lambda k: writes_sort_key(merged[k].task_path, *k))]
