@@ -34,13 +34,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from typer.testing import CliRunner
 
-import langgraph_checkpoint_repo.store as store_mod
+import langgraph_checkpoint_repo.jsonread as jsonread_mod
 from graphs import cfg, chat_graph, delta_graph
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
+from langgraph_checkpoint_repo.chains import MAX_APPEND_DEPTH
 from langgraph_checkpoint_repo.cli import app as cli_app
+from langgraph_checkpoint_repo.entries import ValueEntry
 from langgraph_checkpoint_repo.errors import FileFormatError, InvalidWriteError, LockTimeoutError
 from langgraph_checkpoint_repo.migrations import migrate_root
-from langgraph_checkpoint_repo.store import MAX_APPEND_DEPTH, ValueEntry
 from langgraph_checkpoint_repo.transfer import copy_threads
 
 T = TypeVar("T")
@@ -615,7 +616,7 @@ def test_a_file_over_the_read_limit_is_refused_before_it_is_written(
 ) -> None:
     """A file the reader refuses (over MAX_FILE_BYTES) would be state lost: put refuses it
     instead, and nothing is written. The limit is lowered so the test writes kilobytes."""
-    monkeypatch.setattr(store_mod, "MAX_FILE_BYTES", 64 * 1024)
+    monkeypatch.setattr(jsonread_mod, "MAX_FILE_BYTES", 64 * 1024)
     root = tmp_path / "root"
     app = chat_graph(RepoSaver(root, durable=False))
     app.invoke({"messages": [HumanMessage(content="small")]}, cfg("t"))

@@ -51,7 +51,7 @@ from langgraph_checkpoint_repo import (
     UnrevivableValueError,
 )
 from langgraph_checkpoint_repo.codec import tree_to_msgpack
-from langgraph_checkpoint_repo.store import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from langgraph_checkpoint_repo.jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
 from langgraph_checkpoint_repo.transfer import copy_threads
 from langgraph_checkpoint_repo.validation import RESERVED_EXTRA_KEYS
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from . import maintenance
 from .codec import check_revival
-from .durable import write_files
-from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
+from .durable import digest_node, write_files
+from .errors import FileFormatError, RepoCheckpointError
 from .layout import (
     CACHE,
     CHECKPOINTS,
@@ -37,8 +37,10 @@ from .layout import (
     VALUES,
     WRITES,
     Layout,
+    data_names,
     decode_segment,
     encode_segment,
+    hashed_thread_id,
     holds_state,
     is_hashed_segment,
     is_own_grave,
@@ -47,8 +49,10 @@ from .layout import (
 )
 from .maintenance import Needed
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
+from .refchecks import checkpoint_refs, parent_cycles
 from .review import Reader
-from .store import MAX_APPEND_DEPTH, FileStore, digest_node
+from .store import FileStore
+from .validation import pointer_part
 
 Progress = Callable[[int], None]
 
@@ -139,7 +143,7 @@ class Validator:
                 "(RepoSaver redacts new values by default; see docs/secrets.md)",
             )
 
-    def _reference(self, path: Path, pointer: str, check: Callable[[], object]) -> bool:
+    def reference(self, path: Path, pointer: str, check: Callable[[], object]) -> bool:
         """Run a reference check; report at the referring file unless the cause is already reported."""
         try:
             check()
@@ -163,12 +167,8 @@ class Validator:
     # -- walking ------------------------------------------------------------------
     def thread_folders(self) -> list[Path]:
         tdir = self.layout.threads_dir
-        if not tdir.is_dir():
-            return []
         out = []
-        for name in sorted(os.listdir(tdir)):
-            if is_temp_name(name):
-                continue
+        for name in data_names(tdir):
             folder = tdir / name
             if folder.is_symlink() or not folder.is_dir():
                 self.problem(folder, "/", "stray file in threads/ (expected one folder per thread)")
@@ -246,8 +246,8 @@ class Validator:
             docs[cid] = (path, doc)
         present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
         for path, doc in docs.values():
-            self.checkpoint_refs(ns_dir, path, doc, docs, present)
-        self.parent_cycles(docs)
+            checkpoint_refs(self, ns_dir, path, doc, docs, present)
+        parent_cycles(self, docs)
         for path in self._json_files(ns_dir / WRITES):
             self.writes(thread_folder, ns_dir, path, present)
         for path in self._json_files(ns_dir / VALUES):
@@ -267,120 +267,6 @@ class Validator:
                     self.problem(folder / name, "/", "stray file (every file of the layout is .json)")
                 continue
             yield folder / name
-
-    def checkpoint_refs(
-        self,
-        ns_dir: Path,
-        path: Path,
-        doc: dict[str, Any],
-        docs: dict[str, tuple[Path, dict[str, Any]]],
-        present: set[str],
-    ) -> None:
-        versions = doc["checkpoint"]["channel_versions"]
-        own = self.layout.checkpoint_rel(doc["checkpoint_id"])
-        empty: set[str] = set()
-        for channel, ref in doc["values"].items():
-            pointer = "/values/" + _escape(channel)
-            if channel not in versions:
-                self.problem(path, pointer, f"channel {channel!r} has a value but no version")
-                continue
-            version = versions[channel]
-            if not (
-                ref.startswith(CHECKPOINTS + "/") and ref.endswith(".json")
-            ) and ref != self.layout.value_rel(channel, version):
-                self.problem(path, pointer, f"{ref!r} is neither a checkpoint nor this channel's value file")
-                continue
-            try:
-                entry = self.store.value_entry(ns_dir, channel, version, ref)
-            except MissingReferenceError as exc:
-                # say which checkpoint is gone (the store names the folder it looked in)
-                gap = self._missing_link(ns_dir, channel, version, ref)
-                if gap is None:
-                    self._reference(path, pointer, partial(_raise, exc))
-                    continue
-                missing, fallback, depth = gap
-                how = "refers to" if depth == 0 else f"is a list appended onto (link {depth})"
-                self.problem(path, pointer, f"{how} {missing}, which is missing (and there is no {fallback})")
-                continue
-            except (FileFormatError, OSError) as exc:
-                self._reference(path, pointer, partial(_raise, exc))
-                continue
-            if entry.empty:
-                empty.add(channel)
-        for channel in doc.get("new_values", {}):
-            if doc["values"].get(channel) != own:
-                self.problem(
-                    path, "/new_values/" + _escape(channel), "value stored here but /values points elsewhere"
-                )
-        parent = doc["parent_checkpoint_id"]
-        if parent and encode_segment(parent) not in present:
-            delta = doc["metadata"].get("counters_since_delta_snapshot")
-            needs = sorted(empty & set(delta)) if isinstance(delta, dict) else []
-            if needs:
-                self.problem(
-                    path,
-                    "/parent_checkpoint_id",
-                    f"parent {parent} is missing and DeltaChannel {', '.join(map(repr, needs))} "
-                    "needs it to rebuild its value",
-                )
-            elif docs and parent > min(docs):
-                # older checkpoints remain, so this is a hole, not history cut by prune
-                self.problem(
-                    path,
-                    "/parent_checkpoint_id",
-                    f"parent {parent} is missing while older checkpoints remain (a hole in the history)",
-                )
-
-    def _missing_link(
-        self, ns_dir: Path, channel: str, version: Any, ref: str
-    ) -> tuple[str, str, int] | None:
-        """The first checkpoint a value (or its append chain) needs that is gone with no value
-        file in its place: (reference, value file it could have been, link depth).
-        None for a chain that cycles or runs past MAX_APPEND_DEPTH (its own error says so)."""
-        walked: set[str] = set()
-        for depth in range(MAX_APPEND_DEPTH + 1):
-            fallback = self.layout.value_rel(channel, version)
-            if ref in walked:
-                return None
-            walked.add(ref)
-            if ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).is_file():
-                try:
-                    body = self.store.read_doc(ns_dir / ref, "checkpoint").get("new_values", {}).get(channel)
-                except (FileFormatError, OSError):
-                    return None  # reported where that file is checked
-            elif (ns_dir / fallback).is_file():
-                try:
-                    body = self.store.read_doc(ns_dir / fallback, "value")
-                except (FileFormatError, OSError):
-                    return None
-            else:
-                return ref, fallback, depth
-            if not isinstance(body, dict) or "append" not in body:
-                return None
-            version, ref = body["append"]["base"], body["append"]["base_ref"]
-        return None
-
-    def parent_cycles(self, docs: dict[str, tuple[Path, dict[str, Any]]]) -> None:
-        """Report each cycle of parent links once, at the file whose parent closes it: a walk
-        up that history (a DeltaChannel's rebuild, prune) could never reach a start."""
-        done: set[str] = set()
-        for start in sorted(docs):
-            walk: list[str] = []
-            on_walk: set[str] = set()
-            cid: str | None = start
-            while cid is not None and cid in docs and cid not in done:
-                if cid in on_walk:
-                    loop = [*walk[walk.index(cid) :], cid]
-                    self.problem(
-                        docs[walk[-1]][0],
-                        "/parent_checkpoint_id",
-                        f"parent chain cycles back to checkpoint {cid} ({' -> '.join(loop)})",
-                    )
-                    break
-                walk.append(cid)
-                on_walk.add(cid)
-                cid = docs[cid][1]["parent_checkpoint_id"]
-            done |= on_walk
 
     def writes(self, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
         doc = self._read(path, "writes")
@@ -406,7 +292,7 @@ class Validator:
         for i, w in enumerate(doc["writes"]):
             node: dict[str, Any] = w["value"]
             if "large" in node:
-                self._reference(path, f"/writes/{i}/value", partial(self.store.resolve_node, node, path))
+                self.reference(path, f"/writes/{i}/value", partial(self.store.resolve_node, node, path))
 
     def value_file(self, ns_dir: Path, path: Path) -> None:
         doc = self._read(path, "value")
@@ -416,9 +302,7 @@ class Validator:
         if ns_dir / rel != path:
             self.problem(path, "/version", f"channel {doc['channel']!r} at {doc['version']} belongs in {rel}")
             return
-        self._reference(
-            path, "/", lambda: self.store.value_entry(ns_dir, doc["channel"], doc["version"], rel)
-        )
+        self.reference(path, "/", lambda: self.store.value_entry(ns_dir, doc["channel"], doc["version"], rel))
 
     def large(self, thread_folder: Path) -> None:
         for path in self._json_files(thread_folder / LARGE):
@@ -449,22 +333,14 @@ def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     if kind == "checkpoint":
         yield "/metadata", doc.get("metadata")
         for key, tree in (doc.get("checkpoint", {}).get("extra") or {}).items():
-            yield f"/checkpoint/extra/{_escape(key)}", tree
+            yield f"/checkpoint/extra/{pointer_part(key)}", tree
         for channel, body in (doc.get("new_values") or {}).items():
-            yield from body_trees(f"/new_values/{_escape(channel)}", body)
+            yield from body_trees(f"/new_values/{pointer_part(channel)}", body)
     elif kind in ("value", "large_value"):
         yield from body_trees("", doc)
     elif kind == "writes":
         for i, w in enumerate(doc.get("writes") or []):
             yield from body_trees(f"/writes/{i}", w)
-
-
-def _raise(exc: BaseException) -> None:
-    raise exc
-
-
-def _escape(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
 
 
 def _message(exc: FileFormatError) -> str:
@@ -525,35 +401,7 @@ class Finding:
 def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
     """Scan the root; report problems, never change anything."""
     root = reader.root
-    findings: list[Finding] = []
-    gitignore = root / ".gitignore"
-    if gitignore.is_symlink():
-        findings.append(
-            Finding(
-                "gitignore",
-                str(gitignore),
-                "is a symlink; RepoSaver writes a plain file here and never follows a link "
-                "(remove the link, then --repair writes the file)",
-                False,
-            )
-        )
-    elif gitignore.exists() and not holds_state(root):
-        # no threads/ and not the saver's .gitignore: a folder that is not a root (a repository
-        # top given by mistake); its .gitignore is somebody else's
-        findings.append(_foreign(gitignore))
-    elif not gitignore.exists():
-        findings.append(
-            Finding("gitignore", str(gitignore), "missing (keeps .cache/ and temp files out of git)", True)
-        )
-    else:
-        text = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-        missing = [
-            line
-            for line in GITIGNORE_TEXT.splitlines()
-            if line and not line.startswith("#") and line not in text
-        ]
-        if missing:
-            findings.append(Finding("gitignore", str(gitignore), f"stale: lacks {', '.join(missing)}", True))
+    findings = _gitignore_findings(root)
     findings.extend(_temp_findings(root))
     validator = Validator(root, progress, secrets=False)  # secrets are validate's, not fsck's
     folders = validator.thread_folders()
@@ -588,13 +436,45 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
     return findings
 
 
+def _gitignore_findings(root: Path) -> list[Finding]:
+    """The root's ``.gitignore``: missing or stale (repairable), a symlink, or not the saver's."""
+    findings: list[Finding] = []
+    gitignore = root / ".gitignore"
+    if gitignore.is_symlink():
+        findings.append(
+            Finding(
+                "gitignore",
+                str(gitignore),
+                "is a symlink; RepoSaver writes a plain file here and never follows a link "
+                "(remove the link, then --repair writes the file)",
+                False,
+            )
+        )
+    elif gitignore.exists() and not holds_state(root):
+        # no threads/ and not the saver's .gitignore: a folder that is not a root (a repository
+        # top given by mistake); its .gitignore is somebody else's
+        findings.append(_foreign(gitignore))
+    elif not gitignore.exists():
+        findings.append(
+            Finding("gitignore", str(gitignore), "missing (keeps .cache/ and temp files out of git)", True)
+        )
+    else:
+        missing = _gitignore_lacks(gitignore.read_text(encoding="utf-8", errors="replace"))
+        if missing:
+            findings.append(Finding("gitignore", str(gitignore), f"stale: lacks {', '.join(missing)}", True))
+    return findings
+
+
+def _gitignore_lacks(text: str) -> list[str]:
+    """The rules of the saver's ``.gitignore`` that ``text`` (a ``.gitignore``) lacks."""
+    lines = text.splitlines()
+    return [ln for ln in GITIGNORE_TEXT.splitlines() if ln and not ln.startswith("#") and ln not in lines]
+
+
 def _thread_id_of(reader: Reader, folder: Path) -> str | None:
     if not is_hashed_segment(folder.name):
         return decode_segment(folder.name)
-    for ns_dir in [folder, *sorted((folder / NAMESPACES).glob("*"))]:
-        for path in sorted((ns_dir / CHECKPOINTS).glob("*.json")):
-            return str(reader.store.read_doc(path, "checkpoint")["thread_id"])
-    return None
+    return hashed_thread_id(folder, lambda path: reader.store.read_doc(path, "checkpoint"))
 
 
 def _thread_of_path(reader: Reader, path: Path) -> str | None:
@@ -748,10 +628,7 @@ def _repair_one(root: Path, f: Finding) -> None:
     if f.kind == "gitignore":
         if path.exists():
             text = path.read_text(encoding="utf-8")
-            lines = text.splitlines()
-            extra = [
-                ln for ln in GITIGNORE_TEXT.splitlines() if ln and not ln.startswith("#") and ln not in lines
-            ]
+            extra = _gitignore_lacks(text)
             new = text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(extra) + "\n"
             write_files([(path, new.encode("utf-8"))])  # atomic, and refuses a symlink
         else:

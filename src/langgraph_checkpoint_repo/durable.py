@@ -8,6 +8,7 @@ no file or the whole file. Batches fsync each touched folder once.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import stat
@@ -32,6 +33,11 @@ def dump_json(doc: Any) -> bytes:
     as it indents, and this runs on every put.
     """
     return orjson.dumps(doc, option=_DUMP_OPTIONS)
+
+
+def digest_node(node: Any) -> str:
+    """sha256 of a node's canonical bytes: the name of a ``large/`` file."""
+    return hashlib.sha256(dump_json(node)).hexdigest()
 
 
 def json_size(doc: Any) -> int:

@@ -13,7 +13,7 @@ folder, and identical on case-insensitive or normalising filesystems:
   ``lpt0``-``lpt9``), alone or before a ``.``, has its first letter escaped: ``con`` becomes
   ``%63on`` and ``con.json`` ``%63on.json`` (Windows cannot check such a file out);
 * a result longer than ``MAX_SEGMENT`` becomes ``~`` + sha256 of the id; the
-  id itself is kept inside the files of that folder (see ``thread_id``).
+  id itself is kept inside the files of that folder (``hashed_thread_id`` reads it back).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ import os
 import re
 import stat
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from .errors import FileFormatError
 
@@ -265,13 +267,68 @@ class Layout:
         return True
 
 
+def hashed_thread_id(tdir: Path, read: Callable[[Path], Any]) -> str | None:
+    """The thread id a hashed thread folder (``~`` + sha256 of an id too long for a segment)
+    stands for: the ``thread_id`` of the first checkpoint file, by name, of its root
+    namespace, then of each namespace folder in turn, that names one. ``read`` parses a file
+    (validated or not: a migration reads older formats); None when no file names one."""
+    nsroot = tdir / NAMESPACES
+    for folder in (tdir, *(nsroot / n for n in data_names(nsroot))):
+        names = [n for n in data_names(folder / CHECKPOINTS) if n.endswith(".json")]
+        if names:
+            doc = read(folder / CHECKPOINTS / names[0])
+            if isinstance(doc, dict) and isinstance(doc.get("thread_id"), str):
+                return str(doc["thread_id"])
+    return None
+
+
+def data_names(folder: Path) -> list[str]:
+    """Sorted names in a folder, temp names left out (never data); none for a missing folder
+    or a file."""
+    try:
+        return sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """(pointer, message) when a valid document's names disagree with where it lies.
+
+    Compared on the path's own segments (never resolved), so it holds however the root is
+    spelled. A writes file's checkpoint id is matched to its name where writes are looked
+    up by that name (``FileStore.writes_docs``, validate).
+    """
+    if kind == "value":
+        want = f"{VALUES}/{encode_segment(doc['channel'])}@{version_segment(doc['version'])}.json"
+        if f"{path.parent.name}/{path.name}" != want:
+            return "/version", f"channel {doc['channel']!r} at {doc['version']!r} belongs in {want}"
+        return None
+    if kind == "large_value":
+        if path.parent.name != LARGE or path.name != f"{doc['sha256']}.json":
+            return "/sha256", "sha256 does not match the file name"
+        return None
+    if kind == "checkpoint" and path.name != encode_segment(doc["checkpoint_id"]) + ".json":
+        return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} does not match the file name"
+    ns, ns_dir = doc["checkpoint_ns"], path.parent.parent
+    if ns:
+        tdir = ns_dir.parent.parent
+        ns_ok = ns_dir.name == encode_segment(ns) and ns_dir.parent.name == NAMESPACES
+    else:
+        tdir, ns_ok = ns_dir, True
+    if not ns_ok or tdir.parent.name != THREADS:
+        return "/checkpoint_ns", f"checkpoint_ns {ns!r} does not match its folder"
+    if tdir.name != encode_segment(doc["thread_id"]):
+        return "/thread_id", f"thread_id {doc['thread_id']!r} does not match its folder"
+    return None
+
+
 def is_temp_name(name: str) -> bool:
     """Temp files (``.name.random.tmp``) and hidden names are never data."""
     return name.startswith(".") or name.endswith(".tmp")
 
 
 # The only names the saver gives to files and folders that are not state (durable._write_temp,
-# FileStore.remove_tree): fsck may remove these, and nothing else that is hidden or ends in .tmp.
+# removal.remove_tree): fsck may remove these, and nothing else that is hidden or ends in .tmp.
 _OWN_TEMP_FILE = re.compile(r"\.(?P<target>.+)\.[0-9a-f]{12}\.tmp")
 _OWN_GRAVE = re.compile(r"\..+\.deleted\.[0-9]+\.[0-9]+\.tmp")
 

@@ -27,10 +27,11 @@ from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
 from .layout import (
     CHECKPOINTS,
     LARGE,
-    NAMESPACES,
     VALUES,
     WRITES,
+    data_names,
     decode_segment,
+    hashed_thread_id,
     is_hashed_segment,
     is_temp_name,
 )
@@ -123,20 +124,10 @@ def _thread_id(store: FileStore, tdir: Path) -> str:
             return decode_segment(seg)
         except ValueError as exc:
             raise FileFormatError(str(tdir), "/", f"not a thread folder name: {exc}") from None
-    for folder in (tdir, *sorted((tdir / NAMESPACES).glob("*"))):
-        names = sorted(n for n in _names(folder / CHECKPOINTS))
-        if names:
-            doc = store.load_unchecked(folder / CHECKPOINTS / names[0])
-            if isinstance(doc, dict) and isinstance(doc.get("thread_id"), str):
-                return str(doc["thread_id"])
-    raise FileFormatError(str(tdir), "/", "cannot tell which thread this folder holds")
-
-
-def _names(folder: Path) -> list[str]:
-    try:
-        return [n for n in os.listdir(folder) if not is_temp_name(n)]
-    except FileNotFoundError:
-        return []
+    tid = hashed_thread_id(tdir, store.load_unchecked)  # unchecked: older formats too
+    if tid is None:
+        raise FileFormatError(str(tdir), "/", "cannot tell which thread this folder holds")
+    return tid
 
 
 _FOLDER_KINDS = {CHECKPOINTS: "checkpoint", WRITES: "writes", VALUES: "value", LARGE: "large_value"}
@@ -186,7 +177,7 @@ def migrate_root(
     store = FileStore(root, durable=durable, lock_timeout=lock_timeout)
     report = MigrationReport(root=root, dry_run=dry_run)
     threads_dir = store.layout.threads_dir
-    tdirs = [threads_dir / n for n in sorted(_names(threads_dir))] if threads_dir.is_dir() else []
+    tdirs = [threads_dir / n for n in data_names(threads_dir)]
     for tdir in tdirs:
         if not tdir.is_dir() or tdir.is_symlink():
             raise FileFormatError(

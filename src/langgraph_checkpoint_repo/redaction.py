@@ -31,7 +31,8 @@ from typing import Any
 import orjson
 
 from .codec import msgpack_to_tree, tree_to_msgpack
-from .store import msgpack_array_header, msgpack_array_split
+from .packed import msgpack_array_header, msgpack_array_split
+from .validation import pointer_part
 
 RedactFunction = Callable[[str], str]
 PatternLike = str | re.Pattern[str]
@@ -515,11 +516,7 @@ def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
         elif isinstance(node, dict):
             for k, v in reversed(list(node.items())):
                 # a key that holds a secret is masked in the pointer too: the pointer is printed
-                member = f"{pointer}/{_escape(DEFAULT_REGEX.sub(lambda m: mask(m.group()), k))}"
+                member = f"{pointer}/{pointer_part(DEFAULT_REGEX.sub(lambda m: mask(m.group()), k))}"
                 for m in DEFAULT_REGEX.finditer(k):
                     yield member, _DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
                 stack.append((member, v))
-
-
-def _escape(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")

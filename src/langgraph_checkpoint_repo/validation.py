@@ -54,8 +54,13 @@ def _validators() -> dict[str, Any]:
     }
 
 
+def pointer_part(part: str) -> str:
+    """One key as a JSON pointer segment (RFC 6901: ``~`` as ``~0``, ``/`` as ``~1``)."""
+    return part.replace("~", "~0").replace("/", "~1")
+
+
 def _pointer(path: Any) -> str:
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    parts = [pointer_part(str(p)) for p in path]
     return "/" + "/".join(parts) if parts else "/"
 
 

@@ -1,0 +1,289 @@
+"""In-process caches of what was read from a root, and the one rule they all follow.
+
+So that every read sees every edit (by hand, by ``git pull``, by another process):
+
+    A cached thing is reused only while every file it was derived from has the stat key
+    it had when it was read (mtime_ns, ctime_ns, size, inode: ctime too, which tools
+    that restore the mtime cannot set), and was settled then: last changed more than
+    RACY_NS before it was read (the "racy git" rule; a file changed within that window
+    can change again without changing its stat key). A file that was not settled is
+    read again next time or, for our own writes, its bytes are compared with the digest
+    of what we wrote.
+
+Applied to:
+
+* folder listings (``Listings``): a folder's names, and the ids and writes groups derived
+  from them, against the folder's stat;
+* parsed, validated documents (``DocCache``): against the file's stat;
+* resolved values (``resolve.py``): against every file a value is built from, its own, a
+  ``large/`` file and each link of its append chain (``Dep``: one lstat per file on a hit);
+* decoded metadata for filters (the saver, kept in ``FileStore.meta``): against its
+  checkpoint file's stat (one lstat per checkpoint a filter scans);
+* the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
+  chain it would append to; changed, the next value is written whole.
+
+Relaxed in two places, both for files we have just written under the thread's lock, which
+every cooperating writer takes, so nothing but a tool that ignores the lock (git) can
+change them meanwhile:
+
+* after our own write a folder's listing is brought up to date and trusted at once (it
+  is listed again first if it was not trusted): a file such a tool adds in the same clock
+  tick is seen at the folder's next change;
+* ``_lists`` keeps the files a ``put`` wrote by their stat key alone (checking their bytes
+  on every later put would cost a read per recent file): an edit in the same clock tick
+  that changes the list's length is refused on read (``base_length``), naming the file;
+  one that keeps the length becomes the base the next put appends to.
+
+Nothing here is persisted: restarting the process loses nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .durable import dump_json
+from .layout import is_temp_name
+
+RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change again unseen
+CACHE_ENTRIES = 20_000
+
+StatKey = tuple[int, int, int, int]
+# a file something was derived from: (path, its stat key then, the sha256 of its bytes when it
+# was not yet settled, else None); a stat key of None means "cannot be checked: never reuse"
+Dep = tuple[str, StatKey | None, bytes | None]
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """What changes when a file is edited: ctime too, which tools that keep mtime cannot set."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def stat_key_of(path: str | Path) -> StatKey | None:
+    """The stat key of a file (never through a symlink), None when it is gone."""
+    try:
+        return stat_key(os.lstat(path))
+    except FileNotFoundError:
+        return None
+
+
+def folder_key(folder: Path) -> StatKey | None:
+    """The stat key of a folder, None when it is gone."""
+    try:
+        return stat_key(os.stat(folder))
+    except FileNotFoundError:
+        return None
+
+
+def settled(st: os.stat_result, read_at: int) -> bool:
+    """Whether a file with stat ``st``, read at ``read_at`` (time_ns, taken before the read),
+    was last changed long enough before to be trusted by its stat key from then on."""
+    return read_at - st.st_mtime_ns > RACY_NS
+
+
+def file_digest(path: str | Path) -> bytes | None:
+    """sha256 of a file's bytes (never through a symlink), None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return hashlib.sha256(fh.read()).digest()
+
+
+def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple[Dep, ...] | None:
+    """``deps`` when every file still is what something was derived from (the same stat key
+    and, for a file that was not settled then, the same bytes), else None. A digest is dropped
+    once its file has settled: from then on a change shows in the stat, so later checks cost
+    one lstat per file. ``first``: the first file's stat, when the caller has just taken it."""
+    out: list[Dep] | None = None
+    for i, (path, key, digest) in enumerate(deps):
+        if key is None:
+            return None
+        if i == 0 and first is not None:
+            st = first
+        else:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return None
+        if stat_key(st) != key:
+            return None
+        if digest is not None:
+            checked_at = time.time_ns()
+            if file_digest(path) != digest:
+                return None
+            if settled(st, checked_at):
+                out = list(deps) if out is None else out
+                out[i] = (path, key, None)
+    return deps if out is None else tuple(out)
+
+
+class LRU(OrderedDict[Any, Any]):
+    """A bounded cache shared by threads: lookups are single dict operations, changes lock."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.lock = threading.Lock()
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self[key] = value
+            self.move_to_end(key)
+            if len(self) > self.size:
+                self.popitem(last=False)
+
+    def drop_where(self, doomed: Callable[[Any], bool]) -> None:
+        with self.lock:
+            for key in [k for k in self if doomed(k)]:
+                del self[key]
+
+
+class _Doc(NamedTuple):
+    key: StatKey
+    doc: Any
+    settled: bool
+    digest: bytes | None = None  # of the bytes we wrote, for our own writes
+
+
+class DocCache:
+    """Parsed, validated documents by path, each against its file's stat key."""
+
+    def __init__(self, size: int = CACHE_ENTRIES) -> None:
+        self._lru = LRU(size)
+
+    def fresh(self, path: Path, st: os.stat_result) -> Any | None:
+        """The document kept for ``path`` if the file (``st``: its lstat) still holds it."""
+        hit: _Doc | None = self._lru.get(path)
+        if hit is None or hit.key != stat_key(st):
+            return None
+        if hit.settled:
+            return hit.doc
+        checked_at = time.time_ns()
+        if hit.digest is None or file_digest(path) != hit.digest:
+            return None
+        # written within RACY_NS (by us): the stat cannot show a change made in the same clock
+        # tick, the bytes can; once settled, the stat alone is enough
+        if settled(st, checked_at):
+            self._lru.put(path, _Doc(hit.key, hit.doc, True))
+        return hit.doc
+
+    def keep(self, path: Path, st: os.stat_result, doc: Any, read_at: int) -> None:
+        """Keep a document just read from ``path`` (``st`` and ``read_at`` taken before reading)."""
+        self._lru.put(path, _Doc(stat_key(st), doc, settled(st, read_at)))
+
+    def remember(self, path: Path, doc: Any, data: bytes | None = None) -> None:
+        """Keep what we just wrote (``data``: its bytes). It was written within RACY_NS, so the
+        digest of its bytes goes with it: a later read compares bytes (cheap) instead of
+        parsing, and still sees an edit made in the same clock tick."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        digest = hashlib.sha256(dump_json(doc) if data is None else data).digest()
+        self._lru.put(path, _Doc(stat_key(st), doc, settled(st, time.time_ns()), digest))
+
+    def doc(self, path: Path) -> Any | None:
+        """The document kept for ``path``, unchecked (to tell whether a parse came from it)."""
+        hit: _Doc | None = self._lru.get(path)
+        return None if hit is None else hit.doc
+
+    def dep(self, path: Path, doc: Any) -> Dep:
+        """How to tell later whether ``path`` still holds ``doc`` (its kept parse): the stat key
+        it was read with, plus its bytes' digest when it was not yet settled (our own writes)."""
+        hit: _Doc | None = self._lru.get(path)  # may have been dropped or replaced meanwhile
+        if hit is None or hit.doc is not doc:
+            return (str(path), None, None)
+        if hit.settled:
+            return (str(path), hit.key, None)
+        if hit.digest is not None:
+            return (str(path), hit.key, hit.digest)
+        return (str(path), None, None)  # racy, read from someone else's write: re-read next time
+
+    def drop_under(self, folder: Path) -> None:
+        self._lru.drop_where(lambda p: p.is_relative_to(folder))
+
+
+@dataclass
+class Listing:
+    """Sorted names of one folder, plus what was derived from them."""
+
+    names: list[str]
+    key: StatKey
+    trusted: bool
+    derived: dict[str, Any] = field(default_factory=dict)
+
+
+class Listings:
+    """Folder listings (temp names left out), each against its folder's stat key."""
+
+    def __init__(self) -> None:
+        self._by_folder: dict[Path, Listing] = {}
+        self._mutex = threading.RLock()
+
+    def get(self, folder: Path) -> Listing | None:
+        """Names in ``folder``, fresh against the folder's stat; None when it is gone."""
+        try:
+            st = os.stat(folder)
+        except FileNotFoundError:
+            self._by_folder.pop(folder, None)
+            return None
+        cur = self._by_folder.get(folder)
+        if cur is not None and cur.trusted and cur.key == stat_key(st):
+            return cur
+        listed_at = time.time_ns()
+        try:
+            names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+        except FileNotFoundError:  # removed since the stat (delete in another process)
+            self._by_folder.pop(folder, None)
+            return None
+        cur = Listing(names, stat_key(st), settled(st, listed_at))
+        self._by_folder[folder] = cur
+        return cur
+
+    def drop(self, folder: Path) -> None:
+        """Forget a folder's listing, so the next call lists it again."""
+        self._by_folder.pop(folder, None)
+
+    def drop_under(self, folder: Path) -> None:
+        # list(...) copies a dict's keys in one step under the GIL, so other threads filling
+        # the cache meanwhile cannot break the iteration
+        for key in [f for f in list(self._by_folder) if f.is_relative_to(folder)]:
+            self._by_folder.pop(key, None)
+
+    def note_added(
+        self, folder: Path, name: str, before: StatKey | None, extend: Callable[[Listing, str], None]
+    ) -> None:
+        """After our own write, under the thread lock: keep the listing current.
+
+        ``before`` is the folder's stat just before our write. If it still matches the
+        listing, ours is the only change: the name is added (``extend`` adds it to what was
+        derived). Otherwise, or when there is no listing yet, the folder is listed now. No
+        cooperating process can add files meanwhile (they take the same lock file), so that
+        listing is trusted from here on (the first relaxation of the rule above).
+        """
+        with self._mutex:
+            cur = self._by_folder.get(folder)
+            try:
+                st = os.stat(folder)
+            except FileNotFoundError:
+                self._by_folder.pop(folder, None)
+                return
+            if cur is None or not cur.trusted or before != cur.key:
+                names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+                self._by_folder[folder] = Listing(names, stat_key(st), True)
+                return
+            pos = bisect.bisect_left(cur.names, name)
+            if pos == len(cur.names) or cur.names[pos] != name:
+                cur.names.insert(pos, name)
+                extend(cur, name)
+            cur.key = stat_key(st)

@@ -1,0 +1,162 @@
+"""A resolved value (``ValueEntry``) and how one is built from a stored body.
+
+Invariants:
+
+* an entry records every file it was derived from (``deps``, its own first), so a cache
+  reuses it only while all of them are unchanged (caches.py);
+* an append entry shares its base: a chain holds each item's msgpack bytes once, not once
+  per link, and its whole list is joined back up without recursion;
+* an append is made only onto a base that holds exactly ``base_length`` items, else the
+  error names the file whose list it is.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ormsgpack
+
+from . import codec as codec_mod
+from .caches import Dep
+from .chains import MAX_APPEND_DEPTH, too_long
+from .errors import FileFormatError
+from .packed import msgpack_array_header, msgpack_array_split
+
+
+@dataclass
+class ValueEntry:
+    """A resolved value: its full JSON tree (or raw serde bytes) and the types it names."""
+
+    empty: bool
+    tree: Any = None  # full JSON tree, for values the serde wrote as msgpack
+    raw: tuple[str, bytes] | None = None  # (serde type, bytes) for everything else
+    types: frozenset[tuple[str, ...]] = frozenset()
+    depth: int = 0  # append-chain depth: 0 for a full value
+    where: str = ""
+    base: ValueEntry | None = None  # for appends: the entry this one extends
+    items: list[Any] | None = None  # for appends: the appended items
+    # msgpack of this entry's own items (no array header): every item of a whole list, only
+    # the appended ones of a link, so a chain holds each item's bytes once, not once per link
+    _body: bytes | None = None
+    file: str = ""  # the file holding this entry's own tree (an append's items)
+    root: str = ""  # the JSON pointer of that tree in the file
+    # every file the entry was derived from: its own first, then a large file, then the base
+    # chain's (see Dep); the entry is reused only while all of them are unchanged
+    deps: tuple[Dep, ...] = ()
+
+    @property
+    def checkable(self) -> bool:
+        """True when every file it comes from can be checked for a change (see ``refresh``)."""
+        return all(key is not None for _, key, _ in self.deps)
+
+    def locate(self, index: int) -> str | None:
+        """ "file at pointer" of the ``index``-th extension value of the tree (the order
+        ``codec.ext_pointer`` counts): for a rebuilt list, in the link of the chain holding it."""
+        if self.tree is None:
+            return None
+        pointer = codec_mod.ext_pointer(self.tree, index)
+        if pointer is None:
+            return None
+        entry = self
+        while entry.base is not None and isinstance(entry.base.tree, list):
+            head, _, rest = pointer[1:].partition("/")
+            if int(head) >= len(entry.base.tree):
+                pointer = f"/{int(head) - len(entry.base.tree)}" + (f"/{rest}" if rest else "")
+                break
+            entry = entry.base
+        return f"{entry.file} at {entry.root}{pointer}" if entry.file else None
+
+    def typed(self) -> tuple[str, bytes]:
+        """What the serde's loads_typed takes; msgpack is rebuilt lazily and incrementally."""
+        if self.raw is not None:
+            return self.raw
+        if isinstance(self.tree, list):
+            return ("msgpack", msgpack_array_header(len(self.tree)) + self.list_body())
+        return ("msgpack", _tree_bytes(self.tree, self.where))
+
+    def list_body(self) -> bytes:
+        """The msgpack of a list's items without the array header (appends reuse the base's).
+
+        Iterative, not recursive: a chain as long as ``MAX_APPEND_DEPTH`` links is walked
+        down to its whole list and joined back up without growing the stack.
+        """
+        parts: list[bytes] = []
+        node: ValueEntry | None = self
+        while node is not None:
+            link = node.base is not None and node.items is not None
+            if node._body is None:
+                own: list[Any] = node.items if link and node.items is not None else node.tree
+                node._body = _items_body(own, node.where)
+            parts.append(node._body)
+            node = node.base if link else None
+        parts.reverse()
+        return b"".join(parts)
+
+
+def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
+    """The entry of a stored value node (``json`` tree, or ``serde`` + ``base64``)."""
+    if "json" in node:
+        tree = node["json"]
+        return ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
+    raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
+    types: frozenset[tuple[str, ...]] = frozenset()
+    if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:
+        try:  # check the types it names against the allowlist like any other tree
+            types = frozenset(codec_mod.named_types(codec_mod.msgpack_to_tree(raw[1])))
+        except (ValueError, TypeError, RecursionError):
+            pass  # not msgpack: the serde fails on it the same way, and that error is reported
+    return ValueEntry(False, None, raw, types, 0, where)
+
+
+def append_entry(
+    channel: str, app: dict[str, Any], path: Path, pointer: str, where: str, base: ValueEntry | None
+) -> ValueEntry:
+    """A list stored as the items appended onto ``base``; a base that no longer holds what
+    the append was made on names the file whose list it is (edited, or the wrong link)."""
+    referrer = f"{path} at {pointer}/append"
+    if base is None:
+        raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
+    if base.empty or not isinstance(base.tree, list):
+        raise FileFormatError(
+            base.file or str(path),
+            base.root or f"{pointer}/append/base",
+            f"is not a list value, but {referrer} appends to it",
+        )
+    if len(base.tree) != app["base_length"]:
+        raise FileFormatError(
+            base.file or str(path),
+            base.root or f"{pointer}/append/base_length",
+            f"the list of channel {channel!r} at {app['base']} holds {len(base.tree)} items "
+            f"(rebuilt from its append chain), but {referrer}/base_length says "
+            f"{app['base_length']}: an item removed or added by hand? Put it back "
+            "(docs/format.md, Editing files by hand)",
+        )
+    if base.depth + 1 > MAX_APPEND_DEPTH:
+        raise too_long(path, pointer)
+    items = app["items"]
+    item_types = codec_mod.named_types(items)
+    types = codec_mod.TypeSet(base.types | frozenset(item_types))
+    types.origins = dict.fromkeys(base.types, base.where)
+    types.origins.update(getattr(base.types, "origins", {}))
+    types.origins.update((t, where) for t in item_types if t not in types.origins)
+    entry = ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
+    entry.file, entry.root = str(path), f"{pointer}/append/items"
+    entry.deps = base.deps
+    return entry
+
+
+def _tree_bytes(tree: Any, where: str) -> bytes:
+    try:
+        return codec_mod.tree_to_msgpack(tree)
+    except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError) as exc:
+        raise FileFormatError(where, "/", f"value cannot be rebuilt: {exc}") from None
+
+
+def _items_body(items: list[Any], where: str) -> bytes:
+    packed = _tree_bytes(items, where)
+    split = msgpack_array_split(packed)
+    assert split is not None
+    return split[1]

@@ -1,0 +1,163 @@
+"""Bounded, strict JSON: what one file of a root may hold, checked before it costs memory.
+
+Invariants:
+
+* a file is read only when it is a regular file inside the root (no symlink on the way),
+  at most ``MAX_FILE_BYTES`` long, and its JSON expands to at most ``MAX_JSON_CONTAINERS``
+  arrays and objects and ``MAX_JSON_VALUES`` values and keys (counted on the bytes, before
+  parsing);
+* it parses only as strict JSON: UTF-8, no duplicate key, no ``NaN``/``Infinity`` literal
+  and no number too large for a float;
+* the writer checks the same bounds (``write_problem``), so it never writes a file a read
+  refuses.
+
+Every refusal is a ``FileFormatError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat as stat_mod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .errors import FileFormatError
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+# What one file may expand to once parsed (docs/format.md): every array and object costs
+# 60-250 bytes of memory for the 2-3 bytes it takes in a file, so size alone does not bound
+# a read. The saver refuses to write past these limits, so it never writes what it refuses.
+MAX_JSON_CONTAINERS = 1_000_000  # arrays and objects
+MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , : [ { that introduce them
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
+_STRUCTURED_STRING = re.compile(rb'"[^"]+"')
+
+
+def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) -> Any:
+    """The JSON of ``path`` (``st``: its lstat), read within the bounds and parsed strictly.
+
+    ``inside`` tells whether a folder lies in the root with no symlink on the way."""
+    if stat_mod.S_ISLNK(st.st_mode):
+        raise FileFormatError(str(path), "/", "is a symlink; refusing to follow it")
+    if not stat_mod.S_ISREG(st.st_mode):
+        raise FileFormatError(str(path), "/", "is not a regular file")
+    if not inside(path.parent):
+        raise FileFormatError(str(path), "/", "resolves outside the root")
+    if st.st_size > MAX_FILE_BYTES:
+        raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read()
+    if len(raw) > MAX_FILE_BYTES:  # grown since the stat
+        raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
+    too_big = json_bounds_problem(raw)
+    if too_big is not None:  # before parsing: the count is cheap, the parse is what costs memory
+        raise FileFormatError(str(path), "/", too_big)
+    return parse_strict(raw, str(path))
+
+
+def parse_strict(raw: bytes, where: str) -> Any:
+    """Strict JSON of ``raw``; errors name ``where`` and say what is wrong."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(where, "/", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        return json.loads(
+            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants, parse_float=_finite
+        )
+    except json.JSONDecodeError as exc:
+        raise FileFormatError(
+            where, "/", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise FileFormatError(where, "/", "invalid JSON: nested too deeply to parse") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
+        raise FileFormatError(where, "/", f"invalid JSON: {exc}") from None
+    except _DuplicateKey as exc:
+        raise FileFormatError(where, "/", f"duplicate key {exc.args[0]!r}") from None
+    except _BadConstant as exc:
+        raise FileFormatError(where, "/", f"{exc.args[0]} is not valid JSON") from None
+
+
+def write_problem(data: bytes) -> str | None:
+    """Why a read would refuse these bytes (too many values, too long), or None."""
+    too_big = json_bounds_problem(data)
+    if too_big is None and len(data) > MAX_FILE_BYTES:
+        too_big = f"would be {len(data)} bytes; a read accepts at most {MAX_FILE_BYTES}"
+    return too_big
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _BadConstant(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise _BadConstant(name)
+
+
+def _finite(text: str) -> float:
+    """A JSON number; one too large for a float (1e999) would silently become inf."""
+    value = float(text)
+    if math.isinf(value):
+        raise _BadConstant(f"{text} (out of range, would read as {value})")
+    return value
+
+
+def json_bounds_problem(raw: bytes) -> str | None:
+    """Why a file's JSON would expand past what one file may hold, or None.
+
+    Counted on the bytes: every array and object starts with ``[`` or ``{``, and every
+    value or key after the first follows one of ``[ { , :``. Counting those characters is
+    an upper bound that costs a few milliseconds per 100 MB; only when it is over a limit
+    are the characters inside strings (which do not count) taken off for the exact count.
+    """
+    containers = raw.count(b"[") + raw.count(b"{")
+    values = 1 + containers + raw.count(b",") + raw.count(b":")
+    if containers <= MAX_JSON_CONTAINERS and values <= MAX_JSON_VALUES:
+        return None
+    # the exact count, in bounded memory: drop escaped backslashes and quotes (so every quote
+    # left opens or closes a string), keep only quotes and , : [ {, then drop the strings that
+    # hold none of those; the strings left, each holding one, are at most MAX_JSON_VALUES
+    bare = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    strings = bare.count(b'"') // 2
+    if strings > MAX_JSON_VALUES:
+        return _over_values(strings)
+    bare = bare.replace(b'""', b"")
+    for match in _STRUCTURED_STRING.finditer(bare):
+        start, end = match.span()
+        inner = bare.count(b"[", start, end) + bare.count(b"{", start, end)
+        containers -= inner
+        values -= inner + bare.count(b",", start, end) + bare.count(b":", start, end)
+    if containers > MAX_JSON_CONTAINERS:
+        return (
+            f"holds {containers:,} JSON arrays and objects; one file may hold at most "
+            f"{MAX_JSON_CONTAINERS:,} (refused before parsing, to bound memory)"
+        )
+    if values > MAX_JSON_VALUES:
+        return _over_values(values)
+    return None
+
+
+def _over_values(count: int) -> str:
+    return (
+        f"holds at least {count:,} JSON values and keys; one file may hold at most "
+        f"{MAX_JSON_VALUES:,} (refused before parsing, to bound memory)"
+    )

@@ -1,0 +1,180 @@
+"""Resolving the value a checkpoint refers to: inline, in a value file, in ``large/``, or
+rebuilt from an append chain.
+
+Invariants:
+
+* a reference is read where it points, or, when that checkpoint is gone, from the value
+  file prune wrote in its place; neither there is a ``MissingReferenceError`` naming both;
+* a body must be the value of that channel at that version, else a ``FileFormatError``;
+* an append chain is walked once (chains.walk_chain, so a cycle or an over-long chain is
+  refused) and built back up from its whole base without recursion;
+* a resolved value is reused only while every file it was built from is unchanged
+  (caches.py); one built from a file that cannot be checked is not kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from .caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
+from .chains import Link, walk_chain
+from .durable import digest_node
+from .entries import ValueEntry, append_entry, entry_from_node
+from .errors import FileFormatError, MissingReferenceError
+from .layout import CHECKPOINTS, LARGE, Layout
+
+ReadDoc = Callable[[Path, str], dict[str, Any]]
+
+
+class ValueResolver:
+    """The values of one root, each kept against the files it was built from."""
+
+    def __init__(self, layout: Layout, read_doc: ReadDoc, docs: DocCache) -> None:
+        self.layout = layout
+        self._read_doc = read_doc
+        self._docs = docs
+        self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
+
+    def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
+        """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
+        or in its value file (where prune moves values whose checkpoint it removes).
+
+        An append chain is resolved without recursion: walk down to a whole value (or a
+        link resolved before, still unchanged on disk), then build the links back up from
+        it. Each entry records every file it was built from (``deps``) and is reused only
+        while all of them are unchanged.
+        """
+        links: list[tuple[Link, Dep]] = []
+        entry: ValueEntry | None = None
+        for link in walk_chain(partial(self._link, ns_dir, channel), version, ref):
+            if link.known is not None:
+                entry = link.known
+                break
+            own = self._docs.dep(link.path, link.doc)
+            if "append" not in link.body:
+                entry = self._entry_from_body(channel, link)
+                self._keep(link, channel, entry, own)
+                break
+            links.append((link, own))
+        assert entry is not None  # the walk ends at a whole value or a kept one
+        for link, own in reversed(links):
+            entry = self._entry_from_body(channel, link, entry)
+            self._keep(link, channel, entry, own)
+        return entry
+
+    def drop_under(self, folder: Path) -> None:
+        self._values.drop_where(lambda k: k[0].is_relative_to(folder))
+
+    def _keep(self, link: Link, channel: str, entry: ValueEntry, own: Dep) -> None:
+        entry.deps = (own, *entry.deps)
+        if entry.checkable:
+            self._values.put((link.path, channel), entry)
+
+    def _link(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Link:
+        """One link, strictly: a kept entry still fresh, else its body, checked."""
+        while True:
+            path, st, ref = self._value_file(ns_dir, channel, version, ref)
+            hit: ValueEntry | None = self._values.get((path, channel))
+            if hit is not None:
+                deps = refresh(hit.deps, st)
+                if deps is not None:
+                    hit.deps = deps
+                    return Link(version, ref, path, known=hit)
+            found = self._value_body(ns_dir, channel, version, ref, path)
+            if found is not None:
+                body, pointer, doc = found
+                return Link(version, ref, path, pointer, body, doc)
+            ref = self.layout.value_rel(channel, version)  # removed since the lstat: rescued
+
+    def _value_file(
+        self, ns_dir: Path, channel: str, version: Any, ref: str
+    ) -> tuple[Path, os.stat_result, str]:
+        """Where one value lives (path, its stat, the ref that found it): the checkpoint
+        ``ref`` names, or the value file that took its place when prune removed it."""
+        path = ns_dir / ref
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not ref.startswith(CHECKPOINTS + "/"):
+                raise MissingReferenceError(
+                    str(path), "/", f"value of channel {channel!r} is missing"
+                ) from None
+            missing = path
+            ref = self.layout.value_rel(channel, version)
+            path = ns_dir / ref
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                raise MissingReferenceError(
+                    str(missing),
+                    "/",
+                    f"value of channel {channel!r} at {version}: this checkpoint is missing and so is {path}",
+                ) from None
+        return path, st, ref
+
+    def _value_body(
+        self, ns_dir: Path, channel: str, version: Any, ref: str, path: Path
+    ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+        """The value body in ``path``, its JSON pointer there and the document holding it;
+        None when the checkpoint was removed since it was found (prune rescued its values)."""
+        if ref.startswith(CHECKPOINTS + "/"):
+            try:
+                doc = self._read_doc(path, "checkpoint")
+            except FileNotFoundError:
+                return None
+            body = doc.get("new_values", {}).get(channel)
+            if body is None or doc["checkpoint"]["channel_versions"].get(channel) != version:
+                raise MissingReferenceError(
+                    str(path), f"/new_values/{channel}", f"holds no value of channel {channel!r} at {version}"
+                )
+            return body, f"/new_values/{channel}", doc
+        doc = self._read_doc(path, "value")
+        if (
+            doc["channel"] != channel
+            or doc["version"] != version
+            or ns_dir / self.layout.value_rel(channel, version) != path
+        ):
+            raise FileFormatError(str(path), "/version", f"expected channel {channel!r} at {version}")
+        return doc, "", doc
+
+    def _entry_from_body(self, channel: str, link: Link, base: ValueEntry | None = None) -> ValueEntry:
+        """One value from its body; an append body extends ``base``, its resolved base value."""
+        body, path, pointer = link.body, link.path, link.pointer
+        where = f"{path}{' at ' + pointer if pointer else ''}"
+        if body.get("empty"):
+            return ValueEntry(empty=True, where=where, file=str(path), root=pointer)
+        if "append" in body:
+            return append_entry(channel, body["append"], path, pointer, where, base)
+        node, holder = self.resolve_node(body["value"], path, pointer)
+        entry = entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        entry.file = str(holder)
+        entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
+        if holder != path:  # a large value: its file is one more this entry comes from
+            ldoc = self._docs.doc(holder)
+            entry.deps = (
+                self._docs.dep(holder, ldoc if ldoc is not None and ldoc["value"] is node else None),
+            )
+        return entry
+
+    def resolve_node(
+        self, node: dict[str, Any], where: Path, pointer: str = ""
+    ) -> tuple[dict[str, Any], Path]:
+        """Follow a large-value reference: the node it stands for and the file holding it."""
+        if "large" not in node:
+            return node, where
+        digest = node["large"]
+        rel = where.relative_to(self.layout.threads_dir)
+        lpath = self.layout.threads_dir / rel.parts[0] / LARGE / f"{digest}.json"
+        try:
+            ldoc = self._read_doc(lpath, "large_value")
+        except FileNotFoundError:
+            raise MissingReferenceError(
+                str(where), f"{pointer}/value/large", f"large value {lpath} is missing"
+            ) from None
+        if ldoc["sha256"] != digest or digest_node(ldoc["value"]) != digest:
+            raise FileFormatError(str(lpath), "/sha256", "content does not match its sha256 name")
+        return ldoc["value"], lpath

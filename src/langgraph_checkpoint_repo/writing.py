@@ -1,0 +1,104 @@
+"""Writing documents into a root: validated, placed, bounded, durable, never through a symlink.
+
+Invariants:
+
+* nothing is written that is invalid, lies where its names do not say, or is bigger than
+  a read accepts (``prepare``): it could never be read back;
+* batches are written in order, each durable before the next starts (the checkpoint file,
+  the commit point, goes last);
+* every folder written to is checked to lie inside the root with no symlink on the way,
+  on every write, before anything is created: a folder can be swapped for a symlink (by a
+  checkout) while a saver lives;
+* the root's ``.gitignore`` is written before the first lock file or data file, so git
+  never picks up a lock file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .caches import StatKey, folder_key
+from .durable import dump_json, ensure_dir, fsync_dir, write_files
+from .errors import InvalidWriteError, RepoCheckpointError
+from .jsonread import write_problem
+from .layout import GITIGNORE_TEXT, Layout, place_problem
+from .validation import validate_write
+
+# told of each file written: (its path, its folder's stat key just before the write)
+Written = Callable[[Path, StatKey | None], None]
+
+
+def prepare(kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
+    """Validate, then serialise; nothing is written when the document is invalid, is not
+    where its names say, or is bigger than a read accepts (it could never be read back)."""
+    validate_write(doc, kind, str(path))
+    misplaced = place_problem(path, kind, doc)
+    if misplaced is not None:
+        raise InvalidWriteError(kind, str(path), *misplaced)
+    data = dump_json(doc)
+    too_big = write_problem(data)
+    if too_big is not None:
+        raise InvalidWriteError(kind, str(path), "/", too_big)
+    return path, data
+
+
+class Writer:
+    """Durable writes into one root, remembering which folders it has made."""
+
+    def __init__(self, layout: Layout, durable: bool) -> None:
+        self.layout = layout
+        self.root = layout.root
+        self.durable = durable
+        self._safe_dirs: set[Path] = set()  # folders known to exist
+        self._gitignore_done = False
+
+    def write(self, batches: list[list[tuple[Path, bytes]]], written: Written) -> None:
+        """Write batches in order; each is durable before the next starts."""
+        self.ensure_gitignore()
+        for batch in batches:
+            if not batch:
+                continue
+            self._prepare_dirs(batch)
+            before = {folder: folder_key(folder) for folder in {p.parent for p, _ in batch}}
+            try:
+                write_files(batch, self.durable)
+            except FileNotFoundError:
+                # a folder we had made was removed meanwhile (another process, git): make it again
+                self._safe_dirs.clear()
+                self._prepare_dirs(batch)
+                write_files(batch, self.durable)
+            for path, _ in batch:
+                written(path, before[path.parent])
+                before[path.parent] = folder_key(path.parent)
+
+    def forget(self) -> None:
+        """Check every folder again before the next write (something was removed)."""
+        self._safe_dirs.clear()
+        self._gitignore_done = False
+
+    def _prepare_dirs(self, batch: list[tuple[Path, bytes]]) -> None:
+        """Make the folders, never through a symlink that leads out of the root."""
+        for folder in {p.parent for p, _ in batch}:
+            self.check_inside(folder)
+            if folder not in self._safe_dirs:
+                ensure_dir(folder, self.root, self.durable)
+                self.check_inside(folder)
+                self._safe_dirs.add(folder)
+
+    def check_inside(self, folder: Path) -> None:
+        if not self.layout.contains(folder):
+            raise RepoCheckpointError(f"refusing to write through {folder}: it leads outside {self.root}")
+
+    def ensure_gitignore(self) -> None:
+        if self._gitignore_done:
+            return
+        path = self.root / ".gitignore"
+        if not path.exists():
+            if not self.root.is_dir():
+                self.root.mkdir(parents=True, exist_ok=True)
+                if self.durable:
+                    fsync_dir(self.root.parent)
+            write_files([(path, GITIGNORE_TEXT.encode())], self.durable)
+        self._gitignore_done = True
