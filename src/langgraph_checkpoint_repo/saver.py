@@ -17,6 +17,7 @@ import copy
 import json
 import os
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,13 +39,14 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.base.id import uuid6
-from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.pregel import Pregel
 
 from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
-from .codec import ValueCodec
+from .codec import ValueCodec, graph_fix
 from .durable import check_lock_timeout, json_size
 from .errors import (
     FileFormatError,
@@ -52,7 +54,7 @@ from .errors import (
     RepoCheckpointError,
     UnrevivableValueError,
 )
-from .graph_types import GraphTypes
+from .graph_types import GraphViews, graph_allowlist, graph_name
 from .layout import encode_segment, find_default_root
 from .redaction import RedactOption, Redactor, resolve_redactor
 from .store import (
@@ -158,24 +160,37 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.store = FileStore(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
         self.redactor: Redactor | None = resolve_redactor(redact)
+        self._fix: codec_mod.Fix | None = None  # how a refused type is allowed
         self.codec = self._new_codec()
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], _ListState] = {}
-        self._graph_types = GraphTypes()
+        # one view per calling graph, with that graph's types (None: this is such a view)
+        self._graph_views: GraphViews | None = GraphViews()
 
-    def _learn_graph_types(self, depth: int) -> None:
-        """Allow the state types of the graph that is calling (see graph_types.py)."""
-        allow = self._graph_types.new_types(depth + 1)
-        if allow and not _allow_keys(allow) <= self.codec.allowed:
-            self.serde = maybe_add_typed_methods(with_msgpack_allowlist(self.serde, allow))
-            self._allowlist = self._allowlist | _allow_keys(allow)
-            self.codec = self._new_codec()
+    def _learn_graph_types(self, depth: int) -> RepoSaver:
+        """This saver as the graph calling the read entry ``depth`` frames up reads it: its
+        own view, under the graph's state types too (graph_types.py). Not a graph: itself."""
+        if self._graph_views is None:
+            return self
+        return self._graph_views.for_caller(self, sys._getframe(depth + 1), self._graph_view)
+
+    def _graph_view(self, graph: Pregel[Any, Any]) -> RepoSaver:
+        grown = self.with_allowlist(graph_allowlist(graph))
+        view = copy.copy(self) if grown is self else grown
+        view._graph_views = None
+        view._fix = graph_fix(graph_name(graph))
+        view.codec = view._new_codec()
+        return view
 
     def _new_codec(self) -> ValueCodec:
         """The codec for the current serde, under the saver's allowlist and pickle option."""
         return ValueCodec(
-            self.serde, self.redactor, allowlist=self._allowlist, unsafe_allow_pickle=self.unsafe_allow_pickle
+            self.serde,
+            self.redactor,
+            allowlist=self._allowlist,
+            unsafe_allow_pickle=self.unsafe_allow_pickle,
+            fix=self._fix,
         )
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> RepoSaver:
@@ -187,14 +202,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
         grown = copy.copy(self) if clone is self else clone  # a serde allowing every type returns self
         grown._allowlist = self._allowlist | extra
         grown.codec = grown._new_codec()
+        if grown._graph_views is not None:
+            grown._graph_views = GraphViews()  # its graphs' views widen it, not this saver
         return grown
 
     # ------------------------------------------------------------------
     # reading
     # ------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        self._learn_graph_types(1)
-        return self._get_tuple(config)
+        return self._learn_graph_types(0)._get_tuple(config)
 
     def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns = _thread_ns(config)
@@ -227,6 +243,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         if limit is not None and limit <= 0:
+            return
+        view = self._learn_graph_types(0)
+        if view is not self:
+            yield from view.list(config, filter=filter, before=before, limit=limit)
             return
         conf = config["configurable"] if config else {}
         want_id = conf.get("checkpoint_id")
@@ -385,7 +405,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         a base64 payload by the codec (decrypted, parsed and checked, or refused)."""
         if not readable and (entry.raw is None or "+" not in entry.raw[0]):
             self.codec.refuse_plaintext(where)
-        self.codec.check_types(entry.types, where)
+        self.codec.check_types(entry.types, where, lambda key: codec_mod.locate_type(entry, key))
         if entry.raw is not None:
             return self.codec.loads(entry.raw, where, entry.locate)
         if not entry.types and self.codec.revives_plain_trees:
@@ -932,6 +952,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         read just for the channels still looking for their seed."""
         if not channels:
             return {}
+        view = self._learn_graph_types(0)
+        if view is not self:
+            return view.get_delta_channel_history(config=config, channels=channels)
         thread_id, ns = _thread_ns(config)
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         cid = get_checkpoint_id(config)
@@ -993,8 +1016,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # async twins: the same core, off the event loop
     # ------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        self._learn_graph_types(1)  # here, where the calling graph is on the stack
-        return await asyncio.to_thread(self._get_tuple, config)
+        view = self._learn_graph_types(0)  # here, where the calling graph is on the stack
+        return await asyncio.to_thread(view._get_tuple, config)
 
     async def alist(
         self,
@@ -1004,8 +1027,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        view = self._learn_graph_types(0)
         items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+            lambda: list(view.list(config, filter=filter, before=before, limit=limit))
         )
         for item in items:
             yield item
@@ -1043,8 +1067,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        view = self._learn_graph_types(0)
         return await asyncio.to_thread(
-            lambda: self.get_delta_channel_history(config=config, channels=channels)
+            lambda: view.get_delta_channel_history(config=config, channels=channels)
         )
 
 
