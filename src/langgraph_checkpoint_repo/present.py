@@ -312,7 +312,8 @@ def _mapping_lines(mapping: Mapping[str, Any], depth: int) -> list[str]:
             continue
         _, (key, val) = entry
         block = lines(val, depth + 1)
-        if len(block) == 1 and not (isinstance(val, (list, Mapping)) and val and not isinstance(val, str)):
+        nested = isinstance(val, (list, Mapping)) and bool(val) and _positional(val) is None
+        if len(block) == 1 and not nested:
             out.append(f"{key}: {block[0]}")
         else:
             out.append(f"{key}:")

@@ -37,11 +37,13 @@ class Allowed:
     """What the command line may construct, and where the user said so."""
 
     types: set[tuple[str, ...]] = field(default_factory=set)
-    pyproject: Path | None = None
+    pyproject: Path | None = None  # the one with a [tool.langgraph-repo] table
+    hint: Path | None = None  # else the nearest one, to name in advice
 
     def fix(self, keys: Sequence[tuple[str, ...]]) -> str:
         """The refused-type advice for the command line: the option, or the pyproject entry."""
-        where = str(self.pyproject) if self.pyproject is not None else "the project's pyproject.toml"
+        path = self.pyproject or self.hint
+        where = str(path) if path is not None else "the project's pyproject.toml"
         items = [f"{k[0]}:{k[1]}" for k in keys]
         modules = sorted({f"{k[0]}:*" for k in keys})
         return (
@@ -58,16 +60,17 @@ def parse_allow(item: str, source: str) -> tuple[str, str]:
     return module, name
 
 
-def find_pyproject(root: Path, cwd: Path) -> Path | None:
-    """The nearest pyproject.toml with a ``[tool.langgraph-repo]`` table, looking up from the
-    root's folder, then from the current folder; none inside the root (that is data)."""
+def find_pyproject(root: Path, cwd: Path, *, table: bool = True) -> Path | None:
+    """The nearest pyproject.toml with a ``[tool.langgraph-repo]`` table (any, without
+    ``table``), looking up from the root's folder, then from the current folder; none inside
+    the root (that is data)."""
     root = root.resolve()
     for start in (root.parent, cwd.resolve()):
         for folder in (start, *start.parents):
             candidate = folder / "pyproject.toml"
             if folder == root or root in folder.parents or not candidate.is_file():
                 continue
-            if TABLE in _read_toml(candidate).get("tool", {}):
+            if not table or TABLE in _read_toml(candidate).get("tool", {}):
                 return candidate
     return None
 
@@ -86,6 +89,7 @@ def allowed_types(root: Path, given: list[str]) -> Allowed:
     found = Allowed({parse_allow(item, "--allow") for item in given})
     found.pyproject = find_pyproject(root, Path.cwd())
     if found.pyproject is None:
+        found.hint = find_pyproject(root, Path.cwd(), table=False)
         if found.types:
             _importable(Path.cwd())
         return found
