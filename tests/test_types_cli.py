@@ -70,11 +70,14 @@ def test_show_and_diff_with_allow_construct_the_types(project: Path, allow: str)
     assert "Color.BLUE" in rendered and "Not revived" not in rendered
 
 
-def test_show_with_allow_reads_a_model_as_the_program_does(project: Path) -> None:
-    shown = ok(cli(project, "show", "nested", "--allow", "myapp.state:*"))
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_show_with_allow_reads_a_model_as_the_program_does(project: Path, strict: bool) -> None:
+    """Nested types (a dict of models) read alike with LANGGRAPH_STRICT_MSGPACK on or off;
+    allowing only Color constructs the enum inside a model that stays by name and fields."""
+    shown = ok(cli(project, "show", "nested", "--allow", "myapp.state:*", strict=strict))
     assert "      color: Color.RED\n" in shown and "      due: timedelta(days=14)\n" in shown
     assert "not revived" not in shown.lower()
-    partly = ok(cli(project, "show", "nested", "--allow", "myapp.state:Color"))
+    partly = ok(cli(project, "show", "nested", "--allow", "myapp.state:Color", strict=strict))
     assert "--allow myapp.state:Customer" in partly and "color: Color.RED" in partly
 
 
@@ -118,3 +121,16 @@ def test_pyproject_inside_the_state_folder_is_ignored(tmp_path: Path) -> None:
     shown = ok(cli(project, "show", "enum"))
     assert "Color('blue')" in shown and "--allow myapp.state:Color" in shown
     assert str(planted) not in shown
+
+
+def test_export_reads_with_the_allowed_types_or_says_how(project: Path, tmp_path: Path) -> None:
+    """export runs no graph: without leave it is refused, naming the types and the option;
+    with ``--allow`` (after the command, as before it) the thread is copied."""
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    refused = cli(project, "export", target, "--thread", "pydantic")
+    assert refused.returncode != 0
+    assert "refusing to construct myapp.state.Color, myapp.state.Customer" in refused.stderr
+    assert "--allow myapp.state:Color --allow myapp.state:Customer" in refused.stderr
+    allowed = cli(project, "export", target, "--thread", "pydantic", "--allow", "myapp.state:*", "--json")
+    copied = json.loads(ok(allowed))
+    assert copied["threads"] == ["pydantic"]

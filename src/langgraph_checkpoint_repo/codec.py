@@ -262,28 +262,34 @@ NUMPY_MARK = "<numpy array>"
 DELTA_MARK = "<delta snapshot>"
 
 
-def named_types(tree: Any) -> list[tuple[str, ...]]:
-    """Every (module, name[, method]) a tree asks the serde to construct."""
-    found: list[tuple[str, ...]] = []
+def _objects(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every JSON object of a tree, outer before inner."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, dict):
-            if "$type" in node:
-                mod, name = node["$type"]
-                if "$method" in node and "$pydantic" not in node:
-                    found.append((mod, name, node["$method"]))
-                else:
-                    found.append((mod, name))
-            if "$ext" in node:
-                found.append((EXT_MARK, str(node["$ext"])))
-            if "$numpy" in node:
-                found.append((NUMPY_MARK,))
-            if "$delta_snapshot" in node:
-                found.append((DELTA_MARK,))
+            yield node
             stack.extend(node.values())
+
+
+def named_types(tree: Any) -> list[tuple[str, ...]]:
+    """Every (module, name[, method]) a tree asks the serde to construct."""
+    found: list[tuple[str, ...]] = []
+    for node in _objects(tree):
+        if "$type" in node:
+            mod, name = node["$type"]
+            if "$method" in node and "$pydantic" not in node:
+                found.append((mod, name, node["$method"]))
+            else:
+                found.append((mod, name))
+        if "$ext" in node:
+            found.append((EXT_MARK, str(node["$ext"])))
+        if "$numpy" in node:
+            found.append((NUMPY_MARK,))
+        if "$delta_snapshot" in node:
+            found.append((DELTA_MARK,))
     return found
 
 
@@ -315,16 +321,10 @@ def rename_main(data: bytes) -> bytes:
         return data
     tree = msgpack_to_tree(data)
     found = False
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            kind = node.get("$type")
-            if isinstance(kind, list) and kind and kind[0] == MAIN:
-                kind[0], found = main, True
-            stack.extend(node.values())
+    for node in _objects(tree):
+        kind = node.get("$type")
+        if isinstance(kind, list) and kind and kind[0] == MAIN:
+            kind[0], found = main, True
     return tree_to_msgpack(tree) if found else data
 
 
@@ -650,10 +650,7 @@ def strict_ext_hook(
             if not others and not _constructor_shape(code, payload):
                 return _NOT_REVIVED  # numpy, unknown codes, odd payloads: not validate's to judge
             if code == EXT_NUMPY:
-                import numpy as np
-
-                dtype, shape, order, buf = payload
-                return np.frombuffer(buf, dtype=np.dtype(dtype)).reshape(shape, order=order)
+                return _numpy_array(payload)
             if code not in (EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2):
                 raise ValueError(f"unknown msgpack extension {code}")
             module, name, arg = payload[0], payload[1], payload[2]
@@ -690,6 +687,13 @@ def strict_ext_hook(
             raise
 
     return hook
+
+
+def _numpy_array(payload: Any) -> Any:
+    import numpy as np
+
+    dtype, shape, order, buf = payload
+    return np.frombuffer(buf, dtype=np.dtype(dtype)).reshape(shape, order=order)
 
 
 def _constructor_shape(code: int, payload: Any) -> bool:

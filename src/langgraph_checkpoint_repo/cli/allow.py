@@ -47,7 +47,7 @@ class Allowed:
         items = [f"{k[0]}:{k[1]}" for k in keys]
         modules = sorted({f"{k[0]}:*" for k in keys})
         return (
-            f"To show them as the program sees them: {' '.join(f'--allow {i}' for i in items)} "
+            f"To allow them: {' '.join(f'--allow {i}' for i in items)} "
             f"(or {', '.join(modules)}), or allow = {json.dumps(items)} under [tool.{TABLE}] in {where}"
         )
 
@@ -70,9 +70,19 @@ def find_pyproject(root: Path, cwd: Path, *, table: bool = True) -> Path | None:
             candidate = folder / "pyproject.toml"
             if folder == root or root in folder.parents or not candidate.is_file():
                 continue
-            if not table or TABLE in _read_toml(candidate).get("tool", {}):
+            if not table or _has_table(candidate):
                 return candidate
     return None
+
+
+def _has_table(path: Path) -> bool:
+    """True when ``path`` has our table; another project's broken pyproject.toml is not ours."""
+    try:
+        return TABLE in _read_toml(path).get("tool", {})
+    except BadInputError:
+        if f"tool.{TABLE}" in path.read_text("utf-8", errors="replace"):
+            raise
+        return False
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -97,6 +107,9 @@ def allowed_types(root: Path, given: list[str]) -> Allowed:
     where = f"{found.pyproject} [tool.{TABLE}]"
     if not isinstance(table, dict):
         raise BadInputError(f"{where}: must be a table")
+    unknown = sorted(set(table) - {"allow", "graph"})
+    if unknown:
+        raise BadInputError(f"{where}: unknown key {unknown[0]!r} (it takes allow and graph)")
     allow = table.get("allow", [])
     graphs = table.get("graph", [])
     graphs = [graphs] if isinstance(graphs, str) else graphs
