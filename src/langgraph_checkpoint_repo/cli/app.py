@@ -210,8 +210,12 @@ def _allowed(ctx: typer.Context) -> Allowed:
     return allowed_types(settings.root, settings.allow)
 
 
-def _reader(ctx: typer.Context) -> Reader:
+def _reader(ctx: typer.Context, *, values: bool = True) -> Reader:
+    """A reader of the root; ``values=False`` (commands that construct no values: fsck,
+    delete, copy, prune) takes no ``--allow`` or pyproject table, so imports nothing."""
     _check_root(_settings(ctx).root)
+    if not values:
+        return Reader(_settings(ctx).root)
     allowed = _allowed(ctx)
     return Reader(_settings(ctx).root, allowlist=allowed.types, fix=allowed.fix)
 
