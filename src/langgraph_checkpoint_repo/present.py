@@ -1,9 +1,10 @@
 """Values as a person reads them: messages as ``role: text``, long values folded.
 
 Works on revived Python values and on stored JSON trees alike (a diff compares trees), so
-a message reads the same whichever form it comes in. A value that was not revived is
-shown as its raw JSON, as stored, with the reason: that is what a person fixing the file
-needs to see.
+a message reads the same whichever form it comes in. A value of a type the reader may not
+construct is shown by type name and fields (an enum as ``Color('red')``), with the reason;
+constructed, an enum reads ``Color.RED`` and a timedelta ``timedelta(days=14)``
+(docs/types.md).
 """
 
 from __future__ import annotations

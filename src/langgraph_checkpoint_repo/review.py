@@ -10,9 +10,10 @@ out from the compiled graph is derived here from what each checkpoint stores:
 * a task's status follows LangGraph's rules for pending writes (``_task_status.py``): a
   task with an output write finished; otherwise its error or interrupt says what happened.
 
-Values are read through the saver's own validation and allowlist. A value the allowlist
-refuses (a graph's own state type: the command line never imports user code named in a
-file) is kept as its stored JSON tree (``Raw``) so a person still sees it.
+Values are read through the saver's own validation and allowlist (``Reader(allowlist=...)``:
+the command line's ``--allow`` and pyproject table). A value the allowlist refuses (a
+graph's own state type: the command line never imports user code named in a file) is kept
+as its stored JSON tree (``Raw``), with what may be constructed of it for a person to read.
 """
 
 from __future__ import annotations
