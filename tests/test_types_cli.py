@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from types_project import WRITE, cli, make_project, run_script
+from types_project import MAIN_WRITER, WRITE, cli, make_project, run_script
 
 ALLOW_NOTE = 'allow = ["myapp.state:Color"] under [tool.langgraph-repo] in '
 
@@ -134,3 +134,22 @@ def test_export_reads_with_the_allowed_types_or_says_how(project: Path, tmp_path
     allowed = cli(project, "export", target, "--thread", "pydantic", "--allow", "myapp.state:*", "--json")
     copied = json.loads(ok(allowed))
     assert copied["threads"] == ["pydantic"]
+
+
+def test_show_and_diff_a_main_writers_state(tmp_path: Path) -> None:
+    """State written by ``python agent.py`` names ``agent.Order``: the command line shows it by
+    name and fields, and with ``--allow agent:*`` constructs it (importing agent, whose
+    ``if __name__ == "__main__"`` block does not run)."""
+    project = make_project(tmp_path)
+    run_script(project, "agent.py", MAIN_WRITER)
+    run_script(project, "agent.py", MAIN_WRITER)
+    shown = ok(cli(project, "show", "main"))
+    assert "  Order:\n    item: tea\n    tier: Tier('gold')\n" in shown
+    assert "--allow agent:Order --allow agent:Tier (or agent:*)" in shown
+    ids = steps(project, "main")
+    last = max(ids)
+    diff = ok(cli(project, "diff", "main", "--to", ids[last], "--allow", "agent:*"))
+    assert "n: changed" in diff and "Not revived" not in diff
+    allowed = ok(cli(project, "show", "main", "--allow", "agent:*"))
+    assert "  Order:\n    item: tea\n    tier: Tier.GOLD\n" in allowed
+    assert "not revived" not in allowed.lower() and "wrote" not in allowed

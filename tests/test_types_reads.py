@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from types_project import WRITE, make_project, run_script
+from types_project import MAIN_WRITER, WRITE, make_project, run_script
 
 STRICT = pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
 
@@ -183,48 +183,6 @@ def test_outside_a_graph_the_explicit_allowlist_reads_every_path(tmp_path: Path)
     run_script(project, "write.py", WRITE)
     assert run_script(project, "saver_reads.py", SAVER_READS).stdout.strip().endswith("ok")
 
-
-MAIN_WRITER = """
-from dataclasses import dataclass
-from enum import Enum
-
-from langgraph.graph import END, START, StateGraph
-from typing_extensions import TypedDict
-
-from langgraph_checkpoint_repo import RepoSaver
-
-
-class Tier(Enum):
-    GOLD = "gold"
-
-
-@dataclass
-class Order:
-    item: str
-    tier: Tier
-
-
-class State(TypedDict):
-    order: Order
-    n: int
-
-
-def build(saver):
-    builder = StateGraph(State)
-    builder.add_node("step", lambda s: {"order": Order("tea", Tier.GOLD), "n": s["n"] + 1})
-    builder.add_edge(START, "step")
-    builder.add_edge("step", END)
-    return builder.compile(checkpointer=saver)
-
-
-if __name__ == "__main__":
-    graph = build(RepoSaver(".langgraph"))
-    config = {"configurable": {"thread_id": "main"}}
-    before = graph.get_state(config).values.get("n", 0)  # a second run reads its own state back
-    graph.invoke({"n": before}, config)
-    assert type(graph.get_state(config).values["order"]) is Order
-    print("wrote", graph.get_state(config).values["n"])
-"""
 
 IMPORTER = """
 import sys

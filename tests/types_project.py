@@ -214,3 +214,46 @@ for kind in sys.argv[1:] or GRAPHS:
     GRAPHS[kind](saver).invoke(INPUTS[kind], {"configurable": {"thread_id": kind}})
 print("written")
 """
+
+# a script whose own classes are __main__.X to Python (docs/types.md, "Types of a script's __main__")
+MAIN_WRITER = """
+from dataclasses import dataclass
+from enum import Enum
+
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from langgraph_checkpoint_repo import RepoSaver
+
+
+class Tier(Enum):
+    GOLD = "gold"
+
+
+@dataclass
+class Order:
+    item: str
+    tier: Tier
+
+
+class State(TypedDict):
+    order: Order
+    n: int
+
+
+def build(saver):
+    builder = StateGraph(State)
+    builder.add_node("step", lambda s: {"order": Order("tea", Tier.GOLD), "n": s["n"] + 1})
+    builder.add_edge(START, "step")
+    builder.add_edge("step", END)
+    return builder.compile(checkpointer=saver)
+
+
+if __name__ == "__main__":
+    graph = build(RepoSaver(".langgraph"))
+    config = {"configurable": {"thread_id": "main"}}
+    before = graph.get_state(config).values.get("n", 0)  # a second run reads its own state back
+    graph.invoke({"n": before}, config)
+    assert type(graph.get_state(config).values["order"]) is Order
+    print("wrote", graph.get_state(config).values["n"])
+"""
