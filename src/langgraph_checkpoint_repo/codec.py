@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib
 import math
 import sys
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -59,6 +58,7 @@ from ._compat import (
     set_ext_hook,
 )
 from .errors import InvalidWriteError, UnrevivableValueError
+from .graph_types import MAIN, import_named, main_module_name
 
 if TYPE_CHECKING:
     from .redaction import Redactor
@@ -262,29 +262,94 @@ NUMPY_MARK = "<numpy array>"
 DELTA_MARK = "<delta snapshot>"
 
 
-def named_types(tree: Any) -> list[tuple[str, ...]]:
-    """Every (module, name[, method]) a tree asks the serde to construct."""
-    found: list[tuple[str, ...]] = []
+def _objects(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every JSON object of a tree, outer before inner."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, dict):
-            if "$type" in node:
-                mod, name = node["$type"]
-                if "$method" in node and "$pydantic" not in node:
-                    found.append((mod, name, node["$method"]))
-                else:
-                    found.append((mod, name))
-            if "$ext" in node:
-                found.append((EXT_MARK, str(node["$ext"])))
-            if "$numpy" in node:
-                found.append((NUMPY_MARK,))
-            if "$delta_snapshot" in node:
-                found.append((DELTA_MARK,))
+            yield node
             stack.extend(node.values())
+
+
+def named_types(tree: Any) -> list[tuple[str, ...]]:
+    """Every (module, name[, method]) a tree asks the serde to construct."""
+    found: list[tuple[str, ...]] = []
+    for node in _objects(tree):
+        if "$type" in node:
+            mod, name = node["$type"]
+            if "$method" in node and "$pydantic" not in node:
+                found.append((mod, name, node["$method"]))
+            else:
+                found.append((mod, name))
+        if "$ext" in node:
+            found.append((EXT_MARK, str(node["$ext"])))
+        if "$numpy" in node:
+            found.append((NUMPY_MARK,))
+        if "$delta_snapshot" in node:
+            found.append((DELTA_MARK,))
     return found
+
+
+ANY_NAME = "*"  # ("myapp.state", "*"): every class defined in myapp.state
+
+
+def allows(allowed: Collection[tuple[str, ...]], module: str, name: str) -> bool:
+    """The allowlist rule for a constructed type: listed by name, or its module by ``*``."""
+    return (module, name) in allowed or (module, ANY_NAME) in allowed
+
+
+def with_main_alias(allowed: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """``__main__`` types allowed under the main module's importable name too: that is the
+    name they are written under (``rename_main``), so the writing program reads them back."""
+    main = main_module_name()
+    if main is None:
+        return allowed
+    return allowed | {(main, *key[1:]) for key in allowed if key[0] == MAIN}
+
+
+def rename_main(data: bytes) -> bytes:
+    """msgpack whose types named ``__main__.X`` are named by the main module's importable
+    name (``graph_types.main_module_name``), so another program can read them; unchanged when
+    that name cannot be told or no type is named so."""
+    if b"__main__" not in data:
+        return data
+    main = main_module_name()
+    if main is None:
+        return data
+    tree = msgpack_to_tree(data)
+    found = False
+    for node in _objects(tree):
+        kind = node.get("$type")
+        if isinstance(kind, list) and kind and kind[0] == MAIN:
+            kind[0], found = main, True
+    return tree_to_msgpack(tree) if found else data
+
+
+def readable(tree: Any, revive: Callable[[Any], Any]) -> Any:
+    """A stored tree for a person: each part ``revive`` constructs (it raises
+    UnrevivableValueError for a type it may not construct) as its value, the rest as its tree,
+    a refused ``$type`` node keeping its type name around its readable arguments."""
+    if not named_types(tree):
+        return tree
+    try:
+        return revive(tree)
+    except UnrevivableValueError:
+        pass
+    if isinstance(tree, list):
+        return [readable(item, revive) for item in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if "$map" in tree and isinstance(tree["$map"], list):
+        return {**tree, "$map": [readable(pair, revive) for pair in tree["$map"]]}
+    if "$type" in tree:
+        args = (*_ARG_KEY.values(), "$fields")
+        return {k: readable(v, revive) if k in args else v for k, v in tree.items()}
+    if any(k.startswith("$") for k in tree):
+        return tree
+    return {k: readable(v, revive) for k, v in tree.items()}
 
 
 class TypeSet(frozenset[tuple[str, ...]]):
@@ -325,8 +390,11 @@ class ValueCodec:
         *,
         allowlist: Collection[tuple[str, ...]] = (),
         unsafe_allow_pickle: bool = False,
+        fix: Fix | None = None,
     ) -> None:
         self.serde = serde
+        # how to allow a refused (module, name), for the error: the reader's own way
+        self.fix: Fix = fix or python_fix
         self.redactor = redactor
         self.encrypts = isinstance(serde, EncryptedSerializer)
         self.unsafe_allow_pickle = unsafe_allow_pickle
@@ -337,6 +405,7 @@ class ValueCodec:
         self._allowed: set[tuple[str, ...]] = set(SAFE_MSGPACK_TYPES) | {tuple(a) for a in allowlist}
         if isinstance(allowed, (set, frozenset)):  # an explicit list; True (allow all) is not one
             self._allowed |= {tuple(a) for a in allowed}
+        self._allowed = with_main_alias(self._allowed)
         # what loads values: the serde, with LangGraph's lenient ext hook made strict
         self._loader: SerializerProtocol = strict_loader(inner, frozenset(self._allowed), False)
 
@@ -378,8 +447,10 @@ class ValueCodec:
                 "the allowlist and so never loads back"
             )
             raise InvalidWriteError(kind, target, pointer, problem)
-        if type_ == "msgpack" and self.redactor is not None:
-            data = self.redactor.redact_msgpack(data)
+        if type_ == "msgpack":
+            data = rename_main(data)
+            if self.redactor is not None:
+                data = self.redactor.redact_msgpack(data)
         return type_, data
 
     def encode(self, value: Any, kind: str, target: str, pointer: str) -> dict[str, Any]:
@@ -396,33 +467,43 @@ class ValueCodec:
 
     def check_allowed(self, tree: Any, where: str) -> None:
         """Refuse, before any import, a tree naming a type outside the allowlist."""
-        self.check_types(named_types(tree), where)
+        self.check_types(named_types(tree), where, lambda key: type_pointer(tree, key))
 
-    def check_types(self, types: Any, where: str) -> None:
-        """Refuse any named type outside the allowlist, whatever the serde would allow."""
+    def check_types(
+        self, types: Any, where: str, locate: Callable[[tuple[str, ...]], str | None] | None = None
+    ) -> None:
+        """Refuse any named type outside the allowlist, whatever the serde would allow;
+        ``locate`` tells where in its file a refused type is named."""
         origins = getattr(types, "origins", {})
-        for key in types:
-            if key[0] in (NUMPY_MARK, DELTA_MARK):
-                continue
+
+        def at(key: tuple[str, ...]) -> str:
             origin = origins.get(key)
-            at = f"{where}, named in {origin}" if origin and origin not in where else where
+            return f"{where}, named in {origin}" if origin and origin not in where else where
+
+        for key in types:
             if key[0] == EXT_MARK:
-                raise UnrevivableValueError(f"{at}: unknown msgpack extension {key[1]} cannot be revived")
-            if len(key) == 3:
-                if key in SAFE_MSGPACK_METHODS:
-                    continue
                 raise UnrevivableValueError(
-                    f"{at}: refusing to call {'.'.join(key)}: the method is not "
+                    f"{at(key)}: unknown msgpack extension {key[1]} cannot be revived"
+                )
+            if len(key) == 3 and key not in SAFE_MSGPACK_METHODS:
+                raise UnrevivableValueError(
+                    f"{at(key)}: refusing to call {'.'.join(key)}: the method is not "
                     "in LangGraph's safe msgpack methods"
                 )
-            if key in self._allowed:
-                continue
+        refused = sorted(self.refused_types(types))
+        if refused:
+            place = locate(refused[0]) if locate is not None else None
             raise UnrevivableValueError(
-                f"{at}: refusing to construct {'.'.join(key)}: not in the "
-                "msgpack allowlist. If the graph's state uses this type, compile the "
-                "graph with this checkpointer (LangGraph registers the state's types "
-                "through with_allowlist) or pass RepoSaver(allowlist=[(module, name)])"
+                f"{at(refused[0])}: refusing to construct {', '.join('.'.join(k) for k in refused)}: "
+                "not in the msgpack allowlist"
+                + (f" (named at {place})" if place else "")
+                + f". {refusal_fix(refused, self.fix)}"
             )
+
+    def refused_types(self, types: Collection[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """The (module, name) of ``types`` this codec may not construct, in order."""
+        named = (k for k in types if len(k) == 2 and k[0] not in (NUMPY_MARK, DELTA_MARK, EXT_MARK))
+        return list(dict.fromkeys(k for k in named if not allows(self._allowed, k[0], k[1])))
 
     def refuse_plaintext(self, where: str) -> None:
         """With an encrypting serde every value is ciphertext: one in the clear was planted."""
@@ -569,10 +650,7 @@ def strict_ext_hook(
             if not others and not _constructor_shape(code, payload):
                 return _NOT_REVIVED  # numpy, unknown codes, odd payloads: not validate's to judge
             if code == EXT_NUMPY:
-                import numpy as np
-
-                dtype, shape, order, buf = payload
-                return np.frombuffer(buf, dtype=np.dtype(dtype)).reshape(shape, order=order)
+                return _numpy_array(payload)
             if code not in (EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2):
                 raise ValueError(f"unknown msgpack extension {code}")
             module, name, arg = payload[0], payload[1], payload[2]
@@ -584,12 +662,12 @@ def strict_ext_hook(
                     if not others:
                         return _NOT_REVIVED
                     raise ValueError("the method is not in LangGraph's safe msgpack methods")
-                return getattr(getattr(importlib.import_module(module), name), method)(arg)
-            if not (allow_all or (module, name) in allowed):
+                return getattr(getattr(import_named(module), name), method)(arg)
+            if not (allow_all or allows(allowed, module, name)):
                 if not others:
                     return _NOT_REVIVED
                 raise ValueError("not in the msgpack allowlist")
-            cls = getattr(importlib.import_module(module), name)
+            cls = allowed_class(allowed, allow_all, module, name)
             if code == EXT_SINGLE:
                 if isinstance(cls, type) and issubclass(cls, (set, frozenset)) and isinstance(arg, list):
                     # msgpack turned tuple members into lists; LangGraph's hook then fails and
@@ -611,6 +689,13 @@ def strict_ext_hook(
     return hook
 
 
+def _numpy_array(payload: Any) -> Any:
+    import numpy as np
+
+    dtype, shape, order, buf = payload
+    return np.frombuffer(buf, dtype=np.dtype(dtype)).reshape(shape, order=order)
+
+
 def _constructor_shape(code: int, payload: Any) -> bool:
     """True when an extension payload is (module, name, data[, method]) of a constructor code."""
     return (
@@ -620,6 +705,18 @@ def _constructor_shape(code: int, payload: Any) -> bool:
         and _is_name(payload[0])
         and _is_name(payload[1])
     )
+
+
+def allowed_class(allowed: Collection[tuple[str, ...]], allow_all: bool, module: str, name: str) -> Any:
+    """The class an allowed (module, name) names. Allowed only by ``module:*``, it must be a
+    class defined in that module: not a function, nor a name the module imported."""
+    home = import_named(module)
+    found = getattr(home, name)
+    if allow_all or (module, name) in allowed:
+        return found
+    if not (isinstance(found, type) and found.__module__ == home.__name__):
+        raise ValueError(f"{module}:* allows only the classes defined in {module}")
+    return found
 
 
 def strict_loader(serde: SerializerProtocol, allowed: frozenset[tuple[str, ...]], allow_all: bool) -> Any:
@@ -657,11 +754,10 @@ def run_strict(load: Callable[[], Any]) -> tuple[Any, tuple[int, str, BaseExcept
         run.entered, run.failed = saved
 
 
-def ext_pointer(tree: Any, index: int) -> str | None:
-    """JSON pointer (inside ``tree``) of its ``index``-th extension value, counted the way
-    msgpack unpacking meets them (document order, a value before what it contains; tags read
-    as ``from_tree`` reads them). None when it cannot be told (inside raw ``$ext`` bytes)."""
-    count = 0
+def ext_nodes(tree: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(JSON pointer, node) of each extension value of ``tree``, in the order msgpack
+    unpacking meets them (document order, a value before what it contains; tags read as
+    ``from_tree`` reads them). Stops at raw ``$ext`` bytes: what is inside has no pointer."""
     stack: list[tuple[str, Any]] = [("", tree)]
     while stack:
         pointer, node = stack.pop()
@@ -675,18 +771,82 @@ def ext_pointer(tree: Any, index: int) -> str | None:
             elif tag == "$map":
                 children = _map_children(pointer, node["$map"])
             elif tag in ("$type", "$numpy", "$delta_snapshot", "$ext"):
-                if count == index:
-                    return pointer
-                count += 1
+                yield pointer, node
                 if tag == "$type":
                     key = _arg_key(node)
                     children = [(f"{pointer}/{key}", node[key])] if key in node else []
                 elif tag == "$delta_snapshot":
                     children = [(f"{pointer}/$delta_snapshot", node["$delta_snapshot"])]
                 elif tag == "$ext":
-                    return None  # what is inside raw $ext bytes has no pointer
+                    return
         stack.extend(reversed(children))
+
+
+def ext_pointer(tree: Any, index: int) -> str | None:
+    """JSON pointer (inside ``tree``) of its ``index``-th extension value (``ext_nodes``'
+    order), or None when it cannot be told."""
+    return next((p for i, (p, _) in enumerate(ext_nodes(tree)) if i == index), None)
+
+
+def type_index(tree: Any, key: tuple[str, ...]) -> int | None:
+    """The index (``ext_nodes``' order) of the first value naming type ``key``."""
+    for i, (_, node) in enumerate(ext_nodes(tree)):
+        if node.get("$type") == list(key[:2]):
+            return i
     return None
+
+
+def type_pointer(tree: Any, key: tuple[str, ...]) -> str | None:
+    """The JSON pointer of the first value naming type ``key``."""
+    return next((p for p, node in ext_nodes(tree) if node.get("$type") == list(key[:2])), None)
+
+
+# how to allow refused (module, name) types, in the words of whoever reads
+Fix = Callable[[Sequence[tuple[str, ...]]], str]
+
+
+def _pairs(keys: Sequence[tuple[str, ...]]) -> str:
+    return ", ".join(f"({k[0]!r}, {k[1]!r})" for k in keys)
+
+
+def python_fix(keys: Sequence[tuple[str, ...]]) -> str:
+    """How a program allows types (the default ``ValueCodec.fix``)."""
+    return f"To allow: RepoSaver(allowlist=[{_pairs(keys)}])"
+
+
+def graph_fix(graph: str) -> Fix:
+    """How a graph's read allows types its state does not name (a graph view's ``fix``)."""
+
+    def fix(keys: Sequence[tuple[str, ...]]) -> str:
+        return (
+            f"The graph {graph!r} reading it does not name them in its state schemas or channels, "
+            "the types its reads may construct (docs/types.md): name them there, or "
+            f"RepoSaver(allowlist=[{_pairs(keys)}])"
+        )
+
+    return fix
+
+
+def locate_type(entry: Any, key: tuple[str, ...]) -> str | None:
+    """"file at pointer" of the first value naming type ``key`` in a ``store.ValueEntry``."""
+    if entry.tree is None:
+        return None
+    index = type_index(entry.tree, key)
+    return None if index is None else entry.locate(index)  # type: ignore[no-any-return]
+
+
+def refusal_fix(keys: Sequence[tuple[str, ...]], fix: Fix) -> str:
+    """What a refused type's error says to do: the reader's own fix, or for a type of a
+    script's ``__main__`` (written where its importable name could not be told) why only
+    that script reads it."""
+    if all(k[0] != MAIN for k in keys):
+        return fix(keys)
+    return (
+        "A type named __main__ was written by a program run as a script whose importable module "
+        "name could not be told (docs/types.md): run the writer as python -m package.module or "
+        "from inside its project to record its real name; until then only a program whose main "
+        "module defines it reads it. " + fix(keys)
+    )
 
 
 def _tag(node: dict[str, Any]) -> str | None:

@@ -1,16 +1,19 @@
 """Values as a person reads them: messages as ``role: text``, long values folded.
 
 Works on revived Python values and on stored JSON trees alike (a diff compares trees), so
-a message reads the same whichever form it comes in. A value that was not revived is
-shown as its raw JSON, as stored, with the reason: that is what a person fixing the file
-needs to see.
+a message reads the same whichever form it comes in. A value of a type the reader may not
+construct is shown by type name and fields (an enum as ``Color('red')``), with the reason;
+constructed, an enum reads ``Color.RED`` and a timedelta ``timedelta(days=14)``
+(docs/types.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .redaction import mask_secrets
@@ -41,7 +44,30 @@ def fold(text: str, limit: int = FOLD_CHARS) -> str:
 def short_reason(reason: str) -> str:
     """The useful sentence of an UnrevivableValueError (it starts with where, which we show anyway)."""
     tail = reason.split("): ", 1)[-1]
-    return tail.split(". ", 1)[0]
+    return tail.split(". ", 1)[0].split(" (named at ", 1)[0]
+
+
+def not_revived_note(
+    types: Iterable[tuple[str, ...]], fix: Callable[[list[tuple[str, ...]]], str]
+) -> list[str]:
+    """What a command says after showing values it could not construct: which types, and how
+    to allow them (the reader's ``fix``: the option and the pyproject entry)."""
+    keys = list(types)
+    if not keys:
+        return []
+    names = ", ".join(".".join(k) for k in keys)
+    return [f"Not revived (shown by type name and fields, as stored): {names}.", fix(keys)]
+
+
+def python_text(value: Any) -> str:
+    """A constructed value's one-line form: an enum member as ``Color.RED``, a date or time
+    as ``timedelta(days=14)`` (no module prefix), anything else its repr."""
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    text = repr(value)
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, datetime.tzinfo)):
+        text = text.replace("datetime.", "")
+    return text
 
 
 # ----------------------------------------------------------------------
@@ -167,10 +193,29 @@ def _object_fields(value: Any) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _positional(value: Any) -> list[Any] | None:
+    """The arguments of a stored ``$type`` node built from positional ones (an enum's value,
+    a timedelta's days): shown as a call, ``Color('red')``."""
+    if isinstance(value, Mapping) and _tag_name(value) is not None and "$method" not in value:
+        if "$arg" in value:
+            return [value["$arg"]]
+        if isinstance(value.get("$args"), list):
+            return list(value["$args"])
+    return None
+
+
 def inline(value: Any, limit: int = INLINE_CHARS) -> str:
     """A one-line form for table cells and lists."""
     if isinstance(value, Raw):
+        if value.shown is not None:
+            return inline(value.shown, limit)
         return fold(json.dumps(value.tree, ensure_ascii=False), limit)
+    if isinstance(value, enum.Enum):
+        return python_text(value)
+    args = _positional(value)
+    if args is not None:
+        body = ", ".join(repr(a) if isinstance(a, str) else inline(a, 40) for a in args)
+        return fold(f"{_tag_name(value)}({body})", limit)
     if is_message(value):
         return message_line(value, limit)
     if isinstance(value, str):
@@ -195,13 +240,17 @@ def inline(value: Any, limit: int = INLINE_CHARS) -> str:
         if items and all(is_message(i) for i in items):
             return fold(f"{len(items)} messages, last {message_line(items[-1], 60)}", limit)
         return fold("[" + ", ".join(inline(i, 40) for i in items) + "]", limit)
-    return fold(repr(value), limit)
+    return fold(python_text(value), limit)
 
 
 def lines(value: Any, depth: int = 0) -> list[str]:
     """A value as indented lines: messages one per line, mappings key by key, folded."""
     if isinstance(value, Raw):
+        if value.shown is not None:
+            return [f"(not revived: {short_reason(value.reason)})", *lines(value.shown, depth)]
         return [f"(not revived: {short_reason(value.reason)}; raw JSON as stored:)", *json_lines(value.tree)]
+    if isinstance(value, enum.Enum) or _positional(value) is not None:
+        return [inline(value, FOLD_CHARS)]
     if is_message(value):
         return message_line(value).splitlines() or [""]
     if isinstance(value, str):
@@ -264,7 +313,8 @@ def _mapping_lines(mapping: Mapping[str, Any], depth: int) -> list[str]:
             continue
         _, (key, val) = entry
         block = lines(val, depth + 1)
-        if len(block) == 1 and not (isinstance(val, (list, Mapping)) and val and not isinstance(val, str)):
+        nested = isinstance(val, (list, Mapping)) and bool(val) and _positional(val) is None
+        if len(block) == 1 and not nested:
             out.append(f"{key}: {block[0]}")
         else:
             out.append(f"{key}:")

@@ -10,9 +10,10 @@ out from the compiled graph is derived here from what each checkpoint stores:
 * a task's status follows LangGraph's rules for pending writes (``_task_status.py``): a
   task with an output write finished; otherwise its error or interrupt says what happened.
 
-Values are read through the saver's own validation and allowlist. A value the allowlist
-refuses (a graph's own state type: the command line never imports user code named in a
-file) is kept as its stored JSON tree (``Raw``) so a person still sees it.
+Values are read through the saver's own validation and allowlist (``Reader(allowlist=...)``:
+the command line's ``--allow`` and pyproject table). A value the allowlist refuses (a
+graph's own state type: the command line never imports user code named in a file) is kept
+as its stored JSON tree (``Raw``), with what may be constructed of it for a person to read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from difflib import SequenceMatcher
@@ -30,7 +31,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from .codec import _b64, named_types
+from .codec import Fix, _b64, named_types, readable
 from .errors import BadInputError as BadInputError  # re-exported: its old home
 from .errors import NotFoundError as NotFoundError  # re-exported: its old home
 from .errors import UnrevivableValueError
@@ -59,10 +60,12 @@ def is_internal(channel: str) -> bool:
 
 @dataclass(frozen=True)
 class Raw:
-    """A stored value that was not revived; ``tree`` is its JSON as it is on disk."""
+    """A stored value that was not revived; ``tree`` is its JSON as it is on disk, ``shown``
+    the same with every part this reader may construct constructed (``present.readable``)."""
 
     tree: Any
     reason: str
+    shown: Any = None
 
 
 @dataclass
@@ -381,13 +384,25 @@ def tree_of(entry: ValueEntry) -> Any:
 class Reader:
     """Reads one root through a RepoSaver (validation, allowlist) without ever writing."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        allowlist: Collection[tuple[str, ...]] = (),
+        fix: Fix | None = None,
+    ) -> None:
+        """``allowlist``: the types (module, name) it may construct besides LangGraph's safe
+        ones; ``fix``: what a refusal tells the user to do (the command line's options)."""
         if not root.is_dir():
             raise NotFoundError(f"root {root} does not exist")
         self.root = root
-        self.saver = RepoSaver(root)
+        self.saver = RepoSaver(root, allowlist=list(allowlist) or None)
+        if fix is not None:
+            self.saver.codec.fix = fix
         self.store: FileStore = self.saver.store
         self.layout = self.store.layout
+        # (module, name) of every type a value shown so far named and this reader may not construct
+        self.not_revived: dict[tuple[str, ...], None] = {}
 
     # -- names ------------------------------------------------------------------
     def thread_ids(self) -> list[str]:
@@ -480,11 +495,28 @@ class Reader:
         return StateView(thread_id, ns, cid, doc, path, trees, values, metadata, writes, tasks)
 
     def _revive(self, entry: ValueEntry, where: str, tree: Any) -> Any:
-        """The saver's own revive (allowlist checked before any import), or the stored tree."""
+        """The saver's own revive (allowlist checked before any import), or the stored tree
+        with what may be constructed of it constructed."""
         try:
             return self.saver.revive(entry, where)
         except UnrevivableValueError as exc:
-            return Raw(tree, str(exc))
+            return Raw(tree, str(exc), None if entry.raw is not None else self.readable(tree))
+
+    def readable(self, tree: Any) -> Any:
+        """A stored tree for a person (``present.readable``), noting the types left as trees."""
+        refused = self.saver.codec.refused_types(named_types(tree))
+        self.not_revived.update(dict.fromkeys(refused))
+        if not refused:  # all of it may be constructed: one revive, or its error
+            try:
+                return self._revive_tree(tree)
+            except UnrevivableValueError:
+                pass
+        return readable(tree, self._revive_tree)
+
+    def _revive_tree(self, tree: Any) -> Any:
+        where = "a value shown"
+        entry = ValueEntry(False, tree, types=frozenset(named_types(tree)), where=where)
+        return self.saver._revive(entry, where, readable=True)
 
     def pending_writes(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> list[WriteView]:
         """Writes merged and ordered as ``get_tuple`` returns them, each value revived or Raw."""

@@ -18,10 +18,11 @@ import builtins
 import copy
 import os
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -37,13 +38,14 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.base.id import uuid6
-from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.pregel import Pregel
 
 from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
-from .codec import ValueCodec
+from .codec import ValueCodec, graph_fix
 from .durable import check_lock_timeout
 from .errors import (
     FileFormatError,
@@ -51,7 +53,7 @@ from .errors import (
     RepoCheckpointError,
     UnrevivableValueError,
 )
-from .graph_types import GraphTypes
+from .graph_types import GraphViews, graph_allowlist, graph_name
 from .layout import find_default_root
 from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .redaction import RedactOption, Redactor, resolve_redactor
@@ -74,6 +76,9 @@ _CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_cha
 # RepoSaver is defined in two classes, so that neither passes 300 lines: this one holds the
 # options, the type policy and the read half of the contract (get_tuple, list, reviving stored
 # values); RepoSaver below adds writing, maintenance, DeltaChannel history and the async twins.
+_S = TypeVar("_S", bound="_RepoSaverBase")
+
+
 class _RepoSaverBase(BaseCheckpointSaver[str]):
     """A checkpointer that keeps graph state as reviewable JSON files in the repository.
 
@@ -141,47 +146,61 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         self.store = FileStore(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
         self.redactor: Redactor | None = resolve_redactor(redact)
+        self._fix: codec_mod.Fix | None = None  # how a refused type is allowed
         self.codec = self._new_codec()
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], _ListState] = {}
-        self._graph_types = GraphTypes()
+        # one view per calling graph, with that graph's types (None: this is such a view)
+        self._graph_views: GraphViews | None = GraphViews()
 
-    def _learn_graph_types(self, depth: int) -> None:
-        """Allow the state types of the graph that is calling (see graph_types.py)."""
-        allow = self._graph_types.new_types(depth + 1)
-        if allow and not _allow_keys(allow) <= self.codec.allowed:
-            self.serde = maybe_add_typed_methods(with_msgpack_allowlist(self.serde, allow))
-            self._allowlist = self._allowlist | _allow_keys(allow)
-            self.codec = self._new_codec()
+    def _learn_graph_types(self: _S, depth: int) -> _S:
+        """This saver as the graph calling the read entry ``depth`` frames up reads it: its
+        own view, under the graph's state types too (graph_types.py). Not a graph: itself."""
+        if self._graph_views is None:
+            return self
+        return self._graph_views.for_caller(self, sys._getframe(depth + 1), self._graph_view)
+
+    def _graph_view(self: _S, graph: Pregel[Any, Any]) -> _S:
+        grown = self.with_allowlist(graph_allowlist(graph))
+        view = copy.copy(self) if grown is self else grown
+        view._graph_views = None
+        view._fix = graph_fix(graph_name(graph))
+        view.codec = view._new_codec()
+        return view
 
     def _new_codec(self) -> ValueCodec:
         """The codec for the current serde, under the saver's allowlist and pickle option."""
         return ValueCodec(
-            self.serde, self.redactor, allowlist=self._allowlist, unsafe_allow_pickle=self.unsafe_allow_pickle
+            self.serde,
+            self.redactor,
+            allowlist=self._allowlist,
+            unsafe_allow_pickle=self.unsafe_allow_pickle,
+            fix=self._fix,
         )
 
-    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> _RepoSaverBase:
+    def with_allowlist(self: _S, extra_allowlist: Collection[tuple[str, ...]]) -> _S:
         """As the base class, and the saver's own allowlist (checked whatever the serde) grows too."""
         clone = super().with_allowlist(extra_allowlist)
-        assert isinstance(clone, RepoSaver)
+        assert isinstance(clone, type(self))
         extra = _allow_keys(extra_allowlist)
         if clone is self and extra <= self.codec.allowed:
             return self
         grown = copy.copy(self) if clone is self else clone  # a serde allowing every type returns self
         grown._allowlist = self._allowlist | extra
         grown.codec = grown._new_codec()
+        if grown._graph_views is not None:
+            grown._graph_views = GraphViews()  # its graphs' views widen it, not this saver
         return grown
 
     # ------------------------------------------------------------------
     # reading
     # ------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """As the base class; it also allows the calling graph's state types (graph_types.py).
+        """As the base class, read under the calling graph's state types (graph_types.py).
         A checkpoint removed while it is read (by another process) is not found; for the
         latest, the new latest is read."""
-        self._learn_graph_types(1)
-        return self._get_tuple(config)
+        return self._learn_graph_types(0)._get_tuple(config)
 
     def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns = _thread_ns(config)
@@ -216,6 +235,10 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         """As the base class; across threads or namespaces newest first by id, as SqliteSaver
         orders them, and a checkpoint removed since it was listed (by another process) is skipped."""
         if limit is not None and limit <= 0:
+            return
+        view = self._learn_graph_types(0)
+        if view is not self:
+            yield from view.list(config, filter=filter, before=before, limit=limit)
             return
         wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
@@ -345,7 +368,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         a base64 payload by the codec (decrypted, parsed and checked, or refused)."""
         if not readable and (entry.raw is None or "+" not in entry.raw[0]):
             self.codec.refuse_plaintext(where)
-        self.codec.check_types(entry.types, where)
+        self.codec.check_types(entry.types, where, lambda key: codec_mod.locate_type(entry, key))
         if entry.raw is not None:
             return self.codec.loads(entry.raw, where, entry.locate)
         if not entry.types and self.codec.revives_plain_trees:
@@ -521,6 +544,9 @@ class RepoSaver(_RepoSaverBase):
         ancestor's values are read just for the channels still looking for their seed."""
         if not channels:
             return {}
+        view = self._learn_graph_types(0)
+        if view is not self:
+            return view.get_delta_channel_history(config=config, channels=channels)
         thread_id, ns = _thread_ns(config)
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         cid = get_checkpoint_id(config)
@@ -583,8 +609,8 @@ class RepoSaver(_RepoSaverBase):
     # ------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` in a worker thread."""
-        self._learn_graph_types(1)  # here, where the calling graph is on the stack
-        return await asyncio.to_thread(self._get_tuple, config)
+        view = self._learn_graph_types(0)  # here, where the calling graph is on the stack
+        return await asyncio.to_thread(view._get_tuple, config)
 
     async def alist(
         self,
@@ -595,8 +621,9 @@ class RepoSaver(_RepoSaverBase):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """``list`` in a worker thread, collected there, then yielded."""
+        view = self._learn_graph_types(0)
         items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+            lambda: list(view.list(config, filter=filter, before=before, limit=limit))
         )
         for item in items:
             yield item
@@ -641,8 +668,9 @@ class RepoSaver(_RepoSaverBase):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """``get_delta_channel_history`` in a worker thread."""
+        view = self._learn_graph_types(0)
         return await asyncio.to_thread(
-            lambda: self.get_delta_channel_history(config=config, channels=channels)
+            lambda: view.get_delta_channel_history(config=config, channels=channels)
         )
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from copy import copy as _shallow_copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -33,6 +33,7 @@ from ..layout import find_default_root, holds_state
 from ..review import (
     Reader,
 )
+from .allow import Allowed, allowed_types
 from .output import (
     _err_console,
     _out_console,
@@ -60,13 +61,15 @@ class _Group(TyperGroup):
         if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
             return command
         for param in self.params:
-            if param.name not in ("root", "version"):
+            if param.name not in ("root", "version", "allow"):
                 continue
             extra = _shallow_copy(param)
             extra.expose_value = False
             extra.envvar = None
             if param.name == "root":
                 extra.callback = _root_after_command
+            elif param.name == "allow":
+                extra.callback = _allow_after_command
             extra._global_copy = True  # type: ignore[attr-defined]
             command.params.append(extra)
         return command
@@ -103,6 +106,7 @@ class Settings:
     root: Path
     out: Console
     err: Console
+    allow: list[str] = field(default_factory=list)  # --allow module:Name items
 
 
 def _show_version(value: bool) -> None:
@@ -121,6 +125,14 @@ def _root_after_command(ctx: Any, param: Any, value: Any) -> None:
         settings.root = Path(value).absolute()
 
 
+def _allow_after_command(ctx: Any, param: Any, value: Any) -> None:
+    """``--allow`` given after the command: adds to those given before it."""
+    if value:
+        settings = ctx.obj
+        assert isinstance(settings, Settings)
+        settings.allow.extend(value)
+
+
 @app.callback()
 def _main(
     ctx: typer.Context,
@@ -137,10 +149,20 @@ def _main(
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
     ] = False,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow",
+            metavar="MODULE:NAME",
+            help="A type of your state the files may construct (module:Name, or module:* for all "
+            "classes of a module; repeatable). Imports that module. Also: [tool.langgraph-repo] "
+            "allow/graph in pyproject.toml (docs/types.md).",
+        ),
+    ] = None,
 ) -> None:
     """Inspect, check and tidy LangGraph state kept by RepoSaver in a repository."""
     path = (root if root is not None else find_default_root()).absolute()
-    ctx.obj = Settings(path, _out_console(), _err_console())
+    ctx.obj = Settings(path, _out_console(), _err_console(), list(allow or []))
 
 
 def _check_root(root: Path, *, creating: bool = False) -> None:
@@ -182,9 +204,20 @@ def _settings(ctx: typer.Context) -> Settings:
     return settings
 
 
-def _reader(ctx: typer.Context) -> Reader:
+def _allowed(ctx: typer.Context) -> Allowed:
+    """What this command may construct: ``--allow`` and the project's pyproject.toml."""
+    settings = _settings(ctx)
+    return allowed_types(settings.root, settings.allow)
+
+
+def _reader(ctx: typer.Context, *, values: bool = True) -> Reader:
+    """A reader of the root; ``values=False`` (commands that construct no values: fsck,
+    delete, copy, prune) takes no ``--allow`` or pyproject table, so imports nothing."""
     _check_root(_settings(ctx).root)
-    return Reader(_settings(ctx).root)
+    if not values:
+        return Reader(_settings(ctx).root)
+    allowed = _allowed(ctx)
+    return Reader(_settings(ctx).root, allowlist=allowed.types, fix=allowed.fix)
 
 
 def progress_columns() -> tuple[Any, ...]:

@@ -101,7 +101,7 @@ def fsck_command(
 ) -> None:
     """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
     settings = _settings(ctx)
-    reader = _reader(ctx)
+    reader = _reader(ctx, values=False)
     total = count_files(reader.root)
     with _progress(settings, "checking", total) as advance:
         findings = fsck(reader, advance)

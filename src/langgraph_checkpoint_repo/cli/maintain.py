@@ -66,7 +66,7 @@ def delete(
 ) -> None:
     """Delete a thread and all its files."""
     settings = _settings(ctx)
-    reader = _reader(ctx)
+    reader = _reader(ctx, values=False)
     summary = reader.summary(thread)
     files = reader.thread_files(thread)
     note = ""
@@ -90,7 +90,7 @@ def copy(
 ) -> None:
     """Copy a thread, every checkpoint and file, to a new thread id."""
     settings = _settings(ctx)
-    reader = _reader(ctx)
+    reader = _reader(ctx, values=False)
     summary = reader.summary(source)
     check_thread_id(target)
     if reader.layout.thread_dir(target).exists():
@@ -129,7 +129,7 @@ def prune(
     if keep_last is None and older_than is None:
         raise BadInputError("give --keep-last N, --older-than AGE, or both")
     age = parse_age(older_than) if older_than is not None else None
-    reader = _reader(ctx)
+    reader = _reader(ctx, values=False)
     now = datetime.now(timezone.utc)
     ids = list(thread_ids or [])
     for tid in ids:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .. import present
 from ..review import (
@@ -69,7 +70,10 @@ def _md_writers(writers: list[str]) -> str:
     return ", ".join(w if w.startswith("(") else _md_cell(w) for w in writers)
 
 
-def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], limit: int) -> str:
+def _markdown(
+    summary: ThreadSummary, view: StateView, rows: list[HistoryRow], limit: int, note: Sequence[str] = ()
+) -> str:
+    """The thread as Markdown; ``note``: the types not revived and how to allow them."""
     parts = _md_head(summary, view)
     channels = [c for c in sorted(view.values) if not is_internal(c)]
     if not channels:
@@ -93,6 +97,8 @@ def _markdown(summary: ThreadSummary, view: StateView, rows: list[HistoryRow], l
                 resume += " (may have run already: check side effects)"
             parts.append(f"| {_md_cell(t.name)} | {t.status} | {resume} |")
         parts.append("")
+    if note:
+        parts += [_fence("\n".join(note)), ""]
     parts += _md_history(rows, limit)
     parts += [
         "",

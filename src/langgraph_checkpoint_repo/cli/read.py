@@ -47,7 +47,9 @@ from .views import (
     _header,
     _interrupt_block,
     _print_change,
+    _print_not_revived,
     _print_recovery,
+    _print_stored_json,
     _section,
     _tasks_table,
     _value_block,
@@ -284,6 +286,8 @@ def show(
         _section(out, "Subgraph namespaces (see them with --ns)")
         for n in subgraphs:
             out.print("  " + n)
+    _print_stored_json(out, view, channels)
+    _print_not_revived(out, reader)
 
 
 def _diff_base(reader: Reader, thread: str, ns: str, new: StateView, from_id: str | None) -> str | None:
@@ -352,7 +356,8 @@ def diff(
             )
         )
     for c in changes:
-        _print_change(out, c)
+        _print_change(out, c, reader.readable)
+    _print_not_revived(out, reader)
 
 
 @app.command()
@@ -391,3 +396,4 @@ def tasks(
         if n:
             out.print()
         _print_recovery(out, thread, view)
+    _print_not_revived(out, reader)

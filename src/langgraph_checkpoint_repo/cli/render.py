@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .. import present
 from ..errors import (
     BadInputError,
 )
@@ -59,4 +60,5 @@ def render(
             }
         )
         return
-    sys.stdout.write(screen(_markdown(summary, view, rows, limit), keep="\n\t"))
+    note = present.not_revived_note(reader.not_revived, reader.saver.codec.fix)
+    sys.stdout.write(screen(_markdown(summary, view, rows, limit, note), keep="\n\t"))

@@ -10,7 +10,6 @@ import typer
 from rich.progress import Progress
 
 from ..errors import (
-    BadInputError,
     CliError,
     RepoCheckpointError,
 )
@@ -18,6 +17,7 @@ from .app import (
     FAILED,
     JsonOpt,
     Settings,
+    _allowed,
     _check_root,
     _settings,
     app,
@@ -34,29 +34,12 @@ ThreadsOpt = Annotated[
 ReplaceOpt = Annotated[
     bool, typer.Option("--replace", help="Replace a thread the destination already has (default: refuse).")
 ]
-AllowOpt = Annotated[
-    list[str] | None,
-    typer.Option("--allow", help="A type module:Name the repo files may revive (a state class; repeatable)."),
-]
-
-
-def _allowlist(allow: list[str] | None) -> list[tuple[str, ...]] | None:
-    out: list[tuple[str, ...]] = []
-    for item in allow or []:
-        module, sep, name = item.partition(":")
-        if not sep or not module or not name:
-            raise BadInputError(f"--allow {item!r}: expected module:Name")
-        out.append((module, name))
-    return out or None
-
-
 def _transfer(
     ctx: typer.Context,
     other: str,
     to_repo: bool,
     threads: list[str] | None,
     replace: bool,
-    allow: list[str] | None,
     json_out: bool,
 ) -> None:
     from ..saver import RepoSaver
@@ -64,7 +47,9 @@ def _transfer(
 
     settings = _settings(ctx)
     _check_root(settings.root, creating=to_repo)
-    repo = RepoSaver(settings.root, allowlist=_allowlist(allow))
+    allowed = _allowed(ctx)
+    repo = RepoSaver(settings.root, allowlist=allowed.types or None)
+    repo.codec.fix = allowed.fix
     try:
         with open_saver(other, create=not to_repo) as saver:
             source, target = (saver, repo) if to_repo else (repo, saver)
@@ -112,11 +97,10 @@ def import_command(
     source: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
-    allow: AllowOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Copy threads from another checkpointer into the repo files (docs/migrating.md)."""
-    _transfer(ctx, source, True, thread, replace, allow, json_out)
+    _transfer(ctx, source, True, thread, replace, json_out)
 
 
 @app.command()
@@ -125,8 +109,7 @@ def export(
     target: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
-    allow: AllowOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Copy threads from the repo files into another checkpointer (docs/migrating.md)."""
-    _transfer(ctx, target, False, thread, replace, allow, json_out)
+    _transfer(ctx, target, False, thread, replace, json_out)

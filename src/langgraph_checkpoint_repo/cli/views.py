@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -14,6 +15,7 @@ from ..review import (
     ChannelChange,
     InterruptView,
     Raw,
+    Reader,
     StateView,
     TaskView,
 )
@@ -114,7 +116,10 @@ def _interrupt_block(out: Console, i: InterruptView) -> None:
         out.print(Text("  " + line))
 
 
-def _print_change(out: Console, c: ChannelChange) -> None:
+def _print_change(out: Console, c: ChannelChange, shown: Callable[[Any], Any] = lambda tree: tree) -> None:
+    """One channel of ``diff``; ``shown`` turns a stored tree into what a person reads (the
+    reader's ``readable``, so a value reads as it does in ``show``)."""
+
     def line(mark: str, text: str, style: str) -> None:
         first, *rest = text.splitlines() or [""]
         out.print(Text(f"  {mark} {first}", style=style))
@@ -129,24 +134,45 @@ def _print_change(out: Console, c: ChannelChange) -> None:
             what.append(f"{len(c.removed)} removed")
         out.print(Text.assemble((c.channel, "bold cyan"), f": {', '.join(what)}"))
         for i, v in c.removed:
-            line("-", f"[{i}] {present.inline(v, present.FOLD_CHARS)}", "red")
+            line("-", f"[{i}] {present.inline(shown(v), present.FOLD_CHARS)}", "red")
         for i, v in c.added:
-            line("+", f"[{i}] {present.inline(v, present.FOLD_CHARS)}", "green")
+            line("+", f"[{i}] {present.inline(shown(v), present.FOLD_CHARS)}", "green")
     elif c.kind == "keys":
         out.print(Text.assemble((c.channel, "bold cyan"), ": keys changed"))
         for k, v in c.keys_removed.items():
-            line("-", f"{k}: {present.inline(v)}", "red")
+            line("-", f"{k}: {present.inline(shown(v))}", "red")
         for k, (a, b) in c.keys_changed.items():
-            line("~", f"{k}: {present.inline(a)} → {present.inline(b)}", "yellow")
+            line("~", f"{k}: {present.inline(shown(a))} → {present.inline(shown(b))}", "yellow")
         for k, v in c.keys_added.items():
-            line("+", f"{k}: {present.inline(v)}", "green")
+            line("+", f"{k}: {present.inline(shown(v))}", "green")
     else:
         label = {"added": "set", "removed": "removed", "changed": "changed"}[c.kind]
         out.print(Text.assemble((c.channel, "bold cyan"), f": {label}"))
         if c.kind in ("removed", "changed"):
-            line("-", "\n".join(present.lines(c.old)), "red")
+            line("-", "\n".join(present.lines(shown(c.old))), "red")
         if c.kind in ("added", "changed"):
-            line("+", "\n".join(present.lines(c.new)), "green")
+            line("+", "\n".join(present.lines(shown(c.new))), "green")
+
+
+def _print_not_revived(out: Console, reader: Reader) -> None:
+    """After values are shown: the types left as stored and how to allow them."""
+    note = present.not_revived_note(reader.not_revived, reader.saver.codec.fix)
+    if note:
+        out.print()
+    for text in note:
+        out.print(Text(text, style="yellow"))
+
+
+def _print_stored_json(out: Console, view: StateView, channels: list[str]) -> None:
+    """``show``'s stored JSON of the values it could not revive: what a hand edit changes."""
+    raw = [c for c in channels if isinstance(view.values.get(c), Raw)]
+    if not raw:
+        return
+    _section(out, "Stored JSON of the values not revived")
+    for c in raw:
+        out.print(Text(c, style="bold cyan"))
+        for text in present.json_lines(view.values[c].tree):
+            out.print(Text("  " + text, style="dim"))
 
 
 def _count(items: list[Any], one: str, many: str) -> str:

@@ -1,0 +1,75 @@
+"""``module:*`` in an allowlist (docs/types.md): every class *defined in* that module, never a
+function nor a name the module imported; and the ``[tool.langgraph-repo]`` table's checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph_checkpoint_repo.cli.allow import allowed_types, find_pyproject
+from langgraph_checkpoint_repo.codec import ValueCodec, tree_to_msgpack
+from langgraph_checkpoint_repo.errors import BadInputError, UnrevivableValueError
+
+
+def load(allow: list[tuple[str, str]], tree: object) -> object:
+    codec = ValueCodec(JsonPlusSerializer(allowed_msgpack_modules=None), allowlist=allow)
+    return codec.loads(("msgpack", tree_to_msgpack(tree)), "the value")
+
+
+def test_module_star_constructs_the_classes_defined_in_the_module() -> None:
+    decoder = load([("json.decoder", "*")], {"$type": ["json.decoder", "JSONDecoder"], "$kwargs": {}})
+    assert isinstance(decoder, json.JSONDecoder)
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"$type": ["os", "system"], "$arg": "true"},  # a function
+        {"$type": ["json", "JSONDecoder"], "$kwargs": {}},  # a class json imported from json.decoder
+    ],
+    ids=["function", "imported class"],
+)
+def test_module_star_refuses_functions_and_imported_names(tree: dict[str, object]) -> None:
+    module = tree["$type"][0]  # type: ignore[index]
+    with pytest.raises(UnrevivableValueError, match=rf"{module}:\* allows only the classes defined in"):
+        load([(str(module), "*")], tree)
+
+
+def test_module_star_does_not_allow_another_module() -> None:
+    with pytest.raises(UnrevivableValueError, match=r"refusing to construct os\.system"):
+        load([("json.decoder", "*")], {"$type": ["os", "system"], "$arg": "true"})
+
+
+def project(tmp_path: Path, table: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\n{table}', encoding="utf-8")
+    root = tmp_path / ".langgraph"
+    root.mkdir()
+    return root
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[tool.langgraph-repo]\nallowed = ["a:B"]\n', "unknown key 'allowed'"),
+        ('[tool.langgraph-repo]\nallow = "a:B"\n', "allow: must be a list of strings"),
+        ('[tool.langgraph-repo]\nallow = ["a.B"]\n', "expected module:Name or module:*"),
+        ('[tool.langgraph-repo]\ngraph = "json:dumps"\n', "is a function, not a compiled graph"),
+        ("[tool.langgraph-repo\n", "cannot read it as TOML"),
+    ],
+    ids=["unknown key", "not a list", "no colon", "not a graph", "broken toml"],
+)
+def test_a_bad_table_is_an_error_naming_the_file(tmp_path: Path, table: str, message: str) -> None:
+    root = project(tmp_path, table)
+    with pytest.raises(BadInputError, match=message) as info:
+        allowed_types(root, [])
+    assert str(tmp_path / "pyproject.toml") in str(info.value)
+
+
+def test_the_table_is_read_from_above_the_root_never_inside(tmp_path: Path) -> None:
+    root = project(tmp_path, '[tool.langgraph-repo]\nallow = ["json.decoder:*"]\n')
+    (root / "pyproject.toml").write_text('[tool.langgraph-repo]\nallow = ["os:*"]\n', encoding="utf-8")
+    assert find_pyproject(root, root) == tmp_path / "pyproject.toml"
+    assert allowed_types(root, ["a.b:C"]).types == {("json.decoder", "*"), ("a.b", "C")}

@@ -1,0 +1,155 @@
+"""The command line shows a graph's own types readably, with or without leave to construct
+them (docs/types.md): ``--allow module:Name`` / ``module:*``, and ``[tool.langgraph-repo]``
+``allow`` or ``graph`` in the project's pyproject.toml. Each command runs in a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from types_project import MAIN_WRITER, WRITE, cli, make_project, run_script
+
+ALLOW_NOTE = 'allow = ["myapp.state:Color"] under [tool.langgraph-repo] in '
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def steps(project: Path, thread: str) -> dict[int, str]:
+    data = json.loads(ok(cli(project, "history", thread, "--json")))
+    return {c["step"]: c["checkpoint_id"] for c in data["checkpoints"]}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The four threads of ``types_project``, written once (read-only below)."""
+    project = make_project(tmp_path_factory.mktemp("types-cli"))
+    run_script(project, "write.py", WRITE)
+    return project
+
+
+def test_show_and_diff_without_allow_read_the_types_by_name_and_fields(project: Path) -> None:
+    """Without leave to construct them, show and diff print an Enum as ``Color('blue')``, a
+    timedelta as ``timedelta(days=14)`` and a model by its fields, alike, then name the types
+    not revived and the exact option and pyproject entry that allow them."""
+    shown = ok(cli(project, "show", "pydantic"))
+    assert "  Customer:\n" in shown and "    color: Color('red')\n" in shown
+    assert "    due: timedelta(days=14)\n" in shown and "    name: ada\n" in shown
+    assert "(not revived: refusing to construct myapp.state.Color, myapp.state.Customer" in shown
+    assert "--allow myapp.state:Customer --allow myapp.state:Color (or myapp.state:*)" in shown
+    assert str(project / "pyproject.toml") in shown
+    ids = steps(project, "enum")
+    diff = ok(cli(project, "diff", "enum", "--from", ids[0], "--to", ids[1]))
+    assert "  - Color('red')\n  + Color('blue')\n" in diff
+    assert "--allow myapp.state:Color (or myapp.state:*), or " + ALLOW_NOTE in diff
+    show_enum = ok(cli(project, "show", "enum", "--checkpoint", ids[1]))
+    assert "Color('blue')" in show_enum
+    ids = steps(project, "pydantic")
+    diff = ok(cli(project, "diff", "pydantic", "--from", ids[0], "--to", ids[1]))
+    assert "  + Customer:\n" in diff and "      color: Color('red')\n" in diff
+    assert "      due: timedelta(days=14)\n" in diff
+    assert "timedelta: 0: 14" not in diff and "0: red" not in diff
+
+
+@pytest.mark.parametrize("allow", ["myapp.state:*", "myapp.state:Color"])
+def test_show_and_diff_with_allow_construct_the_types(project: Path, allow: str) -> None:
+    """``--allow`` (before or after the command) constructs the types: ``Color.BLUE``, and no
+    note about types not revived."""
+    ids = steps(project, "enum")
+    diff = ok(cli(project, "diff", "enum", "--from", ids[0], "--to", ids[1], "--allow", allow))
+    assert "  - Color.RED\n  + Color.BLUE\n" in diff and "Not revived" not in diff
+    shown = ok(cli(project, "--allow", allow, "show", "enum"))
+    assert "color: Color.BLUE\n" in shown and "not revived" not in shown.lower()
+    rendered = ok(cli(project, "render", "enum", "--allow", allow))
+    assert "Color.BLUE" in rendered and "Not revived" not in rendered
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+def test_show_with_allow_reads_a_model_as_the_program_does(project: Path, strict: bool) -> None:
+    """Nested types (a dict of models) read alike with LANGGRAPH_STRICT_MSGPACK on or off;
+    allowing only Color constructs the enum inside a model that stays by name and fields."""
+    shown = ok(cli(project, "show", "nested", "--allow", "myapp.state:*", strict=strict))
+    assert "      color: Color.RED\n" in shown and "      due: timedelta(days=14)\n" in shown
+    assert "not revived" not in shown.lower()
+    partly = ok(cli(project, "show", "nested", "--allow", "myapp.state:Color", strict=strict))
+    assert "--allow myapp.state:Customer" in partly and "color: Color.RED" in partly
+
+
+def test_render_shows_the_same_forms_and_the_note(project: Path) -> None:
+    rendered = ok(cli(project, "render", "pydantic"))
+    assert "\n  color: Color('red')\n" in rendered and "\n  due: timedelta(days=14)\n" in rendered
+    assert "Not revived (shown by type name and fields, as stored): myapp.state.Customer" in rendered
+
+
+def test_allow_refuses_a_malformed_item(project: Path) -> None:
+    proc = cli(project, "show", "enum", "--allow", "myapp.state")
+    assert proc.returncode == 2 and "--allow 'myapp.state': expected module:Name or module:*" in proc.stderr
+
+
+COMPILED = "from myapp.agent import pydantic_graph\n\ngraph = pydantic_graph(None)\n"
+
+
+@pytest.mark.parametrize(
+    "table", ['allow = ["myapp.state:*"]', 'graph = "myapp.compiled:graph"'], ids=["allow", "graph"]
+)
+def test_pyproject_table_allows_the_types(tmp_path: Path, table: str) -> None:
+    """``[tool.langgraph-repo]`` in the project's pyproject.toml: ``allow`` lists types,
+    ``graph`` takes them from a compiled graph as ``compile`` does (importing its module)."""
+    project = make_project(tmp_path, pyproject=f"\n[tool.langgraph-repo]\n{table}\n")
+    (project / "myapp" / "compiled.py").write_text(COMPILED, encoding="utf-8")
+    run_script(project, "write.py", WRITE, "pydantic")
+    shown = ok(cli(project, "show", "pydantic"))
+    assert "    color: Color.RED\n" in shown and "    due: timedelta(days=14)\n" in shown
+    assert "not revived" not in shown.lower()
+    ids = steps(project, "pydantic")
+    diff = ok(cli(project, "diff", "pydantic", "--from", ids[0], "--to", ids[1]))
+    assert "      color: Color.RED\n" in diff and "Not revived" not in diff
+
+
+def test_pyproject_inside_the_state_folder_is_ignored(tmp_path: Path) -> None:
+    """A pyproject.toml inside the root is data (a pull request can plant it): never read."""
+    project = make_project(tmp_path)
+    run_script(project, "write.py", WRITE, "enum")
+    planted = project / ".langgraph" / "pyproject.toml"
+    planted.write_text('[tool.langgraph-repo]\ngraph = "os:system"\nallow = ["os:*"]\n', encoding="utf-8")
+    shown = ok(cli(project, "show", "enum"))
+    assert "Color('blue')" in shown and "--allow myapp.state:Color" in shown
+    assert str(planted) not in shown
+
+
+def test_export_reads_with_the_allowed_types_or_says_how(project: Path, tmp_path: Path) -> None:
+    """export runs no graph: without leave it is refused, naming the types and the option;
+    with ``--allow`` (after the command, as before it) the thread is copied."""
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    refused = cli(project, "export", target, "--thread", "pydantic")
+    assert refused.returncode != 0
+    assert "refusing to construct myapp.state.Color, myapp.state.Customer" in refused.stderr
+    assert "--allow myapp.state:Color --allow myapp.state:Customer" in refused.stderr
+    allowed = cli(project, "export", target, "--thread", "pydantic", "--allow", "myapp.state:*", "--json")
+    copied = json.loads(ok(allowed))
+    assert copied["threads"] == ["pydantic"]
+
+
+def test_show_and_diff_a_main_writers_state(tmp_path: Path) -> None:
+    """State written by ``python agent.py`` names ``agent.Order``: the command line shows it by
+    name and fields, and with ``--allow agent:*`` constructs it (importing agent, whose
+    ``if __name__ == "__main__"`` block does not run)."""
+    project = make_project(tmp_path)
+    run_script(project, "agent.py", MAIN_WRITER)
+    run_script(project, "agent.py", MAIN_WRITER)
+    shown = ok(cli(project, "show", "main"))
+    assert "  Order:\n    item: tea\n    tier: Tier('gold')\n" in shown
+    assert "--allow agent:Order --allow agent:Tier (or agent:*)" in shown
+    ids = steps(project, "main")
+    last = max(ids)
+    diff = ok(cli(project, "diff", "main", "--to", ids[last], "--allow", "agent:*"))
+    assert "n: changed" in diff and "Not revived" not in diff
+    allowed = ok(cli(project, "show", "main", "--allow", "agent:*"))
+    assert "  Order:\n    item: tea\n    tier: Tier.GOLD\n" in allowed
+    assert "not revived" not in allowed.lower() and "wrote" not in allowed
