@@ -12,11 +12,11 @@ from __future__ import annotations
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -61,6 +61,10 @@ def chat_graph(
 ) -> Any:
     """One user message in, one answer out: ``reply`` (sync or async) runs as node ``node``."""
     return line_graph(MessagesState, saver, **{node: reply})
+
+
+def contents(messages: Iterable[BaseMessage]) -> list[str]:
+    return [str(m.content) for m in messages]
 
 
 def chat_root(

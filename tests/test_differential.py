@@ -37,6 +37,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Interrupt, Send, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
+from graphs import cfg
 from langgraph_checkpoint_repo import RepoSaver
 
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
@@ -202,7 +203,7 @@ class Driver:
 
     def __init__(self, graph: Any, thread_id: str, use_async: bool) -> None:
         self.graph = graph
-        self.cfg: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        self.cfg: RunnableConfig = cfg(thread_id)
         self.use_async = use_async
         self.fork: RunnableConfig | None = None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
+from graphs import cfg, contents, extend
 from langgraph_checkpoint_repo import RepoSaver
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -50,7 +51,7 @@ def _approve(state: MessagesState) -> dict[str, Any]:
     return {"messages": [HumanMessage(content=f"approved: {answer}")]}
 
 
-def chat_graph(saver: BaseCheckpointSaver[Any], *, ask: bool = False) -> Graph:
+def agent_graph(saver: BaseCheckpointSaver[Any], *, ask: bool = False) -> Graph:
     """A chat whose "agent" node is a subgraph (its own checkpoint namespace);
     with ``ask`` a human approval (interrupt) sits between agent and reply."""
     sub = StateGraph(MessagesState)
@@ -71,17 +72,9 @@ def chat_graph(saver: BaseCheckpointSaver[Any], *, ask: bool = False) -> Graph:
     return builder.compile(checkpointer=saver)
 
 
-def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
-    """DeltaChannel reducer: deterministic and batching-invariant."""
-    out = list(state)
-    for items in writes:
-        out.extend(items)
-    return out
-
-
 class DeltaState(TypedDict):
-    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
-    evens: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=2)]
+    items: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=3)]
+    evens: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=2)]
     n: int
 
 
@@ -121,22 +114,13 @@ def expected_delta(steps: int) -> dict[str, Any]:
 # ----------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------
-def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, **extra}}
-
-
 def run_turns(graph: Graph, thread_id: str, words: Iterable[str], run_id: str | None = None) -> None:
-    extra = {"run_id": run_id} if run_id else {}
     for word in words:
-        graph.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id, **extra))
-
-
-def contents(messages: Iterable[BaseMessage]) -> list[str]:
-    return [str(m.content) for m in messages]
+        graph.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id, run_id=run_id or None))
 
 
 def turn_contents(words: Iterable[str]) -> list[str]:
-    """The conversation the chat graph produces for these user turns."""
+    """The conversation agent_graph produces for these user turns."""
     out: list[str] = []
     for word in words:
         out += [word, f"thought about {word}", f"reply {len(out) + 2}"]
@@ -237,7 +221,7 @@ def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
     as InMemorySaver does; the deleted id can start a fresh conversation."""
     repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
     for saver in (repo, mem):
-        graph = chat_graph(saver)
+        graph = agent_graph(saver)
         run_turns(graph, "doomed", ["a1", "a2"])
         run_turns(graph, "kept", ["b1", "b2", "b3"])
     kept_before = summary(repo, "kept")
@@ -254,7 +238,7 @@ def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
     assert not repo.store.layout.thread_dir("doomed").exists()
 
     for saver in (repo, mem):
-        run_turns(chat_graph(saver), "doomed", ["again"])
+        run_turns(agent_graph(saver), "doomed", ["again"])
     assert summary(repo, "doomed") == summary(mem, "doomed")
     latest = RepoSaver(tmp_path / "root").get_tuple(cfg("doomed"))
     assert latest is not None
@@ -281,7 +265,7 @@ def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(tmp_p
     resuming each with a different answer keeps them apart."""
     root = tmp_path / "root"
     saver = RepoSaver(root)
-    graph = chat_graph(saver, ask=True)
+    graph = agent_graph(saver, ask=True)
     graph.invoke({"messages": [HumanMessage(content="u0")]}, cfg("src"))
     graph.invoke(Command(resume="first"), cfg("src"))
     graph.invoke({"messages": [HumanMessage(content="u1")]}, cfg("src"))
@@ -337,7 +321,7 @@ def test_delete_for_runs_removes_exactly_those_runs(tmp_path: Path) -> None:
     that lived inline in deleted checkpoints were kept), and the thread goes on."""
     root = tmp_path / "root"
     saver = RepoSaver(root)
-    graph = chat_graph(saver)
+    graph = agent_graph(saver)
     run_turns(graph, "t", ["t1"], run_id="run-1")
     run_turns(graph, "t", [BIG], run_id="run-2")
     run_turns(graph, "t", ["t3"], run_id="run-3")
@@ -377,7 +361,7 @@ def test_delete_for_runs_removes_exactly_those_runs(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------
 def _chat_thread_for_prune(root: Path) -> tuple[RepoSaver, Graph]:
     saver = RepoSaver(root)
-    graph = chat_graph(saver)
+    graph = agent_graph(saver)
     run_turns(graph, "t", ["p1", BIG, "p3"])
     run_turns(graph, "other", ["o1", "o2"])
     return saver, graph
@@ -581,7 +565,7 @@ def test_get_next_version_is_increasing_in_the_in_memory_format(tmp_path: Path) 
     assert _version_parts(from_int)[0] == _version_parts(mem.get_next_version(99, None))[0] == 100  # type: ignore[arg-type]
     assert from_int > repo.get_next_version(98, None)  # type: ignore[arg-type]
     # the graph's stored channel versions have the same shape
-    chat = chat_graph(repo)
+    chat = agent_graph(repo)
     run_turns(chat, "v", ["x"])
     latest = repo.get_tuple(cfg("v"))
     assert latest is not None
@@ -596,7 +580,7 @@ def _prepared_roots(tmp_path: Path) -> tuple[Path, Path]:
     """Two identical roots (a copied folder), so sync and async calls can be compared 1:1."""
     base = tmp_path / "base"
     saver = RepoSaver(base)
-    chat = chat_graph(saver)
+    chat = agent_graph(saver)
     run_turns(chat, "t", ["a1"], run_id="run-1")
     run_turns(chat, "t", ["a2"], run_id="run-2")
     run_turns(chat, "u", ["b1"], run_id="run-1")

@@ -53,7 +53,7 @@ def everything(saver: BaseCheckpointSaver[Any], threads: list[str]) -> dict[str,
     """Every answer the contract gives about these threads, in a comparable form."""
     out: dict[str, Any] = {}
     for t in threads:
-        listed = list(saver.list({"configurable": {"thread_id": t}}))
+        listed = list(saver.list(cfg(t)))
         out[f"list {t}"] = listed
         namespaces = sorted({tup.config["configurable"]["checkpoint_ns"] for tup in listed})
         for ns in namespaces:

@@ -31,6 +31,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Interrupt, Send
 
+from graphs import cfg
 from langgraph_checkpoint_repo import RepoSaver, UnrevivableValueError
 
 # ----------------------------------------------------------------------
@@ -154,7 +155,7 @@ def _savers(
 
 def _store_value(saver: RepoSaver | InMemorySaver, value: Any) -> RunnableConfig:
     """One checkpoint whose channel, metadata and pending writes all carry ``value``."""
-    base: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
+    base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000001))
     versions = {"value": V1, "plain": V1}
     checkpoint = _checkpoint(cid, {"value": value, "plain": "plain text"}, versions)
@@ -394,7 +395,7 @@ def test_round_trip_keeps_python_types_of_the_original(tmp_path: Path) -> None:
 def test_channel_versions_keep_their_type(tmp_path: Path, versions: dict[str, Any]) -> None:
     """int, float and str channel versions come back as the same type and value as stored."""
     repo, mem = _savers(tmp_path / "root")
-    base: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
+    base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000002))
     for saver in (repo, mem):
         checkpoint = _checkpoint(cid, {"a": "x", "b": [1]}, versions)
@@ -578,7 +579,7 @@ def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
     """A value of a type outside the allowlist fails loudly with a locatable message, not a silent dict."""
     writer = RepoSaver(tmp_path / "root", durable=False)
     thread_id = "thread-unregistered"
-    base: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    base: RunnableConfig = cfg(thread_id, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000003))
     versions = {"secret_channel": V1, "ok": V1}
     checkpoint = _checkpoint(cid, {"secret_channel": value, "ok": 1}, versions)
@@ -608,7 +609,7 @@ def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
 def test_unregistered_type_in_pending_write_raises(tmp_path: Path) -> None:
     """A pending write of an unregistered type also fails loudly, naming thread, checkpoint and channel."""
     writer = RepoSaver(tmp_path / "root", durable=False)
-    base: RunnableConfig = {"configurable": {"thread_id": "t-w", "checkpoint_ns": ""}}
+    base: RunnableConfig = cfg("t-w", checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000004))
     config = writer.put(base, _checkpoint(cid, {"ok": 1}, {"ok": V1}), {"step": 0}, {"ok": V1})
     writer.put_writes(config, [("bad_channel", UnregisteredPoint(3, 4))], TASK_A)
@@ -632,7 +633,7 @@ def test_user_message_text_appears_verbatim_in_files(tmp_path: Path) -> None:
     builder.add_edge(START, "respond")
     builder.add_edge("respond", END)
     graph = builder.compile(checkpointer=RepoSaver(tmp_path / "root", durable=False))
-    config: RunnableConfig = {"configurable": {"thread_id": "g"}}
+    config: RunnableConfig = cfg("g")
     graph.invoke({"messages": [HumanMessage(content=needle, id="human-1")]}, config)
 
     hits: list[Path] = []
