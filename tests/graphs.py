@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import LATEST_VERSION, BaseCheckpointSaver, Checkpoint
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
@@ -198,6 +198,24 @@ def delta_graph(saver: BaseCheckpointSaver[Any] | None, stop: int = 7) -> Any:
     builder.add_edge(START, "tick")
     builder.add_conditional_edges("tick", lambda s: END if s["n"] >= stop else "tick")
     return builder.compile(checkpointer=saver)
+
+
+def make_checkpoint(
+    cid: str, values: dict[str, Any], versions: dict[str, Any], *, input_seen: bool = False
+) -> Checkpoint:
+    """A checkpoint to put by hand: a "node" saw ``versions`` (and, with ``input_seen``, the input)."""
+    seen: dict[str, Any] = {"node": dict(versions)}
+    if input_seen:
+        seen["__input__"] = {}
+    return Checkpoint(
+        v=LATEST_VERSION,
+        id=cid,
+        ts="2024-05-06T07:08:09.123456+00:00",
+        channel_values=values,
+        channel_versions=dict(versions),
+        versions_seen=seen,
+        updated_channels=sorted(values),
+    )
 
 
 def run_fixture_graphs(saver: BaseCheckpointSaver[Any]) -> None:

@@ -22,7 +22,6 @@ import operator
 import os
 import random
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,7 +36,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Interrupt, Send, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
-from graphs import cfg
+from graphs import cfg, extend
 from langgraph_checkpoint_repo import RepoSaver
 
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
@@ -48,13 +47,6 @@ NODES = ("a", "work", "ask", "tail", "sub", "__start__")
 OPERATIONS = ("input", "resume", "update_latest", "update_older", "copy", "copy_update", "run_fork", "end")
 
 
-def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
-    out = list(state)
-    for items in writes:
-        out.extend(items)
-    return out
-
-
 class SubState(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
     ask: bool
@@ -63,7 +55,7 @@ class SubState(TypedDict, total=False):
 class State(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
     messages: Annotated[list[AnyMessage], add_messages]
-    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
+    items: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=3)]
     count: int
     note: str
     ask: bool

@@ -23,8 +23,6 @@ import json
 import operator
 import os
 import pickle
-import subprocess
-import sys
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +40,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
+from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import (
     FileFormatError,
     InvalidWriteError,
@@ -61,28 +60,6 @@ KEY = b"0123456789abcdef0123456789abcdef"
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def load(path: Path) -> Any:
-    return json.loads(path.read_bytes())
-
-
-def dump(path: Path, doc: Any) -> None:
-    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = load(path)
-    change(doc)
-    dump(path, doc)
-
-
-def checkpoints(tdir: Path) -> list[Path]:
-    return sorted((tdir / "checkpoints").glob("*.json"))
-
-
-def writes_files(tdir: Path) -> list[Path]:
-    return sorted((tdir / "writes").glob("*.json"))
-
-
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -106,27 +83,11 @@ def encrypted() -> EncryptedSerializer:
 
 def chat_thread(root: Path, thread_id: str, serde: SerializerProtocol | None = None, turns: int = 1) -> Path:
     """A chat thread written by a real graph; its folder."""
-    saver = RepoSaver(root, serde=serde, durable=False)
-    graph = chat_graph(saver)
-    for i in range(turns):
-        graph.invoke({"messages": [HumanMessage(content=f"turn {i}")]}, cfg(thread_id))
-    return saver.store.layout.thread_dir(thread_id)
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo`` as a person or a hook runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-        env={k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"},
-    )
+    return chat_root(root, thread_id, turns, serde=serde).store.layout.thread_dir(thread_id)
 
 
 def validate_lines(root: Path) -> list[str]:
-    proc = cli(root, "validate", "--no-secrets")
+    proc = cli(root, "validate", "--no-secrets", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.stdout.splitlines()
@@ -452,7 +413,7 @@ def test_show_does_not_revive_a_planted_json_payload(tmp_path: Path) -> None:
     tdir = chat_thread(root, "t")
     latest = checkpoints(tdir)[-1]
     rewrite(latest, lambda d: d["new_values"].__setitem__("messages", {"value": _json_node("json")}))
-    proc = cli(root, "show", "t", "--json")
+    proc = cli(root, "show", "t", "--json", cwd="/")
     assert proc.returncode == 0, proc.stderr
     reason = json.loads(proc.stdout)["not_revived"]["messages"]
     assert "refusing to load a json payload" in reason and str(latest) in reason
@@ -497,7 +458,7 @@ def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(tmp_path:
     assert history[0].values == out and history[1].values == {"note": Note("contract"), "log": ["prepared"]}
     text = "".join(p.read_text() for p in root.rglob("*.json"))
     assert "contract" not in text and "Ada" not in text and '"serde": "msgpack+aes"' in text
-    assert cli(root, "validate", "--no-secrets").returncode == 0
+    assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
 
 
 def test_plaintext_thread_moves_to_an_encrypting_saver_with_copy_threads(tmp_path: Path) -> None:
@@ -564,7 +525,7 @@ def test_smuggled_channel_values_fail_validate_and_show_as_they_fail_the_graph(t
     planted = _smuggle_extra(tdir, "channel_values")
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: /checkpoint/extra/channel_values: ") for line in lines), lines
-    show = cli(root, "show", "t")
+    show = cli(root, "show", "t", cwd="/")
     assert (
         show.returncode == 4
         and str(planted) in show.stderr
@@ -628,7 +589,7 @@ def test_value_host_checkpoint_whose_names_disagree_with_its_place_is_refused_on
     rewrite(host, lambda d: d.__setitem__(field, claim))
     saver = RepoSaver(root)
     assert_refused_everywhere(saver, cfg("t"), FileFormatError, str(host), f"at {pointer}:")
-    show = cli(root, "show", "t")
+    show = cli(root, "show", "t", cwd="/")
     assert show.returncode == 4 and f"{host}: at {pointer}" in show.stderr, show.stderr
     lines = validate_lines(root)
     assert any(line.startswith(f"{host}: {pointer}: ") for line in lines), lines
@@ -691,7 +652,7 @@ def test_copy_thread_refuses_a_file_whose_names_disagree_with_its_place(tmp_path
     with pytest.raises(FileFormatError, match=str(planted)):
         RepoSaver(root).copy_thread("t", "copy")
     assert not (root / "threads" / "copy").exists()
-    proc = cli(root, "copy", "t", "copy2")
+    proc = cli(root, "copy", "t", "copy2", cwd="/")
     assert proc.returncode == 4 and str(planted) in proc.stderr, proc.stderr
     assert not (root / "threads" / "copy2").exists()
     lines = validate_lines(root)
@@ -712,7 +673,7 @@ def test_hashed_thread_folder_whose_files_claim_another_thread_is_refused(tmp_pa
     with pytest.raises(FileFormatError, match="/thread_id") as info:
         list(RepoSaver(root).list(None))
     assert str(planted) in str(info.value)
-    proc = cli(root, "threads")
+    proc = cli(root, "threads", cwd="/")
     assert proc.returncode == 4 and str(planted) in proc.stderr, proc.stdout + proc.stderr
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: /thread_id: ") for line in lines), lines
@@ -772,7 +733,7 @@ def test_file_that_would_expand_past_the_bounds_is_refused_before_it_is_parsed(
         saver.get_tuple(cfg("t"))
     assert info.value.path == str(planted)
     assert _peak_while(lambda: RepoSaver(root).get_tuple(cfg("t"))) < 3 * size
-    show = cli(root, "show", "t")
+    show = cli(root, "show", "t", cwd="/")
     assert show.returncode == 4 and str(planted) in show.stderr and says in show.stderr
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: /: ") and says in line for line in lines), lines
@@ -795,7 +756,7 @@ def test_saver_never_writes_a_file_a_read_would_refuse(tmp_path: Path) -> None:
         graph.invoke({"items": ["small"]}, cfg("t"))
     state = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
     assert state.values == {"items": ["small"]} and state.next == ("grow",)
-    assert cli(root, "validate", "--no-secrets").returncode == 0
+    assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
 
 
 def test_brackets_and_commas_inside_strings_do_not_count_toward_the_bounds(tmp_path: Path) -> None:
@@ -807,4 +768,4 @@ def test_brackets_and_commas_inside_strings_do_not_count_toward_the_bounds(tmp_p
     graph.invoke({"messages": [HumanMessage(content=text)]}, cfg("t"))
     state = chat_graph(RepoSaver(root)).get_state(cfg("t"))
     assert state.values["messages"][0].content == text
-    assert cli(root, "validate", "--no-secrets").returncode == 0
+    assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0

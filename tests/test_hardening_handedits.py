@@ -29,20 +29,13 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import v1 as pydantic_v1
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, line_graph
+from helpers import checkpoint_files, cli, load
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, UnrevivableValueError
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-
-def checkpoints(root: Path, thread_id: str) -> list[Path]:
-    return sorted((root / "threads" / thread_id / "checkpoints").glob("*.json"))
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_text())
 
 
 def edit(path: Path, change: Callable[[Any], None]) -> None:
@@ -60,17 +53,9 @@ def edit(path: Path, change: Callable[[Any], None]) -> None:
 def holding(root: Path, thread_id: str, channel: str, form: str) -> list[Path]:
     """Checkpoint files of a thread whose new value of ``channel`` is stored as ``form``
     ("value" or "append"), oldest first."""
-    return [p for p in checkpoints(root, thread_id) if form in load(p).get("new_values", {}).get(channel, {})]
-
-
-def validate(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-    )
+    return [
+        p for p in checkpoint_files(root, thread_id) if form in load(p).get("new_values", {}).get(channel, {})
+    ]
 
 
 def chat(root: Path, thread_id: str, turns: int, saver: RepoSaver | None = None) -> RepoSaver:
@@ -90,11 +75,7 @@ def tool_graph(saver: RepoSaver) -> Any:
             ]
         }
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("call", call)
-    builder.add_edge(START, "call")
-    builder.add_edge("call", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(MessagesState, saver, call=call)
 
 
 def tool_message_index(items: list[Any]) -> int:
@@ -124,7 +105,7 @@ def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passe
     assert saver.get_tuple(cfg("t")) is not None
     assert len(list(saver.list(cfg("t")))) > 0  # warm every cache
     path = holding(root, "t", "messages", "append")[0]
-    assert path != checkpoints(root, "t")[-1]
+    assert path != checkpoint_files(root, "t")[-1]
 
     def reword(doc: Any) -> None:
         for item in doc["new_values"]["messages"]["append"]["items"]:
@@ -138,7 +119,7 @@ def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passe
         assert tup is not None
         contents = [m.content for m in tup.checkpoint["channel_values"]["messages"]]
         assert contents == ["m0", "ECHO: M0", "m1", "echo: m1"]
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -165,7 +146,7 @@ def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(tmp_pat
     root = tmp_path / "root"
     tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
     path, pointer = drop_tool_call_id(root)
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "ToolMessage" in ln]
     assert len(lines) == 1, proc.stdout
@@ -180,7 +161,7 @@ def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_i
     chat(root, "t", 3)
     base = holding(root, "t", "messages", "value")[0]
     edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(type="ai"))
-    latest = checkpoints(root, "t")[-1]
+    latest = checkpoint_files(root, "t")[-1]
     assert latest != base
     with pytest.raises(UnrevivableValueError) as info:
         chat_graph(RepoSaver(root)).get_state(cfg("t"))
@@ -191,7 +172,7 @@ def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_i
 def test_pending_write_its_type_rejects_fails_naming_the_writes_file(tmp_path: Path) -> None:
     root = tmp_path / "root"
     chat(root, "t", 1)
-    first_step = checkpoints(root, "t")[1]  # step 0: the reply task's writes belong to it
+    first_step = checkpoint_files(root, "t")[1]  # step 0: the reply task's writes belong to it
     cid = load(first_step)["checkpoint_id"]
     (wfile,) = [
         p
@@ -354,7 +335,7 @@ def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: 
     root = tmp_path / "root"
     chat(root, "t", 2)
     base = _drop_last_base_item(root)
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
     lines = [ln for ln in proc.stdout.splitlines() if "base_length" in ln]
     assert len(lines) == 1, proc.stdout
@@ -369,7 +350,7 @@ def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: 
 def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(tmp_path: Path) -> None:
     root = tmp_path / "root"
     saver = chat(root, "t", 2)
-    latest = checkpoints(root, "t")[-1]
+    latest = checkpoint_files(root, "t")[-1]
     step = load(latest)["metadata"]["step"]
     assert [t.metadata["step"] for t in saver.list(cfg("t"), filter={"step": step})]  # warm
     edit(latest, lambda d: d["metadata"].update(step=step + 40))
@@ -424,7 +405,7 @@ def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp
         return {"messages": [AIMessage(content="one", id="a1")]}
 
     def second(state: MessagesState) -> dict[str, Any]:
-        latest = checkpoints(root, "t")[-1]  # written after "first": the person edits it now
+        latest = checkpoint_files(root, "t")[-1]  # written after "first": the person edits it now
         body = load(latest)["new_values"]["messages"]
         if "append" in body:
             edit(latest, lambda d: d["new_values"]["messages"]["append"]["items"].pop())
@@ -442,7 +423,7 @@ def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp
     graph.invoke({"messages": [HumanMessage(content="go", id="h")]}, cfg("t"), durability="sync")
     fresh = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
     assert [m.content for m in fresh.values["messages"]] == ["go", "one", "two"]
-    assert "value" in load(checkpoints(root, "t")[-1])["new_values"]["messages"]
+    assert "value" in load(checkpoint_files(root, "t")[-1])["new_values"]["messages"]
 
 
 # ---------------------------------------------------------------------------

@@ -13,8 +13,6 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,8 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel, SecretBytes, SecretStr
 from typing_extensions import TypedDict
 
-from graphs import cfg, chat_graph
+from graphs import cfg, chat_graph, line_graph
+from helpers import checkpoint_files, cli, dump, load
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.layout import Layout, decode_segment, encode_segment
 
@@ -53,43 +52,12 @@ def control_chars(text: str, allowed: str = "\n") -> list[str]:
     ]
 
 
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo --root ROOT ...`` as a person runs it."""
-    base = {k: v for k, v in os.environ.items() if k not in ("LANGGRAPH_REPO_ROOT", "TTY_COMPATIBLE")}
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="surrogateescape",
-        input="",
-        timeout=180,
-        env={**base, **(env or {})},
-    )
-
-
-def checkpoint_files(root: Path, thread_id: str) -> list[Path]:
-    return sorted((Layout(root).checkpoints_dir(thread_id, "")).glob("*.json"))
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def dump(path: Path, doc: Any) -> None:
-    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 class NoteState(TypedDict, total=False):
     note: str
 
 
 def note_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(NoteState)
-    builder.add_node("write", lambda state: {"note": "written"})
-    builder.add_edge(START, "write")
-    builder.add_edge("write", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(NoteState, saver, write=lambda state: {"note": "written"})
 
 
 def plant_type(root: Path, thread_id: str, module: str, name: str) -> Path:
@@ -99,7 +67,7 @@ def plant_type(root: Path, thread_id: str, module: str, name: str) -> Path:
         if "note" in doc.get("new_values", {}):
             planted = {"$type": [module, name], "$arg": 1}
             doc["new_values"]["note"]["value"] = {"serde": "msgpack", "json": planted}
-            dump(path, doc)
+            dump(path, doc, sort_keys=False)
             return path
     raise AssertionError("no checkpoint holds the note")
 
@@ -243,7 +211,7 @@ def test_render_tampered_source_adds_no_table_cells(tmp_path: Path) -> None:
     doc = load(latest)
     source = "loop | <b>injected</b> | `x` \\| y | @admin #1"
     doc["metadata"]["source"] = source
-    dump(latest, doc)
+    dump(latest, doc, sort_keys=False)
     proc = cli(tmp_path, "render", "t")
     assert proc.returncode == 0, proc.stderr
     html = markdown_html(proc.stdout)
@@ -309,11 +277,7 @@ def vault_graph(saver: RepoSaver) -> Any:
             "extra": {"nested": [SecretStr(SECRET_TEXT + "-nested")]},
         }
 
-    builder = StateGraph(VaultState)
-    builder.add_node("store", store)
-    builder.add_edge(START, "store")
-    builder.add_edge("store", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(VaultState, saver, store=store)
 
 
 def all_bytes(root: Path) -> bytes:

@@ -14,12 +14,9 @@ places it does not (a base64 msgpack node, a ``values/`` file, single symlinked 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.layout import Layout
 from langgraph_checkpoint_repo.store import MAX_FILE_BYTES
@@ -43,14 +41,6 @@ JUNK_BYTES = 60 * 1024 * 1024  # "oversized": well past any real checkpoint, und
 # ---------------------------------------------------------------------------
 # helpers: real files of a thread
 # ---------------------------------------------------------------------------
-def checkpoints(tdir: Path) -> list[Path]:
-    return sorted((tdir / "checkpoints").glob("*.json"))
-
-
-def writes_files(tdir: Path) -> list[Path]:
-    return sorted((tdir / "writes").glob("*.json"))
-
-
 def document_large(tdir: Path) -> tuple[Path, Path]:
     """The checkpoint that introduced the big "document" channel, and the large/ file holding it."""
     for path in checkpoints(tdir):
@@ -58,16 +48,6 @@ def document_large(tdir: Path) -> tuple[Path, Path]:
         if body is not None:
             return path, tdir / "large" / f"{body['value']['large']}.json"
     raise AssertionError(f"no large document in {tdir}")
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_bytes())
-
-
-def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = load(path)
-    change(doc)
-    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def replace_once(path: Path, old: bytes, new: bytes) -> None:
@@ -356,14 +336,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
 @pytest.fixture(scope="module")
 def validate_lines(hostile: Hostile) -> list[str]:
     """`langgraph-repo validate` over the whole damaged root, run once (from "/" so paths are absolute)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(hostile.root), "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-        env={k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"},
-    )
+    proc = cli(hostile.root, "validate", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
@@ -454,16 +427,6 @@ def _chat_thread(root: Path, thread_id: str) -> Path:
     return root / "threads" / thread_id
 
 
-def validate(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-    )
-
-
 def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: Path) -> None:
     """A deleted middle checkpoint that no value lives in: the saver reports the parent as absent (as
     after a prune, docs/design.md), the graph continues, and validate names the hole."""
@@ -482,7 +445,7 @@ def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: 
     assert saver.get_tuple(tup.parent_config) is None
     out = chat_graph(saver).invoke({"messages": [HumanMessage(content="more")]}, cfg("holey"))
     assert out["messages"][-1].content == "echo: more"
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
     hole = (
         f"{child}: /parent_checkpoint_id: parent {gone.stem} is missing while older checkpoints remain "
@@ -510,7 +473,7 @@ def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by
     saver = RepoSaver(root)
     assert saver.get_tuple(cfg("orphans")) == expected
     assert saver.get_tuple(cfg("orphans", checkpoint_id=ghost)) is None
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
     (line,) = proc.stdout.splitlines()
     assert line.startswith(f"{orphan}: /checkpoint_id: writes of checkpoint {ghost}, which does not exist")
@@ -644,7 +607,7 @@ def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, what: str) -
         RepoSaver(root).get_tuple(config)
     assert "symlink" in str(info.value) or "outside the root" in str(info.value)
     assert str(inside) in str(info.value)
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert str(inside) in proc.stdout
 

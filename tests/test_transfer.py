@@ -31,6 +31,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graphs import cfg, chat_graph, resume_fixture_tree, run_fixture_graphs
+from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.transfer import (
     ThreadExistsError,
@@ -265,16 +266,6 @@ def test_postgres_to_repo_to_postgres_gives_identical_get_tuple_and_list(
 # ----------------------------------------------------------------------------
 # langgraph-repo import / export
 # ----------------------------------------------------------------------------
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def sqlite_everything(path: Path, threads: list[str]) -> dict[str, Any]:
     with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
         return everything(SqliteSaver(conn), threads)

@@ -25,13 +25,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal import _serde as langgraph_serde
-from langgraph.checkpoint.base import LATEST_VERSION, Checkpoint, CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Interrupt, Send
 
-from graphs import cfg
+from graphs import cfg, make_checkpoint
 from langgraph_checkpoint_repo import RepoSaver, UnrevivableValueError
 
 # ----------------------------------------------------------------------
@@ -133,18 +133,6 @@ V1 = "00000000000000000000000000000001.0123456789012345"
 V2 = "00000000000000000000000000000002.0123456789012345"
 
 
-def _checkpoint(cid: str, values: dict[str, Any], versions: dict[str, Any]) -> Checkpoint:
-    return Checkpoint(
-        v=LATEST_VERSION,
-        id=cid,
-        ts="2024-05-06T07:08:09.123456+00:00",
-        channel_values=values,
-        channel_versions=dict(versions),
-        versions_seen={"node": {k: v for k, v in versions.items()}, "__input__": {}},
-        updated_channels=sorted(values),
-    )
-
-
 def _savers(
     root: Path, allowlist: Collection[tuple[str, ...]] | None = ALLOWLIST, **kwargs: Any
 ) -> tuple[RepoSaver, InMemorySaver]:
@@ -158,7 +146,7 @@ def _store_value(saver: RepoSaver | InMemorySaver, value: Any) -> RunnableConfig
     base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000001))
     versions = {"value": V1, "plain": V1}
-    checkpoint = _checkpoint(cid, {"value": value, "plain": "plain text"}, versions)
+    checkpoint = make_checkpoint(cid, {"value": value, "plain": "plain text"}, versions, input_seen=True)
     metadata: dict[str, Any] = {"source": "loop", "step": 3, "parents": {}, "payload": value}
     config = saver.put(base, checkpoint, metadata, versions)  # type: ignore[arg-type]
     saver.put_writes(config, [("value", value), ("plain", [value, value])], TASK_A, "~__pregel_pull, node")
@@ -398,7 +386,7 @@ def test_channel_versions_keep_their_type(tmp_path: Path, versions: dict[str, An
     base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000002))
     for saver in (repo, mem):
-        checkpoint = _checkpoint(cid, {"a": "x", "b": [1]}, versions)
+        checkpoint = make_checkpoint(cid, {"a": "x", "b": [1]}, versions, input_seen=True)
         saver.put(base, checkpoint, {"source": "input", "step": -1, "parents": {}}, versions)
     config: RunnableConfig = {
         "configurable": {"thread_id": THREAD, "checkpoint_ns": "", "checkpoint_id": cid}
@@ -433,7 +421,7 @@ def test_growing_list_channel_stays_lossless_across_appends(tmp_path: Path) -> N
         cid = str(uuid.UUID(int=0x1EF00000000000000000000000000100 + step))
         cfg = None
         for key, saver in (("repo", repo), ("mem", mem)):
-            checkpoint = _checkpoint(cid, {"items": list(items)}, {"items": version})
+            checkpoint = make_checkpoint(cid, {"items": list(items)}, {"items": version}, input_seen=True)
             meta: dict[str, Any] = {"source": "loop", "step": step, "parents": {}}
             cfg = saver.put(parent[key], checkpoint, meta, {"items": version})  # type: ignore[arg-type]
             parent[key] = cfg
@@ -582,7 +570,7 @@ def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
     base: RunnableConfig = cfg(thread_id, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000003))
     versions = {"secret_channel": V1, "ok": V1}
-    checkpoint = _checkpoint(cid, {"secret_channel": value, "ok": 1}, versions)
+    checkpoint = make_checkpoint(cid, {"secret_channel": value, "ok": 1}, versions, input_seen=True)
     writer.put(base, checkpoint, {"source": "input", "step": -1, "parents": {}}, versions)
 
     reader = RepoSaver(tmp_path / "root")
@@ -611,7 +599,9 @@ def test_unregistered_type_in_pending_write_raises(tmp_path: Path) -> None:
     writer = RepoSaver(tmp_path / "root", durable=False)
     base: RunnableConfig = cfg("t-w", checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000004))
-    config = writer.put(base, _checkpoint(cid, {"ok": 1}, {"ok": V1}), {"step": 0}, {"ok": V1})
+    config = writer.put(
+        base, make_checkpoint(cid, {"ok": 1}, {"ok": V1}, input_seen=True), {"step": 0}, {"ok": V1}
+    )
     writer.put_writes(config, [("bad_channel", UnregisteredPoint(3, 4))], TASK_A)
     with pytest.raises(UnrevivableValueError) as info:
         RepoSaver(tmp_path / "root").get_tuple(config)
