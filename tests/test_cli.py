@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from typing_extensions import TypedDict
 
-from graphs import ask_graph, cfg, chain_graph, chat_graph, delta_graph, sub_graph
+from graphs import ask_graph, cfg, chain_graph, chat_graph, delta_graph, line_graph, sub_graph
 from graphs import fan_graph as shared_fan_graph
 from helpers import checkpoint_files, cli_env, file_digests, one_line_error
 from helpers import cli as run_cli
@@ -101,13 +101,7 @@ def profile_graph(saver: RepoSaver) -> Any:
     def second(state: ProfileState) -> dict[str, Any]:
         return {"profile": {"name": "Grace", "city": "Paris"}, "messages": [RemoveMessage(id="m-hello")]}
 
-    builder = StateGraph(ProfileState)
-    builder.add_node("first", first)
-    builder.add_node("second", second)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(ProfileState, saver, first=first, second=second)
 
 
 @dataclass
@@ -123,11 +117,7 @@ class PointState(TypedDict):
 
 
 def point_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(PointState)
-    builder.add_node("move", lambda s: {"point": Point(s["point"].x + 1, s["point"].y + 2)})
-    builder.add_edge(START, "move")
-    builder.add_edge("move", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(PointState, saver, move=lambda s: {"point": Point(s["point"].x + 1, s["point"].y + 2)})
 
 
 ROOT_DIGEST: dict[str, str] = {}  # the shared root's files before any command ran

@@ -36,7 +36,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Interrupt, Send, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
-from graphs import cfg, extend
+from graphs import cfg, extend, line_graph
 from langgraph_checkpoint_repo import RepoSaver
 
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
@@ -72,12 +72,7 @@ def build_graph(saver: BaseCheckpointSaver[Any]) -> Any:
             return {"log": [f"s2:{interrupt('inner ok?')}"]}
         return {"log": ["s2"]}
 
-    inner = StateGraph(SubState)
-    inner.add_node("s1", s1)
-    inner.add_node("s2", s2)
-    inner.add_edge(START, "s1")
-    inner.add_edge("s1", "s2")
-    inner.add_edge("s2", END)
+    inner = line_graph(SubState, None, s1=s1, s2=s2)
 
     def a(state: State) -> dict[str, Any]:
         count = state.get("count", 0) + 1
@@ -108,7 +103,7 @@ def build_graph(saver: BaseCheckpointSaver[Any]) -> Any:
     builder.add_node("work", work)
     builder.add_node("ask", ask)
     builder.add_node("tail", lambda s: {"log": ["tail"]})
-    builder.add_node("sub", inner.compile())
+    builder.add_node("sub", inner)
     builder.add_edge(START, "a")
     builder.add_conditional_edges("a", route, ["work", "ask", "tail"])
     builder.add_conditional_edges("ask", after, ["sub", END])

@@ -36,11 +36,10 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root, line_graph
 from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import (
     FileFormatError,
@@ -300,11 +299,9 @@ class PickleState(TypedDict):
 
 
 def pickle_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(PickleState)
-    builder.add_node("touch", lambda s: {"thing": OnlyPickles(s["thing"].word + "!"), "log": ["touched"]})
-    builder.add_edge(START, "touch")
-    builder.add_edge("touch", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(
+        PickleState, saver, touch=lambda s: {"thing": OnlyPickles(s["thing"].word + "!"), "log": ["touched"]}
+    )
 
 
 def test_value_that_only_pickles_is_refused_on_write_naming_the_unsafe_option(tmp_path: Path) -> None:
@@ -339,11 +336,7 @@ class NoteState(TypedDict):
 
 
 def note_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(NoteState)
-    builder.add_node("edit", lambda s: {"note": Note(s["note"].text + " (edited)")})
-    builder.add_edge(START, "edit")
-    builder.add_edge("edit", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(NoteState, saver, edit=lambda s: {"note": Note(s["note"].text + " (edited)")})
 
 
 def test_allowlist_argument_applies_to_a_caller_serde(tmp_path: Path) -> None:
@@ -433,13 +426,7 @@ def ask_note_graph(saver: RepoSaver) -> Any:
         answer = interrupt({"question": "sign?", "note": state["note"]})
         return {"answer": answer, "log": [f"answered {answer}"], "note": Note(state["note"].text + " signed")}
 
-    builder = StateGraph(AskState)
-    builder.add_node("prepare", lambda s: {"log": ["prepared"]})
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(AskState, saver, prepare=lambda s: {"log": ["prepared"]}, ask=ask)
 
 
 def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(tmp_path: Path) -> None:
@@ -747,14 +734,14 @@ def test_saver_never_writes_a_file_a_read_would_refuse(tmp_path: Path) -> None:
     """A value past the bounds is refused at put (InvalidWriteError, nothing written), so every file the
     saver writes reads back."""
     root = tmp_path / "root"
-    builder = StateGraph(ListState)
-    builder.add_node("grow", lambda s: {"items": [[] for _ in range(MAX_JSON_CONTAINERS + 1)]})
-    builder.add_edge(START, "grow")
-    builder.add_edge("grow", END)
-    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
+
+    def grow(s: ListState) -> dict[str, Any]:
+        return {"items": [[] for _ in range(MAX_JSON_CONTAINERS + 1)]}
+
+    graph = line_graph(ListState, RepoSaver(root, durable=False), grow=grow)
     with pytest.raises(InvalidWriteError, match="arrays and objects"):
         graph.invoke({"items": ["small"]}, cfg("t"))
-    state = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    state = line_graph(ListState, RepoSaver(root), grow=grow).get_state(cfg("t"))
     assert state.values == {"items": ["small"]} and state.next == ("grow",)
     assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
 

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import pydantic
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from pydantic import v1 as pydantic_v1
 from typing_extensions import TypedDict
 
@@ -243,11 +243,7 @@ TYPED: dict[str, tuple[str, Any, Callable[[dict[str, Any]], None]]] = {
 
 
 def typed_graph(saver: RepoSaver, channel: str, value: Any) -> Any:
-    builder = StateGraph(TypedState)
-    builder.add_node("node", lambda state: {channel: value, "n": 1})
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(TypedState, saver, node=lambda state: {channel: value, "n": 1})
 
 
 @pytest.mark.parametrize("kind", list(TYPED))
@@ -277,13 +273,12 @@ def test_set_with_tuple_member_comes_back_as_the_set(tmp_path: Path) -> None:
     class State(TypedDict):
         tags: set[Any]
 
-    builder = StateGraph(State)
-    builder.add_node("node", lambda s: {"tags": {1, (4, 5)}})
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
+    def node(s: State) -> dict[str, Any]:
+        return {"tags": {1, (4, 5)}}
+
     root = tmp_path / "root"
-    builder.compile(checkpointer=RepoSaver(root, durable=False)).invoke({"tags": set()}, cfg("t"))
-    state = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    line_graph(State, RepoSaver(root, durable=False), node=node).invoke({"tags": set()}, cfg("t"))
+    state = line_graph(State, RepoSaver(root), node=node).get_state(cfg("t"))
     assert state.values["tags"] == {1, (4, 5)}
     assert type(state.values["tags"]) is set
 
@@ -413,15 +408,9 @@ def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp
             edit(latest, lambda d: d["new_values"]["messages"]["value"]["json"].pop())
         return {"messages": [AIMessage(content="two", id="a2")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("first", first)
-    builder.add_node("second", second)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    graph = builder.compile(checkpointer=saver)
+    graph = line_graph(MessagesState, saver, first=first, second=second)
     graph.invoke({"messages": [HumanMessage(content="go", id="h")]}, cfg("t"), durability="sync")
-    fresh = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    fresh = line_graph(MessagesState, RepoSaver(root), first=first, second=second).get_state(cfg("t"))
     assert [m.content for m in fresh.values["messages"]] == ["go", "one", "two"]
     assert "value" in load(checkpoint_files(root, "t")[-1])["new_values"]["messages"]
 

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from markdown_it import MarkdownIt
 from pydantic import BaseModel, SecretBytes, SecretStr
@@ -232,13 +231,10 @@ def test_render_channel_and_node_names_stay_inert(tmp_path: Path) -> None:
     def ask(values: Any) -> dict[str, Any]:
         return {channel: str(interrupt("name?"))}
 
-    builder = StateGraph(state)
-    builder.add_node("prep", lambda values: {channel: "ready"})
-    builder.add_node(node, ask)
-    builder.add_edge(START, "prep")
-    builder.add_edge("prep", node)
-    builder.add_edge(node, END)
-    builder.compile(checkpointer=RepoSaver(tmp_path, durable=False)).invoke({}, cfg("t"))
+    graph = line_graph(
+        state, RepoSaver(tmp_path, durable=False), prep=lambda values: {channel: "ready"}, **{node: ask}
+    )
+    graph.invoke({}, cfg("t"))
     proc = cli(tmp_path, "render", "t")
     assert proc.returncode == 0, proc.stderr
     html = markdown_html(proc.stdout)

@@ -26,7 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from graphs import cfg, contents, extend
+from graphs import cfg, contents, extend, line_graph
 from langgraph_checkpoint_repo import RepoSaver
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -54,22 +54,9 @@ def _approve(state: MessagesState) -> dict[str, Any]:
 def agent_graph(saver: BaseCheckpointSaver[Any], *, ask: bool = False) -> Graph:
     """A chat whose "agent" node is a subgraph (its own checkpoint namespace);
     with ``ask`` a human approval (interrupt) sits between agent and reply."""
-    sub = StateGraph(MessagesState)
-    sub.add_node("think", _think)
-    sub.add_edge(START, "think")
-    sub.add_edge("think", END)
-    builder = StateGraph(MessagesState)
-    builder.add_node("agent", sub.compile())
-    builder.add_node("reply", _reply)
-    builder.add_edge(START, "agent")
-    if ask:
-        builder.add_node("approve", _approve)
-        builder.add_edge("agent", "approve")
-        builder.add_edge("approve", "reply")
-    else:
-        builder.add_edge("agent", "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=saver)
+    agent = line_graph(MessagesState, None, think=_think)
+    approve = {"approve": _approve} if ask else {}
+    return line_graph(MessagesState, saver, agent=agent, **approve, reply=_reply)
 
 
 class DeltaState(TypedDict):

@@ -20,7 +20,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, cfg, chat_graph
+from graphs import BIG_TEXT, cfg, chat_graph, line_graph
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.checks import Validator
@@ -289,11 +289,9 @@ def test_validate_finds_a_secret_planted_in_a_dict_key_and_in_metadata(tmp_path:
     secret = SECRETS["aws-access-key-id"]
     config = cfg("t")
     config["metadata"] = {"aws": secret}
-    builder = StateGraph(Bag)
-    builder.add_node("n", lambda s: {"messages": ["done"]})
-    builder.add_edge(START, "n")
-    builder.add_edge("n", END)
-    graph = builder.compile(checkpointer=RepoSaver(tmp_path, durable=False, redact=False))
+    graph = line_graph(
+        Bag, RepoSaver(tmp_path, durable=False, redact=False), n=lambda s: {"messages": ["done"]}
+    )
     graph.invoke({"data": {secret: "x"}}, config)
     problems = Validator(tmp_path).run()
     pointers = {p.pointer for p in problems}

@@ -28,10 +28,10 @@ from langgraph._internal import _serde as langgraph_serde
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.types import Command, Interrupt, Send
 
-from graphs import cfg, make_checkpoint
+from graphs import cfg, line_graph, make_checkpoint
 from langgraph_checkpoint_repo import RepoSaver, UnrevivableValueError
 
 # ----------------------------------------------------------------------
@@ -492,15 +492,11 @@ def _mood_graph(state_type: type, saver: RepoSaver) -> Any:
             update["amounts"] = [Decimal("0.1") * (state.count + 1)]
         return update
 
-    builder = StateGraph(state_type)
-    builder.add_node("bump", bump)
-    builder.add_edge(START, "bump")
-    builder.add_edge("bump", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(state_type, saver, bump=bump)
 
 
 def _run_typed_state_graph(tmp_path: Path, state_type: type, allowlist: list[tuple[str, ...]] | None) -> None:
-    config: RunnableConfig = {"configurable": {"thread_id": f"typed-{state_type.__name__}"}}
+    config = cfg(f"typed-{state_type.__name__}")
     graph = _mood_graph(state_type, RepoSaver(tmp_path / "root", durable=False, allowlist=allowlist))
     first = graph.invoke(state_type(), config)
     second = graph.invoke({"count": first["count"]}, config)
@@ -618,11 +614,7 @@ def test_user_message_text_appears_verbatim_in_files(tmp_path: Path) -> None:
     def respond(state: dict[str, Any]) -> dict[str, Any]:
         return {"messages": [AIMessage(content="Booked.", id="ai-1")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("respond", respond)
-    builder.add_edge(START, "respond")
-    builder.add_edge("respond", END)
-    graph = builder.compile(checkpointer=RepoSaver(tmp_path / "root", durable=False))
+    graph = line_graph(MessagesState, RepoSaver(tmp_path / "root", durable=False), respond=respond)
     config: RunnableConfig = cfg("g")
     graph.invoke({"messages": [HumanMessage(content=needle, id="human-1")]}, config)
 
