@@ -1,10 +1,12 @@
-"""Real graphs shared by the tests, and the fixture tree every format version must migrate.
+"""The graphs, configs and states the tests share, and the fixture tree every format version must migrate.
 
-``build_fixture_tree`` writes one thread per situation a migration has to carry: a chat,
-a thread waiting on an interrupt, a subgraph waiting on one, a forked history, a failed
-fan-out with the pending writes of the tasks that finished, a value stored in ``large/``
-and a DeltaChannel. ``resume_fixture_tree`` finishes every waiting thread, so a test can
-show that a migrated tree still runs.
+``line_graph`` wires nodes START -> ... -> END, the shape most test graphs have; ``chat_graph``
+and the other builders take the variants a test needs as parameters, so no test module keeps
+its own copy. ``build_fixture_tree`` writes one thread per situation a migration has to carry: a
+chat, a thread waiting on an interrupt, a subgraph waiting on one, a forked history, a failed
+fan-out with the pending writes of the tasks that finished, a value stored in ``large/`` and a
+DeltaChannel. ``resume_fixture_tree`` finishes every waiting thread, so a test can show that a
+migrated tree still runs.
 """
 
 from __future__ import annotations
@@ -218,10 +220,17 @@ def make_checkpoint(
     )
 
 
-def run_fixture_graphs(saver: BaseCheckpointSaver[Any]) -> None:
-    """Leave one thread per situation in ``saver`` (used for fixture trees and transfers)."""
-    chat = chat_graph(saver)
-    for word in ("hello", "how are you?"):
+def run_fixture_graphs(
+    saver: BaseCheckpointSaver[Any],
+    *,
+    chat_words: Sequence[str] = ("hello", "how are you?"),
+    reply: Callable[[MessagesState], Any] = echo,
+    big: bool = True,
+) -> None:
+    """Leave one thread per situation in ``saver`` (used for fixture trees, transfers and the
+    command line's shared root, which chats with its own ``reply`` and has no "big" thread)."""
+    chat = chat_graph(saver, reply)
+    for word in chat_words:
         chat.invoke({"messages": [HumanMessage(content=word)]}, {**cfg("chat"), "metadata": {"user": "ada"}})
     ask_graph(saver).invoke({"log": []}, cfg("ask"))
     sub_graph(saver).invoke({"log": []}, cfg("sub"))
@@ -236,7 +245,8 @@ def run_fixture_graphs(saver: BaseCheckpointSaver[Any]) -> None:
         assert "boom on bad" in str(exc)
     else:  # pragma: no cover - the graph is built to fail
         raise AssertionError("the fan-out was meant to fail")
-    big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
+    if big:
+        big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
     delta_graph(saver).invoke({"items": [], "n": 0}, cfg("delta"))
 
 
@@ -261,4 +271,11 @@ def resume_fixture_tree(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
     out["big"] = big_graph(saver).get_state(cfg("big")).values
     out["fork"] = chain_graph(saver).get_state(cfg("fork")).values
     out["delta"] = delta_graph(saver, stop=9).invoke({"n": 7}, cfg("delta"))
+    return out
+
+
+def normalised(states: dict[str, Any]) -> dict[str, Any]:
+    """resume_fixture_tree's states with messages as (type, content): message ids are random per run."""
+    out = dict(states)
+    out["chat"] = [(m.type, m.content) for m in states["chat"]["messages"]]
     return out

@@ -26,8 +26,17 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph import MessagesState
 from typing_extensions import TypedDict
 
-from graphs import ask_graph, cfg, chain_graph, chat_graph, delta_graph, line_graph, sub_graph
-from graphs import fan_graph as shared_fan_graph
+from graphs import (
+    ask_graph,
+    cfg,
+    chain_graph,
+    chat_graph,
+    delta_graph,
+    fan_graph,
+    line_graph,
+    run_fixture_graphs,
+    sub_graph,
+)
 from helpers import checkpoint_files, cli_env, file_digests, one_line_error
 from helpers import cli as run_cli
 from langgraph_checkpoint_repo import RepoSaver
@@ -78,11 +87,6 @@ def long_reply(state: MessagesState) -> dict[str, Any]:
     last = state["messages"][-1]
     text = LONG_TEXT if last.content == "say a lot" else f"echo: {last.content}"
     return {"messages": [AIMessage(content=text)]}
-
-
-def fan_graph(saver: RepoSaver) -> Any:
-    """One Send per item; "bad" raises once its siblings' writes are saved (tests/graphs.py)."""
-    return shared_fan_graph(saver, fail=True)
 
 
 class ProfileState(MessagesState, total=False):
@@ -170,21 +174,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A root with one thread per situation the command line has to explain."""
     path = tmp_path_factory.mktemp("state") / ".langgraph"
     saver = RepoSaver(path, durable=False)
-    chat = chat_graph(saver, long_reply)
-    for word in ("hello", "say a lot"):
-        chat.invoke({"messages": [HumanMessage(content=word)]}, {**cfg("chat"), "metadata": {"user": "ada"}})
-    ask_graph(saver).invoke({"log": []}, cfg("ask"))
-    sub_graph(saver).invoke({"log": []}, cfg("sub"))
-    chain = chain_graph(saver)
-    chain.invoke({"log": []}, cfg("fork"))
-    history = list(chain.get_state_history(cfg("fork")))
-    chain.invoke(None, history[2].config)  # replay from after "a": a fork
-    chain.update_state(history[3].config, {"log": ["patched"]})  # and an update on an older one
-    with pytest.raises(RuntimeError, match="boom on bad"):
-        fan_graph(saver).invoke({"items": ["a", "bad", "c"]}, cfg("fan"))
+    run_fixture_graphs(saver, chat_words=("hello", "say a lot"), reply=long_reply, big=False)
     profile_graph(saver).invoke({"messages": [HumanMessage(content="hi", id="m-hi")]}, cfg("profile"))
     point_graph(saver).invoke({"point": Point(1, 1)}, cfg("point"))
-    delta_graph(saver).invoke({"items": [], "n": 0}, cfg("delta"))
     ROOT_DIGEST.update(file_digests(path))
     with ThreadPoolExecutor(max_workers=2) as pool:
         for args in read_only_runs(path):
@@ -401,7 +393,7 @@ def test_next_tasks_derived_from_files_match_langgraph_get_state_everywhere(root
         "ask": ask_graph(saver),
         "sub": sub_graph(saver),
         "fork": chain_graph(saver),
-        "fan": fan_graph(saver),
+        "fan": fan_graph(saver, fail=True),
         "profile": profile_graph(saver),
         "delta": delta_graph(saver),
     }

@@ -478,10 +478,9 @@ def test_lock_held_by_another_process_times_out_without_writing(tmp_path: Path) 
     assert latest.checkpoint["channel_values"] == {"word": "second"}
 
 
-def test_other_threads_do_not_wait_for_a_locked_thread(tmp_path: Path) -> None:
+def test_other_threads_do_not_wait_for_a_locked_thread(tmp_path: Path, root: Path) -> None:
     """A process holding thread A's lock blocks writers of A only: a graph run on thread B
     completes with a short lock timeout, and A stays readable (readers take no lock)."""
-    root = tmp_path / "root"
     saver = RepoSaver(root, lock_timeout=0.5)
     graph = bot_graph(saver)
     run_turns(graph, "A", "a", 1)
@@ -505,11 +504,10 @@ def test_other_threads_do_not_wait_for_a_locked_thread(tmp_path: Path) -> None:
     assert messages_of(RepoSaver(root).get_tuple(cfg("B"))) == conversation("b", 2)
 
 
-def test_copy_thread_waits_for_a_writer_of_the_source(tmp_path: Path) -> None:
+def test_copy_thread_waits_for_a_writer_of_the_source(tmp_path: Path, root: Path) -> None:
     """A copy must not read a source thread another process is writing (or pruning) at that
     moment: with the source's lock held elsewhere, copy_thread times out and writes nothing;
     once the writer is done, the copy is whole."""
-    root = tmp_path / "root"
     saver = RepoSaver(root, lock_timeout=0.5)
     run_turns(bot_graph(saver), "src", "m", 2)
     holder = spawn(
@@ -576,11 +574,10 @@ def test_reader_without_lock_sees_only_complete_states(tmp_path: Path, durable: 
     assert leftovers(root) == []
 
 
-def test_history_being_read_survives_a_prune_by_another_process(tmp_path: Path) -> None:
+def test_history_being_read_survives_a_prune_by_another_process(root: Path) -> None:
     """Walking a thread's history (list() is lazy, like get_state_history) while another
     process prunes it must not fail, whether the reader had read the thread before (cached
     headers) or not: the walk yields whole states only."""
-    root = tmp_path / "root"
     run_turns(bot_graph(RepoSaver(root)), "t", "m", 3)
     expected = conversation("m", 3)
     warm, cold = RepoSaver(root), RepoSaver(root)
@@ -637,11 +634,10 @@ def test_latest_read_while_another_process_deletes_the_thread(tmp_path: Path) ->
 # ----------------------------------------------------------------------------
 # Python threads sharing one saver
 # ----------------------------------------------------------------------------
-def test_one_saver_shared_by_python_threads(tmp_path: Path) -> None:
+def test_one_saver_shared_by_python_threads(root: Path) -> None:
     """One RepoSaver used from 8 Python threads at once: put_writes of distinct tasks on one
     checkpoint, graph runs on distinct threads and reads of both, interleaved; nothing is
     lost or mixed up, in memory or on disk."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = bot_graph(saver)
     checkpoint, version = _checkpoint_for(saver, "base")
@@ -691,11 +687,11 @@ def test_one_saver_shared_by_python_threads(tmp_path: Path) -> None:
     assert leftovers(root) == []
 
 
-def test_maintenance_while_python_threads_chat_through_the_same_saver(tmp_path: Path) -> None:
+def test_maintenance_while_python_threads_chat_through_the_same_saver(root: Path) -> None:
     """An admin task copies and deletes threads while request threads chat on other threads
     through the same saver (as in a server): no call fails and every conversation is whole.
     The interpreter switches threads very often here, so the calls really interleave."""
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = bot_graph(saver)
     sources = 4
     for k in range(sources):
@@ -739,7 +735,7 @@ def test_maintenance_while_python_threads_chat_through_the_same_saver(tmp_path: 
         sys.setswitchinterval(old)
 
     assert errors == []
-    fresh = RepoSaver(tmp_path / "root")
+    fresh = RepoSaver(root)
     for i, n in turns_done.items():
         assert messages_of(fresh.get_tuple(cfg(f"g{i}"))) == conversation(f"g{i}-", n)
     for k in range(sources):
@@ -750,11 +746,10 @@ def test_maintenance_while_python_threads_chat_through_the_same_saver(tmp_path: 
 # ----------------------------------------------------------------------------
 # durable=False
 # ----------------------------------------------------------------------------
-def test_not_durable_still_writes_whole_valid_files(tmp_path: Path) -> None:
+def test_not_durable_still_writes_whole_valid_files(root: Path) -> None:
     """durable=False skips fsync only: files are still complete and schema-valid (a durable
     saver reads back the same tuples), and no temp file remains after puts, writes, copy,
     prune and delete."""
-    root = tmp_path / "root"
     fast = RepoSaver(root, durable=False)
     graph = bot_graph(fast)
     run_turns(graph, "t", "f", 4)
@@ -790,10 +785,9 @@ def _age(folder: Path) -> None:
     os.utime(folder, (past, past))
 
 
-def test_warm_saver_sees_checkpoints_and_writes_from_another_process(tmp_path: Path) -> None:
+def test_warm_saver_sees_checkpoints_and_writes_from_another_process(tmp_path: Path, root: Path) -> None:
     """A saver that already read a thread (caches warm) sees the checkpoints and the pending
     writes another process adds afterwards, through get_tuple and list."""
-    root = tmp_path / "root"
     warm = RepoSaver(root)
     graph = bot_graph(warm)
     run_turns(graph, "t", "m", 2)
@@ -854,11 +848,10 @@ def test_warm_saver_sees_files_pulled_in_from_a_clone(tmp_path: Path) -> None:
     assert len(list(warm.list(cfg("t")))) == 9
 
 
-def test_warm_saver_forgets_files_removed_from_outside(tmp_path: Path) -> None:
+def test_warm_saver_forgets_files_removed_from_outside(root: Path) -> None:
     """After `rm` of a checkpoint file and of a writes file, the warm saver no longer returns
     them; after another process deletes the whole thread, it sees no thread and can start
     the thread afresh."""
-    root = tmp_path / "root"
     warm = RepoSaver(root)
     graph = bot_graph(warm)
     run_turns(graph, "t", "m", 3)
@@ -894,10 +887,9 @@ def test_warm_saver_forgets_files_removed_from_outside(tmp_path: Path) -> None:
     assert messages_of(RepoSaver(root).get_tuple(cfg("t"))) == conversation("new", 1)
 
 
-def test_warm_saver_sees_other_process_checkpoints_after_its_own_put(tmp_path: Path) -> None:
+def test_warm_saver_sees_other_process_checkpoints_after_its_own_put(root: Path) -> None:
     """Process A lists a thread, process B adds a turn while A's node runs (A holds no lock
     then), A writes its own checkpoints: A's list() must still show B's checkpoints."""
-    root = tmp_path / "root"
     warm = RepoSaver(root)
     graph = bot_graph(warm)
     run_turns(graph, "t", "m", 1)

@@ -241,13 +241,13 @@ def _bad_updated_channels(cp: dict[str, Any], nv: dict[str, Any]) -> str:
     "breaker", [_bad_version_list, _bad_v, _bad_empty_id, _bad_versions_seen, _bad_updated_channels]
 )
 def test_checkpoint_the_schema_rejects_is_refused_and_nothing_is_written(
-    tmp_path: Path, breaker: Callable[[dict[str, Any], dict[str, Any]], str]
+    root: Path, breaker: Callable[[dict[str, Any], dict[str, Any]], str]
 ) -> None:
     """A put whose document breaks the schema raises InvalidWriteError and leaves every file as it was,
     not even the large value it carries."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    before = file_bytes(tmp_path / "root", cache=True)
+    before = file_bytes(root, cache=True)
     checkpoint, metadata, versions = fixed_checkpoint()
     pointer = breaker(checkpoint, versions)
     parent = saver.get_tuple(cfg("t"))
@@ -257,42 +257,42 @@ def test_checkpoint_the_schema_rejects_is_refused_and_nothing_is_written(
     assert info.value.kind == "checkpoint"
     assert info.value.pointer == pointer
     assert f"at {pointer}" in str(info.value)
-    assert file_bytes(tmp_path / "root", cache=True) == before
+    assert file_bytes(root, cache=True) == before
 
 
-def test_writes_the_schema_rejects_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
+def test_writes_the_schema_rejects_are_refused_and_nothing_is_written(root: Path) -> None:
     """put_writes with a non-string channel raises InvalidWriteError and creates no file."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    before = file_bytes(tmp_path / "root", cache=True)
+    before = file_bytes(root, cache=True)
     parent = saver.get_tuple(cfg("t"))
     assert parent is not None
     with pytest.raises(InvalidWriteError) as info:
         saver.put_writes(parent.config, [("messages", [AIMessage(content="x")]), (7, BIG_REPORT)], "task")  # type: ignore[list-item]
     assert info.value.kind == "writes"
     assert info.value.pointer == "/writes/1/channel"
-    assert file_bytes(tmp_path / "root", cache=True) == before
+    assert file_bytes(root, cache=True) == before
 
 
-def test_metadata_that_cannot_be_encoded_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+def test_metadata_that_cannot_be_encoded_is_refused_and_nothing_is_written(root: Path) -> None:
     """Metadata holding an object the serde cannot encode fails the put without writing anything."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    before = file_bytes(tmp_path / "root", cache=True)
+    before = file_bytes(root, cache=True)
     checkpoint, metadata, versions = fixed_checkpoint()
     metadata["handle"] = object()
     parent = saver.get_tuple(cfg("t"))
     assert parent is not None
     with pytest.raises(InvalidWriteError, match=r"at /metadata: .*not msgpack serializable"):
         saver.put(parent.config, checkpoint, metadata, versions)  # type: ignore[arg-type]
-    assert file_bytes(tmp_path / "root", cache=True) == before
+    assert file_bytes(root, cache=True) == before
 
 
-def test_non_json_python_value_in_checkpoint_is_an_invalid_write(tmp_path: Path) -> None:
+def test_non_json_python_value_in_checkpoint_is_an_invalid_write(root: Path) -> None:
     """A datetime where the schema wants a string is refused with InvalidWriteError like any other."""
     import datetime
 
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     checkpoint, metadata, versions = fixed_checkpoint()
     checkpoint["ts"] = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
     with pytest.raises(InvalidWriteError):
@@ -373,18 +373,18 @@ BROKEN: dict[str, tuple[Edit, str, str]] = {
 @pytest.mark.parametrize("reader", ["fresh", "warm"])
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_hand_broken_checkpoint_raises_file_format_error_with_path_and_pointer(
-    tmp_path: Path, case: str, reader: str
+    root: Path, case: str, reader: str
 ) -> None:
     """A broken checkpoint is reported with its file and JSON pointer, never read as None or partial state."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    path = checkpoint_files(tmp_path / "root", "t")[-1]
+    path = checkpoint_files(root, "t")[-1]
     edit, pointer, fragment = BROKEN[case]
     raw = path.read_bytes()
     broken = edit(raw)
     assert broken != raw
     path.write_bytes(broken)
-    reader_saver = RepoSaver(tmp_path / "root") if reader == "fresh" else saver
+    reader_saver = RepoSaver(root) if reader == "fresh" else saver
     with pytest.raises(FileFormatError) as info:
         reader_saver.get_tuple(cfg("t"))
     assert info.value.path == str(path)
@@ -393,9 +393,8 @@ def test_hand_broken_checkpoint_raises_file_format_error_with_path_and_pointer(
     assert fragment in str(info.value)
 
 
-def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(tmp_path: Path) -> None:
+def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(root: Path) -> None:
     """The latest state is built from earlier files; a broken one fails the read, no messages dropped."""
-    root = tmp_path / "root"
     say(build_chat(RepoSaver(root)), "t", "hello")
     holders = [
         p
@@ -415,9 +414,8 @@ def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(tmp_path: Path
     assert "/new_values/messages" in info.value.pointer
 
 
-def test_broken_writes_file_fails_the_read_of_its_checkpoint(tmp_path: Path) -> None:
+def test_broken_writes_file_fails_the_read_of_its_checkpoint(root: Path) -> None:
     """Pending writes are part of the tuple; a broken writes file is reported, not skipped."""
-    root = tmp_path / "root"
     say(build_chat(RepoSaver(root)), "t", "hello")
     writes = sorted((root / "threads" / "t" / "writes").glob("*.json"))[0]
     owner = json.loads(writes.read_bytes())["checkpoint_id"]
@@ -428,9 +426,8 @@ def test_broken_writes_file_fails_the_read_of_its_checkpoint(tmp_path: Path) -> 
     assert info.value.pointer == "/writes/0/idx"
 
 
-def test_warm_reader_sees_same_size_edit_that_keeps_mtime(tmp_path: Path) -> None:
+def test_warm_reader_sees_same_size_edit_that_keeps_mtime(root: Path) -> None:
     """Files are the truth: an edit must be seen even when the filesystem cannot date it apart."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
     assert saver.get_tuple(cfg("t")) is not None
@@ -453,10 +450,9 @@ def test_warm_reader_sees_same_size_edit_that_keeps_mtime(tmp_path: Path) -> Non
     ("version", "hint"), [(3, "written by a newer release"), (1, "langgraph-repo migrate"), (0, "migrate")]
 )
 def test_unknown_schema_version_is_refused_with_advice(
-    tmp_path: Path, folder: str, version: int, hint: str
+    root: Path, folder: str, version: int, hint: str
 ) -> None:
     """A file from another format version is refused, saying whether to upgrade or to migrate."""
-    root = tmp_path / "root"
     say(build_chat(RepoSaver(root)), "t", "hello")
     path = sorted((root / "threads" / "t" / folder).glob("*.json"))[0]
     path.write_bytes(doc_edit(_set(["schema_version"], version))(path.read_bytes()))
@@ -476,9 +472,8 @@ def files_containing(root: Path, text: str) -> set[Path]:
     return {p for p in json_files(root) if needle in p.read_bytes()}
 
 
-def test_unchanged_channel_value_is_written_once(tmp_path: Path) -> None:
+def test_unchanged_channel_value_is_written_once(root: Path) -> None:
     """A channel set once (topic) is stored once; later checkpoints point at it instead of copying it."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     app = build_chat(saver)
     say(app, "t", "turn one", topic=TOPIC)
@@ -527,11 +522,10 @@ def message_holders(root: Path) -> dict[str, list[dict[str, Any]]]:
     return bodies
 
 
-def test_appended_messages_store_only_what_was_appended(tmp_path: Path) -> None:
+def test_appended_messages_store_only_what_was_appended(root: Path) -> None:
     """Turn 30 adds about as many lines as turn 3, and turn 1's reply sits in one checkpoint only.
 
     snapshot_every is raised to 1000 so no full snapshot falls inside the 30 turns (90 appends)."""
-    root = tmp_path / "root"
     added = run_turns(root, 30, snapshot_every=1000)
     assert added[29] <= 1.5 * added[2], added
     text = "first reply in turn 001"
@@ -548,9 +542,8 @@ def test_appended_messages_store_only_what_was_appended(tmp_path: Path) -> None:
     assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 90
 
 
-def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(tmp_path: Path) -> None:
+def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(root: Path) -> None:
     """With snapshot_every=64, 89 appends give exactly one extra full copy and chains never exceed 64."""
-    root = tmp_path / "root"
     run_turns(root, 30, snapshot_every=64)
     bodies = message_holders(root)
     assert len(bodies["value"]) == 2
@@ -565,9 +558,8 @@ def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(tmp_path: P
 # ---------------------------------------------------------------------------
 # (8) large values
 # ---------------------------------------------------------------------------
-def test_large_value_goes_to_content_addressed_file_stored_once(tmp_path: Path) -> None:
+def test_large_value_goes_to_content_addressed_file_stored_once(root: Path) -> None:
     """A value over large_value_bytes lives in large/<sha256 of its canonical node>.json, once per thread."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     app = build_chat(saver, large=True)
     say(app, "t", "one")
@@ -603,9 +595,8 @@ def test_large_value_goes_to_content_addressed_file_stored_once(tmp_path: Path) 
 # ---------------------------------------------------------------------------
 # (9) temp and hidden files
 # ---------------------------------------------------------------------------
-def test_temp_and_hidden_files_are_ignored_by_readers(tmp_path: Path) -> None:
+def test_temp_and_hidden_files_are_ignored_by_readers(root: Path) -> None:
     """Leftovers of crashed writes and OS litter (.DS_Store) never become data or errors."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     app = build_chat(saver)
     say(app, "t", "hello")

@@ -65,9 +65,8 @@ def _run_child(code: str, *args: str, cwd: Path) -> str:
     return proc.stdout
 
 
-def test_second_process_resumes_thread(tmp_path: Path) -> None:
+def test_second_process_resumes_thread(tmp_path: Path, root: Path) -> None:
     """State written by one Python process is continued by another: the conversation keeps both turns."""
-    root = tmp_path / "root"
     first = json.loads(_run_child(CHAT_CHILD, str(root), "conv", "hello from turn one", cwd=tmp_path))
     assert first == [["HumanMessage", "hello from turn one"], ["AIMessage", "echo 1: hello from turn one"]]
 
@@ -92,17 +91,17 @@ def test_second_process_resumes_thread(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------
 
 
-def test_interrupt_then_resume_with_fresh_saver(tmp_path: Path) -> None:
+def test_interrupt_then_resume_with_fresh_saver(root: Path) -> None:
     """interrupt() pauses with its payload visible in get_state; a new saver on the root resumes it."""
     calls: Counter[str] = Counter()
     config = cfg("ask-thread")
-    graph = ask_graph(RepoSaver(tmp_path / "root", durable=False), calls)
+    graph = ask_graph(RepoSaver(root, durable=False), calls)
     paused = graph.invoke({"log": []}, config)
     assert [i.value for i in paused["__interrupt__"]] == [
         {"question": "What is your name?", "choices": ["Ada", "Grace"]}
     ]
 
-    fresh = ask_graph(RepoSaver(tmp_path / "root"), calls)
+    fresh = ask_graph(RepoSaver(root), calls)
     snapshot = fresh.get_state(config)
     assert snapshot.next == ("ask",)
     (task,) = snapshot.tasks
@@ -116,7 +115,7 @@ def test_interrupt_then_resume_with_fresh_saver(tmp_path: Path) -> None:
     assert done["answer"] == "Grace"
     assert done["log"] == ["prepared", "answered Grace"]
     assert calls == {"prepare": 1, "ask": 2}  # ask re-runs from the top on resume, prepare does not
-    after = ask_graph(RepoSaver(tmp_path / "root"), calls).get_state(config)
+    after = ask_graph(RepoSaver(root), calls).get_state(config)
     assert after.next == () and after.tasks == ()
     assert after.values["answer"] == "Grace"
 
@@ -148,16 +147,16 @@ def _parent_with_subgraph(saver: RepoSaver, calls: Counter[str]) -> Any:
     return line_graph(LogState, saver, outer_start=outer_start, sub=inner, outer_end=outer_end)
 
 
-def test_subgraph_state_is_stored_and_its_interrupt_resumes(tmp_path: Path) -> None:
+def test_subgraph_state_is_stored_and_its_interrupt_resumes(root: Path) -> None:
     """A compiled subgraph node gets its own checkpoint namespace on disk, and its interrupt resumes."""
     calls: Counter[str] = Counter()
     config = cfg("sub-thread")
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = _parent_with_subgraph(saver, calls)
     paused = graph.invoke({"log": []}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["confirm inner?"]
 
-    fresh_saver = RepoSaver(tmp_path / "root")
+    fresh_saver = RepoSaver(root)
     fresh = _parent_with_subgraph(fresh_saver, calls)
     state = fresh.get_state(config, subgraphs=True)
     assert state.next == ("sub",)
@@ -202,11 +201,11 @@ def _parent_id(snapshot: Any) -> str | None:
     return snapshot.parent_config["configurable"]["checkpoint_id"] if snapshot.parent_config else None
 
 
-def test_history_time_travel_and_update_state_fork(tmp_path: Path) -> None:
+def test_history_time_travel_and_update_state_fork(root: Path) -> None:
     """History is newest first with exact parent links; replaying and update_state on old checkpoints fork."""
     calls: Counter[str] = Counter()
     config = cfg("history")
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = chain_graph(saver, calls)
     graph.invoke({"log": []}, config)
 
@@ -224,7 +223,7 @@ def test_history_time_travel_and_update_state_fork(tmp_path: Path) -> None:
     assert replayed == {"log": ["a", "b", "c"]}
     assert calls == {"a": 1, "b": 2, "c": 2}
 
-    fresh = chain_graph(RepoSaver(tmp_path / "root"), calls)
+    fresh = chain_graph(RepoSaver(root), calls)
     branch = list(fresh.get_state_history(config))
     new = [h for h in branch if h.config["configurable"]["checkpoint_id"] not in set(ids)]
     # LangGraph first copies after_a into a "fork" checkpoint, then runs b and c on top of it
@@ -249,7 +248,7 @@ def test_history_time_travel_and_update_state_fork(tmp_path: Path) -> None:
     assert _parent_id(forked) == ids[3]
     assert forked.values == {"log": ["patched"]}
     assert forked.next == ("a",)
-    everything = RepoSaver(tmp_path / "root").list(config)
+    everything = RepoSaver(root).list(config)
     listed = [t.config["configurable"]["checkpoint_id"] for t in everything]
     assert set(ids) | set(new_ids) <= set(listed)
     assert forked_config["configurable"]["checkpoint_id"] in listed
@@ -309,31 +308,31 @@ def _fan_graph(
     return builder.compile(checkpointer=saver)
 
 
-def test_send_fan_out_reduces_all_parallel_writes(tmp_path: Path) -> None:
+def test_send_fan_out_reduces_all_parallel_writes(root: Path) -> None:
     """Parallel Send tasks all write through the operator.add reducer and the result is stored."""
     calls: Counter[str] = Counter()
     config = cfg("fan")
     items = [f"item{i}" for i in range(6)]
-    out = _fan_graph(RepoSaver(tmp_path / "root", durable=False), calls).invoke({"items": items}, config)
+    out = _fan_graph(RepoSaver(root, durable=False), calls).invoke({"items": items}, config)
     assert out["results"] == [f"done:{i}" for i in items]
     assert out["total"] == 6
     assert all(calls[i] == 1 for i in items) and calls["reduce"] == 1
 
-    stored = _fan_graph(RepoSaver(tmp_path / "root"), Counter()).get_state(config)
+    stored = _fan_graph(RepoSaver(root), Counter()).get_state(config)
     assert stored.values == out
 
 
-def test_failed_parallel_step_keeps_sibling_writes_and_reruns_only_failed_task(tmp_path: Path) -> None:
+def test_failed_parallel_step_keeps_sibling_writes_and_reruns_only_failed_task(root: Path) -> None:
     """When one Send task fails, siblings' writes are saved as pending writes and not re-run on resume."""
     calls: Counter[str] = Counter()
     config = cfg("fan-fail")
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = _fan_graph(saver, calls, fail_once={"bad"}, n_ok=2)
     with pytest.raises(RuntimeError, match="boom on bad"):
         graph.invoke({"items": ["a", "bad", "c"]}, config)
     assert calls == {"a": 1, "bad": 1, "c": 1, "finished": 2}
 
-    latest = RepoSaver(tmp_path / "root").get_tuple(config)
+    latest = RepoSaver(root).get_tuple(config)
     assert latest is not None
     writes = latest.pending_writes or []
     results = sorted(v for _, ch, v in writes if ch == "results")
@@ -343,7 +342,7 @@ def test_failed_parallel_step_keeps_sibling_writes_and_reruns_only_failed_task(t
     ok_tasks = {tid for tid, ch, _ in writes if ch == "results"}
     assert len(ok_tasks) == 2 and errors[0][0] not in ok_tasks
 
-    resumed = _fan_graph(RepoSaver(tmp_path / "root"), calls).invoke(None, config)
+    resumed = _fan_graph(RepoSaver(root), calls).invoke(None, config)
     assert calls["a"] == 1 and calls["c"] == 1, "successful tasks were re-run"
     assert calls["bad"] == 2
     assert resumed["results"] == ["done:a", "done:bad", "done:c"]  # Send order, not finish order
@@ -359,7 +358,7 @@ class Transient(Exception):
     pass
 
 
-def test_retry_policy_recovers_failing_node(tmp_path: Path) -> None:
+def test_retry_policy_recovers_failing_node(root: Path) -> None:
     """A node that fails twice then succeeds under RetryPolicy completes and the stored state is right."""
     attempts: Counter[str] = Counter()
 
@@ -380,12 +379,12 @@ def test_retry_policy_recovers_failing_node(tmp_path: Path) -> None:
     builder.add_edge("flaky", "after")
     builder.add_edge("after", END)
     config = cfg("retry")
-    graph = builder.compile(checkpointer=RepoSaver(tmp_path / "root", durable=False))
+    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
     out = graph.invoke({"log": []}, config)
     assert out == {"log": ["ok after 3", "after"]}
     assert attempts["flaky"] == 3
 
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     latest = saver.get_tuple(config)
     assert latest is not None
     assert latest.checkpoint["channel_values"]["log"] == ["ok after 3", "after"]
@@ -399,16 +398,16 @@ def test_retry_policy_recovers_failing_node(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------
 
 
-def test_durability_modes_same_state_and_expected_checkpoint_counts(tmp_path: Path) -> None:
+def test_durability_modes_same_state_and_expected_checkpoint_counts(root: Path) -> None:
     """sync, async and exit durability reach the same state; exit stores only the final checkpoint."""
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = chain_graph(saver)
     finals: dict[str, Any] = {}
     for mode in ("sync", "async", "exit"):
         finals[mode] = graph.invoke({"log": []}, cfg(f"dur-{mode}"), durability=mode)
     assert finals["sync"] == finals["async"] == finals["exit"] == {"log": ["a", "b", "c"]}
 
-    reader = chain_graph(RepoSaver(tmp_path / "root"))
+    reader = chain_graph(RepoSaver(root))
     counts = {mode: len(list(reader.get_state_history(cfg(f"dur-{mode}")))) for mode in finals}
     assert counts == {"sync": 5, "async": 5, "exit": 1}
     for mode in finals:
@@ -435,15 +434,15 @@ def _async_chain_graph(saver: RepoSaver) -> Any:
     return line_graph(LogState, saver, **{name: make(name) for name in "abc"})
 
 
-async def test_ainvoke_and_astream_store_checkpoints(tmp_path: Path) -> None:
+async def test_ainvoke_and_astream_store_checkpoints(root: Path) -> None:
     """ainvoke and astream with async nodes store the same history a sync run would."""
-    graph = _async_chain_graph(RepoSaver(tmp_path / "root", durable=False))
+    graph = _async_chain_graph(RepoSaver(root, durable=False))
     out = await graph.ainvoke({"log": []}, cfg("async-invoke"))
     assert out == {"log": ["a", "b", "c"]}
     updates = [u async for u in graph.astream({"log": ["x"]}, cfg("async-stream"), stream_mode="updates")]
     assert updates == [{"a": {"log": ["a"]}}, {"b": {"log": ["b"]}}, {"c": {"log": ["c"]}}]
 
-    reader = _async_chain_graph(RepoSaver(tmp_path / "root"))
+    reader = _async_chain_graph(RepoSaver(root))
     for thread_id, log in (("async-invoke", ["a", "b", "c"]), ("async-stream", ["x", "a", "b", "c"])):
         state = await reader.aget_state(cfg(thread_id))
         assert state.values == {"log": log}
@@ -452,14 +451,14 @@ async def test_ainvoke_and_astream_store_checkpoints(tmp_path: Path) -> None:
         assert [_parent_id(h) for h in history] == [*_ids(history)[1:], None]
 
 
-async def test_ainvoke_interrupt_and_resume_with_fresh_saver(tmp_path: Path) -> None:
+async def test_ainvoke_interrupt_and_resume_with_fresh_saver(root: Path) -> None:
     """interrupt() under ainvoke, then Command(resume=...) via ainvoke on a fresh saver."""
     calls: Counter[str] = Counter()
     config = cfg("async-ask")
-    paused = await ask_graph(RepoSaver(tmp_path / "root", durable=False), calls).ainvoke({"log": []}, config)
+    paused = await ask_graph(RepoSaver(root, durable=False), calls).ainvoke({"log": []}, config)
     assert paused["__interrupt__"][0].value["question"] == "What is your name?"
 
-    fresh = ask_graph(RepoSaver(tmp_path / "root"), calls)
+    fresh = ask_graph(RepoSaver(root), calls)
     snapshot = await fresh.aget_state(config)
     assert [i.value["choices"] for t in snapshot.tasks for i in t.interrupts] == [["Ada", "Grace"]]
     done = await fresh.ainvoke(Command(resume="Ada"), config)
@@ -473,15 +472,15 @@ async def test_ainvoke_interrupt_and_resume_with_fresh_saver(tmp_path: Path) -> 
 # ----------------------------------------------------------------------
 
 
-async def test_sync_invoke_inside_running_event_loop(tmp_path: Path) -> None:
+async def test_sync_invoke_inside_running_event_loop(root: Path) -> None:
     """A sync graph.invoke called from a coroutine (a loop is running) works and persists."""
     asyncio.get_running_loop()  # raises if no loop is running
-    graph = chain_graph(RepoSaver(tmp_path / "root", durable=False))
+    graph = chain_graph(RepoSaver(root, durable=False))
     assert graph.invoke({"log": []}, cfg("in-loop")) == {"log": ["a", "b", "c"]}
     second = graph.invoke({"log": ["again"]}, cfg("in-loop"))
     assert second == {"log": ["a", "b", "c", "again", "a", "b", "c"]}
     assert len(list(graph.get_state_history(cfg("in-loop")))) == 10
-    stored = RepoSaver(tmp_path / "root").get_tuple(cfg("in-loop"))
+    stored = RepoSaver(root).get_tuple(cfg("in-loop"))
     assert stored is not None and stored.checkpoint["channel_values"]["log"][-1] == "c"
 
 
@@ -490,10 +489,10 @@ async def _async_reply(state: MessagesState) -> dict[str, Any]:
     return {"messages": [AIMessage(content=f"re: {state['messages'][-1].content}")]}
 
 
-def test_threads_with_own_event_loops_share_one_saver(tmp_path: Path) -> None:
+def test_threads_with_own_event_loops_share_one_saver(root: Path) -> None:
     """Several OS threads, each with its own asyncio.run, drive one saver on different threads safely."""
     n_threads, turns = 8, 3
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = chat_graph(saver, _async_reply)
     barrier = threading.Barrier(n_threads)
     errors: list[BaseException] = []
@@ -517,7 +516,7 @@ def test_threads_with_own_event_loops_share_one_saver(tmp_path: Path) -> None:
     assert not any(w.is_alive() for w in workers)
     assert errors == []
 
-    reader = RepoSaver(tmp_path / "root")
+    reader = RepoSaver(root)
     everything = list(reader.list(None))
     assert len(everything) == n_threads * turns * 3
     for i in range(n_threads):
@@ -586,10 +585,9 @@ def _describe_run(graph: Any, reload: Any, thread_id: str) -> list[Any]:
     return seen
 
 
-def test_nested_subgraphs_and_odd_thread_ids_match_in_memory_saver(tmp_path: Path) -> None:
+def test_nested_subgraphs_and_odd_thread_ids_match_in_memory_saver(root: Path) -> None:
     """Two-level subgraph interrupts, large messages, RemoveMessage and odd thread ids: RepoSaver (reloaded
     between turns) shows LangGraph exactly what InMemorySaver shows."""
-    root = tmp_path / "root"
     memory = InMemorySaver()
     for thread_id in ["Weird/Thread ÜÑÍ 😀 ..", "x" * 300, "UPPER case"]:
         expected = _describe_run(_nested_graph(memory), lambda: _nested_graph(memory), thread_id)

@@ -219,9 +219,8 @@ def test_cli_prune_on_an_append_cycle_fails_with_one_line_and_removes_nothing(
     assert file_bytes(root) == before
 
 
-def test_saver_prune_in_a_subprocess_ends_on_an_append_cycle(tmp_path: Path) -> None:
+def test_saver_prune_in_a_subprocess_ends_on_an_append_cycle(root: Path) -> None:
     """A fresh process, as a cron job runs it: an error and exit, never a hang."""
-    root = tmp_path / "root"
     chat_root(root)
     closer = self_cycle(root)
     code = f"from langgraph_checkpoint_repo import RepoSaver\nRepoSaver({str(root)!r}).prune(['t'])\n"
@@ -261,9 +260,8 @@ def settle(root: Path) -> None:
             os.utime(path, (then, then))
 
 
-def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(tmp_path: Path) -> None:
+def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(root: Path) -> None:
     """After prune, chain links live in values/ files: a cycle there is caught the same way."""
-    root = tmp_path / "root"
     chat_root(root, turns=4)
     RepoSaver(root).prune(["t"])
     settle(root)  # files written just now count as racy: the next put would write the list whole
@@ -396,8 +394,7 @@ def test_cli_prune_over_a_parent_cycle_fails_with_one_line_and_removes_nothing(
     assert file_bytes(root) == before
 
 
-def test_saver_prune_in_a_subprocess_ends_on_a_parent_cycle(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_saver_prune_in_a_subprocess_ends_on_a_parent_cycle(root: Path) -> None:
     delta_graph(RepoSaver(root, durable=False)).invoke({"items": [], "n": 0}, cfg("d"))
     parent_two_cycle(root)
     code = f"from langgraph_checkpoint_repo import RepoSaver\nRepoSaver({str(root)!r}).prune(['d'])\n"
@@ -483,9 +480,8 @@ def test_chain_at_the_longest_snapshot_every_validates_and_shows_in_a_fresh_proc
     assert len(json.loads(proc.stdout)["values"]["messages"]) == LONG_TOTAL
 
 
-def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: Path, tmp_path: Path) -> None:
+def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: Path, root: Path) -> None:
     """One more link, made from the newest file: a FileFormatError, not a RecursionError."""
-    root = tmp_path / "root"
     shutil.copytree(long_root, root)
     newest = checkpoint_files(root, "t")[-1]
     doc = load(newest)
@@ -511,8 +507,7 @@ def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: 
     assert RepoSaver(root).get_tuple(cfg("t", checkpoint_id=newest.stem)) is not None  # the rest reads
 
 
-def test_append_depth_field_of_a_million_is_refused_naming_the_pointer(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_append_depth_field_of_a_million_is_refused_naming_the_pointer(root: Path) -> None:
     chat_root(root)
     last = appends(root, "t")[-1]
     doc = load(last)
@@ -573,10 +568,10 @@ def test_lock_timeout_that_never_ends_is_refused(tmp_path: Path, value: Any) -> 
         migrate_root(tmp_path, lock_timeout=value)
 
 
-def test_lock_timeout_also_bounds_the_wait_inside_one_process(tmp_path: Path) -> None:
+def test_lock_timeout_also_bounds_the_wait_inside_one_process(root: Path) -> None:
     """Another thread of the same process holding the thread's exclusive lock (a prune) used
     to make a writer wait forever, whatever lock_timeout said."""
-    saver = RepoSaver(tmp_path / "root", durable=False, lock_timeout=0.2)
+    saver = RepoSaver(root, durable=False, lock_timeout=0.2)
     app = chat_graph(saver)
     app.invoke({"messages": [HumanMessage(content="hi")]}, cfg("t"))
     with saver.store.thread_lock("t", exclusive=True):
@@ -587,12 +582,11 @@ def test_lock_timeout_also_bounds_the_wait_inside_one_process(tmp_path: Path) ->
 
 
 def test_a_file_over_the_read_limit_is_refused_before_it_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file the reader refuses (over MAX_FILE_BYTES) would be state lost: put refuses it
     instead, and nothing is written. The limit is lowered so the test writes kilobytes."""
     monkeypatch.setattr(store_mod, "MAX_FILE_BYTES", 64 * 1024)
-    root = tmp_path / "root"
     app = chat_graph(RepoSaver(root, durable=False))
     app.invoke({"messages": [HumanMessage(content="small")]}, cfg("t"))
     before = file_bytes(root)

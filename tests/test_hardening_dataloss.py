@@ -393,10 +393,9 @@ def test_version_is_accepted_before_and_after_the_subcommand(tmp_path: Path, whe
 # ----------------------------------------------------------------------------
 # 3. no delete path follows a symlink or removes anything outside the root
 # ----------------------------------------------------------------------------
-def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Path) -> None:
+def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Path, root: Path) -> None:
     """The review's case: threads/t/large committed as a link to a folder outside the root.
     saver.prune refuses, naming the link; every file outside and every checkpoint stays."""
-    root = tmp_path / "root"
     saver = chat_root(root)
     outside = precious(tmp_path)
     link(root / "threads" / "t" / "large", outside)
@@ -410,10 +409,11 @@ def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Pa
 
 
 @pytest.mark.parametrize("folder", ["large", "values", "writes", "checkpoints"])
-def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(tmp_path: Path, folder: str) -> None:
+def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(
+    tmp_path: Path, root: Path, folder: str
+) -> None:
     """``prune --keep-last 1 --yes`` (and its dry run) with any folder of a thread linked outside:
     one line naming the link, no file removed inside or outside the root."""
-    root = tmp_path / "root"
     chat_root(root)
     if folder == "values":
         RepoSaver(root).prune(["t"])  # makes values/
@@ -436,9 +436,8 @@ def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(tmp_pat
         assert tree(root) == root_before
 
 
-def test_delete_for_runs_never_deletes_through_a_symlinked_values_folder(tmp_path: Path) -> None:
+def test_delete_for_runs_never_deletes_through_a_symlinked_values_folder(tmp_path: Path, root: Path) -> None:
     """delete_for_runs (then garbage collection of values/) refuses a linked values/ folder."""
-    root = tmp_path / "root"
     chat_root(root, turns=2, run_id="run-1")
     chat_graph(RepoSaver(root, durable=False)).invoke(
         {"messages": [HumanMessage(content="later")]}, cfg("t", run_id="run-2")
@@ -454,10 +453,9 @@ def test_delete_for_runs_never_deletes_through_a_symlinked_values_folder(tmp_pat
 
 
 @pytest.mark.parametrize("where", ["threads", "thread", "inside"])
-def test_delete_thread_never_removes_through_a_symlink(tmp_path: Path, where: str) -> None:
+def test_delete_thread_never_removes_through_a_symlink(tmp_path: Path, root: Path, where: str) -> None:
     """delete_thread with threads/ linked outside, the thread folder linked outside, or a link
     inside the thread: refused naming the link; the linked folder, the link and the thread stay."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = tmp_path / "outside"
     if where == "threads":
@@ -480,9 +478,8 @@ def test_delete_thread_never_removes_through_a_symlink(tmp_path: Path, where: st
     assert tree(root) == root_before
 
 
-def test_cli_delete_refuses_a_thread_with_a_symlinked_folder(tmp_path: Path) -> None:
+def test_cli_delete_refuses_a_thread_with_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """``delete t --yes`` with threads/t/writes linked outside: one line naming it, nothing gone."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = precious(tmp_path)
     link(root / "threads" / "t" / "large", outside)
@@ -492,10 +489,11 @@ def test_cli_delete_refuses_a_thread_with_a_symlinked_folder(tmp_path: Path) -> 
     assert tree(outside) == before and tree(root) == root_before
 
 
-def test_prune_strategy_delete_and_copy_threads_replace_refuse_a_symlinked_thread(tmp_path: Path) -> None:
+def test_prune_strategy_delete_and_copy_threads_replace_refuse_a_symlinked_thread(
+    tmp_path: Path, root: Path
+) -> None:
     """prune(strategy="delete") and copy_threads(replace=True) delete through delete_thread: both
     refuse a thread holding a link and leave it as it was."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = precious(tmp_path)
     link(root / "threads" / "t" / "large", outside)
@@ -509,10 +507,9 @@ def test_prune_strategy_delete_and_copy_threads_replace_refuse_a_symlinked_threa
     assert tree(outside) == before and tree(root) == root_before
 
 
-def test_copy_thread_refuses_a_source_with_a_symlinked_folder(tmp_path: Path) -> None:
+def test_copy_thread_refuses_a_source_with_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """copy_thread reads the source through the same listing: a linked large/ is refused by name
     and no target thread is made (guard: this path already refused, with another message)."""
-    root = tmp_path / "root"
     big_root(root)
     outside = tmp_path / "outside"
     os.rename(root / "threads" / "t" / "large", outside)
@@ -525,10 +522,9 @@ def test_copy_thread_refuses_a_source_with_a_symlinked_folder(tmp_path: Path) ->
     assert tree(outside) == before
 
 
-def test_garbage_collection_after_prune_keeps_a_linked_large_file(tmp_path: Path) -> None:
+def test_garbage_collection_after_prune_keeps_a_linked_large_file(tmp_path: Path, root: Path) -> None:
     """A single large/ file planted as a link (to a file outside) is refused by prune's garbage
     collection rather than unlinked or followed."""
-    root = tmp_path / "root"
     big_root(root)
     victim = tmp_path / "victim.json"
     victim.write_text("precious")
@@ -541,10 +537,9 @@ def test_garbage_collection_after_prune_keeps_a_linked_large_file(tmp_path: Path
     assert victim.read_text() == "precious" and tree(root) == root_before
 
 
-def test_fsck_repair_never_removes_through_a_symlinked_folder(tmp_path: Path) -> None:
+def test_fsck_repair_never_removes_through_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """fsck --repair with a thread's values/ and large/ linked to a folder of look-alike files
     (orphan values, temp names): nothing outside is removed (guard: already held)."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = precious(tmp_path)
     (outside / ".x.json.0123456789ab.tmp").write_text("looks like a temp file")
@@ -556,9 +551,8 @@ def test_fsck_repair_never_removes_through_a_symlinked_folder(tmp_path: Path) ->
     assert tree(outside) == before
 
 
-def test_migrate_refuses_a_symlinked_folder(tmp_path: Path) -> None:
+def test_migrate_refuses_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """migrate with a thread folder linked outside writes nothing there (guard: already held)."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = tmp_path / "outside"
     os.rename(root / "threads" / "t" / "checkpoints", outside)
@@ -569,11 +563,10 @@ def test_migrate_refuses_a_symlinked_folder(tmp_path: Path) -> None:
     assert tree(outside) == before
 
 
-def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Path) -> None:
+def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Path, root: Path) -> None:
     """The one place every delete goes through: files_in/value_files refuse a linked folder or a
     linked entry, remove_files a path through a link (checked for all paths before the first
     unlink), remove_tree a linked folder or a tree holding a link; each names the link."""
-    root = tmp_path / "root"
     chat_root(root)
     store = FileStore(root, durable=False)
     tdir = root / "threads" / "t"
@@ -612,10 +605,9 @@ def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Pat
     assert not other.exists()
 
 
-def test_prune_and_delete_still_work_without_symlinks(tmp_path: Path) -> None:
+def test_prune_and_delete_still_work_without_symlinks(root: Path) -> None:
     """The checks refuse links only: an ordinary prune removes old checkpoints and unused large
     files, and an ordinary delete removes the thread."""
-    root = tmp_path / "root"
     saver = big_root(root)
     assert checkpoint_count(root) > 1
     saver.prune(["t"])

@@ -96,11 +96,10 @@ def drop_tool_call_id(root: Path) -> tuple[Path, str]:
 # ---------------------------------------------------------------------------
 
 
-def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passes(tmp_path: Path) -> None:
+def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passes(root: Path) -> None:
     """The documented rule: a text edit is used as written, by get_tuple and list of a saver that had
     read the thread before the edit (here: the first reply, a link below the latest checkpoint),
     and the edited files still validate."""
-    root = tmp_path / "root"
     saver = chat(root, "t", 2)
     assert saver.get_tuple(cfg("t")) is not None
     assert len(list(saver.list(cfg("t")))) > 0  # warm every cache
@@ -128,10 +127,9 @@ def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passe
 # ---------------------------------------------------------------------------
 
 
-def test_removed_tool_call_id_fails_naming_file_and_pointer(tmp_path: Path) -> None:
+def test_removed_tool_call_id_fails_naming_file_and_pointer(root: Path) -> None:
     """LangGraph's hook falls back to model_construct and revives a ToolMessage without its
     tool_call_id; RepoSaver raises, naming the edited file and the message's JSON pointer."""
-    root = tmp_path / "root"
     tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
     path, pointer = drop_tool_call_id(root)
     with pytest.raises(UnrevivableValueError) as info:
@@ -141,9 +139,8 @@ def test_removed_tool_call_id_fails_naming_file_and_pointer(tmp_path: Path) -> N
     assert "tool_call_id" in str(info.value)
 
 
-def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(tmp_path: Path) -> None:
+def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(root: Path) -> None:
     """validate constructs LangGraph's own types (messages) strictly, as the saver would."""
-    root = tmp_path / "root"
     tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
     path, pointer = drop_tool_call_id(root)
     proc = cli(root, "validate", cwd="/")
@@ -154,10 +151,9 @@ def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(tmp_pat
     assert "tool_call_id" in lines[0]
 
 
-def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_it(tmp_path: Path) -> None:
+def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_it(root: Path) -> None:
     """The latest value is rebuilt from a chain of files; the error names the link that holds the
     broken message (the first checkpoint's full list), not the checkpoint being read."""
-    root = tmp_path / "root"
     chat(root, "t", 3)
     base = holding(root, "t", "messages", "value")[0]
     edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(type="ai"))
@@ -169,8 +165,7 @@ def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_i
     assert "HumanMessage rejects the stored data" in str(info.value)
 
 
-def test_pending_write_its_type_rejects_fails_naming_the_writes_file(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_pending_write_its_type_rejects_fails_naming_the_writes_file(root: Path) -> None:
     chat(root, "t", 1)
     first_step = checkpoint_files(root, "t")[1]  # step 0: the reply task's writes belong to it
     cid = load(first_step)["checkpoint_id"]
@@ -247,11 +242,10 @@ def typed_graph(saver: RepoSaver, channel: str, value: Any) -> Any:
 
 
 @pytest.mark.parametrize("kind", list(TYPED))
-def test_value_its_own_type_rejects_fails_naming_file_and_pointer(tmp_path: Path, kind: str) -> None:
+def test_value_its_own_type_rejects_fails_naming_file_and_pointer(root: Path, kind: str) -> None:
     """For every kind of constructed type (the graph's own, registered by compiling it): no
     model_construct, no raw-dict or raw-value fallback."""
     channel, value, spoil = TYPED[kind]
-    root = tmp_path / "root"
     # LangGraph derives no allowlist entry for a NamedTuple field: name the type, as a user would
     allow = [(type(value).__module__, type(value).__name__)]
     typed_graph(RepoSaver(root, durable=False), channel, value).invoke({"n": 0}, cfg("t"))
@@ -266,7 +260,7 @@ def test_value_its_own_type_rejects_fails_naming_file_and_pointer(tmp_path: Path
     assert f"{type(value).__name__} rejects the stored data" in str(info.value)
 
 
-def test_set_with_tuple_member_comes_back_as_the_set(tmp_path: Path) -> None:
+def test_set_with_tuple_member_comes_back_as_the_set(root: Path) -> None:
     """msgpack turns a set's tuple members into lists, so LangGraph's hook cannot build the set and
     hands back a list (InMemorySaver returns [1, [4, 5]]); RepoSaver returns the set that was stored."""
 
@@ -276,7 +270,6 @@ def test_set_with_tuple_member_comes_back_as_the_set(tmp_path: Path) -> None:
     def node(s: State) -> dict[str, Any]:
         return {"tags": {1, (4, 5)}}
 
-    root = tmp_path / "root"
     line_graph(State, RepoSaver(root, durable=False), node=node).invoke({"tags": set()}, cfg("t"))
     state = line_graph(State, RepoSaver(root), node=node).get_state(cfg("t"))
     assert state.values["tags"] == {1, (4, 5)}
@@ -313,10 +306,9 @@ def _drop_last_base_item(root: Path) -> Path:
     return base
 
 
-def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_pointer(tmp_path: Path) -> None:
+def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_pointer(root: Path) -> None:
     """The checkpoint read is built on the edited one: the error names the edited file and the
     pointer of its list (and the append whose base_length no longer matches), not the next one."""
-    root = tmp_path / "root"
     chat(root, "t", 2)
     base = _drop_last_base_item(root)
     with pytest.raises(FileFormatError) as info:
@@ -326,8 +318,7 @@ def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_po
     assert "base_length" in str(info.value)
 
 
-def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_validate_reports_a_removed_base_item_once_at_the_edited_file(root: Path) -> None:
     chat(root, "t", 2)
     base = _drop_last_base_item(root)
     proc = cli(root, "validate", cwd="/")
@@ -342,8 +333,7 @@ def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: 
 # ---------------------------------------------------------------------------
 
 
-def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(root: Path) -> None:
     saver = chat(root, "t", 2)
     latest = checkpoint_files(root, "t")[-1]
     step = load(latest)["metadata"]["step"]
@@ -356,10 +346,9 @@ def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(
     assert list(saver.list(cfg("t"), filter={"step": step})) == []
 
 
-def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(tmp_path: Path) -> None:
+def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(root: Path) -> None:
     """The latest value is cached as a whole; it is derived from every file of its chain, so an
     edit of the base (same size, mtime kept) is seen too."""
-    root = tmp_path / "root"
     saver = chat(root, "t", 3)
     before = saver.get_tuple(cfg("t"))
     assert before is not None and before.checkpoint["channel_values"]["messages"][0].content == "m0"
@@ -372,11 +361,9 @@ def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(tmp_path: Path) 
         assert tup.checkpoint["channel_values"]["messages"][0].content == "M0"
 
 
-def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(tmp_path: Path) -> None:
+def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(root: Path, saver: RepoSaver) -> None:
     """A large value file is named by its content hash: an edit is reported, by a warm saver too,
     instead of the value cached before the edit."""
-    root = tmp_path / "root"
-    saver = RepoSaver(root, durable=False)
     big_graph(saver).invoke({"document": BIG_TEXT}, cfg("t"))
     assert saver.get_tuple(cfg("t")) is not None  # warm
     # the document channel's value (the input's {"document": ...} has a file of its own)
@@ -389,12 +376,12 @@ def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(tmp_path: Pa
     assert info.value.pointer == "/sha256"
 
 
-def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp_path: Path) -> None:
+def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(
+    root: Path, saver: RepoSaver
+) -> None:
     """A person removes a message from the latest checkpoint while the graph runs (between two of
     its steps). The graph does not re-read its state, so its next checkpoint holds its own list:
     written in full, not as an append onto the edited (now shorter) list, so it reads back whole."""
-    root = tmp_path / "root"
-    saver = RepoSaver(root, durable=False)
 
     def first(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage(content="one", id="a1")]}

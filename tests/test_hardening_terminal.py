@@ -374,8 +374,7 @@ def test_validate_masks_a_path_whose_folder_decodes_to_a_key(tmp_path: Path) -> 
 # ----------------------------------------------------------------------
 # locks: a lock file is checked like every other path
 # ----------------------------------------------------------------------
-def test_lock_file_planted_as_symlink_is_refused_naming_it(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_lock_file_planted_as_symlink_is_refused_naming_it(tmp_path: Path, root: Path) -> None:
     note_graph(RepoSaver(root, durable=False)).invoke({}, cfg("t"))
     victim = tmp_path / "precious.txt"
     victim.write_text("do not truncate\n", encoding="utf-8")

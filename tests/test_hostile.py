@@ -427,10 +427,9 @@ def _chat_thread(root: Path, thread_id: str) -> Path:
     return root / "threads" / thread_id
 
 
-def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: Path) -> None:
+def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(root: Path) -> None:
     """A deleted middle checkpoint that no value lives in: the saver reports the parent as absent (as
     after a prune, docs/design.md), the graph continues, and validate names the hole."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "holey")
     files = checkpoints(tdir)
     gone = next(
@@ -459,10 +458,9 @@ def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: 
 
 
 def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by_validate(
-    tmp_path: Path,
+    root: Path,
 ) -> None:
     """A writes file whose checkpoint does not exist changes no read; validate names it as orphaned."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "orphans")
     expected = RepoSaver(root).get_tuple(cfg("orphans"))
     source = writes_files(tdir)[0]
@@ -479,10 +477,9 @@ def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by
     assert line.startswith(f"{orphan}: /checkpoint_id: writes of checkpoint {ghost}, which does not exist")
 
 
-def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(tmp_path: Path) -> None:
+def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(root: Path) -> None:
     """Size alone is not an error under the limit: a checkpoint padded to 60 MB of whitespace reads back
     the same state, and the next graph turn continues from it."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "padded")
     expected = RepoSaver(root).get_tuple(cfg("padded"))
     latest = checkpoints(tdir)[-1]
@@ -496,10 +493,9 @@ def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(tmp_path: Pa
 
 
 @pytest.mark.parametrize("where", ["metadata", "channel value"])
-def test_value_nested_deeper_than_the_stack_is_refused_naming_the_file(tmp_path: Path, where: str) -> None:
+def test_value_nested_deeper_than_the_stack_is_refused_naming_the_file(root: Path, where: str) -> None:
     """A tree 600 levels deep parses and validates, but cannot be rebuilt: an UnrevivableValueError naming
     the file, not a RecursionError from inside the codec."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "deep")
     latest = checkpoints(tdir)[-1]
     if where == "metadata":
@@ -547,10 +543,9 @@ PLANTS: dict[str, Callable[[Path, Path], tuple[Path, RunnableConfig]]] = {
 
 
 @pytest.mark.parametrize("place", sorted(PLANTS))
-def test_planted_constructor_is_refused_and_nothing_runs(tmp_path: Path, place: str) -> None:
+def test_planted_constructor_is_refused_and_nothing_runs(tmp_path: Path, root: Path, place: str) -> None:
     """os.system named in a place test_safety.py does not plant it: refused by name, with the file, before
     the serde sees it (a base64 msgpack node used to reach the serde, which returned the raw args)."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "planted")
     _chat_thread(root, "good")
     marker = tmp_path / "pwned"
@@ -591,9 +586,8 @@ READ_LINKS: dict[str, Callable[[Path], Path]] = {
 
 
 @pytest.mark.parametrize("what", sorted(READ_LINKS))
-def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, what: str) -> None:
+def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, root: Path, what: str) -> None:
     """A file or folder swapped for a symlink to an identical copy outside the root is refused by name."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "linked")
     inside = READ_LINKS[what](tdir)
     config = cfg("linked")
@@ -613,9 +607,10 @@ def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, what: str) -
 
 
 @pytest.mark.parametrize("folder", ["writes", "values"])
-def test_no_write_goes_through_a_symlinked_writes_or_values_folder(tmp_path: Path, folder: str) -> None:
+def test_no_write_goes_through_a_symlinked_writes_or_values_folder(
+    tmp_path: Path, root: Path, folder: str
+) -> None:
     """put_writes (a graph step) and prune (which writes values/) never create a file through a symlink."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "linked")
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -208,14 +208,14 @@ def test_hostile_thread_ids_stay_inside_the_root(tmp_path: Path) -> None:
         assert tup.checkpoint["channel_values"]["messages"][0].content == f"hello {i}"
 
 
-def test_ten_kilobyte_thread_id_round_trips_through_the_saver(tmp_path: Path) -> None:
+def test_ten_kilobyte_thread_id_round_trips_through_the_saver(root: Path) -> None:
     """A hashed folder still gives back the original id from get_tuple and list(None)."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     build_chat(saver).invoke({"messages": [HumanMessage(content="long")]}, cfg(TEN_KB_ID))
 
-    (folder,) = (tmp_path / "root" / "threads").iterdir()
+    (folder,) = (root / "threads").iterdir()
     assert folder.name == encode_segment(TEN_KB_ID)
-    fresh = RepoSaver(tmp_path / "root")
+    fresh = RepoSaver(root)
     tup = fresh.get_tuple(cfg(TEN_KB_ID))
     assert tup is not None
     assert tup.config["configurable"]["thread_id"] == TEN_KB_ID
@@ -227,7 +227,7 @@ def test_ten_kilobyte_thread_id_round_trips_through_the_saver(tmp_path: Path) ->
     assert {t.config["configurable"]["thread_id"] for t in fresh.list(None)} == {TEN_KB_ID}
 
 
-def test_case_and_normalisation_twins_are_separate_threads(tmp_path: Path) -> None:
+def test_case_and_normalisation_twins_are_separate_threads(root: Path) -> None:
     """Threads 'Support'/'support' and NFC/NFD 'é' keep separate state and all four list back."""
     twins = [
         "Support",
@@ -235,13 +235,13 @@ def test_case_and_normalisation_twins_are_separate_threads(tmp_path: Path) -> No
         unicodedata.normalize("NFC", "\u00e9"),
         unicodedata.normalize("NFD", "\u00e9"),
     ]
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     app = build_chat(saver)
     for i, thread_id in enumerate(twins):
         app.invoke({"messages": [HumanMessage(content=f"twin {i}")]}, cfg(thread_id))
 
-    assert len(list((tmp_path / "root" / "threads").iterdir())) == 4
-    fresh = RepoSaver(tmp_path / "root")
+    assert len(list((root / "threads").iterdir())) == 4
+    fresh = RepoSaver(root)
     assert sorted(
         t.config["configurable"]["thread_id"] for t in fresh.list(None) if t.metadata["step"] == 2
     ) == (sorted(twins))
@@ -251,9 +251,9 @@ def test_case_and_normalisation_twins_are_separate_threads(tmp_path: Path) -> No
         assert tup.checkpoint["channel_values"]["messages"][0].content == f"twin {i}"
 
 
-def test_thread_id_ending_in_tmp_is_listed(tmp_path: Path) -> None:
+def test_thread_id_ending_in_tmp_is_listed(root: Path) -> None:
     """A thread called 'report.tmp' is a real thread, not a leftover temp file."""
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     build_chat(saver).invoke({"messages": [HumanMessage(content="x")]}, cfg("report.tmp"))
     assert saver.get_tuple(cfg("report.tmp")) is not None
     assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"report.tmp"}

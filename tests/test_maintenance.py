@@ -203,10 +203,10 @@ def history_picture(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> 
 # ----------------------------------------------------------------------------
 # delete_thread, copy_thread, delete_for_runs
 # ----------------------------------------------------------------------------
-def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
+def test_delete_thread_matches_in_memory_saver(root: Path) -> None:
     """delete_thread removes one thread (all namespaces) and leaves the others exactly
     as InMemorySaver does; the deleted id can start a fresh conversation."""
-    repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
+    repo, mem = RepoSaver(root), InMemorySaver()
     for saver in (repo, mem):
         graph = agent_graph(saver)
         run_turns(graph, "doomed", ["a1", "a2"])
@@ -218,7 +218,7 @@ def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
     repo.delete_thread("doomed")
     mem.delete_thread("doomed")
 
-    for saver in (repo, mem, RepoSaver(tmp_path / "root")):
+    for saver in (repo, mem, RepoSaver(root)):
         assert summary(saver, "doomed") == []
         assert saver.get_tuple(cfg("doomed")) is None
         assert summary(saver, "kept") == summary(mem, "kept") == kept_before
@@ -227,7 +227,7 @@ def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
     for saver in (repo, mem):
         run_turns(agent_graph(saver), "doomed", ["again"])
     assert summary(repo, "doomed") == summary(mem, "doomed")
-    latest = RepoSaver(tmp_path / "root").get_tuple(cfg("doomed"))
+    latest = RepoSaver(root).get_tuple(cfg("doomed"))
     assert latest is not None
     assert contents(latest.checkpoint["channel_values"]["messages"]) == turn_contents(["again"])
 
@@ -246,11 +246,10 @@ def _assert_same_tuple(src: CheckpointTuple, dst: CheckpointTuple, src_id: str, 
     assert dst.pending_writes == src.pending_writes
 
 
-def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(tmp_path: Path) -> None:
+def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(root: Path) -> None:
     """A copy of a thread paused at an interrupt has every checkpoint, parent link, metadata
     and pending write of the source (subgraph namespace too); the source is unchanged;
     resuming each with a different answer keeps them apart."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = agent_graph(saver, ask=True)
     graph.invoke({"messages": [HumanMessage(content="u0")]}, cfg("src"))
@@ -302,11 +301,10 @@ def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(tmp_p
     assert set(source_before) <= set(tuples(fresh, "src"))
 
 
-def test_delete_for_runs_removes_exactly_those_runs(tmp_path: Path) -> None:
+def test_delete_for_runs_removes_exactly_those_runs(root: Path) -> None:
     """Checkpoints whose metadata run_id is listed go, in every thread and namespace,
     with their writes; every other checkpoint reads back exactly as before (values
     that lived inline in deleted checkpoints were kept), and the thread goes on."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = agent_graph(saver)
     run_turns(graph, "t", ["t1"], run_id="run-1")
@@ -354,11 +352,10 @@ def _chat_thread_for_prune(root: Path) -> tuple[RepoSaver, Graph]:
     return saver, graph
 
 
-def test_prune_keep_latest_keeps_each_namespaces_latest_and_the_graph_resumes(tmp_path: Path) -> None:
+def test_prune_keep_latest_keeps_each_namespaces_latest_and_the_graph_resumes(root: Path) -> None:
     """After keep_latest every namespace's latest checkpoint reads back exactly as before
     (values that sat inline in pruned checkpoints were rescued), older ones are gone,
     other threads are untouched, and the conversation continues with its full history."""
-    root = tmp_path / "root"
     saver, graph = _chat_thread_for_prune(root)
     latest_before = per_ns_latest(saver, "t")
     count_before = len(tuples(saver, "t"))
@@ -383,10 +380,9 @@ def test_prune_keep_latest_keeps_each_namespaces_latest_and_the_graph_resumes(tm
     assert contents(latest.checkpoint["channel_values"]["messages"]) == turn_contents(["p1", BIG, "p3", "p4"])
 
 
-def test_prune_keep_latest_leaves_one_checkpoint_per_namespace(tmp_path: Path) -> None:
+def test_prune_keep_latest_leaves_one_checkpoint_per_namespace(root: Path) -> None:
     """The documented contract: keep_latest retains only the most recent checkpoint per
     namespace (a graph without DeltaChannels needs no ancestor to resume)."""
-    root = tmp_path / "root"
     saver, _ = _chat_thread_for_prune(root)
     latest_before = per_ns_latest(saver, "t")
 
@@ -398,9 +394,8 @@ def test_prune_keep_latest_leaves_one_checkpoint_per_namespace(tmp_path: Path) -
     )
 
 
-def test_prune_delete_removes_everything_of_those_threads(tmp_path: Path) -> None:
+def test_prune_delete_removes_everything_of_those_threads(root: Path) -> None:
     """strategy="delete" removes every checkpoint, write and file of the thread, nothing else."""
-    root = tmp_path / "root"
     saver, graph = _chat_thread_for_prune(root)
     other_before = tuples(saver, "other")
 
@@ -423,10 +418,10 @@ def test_prune_delete_removes_everything_of_those_threads(tmp_path: Path) -> Non
 # ----------------------------------------------------------------------------
 # DeltaChannel (beta)
 # ----------------------------------------------------------------------------
-def test_delta_channel_history_matches_in_memory_saver(tmp_path: Path) -> None:
+def test_delta_channel_history_matches_in_memory_saver(root: Path) -> None:
     """For every checkpoint of the same run, the writes (in order) and the seed that
     get_delta_channel_history returns equal InMemorySaver's, and so does the state."""
-    repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
+    repo, mem = RepoSaver(root), InMemorySaver()
     for saver in (repo, mem):
         assert delta_graph(saver).invoke({"items": [], "evens": [], "n": 0}, cfg("d")) == expected_delta(
             DELTA_STEPS
@@ -439,7 +434,7 @@ def test_delta_channel_history_matches_in_memory_saver(tmp_path: Path) -> None:
         assert plain(r.checkpoint["channel_values"]) == plain(m.checkpoint["channel_values"])
         picture = history_picture(repo, r.config)
         assert picture == history_picture(mem, m.config)
-        assert picture == history_picture(RepoSaver(tmp_path / "root"), r.config)
+        assert picture == history_picture(RepoSaver(root), r.config)
         seeds += sum(1 for h in picture.values() if h["seed"] is not None)
     assert seeds > 0  # snapshots were written and found
     assert delta_graph(repo).get_state(cfg("d")).values == expected_delta(DELTA_STEPS)
@@ -460,10 +455,9 @@ def _chain_to_snapshots(saver: RepoSaver, config: RunnableConfig) -> set[str]:
     return chain
 
 
-def test_delta_channel_state_survives_prune_keep_latest(tmp_path: Path) -> None:
+def test_delta_channel_state_survives_prune_keep_latest(root: Path) -> None:
     """keep_latest keeps the ancestors back to each delta channel's nearest snapshot, so
     the state (and the history that rebuilds it) is the same after prune; the loop goes on."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = delta_graph(saver)
     graph.invoke({"items": [], "evens": [], "n": 0}, cfg("d"))
@@ -486,10 +480,9 @@ def test_delta_channel_state_survives_prune_keep_latest(tmp_path: Path) -> None:
     assert delta_graph(RepoSaver(root)).get_state(cfg("d")).values == expected_delta(2 * DELTA_STEPS)
 
 
-def test_delta_channel_prune_keeps_only_the_chain_back_to_the_snapshots(tmp_path: Path) -> None:
+def test_delta_channel_prune_keeps_only_the_chain_back_to_the_snapshots(root: Path) -> None:
     """keep_latest may keep what a DeltaChannel needs, but no more: in one long run the
     ancestors older than both channels' nearest snapshots must go."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     delta_graph(saver).invoke({"items": [], "evens": [], "n": 0}, cfg("d"))
     needed = _chain_to_snapshots(saver, cfg("d"))
@@ -500,10 +493,9 @@ def test_delta_channel_prune_keeps_only_the_chain_back_to_the_snapshots(tmp_path
     assert {cid for _, _, cid in tuples(RepoSaver(root), "d")} == needed
 
 
-def test_delta_channel_state_survives_copy_thread(tmp_path: Path) -> None:
+def test_delta_channel_state_survives_copy_thread(root: Path) -> None:
     """copy_thread copies the whole parent chain, so the copy rebuilds the same delta state
     and continues on its own."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = delta_graph(saver)
     graph.invoke({"items": [], "evens": [], "n": 0}, cfg("d"))
@@ -535,10 +527,10 @@ def _version_parts(version: str) -> tuple[int, float]:
     return int(number), fraction
 
 
-def test_get_next_version_is_increasing_in_the_in_memory_format(tmp_path: Path) -> None:
+def test_get_next_version_is_increasing_in_the_in_memory_format(root: Path) -> None:
     """Versions are strings of InMemorySaver's shape (32-digit counter, '.', random part),
     strictly increasing as strings, also past 9 -> 10 and from int versions."""
-    repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
+    repo, mem = RepoSaver(root), InMemorySaver()
     current: str | None = None
     mem_current: str | None = None
     for expected in range(1, 120):

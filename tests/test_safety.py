@@ -156,9 +156,10 @@ PLANTERS: dict[str, Callable[[Path, Any], tuple[Path, RunnableConfig]]] = {
 
 @pytest.mark.parametrize("place", sorted(PLANTERS))
 @pytest.mark.parametrize("case", sorted(payloads(Path("m"))))
-def test_planted_type_is_refused_naming_type_and_file(tmp_path: Path, place: str, case: str) -> None:
+def test_planted_type_is_refused_naming_type_and_file(
+    tmp_path: Path, root: Path, place: str, case: str
+) -> None:
     """A file naming a dangerous callable fails the read with UnrevivableValueError; nothing runs."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     planted, config = PLANTERS[place](root, payloads(marker)[case])
@@ -173,11 +174,10 @@ def test_planted_type_is_refused_naming_type_and_file(tmp_path: Path, place: str
     assert not marker.exists()
 
 
-def test_planted_payload_is_live_when_the_allowlist_is_switched_off(tmp_path: Path) -> None:
+def test_planted_payload_is_live_when_the_allowlist_is_switched_off(tmp_path: Path, root: Path) -> None:
     """Control: handed straight to a serde with allowed_msgpack_modules=True the planted tree does run, so
     the refusals above are real. A RepoSaver given that serde still refuses it: the saver's allowlist
     holds whatever the serde allows (tests/test_hardening_codeexec.py)."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     _in_channel_value(root, payloads(marker)["os.system"])
@@ -198,9 +198,8 @@ class _Reduce:
 
 
 @pytest.mark.parametrize("place", ["channel value", "pending write"])
-def test_planted_pickle_node_is_refused(tmp_path: Path, place: str) -> None:
+def test_planted_pickle_node_is_refused(tmp_path: Path, root: Path, place: str) -> None:
     """A base64 node claiming the pickle serde is never unpickled by the default saver."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     node = {"serde": "pickle", "base64": base64.b64encode(pickle.dumps(_Reduce(marker))).decode()}
@@ -222,9 +221,8 @@ def test_planted_pickle_node_is_refused(tmp_path: Path, place: str) -> None:
     assert not marker.exists()
 
 
-def test_planted_pickle_is_refused_even_with_pickle_fallback(tmp_path: Path) -> None:
+def test_planted_pickle_is_refused_even_with_pickle_fallback(tmp_path: Path, root: Path) -> None:
     """Repo files come from pull requests; a pickle in one must not run code even if the app allows pickle."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     holder = next(p for p in checkpoint_files(root) if "topic" in load(p).get("new_values", {}))
@@ -259,9 +257,8 @@ LOADER = textwrap.dedent(
 
 
 @pytest.mark.parametrize("place", ["channel value", "metadata", "appended item"])
-def test_fresh_process_that_only_loads_runs_nothing(tmp_path: Path, place: str) -> None:
+def test_fresh_process_that_only_loads_runs_nothing(tmp_path: Path, root: Path, place: str) -> None:
     """In a new interpreter, loading a planted type neither imports its module nor calls anything."""
-    root = tmp_path / "root"
     make_thread(root)
     modules = tmp_path / "modules"
     modules.mkdir()
@@ -331,9 +328,8 @@ def move_outside(inside: Path, outside: Path) -> None:
 
 
 @pytest.mark.parametrize("what", sorted(SYMLINK_TARGETS))
-def test_symlink_inside_the_root_is_not_followed_on_read(tmp_path: Path, what: str) -> None:
+def test_symlink_inside_the_root_is_not_followed_on_read(tmp_path: Path, root: Path, what: str) -> None:
     """A symlink planted in the root (pointing at real-looking state) is an error, never a source of data."""
-    root = tmp_path / "root"
     make_thread(root)
     inside = SYMLINK_TARGETS[what](root)
     move_outside(inside, tmp_path / "outside" / inside.name)
@@ -344,9 +340,8 @@ def test_symlink_inside_the_root_is_not_followed_on_read(tmp_path: Path, what: s
         list(RepoSaver(root).list(cfg("t", checkpoint_ns="")))
 
 
-def test_symlinked_writes_folder_is_not_followed(tmp_path: Path) -> None:
+def test_symlinked_writes_folder_is_not_followed(tmp_path: Path, root: Path) -> None:
     """Pending writes read through a symlinked folder are refused too."""
-    root = tmp_path / "root"
     make_thread(root)
     owner = load(sorted(_writes_folder(root).glob("*.json"))[0])["checkpoint_id"]
     move_outside(_writes_folder(root), tmp_path / "outside" / "writes")
@@ -362,9 +357,8 @@ def fresh_checkpoint() -> tuple[Any, dict[str, Any], dict[str, Any]]:
     return checkpoint, {"source": "input", "step": -1, "parents": {}}, versions
 
 
-def test_put_through_symlinked_thread_folder_is_refused(tmp_path: Path) -> None:
+def test_put_through_symlinked_thread_folder_is_refused(tmp_path: Path, root: Path) -> None:
     """A put to a thread whose folder leads outside raises and changes nothing out there."""
-    root = tmp_path / "root"
     make_thread(root)
     make_thread(root, "evil")
     outside = tmp_path / "outside" / "evil"
@@ -404,9 +398,10 @@ LINKS: dict[str, Callable[[Path, Path], None]] = {
         ".cache folder",
     ],
 )
-def test_graph_run_creates_nothing_through_a_symlink_to_an_empty_folder(tmp_path: Path, what: str) -> None:
+def test_graph_run_creates_nothing_through_a_symlink_to_an_empty_folder(
+    tmp_path: Path, root: Path, what: str
+) -> None:
     """A run on a thread whose folder (or the lock cache) leads to an empty outside folder writes nothing."""
-    root = tmp_path / "root"
     root.mkdir()
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -422,10 +417,9 @@ def test_graph_run_creates_nothing_through_a_symlink_to_an_empty_folder(tmp_path
 
 @pytest.mark.parametrize("folder", ["large", "checkpoints"])
 def test_long_lived_saver_does_not_write_through_a_folder_swapped_for_a_symlink(
-    tmp_path: Path, folder: str
+    tmp_path: Path, root: Path, folder: str
 ) -> None:
     """A folder the saver wrote to, then swapped for a symlink (as checkout does), is not written through."""
-    root = tmp_path / "root"
     saver = make_thread(root)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -439,9 +433,8 @@ def test_long_lived_saver_does_not_write_through_a_folder_swapped_for_a_symlink(
     assert tree(outside) == {}
 
 
-def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path) -> None:
+def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path, root: Path) -> None:
     """A lock file planted as a symlink to a precious file leaves that file intact."""
-    root = tmp_path / "root"
     make_thread(root)
     victim = tmp_path / "precious.txt"
     victim.write_text("do not truncate\n", encoding="utf-8")
@@ -458,9 +451,8 @@ def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path) -> No
 # ---------------------------------------------------------------------------
 # (3) garbage in one thread stays in that thread
 # ---------------------------------------------------------------------------
-def test_garbage_in_some_threads_does_not_stop_other_threads(tmp_path: Path) -> None:
+def test_garbage_in_some_threads_does_not_stop_other_threads(root: Path) -> None:
     """Oversized, binary or misnamed files break only their own thread; the others load and continue."""
-    root = tmp_path / "root"
     saver = make_thread(root, "good", turns=2)
     for name in ("huge", "binary", "misnamed", "badwrites"):
         make_thread(root, name)
@@ -496,9 +488,8 @@ def test_garbage_in_some_threads_does_not_stop_other_threads(tmp_path: Path) -> 
         list(reader.list(None))  # listing everything reports the bad files instead of hiding them
 
 
-def test_stray_entry_in_threads_folder_is_reported_as_file_format_error(tmp_path: Path) -> None:
+def test_stray_entry_in_threads_folder_is_reported_as_file_format_error(root: Path) -> None:
     """A person dropping README.md into threads/ gets an error naming it, like every other bad file."""
-    root = tmp_path / "root"
     make_thread(root)
     stray = root / "threads" / "README.md"
     stray.write_text("notes\n", encoding="utf-8")

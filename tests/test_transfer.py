@@ -30,7 +30,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graphs import cfg, chat_graph, resume_fixture_tree, run_fixture_graphs
+from graphs import cfg, chat_graph, normalised, resume_fixture_tree, run_fixture_graphs
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.transfer import (
@@ -122,13 +122,6 @@ def test_imported_threads_validate_and_resume_like_the_original(sqlite_source: P
         on_sqlite = resume_fixture_tree(SqliteSaver(conn))
     assert normalised(on_repo) == normalised(on_sqlite)
     assert on_repo["fan"]["ran"] == ["bad"]  # the writes of "a" and "c" came across
-
-
-def normalised(states: dict[str, Any]) -> dict[str, Any]:
-    """Final states with messages as (type, content): message ids are random per run."""
-    out = dict(states)
-    out["chat"] = [(m.type, m.content) for m in states["chat"]["messages"]]
-    return out
 
 
 def test_copy_only_the_threads_asked_for(sqlite_source: Path, tmp_path: Path) -> None:

@@ -335,10 +335,10 @@ def test_dict_key_order_comes_back_sorted_as_documented(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["pydantic v2", "nested dataclass", "message list", "unicode", "bytes"])
-def test_value_roundtrips_when_stored_as_large_value_file(tmp_path: Path, name: str) -> None:
+def test_value_roundtrips_when_stored_as_large_value_file(tmp_path: Path, root: Path, name: str) -> None:
     """Values over large_value_bytes live in content-hashed files and must stay lossless too."""
     _roundtrip(tmp_path, CASES[name], large_value_bytes=0)
-    assert list((tmp_path / "root").rglob("large/*.json")), "expected the value in a large-value file"
+    assert list((root).rglob("large/*.json")), "expected the value in a large-value file"
 
 
 def test_round_trip_keeps_python_types_of_the_original(tmp_path: Path) -> None:
@@ -380,9 +380,9 @@ def test_round_trip_keeps_python_types_of_the_original(tmp_path: Path) -> None:
     ],
     ids=["int", "float", "str", "mixed"],
 )
-def test_channel_versions_keep_their_type(tmp_path: Path, versions: dict[str, Any]) -> None:
+def test_channel_versions_keep_their_type(root: Path, versions: dict[str, Any]) -> None:
     """int, float and str channel versions come back as the same type and value as stored."""
-    repo, mem = _savers(tmp_path / "root")
+    repo, mem = _savers(root)
     base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000002))
     for saver in (repo, mem):
@@ -391,15 +391,15 @@ def test_channel_versions_keep_their_type(tmp_path: Path, versions: dict[str, An
     config: RunnableConfig = {
         "configurable": {"thread_id": THREAD, "checkpoint_ns": "", "checkpoint_id": cid}
     }
-    got = RepoSaver(tmp_path / "root").get_tuple(config)
+    got = RepoSaver(root).get_tuple(config)
     _assert_tuples_equal(got, mem.get_tuple(config))
     assert got is not None
     _same(got.checkpoint["channel_versions"], versions)
 
 
-def test_growing_list_channel_stays_lossless_across_appends(tmp_path: Path) -> None:
+def test_growing_list_channel_stays_lossless_across_appends(root: Path) -> None:
     """A list channel stored as appended items (with a periodic snapshot) rebuilds every version exactly."""
-    repo, mem = _savers(tmp_path / "root", snapshot_every=3)
+    repo, mem = _savers(root, snapshot_every=3)
     base: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
     items: list[Any] = []
     extra = [
@@ -427,14 +427,14 @@ def test_growing_list_channel_stays_lossless_across_appends(tmp_path: Path) -> N
             parent[key] = cfg
         assert cfg is not None
         configs.append(cfg)
-    fresh = RepoSaver(tmp_path / "root", allowlist=ALLOWLIST)
+    fresh = RepoSaver(root, allowlist=ALLOWLIST)
     for cfg in configs:
         _assert_tuples_equal(fresh.get_tuple(cfg), mem.get_tuple(cfg))
     latest, mem_latest = fresh.get_tuple(base), mem.get_tuple(base)
     assert latest is not None and mem_latest is not None
     assert len(latest.checkpoint["channel_values"]["items"]) == len(extra)
     _same(latest.checkpoint["channel_values"]["items"], mem_latest.checkpoint["channel_values"]["items"])
-    text = "".join(p.read_text("utf-8") for p in (tmp_path / "root").rglob("*.json"))
+    text = "".join(p.read_text("utf-8") for p in (root).rglob("*.json"))
     assert '"append"' in text, "expected at least one version stored as appended items"
 
 
@@ -464,12 +464,12 @@ def test_numpy_arrays_roundtrip(tmp_path: Path) -> None:
         assert a.tobytes() == b.tobytes(), key
 
 
-def test_allowlist_via_with_allowlist_equals_constructor_allowlist(tmp_path: Path) -> None:
+def test_allowlist_via_with_allowlist_equals_constructor_allowlist(tmp_path: Path, root: Path) -> None:
     """Registering custom types through with_allowlist revives them like RepoSaver(allowlist=...)."""
     value = {"shape": CASES["nested dataclass"], "person": CASES["pydantic v2"], "level": Level.HIGH}
     got, want = _roundtrip(tmp_path, value)
     config = got.config
-    reader = RepoSaver(tmp_path / "root").with_allowlist(ALLOWLIST)
+    reader = RepoSaver(root).with_allowlist(ALLOWLIST)
     assert isinstance(reader, RepoSaver)
     _assert_tuples_equal(reader.get_tuple(config), want)
 
@@ -557,11 +557,9 @@ def test_graph_state_types_roundtrip_in_default_environment(tmp_path: Path, stat
     [UnregisteredPoint(1, 2), {"nested": [Color.RED]}],
     ids=["unregistered dataclass", "enum not in this reader's allowlist"],
 )
-def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
-    tmp_path: Path, value: Any
-) -> None:
+def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(root: Path, value: Any) -> None:
     """A value of a type outside the allowlist fails loudly with a locatable message, not a silent dict."""
-    writer = RepoSaver(tmp_path / "root", durable=False)
+    writer = RepoSaver(root, durable=False)
     thread_id = "thread-unregistered"
     base: RunnableConfig = cfg(thread_id, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000003))
@@ -569,14 +567,14 @@ def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
     checkpoint = make_checkpoint(cid, {"secret_channel": value, "ok": 1}, versions, input_seen=True)
     writer.put(base, checkpoint, {"source": "input", "step": -1, "parents": {}}, versions)
 
-    reader = RepoSaver(tmp_path / "root")
+    reader = RepoSaver(root)
     with pytest.raises(UnrevivableValueError) as info:
         reader.get_tuple(base)
     message = str(info.value)
     assert thread_id in message
     assert cid in message
     assert "secret_channel" in message
-    files = [p for p in (tmp_path / "root").rglob("*.json") if "secret_channel" in p.read_text("utf-8")]
+    files = [p for p in (root).rglob("*.json") if "secret_channel" in p.read_text("utf-8")]
     assert len(files) == 1
     assert str(files[0]) in message
     type_name = type(value).__name__ if not isinstance(value, dict) else "Color"
@@ -590,9 +588,9 @@ def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
     assert degraded.checkpoint["channel_values"]["secret_channel"] != value
 
 
-def test_unregistered_type_in_pending_write_raises(tmp_path: Path) -> None:
+def test_unregistered_type_in_pending_write_raises(root: Path) -> None:
     """A pending write of an unregistered type also fails loudly, naming thread, checkpoint and channel."""
-    writer = RepoSaver(tmp_path / "root", durable=False)
+    writer = RepoSaver(root, durable=False)
     base: RunnableConfig = cfg("t-w", checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000004))
     config = writer.put(
@@ -600,26 +598,26 @@ def test_unregistered_type_in_pending_write_raises(tmp_path: Path) -> None:
     )
     writer.put_writes(config, [("bad_channel", UnregisteredPoint(3, 4))], TASK_A)
     with pytest.raises(UnrevivableValueError) as info:
-        RepoSaver(tmp_path / "root").get_tuple(config)
+        RepoSaver(root).get_tuple(config)
     message = str(info.value)
     assert "'t-w'" in message and cid in message and "bad_channel" in message
-    (wfile,) = (tmp_path / "root").rglob("writes/*.json")
+    (wfile,) = (root).rglob("writes/*.json")
     assert str(wfile) in message
 
 
-def test_user_message_text_appears_verbatim_in_files(tmp_path: Path) -> None:
+def test_user_message_text_appears_verbatim_in_files(root: Path) -> None:
     """State is human-readable: a grep over the root finds a user's message text exactly once."""
     needle = "Please book flight ZQ-4471 to Reykjavík 🛫 on the 3rd"
 
     def respond(state: dict[str, Any]) -> dict[str, Any]:
         return {"messages": [AIMessage(content="Booked.", id="ai-1")]}
 
-    graph = line_graph(MessagesState, RepoSaver(tmp_path / "root", durable=False), respond=respond)
+    graph = line_graph(MessagesState, RepoSaver(root, durable=False), respond=respond)
     config: RunnableConfig = cfg("g")
     graph.invoke({"messages": [HumanMessage(content=needle, id="human-1")]}, config)
 
     hits: list[Path] = []
-    for path in sorted(p for p in (tmp_path / "root").rglob("*") if p.is_file()):
+    for path in sorted(p for p in (root).rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8")
         hits.extend(path for _ in range(text.count(needle)))
     assert hits, "the user's message text is not stored verbatim anywhere under the root"
