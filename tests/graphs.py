@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import LATEST_VERSION, BaseCheckpointSaver, Checkpoint
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
@@ -75,7 +76,7 @@ def chat_root(
     turns: int = 3,
     *,
     run_id: str | None = None,
-    serde: Any = None,
+    serde: SerializerProtocol | None = None,
 ) -> RepoSaver:
     """A thread written by ``turns`` turns of chat_graph ("turn 0", "turn 1", ...); its saver."""
     saver = RepoSaver(root, serde=serde, durable=False)

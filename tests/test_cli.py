@@ -527,7 +527,7 @@ CRASH_CHILD = textwrap.dedent(
     b.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]], ["work"])
     b.add_edge("work", END)
     g = b.compile(checkpointer=RepoSaver(root))
-    g.invoke({"items": ["email", "charge-card"]}, cfg("crashy"))
+    g.invoke({"items": ["email", "charge-card"]}, {"configurable": {"thread_id": "crashy"}})
     """
 )
 

@@ -244,7 +244,7 @@ LOADER = textwrap.dedent(
     from langgraph_checkpoint_repo import RepoSaver, UnrevivableValueError
     saver = RepoSaver(sys.argv[1])
     outcomes = []
-    for config in (cfg("t"), None):
+    for config in ({"configurable": {"thread_id": "t"}}, None):
         try:
             list(saver.list(config)) if config is None else saver.get_tuple(config)
             outcomes.append("loaded")
