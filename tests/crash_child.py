@@ -35,6 +35,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
+from graphs import cfg  # tests/ is on sys.path: this script's own folder, or pytest's
 from langgraph_checkpoint_repo import RepoSaver
 
 PARTS = 3
@@ -101,10 +102,6 @@ def build_graph(saver: RepoSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
 
 def turn_input(turn: int) -> dict[str, Any]:
     return {"messages": [HumanMessage(id=f"h{turn}", content=f"turn {turn}")], "turn": turn}
-
-
-def cfg(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
 
 
 def run_thread(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str, turns: int) -> None:

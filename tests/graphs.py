@@ -1,24 +1,28 @@
-"""Real graphs shared by the tests, and the fixture tree every format version must migrate.
+"""The graphs, configs and states the tests share, and the fixture tree every format version must migrate.
 
-``build_fixture_tree`` writes one thread per situation a migration has to carry: a chat,
-a thread waiting on an interrupt, a subgraph waiting on one, a forked history, a failed
-fan-out with the pending writes of the tasks that finished, a value stored in ``large/``
-and a DeltaChannel. ``resume_fixture_tree`` finishes every waiting thread, so a test can
-show that a migrated tree still runs.
+``line_graph`` wires nodes START -> ... -> END, the shape most test graphs have; ``chat_graph``
+and the other builders take the variants a test needs as parameters, so no test module keeps
+its own copy. ``build_fixture_tree`` writes one thread per situation a migration has to carry: a
+chat, a thread waiting on an interrupt, a subgraph waiting on one, a forked history, a failed
+fan-out with the pending writes of the tasks that finished, a value stored in ``large/`` and a
+DeltaChannel. ``resume_fixture_tree`` finishes every waiting thread, so a test can show that a
+migrated tree still runs.
 """
 
 from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import LATEST_VERSION, BaseCheckpointSaver, Checkpoint
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
@@ -29,22 +33,57 @@ BIG_TEXT = "0123456789abcdef" * 1024  # 16 KiB: over the saver's large_value_byt
 
 
 def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, **extra}}
+    """A thread's config; extras that are None are left out (as if not given)."""
+    return {"configurable": {"thread_id": thread_id, **{k: v for k, v in extra.items() if v is not None}}}
 
 
 class LogState(TypedDict):
     log: Annotated[list[str], operator.add]
 
 
-def chat_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
-    def reply(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(content=f"echo: {state['messages'][-1].content}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
+def line_graph(state: type[Any], saver: BaseCheckpointSaver[Any] | None, /, **nodes: Any) -> Any:
+    """START, then each node in the order given, then END: the shape most test graphs share."""
+    builder = StateGraph(state)
+    for name, node in nodes.items():
+        builder.add_node(name, node)
+    names = list(nodes)
+    for source, target in zip([START, *names], [*names, END], strict=True):
+        builder.add_edge(source, target)
     return builder.compile(checkpointer=saver)
+
+
+def echo(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [AIMessage(content=f"echo: {state['messages'][-1].content}")]}
+
+
+def chat_graph(
+    saver: BaseCheckpointSaver[Any] | None,
+    reply: Callable[[MessagesState], Any] = echo,
+    *,
+    node: str = "reply",
+) -> Any:
+    """One user message in, one answer out: ``reply`` (sync or async) runs as node ``node``."""
+    return line_graph(MessagesState, saver, **{node: reply})
+
+
+def contents(messages: Iterable[BaseMessage]) -> list[str]:
+    return [str(m.content) for m in messages]
+
+
+def chat_root(
+    root: Path,
+    thread_id: str = "t",
+    turns: int = 3,
+    *,
+    run_id: str | None = None,
+    serde: SerializerProtocol | None = None,
+) -> RepoSaver:
+    """A thread written by ``turns`` turns of chat_graph ("turn 0", "turn 1", ...); its saver."""
+    saver = RepoSaver(root, serde=serde, durable=False)
+    graph = chat_graph(saver)
+    for i in range(turns):
+        graph.invoke({"messages": [HumanMessage(content=f"turn {i}")]}, cfg(thread_id, run_id=run_id))
+    return saver
 
 
 class AskState(TypedDict, total=False):
@@ -53,21 +92,20 @@ class AskState(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
 
 
-def ask_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+def ask_graph(saver: BaseCheckpointSaver[Any] | None, calls: Counter[str] | None = None) -> Any:
+    """prepare, then ask (an interrupt); ``calls`` counts how often each node ran."""
+    calls = calls if calls is not None else Counter()
+
     def prepare(state: AskState) -> dict[str, Any]:
+        calls["prepare"] += 1
         return {"question": "What is your name?", "log": ["prepared"]}
 
     def ask(state: AskState) -> dict[str, Any]:
+        calls["ask"] += 1
         answer = interrupt({"question": state["question"], "choices": ["Ada", "Grace"]})
         return {"answer": answer, "log": [f"answered {answer}"]}
 
-    builder = StateGraph(AskState)
-    builder.add_node("prepare", prepare)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(AskState, saver, prepare=prepare, ask=ask)
 
 
 def sub_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
@@ -75,30 +113,22 @@ def sub_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
         ok = interrupt("confirm inner?")
         return {"log": [f"inner_ask:{ok}"]}
 
-    inner = StateGraph(LogState)
-    inner.add_node("inner_prep", lambda s: {"log": ["inner_prep"]})
-    inner.add_node("inner_ask", inner_ask)
-    inner.add_edge(START, "inner_prep")
-    inner.add_edge("inner_prep", "inner_ask")
-    inner.add_edge("inner_ask", END)
-    outer = StateGraph(LogState)
-    outer.add_node("outer_start", lambda s: {"log": ["outer_start"]})
-    outer.add_node("sub", inner.compile())
-    outer.add_edge(START, "outer_start")
-    outer.add_edge("outer_start", "sub")
-    outer.add_edge("sub", END)
-    return outer.compile(checkpointer=saver)
+    inner = line_graph(LogState, None, inner_prep=lambda s: {"log": ["inner_prep"]}, inner_ask=inner_ask)
+    return line_graph(LogState, saver, outer_start=lambda s: {"log": ["outer_start"]}, sub=inner)
 
 
-def chain_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
-    builder = StateGraph(LogState)
-    for name in "abc":
-        builder.add_node(name, lambda s, n=name: {"log": [n]})
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", END)
-    return builder.compile(checkpointer=saver)
+def chain_graph(saver: BaseCheckpointSaver[Any] | None, calls: Counter[str] | None = None) -> Any:
+    """START -> a -> b -> c -> END, each node appending its name to ``log`` (and counted in ``calls``)."""
+    calls = calls if calls is not None else Counter()
+
+    def make(name: str) -> Any:
+        def node(state: LogState) -> dict[str, Any]:
+            calls[name] += 1
+            return {"log": [name]}
+
+        return node
+
+    return line_graph(LogState, saver, **{name: make(name) for name in "abc"})
 
 
 class FanState(TypedDict, total=False):
@@ -146,14 +176,11 @@ class BigState(TypedDict, total=False):
 
 
 def big_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
-    builder = StateGraph(BigState)
-    builder.add_node("summarise", lambda s: {"summary": f"{len(s['document'])} characters"})
-    builder.add_edge(START, "summarise")
-    builder.add_edge("summarise", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(BigState, saver, summarise=lambda s: {"summary": f"{len(s['document'])} characters"})
 
 
-def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
+def extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
+    """DeltaChannel reducer: deterministic and batching-invariant."""
     out = list(state)
     for items in writes:
         out.extend(items)
@@ -161,7 +188,7 @@ def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
 
 
 class DeltaState(TypedDict):
-    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
+    items: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=3)]
     n: int
 
 
@@ -176,10 +203,35 @@ def delta_graph(saver: BaseCheckpointSaver[Any] | None, stop: int = 7) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def run_fixture_graphs(saver: BaseCheckpointSaver[Any]) -> None:
-    """Leave one thread per situation in ``saver`` (used for fixture trees and transfers)."""
-    chat = chat_graph(saver)
-    for word in ("hello", "how are you?"):
+def make_checkpoint(
+    cid: str, values: dict[str, Any], versions: dict[str, Any], *, input_seen: bool = False
+) -> Checkpoint:
+    """A checkpoint to put by hand: a "node" saw ``versions`` (and, with ``input_seen``, the input)."""
+    seen: dict[str, Any] = {"node": dict(versions)}
+    if input_seen:
+        seen["__input__"] = {}
+    return Checkpoint(
+        v=LATEST_VERSION,
+        id=cid,
+        ts="2024-05-06T07:08:09.123456+00:00",
+        channel_values=values,
+        channel_versions=dict(versions),
+        versions_seen=seen,
+        updated_channels=sorted(values),
+    )
+
+
+def run_fixture_graphs(
+    saver: BaseCheckpointSaver[Any],
+    *,
+    chat_words: Sequence[str] = ("hello", "how are you?"),
+    reply: Callable[[MessagesState], Any] = echo,
+    big: bool = True,
+) -> None:
+    """Leave one thread per situation in ``saver`` (used for fixture trees, transfers and the
+    command line's shared root, which chats with its own ``reply`` and has no "big" thread)."""
+    chat = chat_graph(saver, reply)
+    for word in chat_words:
         chat.invoke({"messages": [HumanMessage(content=word)]}, {**cfg("chat"), "metadata": {"user": "ada"}})
     ask_graph(saver).invoke({"log": []}, cfg("ask"))
     sub_graph(saver).invoke({"log": []}, cfg("sub"))
@@ -194,7 +246,8 @@ def run_fixture_graphs(saver: BaseCheckpointSaver[Any]) -> None:
         assert "boom on bad" in str(exc)
     else:  # pragma: no cover - the graph is built to fail
         raise AssertionError("the fan-out was meant to fail")
-    big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
+    if big:
+        big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
     delta_graph(saver).invoke({"items": [], "n": 0}, cfg("delta"))
 
 
@@ -219,4 +272,11 @@ def resume_fixture_tree(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
     out["big"] = big_graph(saver).get_state(cfg("big")).values
     out["fork"] = chain_graph(saver).get_state(cfg("fork")).values
     out["delta"] = delta_graph(saver, stop=9).invoke({"n": 7}, cfg("delta"))
+    return out
+
+
+def normalised(states: dict[str, Any]) -> dict[str, Any]:
+    """resume_fixture_tree's states with messages as (type, content): message ids are random per run."""
+    out = dict(states)
+    out["chat"] = [(m.type, m.content) for m in states["chat"]["messages"]]
     return out

@@ -8,7 +8,6 @@ a DeltaChannel loop. Read-only tests share it; tests that change files work on a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import select
@@ -24,21 +23,27 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from typing_extensions import TypedDict
 
-from graphs import ask_graph, chain_graph, delta_graph, sub_graph
-from graphs import fan_graph as shared_fan_graph
+from graphs import (
+    ask_graph,
+    cfg,
+    chain_graph,
+    chat_graph,
+    delta_graph,
+    fan_graph,
+    line_graph,
+    run_fixture_graphs,
+    sub_graph,
+)
+from helpers import checkpoint_files, cli_env, file_digests, one_line_error
+from helpers import cli as run_cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.review import Reader
 from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
 LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show
-
-
-def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, **extra}}
 
 
 # read-only runs over the shared root, started in the background as soon as it exists: each
@@ -49,27 +54,11 @@ _PREFETCHED: dict[tuple[str, ...], Future[subprocess.CompletedProcess[str]]] = {
 def cli(
     root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m langgraph_checkpoint_repo`` the way a person or a hook would."""
+    """helpers.cli, answered from the runs prefetched over the shared root when it can be."""
     key = (str(root), *map(str, args))
     if stdin is None and cwd is None and key in _PREFETCHED:
         return _PREFETCHED.pop(key).result()
-    return _run(root, *args, stdin=stdin, cwd=cwd)
-
-
-def _run(
-    root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"}
-    prefix = ["--root", str(root)] if root is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", *prefix, *args],
-        capture_output=True,
-        text=True,
-        input=stdin if stdin is not None else "",
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
+    return run_cli(root, *args, stdin=stdin or "", cwd=cwd, timeout=120)
 
 
 def cli_many(*calls: tuple[Any, ...]) -> list[subprocess.CompletedProcess[str]]:
@@ -90,44 +79,14 @@ def cli_json(root: Path, *args: str) -> Any:
     return json.loads(proc.stdout)
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
-    """A documented exit code, one line on stderr naming the thing, never a traceback."""
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("langgraph-repo: error: ")
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-
-
-def files_digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ".cache" not in p.parts
-    }
-
-
 # ----------------------------------------------------------------------------
 # graphs
 # ----------------------------------------------------------------------------
-def chat_graph(saver: RepoSaver) -> Any:
-    def reply(state: MessagesState) -> dict[str, Any]:
-        last = state["messages"][-1]
-        text = LONG_TEXT if last.content == "say a lot" else f"echo: {last.content}"
-        return {"messages": [AIMessage(content=text)]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=saver)
-
-
-def fan_graph(saver: RepoSaver) -> Any:
-    """One Send per item; "bad" raises once its siblings' writes are saved (tests/graphs.py)."""
-    return shared_fan_graph(saver, fail=True)
+def long_reply(state: MessagesState) -> dict[str, Any]:
+    """echo, but "say a lot" gets LONG_TEXT (for show's folding)."""
+    last = state["messages"][-1]
+    text = LONG_TEXT if last.content == "say a lot" else f"echo: {last.content}"
+    return {"messages": [AIMessage(content=text)]}
 
 
 class ProfileState(MessagesState, total=False):
@@ -146,13 +105,7 @@ def profile_graph(saver: RepoSaver) -> Any:
     def second(state: ProfileState) -> dict[str, Any]:
         return {"profile": {"name": "Grace", "city": "Paris"}, "messages": [RemoveMessage(id="m-hello")]}
 
-    builder = StateGraph(ProfileState)
-    builder.add_node("first", first)
-    builder.add_node("second", second)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(ProfileState, saver, first=first, second=second)
 
 
 @dataclass
@@ -168,11 +121,7 @@ class PointState(TypedDict):
 
 
 def point_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(PointState)
-    builder.add_node("move", lambda s: {"point": Point(s["point"].x + 1, s["point"].y + 2)})
-    builder.add_edge(START, "move")
-    builder.add_edge("move", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(PointState, saver, move=lambda s: {"point": Point(s["point"].x + 1, s["point"].y + 2)})
 
 
 ROOT_DIGEST: dict[str, str] = {}  # the shared root's files before any command ran
@@ -225,25 +174,13 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A root with one thread per situation the command line has to explain."""
     path = tmp_path_factory.mktemp("state") / ".langgraph"
     saver = RepoSaver(path, durable=False)
-    chat = chat_graph(saver)
-    for word in ("hello", "say a lot"):
-        chat.invoke({"messages": [HumanMessage(content=word)]}, {**cfg("chat"), "metadata": {"user": "ada"}})
-    ask_graph(saver).invoke({"log": []}, cfg("ask"))
-    sub_graph(saver).invoke({"log": []}, cfg("sub"))
-    chain = chain_graph(saver)
-    chain.invoke({"log": []}, cfg("fork"))
-    history = list(chain.get_state_history(cfg("fork")))
-    chain.invoke(None, history[2].config)  # replay from after "a": a fork
-    chain.update_state(history[3].config, {"log": ["patched"]})  # and an update on an older one
-    with pytest.raises(RuntimeError, match="boom on bad"):
-        fan_graph(saver).invoke({"items": ["a", "bad", "c"]}, cfg("fan"))
+    run_fixture_graphs(saver, chat_words=("hello", "say a lot"), reply=long_reply, big=False)
     profile_graph(saver).invoke({"messages": [HumanMessage(content="hi", id="m-hi")]}, cfg("profile"))
     point_graph(saver).invoke({"point": Point(1, 1)}, cfg("point"))
-    delta_graph(saver).invoke({"items": [], "n": 0}, cfg("delta"))
-    ROOT_DIGEST.update(files_digest(path))
+    ROOT_DIGEST.update(file_digests(path))
     with ThreadPoolExecutor(max_workers=2) as pool:
         for args in read_only_runs(path):
-            _PREFETCHED[(str(path), *args)] = pool.submit(_run, path, *args)
+            _PREFETCHED[(str(path), *args)] = pool.submit(run_cli, path, *args, timeout=120)
         yield path
         for future in _PREFETCHED.values():
             future.cancel()
@@ -263,10 +200,6 @@ def chat_state(root: Path, thread: str = "chat") -> list[tuple[str, Any]]:
     tup = RepoSaver(root).get_tuple(cfg(thread))
     assert tup is not None
     return [(m.type, m.content) for m in tup.checkpoint["channel_values"]["messages"]]
-
-
-def checkpoint_files(root: Path, thread: str) -> list[Path]:
-    return sorted((root / "threads" / thread / "checkpoints").glob("*.json"))
 
 
 # ----------------------------------------------------------------------------
@@ -333,7 +266,7 @@ def test_threads_table_is_plain_text_into_a_pipe(root: Path) -> None:
 
 def _pty_run(args: list[str]) -> bytes:
     master, slave = os.openpty()
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "LANGGRAPH_REPO_ROOT")}
+    env = {k: v for k, v in cli_env().items() if k != "NO_COLOR"}
     proc = subprocess.Popen(
         args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, env={**env, "TERM": "xterm"}
     )
@@ -456,11 +389,11 @@ def test_next_tasks_derived_from_files_match_langgraph_get_state_everywhere(root
     the files equal the ones LangGraph's get_state computes from the compiled graph."""
     saver = RepoSaver(root)
     graphs = {
-        "chat": chat_graph(saver),
+        "chat": chat_graph(saver, long_reply),
         "ask": ask_graph(saver),
         "sub": sub_graph(saver),
         "fork": chain_graph(saver),
-        "fan": fan_graph(saver),
+        "fan": fan_graph(saver, fail=True),
         "profile": profile_graph(saver),
         "delta": delta_graph(saver),
     }
@@ -773,7 +706,7 @@ def test_render_markdown_view_is_made_on_demand_and_never_stored(root: Path) -> 
     assert "## Waiting for input" in md and "question: What is your name?" in md
     assert "| `ask` | interrupted | runs again |" in md
     assert md.count("| loop |") + md.count("| input |") == 3  # every checkpoint in the history table
-    assert files_digest(root) == ROOT_DIGEST  # as the graphs left it
+    assert file_digests(root) == ROOT_DIGEST  # as the graphs left it
     one_line_error(html, 2, "html")
 
 
@@ -783,11 +716,11 @@ def test_render_markdown_view_is_made_on_demand_and_never_stored(root: Path) -> 
 def test_prune_dry_run_lists_exactly_what_a_real_run_removes(copy_root: Path) -> None:
     """The dry run's file list equals what the real run removes and writes; state and the
     next run are unaffected."""
-    before = files_digest(copy_root)
+    before = file_digests(copy_root)
     state_before = chat_state(copy_root)
     dry = cli_json(copy_root, "prune", "chat", "fork", "--keep-last", "2", "--dry-run")
     assert dry["dry_run"] is True and all(t["remove"] for t in dry["threads"])
-    assert files_digest(copy_root) == before  # a dry run changes nothing
+    assert file_digests(copy_root) == before  # a dry run changes nothing
     real = cli_json(copy_root, "prune", "chat", "fork", "--keep-last", "2", "--yes")
     assert [(t["thread_id"], t["remove"], t["write"]) for t in real["threads"]] == [
         (t["thread_id"], t["remove"], t["write"]) for t in dry["threads"]
@@ -797,20 +730,22 @@ def test_prune_dry_run_lists_exactly_what_a_real_run_removes(copy_root: Path) ->
     assert chat_state(copy_root) == state_before
     valid = cli(copy_root, "validate")
     assert valid.returncode == 0, valid.stdout
-    out = chat_graph(RepoSaver(copy_root)).invoke({"messages": [HumanMessage(content="again")]}, cfg("chat"))
+    out = chat_graph(RepoSaver(copy_root), long_reply).invoke(
+        {"messages": [HumanMessage(content="again")]}, cfg("chat")
+    )
     assert [m.content for m in out["messages"]][-2:] == ["again", "echo: again"]
     assert len(out["messages"]) == 6
 
 
 def test_prune_never_cuts_a_thread_waiting_on_an_interrupt(copy_root: Path) -> None:
     """Threads paused at an interrupt are kept whole, even when pruning everything."""
-    before = files_digest(copy_root / "threads" / "ask")
-    sub_before = files_digest(copy_root / "threads" / "sub")
+    before = file_digests(copy_root / "threads" / "ask")
+    sub_before = file_digests(copy_root / "threads" / "sub")
     data = cli_json(copy_root, "prune", "--keep-last", "1", "--yes")
     skipped = {t["thread_id"]: t["skipped"] for t in data["threads"] if t["skipped"]}
     assert skipped == {"ask": "waits on an interrupt at ask", "sub": "waits on an interrupt at sub"}
-    assert files_digest(copy_root / "threads" / "ask") == before
-    assert files_digest(copy_root / "threads" / "sub") == sub_before
+    assert file_digests(copy_root / "threads" / "ask") == before
+    assert file_digests(copy_root / "threads" / "sub") == sub_before
 
 
 def test_prune_keeps_what_a_delta_channel_needs_to_rebuild(copy_root: Path) -> None:
@@ -827,7 +762,7 @@ def test_prune_keeps_what_a_delta_channel_needs_to_rebuild(copy_root: Path) -> N
 
 def test_destroying_commands_ask_first_and_do_nothing_without_yes(copy_root: Path) -> None:
     """prune and delete ask; "n" or no answer changes nothing and exits 5."""
-    before = files_digest(copy_root)
+    before = file_digests(copy_root)
     said_no, no_answer, usage = cli_many(
         (copy_root, "prune", "chat", "--keep-last", "1"),
         (copy_root, "delete", "chat"),  # no answer at all (EOF)
@@ -837,7 +772,7 @@ def test_destroying_commands_ask_first_and_do_nothing_without_yes(copy_root: Pat
         assert proc.returncode == 5
         first, last = proc.stderr.strip().splitlines()
         assert first.startswith(question) and last.startswith("langgraph-repo: error: not confirmed")
-    assert files_digest(copy_root) == before
+    assert file_digests(copy_root) == before
     one_line_error(usage, 2, "--keep-last")
 
 

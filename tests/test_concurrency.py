@@ -18,17 +18,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from filelock import FileLock
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpoint
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
+from graphs import cfg as thread_cfg
+from graphs import chat_graph, contents
+from helpers import checkpoint_files, file_bytes
 from langgraph_checkpoint_repo import LockTimeoutError, RepoSaver
 from langgraph_checkpoint_repo.layout import Layout
 
@@ -43,13 +46,10 @@ def _bot(state: MessagesState) -> dict[str, Any]:
     return {"messages": [AIMessage(content=f"reply {len(state['messages'])}")]}
 
 
-def chat_graph(saver: RepoSaver) -> Graph:
-    """One user message in, one bot reply out: 3 checkpoints and 2 messages per turn."""
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", _bot)
-    builder.add_edge(START, "bot")
-    builder.add_edge("bot", END)
-    return builder.compile(checkpointer=saver)
+# every config names the root namespace, as LangGraph's own configs do (list() then stays in it)
+cfg = partial(thread_cfg, checkpoint_ns="")
+# one user message in, one bot reply out: 3 checkpoints and 2 messages per turn
+bot_graph = partial(chat_graph, reply=_bot, node="bot")
 
 
 def conversation(prefix: str, turns: int) -> list[str]:
@@ -58,14 +58,6 @@ def conversation(prefix: str, turns: int) -> list[str]:
     for i in range(turns):
         out += [f"{prefix}{i}", f"reply {len(out) + 1}"]
     return out
-
-
-def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", **extra}}
-
-
-def contents(messages: Iterable[BaseMessage]) -> list[str]:
-    return [str(m.content) for m in messages]
 
 
 def messages_of(tup: CheckpointTuple | None) -> list[str]:
@@ -97,7 +89,7 @@ def _work_chat(a: dict[str, Any]) -> dict[str, Any]:
     """Run chat turns on one thread; optionally first put writes on checkpoint `writes_on` (then
     touch `wrote`), and pause before turn `pause_at` until `resume` exists."""
     saver = RepoSaver(a["root"], durable=a.get("durable", True))
-    graph = chat_graph(saver)
+    graph = bot_graph(saver)
     if a.get("writes_on"):
         saver.put_writes(cfg(a["thread"], checkpoint_id=a["writes_on"]), a["writes"], a["task"])
         touch(Path(a["wrote"]))
@@ -137,14 +129,19 @@ def _work_branch(a: dict[str, Any]) -> dict[str, Any]:
         parent = saver.put(parent, checkpoint, metadata, {"items": version})  # type: ignore[arg-type]
         saver.put_writes(parent, [("items", [f"pending w{worker}-{i}"]), ("note", i)], f"w{worker}-{i}")
         saver.put_writes(
-            cfg(thread, checkpoint_id=a["root_id"]), [("shared", f"w{worker}-{i}")], f"root-{worker}-{i}"
+            cfg(thread, checkpoint_id=a["root_id"]),
+            [("shared", f"w{worker}-{i}")],
+            f"root-{worker}-{i}",
         )
     touch(Path(a["done"]))
     for other in range(a["workers"]):
         wait_for(Path(a["done"]).with_name(f"done-{other}"))
     root_after = saver.get_tuple(cfg(thread, checkpoint_id=a["root_id"]))
     assert root_after is not None
-    return {"seen": len(list(saver.list(cfg(thread)))), "root_writes": len(root_after.pending_writes or [])}
+    return {
+        "seen": len(list(saver.list(cfg(thread)))),
+        "root_writes": len(root_after.pending_writes or []),
+    }
 
 
 def _work_hold_lock(a: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +223,6 @@ def _work_churn(a: dict[str, Any]) -> dict[str, Any]:
 def _work_fan(a: dict[str, Any]) -> dict[str, Any]:
     """Run turns of crash_child's graph (a Send fan-out, values in large/ files) on one
     thread, logging every put and put_writes that returned; start when `go` exists."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from langchain_core.messages import HumanMessage as Human
 
     from crash_child import LoggingSaver, build_graph
@@ -256,8 +252,9 @@ def worker_main(mode: str, args: str) -> None:
     print(json.dumps(WORKERS[mode](json.loads(args))))
 
 
-_BOOT = (
-    "import importlib.util, sys\n"
+_BOOT = (  # tests/ on the path first: this module imports graphs, helpers and crash_child
+    "import importlib.util, os, sys\n"
+    "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
     "spec = importlib.util.spec_from_file_location('concurrency_worker', sys.argv[1])\n"
     "mod = importlib.util.module_from_spec(spec)\n"
     "spec.loader.exec_module(mod)\n"
@@ -323,10 +320,6 @@ def parse_all(root: Path) -> dict[str, Any]:
     }
 
 
-def checkpoint_files(root: Path, thread_id: str) -> list[Path]:
-    return sorted(Layout(root).checkpoints_dir(thread_id, "").glob("*.json"))
-
-
 def assert_every_checkpoint_loads(saver: RepoSaver, thread_id: str) -> list[CheckpointTuple]:
     """list() and get_tuple() agree on every checkpoint of the thread."""
     listed = list(saver.list(cfg(thread_id)))
@@ -382,7 +375,10 @@ def test_processes_on_one_thread_keep_every_checkpoint_and_write(tmp_path: Path)
     first["channel_values"] = {"items": ["start"]}
     first["channel_versions"] = {"items": version}
     root_config = saver.put(
-        cfg("shared"), first, {"source": "input", "step": -1, "parents": {}}, {"items": version}
+        cfg("shared"),
+        first,
+        {"source": "input", "step": -1, "parents": {}},
+        {"items": version},
     )
     procs = [
         spawn(
@@ -446,14 +442,6 @@ def _checkpoint_for(saver: RepoSaver, word: str) -> tuple[Checkpoint, str]:
     return checkpoint, version
 
 
-def _tree_bytes(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ".cache" not in p.relative_to(root).parts
-    }
-
-
 def test_lock_held_by_another_process_times_out_without_writing(tmp_path: Path) -> None:
     """While another process holds a thread's lock, put and put_writes raise LockTimeoutError
     naming the thread and write nothing; once it lets go, the same put succeeds."""
@@ -461,7 +449,7 @@ def test_lock_held_by_another_process_times_out_without_writing(tmp_path: Path) 
     saver = RepoSaver(root, lock_timeout=0.5)
     first, version = _checkpoint_for(saver, "first")
     first_config = saver.put(cfg(thread), first, {"source": "input", "step": -1}, {"word": version})
-    files_before = _tree_bytes(root)
+    files_before = file_bytes(root)
     holder = spawn(
         "hold_lock",
         lock=str(Layout(root).lock_path(thread)),
@@ -476,7 +464,7 @@ def test_lock_held_by_another_process_times_out_without_writing(tmp_path: Path) 
     assert repr(thread) in str(info.value)
     with pytest.raises(LockTimeoutError, match="Locked Thread/1"):
         saver.put_writes(first_config, [("word", "pending")], "task-1")
-    assert _tree_bytes(root) == files_before
+    assert file_bytes(root) == files_before
     assert leftovers(root) == []
     latest = RepoSaver(root).get_tuple(cfg(thread))
     assert latest is not None and latest.checkpoint["id"] == first["id"]
@@ -490,12 +478,11 @@ def test_lock_held_by_another_process_times_out_without_writing(tmp_path: Path) 
     assert latest.checkpoint["channel_values"] == {"word": "second"}
 
 
-def test_other_threads_do_not_wait_for_a_locked_thread(tmp_path: Path) -> None:
+def test_other_threads_do_not_wait_for_a_locked_thread(tmp_path: Path, root: Path) -> None:
     """A process holding thread A's lock blocks writers of A only: a graph run on thread B
     completes with a short lock timeout, and A stays readable (readers take no lock)."""
-    root = tmp_path / "root"
     saver = RepoSaver(root, lock_timeout=0.5)
-    graph = chat_graph(saver)
+    graph = bot_graph(saver)
     run_turns(graph, "A", "a", 1)
     holder = spawn(
         "hold_lock",
@@ -517,13 +504,12 @@ def test_other_threads_do_not_wait_for_a_locked_thread(tmp_path: Path) -> None:
     assert messages_of(RepoSaver(root).get_tuple(cfg("B"))) == conversation("b", 2)
 
 
-def test_copy_thread_waits_for_a_writer_of_the_source(tmp_path: Path) -> None:
+def test_copy_thread_waits_for_a_writer_of_the_source(tmp_path: Path, root: Path) -> None:
     """A copy must not read a source thread another process is writing (or pruning) at that
     moment: with the source's lock held elsewhere, copy_thread times out and writes nothing;
     once the writer is done, the copy is whole."""
-    root = tmp_path / "root"
     saver = RepoSaver(root, lock_timeout=0.5)
-    run_turns(chat_graph(saver), "src", "m", 2)
+    run_turns(bot_graph(saver), "src", "m", 2)
     holder = spawn(
         "hold_lock",
         lock=str(Layout(root).lock_path("src")),
@@ -588,12 +574,11 @@ def test_reader_without_lock_sees_only_complete_states(tmp_path: Path, durable: 
     assert leftovers(root) == []
 
 
-def test_history_being_read_survives_a_prune_by_another_process(tmp_path: Path) -> None:
+def test_history_being_read_survives_a_prune_by_another_process(root: Path) -> None:
     """Walking a thread's history (list() is lazy, like get_state_history) while another
     process prunes it must not fail, whether the reader had read the thread before (cached
     headers) or not: the walk yields whole states only."""
-    root = tmp_path / "root"
-    run_turns(chat_graph(RepoSaver(root)), "t", "m", 3)
+    run_turns(bot_graph(RepoSaver(root)), "t", "m", 3)
     expected = conversation("m", 3)
     warm, cold = RepoSaver(root), RepoSaver(root)
     assert len(list(warm.list(cfg("t")))) == 9
@@ -649,13 +634,12 @@ def test_latest_read_while_another_process_deletes_the_thread(tmp_path: Path) ->
 # ----------------------------------------------------------------------------
 # Python threads sharing one saver
 # ----------------------------------------------------------------------------
-def test_one_saver_shared_by_python_threads(tmp_path: Path) -> None:
+def test_one_saver_shared_by_python_threads(root: Path) -> None:
     """One RepoSaver used from 8 Python threads at once: put_writes of distinct tasks on one
     checkpoint, graph runs on distinct threads and reads of both, interleaved; nothing is
     lost or mixed up, in memory or on disk."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
-    graph = chat_graph(saver)
+    graph = bot_graph(saver)
     checkpoint, version = _checkpoint_for(saver, "base")
     base = saver.put(cfg("shared"), checkpoint, {"source": "input", "step": -1}, {"word": version})
     tasks, graph_threads, turns = 24, 6, 3
@@ -703,12 +687,12 @@ def test_one_saver_shared_by_python_threads(tmp_path: Path) -> None:
     assert leftovers(root) == []
 
 
-def test_maintenance_while_python_threads_chat_through_the_same_saver(tmp_path: Path) -> None:
+def test_maintenance_while_python_threads_chat_through_the_same_saver(root: Path) -> None:
     """An admin task copies and deletes threads while request threads chat on other threads
     through the same saver (as in a server): no call fails and every conversation is whole.
     The interpreter switches threads very often here, so the calls really interleave."""
-    saver = RepoSaver(tmp_path / "root", durable=False)
-    graph = chat_graph(saver)
+    saver = RepoSaver(root, durable=False)
+    graph = bot_graph(saver)
     sources = 4
     for k in range(sources):
         run_turns(graph, f"m{k}", f"m{k}-", 2)
@@ -751,7 +735,7 @@ def test_maintenance_while_python_threads_chat_through_the_same_saver(tmp_path: 
         sys.setswitchinterval(old)
 
     assert errors == []
-    fresh = RepoSaver(tmp_path / "root")
+    fresh = RepoSaver(root)
     for i, n in turns_done.items():
         assert messages_of(fresh.get_tuple(cfg(f"g{i}"))) == conversation(f"g{i}-", n)
     for k in range(sources):
@@ -762,13 +746,12 @@ def test_maintenance_while_python_threads_chat_through_the_same_saver(tmp_path: 
 # ----------------------------------------------------------------------------
 # durable=False
 # ----------------------------------------------------------------------------
-def test_not_durable_still_writes_whole_valid_files(tmp_path: Path) -> None:
+def test_not_durable_still_writes_whole_valid_files(root: Path) -> None:
     """durable=False skips fsync only: files are still complete and schema-valid (a durable
     saver reads back the same tuples), and no temp file remains after puts, writes, copy,
     prune and delete."""
-    root = tmp_path / "root"
     fast = RepoSaver(root, durable=False)
-    graph = chat_graph(fast)
+    graph = bot_graph(fast)
     run_turns(graph, "t", "f", 4)
     graph.invoke({"messages": [HumanMessage(content="big " * 5000)]}, cfg("t"))  # a large-value file
     run_turns(graph, "u", "u", 2)
@@ -784,7 +767,10 @@ def test_not_durable_still_writes_whole_valid_files(tmp_path: Path) -> None:
     for thread in ("t", "t-copy"):
         assert list(durable_reader.list(cfg(thread))) == list(fast.list(cfg(thread)))
         assert_every_checkpoint_loads(durable_reader, thread)
-    assert messages_of(durable_reader.get_tuple(cfg("t-copy")))[-2:] == ["big " * 5000, "reply 9"]
+    assert messages_of(durable_reader.get_tuple(cfg("t-copy")))[-2:] == [
+        "big " * 5000,
+        "reply 9",
+    ]
     assert messages_of(durable_reader.get_tuple(cfg("t")))[-2:] == ["f4", "reply 11"]
     assert durable_reader.get_tuple(cfg("u")) is None
 
@@ -799,12 +785,11 @@ def _age(folder: Path) -> None:
     os.utime(folder, (past, past))
 
 
-def test_warm_saver_sees_checkpoints_and_writes_from_another_process(tmp_path: Path) -> None:
+def test_warm_saver_sees_checkpoints_and_writes_from_another_process(tmp_path: Path, root: Path) -> None:
     """A saver that already read a thread (caches warm) sees the checkpoints and the pending
     writes another process adds afterwards, through get_tuple and list."""
-    root = tmp_path / "root"
     warm = RepoSaver(root)
-    graph = chat_graph(warm)
+    graph = bot_graph(warm)
     run_turns(graph, "t", "m", 2)
     _age(Layout(root).checkpoints_dir("t", ""))
     _age(Layout(root).writes_dir("t", ""))
@@ -846,7 +831,7 @@ def test_warm_saver_sees_files_pulled_in_from_a_clone(tmp_path: Path) -> None:
     files are copied into the root (file times preserved); the warm saver sees them."""
     root, clone = tmp_path / "root", tmp_path / "clone"
     warm = RepoSaver(root)
-    run_turns(chat_graph(warm), "t", "m", 2)
+    run_turns(bot_graph(warm), "t", "m", 2)
     shutil.copytree(root, clone)
     _age(Layout(root).checkpoints_dir("t", ""))
     assert len(list(warm.list(cfg("t")))) == 6
@@ -863,13 +848,12 @@ def test_warm_saver_sees_files_pulled_in_from_a_clone(tmp_path: Path) -> None:
     assert len(list(warm.list(cfg("t")))) == 9
 
 
-def test_warm_saver_forgets_files_removed_from_outside(tmp_path: Path) -> None:
+def test_warm_saver_forgets_files_removed_from_outside(root: Path) -> None:
     """After `rm` of a checkpoint file and of a writes file, the warm saver no longer returns
     them; after another process deletes the whole thread, it sees no thread and can start
     the thread afresh."""
-    root = tmp_path / "root"
     warm = RepoSaver(root)
-    graph = chat_graph(warm)
+    graph = bot_graph(warm)
     run_turns(graph, "t", "m", 3)
     _age(Layout(root).checkpoints_dir("t", ""))
     listed = list(warm.list(cfg("t")))
@@ -903,12 +887,11 @@ def test_warm_saver_forgets_files_removed_from_outside(tmp_path: Path) -> None:
     assert messages_of(RepoSaver(root).get_tuple(cfg("t"))) == conversation("new", 1)
 
 
-def test_warm_saver_sees_other_process_checkpoints_after_its_own_put(tmp_path: Path) -> None:
+def test_warm_saver_sees_other_process_checkpoints_after_its_own_put(root: Path) -> None:
     """Process A lists a thread, process B adds a turn while A's node runs (A holds no lock
     then), A writes its own checkpoints: A's list() must still show B's checkpoints."""
-    root = tmp_path / "root"
     warm = RepoSaver(root)
-    graph = chat_graph(warm)
+    graph = bot_graph(warm)
     run_turns(graph, "t", "m", 1)
     other = {"root": str(root), "thread": "t", "prefix": "b", "turns": 1}
     pending = [True]
@@ -919,11 +902,7 @@ def test_warm_saver_sees_other_process_checkpoints_after_its_own_put(tmp_path: P
             run_worker("chat", **other)
         return _bot(state)
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("bot", slow_bot)
-    builder.add_edge(START, "bot")
-    builder.add_edge("bot", END)
-    slow = builder.compile(checkpointer=warm)
+    slow = bot_graph(warm, reply=slow_bot)
     _age(Layout(root).checkpoints_dir("t", ""))
     slow.invoke({"messages": [HumanMessage(content="a1")]}, cfg("t"))
 

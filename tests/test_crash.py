@@ -42,7 +42,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crash_child import build_graph, cfg, run_thread
+from crash_child import build_graph, run_thread
+from graphs import cfg
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.checks import Validator, fsck, repair
 from langgraph_checkpoint_repo.review import Reader

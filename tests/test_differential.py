@@ -22,7 +22,6 @@ import operator
 import os
 import random
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +36,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Interrupt, Send, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
+from graphs import cfg, extend, line_graph
 from langgraph_checkpoint_repo import RepoSaver
 
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
@@ -47,13 +47,6 @@ NODES = ("a", "work", "ask", "tail", "sub", "__start__")
 OPERATIONS = ("input", "resume", "update_latest", "update_older", "copy", "copy_update", "run_fork", "end")
 
 
-def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
-    out = list(state)
-    for items in writes:
-        out.extend(items)
-    return out
-
-
 class SubState(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
     ask: bool
@@ -62,7 +55,7 @@ class SubState(TypedDict, total=False):
 class State(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
     messages: Annotated[list[AnyMessage], add_messages]
-    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
+    items: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=3)]
     count: int
     note: str
     ask: bool
@@ -79,12 +72,7 @@ def build_graph(saver: BaseCheckpointSaver[Any]) -> Any:
             return {"log": [f"s2:{interrupt('inner ok?')}"]}
         return {"log": ["s2"]}
 
-    inner = StateGraph(SubState)
-    inner.add_node("s1", s1)
-    inner.add_node("s2", s2)
-    inner.add_edge(START, "s1")
-    inner.add_edge("s1", "s2")
-    inner.add_edge("s2", END)
+    inner = line_graph(SubState, None, s1=s1, s2=s2)
 
     def a(state: State) -> dict[str, Any]:
         count = state.get("count", 0) + 1
@@ -115,7 +103,7 @@ def build_graph(saver: BaseCheckpointSaver[Any]) -> Any:
     builder.add_node("work", work)
     builder.add_node("ask", ask)
     builder.add_node("tail", lambda s: {"log": ["tail"]})
-    builder.add_node("sub", inner.compile())
+    builder.add_node("sub", inner)
     builder.add_edge(START, "a")
     builder.add_conditional_edges("a", route, ["work", "ask", "tail"])
     builder.add_conditional_edges("ask", after, ["sub", END])
@@ -202,7 +190,7 @@ class Driver:
 
     def __init__(self, graph: Any, thread_id: str, use_async: bool) -> None:
         self.graph = graph
-        self.cfg: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        self.cfg: RunnableConfig = cfg(thread_id)
         self.use_async = use_async
         self.fork: RunnableConfig | None = None
 

@@ -199,10 +199,9 @@ ERRNO = {"eacces": errno.EACCES, "enospc": errno.ENOSPC}
 @pytest.mark.parametrize("kind", ["checkpoint", "writes", "large"])
 @pytest.mark.parametrize("fault", STEP_FAULTS)
 def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
-    tmp_path: Path, faulty: FaultyOS, reference: dict[str, Any], fault: str, kind: str
+    root: Path, faulty: FaultyOS, reference: dict[str, Any], fault: str, kind: str
 ) -> None:
     """A real graph; the fault hits the 2nd file of ``kind`` written in turn FAULT_TURN."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = build_graph(saver)
     run_thread(graph, "t", FAULT_TURN)
@@ -235,11 +234,10 @@ def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
 
 
 @pytest.mark.parametrize("fault", STEP_FAULTS)
-def test_fault_in_put_and_put_writes_reaches_the_caller(tmp_path: Path, faulty: FaultyOS, fault: str) -> None:
+def test_fault_in_put_and_put_writes_reaches_the_caller(root: Path, faulty: FaultyOS, fault: str) -> None:
     """saver.put and saver.put_writes called directly raise the injected error; the
     previous checkpoint stays the latest (unless the rename had happened), and the same
     call succeeds once the fault is gone."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = build_graph(saver)
     run_thread(graph, "t", 1)
@@ -297,11 +295,10 @@ def _chmod_tree(root: Path, mode: int) -> None:
 
 
 def test_read_only_root_refuses_writes_and_keeps_the_state(
-    tmp_path: Path, faulty: FaultyOS, reference: dict[str, Any]
+    root: Path, faulty: FaultyOS, reference: dict[str, Any]
 ) -> None:
     """Every folder of the tree 0o555: the graph's next write fails with EACCES (as root
     too), nothing changes and no temp file is left; writable again, the graph finishes."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = build_graph(saver)
     run_thread(graph, "t", FAULT_TURN)
@@ -330,10 +327,9 @@ def test_read_only_root_refuses_writes_and_keeps_the_state(
 
 
 def test_new_folder_whose_parent_fsync_fails_is_made_again_next_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Otherwise the folder would exist, and its entry in the parent never be made durable."""
-    root = tmp_path / "root"
     root.mkdir()
     folder = root / "threads" / "t" / "checkpoints"
     synced: list[Path] = []

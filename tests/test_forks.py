@@ -17,11 +17,10 @@ from typing import Annotated, Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
-from graphs import cfg, sub_graph
+from graphs import cfg, line_graph, sub_graph
 from langgraph_checkpoint_repo import RepoSaver, copy_threads
 from test_differential import Canon
 
@@ -34,25 +33,17 @@ class S(TypedDict, total=False):
 
 def three_nodes(saver: BaseCheckpointSaver[Any]) -> Any:
     """The graph of the issue: a, b, c in a row, each touching different channels."""
-    builder = StateGraph(S)
-    builder.add_node("a", lambda s: {"log": ["a"], "note": "from a", "count": s.get("count", 0) + 1})
-    builder.add_node("b", lambda s: {"log": ["b"], "count": s["count"] + 1})
-    builder.add_node("c", lambda s: {"log": ["c"]})
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(
+        S,
+        saver,
+        a=lambda s: {"log": ["a"], "note": "from a", "count": s.get("count", 0) + 1},
+        b=lambda s: {"log": ["b"], "count": s["count"] + 1},
+        c=lambda s: {"log": ["c"]},
+    )
 
 
 def asking(saver: BaseCheckpointSaver[Any]) -> Any:
-    builder = StateGraph(S)
-    builder.add_node("a", lambda s: {"log": ["a"]})
-    builder.add_node("b", lambda s: {"log": [f"b:{interrupt('ok?')}"]})
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(S, saver, a=lambda s: {"log": ["a"]}, b=lambda s: {"log": [f"b:{interrupt('ok?')}"]})
 
 
 def _view(snapshot: Any) -> Any:

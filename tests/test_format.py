@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 from referencing import Registry, Resource
 
+from graphs import cfg, line_graph
+from helpers import checkpoint_files, file_bytes
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver, SchemaVersionError
 from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
@@ -56,36 +57,16 @@ def build_chat(
     def second(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [reply("second", state)]}
 
-    graph = StateGraph(ChatState)
-    graph.add_node("first", first)
-    if subgraph:
-        inner = StateGraph(MessagesState)
-        inner.add_node("inner", second)
-        inner.add_edge(START, "inner")
-        inner.add_edge("inner", END)
-        graph.add_node("second", inner.compile())
-    else:
-        graph.add_node("second", second)
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "second")
-    graph.add_edge("second", END)
-    return graph.compile(checkpointer=saver)
-
-
-def thread(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
+    inner = line_graph(MessagesState, None, inner=second)
+    return line_graph(ChatState, saver, first=first, second=inner if subgraph else second)
 
 
 def say(app: CompiledStateGraph[Any, Any, Any, Any], thread_id: str, text: str, **extra: Any) -> None:
-    app.invoke({"messages": [HumanMessage(content=text)], **extra}, thread(thread_id))
+    app.invoke({"messages": [HumanMessage(content=text)], **extra}, cfg(thread_id))
 
 
 def json_files(root: Path) -> list[Path]:
     return sorted(p for p in (root / "threads").rglob("*.json") if p.is_file())
-
-
-def all_files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def canonical(doc: Any) -> bytes:
@@ -104,10 +85,6 @@ def schema_validators() -> dict[str, Draft202012Validator]:
         kind: Draft202012Validator(docs[f"{kind}.schema.json"], registry=registry)
         for kind in KIND_OF_FOLDER.values()
     }
-
-
-def latest_checkpoint_file(root: Path, thread_id: str) -> Path:
-    return sorted((root / "threads" / thread_id / "checkpoints").glob("*.json"))[-1]
 
 
 @pytest.fixture(scope="module")
@@ -161,11 +138,9 @@ def test_same_checkpoint_gives_identical_files_in_two_roots(tmp_path: Path) -> N
     for name in ("a", "b"):
         saver = RepoSaver(tmp_path / name)
         checkpoint, metadata, versions = fixed_checkpoint()
-        config = saver.put(
-            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, metadata, versions
-        )
+        config = saver.put(cfg("t", checkpoint_ns=""), checkpoint, metadata, versions)
         saver.put_writes(config, [("messages", [AIMessage(content="pending", id="m3")])], "task-1", "path-1")
-        trees.append({k: v for k, v in all_files(tmp_path / name).items() if not k.startswith(".cache/")})
+        trees.append(file_bytes(tmp_path / name))
     a, b = trees
 
     def stable(tree: dict[str, bytes]) -> dict[str, bytes]:
@@ -187,15 +162,15 @@ def test_replaying_a_graph_run_reproduces_every_checkpoint_file(tmp_path: Path) 
         say(app, "t", f"turn {i}", **({"topic": TOPIC} if i == 0 else {}))
     replica = RepoSaver(tmp_path / "b")
     previous: dict[str, Any] = {}
-    for tup in reversed(list(source.list(thread("t")))):
+    for tup in reversed(list(source.list(cfg("t")))):
         versions = tup.checkpoint["channel_versions"]
         new_versions = {ch: v for ch, v in versions.items() if previous.get(ch) != v}
-        config = tup.parent_config or {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        config = tup.parent_config or cfg("t", checkpoint_ns="")
         replica.put(config, tup.checkpoint, tup.metadata, new_versions)
         previous = dict(versions)
 
     def checkpoints(root: Path) -> dict[str, bytes]:
-        return {k: v for k, v in all_files(root).items() if "/checkpoints/" in k}
+        return {k: v for k, v in file_bytes(root, cache=True).items() if "/checkpoints/" in k}
 
     assert len(checkpoints(tmp_path / "a")) == 12
     assert checkpoints(tmp_path / "a") == checkpoints(tmp_path / "b")
@@ -229,7 +204,7 @@ def test_every_file_validates_against_its_schema_independently(rich_root: Path) 
 
 def test_non_json_files_are_only_the_gitignore_and_locks(rich_root: Path) -> None:
     """Nothing else (temp files, caches with data) is left in the root."""
-    others = {k for k in all_files(rich_root) if not k.endswith(".json")}
+    others = {k for k in file_bytes(rich_root, cache=True) if not k.endswith(".json")}
     assert ".gitignore" in others
     assert all(k == ".gitignore" or (k.startswith(".cache/locks/") and k.endswith(".lock")) for k in others)
 
@@ -266,62 +241,62 @@ def _bad_updated_channels(cp: dict[str, Any], nv: dict[str, Any]) -> str:
     "breaker", [_bad_version_list, _bad_v, _bad_empty_id, _bad_versions_seen, _bad_updated_channels]
 )
 def test_checkpoint_the_schema_rejects_is_refused_and_nothing_is_written(
-    tmp_path: Path, breaker: Callable[[dict[str, Any], dict[str, Any]], str]
+    root: Path, breaker: Callable[[dict[str, Any], dict[str, Any]], str]
 ) -> None:
     """A put whose document breaks the schema raises InvalidWriteError and leaves every file as it was,
     not even the large value it carries."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    before = all_files(tmp_path / "root")
+    before = file_bytes(root, cache=True)
     checkpoint, metadata, versions = fixed_checkpoint()
     pointer = breaker(checkpoint, versions)
-    parent = saver.get_tuple(thread("t"))
+    parent = saver.get_tuple(cfg("t"))
     assert parent is not None
     with pytest.raises(InvalidWriteError) as info:
         saver.put(parent.config, checkpoint, metadata, versions)  # type: ignore[arg-type]
     assert info.value.kind == "checkpoint"
     assert info.value.pointer == pointer
     assert f"at {pointer}" in str(info.value)
-    assert all_files(tmp_path / "root") == before
+    assert file_bytes(root, cache=True) == before
 
 
-def test_writes_the_schema_rejects_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
+def test_writes_the_schema_rejects_are_refused_and_nothing_is_written(root: Path) -> None:
     """put_writes with a non-string channel raises InvalidWriteError and creates no file."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    before = all_files(tmp_path / "root")
-    parent = saver.get_tuple(thread("t"))
+    before = file_bytes(root, cache=True)
+    parent = saver.get_tuple(cfg("t"))
     assert parent is not None
     with pytest.raises(InvalidWriteError) as info:
         saver.put_writes(parent.config, [("messages", [AIMessage(content="x")]), (7, BIG_REPORT)], "task")  # type: ignore[list-item]
     assert info.value.kind == "writes"
     assert info.value.pointer == "/writes/1/channel"
-    assert all_files(tmp_path / "root") == before
+    assert file_bytes(root, cache=True) == before
 
 
-def test_metadata_that_cannot_be_encoded_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+def test_metadata_that_cannot_be_encoded_is_refused_and_nothing_is_written(root: Path) -> None:
     """Metadata holding an object the serde cannot encode fails the put without writing anything."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    before = all_files(tmp_path / "root")
+    before = file_bytes(root, cache=True)
     checkpoint, metadata, versions = fixed_checkpoint()
     metadata["handle"] = object()
-    parent = saver.get_tuple(thread("t"))
+    parent = saver.get_tuple(cfg("t"))
     assert parent is not None
     with pytest.raises(InvalidWriteError, match=r"at /metadata: .*not msgpack serializable"):
         saver.put(parent.config, checkpoint, metadata, versions)  # type: ignore[arg-type]
-    assert all_files(tmp_path / "root") == before
+    assert file_bytes(root, cache=True) == before
 
 
-def test_non_json_python_value_in_checkpoint_is_an_invalid_write(tmp_path: Path) -> None:
+def test_non_json_python_value_in_checkpoint_is_an_invalid_write(root: Path) -> None:
     """A datetime where the schema wants a string is refused with InvalidWriteError like any other."""
     import datetime
 
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     checkpoint, metadata, versions = fixed_checkpoint()
     checkpoint["ts"] = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
     with pytest.raises(InvalidWriteError):
-        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, metadata, versions)  # type: ignore[arg-type]
+        saver.put(cfg("t", checkpoint_ns=""), checkpoint, metadata, versions)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------
@@ -398,29 +373,28 @@ BROKEN: dict[str, tuple[Edit, str, str]] = {
 @pytest.mark.parametrize("reader", ["fresh", "warm"])
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_hand_broken_checkpoint_raises_file_format_error_with_path_and_pointer(
-    tmp_path: Path, case: str, reader: str
+    root: Path, case: str, reader: str
 ) -> None:
     """A broken checkpoint is reported with its file and JSON pointer, never read as None or partial state."""
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    path = latest_checkpoint_file(tmp_path / "root", "t")
+    path = checkpoint_files(root, "t")[-1]
     edit, pointer, fragment = BROKEN[case]
     raw = path.read_bytes()
     broken = edit(raw)
     assert broken != raw
     path.write_bytes(broken)
-    reader_saver = RepoSaver(tmp_path / "root") if reader == "fresh" else saver
+    reader_saver = RepoSaver(root) if reader == "fresh" else saver
     with pytest.raises(FileFormatError) as info:
-        reader_saver.get_tuple(thread("t"))
+        reader_saver.get_tuple(cfg("t"))
     assert info.value.path == str(path)
     assert info.value.pointer == pointer
     assert str(path) in str(info.value) and f"at {pointer}:" in str(info.value)
     assert fragment in str(info.value)
 
 
-def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(tmp_path: Path) -> None:
+def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(root: Path) -> None:
     """The latest state is built from earlier files; a broken one fails the read, no messages dropped."""
-    root = tmp_path / "root"
     say(build_chat(RepoSaver(root)), "t", "hello")
     holders = [
         p
@@ -430,45 +404,41 @@ def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(tmp_path: Path
     ]
     assert len(holders) == 1  # the one full copy of the list; the rest are appends to it
     holder = holders[0]
-    assert holder != latest_checkpoint_file(root, "t")
+    assert holder != checkpoint_files(root, "t")[-1]
     holder.write_bytes(
         doc_edit(_set(["new_values", "messages", "value", "json"], {"$evil": 1}))(holder.read_bytes())
     )
     with pytest.raises(FileFormatError) as info:
-        RepoSaver(root).get_tuple(thread("t"))
+        RepoSaver(root).get_tuple(cfg("t"))
     assert info.value.path == str(holder)
     assert "/new_values/messages" in info.value.pointer
 
 
-def test_broken_writes_file_fails_the_read_of_its_checkpoint(tmp_path: Path) -> None:
+def test_broken_writes_file_fails_the_read_of_its_checkpoint(root: Path) -> None:
     """Pending writes are part of the tuple; a broken writes file is reported, not skipped."""
-    root = tmp_path / "root"
     say(build_chat(RepoSaver(root)), "t", "hello")
     writes = sorted((root / "threads" / "t" / "writes").glob("*.json"))[0]
     owner = json.loads(writes.read_bytes())["checkpoint_id"]
     writes.write_bytes(doc_edit(_set(["writes", 0, "idx"], "zero"))(writes.read_bytes()))
     with pytest.raises(FileFormatError) as info:
-        RepoSaver(root).get_tuple(
-            {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": owner}}
-        )
+        RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=owner))
     assert info.value.path == str(writes)
     assert info.value.pointer == "/writes/0/idx"
 
 
-def test_warm_reader_sees_same_size_edit_that_keeps_mtime(tmp_path: Path) -> None:
+def test_warm_reader_sees_same_size_edit_that_keeps_mtime(root: Path) -> None:
     """Files are the truth: an edit must be seen even when the filesystem cannot date it apart."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     say(build_chat(saver), "t", "hello")
-    assert saver.get_tuple(thread("t")) is not None
-    path = latest_checkpoint_file(root, "t")
+    assert saver.get_tuple(cfg("t")) is not None
+    path = checkpoint_files(root, "t")[-1]
     st = os.stat(path)
     raw = path.read_bytes()
     edited = raw.replace(b'"step": 2', b'"step": 9', 1)
     assert len(edited) == len(raw) and edited != raw
     path.write_bytes(edited)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    tup = saver.get_tuple(thread("t"))
+    tup = saver.get_tuple(cfg("t"))
     assert tup is not None and tup.metadata["step"] == 9
 
 
@@ -480,18 +450,15 @@ def test_warm_reader_sees_same_size_edit_that_keeps_mtime(tmp_path: Path) -> Non
     ("version", "hint"), [(3, "written by a newer release"), (1, "langgraph-repo migrate"), (0, "migrate")]
 )
 def test_unknown_schema_version_is_refused_with_advice(
-    tmp_path: Path, folder: str, version: int, hint: str
+    root: Path, folder: str, version: int, hint: str
 ) -> None:
     """A file from another format version is refused, saying whether to upgrade or to migrate."""
-    root = tmp_path / "root"
     say(build_chat(RepoSaver(root)), "t", "hello")
     path = sorted((root / "threads" / "t" / folder).glob("*.json"))[0]
     path.write_bytes(doc_edit(_set(["schema_version"], version))(path.read_bytes()))
     owner = json.loads(path.read_bytes())["checkpoint_id"]
     with pytest.raises(SchemaVersionError) as info:
-        RepoSaver(root).get_tuple(
-            {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": owner}}
-        )
+        RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=owner))
     assert info.value.path == str(path)
     assert info.value.pointer == "/schema_version"
     assert hint in str(info.value)
@@ -505,9 +472,8 @@ def files_containing(root: Path, text: str) -> set[Path]:
     return {p for p in json_files(root) if needle in p.read_bytes()}
 
 
-def test_unchanged_channel_value_is_written_once(tmp_path: Path) -> None:
+def test_unchanged_channel_value_is_written_once(root: Path) -> None:
     """A channel set once (topic) is stored once; later checkpoints point at it instead of copying it."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     app = build_chat(saver)
     say(app, "t", "turn one", topic=TOPIC)
@@ -526,7 +492,7 @@ def test_unchanged_channel_value_is_written_once(tmp_path: Path) -> None:
     containing = files_containing(root, TOPIC)
     assert containing <= after_first_turn
     assert len(containing) == 3
-    tup = RepoSaver(root).get_tuple(thread("t"))
+    tup = RepoSaver(root).get_tuple(cfg("t"))
     assert tup is not None and tup.checkpoint["channel_values"]["topic"] == TOPIC
 
 
@@ -556,11 +522,10 @@ def message_holders(root: Path) -> dict[str, list[dict[str, Any]]]:
     return bodies
 
 
-def test_appended_messages_store_only_what_was_appended(tmp_path: Path) -> None:
+def test_appended_messages_store_only_what_was_appended(root: Path) -> None:
     """Turn 30 adds about as many lines as turn 3, and turn 1's reply sits in one checkpoint only.
 
     snapshot_every is raised to 1000 so no full snapshot falls inside the 30 turns (90 appends)."""
-    root = tmp_path / "root"
     added = run_turns(root, 30, snapshot_every=1000)
     assert added[29] <= 1.5 * added[2], added
     text = "first reply in turn 001"
@@ -573,13 +538,12 @@ def test_appended_messages_store_only_what_was_appended(tmp_path: Path) -> None:
     bodies = message_holders(root)
     assert len(bodies["value"]) == 1 and len(bodies["append"]) == 89
     assert all(len(b["append"]["items"]) == 1 for b in bodies["append"])
-    tup = RepoSaver(root).get_tuple(thread("chat"))
+    tup = RepoSaver(root).get_tuple(cfg("chat"))
     assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 90
 
 
-def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(tmp_path: Path) -> None:
+def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(root: Path) -> None:
     """With snapshot_every=64, 89 appends give exactly one extra full copy and chains never exceed 64."""
-    root = tmp_path / "root"
     run_turns(root, 30, snapshot_every=64)
     bodies = message_holders(root)
     assert len(bodies["value"]) == 2
@@ -587,16 +551,15 @@ def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(tmp_path: P
     stored = {p for p in files_containing(root, "first reply in turn 001") if p.parent.name != "writes"}
     # the original append item, and the snapshot (over large_value_bytes by then, so in large/)
     assert sorted(p.parent.name for p in stored) == ["checkpoints", "large"]
-    tup = RepoSaver(root).get_tuple(thread("chat"))
+    tup = RepoSaver(root).get_tuple(cfg("chat"))
     assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 90
 
 
 # ---------------------------------------------------------------------------
 # (8) large values
 # ---------------------------------------------------------------------------
-def test_large_value_goes_to_content_addressed_file_stored_once(tmp_path: Path) -> None:
+def test_large_value_goes_to_content_addressed_file_stored_once(root: Path) -> None:
     """A value over large_value_bytes lives in large/<sha256 of its canonical node>.json, once per thread."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     app = build_chat(saver, large=True)
     say(app, "t", "one")
@@ -623,7 +586,7 @@ def test_large_value_goes_to_content_addressed_file_stored_once(tmp_path: Path) 
                 refs += 1
     assert refs == 8  # 2 channels x 2 turns, in checkpoints and in pending writes
     assert files_containing(root, BIG_REPORT) == {large[0]}
-    tup = RepoSaver(root).get_tuple(thread("t"))
+    tup = RepoSaver(root).get_tuple(cfg("t"))
     assert tup is not None
     assert tup.checkpoint["channel_values"]["report"] == BIG_REPORT
     assert tup.checkpoint["channel_values"]["report_copy"] == BIG_REPORT
@@ -632,15 +595,14 @@ def test_large_value_goes_to_content_addressed_file_stored_once(tmp_path: Path) 
 # ---------------------------------------------------------------------------
 # (9) temp and hidden files
 # ---------------------------------------------------------------------------
-def test_temp_and_hidden_files_are_ignored_by_readers(tmp_path: Path) -> None:
+def test_temp_and_hidden_files_are_ignored_by_readers(root: Path) -> None:
     """Leftovers of crashed writes and OS litter (.DS_Store) never become data or errors."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     app = build_chat(saver)
     say(app, "t", "hello")
-    expected = saver.get_tuple(thread("t"))
+    expected = saver.get_tuple(cfg("t"))
     assert expected is not None
-    count = len(list(saver.list(thread("t"))))
+    count = len(list(saver.list(cfg("t"))))
     tdir = root / "threads" / "t"
     garbage = b"\x00not json at all{{{"
     planted = [
@@ -658,12 +620,12 @@ def test_temp_and_hidden_files_are_ignored_by_readers(tmp_path: Path) -> None:
         path.write_bytes(garbage)
 
     for reader in (saver, RepoSaver(root)):
-        tup = reader.get_tuple(thread("t"))
+        tup = reader.get_tuple(cfg("t"))
         assert tup is not None
         assert tup.config == expected.config
         assert tup.checkpoint == expected.checkpoint
         assert tup.pending_writes == expected.pending_writes
-        assert len(list(reader.list(thread("t")))) == count
+        assert len(list(reader.list(cfg("t")))) == count
         assert {t.config["configurable"]["thread_id"] for t in reader.list(None)} == {"t"}
     say(app, "t", "still works")
-    assert len(list(saver.list(thread("t")))) == count + 4
+    assert len(list(saver.list(cfg("t")))) == count + 4

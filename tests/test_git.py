@@ -13,10 +13,11 @@ from jsonschema import Draft202012Validator
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 from referencing import Registry, Resource
 
+from graphs import cfg, line_graph
 from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
@@ -42,13 +43,7 @@ def build_chat(saver: RepoSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
     def second(state: ChatState) -> dict[str, Any]:
         return {"messages": [AIMessage(content=f"second answers {state['messages'][-2].content}")]}
 
-    graph = StateGraph(ChatState)
-    graph.add_node("first", first)
-    graph.add_node("second", second)
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "second")
-    graph.add_edge("second", END)
-    return graph.compile(checkpointer=saver)
+    return line_graph(ChatState, saver, first=first, second=second)
 
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -70,7 +65,7 @@ def commit_all(repo: Path, message: str) -> None:
     git(repo, "commit", "-q", "-m", message)
 
 
-CONFIG: RunnableConfig = {"configurable": {"thread_id": "support-42"}}
+CONFIG = cfg("support-42")
 
 
 def chat(saver: RepoSaver, *texts: str, config: RunnableConfig | None = None) -> list[str]:
@@ -195,7 +190,7 @@ def test_merged_thread_continues_from_latest_and_from_the_other_branch_head(merg
     after_a = chat(saver, "ay three")
     assert after_a == base + turn("ay report one") + turn("ay two") + turn("ay three")
 
-    b_config: RunnableConfig = {"configurable": {"thread_id": "support-42", "checkpoint_id": merged["b"]}}
+    b_config: RunnableConfig = cfg("support-42", checkpoint_id=merged["b"])
     b_state = saver.get_tuple(b_config)
     assert b_state is not None
     assert b_state.checkpoint["channel_values"]["report"] == BIG_REPORT + "bee report two"
@@ -257,7 +252,7 @@ def test_one_long_lived_saver_sees_merged_files(tmp_path: Path) -> None:
     commit_all(repo, "a")
     assert git(repo, "merge", "--no-edit", "b", check=False).returncode == 0
     assert len(list(saver.list(CONFIG))) == 12
-    b_config: RunnableConfig = {"configurable": {"thread_id": "support-42", "checkpoint_id": b_head}}
+    b_config: RunnableConfig = cfg("support-42", checkpoint_id=b_head)
     assert chat(saver, "bee three", config=b_config) == turn("base one") + turn("bee two") + turn("bee three")
 
 
@@ -268,15 +263,13 @@ def test_refused_first_put_leaves_nothing_for_git_to_track(tmp_path: Path) -> No
     checkpoint["channel_values"] = {"messages": []}
     checkpoint["channel_versions"] = {"messages": [1]}
     with pytest.raises(InvalidWriteError):
-        RepoSaver(repo / ".langgraph").put(
-            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {}, {"messages": [1]}
-        )
+        RepoSaver(repo / ".langgraph").put(cfg("t", checkpoint_ns=""), checkpoint, {}, {"messages": [1]})
     assert git(repo, "status", "--porcelain", "--untracked-files=all").stdout == "?? .langgraph/.gitignore\n"
 
 
 def test_thread_whose_id_ends_in_tmp_is_committed(tmp_path: Path) -> None:
     """Every thread's files reach git, whatever the thread is called."""
     repo = init_repo(tmp_path / "repo")
-    chat(RepoSaver(repo / ".langgraph"), "hello", config={"configurable": {"thread_id": "draft.tmp"}})
+    chat(RepoSaver(repo / ".langgraph"), "hello", config=cfg("draft.tmp"))
     commit_all(repo, "draft")
     assert [p for p in git(repo, "ls-files").stdout.splitlines() if p.endswith(".json")]

@@ -20,43 +20,13 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
+from graphs import LogState, ask_graph, cfg, chain_graph, chat_graph, line_graph
 from langgraph_checkpoint_repo import RepoSaver
-
-
-class LogState(TypedDict):
-    log: Annotated[list[str], operator.add]
-
-
-def _cfg(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
-
-
-def _chain_graph(saver: RepoSaver, calls: Counter[str] | None = None) -> Any:
-    """START -> a -> b -> c -> END, each node appending its name to ``log``."""
-    calls = calls if calls is not None else Counter()
-
-    def make(name: str) -> Any:
-        def node(state: LogState) -> dict[str, Any]:
-            calls[name] += 1
-            return {"log": [name]}
-
-        return node
-
-    builder = StateGraph(LogState)
-    for name in "abc":
-        builder.add_node(name, make(name))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", END)
-    return builder.compile(checkpointer=saver)
-
 
 # ----------------------------------------------------------------------
 # 1. a second process resumes a thread
@@ -95,9 +65,8 @@ def _run_child(code: str, *args: str, cwd: Path) -> str:
     return proc.stdout
 
 
-def test_second_process_resumes_thread(tmp_path: Path) -> None:
+def test_second_process_resumes_thread(tmp_path: Path, root: Path) -> None:
     """State written by one Python process is continued by another: the conversation keeps both turns."""
-    root = tmp_path / "root"
     first = json.loads(_run_child(CHAT_CHILD, str(root), "conv", "hello from turn one", cwd=tmp_path))
     assert first == [["HumanMessage", "hello from turn one"], ["AIMessage", "echo 1: hello from turn one"]]
 
@@ -110,7 +79,7 @@ def test_second_process_resumes_thread(tmp_path: Path) -> None:
     ]
 
     # and this (third) process reads the same four messages from the files
-    stored = RepoSaver(root).get_tuple(_cfg("conv"))
+    stored = RepoSaver(root).get_tuple(cfg("conv"))
     assert stored is not None
     messages = stored.checkpoint["channel_values"]["messages"]
     assert [(type(m).__name__, m.content) for m in messages] == [tuple(x) for x in second]
@@ -122,42 +91,17 @@ def test_second_process_resumes_thread(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------
 
 
-class AskState(TypedDict, total=False):
-    question: str
-    answer: str
-    log: Annotated[list[str], operator.add]
-
-
-def _ask_graph(saver: RepoSaver, calls: Counter[str]) -> Any:
-    def prepare(state: AskState) -> dict[str, Any]:
-        calls["prepare"] += 1
-        return {"question": "What is your name?", "log": ["prepared"]}
-
-    def ask(state: AskState) -> dict[str, Any]:
-        calls["ask"] += 1
-        answer = interrupt({"question": state["question"], "choices": ["Ada", "Grace"]})
-        return {"answer": answer, "log": [f"answered {answer}"]}
-
-    builder = StateGraph(AskState)
-    builder.add_node("prepare", prepare)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=saver)
-
-
-def test_interrupt_then_resume_with_fresh_saver(tmp_path: Path) -> None:
+def test_interrupt_then_resume_with_fresh_saver(root: Path) -> None:
     """interrupt() pauses with its payload visible in get_state; a new saver on the root resumes it."""
     calls: Counter[str] = Counter()
-    config = _cfg("ask-thread")
-    graph = _ask_graph(RepoSaver(tmp_path / "root", durable=False), calls)
+    config = cfg("ask-thread")
+    graph = ask_graph(RepoSaver(root, durable=False), calls)
     paused = graph.invoke({"log": []}, config)
     assert [i.value for i in paused["__interrupt__"]] == [
         {"question": "What is your name?", "choices": ["Ada", "Grace"]}
     ]
 
-    fresh = _ask_graph(RepoSaver(tmp_path / "root"), calls)
+    fresh = ask_graph(RepoSaver(root), calls)
     snapshot = fresh.get_state(config)
     assert snapshot.next == ("ask",)
     (task,) = snapshot.tasks
@@ -171,7 +115,7 @@ def test_interrupt_then_resume_with_fresh_saver(tmp_path: Path) -> None:
     assert done["answer"] == "Grace"
     assert done["log"] == ["prepared", "answered Grace"]
     assert calls == {"prepare": 1, "ask": 2}  # ask re-runs from the top on resume, prepare does not
-    after = _ask_graph(RepoSaver(tmp_path / "root"), calls).get_state(config)
+    after = ask_graph(RepoSaver(root), calls).get_state(config)
     assert after.next == () and after.tasks == ()
     assert after.values["answer"] == "Grace"
 
@@ -191,13 +135,6 @@ def _parent_with_subgraph(saver: RepoSaver, calls: Counter[str]) -> Any:
         ok = interrupt("confirm inner?")
         return {"log": [f"inner_ask:{ok}"]}
 
-    inner = StateGraph(LogState)
-    inner.add_node("inner_prep", inner_prep)
-    inner.add_node("inner_ask", inner_ask)
-    inner.add_edge(START, "inner_prep")
-    inner.add_edge("inner_prep", "inner_ask")
-    inner.add_edge("inner_ask", END)
-
     def outer_start(state: LogState) -> dict[str, Any]:
         calls["outer_start"] += 1
         return {"log": ["outer_start"]}
@@ -206,27 +143,20 @@ def _parent_with_subgraph(saver: RepoSaver, calls: Counter[str]) -> Any:
         calls["outer_end"] += 1
         return {"log": ["outer_end"]}
 
-    outer = StateGraph(LogState)
-    outer.add_node("outer_start", outer_start)
-    outer.add_node("sub", inner.compile())
-    outer.add_node("outer_end", outer_end)
-    outer.add_edge(START, "outer_start")
-    outer.add_edge("outer_start", "sub")
-    outer.add_edge("sub", "outer_end")
-    outer.add_edge("outer_end", END)
-    return outer.compile(checkpointer=saver)
+    inner = line_graph(LogState, None, inner_prep=inner_prep, inner_ask=inner_ask)
+    return line_graph(LogState, saver, outer_start=outer_start, sub=inner, outer_end=outer_end)
 
 
-def test_subgraph_state_is_stored_and_its_interrupt_resumes(tmp_path: Path) -> None:
+def test_subgraph_state_is_stored_and_its_interrupt_resumes(root: Path) -> None:
     """A compiled subgraph node gets its own checkpoint namespace on disk, and its interrupt resumes."""
     calls: Counter[str] = Counter()
-    config = _cfg("sub-thread")
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    config = cfg("sub-thread")
+    saver = RepoSaver(root, durable=False)
     graph = _parent_with_subgraph(saver, calls)
     paused = graph.invoke({"log": []}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["confirm inner?"]
 
-    fresh_saver = RepoSaver(tmp_path / "root")
+    fresh_saver = RepoSaver(root)
     fresh = _parent_with_subgraph(fresh_saver, calls)
     state = fresh.get_state(config, subgraphs=True)
     assert state.next == ("sub",)
@@ -248,7 +178,7 @@ def test_subgraph_state_is_stored_and_its_interrupt_resumes(tmp_path: Path) -> N
     assert sub_tuples[0].checkpoint["channel_values"]["log"] == ["outer_start", "inner_prep"]
     sub_id = sub_state.config["configurable"]["checkpoint_id"]
     assert sub_tuples[0].config["configurable"]["checkpoint_id"] == sub_id
-    assert list(fresh_saver.list({"configurable": {"thread_id": "sub-thread", "checkpoint_ns": sub_ns}}))
+    assert list(fresh_saver.list(cfg("sub-thread", checkpoint_ns=sub_ns)))
 
     done = fresh.invoke(Command(resume="yes"), config)
     # the subgraph returns its whole log (input included) and the parent's reducer appends it
@@ -271,12 +201,12 @@ def _parent_id(snapshot: Any) -> str | None:
     return snapshot.parent_config["configurable"]["checkpoint_id"] if snapshot.parent_config else None
 
 
-def test_history_time_travel_and_update_state_fork(tmp_path: Path) -> None:
+def test_history_time_travel_and_update_state_fork(root: Path) -> None:
     """History is newest first with exact parent links; replaying and update_state on old checkpoints fork."""
     calls: Counter[str] = Counter()
-    config = _cfg("history")
-    saver = RepoSaver(tmp_path / "root", durable=False)
-    graph = _chain_graph(saver, calls)
+    config = cfg("history")
+    saver = RepoSaver(root, durable=False)
+    graph = chain_graph(saver, calls)
     graph.invoke({"log": []}, config)
 
     history = list(graph.get_state_history(config))
@@ -293,7 +223,7 @@ def test_history_time_travel_and_update_state_fork(tmp_path: Path) -> None:
     assert replayed == {"log": ["a", "b", "c"]}
     assert calls == {"a": 1, "b": 2, "c": 2}
 
-    fresh = _chain_graph(RepoSaver(tmp_path / "root"), calls)
+    fresh = chain_graph(RepoSaver(root), calls)
     branch = list(fresh.get_state_history(config))
     new = [h for h in branch if h.config["configurable"]["checkpoint_id"] not in set(ids)]
     # LangGraph first copies after_a into a "fork" checkpoint, then runs b and c on top of it
@@ -318,7 +248,7 @@ def test_history_time_travel_and_update_state_fork(tmp_path: Path) -> None:
     assert _parent_id(forked) == ids[3]
     assert forked.values == {"log": ["patched"]}
     assert forked.next == ("a",)
-    everything = RepoSaver(tmp_path / "root").list(config)
+    everything = RepoSaver(root).list(config)
     listed = [t.config["configurable"]["checkpoint_id"] for t in everything]
     assert set(ids) | set(new_ids) <= set(listed)
     assert forked_config["configurable"]["checkpoint_id"] in listed
@@ -378,31 +308,31 @@ def _fan_graph(
     return builder.compile(checkpointer=saver)
 
 
-def test_send_fan_out_reduces_all_parallel_writes(tmp_path: Path) -> None:
+def test_send_fan_out_reduces_all_parallel_writes(root: Path) -> None:
     """Parallel Send tasks all write through the operator.add reducer and the result is stored."""
     calls: Counter[str] = Counter()
-    config = _cfg("fan")
+    config = cfg("fan")
     items = [f"item{i}" for i in range(6)]
-    out = _fan_graph(RepoSaver(tmp_path / "root", durable=False), calls).invoke({"items": items}, config)
+    out = _fan_graph(RepoSaver(root, durable=False), calls).invoke({"items": items}, config)
     assert out["results"] == [f"done:{i}" for i in items]
     assert out["total"] == 6
     assert all(calls[i] == 1 for i in items) and calls["reduce"] == 1
 
-    stored = _fan_graph(RepoSaver(tmp_path / "root"), Counter()).get_state(config)
+    stored = _fan_graph(RepoSaver(root), Counter()).get_state(config)
     assert stored.values == out
 
 
-def test_failed_parallel_step_keeps_sibling_writes_and_reruns_only_failed_task(tmp_path: Path) -> None:
+def test_failed_parallel_step_keeps_sibling_writes_and_reruns_only_failed_task(root: Path) -> None:
     """When one Send task fails, siblings' writes are saved as pending writes and not re-run on resume."""
     calls: Counter[str] = Counter()
-    config = _cfg("fan-fail")
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    config = cfg("fan-fail")
+    saver = RepoSaver(root, durable=False)
     graph = _fan_graph(saver, calls, fail_once={"bad"}, n_ok=2)
     with pytest.raises(RuntimeError, match="boom on bad"):
         graph.invoke({"items": ["a", "bad", "c"]}, config)
     assert calls == {"a": 1, "bad": 1, "c": 1, "finished": 2}
 
-    latest = RepoSaver(tmp_path / "root").get_tuple(config)
+    latest = RepoSaver(root).get_tuple(config)
     assert latest is not None
     writes = latest.pending_writes or []
     results = sorted(v for _, ch, v in writes if ch == "results")
@@ -412,7 +342,7 @@ def test_failed_parallel_step_keeps_sibling_writes_and_reruns_only_failed_task(t
     ok_tasks = {tid for tid, ch, _ in writes if ch == "results"}
     assert len(ok_tasks) == 2 and errors[0][0] not in ok_tasks
 
-    resumed = _fan_graph(RepoSaver(tmp_path / "root"), calls).invoke(None, config)
+    resumed = _fan_graph(RepoSaver(root), calls).invoke(None, config)
     assert calls["a"] == 1 and calls["c"] == 1, "successful tasks were re-run"
     assert calls["bad"] == 2
     assert resumed["results"] == ["done:a", "done:bad", "done:c"]  # Send order, not finish order
@@ -428,7 +358,7 @@ class Transient(Exception):
     pass
 
 
-def test_retry_policy_recovers_failing_node(tmp_path: Path) -> None:
+def test_retry_policy_recovers_failing_node(root: Path) -> None:
     """A node that fails twice then succeeds under RetryPolicy completes and the stored state is right."""
     attempts: Counter[str] = Counter()
 
@@ -448,13 +378,13 @@ def test_retry_policy_recovers_failing_node(tmp_path: Path) -> None:
     builder.add_edge(START, "flaky")
     builder.add_edge("flaky", "after")
     builder.add_edge("after", END)
-    config = _cfg("retry")
-    graph = builder.compile(checkpointer=RepoSaver(tmp_path / "root", durable=False))
+    config = cfg("retry")
+    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
     out = graph.invoke({"log": []}, config)
     assert out == {"log": ["ok after 3", "after"]}
     assert attempts["flaky"] == 3
 
-    saver = RepoSaver(tmp_path / "root")
+    saver = RepoSaver(root)
     latest = saver.get_tuple(config)
     assert latest is not None
     assert latest.checkpoint["channel_values"]["log"] == ["ok after 3", "after"]
@@ -468,20 +398,20 @@ def test_retry_policy_recovers_failing_node(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------
 
 
-def test_durability_modes_same_state_and_expected_checkpoint_counts(tmp_path: Path) -> None:
+def test_durability_modes_same_state_and_expected_checkpoint_counts(root: Path) -> None:
     """sync, async and exit durability reach the same state; exit stores only the final checkpoint."""
-    saver = RepoSaver(tmp_path / "root", durable=False)
-    graph = _chain_graph(saver)
+    saver = RepoSaver(root, durable=False)
+    graph = chain_graph(saver)
     finals: dict[str, Any] = {}
     for mode in ("sync", "async", "exit"):
-        finals[mode] = graph.invoke({"log": []}, _cfg(f"dur-{mode}"), durability=mode)
+        finals[mode] = graph.invoke({"log": []}, cfg(f"dur-{mode}"), durability=mode)
     assert finals["sync"] == finals["async"] == finals["exit"] == {"log": ["a", "b", "c"]}
 
-    reader = _chain_graph(RepoSaver(tmp_path / "root"))
-    counts = {mode: len(list(reader.get_state_history(_cfg(f"dur-{mode}")))) for mode in finals}
+    reader = chain_graph(RepoSaver(root))
+    counts = {mode: len(list(reader.get_state_history(cfg(f"dur-{mode}")))) for mode in finals}
     assert counts == {"sync": 5, "async": 5, "exit": 1}
     for mode in finals:
-        state = reader.get_state(_cfg(f"dur-{mode}"))
+        state = reader.get_state(cfg(f"dur-{mode}"))
         assert state.values == {"log": ["a", "b", "c"]} and state.next == ()
         assert state.metadata["step"] == 3
 
@@ -492,6 +422,8 @@ def test_durability_modes_same_state_and_expected_checkpoint_counts(tmp_path: Pa
 
 
 def _async_chain_graph(saver: RepoSaver) -> Any:
+    """chain_graph with async nodes."""
+
     def make(name: str) -> Any:
         async def node(state: LogState) -> dict[str, Any]:
             await asyncio.sleep(0)
@@ -499,41 +431,34 @@ def _async_chain_graph(saver: RepoSaver) -> Any:
 
         return node
 
-    builder = StateGraph(LogState)
-    for name in "abc":
-        builder.add_node(name, make(name))
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", "c")
-    builder.add_edge("c", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(LogState, saver, **{name: make(name) for name in "abc"})
 
 
-async def test_ainvoke_and_astream_store_checkpoints(tmp_path: Path) -> None:
+async def test_ainvoke_and_astream_store_checkpoints(root: Path) -> None:
     """ainvoke and astream with async nodes store the same history a sync run would."""
-    graph = _async_chain_graph(RepoSaver(tmp_path / "root", durable=False))
-    out = await graph.ainvoke({"log": []}, _cfg("async-invoke"))
+    graph = _async_chain_graph(RepoSaver(root, durable=False))
+    out = await graph.ainvoke({"log": []}, cfg("async-invoke"))
     assert out == {"log": ["a", "b", "c"]}
-    updates = [u async for u in graph.astream({"log": ["x"]}, _cfg("async-stream"), stream_mode="updates")]
+    updates = [u async for u in graph.astream({"log": ["x"]}, cfg("async-stream"), stream_mode="updates")]
     assert updates == [{"a": {"log": ["a"]}}, {"b": {"log": ["b"]}}, {"c": {"log": ["c"]}}]
 
-    reader = _async_chain_graph(RepoSaver(tmp_path / "root"))
+    reader = _async_chain_graph(RepoSaver(root))
     for thread_id, log in (("async-invoke", ["a", "b", "c"]), ("async-stream", ["x", "a", "b", "c"])):
-        state = await reader.aget_state(_cfg(thread_id))
+        state = await reader.aget_state(cfg(thread_id))
         assert state.values == {"log": log}
-        history = [h async for h in reader.aget_state_history(_cfg(thread_id))]
+        history = [h async for h in reader.aget_state_history(cfg(thread_id))]
         assert [h.metadata["step"] for h in history] == [3, 2, 1, 0, -1]
         assert [_parent_id(h) for h in history] == [*_ids(history)[1:], None]
 
 
-async def test_ainvoke_interrupt_and_resume_with_fresh_saver(tmp_path: Path) -> None:
+async def test_ainvoke_interrupt_and_resume_with_fresh_saver(root: Path) -> None:
     """interrupt() under ainvoke, then Command(resume=...) via ainvoke on a fresh saver."""
     calls: Counter[str] = Counter()
-    config = _cfg("async-ask")
-    paused = await _ask_graph(RepoSaver(tmp_path / "root", durable=False), calls).ainvoke({"log": []}, config)
+    config = cfg("async-ask")
+    paused = await ask_graph(RepoSaver(root, durable=False), calls).ainvoke({"log": []}, config)
     assert paused["__interrupt__"][0].value["question"] == "What is your name?"
 
-    fresh = _ask_graph(RepoSaver(tmp_path / "root"), calls)
+    fresh = ask_graph(RepoSaver(root), calls)
     snapshot = await fresh.aget_state(config)
     assert [i.value["choices"] for t in snapshot.tasks for i in t.interrupts] == [["Ada", "Grace"]]
     done = await fresh.ainvoke(Command(resume="Ada"), config)
@@ -547,41 +472,34 @@ async def test_ainvoke_interrupt_and_resume_with_fresh_saver(tmp_path: Path) -> 
 # ----------------------------------------------------------------------
 
 
-async def test_sync_invoke_inside_running_event_loop(tmp_path: Path) -> None:
+async def test_sync_invoke_inside_running_event_loop(root: Path) -> None:
     """A sync graph.invoke called from a coroutine (a loop is running) works and persists."""
     asyncio.get_running_loop()  # raises if no loop is running
-    graph = _chain_graph(RepoSaver(tmp_path / "root", durable=False))
-    assert graph.invoke({"log": []}, _cfg("in-loop")) == {"log": ["a", "b", "c"]}
-    second = graph.invoke({"log": ["again"]}, _cfg("in-loop"))
+    graph = chain_graph(RepoSaver(root, durable=False))
+    assert graph.invoke({"log": []}, cfg("in-loop")) == {"log": ["a", "b", "c"]}
+    second = graph.invoke({"log": ["again"]}, cfg("in-loop"))
     assert second == {"log": ["a", "b", "c", "again", "a", "b", "c"]}
-    assert len(list(graph.get_state_history(_cfg("in-loop")))) == 10
-    stored = RepoSaver(tmp_path / "root").get_tuple(_cfg("in-loop"))
+    assert len(list(graph.get_state_history(cfg("in-loop")))) == 10
+    stored = RepoSaver(root).get_tuple(cfg("in-loop"))
     assert stored is not None and stored.checkpoint["channel_values"]["log"][-1] == "c"
 
 
-def _chat_graph(saver: RepoSaver) -> Any:
-    async def reply(state: MessagesState) -> dict[str, Any]:
-        await asyncio.sleep(0)
-        return {"messages": [AIMessage(content=f"re: {state['messages'][-1].content}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=saver)
+async def _async_reply(state: MessagesState) -> dict[str, Any]:
+    await asyncio.sleep(0)
+    return {"messages": [AIMessage(content=f"re: {state['messages'][-1].content}")]}
 
 
-def test_threads_with_own_event_loops_share_one_saver(tmp_path: Path) -> None:
+def test_threads_with_own_event_loops_share_one_saver(root: Path) -> None:
     """Several OS threads, each with its own asyncio.run, drive one saver on different threads safely."""
     n_threads, turns = 8, 3
-    saver = RepoSaver(tmp_path / "root", durable=False)
-    graph = _chat_graph(saver)
+    saver = RepoSaver(root, durable=False)
+    graph = chat_graph(saver, _async_reply)
     barrier = threading.Barrier(n_threads)
     errors: list[BaseException] = []
 
     async def converse(tid: str) -> None:
         for turn in range(turns):
-            await graph.ainvoke({"messages": [HumanMessage(content=f"{tid} turn {turn}")]}, _cfg(tid))
+            await graph.ainvoke({"messages": [HumanMessage(content=f"{tid} turn {turn}")]}, cfg(tid))
 
     def worker(tid: str) -> None:
         try:
@@ -598,18 +516,18 @@ def test_threads_with_own_event_loops_share_one_saver(tmp_path: Path) -> None:
     assert not any(w.is_alive() for w in workers)
     assert errors == []
 
-    reader = RepoSaver(tmp_path / "root")
+    reader = RepoSaver(root)
     everything = list(reader.list(None))
     assert len(everything) == n_threads * turns * 3
     for i in range(n_threads):
         tid = f"t{i}"
-        tuples = list(reader.list(_cfg(tid)))
+        tuples = list(reader.list(cfg(tid)))
         assert len(tuples) == turns * 3
         ids = {t.config["configurable"]["checkpoint_id"] for t in tuples}
         for t in tuples:  # every checkpoint is readable and its parent exists
             assert t.parent_config is None or t.parent_config["configurable"]["checkpoint_id"] in ids
             assert reader.get_tuple(t.config) is not None
-        latest = reader.get_tuple(_cfg(tid))
+        latest = reader.get_tuple(cfg(tid))
         assert latest is not None
         contents = [m.content for m in latest.checkpoint["channel_values"]["messages"]]
         expected = [x for n in range(turns) for x in (f"{tid} turn {n}", f"re: {tid} turn {n}")]
@@ -650,7 +568,7 @@ def _nested_graph(saver: Any) -> Any:
 
 def _describe_run(graph: Any, reload: Any, thread_id: str) -> list[Any]:
     """Everything observable about three interrupted/resumed turns, saver ids left out."""
-    config = _cfg(thread_id)
+    config = cfg(thread_id)
     seen: list[Any] = []
     for turn in range(3):
         graph.invoke({"messages": [HumanMessage(content=f"turn {turn} 😀", id=f"h{turn}")]}, config)
@@ -667,10 +585,9 @@ def _describe_run(graph: Any, reload: Any, thread_id: str) -> list[Any]:
     return seen
 
 
-def test_nested_subgraphs_and_odd_thread_ids_match_in_memory_saver(tmp_path: Path) -> None:
+def test_nested_subgraphs_and_odd_thread_ids_match_in_memory_saver(root: Path) -> None:
     """Two-level subgraph interrupts, large messages, RemoveMessage and odd thread ids: RepoSaver (reloaded
     between turns) shows LangGraph exactly what InMemorySaver shows."""
-    root = tmp_path / "root"
     memory = InMemorySaver()
     for thread_id in ["Weird/Thread ÜÑÍ 😀 ..", "x" * 300, "UPPER case"]:
         expected = _describe_run(_nested_graph(memory), lambda: _nested_graph(memory), thread_id)

@@ -32,13 +32,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from typer.testing import CliRunner
 
 import langgraph_checkpoint_repo.jsonread as jsonread_mod
-from graphs import cfg, chat_graph, delta_graph
+from graphs import cfg, chat_graph, chat_root, delta_graph
+from helpers import checkpoint_files, cli_in_process, dump, file_bytes, load
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
 from langgraph_checkpoint_repo.chains import MAX_APPEND_DEPTH
-from langgraph_checkpoint_repo.cli import app as cli_app
 from langgraph_checkpoint_repo.entries import ValueEntry
 from langgraph_checkpoint_repo.errors import FileFormatError, InvalidWriteError, LockTimeoutError
 from langgraph_checkpoint_repo.migrations import migrate_root
@@ -82,9 +81,9 @@ def bounded_error(fn: Callable[[], object]) -> BaseException:
     pytest.fail("expected an error, got none")
 
 
-def cli(root: Path, *args: str) -> Any:
-    """Run ``langgraph-repo`` in this process (typer's CliRunner) under a deadline."""
-    return bounded(lambda: CliRunner().invoke(cli_app, ["--root", str(root), *args]))
+def bounded_cli(root: Path, *args: str) -> Any:
+    """``langgraph-repo`` in this process (helpers.cli_in_process) under a deadline."""
+    return bounded(lambda: cli_in_process("--root", root, *args))
 
 
 def assert_clean_failure(result: Any, code: int, *needles: str) -> None:
@@ -96,40 +95,13 @@ def assert_clean_failure(result: Any, code: int, *needles: str) -> None:
         assert needle in result.stderr, (needle, result.stderr)
 
 
-def load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_bytes())  # type: ignore[no-any-return]
-
-
-def save(path: Path, doc: dict[str, Any]) -> None:
-    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def checkpoints(root: Path, thread: str) -> list[Path]:
-    return sorted((root / "threads" / thread / "checkpoints").glob("*.json"))
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under the root (but the lock cache) and its bytes."""
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ".cache" not in p.parts
-    }
-
-
 def appends(root: Path, thread: str, channel: str = "messages") -> list[Path]:
     """Checkpoints of a thread whose value of ``channel`` is stored as an append, oldest first."""
     return [
-        p for p in checkpoints(root, thread) if "append" in load(p).get("new_values", {}).get(channel, {})
+        p
+        for p in checkpoint_files(root, thread)
+        if "append" in load(p).get("new_values", {}).get(channel, {})
     ]
-
-
-def chat_root(tmp_path: Path, turns: int = 3) -> Path:
-    root = tmp_path / "root"
-    app = chat_graph(RepoSaver(root, durable=False))
-    for turn in range(turns):
-        app.invoke({"messages": [HumanMessage(content=f"turn {turn}")]}, cfg("t"))
-    return root
 
 
 def point_base_at(path: Path, target: Path, channel: str = "messages") -> None:
@@ -139,7 +111,7 @@ def point_base_at(path: Path, target: Path, channel: str = "messages") -> None:
     app = doc["new_values"][channel]["append"]
     app["base"] = version
     app["base_ref"] = f"checkpoints/{target.name}"
-    save(path, doc)
+    dump(path, doc)
 
 
 # ---------------------------------------------------------------------------
@@ -166,14 +138,15 @@ CYCLES = {"base_ref names its own file": self_cycle, "two files name each other"
 @pytest.fixture(params=sorted(CYCLES))
 def cyclic(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Path]:
     """A chat whose messages chain cycles; (root, the file whose base_ref closes the cycle)."""
-    root = chat_root(tmp_path)
+    root = tmp_path / "root"
+    chat_root(root)
     return root, CYCLES[request.param](root)
 
 
 def assert_cycle_error(exc: BaseException, closer: Path) -> None:
     assert isinstance(exc, FileFormatError), repr(exc)
     assert CYCLE in str(exc) and exc.pointer.endswith("/append/base_ref"), str(exc)
-    assert exc.path in {str(p) for p in checkpoints(closer.parent.parent.parent.parent, "t")}, exc.path
+    assert exc.path in {str(p) for p in checkpoint_files(closer.parent.parent.parent.parent, "t")}, exc.path
 
 
 def test_get_tuple_on_an_append_cycle_raises_file_format_error_naming_the_file(
@@ -204,7 +177,7 @@ def test_validate_reports_an_append_cycle_once_at_the_link_that_closes_it(cyclic
     """One line at the file whose base_ref points back (the cause), not one at every
     checkpoint that refers to the chain (docs/reliability.md, hand edits)."""
     root, closer = cyclic
-    result = cli(root, "validate")
+    result = bounded_cli(root, "validate")
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     lines = [ln for ln in result.output.splitlines() if CYCLE in ln]
@@ -219,9 +192,9 @@ def test_show_diff_tasks_render_copy_fail_on_an_append_cycle_in_one_line_while_h
     it copies anything); history reads no value, so the damage does not hide the checkpoints."""
     root, closer = cyclic
     for command in (["show", "t"], ["diff", "t"], ["tasks", "t"], ["render", "t"], ["copy", "t", "u"]):
-        assert_clean_failure(cli(root, *command), 4, CYCLE, "checkpoints/")
+        assert_clean_failure(bounded_cli(root, *command), 4, CYCLE, "checkpoints/")
     assert not (root / "threads" / "u").exists()
-    result = cli(root, "history", "t")
+    result = bounded_cli(root, "history", "t")
     assert result.exit_code == 0, (result.output, result.stderr)
     assert closer.stem in result.output
 
@@ -229,11 +202,11 @@ def test_show_diff_tasks_render_copy_fail_on_an_append_cycle_in_one_line_while_h
 def test_saver_prune_on_an_append_cycle_raises_and_removes_nothing(cyclic: tuple[Path, Path]) -> None:
     """Used to loop forever holding the thread's exclusive lock."""
     root, closer = cyclic
-    before = snapshot(root)
+    before = file_bytes(root)
     saver = RepoSaver(root, lock_timeout=1)
     exc = bounded_error(lambda: saver.prune(["t"]))
     assert_cycle_error(exc, closer)
-    assert snapshot(root) == before
+    assert file_bytes(root) == before
     with saver.store.thread_lock("t", exclusive=True):
         pass  # the error released the thread's lock
 
@@ -242,14 +215,14 @@ def test_cli_prune_on_an_append_cycle_fails_with_one_line_and_removes_nothing(
     cyclic: tuple[Path, Path],
 ) -> None:
     root, _ = cyclic
-    before = snapshot(root)
-    assert_clean_failure(cli(root, "prune", "t", "--keep-last", "1", "--yes"), 4, CYCLE)
-    assert snapshot(root) == before
+    before = file_bytes(root)
+    assert_clean_failure(bounded_cli(root, "prune", "t", "--keep-last", "1", "--yes"), 4, CYCLE)
+    assert file_bytes(root) == before
 
 
-def test_saver_prune_in_a_subprocess_ends_on_an_append_cycle(tmp_path: Path) -> None:
+def test_saver_prune_in_a_subprocess_ends_on_an_append_cycle(root: Path) -> None:
     """A fresh process, as a cron job runs it: an error and exit, never a hang."""
-    root = chat_root(tmp_path)
+    chat_root(root)
     closer = self_cycle(root)
     code = f"from langgraph_checkpoint_repo import RepoSaver\nRepoSaver({str(root)!r}).prune(['t'])\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE)
@@ -264,16 +237,16 @@ def test_copy_thread_and_migrate_keep_an_append_cycle_as_is_and_the_copy_names_i
     """copy_thread and migrate copy or upgrade files without interpreting them: they end,
     nothing is lost or invented, and the copy names its own file when read."""
     root, _ = cyclic
-    before = snapshot(root)
+    before = file_bytes(root)
     report = bounded(lambda: migrate_root(root))
     assert report.changed == [] and report.files > 0
-    assert snapshot(root) == before
-    result = cli(root, "migrate")
+    assert file_bytes(root) == before
+    result = bounded_cli(root, "migrate")
     assert result.exit_code == 0 and "nothing to migrate" in result.output, (result.output, result.stderr)
     saver = RepoSaver(root)
     bounded(lambda: saver.copy_thread("t", "u"))
-    src = {p.name: load(p)["new_values"] for p in checkpoints(root, "t")}
-    dst = {p.name: load(p)["new_values"] for p in checkpoints(root, "u")}
+    src = {p.name: load(p)["new_values"] for p in checkpoint_files(root, "t")}
+    dst = {p.name: load(p)["new_values"] for p in checkpoint_files(root, "u")}
     assert dst == src
     exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("u")))
     assert isinstance(exc, FileFormatError) and CYCLE in str(exc)
@@ -288,9 +261,9 @@ def settle(root: Path) -> None:
             os.utime(path, (then, then))
 
 
-def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(tmp_path: Path) -> None:
+def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(root: Path) -> None:
     """After prune, chain links live in values/ files: a cycle there is caught the same way."""
-    root = chat_root(tmp_path, turns=4)
+    chat_root(root, turns=4)
     RepoSaver(root).prune(["t"])
     settle(root)  # files written just now count as racy: the next put would write the list whole
     # one more turn: its checkpoints are what the next prune removes, walking the chain below
@@ -302,15 +275,15 @@ def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(
     doc = load(victim)
     doc["append"]["base"] = doc["version"]
     doc["append"]["base_ref"] = f"values/{victim.name}"
-    save(victim, doc)
-    before = snapshot(root)
+    dump(victim, doc)
+    before = file_bytes(root)
     exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("t")))
     assert isinstance(exc, FileFormatError) and CYCLE in str(exc) and exc.path == str(victim)
-    result = cli(root, "validate")
+    result = bounded_cli(root, "validate")
     assert result.exit_code == 1 and f"{victim}: /append/base_ref: {CYCLE}" in result.output, result.output
     exc = bounded_error(lambda: RepoSaver(root).prune(["t"]))
     assert isinstance(exc, FileFormatError) and CYCLE in str(exc)
-    assert snapshot(root) == before
+    assert file_bytes(root) == before
 
 
 # ---------------------------------------------------------------------------
@@ -318,19 +291,19 @@ def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(
 # ---------------------------------------------------------------------------
 def parent_two_cycle(root: Path) -> Path:
     """The newest checkpoint's parent is edited to have the newest as its parent."""
-    *_, parent, newest = checkpoints(root, "d")
+    *_, parent, newest = checkpoint_files(root, "d")
     assert load(newest)["parent_checkpoint_id"] == parent.stem
     doc = load(parent)
     doc["parent_checkpoint_id"] = newest.stem
-    save(parent, doc)
+    dump(parent, doc)
     return parent
 
 
 def parent_self_cycle(root: Path) -> Path:
-    newest = checkpoints(root, "d")[-1]
+    newest = checkpoint_files(root, "d")[-1]
     doc = load(newest)
     doc["parent_checkpoint_id"] = newest.stem
-    save(newest, doc)
+    dump(newest, doc)
     return newest
 
 
@@ -343,7 +316,7 @@ def parent_cyclic(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path,
     checkpoints store no snapshot, with a parent cycle there: (root, edited file)."""
     root = tmp_path / "root"
     delta_graph(RepoSaver(root, durable=False)).invoke({"items": [], "n": 0}, cfg("d"))
-    for path in checkpoints(root, "d")[-2:]:  # no seed in the cycle: a walk would go round forever
+    for path in checkpoint_files(root, "d")[-2:]:  # no seed in the cycle: a walk would go round forever
         assert load(path)["new_values"]["items"] == {"empty": True}
     return root, PARENT_CYCLES[request.param](root)
 
@@ -351,7 +324,7 @@ def parent_cyclic(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path,
 def assert_parent_cycle_error(exc: BaseException, root: Path) -> None:
     assert isinstance(exc, FileFormatError), repr(exc)
     assert PARENT_CYCLE in str(exc) and exc.pointer == "/parent_checkpoint_id", str(exc)
-    assert exc.path in {str(p) for p in checkpoints(root, "d")}
+    assert exc.path in {str(p) for p in checkpoint_files(root, "d")}
 
 
 def test_graph_get_state_over_a_parent_cycle_raises_file_format_error(
@@ -383,32 +356,32 @@ def test_delta_history_over_a_parent_cycle_raises_while_get_tuple_and_list_retur
     tup = bounded(lambda: saver.get_tuple(cfg("d", checkpoint_id=edited.stem)))
     assert tup is not None and tup.parent_config is not None
     assert tup.parent_config["configurable"]["checkpoint_id"] == load(edited)["parent_checkpoint_id"]
-    assert len(bounded(lambda: list(saver.list(cfg("d"))))) == len(checkpoints(root, "d"))
+    assert len(bounded(lambda: list(saver.list(cfg("d"))))) == len(checkpoint_files(root, "d"))
 
 
 def test_validate_reports_a_parent_cycle_once_while_show_history_diff_still_print(
     parent_cyclic: tuple[Path, Path],
 ) -> None:
     root, edited = parent_cyclic
-    result = cli(root, "validate")
+    result = bounded_cli(root, "validate")
     assert result.exit_code == 1, result.output
     lines = [ln for ln in result.output.splitlines() if PARENT_CYCLE in ln]
     assert len(lines) == 1, result.output
     named = lines[0].split(": /parent_checkpoint_id: ")[0]
-    assert named in {str(p) for p in checkpoints(root, "d")}
+    assert named in {str(p) for p in checkpoint_files(root, "d")}
     for command in (["show", "d"], ["history", "d"], ["diff", "d"]):
-        result = cli(root, *command)
+        result = bounded_cli(root, *command)
         assert result.exit_code == 0, (command, result.output, result.stderr)
-    assert edited.stem in cli(root, "history", "d").output
+    assert edited.stem in bounded_cli(root, "history", "d").output
 
 
 def test_saver_prune_over_a_parent_cycle_raises_and_removes_nothing(parent_cyclic: tuple[Path, Path]) -> None:
     """Used to loop forever (the DeltaChannel's seed is never found) holding the exclusive lock."""
     root, _ = parent_cyclic
-    before = snapshot(root)
+    before = file_bytes(root)
     saver = RepoSaver(root, lock_timeout=1)
     assert_parent_cycle_error(bounded_error(lambda: saver.prune(["d"])), root)
-    assert snapshot(root) == before
+    assert file_bytes(root) == before
     with saver.store.thread_lock("d", exclusive=True):
         pass  # released
 
@@ -417,13 +390,12 @@ def test_cli_prune_over_a_parent_cycle_fails_with_one_line_and_removes_nothing(
     parent_cyclic: tuple[Path, Path],
 ) -> None:
     root, _ = parent_cyclic
-    before = snapshot(root)
-    assert_clean_failure(cli(root, "prune", "d", "--keep-last", "1", "--yes"), 4, PARENT_CYCLE)
-    assert snapshot(root) == before
+    before = file_bytes(root)
+    assert_clean_failure(bounded_cli(root, "prune", "d", "--keep-last", "1", "--yes"), 4, PARENT_CYCLE)
+    assert file_bytes(root) == before
 
 
-def test_saver_prune_in_a_subprocess_ends_on_a_parent_cycle(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_saver_prune_in_a_subprocess_ends_on_a_parent_cycle(root: Path) -> None:
     delta_graph(RepoSaver(root, durable=False)).invoke({"items": [], "n": 0}, cfg("d"))
     parent_two_cycle(root)
     code = f"from langgraph_checkpoint_repo import RepoSaver\nRepoSaver({str(root)!r}).prune(['d'])\n"
@@ -443,13 +415,13 @@ def test_export_refuses_a_parent_cycle_while_copy_thread_and_migrate_keep_it_as_
     assert isinstance(exc, RepoCheckpointError) and "parent links form a cycle" in str(exc)
     assert "'d'" in str(exc)
     assert list(target.list(None)) == []
-    before = snapshot(root)
+    before = file_bytes(root)
     assert bounded(lambda: migrate_root(root)).changed == []
-    assert snapshot(root) == before
+    assert file_bytes(root) == before
     saver = RepoSaver(root)
     bounded(lambda: saver.copy_thread("d", "e"))
-    assert [load(p)["parent_checkpoint_id"] for p in checkpoints(root, "e")] == [
-        load(p)["parent_checkpoint_id"] for p in checkpoints(root, "d")
+    assert [load(p)["parent_checkpoint_id"] for p in checkpoint_files(root, "e")] == [
+        load(p)["parent_checkpoint_id"] for p in checkpoint_files(root, "d")
     ]
 
 
@@ -479,7 +451,7 @@ def long_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     saver = RepoSaver(root, durable=False, snapshot_every=MAX_APPEND_DEPTH)
     config = {**cfg("t"), "recursion_limit": LONG_TOTAL + 10}
     talk_graph(saver, LONG_TOTAL).invoke({"messages": [HumanMessage(content="hi")]}, config)
-    newest = load(checkpoints(root, "t")[-1])["new_values"]["messages"]
+    newest = load(checkpoint_files(root, "t")[-1])["new_values"]["messages"]
     assert newest["append"]["depth"] == MAX_APPEND_DEPTH
     return root
 
@@ -509,11 +481,10 @@ def test_chain_at_the_longest_snapshot_every_validates_and_shows_in_a_fresh_proc
     assert len(json.loads(proc.stdout)["values"]["messages"]) == LONG_TOTAL
 
 
-def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: Path, tmp_path: Path) -> None:
+def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: Path, root: Path) -> None:
     """One more link, made from the newest file: a FileFormatError, not a RecursionError."""
-    root = tmp_path / "root"
     shutil.copytree(long_root, root)
-    newest = checkpoints(root, "t")[-1]
+    newest = checkpoint_files(root, "t")[-1]
     doc = load(newest)
     version = doc["checkpoint"]["channel_versions"]["messages"]
     new_version = f"{int(version.split('.')[0]) + 1:032}.5"
@@ -529,7 +500,7 @@ def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: 
     app.update(base=version, base_ref=f"checkpoints/{newest.name}", base_length=LONG_TOTAL, depth=LONG_TOTAL)
     extra["new_values"] = {"messages": extra["new_values"]["messages"]}
     path = newest.parent / f"{new_id}.json"
-    save(path, extra)
+    dump(path, extra)
     exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("t")))
     assert isinstance(exc, FileFormatError), repr(exc)
     assert f"longer than {MAX_APPEND_DEPTH} links" in str(exc) or f"over {MAX_APPEND_DEPTH}" in str(exc)
@@ -537,16 +508,16 @@ def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: 
     assert RepoSaver(root).get_tuple(cfg("t", checkpoint_id=newest.stem)) is not None  # the rest reads
 
 
-def test_append_depth_field_of_a_million_is_refused_naming_the_pointer(tmp_path: Path) -> None:
-    root = chat_root(tmp_path)
+def test_append_depth_field_of_a_million_is_refused_naming_the_pointer(root: Path) -> None:
+    chat_root(root)
     last = appends(root, "t")[-1]
     doc = load(last)
     doc["new_values"]["messages"]["append"]["depth"] = 1_000_000
-    save(last, doc)
+    dump(last, doc)
     exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("t")))
     assert isinstance(exc, FileFormatError) and exc.path == str(last)
     assert exc.pointer == "/new_values/messages/append/depth" and "1000000" in str(exc)
-    result = cli(root, "validate")
+    result = bounded_cli(root, "validate")
     assert result.exit_code == 1 and f"{last}: /values/messages:" in result.output, result.output
 
 
@@ -598,10 +569,10 @@ def test_lock_timeout_that_never_ends_is_refused(tmp_path: Path, value: Any) -> 
         migrate_root(tmp_path, lock_timeout=value)
 
 
-def test_lock_timeout_also_bounds_the_wait_inside_one_process(tmp_path: Path) -> None:
+def test_lock_timeout_also_bounds_the_wait_inside_one_process(root: Path) -> None:
     """Another thread of the same process holding the thread's exclusive lock (a prune) used
     to make a writer wait forever, whatever lock_timeout said."""
-    saver = RepoSaver(tmp_path / "root", durable=False, lock_timeout=0.2)
+    saver = RepoSaver(root, durable=False, lock_timeout=0.2)
     app = chat_graph(saver)
     app.invoke({"messages": [HumanMessage(content="hi")]}, cfg("t"))
     with saver.store.thread_lock("t", exclusive=True):
@@ -612,18 +583,17 @@ def test_lock_timeout_also_bounds_the_wait_inside_one_process(tmp_path: Path) ->
 
 
 def test_a_file_over_the_read_limit_is_refused_before_it_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file the reader refuses (over MAX_FILE_BYTES) would be state lost: put refuses it
     instead, and nothing is written. The limit is lowered so the test writes kilobytes."""
     monkeypatch.setattr(jsonread_mod, "MAX_FILE_BYTES", 64 * 1024)
-    root = tmp_path / "root"
     app = chat_graph(RepoSaver(root, durable=False))
     app.invoke({"messages": [HumanMessage(content="small")]}, cfg("t"))
-    before = snapshot(root)
+    before = file_bytes(root)
     exc = bounded_error(lambda: app.invoke({"messages": [HumanMessage(content="x" * 100_000)]}, cfg("t")))
     assert isinstance(exc, InvalidWriteError) and "a read accepts" in str(exc), repr(exc)
-    after = snapshot(root)
+    after = file_bytes(root)
     assert all(len(data) <= 64 * 1024 for data in after.values())
     tup = RepoSaver(root).get_tuple(cfg("t"))
     assert tup is not None and [m.content for m in tup.checkpoint["channel_values"]["messages"]][:2] == [

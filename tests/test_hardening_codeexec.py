@@ -23,8 +23,6 @@ import json
 import operator
 import os
 import pickle
-import subprocess
-import sys
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,11 +36,11 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root, line_graph
+from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import (
     FileFormatError,
     InvalidWriteError,
@@ -61,28 +59,6 @@ KEY = b"0123456789abcdef0123456789abcdef"
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def load(path: Path) -> Any:
-    return json.loads(path.read_bytes())
-
-
-def dump(path: Path, doc: Any) -> None:
-    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = load(path)
-    change(doc)
-    dump(path, doc)
-
-
-def checkpoints(tdir: Path) -> list[Path]:
-    return sorted((tdir / "checkpoints").glob("*.json"))
-
-
-def writes_files(tdir: Path) -> list[Path]:
-    return sorted((tdir / "writes").glob("*.json"))
-
-
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -106,27 +82,11 @@ def encrypted() -> EncryptedSerializer:
 
 def chat_thread(root: Path, thread_id: str, serde: SerializerProtocol | None = None, turns: int = 1) -> Path:
     """A chat thread written by a real graph; its folder."""
-    saver = RepoSaver(root, serde=serde, durable=False)
-    graph = chat_graph(saver)
-    for i in range(turns):
-        graph.invoke({"messages": [HumanMessage(content=f"turn {i}")]}, cfg(thread_id))
-    return saver.store.layout.thread_dir(thread_id)
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo`` as a person or a hook runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-        env={k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"},
-    )
+    return chat_root(root, thread_id, turns, serde=serde).store.layout.thread_dir(thread_id)
 
 
 def validate_lines(root: Path) -> list[str]:
-    proc = cli(root, "validate", "--no-secrets")
+    proc = cli(root, "validate", "--no-secrets", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.stdout.splitlines()
@@ -200,11 +160,10 @@ PLAIN_PLANTS: dict[str, Callable[[Path, Path], tuple[Path, str, RunnableConfig]]
 @pytest.mark.parametrize("place", sorted(PLAIN_PLANTS))
 @pytest.mark.parametrize("serde", sorted(CALLER_SERDES))
 def test_caller_serde_that_allows_every_type_does_not_widen_the_saver_allowlist(
-    tmp_path: Path, serde: str, place: str
+    tmp_path: Path, root: Path, serde: str, place: str
 ) -> None:
     """A serde that would construct anything (LangGraph's default outside strict mode, pickle_fallback)
     used to switch the allowlist off: os.system ran. Now the saver's allowlist holds and nothing runs."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t", CALLER_SERDES[serde]())
     marker = tmp_path / "pwned"
     planted, pointer, config = PLAIN_PLANTS[place](tdir, marker)
@@ -245,10 +204,9 @@ ENCRYPTED_PLANTS["null node"] = _plant_null
 
 
 @pytest.mark.parametrize("place", sorted(ENCRYPTED_PLANTS))
-def test_encrypted_saver_refuses_a_value_stored_in_the_clear(tmp_path: Path, place: str) -> None:
+def test_encrypted_saver_refuses_a_value_stored_in_the_clear(tmp_path: Path, root: Path, place: str) -> None:
     """With EncryptedSerializer (the docs/secrets.md setup) every value is ciphertext, so a plaintext one
     was planted: it used to reach the inner serde, which allows every type, and os.system ran."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "vault", encrypted())
     marker = tmp_path / "pwned"
     planted, pointer, config = ENCRYPTED_PLANTS[place](tdir, marker)
@@ -259,10 +217,11 @@ def test_encrypted_saver_refuses_a_value_stored_in_the_clear(tmp_path: Path, pla
     assert not marker.exists()
 
 
-def test_encrypted_payload_is_checked_against_the_allowlist_after_decryption(tmp_path: Path) -> None:
+def test_encrypted_payload_is_checked_against_the_allowlist_after_decryption(
+    tmp_path: Path, root: Path
+) -> None:
     """Ciphertext made with the right key (a leaked key, a hostile writer) decrypts to a tree the saver
     checks like any other before the inner serde sees it."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "vault", encrypted())
     marker = tmp_path / "pwned"
     cipher, data = encrypted().cipher.encrypt(tree_to_msgpack(system_tree(marker)))
@@ -276,9 +235,10 @@ def test_encrypted_payload_is_checked_against_the_allowlist_after_decryption(tmp
     assert not marker.exists()
 
 
-def test_pickle_loads_named_inside_msgpack_is_refused_with_a_pickle_fallback_serde(tmp_path: Path) -> None:
+def test_pickle_loads_named_inside_msgpack_is_refused_with_a_pickle_fallback_serde(
+    tmp_path: Path, root: Path
+) -> None:
     """pickle.loads as a msgpack constructor is pickle all the same: refused, nothing unpickled."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t", JsonPlusSerializer(pickle_fallback=True))
     marker = tmp_path / "pwned"
     tree = [{"$type": ["pickle", "loads"], "$arg": {"$bytes": b64(pickle.dumps(_Reduce(marker)))}}]
@@ -296,11 +256,10 @@ def test_pickle_loads_named_inside_msgpack_is_refused_with_a_pickle_fallback_ser
 
 @pytest.mark.parametrize("form", ["pickle", "pickle+aes"])
 def test_pickle_payload_is_refused_with_a_pickle_fallback_serde_even_encrypted(
-    tmp_path: Path, form: str
+    tmp_path: Path, root: Path, form: str
 ) -> None:
     """A pickle node (plain, or encrypted with the right key) is never unpickled without the unsafe option,
     and the error says which option that is. (Both were refused before this change too, without naming it.)"""
-    root = tmp_path / "root"
     marker = tmp_path / "pwned"
     payload = pickle.dumps(_Reduce(marker))
 
@@ -339,23 +298,20 @@ class PickleState(TypedDict):
 
 
 def pickle_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(PickleState)
-    builder.add_node("touch", lambda s: {"thing": OnlyPickles(s["thing"].word + "!"), "log": ["touched"]})
-    builder.add_edge(START, "touch")
-    builder.add_edge("touch", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(
+        PickleState, saver, touch=lambda s: {"thing": OnlyPickles(s["thing"].word + "!"), "log": ["touched"]}
+    )
 
 
-def test_value_that_only_pickles_is_refused_on_write_naming_the_unsafe_option(tmp_path: Path) -> None:
+def test_value_that_only_pickles_is_refused_on_write_naming_the_unsafe_option(root: Path) -> None:
     """Without the option the saver never writes a payload it would refuse to read back, and says how."""
-    saver = RepoSaver(tmp_path / "root", serde=JsonPlusSerializer(pickle_fallback=True), durable=False)
+    saver = RepoSaver(root, serde=JsonPlusSerializer(pickle_fallback=True), durable=False)
     with pytest.raises(InvalidWriteError, match="unsafe_allow_pickle=True"):
         pickle_graph(saver).invoke({"thing": OnlyPickles("hi"), "log": []}, cfg("p"))
 
 
-def test_unsafe_allow_pickle_round_trips_a_value_that_only_pickles(tmp_path: Path) -> None:
+def test_unsafe_allow_pickle_round_trips_a_value_that_only_pickles(root: Path) -> None:
     """The opt-in is explicit and named for what it is: with it, pickled state writes and reads back."""
-    root = tmp_path / "root"
 
     def saver() -> RepoSaver:
         return RepoSaver(root, serde=JsonPlusSerializer(pickle_fallback=True), unsafe_allow_pickle=True)
@@ -378,18 +334,13 @@ class NoteState(TypedDict):
 
 
 def note_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(NoteState)
-    builder.add_node("edit", lambda s: {"note": Note(s["note"].text + " (edited)")})
-    builder.add_edge(START, "edit")
-    builder.add_edge("edit", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(NoteState, saver, edit=lambda s: {"note": Note(s["note"].text + " (edited)")})
 
 
-def test_allowlist_argument_applies_to_a_caller_serde(tmp_path: Path) -> None:
+def test_allowlist_argument_applies_to_a_caller_serde(root: Path) -> None:
     """RepoSaver(serde=..., allowlist=...) used to drop the allowlist: a fresh saver outside any graph could
     not read the graph's own type back. Now ``allowlist`` is the saver's, with any serde; without it,
     a serde that allows every type no longer lets the type through."""
-    root = tmp_path / "root"
     note_graph(RepoSaver(root, serde=JsonPlusSerializer(allowed_msgpack_modules=None))).invoke(
         {"note": Note("draft")}, cfg("n")
     )
@@ -422,11 +373,10 @@ def _json_node(serde: str) -> dict[str, Any]:
 @pytest.mark.parametrize("serde", ["json", "json+aes", "protobuf"])
 @pytest.mark.parametrize("place", ["channel value", "pending write"])
 def test_payload_the_saver_cannot_check_is_refused_before_any_serde_sees_it(
-    tmp_path: Path, serde: str, place: str
+    root: Path, serde: str, place: str
 ) -> None:
     """A ``json`` payload went to JsonPlusSerializer's json reviver, which built a PromptTemplate with no
     allowlist at all. Every payload type the saver cannot check is now refused, naming file and pointer."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t", encrypted() if serde == "json+aes" else None)
     node = _json_node(serde)
     if place == "channel value":
@@ -445,14 +395,13 @@ def test_payload_the_saver_cannot_check_is_refused_before_any_serde_sees_it(
         saver.get_tuple(config)
 
 
-def test_show_does_not_revive_a_planted_json_payload(tmp_path: Path) -> None:
+def test_show_does_not_revive_a_planted_json_payload(root: Path) -> None:
     """``langgraph-repo show`` reads through the same checks: the planted value is shown as stored, with
     the reason, not as a revived PromptTemplate."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t")
     latest = checkpoints(tdir)[-1]
     rewrite(latest, lambda d: d["new_values"].__setitem__("messages", {"value": _json_node("json")}))
-    proc = cli(root, "show", "t", "--json")
+    proc = cli(root, "show", "t", "--json", cwd="/")
     assert proc.returncode == 0, proc.stderr
     reason = json.loads(proc.stdout)["not_revived"]["messages"]
     assert "refusing to load a json payload" in reason and str(latest) in reason
@@ -472,19 +421,12 @@ def ask_note_graph(saver: RepoSaver) -> Any:
         answer = interrupt({"question": "sign?", "note": state["note"]})
         return {"answer": answer, "log": [f"answered {answer}"], "note": Note(state["note"].text + " signed")}
 
-    builder = StateGraph(AskState)
-    builder.add_node("prepare", lambda s: {"log": ["prepared"]})
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(AskState, saver, prepare=lambda s: {"log": ["prepared"]}, ask=ask)
 
 
-def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(tmp_path: Path) -> None:
+def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(root: Path) -> None:
     """The docs/secrets.md setup with a graph's own dataclass, an interrupt and pending writes: every value
     is ciphertext, a fresh saver resumes it, history reads back, and validate passes."""
-    root = tmp_path / "root"
     first = ask_note_graph(RepoSaver(root, serde=encrypted()))
     first.invoke({"note": Note("contract"), "log": []}, cfg("vault"))
     waiting = first.get_state(cfg("vault"))
@@ -497,7 +439,7 @@ def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(tmp_path:
     assert history[0].values == out and history[1].values == {"note": Note("contract"), "log": ["prepared"]}
     text = "".join(p.read_text() for p in root.rglob("*.json"))
     assert "contract" not in text and "Ada" not in text and '"serde": "msgpack+aes"' in text
-    assert cli(root, "validate", "--no-secrets").returncode == 0
+    assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
 
 
 def test_plaintext_thread_moves_to_an_encrypting_saver_with_copy_threads(tmp_path: Path) -> None:
@@ -546,25 +488,23 @@ def _smuggle_extra(tdir: Path, key: str) -> Path:
 
 
 @pytest.mark.parametrize("key", sorted(RESERVED_EXTRA_KEYS))
-def test_reserved_key_in_checkpoint_extra_is_refused_on_read(tmp_path: Path, key: str) -> None:
+def test_reserved_key_in_checkpoint_extra_is_refused_on_read(root: Path, key: str) -> None:
     """extra was merged over the real checkpoint: a file could hand the graph other channel_values (or
     versions, or id) to resume from. Refused, naming the file and the key's pointer."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t")
     planted = _smuggle_extra(tdir, key)
     saver = RepoSaver(root)
     assert_refused_everywhere(saver, cfg("t"), FileFormatError, str(planted), f"/checkpoint/extra/{key}")
 
 
-def test_smuggled_channel_values_fail_validate_and_show_as_they_fail_the_graph(tmp_path: Path) -> None:
+def test_smuggled_channel_values_fail_validate_and_show_as_they_fail_the_graph(root: Path) -> None:
     """validate said ok and show showed the real state while the graph resumed from the smuggled one; now
     all three refuse the file, naming it and the pointer."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t")
     planted = _smuggle_extra(tdir, "channel_values")
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: /checkpoint/extra/channel_values: ") for line in lines), lines
-    show = cli(root, "show", "t")
+    show = cli(root, "show", "t", cwd="/")
     assert (
         show.returncode == 4
         and str(planted) in show.stderr
@@ -574,11 +514,9 @@ def test_smuggled_channel_values_fail_validate_and_show_as_they_fail_the_graph(t
         chat_graph(RepoSaver(root)).get_state(cfg("t"))
 
 
-def test_reserved_key_in_checkpoint_extra_is_refused_on_write(tmp_path: Path) -> None:
+def test_reserved_key_in_checkpoint_extra_is_refused_on_write(root: Path, saver: RepoSaver) -> None:
     """The schema and the writer refuse it too: no file with such an extra is ever written; an ordinary
     extra key still round-trips."""
-    root = tmp_path / "root"
-    saver = RepoSaver(root, durable=False)
     tdir = chat_thread(root, "t")
     latest = checkpoints(tdir)[-1]
     doc = load(latest)
@@ -616,11 +554,10 @@ MISPLACE: dict[str, tuple[str, Any]] = {
 
 @pytest.mark.parametrize("field", sorted(MISPLACE))
 def test_value_host_checkpoint_whose_names_disagree_with_its_place_is_refused_on_every_read_path(
-    tmp_path: Path, field: str
+    root: Path, field: str
 ) -> None:
     """The latest checkpoint reads its messages from an earlier file; that file claiming another thread,
     namespace or id was read anyway by get_tuple and show (only validate noticed)."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t", turns=2)
     chat_thread(root, "good")
     host = _value_host(tdir)
@@ -628,7 +565,7 @@ def test_value_host_checkpoint_whose_names_disagree_with_its_place_is_refused_on
     rewrite(host, lambda d: d.__setitem__(field, claim))
     saver = RepoSaver(root)
     assert_refused_everywhere(saver, cfg("t"), FileFormatError, str(host), f"at {pointer}:")
-    show = cli(root, "show", "t")
+    show = cli(root, "show", "t", cwd="/")
     assert show.returncode == 4 and f"{host}: at {pointer}" in show.stderr, show.stderr
     lines = validate_lines(root)
     assert any(line.startswith(f"{host}: {pointer}: ") for line in lines), lines
@@ -636,11 +573,10 @@ def test_value_host_checkpoint_whose_names_disagree_with_its_place_is_refused_on
     assert saver.get_tuple(cfg("good")) is not None
 
 
-def test_prune_does_not_launder_a_misplaced_value_host_into_a_value_file(tmp_path: Path) -> None:
+def test_prune_does_not_launder_a_misplaced_value_host_into_a_value_file(root: Path) -> None:
     """prune copies values the kept checkpoints use out of the removed ones; from a file claiming another
     thread it used to copy anyway, then delete the evidence. Now it stops, naming the file, and removes
     nothing."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t", turns=2)
     host = _value_host(tdir)
     rewrite(host, lambda d: d.__setitem__("thread_id", "someone-else"))
@@ -677,11 +613,10 @@ COPY_CASES: dict[str, tuple[str, Callable[[Path], Path]]] = {
 
 
 @pytest.mark.parametrize("kind", sorted(COPY_CASES))
-def test_copy_thread_refuses_a_file_whose_names_disagree_with_its_place(tmp_path: Path, kind: str) -> None:
+def test_copy_thread_refuses_a_file_whose_names_disagree_with_its_place(root: Path, kind: str) -> None:
     """copy_thread (and ``langgraph-repo copy``) read every file of a thread without checking its names:
     another thread's writes were relabelled as the copy's, misplaced value and large files copied on.
     Every kind of file is now checked where it is read; nothing is copied."""
-    root = tmp_path / "root"
     graph_kind, misplace = COPY_CASES[kind]
     if graph_kind == "big":
         big_graph(RepoSaver(root, durable=False)).invoke({"document": BIG_TEXT}, cfg("t"))
@@ -691,17 +626,16 @@ def test_copy_thread_refuses_a_file_whose_names_disagree_with_its_place(tmp_path
     with pytest.raises(FileFormatError, match=str(planted)):
         RepoSaver(root).copy_thread("t", "copy")
     assert not (root / "threads" / "copy").exists()
-    proc = cli(root, "copy", "t", "copy2")
+    proc = cli(root, "copy", "t", "copy2", cwd="/")
     assert proc.returncode == 4 and str(planted) in proc.stderr, proc.stderr
     assert not (root / "threads" / "copy2").exists()
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: ") for line in lines), lines
 
 
-def test_hashed_thread_folder_whose_files_claim_another_thread_is_refused(tmp_path: Path) -> None:
+def test_hashed_thread_folder_whose_files_claim_another_thread_is_refused(root: Path) -> None:
     """A thread id too long for a folder name is stored under its hash and read back from its files; a
     file there claiming another (existing) thread made ``list`` and ``threads`` show that thread twice."""
-    root = tmp_path / "root"
     long_id = "conversation-" + "x" * 200
     tdir = chat_thread(root, long_id)
     chat_thread(root, "victim")
@@ -712,7 +646,7 @@ def test_hashed_thread_folder_whose_files_claim_another_thread_is_refused(tmp_pa
     with pytest.raises(FileFormatError, match="/thread_id") as info:
         list(RepoSaver(root).list(None))
     assert str(planted) in str(info.value)
-    proc = cli(root, "threads")
+    proc = cli(root, "threads", cwd="/")
     assert proc.returncode == 4 and str(planted) in proc.stderr, proc.stdout + proc.stderr
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: /thread_id: ") for line in lines), lines
@@ -757,12 +691,9 @@ BLOWUPS: dict[str, tuple[Callable[[int], str], int, str]] = {
 
 
 @pytest.mark.parametrize("case", sorted(BLOWUPS))
-def test_file_that_would_expand_past_the_bounds_is_refused_before_it_is_parsed(
-    tmp_path: Path, case: str
-) -> None:
+def test_file_that_would_expand_past_the_bounds_is_refused_before_it_is_parsed(root: Path, case: str) -> None:
     """9-30 MB of tiny JSON values took gigabytes and tens of seconds to read. Refused from a count on the
     bytes, naming the file, by the saver, show and validate; the read stays within a few times the file."""
-    root = tmp_path / "root"
     tdir = chat_thread(root, "t")
     make, count, says = BLOWUPS[case]
     planted = _plant_raw_metadata(tdir, make(count))
@@ -772,7 +703,7 @@ def test_file_that_would_expand_past_the_bounds_is_refused_before_it_is_parsed(
         saver.get_tuple(cfg("t"))
     assert info.value.path == str(planted)
     assert _peak_while(lambda: RepoSaver(root).get_tuple(cfg("t"))) < 3 * size
-    show = cli(root, "show", "t")
+    show = cli(root, "show", "t", cwd="/")
     assert show.returncode == 4 and str(planted) in show.stderr and says in show.stderr
     lines = validate_lines(root)
     assert any(line.startswith(f"{planted}: /: ") and says in line for line in lines), lines
@@ -782,29 +713,27 @@ class ListState(TypedDict):
     items: list[Any]
 
 
-def test_saver_never_writes_a_file_a_read_would_refuse(tmp_path: Path) -> None:
+def test_saver_never_writes_a_file_a_read_would_refuse(root: Path) -> None:
     """A value past the bounds is refused at put (InvalidWriteError, nothing written), so every file the
     saver writes reads back."""
-    root = tmp_path / "root"
-    builder = StateGraph(ListState)
-    builder.add_node("grow", lambda s: {"items": [[] for _ in range(MAX_JSON_CONTAINERS + 1)]})
-    builder.add_edge(START, "grow")
-    builder.add_edge("grow", END)
-    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
+
+    def grow(s: ListState) -> dict[str, Any]:
+        return {"items": [[] for _ in range(MAX_JSON_CONTAINERS + 1)]}
+
+    graph = line_graph(ListState, RepoSaver(root, durable=False), grow=grow)
     with pytest.raises(InvalidWriteError, match="arrays and objects"):
         graph.invoke({"items": ["small"]}, cfg("t"))
-    state = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    state = line_graph(ListState, RepoSaver(root), grow=grow).get_state(cfg("t"))
     assert state.values == {"items": ["small"]} and state.next == ("grow",)
-    assert cli(root, "validate", "--no-secrets").returncode == 0
+    assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
 
 
-def test_brackets_and_commas_inside_strings_do_not_count_toward_the_bounds(tmp_path: Path) -> None:
+def test_brackets_and_commas_inside_strings_do_not_count_toward_the_bounds(root: Path) -> None:
     """Only structure counts: a text of millions of brackets and commas is stored and read back whole.
     (Coverage for the exact count; such a file read before this change too.)"""
-    root = tmp_path / "root"
     text = "[{,:" * (MAX_JSON_VALUES // 4 + 1000)
     graph = chat_graph(RepoSaver(root, durable=False))
     graph.invoke({"messages": [HumanMessage(content=text)]}, cfg("t"))
     state = chat_graph(RepoSaver(root)).get_state(cfg("t"))
     assert state.values["messages"][0].content == text
-    assert cli(root, "validate", "--no-secrets").returncode == 0
+    assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0

@@ -20,22 +20,18 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from typer.testing import CliRunner
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
+from helpers import cli, cli_in_process, one_line_error, tree
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, copy_threads
 from langgraph_checkpoint_repo.checks import fsck, repair
-from langgraph_checkpoint_repo.cli import app
 from langgraph_checkpoint_repo.durable import write_files
 from langgraph_checkpoint_repo.migrations import migrate_root
 from langgraph_checkpoint_repo.review import Reader
@@ -45,66 +41,6 @@ from langgraph_checkpoint_repo.store import FileStore
 # ----------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------
-def cli(root: Path | None, *args: Any, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo`` as a person types it (``--root`` first when given)."""
-    env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"}
-    prefix = ["--root", str(root)] if root is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", *prefix, *map(str, args)],
-        capture_output=True,
-        text=True,
-        input="",
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
-
-
-def run(*args: Any, env: dict[str, str] | None = None) -> Any:
-    """The command line in this process (typer's CliRunner): fast enough to run every command."""
-    return CliRunner().invoke(app, [str(a) for a in args], env={"LANGGRAPH_REPO_ROOT": None, **(env or {})})
-
-
-def one_line_error(proc: Any, code: int, *words: str) -> str:
-    """A documented exit code and one line on stderr naming the thing, never a traceback."""
-    stderr = proc.stderr
-    got = proc.exit_code if hasattr(proc, "exit_code") else proc.returncode
-    assert got == code, (got, stderr, getattr(proc, "stdout", ""))
-    assert "Traceback" not in stderr
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("langgraph-repo: error: "), lines[0]
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    return str(lines[0])
-
-
-def tree(folder: Path) -> dict[str, bytes | None]:
-    """Every entry under ``folder`` without following links (files with content, others None)."""
-    out: dict[str, bytes | None] = {}
-    for here, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = Path(here) / name
-            rel = str(path.relative_to(folder))
-            if path.is_symlink():
-                out[rel] = ("-> " + os.readlink(path)).encode()
-            elif path.is_file():
-                out[rel] = path.read_bytes()
-            else:
-                out[rel] = None
-    return out
-
-
-def chat_root(root: Path, thread_id: str = "t", turns: int = 3, run_id: str | None = None) -> RepoSaver:
-    """A thread written by a real chat graph: several checkpoints, so prune has work to do."""
-    saver = RepoSaver(root, durable=False)
-    graph = chat_graph(saver)
-    extra = {"run_id": run_id} if run_id else {}
-    for i in range(turns):
-        graph.invoke({"messages": [HumanMessage(content=f"turn {i}")]}, cfg(thread_id, **extra))
-    return saver
-
-
 def big_root(root: Path, thread_id: str = "t") -> RepoSaver:
     """A thread whose value lives in ``large/``, updated twice so an old large file can go."""
     saver = RepoSaver(root, durable=False)
@@ -332,7 +268,7 @@ def test_every_command_refuses_a_root_without_state(tmp_path: Path, command: lis
         with closing(sqlite3.connect(tmp_path / "in.db", check_same_thread=False)) as conn:
             chat_graph(SqliteSaver(conn)).invoke({"messages": [HumanMessage(content="hi")]}, cfg("s"))
     before = tree(top)
-    proc = run("--root", top, *_args(command, tmp_path))
+    proc = cli_in_process("--root", top, *_args(command, tmp_path))
     one_line_error(proc, 3, f"no RepoSaver state under {top}; did you mean {top / '.langgraph'}?")
     assert tree(top) == before
 
@@ -345,7 +281,7 @@ def test_a_folder_without_state_and_without_dot_langgraph_says_what_a_root_holds
     folder = tmp_path / "src"
     folder.mkdir()
     (folder / "agent.py").write_text("print('hi')\n")
-    proc = run("--root", folder, *_args(command, tmp_path))
+    proc = cli_in_process("--root", folder, *_args(command, tmp_path))
     line = one_line_error(proc, 3, f"no RepoSaver state under {folder}", "threads/", "agent.py")
     assert "did you mean" not in line
     assert sorted(p.name for p in folder.iterdir()) == ["agent.py"]
@@ -356,18 +292,20 @@ def test_an_empty_folder_is_not_a_root_but_an_initialised_empty_root_is(tmp_path
     thread was deleted is fine: validate says ok, threads lists none, both exit 0."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    one_line_error(run("--root", empty, "validate"), 3, f"no RepoSaver state under {empty}", "is empty")
+    one_line_error(
+        cli_in_process("--root", empty, "validate"), 3, f"no RepoSaver state under {empty}", "is empty"
+    )
     root = tmp_path / ".langgraph"
     saver = chat_root(root, turns=1)
     saver.delete_thread("t")
     assert not (root / "threads" / "t").exists()
-    ok = run("--root", root, "validate")
+    ok = cli_in_process("--root", root, "validate")
     assert ok.exit_code == 0 and "ok: 0 files" in ok.stderr, ok.stderr
-    assert run("--root", root, "threads").exit_code == 0
+    assert cli_in_process("--root", root, "threads").exit_code == 0
     fresh = tmp_path / "fresh"
     RepoSaver(fresh).delete_thread("nobody")  # initialises the root (.gitignore), no threads folder
     assert not (fresh / "threads").exists()
-    assert run("--root", fresh, "validate").exit_code == 0
+    assert cli_in_process("--root", fresh, "validate").exit_code == 0
 
 
 def test_root_pointing_at_a_file_says_it_is_a_file(tmp_path: Path) -> None:
@@ -383,10 +321,10 @@ def test_root_pointing_at_a_file_says_it_is_a_file(tmp_path: Path) -> None:
         ["migrate"],
         ["export", f"sqlite:///{tmp_path}/o.db"],
     ):
-        proc = run("--root", afile, *command)
+        proc = cli_in_process("--root", afile, *command)
         line = one_line_error(proc, 2, f"root {afile} is a file, not a folder")
         assert "does not exist" not in line
-    missing = run("--root", tmp_path / "nowhere", "threads")
+    missing = cli_in_process("--root", tmp_path / "nowhere", "threads")
     one_line_error(missing, 3, f"root {tmp_path / 'nowhere'} does not exist")
 
 
@@ -398,14 +336,16 @@ def test_import_makes_a_new_root_but_refuses_a_folder_holding_other_things(tmp_p
         chat_graph(SqliteSaver(conn)).invoke({"messages": [HumanMessage(content="hi")]}, cfg("s"))
     top = repo_top(tmp_path)
     before = tree(top)
-    one_line_error(run("--root", top, "import", f"sqlite:///{db}"), 3, f"no RepoSaver state under {top}")
+    one_line_error(
+        cli_in_process("--root", top, "import", f"sqlite:///{db}"), 3, f"no RepoSaver state under {top}"
+    )
     assert tree(top) == before
     new = tmp_path / "new" / ".langgraph"
-    assert run("--root", new, "import", f"sqlite:///{db}").exit_code == 0
+    assert cli_in_process("--root", new, "import", f"sqlite:///{db}").exit_code == 0
     assert RepoSaver(new).get_tuple(cfg("s")) is not None
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert run("--root", empty, "import", f"sqlite:///{db}").exit_code == 0
+    assert cli_in_process("--root", empty, "import", f"sqlite:///{db}").exit_code == 0
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c))
@@ -413,10 +353,10 @@ def test_global_options_are_accepted_after_the_subcommand(tmp_path: Path, comman
     """``langgraph-repo CMD ... --root X`` works like ``langgraph-repo --root X CMD ...``: the root
     after the command is the one used (here a folder without state, so every command says so)."""
     top = repo_top(tmp_path)
-    proc = run(*_args(command, tmp_path), "--root", top)
+    proc = cli_in_process(*_args(command, tmp_path), "--root", top)
     assert "No such option" not in proc.stderr, proc.stderr
     one_line_error(proc, 3, f"no RepoSaver state under {top}")
-    before = run("--root", top, *_args(command, tmp_path))
+    before = cli_in_process("--root", top, *_args(command, tmp_path))
     assert (before.exit_code, before.stderr) == (proc.exit_code, proc.stderr)
 
 
@@ -427,10 +367,10 @@ def test_root_after_the_subcommand_reads_that_root(tmp_path: Path) -> None:
     chat_root(root, "only-here", turns=1)
     other = tmp_path / "other"
     chat_root(other, "elsewhere", turns=1)
-    proc = run("threads", "--root", root, "--json", env={"LANGGRAPH_REPO_ROOT": str(other)})
+    proc = cli_in_process("threads", "--root", root, "--json", env={"LANGGRAPH_REPO_ROOT": str(other)})
     assert proc.exit_code == 0, proc.stderr
     assert '"only-here"' in proc.stdout and "elsewhere" not in proc.stdout
-    both = run("--root", other, "threads", "--json", "--root", root)
+    both = cli_in_process("--root", other, "threads", "--json", "--root", root)
     assert both.exit_code == 0 and '"only-here"' in both.stdout and "elsewhere" not in both.stdout
     sub = cli(None, "history", "only-here", "--root", root, "--json")
     assert sub.returncode == 0 and '"checkpoint_id"' in sub.stdout, sub.stderr
@@ -444,7 +384,7 @@ def test_version_is_accepted_before_and_after_the_subcommand(tmp_path: Path, whe
     expected = f"langgraph-repo {version('langgraph-checkpoint-repo')}"
     calls = [["--version"]] if where == "before" else [[*c, "--version"] for c in COMMANDS]
     for args in calls:
-        proc = run(*_args(args, tmp_path))
+        proc = cli_in_process(*_args(args, tmp_path))
         assert proc.exit_code == 0, (args, proc.stderr)
         assert proc.stdout.strip() == expected, (args, proc.stdout)
     assert cli(None, "--version").stdout.strip() == expected
@@ -453,10 +393,9 @@ def test_version_is_accepted_before_and_after_the_subcommand(tmp_path: Path, whe
 # ----------------------------------------------------------------------------
 # 3. no delete path follows a symlink or removes anything outside the root
 # ----------------------------------------------------------------------------
-def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Path) -> None:
+def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Path, root: Path) -> None:
     """The review's case: threads/t/large committed as a link to a folder outside the root.
     saver.prune refuses, naming the link; every file outside and every checkpoint stays."""
-    root = tmp_path / "root"
     saver = chat_root(root)
     outside = precious(tmp_path)
     link(root / "threads" / "t" / "large", outside)
@@ -470,10 +409,11 @@ def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Pa
 
 
 @pytest.mark.parametrize("folder", ["large", "values", "writes", "checkpoints"])
-def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(tmp_path: Path, folder: str) -> None:
+def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(
+    tmp_path: Path, root: Path, folder: str
+) -> None:
     """``prune --keep-last 1 --yes`` (and its dry run) with any folder of a thread linked outside:
     one line naming the link, no file removed inside or outside the root."""
-    root = tmp_path / "root"
     chat_root(root)
     if folder == "values":
         RepoSaver(root).prune(["t"])  # makes values/
@@ -496,9 +436,8 @@ def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(tmp_pat
         assert tree(root) == root_before
 
 
-def test_delete_for_runs_never_deletes_through_a_symlinked_values_folder(tmp_path: Path) -> None:
+def test_delete_for_runs_never_deletes_through_a_symlinked_values_folder(tmp_path: Path, root: Path) -> None:
     """delete_for_runs (then garbage collection of values/) refuses a linked values/ folder."""
-    root = tmp_path / "root"
     chat_root(root, turns=2, run_id="run-1")
     chat_graph(RepoSaver(root, durable=False)).invoke(
         {"messages": [HumanMessage(content="later")]}, cfg("t", run_id="run-2")
@@ -514,10 +453,9 @@ def test_delete_for_runs_never_deletes_through_a_symlinked_values_folder(tmp_pat
 
 
 @pytest.mark.parametrize("where", ["threads", "thread", "inside"])
-def test_delete_thread_never_removes_through_a_symlink(tmp_path: Path, where: str) -> None:
+def test_delete_thread_never_removes_through_a_symlink(tmp_path: Path, root: Path, where: str) -> None:
     """delete_thread with threads/ linked outside, the thread folder linked outside, or a link
     inside the thread: refused naming the link; the linked folder, the link and the thread stay."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = tmp_path / "outside"
     if where == "threads":
@@ -540,9 +478,8 @@ def test_delete_thread_never_removes_through_a_symlink(tmp_path: Path, where: st
     assert tree(root) == root_before
 
 
-def test_cli_delete_refuses_a_thread_with_a_symlinked_folder(tmp_path: Path) -> None:
+def test_cli_delete_refuses_a_thread_with_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """``delete t --yes`` with threads/t/writes linked outside: one line naming it, nothing gone."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = precious(tmp_path)
     link(root / "threads" / "t" / "large", outside)
@@ -552,10 +489,11 @@ def test_cli_delete_refuses_a_thread_with_a_symlinked_folder(tmp_path: Path) -> 
     assert tree(outside) == before and tree(root) == root_before
 
 
-def test_prune_strategy_delete_and_copy_threads_replace_refuse_a_symlinked_thread(tmp_path: Path) -> None:
+def test_prune_strategy_delete_and_copy_threads_replace_refuse_a_symlinked_thread(
+    tmp_path: Path, root: Path
+) -> None:
     """prune(strategy="delete") and copy_threads(replace=True) delete through delete_thread: both
     refuse a thread holding a link and leave it as it was."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = precious(tmp_path)
     link(root / "threads" / "t" / "large", outside)
@@ -569,10 +507,9 @@ def test_prune_strategy_delete_and_copy_threads_replace_refuse_a_symlinked_threa
     assert tree(outside) == before and tree(root) == root_before
 
 
-def test_copy_thread_refuses_a_source_with_a_symlinked_folder(tmp_path: Path) -> None:
+def test_copy_thread_refuses_a_source_with_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """copy_thread reads the source through the same listing: a linked large/ is refused by name
     and no target thread is made (guard: this path already refused, with another message)."""
-    root = tmp_path / "root"
     big_root(root)
     outside = tmp_path / "outside"
     os.rename(root / "threads" / "t" / "large", outside)
@@ -585,10 +522,9 @@ def test_copy_thread_refuses_a_source_with_a_symlinked_folder(tmp_path: Path) ->
     assert tree(outside) == before
 
 
-def test_garbage_collection_after_prune_keeps_a_linked_large_file(tmp_path: Path) -> None:
+def test_garbage_collection_after_prune_keeps_a_linked_large_file(tmp_path: Path, root: Path) -> None:
     """A single large/ file planted as a link (to a file outside) is refused by prune's garbage
     collection rather than unlinked or followed."""
-    root = tmp_path / "root"
     big_root(root)
     victim = tmp_path / "victim.json"
     victim.write_text("precious")
@@ -601,10 +537,9 @@ def test_garbage_collection_after_prune_keeps_a_linked_large_file(tmp_path: Path
     assert victim.read_text() == "precious" and tree(root) == root_before
 
 
-def test_fsck_repair_never_removes_through_a_symlinked_folder(tmp_path: Path) -> None:
+def test_fsck_repair_never_removes_through_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """fsck --repair with a thread's values/ and large/ linked to a folder of look-alike files
     (orphan values, temp names): nothing outside is removed (guard: already held)."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = precious(tmp_path)
     (outside / ".x.json.0123456789ab.tmp").write_text("looks like a temp file")
@@ -616,9 +551,8 @@ def test_fsck_repair_never_removes_through_a_symlinked_folder(tmp_path: Path) ->
     assert tree(outside) == before
 
 
-def test_migrate_refuses_a_symlinked_folder(tmp_path: Path) -> None:
+def test_migrate_refuses_a_symlinked_folder(tmp_path: Path, root: Path) -> None:
     """migrate with a thread folder linked outside writes nothing there (guard: already held)."""
-    root = tmp_path / "root"
     chat_root(root)
     outside = tmp_path / "outside"
     os.rename(root / "threads" / "t" / "checkpoints", outside)
@@ -629,11 +563,10 @@ def test_migrate_refuses_a_symlinked_folder(tmp_path: Path) -> None:
     assert tree(outside) == before
 
 
-def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Path) -> None:
+def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Path, root: Path) -> None:
     """The one place every delete goes through: files_in/value_files refuse a linked folder or a
     linked entry, remove_files a path through a link (checked for all paths before the first
     unlink), remove_tree a linked folder or a tree holding a link; each names the link."""
-    root = tmp_path / "root"
     chat_root(root)
     store = FileStore(root, durable=False)
     tdir = root / "threads" / "t"
@@ -672,10 +605,9 @@ def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Pat
     assert not other.exists()
 
 
-def test_prune_and_delete_still_work_without_symlinks(tmp_path: Path) -> None:
+def test_prune_and_delete_still_work_without_symlinks(root: Path) -> None:
     """The checks refuse links only: an ordinary prune removes old checkpoints and unused large
     files, and an ordinary delete removes the thread."""
-    root = tmp_path / "root"
     saver = big_root(root)
     assert checkpoint_count(root) > 1
     saver.prune(["t"])

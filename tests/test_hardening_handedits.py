@@ -25,24 +25,17 @@ from typing import Any, NamedTuple
 import pydantic
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from pydantic import v1 as pydantic_v1
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, line_graph
+from helpers import checkpoint_files, cli, load
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, UnrevivableValueError
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-
-def checkpoints(root: Path, thread_id: str) -> list[Path]:
-    return sorted((root / "threads" / thread_id / "checkpoints").glob("*.json"))
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_text())
 
 
 def edit(path: Path, change: Callable[[Any], None]) -> None:
@@ -60,17 +53,9 @@ def edit(path: Path, change: Callable[[Any], None]) -> None:
 def holding(root: Path, thread_id: str, channel: str, form: str) -> list[Path]:
     """Checkpoint files of a thread whose new value of ``channel`` is stored as ``form``
     ("value" or "append"), oldest first."""
-    return [p for p in checkpoints(root, thread_id) if form in load(p).get("new_values", {}).get(channel, {})]
-
-
-def validate(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-    )
+    return [
+        p for p in checkpoint_files(root, thread_id) if form in load(p).get("new_values", {}).get(channel, {})
+    ]
 
 
 def chat(root: Path, thread_id: str, turns: int, saver: RepoSaver | None = None) -> RepoSaver:
@@ -90,11 +75,7 @@ def tool_graph(saver: RepoSaver) -> Any:
             ]
         }
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("call", call)
-    builder.add_edge(START, "call")
-    builder.add_edge("call", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(MessagesState, saver, call=call)
 
 
 def tool_message_index(items: list[Any]) -> int:
@@ -115,16 +96,15 @@ def drop_tool_call_id(root: Path) -> tuple[Path, str]:
 # ---------------------------------------------------------------------------
 
 
-def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passes(tmp_path: Path) -> None:
+def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passes(root: Path) -> None:
     """The documented rule: a text edit is used as written, by get_tuple and list of a saver that had
     read the thread before the edit (here: the first reply, a link below the latest checkpoint),
     and the edited files still validate."""
-    root = tmp_path / "root"
     saver = chat(root, "t", 2)
     assert saver.get_tuple(cfg("t")) is not None
     assert len(list(saver.list(cfg("t")))) > 0  # warm every cache
     path = holding(root, "t", "messages", "append")[0]
-    assert path != checkpoints(root, "t")[-1]
+    assert path != checkpoint_files(root, "t")[-1]
 
     def reword(doc: Any) -> None:
         for item in doc["new_values"]["messages"]["append"]["items"]:
@@ -138,7 +118,7 @@ def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passe
         assert tup is not None
         contents = [m.content for m in tup.checkpoint["channel_values"]["messages"]]
         assert contents == ["m0", "ECHO: M0", "m1", "echo: m1"]
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -147,10 +127,9 @@ def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passe
 # ---------------------------------------------------------------------------
 
 
-def test_removed_tool_call_id_fails_naming_file_and_pointer(tmp_path: Path) -> None:
+def test_removed_tool_call_id_fails_naming_file_and_pointer(root: Path) -> None:
     """LangGraph's hook falls back to model_construct and revives a ToolMessage without its
     tool_call_id; RepoSaver raises, naming the edited file and the message's JSON pointer."""
-    root = tmp_path / "root"
     tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
     path, pointer = drop_tool_call_id(root)
     with pytest.raises(UnrevivableValueError) as info:
@@ -160,12 +139,11 @@ def test_removed_tool_call_id_fails_naming_file_and_pointer(tmp_path: Path) -> N
     assert "tool_call_id" in str(info.value)
 
 
-def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(tmp_path: Path) -> None:
+def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(root: Path) -> None:
     """validate constructs LangGraph's own types (messages) strictly, as the saver would."""
-    root = tmp_path / "root"
     tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
     path, pointer = drop_tool_call_id(root)
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "ToolMessage" in ln]
     assert len(lines) == 1, proc.stdout
@@ -173,14 +151,13 @@ def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(tmp_pat
     assert "tool_call_id" in lines[0]
 
 
-def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_it(tmp_path: Path) -> None:
+def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_it(root: Path) -> None:
     """The latest value is rebuilt from a chain of files; the error names the link that holds the
     broken message (the first checkpoint's full list), not the checkpoint being read."""
-    root = tmp_path / "root"
     chat(root, "t", 3)
     base = holding(root, "t", "messages", "value")[0]
     edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(type="ai"))
-    latest = checkpoints(root, "t")[-1]
+    latest = checkpoint_files(root, "t")[-1]
     assert latest != base
     with pytest.raises(UnrevivableValueError) as info:
         chat_graph(RepoSaver(root)).get_state(cfg("t"))
@@ -188,10 +165,9 @@ def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_i
     assert "HumanMessage rejects the stored data" in str(info.value)
 
 
-def test_pending_write_its_type_rejects_fails_naming_the_writes_file(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_pending_write_its_type_rejects_fails_naming_the_writes_file(root: Path) -> None:
     chat(root, "t", 1)
-    first_step = checkpoints(root, "t")[1]  # step 0: the reply task's writes belong to it
+    first_step = checkpoint_files(root, "t")[1]  # step 0: the reply task's writes belong to it
     cid = load(first_step)["checkpoint_id"]
     (wfile,) = [
         p
@@ -262,19 +238,14 @@ TYPED: dict[str, tuple[str, Any, Callable[[dict[str, Any]], None]]] = {
 
 
 def typed_graph(saver: RepoSaver, channel: str, value: Any) -> Any:
-    builder = StateGraph(TypedState)
-    builder.add_node("node", lambda state: {channel: value, "n": 1})
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(TypedState, saver, node=lambda state: {channel: value, "n": 1})
 
 
 @pytest.mark.parametrize("kind", list(TYPED))
-def test_value_its_own_type_rejects_fails_naming_file_and_pointer(tmp_path: Path, kind: str) -> None:
+def test_value_its_own_type_rejects_fails_naming_file_and_pointer(root: Path, kind: str) -> None:
     """For every kind of constructed type (the graph's own, registered by compiling it): no
     model_construct, no raw-dict or raw-value fallback."""
     channel, value, spoil = TYPED[kind]
-    root = tmp_path / "root"
     # LangGraph derives no allowlist entry for a NamedTuple field: name the type, as a user would
     allow = [(type(value).__module__, type(value).__name__)]
     typed_graph(RepoSaver(root, durable=False), channel, value).invoke({"n": 0}, cfg("t"))
@@ -289,20 +260,18 @@ def test_value_its_own_type_rejects_fails_naming_file_and_pointer(tmp_path: Path
     assert f"{type(value).__name__} rejects the stored data" in str(info.value)
 
 
-def test_set_with_tuple_member_comes_back_as_the_set(tmp_path: Path) -> None:
+def test_set_with_tuple_member_comes_back_as_the_set(root: Path) -> None:
     """msgpack turns a set's tuple members into lists, so LangGraph's hook cannot build the set and
     hands back a list (InMemorySaver returns [1, [4, 5]]); RepoSaver returns the set that was stored."""
 
     class State(TypedDict):
         tags: set[Any]
 
-    builder = StateGraph(State)
-    builder.add_node("node", lambda s: {"tags": {1, (4, 5)}})
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    root = tmp_path / "root"
-    builder.compile(checkpointer=RepoSaver(root, durable=False)).invoke({"tags": set()}, cfg("t"))
-    state = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    def node(s: State) -> dict[str, Any]:
+        return {"tags": {1, (4, 5)}}
+
+    line_graph(State, RepoSaver(root, durable=False), node=node).invoke({"tags": set()}, cfg("t"))
+    state = line_graph(State, RepoSaver(root), node=node).get_state(cfg("t"))
     assert state.values["tags"] == {1, (4, 5)}
     assert type(state.values["tags"]) is set
 
@@ -337,10 +306,9 @@ def _drop_last_base_item(root: Path) -> Path:
     return base
 
 
-def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_pointer(tmp_path: Path) -> None:
+def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_pointer(root: Path) -> None:
     """The checkpoint read is built on the edited one: the error names the edited file and the
     pointer of its list (and the append whose base_length no longer matches), not the next one."""
-    root = tmp_path / "root"
     chat(root, "t", 2)
     base = _drop_last_base_item(root)
     with pytest.raises(FileFormatError) as info:
@@ -350,11 +318,10 @@ def test_removed_list_item_in_an_append_base_fails_naming_the_edited_file_and_po
     assert "base_length" in str(info.value)
 
 
-def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_validate_reports_a_removed_base_item_once_at_the_edited_file(root: Path) -> None:
     chat(root, "t", 2)
     base = _drop_last_base_item(root)
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
     lines = [ln for ln in proc.stdout.splitlines() if "base_length" in ln]
     assert len(lines) == 1, proc.stdout
@@ -366,10 +333,9 @@ def test_validate_reports_a_removed_base_item_once_at_the_edited_file(tmp_path: 
 # ---------------------------------------------------------------------------
 
 
-def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(root: Path) -> None:
     saver = chat(root, "t", 2)
-    latest = checkpoints(root, "t")[-1]
+    latest = checkpoint_files(root, "t")[-1]
     step = load(latest)["metadata"]["step"]
     assert [t.metadata["step"] for t in saver.list(cfg("t"), filter={"step": step})]  # warm
     edit(latest, lambda d: d["metadata"].update(step=step + 40))
@@ -380,10 +346,9 @@ def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(
     assert list(saver.list(cfg("t"), filter={"step": step})) == []
 
 
-def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(tmp_path: Path) -> None:
+def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(root: Path) -> None:
     """The latest value is cached as a whole; it is derived from every file of its chain, so an
     edit of the base (same size, mtime kept) is seen too."""
-    root = tmp_path / "root"
     saver = chat(root, "t", 3)
     before = saver.get_tuple(cfg("t"))
     assert before is not None and before.checkpoint["channel_values"]["messages"][0].content == "m0"
@@ -396,11 +361,9 @@ def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(tmp_path: Path) 
         assert tup.checkpoint["channel_values"]["messages"][0].content == "M0"
 
 
-def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(tmp_path: Path) -> None:
+def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(root: Path, saver: RepoSaver) -> None:
     """A large value file is named by its content hash: an edit is reported, by a warm saver too,
     instead of the value cached before the edit."""
-    root = tmp_path / "root"
-    saver = RepoSaver(root, durable=False)
     big_graph(saver).invoke({"document": BIG_TEXT}, cfg("t"))
     assert saver.get_tuple(cfg("t")) is not None  # warm
     # the document channel's value (the input's {"document": ...} has a file of its own)
@@ -413,18 +376,18 @@ def test_hand_edit_of_a_large_value_file_is_seen_by_a_running_saver(tmp_path: Pa
     assert info.value.pointer == "/sha256"
 
 
-def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp_path: Path) -> None:
+def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(
+    root: Path, saver: RepoSaver
+) -> None:
     """A person removes a message from the latest checkpoint while the graph runs (between two of
     its steps). The graph does not re-read its state, so its next checkpoint holds its own list:
     written in full, not as an append onto the edited (now shorter) list, so it reads back whole."""
-    root = tmp_path / "root"
-    saver = RepoSaver(root, durable=False)
 
     def first(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage(content="one", id="a1")]}
 
     def second(state: MessagesState) -> dict[str, Any]:
-        latest = checkpoints(root, "t")[-1]  # written after "first": the person edits it now
+        latest = checkpoint_files(root, "t")[-1]  # written after "first": the person edits it now
         body = load(latest)["new_values"]["messages"]
         if "append" in body:
             edit(latest, lambda d: d["new_values"]["messages"]["append"]["items"].pop())
@@ -432,17 +395,11 @@ def test_next_put_after_a_hand_edit_of_the_list_base_does_not_append_onto_it(tmp
             edit(latest, lambda d: d["new_values"]["messages"]["value"]["json"].pop())
         return {"messages": [AIMessage(content="two", id="a2")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("first", first)
-    builder.add_node("second", second)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    graph = builder.compile(checkpointer=saver)
+    graph = line_graph(MessagesState, saver, first=first, second=second)
     graph.invoke({"messages": [HumanMessage(content="go", id="h")]}, cfg("t"), durability="sync")
-    fresh = builder.compile(checkpointer=RepoSaver(root)).get_state(cfg("t"))
+    fresh = line_graph(MessagesState, RepoSaver(root), first=first, second=second).get_state(cfg("t"))
     assert [m.content for m in fresh.values["messages"]] == ["go", "one", "two"]
-    assert "value" in load(checkpoints(root, "t")[-1])["new_values"]["messages"]
+    assert "value" in load(checkpoint_files(root, "t")[-1])["new_values"]["messages"]
 
 
 # ---------------------------------------------------------------------------

@@ -13,8 +13,6 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +22,13 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from markdown_it import MarkdownIt
 from pydantic import BaseModel, SecretBytes, SecretStr
 from typing_extensions import TypedDict
 
-from graphs import cfg, chat_graph
+from graphs import cfg, chat_graph, line_graph
+from helpers import checkpoint_files, cli, dump, load
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.layout import Layout, decode_segment, encode_segment
 
@@ -53,43 +51,12 @@ def control_chars(text: str, allowed: str = "\n") -> list[str]:
     ]
 
 
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo --root ROOT ...`` as a person runs it."""
-    base = {k: v for k, v in os.environ.items() if k not in ("LANGGRAPH_REPO_ROOT", "TTY_COMPATIBLE")}
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="surrogateescape",
-        input="",
-        timeout=180,
-        env={**base, **(env or {})},
-    )
-
-
-def checkpoint_files(root: Path, thread_id: str) -> list[Path]:
-    return sorted((Layout(root).checkpoints_dir(thread_id, "")).glob("*.json"))
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def dump(path: Path, doc: Any) -> None:
-    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 class NoteState(TypedDict, total=False):
     note: str
 
 
 def note_graph(saver: RepoSaver) -> Any:
-    builder = StateGraph(NoteState)
-    builder.add_node("write", lambda state: {"note": "written"})
-    builder.add_edge(START, "write")
-    builder.add_edge("write", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(NoteState, saver, write=lambda state: {"note": "written"})
 
 
 def plant_type(root: Path, thread_id: str, module: str, name: str) -> Path:
@@ -99,7 +66,7 @@ def plant_type(root: Path, thread_id: str, module: str, name: str) -> Path:
         if "note" in doc.get("new_values", {}):
             planted = {"$type": [module, name], "$arg": 1}
             doc["new_values"]["note"]["value"] = {"serde": "msgpack", "json": planted}
-            dump(path, doc)
+            dump(path, doc, sort_keys=False)
             return path
     raise AssertionError("no checkpoint holds the note")
 
@@ -243,7 +210,7 @@ def test_render_tampered_source_adds_no_table_cells(tmp_path: Path) -> None:
     doc = load(latest)
     source = "loop | <b>injected</b> | `x` \\| y | @admin #1"
     doc["metadata"]["source"] = source
-    dump(latest, doc)
+    dump(latest, doc, sort_keys=False)
     proc = cli(tmp_path, "render", "t")
     assert proc.returncode == 0, proc.stderr
     html = markdown_html(proc.stdout)
@@ -264,13 +231,10 @@ def test_render_channel_and_node_names_stay_inert(tmp_path: Path) -> None:
     def ask(values: Any) -> dict[str, Any]:
         return {channel: str(interrupt("name?"))}
 
-    builder = StateGraph(state)
-    builder.add_node("prep", lambda values: {channel: "ready"})
-    builder.add_node(node, ask)
-    builder.add_edge(START, "prep")
-    builder.add_edge("prep", node)
-    builder.add_edge(node, END)
-    builder.compile(checkpointer=RepoSaver(tmp_path, durable=False)).invoke({}, cfg("t"))
+    graph = line_graph(
+        state, RepoSaver(tmp_path, durable=False), prep=lambda values: {channel: "ready"}, **{node: ask}
+    )
+    graph.invoke({}, cfg("t"))
     proc = cli(tmp_path, "render", "t")
     assert proc.returncode == 0, proc.stderr
     html = markdown_html(proc.stdout)
@@ -309,11 +273,7 @@ def vault_graph(saver: RepoSaver) -> Any:
             "extra": {"nested": [SecretStr(SECRET_TEXT + "-nested")]},
         }
 
-    builder = StateGraph(VaultState)
-    builder.add_node("store", store)
-    builder.add_edge(START, "store")
-    builder.add_edge("store", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(VaultState, saver, store=store)
 
 
 def all_bytes(root: Path) -> bytes:
@@ -414,8 +374,7 @@ def test_validate_masks_a_path_whose_folder_decodes_to_a_key(tmp_path: Path) -> 
 # ----------------------------------------------------------------------
 # locks: a lock file is checked like every other path
 # ----------------------------------------------------------------------
-def test_lock_file_planted_as_symlink_is_refused_naming_it(tmp_path: Path) -> None:
-    root = tmp_path / "root"
+def test_lock_file_planted_as_symlink_is_refused_naming_it(tmp_path: Path, root: Path) -> None:
     note_graph(RepoSaver(root, durable=False)).invoke({}, cfg("t"))
     victim = tmp_path / "precious.txt"
     victim.write_text("do not truncate\n", encoding="utf-8")

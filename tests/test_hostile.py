@@ -14,12 +14,9 @@ places it does not (a base64 msgpack node, a ``values/`` file, single symlinked 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.jsonread import MAX_FILE_BYTES
 from langgraph_checkpoint_repo.layout import Layout
@@ -43,14 +41,6 @@ JUNK_BYTES = 60 * 1024 * 1024  # "oversized": well past any real checkpoint, und
 # ---------------------------------------------------------------------------
 # helpers: real files of a thread
 # ---------------------------------------------------------------------------
-def checkpoints(tdir: Path) -> list[Path]:
-    return sorted((tdir / "checkpoints").glob("*.json"))
-
-
-def writes_files(tdir: Path) -> list[Path]:
-    return sorted((tdir / "writes").glob("*.json"))
-
-
 def document_large(tdir: Path) -> tuple[Path, Path]:
     """The checkpoint that introduced the big "document" channel, and the large/ file holding it."""
     for path in checkpoints(tdir):
@@ -58,16 +48,6 @@ def document_large(tdir: Path) -> tuple[Path, Path]:
         if body is not None:
             return path, tdir / "large" / f"{body['value']['large']}.json"
     raise AssertionError(f"no large document in {tdir}")
-
-
-def load(path: Path) -> Any:
-    return json.loads(path.read_bytes())
-
-
-def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = load(path)
-    change(doc)
-    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def replace_once(path: Path, old: bytes, new: bytes) -> None:
@@ -356,14 +336,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
 @pytest.fixture(scope="module")
 def validate_lines(hostile: Hostile) -> list[str]:
     """`langgraph-repo validate` over the whole damaged root, run once (from "/" so paths are absolute)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(hostile.root), "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-        env={k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"},
-    )
+    proc = cli(hostile.root, "validate", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
@@ -454,20 +427,9 @@ def _chat_thread(root: Path, thread_id: str) -> Path:
     return root / "threads" / thread_id
 
 
-def validate(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-    )
-
-
-def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: Path) -> None:
+def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(root: Path) -> None:
     """A deleted middle checkpoint that no value lives in: the saver reports the parent as absent (as
     after a prune, docs/design.md), the graph continues, and validate names the hole."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "holey")
     files = checkpoints(tdir)
     gone = next(
@@ -482,7 +444,7 @@ def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: 
     assert saver.get_tuple(tup.parent_config) is None
     out = chat_graph(saver).invoke({"messages": [HumanMessage(content="more")]}, cfg("holey"))
     assert out["messages"][-1].content == "echo: more"
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
     hole = (
         f"{child}: /parent_checkpoint_id: parent {gone.stem} is missing while older checkpoints remain "
@@ -496,10 +458,9 @@ def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(tmp_path: 
 
 
 def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by_validate(
-    tmp_path: Path,
+    root: Path,
 ) -> None:
     """A writes file whose checkpoint does not exist changes no read; validate names it as orphaned."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "orphans")
     expected = RepoSaver(root).get_tuple(cfg("orphans"))
     source = writes_files(tdir)[0]
@@ -510,16 +471,15 @@ def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by
     saver = RepoSaver(root)
     assert saver.get_tuple(cfg("orphans")) == expected
     assert saver.get_tuple(cfg("orphans", checkpoint_id=ghost)) is None
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
     (line,) = proc.stdout.splitlines()
     assert line.startswith(f"{orphan}: /checkpoint_id: writes of checkpoint {ghost}, which does not exist")
 
 
-def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(tmp_path: Path) -> None:
+def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(root: Path) -> None:
     """Size alone is not an error under the limit: a checkpoint padded to 60 MB of whitespace reads back
     the same state, and the next graph turn continues from it."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "padded")
     expected = RepoSaver(root).get_tuple(cfg("padded"))
     latest = checkpoints(tdir)[-1]
@@ -533,10 +493,9 @@ def test_sixty_megabyte_valid_checkpoint_is_read_like_the_small_one(tmp_path: Pa
 
 
 @pytest.mark.parametrize("where", ["metadata", "channel value"])
-def test_value_nested_deeper_than_the_stack_is_refused_naming_the_file(tmp_path: Path, where: str) -> None:
+def test_value_nested_deeper_than_the_stack_is_refused_naming_the_file(root: Path, where: str) -> None:
     """A tree 600 levels deep parses and validates, but cannot be rebuilt: an UnrevivableValueError naming
     the file, not a RecursionError from inside the codec."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "deep")
     latest = checkpoints(tdir)[-1]
     if where == "metadata":
@@ -584,10 +543,9 @@ PLANTS: dict[str, Callable[[Path, Path], tuple[Path, RunnableConfig]]] = {
 
 
 @pytest.mark.parametrize("place", sorted(PLANTS))
-def test_planted_constructor_is_refused_and_nothing_runs(tmp_path: Path, place: str) -> None:
+def test_planted_constructor_is_refused_and_nothing_runs(tmp_path: Path, root: Path, place: str) -> None:
     """os.system named in a place test_safety.py does not plant it: refused by name, with the file, before
     the serde sees it (a base64 msgpack node used to reach the serde, which returned the raw args)."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "planted")
     _chat_thread(root, "good")
     marker = tmp_path / "pwned"
@@ -628,9 +586,8 @@ READ_LINKS: dict[str, Callable[[Path], Path]] = {
 
 
 @pytest.mark.parametrize("what", sorted(READ_LINKS))
-def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, what: str) -> None:
+def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, root: Path, what: str) -> None:
     """A file or folder swapped for a symlink to an identical copy outside the root is refused by name."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "linked")
     inside = READ_LINKS[what](tdir)
     config = cfg("linked")
@@ -644,15 +601,16 @@ def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, what: str) -
         RepoSaver(root).get_tuple(config)
     assert "symlink" in str(info.value) or "outside the root" in str(info.value)
     assert str(inside) in str(info.value)
-    proc = validate(root)
+    proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert str(inside) in proc.stdout
 
 
 @pytest.mark.parametrize("folder", ["writes", "values"])
-def test_no_write_goes_through_a_symlinked_writes_or_values_folder(tmp_path: Path, folder: str) -> None:
+def test_no_write_goes_through_a_symlinked_writes_or_values_folder(
+    tmp_path: Path, root: Path, folder: str
+) -> None:
     """put_writes (a graph step) and prune (which writes values/) never create a file through a symlink."""
-    root = tmp_path / "root"
     tdir = _chat_thread(root, "linked")
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
+from graphs import cfg, line_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.layout import decode_segment, encode_segment, is_temp_name
 
@@ -178,13 +179,7 @@ def build_chat(saver: RepoSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
     def second(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [AIMessage(content=f"second {len(state['messages'])}")]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("first", first)
-    graph.add_node("second", second)
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "second")
-    graph.add_edge("second", END)
-    return graph.compile(checkpointer=saver)
+    return line_graph(MessagesState, saver, first=first, second=second)
 
 
 def everything_under(folder: Path) -> set[Path]:
@@ -197,9 +192,7 @@ def test_hostile_thread_ids_stay_inside_the_root(tmp_path: Path) -> None:
     saver = RepoSaver(root, durable=False)
     app = build_chat(saver)
     for i, thread_id in enumerate(HOSTILE_THREAD_IDS):
-        app.invoke(
-            {"messages": [HumanMessage(content=f"hello {i}")]}, {"configurable": {"thread_id": thread_id}}
-        )
+        app.invoke({"messages": [HumanMessage(content=f"hello {i}")]}, cfg(thread_id))
 
     created = everything_under(tmp_path)
     outside = {p for p in created if p != root and root not in p.parents} - set(root.parents)
@@ -209,23 +202,21 @@ def test_hostile_thread_ids_stay_inside_the_root(tmp_path: Path) -> None:
     assert set(listed) == set(HOSTILE_THREAD_IDS)
     fresh = RepoSaver(root)
     for i, thread_id in enumerate(HOSTILE_THREAD_IDS):
-        tup = fresh.get_tuple({"configurable": {"thread_id": thread_id}})
+        tup = fresh.get_tuple(cfg(thread_id))
         assert tup is not None
         assert tup.config["configurable"]["thread_id"] == thread_id
         assert tup.checkpoint["channel_values"]["messages"][0].content == f"hello {i}"
 
 
-def test_ten_kilobyte_thread_id_round_trips_through_the_saver(tmp_path: Path) -> None:
+def test_ten_kilobyte_thread_id_round_trips_through_the_saver(root: Path) -> None:
     """A hashed folder still gives back the original id from get_tuple and list(None)."""
-    saver = RepoSaver(tmp_path / "root")
-    build_chat(saver).invoke(
-        {"messages": [HumanMessage(content="long")]}, {"configurable": {"thread_id": TEN_KB_ID}}
-    )
+    saver = RepoSaver(root)
+    build_chat(saver).invoke({"messages": [HumanMessage(content="long")]}, cfg(TEN_KB_ID))
 
-    (folder,) = (tmp_path / "root" / "threads").iterdir()
+    (folder,) = (root / "threads").iterdir()
     assert folder.name == encode_segment(TEN_KB_ID)
-    fresh = RepoSaver(tmp_path / "root")
-    tup = fresh.get_tuple({"configurable": {"thread_id": TEN_KB_ID}})
+    fresh = RepoSaver(root)
+    tup = fresh.get_tuple(cfg(TEN_KB_ID))
     assert tup is not None
     assert tup.config["configurable"]["thread_id"] == TEN_KB_ID
     assert [m.content for m in tup.checkpoint["channel_values"]["messages"]] == [
@@ -236,7 +227,7 @@ def test_ten_kilobyte_thread_id_round_trips_through_the_saver(tmp_path: Path) ->
     assert {t.config["configurable"]["thread_id"] for t in fresh.list(None)} == {TEN_KB_ID}
 
 
-def test_case_and_normalisation_twins_are_separate_threads(tmp_path: Path) -> None:
+def test_case_and_normalisation_twins_are_separate_threads(root: Path) -> None:
     """Threads 'Support'/'support' and NFC/NFD 'é' keep separate state and all four list back."""
     twins = [
         "Support",
@@ -244,29 +235,25 @@ def test_case_and_normalisation_twins_are_separate_threads(tmp_path: Path) -> No
         unicodedata.normalize("NFC", "\u00e9"),
         unicodedata.normalize("NFD", "\u00e9"),
     ]
-    saver = RepoSaver(tmp_path / "root", durable=False)
+    saver = RepoSaver(root, durable=False)
     app = build_chat(saver)
     for i, thread_id in enumerate(twins):
-        app.invoke(
-            {"messages": [HumanMessage(content=f"twin {i}")]}, {"configurable": {"thread_id": thread_id}}
-        )
+        app.invoke({"messages": [HumanMessage(content=f"twin {i}")]}, cfg(thread_id))
 
-    assert len(list((tmp_path / "root" / "threads").iterdir())) == 4
-    fresh = RepoSaver(tmp_path / "root")
+    assert len(list((root / "threads").iterdir())) == 4
+    fresh = RepoSaver(root)
     assert sorted(
         t.config["configurable"]["thread_id"] for t in fresh.list(None) if t.metadata["step"] == 2
     ) == (sorted(twins))
     for i, thread_id in enumerate(twins):
-        tup = fresh.get_tuple({"configurable": {"thread_id": thread_id}})
+        tup = fresh.get_tuple(cfg(thread_id))
         assert tup is not None
         assert tup.checkpoint["channel_values"]["messages"][0].content == f"twin {i}"
 
 
-def test_thread_id_ending_in_tmp_is_listed(tmp_path: Path) -> None:
+def test_thread_id_ending_in_tmp_is_listed(root: Path) -> None:
     """A thread called 'report.tmp' is a real thread, not a leftover temp file."""
-    saver = RepoSaver(tmp_path / "root", durable=False)
-    build_chat(saver).invoke(
-        {"messages": [HumanMessage(content="x")]}, {"configurable": {"thread_id": "report.tmp"}}
-    )
-    assert saver.get_tuple({"configurable": {"thread_id": "report.tmp"}}) is not None
+    saver = RepoSaver(root, durable=False)
+    build_chat(saver).invoke({"messages": [HumanMessage(content="x")]}, cfg("report.tmp"))
+    assert saver.get_tuple(cfg("report.tmp")) is not None
     assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"report.tmp"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
+from graphs import cfg, contents, extend, line_graph
 from langgraph_checkpoint_repo import RepoSaver
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -50,38 +51,17 @@ def _approve(state: MessagesState) -> dict[str, Any]:
     return {"messages": [HumanMessage(content=f"approved: {answer}")]}
 
 
-def chat_graph(saver: BaseCheckpointSaver[Any], *, ask: bool = False) -> Graph:
+def agent_graph(saver: BaseCheckpointSaver[Any], *, ask: bool = False) -> Graph:
     """A chat whose "agent" node is a subgraph (its own checkpoint namespace);
     with ``ask`` a human approval (interrupt) sits between agent and reply."""
-    sub = StateGraph(MessagesState)
-    sub.add_node("think", _think)
-    sub.add_edge(START, "think")
-    sub.add_edge("think", END)
-    builder = StateGraph(MessagesState)
-    builder.add_node("agent", sub.compile())
-    builder.add_node("reply", _reply)
-    builder.add_edge(START, "agent")
-    if ask:
-        builder.add_node("approve", _approve)
-        builder.add_edge("agent", "approve")
-        builder.add_edge("approve", "reply")
-    else:
-        builder.add_edge("agent", "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=saver)
-
-
-def _extend(state: list[str], writes: Sequence[list[str]]) -> list[str]:
-    """DeltaChannel reducer: deterministic and batching-invariant."""
-    out = list(state)
-    for items in writes:
-        out.extend(items)
-    return out
+    agent = line_graph(MessagesState, None, think=_think)
+    approve = {"approve": _approve} if ask else {}
+    return line_graph(MessagesState, saver, agent=agent, **approve, reply=_reply)
 
 
 class DeltaState(TypedDict):
-    items: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
-    evens: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=2)]
+    items: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=3)]
+    evens: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=2)]
     n: int
 
 
@@ -121,22 +101,13 @@ def expected_delta(steps: int) -> dict[str, Any]:
 # ----------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------
-def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, **extra}}
-
-
 def run_turns(graph: Graph, thread_id: str, words: Iterable[str], run_id: str | None = None) -> None:
-    extra = {"run_id": run_id} if run_id else {}
     for word in words:
-        graph.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id, **extra))
-
-
-def contents(messages: Iterable[BaseMessage]) -> list[str]:
-    return [str(m.content) for m in messages]
+        graph.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id, run_id=run_id or None))
 
 
 def turn_contents(words: Iterable[str]) -> list[str]:
-    """The conversation the chat graph produces for these user turns."""
+    """The conversation agent_graph produces for these user turns."""
     out: list[str] = []
     for word in words:
         out += [word, f"thought about {word}", f"reply {len(out) + 2}"]
@@ -232,12 +203,12 @@ def history_picture(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> 
 # ----------------------------------------------------------------------------
 # delete_thread, copy_thread, delete_for_runs
 # ----------------------------------------------------------------------------
-def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
+def test_delete_thread_matches_in_memory_saver(root: Path) -> None:
     """delete_thread removes one thread (all namespaces) and leaves the others exactly
     as InMemorySaver does; the deleted id can start a fresh conversation."""
-    repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
+    repo, mem = RepoSaver(root), InMemorySaver()
     for saver in (repo, mem):
-        graph = chat_graph(saver)
+        graph = agent_graph(saver)
         run_turns(graph, "doomed", ["a1", "a2"])
         run_turns(graph, "kept", ["b1", "b2", "b3"])
     kept_before = summary(repo, "kept")
@@ -247,16 +218,16 @@ def test_delete_thread_matches_in_memory_saver(tmp_path: Path) -> None:
     repo.delete_thread("doomed")
     mem.delete_thread("doomed")
 
-    for saver in (repo, mem, RepoSaver(tmp_path / "root")):
+    for saver in (repo, mem, RepoSaver(root)):
         assert summary(saver, "doomed") == []
         assert saver.get_tuple(cfg("doomed")) is None
         assert summary(saver, "kept") == summary(mem, "kept") == kept_before
     assert not repo.store.layout.thread_dir("doomed").exists()
 
     for saver in (repo, mem):
-        run_turns(chat_graph(saver), "doomed", ["again"])
+        run_turns(agent_graph(saver), "doomed", ["again"])
     assert summary(repo, "doomed") == summary(mem, "doomed")
-    latest = RepoSaver(tmp_path / "root").get_tuple(cfg("doomed"))
+    latest = RepoSaver(root).get_tuple(cfg("doomed"))
     assert latest is not None
     assert contents(latest.checkpoint["channel_values"]["messages"]) == turn_contents(["again"])
 
@@ -275,13 +246,12 @@ def _assert_same_tuple(src: CheckpointTuple, dst: CheckpointTuple, src_id: str, 
     assert dst.pending_writes == src.pending_writes
 
 
-def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(tmp_path: Path) -> None:
+def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(root: Path) -> None:
     """A copy of a thread paused at an interrupt has every checkpoint, parent link, metadata
     and pending write of the source (subgraph namespace too); the source is unchanged;
     resuming each with a different answer keeps them apart."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
-    graph = chat_graph(saver, ask=True)
+    graph = agent_graph(saver, ask=True)
     graph.invoke({"messages": [HumanMessage(content="u0")]}, cfg("src"))
     graph.invoke(Command(resume="first"), cfg("src"))
     graph.invoke({"messages": [HumanMessage(content="u1")]}, cfg("src"))
@@ -331,13 +301,12 @@ def test_copy_thread_keeps_everything_and_both_threads_go_on_independently(tmp_p
     assert set(source_before) <= set(tuples(fresh, "src"))
 
 
-def test_delete_for_runs_removes_exactly_those_runs(tmp_path: Path) -> None:
+def test_delete_for_runs_removes_exactly_those_runs(root: Path) -> None:
     """Checkpoints whose metadata run_id is listed go, in every thread and namespace,
     with their writes; every other checkpoint reads back exactly as before (values
     that lived inline in deleted checkpoints were kept), and the thread goes on."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
-    graph = chat_graph(saver)
+    graph = agent_graph(saver)
     run_turns(graph, "t", ["t1"], run_id="run-1")
     run_turns(graph, "t", [BIG], run_id="run-2")
     run_turns(graph, "t", ["t3"], run_id="run-3")
@@ -377,17 +346,16 @@ def test_delete_for_runs_removes_exactly_those_runs(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------
 def _chat_thread_for_prune(root: Path) -> tuple[RepoSaver, Graph]:
     saver = RepoSaver(root)
-    graph = chat_graph(saver)
+    graph = agent_graph(saver)
     run_turns(graph, "t", ["p1", BIG, "p3"])
     run_turns(graph, "other", ["o1", "o2"])
     return saver, graph
 
 
-def test_prune_keep_latest_keeps_each_namespaces_latest_and_the_graph_resumes(tmp_path: Path) -> None:
+def test_prune_keep_latest_keeps_each_namespaces_latest_and_the_graph_resumes(root: Path) -> None:
     """After keep_latest every namespace's latest checkpoint reads back exactly as before
     (values that sat inline in pruned checkpoints were rescued), older ones are gone,
     other threads are untouched, and the conversation continues with its full history."""
-    root = tmp_path / "root"
     saver, graph = _chat_thread_for_prune(root)
     latest_before = per_ns_latest(saver, "t")
     count_before = len(tuples(saver, "t"))
@@ -412,10 +380,9 @@ def test_prune_keep_latest_keeps_each_namespaces_latest_and_the_graph_resumes(tm
     assert contents(latest.checkpoint["channel_values"]["messages"]) == turn_contents(["p1", BIG, "p3", "p4"])
 
 
-def test_prune_keep_latest_leaves_one_checkpoint_per_namespace(tmp_path: Path) -> None:
+def test_prune_keep_latest_leaves_one_checkpoint_per_namespace(root: Path) -> None:
     """The documented contract: keep_latest retains only the most recent checkpoint per
     namespace (a graph without DeltaChannels needs no ancestor to resume)."""
-    root = tmp_path / "root"
     saver, _ = _chat_thread_for_prune(root)
     latest_before = per_ns_latest(saver, "t")
 
@@ -427,9 +394,8 @@ def test_prune_keep_latest_leaves_one_checkpoint_per_namespace(tmp_path: Path) -
     )
 
 
-def test_prune_delete_removes_everything_of_those_threads(tmp_path: Path) -> None:
+def test_prune_delete_removes_everything_of_those_threads(root: Path) -> None:
     """strategy="delete" removes every checkpoint, write and file of the thread, nothing else."""
-    root = tmp_path / "root"
     saver, graph = _chat_thread_for_prune(root)
     other_before = tuples(saver, "other")
 
@@ -452,10 +418,10 @@ def test_prune_delete_removes_everything_of_those_threads(tmp_path: Path) -> Non
 # ----------------------------------------------------------------------------
 # DeltaChannel (beta)
 # ----------------------------------------------------------------------------
-def test_delta_channel_history_matches_in_memory_saver(tmp_path: Path) -> None:
+def test_delta_channel_history_matches_in_memory_saver(root: Path) -> None:
     """For every checkpoint of the same run, the writes (in order) and the seed that
     get_delta_channel_history returns equal InMemorySaver's, and so does the state."""
-    repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
+    repo, mem = RepoSaver(root), InMemorySaver()
     for saver in (repo, mem):
         assert delta_graph(saver).invoke({"items": [], "evens": [], "n": 0}, cfg("d")) == expected_delta(
             DELTA_STEPS
@@ -468,7 +434,7 @@ def test_delta_channel_history_matches_in_memory_saver(tmp_path: Path) -> None:
         assert plain(r.checkpoint["channel_values"]) == plain(m.checkpoint["channel_values"])
         picture = history_picture(repo, r.config)
         assert picture == history_picture(mem, m.config)
-        assert picture == history_picture(RepoSaver(tmp_path / "root"), r.config)
+        assert picture == history_picture(RepoSaver(root), r.config)
         seeds += sum(1 for h in picture.values() if h["seed"] is not None)
     assert seeds > 0  # snapshots were written and found
     assert delta_graph(repo).get_state(cfg("d")).values == expected_delta(DELTA_STEPS)
@@ -489,10 +455,9 @@ def _chain_to_snapshots(saver: RepoSaver, config: RunnableConfig) -> set[str]:
     return chain
 
 
-def test_delta_channel_state_survives_prune_keep_latest(tmp_path: Path) -> None:
+def test_delta_channel_state_survives_prune_keep_latest(root: Path) -> None:
     """keep_latest keeps the ancestors back to each delta channel's nearest snapshot, so
     the state (and the history that rebuilds it) is the same after prune; the loop goes on."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = delta_graph(saver)
     graph.invoke({"items": [], "evens": [], "n": 0}, cfg("d"))
@@ -515,10 +480,9 @@ def test_delta_channel_state_survives_prune_keep_latest(tmp_path: Path) -> None:
     assert delta_graph(RepoSaver(root)).get_state(cfg("d")).values == expected_delta(2 * DELTA_STEPS)
 
 
-def test_delta_channel_prune_keeps_only_the_chain_back_to_the_snapshots(tmp_path: Path) -> None:
+def test_delta_channel_prune_keeps_only_the_chain_back_to_the_snapshots(root: Path) -> None:
     """keep_latest may keep what a DeltaChannel needs, but no more: in one long run the
     ancestors older than both channels' nearest snapshots must go."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     delta_graph(saver).invoke({"items": [], "evens": [], "n": 0}, cfg("d"))
     needed = _chain_to_snapshots(saver, cfg("d"))
@@ -529,10 +493,9 @@ def test_delta_channel_prune_keeps_only_the_chain_back_to_the_snapshots(tmp_path
     assert {cid for _, _, cid in tuples(RepoSaver(root), "d")} == needed
 
 
-def test_delta_channel_state_survives_copy_thread(tmp_path: Path) -> None:
+def test_delta_channel_state_survives_copy_thread(root: Path) -> None:
     """copy_thread copies the whole parent chain, so the copy rebuilds the same delta state
     and continues on its own."""
-    root = tmp_path / "root"
     saver = RepoSaver(root)
     graph = delta_graph(saver)
     graph.invoke({"items": [], "evens": [], "n": 0}, cfg("d"))
@@ -564,10 +527,10 @@ def _version_parts(version: str) -> tuple[int, float]:
     return int(number), fraction
 
 
-def test_get_next_version_is_increasing_in_the_in_memory_format(tmp_path: Path) -> None:
+def test_get_next_version_is_increasing_in_the_in_memory_format(root: Path) -> None:
     """Versions are strings of InMemorySaver's shape (32-digit counter, '.', random part),
     strictly increasing as strings, also past 9 -> 10 and from int versions."""
-    repo, mem = RepoSaver(tmp_path / "root"), InMemorySaver()
+    repo, mem = RepoSaver(root), InMemorySaver()
     current: str | None = None
     mem_current: str | None = None
     for expected in range(1, 120):
@@ -581,7 +544,7 @@ def test_get_next_version_is_increasing_in_the_in_memory_format(tmp_path: Path) 
     assert _version_parts(from_int)[0] == _version_parts(mem.get_next_version(99, None))[0] == 100  # type: ignore[arg-type]
     assert from_int > repo.get_next_version(98, None)  # type: ignore[arg-type]
     # the graph's stored channel versions have the same shape
-    chat = chat_graph(repo)
+    chat = agent_graph(repo)
     run_turns(chat, "v", ["x"])
     latest = repo.get_tuple(cfg("v"))
     assert latest is not None
@@ -596,7 +559,7 @@ def _prepared_roots(tmp_path: Path) -> tuple[Path, Path]:
     """Two identical roots (a copied folder), so sync and async calls can be compared 1:1."""
     base = tmp_path / "base"
     saver = RepoSaver(base)
-    chat = chat_graph(saver)
+    chat = agent_graph(saver)
     run_turns(chat, "t", ["a1"], run_id="run-1")
     run_turns(chat, "t", ["a2"], run_id="run-2")
     run_turns(chat, "u", ["b1"], run_id="run-1")

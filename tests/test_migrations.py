@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graphs import build_fixture_tree, cfg, chat_graph, resume_fixture_tree
+from graphs import build_fixture_tree, cfg, chat_graph, normalised, resume_fixture_tree
+from helpers import cli
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, SchemaVersionError
 from langgraph_checkpoint_repo.durable import dump_json
 from langgraph_checkpoint_repo.migrations import STEPS, upgrade, v1_to_v2
@@ -30,15 +31,6 @@ from langgraph_checkpoint_repo.validation import SCHEMA_VERSION, validate_read
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_TREES = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name.startswith("v"))
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def json_files(root: Path) -> dict[str, bytes]:
@@ -87,12 +79,6 @@ def test_every_fixture_tree_migrates_validates_and_resumes(tree: Path, tmp_path:
     assert normalised(resumed) == normalised(fresh)
     assert resumed["fan"]["ran"] == ["bad"]  # the saved writes of "a" and "c" survived the migration
     assert resumed["ask"]["answer"] == "Ada" and len(resumed["big"]["document"]) == 16 * 1024
-
-
-def normalised(states: dict[str, Any]) -> dict[str, Any]:
-    out = dict(states)
-    out["chat"] = [(m.type, m.content) for m in states["chat"]["messages"]]
-    return out
 
 
 # ----------------------------------------------------------------------------

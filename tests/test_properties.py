@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import LATEST_VERSION, Checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
+from graphs import cfg, make_checkpoint
 from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver
 from langgraph_checkpoint_repo.layout import (
     CHECKPOINTS,
@@ -136,25 +136,6 @@ def test_value_file_of_channel_and_version_is_one_per_pair(
 # ---------------------------------------------------------------------------
 # ids to paths, through a real put
 # ---------------------------------------------------------------------------
-def _checkpoint(cid: str, values: dict[str, Any], versions: dict[str, Any]) -> Checkpoint:
-    return Checkpoint(
-        v=LATEST_VERSION,
-        id=cid,
-        ts="2024-05-06T07:08:09.123456+00:00",
-        channel_values=values,
-        channel_versions=dict(versions),
-        versions_seen={"node": dict(versions)},
-        updated_channels=sorted(values),
-    )
-
-
-def config_of(thread_id: str, ns: str, cid: str | None = None) -> RunnableConfig:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
-    if cid is not None:
-        conf["checkpoint_id"] = cid
-    return {"configurable": conf}
-
-
 @tuned(60)
 @given(st.lists(IDS, min_size=1, max_size=4, unique=True))
 def test_put_writes_only_its_own_file_inside_the_root_and_reads_back(
@@ -169,12 +150,12 @@ def test_put_writes_only_its_own_file_inside_the_root_and_reads_back(
         for n, (thread_id, ns, cid) in enumerate(triples):
             versions = {"marker": f"{n + 1:032d}.0"}
             stored = saver.put(
-                config_of(thread_id, ns),
-                _checkpoint(cid, {"marker": n}, versions),
+                cfg(thread_id, checkpoint_ns=ns),
+                make_checkpoint(cid, {"marker": n}, versions),
                 {"source": "loop", "step": n, "parents": {}},
                 versions,
             )
-            assert stored == config_of(thread_id, ns, cid)
+            assert stored == cfg(thread_id, checkpoint_ns=ns, checkpoint_id=cid)
             saver.put_writes(stored, [("marker", f"write {n}")], "task", "~path")
             assert saver.store.layout.checkpoint_path(thread_id, ns, cid).is_file()
         everything = {p for p in base.rglob("*")}
@@ -184,9 +165,9 @@ def test_put_writes_only_its_own_file_inside_the_root_and_reads_back(
         assert checkpoint_files == {saver.store.layout.checkpoint_path(*t) for t in triples}
         fresh = RepoSaver(root)
         for n, (thread_id, ns, cid) in enumerate(triples):
-            tup = fresh.get_tuple(config_of(thread_id, ns, cid))
+            tup = fresh.get_tuple(cfg(thread_id, checkpoint_ns=ns, checkpoint_id=cid))
             assert tup is not None
-            assert tup.config == config_of(thread_id, ns, cid)
+            assert tup.config == cfg(thread_id, checkpoint_ns=ns, checkpoint_id=cid)
             assert tup.checkpoint["id"] == cid and tup.checkpoint["channel_values"] == {"marker": n}
             assert tup.pending_writes == [("task", "marker", f"write {n}")]
         listed = sorted(
@@ -281,8 +262,8 @@ def store_value(saver: RepoSaver | InMemorySaver, value: Any) -> RunnableConfig:
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000001))
     versions = {"value": V1}
     config = saver.put(
-        config_of(THREAD, ""),
-        _checkpoint(cid, {"value": value}, versions),
+        cfg(THREAD, checkpoint_ns=""),
+        make_checkpoint(cid, {"value": value}, versions),
         {"source": "loop", "step": 1, "parents": {}, "payload": value},
         versions,
     )
@@ -323,7 +304,7 @@ def test_integer_beyond_msgpack_is_refused_by_both_and_nothing_is_written(
         with pytest.raises(InvalidWriteError, match="refusing to write"):
             store_value(saver, value)
         assert list(root.rglob("*.json")) == []
-        assert saver.get_tuple(config_of(THREAD, "")) is None
+        assert saver.get_tuple(cfg(THREAD, checkpoint_ns="")) is None
 
 
 ITEMS = st.one_of(MESSAGES, st.text(max_size=10), st.integers(-5, 5), st.floats(), st.binary(max_size=5))
@@ -354,8 +335,8 @@ def test_list_grown_by_appends_reads_back_at_every_step(
             cid = str(uuid.UUID(int=(0x1EF << 116) + step))
             for saver in (repo, mem):
                 config = saver.put(
-                    config_of(THREAD, ""),
-                    _checkpoint(cid, {"log": list(log)}, versions),
+                    cfg(THREAD, checkpoint_ns=""),
+                    make_checkpoint(cid, {"log": list(log)}, versions),
                     {"source": "loop", "step": step, "parents": {}},
                     versions,
                 )

@@ -20,9 +20,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
+from graphs import cfg, line_graph
+from helpers import checkpoint_files, dump, load, tree
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.codec import tree_to_msgpack
 from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
@@ -44,20 +46,7 @@ def build_chat(saver: RepoSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
     def second(state: ChatState) -> dict[str, list[BaseMessage]]:
         return {"messages": [AIMessage(content=f"second {len(state['messages'])}")]}
 
-    graph = StateGraph(ChatState)
-    graph.add_node("first", first)
-    graph.add_node("second", second)
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "second")
-    graph.add_edge("second", END)
-    return graph.compile(checkpointer=saver)
-
-
-def thread(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
-    if checkpoint_id:
-        conf["checkpoint_id"] = checkpoint_id
-    return {"configurable": conf}
+    return line_graph(ChatState, saver, first=first, second=second)
 
 
 def make_thread(root: Path, thread_id: str = "t", turns: int = 1) -> RepoSaver:
@@ -65,28 +54,10 @@ def make_thread(root: Path, thread_id: str = "t", turns: int = 1) -> RepoSaver:
     app = build_chat(saver)
     for i in range(turns):
         extra: dict[str, Any] = {"topic": "planning"} if i == 0 else {}
-        app.invoke({"messages": [HumanMessage(content=f"hello {i}")], **extra}, thread(thread_id))
+        app.invoke(
+            {"messages": [HumanMessage(content=f"hello {i}")], **extra}, cfg(thread_id, checkpoint_ns="")
+        )
     return saver
-
-
-def checkpoint_files(root: Path, thread_id: str = "t") -> list[Path]:
-    return sorted((root / "threads" / thread_id / "checkpoints").glob("*.json"))
-
-
-def load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_bytes())  # type: ignore[no-any-return]
-
-
-def dump(path: Path, doc: dict[str, Any]) -> None:
-    path.write_text(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every entry under folder (files with content, folders as None)."""
-    return {
-        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None)
-        for p in sorted(folder.rglob("*"))
-    }
 
 
 # ---------------------------------------------------------------------------
@@ -124,7 +95,7 @@ def _in_channel_value(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
     doc = load(holder)
     doc["new_values"]["topic"] = {"value": {"serde": "msgpack", "json": tree}}
     dump(holder, doc)
-    return holder, thread("t")
+    return holder, cfg("t", checkpoint_ns="")
 
 
 def _in_pending_write(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
@@ -132,7 +103,7 @@ def _in_pending_write(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
     doc = load(path)
     doc["writes"][0]["value"] = {"serde": "msgpack", "json": tree}
     dump(path, doc)
-    return path, thread("t", doc["checkpoint_id"])
+    return path, cfg("t", checkpoint_ns="", checkpoint_id=doc["checkpoint_id"])
 
 
 def _in_metadata(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
@@ -140,7 +111,7 @@ def _in_metadata(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
     doc = load(path)
     doc["metadata"]["note"] = tree
     dump(path, doc)
-    return path, thread("t")
+    return path, cfg("t", checkpoint_ns="")
 
 
 def _in_appended_item(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
@@ -148,7 +119,7 @@ def _in_appended_item(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
     doc = load(path)
     doc["new_values"]["messages"]["append"]["items"].append(tree)
     dump(path, doc)
-    return path, thread("t")
+    return path, cfg("t", checkpoint_ns="")
 
 
 def _in_checkpoint_extra(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
@@ -156,7 +127,7 @@ def _in_checkpoint_extra(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
     doc = load(path)
     doc["checkpoint"]["extra"] = {"pending_sends": tree}
     dump(path, doc)
-    return path, thread("t")
+    return path, cfg("t", checkpoint_ns="")
 
 
 def _in_large_value(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
@@ -170,7 +141,7 @@ def _in_large_value(root: Path, tree: Any) -> tuple[Path, RunnableConfig]:
     doc = load(holder)
     doc["new_values"]["topic"] = {"value": {"large": digest}}
     dump(holder, doc)
-    return holder, thread("t")  # the error names the checkpoint that refers to the large file
+    return holder, cfg("t", checkpoint_ns="")  # the error names the checkpoint that refers to the large file
 
 
 PLANTERS: dict[str, Callable[[Path, Any], tuple[Path, RunnableConfig]]] = {
@@ -185,9 +156,10 @@ PLANTERS: dict[str, Callable[[Path, Any], tuple[Path, RunnableConfig]]] = {
 
 @pytest.mark.parametrize("place", sorted(PLANTERS))
 @pytest.mark.parametrize("case", sorted(payloads(Path("m"))))
-def test_planted_type_is_refused_naming_type_and_file(tmp_path: Path, place: str, case: str) -> None:
+def test_planted_type_is_refused_naming_type_and_file(
+    tmp_path: Path, root: Path, place: str, case: str
+) -> None:
     """A file naming a dangerous callable fails the read with UnrevivableValueError; nothing runs."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     planted, config = PLANTERS[place](root, payloads(marker)[case])
@@ -202,17 +174,16 @@ def test_planted_type_is_refused_naming_type_and_file(tmp_path: Path, place: str
     assert not marker.exists()
 
 
-def test_planted_payload_is_live_when_the_allowlist_is_switched_off(tmp_path: Path) -> None:
+def test_planted_payload_is_live_when_the_allowlist_is_switched_off(tmp_path: Path, root: Path) -> None:
     """Control: handed straight to a serde with allowed_msgpack_modules=True the planted tree does run, so
     the refusals above are real. A RepoSaver given that serde still refuses it: the saver's allowlist
     holds whatever the serde allows (tests/test_hardening_codeexec.py)."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     _in_channel_value(root, payloads(marker)["os.system"])
     dangerous = JsonPlusSerializer(allowed_msgpack_modules=True)
     with pytest.raises(UnrevivableValueError, match=r"refusing to construct os\.system"):
-        RepoSaver(root, serde=dangerous).get_tuple(thread("t"))
+        RepoSaver(root, serde=dangerous).get_tuple(cfg("t", checkpoint_ns=""))
     assert not marker.exists()
     dangerous.loads_typed(("msgpack", tree_to_msgpack(payloads(marker)["os.system"])))
     assert marker.exists()
@@ -227,9 +198,8 @@ class _Reduce:
 
 
 @pytest.mark.parametrize("place", ["channel value", "pending write"])
-def test_planted_pickle_node_is_refused(tmp_path: Path, place: str) -> None:
+def test_planted_pickle_node_is_refused(tmp_path: Path, root: Path, place: str) -> None:
     """A base64 node claiming the pickle serde is never unpickled by the default saver."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     node = {"serde": "pickle", "base64": base64.b64encode(pickle.dumps(_Reduce(marker))).decode()}
@@ -238,22 +208,21 @@ def test_planted_pickle_node_is_refused(tmp_path: Path, place: str) -> None:
         doc = load(holder)
         doc["new_values"]["topic"] = {"value": node}
         dump(holder, doc)
-        planted, config = holder, thread("t")
+        planted, config = holder, cfg("t", checkpoint_ns="")
     else:
         planted = sorted((root / "threads" / "t" / "writes").glob("*.json"))[-1]
         doc = load(planted)
         doc["writes"][0]["value"] = node
         dump(planted, doc)
-        config = thread("t", doc["checkpoint_id"])
+        config = cfg("t", checkpoint_ns="", checkpoint_id=doc["checkpoint_id"])
     with pytest.raises(UnrevivableValueError) as info:
         RepoSaver(root).get_tuple(config)
     assert "pickle" in str(info.value) and str(planted) in str(info.value)
     assert not marker.exists()
 
 
-def test_planted_pickle_is_refused_even_with_pickle_fallback(tmp_path: Path) -> None:
+def test_planted_pickle_is_refused_even_with_pickle_fallback(tmp_path: Path, root: Path) -> None:
     """Repo files come from pull requests; a pickle in one must not run code even if the app allows pickle."""
-    root = tmp_path / "root"
     make_thread(root)
     marker = tmp_path / "pwned"
     holder = next(p for p in checkpoint_files(root) if "topic" in load(p).get("new_values", {}))
@@ -263,7 +232,7 @@ def test_planted_pickle_is_refused_even_with_pickle_fallback(tmp_path: Path) -> 
     dump(holder, doc)
     saver = RepoSaver(root, serde=JsonPlusSerializer(pickle_fallback=True))
     try:
-        saver.get_tuple(thread("t"))
+        saver.get_tuple(cfg("t", checkpoint_ns=""))
     except UnrevivableValueError:
         pass
     assert not marker.exists()
@@ -288,9 +257,8 @@ LOADER = textwrap.dedent(
 
 
 @pytest.mark.parametrize("place", ["channel value", "metadata", "appended item"])
-def test_fresh_process_that_only_loads_runs_nothing(tmp_path: Path, place: str) -> None:
+def test_fresh_process_that_only_loads_runs_nothing(tmp_path: Path, root: Path, place: str) -> None:
     """In a new interpreter, loading a planted type neither imports its module nor calls anything."""
-    root = tmp_path / "root"
     make_thread(root)
     modules = tmp_path / "modules"
     modules.mkdir()
@@ -360,27 +328,25 @@ def move_outside(inside: Path, outside: Path) -> None:
 
 
 @pytest.mark.parametrize("what", sorted(SYMLINK_TARGETS))
-def test_symlink_inside_the_root_is_not_followed_on_read(tmp_path: Path, what: str) -> None:
+def test_symlink_inside_the_root_is_not_followed_on_read(tmp_path: Path, root: Path, what: str) -> None:
     """A symlink planted in the root (pointing at real-looking state) is an error, never a source of data."""
-    root = tmp_path / "root"
     make_thread(root)
     inside = SYMLINK_TARGETS[what](root)
     move_outside(inside, tmp_path / "outside" / inside.name)
     with pytest.raises(FileFormatError) as info:
-        RepoSaver(root).get_tuple(thread("t"))
+        RepoSaver(root).get_tuple(cfg("t", checkpoint_ns=""))
     assert "symlink" in str(info.value) or "outside the root" in str(info.value)
     with pytest.raises(FileFormatError):
-        list(RepoSaver(root).list(thread("t")))
+        list(RepoSaver(root).list(cfg("t", checkpoint_ns="")))
 
 
-def test_symlinked_writes_folder_is_not_followed(tmp_path: Path) -> None:
+def test_symlinked_writes_folder_is_not_followed(tmp_path: Path, root: Path) -> None:
     """Pending writes read through a symlinked folder are refused too."""
-    root = tmp_path / "root"
     make_thread(root)
     owner = load(sorted(_writes_folder(root).glob("*.json"))[0])["checkpoint_id"]
     move_outside(_writes_folder(root), tmp_path / "outside" / "writes")
     with pytest.raises(FileFormatError, match="outside the root"):
-        RepoSaver(root).get_tuple(thread("t", owner))
+        RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=owner))
 
 
 def fresh_checkpoint() -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -391,18 +357,17 @@ def fresh_checkpoint() -> tuple[Any, dict[str, Any], dict[str, Any]]:
     return checkpoint, {"source": "input", "step": -1, "parents": {}}, versions
 
 
-def test_put_through_symlinked_thread_folder_is_refused(tmp_path: Path) -> None:
+def test_put_through_symlinked_thread_folder_is_refused(tmp_path: Path, root: Path) -> None:
     """A put to a thread whose folder leads outside raises and changes nothing out there."""
-    root = tmp_path / "root"
     make_thread(root)
     make_thread(root, "evil")
     outside = tmp_path / "outside" / "evil"
     move_outside(root / "threads" / "evil", outside)
-    before = snapshot(outside)
+    before = tree(outside)
     checkpoint, metadata, versions = fresh_checkpoint()
     with pytest.raises(RepoCheckpointError, match="outside"):
-        RepoSaver(root).put(thread("evil"), checkpoint, metadata, versions)
-    assert snapshot(outside) == before
+        RepoSaver(root).put(cfg("evil", checkpoint_ns=""), checkpoint, metadata, versions)
+    assert tree(outside) == before
 
 
 def _link_thread(root: Path, outside: Path) -> None:
@@ -433,26 +398,28 @@ LINKS: dict[str, Callable[[Path, Path], None]] = {
         ".cache folder",
     ],
 )
-def test_graph_run_creates_nothing_through_a_symlink_to_an_empty_folder(tmp_path: Path, what: str) -> None:
+def test_graph_run_creates_nothing_through_a_symlink_to_an_empty_folder(
+    tmp_path: Path, root: Path, what: str
+) -> None:
     """A run on a thread whose folder (or the lock cache) leads to an empty outside folder writes nothing."""
-    root = tmp_path / "root"
     root.mkdir()
     outside = tmp_path / "outside"
     outside.mkdir()
     LINKS[what](root, outside)
     try:
-        build_chat(RepoSaver(root)).invoke({"messages": [HumanMessage(content="hi")]}, thread("evil"))
+        build_chat(RepoSaver(root)).invoke(
+            {"messages": [HumanMessage(content="hi")]}, cfg("evil", checkpoint_ns="")
+        )
     except RepoCheckpointError:
         pass
-    assert snapshot(outside) == {}
+    assert tree(outside) == {}
 
 
 @pytest.mark.parametrize("folder", ["large", "checkpoints"])
 def test_long_lived_saver_does_not_write_through_a_folder_swapped_for_a_symlink(
-    tmp_path: Path, folder: str
+    tmp_path: Path, root: Path, folder: str
 ) -> None:
     """A folder the saver wrote to, then swapped for a symlink (as checkout does), is not written through."""
-    root = tmp_path / "root"
     saver = make_thread(root)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -460,22 +427,21 @@ def test_long_lived_saver_does_not_write_through_a_folder_swapped_for_a_symlink(
     os.symlink(outside, root / "threads" / "t" / folder, target_is_directory=True)
     checkpoint, metadata, versions = fresh_checkpoint()
     try:
-        saver.put(thread("t"), checkpoint, metadata, versions)
+        saver.put(cfg("t", checkpoint_ns=""), checkpoint, metadata, versions)
     except RepoCheckpointError:
         pass
-    assert snapshot(outside) == {}
+    assert tree(outside) == {}
 
 
-def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path) -> None:
+def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path, root: Path) -> None:
     """A lock file planted as a symlink to a precious file leaves that file intact."""
-    root = tmp_path / "root"
     make_thread(root)
     victim = tmp_path / "precious.txt"
     victim.write_text("do not truncate\n", encoding="utf-8")
     os.symlink(victim, root / ".cache" / "locks" / "victim-thread.lock")
     try:
         build_chat(RepoSaver(root)).invoke(
-            {"messages": [HumanMessage(content="hi")]}, thread("victim-thread")
+            {"messages": [HumanMessage(content="hi")]}, cfg("victim-thread", checkpoint_ns="")
         )
     except (OSError, RepoCheckpointError):
         pass
@@ -485,9 +451,8 @@ def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path) -> No
 # ---------------------------------------------------------------------------
 # (3) garbage in one thread stays in that thread
 # ---------------------------------------------------------------------------
-def test_garbage_in_some_threads_does_not_stop_other_threads(tmp_path: Path) -> None:
+def test_garbage_in_some_threads_does_not_stop_other_threads(root: Path) -> None:
     """Oversized, binary or misnamed files break only their own thread; the others load and continue."""
-    root = tmp_path / "root"
     saver = make_thread(root, "good", turns=2)
     for name in ("huge", "binary", "misnamed", "badwrites"):
         make_thread(root, name)
@@ -499,31 +464,32 @@ def test_garbage_in_some_threads_does_not_stop_other_threads(tmp_path: Path) -> 
     for path in badwrites:
         path.write_bytes(b"\xff\xfe garbage")
 
-    expected = saver.get_tuple(thread("good"))
+    expected = saver.get_tuple(cfg("good", checkpoint_ns=""))
     assert expected is not None
     reader = RepoSaver(root)
-    tup = reader.get_tuple(thread("good"))
+    tup = reader.get_tuple(cfg("good", checkpoint_ns=""))
     assert tup is not None and tup.checkpoint == expected.checkpoint
-    assert len(list(reader.list(thread("good")))) == 8
-    out = build_chat(reader).invoke({"messages": [HumanMessage(content="third")]}, thread("good"))
+    assert len(list(reader.list(cfg("good", checkpoint_ns="")))) == 8
+    out = build_chat(reader).invoke(
+        {"messages": [HumanMessage(content="third")]}, cfg("good", checkpoint_ns="")
+    )
     assert [m.content for m in out["messages"]][-3:] == ["third", "first 7", "second 8"]
 
     with pytest.raises(FileFormatError, match="over the limit"):
-        reader.get_tuple(thread("huge"))
+        reader.get_tuple(cfg("huge", checkpoint_ns=""))
     with pytest.raises(FileFormatError, match=r"not UTF-8|invalid JSON"):
-        reader.get_tuple(thread("binary"))
+        reader.get_tuple(cfg("binary", checkpoint_ns=""))
     with pytest.raises(FileFormatError, match="bad file name"):
-        reader.get_tuple(thread("misnamed"))
+        reader.get_tuple(cfg("misnamed", checkpoint_ns=""))
     owner = load(checkpoint_files(root, "badwrites")[0])["checkpoint_id"]
     with pytest.raises(FileFormatError, match="not UTF-8"):
-        reader.get_tuple(thread("badwrites", owner))
+        reader.get_tuple(cfg("badwrites", checkpoint_ns="", checkpoint_id=owner))
     with pytest.raises(FileFormatError):
         list(reader.list(None))  # listing everything reports the bad files instead of hiding them
 
 
-def test_stray_entry_in_threads_folder_is_reported_as_file_format_error(tmp_path: Path) -> None:
+def test_stray_entry_in_threads_folder_is_reported_as_file_format_error(root: Path) -> None:
     """A person dropping README.md into threads/ gets an error naming it, like every other bad file."""
-    root = tmp_path / "root"
     make_thread(root)
     stray = root / "threads" / "README.md"
     stray.write_text("notes\n", encoding="utf-8")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,7 +20,8 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from graphs import BIG_TEXT, cfg, chat_graph
+from graphs import BIG_TEXT, cfg, chat_graph, line_graph
+from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.checks import Validator
 from langgraph_checkpoint_repo.errors import UnrevivableValueError
@@ -259,24 +259,12 @@ def test_ordinary_text_is_not_redacted(tmp_path: Path, text: str) -> None:
 # ----------------------------------------------------------------------
 # validate
 # ----------------------------------------------------------------------
-def _validate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate", *args],
-        capture_output=True,
-        text=True,
-        input="",
-        timeout=120,
-        env=env,
-    )
-
-
 def test_validate_reports_a_planted_secret_by_file_and_pointer_without_printing_it(tmp_path: Path) -> None:
     secret = SECRETS["openai-key"]
     graph = chat_graph(RepoSaver(tmp_path, durable=False, redact=False))
     graph.invoke({"messages": [HumanMessage(content=f"key {secret}")]}, cfg("t"))
 
-    proc = _validate(tmp_path)
+    proc = cli(tmp_path, "validate")
     assert proc.returncode == 1, proc.stderr
     assert secret not in proc.stdout + proc.stderr
     assert secret[:12] not in proc.stdout + proc.stderr
@@ -292,7 +280,7 @@ def test_validate_reports_a_planted_secret_by_file_and_pointer_without_printing_
     ), places
     assert any("/writes/" in line for line in lines)
 
-    assert _validate(tmp_path, "--no-secrets").returncode == 0
+    assert cli(tmp_path, "validate", "--no-secrets").returncode == 0
     problems = Validator(tmp_path, secrets=False).run()
     assert problems == []
 
@@ -301,11 +289,9 @@ def test_validate_finds_a_secret_planted_in_a_dict_key_and_in_metadata(tmp_path:
     secret = SECRETS["aws-access-key-id"]
     config = cfg("t")
     config["metadata"] = {"aws": secret}
-    builder = StateGraph(Bag)
-    builder.add_node("n", lambda s: {"messages": ["done"]})
-    builder.add_edge(START, "n")
-    builder.add_edge("n", END)
-    graph = builder.compile(checkpointer=RepoSaver(tmp_path, durable=False, redact=False))
+    graph = line_graph(
+        Bag, RepoSaver(tmp_path, durable=False, redact=False), n=lambda s: {"messages": ["done"]}
+    )
     graph.invoke({"data": {secret: "x"}}, config)
     problems = Validator(tmp_path).run()
     pointers = {p.pointer for p in problems}
@@ -313,7 +299,7 @@ def test_validate_finds_a_secret_planted_in_a_dict_key_and_in_metadata(tmp_path:
     assert "/new_values/data/value/json/AKIA…" in pointers  # the key is masked in the pointer too
     assert all(secret not in p.message and secret not in p.pointer for p in problems)
     assert all(p.message.startswith("looks like an AWS access key id (AKIA…)") for p in problems)
-    shown = _validate(tmp_path)
+    shown = cli(tmp_path, "validate")
     assert shown.returncode == 1 and secret not in shown.stdout + shown.stderr
 
 
@@ -325,7 +311,7 @@ def test_validate_reads_integers_beyond_64_bits_without_a_traceback(tmp_path: Pa
     doc = json.loads(path.read_text())
     doc["metadata"]["big"] = 2**70
     path.write_text(json.dumps(doc))
-    proc = _validate(tmp_path)
+    proc = cli(tmp_path, "validate")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr.startswith("ok: ") and "Traceback" not in proc.stderr
 
@@ -376,7 +362,7 @@ def test_encrypted_serializer_runs_resumes_in_another_process_and_hides_the_text
     assert len(list(saver.list(cfg("vault"), filter={"team": "payments"}))) == len(
         list((tmp_path / "threads/vault/checkpoints").iterdir())
     )
-    assert _validate(tmp_path).returncode == 0
+    assert cli(tmp_path, "validate").returncode == 0
 
 
 @pytest.mark.parametrize("serde", ["wrong key", "no key"])
@@ -403,7 +389,7 @@ def test_validate_never_prints_a_secret_quoted_by_a_schema_error(tmp_path: Path)
     doc = json.loads(path.read_text())
     doc["metadata"]["step"] = secret  # a string where the schema wants an integer
     path.write_text(json.dumps(doc))
-    proc = _validate(tmp_path, "--no-secrets")
+    proc = cli(tmp_path, "validate", "--no-secrets")
     assert proc.returncode == 1
     assert "/metadata/step" in proc.stdout and "AKIA…" in proc.stdout
     assert secret not in proc.stdout + proc.stderr

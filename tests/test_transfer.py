@@ -30,7 +30,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graphs import cfg, chat_graph, resume_fixture_tree, run_fixture_graphs
+from graphs import cfg, chat_graph, normalised, resume_fixture_tree, run_fixture_graphs
+from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.transfer import (
     ThreadExistsError,
@@ -53,7 +54,7 @@ def everything(saver: BaseCheckpointSaver[Any], threads: list[str]) -> dict[str,
     """Every answer the contract gives about these threads, in a comparable form."""
     out: dict[str, Any] = {}
     for t in threads:
-        listed = list(saver.list({"configurable": {"thread_id": t}}))
+        listed = list(saver.list(cfg(t)))
         out[f"list {t}"] = listed
         namespaces = sorted({tup.config["configurable"]["checkpoint_ns"] for tup in listed})
         for ns in namespaces:
@@ -121,13 +122,6 @@ def test_imported_threads_validate_and_resume_like_the_original(sqlite_source: P
         on_sqlite = resume_fixture_tree(SqliteSaver(conn))
     assert normalised(on_repo) == normalised(on_sqlite)
     assert on_repo["fan"]["ran"] == ["bad"]  # the writes of "a" and "c" came across
-
-
-def normalised(states: dict[str, Any]) -> dict[str, Any]:
-    """Final states with messages as (type, content): message ids are random per run."""
-    out = dict(states)
-    out["chat"] = [(m.type, m.content) for m in states["chat"]["messages"]]
-    return out
 
 
 def test_copy_only_the_threads_asked_for(sqlite_source: Path, tmp_path: Path) -> None:
@@ -265,16 +259,6 @@ def test_postgres_to_repo_to_postgres_gives_identical_get_tuple_and_list(
 # ----------------------------------------------------------------------------
 # langgraph-repo import / export
 # ----------------------------------------------------------------------------
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def sqlite_everything(path: Path, threads: list[str]) -> dict[str, Any]:
     with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
         return everything(SqliteSaver(conn), threads)

@@ -25,12 +25,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal import _serde as langgraph_serde
-from langgraph.checkpoint.base import LATEST_VERSION, Checkpoint, CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.types import Command, Interrupt, Send
 
+from graphs import cfg, line_graph, make_checkpoint
 from langgraph_checkpoint_repo import RepoSaver, UnrevivableValueError
 
 # ----------------------------------------------------------------------
@@ -132,18 +133,6 @@ V1 = "00000000000000000000000000000001.0123456789012345"
 V2 = "00000000000000000000000000000002.0123456789012345"
 
 
-def _checkpoint(cid: str, values: dict[str, Any], versions: dict[str, Any]) -> Checkpoint:
-    return Checkpoint(
-        v=LATEST_VERSION,
-        id=cid,
-        ts="2024-05-06T07:08:09.123456+00:00",
-        channel_values=values,
-        channel_versions=dict(versions),
-        versions_seen={"node": {k: v for k, v in versions.items()}, "__input__": {}},
-        updated_channels=sorted(values),
-    )
-
-
 def _savers(
     root: Path, allowlist: Collection[tuple[str, ...]] | None = ALLOWLIST, **kwargs: Any
 ) -> tuple[RepoSaver, InMemorySaver]:
@@ -154,10 +143,10 @@ def _savers(
 
 def _store_value(saver: RepoSaver | InMemorySaver, value: Any) -> RunnableConfig:
     """One checkpoint whose channel, metadata and pending writes all carry ``value``."""
-    base: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
+    base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000001))
     versions = {"value": V1, "plain": V1}
-    checkpoint = _checkpoint(cid, {"value": value, "plain": "plain text"}, versions)
+    checkpoint = make_checkpoint(cid, {"value": value, "plain": "plain text"}, versions, input_seen=True)
     metadata: dict[str, Any] = {"source": "loop", "step": 3, "parents": {}, "payload": value}
     config = saver.put(base, checkpoint, metadata, versions)  # type: ignore[arg-type]
     saver.put_writes(config, [("value", value), ("plain", [value, value])], TASK_A, "~__pregel_pull, node")
@@ -346,10 +335,10 @@ def test_dict_key_order_comes_back_sorted_as_documented(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["pydantic v2", "nested dataclass", "message list", "unicode", "bytes"])
-def test_value_roundtrips_when_stored_as_large_value_file(tmp_path: Path, name: str) -> None:
+def test_value_roundtrips_when_stored_as_large_value_file(tmp_path: Path, root: Path, name: str) -> None:
     """Values over large_value_bytes live in content-hashed files and must stay lossless too."""
     _roundtrip(tmp_path, CASES[name], large_value_bytes=0)
-    assert list((tmp_path / "root").rglob("large/*.json")), "expected the value in a large-value file"
+    assert list((root).rglob("large/*.json")), "expected the value in a large-value file"
 
 
 def test_round_trip_keeps_python_types_of_the_original(tmp_path: Path) -> None:
@@ -391,26 +380,26 @@ def test_round_trip_keeps_python_types_of_the_original(tmp_path: Path) -> None:
     ],
     ids=["int", "float", "str", "mixed"],
 )
-def test_channel_versions_keep_their_type(tmp_path: Path, versions: dict[str, Any]) -> None:
+def test_channel_versions_keep_their_type(root: Path, versions: dict[str, Any]) -> None:
     """int, float and str channel versions come back as the same type and value as stored."""
-    repo, mem = _savers(tmp_path / "root")
-    base: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
+    repo, mem = _savers(root)
+    base: RunnableConfig = cfg(THREAD, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000002))
     for saver in (repo, mem):
-        checkpoint = _checkpoint(cid, {"a": "x", "b": [1]}, versions)
+        checkpoint = make_checkpoint(cid, {"a": "x", "b": [1]}, versions, input_seen=True)
         saver.put(base, checkpoint, {"source": "input", "step": -1, "parents": {}}, versions)
     config: RunnableConfig = {
         "configurable": {"thread_id": THREAD, "checkpoint_ns": "", "checkpoint_id": cid}
     }
-    got = RepoSaver(tmp_path / "root").get_tuple(config)
+    got = RepoSaver(root).get_tuple(config)
     _assert_tuples_equal(got, mem.get_tuple(config))
     assert got is not None
     _same(got.checkpoint["channel_versions"], versions)
 
 
-def test_growing_list_channel_stays_lossless_across_appends(tmp_path: Path) -> None:
+def test_growing_list_channel_stays_lossless_across_appends(root: Path) -> None:
     """A list channel stored as appended items (with a periodic snapshot) rebuilds every version exactly."""
-    repo, mem = _savers(tmp_path / "root", snapshot_every=3)
+    repo, mem = _savers(root, snapshot_every=3)
     base: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
     items: list[Any] = []
     extra = [
@@ -432,20 +421,20 @@ def test_growing_list_channel_stays_lossless_across_appends(tmp_path: Path) -> N
         cid = str(uuid.UUID(int=0x1EF00000000000000000000000000100 + step))
         cfg = None
         for key, saver in (("repo", repo), ("mem", mem)):
-            checkpoint = _checkpoint(cid, {"items": list(items)}, {"items": version})
+            checkpoint = make_checkpoint(cid, {"items": list(items)}, {"items": version}, input_seen=True)
             meta: dict[str, Any] = {"source": "loop", "step": step, "parents": {}}
             cfg = saver.put(parent[key], checkpoint, meta, {"items": version})  # type: ignore[arg-type]
             parent[key] = cfg
         assert cfg is not None
         configs.append(cfg)
-    fresh = RepoSaver(tmp_path / "root", allowlist=ALLOWLIST)
+    fresh = RepoSaver(root, allowlist=ALLOWLIST)
     for cfg in configs:
         _assert_tuples_equal(fresh.get_tuple(cfg), mem.get_tuple(cfg))
     latest, mem_latest = fresh.get_tuple(base), mem.get_tuple(base)
     assert latest is not None and mem_latest is not None
     assert len(latest.checkpoint["channel_values"]["items"]) == len(extra)
     _same(latest.checkpoint["channel_values"]["items"], mem_latest.checkpoint["channel_values"]["items"])
-    text = "".join(p.read_text("utf-8") for p in (tmp_path / "root").rglob("*.json"))
+    text = "".join(p.read_text("utf-8") for p in (root).rglob("*.json"))
     assert '"append"' in text, "expected at least one version stored as appended items"
 
 
@@ -475,12 +464,12 @@ def test_numpy_arrays_roundtrip(tmp_path: Path) -> None:
         assert a.tobytes() == b.tobytes(), key
 
 
-def test_allowlist_via_with_allowlist_equals_constructor_allowlist(tmp_path: Path) -> None:
+def test_allowlist_via_with_allowlist_equals_constructor_allowlist(tmp_path: Path, root: Path) -> None:
     """Registering custom types through with_allowlist revives them like RepoSaver(allowlist=...)."""
     value = {"shape": CASES["nested dataclass"], "person": CASES["pydantic v2"], "level": Level.HIGH}
     got, want = _roundtrip(tmp_path, value)
     config = got.config
-    reader = RepoSaver(tmp_path / "root").with_allowlist(ALLOWLIST)
+    reader = RepoSaver(root).with_allowlist(ALLOWLIST)
     assert isinstance(reader, RepoSaver)
     _assert_tuples_equal(reader.get_tuple(config), want)
 
@@ -503,15 +492,11 @@ def _mood_graph(state_type: type, saver: RepoSaver) -> Any:
             update["amounts"] = [Decimal("0.1") * (state.count + 1)]
         return update
 
-    builder = StateGraph(state_type)
-    builder.add_node("bump", bump)
-    builder.add_edge(START, "bump")
-    builder.add_edge("bump", END)
-    return builder.compile(checkpointer=saver)
+    return line_graph(state_type, saver, bump=bump)
 
 
 def _run_typed_state_graph(tmp_path: Path, state_type: type, allowlist: list[tuple[str, ...]] | None) -> None:
-    config: RunnableConfig = {"configurable": {"thread_id": f"typed-{state_type.__name__}"}}
+    config = cfg(f"typed-{state_type.__name__}")
     graph = _mood_graph(state_type, RepoSaver(tmp_path / "root", durable=False, allowlist=allowlist))
     first = graph.invoke(state_type(), config)
     second = graph.invoke({"count": first["count"]}, config)
@@ -572,26 +557,24 @@ def test_graph_state_types_roundtrip_in_default_environment(tmp_path: Path, stat
     [UnregisteredPoint(1, 2), {"nested": [Color.RED]}],
     ids=["unregistered dataclass", "enum not in this reader's allowlist"],
 )
-def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
-    tmp_path: Path, value: Any
-) -> None:
+def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(root: Path, value: Any) -> None:
     """A value of a type outside the allowlist fails loudly with a locatable message, not a silent dict."""
-    writer = RepoSaver(tmp_path / "root", durable=False)
+    writer = RepoSaver(root, durable=False)
     thread_id = "thread-unregistered"
-    base: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    base: RunnableConfig = cfg(thread_id, checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000003))
     versions = {"secret_channel": V1, "ok": V1}
-    checkpoint = _checkpoint(cid, {"secret_channel": value, "ok": 1}, versions)
+    checkpoint = make_checkpoint(cid, {"secret_channel": value, "ok": 1}, versions, input_seen=True)
     writer.put(base, checkpoint, {"source": "input", "step": -1, "parents": {}}, versions)
 
-    reader = RepoSaver(tmp_path / "root")
+    reader = RepoSaver(root)
     with pytest.raises(UnrevivableValueError) as info:
         reader.get_tuple(base)
     message = str(info.value)
     assert thread_id in message
     assert cid in message
     assert "secret_channel" in message
-    files = [p for p in (tmp_path / "root").rglob("*.json") if "secret_channel" in p.read_text("utf-8")]
+    files = [p for p in (root).rglob("*.json") if "secret_channel" in p.read_text("utf-8")]
     assert len(files) == 1
     assert str(files[0]) in message
     type_name = type(value).__name__ if not isinstance(value, dict) else "Color"
@@ -605,38 +588,36 @@ def test_unregistered_type_raises_naming_thread_checkpoint_channel_and_file(
     assert degraded.checkpoint["channel_values"]["secret_channel"] != value
 
 
-def test_unregistered_type_in_pending_write_raises(tmp_path: Path) -> None:
+def test_unregistered_type_in_pending_write_raises(root: Path) -> None:
     """A pending write of an unregistered type also fails loudly, naming thread, checkpoint and channel."""
-    writer = RepoSaver(tmp_path / "root", durable=False)
-    base: RunnableConfig = {"configurable": {"thread_id": "t-w", "checkpoint_ns": ""}}
+    writer = RepoSaver(root, durable=False)
+    base: RunnableConfig = cfg("t-w", checkpoint_ns="")
     cid = str(uuid.UUID(int=0x1EF00000000000000000000000000004))
-    config = writer.put(base, _checkpoint(cid, {"ok": 1}, {"ok": V1}), {"step": 0}, {"ok": V1})
+    config = writer.put(
+        base, make_checkpoint(cid, {"ok": 1}, {"ok": V1}, input_seen=True), {"step": 0}, {"ok": V1}
+    )
     writer.put_writes(config, [("bad_channel", UnregisteredPoint(3, 4))], TASK_A)
     with pytest.raises(UnrevivableValueError) as info:
-        RepoSaver(tmp_path / "root").get_tuple(config)
+        RepoSaver(root).get_tuple(config)
     message = str(info.value)
     assert "'t-w'" in message and cid in message and "bad_channel" in message
-    (wfile,) = (tmp_path / "root").rglob("writes/*.json")
+    (wfile,) = (root).rglob("writes/*.json")
     assert str(wfile) in message
 
 
-def test_user_message_text_appears_verbatim_in_files(tmp_path: Path) -> None:
+def test_user_message_text_appears_verbatim_in_files(root: Path) -> None:
     """State is human-readable: a grep over the root finds a user's message text exactly once."""
     needle = "Please book flight ZQ-4471 to Reykjavík 🛫 on the 3rd"
 
     def respond(state: dict[str, Any]) -> dict[str, Any]:
         return {"messages": [AIMessage(content="Booked.", id="ai-1")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("respond", respond)
-    builder.add_edge(START, "respond")
-    builder.add_edge("respond", END)
-    graph = builder.compile(checkpointer=RepoSaver(tmp_path / "root", durable=False))
-    config: RunnableConfig = {"configurable": {"thread_id": "g"}}
+    graph = line_graph(MessagesState, RepoSaver(root, durable=False), respond=respond)
+    config: RunnableConfig = cfg("g")
     graph.invoke({"messages": [HumanMessage(content=needle, id="human-1")]}, config)
 
     hits: list[Path] = []
-    for path in sorted(p for p in (tmp_path / "root").rglob("*") if p.is_file()):
+    for path in sorted(p for p in (root).rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8")
         hits.extend(path for _ in range(text.count(needle)))
     assert hits, "the user's message text is not stored verbatim anywhere under the root"
