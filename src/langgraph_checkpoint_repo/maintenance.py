@@ -22,12 +22,14 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .chains import Link, walk_chain
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, encode_segment
-from .store import ChainGuard, FileStore
+from .store import FileStore
 from .validation import SCHEMA_VERSION
 from .values import large_in
 
@@ -77,43 +79,44 @@ def needed_files(
 def _mark_chain(
     store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
 ) -> None:
-    """Mark every file one value's append chain uses; a link in a removed checkpoint is read
-    where readers find it afterwards: its value file, which is rescued when there is none."""
-    layout = store.layout
-    guard = ChainGuard()  # a cycle in this chain raises; out.seen would just stop at it
-    while True:
-        vpath = ns_dir / layout.value_rel(channel, version)
-        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
-        path = ns_dir / ref if in_checkpoint else vpath
-        guard.enter(path)
-        link = (ns_dir, channel, ref + "|" + repr(version))
-        if link in out.seen:
+    """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
+    read = partial(_marked_link, store, ns_dir, channel, kept, out)
+    for link in walk_chain(read, version, ref):
+        if link.known:
             return  # this link and everything below it is marked already
-        out.seen.add(link)
-        pointer = ""
-        if in_checkpoint:
-            pointer = f"/new_values/{channel}"
-            host = store.read_doc(path, "checkpoint")
-            body = host.get("new_values", {}).get(channel)
-            if body is None:
-                raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
-            if host["checkpoint_id"] not in kept:
-                out.values.add(vpath)
-                if vpath.exists():
-                    path, pointer, body = vpath, "", store.read_doc(vpath, "value")
-                elif vpath not in out.rescued:
-                    out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
-        elif vpath in out.rescued:
-            out.values.add(vpath)
-            body = json.loads(out.rescued[vpath][1])
-        else:
-            out.values.add(vpath)
-            body = store.read_doc(vpath, "value")
-        large_in(body, out.large)
-        if "append" not in body:
-            return
-        guard.follow(path, pointer, body["append"])
-        version, ref = body["append"]["base"], body["append"]["base_ref"]
+        large_in(link.body, out.large)
+
+
+def _marked_link(
+    store: FileStore, ns_dir: Path, channel: str, kept: set[str], out: Needed, version: Any, ref: str
+) -> Link:
+    """One link, marked as used. A link in a removed checkpoint is read where readers find it
+    afterwards: its value file, which is rescued when there is none."""
+    vpath = ns_dir / store.layout.value_rel(channel, version)
+    in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
+    path = ns_dir / ref if in_checkpoint else vpath
+    seen = (ns_dir, channel, ref + "|" + repr(version))
+    if seen in out.seen:
+        return Link(version, ref, path, known=True)
+    out.seen.add(seen)
+    if not in_checkpoint:
+        out.values.add(vpath)
+        if vpath in out.rescued:
+            return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
+        return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
+    pointer = f"/new_values/{channel}"
+    host = store.read_doc(path, "checkpoint")
+    body = host.get("new_values", {}).get(channel)
+    if body is None:
+        raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
+    if host["checkpoint_id"] in kept:
+        return Link(version, ref, path, pointer, body)
+    out.values.add(vpath)
+    if vpath.exists():
+        return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
+    if vpath not in out.rescued:
+        out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
+    return Link(version, ref, path, pointer, body)
 
 
 def _value_file(

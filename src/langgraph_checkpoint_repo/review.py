@@ -32,11 +32,12 @@ import orjson
 import xxhash
 
 from .codec import Fix, _b64, named_types, readable
+from .entries import ValueEntry
 from .errors import BadInputError as BadInputError  # re-exported: its old home
 from .errors import NotFoundError as NotFoundError  # re-exported: its old home
 from .errors import UnrevivableValueError
 from .saver import RepoSaver
-from .store import FileStore, ValueEntry
+from .store import FileStore
 from .values import merged_writes
 
 START = "__start__"
@@ -516,7 +517,7 @@ class Reader:
     def _revive_tree(self, tree: Any) -> Any:
         where = "a value shown"
         entry = ValueEntry(False, tree, types=frozenset(named_types(tree)), where=where)
-        return self.saver._revive(entry, where, readable=True)
+        return self.saver.revive(entry, where, readable=True)
 
     def pending_writes(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> list[WriteView]:
         """Writes merged and ordered as ``get_tuple`` returns them, each value revived or Raw."""

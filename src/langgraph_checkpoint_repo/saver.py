@@ -45,8 +45,11 @@ from langgraph.pregel import Pregel
 
 from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
+from .caches import RACY_NS, stat_key_of
+from .chains import MAX_APPEND_DEPTH
 from .codec import ValueCodec, graph_fix
 from .durable import check_lock_timeout
+from .entries import ValueEntry
 from .errors import (
     FileFormatError,
     MissingReferenceError,
@@ -54,17 +57,11 @@ from .errors import (
     UnrevivableValueError,
 )
 from .graph_types import GraphViews, graph_allowlist, graph_name
+from .jsonread import MAX_FILE_BYTES
 from .layout import find_default_root
 from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .redaction import RedactOption, Redactor, resolve_redactor
-from .store import (
-    MAX_APPEND_DEPTH,
-    MAX_FILE_BYTES,
-    RACY_NS,
-    FileStore,
-    ValueEntry,
-    stat_key_of,
-)
+from .store import FileStore
 from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION
 from .values import ListState as _ListState  # the name _tuple uses
 from .values import ValueWriter, merged_writes
@@ -382,10 +379,10 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
             raise UnrevivableValueError(f"{where}: {exc}") from exc
         return self.codec.loads_checked(typed[1], where, entry.locate)
 
-    def revive(self, entry: ValueEntry, where: str) -> Any:
+    def revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
         """A stored value revived as ``get_tuple`` revives it (allowlist checked before any
         import); ``where`` names it in errors. For tools that show stored state (review.py)."""
-        return self._revive(entry, where)
+        return self._revive(entry, where, readable=readable)
 
 
 class RepoSaver(_RepoSaverBase):

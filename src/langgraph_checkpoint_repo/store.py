@@ -23,12 +23,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import RACY_NS, Dep, DocCache, Listing, Listings, StatKey, refresh, stat_key_of
-from .chains import MAX_APPEND_DEPTH, ChainGuard, Link, read_link, walk_chain
-from .durable import ThreadLocks, digest_node
+from .caches import DocCache, Listing, Listings, StatKey
+from .chains import Link, read_link, walk_chain
+from .durable import ThreadLocks
 from .entries import ValueEntry, entry_from_node
 from .errors import FileFormatError
-from .jsonread import MAX_FILE_BYTES, load_json
+from .jsonread import load_json
 from .layout import (
     CHECKPOINTS,
     NAMESPACES,
@@ -43,29 +43,10 @@ from .layout import (
     is_verbatim,
     place_problem,
 )
-from .packed import msgpack_array_header, msgpack_array_split
 from .removal import check_tree, files_in, remove_files, remove_tree
 from .resolve import ValueResolver
 from .validation import validate_read
 from .writing import Writer, prepare
-
-# TEMPORARY: saver.py and review.py, being changed elsewhere at the same time, still import
-# all but FileStore from here. Once they import them from caches, chains, durable, entries,
-# jsonread and packed, delete this list and those names from the imports above.
-__all__ = [
-    "MAX_APPEND_DEPTH",
-    "MAX_FILE_BYTES",
-    "RACY_NS",
-    "ChainGuard",
-    "Dep",
-    "FileStore",
-    "ValueEntry",
-    "digest_node",
-    "msgpack_array_header",
-    "msgpack_array_split",
-    "refresh",
-    "stat_key_of",
-]
 
 
 class FileStore:

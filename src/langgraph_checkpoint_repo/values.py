@@ -27,17 +27,11 @@ from typing import Any
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, writes_sort_key
 
 from . import codec as codec_mod
+from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
-from .durable import json_size
-from .store import (
-    Dep,
-    FileStore,
-    digest_node,
-    msgpack_array_header,
-    msgpack_array_split,
-    refresh,
-    stat_key_of,
-)
+from .durable import digest_node, json_size
+from .packed import msgpack_array_header, msgpack_array_split
+from .store import FileStore
 from .validation import SCHEMA_VERSION
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
