@@ -128,13 +128,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
         check_lock_timeout(lock_timeout)
-        if serde is None:
-            serde = JsonPlusSerializer(allowed_msgpack_modules=list(allowlist or []) or None)
-        elif allowlist and isinstance(
-            serde.serde if isinstance(serde, EncryptedSerializer) else serde, JsonPlusSerializer
-        ):  # a strict serde of the caller's must construct these types too
-            serde = with_msgpack_allowlist(serde, allowlist)
-        super().__init__(serde=serde)
+        super().__init__(serde=_serde_with(serde, allowlist))
         self.unsafe_allow_pickle = unsafe_allow_pickle
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
         self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
@@ -285,7 +279,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
             if entry.empty:
                 continue
             where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
-            values[channel] = self._revive(entry, where)
+            values[channel] = self.revive(entry, where)
             if remember_lists and isinstance(entry.tree, list):
                 key = (thread_id, ns, channel)
                 known = self._lists.get(key)
@@ -347,7 +341,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         rejected its data."""
         entry = ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
         entry.file, entry.root = file, root
-        return self._revive(entry, where, readable=True)
+        return self.revive(entry, where, readable=True)
 
     def _revive_node(self, node: dict[str, Any], path: Path, where: str, pointer: str = "") -> Any:
         node, holder = self.store.resolve_node(node, path, pointer)
@@ -355,10 +349,11 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
             where = f"{where} (value in {holder})"
         entry = FileStore.entry_from_node(node, str(holder))
         entry.file, entry.root = str(holder), f"{pointer}/json" if holder == path else "/value/json"
-        return self._revive(entry, where)
+        return self.revive(entry, where)
 
-    def _revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
-        """Revive a value, refusing (before any import) types outside the allowlist.
+    def revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
+        """Revive a value as ``get_tuple`` does (also for review.py), refusing (before any
+        import) types outside the allowlist; ``where`` names it in errors.
 
         Every kind of stored payload passes the saver's checks before the serde sees it: a
         JSON tree (``readable``: metadata, which is never encrypted) by the types it names,
@@ -378,11 +373,6 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         except FileFormatError as exc:
             raise UnrevivableValueError(f"{where}: {exc}") from exc
         return self.codec.loads_checked(typed[1], where, entry.locate)
-
-    def revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
-        """A stored value revived as ``get_tuple`` revives it (allowlist checked before any
-        import); ``where`` names it in errors. For tools that show stored state (review.py)."""
-        return self._revive(entry, where, readable=readable)
 
 
 class RepoSaver(_RepoSaverBase):
@@ -574,7 +564,7 @@ class RepoSaver(_RepoSaverBase):
                 entry = self.store.value_entry(ns_dir, ch, versions.get(ch), ref)
                 if not entry.empty:
                     where = f"thread {thread_id!r} checkpoint {current} channel {ch!r} ({entry.where})"
-                    ended[ch] = self._revive(entry, where)
+                    ended[ch] = self.revive(entry, where)
             for write in reversed(self._pending_writes(thread_id, ns, current)):
                 if write[1] in remaining:
                     collected[write[1]].append(write)
@@ -704,6 +694,19 @@ def _listed(
         thread_id, ns, ids = groups[0]
         return ((cid, thread_id, ns) for cid in reversed(ids))
     return sorted(((c, t, n) for t, n, ids in groups for c in ids), reverse=True)
+
+
+def _serde_with(
+    serde: SerializerProtocol | None, allowlist: Collection[tuple[str, ...]] | None
+) -> SerializerProtocol:
+    """LangGraph's serde allowing ``allowlist``; a strict serde of the caller's must construct
+    these types too (the saver's own check comes first either way)."""
+    if serde is None:
+        return JsonPlusSerializer(allowed_msgpack_modules=list(allowlist or []) or None)
+    inner = serde.serde if isinstance(serde, EncryptedSerializer) else serde
+    if allowlist and isinstance(inner, JsonPlusSerializer):
+        return with_msgpack_allowlist(serde, allowlist)
+    return serde
 
 
 def _check_int_option(name: str, value: Any, low: int, high: int) -> None:
