@@ -26,6 +26,7 @@ from typing import Any
 from . import maintenance
 from .codec import check_revival
 from .durable import digest_node, write_files
+from .entries import large_ref
 from .errors import FileFormatError, RepoCheckpointError
 from .layout import (
     CACHE,
@@ -291,7 +292,7 @@ class Validator:
             self.orphan_writes.append(orphan)
         for i, w in enumerate(doc["writes"]):
             node: dict[str, Any] = w["value"]
-            if "large" in node:
+            if large_ref(node) is not None:
                 self.reference(path, f"/writes/{i}/value", partial(self.store.resolve_node, node, path))
 
     def value_file(self, ns_dir: Path, path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from .caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
 from .chains import Link, walk_chain
 from .durable import digest_node
-from .entries import ValueEntry, append_entry, entry_from_node
+from .entries import ValueEntry, append_entry, entry_from_node, large_ref
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, Layout
 
@@ -164,9 +164,9 @@ class ValueResolver:
         self, node: dict[str, Any], where: Path, pointer: str = ""
     ) -> tuple[dict[str, Any], Path]:
         """Follow a large-value reference: the node it stands for and the file holding it."""
-        if "large" not in node:
+        digest = large_ref(node)
+        if digest is None:
             return node, where
-        digest = node["large"]
         rel = where.relative_to(self.layout.threads_dir)
         lpath = self.layout.threads_dir / rel.parts[0] / LARGE / f"{digest}.json"
         try:

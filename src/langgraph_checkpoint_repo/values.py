@@ -30,6 +30,7 @@ from . import codec as codec_mod
 from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
 from .durable import digest_node, json_size
+from .entries import large_ref
 from .packed import msgpack_array_header, msgpack_array_split
 from .store import FileStore
 from .validation import SCHEMA_VERSION
@@ -284,10 +285,7 @@ class ValueWriter:
 
 def large_digest(body: Mapping[str, Any]) -> str | None:
     """The large file a value body or a write entry refers to (``{"value": {"large": digest}}``)."""
-    node = body.get("value")
-    if isinstance(node, dict) and "large" in node:
-        return str(node["large"])
-    return None
+    return large_ref(body.get("value"))
 
 
 def large_in(body: Mapping[str, Any], used: set[str]) -> None:
