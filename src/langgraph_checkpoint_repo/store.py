@@ -50,8 +50,8 @@ from .values import ValueResolver
 from .writing import Writer, prepare
 
 # TEMPORARY: saver.py and review.py, being changed elsewhere at the same time, still import
-# all but FileStore from here. Once they import them from caches, chains, durable, entries,
-# jsonread and packed, delete this list and those names from the imports above.
+# the moved names below from here. Once they import them from caches, chains, durable,
+# entries, jsonread and packed, delete this list and the imports only it uses.
 __all__ = [
     "MAX_APPEND_DEPTH",
     "MAX_FILE_BYTES",
