@@ -244,7 +244,12 @@ class Layout:
         return self.cache_dir / "locks" / f"{seg}.lock"
 
     def contains(self, path: Path) -> bool:
-        """True when ``path`` is under the root with no symlink on the way.
+        """True when ``path`` is under the root with no symlink on the way (``off_the_way``)."""
+        return self.off_the_way(path) is None
+
+    def off_the_way(self, path: Path) -> tuple[str, Path] | None:
+        """Why ``path`` is not under the root with no symlink on the way, or None: ("outside",
+        path), ("not plain", path) for a ``..`` or ``.`` part, ("symlink", the link).
 
         The saver never makes symlinks, so any symlink below the root was planted
         (or checked out) and may lead anywhere: refuse it rather than resolve it.
@@ -253,18 +258,18 @@ class Layout:
         try:
             parts = path.relative_to(self.root).parts
         except ValueError:
-            return False
+            return "outside", path
         current = str(self.root)
         for part in parts:
             if part in ("..", "."):
-                return False
+                return "not plain", path
             current = os.path.join(current, part)
             try:
                 if stat.S_ISLNK(os.lstat(current).st_mode):
-                    return False
+                    return "symlink", Path(current)
             except FileNotFoundError:
-                return True
-        return True
+                return None
+        return None
 
 
 def hashed_thread_id(tdir: Path, read: Callable[[Path], Any]) -> str | None:

@@ -11,38 +11,31 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat as stat_mod
 import time
 from pathlib import Path
 
 from .durable import fsync_dir
 from .errors import RepoCheckpointError
-from .layout import is_temp_name
+from .layout import Layout, is_temp_name
 
 
-def refuse_links(root: Path, path: Path, doing: str) -> None:
-    """Raise unless ``path`` lies under ``root`` with no symlink on the way (itself included)."""
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
-        raise RepoCheckpointError(f"refusing to {doing}: {path} is outside the root {root}") from None
-    current = root
-    for part in parts:
-        if part in ("..", "."):
-            raise RepoCheckpointError(f"refusing to {doing}: {path} is not a plain path under {root}")
-        current = current / part
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            return
-        if stat_mod.S_ISLNK(mode):
-            raise _link_error(doing, current)
+def refuse_links(layout: Layout, path: Path, doing: str) -> None:
+    """Raise unless ``path`` lies under the root with no symlink on the way (itself included)."""
+    problem = layout.off_the_way(path)
+    if problem is None:
+        return
+    what, where = problem
+    if what == "outside":
+        raise RepoCheckpointError(f"refusing to {doing}: {path} is outside the root {layout.root}")
+    if what == "not plain":
+        raise RepoCheckpointError(f"refusing to {doing}: {path} is not a plain path under {layout.root}")
+    raise _link_error(doing, where)
 
 
-def check_tree(root: Path, folder: Path, doing: str) -> None:
+def check_tree(layout: Layout, folder: Path, doing: str) -> None:
     """``refuse_links`` for a folder and everything in it: run before a removal starts, so a
     symlink anywhere in a thread refuses the whole operation before any file is removed."""
-    refuse_links(root, folder, doing)
+    refuse_links(layout, folder, doing)
     stack = [folder]
     while stack:
         here = stack.pop()
@@ -58,10 +51,10 @@ def check_tree(root: Path, folder: Path, doing: str) -> None:
                 stack.append(Path(entry.path))
 
 
-def files_in(root: Path, folder: Path) -> list[Path]:
+def files_in(layout: Layout, folder: Path) -> list[Path]:
     """The files of a layout folder, the listing every removal starts from: a symlinked
     folder on the way or a symlink in it is refused, never listed (so never removed)."""
-    refuse_links(root, folder, f"list {folder}")
+    refuse_links(layout, folder, f"list {folder}")
     try:
         with os.scandir(folder) as it:
             entries = sorted((e for e in it if not is_temp_name(e.name)), key=lambda e: e.name)
@@ -73,7 +66,7 @@ def files_in(root: Path, folder: Path) -> list[Path]:
     return [folder / e.name for e in entries]
 
 
-def remove_tree(root: Path, folder: Path, durable: bool) -> None:
+def remove_tree(layout: Layout, folder: Path, durable: bool) -> None:
     """Remove a folder so readers never see it half-gone: rename it away, then delete.
 
     Refused, with nothing removed, when a symlink lies on the way from the root or
@@ -81,7 +74,7 @@ def remove_tree(root: Path, folder: Path, durable: bool) -> None:
     """
     if not os.path.lexists(folder):
         return
-    check_tree(root, folder, f"remove {folder}")
+    check_tree(layout, folder, f"remove {folder}")
     grave = folder.with_name(f".{folder.name}.deleted.{os.getpid()}.{time.time_ns()}.tmp")
     os.rename(folder, grave)
     if durable:
@@ -89,11 +82,11 @@ def remove_tree(root: Path, folder: Path, durable: bool) -> None:
     shutil.rmtree(grave)
 
 
-def remove_files(root: Path, paths: list[Path], durable: bool) -> None:
+def remove_files(layout: Layout, paths: list[Path], durable: bool) -> None:
     """Unlink files of the root; every path is checked before the first one goes, so a
     symlink on the way (or as the file) refuses the whole call and removes nothing."""
     for path in paths:
-        refuse_links(root, path, f"remove {path}")
+        refuse_links(layout, path, f"remove {path}")
     folders: set[Path] = set()
     for path in paths:
         try:

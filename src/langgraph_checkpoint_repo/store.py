@@ -279,19 +279,19 @@ class FileStore:
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""
-        remove_tree(self.root, folder, self.durable)
+        remove_tree(self.layout, folder, self.durable)
 
     def remove_files(self, paths: list[Path]) -> None:
         """Unlink files of the root; a symlink on the way refuses the call before any goes."""
-        remove_files(self.root, paths, self.durable)
+        remove_files(self.layout, paths, self.durable)
 
     def files_in(self, folder: Path) -> list[Path]:
         """The files of a layout folder; a symlink on the way or in it is refused."""
-        return files_in(self.root, folder)
+        return files_in(self.layout, folder)
 
     def value_files(self, ns_dir: Path) -> list[Path]:
-        return files_in(self.root, ns_dir / VALUES)
+        return files_in(self.layout, ns_dir / VALUES)
 
     def check_tree(self, folder: Path, doing: str) -> None:
         """Refuse (RepoCheckpointError) a symlink on the way to ``folder`` or anywhere in it."""
-        check_tree(self.root, folder, doing)
+        check_tree(self.layout, folder, doing)
