@@ -59,6 +59,7 @@ from ._compat import (
 )
 from .errors import InvalidWriteError, UnrevivableValueError
 from .graph_types import MAIN, import_named, main_module_name
+from .validation import pointer_part
 
 if TYPE_CHECKING:
     from .redaction import Redactor
@@ -767,7 +768,7 @@ def ext_nodes(tree: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         elif isinstance(node, dict):
             tag = _tag(node)
             if tag is None:
-                children = [(f"{pointer}/{_escape(k)}", v) for k, v in node.items()]
+                children = [(f"{pointer}/{pointer_part(k)}", v) for k, v in node.items()]
             elif tag == "$map":
                 children = _map_children(pointer, node["$map"])
             elif tag in ("$type", "$numpy", "$delta_snapshot", "$ext"):
@@ -874,10 +875,6 @@ def _map_children(pointer: str, pairs: Any) -> list[tuple[str, Any]]:
         if isinstance(pair, list):
             out.extend((f"{pointer}/$map/{i}/{j}", x) for j, x in enumerate(pair))
     return out
-
-
-def _escape(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
 
 
 def rejection(label: str, exc: BaseException) -> str:

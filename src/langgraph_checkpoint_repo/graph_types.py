@@ -16,6 +16,7 @@ script can be imported by, which the codec records instead.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import weakref
 from functools import cache
@@ -31,6 +32,14 @@ _MAX_FRAMES = 32
 # files that mark the top of a project: a script below it is importable by its path from there
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 S = TypeVar("S")
+
+
+def frame_above(depth: int) -> FrameType | None:
+    """The frame ``depth`` calls above the caller of this function (public ``inspect``)."""
+    frame = inspect.currentframe()
+    for _ in range(depth + 1):
+        frame = frame.f_back if frame is not None else None
+    return frame
 
 
 def calling_graph(frame: FrameType | None) -> Pregel[Any, Any] | None:

@@ -32,7 +32,7 @@ import orjson
 import xxhash
 
 from .codec import Fix, _b64, named_types, readable
-from .entries import ValueEntry
+from .entries import ValueEntry, entry_from_node
 from .errors import BadInputError as BadInputError  # re-exported: its old home
 from .errors import NotFoundError as NotFoundError  # re-exported: its old home
 from .errors import UnrevivableValueError
@@ -524,7 +524,7 @@ class Reader:
         out = []
         for w in merged_writes(self.store, thread_id, ns, cid):
             resolved, holder = self.store.resolve_node(w.node, w.path)
-            entry = FileStore.entry_from_node(resolved, str(holder))
+            entry = entry_from_node(resolved, str(holder))
             tree = tree_of(entry)
             value: Any = tree
             if revive:

@@ -18,7 +18,6 @@ import builtins
 import copy
 import os
 import random
-import sys
 import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -45,24 +44,24 @@ from langgraph.pregel import Pregel
 
 from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
-from .caches import RACY_NS, stat_key_of
+from .caches import settled, stat_key, stat_key_of
 from .chains import MAX_APPEND_DEPTH
 from .codec import ValueCodec, graph_fix
 from .durable import check_lock_timeout
-from .entries import ValueEntry
+from .entries import ValueEntry, entry_from_node
 from .errors import (
     FileFormatError,
     MissingReferenceError,
     RepoCheckpointError,
     UnrevivableValueError,
 )
-from .graph_types import GraphViews, graph_allowlist, graph_name
+from .graph_types import GraphViews, frame_above, graph_allowlist, graph_name
 from .jsonread import MAX_FILE_BYTES
 from .layout import find_default_root
 from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .redaction import RedactOption, Redactor, resolve_redactor
 from .store import FileStore
-from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION
+from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
 from .values import ListState as _ListState  # the name _tuple uses
 from .values import ValueWriter, merged_writes
 
@@ -150,7 +149,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         own view, under the graph's state types too (graph_types.py). Not a graph: itself."""
         if self._graph_views is None:
             return self
-        return self._graph_views.for_caller(self, sys._getframe(depth + 1), self._graph_view)
+        return self._graph_views.for_caller(self, frame_above(depth + 1), self._graph_view)
 
     def _graph_view(self: _S, graph: Pregel[Any, Any]) -> _S:
         grown = self.with_allowlist(graph_allowlist(graph))
@@ -260,11 +259,12 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         if hit is not None and stat_key_of(hit[0]) == hit[1]:
             return hit[2]  # type: ignore[no-any-return]
         path = self.store.layout.checkpoint_path(thread_id, ns, cid)
-        st = os.lstat(path)  # before the read: an edit after it changes the key
+        read_at = time.time_ns()  # the cache rule (caches.py): both taken before the read
+        st = os.lstat(path)
         doc = self.store.header(thread_id, ns, cid)
         meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
-        if time.time_ns() - st.st_mtime_ns > RACY_NS:  # else it may change again unseen: re-read
-            per_ns[cid] = (str(path), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino), meta)
+        if settled(st, read_at):  # else it may change again unseen: re-read
+            per_ns[cid] = (str(path), stat_key(st), meta)
         else:
             per_ns.pop(cid, None)
         return meta  # type: ignore[no-any-return]
@@ -305,7 +305,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
             if key in RESERVED_EXTRA_KEYS or key in checkpoint:
                 raise FileFormatError(
                     cpath,
-                    f"/checkpoint/extra/{_escape(key)}",
+                    f"/checkpoint/extra/{pointer_part(key)}",
                     f"{key!r} is a key of the checkpoint itself and cannot come from extra",
                 )
             pointer = f"/checkpoint/extra/{key}"
@@ -347,7 +347,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         node, holder = self.store.resolve_node(node, path, pointer)
         if holder != path:
             where = f"{where} (value in {holder})"
-        entry = FileStore.entry_from_node(node, str(holder))
+        entry = entry_from_node(node, str(holder))
         entry.file, entry.root = str(holder), f"{pointer}/json" if holder == path else "/value/json"
         return self.revive(entry, where)
 
@@ -726,6 +726,3 @@ def _allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
     )
 
 
-def _escape(part: str) -> str:
-    """One JSON pointer segment."""
-    return part.replace("~", "~0").replace("/", "~1")

@@ -26,7 +26,7 @@ from typing import Any
 from .caches import DocCache, Listing, Listings, StatKey
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks
-from .entries import ValueEntry, entry_from_node
+from .entries import ValueEntry
 from .errors import FileFormatError
 from .jsonread import load_json
 from .layout import (
@@ -246,7 +246,6 @@ class FileStore:
         """Follow a large-value reference: the node it stands for and the file holding it."""
         return self.values.resolve_node(node, where, pointer)
 
-    entry_from_node = staticmethod(entry_from_node)
 
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:
         """The links of a value's append chain as the whole-root walkers read them
