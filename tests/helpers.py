@@ -24,11 +24,11 @@ from langgraph_checkpoint_repo.layout import Layout
 # ----------------------------------------------------------------------------
 # the command line
 # ----------------------------------------------------------------------------
-def cli_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
     """This environment without what would steer the command line behind the test's back
-    (a root from LANGGRAPH_REPO_ROOT, rich's TTY_COMPATIBLE), plus ``env``."""
+    (a root from LANGGRAPH_REPO_ROOT, rich's TTY_COMPATIBLE), plus ``env`` (None: removed)."""
     base = {k: v for k, v in os.environ.items() if k not in ("LANGGRAPH_REPO_ROOT", "TTY_COMPATIBLE")}
-    return {**base, **(env or {})}
+    return {k: v for k, v in {**base, **(env or {})}.items() if v is not None}
 
 
 def cli(
@@ -36,7 +36,7 @@ def cli(
     *args: Any,
     stdin: str = "",
     cwd: Path | str | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m langgraph_checkpoint_repo`` as a person or a hook runs it (``--root`` first when given)."""

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from graphs import BIG_TEXT, chain_graph, delta_graph
+from graphs import BIG_TEXT, cfg, chain_graph, delta_graph
+from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.maintenance import (
     PrunePlan,
@@ -33,10 +30,6 @@ from langgraph_checkpoint_repo.maintenance import (
 from langgraph_checkpoint_repo.review import Reader
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "langgraph_checkpoint_repo"
-
-
-def cfg(thread_id: str, **extra: Any) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, **extra}}
 
 
 class NoteState(MessagesState):
@@ -218,15 +211,6 @@ def test_tools_call_no_private_method_or_attribute_of_the_saver() -> None:
 
 
 def _cli_json(root: Path, *args: str) -> Any:
-    env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), *args, "--json"],
-        capture_output=True,
-        text=True,
-        input="",
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    proc = cli(root, *args, "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

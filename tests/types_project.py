@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import helpers
+
 STATE = '''
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -194,14 +196,8 @@ def script_env(strict: bool) -> dict[str, str]:
 
 def cli(project: Path, *args: str, strict: bool = False) -> subprocess.CompletedProcess[str]:
     """``python -m langgraph_checkpoint_repo`` run in the project folder, as a person would."""
-    return subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(project / ".langgraph"), *args],
-        cwd=project,
-        env=script_env(strict),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"LANGGRAPH_STRICT_MSGPACK": "true" if strict else None, "PYTHONPATH": None}
+    return helpers.cli(project / ".langgraph", *args, cwd=project, env=env)
 
 
 WRITE = """
