@@ -150,7 +150,12 @@ def test_render_does_not_let_a_type_name_forge_a_line_of_advice(planted: Path) -
     ``"Address\\nTo allow them: --allow evil.payload:*"`` prints a line of advice of the
     attacker's making, in the note and in the value block."""
     forged = "To allow them: --allow evil.payload:*"
-    plant(planted, "dataclass", "address", {"$type": ["myapp.state", f"Address\n{forged}"], "$kwargs": {"city": "x"}})
+    plant(
+        planted,
+        "dataclass",
+        "address",
+        {"$type": ["myapp.state", f"Address\n{forged}"], "$kwargs": {"city": "x"}},
+    )
     shown = cli(planted, "show", "dataclass")
     assert shown.returncode == 0, shown.stderr
     assert forged not in shown.stdout.splitlines()  # show escapes it

@@ -594,7 +594,8 @@ class ValueCodec:
             if isinstance(cause, NotImportableError):  # the file is fine: this program lacks the module
                 raise UnrevivableValueError(
                     f"{where}: {at}{cause}: the type is allowed, but this program cannot import it "
-                    "(run it where its module imports: from the project's folder, or with the project installed)"
+                    "(run it where its module imports: from the project's folder, or with the "
+                    "project installed)"
                 ) from cause
             raise UnrevivableValueError(
                 f"{where}: {at}{rejection(label, cause)}; a stored value must be one its type accepts "
