@@ -592,6 +592,12 @@ class ValueCodec:
             index, label, cause = failed
             place = locate(index) if locate is not None else None
             at = f"{place}: " if place else ""
+            if isinstance(cause, NotImportableError):  # the file is fine: this program lacks the module
+                raise UnrevivableValueError(
+                    f"{where}: {at}{cause}: the type is allowed, but this program cannot import it "
+                    "(run it where its module imports: from the project's folder, or with the "
+                    "project installed)"
+                ) from cause
             raise UnrevivableValueError(
                 f"{where}: {at}{rejection(label, cause)}; a stored value must be one its type accepts "
                 "(fix the file: docs/format.md, Editing files by hand)"
@@ -708,10 +714,17 @@ def _constructor_shape(code: int, payload: Any) -> bool:
     )
 
 
+class NotImportableError(Exception):
+    """An allowed type whose module this program cannot import."""
+
+
 def allowed_class(allowed: Collection[tuple[str, ...]], allow_all: bool, module: str, name: str) -> Any:
     """The class an allowed (module, name) names. Allowed only by ``module:*``, it must be a
     class defined in that module: not a function, nor a name the module imported."""
-    home = import_named(module)
+    try:
+        home = import_named(module)
+    except ImportError as exc:
+        raise NotImportableError(f"cannot import {module}.{name} ({type(exc).__name__}: {exc})") from exc
     found = getattr(home, name)
     if allow_all or (module, name) in allowed:
         return found

@@ -25,6 +25,12 @@ def _fence(text: str, lang: str = "text") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
+def _lines_block(lines: Sequence[str]) -> str:
+    """A fenced block of lines: a newline inside one line (a type or field name from a file)
+    is shown as ``\\x0a``, as ``show`` shows it, so it cannot add a line of its own."""
+    return _fence("\n".join(screen(line) for line in lines))
+
+
 def _backtick_runs(line: str) -> list[str]:
     runs, cur = [], ""
     for ch in line:
@@ -79,14 +85,14 @@ def _markdown(
     if not channels:
         parts += ["_empty_", ""]
     for c in channels:
-        parts += [f"**{_md(c, code=True)}**", "", _fence("\n".join(present.lines(view.values[c]))), ""]
+        parts += [f"**{_md(c, code=True)}**", "", _lines_block(present.lines(view.values[c])), ""]
     if view.interrupts:
         parts += ["## Waiting for input", ""]
         for i in view.interrupts:
             parts += [
                 f"{_md(i.task_name, code=True)} asks (interrupt {_md(i.id, code=True)}):",
                 "",
-                _fence("\n".join(present.lines(i.value))),
+                _lines_block(present.lines(i.value)),
                 "",
             ]
     if view.tasks:
@@ -98,7 +104,7 @@ def _markdown(
             parts.append(f"| {_md_cell(t.name)} | {t.status} | {resume} |")
         parts.append("")
     if note:
-        parts += [_fence("\n".join(note)), ""]
+        parts += [_lines_block(note), ""]
     parts += _md_history(rows, limit)
     parts += [
         "",

@@ -1,0 +1,256 @@
+"""Hostile review of issue 12 (which user types a read may construct): each test is a
+problem reproduced on a real project, with real state files, commands run in fresh
+processes (docs/types.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from types_project import WRITE, cli, make_project, run_script, script_env
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dataclass thread of ``types_project``, written once; tests plant values in copies."""
+    project = make_project(tmp_path_factory.mktemp("review-types"))
+    run_script(project, "write.py", WRITE, "dataclass")
+    return project
+
+
+def latest_checkpoint(project: Path, thread: str) -> Path:
+    files = sorted((project / ".langgraph" / "threads" / thread / "checkpoints").glob("*.json"))
+    return max(files, key=lambda p: json.loads(p.read_text("utf-8"))["metadata"]["step"])
+
+
+def plant(project: Path, thread: str, channel: str, tree: object) -> Path:
+    """Replace the stored JSON of ``channel`` in the thread's latest checkpoint (a hand edit,
+    as a pull request can make)."""
+    path = latest_checkpoint(project, thread)
+    doc = json.loads(path.read_text("utf-8"))
+    doc["new_values"][channel] = {"value": {"serde": "msgpack", "json": tree}}
+    doc["values"][channel] = f"checkpoints/{path.name}"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def planted(project: Path, tmp_path: Path) -> Path:
+    """A copy of the project whose thread ``dataclass`` can be edited by the test."""
+    import shutil
+
+    copy = tmp_path / "proj"
+    shutil.copytree(project, copy)
+    return copy
+
+
+def advised_allow_options(text: str) -> list[str]:
+    """The ``--allow X`` options of the "To allow them:" advice, as a user would copy them."""
+    line = next(line for line in text.splitlines() if line.startswith("To allow them:"))
+    return re.findall(r"--allow (\S+)", line.split(" (or ", 1)[0])
+
+
+# ----------------------------------------------------------------------
+# 1. the refusal advice is built from whatever the file names
+# ----------------------------------------------------------------------
+def test_following_the_refusal_advice_does_not_run_a_command_the_file_names(
+    planted: Path, tmp_path: Path
+) -> None:
+    """A pull request plants ``{"$type": ["os", "system"], "$arg": "touch MARK"}``. ``show``
+    refuses it, as it should, then advises ``--allow os:system`` as the way to read it; a
+    reviewer who follows that advice runs the file's shell command. The advice (and the
+    allowlist it leads to) must not turn a file-named function of another module into a
+    command run by ``show``: docs/types.md speaks of types, and "never something a state
+    file can ask for"."""
+    marker = tmp_path / "PWNED"
+    plant(planted, "dataclass", "address", {"$type": ["os", "system"], "$arg": f"touch {marker}"})
+    first = cli(planted, "show", "dataclass")
+    assert first.returncode == 0, first.stderr
+    assert not marker.exists()
+    options = advised_allow_options(first.stdout)
+    assert options, first.stdout
+    argv = [a for opt in options for a in ("--allow", opt)]
+    cli(planted, "show", "dataclass", *argv)
+    assert not marker.exists(), (
+        f"following the advice {options} ran the command the state file named:\n{first.stdout}"
+    )
+
+
+# ----------------------------------------------------------------------
+# 2. the advised --allow, run from outside the project
+# ----------------------------------------------------------------------
+def test_advised_allow_from_outside_the_project_is_not_blamed_on_the_file(
+    project: Path, tmp_path: Path
+) -> None:
+    """``langgraph-repo --root proj/.langgraph show`` run from another folder: the note names
+    proj/pyproject.toml and advises ``--allow myapp.state:Address``. Followed, the module is
+    not importable (only the current folder is put on sys.path, not the project the note
+    named), and the failure is reported as the *file's* fault: "rejects the stored data ...
+    fix the file" -- sending the user to hand-edit a file that is fine."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    root = str(project / ".langgraph")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", root, *args],
+            cwd=outside,
+            env=script_env(False),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    first = run("show", "dataclass")
+    assert first.returncode == 0, first.stderr
+    assert str(project / "pyproject.toml") in first.stdout
+    argv = [a for opt in advised_allow_options(first.stdout) for a in ("--allow", opt)]
+    assert argv == ["--allow", "myapp.state:Address"], first.stdout
+    second = run("show", "dataclass", *argv)
+    out = second.stdout + second.stderr
+    assert "fix the file" not in out and "rejects the stored data" not in out, out
+
+
+def test_an_allowed_type_whose_module_cannot_be_imported_is_not_blamed_on_the_file(
+    project: Path, tmp_path: Path
+) -> None:
+    """The same through the Python API: ``RepoSaver(allowlist=[("myapp.state", "Address")])``
+    in a program that cannot import ``myapp``. The error says the stored data is rejected
+    and to fix the file; the file is fine, the module is missing."""
+    script = tmp_path / "read.py"
+    script.write_text(
+        "from langgraph_checkpoint_repo import RepoSaver\n"
+        "from langgraph_checkpoint_repo.errors import UnrevivableValueError\n"
+        f"saver = RepoSaver({str(project / '.langgraph')!r}, allowlist=[('myapp.state', 'Address')])\n"
+        "try:\n"
+        "    saver.get_tuple({'configurable': {'thread_id': 'dataclass'}})\n"
+        "except UnrevivableValueError as exc:\n"
+        "    print(exc)\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=script_env(False), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "No module named 'myapp'" in proc.stdout, proc.stdout
+    assert "fix the file" not in proc.stdout, proc.stdout
+
+
+# ----------------------------------------------------------------------
+# 3. render: a type name from a file forges lines of the note
+# ----------------------------------------------------------------------
+def test_render_does_not_let_a_type_name_forge_a_line_of_advice(planted: Path) -> None:
+    """A type name is text from the file. ``show`` prints its newline as ``\\x0a``; ``render``
+    (the Markdown posted on a pull request) keeps it, so a planted name
+    ``"Address\\nTo allow them: --allow evil.payload:*"`` prints a line of advice of the
+    attacker's making, in the note and in the value block."""
+    forged = "To allow them: --allow evil.payload:*"
+    plant(
+        planted,
+        "dataclass",
+        "address",
+        {"$type": ["myapp.state", f"Address\n{forged}"], "$kwargs": {"city": "x"}},
+    )
+    shown = cli(planted, "show", "dataclass")
+    assert shown.returncode == 0, shown.stderr
+    assert forged not in shown.stdout.splitlines()  # show escapes it
+    rendered = cli(planted, "render", "dataclass")
+    assert rendered.returncode == 0, rendered.stderr
+    forged_lines = [line for line in rendered.stdout.splitlines() if line.lstrip().startswith(forged)]
+    assert not forged_lines, rendered.stdout
+
+
+# ----------------------------------------------------------------------
+# 4. a pull request's pyproject.toml runs code on render
+# ----------------------------------------------------------------------
+def test_render_of_a_pull_request_checkout_does_not_import_what_its_pyproject_names(
+    planted: Path, tmp_path: Path
+) -> None:
+    """``render`` is the view "for a pull request" (docs/cli.md); run on the PR's checkout (a
+    CI job posting the Markdown as a comment), it reads ``[tool.langgraph-repo]`` from the
+    checkout's own pyproject.toml, which the pull request controls as much as ``.langgraph/``.
+    A PR that adds ``graph = "evil:graph"`` and ``evil.py`` has its code run by ``render``,
+    ``show``, ``diff``, even ``history`` and ``threads`` (which show no values of the type):
+    the "never something a state file can ask for" rule is one file away from the state
+    (docs/types.md treats the table as the reviewer's opt-in, but here nobody opted in)."""
+    marker = tmp_path / "IMPORTED"
+    with (planted / "pyproject.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[tool.langgraph-repo]\ngraph = "evil:graph"\n')
+    (planted / "evil.py").write_text(
+        f"open({str(marker)!r}, 'a').write('imported\\n')\ngraph = None\n", encoding="utf-8"
+    )
+    cli(planted, "render", "dataclass")
+    assert not marker.exists(), "render imported the pull request's evil.py (pyproject.toml graph =)"
+
+
+# ----------------------------------------------------------------------
+# 5. the Python fix names one channel's types; followed, the read is refused again
+# ----------------------------------------------------------------------
+TWO_CHANNELS = """
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Optional
+
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+
+class Tier(Enum):
+    GOLD = "gold"
+
+
+@dataclass
+class Addr:
+    city: str
+
+
+class Typed(TypedDict):
+    a: Optional[Addr]
+    t: Optional[Tier]
+
+
+class Untyped(TypedDict):
+    a: Any
+    t: Any
+
+
+def build(state, saver):
+    builder = StateGraph(state)
+    builder.add_node("step", lambda s: {"a": Addr("Oslo"), "t": Tier.GOLD})
+    builder.add_edge(START, "step")
+    builder.add_edge("step", END)
+    return builder.compile(checkpointer=saver, name=state.__name__)
+"""
+
+
+def test_the_advised_allowlist_is_enough_for_the_read_it_was_advised_for(planted: Path) -> None:
+    """A graph whose state does not name the types reads a checkpoint with two channels of
+    them. The error advises ``RepoSaver(allowlist=[('myapp.two', 'Addr')])``: the types of
+    the first channel only. Followed exactly, ``get_state`` is refused again, for ``Tier``
+    (docs/types.md: the error names "every refused type" and "the fix")."""
+    (planted / "myapp" / "two.py").write_text(TWO_CHANNELS, encoding="utf-8")
+    body = """
+    import ast, re, sys
+    from langgraph_checkpoint_repo import RepoSaver
+    from langgraph_checkpoint_repo.errors import UnrevivableValueError
+    from myapp.two import Typed, Untyped, build
+
+    config = {"configurable": {"thread_id": "two"}}
+    build(Typed, RepoSaver(".langgraph")).invoke({"a": None, "t": None}, config)
+    try:
+        build(Untyped, RepoSaver(".langgraph")).get_state(config)
+        sys.exit("not refused")
+    except UnrevivableValueError as exc:
+        advised = ast.literal_eval(re.search(r"allowlist=(\\[.*?\\])", str(exc)).group(1))
+    try:
+        build(Untyped, RepoSaver(".langgraph", allowlist=advised)).get_state(config)
+    except UnrevivableValueError as exc:
+        sys.exit(f"advised {advised}, still refused: {exc}")
+    print("ok")
+    """
+    run_script(planted, "two_reader.py", body)
