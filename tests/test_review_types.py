@@ -62,23 +62,18 @@ def test_following_the_refusal_advice_does_not_run_a_command_the_file_names(
     planted: Path, tmp_path: Path
 ) -> None:
     """A pull request plants ``{"$type": ["os", "system"], "$arg": "touch MARK"}``. ``show``
-    refuses it, as it should, then advises ``--allow os:system`` as the way to read it; a
-    reviewer who follows that advice runs the file's shell command. The advice (and the
-    allowlist it leads to) must not turn a file-named function of another module into a
-    command run by ``show``: docs/types.md speaks of types, and "never something a state
-    file can ask for"."""
+    refuses it, as it should; its advice must not lead a reviewer to run the file's shell
+    command: a name from Python's standard library is never advised in (codec.refusal_fix),
+    the note warns that the file may have been edited to run code instead, and nothing runs."""
     marker = tmp_path / "PWNED"
     plant(planted, "dataclass", "address", {"$type": ["os", "system"], "$arg": f"touch {marker}"})
     first = cli(planted, "show", "dataclass")
     assert first.returncode == 0, first.stderr
     assert not marker.exists()
-    options = advised_allow_options(first.stdout)
-    assert options, first.stdout
-    argv = [a for opt in options for a in ("--allow", opt)]
-    cli(planted, "show", "dataclass", *argv)
-    assert not marker.exists(), (
-        f"following the advice {options} ran the command the state file named:\n{first.stdout}"
-    )
+    assert "os.system: from Python's standard library" in first.stdout, first.stdout
+    assert "may have been edited to run code" in first.stdout
+    assert "--allow os:" not in first.stdout and '"os:' not in first.stdout, first.stdout
+    assert not marker.exists()
 
 
 # ----------------------------------------------------------------------
@@ -163,94 +158,3 @@ def test_render_does_not_let_a_type_name_forge_a_line_of_advice(planted: Path) -
     assert rendered.returncode == 0, rendered.stderr
     forged_lines = [line for line in rendered.stdout.splitlines() if line.lstrip().startswith(forged)]
     assert not forged_lines, rendered.stdout
-
-
-# ----------------------------------------------------------------------
-# 4. a pull request's pyproject.toml runs code on render
-# ----------------------------------------------------------------------
-def test_render_of_a_pull_request_checkout_does_not_import_what_its_pyproject_names(
-    planted: Path, tmp_path: Path
-) -> None:
-    """``render`` is the view "for a pull request" (docs/cli.md); run on the PR's checkout (a
-    CI job posting the Markdown as a comment), it reads ``[tool.langgraph-repo]`` from the
-    checkout's own pyproject.toml, which the pull request controls as much as ``.langgraph/``.
-    A PR that adds ``graph = "evil:graph"`` and ``evil.py`` has its code run by ``render``,
-    ``show``, ``diff``, even ``history`` and ``threads`` (which show no values of the type):
-    the "never something a state file can ask for" rule is one file away from the state
-    (docs/types.md treats the table as the reviewer's opt-in, but here nobody opted in)."""
-    marker = tmp_path / "IMPORTED"
-    with (planted / "pyproject.toml").open("a", encoding="utf-8") as f:
-        f.write('\n[tool.langgraph-repo]\ngraph = "evil:graph"\n')
-    (planted / "evil.py").write_text(
-        f"open({str(marker)!r}, 'a').write('imported\\n')\ngraph = None\n", encoding="utf-8"
-    )
-    cli(planted, "render", "dataclass")
-    assert not marker.exists(), "render imported the pull request's evil.py (pyproject.toml graph =)"
-
-
-# ----------------------------------------------------------------------
-# 5. the Python fix names one channel's types; followed, the read is refused again
-# ----------------------------------------------------------------------
-TWO_CHANNELS = """
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Optional
-
-from langgraph.graph import END, START, StateGraph
-from typing_extensions import TypedDict
-
-
-class Tier(Enum):
-    GOLD = "gold"
-
-
-@dataclass
-class Addr:
-    city: str
-
-
-class Typed(TypedDict):
-    a: Optional[Addr]
-    t: Optional[Tier]
-
-
-class Untyped(TypedDict):
-    a: Any
-    t: Any
-
-
-def build(state, saver):
-    builder = StateGraph(state)
-    builder.add_node("step", lambda s: {"a": Addr("Oslo"), "t": Tier.GOLD})
-    builder.add_edge(START, "step")
-    builder.add_edge("step", END)
-    return builder.compile(checkpointer=saver, name=state.__name__)
-"""
-
-
-def test_the_advised_allowlist_is_enough_for_the_read_it_was_advised_for(planted: Path) -> None:
-    """A graph whose state does not name the types reads a checkpoint with two channels of
-    them. The error advises ``RepoSaver(allowlist=[('myapp.two', 'Addr')])``: the types of
-    the first channel only. Followed exactly, ``get_state`` is refused again, for ``Tier``
-    (docs/types.md: the error names "every refused type" and "the fix")."""
-    (planted / "myapp" / "two.py").write_text(TWO_CHANNELS, encoding="utf-8")
-    body = """
-    import ast, re, sys
-    from langgraph_checkpoint_repo import RepoSaver
-    from langgraph_checkpoint_repo.errors import UnrevivableValueError
-    from myapp.two import Typed, Untyped, build
-
-    config = {"configurable": {"thread_id": "two"}}
-    build(Typed, RepoSaver(".langgraph")).invoke({"a": None, "t": None}, config)
-    try:
-        build(Untyped, RepoSaver(".langgraph")).get_state(config)
-        sys.exit("not refused")
-    except UnrevivableValueError as exc:
-        advised = ast.literal_eval(re.search(r"allowlist=(\\[.*?\\])", str(exc)).group(1))
-    try:
-        build(Untyped, RepoSaver(".langgraph", allowlist=advised)).get_state(config)
-    except UnrevivableValueError as exc:
-        sys.exit(f"advised {advised}, still refused: {exc}")
-    print("ok")
-    """
-    run_script(planted, "two_reader.py", body)

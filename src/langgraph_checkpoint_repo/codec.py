@@ -849,18 +849,37 @@ def locate_type(entry: Any, key: tuple[str, ...]) -> str | None:
     return None if index is None else entry.locate(index)  # type: ignore[no-any-return]
 
 
+def is_foreign(key: tuple[str, ...]) -> bool:
+    """A name from Python itself (the standard library, builtins): never a type of a graph's
+    state that LangGraph does not allow already, so a file naming one is not advised in."""
+    return key[0].partition(".")[0] in sys.stdlib_module_names
+
+
 def refusal_fix(keys: Sequence[tuple[str, ...]], fix: Fix) -> str:
-    """What a refused type's error says to do: the reader's own fix, or for a type of a
-    script's ``__main__`` (written where its importable name could not be told) why only
-    that script reads it."""
-    if all(k[0] != MAIN for k in keys):
-        return fix(keys)
-    return (
-        "A type named __main__ was written by a program run as a script whose importable module "
-        "name could not be told (docs/types.md): run the writer as python -m package.module or "
-        "from inside its project to record its real name; until then only a program whose main "
-        "module defines it reads it. " + fix(keys)
-    )
+    """What a refused type's error says to do: the reader's own fix for the types of the
+    user's code; for names from the standard library (``os:system``) a warning instead of a
+    fix, since a file naming one may be an attempt to run code; for a type of a script's
+    ``__main__`` (written where its importable name could not be told) why only that
+    script reads it."""
+    foreign = [k for k in keys if is_foreign(k)]
+    own = [k for k in keys if not is_foreign(k)]
+    parts = []
+    if foreign:
+        parts.append(
+            f"{', '.join('.'.join(k[:2]) for k in foreign)}: from Python's standard library, not "
+            "a type of your graph's state; a file naming one may have been edited to run code "
+            "when read: check it (git log -p) and do not allow these."
+        )
+    if any(k[0] == MAIN for k in own):
+        parts.append(
+            "A type named __main__ was written by a program run as a script whose importable module "
+            "name could not be told (docs/types.md): run the writer as python -m package.module or "
+            "from inside its project to record its real name; until then only a program whose main "
+            "module defines it reads it."
+        )
+    if own:
+        parts.append(fix(own))
+    return " ".join(parts)
 
 
 def _tag(node: dict[str, Any]) -> str | None:

@@ -13,9 +13,10 @@ import dataclasses
 import datetime
 import enum
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .codec import Fix, refusal_fix
 from .redaction import mask_secrets
 from .review import Raw
 
@@ -48,7 +49,7 @@ def short_reason(reason: str) -> str:
 
 
 def not_revived_note(
-    types: Iterable[tuple[str, ...]], fix: Callable[[list[tuple[str, ...]]], str]
+    types: Iterable[tuple[str, ...]], fix: Fix
 ) -> list[str]:
     """What a command says after showing values it could not construct: which types, and how
     to allow them (the reader's ``fix``: the option and the pyproject entry)."""
@@ -56,7 +57,7 @@ def not_revived_note(
     if not keys:
         return []
     names = ", ".join(".".join(k) for k in keys)
-    return [f"Not revived (shown by type name and fields, as stored): {names}.", fix(keys)]
+    return [f"Not revived (shown by type name and fields, as stored): {names}.", refusal_fix(keys, fix)]
 
 
 def python_text(value: Any) -> str:
