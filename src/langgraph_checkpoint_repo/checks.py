@@ -27,12 +27,14 @@ from . import maintenance
 from .codec import check_revival
 from .durable import digest_node, write_files
 from .entries import large_ref
+from .objects import object_digest, refs_in
 from .errors import FileFormatError, RepoCheckpointError
 from .layout import (
     CACHE,
     CHECKPOINTS,
     GITIGNORE_TEXT,
     LARGE,
+    OBJECTS,
     NAMESPACES,
     THREADS,
     VALUES,
@@ -117,6 +119,7 @@ class Validator:
             if self.secrets:
                 self._secrets(path, doc)
             self._revivable(path, doc)
+            self._object_refs(path, doc)
             return doc
         except FileFormatError as exc:
             self.bad_files.add(exc.path)
@@ -134,6 +137,18 @@ class Validator:
             found = check_revival(tree)
             if found is not None:
                 self.problem(path, pointer + found[0], found[1])
+
+    def _object_refs(self, path: Path, doc: dict[str, Any]) -> None:
+        """Every object a stored tree refers to is there (its content is checked once, where
+        it lies: ``objects``)."""
+        try:
+            tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
+        except ValueError:
+            return
+        for pointer, tree in _stored_trees(doc):
+            for digest in sorted(set(refs_in(tree))):
+                if not (tdir / OBJECTS / f"{digest}.json").is_file():
+                    self.problem(path, pointer, f"refers to object {digest}, which is missing from {tdir / OBJECTS}")
 
     def _secrets(self, path: Path, doc: dict[str, Any]) -> None:
         for pointer, kind, masked in find_secrets(doc):
@@ -187,7 +202,7 @@ class Validator:
         expected_tid = self._decoded(folder, "thread")
         namespaces: list[tuple[Path, str | None]] = [(folder, "")]
         for name in sorted(os.listdir(folder)):
-            if is_temp_name(name) or name in (CHECKPOINTS, WRITES, VALUES, LARGE, NAMESPACES):
+            if is_temp_name(name) or name in (CHECKPOINTS, WRITES, VALUES, LARGE, OBJECTS, NAMESPACES):
                 continue
             self.problem(folder / name, "/", "stray entry in a thread folder (not part of the layout)")
         nsroot = folder / NAMESPACES
@@ -200,6 +215,7 @@ class Validator:
                     continue
                 namespaces.append((nsroot / seg, self._decoded(nsroot / seg, "namespace")))
         self.large(folder)
+        self.objects(folder)
         for ns_dir, expected_ns in namespaces:
             self.namespace(folder, ns_dir, expected_tid, expected_ns)
 
@@ -317,6 +333,18 @@ class Validator:
                 self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
 
 
+    def objects(self, thread_folder: Path) -> None:
+        for path in self._json_files(thread_folder / OBJECTS):
+            doc = self._read(path, "object")
+            if doc is None:
+                continue
+            if path.name != f"{doc['sha256']}.json":
+                self.problem(path, "/sha256", "sha256 does not match the file name")
+            elif object_digest(doc["tree"]) != doc["sha256"]:
+                self.bad_files.add(str(path))
+                self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
+
+
 def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(JSON pointer, tree) of every readable value tree a document holds: each stored once,
     so an append chain's items are checked in the file that holds them."""
@@ -342,6 +370,8 @@ def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     elif kind == "writes":
         for i, w in enumerate(doc.get("writes") or []):
             yield from body_trees(f"/writes/{i}", w)
+    elif kind == "object":
+        yield "/tree", doc.get("tree")
 
 
 def _message(exc: FileFormatError) -> str:
@@ -390,7 +420,7 @@ def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | Non
 class Finding:
     """Something fsck found; ``repairable`` when it is derived or orphaned data."""
 
-    # temp | orphan-writes | orphan-value | orphan-large | gitignore | empty-folder | invalid | foreign
+    # temp | orphan-writes | orphan-value | orphan-large | orphan-object | gitignore | empty-folder | invalid | foreign
     kind: str
     path: str
     message: str
@@ -526,7 +556,7 @@ def _thread_temp_findings(tdir: Path) -> list[Finding]:
     out: list[Finding] = []
     for name, kind in _entries(tdir):
         path = tdir / name
-        if kind == "dir" and name in (CHECKPOINTS, WRITES, VALUES, LARGE):
+        if kind == "dir" and name in (CHECKPOINTS, WRITES, VALUES, LARGE, OBJECTS):
             out.extend(_data_temp_findings(path))
         elif kind == "dir" and name == NAMESPACES:
             for ns_name, ns_kind in _entries(path):
@@ -601,6 +631,9 @@ def _orphan_findings(reader: Reader, thread_id: str) -> list[Finding]:
     for path in store.files_in(layout.thread_dir(thread_id) / LARGE):
         if path.name[:-5] not in need.large:
             out.append(Finding("orphan-large", str(path), "large value nothing refers to", True, thread_id))
+    for path in store.files_in(layout.thread_dir(thread_id) / OBJECTS):
+        if path.name[:-5] not in need.objects:
+            out.append(Finding("orphan-object", str(path), "object nothing refers to", True, thread_id))
     return out
 
 

@@ -23,21 +23,53 @@ from filelock import FileLock, Timeout
 
 from .errors import LockTimeoutError, RepoCheckpointError
 
-_DUMP_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+LINE_WIDTH = 100  # an array or object whose compact JSON fits in this (indent included) is one line
 
 
 def dump_json(doc: Any) -> bytes:
-    """The one canonical byte form: sorted keys, 2-space indent, UTF-8, final newline.
+    """The one canonical byte form: sorted keys, 2-space indent, UTF-8, final newline, and
+    every array or object that fits in ``LINE_WIDTH`` columns on one line.
 
-    orjson, because the standard library's encoder drops to pure Python as soon
-    as it indents, and this runs on every put.
+    The one-line rule keeps bookkeeping (versions, references, empty bodies) to a line per
+    entry, so the diff of a turn is about the turn. Each decision is taken on orjson's
+    compact output, so the bytes depend on the document alone.
     """
-    return orjson.dumps(doc, option=_DUMP_OPTIONS)
+    out: list[bytes] = []
+    _emit(doc, 0, out)
+    out.append(b"\n")
+    return b"".join(out)
+
+
+def _emit(node: Any, indent: int, out: list[bytes]) -> None:
+    if isinstance(node, dict | list) and node:
+        if len(node) * 4 <= LINE_WIDTH:
+            flat = orjson.dumps(node, option=orjson.OPT_SORT_KEYS)
+            if len(flat) + indent <= LINE_WIDTH:
+                out.append(flat)
+                return
+        pad = b"\n" + b" " * (indent + 2)
+        if isinstance(node, list):
+            out.append(b"[")
+            for i, item in enumerate(node):
+                out.append(pad if i == 0 else b"," + pad)
+                _emit(item, indent + 2, out)
+            out.append(b"\n" + b" " * indent + b"]")
+            return
+        out.append(b"{")
+        for i, key in enumerate(sorted(node)):
+            out.append(pad if i == 0 else b"," + pad)
+            out.append(orjson.dumps(key) + b": ")
+            _emit(node[key], indent + 2, out)
+        out.append(b"\n" + b" " * indent + b"}")
+        return
+    out.append(orjson.dumps(node))
 
 
 def digest_node(node: Any) -> str:
-    """sha256 of a node's canonical bytes: the name of a ``large/`` file."""
-    return hashlib.sha256(dump_json(node)).hexdigest()
+    """sha256 of a node's indented JSON: the name of a ``large/`` file (the form format 2
+    wrote, kept so every large file keeps its name)."""
+    return hashlib.sha256(orjson.dumps(node, option=_INDENT_OPTIONS)).hexdigest()
 
 
 def json_size(doc: Any) -> int:

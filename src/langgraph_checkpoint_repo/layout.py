@@ -40,6 +40,7 @@ CHECKPOINTS = "checkpoints"
 VALUES = "values"
 WRITES = "writes"
 LARGE = "large"
+OBJECTS = "objects"
 NAMESPACES = "ns"
 THREADS = "threads"
 CACHE = ".cache"
@@ -237,6 +238,9 @@ class Layout:
     def large_path(self, thread_id: str, digest: str) -> Path:
         return self.thread_dir(thread_id) / LARGE / f"{digest}.json"
 
+    def object_path(self, thread_id: str, digest: str) -> Path:
+        return self.thread_dir(thread_id) / OBJECTS / f"{digest}.json"
+
     def lock_path(self, thread_id: str) -> Path:
         seg = encode_segment(thread_id)
         if len(seg) > 60:
@@ -308,8 +312,8 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         if f"{path.parent.name}/{path.name}" != want:
             return "/version", f"channel {doc['channel']!r} at {doc['version']!r} belongs in {want}"
         return None
-    if kind == "large_value":
-        if path.parent.name != LARGE or path.name != f"{doc['sha256']}.json":
+    if kind in ("large_value", "object"):
+        if path.parent.name != (LARGE if kind == "large_value" else OBJECTS) or path.name != f"{doc['sha256']}.json":
             return "/sha256", "sha256 does not match the file name"
         return None
     if kind == "checkpoint" and path.name != encode_segment(doc["checkpoint_id"]) + ".json":

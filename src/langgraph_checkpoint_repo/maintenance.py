@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from .chains import Link, walk_chain
 from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, LARGE, encode_segment
+from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment
 from .store import FileStore
 from .validation import SCHEMA_VERSION
-from .values import large_in
+from .values import large_in, object_closure, objects_in
 
 if TYPE_CHECKING:
     from .review import Reader
@@ -50,6 +50,7 @@ class Needed:
     # validated and serialised
     rescued: dict[Path, tuple[Path, bytes]] = field(default_factory=dict)
     large: set[str] = field(default_factory=set)  # large-value digests
+    objects: set[str] = field(default_factory=set)  # object digests, with what objects refer to
     seen: set[tuple[Path, str, str]] = field(default_factory=set)  # links already followed
 
 
@@ -67,12 +68,20 @@ def needed_files(
             doc = store.header(thread_id, ns, cid)
             for body in doc.get("new_values", {}).values():
                 large_in(body, out.large)
+                objects_in(body, out.objects)
             versions = doc["checkpoint"]["channel_versions"]
             for channel, ref in doc["values"].items():
                 _mark_chain(store, ns_dir, channel, versions.get(channel), ref, kept, out)
             for _, wdoc in store.writes_docs(thread_id, ns, cid):
                 for w in wdoc["writes"]:
                     large_in(w, out.large)
+                    objects_in(w, out.objects)
+    for digest in out.large:
+        try:
+            objects_in(store.read_doc(layout.large_path(thread_id, digest), "large_value"), out.objects)
+        except FileNotFoundError:
+            pass  # validate names the missing large file
+    out.objects = object_closure(store, thread_id, out.objects)
     return out
 
 
@@ -85,6 +94,7 @@ def _mark_chain(
         if link.known:
             return  # this link and everything below it is marked already
         large_in(link.body, out.large)
+        objects_in(link.body, out.objects)
 
 
 def _marked_link(
@@ -143,12 +153,13 @@ class PrunePlan:
     writes: list[Path] = field(default_factory=list)
     values: list[Path] = field(default_factory=list)  # value files nothing kept uses
     large: list[Path] = field(default_factory=list)  # large files nothing kept uses
+    objects: list[Path] = field(default_factory=list)  # object files nothing kept uses
     rescued: list[Path] = field(default_factory=list)  # value files written first
     rescue: list[tuple[Path, bytes]] = field(default_factory=list, repr=False)  # their contents
 
     @property
     def removed(self) -> list[Path]:
-        return sorted([*self.checkpoints, *self.writes, *self.values, *self.large])
+        return sorted([*self.checkpoints, *self.writes, *self.values, *self.large, *self.objects])
 
 
 def plan_removal(store: FileStore, thread_id: str, doomed: Mapping[str, Collection[str]]) -> PrunePlan:
@@ -182,6 +193,9 @@ def plan_removal(store: FileStore, thread_id: str, doomed: Mapping[str, Collecti
     plan.large = [
         p for p in store.files_in(layout.thread_dir(thread_id) / LARGE) if p.name[:-5] not in need.large
     ]
+    plan.objects = [
+        p for p in store.files_in(layout.thread_dir(thread_id) / OBJECTS) if p.name[:-5] not in need.objects
+    ]
     return plan
 
 
@@ -198,7 +212,7 @@ def carry_out(store: FileStore, plan: PrunePlan) -> None:
     store.write([plan.rescue])
     store.remove_files(plan.checkpoints)
     store.remove_files(plan.writes)
-    store.remove_files([*plan.values, *plan.large])
+    store.remove_files([*plan.values, *plan.large, *plan.objects])
     store.forget_thread(thread_id)
 
 
@@ -332,8 +346,9 @@ def copy_thread_files(store: FileStore, source_thread_id: str, target_thread_id:
     with store.thread_lock(first, exclusive=True), store.thread_lock(second, exclusive=True):
         store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
         large = [
-            store.prepare("large_value", store.read_doc(p, "large_value"), dst_dir / LARGE / p.name)
-            for p in store.files_in(src_dir / LARGE)
+            store.prepare(kind, store.read_doc(p, kind), dst_dir / folder / p.name)
+            for folder, kind in ((OBJECTS, "object"), (LARGE, "large_value"))
+            for p in store.files_in(src_dir / folder)
         ]
         values: list[tuple[Path, bytes]] = []
         writes: list[tuple[Path, bytes]] = []

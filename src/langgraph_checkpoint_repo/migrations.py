@@ -27,6 +27,7 @@ from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
 from .layout import (
     CHECKPOINTS,
     LARGE,
+    OBJECTS,
     VALUES,
     WRITES,
     data_names,
@@ -63,8 +64,17 @@ def v1_to_v2(doc: Doc, path: str) -> Doc:
     return out
 
 
+def v2_to_v3(doc: Doc, path: str) -> Doc:
+    """Format 3 adds ``objects/`` (subtrees stored once per thread, ``$ref`` and ``$chunks``
+    in trees). Everything format 2 wrote means the same in format 3, so the step only changes
+    the version: values already on disk keep their inline copies, new writes share."""
+    out = copy.deepcopy(doc)
+    out["schema_version"] = 3
+    return out
+
+
 # STEPS[n] upgrades a file from version n to n + 1; one entry per released bump
-STEPS: dict[int, Step] = {1: v1_to_v2}
+STEPS: dict[int, Step] = {1: v1_to_v2, 2: v2_to_v3}
 OLDEST = min(STEPS) if STEPS else SCHEMA_VERSION
 
 
@@ -130,14 +140,20 @@ def _thread_id(store: FileStore, tdir: Path) -> str:
     return tid
 
 
-_FOLDER_KINDS = {CHECKPOINTS: "checkpoint", WRITES: "writes", VALUES: "value", LARGE: "large_value"}
+_FOLDER_KINDS = {
+    CHECKPOINTS: "checkpoint",
+    WRITES: "writes",
+    VALUES: "value",
+    LARGE: "large_value",
+    OBJECTS: "object",
+}
 
 
 def _kind_of(path: Path) -> str:
     """The kind a file must be, from the folder it sits in; a file elsewhere is not data."""
     kind = _FOLDER_KINDS.get(path.parent.name)
     if kind is None:
-        raise FileFormatError(str(path), "/", "stray file (not in checkpoints/, writes/, values/ or large/)")
+        raise FileFormatError(str(path), "/", "stray file (not in checkpoints/, writes/, values/, large/ or objects/)")
     return kind
 
 

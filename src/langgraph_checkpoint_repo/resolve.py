@@ -25,7 +25,8 @@ from .chains import Link, walk_chain
 from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node, large_ref
 from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, LARGE, Layout
+from .layout import CHECKPOINTS, LARGE, OBJECTS, Layout
+from .objects import Expander, object_digest
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 
@@ -38,6 +39,8 @@ class ValueResolver:
         self._read_doc = read_doc
         self._docs = docs
         self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
+        # per thread folder, objects expanded before (objects.Expander)
+        self._objects: dict[Path, dict[str, tuple[Any, int]]] = {}
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -68,6 +71,8 @@ class ValueResolver:
 
     def drop_under(self, folder: Path) -> None:
         self._values.drop_where(lambda k: k[0].is_relative_to(folder))
+        for tdir in [t for t in self._objects if t.is_relative_to(folder) or folder.is_relative_to(t)]:
+            del self._objects[tdir]
 
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: Dep) -> None:
         entry.deps = (own, *entry.deps)
@@ -148,27 +153,37 @@ class ValueResolver:
         if body.get("empty"):
             return ValueEntry(empty=True, where=where, file=str(path), root=pointer)
         if "append" in body:
-            return append_entry(channel, body["append"], path, pointer, where, base)
-        node, holder = self.resolve_node(body["value"], path, pointer)
+            app = body["append"]
+            app = {**app, "items": self.expand(app["items"], path, f"{pointer}/append/items")}
+            return append_entry(channel, app, path, pointer, where, base)
+        stored, holder = self._follow_large(body["value"], path, pointer)
+        node = self._expanded(stored, holder, pointer if holder == path else "")
         entry = entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
         entry.file = str(holder)
         entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
         if holder != path:  # a large value: its file is one more this entry comes from
             ldoc = self._docs.doc(holder)
             entry.deps = (
-                self._docs.dep(holder, ldoc if ldoc is not None and ldoc["value"] is node else None),
+                self._docs.dep(holder, ldoc if ldoc is not None and ldoc["value"] is stored else None),
             )
         return entry
 
     def resolve_node(
         self, node: dict[str, Any], where: Path, pointer: str = ""
     ) -> tuple[dict[str, Any], Path]:
+        """The node a stored one stands for, whole: a large value followed to its file, and
+        its shared subtrees (``objects/``) put back; with the file that holds it."""
+        stored, holder = self._follow_large(node, where, pointer)
+        return self._expanded(stored, holder, pointer if holder == where else ""), holder
+
+    def _follow_large(
+        self, node: dict[str, Any], where: Path, pointer: str = ""
+    ) -> tuple[dict[str, Any], Path]:
         """Follow a large-value reference: the node it stands for and the file holding it."""
         digest = large_ref(node)
         if digest is None:
             return node, where
-        rel = where.relative_to(self.layout.threads_dir)
-        lpath = self.layout.threads_dir / rel.parts[0] / LARGE / f"{digest}.json"
+        lpath = self._thread_dir(where) / LARGE / f"{digest}.json"
         try:
             ldoc = self._read_doc(lpath, "large_value")
         except FileNotFoundError:
@@ -178,3 +193,31 @@ class ValueResolver:
         if ldoc["sha256"] != digest or digest_node(ldoc["value"]) != digest:
             raise FileFormatError(str(lpath), "/sha256", "content does not match its sha256 name")
         return ldoc["value"], lpath
+
+    def _expanded(self, node: dict[str, Any], holder: Path, pointer: str) -> dict[str, Any]:
+        if "json" not in node:
+            return node
+        return {**node, "json": self.expand(node["json"], holder, f"{pointer}/value/json")}
+
+    def expand(self, tree: Any, holder: Path, pointer: str) -> Any:
+        """A stored tree with the subtrees it shares through ``objects/`` put back."""
+        tdir = self._thread_dir(holder)
+        where = f"{holder} at {pointer}" if pointer else str(holder)
+        done = self._objects.get(tdir)
+        if done is None or len(done) > CACHE_ENTRIES * 16:
+            done = self._objects[tdir] = {}
+        return Expander(partial(self._load_object, tdir, where), where, done).expand(tree)
+
+    def _load_object(self, tdir: Path, referrer: str, digest: str) -> Any:
+        """One object's tree, checked against its name (a hand edit cannot pass as the original)."""
+        path = tdir / OBJECTS / f"{digest}.json"
+        try:
+            doc = self._read_doc(path, "object")
+        except FileNotFoundError:
+            raise MissingReferenceError(referrer, "/", f"object {path} is missing") from None
+        if doc["sha256"] != digest or object_digest(doc["tree"]) != digest:
+            raise FileFormatError(str(path), "/sha256", "content does not match its sha256 name")
+        return doc["tree"]
+
+    def _thread_dir(self, path: Path) -> Path:
+        return self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]

@@ -456,7 +456,7 @@ class RepoSaver(_RepoSaverBase):
                     continue  # first write wins for regular writes; special ones replace
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
                 encoded = self.codec.encode(value, "writes", target, f"/writes/{len(entries)}/value")
-                node = writer.maybe_large(thread_id, encoded, large)
+                node = writer.stored_node(thread_id, encoded, large)
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return

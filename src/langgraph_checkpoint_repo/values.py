@@ -31,6 +31,7 @@ from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
 from .durable import digest_node, json_size
 from .entries import large_ref
+from .objects import Sharer, refs_in
 from .packed import msgpack_array_header, msgpack_array_split
 from .store import FileStore
 from .validation import SCHEMA_VERSION
@@ -227,7 +228,7 @@ class ValueWriter:
         type_, data = self.codec.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
             node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
-            return {"value": self.maybe_large(thread_id, node, large)}, None
+            return {"value": self.stored_node(thread_id, node, large)}, None
         state: ListState | None = None
         if type(value) is list:
             split = msgpack_array_split(data)
@@ -235,12 +236,13 @@ class ValueWriter:
                 count, body = split
                 appended = self.as_append(thread_id, ns, channel, count, body, data)
                 if appended is not None:
+                    appended["items"] = self.shared(thread_id, appended["items"], large, items=True)
                     base_deps = self.lists[(thread_id, ns, channel)].deps
                     state = ListState(version, "", count, appended["depth"], body, None, base_deps)
                     return {"append": appended}, state
                 state = ListState(version, "", count, 0, body, None)
         node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
-        return {"value": self.maybe_large(thread_id, node, large)}, state
+        return {"value": self.stored_node(thread_id, node, large)}, state
 
     def as_append(
         self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
@@ -271,8 +273,11 @@ class ValueWriter:
             "items": items,
         }
 
-    def maybe_large(self, thread_id: str, node: dict[str, Any], large: Prepared) -> dict[str, Any]:
-        """Values over ``large_value_bytes`` go to a file named by their content hash."""
+    def stored_node(self, thread_id: str, node: dict[str, Any], large: Prepared) -> dict[str, Any]:
+        """A node as stored: its messages and long lists shared through ``objects/``, then,
+        when still over ``large_value_bytes``, the node in a file named by its content hash."""
+        if "json" in node:
+            node = {**node, "json": self.shared(thread_id, node["json"], large)}
         if json_size(node) <= self.large_value_bytes:
             return node
         digest = digest_node(node)
@@ -281,6 +286,22 @@ class ValueWriter:
             doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
             large.append(self.store.prepare("large_value", doc, path))
         return {"large": digest}
+
+    def shared(self, thread_id: str, tree: Any, large: Prepared, *, items: bool = False) -> Any:
+        """The tree with its shared subtrees replaced by references (objects.py); the object
+        files not yet on disk join ``large``, to be written before whatever refers to them."""
+        sharer = Sharer()
+        out = sharer.share_items(tree) if items else sharer.share(tree)
+        if sharer.objects:
+            layout = self.store.layout
+            pending = {p for p, _ in large}
+            for digest, obj in sharer.objects.items():
+                path = layout.object_path(thread_id, digest)
+                if path not in pending and not path.exists():
+                    doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": obj}
+                    large.append(self.store.prepare("object", doc, path))
+                    pending.add(path)
+        return out
 
 
 def large_digest(body: Mapping[str, Any]) -> str | None:
@@ -293,6 +314,35 @@ def large_in(body: Mapping[str, Any], used: set[str]) -> None:
     digest = large_digest(body)
     if digest is not None:
         used.add(digest)
+
+
+def objects_in(body: Mapping[str, Any], used: set[str]) -> None:
+    """Collect the object digests a value body, a write entry or a large value refers to
+    directly (``$ref`` in its tree or its appended items)."""
+    node = body.get("value")
+    if isinstance(node, dict) and "json" in node:
+        used.update(refs_in(node["json"]))
+    app = body.get("append")
+    if isinstance(app, dict):
+        used.update(refs_in(app.get("items")))
+
+
+def object_closure(store: FileStore, thread_id: str, roots: set[str]) -> set[str]:
+    """Every object reachable from ``roots`` (objects refer to objects); each read once, so
+    a hand-made loop ends. A missing object is left out: validate names it."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        digest = todo.pop()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        try:
+            doc = store.read_doc(store.layout.object_path(thread_id, digest), "object")
+        except FileNotFoundError:
+            continue
+        todo.extend(refs_in(doc["tree"]))
+    return seen
 
 
 @dataclass(frozen=True)

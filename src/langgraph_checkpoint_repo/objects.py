@@ -1,0 +1,193 @@
+"""Shared subtrees: each message, and each long list of them, stored once per thread.
+
+A conversation's messages show up in many places at once: channel values, pending writes,
+the ``Send`` packets a tool-calling agent fans out (each carrying the whole state), the
+``__pregel_tasks`` channel, and every subgraph namespace that receives the state. Format 3
+stores each such subtree once, in ``objects/<sha256>.json`` of the thread, and every place
+that holds it keeps a reference instead (git's object store: named by content, never
+rewritten, so two branches that store the same message write the same file).
+
+The rule is a pure function of the value, so the same value gives the same files wherever
+and whenever it is written:
+
+* a tagged object (a ``$type`` tree: a message, a ``Send``, a dataclass ...) whose compact
+  JSON, once its own parts are shared, is at least ``SHARE_BYTES`` becomes
+  ``{"$ref": digest}``;
+* a list of at least ``CHUNK_MIN`` references becomes ``{"$chunks": [ref, ...]}``: cut into
+  chunks after every item whose digest starts below ``CUT`` (and at ``CHUNK_MAX`` items),
+  each chunk an object holding a list. A list that grows only changes its last chunk, so a
+  long conversation passed whole (a ``Send``, a subgraph's input) costs a few small files,
+  not a copy. A level of more than ``CHUNK_MIN`` chunks is chunked again (objects holding
+  ``{"$chunks": [...]}``).
+
+Reading puts them back (``Expander``): every object is checked against its name, a missing
+one names the file that refers to it, and nesting and total size are bounded so a
+hand-made file cannot loop or expand without end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from .errors import FileFormatError
+
+REF = "$ref"
+CHUNKS = "$chunks"
+SHARE_BYTES = 128
+CHUNK_MIN = 16
+CHUNK_MAX = 64
+CUT = 0x20  # first byte of a digest below this ends a chunk: one item in eight
+MAX_NESTING = 64  # references inside references; real values use fewer than ten
+MAX_CONTAINERS = 1_000_000  # of a whole expanded value, as jsonread limits one file
+
+
+def object_digest(tree: Any) -> str:
+    """sha256 of a tree's compact, key-sorted JSON: the name of its object file."""
+    return hashlib.sha256(orjson.dumps(tree, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def ref_of(tree: Any) -> str | None:
+    """The digest a ``{"$ref": digest}`` node names, else None."""
+    if isinstance(tree, dict) and len(tree) == 1 and REF in tree and isinstance(tree[REF], str):
+        return tree[REF]
+    return None
+
+
+class Sharer:
+    """Replaces shared subtrees by references, collecting the objects to store."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, Any] = {}  # digest -> tree, in the order found
+
+    def share(self, tree: Any) -> Any:
+        """The tree with its shared parts replaced (a new tree; the input is not changed)."""
+        if isinstance(tree, list):
+            items = [self.share(x) for x in tree]
+            if len(items) >= CHUNK_MIN and all(ref_of(x) is not None for x in items):
+                return self._chunked(items)
+            return items
+        if isinstance(tree, dict):
+            out = {k: self.share(v) for k, v in tree.items()}
+            if "$type" in out:
+                data = orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
+                if len(data) >= SHARE_BYTES:
+                    return self._store(out, hashlib.sha256(data).hexdigest())
+            return out
+        return tree
+
+    def share_items(self, items: list[Any]) -> list[Any]:
+        """Each item shared, the list itself kept whole (an append's ``items``)."""
+        return [self.share(x) for x in items]
+
+    def _store(self, tree: Any, digest: str | None = None) -> dict[str, str]:
+        digest = digest or object_digest(tree)
+        self.objects.setdefault(digest, tree)
+        return {REF: digest}
+
+    def _chunked(self, refs: list[Any]) -> dict[str, Any]:
+        level, upper = refs, False
+        while True:
+            chunks: list[list[Any]] = [[]]
+            for r in level:
+                chunks[-1].append(r)
+                if len(chunks[-1]) >= CHUNK_MAX or int(r[REF][:2], 16) < CUT:
+                    chunks.append([])
+            level = [self._store({CHUNKS: c} if upper else c) for c in chunks if c]
+            upper = True
+            if len(level) < CHUNK_MIN:
+                return {CHUNKS: level}
+
+
+def refs_in(tree: Any) -> Iterator[str]:
+    """Every digest a tree refers to directly (not through the objects it names)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            digest = ref_of(node)
+            if digest is not None:
+                yield digest
+            else:
+                stack.extend(node.values())
+
+
+LoadObject = Callable[[str], Any]  # digest -> the object's tree, checked against its name
+
+
+class Expander:
+    """Puts shared subtrees back into a tree, for one file's value at a time."""
+
+    def __init__(self, load: LoadObject, where: str, done: dict[str, tuple[Any, int]] | None = None) -> None:
+        self._load = load
+        self._where = where  # the file (and pointer) the value is read from, for errors
+        # digest -> (expanded tree, containers); may be kept across calls for one thread:
+        # an object never changes under its name, so what was checked once stays true
+        self._done: dict[str, tuple[Any, int]] = {} if done is None else done
+        self._containers = 0
+
+    def expand(self, tree: Any) -> Any:
+        out, weight = self._expand(tree, 0)
+        self._count(weight)
+        return out
+
+    def _count(self, weight: int) -> None:
+        self._containers += weight
+        if self._containers > MAX_CONTAINERS:
+            raise FileFormatError(
+                self._where, "/", f"expands to over {MAX_CONTAINERS:,} arrays and objects through objects/"
+            )
+
+    def _expand(self, tree: Any, nesting: int) -> tuple[Any, int]:
+        if isinstance(tree, list):
+            items, weight = [], 1
+            for x in tree:
+                item, w = self._expand(x, nesting)
+                items.append(item)
+                weight += w
+            return items, weight
+        if not isinstance(tree, dict):
+            return tree, 0
+        digest = ref_of(tree)
+        if digest is not None:
+            return self._object(digest, nesting)
+        if CHUNKS in tree and len(tree) == 1:
+            return self._chunks(tree[CHUNKS], nesting)
+        out, weight = {}, 1
+        for k, v in tree.items():
+            out[k], w = self._expand(v, nesting)
+            weight += w
+        return out, weight
+
+    def _object(self, digest: str, nesting: int) -> tuple[Any, int]:
+        done = self._done.get(digest)
+        if done is not None:
+            return done  # its weight counts again in the parent: each use is a copy once revived
+        if nesting >= MAX_NESTING:
+            raise FileFormatError(
+                self._where, "/", f"objects refer to objects more than {MAX_NESTING} levels deep"
+            )
+        done = self._expand(self._load(digest), nesting + 1)
+        self._done[digest] = done
+        return done
+
+    def _chunks(self, refs: Any, nesting: int) -> tuple[list[Any], int]:
+        if not isinstance(refs, list):
+            raise FileFormatError(self._where, "/", "$chunks is not a list of references")
+        out: list[Any] = []
+        weight = 1
+        for r in refs:
+            digest = ref_of(r)
+            if digest is None:
+                raise FileFormatError(self._where, "/", "$chunks holds something other than a reference")
+            part, w = self._object(digest, nesting)
+            if not isinstance(part, list):
+                raise FileFormatError(self._where, "/", f"chunk object {digest} is not a list")
+            out.extend(part)
+            weight += w
+        return out, weight
