@@ -27,7 +27,7 @@ from . import maintenance
 from .codec import check_revival
 from .durable import digest_node, write_files
 from .entries import large_ref
-from .objects import object_digest, refs_in
+from .objects import object_digest, refs_in, without_refs
 from .errors import FileFormatError, RepoCheckpointError
 from .layout import (
     CACHE,
@@ -134,7 +134,7 @@ class Validator:
         their data, as the saver would find on reading it: one problem at the JSON pointer of
         the value. The graph's own types are not imported here (validate has no graph)."""
         for pointer, tree in _stored_trees(doc):
-            found = check_revival(tree)
+            found = check_revival(without_refs(tree))
             if found is not None:
                 self.problem(path, pointer + found[0], found[1])
 

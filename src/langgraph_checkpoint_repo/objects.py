@@ -39,7 +39,7 @@ REF = "$ref"
 CHUNKS = "$chunks"
 SHARE_BYTES = 128
 CHUNK_MIN = 16
-CHUNK_MAX = 64
+CHUNK_MAX = 32
 CUT = 0x20  # first byte of a digest below this ends a chunk: one item in eight
 MAX_NESTING = 64  # references inside references; real values use fewer than ten
 MAX_CONTAINERS = 1_000_000  # of a whole expanded value, as jsonread limits one file
@@ -115,6 +115,18 @@ def refs_in(tree: Any) -> Iterator[str]:
                 yield digest
             else:
                 stack.extend(node.values())
+
+
+def without_refs(tree: Any) -> Any:
+    """The tree with every reference (``$ref``, ``$chunks``) as null: what validate checks in
+    one file, each object being checked in its own file."""
+    if isinstance(tree, list):
+        return [without_refs(x) for x in tree]
+    if isinstance(tree, dict):
+        if ref_of(tree) is not None or (CHUNKS in tree and len(tree) == 1):
+            return None
+        return {k: without_refs(v) for k, v in tree.items()}
+    return tree
 
 
 LoadObject = Callable[[str], Any]  # digest -> the object's tree, checked against its name
