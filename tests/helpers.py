@@ -25,10 +25,16 @@ from langgraph_checkpoint_repo.layout import Layout
 # the command line
 # ----------------------------------------------------------------------------
 def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
-    """This environment without what would steer the command line behind the test's back
-    (a root from LANGGRAPH_REPO_ROOT, rich's TTY_COMPATIBLE), plus ``env`` (None: removed)."""
-    base = {k: v for k, v in os.environ.items() if k not in ("LANGGRAPH_REPO_ROOT", "TTY_COMPATIBLE")}
+    """This environment without STEERING_ENV, plus ``env`` (None: removed), so the output is
+    the same whoever runs the tests (a terminal, a pipe, an xdist worker)."""
+    base = {k: v for k, v in os.environ.items() if k not in STEERING_ENV}
     return {k: v for k, v in {**base, **(env or {})}.items() if v is not None}
+
+
+#: what would steer the command line behind the test's back: a root from LANGGRAPH_REPO_ROOT,
+#: rich's TTY_COMPATIBLE, and the terminal size (pytest-xdist workers get COLUMNS=80, which
+#: would cut tables short; without it a pipe gets the CLI's own PIPE_WIDTH, as a user's does)
+STEERING_ENV = ("LANGGRAPH_REPO_ROOT", "TTY_COMPATIBLE", "COLUMNS", "LINES")
 
 
 def cli(
@@ -56,7 +62,8 @@ def cli(
 
 def cli_in_process(*args: Any, env: Mapping[str, str | None] | None = None) -> Result:
     """The command line in this process (typer's CliRunner): no interpreter start-up per run."""
-    return CliRunner().invoke(app, [str(a) for a in args], env={"LANGGRAPH_REPO_ROOT": None, **(env or {})})
+    steering: dict[str, str | None] = dict.fromkeys(STEERING_ENV)
+    return CliRunner().invoke(app, [str(a) for a in args], env={**steering, **(env or {})})
 
 
 def one_line_error(proc: Any, code: int, *words: str) -> str:
