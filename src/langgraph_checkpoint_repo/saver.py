@@ -56,6 +56,7 @@ from .errors import (
     UnrevivableValueError,
 )
 from .graph_types import GraphViews, frame_above, graph_allowlist, graph_name
+from .heads import Head, choose, read_heads
 from .jsonread import MAX_FILE_BYTES
 from .layout import find_default_root
 from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
@@ -520,6 +521,22 @@ class RepoSaver(_RepoSaverBase):
             return
         copy_thread_files(self.store, source_thread_id, target_thread_id)
         self._forget(target_thread_id)
+
+    def heads(self, config: RunnableConfig) -> builtins.list[Head]:
+        """The heads of ``config``'s namespace, newest first, settled or not (docs/forks.md)."""
+        return read_heads(self._learn_graph_types(0), config)
+
+    def choose_head(self, config: RunnableConfig) -> RunnableConfig:
+        """Make the head ``config`` names continue, the choice recorded (heads.py, docs/forks.md)."""
+        return choose(self, config)
+
+    async def aheads(self, config: RunnableConfig) -> builtins.list[Head]:
+        """``heads`` in a worker thread."""
+        return await asyncio.to_thread(self._learn_graph_types(0).heads, config)
+
+    async def achoose_head(self, config: RunnableConfig) -> RunnableConfig:
+        """``choose_head`` in a worker thread."""
+        return await asyncio.to_thread(self.choose_head, config)
 
     # ------------------------------------------------------------------
     # history and versions

@@ -2,7 +2,7 @@
 
 Commands are typer functions, one module per group: ``read`` (threads, history, show,
 diff, tasks), ``health`` (validate, fsck), ``render``, ``maintain`` (delete, copy, prune,
-migrate) and ``transfer`` (import, export). What they show is worked out in ``review`` and
+migrate), ``transfer`` (import, export) and ``heads``. What they show is worked out in ``review`` and
 ``checks`` and drawn with rich by ``output`` (the screening console, tables, JSON),
 ``views`` (rich text and tables), ``shape`` (the ``--json`` shapes) and ``markdown``
 (render's Markdown). ``app`` holds the typer app, global options and the mapping of every
@@ -20,6 +20,7 @@ from . import health  # noqa: F401
 from . import render  # noqa: F401
 from . import maintain  # noqa: F401
 from . import transfer  # noqa: F401
+from . import heads  # noqa: F401
 
 # isort: on
 from .app import app, main

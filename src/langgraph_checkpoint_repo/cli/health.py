@@ -13,6 +13,7 @@ from ..checks import thread_folders_for as _thread_folders_for
 from ..errors import (
     BadInputError,
 )
+from ..heads import unsettled_problems
 from .app import (
     PROBLEMS,
     JsonOpt,
@@ -48,6 +49,14 @@ def validate(
             help="Report strings that look like API keys or tokens (masked); on by default.",
         ),
     ] = True,
+    heads: Annotated[
+        bool,
+        typer.Option(
+            "--heads",
+            help="Also fail when a namespace has more than one head nobody chose (CI after a merge; "
+            "docs/forks.md).",
+        ),
+    ] = False,
 ) -> None:
     """Check every file against its schema, every reference, names against contents, and
     that no string looks like an API key or token.
@@ -64,6 +73,8 @@ def validate(
     with _progress(settings, "validating", total) as advance:
         validator = Validator(root, advance, secrets=secrets)
         problems = validator.run(folders)
+    if heads:
+        problems = sorted(set(problems) | set(unsettled_problems(validator.store, folders)))
     if as_json:
         _print_json(
             {

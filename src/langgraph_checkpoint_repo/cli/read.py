@@ -15,6 +15,7 @@ from ..errors import (
     BadInputError,
     NotFoundError,
 )
+from ..heads import unsettled_namespaces
 from ..review import (
     Reader,
     StateView,
@@ -106,8 +107,9 @@ def threads(
     pairs = _meta_pairs(meta or [])
     after = parse_date(since) if since else None
     rows = _matching_threads(reader, waiting_at, has, pairs, after)
+    forked = {s.thread_id: unsettled_namespaces(reader.store, s.thread_id) for s in rows}
     if as_json:
-        _print_json([_summary_json(s) for s in rows])
+        _print_json([{**_summary_json(s), "unsettled_heads": forked[s.thread_id]} for s in rows])
         return
     if not rows:
         settings.err.print(
@@ -115,7 +117,7 @@ def threads(
             + (" match the filters" if (waiting_at or has or pairs or after) else "")
         )
         return
-    _print_table(settings.out, _threads_table(rows))
+    _print_table(settings.out, _threads_table(rows, forked))
 
 
 def _matching_threads(
@@ -154,7 +156,9 @@ def _matching_threads(
     return rows
 
 
-def _threads_table(rows: list[ThreadSummary]) -> Table:
+def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[str]]] | None = None) -> Table:
+    """``forked``: per thread, its namespaces with unsettled heads (column ``unsettled``: how many
+    heads wait for a choice, docs/forks.md)."""
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in (
         "thread",
@@ -163,14 +167,17 @@ def _threads_table(rows: list[ThreadSummary]) -> Table:
         "step",
         "last updated (UTC)",
         "forks",
+        "unsettled",
         "next",
         "waiting",
     ):
         table.add_column(
-            col, justify="right" if col in ("namespaces", "checkpoints", "step", "forks") else "left"
+            col,
+            justify="right" if col in ("namespaces", "checkpoints", "step", "forks", "unsettled") else "left",
         )
     for s in rows:
         waiting = ", ".join(f"{i.task_name}: {present.inline(i.value, 40)}" for i in s.waiting)
+        heads = sum(len(ids) for ids in (forked or {}).get(s.thread_id, {}).values())
         table.add_row(
             Text(s.thread_id, style="bold"),
             str(len(s.namespaces)),
@@ -178,6 +185,7 @@ def _threads_table(rows: list[ThreadSummary]) -> Table:
             "" if s.latest_step is None else str(s.latest_step),
             present.short_time(s.last_updated),
             str(s.forks),
+            Text(str(heads), style="bold red") if heads else "-",
             ", ".join(s.next) or "-",
             Text(waiting or "-", style="yellow" if waiting else ""),
         )

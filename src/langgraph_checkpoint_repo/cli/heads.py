@@ -1,0 +1,131 @@
+"""``heads``: the heads of a thread's namespace, and choosing which one continues
+(docs/forks.md). The rule and the choice are heads.py's; this module only shows them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from .. import present
+from ..heads import scan, unsettled
+from ..review import Reader, is_internal
+from .app import JsonOpt, NsOpt, _reader, _settings, app
+from .output import _print_json, _print_table
+
+
+def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
+    """What a head ends on: the text of the last message in ``messages``, else the channel
+    whose version changed last, shortly (values as stored; what may be constructed is)."""
+    trees = reader.state(thread, ns, cid, revive=False).trees
+    messages = trees.get("messages")
+    if isinstance(messages, list) and messages:
+        return present.message_line(reader.readable(messages[-1]), 120)
+    versions = reader.header(thread, ns, cid)["checkpoint"]["channel_versions"]
+    shown = [c for c in trees if not is_internal(c)]
+    if not shown:
+        return ""
+    channel = max(shown, key=lambda c: str(versions.get(c, "")))
+    return f"{channel}: {present.inline(reader.readable(trees[channel]), 100)}"
+
+
+def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
+    """One row per head, newest first: what ``heads`` prints (the ``--json`` shape)."""
+    states = scan(reader.store, thread, ns)
+    rows = []
+    for n, state in enumerate(states):
+        cid = state.checkpoint_id
+        doc = reader.header(thread, ns, cid)
+        meta = doc["metadata"]
+        rows.append(
+            {
+                "checkpoint_id": cid,
+                "parent_checkpoint_id": doc["parent_checkpoint_id"],
+                "ts": str(doc["checkpoint"]["ts"]),
+                "step": meta.get("step") if isinstance(meta.get("step"), int) else None,
+                "source": meta.get("source") if isinstance(meta.get("source"), str) else None,
+                "settled": state.settled,
+                "continues": n == 0,
+                "last": last_message(reader, thread, ns, cid),
+            }
+        )
+    return rows
+
+
+@app.command(name="heads")
+def heads_command(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    ns: NsOpt = "",
+    choose: Annotated[
+        str | None,
+        typer.Option(
+            "--choose",
+            metavar="CHECKPOINT_ID",
+            help="Make this head (id or unique prefix) continue: writes a checkpoint recording the choice.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
+    their last message; the newest continues. ``--choose`` picks another (docs/forks.md)."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+    if choose is not None:
+        cid = reader.resolve(thread, ns, choose)
+        new = reader.saver.choose_head(
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
+        )
+        new_id = str(new["configurable"]["checkpoint_id"])
+        if as_json:
+            _print_json({"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id})
+            return
+        settings.out.print(new_id)
+        what = "is the only head and continues already" if new_id == cid else f"chosen: {new_id} continues it"
+        settings.err.print(Text(f"{cid} {what}", style="green"))
+        return
+    rows = head_rows(reader, thread, ns)
+    waiting = unsettled(scan(reader.store, thread, ns))
+    if as_json:
+        _print_json(
+            {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "heads": rows,
+                "unsettled": waiting if len(waiting) > 1 else [],
+            }
+        )
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
+        table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")
+    for row in rows:
+        state = "settled" if row["settled"] else "unsettled"
+        if row["continues"]:
+            state += ", continues"
+        table.add_row(
+            Text(row["checkpoint_id"], style="bold" if row["continues"] else ""),
+            present.short_time(row["ts"]),
+            "" if row["step"] is None else str(row["step"]),
+            row["source"] or "",
+            Text(state, style="yellow" if not row["settled"] and len(waiting) > 1 else "dim"),
+            row["last"],
+        )
+    where = f"thread {thread}" + (f" namespace {ns}" if ns else "")
+    title = f"{where}: {len(rows)} head{'s' if len(rows) != 1 else ''}"
+    if len(waiting) > 1:
+        title += f", {len(waiting)} unsettled"
+    settings.out.print(Text(title, style="bold"))
+    _print_table(settings.out, table)
+    if len(waiting) > 1:
+        settings.err.print(
+            Text(
+                f"the newest continues; to continue another: langgraph-repo heads {thread}"
+                + (f" --ns {ns}" if ns else "")
+                + " --choose ID",
+                style="dim",
+            )
+        )
