@@ -254,6 +254,34 @@ def run_fixture_graphs(
 def build_fixture_tree(root: Path) -> None:
     """Write the fixture threads into a new root with this release's format."""
     run_fixture_graphs(RepoSaver(root, durable=False))
+    relay = relay_graph(RepoSaver(root, durable=False))
+    for turn in range(1, RELAY_TURNS + 1):  # since format 3: objects/, chunked lists
+        relay.invoke({"messages": [question(turn)]}, cfg("relay"))
+
+
+def numbered_reply(state: MessagesState) -> dict[str, Any]:
+    """An answer with an id from the question, so the whole conversation is deterministic."""
+    last = state["messages"][-1]
+    return {"messages": [AIMessage(content=f"answer to {last.content}", id=f"ai-{last.id}")]}
+
+
+def relay_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    """The answer comes from a subgraph reached through a ``Send`` that carries the whole
+    conversation: every message shows up in the ``Send``, the tasks channel, its write and a new
+    subgraph namespace on every turn, as in a prebuilt tool-calling agent."""
+    inner = line_graph(MessagesState, None, answer=numbered_reply)
+    g = StateGraph(MessagesState)
+    g.add_node("inner", inner)
+    g.add_conditional_edges(START, lambda s: [Send("inner", {"messages": s["messages"]})])
+    g.add_edge("inner", END)
+    return g.compile(checkpointer=saver)
+
+
+def question(turn: int) -> HumanMessage:
+    return HumanMessage(content=f"turn-{turn}-question", id=f"h-{turn}")
+
+
+RELAY_TURNS = 10
 
 
 def resume_fixture_tree(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:

@@ -8,36 +8,12 @@ from typing import Any
 
 import pytest
 from helpers import cli
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Send
+from langgraph.graph import MessagesState
 
-from graphs import cfg, line_graph
+from graphs import RELAY_TURNS, cfg, line_graph, numbered_reply, question, relay_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.errors import FileFormatError, MissingReferenceError
 from langgraph_checkpoint_repo.objects import object_digest
-
-
-def numbered_reply(state: MessagesState) -> dict[str, Any]:
-    """An answer with an id from the question, so the whole conversation is deterministic."""
-    last = state["messages"][-1]
-    return {"messages": [AIMessage(content=f"answer to {last.content}", id=f"ai-{last.id}")]}
-
-
-def relay_graph(saver: RepoSaver) -> Any:
-    """The answer comes from a subgraph reached through a ``Send`` that carries the whole
-    conversation: every message shows up in the ``Send``, the tasks channel, its write and a new
-    subgraph namespace on every turn, as in a prebuilt tool-calling agent."""
-    inner = line_graph(MessagesState, None, answer=numbered_reply)
-    g = StateGraph(MessagesState)
-    g.add_node("inner", inner)
-    g.add_conditional_edges(START, lambda s: [Send("inner", {"messages": s["messages"]})])
-    g.add_edge("inner", END)
-    return g.compile(checkpointer=saver)
-
-
-def question(turn: int) -> HumanMessage:
-    return HumanMessage(content=f"turn-{turn}-question", id=f"h-{turn}")
 
 
 def data_files(root: Path) -> dict[Path, bytes]:
@@ -202,3 +178,19 @@ def test_copy_thread_copies_its_objects(tmp_path: Path) -> None:
     assert graph.get_state(cfg("u")).values == graph.get_state(cfg("t")).values
     assert len(list((root / "threads" / "u" / "objects").glob("*.json"))) >= 6
     assert cli(root, "validate").returncode == 0
+
+
+def test_the_v3_fixture_tree_reads_its_shared_conversation_and_carries_on(tmp_path: Path) -> None:
+    """The committed version-3 tree: a conversation passed whole through Sends and subgraphs,
+    stored as objects and chunks, read back and continued by this release."""
+    import shutil
+
+    root = tmp_path / ".langgraph"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "v3", root)
+    assert list((root / "threads" / "relay" / "objects").glob("*.json"))
+    assert any(b'"$chunks"' in d for d in data_files(root).values())
+    graph = relay_graph(RepoSaver(root))
+    before = graph.get_state(cfg("relay")).values["messages"]
+    assert [m.content for m in before][::2] == [f"turn-{t}-question" for t in range(1, RELAY_TURNS + 1)]
+    after = graph.invoke({"messages": [question(RELAY_TURNS + 1)]}, cfg("relay"))["messages"]
+    assert after[-1].content == f"answer to turn-{RELAY_TURNS + 1}-question" and after[:-2] == before
