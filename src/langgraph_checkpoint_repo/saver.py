@@ -418,7 +418,7 @@ class RepoSaver(_RepoSaverBase):
                 "parent_checkpoint_id": parent_id,
                 "metadata": writer.tree(get_checkpoint_metadata(config, metadata), target, "/metadata"),
                 "checkpoint": kept,
-                "values": stored.refs,
+                "values": stored.carried,
             }
             if stored.bodies:
                 cdoc["new_values"] = stored.bodies

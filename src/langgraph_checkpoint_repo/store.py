@@ -90,7 +90,7 @@ class FileStore:
         misplaced = place_problem(path, kind, doc)
         if misplaced is not None:
             raise FileFormatError(str(path), *misplaced)
-        self.docs.keep(path, st, doc, read_at)
+        self.docs.keep(path, st, _with_own_refs(self.layout, doc), read_at)
         return doc  # type: ignore[no-any-return]
 
     def load_unchecked(self, path: Path) -> Any:
@@ -99,7 +99,7 @@ class FileStore:
 
     def remember(self, path: Path, doc: dict[str, Any], data: bytes | None = None) -> None:
         """Keep what we just wrote (``data``: its bytes), so the next read need not parse it."""
-        self.docs.remember(path, doc, data)
+        self.docs.remember(path, _with_own_refs(self.layout, doc), data)
 
     def header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
         """The checkpoint document, names checked against its place. FileNotFoundError if absent."""
@@ -294,3 +294,13 @@ class FileStore:
     def check_tree(self, folder: Path, doing: str) -> None:
         """Refuse (RepoCheckpointError) a symlink on the way to ``folder`` or anywhere in it."""
         check_tree(self.layout, folder, doing)
+
+
+def _with_own_refs(layout: Layout, doc: Any) -> Any:
+    """A checkpoint as every reader sees it: ``values`` names every channel, those whose value
+    the file holds itself (``new_values``; format 3 does not repeat them) included."""
+    if isinstance(doc, dict) and doc.get("kind") == "checkpoint" and doc.get("new_values"):
+        own = layout.checkpoint_rel(doc["checkpoint_id"])
+        for channel in doc["new_values"]:
+            doc["values"].setdefault(channel, own)
+    return doc

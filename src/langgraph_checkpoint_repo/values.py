@@ -66,6 +66,12 @@ class NewValues:
     states: dict[str, ListState | None] = field(default_factory=dict)
     large: Prepared = field(default_factory=list)
 
+    @property
+    def carried(self) -> dict[str, str]:
+        """The refs a checkpoint file lists: those of channels it does not hold itself (a
+        channel in ``new_values`` is read from the same file; ``FileStore`` fills it in)."""
+        return {ch: ref for ch, ref in self.refs.items() if ch not in self.bodies}
+
 
 @dataclass
 class ValueWriter:
