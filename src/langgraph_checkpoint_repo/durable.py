@@ -35,6 +35,8 @@ def dump_json(doc: Any) -> bytes:
     entry, so the diff of a turn is about the turn. Each decision is taken on orjson's
     compact output, so the bytes depend on the document alone.
     """
+    if not isinstance(doc, dict | list) or not doc:
+        return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
     out: list[bytes] = []
     _emit(doc, 0, out)
     out.append(b"\n")

@@ -28,6 +28,7 @@ hand-made file cannot loop or expand without end.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -36,6 +37,7 @@ import orjson
 from .errors import FileFormatError
 
 REF = "$ref"
+ID = "$id"
 CHUNKS = "$chunks"
 SHARE_BYTES = 128
 CHUNK_MIN = 16
@@ -45,16 +47,35 @@ MAX_NESTING = 64  # references inside references; real values use fewer than ten
 MAX_CONTAINERS = 1_000_000  # of a whole expanded value, as jsonread limits one file
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def object_digest(tree: Any) -> str:
     """sha256 of a tree's compact, key-sorted JSON: the name of its object file."""
     return hashlib.sha256(orjson.dumps(tree, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def ref_of(tree: Any) -> str | None:
-    """The digest a ``{"$ref": digest}`` node names, else None."""
-    if isinstance(tree, dict) and len(tree) == 1 and REF in tree and isinstance(tree[REF], str):
-        return tree[REF]
+    """The digest a ``{"$ref": digest}`` (or ``{"$ref": digest, "$id": id}``) node names, else None."""
+    if (
+        isinstance(tree, dict)
+        and isinstance(tree.get(REF), str)
+        and (len(tree) == 1 or (len(tree) == 2 and isinstance(tree.get(ID), str)))
+    ):
+        return tree[REF]  # type: ignore[no-any-return]
     return None
+
+
+def _without_id(tree: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A model with a string ``id`` field (a message) as shared: id null, the id apart.
+
+    ``add_messages`` gives an id to a message that has none, so the node's write holds the
+    message without an id and the channel the same message with one; stored apart from its
+    id, both are one object (and a reference carries the id as ``$id``)."""
+    fields = tree.get("$fields")
+    if isinstance(fields, dict) and isinstance(fields.get("id"), str):
+        return {**tree, "$fields": {**fields, "id": None}}, fields["id"]
+    return tree, None
 
 
 class Sharer:
@@ -73,9 +94,11 @@ class Sharer:
         if isinstance(tree, dict):
             out = {k: self.share(v) for k, v in tree.items()}
             if "$type" in out:
-                data = orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
+                anon, ident = _without_id(out)
+                data = orjson.dumps(anon, option=orjson.OPT_SORT_KEYS)
                 if len(data) >= SHARE_BYTES:
-                    return self._store(out, hashlib.sha256(data).hexdigest())
+                    ref = self._store(anon, hashlib.sha256(data).hexdigest())
+                    return ref if ident is None else {**ref, ID: ident}
             return out
         return tree
 
@@ -135,9 +158,11 @@ LoadObject = Callable[[str], Any]  # digest -> the object's tree, checked agains
 class Expander:
     """Puts shared subtrees back into a tree, for one file's value at a time."""
 
-    def __init__(self, load: LoadObject, where: str, done: dict[str, tuple[Any, int]] | None = None) -> None:
+    def __init__(
+        self, load: LoadObject, path: str, pointer: str, done: dict[str, tuple[Any, int]] | None = None
+    ) -> None:
         self._load = load
-        self._where = where  # the file (and pointer) the value is read from, for errors
+        self._path, self._pointer = path, pointer or "/"  # where the value is read from, for errors
         # digest -> (expanded tree, containers); may be kept across calls for one thread:
         # an object never changes under its name, so what was checked once stays true
         self._done: dict[str, tuple[Any, int]] = {} if done is None else done
@@ -151,9 +176,7 @@ class Expander:
     def _count(self, weight: int) -> None:
         self._containers += weight
         if self._containers > MAX_CONTAINERS:
-            raise FileFormatError(
-                self._where, "/", f"expands to over {MAX_CONTAINERS:,} arrays and objects through objects/"
-            )
+            raise self._error(f"expands to over {MAX_CONTAINERS:,} arrays and objects through objects/")
 
     def _expand(self, tree: Any, nesting: int) -> tuple[Any, int]:
         if isinstance(tree, list):
@@ -167,7 +190,13 @@ class Expander:
             return tree, 0
         digest = ref_of(tree)
         if digest is not None:
-            return self._object(digest, nesting)
+            found, weight = self._object(digest, nesting)
+            if ID in tree:
+                fields = found.get("$fields") if isinstance(found, dict) else None
+                if not isinstance(fields, dict) or "id" not in fields:
+                    raise self._error(f"$id given, but object {digest} is not a model with an id field")
+                found = {**found, "$fields": {**fields, "id": tree[ID]}}
+            return found, weight
         if CHUNKS in tree and len(tree) == 1:
             return self._chunks(tree[CHUNKS], nesting)
         out, weight = {}, 1
@@ -180,26 +209,29 @@ class Expander:
         done = self._done.get(digest)
         if done is not None:
             return done  # its weight counts again in the parent: each use is a copy once revived
+        if not _DIGEST.fullmatch(digest):
+            raise self._error(f"{digest!r} is not a sha256 digest")
         if nesting >= MAX_NESTING:
-            raise FileFormatError(
-                self._where, "/", f"objects refer to objects more than {MAX_NESTING} levels deep"
-            )
+            raise self._error(f"objects refer to objects more than {MAX_NESTING} levels deep")
         done = self._expand(self._load(digest), nesting + 1)
         self._done[digest] = done
         return done
 
     def _chunks(self, refs: Any, nesting: int) -> tuple[list[Any], int]:
         if not isinstance(refs, list):
-            raise FileFormatError(self._where, "/", "$chunks is not a list of references")
+            raise self._error("$chunks is not a list of references")
         out: list[Any] = []
         weight = 1
         for r in refs:
             digest = ref_of(r)
             if digest is None:
-                raise FileFormatError(self._where, "/", "$chunks holds something other than a reference")
+                raise self._error("$chunks holds something other than a reference")
             part, w = self._object(digest, nesting)
             if not isinstance(part, list):
-                raise FileFormatError(self._where, "/", f"chunk object {digest} is not a list")
+                raise self._error(f"chunk object {digest} is not a list")
             out.extend(part)
             weight += w
         return out, weight
+
+    def _error(self, message: str) -> FileFormatError:
+        return FileFormatError(self._path, self._pointer, message)

@@ -202,19 +202,19 @@ class ValueResolver:
     def expand(self, tree: Any, holder: Path, pointer: str) -> Any:
         """A stored tree with the subtrees it shares through ``objects/`` put back."""
         tdir = self._thread_dir(holder)
-        where = f"{holder} at {pointer}" if pointer else str(holder)
         done = self._objects.get(tdir)
         if done is None or len(done) > CACHE_ENTRIES * 16:
             done = self._objects[tdir] = {}
-        return Expander(partial(self._load_object, tdir, where), where, done).expand(tree)
+        load = partial(self._load_object, tdir, holder, pointer)
+        return Expander(load, str(holder), pointer, done).expand(tree)
 
-    def _load_object(self, tdir: Path, referrer: str, digest: str) -> Any:
+    def _load_object(self, tdir: Path, holder: Path, pointer: str, digest: str) -> Any:
         """One object's tree, checked against its name (a hand edit cannot pass as the original)."""
         path = tdir / OBJECTS / f"{digest}.json"
         try:
             doc = self._read_doc(path, "object")
         except FileNotFoundError:
-            raise MissingReferenceError(referrer, "/", f"object {path} is missing") from None
+            raise MissingReferenceError(str(holder), pointer or "/", f"object {path} is missing") from None
         if doc["sha256"] != digest or object_digest(doc["tree"]) != digest:
             raise FileFormatError(str(path), "/sha256", "content does not match its sha256 name")
         return doc["tree"]
