@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
@@ -41,9 +41,14 @@ def user_message(turn: int) -> HumanMessage:
 
 
 @tool
-def lookup_order(order_id: str) -> str:
+def lookup_order(order_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
     """Look up an order's shipping status by its id."""
-    return f"Order {order_id}: shipped, arriving in {len(order_id) % 5 + 2} days."
+    text = f"Order {order_id}: shipped, arriving in {len(order_id) % 5 + 2} days."
+    # A ToolMessage with an id of its own: one left without gets a random id from add_messages,
+    # which mutates it in place while a background thread may be serialising the same write.
+    return ToolMessage(
+        content=text, name="lookup_order", tool_call_id=tool_call_id, id=f"tool-{tool_call_id}"
+    )
 
 
 TOOLS: tuple[BaseTool, ...] = (lookup_order,)
