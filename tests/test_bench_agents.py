@@ -38,7 +38,9 @@ def test_turns_sets_the_number_of_turns_of_every_graph(result: dict[str, Any]) -
                 assert len(per[name][key]) == TURNS, (name, key)
 
 
-def test_every_repo_turn_adds_text_files_that_hold_the_turns_user_text(result: dict[str, Any]) -> None:
+def test_every_repo_turn_adds_text_files_that_hold_the_turns_user_text_and_adds_up_by_folder(
+    result: dict[str, Any],
+) -> None:
     for graph, per in result["agents"]["graphs"].items():
         repo = per[REPO]
         assert all(b > 0 for b in repo["bytes"]), graph
@@ -46,6 +48,8 @@ def test_every_repo_turn_adds_text_files_that_hold_the_turns_user_text(result: d
         assert all(n is not None and n > 0 for n in repo["lines"]), graph
         assert all(c >= 1 for c in repo["copies"]), graph
         assert [sum(kinds.values()) for kinds in repo["by_kind"]] == repo["bytes"], graph
+        assert [sum(kinds.values()) for kinds in repo["lines_by_kind"]] == repo["lines"], graph
+        assert [sum(kinds.values()) for kinds in repo["copies_by_kind"]] == repo["copies"], graph
 
 
 def test_sqlite_turns_are_binary_commits_whose_blobs_hold_the_users_text(result: dict[str, Any]) -> None:

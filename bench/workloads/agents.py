@@ -104,18 +104,28 @@ def _run_graph(
 
 
 def _repo_turn(work: Path, env: dict[str, str], mark: str) -> dict[str, Any]:
-    """The files this turn added to the index: their bytes, by kind, and the marker's copies."""
+    """The files this turn added to the index: their bytes, lines and copies of the marker, by kind."""
     added = [
         p for p in git(work, env, "diff", "--cached", "--name-only", "--diff-filter=A", "-z").split("\0") if p
     ]
-    total = copies = 0
     by_kind: Counter[str] = Counter()
+    copies_by_kind: Counter[str] = Counter()
     for rel in added:
         data = (work / rel).read_bytes()
-        total += len(data)
         by_kind[_kind(rel)] += len(data)
-        copies += data.count(mark.encode())
-    return {"bytes": total, "files_added": len(added), "copies": copies, "by_kind": dict(by_kind)}
+        copies_by_kind[_kind(rel)] += data.count(mark.encode())
+    lines_by_kind: Counter[str] = Counter()
+    for line in git(work, env, "diff", "--cached", "--numstat", "--no-renames").splitlines():
+        lines, _, rel = line.split("\t", 2)
+        lines_by_kind[_kind(rel)] += int(lines) if lines != "-" else 0
+    return {
+        "bytes": sum(by_kind.values()),
+        "files_added": len(added),
+        "copies": sum(copies_by_kind.values()),
+        "by_kind": dict(by_kind),
+        "lines_by_kind": dict(lines_by_kind),
+        "copies_by_kind": {k: v for k, v in copies_by_kind.items() if v},
+    }
 
 
 def _kind(rel: str) -> str:
@@ -151,6 +161,8 @@ def _summarise(work: Path, env: dict[str, str], empty: int, turns: list[dict[str
         "lines": [None if c["binary"] else c["added"] for c in commits],
         "copies": [t["copies"] for t in turns],
         "by_kind": [t.get("by_kind", {}) for t in turns],
+        "lines_by_kind": [t.get("lines_by_kind", {}) for t in turns],
+        "copies_by_kind": [t.get("copies_by_kind", {}) for t in turns],
         "turn_ms": [ns / 1e6 for ns in times],
         "median_ms": median_ms(times),
         "git_dir_bytes_empty": empty,
@@ -314,15 +326,32 @@ def _opt(v: Any) -> str:
 
 
 def _where(result: Result) -> str:
-    """Where a RepoSaver turn's bytes go: the files it added, by folder, at turn 3 and the last."""
+    """Where a RepoSaver turn's bytes, lines and copies go: the files it added, by folder (``ns/`` for
+    a subgraph's), at turn 3 and the last."""
     n = result["turns"]
-    lines = ["Where a RepoSaver turn's bytes go (KB by folder of the added files; files added):\n"]
+    intro = (
+        "Where a RepoSaver turn goes, by folder of the files it added (`ns/...`: a subgraph's "
+        "namespace): KB, git lines, copies of the turn's user text, and the number of files.\n"
+    )
     rows_: list[list[str]] = []
     for graph, per in result["graphs"].items():
         s = per[REPO]
         for t in sorted({min(3, n), n}):
-            kinds = at(s["by_kind"], t) or {}
-            cells = ", ".join(f"{k} {kb(v)}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
-            rows_.append([graph, str(t), cells, _opt(at(s["files"], t))])
-    lines.append(md_table(["Graph", "Turn", "KB by folder", "files"], "lrlr", rows_))
-    return "\n".join(lines)
+            rows_.append(
+                [
+                    graph,
+                    str(t),
+                    _by_kind(at(s["by_kind"], t), kb),
+                    _by_kind(at(s["lines_by_kind"], t), _opt),
+                    _by_kind(at(s["copies_by_kind"], t), _opt),
+                    _opt(at(s["files"], t)),
+                ]
+            )
+    head = ["Graph", "Turn", "KB by folder", "lines by folder", "copies by folder", "files"]
+    return intro + "\n" + md_table(head, "lrlllr", rows_)
+
+
+def _by_kind(kinds: dict[str, int] | None, shown: Callable[[Any], str]) -> str:
+    """``checkpoints 12.5, writes 4.8``: largest first."""
+    ordered = sorted((kinds or {}).items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {shown(v)}" for k, v in ordered) or "n/a"
