@@ -44,6 +44,7 @@ class Sizes:
     cold_repeats: int
     list_calls: int
     git_turns: int
+    agent_turns: int
 
 
 FULL = Sizes(
@@ -55,6 +56,7 @@ FULL = Sizes(
     cold_repeats=7,
     list_calls=50,
     git_turns=30,
+    agent_turns=30,
 )
 QUICK = Sizes(
     chat_threads=2,
@@ -65,6 +67,7 @@ QUICK = Sizes(
     cold_repeats=3,
     list_calls=10,
     git_turns=5,
+    agent_turns=5,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -75,6 +78,7 @@ TINY = Sizes(
     cold_repeats=1,
     list_calls=2,
     git_turns=4,
+    agent_turns=3,
 )
 
 

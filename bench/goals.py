@@ -191,3 +191,109 @@ GOALS: tuple[Goal, ...] = (
 def check_goals(results: Result) -> list[GoalResult]:
     """Every goal whose workload ran, in the order of ``GOALS``."""
     return [g.check(results[g.workload]) for g in GOALS if results.get(g.workload)]
+
+
+# ----------------------------------------------------------------------------
+# agents (issue 13): what one turn of a real agent writes
+# ----------------------------------------------------------------------------
+def _per_graph(result: Result, value: Callable[[Result], float | None]) -> dict[str, float | None]:
+    """``value`` of RepoSaver's results for each graph of the agents workload."""
+    return {graph: value(per[REPO]) for graph, per in result["graphs"].items()}
+
+
+def _worst(
+    values: dict[str, float | None], worst: Callable[[list[float]], float], shown: Callable[[float], str]
+) -> Measure:
+    """The worst graph's value, and every graph's."""
+    known = [v for v in values.values() if v is not None]
+    cell = ", ".join(f"{g} {'n/a' if v is None else shown(v)}" for g, v in values.items())
+    return Measure(worst(known) if len(known) == len(values) else None, cell)
+
+
+def _agent_copies(result: Result) -> Measure:
+    """Copies must be exactly one: the worst graph is the one farthest from one, either way."""
+    spread = _per_graph(result, lambda s: max(s["copies"], key=lambda c: abs(c - 1)))
+    return _worst(spread, lambda vs: max(vs, key=lambda c: abs(c - 1)), lambda v: f"{v:g}")
+
+
+def _agent_flat(result: Result) -> Measure:
+    turns = result["turns"]
+    flat = _per_graph(result, lambda s: ratio(s["bytes"][turns - 1], s["bytes"][2]) if turns >= 3 else None)
+    return _worst(flat, max, fmt_ratio)
+
+
+def _create_agent_max(key: str, scale: int, unit: str, digits: int) -> Callable[[Result], Measure]:
+    """The largest turn of ``create_agent`` under RepoSaver, in ``unit`` (bytes divided by ``scale``)."""
+
+    def measure(result: Result) -> Measure:
+        values = [v for v in result["graphs"]["create_agent"][REPO][key] if v is not None]
+        if not values:
+            return Measure(None, "n/a")
+        top = max(values) / scale
+        turn = values.index(max(values)) + 1
+        last = values[-1] / scale
+        return Measure(
+            top, f"largest turn {top:,.{digits}f} {unit} (turn {turn}); last turn {last:,.{digits}f} {unit}"
+        )
+
+    return measure
+
+
+def _agent_git(result: Result) -> Measure:
+    def growth(saver: str) -> dict[str, float]:
+        return {g: per[saver]["git_growth_bytes"] for g, per in result["graphs"].items()}
+
+    repo, sqlite = growth(REPO), growth(SQLITE)
+    ratios = {g: ratio(repo[g], sqlite[g]) for g in repo}
+    m = _worst(ratios, max, fmt_ratio)
+    kb = ", ".join(f"{g} {repo[g] / 1024:,.0f} KB vs {sqlite[g] / 1024:,.0f} KB" for g in repo)
+    return Measure(m.value, f"{m.shown} ({kb})")
+
+
+AGENT_COPIES = Goal(
+    key="agent_copies",
+    workload="agents",
+    subject=f"copies of a turn's user text in what {REPO} wrote that turn (worst graph, worst turn)",
+    compare="==",
+    threshold=1,
+    unit="",
+    measure=_agent_copies,
+)
+AGENT_FLAT = Goal(
+    key="agent_flat",
+    workload="agents",
+    subject=f"{REPO} bytes written at turn {{turns}} (worst graph)",
+    compare="<=",
+    threshold=1.3,
+    unit="x turn 3",
+    measure=_agent_flat,
+)
+AGENT_BYTES = Goal(
+    key="agent_bytes",
+    workload="agents",
+    subject=f"create_agent: {REPO} bytes written by a turn (largest of {{turns}})",
+    compare="<=",
+    threshold=8,
+    unit=" KB",
+    measure=_create_agent_max("bytes", 1024, "KB", 1),
+)
+AGENT_LINES = Goal(
+    key="agent_lines",
+    workload="agents",
+    subject=f"create_agent: git lines a {REPO} turn adds (largest of {{turns}})",
+    compare="<=",
+    threshold=250,
+    unit=" lines",
+    measure=_create_agent_max("lines", 1, "lines", 0),
+)
+AGENT_GIT = Goal(
+    key="agent_git",
+    workload="agents",
+    subject=f"agents: {REPO} .git growth after git gc (worst graph)",
+    compare="<=",
+    threshold=1,
+    unit=f"x {SQLITE}",
+    measure=_agent_git,
+)
+
+GOALS += (AGENT_COPIES, AGENT_FLAT, AGENT_BYTES, AGENT_LINES, AGENT_GIT)

@@ -14,6 +14,9 @@ Workloads (``bench/workloads``):
 3. ``list(config, filter={"step": k})`` in the 5,000-checkpoint thread.
 4. bytes on disk after the chat workload.
 5. git growth: commit the saver's files to a fresh git repository after every turn.
+6. agents: ``create_agent``, ``create_react_agent`` and a subgraph graph with a fake tool-calling
+   model; what each turn writes (bytes, files, git lines, copies of the user's text), beside
+   SqliteSaver, each turn committed to git (``--turns``).
 
 The goals are in ``bench/goals.py``.
 
@@ -70,6 +73,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=",".join(NAMES),
         help=f"comma-separated subset of {','.join(NAMES)} (chat includes bytes on disk)",
     )
+    p.add_argument("--turns", type=int, default=None, help="user turns of the agents workload")
     p.add_argument("--keep-tmp", action="store_true", help="leave the temp data for inspection")
     args = p.parse_args(argv)
     args.only = [w.strip() for w in args.only.split(",") if w.strip()]
@@ -82,6 +86,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def run_all(args: argparse.Namespace, argv: Sequence[str]) -> Result:
     """Machine info, then every chosen workload in registry order, in one temp folder."""
     sizes = TINY if args.tiny else QUICK if args.quick else FULL
+    if args.turns is not None:
+        sizes = dataclasses.replace(sizes, agent_turns=args.turns)
     started = time.time()
     results: Result = {
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from bench.common import Result, Sizes
 from bench.report import Row
-from bench.workloads import chat, depth, git
+from bench.workloads import agents, chat, depth, git
 
 
 class Workload(Protocol):
@@ -27,5 +27,5 @@ class Workload(Protocol):
     def details(self, result: Result, sizes: dict[str, int]) -> str: ...
 
 
-WORKLOADS: tuple[Workload, ...] = (chat, depth, git)
+WORKLOADS: tuple[Workload, ...] = (chat, depth, git, agents)
 """In the order they run and appear in the report."""
