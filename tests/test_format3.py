@@ -194,3 +194,25 @@ def test_the_v3_fixture_tree_reads_its_shared_conversation_and_carries_on(tmp_pa
     assert [m.content for m in before][::2] == [f"turn-{t}-question" for t in range(1, RELAY_TURNS + 1)]
     after = graph.invoke({"messages": [question(RELAY_TURNS + 1)]}, cfg("relay"))["messages"]
     assert after[-1].content == f"answer to turn-{RELAY_TURNS + 1}-question" and after[:-2] == before
+
+
+def test_a_message_without_an_id_is_one_object_before_and_after_add_messages_gives_it_one(
+    tmp_path: Path,
+) -> None:
+    """The node's write holds the message as sent (no id), the channel the same message with
+    the id ``add_messages`` gave it: one object, the id on the reference."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    root = tmp_path / ".langgraph"
+    graph = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage("plain answer")]})
+    graph.invoke({"messages": [HumanMessage("a question without an id")]}, cfg("t"))
+    files = data_files(root)
+    assert [p.parent.name for p, d in files.items() if b"a question without an id" in d] == ["objects"]
+    assert [p.parent.name for p, d in files.items() if b"plain answer" in d] == ["objects"]
+    first = graph.get_state(cfg("t")).values["messages"]
+    assert all(isinstance(m.id, str) and m.id for m in first)
+    again = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {}).get_state(cfg("t")).values["messages"]
+    assert [(m.id, m.content) for m in again] == [(m.id, m.content) for m in first]
+    ident = first[0].id.encode()
+    holders = {p.parent.name for p, d in files.items() if ident in d}
+    assert "objects" not in holders and "checkpoints" in holders, "the id is on the references"
