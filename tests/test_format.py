@@ -23,7 +23,13 @@ from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSa
 from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
-KIND_OF_FOLDER = {"checkpoints": "checkpoint", "writes": "writes", "large": "large_value", "values": "value"}
+KIND_OF_FOLDER = {
+    "checkpoints": "checkpoint",
+    "writes": "writes",
+    "large": "large_value",
+    "values": "value",
+    "objects": "object",
+}
 TOPIC = "TOPIC-7f3a-only-once"
 BIG_REPORT = "".join(f"line {i:05d}: the quarterly numbers, in full detail\n" for i in range(400))
 
@@ -69,8 +75,31 @@ def json_files(root: Path) -> list[Path]:
     return sorted(p for p in (root / "threads").rglob("*.json") if p.is_file())
 
 
+WIDTH = 100
+
+
 def canonical(doc: Any) -> bytes:
-    return (json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """Sorted keys, 2-space indent, UTF-8, a final newline, and each array or object that fits
+    in 100 columns (indent and key included) on one line with ", " and ": " (docs/format.md)."""
+
+    def one_line(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+    def emit(x: Any, indent: int, lead: int) -> str:
+        if not isinstance(x, dict | list) or not x:
+            return one_line(x)
+        flat = one_line(x)
+        if indent + lead + len(flat.encode("utf-8")) <= WIDTH:
+            return flat
+        pad = " " * (indent + 2)
+        if isinstance(x, list):
+            inner = [pad + emit(v, indent + 2, 0) for v in x]
+            return "[\n" + ",\n".join(inner) + "\n" + " " * indent + "]"
+        keys = [(json.dumps(k, ensure_ascii=False) + ": ", k) for k in sorted(x)]
+        inner = [pad + name + emit(x[k], indent + 2, len(name.encode("utf-8"))) for name, k in keys]
+        return "{\n" + ",\n".join(inner) + "\n" + " " * indent + "}"
+
+    return (emit(doc, 0, 0) + "\n").encode("utf-8")
 
 
 def schema_validators() -> dict[str, Draft202012Validator]:
@@ -447,7 +476,13 @@ def test_warm_reader_sees_same_size_edit_that_keeps_mtime(root: Path) -> None:
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("folder", ["checkpoints", "writes"])
 @pytest.mark.parametrize(
-    ("version", "hint"), [(3, "written by a newer release"), (1, "langgraph-repo migrate"), (0, "migrate")]
+    ("version", "hint"),
+    [
+        (SCHEMA_VERSION + 1, "written by a newer release"),
+        (SCHEMA_VERSION - 1, "langgraph-repo migrate"),
+        (1, "langgraph-repo migrate"),
+        (0, "migrate"),
+    ],
 )
 def test_unknown_schema_version_is_refused_with_advice(
     root: Path, folder: str, version: int, hint: str
@@ -487,7 +522,9 @@ def test_unchanged_channel_value_is_written_once(root: Path) -> None:
     later = [json.loads(p.read_bytes()) for p in json_files(root) if p.parent.name == "checkpoints"]
     refs = {doc["values"]["topic"] for doc in later if "topic" in doc["values"]}
     assert refs == {holder_ref}
-    assert len([d for d in later if "topic" in d["values"]]) == 4 * 6 - 1  # all but turn 1's input checkpoint
+    # every checkpoint but turn 1's input has the topic: the holder in its new_values (format 3
+    # does not list a file's own values in its "values"), all later ones by a ref to the holder
+    assert len([d for d in later if "topic" in d["values"]]) == 4 * 6 - 2
     # the only other copies are turn 1's input: the __start__ value and the input task's pending write
     containing = files_containing(root, TOPIC)
     assert containing <= after_first_turn
@@ -530,11 +567,8 @@ def test_appended_messages_store_only_what_was_appended(root: Path) -> None:
     assert added[29] <= 1.5 * added[2], added
     text = "first reply in turn 001"
     holders = files_containing(root, text)
-    in_checkpoints = {p for p in holders if p.parent.name == "checkpoints"}
-    in_writes = {p for p in holders if p.parent.name == "writes"}
-    assert len(in_checkpoints) == 1  # stored once as an appended item
-    assert len(in_writes) == 1  # plus the pending write of the task that produced it
-    assert holders == in_checkpoints | in_writes
+    # stored once (format 3: in objects/), referred to by the appended item and the pending write
+    assert [p.parent.name for p in holders] == ["objects"]
     bodies = message_holders(root)
     assert len(bodies["value"]) == 1 and len(bodies["append"]) == 89
     assert all(len(b["append"]["items"]) == 1 for b in bodies["append"])
@@ -548,9 +582,11 @@ def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(root: Path)
     bodies = message_holders(root)
     assert len(bodies["value"]) == 2
     assert max(b["append"]["depth"] for b in bodies["append"]) == 64
-    stored = {p for p in files_containing(root, "first reply in turn 001") if p.parent.name != "writes"}
-    # the original append item, and the snapshot (over large_value_bytes by then, so in large/)
-    assert sorted(p.parent.name for p in stored) == ["checkpoints", "large"]
+    stored = files_containing(root, "first reply in turn 001")
+    # the message is stored once (objects/); the snapshot refers to it through its chunks
+    assert [p.parent.name for p in stored] == ["objects"]
+    snapshot = bodies["value"][1]["value"]
+    assert "$chunks" in snapshot["json"] or "$chunks" in json.dumps(snapshot)
     tup = RepoSaver(root).get_tuple(cfg("chat"))
     assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 90
 

@@ -92,7 +92,7 @@ def validators() -> dict[str, Draft202012Validator]:
     registry: Registry[Any] = Registry().with_resources(
         (doc["$id"], Resource.from_contents(doc)) for doc in docs.values()
     )
-    kinds = ("checkpoint", "writes", "value", "large_value")
+    kinds = ("checkpoint", "writes", "value", "large_value", "object")
     return {k: Draft202012Validator(docs[f"{k}.schema.json"], registry=registry) for k in kinds}
 
 

@@ -109,6 +109,18 @@ def at_latest(change: Callable[[Path], None], says: str, pointer: str = "/") -> 
     return mutate
 
 
+def at_message_object(change: Callable[[Path], None], says: str, pointer: str = "/") -> Mutation:
+    """Damage the object file (format 3: each message once, in objects/) of the newest message."""
+
+    def mutate(tdir: Path) -> Planted:
+        held = [p for p in (tdir / "objects").glob("*.json") if b'"content": ' in p.read_bytes()]
+        path = max(held, key=lambda p: p.stat().st_mtime_ns)
+        change(path)
+        return Planted(path, says, path, pointer, says)
+
+    return mutate
+
+
 def _junk(path: Path) -> None:
     with open(path, "wb") as fh:
         fh.write(b'{"kind": "checkpoint", ')
@@ -235,7 +247,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
     ),
     "duplicate-key-in-value": (
         "chat",
-        at_latest(
+        at_message_object(
             lambda p: replace_once(p, b'"content": ', b'"content": "planted",\n"content": '),
             "duplicate key 'content'",
         ),

@@ -84,13 +84,14 @@ def test_default_redaction_removes_each_pattern_from_messages_metadata_and_write
 
     root = tmp_path / "state"
     assert files_containing(root, secret) == []
-    # where the secret would have been: the checkpoint's messages and metadata, the writes
-    # of the "reply" node (its echo) and of the input
+    # where the secret would have been: the checkpoint's metadata, and the messages (format 3:
+    # each stored once in objects/, the user's and the echo the "reply" node wrote)
     marker = f"[REDACTED:{kind}]"
     checkpoints = [p.read_text() for p in (root / "threads/t/checkpoints").iterdir()]
-    writes = [p.read_text() for p in (root / "threads/t/writes").iterdir()]
+    objects = [p.read_text() for p in (root / "threads/t/objects").iterdir()]
     assert any(marker in t and '"caller_token"' in t for t in checkpoints)
-    assert any(f"echo: {text_with(kind, marker)}"[:40] in t for t in writes)
+    assert any(f"echo: {text_with(kind, marker)}"[:40] in t for t in objects)
+    assert any(text_with(kind, marker)[:40] in t and "echo: " not in t for t in objects)
     state = graph.get_state(cfg("t")).values["messages"]
     assert [m.content for m in state] == [text_with(kind, marker), "echo: " + text_with(kind, marker)]
     assert graph.get_state(cfg("t")).metadata["caller_token"] == text_with(kind, marker)
@@ -118,9 +119,10 @@ def test_large_values_are_redacted_before_their_file_is_named(tmp_path: Path) ->
     secret = SECRETS["openai-key"]
     graph = chat_graph(RepoSaver(tmp_path, durable=False))
     graph.invoke({"messages": [HumanMessage(content=f"{secret} {BIG_TEXT}")]}, cfg("t"))
-    large = list((tmp_path / "threads/t/large").iterdir())
-    assert large, "the message should have gone to large/"
-    assert any("[REDACTED:openai-key] 0123" in p.read_text() for p in large)
+    # format 3: a message is an object whatever its size, named by the hash of its redacted tree
+    held = list((tmp_path / "threads/t/objects").iterdir())
+    assert held, "the message should have gone to objects/"
+    assert any("[REDACTED:openai-key] 0123" in p.read_text() for p in held)
     assert files_containing(tmp_path, secret) == []
     assert Validator(tmp_path).run() == []  # names still match the sha256 of the content
 
@@ -270,15 +272,11 @@ def test_validate_reports_a_planted_secret_by_file_and_pointer_without_printing_
     assert secret[:12] not in proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines and all("looks like an OpenAI API key (sk-p…)" in line for line in lines)
-    # one line per place: the checkpoint's message and each writes file that carries it
+    # one line per place: each message holding it (the user's and the echo) is stored once
+    # (format 3: objects/), named with its pointer
     places = {tuple(line.split(": ", 2)[:2]) for line in lines}
-    step0 = sorted((tmp_path / "threads/t/checkpoints").iterdir())[1]  # the one that added messages
-    assert any(
-        path.endswith(f"threads/t/checkpoints/{step0.name}")
-        and pointer == "/new_values/messages/value/json/0/$fields/content"
-        for path, pointer in places
-    ), places
-    assert any("/writes/" in line for line in lines)
+    assert len(places) == len(lines) == 2, lines
+    assert all("/threads/t/objects/" in path and pointer == "/tree/$fields/content" for path, pointer in places)
 
     assert cli(tmp_path, "validate", "--no-secrets").returncode == 0
     problems = Validator(tmp_path, secrets=False).run()

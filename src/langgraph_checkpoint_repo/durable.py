@@ -9,6 +9,7 @@ no file or the whole file. Batches fsync each touched folder once.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import stat
@@ -43,13 +44,18 @@ def dump_json(doc: Any) -> bytes:
     return b"".join(out)
 
 
-def _emit(node: Any, indent: int, out: list[bytes]) -> None:
+def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
+    """One value at ``indent`` after ``lead`` columns of key: an array or object on one line
+    (``", "`` and ``": "`` between members, as a person writes it) when it fits."""
     if isinstance(node, dict | list) and node:
         if len(node) * 4 <= LINE_WIDTH:
-            flat = orjson.dumps(node, option=orjson.OPT_SORT_KEYS)
-            if len(flat) + indent <= LINE_WIDTH:
-                out.append(flat)
-                return
+            room = LINE_WIDTH - indent - lead
+            if len(orjson.dumps(node)) <= room:  # compact is never longer: a cheap test first
+                flat = json.dumps(node, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+                data = flat.encode("utf-8")
+                if len(data) <= room:
+                    out.append(data)
+                    return
         pad = b"\n" + b" " * (indent + 2)
         if isinstance(node, list):
             out.append(b"[")
@@ -61,8 +67,9 @@ def _emit(node: Any, indent: int, out: list[bytes]) -> None:
         out.append(b"{")
         for i, key in enumerate(sorted(node)):
             out.append(pad if i == 0 else b"," + pad)
-            out.append(orjson.dumps(key) + b": ")
-            _emit(node[key], indent + 2, out)
+            name = orjson.dumps(key) + b": "
+            out.append(name)
+            _emit(node[key], indent + 2, out, len(name))
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))
