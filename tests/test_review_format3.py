@@ -569,3 +569,96 @@ def test_two_git_branches_that_continue_a_thread_merge_without_conflict(tmp_path
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert cli(root, "validate").returncode in (0, 1)
     assert relay_graph(RepoSaver(root)).get_state(cfg("t")) is not None
+
+
+# ----------------------------------------------------------------------------
+# writes through symlinks; secrets; what a put writes can be read back
+# ----------------------------------------------------------------------------
+def test_a_put_never_writes_object_files_through_a_symlinked_objects_folder(tmp_path: Path) -> None:
+    """A hostile pull request turns threads/t/objects into a symlink to a folder outside the
+    root: the next run must not write the conversation there."""
+    root = one_turn_root(tmp_path)
+    real = objects_dir(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(real)
+    os.symlink(elsewhere, real)
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    try:
+        graph.invoke({"messages": [question(2)]}, cfg("u"))  # another thread: fine
+        with pytest.raises(RepoCheckpointError):
+            graph.invoke({"messages": [HumanMessage("secret plans " * 20, id="s")]}, cfg("t"))
+    finally:
+        assert list(elsewhere.iterdir()) == []
+
+
+def test_secrets_in_messages_never_reach_object_files_and_validate_finds_planted_ones(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    graph.invoke({"messages": [HumanMessage(f"my key is {key} please keep it " * 3, id="k")]}, cfg("t"))
+    assert not any(key.encode() in d for d in data_files(root).values())
+    plant(root, {"$type": ["x", "Y"], "$kwargs": {"note": f"leaked {key} " * 3}})
+    out = cli(root, "validate")
+    assert out.returncode == 1 and "objects" in out.stdout
+
+
+import operator  # noqa: E402
+from typing import Annotated  # noqa: E402
+
+from langchain_core.messages import AnyMessage  # noqa: E402
+
+
+class DocState(TypedDict, total=False):
+    docs: list[AnyMessage]
+    results: Annotated[list[int], operator.add]
+
+
+def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_path: Path) -> None:
+    """Map-reduce: each Send carries the documents. InMemorySaver reads the history back;
+    RepoSaver must either refuse the put (InvalidWriteError) or read back what it wrote,
+    never accept a step and then refuse every later read of the thread."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Send
+
+    def build(saver: Any) -> Any:
+        g = StateGraph(DocState)
+        g.add_node("work", lambda a: {"results": [a["i"]]})
+        g.add_conditional_edges(
+            START, lambda s: [Send("work", {"docs": s["docs"], "i": i}) for i in range(15)], ["work"]
+        )
+        g.add_edge("work", END)
+        return g.compile(checkpointer=saver)
+
+    docs = [
+        AIMessage(f"document {i}", id=f"d{i}", additional_kwargs={"spans": [{} for _ in range(250)]})
+        for i in range(300)
+    ]
+    mem = build(InMemorySaver())
+    mem.invoke({"docs": docs}, cfg("t"))
+    want = [s.values for s in mem.get_state_history(cfg("t"))]
+    root = tmp_path / ".langgraph"
+    build(RepoSaver(root, durable=False)).invoke({"docs": docs}, cfg("t"))  # accepted
+    got = [s.values for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
+    assert got == want
+
+
+def test_remove_message_writes_validate_and_read_back(tmp_path: Path) -> None:
+    from langchain_core.messages import RemoveMessage
+
+    def build(saver: Any) -> Any:
+        def drop_first(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage("kept " * 40, id="a")]}
+
+        return line_graph(MessagesState, saver, drop=drop_first)
+
+    root = tmp_path / ".langgraph"
+    inputs = {"messages": [HumanMessage("first " * 40, id="removed-one"), HumanMessage("second " * 40, id="h2")]}
+    mem = build(InMemorySaver())
+    mem.invoke(inputs, cfg("t"))
+    build(RepoSaver(root)).invoke(inputs, cfg("t"))
+    a = [summary(s) for s in mem.get_state_history(cfg("t"))]
+    b = [summary(s) for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
+    assert a == b
+    out = cli(root, "validate")
+    assert out.returncode == 0, out.stdout
