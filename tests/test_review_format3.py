@@ -662,3 +662,61 @@ def test_remove_message_writes_validate_and_read_back(tmp_path: Path) -> None:
     assert a == b
     out = cli(root, "validate")
     assert out.returncode == 0, out.stdout
+
+
+def test_repeated_prunes_with_runs_in_between_keep_the_thread_whole(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    mem = relay_graph(InMemorySaver())
+    turn = 0
+    for _ in range(3):
+        for _ in range(4):
+            turn += 1
+            relay_graph(RepoSaver(root)).invoke({"messages": [question(turn)]}, cfg("t"))
+            mem.invoke({"messages": [question(turn)]}, cfg("t"))
+        assert cli(root, "prune", "--keep-last", "3", "--yes").returncode == 0
+        assert cli(root, "validate").returncode == 0
+        fsck = cli(root, "fsck")
+        assert fsck.returncode == 0, fsck.stdout
+    assert relay_graph(RepoSaver(root)).get_state(cfg("t")).values == mem.get_state(cfg("t")).values
+
+
+def test_react_agent_interrupted_before_tools_matches_in_memory_saver() -> None:
+    import warnings
+
+    from langgraph.prebuilt import create_react_agent
+
+    from bench.agent_graphs import TOOLS, ToolCallingFakeModel
+
+    def build(saver: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return create_react_agent(
+                ToolCallingFakeModel(), list(TOOLS), checkpointer=saver, interrupt_before=["tools"]
+            )
+
+    def run(g: Any) -> None:
+        for turn in range(1, 6):
+            g.invoke({"messages": [user_message(turn)]}, cfg("t"))
+            g.invoke(None, cfg("t"))
+
+    a, b, root = histories(build, run)
+    assert a == b
+    assert cli(root, "validate").returncode == 0
+
+
+def test_import_replace_over_a_format3_thread_leaves_no_stale_objects(tmp_path: Path) -> None:
+    src = tmp_path / "src" / ".langgraph"
+    dst = tmp_path / "dst" / ".langgraph"
+    g = relay_graph(RepoSaver(src))
+    for turn in range(1, 4):
+        g.invoke({"messages": [question(turn)]}, cfg("t"))
+    g2 = line_graph(MessagesState, RepoSaver(dst), answer=numbered_reply)
+    g2.invoke({"messages": [HumanMessage("an older conversation that is replaced " * 5, id="old")]}, cfg("t"))
+    db = tmp_path / "x.sqlite"
+    assert cli(src, "export", f"sqlite:///{db}").returncode == 0
+    out = cli(dst, "import", f"sqlite:///{db}", "--replace")
+    assert out.returncode == 0, out.stderr
+    assert relay_graph(RepoSaver(dst)).get_state(cfg("t")).values == g.get_state(cfg("t")).values
+    assert cli(dst, "validate").returncode == 0
+    fsck = cli(dst, "fsck")
+    assert fsck.returncode == 0, fsck.stdout
