@@ -720,3 +720,22 @@ def test_import_replace_over_a_format3_thread_leaves_no_stale_objects(tmp_path: 
     assert cli(dst, "validate").returncode == 0
     fsck = cli(dst, "fsck")
     assert fsck.returncode == 0, fsck.stdout
+
+
+def test_a_small_file_cannot_expand_to_millions_of_values_through_chunks(tmp_path: Path) -> None:
+    """The expansion bound counts arrays and objects only: one chunk of 60,000 numbers named
+    100 times by a 7 KB writes file expands to 6,000,000 values (more than any one file may
+    hold, 5,000,000); with strings in the chunk, or more references, it grows without limit
+    (N references x M items). A hand-made tree should be refused, not built."""
+    import time
+
+    root = one_turn_root(tmp_path)
+    digest = plant(root, [0] * 60_000)
+    path = point_last_write_at(root, {"$chunks": [{"$ref": digest}] * 100})
+    assert path.stat().st_size < 10_000
+    started = time.monotonic()
+    try:
+        with pytest.raises(FileFormatError):
+            read_all(root)
+    finally:
+        print("read took", time.monotonic() - started)
