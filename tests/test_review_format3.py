@@ -1,0 +1,741 @@
+"""Hostile review of format 3 (objects/, $ref, $id, $chunks): each test states what a user should get."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import cli
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import MessagesState
+from langgraph.types import Command
+
+from bench.agent_graphs import BUILDERS, user_message
+from graphs import ask_graph, cfg, fan_graph, line_graph, numbered_reply, question, relay_graph, sub_graph
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.errors import FileFormatError, RepoCheckpointError
+from langgraph_checkpoint_repo.objects import object_digest
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+def data_files(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (root / "threads").rglob("*.json")}
+
+
+def objects_dir(root: Path, thread: str = "t") -> Path:
+    return root / "threads" / thread / "objects"
+
+
+def plant(root: Path, tree: Any, thread: str = "t") -> str:
+    digest = object_digest(tree)
+    folder = objects_dir(root, thread)
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
+    (folder / f"{digest}.json").write_text(json.dumps(doc), encoding="utf-8")
+    return digest
+
+
+def point_last_write_at(root: Path, tree: Any) -> Path:
+    path = sorted((root / "threads" / "t" / "writes").glob("*.json"))[-1]
+    doc = json.loads(path.read_bytes())
+    doc["writes"][0]["value"] = {"serde": "msgpack", "json": tree}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def one_turn_root(tmp_path: Path) -> Path:
+    root = tmp_path / ".langgraph"
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    graph.invoke({"messages": [question(1)]}, cfg("t"))
+    return root
+
+
+def read_all(root: Path, thread: str = "t") -> list[Any]:
+    saver = RepoSaver(root)
+    return [(t.checkpoint, t.pending_writes) for t in saver.list(cfg(thread))]
+
+
+def summary(snapshot: Any) -> Any:
+    """What a StateSnapshot says, without run-dependent timestamps/ids."""
+    return (
+        snapshot.values,
+        snapshot.next,
+        [(t.name, t.path, t.error is not None, [i.value for i in t.interrupts], t.result) for t in snapshot.tasks],
+        [i.value for i in snapshot.interrupts],
+        {k: v for k, v in (snapshot.metadata or {}).items() if k not in ("run_id", "thread_id")},
+    )
+
+
+def histories(graph_of: Any, run: Any, thread: str = "t") -> tuple[list[Any], list[Any], Path]:
+    """The same graph and inputs through InMemorySaver and RepoSaver, each history read back
+    (RepoSaver's by a fresh saver)."""
+    import tempfile
+
+    mem = graph_of(InMemorySaver())
+    run(mem)
+    root = Path(tempfile.mkdtemp()) / ".langgraph"
+    run(graph_of(RepoSaver(root)))
+    fresh = graph_of(RepoSaver(root))
+    a = [summary(s) for s in mem.get_state_history(cfg(thread))]
+    b = [summary(s) for s in fresh.get_state_history(cfg(thread))]
+    return a, b, root
+
+
+# ----------------------------------------------------------------------------
+# hand-made object files
+# ----------------------------------------------------------------------------
+def test_objects_nested_deep_inside_each_file_are_a_format_error_not_a_recursion_error(tmp_path: Path) -> None:
+    """64 levels of references, each file 200 levels of lists deep (both within limits on
+    their own): the read must be refused with a FileFormatError, not crash with RecursionError."""
+    root = one_turn_root(tmp_path)
+    top: Any = 0
+    for _ in range(20):
+        inner: Any = {"$ref": plant(root, top)}
+        for _ in range(150):
+            inner = [inner]
+        top = inner
+    path = point_last_write_at(root, top)
+    with pytest.raises(FileFormatError) as err:
+        read_all(root)
+    assert str(path) in str(err.value) or "objects" in str(err.value)
+
+
+def test_cli_show_of_deeply_nested_objects_fails_with_one_line_not_a_traceback(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    top: Any = 0
+    for _ in range(20):
+        inner: Any = {"$ref": plant(root, top)}
+        for _ in range(150):
+            inner = [inner]
+        top = inner
+    point_last_write_at(root, top)
+    out = cli(root, "history", "t")
+    assert "Traceback" not in out.stderr and "RecursionError" not in out.stderr, out.stderr[-2000:]
+
+
+def test_dollar_id_on_an_object_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    digest = plant(root, {"$type": ["builtins", "set"], "$arg": ["x" * 200]})
+    point_last_write_at(root, {"$ref": digest, "$id": "forged"})
+    with pytest.raises(FileFormatError):
+        read_all(root)
+
+
+def test_chunks_naming_an_object_that_is_not_a_list_is_refused(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    digest = plant(root, {"not": "a list"})
+    point_last_write_at(root, {"$chunks": [{"$ref": digest}]})
+    with pytest.raises(FileFormatError):
+        read_all(root)
+
+
+def test_chunks_nested_a_thousand_deep_are_refused(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    digest = plant(root, [1])
+    for _ in range(1000):
+        digest = plant(root, [{"$chunks": [{"$ref": digest}]}])
+    point_last_write_at(root, {"$chunks": [{"$ref": digest}]})
+    with pytest.raises(FileFormatError):
+        read_all(root)
+
+
+def test_a_reference_loop_through_wrongly_named_files_is_refused(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    a, b = "a" * 64, "b" * 64
+    folder = objects_dir(root)
+    for name, other in ((a, b), (b, a)):
+        doc = {"schema_version": 3, "kind": "object", "sha256": name, "tree": [{"$ref": other}]}
+        (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+    point_last_write_at(root, {"$ref": a})
+    with pytest.raises(FileFormatError):
+        read_all(root)
+    # validate and fsck walk references too: they must end
+    assert cli(root, "validate", timeout=120).returncode == 1
+    assert cli(root, "fsck", timeout=120).returncode == 1
+
+
+def test_an_object_naming_a_dangerous_type_is_never_imported_or_called(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    marker = tmp_path / "pwned"
+    digest = plant(root, {"$type": ["os", "system"], "$arg": f"touch {marker} " + "x" * 100})
+    point_last_write_at(root, {"$ref": digest})
+    with pytest.raises(RepoCheckpointError):
+        read_all(root)
+    for args in (("show", "t"), ("history", "t"), ("tasks", "t"), ("render", "t")):
+        cli(root, *args)
+    cli(root, "export", f"sqlite:///{tmp_path / 'x.db'}")
+    assert not marker.exists()
+
+
+def test_a_reference_with_dot_dot_is_refused(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}", encoding="utf-8")
+    point_last_write_at(root, {"$ref": "../../../../outside"})
+    with pytest.raises(FileFormatError):
+        read_all(root)
+
+
+def test_a_symlinked_objects_folder_is_not_read_through(tmp_path: Path) -> None:
+    """Reads refuse symlinks (docs/format.md): an objects/ folder that is a symlink to a
+    place outside the root must not be read through."""
+    root = one_turn_root(tmp_path)
+    real = objects_dir(root)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(str(real), str(elsewhere))
+    os.symlink(elsewhere, real)
+    with pytest.raises(RepoCheckpointError):
+        read_all(root)
+
+
+def test_a_symlinked_object_file_is_not_read_through(tmp_path: Path) -> None:
+    root = one_turn_root(tmp_path)
+    victim = sorted(objects_dir(root).glob("*.json"))[0]
+    elsewhere = tmp_path / victim.name
+    shutil.move(str(victim), str(elsewhere))
+    os.symlink(elsewhere, victim)
+    with pytest.raises(RepoCheckpointError):
+        read_all(root)
+
+
+def test_prune_refuses_a_symlinked_objects_folder_and_removes_nothing_outside(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    for turn in (1, 2, 3):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    real = objects_dir(root)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(real, elsewhere)
+    (elsewhere / ("f" * 64 + ".json")).write_text("{}", encoding="utf-8")
+    shutil.rmtree(real)
+    os.symlink(elsewhere, real)
+    before = sorted(p.name for p in elsewhere.iterdir())
+    with pytest.raises(RepoCheckpointError):
+        RepoSaver(root).prune(["t"], strategy="keep_latest")
+    cli(root, "fsck", "--repair")
+    cli(root, "prune", "--yes")
+    assert sorted(p.name for p in elsewhere.iterdir()) == before
+
+
+# ----------------------------------------------------------------------------
+# every path that deletes
+# ----------------------------------------------------------------------------
+def _read_everything(root: Path, graph_of: Any, thread: str = "t") -> list[Any]:
+    g = graph_of(RepoSaver(root))
+    return [summary(s) for s in g.get_state_history(cfg(thread))]
+
+
+def test_prune_keeps_objects_that_only_a_large_file_refers_to(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    graph = relay_graph(RepoSaver(root, large_value_bytes=64))
+    for turn in range(1, 8):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    assert list((root / "threads" / "t" / "large").glob("*.json"))
+    before = relay_graph(RepoSaver(root)).get_state(cfg("t")).values
+    RepoSaver(root).prune(["t"])
+    assert relay_graph(RepoSaver(root)).get_state(cfg("t")).values == before
+    assert cli(root, "validate").returncode == 0
+    assert cli(root, "fsck").returncode == 0
+
+
+def test_prune_and_fsck_repair_keep_the_objects_of_pending_writes_of_a_failed_step(tmp_path: Path) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    def build(saver: Any, fail: bool) -> Any:
+        def talk(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage("a long reply that only a pending write holds " * 5, id="talk-1")]}
+
+        def boom(state: MessagesState) -> dict[str, Any]:
+            if fail:
+                raise RuntimeError("boom")
+            return {"messages": [AIMessage("boom recovered " * 10, id="boom-1")]}
+
+        g = StateGraph(MessagesState)
+        g.add_node("talk", talk)
+        g.add_node("boom", boom)
+        g.add_edge(START, "talk")
+        g.add_edge(START, "boom")
+        g.add_edge("talk", END)
+        g.add_edge("boom", END)
+        return g.compile(checkpointer=saver)
+
+    root = tmp_path / ".langgraph"
+    mem = InMemorySaver()
+    for saver in (RepoSaver(root), mem):
+        with pytest.raises(RuntimeError):
+            build(saver, True).invoke({"messages": [question(1)]}, cfg("t"))
+    RepoSaver(root).prune(["t"])
+    assert cli(root, "fsck", "--repair").returncode in (0, 1)
+    out = build(RepoSaver(root), False).invoke(None, cfg("t"))
+    expected = build(mem, False).invoke(None, cfg("t"))
+    assert [(m.content, m.id) for m in out["messages"]] == [(m.content, m.id) for m in expected["messages"]]
+    assert cli(root, "validate").returncode == 0
+
+
+def test_delete_for_runs_keeps_objects_the_remaining_runs_use(tmp_path: Path) -> None:
+    import uuid
+
+    root = tmp_path / ".langgraph"
+    graph = relay_graph(RepoSaver(root))
+    runs = []
+    for turn in range(1, 5):
+        run_id = uuid.uuid4()
+        runs.append(str(run_id))
+        graph.invoke({"messages": [question(turn)]}, {**cfg("t"), "run_id": run_id})
+    before = relay_graph(RepoSaver(root)).get_state(cfg("t")).values
+    RepoSaver(root).delete_for_runs(runs[:2])
+    fresh = relay_graph(RepoSaver(root))
+    assert fresh.get_state(cfg("t")).values == before
+    for snap in fresh.get_state_history(cfg("t")):
+        assert isinstance(snap.values, dict)
+    assert cli(root, "validate").returncode == 0
+    assert "orphan-object" not in cli(root, "fsck").stdout
+
+
+def test_copy_then_delete_of_the_source_leaves_the_copy_whole(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    graph = relay_graph(RepoSaver(root))
+    for turn in range(1, 4):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    before = [summary(s) for s in relay_graph(RepoSaver(root)).get_state_history(cfg("t"))]
+    assert cli(root, "copy", "t", "u").returncode == 0
+    assert cli(root, "delete", "t", "--yes").returncode == 0
+    after = [summary(s) for s in relay_graph(RepoSaver(root)).get_state_history(cfg("u"))]
+    assert [a[0] for a in after] == [b[0] for b in before]
+    assert cli(root, "validate").returncode == 0
+
+
+def test_fsck_repair_never_removes_an_object_a_checkpoint_written_after_the_scan_uses(tmp_path: Path) -> None:
+    """fsck decides what is orphaned without the thread's lock, then repairs under it: an
+    object that was an orphan at the scan and that a put reused meanwhile (puts skip writing
+    an object file that exists) must not be removed."""
+    from langgraph_checkpoint_repo.checks import fsck, repair
+    from langgraph_checkpoint_repo.review import Reader
+
+    donor = tmp_path / "donor"
+    line_graph(MessagesState, RepoSaver(donor), answer=numbered_reply).invoke(
+        {"messages": [question(2)]}, cfg("t")
+    )
+    root = tmp_path / ".langgraph"
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    graph.invoke({"messages": [question(1)]}, cfg("t"))
+    for p in objects_dir(donor).glob("*.json"):  # e.g. left by a crash or a reverted commit
+        shutil.copy(p, objects_dir(root) / p.name)
+    reader = Reader(root)
+    findings = fsck(reader)
+    assert any(f.kind == "orphan-object" for f in findings)
+    graph.invoke({"messages": [question(2)]}, cfg("t"))  # reuses the orphaned objects
+    repair(reader, findings)
+    state = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply).get_state(cfg("t"))
+    assert [m.content for m in state.values["messages"]][-1] == "answer to turn-2-question"
+
+
+# ----------------------------------------------------------------------------
+# correctness against InMemorySaver
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_prebuilt_agents_read_back_as_in_memory_saver_has_them(name: str) -> None:
+    def run(g: Any) -> None:
+        for turn in range(1, 20):
+            g.invoke({"messages": [user_message(turn)]}, cfg("t"))
+
+    a, b, root = histories(BUILDERS[name], run)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x == y
+    assert cli(root, "validate").returncode == 0
+
+
+def test_relay_graph_history_with_tasks_matches_in_memory_saver() -> None:
+    def run(g: Any) -> None:
+        for turn in range(1, 20):
+            g.invoke({"messages": [question(turn)]}, cfg("t"))
+
+    a, b, _ = histories(relay_graph, run)
+    assert a == b
+
+
+def test_interrupts_and_resume_match_in_memory_saver() -> None:
+    def run(g: Any) -> None:
+        g.invoke({}, cfg("t"))
+        g.invoke(Command(resume="Ada"), cfg("t"))
+
+    a, b, _ = histories(ask_graph, run)
+    assert a == b
+
+    def run_sub(g: Any) -> None:
+        g.invoke({"log": []}, cfg("t"))
+
+    a, b, _ = histories(sub_graph, run_sub)
+    assert a == b
+
+
+def test_update_state_and_fork_match_in_memory_saver() -> None:
+    def run(g: Any) -> None:
+        for turn in range(1, 4):
+            g.invoke({"messages": [question(turn)]}, cfg("t"))
+        hist = list(g.get_state_history(cfg("t")))
+        g.update_state(hist[3].config, {"messages": [HumanMessage("edited " * 30, id="edit")]})
+        g.update_state(hist[5].config, None, as_node="__copy__")
+        g.invoke({"messages": [question(9)]}, cfg("t"))
+
+    a, b, _ = histories(relay_graph, run)
+    assert a == b
+
+
+def test_failed_send_fan_out_pending_writes_match_in_memory_saver() -> None:
+    def run(g: Any) -> None:
+        with pytest.raises(RuntimeError):
+            g.invoke({"items": ["a", "bad", "c"]}, cfg("t"))
+
+    a, b, _ = histories(lambda s: fan_graph(s, fail=True), run)
+    assert [x[:2] for x in a] == [x[:2] for x in b]
+
+
+def test_delta_channel_history_matches_in_memory_saver() -> None:
+    from graphs import delta_graph
+
+    def run(g: Any) -> None:
+        g.invoke({"n": 0}, cfg("t"))
+
+    a, b, root = histories(delta_graph, run)
+    assert a == b
+    RepoSaver(root).prune(["t"])
+    assert delta_graph(RepoSaver(root)).get_state(cfg("t")).values == a[0][0]
+
+
+# ----------------------------------------------------------------------------
+# $id
+# ----------------------------------------------------------------------------
+from pydantic import BaseModel  # noqa: E402
+from typing_extensions import TypedDict  # noqa: E402
+
+
+class Ticket(BaseModel):
+    id: str
+    body: str
+
+
+class TicketState(TypedDict, total=False):
+    ticket: Ticket
+    tickets: list[Ticket]
+
+
+def ticket_graph(saver: Any) -> Any:
+    def work(state: TicketState) -> dict[str, Any]:
+        t = state["ticket"]
+        return {"ticket": Ticket(id=t.id + "!", body=t.body), "tickets": [t, Ticket(id="", body=t.body)]}
+
+    return line_graph(TicketState, saver, work=work)
+
+
+def test_a_model_with_an_id_field_that_is_not_a_message_reads_back_as_written(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    allow = [(__name__, "Ticket")]
+    body = "a body long enough to be shared as an object " * 4
+    inputs = {"ticket": Ticket(id="T-1", body=body)}
+    mem = ticket_graph(InMemorySaver())
+    mem.invoke(inputs, cfg("t"))
+    ticket_graph(RepoSaver(root, allowlist=allow)).invoke(inputs, cfg("t"))
+    assert [p for p in objects_dir(root).glob("*.json")], "the ticket is shared"
+    fresh = ticket_graph(RepoSaver(root, allowlist=allow))
+    assert [s.values for s in fresh.get_state_history(cfg("t"))] == [s.values for s in mem.get_state_history(cfg("t"))]
+
+
+def test_two_messages_with_the_same_content_and_different_ids_keep_their_ids(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    text = "the same words, said twice by two different messages " * 3
+    msgs = [HumanMessage(text, id="one"), HumanMessage(text, id="two"), HumanMessage(text, id=""), HumanMessage(text)]
+    graph = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(text, id="")]})
+    mem = line_graph(MessagesState, InMemorySaver(), answer=lambda s: {"messages": [AIMessage(text, id="")]})
+    graph.invoke({"messages": msgs}, cfg("t"))
+    mem.invoke({"messages": msgs}, cfg("t"))
+    fresh = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {})
+
+    def ids(g: Any) -> list[Any]:
+        return [[(m.id, m.content) for m in s.values.get("messages", [])] for s in g.get_state_history(cfg("t"))]
+
+    got, want = ids(fresh), ids(mem)
+    # add_messages gives random ids to id-less messages: compare where the ids were given
+    assert [[x for x in h if x[0] in ("one", "two", "")] for h in got] == [
+        [x for x in h if x[0] in ("one", "two", "")] for h in want
+    ]
+    assert [len(h) for h in got] == [len(h) for h in want]
+    assert len(list(objects_dir(root).glob("*.json"))) <= 3
+
+
+# ----------------------------------------------------------------------------
+# the command line on format-3 roots
+# ----------------------------------------------------------------------------
+def test_cli_never_prints_control_characters_from_an_object(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    evil = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x1b[31mred " + "x" * 150
+    graph = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(evil, id="evil")]})
+    graph.invoke({"messages": [HumanMessage(evil + " question", id="q")]}, cfg("t"))
+    assert any(b"\\u001b" in d for p, d in data_files(root).items() if p.parent.name == "objects")
+    ids = [json.loads(p.read_bytes())["checkpoint_id"] for p in sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))]
+    for args in (("show", "t"), ("history", "t"), ("tasks", "t"), ("diff", "t", "--from", ids[0], "--to", ids[-1]), ("render", "t")):
+        out = cli(root, *args)
+        assert out.returncode == 0, (args, out.stderr)
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout, args
+        assert "red" in out.stdout or args[0] in ("history", "tasks"), args
+
+
+def test_cli_show_json_of_a_format3_root_holds_the_messages_not_refs(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    graph = relay_graph(RepoSaver(root))
+    for turn in range(1, 12):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    out = cli(root, "show", "t", "--json")
+    assert out.returncode == 0
+    assert "$ref" not in out.stdout and "$chunks" not in out.stdout
+    assert "turn-1-question" in out.stdout and "turn-11-question" in out.stdout
+
+
+def test_export_and_import_of_a_format3_thread_round_trip(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    graph = relay_graph(RepoSaver(root))
+    for turn in range(1, 12):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    db = tmp_path / "x.sqlite"
+    out = cli(root, "export", f"sqlite:///{db}", "-t", "t")
+    assert out.returncode == 0, out.stderr
+    other = tmp_path / "other" / ".langgraph"
+    other.parent.mkdir()
+    inn = cli(other, "import", f"sqlite:///{db}", "-t", "t")
+    assert inn.returncode == 0, inn.stderr
+    a = [s.values for s in relay_graph(RepoSaver(root)).get_state_history(cfg("t"))]
+    b = [s.values for s in relay_graph(RepoSaver(other)).get_state_history(cfg("t"))]
+    assert a == b
+    assert cli(other, "validate").returncode == 0
+
+
+# ----------------------------------------------------------------------------
+# migration, determinism, git
+# ----------------------------------------------------------------------------
+def test_a_migrated_v2_root_continues_prunes_and_validates(tmp_path: Path) -> None:
+    from graphs import chat_graph
+
+    root = tmp_path / ".langgraph"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "v2", root)
+    assert cli(root, "migrate").returncode == 0
+    chat = chat_graph(RepoSaver(root))
+    before = chat.get_state(cfg("chat")).values["messages"]
+    for i in range(20):
+        chat.invoke({"messages": [HumanMessage(f"more words to store as an object, turn {i} " * 4)]}, cfg("chat"))
+    after = chat_graph(RepoSaver(root)).get_state(cfg("chat")).values["messages"]
+    assert after[: len(before)] == before and len(after) == len(before) + 40
+    assert cli(root, "validate").returncode == 0
+    RepoSaver(root).prune(["chat"])
+    assert chat_graph(RepoSaver(root)).get_state(cfg("chat")).values["messages"] == after
+    assert cli(root, "validate").returncode == 0
+
+
+def test_two_git_branches_that_continue_a_thread_merge_without_conflict(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, capture_output=True, text=True
+        )
+
+    git("init", "-q", "-b", "main")
+    root = repo / ".langgraph"
+    relay = relay_graph(RepoSaver(root))
+    for turn in (1, 2):
+        relay.invoke({"messages": [question(turn)]}, cfg("t"))
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    git("checkout", "-qb", "other")
+    relay_graph(RepoSaver(root)).invoke({"messages": [question(3)]}, cfg("t"))
+    git("add", "-A")
+    git("commit", "-qm", "other")
+    git("checkout", "-q", "main")
+    relay_graph(RepoSaver(root)).invoke({"messages": [question(3)]}, cfg("t"))
+    git("add", "-A")
+    git("commit", "-qm", "main")
+    merged = git("merge", "-q", "--no-edit", "other")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert cli(root, "validate").returncode in (0, 1)
+    assert relay_graph(RepoSaver(root)).get_state(cfg("t")) is not None
+
+
+# ----------------------------------------------------------------------------
+# writes through symlinks; secrets; what a put writes can be read back
+# ----------------------------------------------------------------------------
+def test_a_put_never_writes_object_files_through_a_symlinked_objects_folder(tmp_path: Path) -> None:
+    """A hostile pull request turns threads/t/objects into a symlink to a folder outside the
+    root: the next run must not write the conversation there."""
+    root = one_turn_root(tmp_path)
+    real = objects_dir(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(real)
+    os.symlink(elsewhere, real)
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    try:
+        graph.invoke({"messages": [question(2)]}, cfg("u"))  # another thread: fine
+        with pytest.raises(RepoCheckpointError):
+            graph.invoke({"messages": [HumanMessage("secret plans " * 20, id="s")]}, cfg("t"))
+    finally:
+        assert list(elsewhere.iterdir()) == []
+
+
+def test_secrets_in_messages_never_reach_object_files_and_validate_finds_planted_ones(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3
+    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    graph.invoke({"messages": [HumanMessage(f"my key is {key} please keep it " * 3, id="k")]}, cfg("t"))
+    assert not any(key.encode() in d for d in data_files(root).values())
+    plant(root, {"$type": ["x", "Y"], "$kwargs": {"note": f"leaked {key} " * 3}})
+    out = cli(root, "validate")
+    assert out.returncode == 1 and "objects" in out.stdout
+
+
+import operator  # noqa: E402
+from typing import Annotated  # noqa: E402
+
+from langchain_core.messages import AnyMessage  # noqa: E402
+
+
+class DocState(TypedDict, total=False):
+    docs: list[AnyMessage]
+    results: Annotated[list[int], operator.add]
+
+
+def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_path: Path) -> None:
+    """Map-reduce: each Send carries the documents. InMemorySaver reads the history back;
+    RepoSaver must either refuse the put (InvalidWriteError) or read back what it wrote,
+    never accept a step and then refuse every later read of the thread."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Send
+
+    def build(saver: Any) -> Any:
+        g = StateGraph(DocState)
+        g.add_node("work", lambda a: {"results": [a["i"]]})
+        g.add_conditional_edges(
+            START, lambda s: [Send("work", {"docs": s["docs"], "i": i}) for i in range(15)], ["work"]
+        )
+        g.add_edge("work", END)
+        return g.compile(checkpointer=saver)
+
+    docs = [
+        AIMessage(f"document {i}", id=f"d{i}", additional_kwargs={"spans": [{} for _ in range(250)]})
+        for i in range(300)
+    ]
+    mem = build(InMemorySaver())
+    mem.invoke({"docs": docs}, cfg("t"))
+    want = [s.values for s in mem.get_state_history(cfg("t"))]
+    root = tmp_path / ".langgraph"
+    build(RepoSaver(root, durable=False)).invoke({"docs": docs}, cfg("t"))  # accepted
+    got = [s.values for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
+    assert got == want
+
+
+def test_remove_message_writes_validate_and_read_back(tmp_path: Path) -> None:
+    from langchain_core.messages import RemoveMessage
+
+    def build(saver: Any) -> Any:
+        def drop_first(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [RemoveMessage(id=state["messages"][0].id), AIMessage("kept " * 40, id="a")]}
+
+        return line_graph(MessagesState, saver, drop=drop_first)
+
+    root = tmp_path / ".langgraph"
+    inputs = {"messages": [HumanMessage("first " * 40, id="removed-one"), HumanMessage("second " * 40, id="h2")]}
+    mem = build(InMemorySaver())
+    mem.invoke(inputs, cfg("t"))
+    build(RepoSaver(root)).invoke(inputs, cfg("t"))
+    a = [summary(s) for s in mem.get_state_history(cfg("t"))]
+    b = [summary(s) for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
+    assert a == b
+    out = cli(root, "validate")
+    assert out.returncode == 0, out.stdout
+
+
+def test_repeated_prunes_with_runs_in_between_keep_the_thread_whole(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    mem = relay_graph(InMemorySaver())
+    turn = 0
+    for _ in range(3):
+        for _ in range(4):
+            turn += 1
+            relay_graph(RepoSaver(root)).invoke({"messages": [question(turn)]}, cfg("t"))
+            mem.invoke({"messages": [question(turn)]}, cfg("t"))
+        assert cli(root, "prune", "--keep-last", "3", "--yes").returncode == 0
+        assert cli(root, "validate").returncode == 0
+        fsck = cli(root, "fsck")
+        assert fsck.returncode == 0, fsck.stdout
+    assert relay_graph(RepoSaver(root)).get_state(cfg("t")).values == mem.get_state(cfg("t")).values
+
+
+def test_react_agent_interrupted_before_tools_matches_in_memory_saver() -> None:
+    import warnings
+
+    from langgraph.prebuilt import create_react_agent
+
+    from bench.agent_graphs import TOOLS, ToolCallingFakeModel
+
+    def build(saver: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return create_react_agent(
+                ToolCallingFakeModel(), list(TOOLS), checkpointer=saver, interrupt_before=["tools"]
+            )
+
+    def run(g: Any) -> None:
+        for turn in range(1, 6):
+            g.invoke({"messages": [user_message(turn)]}, cfg("t"))
+            g.invoke(None, cfg("t"))
+
+    a, b, root = histories(build, run)
+    assert a == b
+    assert cli(root, "validate").returncode == 0
+
+
+def test_import_replace_over_a_format3_thread_leaves_no_stale_objects(tmp_path: Path) -> None:
+    src = tmp_path / "src" / ".langgraph"
+    dst = tmp_path / "dst" / ".langgraph"
+    g = relay_graph(RepoSaver(src))
+    for turn in range(1, 4):
+        g.invoke({"messages": [question(turn)]}, cfg("t"))
+    g2 = line_graph(MessagesState, RepoSaver(dst), answer=numbered_reply)
+    g2.invoke({"messages": [HumanMessage("an older conversation that is replaced " * 5, id="old")]}, cfg("t"))
+    db = tmp_path / "x.sqlite"
+    assert cli(src, "export", f"sqlite:///{db}").returncode == 0
+    out = cli(dst, "import", f"sqlite:///{db}", "--replace")
+    assert out.returncode == 0, out.stderr
+    assert relay_graph(RepoSaver(dst)).get_state(cfg("t")).values == g.get_state(cfg("t")).values
+    assert cli(dst, "validate").returncode == 0
+    fsck = cli(dst, "fsck")
+    assert fsck.returncode == 0, fsck.stdout
+
+
+def test_a_small_file_cannot_expand_to_millions_of_values_through_chunks(tmp_path: Path) -> None:
+    """The expansion bound counts arrays and objects only: one chunk of 60,000 numbers named
+    100 times by a 7 KB writes file expands to 6,000,000 values (more than any one file may
+    hold, 5,000,000); with strings in the chunk, or more references, it grows without limit
+    (N references x M items). A hand-made tree should be refused, not built."""
+    import time
+
+    root = one_turn_root(tmp_path)
+    digest = plant(root, [0] * 60_000)
+    path = point_last_write_at(root, {"$chunks": [{"$ref": digest}] * 100})
+    assert path.stat().st_size < 10_000
+    started = time.monotonic()
+    try:
+        with pytest.raises(FileFormatError):
+            read_all(root)
+    finally:
+        print("read took", time.monotonic() - started)
