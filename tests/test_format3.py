@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli
 from langgraph.graph import MessagesState
 
 from graphs import RELAY_TURNS, cfg, line_graph, numbered_reply, question, relay_graph
+from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.errors import FileFormatError, MissingReferenceError
 from langgraph_checkpoint_repo.objects import object_digest
@@ -40,7 +40,10 @@ def test_each_message_is_stored_once_however_often_it_appears(tmp_path: Path) ->
         assert len(holders) == 1, (turn, holders)
         assert holders[0].parent.name == "objects"
     state = relay_graph(RepoSaver(root)).get_state(cfg("t"))
-    assert [m.content for m in state.values["messages"]][-2:] == ["turn-20-question", "answer to turn-20-question"]
+    assert [m.content for m in state.values["messages"]][-2:] == [
+        "turn-20-question",
+        "answer to turn-20-question",
+    ]
     assert len(state.values["messages"]) == 40
 
 
@@ -56,7 +59,9 @@ def test_long_lists_are_chunked_and_read_back_whole_by_a_fresh_saver(tmp_path: P
     assert chunked, "a 24-message conversation passed whole is stored as chunks"
     fresh = relay_graph(RepoSaver(root))
     history = list(fresh.get_state_history(cfg("t")))
-    assert [m.content for m in history[0].values["messages"]][::2] == [f"turn-{t}-question" for t in range(1, 13)]
+    assert [m.content for m in history[0].values["messages"]][::2] == [
+        f"turn-{t}-question" for t in range(1, 13)
+    ]
     assert cli(root, "validate").returncode == 0
 
 
@@ -124,7 +129,9 @@ def _point_last_write_at(root: Path, digest: str) -> Path:
     "shape, words",
     [("wide", "arrays and objects through objects/"), ("deep", "levels deep")],
 )
-def test_objects_that_expand_without_end_are_refused_not_followed(tmp_path: Path, shape: str, words: str) -> None:
+def test_objects_that_expand_without_end_are_refused_not_followed(
+    tmp_path: Path, shape: str, words: str
+) -> None:
     """A hand-made file cannot make a read loop, recurse away or expand to a billion items."""
     root = tmp_path / ".langgraph"
     graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
@@ -204,14 +211,18 @@ def test_a_message_without_an_id_is_one_object_before_and_after_add_messages_giv
     from langchain_core.messages import AIMessage, HumanMessage
 
     root = tmp_path / ".langgraph"
-    graph = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage("plain answer")]})
+    graph = line_graph(
+        MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage("plain answer")]}
+    )
     graph.invoke({"messages": [HumanMessage("a question without an id")]}, cfg("t"))
     files = data_files(root)
     assert [p.parent.name for p, d in files.items() if b"a question without an id" in d] == ["objects"]
     assert [p.parent.name for p, d in files.items() if b"plain answer" in d] == ["objects"]
     first = graph.get_state(cfg("t")).values["messages"]
     assert all(isinstance(m.id, str) and m.id for m in first)
-    again = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {}).get_state(cfg("t")).values["messages"]
+    again = (
+        line_graph(MessagesState, RepoSaver(root), answer=lambda s: {}).get_state(cfg("t")).values["messages"]
+    )
     assert [(m.id, m.content) for m in again] == [(m.id, m.content) for m in first]
     ident = first[0].id.encode()
     holders = {p.parent.name for p, d in files.items() if ident in d}

@@ -32,6 +32,8 @@ from typing_extensions import TypedDict
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph, line_graph
 from helpers import checkpoint_files, cli, load
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo.durable import dump_json
+from langgraph_checkpoint_repo.objects import object_digest
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -44,10 +46,30 @@ def edit(path: Path, change: Callable[[Any], None]) -> None:
     st = os.stat(path)
     doc = load(path)
     change(doc)
-    with open(path, "w", encoding="utf-8") as fh:  # in place: the inode stays
-        json.dump(doc, fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    with open(path, "wb") as fh:  # in place: the inode stays; the layout kept, as an editor does
+        fh.write(dump_json(doc))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def shared_tree(path: Path, node: Any) -> Any:
+    """The tree a ``{"$ref": ...}`` node of a file stands for (format 3: objects/ of its thread)."""
+    tdir = path.parents[1] if path.parent.parent.parent.name == "threads" else path.parents[3]
+    if isinstance(node, dict) and "$ref" in node:
+        return load(tdir / "objects" / f"{node['$ref']}.json")["tree"]
+    return node
+
+
+def edit_shared(path: Path, locate: Callable[[Any], Any], change: Callable[[Any], None]) -> None:
+    """A hand edit of a shared value (a message), the format-3 way (docs/format.md): its tree,
+    changed, written under its new name (objects are named by their content), and the
+    reference ``locate`` finds in ``path`` pointed at it."""
+    tdir = path.parents[1] if path.parent.parent.parent.name == "threads" else path.parents[3]
+    tree = shared_tree(path, locate(load(path)))
+    change(tree)
+    digest = object_digest(tree)
+    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
+    (tdir / "objects" / f"{digest}.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    edit(path, lambda d: locate(d).update({"$ref": digest}))
 
 
 def holding(root: Path, thread_id: str, channel: str, form: str) -> list[Path]:
@@ -78,16 +100,20 @@ def tool_graph(saver: RepoSaver) -> Any:
     return line_graph(MessagesState, saver, call=call)
 
 
-def tool_message_index(items: list[Any]) -> int:
-    return next(i for i, m in enumerate(items) if m["$type"][1] == "ToolMessage")
+def tool_message_index(path: Path, items: list[Any]) -> int:
+    return next(i for i, m in enumerate(items) if shared_tree(path, m)["$type"][1] == "ToolMessage")
 
 
 def drop_tool_call_id(root: Path) -> tuple[Path, str]:
     """Remove the ToolMessage's tool_call_id from the file that holds it; (file, pointer)."""
     path = holding(root, "t", "messages", "append")[-1]
     items = load(path)["new_values"]["messages"]["append"]["items"]
-    i = tool_message_index(items)
-    edit(path, lambda d: d["new_values"]["messages"]["append"]["items"][i]["$fields"].pop("tool_call_id"))
+    i = tool_message_index(path, items)
+    edit_shared(
+        path,
+        lambda d: d["new_values"]["messages"]["append"]["items"][i],
+        lambda tree: tree["$fields"].pop("tool_call_id"),
+    )
     return path, f"/new_values/messages/append/items/{i}"
 
 
@@ -106,12 +132,13 @@ def test_hand_edit_of_message_text_is_seen_by_a_running_saver_and_validate_passe
     path = holding(root, "t", "messages", "append")[0]
     assert path != checkpoint_files(root, "t")[-1]
 
-    def reword(doc: Any) -> None:
-        for item in doc["new_values"]["messages"]["append"]["items"]:
-            if item["$fields"]["content"] == "echo: m0":
-                item["$fields"]["content"] = "ECHO: M0"
-
-    edit(path, reword)
+    items = load(path)["new_values"]["messages"]["append"]["items"]
+    i = next(i for i, m in enumerate(items) if shared_tree(path, m)["$fields"]["content"] == "echo: m0")
+    edit_shared(
+        path,
+        lambda d: d["new_values"]["messages"]["append"]["items"][i],
+        lambda tree: tree["$fields"].update(content="ECHO: M0"),
+    )
     latest = saver.get_tuple(cfg("t"))
     listed = next(iter(saver.list(cfg("t"), limit=1)))
     for tup in (latest, listed):
@@ -147,7 +174,13 @@ def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(root: P
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "ToolMessage" in ln]
     assert len(lines) == 1, proc.stdout
-    assert lines[0].startswith(f"{path}: {pointer}: "), lines[0]
+    # format 3: the message is checked where it lies, in its object file (which the edited
+    # reference at ``pointer`` of ``path`` names)
+    ref = load(path)
+    for part in pointer.strip("/").split("/"):
+        ref = ref[int(part)] if isinstance(ref, list) else ref[part]
+    held = root / "threads" / "t" / "objects" / f"{ref['$ref']}.json"
+    assert lines[0].startswith(f"{held}: /tree: "), lines[0]
     assert "tool_call_id" in lines[0]
 
 
@@ -156,7 +189,11 @@ def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_i
     broken message (the first checkpoint's full list), not the checkpoint being read."""
     chat(root, "t", 3)
     base = holding(root, "t", "messages", "value")[0]
-    edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(type="ai"))
+    edit_shared(
+        base,
+        lambda d: d["new_values"]["messages"]["value"]["json"][0],
+        lambda t: t["$fields"].update(type="ai"),
+    )
     latest = checkpoint_files(root, "t")[-1]
     assert latest != base
     with pytest.raises(UnrevivableValueError) as info:
@@ -174,7 +211,9 @@ def test_pending_write_its_type_rejects_fails_naming_the_writes_file(root: Path)
         for p in (root / "threads" / "t" / "writes").glob("*.json")
         if p.name.startswith(cid) and load(p)["writes"][0]["channel"] == "messages"
     ]
-    edit(wfile, lambda d: d["writes"][0]["value"]["json"][0]["$fields"].update(type="human"))
+    edit_shared(
+        wfile, lambda d: d["writes"][0]["value"]["json"][0], lambda t: t["$fields"].update(type="human")
+    )
     with pytest.raises(UnrevivableValueError) as info:
         RepoSaver(root).get_tuple(cfg("t", checkpoint_id=cid))
     assert f"{wfile} at /writes/0/value/json/0: " in str(info.value)
@@ -250,10 +289,14 @@ def test_value_its_own_type_rejects_fails_naming_file_and_pointer(root: Path, ki
     allow = [(type(value).__module__, type(value).__name__)]
     typed_graph(RepoSaver(root, durable=False), channel, value).invoke({"n": 0}, cfg("t"))
     (path,) = holding(root, "t", channel, "value")
-    assert load(path)["new_values"][channel]["value"]["json"]["$type"][1] == type(value).__name__
+    stored = load(path)["new_values"][channel]["value"]["json"]
+    assert shared_tree(path, stored)["$type"][1] == type(value).__name__
     graph = typed_graph(RepoSaver(root, allowlist=allow), channel, value)
     assert graph.get_state(cfg("t")).values[channel] == value
-    edit(path, lambda d: spoil(d["new_values"][channel]["value"]["json"]))
+    if "$ref" in stored:  # big enough to be an object (format 3): edited the format-3 way
+        edit_shared(path, lambda d: d["new_values"][channel]["value"]["json"], spoil)
+    else:
+        edit(path, lambda d: spoil(d["new_values"][channel]["value"]["json"]))
     with pytest.raises(UnrevivableValueError) as info:
         typed_graph(RepoSaver(root, allowlist=allow), channel, value).get_state(cfg("t"))
     assert f"{path} at /new_values/{channel}/value/json: " in str(info.value)
@@ -354,7 +397,11 @@ def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(root: Path) -> N
     assert before is not None and before.checkpoint["channel_values"]["messages"][0].content == "m0"
     base = holding(root, "t", "messages", "value")[0]
     size = base.stat().st_size
-    edit(base, lambda d: d["new_values"]["messages"]["value"]["json"][0]["$fields"].update(content="M0"))
+    edit_shared(
+        base,
+        lambda d: d["new_values"]["messages"]["value"]["json"][0],
+        lambda t: t["$fields"].update(content="M0"),
+    )
     assert base.stat().st_size == size
     for tup in (saver.get_tuple(cfg("t")), next(iter(saver.list(cfg("t"))))):
         assert tup is not None

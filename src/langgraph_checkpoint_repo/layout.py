@@ -313,7 +313,8 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
             return "/version", f"channel {doc['channel']!r} at {doc['version']!r} belongs in {want}"
         return None
     if kind in ("large_value", "object"):
-        if path.parent.name != (LARGE if kind == "large_value" else OBJECTS) or path.name != f"{doc['sha256']}.json":
+        folder = LARGE if kind == "large_value" else OBJECTS
+        if path.parent.name != folder or path.name != f"{doc['sha256']}.json":
             return "/sha256", "sha256 does not match the file name"
         return None
     if kind == "checkpoint" and path.name != encode_segment(doc["checkpoint_id"]) + ".json":

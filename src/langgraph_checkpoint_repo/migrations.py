@@ -153,7 +153,9 @@ def _kind_of(path: Path) -> str:
     """The kind a file must be, from the folder it sits in; a file elsewhere is not data."""
     kind = _FOLDER_KINDS.get(path.parent.name)
     if kind is None:
-        raise FileFormatError(str(path), "/", "stray file (not in checkpoints/, writes/, values/, large/ or objects/)")
+        raise FileFormatError(
+            str(path), "/", "stray file (not in checkpoints/, writes/, values/, large/ or objects/)"
+        )
     return kind
 
 

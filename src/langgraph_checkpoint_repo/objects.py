@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from .errors import FileFormatError
+from .jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
 
 REF = "$ref"
 ID = "$id"
@@ -44,7 +45,8 @@ CHUNK_MIN = 16
 CHUNK_MAX = 32
 CUT = 0x20  # first byte of a digest below this ends a chunk: one item in eight
 MAX_NESTING = 64  # references inside references; real values use fewer than ten
-MAX_CONTAINERS = 1_000_000  # of a whole expanded value, as jsonread limits one file
+MAX_CONTAINERS = MAX_JSON_CONTAINERS  # of a whole expanded value, as of one file
+MAX_VALUES = MAX_JSON_VALUES
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -83,15 +85,20 @@ class Sharer:
 
     def __init__(self) -> None:
         self.objects: dict[str, Any] = {}  # digest -> tree, in the order found
+        self.containers = self.values = 0  # of the trees shared, whole: what a reader expands
 
     def share(self, tree: Any) -> Any:
         """The tree with its shared parts replaced (a new tree; the input is not changed)."""
+        self.values += 1
         if isinstance(tree, list):
+            self.containers += 1
             items = [self.share(x) for x in tree]
             if len(items) >= CHUNK_MIN and all(ref_of(x) is not None for x in items):
                 return self._chunked(items)
             return items
         if isinstance(tree, dict):
+            self.containers += 1
+            self.values += len(tree)
             out = {k: self.share(v) for k, v in tree.items()}
             if "$type" in out:
                 anon, ident = _without_id(out)
@@ -104,6 +111,8 @@ class Sharer:
 
     def share_items(self, items: list[Any]) -> list[Any]:
         """Each item shared, the list itself kept whole (an append's ``items``)."""
+        self.containers += 1
+        self.values += 1
         return [self.share(x) for x in items]
 
     def _store(self, tree: Any, digest: str | None = None) -> dict[str, str]:
@@ -155,39 +164,65 @@ def without_refs(tree: Any) -> Any:
 LoadObject = Callable[[str], Any]  # digest -> the object's tree, checked against its name
 
 
+Weight = tuple[int, int]  # (arrays and objects, values of any kind) a tree expands to
+
+
+def weight_problem(weight: Weight) -> str | None:
+    """Why a value of this expanded size is refused, on write and on read alike, else None:
+    the limits one file has (jsonread), so a value never becomes bigger through objects/."""
+    containers, values = weight
+    if containers > MAX_CONTAINERS:
+        return f"expands to over {MAX_CONTAINERS:,} arrays and objects through objects/"
+    if values > MAX_VALUES:
+        return f"expands to over {MAX_VALUES:,} values through objects/"
+    return None
+
+
+def tree_weight(tree: Any) -> Weight:
+    """(arrays and objects, values) of a tree as it is, without following references."""
+    containers = values = 0
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        values += 1
+        if isinstance(node, list):
+            containers += 1
+            stack.extend(node)
+        elif isinstance(node, dict):
+            containers += 1
+            stack.extend(node.values())
+    return containers, values
+
+
 class Expander:
     """Puts shared subtrees back into a tree, for one file's value at a time."""
 
     def __init__(
-        self, load: LoadObject, path: str, pointer: str, done: dict[str, tuple[Any, int]] | None = None
+        self, load: LoadObject, path: str, pointer: str, done: dict[str, tuple[Any, Weight]] | None = None
     ) -> None:
         self._load = load
         self._path, self._pointer = path, pointer or "/"  # where the value is read from, for errors
-        # digest -> (expanded tree, containers); may be kept across calls for one thread:
-        # an object never changes under its name, so what was checked once stays true
-        self._done: dict[str, tuple[Any, int]] = {} if done is None else done
-        self._containers = 0
+        # digest -> (expanded tree, weight); may be kept across calls for one thread: an
+        # object never changes under its name, so what was checked once stays true
+        self._done: dict[str, tuple[Any, Weight]] = {} if done is None else done
 
     def expand(self, tree: Any) -> Any:
         out, weight = self._expand(tree, 0)
-        self._count(weight)
+        problem = weight_problem(weight)
+        if problem is not None:
+            raise self._error(problem)
         return out
 
-    def _count(self, weight: int) -> None:
-        self._containers += weight
-        if self._containers > MAX_CONTAINERS:
-            raise self._error(f"expands to over {MAX_CONTAINERS:,} arrays and objects through objects/")
-
-    def _expand(self, tree: Any, nesting: int) -> tuple[Any, int]:
+    def _expand(self, tree: Any, nesting: int) -> tuple[Any, Weight]:
         if isinstance(tree, list):
-            items, weight = [], 1
+            items, c, v = [], 1, 1
             for x in tree:
-                item, w = self._expand(x, nesting)
+                item, (wc, wv) = self._expand(x, nesting)
                 items.append(item)
-                weight += w
-            return items, weight
+                c, v = c + wc, v + wv
+            return items, (c, v)
         if not isinstance(tree, dict):
-            return tree, 0
+            return tree, (0, 1)
         digest = ref_of(tree)
         if digest is not None:
             found, weight = self._object(digest, nesting)
@@ -199,13 +234,13 @@ class Expander:
             return found, weight
         if CHUNKS in tree and len(tree) == 1:
             return self._chunks(tree[CHUNKS], nesting)
-        out, weight = {}, 1
-        for k, v in tree.items():
-            out[k], w = self._expand(v, nesting)
-            weight += w
-        return out, weight
+        out, c, v = {}, 1, 1
+        for k, val in tree.items():
+            out[k], (wc, wv) = self._expand(val, nesting)
+            c, v = c + wc, v + wv + 1  # the key counts, as in a file
+        return out, (c, v)
 
-    def _object(self, digest: str, nesting: int) -> tuple[Any, int]:
+    def _object(self, digest: str, nesting: int) -> tuple[Any, Weight]:
         done = self._done.get(digest)
         if done is not None:
             return done  # its weight counts again in the parent: each use is a copy once revived
@@ -214,24 +249,27 @@ class Expander:
         if nesting >= MAX_NESTING:
             raise self._error(f"objects refer to objects more than {MAX_NESTING} levels deep")
         done = self._expand(self._load(digest), nesting + 1)
+        problem = weight_problem(done[1])
+        if problem is not None:  # stop a blow-up at the first object that is too big
+            raise self._error(problem)
         self._done[digest] = done
         return done
 
-    def _chunks(self, refs: Any, nesting: int) -> tuple[list[Any], int]:
+    def _chunks(self, refs: Any, nesting: int) -> tuple[list[Any], Weight]:
         if not isinstance(refs, list):
             raise self._error("$chunks is not a list of references")
         out: list[Any] = []
-        weight = 1
+        c = v = 1
         for r in refs:
             digest = ref_of(r)
             if digest is None:
                 raise self._error("$chunks holds something other than a reference")
-            part, w = self._object(digest, nesting)
+            part, (wc, wv) = self._object(digest, nesting)
             if not isinstance(part, list):
                 raise self._error(f"chunk object {digest} is not a list")
             out.extend(part)
-            weight += w
-        return out, weight
+            c, v = c + wc - 1, v + wv - 1  # the chunk's own list is not a list of the value
+        return out, (c, v)
 
     def _error(self, message: str) -> FileFormatError:
         return FileFormatError(self._path, self._pointer, message)

@@ -31,7 +31,8 @@ from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
 from .durable import digest_node, json_size
 from .entries import large_ref
-from .objects import Sharer, refs_in
+from .errors import InvalidWriteError
+from .objects import Sharer, refs_in, weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .store import FileStore
 from .validation import SCHEMA_VERSION
@@ -298,6 +299,10 @@ class ValueWriter:
         files not yet on disk join ``large``, to be written before whatever refers to them."""
         sharer = Sharer()
         out = sharer.share_items(tree) if items else sharer.share(tree)
+        problem = weight_problem((sharer.containers, sharer.values))
+        if problem is not None:  # each file would be small; the value read back would not be
+            why = problem.replace("expands", "would expand")
+            raise InvalidWriteError("value", f"thread {thread_id!r}", "/", why)
         if sharer.objects:
             layout = self.store.layout
             pending = {p for p, _ in large}
