@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from langchain_core.runnables import RunnableConfig
 from rich.table import Table
 from rich.text import Text
 
 from .. import present
 from ..heads import scan, unsettled
 from ..review import Reader, is_internal
-from .app import JsonOpt, NsOpt, _reader, _settings, app
+from .app import JsonOpt, NsOpt, Settings, _reader, _settings, app
 from .output import _print_json, _print_table
 
 
@@ -75,17 +76,7 @@ def heads_command(
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     if choose is not None:
-        cid = reader.resolve(thread, ns, choose)
-        new = reader.saver.choose_head(
-            {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
-        )
-        new_id = str(new["configurable"]["checkpoint_id"])
-        if as_json:
-            _print_json({"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id})
-            return
-        settings.out.print(new_id)
-        what = "is the only head and continues already" if new_id == cid else f"chosen: {new_id} continues it"
-        settings.err.print(Text(f"{cid} {what}", style="green"))
+        _choose(settings, reader, thread, ns, choose, as_json)
         return
     rows = head_rows(reader, thread, ns)
     waiting = unsettled(scan(reader.store, thread, ns))
@@ -99,21 +90,7 @@ def heads_command(
             }
         )
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
-        table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")
-    for row in rows:
-        state = "settled" if row["settled"] else "unsettled"
-        if row["continues"]:
-            state += ", continues"
-        table.add_row(
-            Text(row["checkpoint_id"], style="bold" if row["continues"] else ""),
-            present.short_time(row["ts"]),
-            "" if row["step"] is None else str(row["step"]),
-            row["source"] or "",
-            Text(state, style="yellow" if not row["settled"] and len(waiting) > 1 else "dim"),
-            row["last"],
-        )
+    table = _heads_table(rows, len(waiting) > 1)
     where = f"thread {thread}" + (f" namespace {ns}" if ns else "")
     title = f"{where}: {len(rows)} head{'s' if len(rows) != 1 else ''}"
     if len(waiting) > 1:
@@ -129,3 +106,36 @@ def heads_command(
                 style="dim",
             )
         )
+
+
+def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: str, as_json: bool) -> None:
+    """``heads --choose``: write the choice, print the checkpoint that now continues."""
+    cid = reader.resolve(thread, ns, choose)
+    config: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
+    new = reader.saver.choose_head(config)
+    new_id = str(new["configurable"]["checkpoint_id"])
+    if as_json:
+        _print_json({"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id})
+        return
+    settings.out.print(new_id)
+    what = "is the only head and continues already" if new_id == cid else f"chosen: {new_id} continues it"
+    settings.err.print(Text(f"{cid} {what}", style="green"))
+
+
+def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
+        table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")
+    for row in rows:
+        state = "settled" if row["settled"] else "unsettled"
+        if row["continues"]:
+            state += ", continues"
+        table.add_row(
+            Text(row["checkpoint_id"], style="bold" if row["continues"] else ""),
+            present.short_time(row["ts"]),
+            "" if row["step"] is None else str(row["step"]),
+            row["source"] or "",
+            Text(state, style="yellow" if not row["settled"] and forked else "dim"),
+            row["last"],
+        )
+    return table

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..checks import Validator, count_files, fsck, repair
+from ..checks import Problem, Validator, count_files, fsck, repair
 from ..checks import thread_folders_for as _thread_folders_for
 from ..errors import (
     BadInputError,
@@ -17,6 +17,7 @@ from ..heads import unsettled_problems
 from .app import (
     PROBLEMS,
     JsonOpt,
+    Settings,
     _check_root,
     _progress,
     _reader,
@@ -75,28 +76,35 @@ def validate(
         problems = validator.run(folders)
     if heads:
         problems = sorted(set(problems) | set(unsettled_problems(validator.store, folders)))
+    _report_validation(settings, validator, problems, as_json)
+    if problems:
+        raise typer.Exit(PROBLEMS)
+
+
+def _report_validation(
+    settings: Settings, validator: Validator, problems: list[Problem], as_json: bool
+) -> None:
+    """One line per problem (file and JSON pointer) and a summary, or the same as JSON."""
     if as_json:
         _print_json(
             {
                 "ok": not problems,
-                "root": str(root),
+                "root": str(settings.root),
                 "files": validator.files,
                 "checkpoints": validator.checkpoints,
                 "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems],
             }
         )
-    else:
-        for p in problems:
-            settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
-        summary = f"{validator.files} files, {validator.checkpoints} checkpoints"
-        if problems:
-            settings.err.print(
-                Text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} ({summary})", style="red")
-            )
-        else:
-            settings.err.print(Text(f"ok: {summary} valid", style="green"))
+        return
+    for p in problems:
+        settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
+    summary = f"{validator.files} files, {validator.checkpoints} checkpoints"
     if problems:
-        raise typer.Exit(PROBLEMS)
+        settings.err.print(
+            Text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} ({summary})", style="red")
+        )
+    else:
+        settings.err.print(Text(f"ok: {summary} valid", style="green"))
 
 
 @app.command(name="fsck")
