@@ -111,7 +111,8 @@ def heads_command(
 def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: str, as_json: bool) -> None:
     """``heads --choose``: write the choice, print the checkpoint that now continues."""
     cid = reader.resolve(thread, ns, choose)
-    config: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
+    ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
+    config: RunnableConfig = {"configurable": ids}
     new = reader.saver.choose_head(config)
     new_id = str(new["configurable"]["checkpoint_id"])
     if as_json:
