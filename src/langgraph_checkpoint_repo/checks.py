@@ -323,25 +323,20 @@ class Validator:
         self.reference(path, "/", lambda: self.store.value_entry(ns_dir, doc["channel"], doc["version"], rel))
 
     def large(self, thread_folder: Path) -> None:
-        for path in self._json_files(thread_folder / LARGE):
-            doc = self._read(path, "large_value")
-            if doc is None:
-                continue
-            if path.name != f"{doc['sha256']}.json":
-                self.problem(path, "/sha256", "sha256 does not match the file name")
-            elif digest_node(doc["value"]) != doc["sha256"]:
-                self.bad_files.add(str(path))
-                self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
-
+        self._named_by_content(thread_folder / LARGE, "large_value", lambda doc: digest_node(doc["value"]))
 
     def objects(self, thread_folder: Path) -> None:
-        for path in self._json_files(thread_folder / OBJECTS):
-            doc = self._read(path, "object")
+        self._named_by_content(thread_folder / OBJECTS, "object", lambda doc: object_digest(doc["tree"]))
+
+    def _named_by_content(self, folder: Path, kind: str, digest: Callable[[dict[str, Any]], str]) -> None:
+        """``large/`` and ``objects/``: each file's name is the sha256 of what it holds."""
+        for path in self._json_files(folder):
+            doc = self._read(path, kind)
             if doc is None:
                 continue
             if path.name != f"{doc['sha256']}.json":
                 self.problem(path, "/sha256", "sha256 does not match the file name")
-            elif object_digest(doc["tree"]) != doc["sha256"]:
+            elif digest(doc) != doc["sha256"]:
                 self.bad_files.add(str(path))
                 self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
 

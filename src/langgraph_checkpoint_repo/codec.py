@@ -263,7 +263,7 @@ NUMPY_MARK = "<numpy array>"
 DELTA_MARK = "<delta snapshot>"
 
 
-def _objects(tree: Any) -> Iterator[dict[str, Any]]:
+def json_objects(tree: Any) -> Iterator[dict[str, Any]]:
     """Every JSON object of a tree, outer before inner."""
     stack = [tree]
     while stack:
@@ -278,7 +278,7 @@ def _objects(tree: Any) -> Iterator[dict[str, Any]]:
 def named_types(tree: Any) -> list[tuple[str, ...]]:
     """Every (module, name[, method]) a tree asks the serde to construct."""
     found: list[tuple[str, ...]] = []
-    for node in _objects(tree):
+    for node in json_objects(tree):
         if "$type" in node:
             mod, name = node["$type"]
             if "$method" in node and "$pydantic" not in node:
@@ -322,7 +322,7 @@ def rename_main(data: bytes) -> bytes:
         return data
     tree = msgpack_to_tree(data)
     found = False
-    for node in _objects(tree):
+    for node in json_objects(tree):
         kind = node.get("$type")
         if isinstance(kind, list) and kind and kind[0] == MAIN:
             kind[0], found = main, True

@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from .codec import json_objects
 from .errors import FileFormatError
 from .jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
 
@@ -136,17 +137,10 @@ class Sharer:
 
 def refs_in(tree: Any) -> Iterator[str]:
     """Every digest a tree refers to directly (not through the objects it names)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            digest = ref_of(node)
-            if digest is not None:
-                yield digest
-            else:
-                stack.extend(node.values())
+    for node in json_objects(tree):
+        digest = ref_of(node)
+        if digest is not None:
+            yield digest
 
 
 def without_refs(tree: Any) -> Any:
