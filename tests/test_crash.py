@@ -57,7 +57,9 @@ PARALLEL = 4
 CHILD = Path(__file__).with_name("crash_child.py")
 # a kill during the very first write of the root's .gitignore leaves it missing (and its temp
 # file): derived, rewritten by the next saver that writes and by fsck --repair
-ALLOWED_DEBRIS = {"temp", "orphan-large", "orphan-writes", "empty-folder", "gitignore"}
+# an object or large file written before the checkpoint that would have referred to it (the
+# commit point) is an orphan, like the writes of a step whose checkpoint never came
+ALLOWED_DEBRIS = {"temp", "orphan-large", "orphan-object", "orphan-writes", "empty-folder", "gitignore"}
 WAIT_LIMIT = 120.0  # seconds to wait for a child to start (never reached when healthy)
 
 
@@ -67,6 +69,7 @@ class RootReport:
     finished_before_kill: int = 0
     kills_leaving_temp_files: int = 0
     kills_leaving_orphan_large: int = 0
+    kills_leaving_orphan_objects: int = 0
     kills_leaving_orphan_writes: int = 0
     checks: int = 0
     puts_verified: int = 0
@@ -127,6 +130,7 @@ def check_root(root: Path, thread_id: str, log: Path, report: RootReport) -> Non
         report.seen.add(f.path)
     report.kills_leaving_temp_files += any(f.kind == "temp" for f in new)
     report.kills_leaving_orphan_large += any(f.kind == "orphan-large" for f in new)
+    report.kills_leaving_orphan_objects += any(f.kind == "orphan-object" for f in new)
     report.kills_leaving_orphan_writes += any(f.kind == "orphan-writes" for f in new)
 
     saver = RepoSaver(root)  # a cold reader: nothing cached from before the kill
@@ -243,6 +247,7 @@ def test_sigkill_at_random_moments_loses_nothing_and_resumes_to_the_same_state(t
         "finished_before_kill": sum(r.finished_before_kill for r in reports),
         "kills_leaving_temp_files": sum(r.kills_leaving_temp_files for r in reports),
         "kills_leaving_orphan_large": sum(r.kills_leaving_orphan_large for r in reports),
+        "kills_leaving_orphan_objects": sum(r.kills_leaving_orphan_objects for r in reports),
         "kills_leaving_orphan_writes": sum(r.kills_leaving_orphan_writes for r in reports),
         "checks_after_kill": sum(r.checks for r in reports),
         "returned_puts_verified": sum(r.puts_verified for r in reports),

@@ -43,7 +43,8 @@ from langgraph_checkpoint_repo.review import Reader
 
 TURNS = 4
 FAULT_TURN = 2  # turns before it run cleanly; the fault hits a write of this turn
-KINDS = {"checkpoint": "checkpoints", "writes": "writes", "large": "large"}  # kind -> folder name
+# kind -> folder name
+KINDS = {"checkpoint": "checkpoints", "writes": "writes", "large": "large", "object": "objects"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 
 
@@ -166,7 +167,10 @@ def data_files(root: Path) -> dict[Path, bytes]:
 
 
 def assert_clean(root: Path, allowed: frozenset[str] = frozenset()) -> None:
-    problems = Validator(root).run()
+    validator = Validator(root)
+    problems = validator.run()
+    if "orphan-writes" in allowed:  # writes saved beside a put that then failed (LangGraph overlaps them)
+        problems = [p for p in problems if p not in validator.orphan_writes]
     assert problems == [], "\n".join(p.line() for p in problems)
     findings = fsck(Reader(root))
     assert {f.kind for f in findings} <= allowed, [(f.kind, f.path) for f in findings]
@@ -185,18 +189,20 @@ def assert_still_there(root: Path, before: dict[Path, bytes], tuples: list[Any])
         assert again.pending_writes == tup.pending_writes
 
 
-def finish_and_compare(graph: Any, root: Path, reference: dict[str, Any]) -> None:
+def finish_and_compare(
+    graph: Any, root: Path, reference: dict[str, Any], debris: frozenset[str] = frozenset()
+) -> None:
     run_thread(graph, "t", TURNS)  # resumes the failed turn, then the rest
     assert dict(graph.get_state(cfg("t")).values) == reference
     assert dict(build_graph(RepoSaver(root)).get_state(cfg("t")).values) == reference
-    assert_clean(root)
+    assert_clean(root, debris)
 
 
 STEP_FAULTS = ["fsync", "replace", "after-replace", "fsync-dir", "enospc", "eacces"]
 ERRNO = {"eacces": errno.EACCES, "enospc": errno.ENOSPC}
 
 
-@pytest.mark.parametrize("kind", ["checkpoint", "writes", "large"])
+@pytest.mark.parametrize("kind", ["checkpoint", "writes", "large", "object"])
 @pytest.mark.parametrize("fault", STEP_FAULTS)
 def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
     root: Path, faulty: FaultyOS, reference: dict[str, Any], fault: str, kind: str
@@ -218,11 +224,14 @@ def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
 
     target = faulty.target
     renamed = fault in ("after-replace", "fsync-dir")
-    if kind != "large":  # a large value is content-addressed: a later put may write it whole
+    if kind not in ("large", "object"):  # content-addressed: a later put may write it whole
         assert target.exists() == renamed  # before the rename nothing is in place; after, all of it
     assert_still_there(root, before, history)
-    # the temp file is gone; a large value whose checkpoint was never written is debris fsck removes
-    assert_clean(root, allowed=frozenset({"orphan-large"}))
+    # the temp file is gone; a large value or an object whose referrer was never written is
+    # debris fsck removes. An object is written by the put of a checkpoint (a Send it holds)
+    # whose tasks LangGraph may already have run and saved: their writes are orphans then
+    debris = frozenset({"orphan-large", "orphan-object"} | ({"orphan-writes"} if kind == "object" else set()))
+    assert_clean(root, allowed=debris)
 
     latest = RepoSaver(root).get_tuple(cfg("t"))
     assert latest is not None
@@ -230,7 +239,7 @@ def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
         # the checkpoint is whole and in place though put raised: its durability was not confirmed
         assert latest.config["configurable"]["checkpoint_id"] == target.stem
 
-    finish_and_compare(graph, root, reference)
+    finish_and_compare(graph, root, reference, debris & {"orphan-writes"})
 
 
 @pytest.mark.parametrize("fault", STEP_FAULTS)
