@@ -209,12 +209,13 @@ class Expander:
 
     def _expand(self, tree: Any, nesting: int) -> tuple[Any, Weight]:
         if isinstance(tree, list):
-            items, c, v = [], 1, 1
+            items, c, v, same = [], 1, 1, True
             for x in tree:
                 item, (wc, wv) = self._expand(x, nesting)
                 items.append(item)
+                same = same and item is x
                 c, v = c + wc, v + wv
-            return items, (c, v)
+            return (tree if same else items), (c, v)  # nothing shared below: no copy
         if not isinstance(tree, dict):
             return tree, (0, 1)
         digest = ref_of(tree)
@@ -228,11 +229,12 @@ class Expander:
             return found, weight
         if CHUNKS in tree and len(tree) == 1:
             return self._chunks(tree[CHUNKS], nesting)
-        out, c, v = {}, 1, 1
+        out, c, v, same = {}, 1, 1, True
         for k, val in tree.items():
             out[k], (wc, wv) = self._expand(val, nesting)
+            same = same and out[k] is val
             c, v = c + wc, v + wv + 1  # the key counts, as in a file
-        return out, (c, v)
+        return (tree if same else out), (c, v)
 
     def _object(self, digest: str, nesting: int) -> tuple[Any, Weight]:
         done = self._done.get(digest)
