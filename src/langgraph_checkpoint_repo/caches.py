@@ -17,7 +17,7 @@ Applied to:
 * parsed, validated documents (``DocCache``): against the file's stat;
 * resolved values (``resolve.py``): against every file a value is built from, its own, a
   ``large/`` file and each link of its append chain (``Dep``: one lstat per file on a hit);
-* decoded metadata for filters (the saver, kept in ``FileStore.meta``): against its
+* decoded metadata for filters (``index.MetaCache``, ``FileStore.meta``): against its
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
   chain it would append to; changed, the next value is written whole.
@@ -34,7 +34,8 @@ change them meanwhile:
   that changes the list's length is refused on read (``base_length``), naming the file;
   one that keeps the length becomes the base the next put appends to.
 
-Nothing here is persisted: restarting the process loses nothing.
+Listings and filter metadata are also kept on disk for the next process, under the same
+rule (index.py); losing or damaging that derived index costs a re-read, nothing else.
 """
 
 from __future__ import annotations
@@ -226,9 +227,15 @@ class Listing:
 class Listings:
     """Folder listings (temp names left out), each against its folder's stat key."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        load: Callable[[Path, StatKey], list[str] | None] | None = None,
+        save: Callable[[Path, StatKey, list[str]], None] | None = None,
+    ) -> None:
         self._by_folder: dict[Path, Listing] = {}
         self._mutex = threading.RLock()
+        # the derived index (index.py): listings another process took, under the same rule
+        self._load, self._save = load, save
 
     def get(self, folder: Path) -> Listing | None:
         """Names in ``folder``, fresh against the folder's stat; None when it is gone."""
@@ -237,8 +244,13 @@ class Listings:
         except FileNotFoundError:
             self._by_folder.pop(folder, None)
             return None
+        key = stat_key(st)
         cur = self._by_folder.get(folder)
-        if cur is not None and cur.trusted and cur.key == stat_key(st):
+        if cur is not None and cur.trusted and cur.key == key:
+            return cur
+        names = self._load(folder, key) if self._load is not None else None
+        if names is not None:  # recorded settled, and the folder has not changed since
+            cur = self._by_folder[folder] = Listing(names, key, True)
             return cur
         listed_at = time.time_ns()
         try:
@@ -246,8 +258,10 @@ class Listings:
         except FileNotFoundError:  # removed since the stat (delete in another process)
             self._by_folder.pop(folder, None)
             return None
-        cur = Listing(names, stat_key(st), settled(st, listed_at))
+        cur = Listing(names, key, settled(st, listed_at))
         self._by_folder[folder] = cur
+        if cur.trusted and self._save is not None:
+            self._save(folder, key, names)
         return cur
 
     def drop(self, folder: Path) -> None:

@@ -28,6 +28,7 @@ from .codec import check_revival
 from .durable import digest_node, write_files
 from .entries import large_ref
 from .errors import FileFormatError, RepoCheckpointError
+from .index import index_files, index_problem
 from .layout import (
     CACHE,
     CHECKPOINTS,
@@ -417,7 +418,7 @@ class Finding:
     """Something fsck found; ``repairable`` when it is derived or orphaned data."""
 
     # temp | orphan-writes | orphan-value | orphan-large | orphan-object | gitignore | empty-folder
-    # | invalid | foreign
+    # | index | invalid | foreign
     kind: str
     path: str
     message: str
@@ -427,9 +428,11 @@ class Finding:
 
 
 def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
-    """Scan the root; report problems, never change anything."""
+    """Scan the root; report problems, never change anything (but the derived index, which
+    any read may bring up to date: so it is judged first)."""
     root = reader.root
-    findings = _gitignore_findings(root)
+    findings = _index_findings(reader)
+    findings.extend(_gitignore_findings(root))
     findings.extend(_temp_findings(root))
     validator = Validator(root, progress, secrets=False)  # secrets are validate's, not fsck's
     folders = validator.thread_folders()
@@ -462,6 +465,30 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
         if f.thread_id is None and f.repairable and f.kind != "gitignore":
             f.thread_id = _thread_of_path(reader, Path(f.path))
     return findings
+
+
+def _index_findings(reader: Reader) -> list[Finding]:
+    """The derived index (index.py): derived, so every problem in it is repairable."""
+    out = []
+    for path in index_files(reader.layout):
+        if path.is_symlink():  # never the saver's: reported, never followed or removed
+            out.append(_foreign(path))
+            continue
+        problem = index_problem(reader.layout, path)
+        if problem is not None:
+            out.append(Finding("index", str(path), f"derived index: {problem}", True))
+    return out
+
+
+def rebuild_index(reader: Reader) -> None:
+    """Index every namespace now: its listing and its checkpoints' metadata (``fsck --repair``)."""
+    store = reader.store
+    for thread_id in store.thread_ids():
+        store.forget_thread(thread_id)
+        for ns in store.namespaces(thread_id):
+            for cid in store.checkpoint_ids(thread_id, ns):
+                reader.saver.checkpoint_metadata(thread_id, ns, cid)
+            store.meta.persist()
 
 
 def _gitignore_findings(root: Path) -> list[Finding]:
@@ -658,6 +685,8 @@ def repair(reader: Reader, findings: list[Finding]) -> None:
                     continue
                 _repair_one(root, f)
         reader.store.forget_thread(tid)
+    if any(f.kind == "index" and f.repaired for f in findings):
+        rebuild_index(reader)
 
 
 def _repair_one(root: Path, f: Finding) -> None:

@@ -383,7 +383,8 @@ def tree_of(entry: ValueEntry) -> Any:
 
 
 class Reader:
-    """Reads one root through a RepoSaver (validation, allowlist) without ever writing."""
+    """Reads one root through a RepoSaver (validation, allowlist) without ever writing state
+    (only the derived index under ``.cache/``, index.py, which a read may leave)."""
 
     def __init__(
         self,

@@ -44,7 +44,7 @@ from langgraph.pregel import Pregel
 
 from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
-from .caches import settled, stat_key, stat_key_of
+from .caches import settled, stat_key
 from .chains import MAX_APPEND_DEPTH
 from .codec import ValueCodec, graph_fix
 from .durable import check_lock_timeout
@@ -57,6 +57,7 @@ from .errors import (
 )
 from .graph_types import GraphViews, frame_above, graph_allowlist, graph_name
 from .heads import Head, choose, read_heads
+from .index import is_plain
 from .jsonread import MAX_FILE_BYTES
 from .layout import find_default_root
 from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
@@ -250,24 +251,25 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
             if remaining is not None:
                 remaining -= 1
                 if remaining <= 0:
-                    return
+                    break
+        self.store.meta.persist()
 
     def checkpoint_metadata(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        """A checkpoint's decoded metadata, kept per checkpoint so filters scan thousands quickly:
-        reused while its file's stat key is unchanged (one lstat), so a hand edit is seen."""
-        per_ns = self.store.meta.setdefault((thread_id, ns), {})
-        hit = per_ns.get(cid)
-        if hit is not None and stat_key_of(hit[0]) == hit[1]:
-            return hit[2]  # type: ignore[no-any-return]
+        """A checkpoint's decoded metadata, kept per checkpoint so filters scan thousands quickly
+        (index.py: in process, and for a fresh process in the derived index): reused while its
+        file's stat key is unchanged (one lstat), so a hand edit is seen."""
+        plain_ok = self.codec.revives_plain_trees
+        hit = self.store.meta.get(thread_id, ns, cid, plain_ok)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
         path = self.store.layout.checkpoint_path(thread_id, ns, cid)
         read_at = time.time_ns()  # the cache rule (caches.py): both taken before the read
         st = os.lstat(path)
         doc = self.store.header(thread_id, ns, cid)
         meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
-        if settled(st, read_at):  # else it may change again unseen: re-read
-            per_ns[cid] = (str(path), stat_key(st), meta)
-        else:
-            per_ns.pop(cid, None)
+        tree = doc["metadata"] if plain_ok and is_plain(doc["metadata"]) else None
+        kept = (str(path), stat_key(st), meta, tree) if settled(st, read_at) else None
+        self.store.meta.keep(thread_id, ns, cid, kept)  # not settled: it may change again unseen
         return meta  # type: ignore[no-any-return]
 
     def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -28,6 +29,7 @@ from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks
 from .entries import ValueEntry
 from .errors import FileFormatError
+from .index import MetaCache, load_listing, save_listing
 from .jsonread import load_json
 from .layout import (
     CHECKPOINTS,
@@ -48,6 +50,9 @@ from .resolve import ValueResolver
 from .validation import validate_read
 from .writing import Writer, prepare
 
+# uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
+_HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
+
 
 class FileStore:
     """Documents under one root, with validation, caches and durable writes."""
@@ -58,10 +63,9 @@ class FileStore:
         self.durable = durable
         self.locks = ThreadLocks(lock_timeout)
         self.docs = DocCache()
-        self.listings = Listings()
+        self.listings = Listings(partial(load_listing, self.layout), partial(save_listing, self.layout))
         self.values = ValueResolver(self.layout, self.read_doc, self.docs)
-        # decoded metadata, for filters: (file, stat key, metadata) per checkpoint id
-        self.meta: dict[tuple[str, str], dict[str, tuple[str, StatKey, Any]]] = {}
+        self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self.writer = Writer(self.layout, durable)
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
@@ -159,8 +163,9 @@ class FileStore:
 
     def _ids(self, folder: Path, names: list[str]) -> list[str]:
         stems = [n[:-5] for n in names if n.endswith(".json")]
-        if all(map(is_verbatim, stems)):  # the usual case (uuid6 ids): the stem is the id
-            return sorted(stems)
+        joined = "\n".join(stems)
+        if _HEX_IDS.fullmatch(joined) or all(map(is_verbatim, stems)):
+            return sorted(stems)  # the usual case (uuid6 ids): the stem is the id
         return sorted(self._id_of(folder, f"{stem}.json") for stem in stems)
 
     def _groups(self, folder: Path, names: list[str]) -> dict[str, list[str]]:
@@ -268,10 +273,7 @@ class FileStore:
     def forget_thread(self, thread_id: str) -> None:
         self.writer.forget()
         tdir = self.layout.thread_dir(thread_id)
-        # list(...) copies a dict's keys in one step under the GIL, so other threads
-        # filling the caches meanwhile cannot break the iteration
-        for key in [k for k in list(self.meta) if k[0] == thread_id]:
-            self.meta.pop(key, None)
+        self.meta.forget_thread(thread_id)
         self.listings.drop_under(tdir)
         self.docs.drop_under(tdir)
         self.values.drop_under(tdir)

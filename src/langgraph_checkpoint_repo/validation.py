@@ -46,12 +46,17 @@ def load_schemas() -> dict[str, dict[str, Any]]:
 
 
 @lru_cache(maxsize=1)
-def _validators() -> dict[str, Any]:
+def _registry() -> tuple[dict[str, dict[str, Any]], Any]:
     docs = load_schemas()
-    registry = jsonschema_rs.Registry([(doc["$id"], doc) for doc in docs.values()])
-    return {
-        kind: jsonschema_rs.validator_for(docs[f"{kind}.schema.json"], registry=registry) for kind in KINDS
-    }
+    return docs, jsonschema_rs.Registry([(doc["$id"], doc) for doc in docs.values()])
+
+
+@lru_cache(maxsize=len(KINDS))
+def _validator(kind: str) -> Any:
+    """Built on first use, one kind at a time: a fresh process reading one checkpoint
+    (a CLI call, a serverless handler) builds only that one."""
+    docs, registry = _registry()
+    return jsonschema_rs.validator_for(docs[f"{kind}.schema.json"], registry=registry)
 
 
 def pointer_part(part: str) -> str:
@@ -68,7 +73,7 @@ def _first_error(kind: str, doc: Any) -> tuple[str, str] | None:
     reserved = _reserved_extra_key(doc) if kind == "checkpoint" else None
     if reserved is not None:  # the schema refuses it too; this says why, at the key's own pointer
         return reserved
-    validator = _validators()[kind]
+    validator = _validator(kind)
     if validator.is_valid(doc):
         return None
     err = next(iter(validator.iter_errors(doc)))

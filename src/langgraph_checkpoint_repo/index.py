@@ -1,0 +1,346 @@
+"""The derived index under ``.cache/index/``: what a fresh process would otherwise list or read.
+
+A new process (a CLI call, a serverless handler, a notebook restart) starts with empty
+in-process caches (caches.py), so its first ``get_tuple`` lists a folder of thousands of
+names and its first filtered ``list`` reads every checkpoint header. The index keeps the
+results of that work on disk, for the next process, under the same rule as the in-process
+caches, so the files always win:
+
+* ``<folder>.list``: a folder's names. Used only while the folder's stat key (mtime, ctime,
+  size, inode) is the one recorded, and written only for a listing that was settled (taken
+  more than ``RACY_NS`` after the folder last changed). A file added or removed by
+  ``git pull``, another process or a hand edit changes the folder's key, so the folder is
+  listed again.
+* ``<folder>.meta``: the metadata of a namespace's checkpoints, for filters. Each entry is
+  used only while its checkpoint file's stat key is the one recorded (one lstat, as in
+  process), so a hand edit is seen on the next call. Only plain JSON metadata (no ``$``
+  keys: nothing for the serde to construct) is kept, so an entry is data, never a type.
+
+Files are written atomically (temp file, rename) but not fsynced: losing or damaging one
+costs a re-read, never state. Anything unexpected in one (unknown version, another folder's
+name, a bad checksum, a wrong shape) makes it ignored and rewritten. ``.cache/`` is in the
+root's ``.gitignore``; fsck reports a damaged or orphaned index file and ``fsck --repair``
+removes the index so the next reads rebuild it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .caches import StatKey
+from .layout import Layout
+
+_log = logging.getLogger(__name__)
+
+INDEX_VERSION = 1
+INDEX = "index"
+MIN_NAMES = 64  # smaller folders list quickly: not worth a file
+LIST_SUFFIX = ".list"
+META_SUFFIX = ".meta"
+
+# a JSON key (a string followed by a colon) that starts with "$", written plainly or escaped
+_DOLLAR_KEY = re.compile(rb'"(?:\$|\\u0024)(?:[^"\\]|\\.)*"\s*:', re.IGNORECASE)
+
+MetaEntry = tuple[str, StatKey, Any, Any]
+"""A checkpoint's metadata in process: (file, stat key, decoded metadata, plain tree or None)."""
+
+
+def index_dir(layout: Layout) -> Path:
+    return layout.cache_dir / INDEX
+
+
+def index_path(layout: Layout, folder: Path, suffix: str) -> Path | None:
+    """Where ``folder``'s index lives (its path below the root, mirrored), None outside the root."""
+    try:
+        rel = folder.relative_to(layout.root)
+    except ValueError:
+        return None
+    return index_dir(layout) / rel.parent / (rel.name + suffix)
+
+
+def _header(kind: str, rel: str, **fields: Any) -> dict[str, Any]:
+    return {"index_version": INDEX_VERSION, "kind": kind, "folder": rel, **fields}
+
+
+def _rel(layout: Layout, folder: Path) -> str:
+    return folder.relative_to(layout.root).as_posix()
+
+
+def _inside(layout: Layout, folder: Path) -> bool:
+    """``layout.contains``, with a file where a folder of the path should be as False."""
+    try:
+        return layout.contains(folder)
+    except OSError:
+        return False
+
+
+def _read(layout: Layout, path: Path) -> bytes | None:
+    """An index file's bytes, or None when it is absent or not a plain file inside the root."""
+    if not _inside(layout, path.parent):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def _write(layout: Layout, path: Path, data: bytes) -> None:
+    """Atomically, without fsync (a cache). A root that cannot take it (read-only, full, a
+    symlink in the way) is logged and left alone: the index only saves time, and a read
+    must not fail for want of it."""
+    folder = path.parent
+    if not _inside(layout, folder):
+        _log.info("derived index not written: %s leads outside the root", folder)
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        _log.info("derived index not written to %s: %s", path, exc)
+        return
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with _quiet():
+            os.unlink(tmp)
+        raise
+
+
+class _quiet:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], OSError)  # type: ignore[arg-type]
+
+
+# -- listings ---------------------------------------------------------------------------
+def encode_listing(layout: Layout, folder: Path, key: StatKey, names: list[str]) -> bytes:
+    body = "\n".join(names).encode("utf-8")
+    head = _header("listing", _rel(layout, folder), key=list(key), count=len(names), crc32=zlib.crc32(body))
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n" + body
+
+
+def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, list[str]] | None:
+    """(folder key, names) of a listing file, or None when anything in it is off."""
+    head_end = data.find(b"\n")
+    if head_end < 0:
+        return None
+    try:
+        head = json.loads(data[:head_end])
+    except ValueError:
+        return None
+    body = data[head_end + 1 :]
+    if (
+        not isinstance(head, dict)
+        or head.get("index_version") != INDEX_VERSION
+        or head.get("kind") != "listing"
+        or head.get("folder") != _rel(layout, folder)
+        or head.get("crc32") != zlib.crc32(body)
+        or not _is_key(head.get("key"))
+    ):
+        return None
+    try:
+        names = body.decode("utf-8").split("\n") if body else []
+    except UnicodeDecodeError:
+        return None
+    if len(names) != head.get("count") or b"/" in body or b"\x00" in body:
+        return None
+    # no hidden or empty name (the listing leaves them out), in order (readers bisect it)
+    if body.startswith(b".") or b"\n." in body or b"\n\n" in body or body.endswith(b"\n"):
+        return None
+    if names != sorted(names):
+        return None
+    return tuple(head["key"]), names  # type: ignore[return-value]
+
+
+def _is_key(key: Any) -> bool:
+    return isinstance(key, list) and len(key) == 4 and all(type(k) is int for k in key)
+
+
+def load_listing(layout: Layout, folder: Path, key: StatKey) -> list[str] | None:
+    """The names recorded for ``folder`` when its stat key is still ``key``, else None."""
+    path = index_path(layout, folder, LIST_SUFFIX)
+    data = _read(layout, path) if path is not None else None
+    got = decode_listing(layout, folder, data) if data is not None else None
+    if got is None or got[0] != key:
+        return None
+    return got[1]
+
+
+def save_listing(layout: Layout, folder: Path, key: StatKey, names: list[str]) -> None:
+    """Record a settled listing of a folder big enough to be worth it."""
+    path = index_path(layout, folder, LIST_SUFFIX)
+    if path is not None and len(names) >= MIN_NAMES:
+        _write(layout, path, encode_listing(layout, folder, key, names))
+
+
+# -- metadata ---------------------------------------------------------------------------
+def is_plain(tree: Any) -> bool:
+    """No ``$`` key anywhere: the tree is its own decoded value (codec.from_tree copies it)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(k.startswith("$") for k in node):
+                return False
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
+
+
+def encode_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> bytes | None:
+    rows = []
+    for cid, (file, key, _meta, tree) in sorted(entries.items()):
+        name = os.path.basename(file)
+        if tree is not None and name == cid + ".json":
+            rows.append([cid, *key, tree])
+    if len(rows) < MIN_NAMES:
+        return None
+    head = _header("meta", _rel(layout, folder), entries=rows)
+    return json.dumps(head, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntry] | None:
+    """Entries of a metadata file by checkpoint id, or None when anything in it is off.
+
+    A key starting with ``$`` anywhere (a tree that is not plain: the writer keeps none) makes
+    it all ignored."""
+    if _DOLLAR_KEY.search(data):
+        return None
+    try:
+        doc = orjson.loads(data)
+    except ValueError:
+        return None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("index_version") != INDEX_VERSION
+        or doc.get("kind") != "meta"
+        or doc.get("folder") != _rel(layout, folder)
+        or not isinstance(doc.get("entries"), list)
+    ):
+        return None
+    base = str(folder)
+    out: dict[str, MetaEntry] = {}
+    for row in doc["entries"]:
+        if not (isinstance(row, list) and len(row) == 6 and isinstance(row[0], str)):
+            return None
+        cid, tree = row[0], row[5]
+        if not cid or "/" in cid or "\\" in cid or cid.startswith(".") or not isinstance(tree, dict):
+            return None
+        key = tuple(row[1:5])
+        if not all(type(k) is int for k in key):
+            return None
+        out[cid] = (f"{base}/{cid}.json", key, tree, tree)  # type: ignore[assignment]
+    return out
+
+
+def load_meta(layout: Layout, folder: Path) -> dict[str, MetaEntry]:
+    path = index_path(layout, folder, META_SUFFIX)
+    data = _read(layout, path) if path is not None else None
+    return (decode_meta(layout, folder, data) if data is not None else None) or {}
+
+
+def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> None:
+    path = index_path(layout, folder, META_SUFFIX)
+    data = encode_meta(layout, folder, entries) if path is not None else None
+    if path is not None and data is not None:
+        _write(layout, path, data)
+
+
+# -- fsck -------------------------------------------------------------------------------
+def index_files(layout: Layout) -> Iterator[Path]:
+    """Every file under the index folder, temp files included, without following symlinks."""
+    top = index_dir(layout)
+    if not _inside(layout, top) or not top.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def index_problem(layout: Layout, path: Path) -> str | None:
+    """Why a file under the index folder is of no use (damaged, its folder gone, not an
+    index file at all), or None. Every such file is derived: removing it loses nothing."""
+    suffix = next((s for s in (LIST_SUFFIX, META_SUFFIX) if path.name.endswith(s)), None)
+    if suffix is None or path.name.startswith("."):
+        return "not an index file (a leftover temp file?)"
+    rel = path.relative_to(index_dir(layout))
+    folder = layout.root / rel.parent / path.name[: -len(suffix)]
+    if not folder.is_dir():
+        return f"index of {folder}, which does not exist"
+    data = _read(layout, path)
+    decode = decode_listing if suffix == LIST_SUFFIX else decode_meta
+    if data is None or decode(layout, folder, data) is None:
+        return "damaged, or of another index version"
+    return None
+
+
+class MetaCache:
+    """Decoded metadata of checkpoints, for filters: kept in process per namespace, seeded
+    from the derived index in a fresh process, and written back after a scan that had to
+    read many headers. Every entry is reused only while its file's stat key is unchanged."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._by_ns: dict[tuple[str, str], dict[str, MetaEntry]] = {}
+        self._read: dict[tuple[str, str], int] = {}  # headers read since last written
+
+    def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
+        """The kept metadata of a checkpoint whose file is unchanged, else None.
+        ``from_disk``: a plain tree is its own decoded value for this saver's codec."""
+        per_ns = self._by_ns.get((thread_id, ns))
+        if per_ns is None:
+            folder = self.layout.checkpoints_dir(thread_id, ns)
+            seeded = load_meta(self.layout, folder) if from_disk else {}
+            per_ns = self._by_ns.setdefault((thread_id, ns), seeded)
+        hit = per_ns.get(cid)
+        if hit is None:
+            return None
+        try:
+            st = os.lstat(hit[0])
+        except OSError:
+            return None
+        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
+            return None
+        return hit[2]
+
+    def keep(self, thread_id: str, ns: str, cid: str, entry: MetaEntry | None) -> None:
+        """Keep a settled entry (None: forget the checkpoint's, it may change again unseen)."""
+        per_ns = self._by_ns.setdefault((thread_id, ns), {})
+        if entry is None:
+            per_ns.pop(cid, None)
+            return
+        per_ns[cid] = entry
+        self._read[(thread_id, ns)] = self._read.get((thread_id, ns), 0) + 1
+
+    def persist(self) -> None:
+        """Write the index of every namespace whose scan read many headers."""
+        for key, count in list(self._read.items()):
+            if count >= MIN_NAMES:
+                per_ns = self._by_ns.get(key, {})
+                save_meta(self.layout, self.layout.checkpoints_dir(*key), per_ns)
+            self._read.pop(key, None)
+
+    def forget_thread(self, thread_id: str) -> None:
+        # list(...) copies a dict's keys in one step under the GIL, so other threads
+        # filling the cache meanwhile cannot break the iteration
+        for key in [k for k in list(self._by_ns) if k[0] == thread_id]:
+            self._by_ns.pop(key, None)
+            self._read.pop(key, None)

@@ -1,0 +1,221 @@
+"""The derived index under .cache/index (index.py): used by a fresh saver, never over the files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.caches import RACY_NS
+from langgraph_checkpoint_repo.index import decode_listing, decode_meta
+from langgraph_checkpoint_repo.layout import Layout
+from tests.graphs import LogState, cfg, line_graph
+
+TURNS = 25  # three checkpoints a turn: over index.MIN_NAMES, so the folder gets an index
+
+
+def note(state: LogState) -> dict[str, Any]:
+    return {"log": [f"entry {len(state['log'])}"]}
+
+
+def filled_root(tmp_path: Path, thread_id: str = "t") -> Path:
+    root = tmp_path / ".langgraph"
+    graph = line_graph(LogState, RepoSaver(root), note=note)
+    for turn in range(TURNS):
+        graph.invoke({"log": [f"user {turn}"]}, cfg(thread_id))
+    settle()
+    return root
+
+
+def settle() -> None:
+    """Let the files age past the racy window, as they do between two processes."""
+    time.sleep(2 * RACY_NS / 1e9)
+
+
+def index_of(root: Path, suffix: str, thread_id: str = "t") -> Path:
+    return root / ".cache" / "index" / "threads" / thread_id / f"checkpoints{suffix}"
+
+
+def summary(saver: RepoSaver, thread_id: str = "t", **filters: Any) -> list[tuple[str, Any, Any]]:
+    return [
+        (t.config["configurable"]["checkpoint_id"], t.metadata["step"], t.checkpoint["channel_values"])
+        for t in saver.list(cfg(thread_id), filter=filters or None)
+    ]
+
+
+class ListdirSpy:
+    """Counts real ``os.listdir`` calls per folder (the call itself still runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        real = os.listdir
+
+        def listdir(path: Any = ".") -> list[str]:
+            self.calls.append(str(path))
+            return real(path)
+
+        monkeypatch.setattr(os, "listdir", listdir)
+
+    def listed(self, folder: Path) -> bool:
+        return str(folder) in self.calls
+
+
+def test_a_fresh_saver_finds_the_latest_checkpoint_without_listing_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = filled_root(tmp_path)
+    want = RepoSaver(root).get_tuple(cfg("t"))  # the first process lists, and leaves the index
+    assert want is not None
+    assert index_of(root, ".list").is_file()
+    spy = ListdirSpy(monkeypatch)
+    got = RepoSaver(root).get_tuple(cfg("t"))
+    assert got is not None and got.checkpoint == want.checkpoint and got.config == want.config
+    assert not spy.listed(Layout(root).checkpoints_dir("t", ""))
+
+
+def test_a_fresh_saver_filters_from_the_index_with_the_same_results(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    first = summary(RepoSaver(root), step=4)
+    assert len(first) == 1
+    assert index_of(root, ".meta").is_file()
+    for step in (4, 0, 1):
+        assert summary(RepoSaver(root), step=step) == summary(RepoSaver(root, durable=False), step=step)
+    shutil.rmtree(root / ".cache" / "index")
+    assert summary(RepoSaver(root), step=4) == first
+
+
+def test_a_checkpoint_added_by_another_process_is_seen_despite_the_index(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    RepoSaver(root).get_tuple(cfg("t"))
+    list(RepoSaver(root).list(cfg("t"), filter={"step": 3}))
+    graph = line_graph(LogState, RepoSaver(root), note=note)
+    graph.invoke({"log": ["one more"]}, cfg("t"))  # another saver: this process's caches don't know
+    fresh = RepoSaver(root)
+    latest = fresh.get_tuple(cfg("t"))
+    assert latest is not None and latest.checkpoint["channel_values"]["log"][-2:] == ["one more", f"entry {2 * TURNS + 1}"]
+    assert len(list(fresh.list(cfg("t")))) == 3 * TURNS + 3
+
+
+def test_a_hand_edit_of_metadata_is_seen_by_the_next_fresh_filter(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    assert len(summary(RepoSaver(root), step=5)) == 1  # the index now holds every step
+    path = RepoSaver(root).store.layout.checkpoint_path("t", "", summary(RepoSaver(root), step=5)[0][0])
+    text = path.read_text()
+    assert '"step": 5' in text
+    with open(path, "r+") as fh:  # in place: same inode, same folder, only the file's stat changes
+        fh.write(text.replace('"step": 5', '"step": 9005'))
+        fh.truncate()
+    fresh = RepoSaver(root)
+    assert summary(fresh, step=5) == []
+    assert [s for _, s, _ in summary(RepoSaver(root), step=9005)] == [9005]
+
+
+@pytest.mark.parametrize("damage", [b"", b"{not json", b'{"index_version": 99}\nx', None])
+def test_a_damaged_index_is_ignored_and_rewritten(tmp_path: Path, damage: bytes | None) -> None:
+    root = filled_root(tmp_path)
+    want_latest = RepoSaver(root).get_tuple(cfg("t"))
+    want = summary(RepoSaver(root), step=6)
+    for suffix in (".list", ".meta"):
+        path = index_of(root, suffix)
+        data = path.read_bytes()
+        # None: a listing that lost its last name, a metadata file cut short
+        path.write_bytes(damage if damage is not None else data[: data.rindex(b"\n" if suffix == ".list" else b"]")])
+    fresh = RepoSaver(root)
+    got = fresh.get_tuple(cfg("t"))
+    assert got is not None and want_latest is not None and got.config == want_latest.config
+    assert summary(fresh, step=6) == want
+    layout = Layout(root)
+    folder = layout.checkpoints_dir("t", "")
+    listing = decode_listing(layout, folder, index_of(root, ".list").read_bytes())
+    assert listing is not None and len(listing[1]) == 3 * TURNS
+    assert decode_meta(layout, folder, index_of(root, ".meta").read_bytes()) is not None
+
+
+@pytest.mark.parametrize("key", ["$type", "\\u0024type", "\\u0024TYPE"])
+def test_an_index_entry_naming_a_type_is_never_used(tmp_path: Path, key: str) -> None:
+    root = filled_root(tmp_path)
+    want = summary(RepoSaver(root), step=2)
+    path = index_of(root, ".meta")
+    doc = json.loads(path.read_text())
+    for row in doc["entries"]:
+        row[5] = {"step": 2, "forged": {"X": ["os", "system"]}}
+    path.write_text(json.dumps(doc).replace('"X"', f'"{key}"'))
+    layout = Layout(root)
+    assert decode_meta(layout, layout.checkpoints_dir("t", ""), path.read_bytes()) is None
+    assert summary(RepoSaver(root), step=2) == want
+
+
+def test_the_index_is_never_written_or_read_through_a_symlink(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / ".cache").mkdir(exist_ok=True)
+    (root / ".cache" / "index").symlink_to(outside, target_is_directory=True)
+    saver = RepoSaver(root)
+    assert saver.get_tuple(cfg("t")) is not None
+    assert len(summary(saver, step=3)) == 1
+    assert list(outside.iterdir()) == []
+
+
+def test_reads_work_when_the_index_cannot_be_written(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    (root / ".cache").mkdir(exist_ok=True)
+    (root / ".cache" / "index").write_text("a file where the index folder would go")
+    saver = RepoSaver(root)
+    assert saver.get_tuple(cfg("t")) is not None
+    assert len(summary(saver, step=3)) == 1
+
+
+def test_the_index_is_never_committed(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    summary(RepoSaver(root), step=1)
+    assert index_of(root, ".list").is_file() and index_of(root, ".meta").is_file()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True, env=env)
+    staged = subprocess.run(
+        ["git", "-C", str(tmp_path), "diff", "--cached", "--name-only"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    assert any(name.startswith(".langgraph/threads/") for name in staged)
+    assert not any("/.cache/" in name for name in staged)
+
+
+def test_fsck_reports_a_damaged_or_orphaned_index_and_repair_rebuilds_it(tmp_path: Path) -> None:
+    from tests.helpers import cli
+
+    root = filled_root(tmp_path)
+    filled_root(tmp_path, "gone")
+    for thread_id in ("t", "gone"):
+        summary(RepoSaver(root), thread_id, step=1)
+    index_of(root, ".list").write_bytes(b"damaged")
+    RepoSaver(root).delete_thread("gone")
+    leftover = index_of(root, ".list").parent / ".checkpoints.list.abc123.tmp"
+    leftover.write_bytes(b"half")
+
+    found = cli(root, "fsck", "--json")
+    assert found.returncode == 1, found.stdout + found.stderr
+    index_findings = {f["path"]: f for f in json.loads(found.stdout)["findings"] if f["kind"] == "index"}
+    assert set(index_findings) == {
+        str(index_of(root, ".list")),
+        str(index_of(root, ".list", "gone")),
+        str(index_of(root, ".meta", "gone")),
+        str(leftover),
+    }
+    assert all(f["repairable"] for f in index_findings.values())
+
+    repaired = cli(root, "fsck", "--repair")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert not index_of(root, ".list", "gone").exists() and not leftover.exists()
+    layout = Layout(root)
+    listing = decode_listing(layout, layout.checkpoints_dir("t", ""), index_of(root, ".list").read_bytes())
+    assert listing is not None and len(listing[1]) == 3 * TURNS
+    again = cli(root, "fsck")
+    assert again.returncode == 0, again.stdout
