@@ -131,9 +131,8 @@ class FileStore:
     ) -> list[tuple[Path, dict[str, Any]]]:
         """Writes files of one checkpoint, oldest first."""
         folder = self.layout.writes_dir(thread_id, checkpoint_ns)
-        groups = self._derived(folder, "groups", self._groups)
         out = []
-        for name in (groups or {}).get(encode_segment(checkpoint_id), ()):
+        for name in self._writes_names(folder, encode_segment(checkpoint_id)):
             path = folder / name
             doc = self.read_doc(path, "writes")
             if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
@@ -168,11 +167,17 @@ class FileStore:
             return sorted(stems)  # the usual case (uuid6 ids): the stem is the id
         return sorted(self._id_of(folder, f"{stem}.json") for stem in stems)
 
-    def _groups(self, folder: Path, names: list[str]) -> dict[str, list[str]]:
-        groups: dict[str, list[str]] = {}
-        for name in names:
-            groups.setdefault(self.layout.writes_owner(name), []).append(name)
-        return groups
+    def _writes_names(self, folder: Path, owner: str) -> list[str]:
+        """Names of the writes files of one checkpoint (encoded id ``owner``), in order: the
+        sorted listing's range ``<owner>~...`` (``~`` is 0x7e), found by bisection, so a
+        fresh process does not group thousands of names to find one checkpoint's few."""
+        lst = self.listings.get(folder)
+        if lst is None:
+            return []
+        names = lst.names
+        lo = bisect.bisect_left(names, owner + "~")
+        hi = bisect.bisect_left(names, owner + "\x7f", lo)
+        return [n for n in names[lo:hi] if self.layout.writes_owner(n) == owner]
 
     def drop_listing(self, folder: Path) -> None:
         """Forget a folder's listing, so the next call lists it again."""
@@ -195,9 +200,6 @@ class FileStore:
             pos = bisect.bisect_left(ids, cid)
             if pos == len(ids) or ids[pos] != cid:
                 ids.insert(pos, cid)
-        groups = cur.derived.get("groups")
-        if groups is not None:
-            bisect.insort(groups.setdefault(self.layout.writes_owner(name), []), name)
 
     def namespaces(self, thread_id: str) -> list[str]:
         return [ns for ns, _ in self.namespace_folders(self.layout.thread_dir(thread_id))]
