@@ -87,9 +87,16 @@ def render_markdown(
     for s in sections:
         out += [f"### {s.title}\n", s.body]
     out += [_NOTES, _machine(results["machine"]), "## Sizes\n"]
-    out.append("\n".join(f"- {k}: {v:,}" for k, v in results["sizes"].items()) + "\n")
+    out.append("\n".join(f"- {k}: {_size(v)}" for k, v in results["sizes"].items()) + "\n")
     out.append(_reproduce(results["command"], names))
     return "\n".join(out)
+
+
+def _size(value: int | Sequence[int]) -> str:
+    """A size of ``bench.common.Sizes``: a count, or the list of history lengths."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    return ", ".join(f"{v:,}" for v in value)
 
 
 def _intro(results: Result) -> str:
