@@ -98,46 +98,56 @@ def _axes(x: LogAxis, y: LogAxis, x_label: str, y_label: str) -> list[str]:
     )
     out.append(_text((x0 + x1) / 2, y1 + 36, x_label))
     mid = (y0 + y1) / 2
-    out.append(_text(x0 - 50, mid, y_label, extra=f' transform="rotate(-90 {_num(x0 - 50)} {_num(mid)})"'))
+    out.append(_text(x0 - 56, mid, y_label, extra=f' transform="rotate(-90 {_num(x0 - 56)} {_num(mid)})"'))
     return out
 
 
 def _polyline(panel: str, line: Line, x: LogAxis, y: LogAxis) -> str:
-    pts = " ".join(
-        f"{_num(x.at(px))},{_num(y.at(py))}" for px, py in line.points if py is not None and py > 0
-    )
+    """The line (its saver, mode and panel in ``data-`` attributes) and a dot at each point."""
+    drawn = [(_num(x.at(px)), _num(y.at(py))) for px, py in line.points if py is not None and py > 0]
     dash = "" if line.dash is None else f' stroke-dasharray="{line.dash}"'
+    dots = "".join(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{line.color}"/>' for cx, cy in drawn)
     return (
+        f"<g>{dots}</g>\n"
         f"<polyline data-panel={quoteattr(panel)} data-saver={quoteattr(line.saver)} "
-        f'data-mode={quoteattr(line.mode)} points="{pts}" fill="none" stroke="{line.color}" '
-        f'stroke-width="2"{dash}><title>{escape(line.label())}</title></polyline>'
+        f'data-mode={quoteattr(line.mode)} points="{" ".join(f"{cx},{cy}" for cx, cy in drawn)}" '
+        f'fill="none" stroke="{line.color}" stroke-width="2"{dash}><title>{escape(line.label())}</title>'
+        "</polyline>"
     )
 
 
-def _legend(lines: Sequence[Line], top: float) -> list[str]:
-    """One entry per distinct saver and mode, two columns, below the panels."""
-    seen: dict[str, Line] = {}
+def _legend(lines: Sequence[Line], left: float, top: float, width: float) -> list[str]:
+    """One column per saver, one entry per mode of it, below the panels."""
+    columns: dict[str, dict[str, Line]] = {}
     for line in lines:
-        seen.setdefault(line.label(), line)
+        columns.setdefault(line.saver, {}).setdefault(line.mode, line)
     out: list[str] = []
-    for i, line in enumerate(seen.values()):
-        lx = LEFT + (i % 2) * (PANEL_W + GAP)
-        ly = top + (i // 2) * LEGEND_ROW
-        dash = "" if line.dash is None else f' stroke-dasharray="{line.dash}"'
-        stroke = f'stroke="{line.color}" stroke-width="2"{dash}'
-        out.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + 36}" y2="{ly}" {stroke}/>')
-        out.append(_text(lx + 44, ly + 4, line.label(), "start"))
+    for i, entries in enumerate(columns.values()):
+        lx = left + i * width / len(columns)
+        for j, line in enumerate(entries.values()):
+            ly = top + j * LEGEND_ROW
+            dash = "" if line.dash is None else f' stroke-dasharray="{line.dash}"'
+            stroke = f'stroke="{line.color}" stroke-width="2"{dash}'
+            out.append(f'<line x1="{_num(lx)}" y1="{ly}" x2="{_num(lx + 36)}" y2="{ly}" {stroke}/>')
+            out.append(_text(lx + 44, ly + 4, line.label(), "start"))
     return out
+
+
+def legend_rows(lines: Sequence[Line]) -> int:
+    """The most modes any saver has: the legend's height in rows."""
+    modes: dict[str, set[str]] = {}
+    for line in lines:
+        modes.setdefault(line.saver, set()).add(line.mode)
+    return max((len(m) for m in modes.values()), default=0)
 
 
 def render(panels: Sequence[Panel], title: str, x_label: str, y_label: str) -> str:
     """Panels side by side, each with its own log-log axes (x shared), and one legend below."""
     lines = [line for p in panels for line in p.lines]
     xs = [px for line in lines for px, _ in line.points]
-    labels = {line.label() for line in lines}
     legend_top = TOP + PANEL_H + 70
     width = LEFT + len(panels) * (PANEL_W + GAP) - GAP + RIGHT
-    height = legend_top + math.ceil(len(labels) / 2) * LEGEND_ROW + 10
+    height = legend_top + legend_rows(lines) * LEGEND_ROW + 10
     body = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}">',
@@ -153,6 +163,6 @@ def render(panels: Sequence[Panel], title: str, x_label: str, y_label: str) -> s
         body.append(_text(left + PANEL_W / 2, TOP - 10, panel.title, extra=' font-weight="bold"'))
         body += _axes(x, y, x_label, y_label)
         body += [_polyline(panel.key, line, x, y) for line in panel.lines]
-    body += _legend(lines, legend_top)
+    body += _legend(lines, LEFT, legend_top, width - LEFT - RIGHT)
     body.append("</svg>")
     return "\n".join(body) + "\n"
