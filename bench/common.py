@@ -52,7 +52,9 @@ class Sizes:
     history_lengths: tuple[int, ...]
     """Where the history workload measures, filling one chain per saver; holds ``big_checkpoints``."""
     fresh_repeats: int
-    """Fresh processes per saver, call and history length (the median is reported)."""
+    """Fresh processes per saver and call at ``big_checkpoints`` (the median is reported)..."""
+    curve_repeats: int
+    """... and at the picture's other history lengths."""
     cli_runs: int
     validate_threads: int
     validate_turns: int
@@ -71,6 +73,7 @@ FULL = Sizes(
     agent_turns=30,
     history_lengths=(10, 100, 1000, 3000, 5000, 10000),
     fresh_repeats=5,
+    curve_repeats=3,
     cli_runs=5,
     validate_threads=50,
     validate_turns=33,
@@ -87,6 +90,7 @@ QUICK = Sizes(
     agent_turns=5,
     history_lengths=(10, 100, 300),
     fresh_repeats=3,
+    curve_repeats=1,
     cli_runs=3,
     validate_threads=5,
     validate_turns=33,
@@ -103,6 +107,7 @@ TINY = Sizes(
     agent_turns=3,
     history_lengths=(5, 30),
     fresh_repeats=1,
+    curve_repeats=1,
     cli_runs=1,
     validate_threads=2,
     validate_turns=3,

@@ -78,14 +78,16 @@ def run(tmp: Path, sizes: Sizes) -> Result:
         progress(f"history: {n:,} checkpoints written; timing")
         ks = [rng.randrange(n) for _ in range(max(sizes.list_calls, sizes.fresh_repeats))]
         warm = _warm(root, db, savers[MEMORY], chain[:n], sizes.get_tuple_calls, ks[: sizes.list_calls])
-        fresh = _fresh(root, db, tmp / "cache-aside", chain[:n], sizes.fresh_repeats, ks)
-        points[str(n)] = {"warm": warm, "fresh": fresh}
+        repeats = sizes.fresh_repeats if n == sizes.big_checkpoints else sizes.curve_repeats
+        fresh = _fresh(root, db, tmp / "cache-aside", chain[:n], repeats, ks)
+        points[str(n)] = {"warm": warm, "fresh": fresh, "fresh_repeats": repeats}
     for saver in savers.values():
         close_saver(saver)
     return {
         "lengths": lengths,
         "table_length": sizes.big_checkpoints,
         "fresh_repeats": sizes.fresh_repeats,
+        "curve_repeats": sizes.curve_repeats,
         "put_median_ms": {n: median_ms(v) for n, v in put_ns.items()},
         "points": points,
     }
@@ -270,7 +272,8 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         "(InMemorySaver: the instance that was filled). Fresh process: a new Python process "
         "(`python -m bench.fresh_child`) imports the saver's package, opens the saver (SqliteSaver: a new "
         "connection) and makes one call; the figure is the call alone, median of "
-        f"{result['fresh_repeats']} processes per saver, call and length, and the process's wall time "
+        f"{result['fresh_repeats']} processes per saver and call at {n:,} checkpoints and of "
+        f"{result['curve_repeats']} at the other lengths; the process's wall time "
         "(start-up, imports, open, call) is in the table below. RepoSaver's fresh processes run with the "
         "root's `.cache/` moved away ('no .cache/') and as earlier processes left it (one untimed process "
         "of each call first). The OS page cache is warm throughout. InMemorySaver has no fresh process.\n"
