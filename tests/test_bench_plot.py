@@ -60,7 +60,13 @@ def synthetic(lengths: list[int]) -> dict[str, Any]:
         }
         fresh = {history.WITH_INDEX: calls(50), history.NO_INDEX: calls(5), SQLITE: calls(500)}
         points[str(n)] = {"warm": warm, "fresh": fresh}
-    return {"lengths": lengths, "table_length": lengths[-1], "fresh_repeats": 1, "curve_repeats": 1, "points": points}
+    return {
+        "lengths": lengths,
+        "table_length": lengths[-1],
+        "fresh_repeats": 1,
+        "curve_repeats": 1,
+        "points": points,
+    }
 
 
 def test_each_panel_has_one_line_per_saver_and_mode() -> None:

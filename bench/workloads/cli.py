@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -205,5 +206,6 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
             for name, c in result["commands"].items()
         ],
     )
-    files = "\n".join(f"- `{p}`" for p in result["changed"])
-    return "\n".join([intro, table + "\n", "The files of the one turn:\n", files + "\n"])
+    kinds = Counter(Path(p).parent.name for p in result["changed"])
+    files = ", ".join(f"{n} in `{kind}/`" for kind, n in sorted(kinds.items()))
+    return "\n".join([intro, table + "\n", f"The files of the one turn: {files}.\n"])
