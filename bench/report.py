@@ -170,7 +170,7 @@ def _reproduce(command: str, names: list[str]) -> str:
         "## How to reproduce\n\n"
         "```sh\n"
         "pip install -e '.[dev]'            # langgraph-checkpoint-sqlite comes with the test extra\n"
-        "python bench/run.py --quick --out /tmp/perf-quick.md   # smoke run, a few seconds\n"
+        "python bench/run.py --quick --out /tmp/perf-quick.md   # smoke run, a minute or two\n"
         "python bench/run.py --out docs/performance.md --json bench/results.json\n"
         "python -m cProfile -s cumtime bench/run.py --quick --only depth --out /tmp/p.md | head -60\n"
         "```\n\n"
