@@ -26,6 +26,10 @@ REPO_FAST = "RepoSaver (durable=False)"
 SQLITE = "SqliteSaver"
 MEMORY = "InMemorySaver"
 MAIN_SAVERS = (REPO, SQLITE, MEMORY)
+REPO_NO_CACHE = f"{REPO}, no .cache/"
+"""A fresh process of RepoSaver on a root whose ``.cache/`` was moved away first."""
+REPO_CACHED = f"{REPO}, .cache/ of an earlier process"
+"""A fresh process of RepoSaver on a root whose ``.cache/`` is as earlier processes left it."""
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 COUNTED_METHODS = ("get_tuple", "put", "put_writes", "list", "get_delta_channel_history")
@@ -45,6 +49,16 @@ class Sizes:
     list_calls: int
     git_turns: int
     agent_turns: int
+    history_lengths: tuple[int, ...]
+    """Where the history workload measures, filling one chain per saver; holds ``big_checkpoints``."""
+    fresh_repeats: int
+    """Fresh processes per saver and call at ``big_checkpoints`` (the median is reported)..."""
+    curve_repeats: int
+    """... and at the picture's other history lengths."""
+    cli_runs: int
+    validate_threads: int
+    validate_turns: int
+    """The CLI workload's validate root: threads x (turns x 3 + 1) checkpoints."""
 
 
 FULL = Sizes(
@@ -57,6 +71,12 @@ FULL = Sizes(
     list_calls=50,
     git_turns=30,
     agent_turns=30,
+    history_lengths=(10, 100, 1000, 3000, 5000, 10000),
+    fresh_repeats=5,
+    curve_repeats=3,
+    cli_runs=5,
+    validate_threads=50,
+    validate_turns=33,
 )
 QUICK = Sizes(
     chat_threads=2,
@@ -68,6 +88,12 @@ QUICK = Sizes(
     list_calls=10,
     git_turns=5,
     agent_turns=5,
+    history_lengths=(10, 100, 300),
+    fresh_repeats=3,
+    curve_repeats=1,
+    cli_runs=3,
+    validate_threads=5,
+    validate_turns=33,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -79,6 +105,12 @@ TINY = Sizes(
     list_calls=2,
     git_turns=4,
     agent_turns=3,
+    history_lengths=(5, 30),
+    fresh_repeats=1,
+    curve_repeats=1,
+    cli_runs=1,
+    validate_threads=2,
+    validate_turns=3,
 )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from bench.common import REPO, SQLITE, Result, fmt_ratio, ratio
+from bench.common import REPO, REPO_CACHED, SQLITE, Result, fmt_ratio, ratio
 
 Compare = Literal["<", "<=", "=="]
 _OPS: dict[str, Callable[[float, float], bool]] = {"<": operator.lt, "<=": operator.le, "==": operator.eq}
@@ -297,3 +297,87 @@ AGENT_GIT = Goal(
 )
 
 GOALS += (AGENT_COPIES, AGENT_FLAT, AGENT_BYTES, AGENT_LINES, AGENT_GIT)
+
+
+# ----------------------------------------------------------------------------
+# issue 14: the first read of a fresh process, and the command line
+# ----------------------------------------------------------------------------
+def _fresh_vs_sqlite(call: str) -> Callable[[Result], Measure]:
+    """RepoSaver's first ``call`` in a fresh process, with ``.cache/`` as earlier processes left it
+    (the steady state), against SqliteSaver's first call in a fresh process: the call alone."""
+
+    def measure(result: Result) -> Measure:
+        fresh = result["points"][str(result["table_length"])]["fresh"]
+        return versus(fresh[REPO_CACHED][call]["call_ms"], fresh[SQLITE][call]["call_ms"], "ms", 3)
+
+    return measure
+
+
+def _wall(command: str) -> Callable[[Result], Measure]:
+    """The median wall time of a ``langgraph-repo`` process, in seconds."""
+
+    def measure(result: Result) -> Measure:
+        c = result["commands"][command]
+        s: float = c["median_s"]
+        return Measure(s, f"{s:.2f} s (median of {len(c['all_s'])}; {c['output']})")
+
+    return measure
+
+
+FRESH_GET_TUPLE = Goal(
+    key="fresh_get_tuple",
+    workload="history",
+    subject="first get_tuple (latest) of a fresh process, {table_length:,} checkpoints (the call)",
+    compare="<=",
+    threshold=3.0,
+    unit=f"x {SQLITE}'s",
+    measure=_fresh_vs_sqlite("get_tuple"),
+)
+FRESH_LIST = Goal(
+    key="fresh_list",
+    workload="history",
+    subject="first list(filter={{'step': k}}) of a fresh process, {table_length:,} checkpoints (the call)",
+    compare="<=",
+    threshold=3.0,
+    unit=f"x {SQLITE}'s",
+    measure=_fresh_vs_sqlite("list"),
+)
+CLI_THREADS = Goal(
+    key="cli_threads",
+    workload="cli",
+    subject="`langgraph-repo threads` on a small root (wall)",
+    compare="<=",
+    threshold=0.4,
+    unit=" s",
+    measure=_wall("threads"),
+)
+CLI_HELP = Goal(
+    key="cli_help",
+    workload="cli",
+    subject="`langgraph-repo --help` (wall)",
+    compare="<=",
+    threshold=0.3,
+    unit=" s",
+    measure=_wall("help"),
+)
+CLI_PRECOMMIT = Goal(
+    key="cli_precommit",
+    workload="cli",
+    subject="pre-commit `langgraph-repo validate FILE...` of the {changed_files} files one turn changed, "
+    "root of {checkpoints:,} checkpoints (wall)",
+    compare="<=",
+    threshold=0.5,
+    unit=" s",
+    measure=_wall("precommit"),
+)
+CLI_VALIDATE = Goal(
+    key="cli_validate",
+    workload="cli",
+    subject="full `langgraph-repo validate`, root of {checkpoints:,} checkpoints (wall)",
+    compare="<=",
+    threshold=1.5,
+    unit=" s",
+    measure=_wall("validate"),
+)
+
+GOALS += (FRESH_GET_TUPLE, FRESH_LIST, CLI_THREADS, CLI_HELP, CLI_PRECOMMIT, CLI_VALIDATE)

@@ -87,9 +87,16 @@ def render_markdown(
     for s in sections:
         out += [f"### {s.title}\n", s.body]
     out += [_NOTES, _machine(results["machine"]), "## Sizes\n"]
-    out.append("\n".join(f"- {k}: {v:,}" for k, v in results["sizes"].items()) + "\n")
+    out.append("\n".join(f"- {k}: {_size(v)}" for k, v in results["sizes"].items()) + "\n")
     out.append(_reproduce(results["command"], names))
     return "\n".join(out)
+
+
+def _size(value: int | Sequence[int]) -> str:
+    """A size of ``bench.common.Sizes``: a count, or the list of history lengths."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    return ", ".join(f"{v:,}" for v in value)
 
 
 def _intro(results: Result) -> str:
@@ -101,7 +108,8 @@ def _intro(results: Result) -> str:
         f"Run at {results['started']} ({results['elapsed_s']:.0f} s)"
         f"{f' with `--{label}` (small sizes; not representative)' if label else ''}.\n\n"
         "RepoSaver is measured beside `SqliteSaver` (a database file in the same temp folder) and "
-        "`InMemorySaver` in one process. Timings are medians of wall-clock time; savers are interleaved "
+        "`InMemorySaver` in one process (fresh processes and the command line: child processes, "
+        "timed from the bench). Timings are medians of wall-clock time; savers are interleaved "
         "round-robin and the order rotates every round, so drifts in machine load hit all of them alike. "
         "Compare the ratios rather than the absolute numbers across machines. RepoSaver runs with its "
         "default `durable=True` (fsync of every file and folder) unless noted; SqliteSaver runs with "
@@ -118,6 +126,11 @@ _NOTES = (
     "- 'First call of a fresh instance' is the first `get_tuple`/`list` of a new saver object on "
     "files that are already in the OS page cache: it shows the in-process caches being built, "
     "not disk reads.\n"
+    "- 'Fresh process' (history and command-line workloads) is a new Python process started by the "
+    "bench (`sys.executable`): start-up and imports are in its wall time, and the first call is timed "
+    "inside it. It is what a CLI call, a serverless handler or a notebook restart pays; the files are "
+    "still in the OS page cache. The history workload writes its chain once per saver and times each "
+    "history length on the way up, so the 10,000-checkpoint thread costs one fill, not five.\n"
     "- Bytes on disk: the sum of file sizes; 'allocated' counts whole filesystem blocks, which "
     "penalises many small files.\n"
     "- `cProfile` only sees the main thread; to profile `put` during a chat, call the saver "
@@ -157,7 +170,7 @@ def _reproduce(command: str, names: list[str]) -> str:
         "## How to reproduce\n\n"
         "```sh\n"
         "pip install -e '.[dev]'            # langgraph-checkpoint-sqlite comes with the test extra\n"
-        "python bench/run.py --quick --out /tmp/perf-quick.md   # smoke run, a few seconds\n"
+        "python bench/run.py --quick --out /tmp/perf-quick.md   # smoke run, a minute or two\n"
         "python bench/run.py --out docs/performance.md --json bench/results.json\n"
         "python -m cProfile -s cumtime bench/run.py --quick --only depth --out /tmp/p.md | head -60\n"
         "```\n\n"

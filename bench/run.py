@@ -17,6 +17,11 @@ Workloads (``bench/workloads``):
 6. agents: ``create_agent``, ``create_react_agent`` and a subgraph graph with a fake tool-calling
    model; what each turn writes (bytes, files, git lines, copies of the user's text), beside
    SqliteSaver, each turn committed to git (``--turns``).
+7. history: ``get_tuple`` and ``list(filter)`` against history length (10 to 10,000 checkpoints),
+   warm and the first call of a fresh Python process, for the three savers; drawn as an SVG next to
+   the report (``performance-depth.svg`` beside ``performance.md``).
+8. cli: wall time of ``langgraph-repo`` processes: ``--help``, ``threads``, the pre-commit
+   ``validate FILE...`` and a whole-root ``validate`` of 5,000 checkpoints.
 
 The goals are in ``bench/goals.py``.
 
@@ -45,7 +50,7 @@ from bench.common import FULL, PROJECT_ROOT, QUICK, TINY, Result, fmt_load, load
 from bench.goals import check_goals
 from bench.machine import machine_info
 from bench.report import Section, render_markdown, summary
-from bench.workloads import WORKLOADS
+from bench.workloads import WORKLOADS, history
 
 NAMES = [w.NAME for w in WORKLOADS]
 
@@ -107,10 +112,20 @@ def run_all(args: argparse.Namespace, argv: Sequence[str]) -> Result:
     return results
 
 
+def picture_path(out: Path) -> Path:
+    """The history workload's SVG, next to the report: ``docs/performance-depth.svg``."""
+    return out.with_name(f"{out.stem}-depth.svg")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     results = run_all(args, argv)
+    if results.get(history.NAME):
+        picture = picture_path(args.out)
+        picture.parent.mkdir(parents=True, exist_ok=True)
+        picture.write_text(history.picture(results[history.NAME]))
+        results[history.NAME]["picture"] = picture.name  # the report links it by this relative name
     ran = [w for w in WORKLOADS if results.get(w.NAME)]
     rows = [row for w in ran for row in w.rows(results[w.NAME])]
     sections = [Section(w.TITLE, w.details(results[w.NAME], results["sizes"])) for w in ran]
@@ -128,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(summary(rows, goals))
     print(f"\nreport: {args.out}" + (f", json: {args.json}" if args.json else ""))
+    if results.get(history.NAME):
+        print(f"picture: {picture_path(args.out)}")
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from bench.common import Result, Sizes
 from bench.report import Row
-from bench.workloads import agents, chat, depth, git
+from bench.workloads import agents, chat, cli, depth, git, history
 
 
 class Workload(Protocol):
@@ -27,5 +27,5 @@ class Workload(Protocol):
     def details(self, result: Result, sizes: dict[str, int]) -> str: ...
 
 
-WORKLOADS: tuple[Workload, ...] = (chat, depth, git, agents)
+WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli)
 """In the order they run and appear in the report."""
