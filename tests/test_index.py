@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.graphs import LogState, cfg, line_graph
 
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.caches import RACY_NS
 from langgraph_checkpoint_repo.index import decode_listing, decode_meta
 from langgraph_checkpoint_repo.layout import Layout
-from tests.graphs import LogState, cfg, line_graph
 
 TURNS = 25  # three checkpoints a turn: over index.MIN_NAMES, so the folder gets an index
 
@@ -99,7 +99,10 @@ def test_a_checkpoint_added_by_another_process_is_seen_despite_the_index(tmp_pat
     graph.invoke({"log": ["one more"]}, cfg("t"))  # another saver: this process's caches don't know
     fresh = RepoSaver(root)
     latest = fresh.get_tuple(cfg("t"))
-    assert latest is not None and latest.checkpoint["channel_values"]["log"][-2:] == ["one more", f"entry {2 * TURNS + 1}"]
+    assert latest is not None and latest.checkpoint["channel_values"]["log"][-2:] == [
+        "one more",
+        f"entry {2 * TURNS + 1}",
+    ]
     assert len(list(fresh.list(cfg("t")))) == 3 * TURNS + 3
 
 
@@ -126,7 +129,9 @@ def test_a_damaged_index_is_ignored_and_rewritten(tmp_path: Path, damage: bytes 
         path = index_of(root, suffix)
         data = path.read_bytes()
         # None: a listing that lost its last name, a metadata file cut short
-        path.write_bytes(damage if damage is not None else data[: data.rindex(b"\n" if suffix == ".list" else b"]")])
+        path.write_bytes(
+            damage if damage is not None else data[: data.rindex(b"\n" if suffix == ".list" else b"]")]
+        )
     fresh = RepoSaver(root)
     got = fresh.get_tuple(cfg("t"))
     assert got is not None and want_latest is not None and got.config == want_latest.config
@@ -182,7 +187,10 @@ def test_the_index_is_never_committed(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True, env=env)
     staged = subprocess.run(
-        ["git", "-C", str(tmp_path), "diff", "--cached", "--name-only"], check=True, capture_output=True, text=True
+        ["git", "-C", str(tmp_path), "diff", "--cached", "--name-only"],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()
     assert any(name.startswith(".langgraph/threads/") for name in staged)
     assert not any("/.cache/" in name for name in staged)
