@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from ..checks import Problem, Validator, count_files, fsck, repair
-from ..checks import thread_folders_for as _thread_folders_for
 from ..errors import (
     BadInputError,
 )
-from ..heads import unsettled_problems
 from .app import (
     PROBLEMS,
     JsonOpt,
@@ -28,9 +25,9 @@ from .output import (
     _print_json,
     _rel,
 )
-from .shape import (
-    _finding_json,
-)
+
+if TYPE_CHECKING:
+    from ..checks import Problem, Validator
 
 
 @app.command()
@@ -62,6 +59,10 @@ def validate(
     """Check every file against its schema, every reference, names against contents, and
     that no string looks like an API key or token.
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
+    from ..checks import Validator, count_files
+    from ..checks import thread_folders_for as _thread_folders_for
+    from ..heads import unsettled_problems
+
     settings = _settings(ctx)
     root = settings.root
     _check_root(root)
@@ -119,6 +120,9 @@ def fsck_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
+    from ..checks import count_files, fsck, repair
+    from .shape import _finding_json
+
     settings = _settings(ctx)
     reader = _reader(ctx, values=False)
     total = count_files(reader.root)
