@@ -21,9 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import maintenance
 from .codec import check_revival
 from .durable import digest_node, write_files
 from .entries import large_ref
@@ -49,13 +48,15 @@ from .layout import (
     is_own_temp_file,
     is_temp_name,
 )
-from .maintenance import Needed
 from .objects import object_digest, refs_in, without_refs
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
 from .refchecks import checkpoint_refs, parent_cycles
-from .review import Reader
 from .store import FileStore
 from .validation import pointer_part
+
+if TYPE_CHECKING:  # both import LangGraph's runtime, which validate does not need
+    from .maintenance import Needed
+    from .review import Reader
 
 Progress = Callable[[int], None]
 
@@ -406,6 +407,8 @@ def thread_folders_for(root: Path, paths: list[Path]) -> tuple[list[Path] | None
 def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | None = None) -> Needed:
     """What the kept checkpoints (default: all) refer to: ``maintenance.needed_files``, the one
     walk that prune plans and their garbage collection use too."""
+    from . import maintenance
+
     return maintenance.needed_files(reader.store, thread_id, keep)
 
 

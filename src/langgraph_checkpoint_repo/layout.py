@@ -68,6 +68,8 @@ def encode_segment(value: str, *, whole_name: bool = True) -> str:
     """
     if value == "":
         return "%"
+    if is_verbatim(value):  # most ids (uuids, plain names) encode to themselves
+        return value
     out: list[str] = []
     last = len(value) - 1
     for i, ch in enumerate(value):

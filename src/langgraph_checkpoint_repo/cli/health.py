@@ -61,7 +61,6 @@ def validate(
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
     from ..checks import Validator, count_files
     from ..checks import thread_folders_for as _thread_folders_for
-    from ..heads import unsettled_problems
 
     settings = _settings(ctx)
     root = settings.root
@@ -76,6 +75,8 @@ def validate(
         validator = Validator(root, advance, secrets=secrets)
         problems = validator.run(folders)
     if heads:
+        from ..heads import unsettled_problems
+
         problems = sorted(set(problems) | set(unsettled_problems(validator.store, folders)))
     _report_validation(settings, validator, problems, as_json)
     if problems:
