@@ -142,12 +142,16 @@ class Validator:
     def _object_refs(self, path: Path, doc: dict[str, Any]) -> None:
         """Every object a stored tree refers to is there (its content is checked once, where
         it lies: ``objects``)."""
-        try:
-            tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
-        except ValueError:
-            return
+        tdir: Path | None = None  # found once a tree refers to an object
         for pointer, tree in _stored_trees(doc):
-            for digest in sorted(set(refs_in(tree))):
+            digests = sorted(set(refs_in(tree)))
+            if digests and tdir is None:
+                try:
+                    tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
+                except ValueError:
+                    return
+            for digest in digests:
+                assert tdir is not None
                 if not (tdir / OBJECTS / f"{digest}.json").is_file():
                     missing = f"refers to object {digest}, which is missing from {tdir / OBJECTS}"
                     self.problem(path, pointer, missing)

@@ -25,7 +25,7 @@ import stat
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,7 @@ class Layout:
 
     root: Path
 
-    @property
+    @cached_property  # asked for on every read (jsonread's containment check, objects)
     def threads_dir(self) -> Path:
         return self.root / THREADS
 
