@@ -8,16 +8,36 @@ read path.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph._internal._serde import build_serde_allowlist as _build_serde_allowlist
-from langgraph.checkpoint.base import _with_msgpack_allowlist
-from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
-from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.serde.jsonplus import _send_from_args as send_from_args
-from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
+if TYPE_CHECKING:
+    from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.checkpoint.serde.jsonplus import _send_from_args as send_from_args
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
+
+# LangGraph's names, imported on first use: importing LangGraph takes seconds, and the
+# command line's --help and its table printing (table_cells) need none of it
+_LAZY = {
+    "SAFE_MSGPACK_METHODS": ("langgraph.checkpoint.serde._msgpack", "SAFE_MSGPACK_METHODS"),
+    "SAFE_MSGPACK_TYPES": ("langgraph.checkpoint.serde._msgpack", "SAFE_MSGPACK_TYPES"),
+    "send_from_args": ("langgraph.checkpoint.serde.jsonplus", "_send_from_args"),
+    "DeltaSnapshot": ("langgraph.checkpoint.serde.types", "_DeltaSnapshot"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A LangGraph name of ``_LAZY``, imported when it is first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SAFE_MSGPACK_METHODS",
@@ -40,11 +60,15 @@ def with_msgpack_allowlist(
     serde: SerializerProtocol, extra: Collection[tuple[str, ...]]
 ) -> SerializerProtocol:
     """The serde with more types allowed, as ``BaseCheckpointSaver.with_allowlist`` makes it."""
+    from langgraph.checkpoint.base import _with_msgpack_allowlist
+
     return _with_msgpack_allowlist(serde, extra)
 
 
 def build_serde_allowlist(*, schemas: list[Any], channels: dict[str, Any]) -> set[tuple[str, ...]]:
     """The types ``StateGraph.compile`` registers for a graph in strict msgpack mode."""
+    from langgraph._internal._serde import build_serde_allowlist as _build_serde_allowlist
+
     return _build_serde_allowlist(schemas=schemas, channels=channels)
 
 

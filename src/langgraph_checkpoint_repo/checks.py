@@ -21,9 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import maintenance
 from .codec import check_revival
 from .durable import digest_node, write_files
 from .entries import large_ref
@@ -50,13 +49,15 @@ from .layout import (
     is_own_temp_file,
     is_temp_name,
 )
-from .maintenance import Needed
 from .objects import object_digest, refs_in, without_refs
 from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
 from .refchecks import checkpoint_refs, parent_cycles
-from .review import Reader
 from .store import FileStore
 from .validation import pointer_part
+
+if TYPE_CHECKING:  # both import LangGraph's runtime, which validate does not need
+    from .maintenance import Needed
+    from .review import Reader
 
 Progress = Callable[[int], None]
 
@@ -142,12 +143,16 @@ class Validator:
     def _object_refs(self, path: Path, doc: dict[str, Any]) -> None:
         """Every object a stored tree refers to is there (its content is checked once, where
         it lies: ``objects``)."""
-        try:
-            tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
-        except ValueError:
-            return
+        tdir: Path | None = None  # found once a tree refers to an object
         for pointer, tree in _stored_trees(doc):
-            for digest in sorted(set(refs_in(tree))):
+            digests = sorted(set(refs_in(tree)))
+            if digests and tdir is None:
+                try:
+                    tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
+                except ValueError:
+                    return
+            for digest in digests:
+                assert tdir is not None
                 if not (tdir / OBJECTS / f"{digest}.json").is_file():
                     missing = f"refers to object {digest}, which is missing from {tdir / OBJECTS}"
                     self.problem(path, pointer, missing)
@@ -256,13 +261,8 @@ class Validator:
             if doc is None:
                 continue
             self.checkpoints += 1
-            cid = doc["checkpoint_id"]
-            if encode_segment(cid) + ".json" != path.name:
-                self.problem(path, "/checkpoint_id", f"checkpoint_id {cid!r} does not match the file name")
-                continue
-            if not self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id"):
-                continue
-            docs[cid] = (path, doc)
+            if self.checkpoint_named(path, doc, thread_folder, ns_dir):
+                docs[doc["checkpoint_id"]] = (path, doc)
         present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
@@ -271,6 +271,14 @@ class Validator:
             self.writes(thread_folder, ns_dir, path, present)
         for path in self._json_files(ns_dir / VALUES):
             self.value_file(ns_dir, path)
+
+    def checkpoint_named(self, path: Path, doc: dict[str, Any], thread_folder: Path, ns_dir: Path) -> bool:
+        """Its file name, thread and namespace folders match its ids (a problem for each that does not)."""
+        cid = doc["checkpoint_id"]
+        if encode_segment(cid) + ".json" != path.name:
+            self.problem(path, "/checkpoint_id", f"checkpoint_id {cid!r} does not match the file name")
+            return False
+        return self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id")
 
     def _json_files(self, folder: Path, count: bool = True) -> Iterator[Path]:
         try:
@@ -324,22 +332,29 @@ class Validator:
         self.reference(path, "/", lambda: self.store.value_entry(ns_dir, doc["channel"], doc["version"], rel))
 
     def large(self, thread_folder: Path) -> None:
-        self._named_by_content(thread_folder / LARGE, "large_value", lambda doc: digest_node(doc["value"]))
+        for path in self._json_files(thread_folder / LARGE):
+            self.large_file(path)
 
     def objects(self, thread_folder: Path) -> None:
-        self._named_by_content(thread_folder / OBJECTS, "object", lambda doc: object_digest(doc["tree"]))
+        for path in self._json_files(thread_folder / OBJECTS):
+            self.object_file(path)
 
-    def _named_by_content(self, folder: Path, kind: str, digest: Callable[[dict[str, Any]], str]) -> None:
-        """``large/`` and ``objects/``: each file's name is the sha256 of what it holds."""
-        for path in self._json_files(folder):
-            doc = self._read(path, kind)
-            if doc is None:
-                continue
-            if path.name != f"{doc['sha256']}.json":
-                self.problem(path, "/sha256", "sha256 does not match the file name")
-            elif digest(doc) != doc["sha256"]:
-                self.bad_files.add(str(path))
-                self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
+    def large_file(self, path: Path) -> None:
+        self._named_by_content(path, "large_value", lambda doc: digest_node(doc["value"]))
+
+    def object_file(self, path: Path) -> None:
+        self._named_by_content(path, "object", lambda doc: object_digest(doc["tree"]))
+
+    def _named_by_content(self, path: Path, kind: str, digest: Callable[[dict[str, Any]], str]) -> None:
+        """A file of ``large/`` or ``objects/``: its name is the sha256 of what it holds."""
+        doc = self._read(path, kind)
+        if doc is None:
+            return
+        if path.name != f"{doc['sha256']}.json":
+            self.problem(path, "/sha256", "sha256 does not match the file name")
+        elif digest(doc) != doc["sha256"]:
+            self.bad_files.add(str(path))
+            self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
 
 
 def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -407,6 +422,8 @@ def thread_folders_for(root: Path, paths: list[Path]) -> tuple[list[Path] | None
 def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | None = None) -> Needed:
     """What the kept checkpoints (default: all) refer to: ``maintenance.needed_files``, the one
     walk that prune plans and their garbage collection use too."""
+    from . import maintenance
+
     return maintenance.needed_files(reader.store, thread_id, keep)
 
 

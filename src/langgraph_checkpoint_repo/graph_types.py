@@ -22,11 +22,13 @@ import weakref
 from functools import cache
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any, TypeVar
-
-from langgraph.pregel import Pregel
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._compat import build_serde_allowlist
+
+if TYPE_CHECKING:  # imported where used: langgraph.pregel takes a second to import, and
+    # validate (which reads values through codec, and so this module) needs no graph
+    from langgraph.pregel import Pregel
 
 _MAX_FRAMES = 32
 # files that mark the top of a project: a script below it is importable by its path from there
@@ -44,6 +46,8 @@ def frame_above(depth: int) -> FrameType | None:
 
 def calling_graph(frame: FrameType | None) -> Pregel[Any, Any] | None:
     """The nearest Pregel graph among the callers' ``self``."""
+    from langgraph.pregel import Pregel
+
     for _ in range(_MAX_FRAMES):
         if frame is None:
             return None

@@ -25,7 +25,7 @@ import stat
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,8 @@ def encode_segment(value: str, *, whole_name: bool = True) -> str:
     """
     if value == "":
         return "%"
+    if is_verbatim(value):  # most ids (uuids, plain names) encode to themselves
+        return value
     out: list[str] = []
     last = len(value) - 1
     for i, ch in enumerate(value):
@@ -173,7 +175,7 @@ class Layout:
 
     root: Path
 
-    @property
+    @cached_property  # asked for on every read (jsonread's containment check, objects)
     def threads_dir(self) -> Path:
         return self.root / THREADS
 

@@ -30,7 +30,6 @@ from typing import Any
 
 import orjson
 
-from .codec import msgpack_to_tree, tree_to_msgpack
 from .packed import msgpack_array_header, msgpack_array_split
 from .validation import pointer_part
 
@@ -376,6 +375,8 @@ class Redactor:
             not self.defaults or not (might_contain_secret(data) or might_hold_pydantic_secret(data))
         ):
             return data
+        from .codec import msgpack_to_tree, tree_to_msgpack  # here: codec imports LangGraph
+
         tree = msgpack_to_tree(data)
         new = self.redact_tree(tree)
         return data if new == tree else tree_to_msgpack(new)

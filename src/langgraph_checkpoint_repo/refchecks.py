@@ -24,10 +24,18 @@ Docs = dict[str, tuple[Path, dict[str, Any]]]  # checkpoint id -> (file, documen
 
 
 def checkpoint_refs(
-    v: Validator, ns_dir: Path, path: Path, doc: dict[str, Any], docs: Docs, present: set[str]
+    v: Validator,
+    ns_dir: Path,
+    path: Path,
+    doc: dict[str, Any],
+    docs: Docs,
+    present: set[str],
+    *,
+    oldest: str | None = None,
 ) -> None:
     """Every reference of one checkpoint: its values, where its new values say they are,
-    and its parent (``present``: the checkpoint file stems of the namespace)."""
+    and its parent (``present``: the checkpoint file stems of the namespace). ``oldest``: the
+    namespace's oldest checkpoint id when ``docs`` does not hold them all (``validate FILE``)."""
     empty = _value_refs(v, ns_dir, path, doc)
     own = v.layout.checkpoint_rel(doc["checkpoint_id"])
     for channel in doc.get("new_values", {}):
@@ -35,7 +43,7 @@ def checkpoint_refs(
             v.problem(
                 path, "/new_values/" + pointer_part(channel), "value stored here but /values points elsewhere"
             )
-    _parent_ref(v, path, doc, docs, present, empty)
+    _parent_ref(v, path, doc, docs, present, empty, oldest)
 
 
 def _value_refs(v: Validator, ns_dir: Path, path: Path, doc: dict[str, Any]) -> set[str]:
@@ -74,7 +82,13 @@ def _value_refs(v: Validator, ns_dir: Path, path: Path, doc: dict[str, Any]) -> 
 
 
 def _parent_ref(
-    v: Validator, path: Path, doc: dict[str, Any], docs: Docs, present: set[str], empty: set[str]
+    v: Validator,
+    path: Path,
+    doc: dict[str, Any],
+    docs: Docs,
+    present: set[str],
+    empty: set[str],
+    oldest: str | None,
 ) -> None:
     """A missing parent is a problem when a DeltaChannel empty here needs it, or when older
     checkpoints remain (a hole, not history cut by prune)."""
@@ -90,7 +104,7 @@ def _parent_ref(
             f"parent {parent} is missing and DeltaChannel {', '.join(map(repr, needs))} "
             "needs it to rebuild its value",
         )
-    elif docs and parent > min(docs):
+    elif (first := oldest if oldest is not None else min(docs, default=None)) is not None and parent > first:
         v.problem(
             path,
             "/parent_checkpoint_id",

@@ -15,11 +15,10 @@ from contextlib import contextmanager
 from copy import copy as _shallow_copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 from typer.core import TyperGroup
 
@@ -30,14 +29,14 @@ from ..errors import (
     exit_code,
 )
 from ..layout import find_default_root, holds_state
-from ..review import (
-    Reader,
-)
-from .allow import Allowed, allowed_types
 from .output import (
     _err_console,
     _out_console,
 )
+
+if TYPE_CHECKING:  # both import LangGraph: only the commands that read values load them
+    from ..review import Reader
+    from .allow import Allowed
 
 OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED = 0, 1, 2, 3, 4, 5, 6
 PROG = "langgraph-repo"
@@ -206,6 +205,8 @@ def _settings(ctx: typer.Context) -> Settings:
 
 def _allowed(ctx: typer.Context) -> Allowed:
     """What this command may construct: ``--allow`` and the project's pyproject.toml."""
+    from .allow import allowed_types
+
     settings = _settings(ctx)
     return allowed_types(settings.root, settings.allow)
 
@@ -213,6 +214,8 @@ def _allowed(ctx: typer.Context) -> Allowed:
 def _reader(ctx: typer.Context, *, values: bool = True) -> Reader:
     """A reader of the root; ``values=False`` (commands that construct no values: fsck,
     delete, copy, prune) takes no ``--allow`` or pyproject table, so imports nothing."""
+    from ..review import Reader
+
     _check_root(_settings(ctx).root)
     if not values:
         return Reader(_settings(ctx).root)
@@ -222,6 +225,8 @@ def _reader(ctx: typer.Context, *, values: bool = True) -> Reader:
 
 def progress_columns() -> tuple[Any, ...]:
     """The columns of every progress bar; a label from a file is plain text, never markup."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
     return (
         TextColumn("{task.description}", markup=False),
         BarColumn(),
@@ -236,6 +241,8 @@ def _progress(settings: Settings, label: str, total: int) -> Iterator[Any]:
     if not settings.err.is_terminal:
         yield None
         return
+    from rich.progress import Progress
+
     with Progress(*progress_columns(), console=settings.err, transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.advance(task, n)

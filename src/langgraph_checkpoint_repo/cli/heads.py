@@ -3,23 +3,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from langchain_core.runnables import RunnableConfig
 from rich.table import Table
 from rich.text import Text
 
-from .. import present
-from ..heads import scan, unsettled
-from ..review import Reader, is_internal
 from .app import JsonOpt, NsOpt, Settings, _reader, _settings, app
 from .output import _print_json, _print_table
+
+if TYPE_CHECKING:  # these import LangGraph: each command imports what it uses when it runs
+    from langchain_core.runnables import RunnableConfig
+
+    from ..review import Reader
 
 
 def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     """What a head ends on: the text of the last message in ``messages``, else the channel
     whose version changed last, shortly (values as stored; what may be constructed is)."""
+    from .. import present
+    from ..review import is_internal
+
     trees = reader.state(thread, ns, cid, revive=False).trees
     messages = trees.get("messages")
     if isinstance(messages, list) and messages:
@@ -34,6 +38,8 @@ def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
 
 def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     """One row per head, newest first: what ``heads`` prints (the ``--json`` shape)."""
+    from ..heads import scan
+
     states = scan(reader.store, thread, ns)
     rows = []
     for n, state in enumerate(states):
@@ -72,6 +78,8 @@ def heads_command(
 ) -> None:
     """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
     their last message; the newest continues. ``--choose`` picks another (docs/forks.md)."""
+    from ..heads import scan, unsettled
+
     settings = _settings(ctx)
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
@@ -124,6 +132,8 @@ def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: st
 
 
 def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:
+    from .. import present
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
         table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")

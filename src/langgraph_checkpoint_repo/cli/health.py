@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from ..checks import Problem, Validator, count_files, fsck, repair
-from ..checks import thread_folders_for as _thread_folders_for
 from ..errors import (
     BadInputError,
+    NotFoundError,
 )
-from ..heads import unsettled_problems
 from .app import (
     PROBLEMS,
     JsonOpt,
@@ -28,9 +26,10 @@ from .output import (
     _print_json,
     _rel,
 )
-from .shape import (
-    _finding_json,
-)
+
+if TYPE_CHECKING:
+    from ..checks import Problem, Validator
+    from ..filechecks import Targets
 
 
 @app.command()
@@ -39,7 +38,8 @@ def validate(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Files or folders under the root; the threads holding them are checked. Default: everything."
+            help="Files under the root: each is checked with what it refers to, no other file (pre-commit "
+            "passes the staged ones). Folders: the threads they hold, whole. Default: everything."
         ),
     ] = None,
     as_json: JsonOpt = False,
@@ -62,23 +62,56 @@ def validate(
     """Check every file against its schema, every reference, names against contents, and
     that no string looks like an API key or token.
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
+    from ..checks import Validator
+
     settings = _settings(ctx)
     root = settings.root
     _check_root(root)
-    folders: list[Path] | None = None
-    if paths:
-        folders, outside = _thread_folders_for(root, list(paths))
-        if outside:
-            raise BadInputError(f"{outside[0]} is not under the root {root}")
-    total = count_files(root, folders)
-    with _progress(settings, "validating", total) as advance:
+    found = _targets(root, list(paths or []))
+    folders = None if found.whole or not paths else found.folders
+    with _progress(settings, "validating", _count(root, folders, found.files)) as advance:
         validator = Validator(root, advance, secrets=secrets)
-        problems = validator.run(folders)
+        if folders is None or folders:
+            validator.run(folders)
+        if folders is not None and found.files:
+            from ..filechecks import check_files
+
+            check_files(validator, found.files)
+    problems = sorted(set(validator.problems))
     if heads:
-        problems = sorted(set(problems) | set(unsettled_problems(validator.store, folders)))
+        from ..heads import unsettled_problems
+
+        where = None if folders is None else sorted({*folders, *(_thread_of(root, f) for f in found.files)})
+        problems = sorted(set(problems) | set(unsettled_problems(validator.store, where)))
     _report_validation(settings, validator, problems, as_json)
     if problems:
         raise typer.Exit(PROBLEMS)
+
+
+def _targets(root: Path, paths: list[Path]) -> Targets:
+    """What ``validate PATH...`` checks; a path outside the root or not there is an error naming it."""
+    from ..filechecks import targets
+
+    found = targets(root, paths)
+    if found.outside:
+        raise BadInputError(f"{found.outside[0]} is not under the root {root}")
+    if found.missing:
+        more = f" (and {len(found.missing) - 1} more)" if len(found.missing) > 1 else ""
+        raise NotFoundError(f"{found.missing[0]}: no such file or folder{more}")
+    return found
+
+
+def _count(root: Path, folders: list[Path] | None, files: list[Path]) -> int:
+    """How many files the run reads itself (the progress bar's total)."""
+    from ..checks import count_files
+
+    whole = count_files(root, folders) if folders is None or folders else 0
+    return whole + (len(files) if folders is not None else 0)
+
+
+def _thread_of(root: Path, path: Path) -> Path:
+    threads = (root / "threads").resolve()
+    return threads / path.relative_to(threads).parts[0]
 
 
 def _report_validation(
@@ -119,6 +152,9 @@ def fsck_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
+    from ..checks import count_files, fsck, repair
+    from .shape import _finding_json
+
     settings = _settings(ctx)
     reader = _reader(ctx, values=False)
     total = count_files(reader.root)

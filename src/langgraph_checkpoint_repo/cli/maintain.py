@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
-from ..checks import count_files
 from ..errors import (
     BadInputError,
     CliError,
-)
-from ..maintenance import PrunePlan, carry_out, plan_prune
-from ..review import (
-    Reader,
-    check_thread_id,
-    parse_age,
 )
 from .app import (
     REFUSED,
@@ -36,12 +29,10 @@ from .output import (
     _rel,
     screen,
 )
-from .shape import (
-    _plan_json,
-)
-from .views import (
-    _print_plan,
-)
+
+if TYPE_CHECKING:  # maintenance and review import LangGraph: each command imports them when it runs
+    from ..maintenance import PrunePlan
+    from ..review import Reader
 
 
 def _confirm(settings: Settings, question: str, yes: bool) -> None:
@@ -89,6 +80,8 @@ def copy(
     target: Annotated[str, typer.Argument(help="New thread id (must not exist).")],
 ) -> None:
     """Copy a thread, every checkpoint and file, to a new thread id."""
+    from ..review import check_thread_id
+
     settings = _settings(ctx)
     reader = _reader(ctx, values=False)
     summary = reader.summary(source)
@@ -125,6 +118,11 @@ def prune(
 ) -> None:
     """Remove old checkpoints. Never a thread waiting on an interrupt, never what a DeltaChannel
     or an appended list still needs, never a hole in the middle of a history."""
+    from ..maintenance import plan_prune
+    from ..review import parse_age
+    from .shape import _plan_json
+    from .views import _print_plan
+
     settings = _settings(ctx)
     if keep_last is None and older_than is None:
         raise BadInputError("give --keep-last N, --older-than AGE, or both")
@@ -171,6 +169,9 @@ def _run_plans(
     """Carry out ``prune``'s confirmed plans, the very ones printed: each under its thread's
     lock and only if the thread still plans the same (files and contents); the JSON of each
     (what was removed and written, as found on disk) and the threads that changed meanwhile."""
+    from ..maintenance import carry_out, plan_prune
+    from .shape import _plan_json
+
     results: list[dict[str, Any]] = []
     changed: list[str] = []
     for plan in plans:
@@ -209,6 +210,7 @@ def migrate(
     Every file is upgraded and validated before any is replaced; each is then replaced
     atomically under its thread's lock, so an interrupted run is finished by running it again.
     """
+    from ..checks import count_files
     from ..migrations import migrate_root
     from ..validation import SCHEMA_VERSION
 

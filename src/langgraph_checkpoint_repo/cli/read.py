@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from .. import present
 from ..errors import (
     BadInputError,
     NotFoundError,
-)
-from ..heads import unsettled_namespaces
-from ..review import (
-    Reader,
-    StateView,
-    ThreadSummary,
-    diff_trees,
-    is_internal,
-    parse_date,
-    parse_ts,
 )
 from .app import (
     JsonOpt,
@@ -37,25 +25,11 @@ from .output import (
     _print_table,
     _rel,
 )
-from .shape import (
-    _change_json,
-    _history_json,
-    _state_json,
-    _summary_json,
-    _task_json,
-)
-from .views import (
-    _header,
-    _interrupt_block,
-    _print_change,
-    _print_not_revived,
-    _print_recovery,
-    _print_stored_json,
-    _section,
-    _tasks_table,
-    _value_block,
-    _writes_table,
-)
+
+if TYPE_CHECKING:  # review imports LangGraph: each command imports what it uses when it runs
+    from datetime import datetime
+
+    from ..review import Reader, StateView, ThreadSummary
 
 
 def _meta_pairs(pairs: list[str]) -> list[tuple[str, str]]:
@@ -102,6 +76,10 @@ def threads(
     as_json: JsonOpt = False,
 ) -> None:
     """One row per thread: namespaces, checkpoints, latest step, last update, forks, waiting interrupts."""
+    from ..heads import unsettled_namespaces
+    from ..review import parse_date
+    from .shape import _summary_json
+
     settings = _settings(ctx)
     reader = _reader(ctx)
     pairs = _meta_pairs(meta or [])
@@ -128,6 +106,8 @@ def _matching_threads(
     after: datetime | None,
 ) -> list[ThreadSummary]:
     """The summaries of the threads that pass ``threads``' filters."""
+    from ..review import parse_ts
+
     rows: list[ThreadSummary] = []
     for tid in reader.thread_ids():
         try:
@@ -159,6 +139,8 @@ def _matching_threads(
 def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[str]]] | None = None) -> Table:
     """``forked``: per thread, its namespaces with unsettled heads (column ``unsettled``: how many
     heads wait for a choice, docs/forks.md)."""
+    from .. import present
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in (
         "thread",
@@ -201,6 +183,9 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
+    from .. import present
+    from .shape import _history_json
+
     settings = _settings(ctx)
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
@@ -258,6 +243,19 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """The state at a checkpoint: values for a person, next tasks, pending writes, interrupts."""
+    from ..review import is_internal
+    from .shape import _state_json
+    from .views import (
+        _header,
+        _interrupt_block,
+        _print_not_revived,
+        _print_stored_json,
+        _section,
+        _tasks_table,
+        _value_block,
+        _writes_table,
+    )
+
     settings = _settings(ctx)
     reader = _reader(ctx)
     namespaces = reader.namespaces(thread)
@@ -326,6 +324,10 @@ def diff(
 ) -> None:
     """What changed between two checkpoints, by channel: items added or removed, keys changed,
     values removed."""
+    from ..review import diff_trees
+    from .shape import _change_json
+    from .views import _print_change, _print_not_revived
+
     settings = _settings(ctx)
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
@@ -377,6 +379,9 @@ def tasks(
 ) -> None:
     """Recovery view of the latest checkpoint: which tasks are done, failed, interrupted or not started,
     which run again on resume, and which may have run without their writes being saved."""
+    from .shape import _task_json
+    from .views import _print_not_revived, _print_recovery
+
     settings = _settings(ctx)
     reader = _reader(ctx)
     namespaces = reader.namespaces(thread)

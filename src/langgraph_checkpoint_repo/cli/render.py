@@ -7,12 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .. import present
 from ..errors import (
     BadInputError,
-)
-from ..review import (
-    is_internal,
 )
 from .app import (
     JsonOpt,
@@ -20,15 +16,9 @@ from .app import (
     _reader,
     app,
 )
-from .markdown import _markdown
 from .output import (
     _print_json,
     screen,
-)
-from .shape import (
-    _history_json,
-    _summary_json,
-    _task_json,
 )
 
 
@@ -42,6 +32,11 @@ def render(
     as_json: JsonOpt = False,
 ) -> None:
     """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
+    from .. import present  # these import LangGraph: only when the command runs
+    from ..review import is_internal
+    from .markdown import _markdown
+    from .shape import _history_json, _summary_json, _task_json
+
     if fmt != "markdown":
         raise BadInputError(f"unknown format {fmt!r}: only markdown is supported")
     reader = _reader(ctx)

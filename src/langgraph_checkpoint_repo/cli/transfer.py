@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
 
 from ..errors import (
     CliError,
@@ -78,6 +77,8 @@ def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
     if not settings.err.is_terminal:
         yield None
         return
+    from rich.progress import Progress
+
     with Progress(*progress_columns(), console=settings.err, transient=True) as progress:
         task = progress.add_task("copying", total=None)
         finished = 0

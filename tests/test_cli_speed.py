@@ -1,0 +1,97 @@
+"""What the command line imports: LangGraph only in the commands that read values.
+
+Importing LangGraph takes seconds; ``langgraph-repo --help`` and every command's ``--help``
+must not wait for it (docs/cli.md, "Speed of the CLI"). Each check runs in a fresh
+interpreter and looks at ``sys.modules``; no timing is asserted here (bench/ measures it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import cli_env
+
+HEAVY = ("langgraph", "langchain_core")
+
+COMMANDS = [
+    "threads",
+    "history",
+    "show",
+    "diff",
+    "tasks",
+    "validate",
+    "fsck",
+    "render",
+    "delete",
+    "copy",
+    "prune",
+    "migrate",
+    "import",
+    "export",
+    "heads",
+]
+
+
+def loaded_after(code: str) -> list[str]:
+    """The LangGraph and LangChain modules loaded once ``code`` ran in a fresh interpreter."""
+    probe = textwrap.dedent(code) + textwrap.dedent(
+        f"""
+        import json, sys
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def run_app(*args: str) -> str:
+    return f"""
+        import contextlib, io
+        from langgraph_checkpoint_repo.cli import app
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            try:
+                app({list(args)!r}, prog_name="langgraph-repo")
+            except SystemExit as done:
+                assert done.code == 0, done.code
+        assert "Usage: langgraph-repo" in out.getvalue(), out.getvalue()
+        """
+
+
+def test_importing_the_cli_app_imports_no_langgraph() -> None:
+    assert loaded_after("from langgraph_checkpoint_repo.cli import app") == []
+
+
+def test_help_imports_no_langgraph() -> None:
+    assert loaded_after(run_app("--help")) == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_commands_help_imports_no_langgraph(command: str) -> None:
+    assert loaded_after(run_app(command, "--help")) == []
+
+
+def test_the_package_imports_langgraph_only_when_repo_saver_is_used() -> None:
+    assert loaded_after("import langgraph_checkpoint_repo") == []
+    loaded = loaded_after(
+        """
+        from langgraph_checkpoint_repo import RepoSaver, copy_threads
+        from langgraph.checkpoint.base import BaseCheckpointSaver
+        assert issubclass(RepoSaver, BaseCheckpointSaver) and callable(copy_threads)
+        """
+    )
+    assert "langgraph.checkpoint.base" in loaded
+
+
+def test_an_unknown_public_name_is_still_an_attribute_error() -> None:
+    import langgraph_checkpoint_repo
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        langgraph_checkpoint_repo.no_such_name  # noqa: B018
