@@ -71,8 +71,9 @@ class ValueResolver:
 
     def drop_under(self, folder: Path) -> None:
         self._values.drop_where(lambda k: k[0].is_relative_to(folder))
-        for tdir in [t for t in self._objects if t.is_relative_to(folder) or folder.is_relative_to(t)]:
-            del self._objects[tdir]
+        # list(...) copies the keys in one step under the GIL: chat threads add objects meanwhile
+        for tdir in [t for t in list(self._objects) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
+            self._objects.pop(tdir, None)
 
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: Dep) -> None:
         entry.deps = (own, *entry.deps)

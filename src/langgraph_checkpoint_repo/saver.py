@@ -490,8 +490,8 @@ class RepoSaver(_RepoSaverBase):
 
     def _forget(self, thread_id: str) -> None:
         self.store.forget_thread(thread_id)
-        for key in [k for k in self._lists if k[0] == thread_id]:
-            del self._lists[key]
+        for key in [k for k in list(self._lists) if k[0] == thread_id]:  # copied in one step
+            self._lists.pop(key, None)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """As the base class; values the remaining checkpoints use are first moved out of the

@@ -244,17 +244,8 @@ def show(
 ) -> None:
     """The state at a checkpoint: values for a person, next tasks, pending writes, interrupts."""
     from ..review import is_internal
+    from . import views
     from .shape import _state_json
-    from .views import (
-        _header,
-        _interrupt_block,
-        _print_not_revived,
-        _print_stored_json,
-        _section,
-        _tasks_table,
-        _value_block,
-        _writes_table,
-    )
 
     settings = _settings(ctx)
     reader = _reader(ctx)
@@ -268,32 +259,32 @@ def show(
         _print_json(_state_json(thread, ns, cid, view, channels, subgraphs))
         return
     out = settings.out
-    _header(out, view)
-    _section(out, "State")
+    views._header(out, view)
+    views._section(out, "State")
     if not channels:
         out.print(Text("(empty)", style="dim"))
     for c in channels:
-        _value_block(out, c, view.values[c])
-    _section(out, "Next tasks")
+        views._value_block(out, c, view.values[c])
+    views._section(out, "Next tasks")
     if view.tasks:
-        _print_table(out, _tasks_table(view))
+        _print_table(out, views._tasks_table(view))
     else:
         out.print(Text("none: the graph has finished at this checkpoint", style="dim"))
     if view.interrupts:
-        _section(out, "Interrupts (waiting for an answer)")
+        views._section(out, "Interrupts (waiting for an answer)")
         for i in view.interrupts:
-            _interrupt_block(out, i)
-    _section(out, "Pending writes")
+            views._interrupt_block(out, i)
+    views._section(out, "Pending writes")
     if not view.writes:
         out.print(Text("none", style="dim"))
     else:
-        _print_table(out, _writes_table(view))
+        _print_table(out, views._writes_table(view))
     if subgraphs:
-        _section(out, "Subgraph namespaces (see them with --ns)")
+        views._section(out, "Subgraph namespaces (see them with --ns)")
         for n in subgraphs:
             out.print("  " + n)
-    _print_stored_json(out, view, channels)
-    _print_not_revived(out, reader)
+    views._print_stored_json(out, view, channels)
+    views._print_not_revived(out, reader)
 
 
 def _diff_base(reader: Reader, thread: str, ns: str, new: StateView, from_id: str | None) -> str | None:
