@@ -59,6 +59,7 @@ def is_windows_device_name(name: str) -> bool:
     return name.partition(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
 
 
+@lru_cache(maxsize=4096)  # a pure function, called for the same ids on every write and read
 def encode_segment(value: str, *, whole_name: bool = True) -> str:
     """Map any string to one safe, reversible path segment.
 

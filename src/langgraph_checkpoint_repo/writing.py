@@ -15,6 +15,8 @@ Invariants:
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,19 @@ class Writer:
         self.durable = durable
         self._safe_dirs: set[Path] = set()  # folders known to exist
         self._gitignore_done = False
+        # names a write of this process is still making durable (renamed, folder not yet fsynced)
+        self._in_flight: Counter[Path] = Counter()
+        self._mutex = threading.Lock()
+
+    def durable_exists(self, path: Path) -> bool:
+        """Whether ``path`` is there for a referrer to rely on: present, and not a name another
+        write of this process (a put beside a put_writes) is still making durable. A file
+        found by ``exists`` alone could be renamed but not yet fsynced into its folder, and a
+        referrer written on that strength could outlive it in a power loss."""
+        with self._mutex:
+            if self._in_flight[path] > 0:
+                return False
+        return path.exists()
 
     def write(self, batches: list[list[tuple[Path, bytes]]], written: Written) -> None:
         """Write batches in order, each durable before the next appears (``write_batches``:
@@ -71,6 +86,24 @@ class Writer:
         self._check_all(folders)
         self._make_dirs(folders)
         before = {folder: folder_key(folder) for folder in folders if folder.name in LISTED}
+        files = [path for batch in batches for path, _ in batch]
+        with self._mutex:
+            self._in_flight.update(files)
+        try:
+            self._write_batches(batches, folders)
+        finally:
+            with self._mutex:
+                self._in_flight.subtract(files)
+                for path in files:
+                    if self._in_flight[path] <= 0:
+                        self._in_flight.pop(path, None)
+        for i, path in enumerate(files):
+            if path.parent in before:
+                written(path, before[path.parent])
+                if any(p.parent == path.parent for p in files[i + 1 :]):
+                    before[path.parent] = folder_key(path.parent)
+
+    def _write_batches(self, batches: list[list[tuple[Path, bytes]]], folders: set[Path]) -> None:
         try:
             write_batches(batches, self.durable)
         except FileNotFoundError:
@@ -79,12 +112,6 @@ class Writer:
             self._check_all(folders)
             self._make_dirs(folders)
             write_batches(batches, self.durable)
-        files = [path for batch in batches for path, _ in batch]
-        for i, path in enumerate(files):
-            if path.parent in before:
-                written(path, before[path.parent])
-                if any(p.parent == path.parent for p in files[i + 1 :]):
-                    before[path.parent] = folder_key(path.parent)
 
     def forget(self) -> None:
         """Check every folder again before the next write (something was removed)."""
