@@ -165,30 +165,38 @@ def test_an_object_renamed_but_not_yet_fsynced_into_its_folder_is_not_relied_on(
     tmp_path: Path, recording: RecordingOS, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A put and a put_writes of one process run side by side: the one that finds an object
-    another has renamed but not yet made durable writes it itself, so its referrer never
+    the other has renamed but not yet made durable waits until it is, so its referrer never
     depends on a name a power loss could take back."""
     saver = RepoSaver(tmp_path / "repo")
     turn(chat_graph(saver), 0)
     latest = saver.get_tuple(cfg("t"))
     assert latest is not None
-    seen: list[tuple[Path, bool, bool]] = []
+    askers: list[tuple[Path, threading.Thread, list[bool]]] = []
     real_fsync = RecordingOS.fsync
 
     def fsync(self: RecordingOS, fd: int) -> None:
         folder = self.fds[fd]
         if folder.name == "objects":  # after the object's rename, before its folder's fsync
             for what, path in list(self.log):
-                if what == "replace" and path.parent == folder:
-                    seen.append((path, path.exists(), saver.store.writer.durable_exists(path)))
+                if what == "replace" and path.parent == folder and path.exists():
+                    answer: list[bool] = []
+                    asker = threading.Thread(
+                        target=lambda p=path, a=answer: a.append(saver.store.writer.durable_exists(p))
+                    )
+                    asker.start()
+                    asker.join(0.3)
+                    assert asker.is_alive() and answer == [], "relied on a name not yet durable"
+                    askers.append((path, asker, answer))
         real_fsync(self, fd)
 
     monkeypatch.setattr(RecordingOS, "fsync", fsync)
     recording.log.clear()
     message = HumanMessage(content="a message long enough to be shared as an object " * 4)
     saver.put_writes(latest.config, [("messages", [message])], "task")
-    assert seen, "the write renamed an object and then fsynced its folder"
-    assert all(exists and not relied_on for _, exists, relied_on in seen), seen
-    assert all(saver.store.writer.durable_exists(path) for path, _, _ in seen)
+    assert askers, "the write renamed an object and then fsynced its folder"
+    for _, asker, answer in askers:
+        asker.join(10)
+        assert answer == [True]  # once durable, relied on
 
 
 def assert_referents_exist(root: Path) -> None:

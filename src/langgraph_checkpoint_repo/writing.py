@@ -60,16 +60,16 @@ class Writer:
         self._gitignore_done = False
         # names a write of this process is still making durable (renamed, folder not yet fsynced)
         self._in_flight: Counter[Path] = Counter()
-        self._mutex = threading.Lock()
+        self._settled = threading.Condition()
 
     def durable_exists(self, path: Path) -> bool:
-        """Whether ``path`` is there for a referrer to rely on: present, and not a name another
-        write of this process (a put beside a put_writes) is still making durable. A file
-        found by ``exists`` alone could be renamed but not yet fsynced into its folder, and a
-        referrer written on that strength could outlive it in a power loss."""
-        with self._mutex:
-            if self._in_flight[path] > 0:
-                return False
+        """Whether ``path`` is there for a referrer to rely on. A file found by ``exists``
+        alone could be renamed by another write of this process (a put beside a put_writes)
+        but not yet fsynced into its folder, and a referrer written on that strength could
+        outlive it in a power loss: such a write is waited for first (it waits for nothing
+        this caller holds: the caller has not started writing)."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight[path] <= 0)
         return path.exists()
 
     def write(self, batches: list[list[tuple[Path, bytes]]], written: Written) -> None:
@@ -87,16 +87,17 @@ class Writer:
         self._make_dirs(folders)
         before = {folder: folder_key(folder) for folder in folders if folder.name in LISTED}
         files = [path for batch in batches for path, _ in batch]
-        with self._mutex:
+        with self._settled:
             self._in_flight.update(files)
         try:
             self._write_batches(batches, folders)
         finally:
-            with self._mutex:
+            with self._settled:
                 self._in_flight.subtract(files)
                 for path in files:
                     if self._in_flight[path] <= 0:
                         self._in_flight.pop(path, None)
+                self._settled.notify_all()
         for i, path in enumerate(files):
             if path.parent in before:
                 written(path, before[path.parent])
