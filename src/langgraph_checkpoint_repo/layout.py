@@ -23,7 +23,7 @@ import os
 import re
 import stat
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -59,6 +59,7 @@ def is_windows_device_name(name: str) -> bool:
     return name.partition(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
 
 
+@lru_cache(maxsize=4096)  # a pure function, called for the same ids on every write and read
 def encode_segment(value: str, *, whole_name: bool = True) -> str:
     """Map any string to one safe, reversible path segment.
 
@@ -275,6 +276,35 @@ class Layout:
                     return "symlink", Path(current)
             except FileNotFoundError:
                 return None
+        return None
+
+    def first_off_the_way(self, paths: Iterable[Path]) -> tuple[Path, tuple[str, Path]] | None:
+        """``off_the_way`` of several paths at once: the first refused path and why, or None.
+
+        Each folder on the way is ``lstat``-ed once for all of them (a write's folders share
+        the root, ``threads/`` and the thread folder), so checking every folder of a write
+        costs a syscall per distinct folder, not per folder per level."""
+        exists: dict[str, bool] = {}  # checked so far: present and no symlink (True), or absent
+        for path in paths:
+            try:
+                parts = path.relative_to(self.root).parts
+            except ValueError:
+                return path, ("outside", path)
+            current = str(self.root)
+            for part in parts:
+                if part in ("..", "."):
+                    return path, ("not plain", path)
+                current = os.path.join(current, part)
+                if current not in exists:
+                    try:
+                        exists[current] = not stat.S_ISLNK(os.lstat(current).st_mode)
+                    except FileNotFoundError:
+                        exists[current] = False
+                        break
+                    if not exists[current]:
+                        return path, ("symlink", Path(current))
+                elif not exists[current]:
+                    break
         return None
 
 

@@ -289,7 +289,7 @@ class ValueWriter:
             return node
         digest = digest_node(node)
         path = self.store.layout.large_path(thread_id, digest)
-        if not path.exists() and all(p != path for p, _ in large):
+        if all(p != path for p, _ in large) and not self.store.writer.durable_exists(path):
             doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
             large.append(self.store.prepare("large_value", doc, path))
         return {"large": digest}
@@ -308,7 +308,7 @@ class ValueWriter:
             pending = {p for p, _ in large}
             for digest, obj in sharer.objects.items():
                 path = layout.object_path(thread_id, digest)
-                if path not in pending and not path.exists():
+                if path not in pending and not self.store.writer.durable_exists(path):
                     doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": obj}
                     large.append(self.store.prepare("object", doc, path))
                     pending.add(path)

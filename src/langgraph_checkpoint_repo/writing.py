@@ -4,8 +4,8 @@ Invariants:
 
 * nothing is written that is invalid, lies where its names do not say, or is bigger than
   a read accepts (``prepare``): it could never be read back;
-* batches are written in order, each durable before the next starts (the checkpoint file,
-  the commit point, goes last);
+* batches are written in order, each durable before the next appears (the checkpoint file,
+  the commit point, goes last; ``durable.write_batches``);
 * every folder written to is checked to lie inside the root with no symlink on the way,
   on every write, before anything is created: a folder can be swapped for a symlink (by a
   checkout) while a saver lives;
@@ -15,19 +15,24 @@ Invariants:
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .caches import StatKey, folder_key
-from .durable import dump_json, ensure_dir, fsync_dir, write_files
+from .durable import dump_json, ensure_dir, fsync_dir, write_batches, write_files
 from .errors import InvalidWriteError, RepoCheckpointError
 from .jsonread import write_problem
-from .layout import GITIGNORE_TEXT, Layout, place_problem
+from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem
 from .validation import validate_write
 
 # told of each file written: (its path, its folder's stat key just before the write)
 Written = Callable[[Path, StatKey | None], None]
+# the folders whose listings the store keeps (ids, writes groups: store._derived); the others
+# (objects/, large/, values/) are found by name, so a write there keeps no listing current
+LISTED = frozenset({CHECKPOINTS, WRITES})
 
 
 def prepare(kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
@@ -53,35 +58,76 @@ class Writer:
         self.durable = durable
         self._safe_dirs: set[Path] = set()  # folders known to exist
         self._gitignore_done = False
+        # names a write of this process is still making durable (renamed, folder not yet fsynced)
+        self._in_flight: Counter[Path] = Counter()
+        self._settled = threading.Condition()
+
+    def durable_exists(self, path: Path) -> bool:
+        """Whether ``path`` is there for a referrer to rely on. A file found by ``exists``
+        alone could be renamed by another write of this process (a put beside a put_writes)
+        but not yet fsynced into its folder, and a referrer written on that strength could
+        outlive it in a power loss: such a write is waited for first (it waits for nothing
+        this caller holds: the caller has not started writing)."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight[path] <= 0)
+        return path.exists()
 
     def write(self, batches: list[list[tuple[Path, bytes]]], written: Written) -> None:
-        """Write batches in order; each is durable before the next starts."""
+        """Write batches in order, each durable before the next appears (``write_batches``:
+        every temp file written and fsynced first, then each batch renamed into place and its
+        folders fsynced, one batch after another).
+
+        Every folder of the call is checked once, before anything is created (folders on the
+        way shared, ``Layout.first_off_the_way``); ``written`` is told only of files in the
+        folders whose listings the store keeps (``LISTED``), so the others cost no stat."""
         self.ensure_gitignore()
-        for batch in batches:
-            if not batch:
-                continue
-            self._prepare_dirs(batch)
-            before = {folder: folder_key(folder) for folder in {p.parent for p, _ in batch}}
-            try:
-                write_files(batch, self.durable)
-            except FileNotFoundError:
-                # a folder we had made was removed meanwhile (another process, git): make it again
-                self._safe_dirs.clear()
-                self._prepare_dirs(batch)
-                write_files(batch, self.durable)
-            for path, _ in batch:
+        batches = [batch for batch in batches if batch]
+        folders = {p.parent for batch in batches for p, _ in batch}
+        self._check_all(folders)
+        self._make_dirs(folders)
+        before = {folder: folder_key(folder) for folder in folders if folder.name in LISTED}
+        files = [path for batch in batches for path, _ in batch]
+        with self._settled:
+            self._in_flight.update(files)
+        try:
+            self._write_batches(batches, folders)
+        finally:
+            with self._settled:
+                self._in_flight.subtract(files)
+                for path in files:
+                    if self._in_flight[path] <= 0:
+                        self._in_flight.pop(path, None)
+                self._settled.notify_all()
+        for i, path in enumerate(files):
+            if path.parent in before:
                 written(path, before[path.parent])
-                before[path.parent] = folder_key(path.parent)
+                if any(p.parent == path.parent for p in files[i + 1 :]):
+                    before[path.parent] = folder_key(path.parent)
+
+    def _write_batches(self, batches: list[list[tuple[Path, bytes]]], folders: set[Path]) -> None:
+        try:
+            write_batches(batches, self.durable)
+        except FileNotFoundError:
+            # a folder we had made was removed meanwhile (another process, git): make it again
+            self._safe_dirs.clear()
+            self._check_all(folders)
+            self._make_dirs(folders)
+            write_batches(batches, self.durable)
 
     def forget(self) -> None:
         """Check every folder again before the next write (something was removed)."""
         self._safe_dirs.clear()
         self._gitignore_done = False
 
-    def _prepare_dirs(self, batch: list[tuple[Path, bytes]]) -> None:
-        """Make the folders, never through a symlink that leads out of the root."""
-        for folder in {p.parent for p, _ in batch}:
-            self.check_inside(folder)
+    def _check_all(self, folders: set[Path]) -> None:
+        """Refuse the write when any of its folders leads out of the root or through a symlink."""
+        refused = self.layout.first_off_the_way(sorted(folders))
+        if refused is not None:
+            self._refuse(refused[0])
+
+    def _make_dirs(self, folders: set[Path]) -> None:
+        """Make the folders not known to exist, and check them again once made."""
+        for folder in sorted(folders):
             if folder not in self._safe_dirs:
                 ensure_dir(folder, self.root, self.durable)
                 self.check_inside(folder)
@@ -89,7 +135,10 @@ class Writer:
 
     def check_inside(self, folder: Path) -> None:
         if not self.layout.contains(folder):
-            raise RepoCheckpointError(f"refusing to write through {folder}: it leads outside {self.root}")
+            self._refuse(folder)
+
+    def _refuse(self, folder: Path) -> None:
+        raise RepoCheckpointError(f"refusing to write through {folder}: it leads outside {self.root}")
 
     def ensure_gitignore(self) -> None:
         if self._gitignore_done:
