@@ -38,25 +38,22 @@ def schemas_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "schemas"
 
 
-def load_schemas() -> dict[str, dict[str, Any]]:
-    """Every schema document by file name."""
-    return {
-        p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(schemas_dir().glob("*.schema.json"))
-    }
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads((schemas_dir() / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
-def _registry() -> tuple[dict[str, dict[str, Any]], Any]:
-    docs = load_schemas()
-    return docs, jsonschema_rs.Registry([(doc["$id"], doc) for doc in docs.values()])
+def _registry() -> Any:
+    """Every kind refers only to the shared definitions (defs.schema.json)."""
+    defs = _schema("defs.schema.json")
+    return jsonschema_rs.Registry([(defs["$id"], defs)])
 
 
 @lru_cache(maxsize=len(KINDS))
 def _validator(kind: str) -> Any:
     """Built on first use, one kind at a time: a fresh process reading one checkpoint
-    (a CLI call, a serverless handler) builds only that one."""
-    docs, registry = _registry()
-    return jsonschema_rs.validator_for(docs[f"{kind}.schema.json"], registry=registry)
+    (a CLI call, a serverless handler) reads and compiles only that schema and the defs."""
+    return jsonschema_rs.validator_for(_schema(f"{kind}.schema.json"), registry=_registry())
 
 
 def pointer_part(part: str) -> str:
