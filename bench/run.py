@@ -80,6 +80,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--turns", type=int, default=None, help="user turns of the agents workload")
     p.add_argument("--keep-tmp", action="store_true", help="leave the temp data for inspection")
+    p.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        help="render the report (and picture) again from the raw results of an earlier run; runs nothing",
+    )
     args = p.parse_args(argv)
     args.only = [w.strip() for w in args.only.split(",") if w.strip()]
     unknown = set(args.only) - set(NAMES)
@@ -120,7 +126,7 @@ def picture_path(out: Path) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
-    results = run_all(args, argv)
+    results = json.loads(args.from_json.read_text()) if args.from_json else run_all(args, argv)
     if results.get(history.NAME):
         picture = picture_path(args.out)
         picture.parent.mkdir(parents=True, exist_ok=True)

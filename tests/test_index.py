@@ -15,7 +15,7 @@ from tests.graphs import LogState, cfg, line_graph
 
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.caches import RACY_NS
-from langgraph_checkpoint_repo.index import decode_listing, decode_meta
+from langgraph_checkpoint_repo.index import decode_listing, decode_meta, encode_listing
 from langgraph_checkpoint_repo.layout import Layout
 
 TURNS = 25  # three checkpoints a turn: over index.MIN_NAMES, so the folder gets an index
@@ -227,3 +227,29 @@ def test_fsck_reports_a_damaged_or_orphaned_index_and_repair_rebuilds_it(tmp_pat
     assert listing is not None and len(listing[1]) == 3 * TURNS
     again = cli(root, "fsck")
     assert again.returncode == 0, again.stdout
+
+
+def test_a_listing_that_names_a_missing_checkpoint_is_listed_again_not_trusted_twice(tmp_path: Path) -> None:
+    """A recorded listing whose folder key still matches but names a checkpoint that is gone
+    (forged, or a filesystem whose clock is too coarse for the key): the latest is read anyway."""
+    root = filled_root(tmp_path)
+    want = RepoSaver(root).get_tuple(cfg("t"))
+    assert want is not None
+    layout = Layout(root)
+    folder = layout.checkpoints_dir("t", "")
+    path = index_of(root, ".list")
+    key, names = decode_listing(layout, folder, path.read_bytes()) or ((0, 0, 0, 0), [])
+    path.write_bytes(
+        encode_listing(layout, folder, key, [*names, "ffffffff-ffff-6fff-bfff-ffffffffffff.json"])
+    )
+    got = RepoSaver(root).get_tuple(cfg("t"))
+    assert got is not None and got.config == want.config
+
+
+def test_a_fifo_in_the_index_is_never_waited_on(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    path = index_of(root, ".list")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    assert RepoSaver(root).get_tuple(cfg("t")) is not None  # would block forever on open()

@@ -234,8 +234,10 @@ class Listings:
     ) -> None:
         self._by_folder: dict[Path, Listing] = {}
         self._mutex = threading.RLock()
-        # the derived index (index.py): listings another process took, under the same rule
+        # the derived index (index.py): listings another process took, under the same rule;
+        # not for a folder whose listing a reader found wrong (``drop``) until it is listed again
         self._load, self._save = load, save
+        self._distrusted: set[Path] = set()
 
     def get(self, folder: Path) -> Listing | None:
         """Names in ``folder``, fresh against the folder's stat; None when it is gone."""
@@ -248,7 +250,7 @@ class Listings:
         cur = self._by_folder.get(folder)
         if cur is not None and cur.trusted and cur.key == key:
             return cur
-        names = self._load(folder, key) if self._load is not None else None
+        names = self._load(folder, key) if self._load and folder not in self._distrusted else None
         if names is not None:  # recorded settled, and the folder has not changed since
             cur = self._by_folder[folder] = Listing(names, key, True)
             return cur
@@ -262,11 +264,13 @@ class Listings:
         self._by_folder[folder] = cur
         if cur.trusted and self._save is not None:
             self._save(folder, key, names)
+            self._distrusted.discard(folder)
         return cur
 
     def drop(self, folder: Path) -> None:
-        """Forget a folder's listing, so the next call lists it again."""
+        """Forget a folder's listing, so the next call lists it again (not from the index)."""
         self._by_folder.pop(folder, None)
+        self._distrusted.add(folder)
 
     def drop_under(self, folder: Path) -> None:
         # list(...) copies a dict's keys in one step under the GIL, so other threads filling

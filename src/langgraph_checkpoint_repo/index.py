@@ -25,13 +25,16 @@ removes the index so the next reads rebuild it.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +91,13 @@ def _read(layout: Layout, path: Path) -> bytes | None:
     """An index file's bytes, or None when it is absent or not a plain file inside the root."""
     if not _inside(layout, path.parent):
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # never through a symlink, never blocking on a FIFO
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         return fh.read()
 
 
@@ -118,6 +123,20 @@ def _write(layout: Layout, path: Path, data: bytes) -> None:
         with _quiet():
             os.unlink(tmp)
         raise
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Parse thousands of small containers without the cyclic collector: JSON holds no cycles,
+    and in a fresh process that has just imported LangGraph the allocations would trigger the
+    first full collection of every imported object (measured: 85 ms of a 95 ms load)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class _quiet:
@@ -237,23 +256,27 @@ def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntr
         return None
     base = str(folder)
     out: dict[str, MetaEntry] = {}
-    for row in doc["entries"]:
-        if not (isinstance(row, list) and len(row) == 6 and isinstance(row[0], str)):
+    for row in doc["entries"]:  # checked by hand, not by a schema: thousands of rows per load
+        if type(row) is not list or len(row) != 6:
             return None
-        cid, tree = row[0], row[5]
-        if not cid or "/" in cid or "\\" in cid or cid.startswith(".") or not isinstance(tree, dict):
+        cid, mtime, ctime, size, inode, tree = row
+        if type(cid) is not str or type(tree) is not dict or not cid or cid[0] == ".":
             return None
-        key = tuple(row[1:5])
-        if not all(type(k) is int for k in key):
+        if not type(mtime) is type(ctime) is type(size) is type(inode) is int:
             return None
-        out[cid] = (f"{base}/{cid}.json", key, tree, tree)  # type: ignore[assignment]
+        if "/" in cid or "\\" in cid:
+            return None
+        out[cid] = (f"{base}/{cid}.json", (mtime, ctime, size, inode), tree, tree)
     return out
 
 
 def load_meta(layout: Layout, folder: Path) -> dict[str, MetaEntry]:
     path = index_path(layout, folder, META_SUFFIX)
     data = _read(layout, path) if path is not None else None
-    return (decode_meta(layout, folder, data) if data is not None else None) or {}
+    if data is None:
+        return {}
+    with _collector_paused():
+        return decode_meta(layout, folder, data) or {}
 
 
 def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> None:
