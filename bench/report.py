@@ -137,15 +137,13 @@ _NOTES = (
     "directly or wrap each call in its own profiler.\n"
     "- The filesystem probe times the steps of one durable write (create a temp file, write, "
     "fsync, rename, fsync the folder) on the temp folder, for comparing machines.\n"
-    "- Format 3 stores each message once, in a file of its own (`objects/`), written durably "
-    "before the file that refers to it. A chat turn of the chat workload therefore writes three "
-    "more durable files than format 2 did (the user's message and two replies), each a temp file, "
-    "an fsync and a folder fsync, and the put that writes them holds the thread's lock longer. "
-    "In back-to-back runs of `--only chat` of both releases on the machine below (three each, "
-    "alternating), the chat ratio was 2.30x-2.36x for format 2 and 3.01x-3.04x for format 3; the "
-    "full run's figure is in the table. The chat goal was missed before and is missed by more now; "
-    "grouping the fsyncs of one put and keeping the lock file open between calls are the next "
-    "things to try (issue 14).\n"
+    "- Chat turn, durable: the gap to SqliteSaver is waits on the disk. A durable RepoSaver turn "
+    "waits for about 18 fsyncs in sequence (a file's bytes before its name, its name before the "
+    "call returns, and format 3's `objects/` file before the file that refers to it), SqliteSaver's "
+    "for 7 WAL fsyncs. The `RepoSaver (durable=False)` row shows what is left without them: "
+    "encoding, sharing messages into `objects/`, validation, the lock cycle and the check of the "
+    "list a put appends to. The profile, by system call and by part, before and after the "
+    "write-path work, is in docs/profile-chat.md.\n"
 )
 
 

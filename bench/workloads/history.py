@@ -284,7 +284,23 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
     out.append(_numbers_table(result) + "\n")
     out.append(f"The fresh processes at {n:,} checkpoints, median ms:\n")
     out.append(_process_table(at_table_length(result)["fresh"]) + "\n")
+    out.append(_FRESH_NOTE)
     return "\n".join(out)
+
+
+_FRESH_NOTE = (
+    "Where the first call of a fresh RepoSaver process goes, at 5,000 checkpoints with the index "
+    "(timed piece by piece on this machine, idle): compiling the checkpoint schema (jsonschema-rs, "
+    "once per process) about 2 ms; the folder's recorded listing from `.cache/index/` (200 KB: read, "
+    "CRC-32, split, order check) about 1.5 ms; the ids derived from the names about 3 ms; reading, "
+    "validating and reviving the latest checkpoint about 1.2 ms. At 10 checkpoints the call is about "
+    "3.5 ms, mostly the schema and the checkpoint itself; SQLite's is a lookup in a B-tree. The filter: "
+    "loading the recorded metadata (700 KB of JSON for 5,000 checkpoints) about 10 ms, then one `lstat` "
+    "per checkpoint (15-30 ms here): that is how an in-place hand edit of any checkpoint is seen (an "
+    "edit changes neither the folder nor the inode; docs/reliability.md, 'The derived index'), and the "
+    "warm filter pays the same `lstat`s. Without `.cache/` the first process reads every header (the "
+    "'no .cache/' column) and leaves the index for the next one.\n"
+)
 
 
 def _numbers_table(result: Result) -> str:
