@@ -253,3 +253,17 @@ def test_a_fifo_in_the_index_is_never_waited_on(tmp_path: Path) -> None:
     path.unlink(missing_ok=True)
     os.mkfifo(path)
     assert RepoSaver(root).get_tuple(cfg("t")) is not None  # would block forever on open()
+
+
+def test_reads_work_when_an_index_file_cannot_be_replaced(tmp_path: Path) -> None:
+    """A folder where the index file goes: the rename fails, the read goes on, no temp is left."""
+    root = filled_root(tmp_path)
+    index_of(root, ".list").mkdir(parents=True)
+    index_of(root, ".meta").mkdir(parents=True)
+    saver = RepoSaver(root)
+    assert saver.get_tuple(cfg("t")) is not None
+    assert len(summary(saver, step=3)) == 1
+    assert sorted(p.name for p in index_of(root, ".list").parent.iterdir()) == [
+        "checkpoints.list",
+        "checkpoints.meta",
+    ]

@@ -95,10 +95,15 @@ def _read(layout: Layout, path: Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a device where the file goes
+            os.close(fd)
             return None
-        return fh.read()
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+    except OSError as exc:  # an unreadable index is no index: the files are read instead
+        _log.info("derived index not read from %s: %s", path, exc)
+        return None
 
 
 def _write(layout: Layout, path: Path, data: bytes) -> None:
@@ -119,10 +124,12 @@ def _write(layout: Layout, path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with _quiet():
             os.unlink(tmp)
-        raise
+        if not isinstance(exc, OSError):
+            raise
+        _log.info("derived index not written to %s: %s", path, exc)  # full, or a folder in the way
 
 
 @contextmanager
