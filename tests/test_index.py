@@ -267,3 +267,17 @@ def test_reads_work_when_an_index_file_cannot_be_replaced(tmp_path: Path) -> Non
         "checkpoints.list",
         "checkpoints.meta",
     ]
+
+
+def test_fsck_repair_rebuilds_the_index_around_a_checkpoint_that_does_not_read(tmp_path: Path) -> None:
+    from tests.helpers import cli
+
+    root = filled_root(tmp_path)
+    summary(RepoSaver(root), step=1)
+    index_of(root, ".meta").write_bytes(b"damaged")
+    broken = sorted(Layout(root).checkpoints_dir("t", "").iterdir())[3]
+    broken.write_text("{not json")
+    repaired = cli(root, "fsck", "--repair")
+    assert repaired.returncode == 1, repaired.stdout + repaired.stderr
+    assert str(broken.name) in repaired.stdout and "error" not in repaired.stderr.lower()
+    assert not index_of(root, ".meta").exists() or index_of(root, ".meta").read_bytes() != b"damaged"

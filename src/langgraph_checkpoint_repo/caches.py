@@ -250,7 +250,10 @@ class Listings:
         cur = self._by_folder.get(folder)
         if cur is not None and cur.trusted and cur.key == key:
             return cur
-        names = self._load(folder, key) if self._load and folder not in self._distrusted else None
+        # the index only when this process has no listing of the folder as it is now: a listing
+        # of the same key that was not yet settled is refreshed by listing, not by another read
+        new_key = (cur is None or cur.key != key) and folder not in self._distrusted
+        names = self._load(folder, key) if self._load is not None and new_key else None
         if names is not None:  # recorded settled, and the folder has not changed since
             cur = self._by_folder[folder] = Listing(names, key, True)
             return cur

@@ -503,8 +503,11 @@ def rebuild_index(reader: Reader) -> None:
     for thread_id in store.thread_ids():
         store.forget_thread(thread_id)
         for ns in store.namespaces(thread_id):
-            for cid in store.checkpoint_ids(thread_id, ns):
-                reader.saver.checkpoint_metadata(thread_id, ns, cid)
+            try:
+                for cid in store.checkpoint_ids(thread_id, ns):
+                    reader.saver.checkpoint_metadata(thread_id, ns, cid)
+            except (RepoCheckpointError, OSError):
+                pass  # a file that does not read is fsck's "invalid" finding; the index can wait
             store.meta.persist()
 
 
