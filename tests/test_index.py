@@ -281,3 +281,79 @@ def test_fsck_repair_rebuilds_the_index_around_a_checkpoint_that_does_not_read(t
     assert repaired.returncode == 1, repaired.stdout + repaired.stderr
     assert str(broken.name) in repaired.stdout and "error" not in repaired.stderr.lower()
     assert not index_of(root, ".meta").exists() or index_of(root, ".meta").read_bytes() != b"damaged"
+
+
+def test_a_file_changed_on_a_whole_second_is_not_settled_for_two_seconds(tmp_path: Path) -> None:
+    """Filesystems with whole-second timestamps can change a file again unseen within that second."""
+    from langgraph_checkpoint_repo.caches import settled
+
+    path = tmp_path / "f.json"
+    path.write_text("{}")
+    whole = (time.time_ns() // 1_000_000_000 - 1) * 1_000_000_000
+    os.utime(path, ns=(whole, whole))
+    st = os.lstat(path)
+    assert not settled(st, whole + 500_000_000)  # half a second later: not yet
+    assert settled(st, whole + 2_500_000_000)
+    os.utime(path, ns=(whole + 1_234_567, whole + 1_234_567))  # a nanosecond clock
+    assert settled(os.lstat(path), whole + 500_000_000)
+
+
+def forge_meta(root: Path, change: Any) -> None:
+    path = index_of(root, ".meta")
+    doc = json.loads(path.read_text())
+    for row in doc["entries"]:
+        change(row)
+    path.write_text(json.dumps(doc))
+
+
+def test_delete_for_runs_judges_the_files_never_the_index(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    summary(RepoSaver(root), step=1)
+    forge_meta(root, lambda row: row[5].__setitem__("run_id", "r1"))  # stat keys kept: trusted by filters
+    before = len(list(RepoSaver(root).list(cfg("t"))))
+    RepoSaver(root).delete_for_runs(["r1"])
+    assert len(list(RepoSaver(root).list(cfg("t")))) == before
+
+
+def test_an_index_entry_too_deep_to_write_back_never_fails_a_filter(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    want = summary(RepoSaver(root), step=2)
+
+    def change(row: list[Any]) -> None:
+        row[1] += 1  # every entry stale: the filter reads every header and writes the index back
+
+    forge_meta(root, change)
+    path = index_of(root, ".meta")
+    deep = '{"x":' * 1020 + "1" + "}" * 1020  # orjson reads it; json.dumps cannot write it back
+    path.write_text(path.read_text()[:-2] + ',["zzzz",1,1,1,1,' + deep + "]]}")
+    assert summary(RepoSaver(root), step=2) == want
+
+
+def test_a_recorded_name_that_is_no_id_makes_the_folder_listed_again(tmp_path: Path) -> None:
+    root = filled_root(tmp_path)
+    want = RepoSaver(root).get_tuple(cfg("t"))
+    layout = Layout(root)
+    folder = layout.checkpoints_dir("t", "")
+    key, names = decode_listing(layout, folder, index_of(root, ".list").read_bytes()) or ((0, 0, 0, 0), [])
+    index_of(root, ".list").write_bytes(encode_listing(layout, folder, key, sorted([*names, "zz%%%.json"])))
+    got = RepoSaver(root).get_tuple(cfg("t"))
+    assert got is not None and want is not None and got.config == want.config
+
+
+def test_fsck_reports_a_listing_that_hides_a_checkpoint_though_its_folder_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    from tests.helpers import cli
+
+    root = filled_root(tmp_path)
+    RepoSaver(root).get_tuple(cfg("t"))
+    layout = Layout(root)
+    folder = layout.checkpoints_dir("t", "")
+    key, names = decode_listing(layout, folder, index_of(root, ".list").read_bytes()) or ((0, 0, 0, 0), [])
+    index_of(root, ".list").write_bytes(encode_listing(layout, folder, key, names[:-1]))
+    found = cli(root, "fsck", "--json")
+    kinds = {f["path"]: f["kind"] for f in json.loads(found.stdout)["findings"]}
+    assert kinds.get(str(index_of(root, ".list"))) == "index", found.stdout
+    assert cli(root, "fsck", "--repair").returncode == 0
+    fresh = RepoSaver(root).get_tuple(cfg("t"))
+    assert fresh is not None and fresh.config["configurable"]["checkpoint_id"] == names[-1][:-5]

@@ -55,6 +55,7 @@ from .durable import dump_json
 from .layout import is_temp_name
 
 RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change again unseen
+COARSE_NS = 2_000_000_000  # the same, where timestamps are whole seconds (FAT: two)
 CACHE_ENTRIES = 20_000
 
 StatKey = tuple[int, int, int, int]
@@ -86,8 +87,13 @@ def folder_key(folder: Path) -> StatKey | None:
 
 def settled(st: os.stat_result, read_at: int) -> bool:
     """Whether a file with stat ``st``, read at ``read_at`` (time_ns, taken before the read),
-    was last changed long enough before to be trusted by its stat key from then on."""
-    return read_at - st.st_mtime_ns > RACY_NS
+    was last changed long enough before to be trusted by its stat key from then on.
+
+    A filesystem that keeps whole seconds (ext4 with small inodes, FAT, some network mounts)
+    can change a file again within the same second without changing its key: an mtime on a
+    whole second asks for two seconds, not RACY_NS."""
+    coarse = st.st_mtime_ns % 1_000_000_000 == 0
+    return read_at - st.st_mtime_ns > (COARSE_NS if coarse else RACY_NS)
 
 
 def file_digest(path: str | Path) -> bytes | None:
@@ -222,6 +228,7 @@ class Listing:
     key: StatKey
     trusted: bool
     derived: dict[str, Any] = field(default_factory=dict)
+    from_index: bool = False  # read from the derived index (index.py), not listed
 
 
 class Listings:
@@ -255,7 +262,7 @@ class Listings:
         new_key = (cur is None or cur.key != key) and folder not in self._distrusted
         names = self._load(folder, key) if self._load is not None and new_key else None
         if names is not None:  # recorded settled, and the folder has not changed since
-            cur = self._by_folder[folder] = Listing(names, key, True)
+            cur = self._by_folder[folder] = Listing(names, key, True, from_index=True)
             return cur
         listed_at = time.time_ns()
         try:

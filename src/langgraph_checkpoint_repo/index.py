@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 
 from .caches import StatKey
-from .layout import Layout
+from .layout import Layout, is_temp_name
 
 _log = logging.getLogger(__name__)
 
@@ -288,7 +288,11 @@ def load_meta(layout: Layout, folder: Path) -> dict[str, MetaEntry]:
 
 def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> None:
     path = index_path(layout, folder, META_SUFFIX)
-    data = encode_meta(layout, folder, entries) if path is not None else None
+    try:
+        data = encode_meta(layout, folder, entries) if path is not None else None
+    except (ValueError, RecursionError) as exc:  # a tree no file could hold (a forged index)
+        _log.info("derived index not written for %s: %s", folder, exc)
+        return
     if path is not None and data is not None:
         _write(layout, path, data)
 
@@ -317,9 +321,23 @@ def index_problem(layout: Layout, path: Path) -> str | None:
         return f"index of {folder}, which does not exist"
     data = _read(layout, path)
     decode = decode_listing if suffix == LIST_SUFFIX else decode_meta
-    if data is None or decode(layout, folder, data) is None:
+    decoded = decode(layout, folder, data) if data is not None else None
+    if decoded is None:
         return "damaged, or of another index version"
+    if suffix == LIST_SUFFIX and _disagrees(folder, decoded):  # type: ignore[arg-type]
+        return "names files its folder does not hold (or misses some), though the folder is unchanged"
     return None
+
+
+def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
+    """A listing whose folder still has the recorded key must name what the folder holds."""
+    try:
+        st = os.stat(folder)
+        names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
+    except OSError:
+        return False
+    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    return key == listing[0] and names != listing[1]
 
 
 class MetaCache:

@@ -286,7 +286,7 @@ def plan_runs(saver: RepoSaver, thread_id: str, run_ids: Collection[str]) -> Pru
         ns: [
             cid
             for cid in store.checkpoint_ids(thread_id, ns)
-            if saver.checkpoint_metadata(thread_id, ns, cid).get("run_id") in run_ids
+            if saver.checkpoint_metadata(thread_id, ns, cid, fresh=True).get("run_id") in run_ids
         ]
         for ns in store.namespaces(thread_id)
     }

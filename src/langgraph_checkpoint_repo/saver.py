@@ -254,12 +254,13 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
                     break
         self.store.meta.persist()
 
-    def checkpoint_metadata(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
+    def checkpoint_metadata(self, thread_id: str, ns: str, cid: str, fresh: bool = False) -> dict[str, Any]:
         """A checkpoint's decoded metadata, kept per checkpoint so filters scan thousands quickly
         (index.py: in process, and for a fresh process in the derived index): reused while its
-        file's stat key is unchanged (one lstat), so a hand edit is seen."""
+        file's stat key is unchanged (one lstat), so a hand edit is seen. ``fresh``: what
+        decides a removal reads the file itself, never a cache."""
         plain_ok = self.codec.revives_plain_trees
-        hit = self.store.meta.get(thread_id, ns, cid, plain_ok)
+        hit = None if fresh else self.store.meta.get(thread_id, ns, cid, plain_ok)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
         path = self.store.layout.checkpoint_path(thread_id, ns, cid)

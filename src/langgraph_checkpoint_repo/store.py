@@ -157,7 +157,13 @@ class FileStore:
         if lst is None:
             return None
         if key not in lst.derived:
-            lst.derived[key] = derive(folder, lst.names)
+            try:
+                lst.derived[key] = derive(folder, lst.names)
+            except FileFormatError:
+                if not lst.from_index:
+                    raise
+                self.listings.drop(folder)  # the recorded names, not the folder: list it
+                return self._derived(folder, key, derive)
         return lst.derived[key]
 
     def _ids(self, folder: Path, names: list[str]) -> list[str]:
