@@ -1,0 +1,82 @@
+"""Two graphs for ``langgraph dev``, their state kept by RepoSaver in ``.langgraph/`` here.
+
+Run from this folder: ``langgraph dev`` (after ``pip install -e "../..[server]"``). The
+server supplies the checkpointer named in ``langgraph.json``, so neither graph compiles one.
+
+* ``approval``: drafts a reply, then stops at ``interrupt()`` until a person resumes it.
+* ``agent``: ``langchain.agents.create_agent`` with one tool and a stand-in chat model that
+  calls the tool, then answers from its result (swap in a real model, e.g. ``ChatOpenAI``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+
+class Draft(TypedDict, total=False):
+    request: str
+    draft: str
+    decision: str
+
+
+def write_draft(state: Draft) -> Draft:
+    return {"draft": f"Dear customer, about {state['request']!r}: we are on it."}
+
+
+def ask_a_person(state: Draft) -> Draft:
+    """Stops the run; the value given to ``Command(resume=...)`` comes back here."""
+    return {"decision": str(interrupt({"question": "Send this draft?", "draft": state["draft"]}))}
+
+
+_builder = StateGraph(Draft)
+_builder.add_node("write_draft", write_draft)
+_builder.add_node("ask_a_person", ask_a_person)
+_builder.add_edge(START, "write_draft")
+_builder.add_edge("write_draft", "ask_a_person")
+_builder.add_edge("ask_a_person", END)
+approval = _builder.compile()
+
+
+@tool
+def order_status(order_id: str) -> str:
+    """Where an order is, by its id."""
+    return f"Order {order_id} shipped yesterday and arrives on Friday."
+
+
+class StandInModel(BaseChatModel):
+    """A deterministic chat model: a tool call for each question, then an answer from the result."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "stand-in"
+
+    def bind_tools(
+        self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        return self.bind(**kwargs)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        asked = sum(isinstance(m, HumanMessage) for m in messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage(f"Here is what I found: {last.content}", id=f"answer-{asked}")
+        else:
+            words = str(last.content).split()
+            order = next((w.strip("?.!,") for w in words if w[:1].isdigit()), "unknown")
+            call = {"name": "order_status", "args": {"order_id": order}, "id": f"call-{asked}"}
+            reply = AIMessage("", tool_calls=[call], id=f"ask-{asked}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+agent = create_agent(StandInModel(), tools=[order_status])

@@ -1,0 +1,246 @@
+"""RepoSaver behind a real ``langgraph dev`` server, driven with langgraph-sdk.
+
+One server (the ``server`` extra: langgraph-cli[inmem], langgraph-sdk) runs
+examples/agent_server/ from a copy in a temp folder, with no ``LANGGRAPH_REPO_ROOT``, so the
+package's factory puts the files in ``.langgraph`` next to ``langgraph.json``. The tests run
+in file order against it: the server found every extended method, an interrupt and its resume
+read back as InMemorySaver has them, a prebuilt agent's run, a thread copy and delete, and at
+the end the files validate and no write under ``.langgraph/`` made the server reload (a
+``.py`` file written last must, so the reload check is seen to work).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from helpers import cli
+from langgraph_checkpoint_repo import RepoCheckpointError
+from langgraph_checkpoint_repo.agent_server import checkpointer, server_root
+
+# not a missing service: langgraph-api itself installs only on Python 3.11 and later
+pytestmark = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="LangGraph's Agent Server (langgraph-api) needs Python 3.11+"
+)
+APP = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
+START_LIMIT_S = 180.0  # a bound on a hung start, not a speed check
+RELOADED = "Reloading"  # what uvicorn's reloader logs before it restarts the server
+
+
+@dataclass
+class Server:
+    url: str
+    folder: Path
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def root(self) -> Path:
+        return self.folder / ".langgraph"
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def test_root_is_the_environment_variable_else_next_to_the_nearest_langgraph_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "langgraph.json").write_text("{}")
+    deep = tmp_path / "src" / "app"
+    deep.mkdir(parents=True)
+    monkeypatch.delenv("LANGGRAPH_REPO_ROOT", raising=False)
+    assert server_root(deep) == tmp_path / ".langgraph"
+    monkeypatch.setenv("LANGGRAPH_REPO_ROOT", "state")
+    assert server_root(deep) == deep / "state"
+    monkeypatch.setenv("LANGGRAPH_REPO_ROOT", str(tmp_path / "elsewhere"))
+    assert server_root(deep) == tmp_path / "elsewhere"
+
+
+def test_without_langgraph_json_or_the_variable_the_factory_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LANGGRAPH_REPO_ROOT", raising=False)
+    with pytest.raises(RepoCheckpointError, match="LANGGRAPH_REPO_ROOT") as caught:
+        server_root(tmp_path)
+    assert str(tmp_path) in str(caught.value)
+
+
+async def test_factory_is_an_async_context_manager_yielding_a_saver_on_that_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_REPO_ROOT", str(tmp_path / "root"))
+    async with checkpointer() as saver:
+        assert saver.root == tmp_path / "root"
+        assert await saver.aget_tuple({"configurable": {"thread_id": "none"}}) is None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(server: Server) -> None:
+    deadline = time.monotonic() + START_LIMIT_S
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {server.proc.returncode}:\n{server.text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/ok", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"langgraph dev did not answer /ok within {START_LIMIT_S} s:\n{server.text()[-4000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """The reloader and its server child share a process group: stop both."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    langgraph = Path(sys.executable).parent / "langgraph"
+    if not langgraph.exists():
+        pytest.fail(f'{langgraph} is missing: install the server extra (pip install -e ".[server]")')
+    base = tmp_path_factory.mktemp("agent-server")
+    folder = base / "app"
+    shutil.copytree(APP, folder, ignore=shutil.ignore_patterns("__pycache__", ".langgraph*"))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"}
+    env |= {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "NO_COLOR": "1"}
+    log = base / "server.log"  # outside the watched folder
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [str(langgraph), "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser"],
+            cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    running = Server(f"http://127.0.0.1:{port}", folder, log, proc)
+    try:
+        wait_ready(running)
+        yield running
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> Any:
+    from langgraph_sdk import get_sync_client
+
+    return get_sync_client(url=server.url, api_key=None)
+
+
+def app_graphs() -> ModuleType:
+    """The example's graphs, imported here to run them on InMemorySaver too."""
+    spec = importlib.util.spec_from_file_location("agent_server_graphs", APP / "graphs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def thread_folder(server: Server, thread_id: str) -> Path:
+    return server.root / "threads" / thread_id
+
+
+def test_server_uses_repo_saver_with_every_extended_method(server: Server, client: Any) -> None:
+    client.assistants.search()  # the saver is entered once the server serves
+    text = server.text()
+    assert "Using custom checkpointer: RepoSaver" in text
+    for method in ("adelete_thread", "adelete_for_runs", "acopy_thread", "aprune"):
+        assert f"missing {method}" not in text, text[-3000:]
+
+
+def _interrupt_values(tasks: list[dict[str, Any]]) -> list[Any]:
+    return [i["value"] for t in tasks for i in t.get("interrupts", [])]
+
+
+def test_interrupt_and_resume_read_back_as_in_memory_saver_has_them(server: Server, client: Any) -> None:
+    thread = client.threads.create()["thread_id"]
+    first = {"request": "a refund for order 17"}
+    client.runs.wait(thread, "approval", input=first)
+    paused = client.threads.get_state(thread)
+    assert paused["next"] == ["ask_a_person"]
+    assert _interrupt_values(paused["tasks"])[0]["question"] == "Send this draft?"
+    client.runs.wait(thread, "approval", command={"resume": "send it"})
+    remote = client.threads.get_history(thread, limit=100)
+
+    graph = app_graphs().approval.copy(update={"checkpointer": InMemorySaver()})
+    config = {"configurable": {"thread_id": "reference"}}
+    graph.invoke(first, config)
+    graph.invoke(Command(resume="send it"), config)
+    local = list(graph.get_state_history(config))
+
+    assert [s["values"] for s in remote] == [s.values for s in local]
+    assert [tuple(s["next"]) for s in remote] == [s.next for s in local]
+    assert [[t["name"] for t in s["tasks"]] for s in remote] == [[t.name for t in s.tasks] for s in local]
+    assert [_interrupt_values(s["tasks"]) for s in remote] == [
+        [i.value for t in s.tasks for i in t.interrupts] for s in local
+    ]
+    assert remote[0]["values"]["decision"] == "send it"
+    assert len(list((thread_folder(server, thread) / "checkpoints").glob("*.json"))) == len(local)
+
+
+def test_prebuilt_agent_run_calls_its_tool_and_keeps_the_messages_in_files(
+    server: Server, client: Any
+) -> None:
+    thread = client.threads.create()["thread_id"]
+    question = {"messages": [{"role": "user", "content": "Where is order 4411?"}]}
+    result = client.runs.wait(thread, "agent", input=question)
+    kinds = [m["type"] for m in result["messages"]]
+    assert kinds == ["human", "ai", "tool", "ai"]
+    assert "Order 4411 shipped yesterday" in result["messages"][-1]["content"]
+    on_disk = "".join(p.read_text() for p in thread_folder(server, thread).rglob("*.json"))
+    assert "Order 4411 shipped yesterday" in on_disk
+    assert client.threads.get_state(thread)["values"]["messages"] == result["messages"]
+
+
+def test_copy_and_delete_of_a_thread_act_on_its_files(server: Server, client: Any) -> None:
+    thread = client.threads.create()["thread_id"]
+    client.runs.wait(thread, "approval", input={"request": "a new address"})
+    before = {t["thread_id"] for t in client.threads.search(limit=100)}
+    client.threads.copy(thread)
+    (copy,) = {t["thread_id"] for t in client.threads.search(limit=100)} - before
+    assert client.threads.get_state(copy)["values"] == client.threads.get_state(thread)["values"]
+    copied = sorted(p.name for p in (thread_folder(server, copy) / "checkpoints").glob("*.json"))
+    assert copied == sorted(p.name for p in (thread_folder(server, thread) / "checkpoints").glob("*.json"))
+    client.threads.delete(copy)
+    assert not thread_folder(server, copy).exists()
+    assert thread_folder(server, thread).is_dir()
+
+
+def test_files_validate_and_no_write_made_the_server_reload(server: Server, client: Any) -> None:
+    assert len(list((server.root / "threads").iterdir())) >= 3
+    checked = cli(server.root, "validate")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert RELOADED not in server.text()
+    # the check above sees a reload when there is one: a change to a .py file makes one
+    (server.folder / "touched.py").write_text("CHANGED = True\n")
+    deadline = time.monotonic() + 60
+    while RELOADED not in server.text() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert RELOADED in server.text(), server.text()[-3000:]
