@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_checkpoint_repo import RepoSaver
 
-THREAD = {"configurable": {"thread_id": "quickstart"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "quickstart"}}
 
 
 def reply(state: MessagesState) -> dict[str, list[BaseMessage]]:
@@ -44,7 +45,7 @@ def main() -> None:
             print(f"  {message.type:>5}: {message.content}")
         return
     graph.invoke({"messages": [("user", "Hello! My name is Ada.")]}, THREAD)
-    print("First turn saved. Starting a new process to continue the thread...\n")
+    print("First turn saved. Starting a new process to continue the thread...\n", flush=True)
     subprocess.run([sys.executable, __file__, "--resume"], check=True)
     root = graph.checkpointer.root  # type: ignore[union-attr]
     files = sorted(p for p in Path(root).rglob("*.json") if ".cache" not in p.parts)
