@@ -411,7 +411,7 @@ def test_pyproject_requires_a_filelock_that_refuses_symlinks_itself() -> None:
     (SoftFileLock); an older one truncates the target of a symlink planted at the name."""
     text = (Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8")
     (spec,) = re.findall(r'^\s*"(filelock[^"]*)",?$', text, re.M)
-    match = re.fullmatch(r"filelock>=(\d+)\.(\d+)(?:\.(\d+))?", spec)
+    match = re.fullmatch(r"filelock>=(\d+)\.(\d+)(?:\.(\d+))?(?:,<\d+)?", spec)
     assert match is not None, spec
     assert tuple(int(x or 0) for x in match.groups()) >= (3, 20, 3), spec
 
