@@ -7,23 +7,29 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.common import REPO
 from bench.goals import GOALS
-from bench.workloads import WORKLOADS
+from bench.workloads import WORKLOADS, history
+
+from test_bench_plot import LINES, by_panel, polylines
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 TREES = {path: ast.parse(path.read_text()) for path in sorted(BENCH.rglob("*.py"))}
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, Any]]:
-    """``python bench/run.py --tiny``: the report, the console output and the JSON results."""
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``python bench/run.py --tiny`` (one run for this module: it is the slowest fixture we have):
+    the folder with ``report.md``, its picture and ``results.json``."""
     tmp = tmp_path_factory.mktemp("bench")
     report, results = tmp / "report.md", tmp / "results.json"
     args = ["--tiny", "--out", str(report), "--json", str(results), "--tmp-dir", str(tmp / "work")]
@@ -32,7 +38,18 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[s
     )
     assert proc.returncode == 0, proc.stderr
     assert not (tmp / "work").exists(), "the temp data is removed at the end"
-    return report.read_text(), proc.stdout, json.loads(results.read_text())
+    (tmp / "console.txt").write_text(proc.stdout)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_dir: Path) -> tuple[str, str, dict[str, Any]]:
+    """The report, the console output and the JSON results of the ``--tiny`` run."""
+    return (
+        (tiny_dir / "report.md").read_text(),
+        (tiny_dir / "console.txt").read_text(),
+        json.loads((tiny_dir / "results.json").read_text()),
+    )
 
 
 def test_every_workload_has_its_section_and_rows(tiny_run: tuple[str, str, dict[str, Any]]) -> None:
@@ -109,3 +126,30 @@ def test_no_goal_wording_is_written_out() -> None:
     for goal in GOALS:
         for spelled in (goal.bound(any_result), f"{goal.compare} {goal.threshold:g}"):
             assert not [s for s in strings if spelled in s], spelled
+
+
+# the picture of the history workload (bench/plot.py), from the same run
+def test_the_run_writes_a_well_formed_svg_next_to_the_report(
+    tiny_run: tuple[str, str, dict[str, Any]], tiny_dir: Path
+) -> None:
+    _, _, results = tiny_run
+    svg = (tiny_dir / "report-depth.svg").read_text()
+    ET.fromstring(svg)  # raises on anything that is not well-formed XML
+    lengths = results["history"]["lengths"]
+    assert len(lengths) >= 2
+    panels = by_panel(svg)
+    assert set(panels) == set(history.CALLS)
+    for found in panels.values():
+        assert sorted(found) == sorted(LINES)
+    for line in polylines(svg):
+        assert len(line.attrib["points"].split()) == len(lengths), line.attrib
+
+
+def test_the_report_links_the_svg_and_holds_the_numbers(tiny_run: tuple[str, str, dict[str, Any]]) -> None:
+    text, _, results = tiny_run
+    assert len(re.findall(r"!\[[^\]]+\]\(report-depth\.svg\)", text)) == 1
+    for n in results["history"]["lengths"]:
+        point = results["history"]["points"][str(n)]
+        for call in history.CALLS:
+            cell = f"{point['warm'][REPO][f'{call}_ms']:,.3f}"
+            assert f"| {n:,} | {history._CALL[call]} | {cell} |" in text, (n, call)

@@ -1,5 +1,5 @@
 """The history workload's picture (bench/plot.py): well-formed SVG, one line per saver and mode
-in each panel, linked from the report; drawn from a real ``--tiny --only history`` run.
+in each panel; the picture of a real ``--tiny`` run is checked in test_bench.py, which has one.
 
 No timing is asserted: the figures are whatever the machine gives.
 """
@@ -7,9 +7,6 @@ No timing is asserted: the figures are whatever the machine gives.
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -108,48 +105,3 @@ def test_axes_have_labels_with_units_and_a_legend() -> None:
     assert texts.count("latency (ms)") == 2
     for saver, mode in LINES:
         assert texts.count(f"{saver}, {mode}") == 1, (saver, mode)
-
-
-@pytest.fixture(scope="module")
-def history_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, Any]]:
-    """``python bench/run.py --tiny --only history``: the report's path, its text and the results."""
-    tmp = tmp_path_factory.mktemp("bench-plot")
-    report, results = tmp / "perf.md", tmp / "results.json"
-    args = ["--tiny", "--only", "history", "--out", str(report), "--json", str(results)]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "run.py"), *args, "--tmp-dir", str(tmp / "work")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return report, report.read_text(), json.loads(results.read_text())
-
-
-def test_the_run_writes_a_well_formed_svg_next_to_the_report(
-    history_run: tuple[Path, str, dict[str, Any]],
-) -> None:
-    report, _, results = history_run
-    svg = report.with_name("perf-depth.svg").read_text()
-    ET.fromstring(svg)  # raises on anything that is not well-formed XML
-    lengths = results["history"]["lengths"]
-    assert len(lengths) >= 2
-    panels = by_panel(svg)
-    assert set(panels) == set(history.CALLS)
-    for found in panels.values():
-        assert sorted(found) == sorted(LINES)
-    for line in polylines(svg):
-        assert len(line.attrib["points"].split()) == len(lengths), line.attrib
-
-
-def test_the_report_links_the_svg_and_holds_the_numbers(
-    history_run: tuple[Path, str, dict[str, Any]],
-) -> None:
-    _, text, results = history_run
-    assert len(re.findall(r"!\[[^\]]+\]\(perf-depth\.svg\)", text)) == 1
-    for n in results["history"]["lengths"]:
-        point = results["history"]["points"][str(n)]
-        for call in history.CALLS:
-            cell = f"{point['warm'][REPO][f'{call}_ms']:,.3f}"
-            assert f"| {n:,} | {history._CALL[call]} | {cell} |" in text, (n, call)
