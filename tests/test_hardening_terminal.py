@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
 from markdown_it import MarkdownIt
 from pydantic import BaseModel, SecretBytes, SecretStr
@@ -500,7 +501,7 @@ DEVICE_LIKE = st.builds(
     lambda name, case, ext: (name.upper() if case else name) + ext,
     st.sampled_from(["con", "prn", "aux", "nul", *(f"{p}{d}" for p in ("com", "lpt") for d in range(10))]),
     st.booleans(),
-    st.sampled_from(["", ".json", ".", " ", ".a.b", ".tmp", "x", "¹"]),
+    st.sampled_from(["", ".json", ".", " ", ".a.b", ".tmp", "x", "¹", ".py"]),
 )
 ANY_ID = st.one_of(
     DEVICE_LIKE, st.text(st.characters(exclude_categories=()), max_size=30), st.text(max_size=200)
@@ -518,8 +519,11 @@ def test_device_name_encoding_is_reversible_injective_and_keeps_earlier_names(a:
         if not seg.startswith("~"):
             assert decode_segment(seg) == value
         base = earlier_encode(value).split(".", 1)[0]
-        if base not in {"con", "prn", "aux", "nul"} and not re.fullmatch(r"(com|lpt)[0-9]", base):
-            assert seg == earlier_encode(value)  # an existing root stays readable
+        earlier = earlier_encode(value)
+        device = base in {"con", "prn", "aux", "nul"} or re.fullmatch(r"(com|lpt)[0-9]", base)
+        if not device and not earlier.endswith(".py"):
+            assert seg == earlier  # an existing root stays readable
+        assert not seg.endswith(".py")
     if a != b:
         assert encode_segment(a) != encode_segment(b)
     # value files keep their names: a channel or version never starts a file name
@@ -543,3 +547,35 @@ def test_device_name_folder_written_by_an_earlier_version_is_named_with_its_rena
     with pytest.raises(FileFormatError, match="Windows device name"):
         note_graph(saver).invoke({}, cfg("con"))
     assert sorted(p.name for p in (root / "threads").iterdir()) == ["con"]
+
+
+def test_no_folder_or_file_name_ends_in_py_so_a_dev_server_never_reloads(tmp_path: Path) -> None:
+    """``langgraph dev`` restarts when a path ending in .py changes; a thread id or a subgraph
+    node (its namespace when compiled with checkpointer=True) may end in .py."""
+    inner = StateGraph(NoteState)
+    inner.add_node("write", lambda s: {"note": "inner"})
+    inner.add_edge(START, "write")
+    outer = StateGraph(NoteState)
+    outer.add_node("helper.py", inner.compile(checkpointer=True))
+    outer.add_edge(START, "helper.py")
+    graph = outer.compile(checkpointer=RepoSaver(tmp_path, durable=False))
+    graph.invoke({"note": ""}, cfg("notes.py"))
+    names = [p.name for p in tmp_path.rglob("*")]
+    assert "notes%2epy" in names and "helper%2epy" in names
+    assert not [n for n in names if n.endswith(".py")]
+    fresh = outer.compile(checkpointer=RepoSaver(tmp_path, durable=False))
+    assert fresh.get_state(cfg("notes.py")).values == {"note": "inner"}
+    assert cli(tmp_path, "validate").returncode == 0
+
+
+def test_a_py_folder_written_by_an_earlier_version_is_named_with_its_rename(tmp_path: Path) -> None:
+    written = tmp_path / "written"
+    note_graph(RepoSaver(written, durable=False)).invoke({}, cfg("notes.py"))
+    (written / "threads" / "notes%2epy").rename(written / "threads" / "notes.py")
+    root = written.rename(tmp_path / "root")  # a root this process has not seen
+    proc = cli(root, "threads")
+    assert proc.returncode == 4
+    assert "rename it to 'notes%2epy'" in proc.stderr
+    with pytest.raises(FileFormatError, match=r"threads/notes\.py: .*rename the folder to 'notes%2epy'"):
+        RepoSaver(root, durable=False).get_tuple(cfg("notes.py"))
+    assert sorted(p.name for p in (root / "threads").iterdir()) == ["notes.py"]

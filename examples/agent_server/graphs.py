@@ -2,8 +2,14 @@
 
 Run from this folder: ``langgraph dev`` (after ``pip install -e "../..[server]"``). The
 server supplies the checkpointer named in ``langgraph.json``, so neither graph compiles one.
+``langgraph.json`` names the graphs as a module (``graphs:approval``), not as a file
+(``./graphs.py:approval``): the server imports a file under a made-up module name
+(``__graphs``), and that name would be stored as the name of ``Request`` in the files.
+``pyproject.toml`` here lets the server's own reads (and ``langgraph-repo``) construct the
+graphs' types (docs/types.md).
 
-* ``approval``: drafts a reply, then stops at ``interrupt()`` until a person resumes it.
+* ``approval``: drafts a reply to a ``Request`` (a type of this app's own), then stops at
+  ``interrupt()`` until a person resumes it.
 * ``agent``: ``langchain.agents.create_agent`` with one tool and a stand-in chat model that
   calls the tool, then answers from its result (swap in a real model, e.g. ``ChatOpenAI``).
 """
@@ -11,6 +17,7 @@ server supplies the checkpointer named in ``langgraph.json``, so neither graph c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents import create_agent
@@ -24,14 +31,26 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 
+@dataclass
+class Request:
+    """What the customer asked for, as the app models it."""
+
+    order: str
+    reason: str
+
+
 class Draft(TypedDict, total=False):
-    request: str
+    ask: str
+    request: Request
     draft: str
     decision: str
 
 
 def write_draft(state: Draft) -> Draft:
-    return {"draft": f"Dear customer, about {state['request']!r}: we are on it."}
+    words = state["ask"].split()
+    order = next((w for w in words if w.isdigit()), "unknown")
+    request = Request(order=order, reason=words[0] if words else "")
+    return {"request": request, "draft": f"Dear customer, about order {order}: we are on it."}
 
 
 def ask_a_person(state: Draft) -> Draft:

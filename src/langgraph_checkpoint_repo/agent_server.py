@@ -4,15 +4,20 @@ The server takes a custom checkpointer from ``langgraph.json``::
 
     "checkpointer": {"path": "langgraph_checkpoint_repo.agent_server.checkpointer"}
 
-and enters the factory once per event loop, so the factory is an async context manager: the
-server owns the saver's lifetime. The root is ``LANGGRAPH_REPO_ROOT`` when set (the variable
-``langgraph-repo`` reads too, so both see the same files), else ``.langgraph`` next to the
-nearest ``langgraph.json`` from the server's working folder up, the folder ``langgraph dev``
-reads its graphs from.
+and enters the factory itself (once per event-loop thread) and closes it on shutdown, so the
+factory is an async context manager. The root is ``LANGGRAPH_REPO_ROOT`` when set (the
+variable ``langgraph-repo`` reads too), else ``.langgraph`` next to the nearest
+``langgraph.json`` from the server's working folder up, the folder ``langgraph dev`` reads its
+graphs from.
+
+The server reads state with no graph on the stack (``GET /threads/{id}/state``), so a read
+there constructs only what the project allows, as on the command line: the
+``[tool.langgraph-repo]`` table of its pyproject.toml (``allow``, ``graph``; docs/types.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,19 +38,28 @@ def server_root(cwd: Path | None = None) -> Path:
     start = (cwd or Path.cwd()).absolute()
     named = os.environ.get(ROOT_ENV)
     if named:
-        return start / named  # a relative value is relative to where the server runs
+        return start / Path(named).expanduser()  # a relative value: relative to where the server runs
     for folder in (start, *start.parents):
         if (folder / CONFIG_FILE).is_file():
             return folder / ".langgraph"
     raise RepoCheckpointError(
         f"no {CONFIG_FILE} in {start} or any folder above it, and {ROOT_ENV} is not set: "
-        f"set {ROOT_ENV} to the folder the checkpoints go in"
+        f"run the server from the folder of its {CONFIG_FILE}, or set {ROOT_ENV} to the folder "
+        "the checkpoints go in"
     )
+
+
+def server_saver(cwd: Path | None = None) -> RepoSaver:
+    """The saver, allowed the types the project's ``[tool.langgraph-repo]`` table names."""
+    from .project_types import allowed_types
+    from .saver import RepoSaver  # LangGraph is imported when the server asks, not before
+
+    root = server_root(cwd)
+    return RepoSaver(root, allowlist=sorted(allowed_types(root, []).types))
 
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[RepoSaver]:
     """The factory ``langgraph.json`` names: one RepoSaver for the server's lifetime."""
-    from .saver import RepoSaver  # LangGraph is imported when the server asks, not before
-
-    yield RepoSaver(server_root())
+    # off the event loop: reading pyproject.toml and importing the graphs it names block
+    yield await asyncio.to_thread(server_saver)

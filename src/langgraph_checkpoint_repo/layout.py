@@ -9,6 +9,8 @@ folder, and identical on case-insensitive or normalising filesystems:
 * any other byte of the UTF-8 form becomes ``%hh`` (lower-case hex);
 * the empty string becomes ``%``;
 * a trailing ``.tmp`` becomes ``%2etmp`` (names ending in .tmp are temp files);
+* a trailing ``.py`` becomes ``%2epy`` where the segment is a whole name (a folder named
+  ``helper.py``, from a subgraph node of that name, would make ``langgraph dev`` reload);
 * a Windows device name (``con``, ``prn``, ``aux``, ``nul``, ``com0``-``com9``,
   ``lpt0``-``lpt9``), alone or before a ``.``, has its first letter escaped: ``con`` becomes
   ``%63on`` and ``con.json`` ``%63on.json`` (Windows cannot check such a file out);
@@ -44,6 +46,7 @@ OBJECTS = "objects"
 NAMESPACES = "ns"
 THREADS = "threads"
 CACHE = ".cache"
+PY_SUFFIX = ".py"  # what uvicorn's reloader (langgraph dev) restarts the server for
 GITIGNORE_TEXT = "# lock files and temp files: never state\n/.cache\n*.tmp\n"
 
 
@@ -85,6 +88,8 @@ def encode_segment(value: str, *, whole_name: bool = True) -> str:
     seg = "".join(out)
     if seg.endswith(".tmp"):  # would read as a temp file (and be git-ignored)
         seg = seg[:-4] + "%2etmp"
+    if whole_name and seg.endswith(PY_SUFFIX):  # a dev server's reloader watches *.py
+        seg = seg[: -len(PY_SUFFIX)] + "%2epy"
     if whole_name and is_windows_device_name(seg):  # escape its first letter: ``%63on``
         seg = f"%{ord(seg[0]):02x}{seg[1:]}"
     if len(seg) > MAX_SEGMENT:
@@ -132,6 +137,11 @@ def decode_segment(seg: str) -> str:
                 f"segment {seg!r} is a Windows device name, which earlier versions did not encode: "
                 f"rename it to {encode_segment(text)!r} (git mv)"
             )
+        if seg.endswith(PY_SUFFIX):
+            raise ValueError(
+                f"segment {seg!r} ends in {PY_SUFFIX}, which earlier versions did not encode: "
+                f"rename it to {encode_segment(text)!r} (git mv)"
+            )
         raise ValueError(f"segment {seg!r} is not in canonical form")
     return text
 
@@ -145,9 +155,24 @@ def is_verbatim(seg: str) -> bool:
         and seg.isascii()
         and seg.replace("-", "a").replace("_", "a").replace(".", "a").isalnum()
         and seg.lower() == seg
-        and not seg.endswith(".tmp")
+        and not seg.endswith((".tmp", PY_SUFFIX))
         and not is_windows_device_name(seg)
     )
+
+
+def _named_dir(parent: Path, value: str, what: str) -> Path:
+    """The folder of a thread or namespace; one an earlier version wrote unescaped (a Windows
+    device name, a name ending in .py) is named with its rename, never shadowed by a second."""
+    seg = encode_segment(value)
+    bare = encode_segment(value, whole_name=False)
+    if seg != bare and os.path.lexists(parent / bare):
+        raise FileFormatError(
+            str(parent / bare),
+            "/",
+            f"{what} {value!r} is stored under a name earlier versions did not encode (a Windows "
+            f"device name or a name ending in {PY_SUFFIX}): rename the folder to {seg!r} (git mv)",
+        )
+    return parent / seg
 
 
 def version_segment(version: str | int | float) -> str:
@@ -186,24 +211,14 @@ class Layout:
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def thread_dir(self, thread_id: str) -> Path:
-        seg = encode_segment(thread_id)
-        bare = encode_segment(thread_id, whole_name=False)
-        if seg != bare and os.path.lexists(self.threads_dir / bare):
-            # a device name an earlier version wrote bare: say so, never start a second folder
-            raise FileFormatError(
-                str(self.threads_dir / bare),
-                "/",
-                f"thread {thread_id!r} is stored under a Windows device name, which earlier versions "
-                f"did not encode: rename the folder to {seg!r} (git mv)",
-            )
-        return self.threads_dir / seg
+        return _named_dir(self.threads_dir, thread_id, "thread")
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def ns_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         base = self.thread_dir(thread_id)
         if checkpoint_ns == "":
             return base
-        return base / NAMESPACES / encode_segment(checkpoint_ns)
+        return _named_dir(base / NAMESPACES, checkpoint_ns, "namespace")
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def checkpoints_dir(self, thread_id: str, checkpoint_ns: str) -> Path:

@@ -28,7 +28,7 @@ from .caches import DocCache, Listing, Listings, StatKey
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks
 from .entries import ValueEntry
-from .errors import FileFormatError
+from .errors import FileFormatError, RepoCheckpointError
 from .index import MetaCache, load_listing, save_listing
 from .jsonread import load_json
 from .layout import (
@@ -58,6 +58,8 @@ class FileStore:
     """Documents under one root, with validation, caches and durable writes."""
 
     def __init__(self, root: Path, *, durable: bool = True, lock_timeout: float = 60.0) -> None:
+        if root.exists() and not root.is_dir():  # else the first write fails with a bare FileExistsError
+            raise RepoCheckpointError(f"root {root} is not a folder: give a folder (it is made when missing)")
         self.layout = Layout(root)
         self.root = root
         self.durable = durable

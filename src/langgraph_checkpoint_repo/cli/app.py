@@ -35,8 +35,8 @@ from .output import (
 )
 
 if TYPE_CHECKING:  # both import LangGraph: only the commands that read values load them
+    from ..project_types import Allowed
     from ..review import Reader
-    from .allow import Allowed
 
 OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED = 0, 1, 2, 3, 4, 5, 6
 PROG = "langgraph-repo"
@@ -205,7 +205,7 @@ def _settings(ctx: typer.Context) -> Settings:
 
 def _allowed(ctx: typer.Context) -> Allowed:
     """What this command may construct: ``--allow`` and the project's pyproject.toml."""
-    from .allow import allowed_types
+    from ..project_types import allowed_types
 
     settings = _settings(ctx)
     return allowed_types(settings.root, settings.allow)

@@ -1,12 +1,13 @@
-"""The types the command line may construct: ``--allow`` and ``[tool.langgraph-repo]``.
+"""The types a reader without a graph may construct: ``--allow`` and ``[tool.langgraph-repo]``.
 
-The command line has no graph, so it reads under LangGraph's safe types plus what the user
-allows explicitly (docs/types.md): ``--allow module:Name`` (or ``module:*``), and in the
-project's pyproject.toml ``allow = [...]`` and ``graph = "pkg.mod:graph"`` (the types a
-compiled graph registers, found as ``compile`` finds them). Allowing a type imports its
-module, and ``graph`` imports the graph's module: that runs the project's code, which is
-why it is only ever taken from pyproject.toml or the command line, never from the state
-folder (a pyproject.toml inside it is ignored).
+The command line and the Agent Server's saver (agent_server.py) read with no graph on the
+stack, so they read under LangGraph's safe types plus what the user allows explicitly
+(docs/types.md): ``--allow module:Name`` (or ``module:*``), and in the project's
+pyproject.toml ``allow = [...]`` and ``graph = "pkg.mod:graph"`` (the types a compiled graph
+registers, found as ``compile`` finds them). Allowing a type imports its module, and
+``graph`` imports the graph's module: that runs the project's code, which is why it is only
+ever taken from pyproject.toml or the command line, never from the state folder (a
+pyproject.toml inside it is ignored).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInputError
-from ..graph_types import graph_allowlist
+from .errors import BadInputError
+from .graph_types import graph_allowlist
 
 if sys.version_info >= (3, 11):
     import tomllib
