@@ -6,6 +6,7 @@ modules import the shared builders as ``graphs`` and ``helpers``.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,45 @@ def root(tmp_path: Path) -> Path:
 def saver(root: Path) -> RepoSaver:
     """A saver on ``root`` that skips fsync: the tests do not pull the plug."""
     return RepoSaver(root, durable=False)
+
+
+#: the modules that take longest (a few slow tests, or a slow module fixture), longest first.
+#: xdist hands whole modules (--dist loadfile) to its workers in collection order
+#: (--no-loadscope-reorder), so these start first and no long module runs alone at the end
+#: while the other worker idles; the rest follow, most tests first.
+LONGEST_FIRST = (
+    "test_review_format3.py",
+    "test_crash.py",
+    "test_types_reads.py",
+    "test_types_cli.py",
+    "test_cli.py",
+    "test_forks_visible.py",
+    "test_bench.py",
+    "test_examples.py",
+    "test_concurrency.py",
+    "test_agent_server.py",
+    "test_hardening_terminal.py",
+    "test_differential.py",
+    "test_hardening_chains.py",
+    "test_migrations.py",
+    "test_hardening_codeexec.py",
+    "test_index.py",
+    "test_transfer.py",
+    "test_agents.py",
+    "test_hostile.py",
+    "test_properties.py",
+    "test_bench_agents.py",
+    "test_bench_cli.py",
+    "test_packaging.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest modules first, each module's tests kept together and in their order."""
+    counts = Counter(str(item.path) for item in items)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> tuple[int, int, str]:
+        return rank.get(item.path.name, len(rank)), -counts[str(item.path)], str(item.path)
+
+    items.sort(key=key)  # stable: the order inside a module is kept
