@@ -215,7 +215,7 @@ def _embedded_server(tmp: Path) -> Any:
         logger.removeHandler(handler)
     pid_file = data / "postmaster.pid"
     if pid_file.is_file():  # started but never reported ready (pg_ctl timed out): stop it
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError, ValueError, IndexError):  # gone already, or no pid yet
             os.kill(int(pid_file.read_text().split()[0]), signal.SIGQUIT)
     log = data / "log"
     server_log = log.read_text(errors="replace") if log.is_file() else "(the server wrote no log)"
