@@ -18,7 +18,7 @@ from typing import Any
 from typer.testing import CliRunner, Result
 
 from langgraph_checkpoint_repo.cli import app
-from langgraph_checkpoint_repo.layout import Layout
+from langgraph_checkpoint_repo.core.layout import Layout
 
 
 # ----------------------------------------------------------------------------

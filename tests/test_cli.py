@@ -40,8 +40,8 @@ from graphs import (
 from helpers import checkpoint_files, cli_env, file_digests, one_line_error
 from helpers import cli as run_cli
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.review import Reader
-from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show
 
@@ -656,7 +656,7 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
     orphan_value.rename(tdir / "values" / "note@1.json")
     (tdir / "large").mkdir()
     node = {"serde": "msgpack", "json": "x" * 10}
-    from langgraph_checkpoint_repo.durable import digest_node
+    from langgraph_checkpoint_repo.core.durable import digest_node
 
     digest = digest_node(node)
     (tdir / "large" / f"{digest}.json").write_text(

@@ -33,7 +33,7 @@ from graphs import cfg as thread_cfg
 from graphs import chat_graph, contents
 from helpers import checkpoint_files, file_bytes
 from langgraph_checkpoint_repo import LockTimeoutError, RepoSaver
-from langgraph_checkpoint_repo.layout import Layout
+from langgraph_checkpoint_repo.core.layout import Layout
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 WAIT_LIMIT = 120.0  # seconds a worker waits for a marker before giving up (never reached when healthy)
@@ -916,7 +916,7 @@ def test_processes_on_shared_and_own_threads_at_once_keep_every_put_and_write(tm
     thread, two on threads of their own. Afterwards every checkpoint whose put returned in
     any process loads, every put_writes that returned is among its checkpoint's pending
     writes, nothing else is on disk, and validate (checks.Validator) finds no problem."""
-    from langgraph_checkpoint_repo.checks import Validator
+    from langgraph_checkpoint_repo.core.checks import Validator
 
     root, turns = tmp_path / "root", 3
     threads = ["shared", "shared", "shared", "own-3", "own-4"]

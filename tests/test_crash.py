@@ -45,8 +45,8 @@ from typing import Any
 from crash_child import build_graph, run_thread
 from graphs import cfg
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.checks import Validator, fsck, repair
-from langgraph_checkpoint_repo.review import Reader
+from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
+from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 # roots, kills per root, turns the graph runs per thread
@@ -199,8 +199,8 @@ def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[
         check_root(root, thread_id, log, report)
 
     reader = Reader(root)
-    findings = fsck(reader)
-    repair(reader, findings)
+    findings = fsck(reader.store)
+    repair(reader.store, findings)
     assert all(f.repaired for f in findings), [(f.kind, f.path) for f in findings if not f.repaired]
     assert fsck(Reader(root)) == []
 

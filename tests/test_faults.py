@@ -37,9 +37,9 @@ import pytest
 
 from crash_child import build_graph, cfg, run_thread, turn_input
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo import durable as durable_mod
-from langgraph_checkpoint_repo.checks import Validator, fsck
-from langgraph_checkpoint_repo.review import Reader
+from langgraph_checkpoint_repo.core import durable as durable_mod
+from langgraph_checkpoint_repo.core.checks import Validator, fsck
+from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 TURNS = 4
 FAULT_TURN = 2  # turns before it run cleanly; the fault hits a write of this turn

@@ -20,8 +20,8 @@ from langgraph.types import Command
 from graphs import ask_graph, cfg, chat_graph, contents, line_graph
 from helpers import checkpoint_files, cli, load, one_line_error, rewrite
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.errors import BadInputError, FileFormatError, NotFoundError
-from langgraph_checkpoint_repo.heads import CHOICE_KEY, Choice, HeadState, find_heads
+from langgraph_checkpoint_repo.core.errors import BadInputError, FileFormatError, NotFoundError
+from langgraph_checkpoint_repo.core.heads import CHOICE_KEY, Choice, HeadState, find_heads
 from test_git import commit_all, git, init_repo
 
 TESTS = Path(__file__).resolve().parent

@@ -12,8 +12,8 @@ from langgraph.graph import MessagesState
 from graphs import RELAY_TURNS, cfg, line_graph, numbered_reply, question, relay_graph
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.errors import FileFormatError, MissingReferenceError
-from langgraph_checkpoint_repo.objects import object_digest
+from langgraph_checkpoint_repo.core.errors import FileFormatError, MissingReferenceError
+from langgraph_checkpoint_repo.core.objects import object_digest
 
 
 def data_files(root: Path) -> dict[Path, bytes]:

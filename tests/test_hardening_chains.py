@@ -33,14 +33,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-import langgraph_checkpoint_repo.jsonread as jsonread_mod
+import langgraph_checkpoint_repo.core.jsonread as jsonread_mod
 from graphs import cfg, chat_graph, chat_root, delta_graph
 from helpers import checkpoint_files, cli_in_process, dump, file_bytes, load
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.chains import MAX_APPEND_DEPTH
-from langgraph_checkpoint_repo.entries import ValueEntry
-from langgraph_checkpoint_repo.errors import FileFormatError, InvalidWriteError, LockTimeoutError
-from langgraph_checkpoint_repo.migrations import migrate_root
+from langgraph_checkpoint_repo.core.chains import MAX_APPEND_DEPTH
+from langgraph_checkpoint_repo.core.entries import ValueEntry
+from langgraph_checkpoint_repo.core.errors import FileFormatError, InvalidWriteError, LockTimeoutError
+from langgraph_checkpoint_repo.core.migrations import migrate_root
 from langgraph_checkpoint_repo.transfer import copy_threads
 
 T = TypeVar("T")
@@ -523,12 +523,17 @@ def test_append_depth_field_of_a_million_is_refused_naming_the_pointer(root: Pat
 
 def test_list_body_joins_a_chain_longer_than_the_recursion_limit() -> None:
     """ValueEntry.list_body walks its bases iteratively, whatever the interpreter's limit."""
-    base = ValueEntry(False, ["x"], where="base")
+    base = ValueEntry(empty=False, tree=["x"], where="base")
     entry = base
     links = sys.getrecursionlimit() * 3
     for i in range(links):
         entry = ValueEntry(
-            False, [*entry.tree, i], None, frozenset(), entry.depth + 1, f"link {i}", entry, [i]
+            empty=False,
+            tree=[*entry.tree, i],
+            depth=entry.depth + 1,
+            where=f"link {i}",
+            base=entry,
+            items=[i],
         )
     kind, data = entry.typed()
     assert kind == "msgpack"

@@ -48,10 +48,10 @@ from langgraph_checkpoint_repo import (
     RepoSaver,
     UnrevivableValueError,
 )
-from langgraph_checkpoint_repo.codec import tree_to_msgpack
-from langgraph_checkpoint_repo.jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from langgraph_checkpoint_repo.core.jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
+from langgraph_checkpoint_repo.core.validation import RESERVED_EXTRA_KEYS
 from langgraph_checkpoint_repo.transfer import copy_threads
-from langgraph_checkpoint_repo.validation import RESERVED_EXTRA_KEYS
 
 KEY = b"0123456789abcdef0123456789abcdef"
 

@@ -31,11 +31,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
 from helpers import cli, cli_in_process, one_line_error, tree
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, copy_threads
-from langgraph_checkpoint_repo.checks import fsck, repair
-from langgraph_checkpoint_repo.durable import write_files
-from langgraph_checkpoint_repo.migrations import migrate_root
-from langgraph_checkpoint_repo.review import Reader
-from langgraph_checkpoint_repo.store import FileStore
+from langgraph_checkpoint_repo.core.checks import fsck, repair
+from langgraph_checkpoint_repo.core.documents import Documents
+from langgraph_checkpoint_repo.core.durable import write_files
+from langgraph_checkpoint_repo.core.migrations import migrate_root
+from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 
 # ----------------------------------------------------------------------------
@@ -109,8 +109,8 @@ def test_fsck_repair_through_the_api_at_repo_top_removes_only_its_own_temp_files
     top = repo_top(tmp_path)
     before = tree(top)
     reader = Reader(top)
-    findings = fsck(reader)
-    repair(reader, findings)
+    findings = fsck(reader.store)
+    repair(reader.store, findings)
     assert tree(top) == before  # not even the repository's .gitignore was rewritten
     temp = [f for f in findings if f.kind == "temp"]
     assert temp == []
@@ -171,8 +171,8 @@ def test_fsck_repair_leaves_a_thread_folder_that_holds_a_users_empty_folder(tmp_
     kept = root / "threads" / "kept"
     (kept / ".drafts").mkdir(parents=True)
     reader = Reader(root)
-    findings = fsck(reader)
-    repair(reader, findings)
+    findings = fsck(reader.store)
+    repair(reader.store, findings)
     assert (kept / ".drafts").is_dir()
     assert [f.kind for f in findings if f.path == str(kept)] == []
 
@@ -196,9 +196,9 @@ def test_fsck_leftover_temp_of_a_real_interrupted_write_is_still_removed(tmp_pat
     left = [p for p in target.parent.iterdir()]
     assert len(left) == 1 and left[0].name.startswith(".x@1.json.")
     reader = Reader(root)
-    findings = fsck(reader)
+    findings = fsck(reader.store)
     assert [(f.kind, f.path) for f in findings if f.kind == "temp"] == [("temp", str(left[0]))]
-    repair(reader, findings)
+    repair(reader.store, findings)
     assert list(target.parent.iterdir()) == []
 
 
@@ -212,8 +212,8 @@ def test_fsck_repair_never_writes_through_a_symlinked_gitignore(tmp_path: Path) 
     (root / ".gitignore").unlink()
     os.symlink(victim, root / ".gitignore")
     reader = Reader(root)
-    findings = fsck(reader)
-    repair(reader, findings)
+    findings = fsck(reader.store)
+    repair(reader.store, findings)
     assert victim.read_text() == "do not append here\n"
     assert (root / ".gitignore").is_symlink()
     [found] = [f for f in findings if f.kind == "gitignore"]
@@ -568,7 +568,7 @@ def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Pat
     linked entry, remove_files a path through a link (checked for all paths before the first
     unlink), remove_tree a linked folder or a tree holding a link; each names the link."""
     chat_root(root)
-    store = FileStore(root, durable=False)
+    store = Documents(root, durable=False)
     tdir = root / "threads" / "t"
     outside = precious(tmp_path)
     before = tree(outside)

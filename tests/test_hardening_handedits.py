@@ -32,8 +32,8 @@ from typing_extensions import TypedDict
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph, line_graph
 from helpers import checkpoint_files, cli, load
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, UnrevivableValueError
-from langgraph_checkpoint_repo.durable import dump_json
-from langgraph_checkpoint_repo.objects import object_digest
+from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.objects import object_digest
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -323,7 +323,7 @@ def test_check_revival_constructs_only_langgraph_types(tmp_path: Path) -> None:
     """validate's check never imports or calls a type or method LangGraph does not ship as safe:
     a planted os.mkdir (as a constructor and as a method) runs nowhere and is not what it
     reports; a rejected message inside it is still found, at its pointer."""
-    from langgraph_checkpoint_repo.codec import check_revival  # here: added with this check
+    from langgraph_checkpoint_repo.serde import check_revival  # here: added with this check
 
     marker = tmp_path / "planted"
     planted = [

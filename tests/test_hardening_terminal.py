@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 from graphs import cfg, chat_graph, line_graph
 from helpers import checkpoint_files, cli, dump, load
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
-from langgraph_checkpoint_repo.layout import Layout, decode_segment, encode_segment
+from langgraph_checkpoint_repo.core.layout import Layout, decode_segment, encode_segment
 
 # ----------------------------------------------------------------------
 # helpers

@@ -31,9 +31,9 @@ from langgraph.checkpoint.base import CheckpointTuple
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph
 from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
-from langgraph_checkpoint_repo.jsonread import MAX_FILE_BYTES
-from langgraph_checkpoint_repo.layout import Layout
-from langgraph_checkpoint_repo.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES
+from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 JUNK_BYTES = 60 * 1024 * 1024  # "oversized": well past any real checkpoint, under the 256 MiB read limit
 

@@ -14,9 +14,9 @@ import pytest
 from tests.graphs import LogState, cfg, line_graph
 
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.caches import RACY_NS
-from langgraph_checkpoint_repo.index import decode_listing, decode_meta, encode_listing
-from langgraph_checkpoint_repo.layout import Layout
+from langgraph_checkpoint_repo.core.caches import RACY_NS
+from langgraph_checkpoint_repo.core.index import decode_listing, decode_meta, encode_listing
+from langgraph_checkpoint_repo.core.layout import Layout
 
 TURNS = 25  # three checkpoints a turn: over index.MIN_NAMES, so the folder gets an index
 
@@ -285,7 +285,7 @@ def test_fsck_repair_rebuilds_the_index_around_a_checkpoint_that_does_not_read(t
 
 def test_a_file_changed_on_a_whole_second_is_not_settled_for_two_seconds(tmp_path: Path) -> None:
     """Filesystems with whole-second timestamps can change a file again unseen within that second."""
-    from langgraph_checkpoint_repo.caches import settled
+    from langgraph_checkpoint_repo.core.caches import settled
 
     path = tmp_path / "f.json"
     path.write_text("{}")

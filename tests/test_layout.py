@@ -16,7 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs import cfg, line_graph
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.layout import decode_segment, encode_segment, is_temp_name
+from langgraph_checkpoint_repo.core.layout import decode_segment, encode_segment, is_temp_name
 
 # every code point, lone surrogates included (they can reach us through str ids)
 ANY_CHAR = st.characters(exclude_categories=())

@@ -25,9 +25,9 @@ from langchain_core.messages import HumanMessage
 from graphs import build_fixture_tree, cfg, chat_graph, normalised, resume_fixture_tree
 from helpers import cli
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, SchemaVersionError
-from langgraph_checkpoint_repo.durable import dump_json
-from langgraph_checkpoint_repo.migrations import STEPS, upgrade, v1_to_v2
-from langgraph_checkpoint_repo.validation import SCHEMA_VERSION, validate_read
+from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.migrations import STEPS, upgrade, v1_to_v2
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION, validate_read
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_TREES = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name.startswith("v"))

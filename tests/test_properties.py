@@ -32,7 +32,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs import cfg, make_checkpoint
 from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver
-from langgraph_checkpoint_repo.layout import (
+from langgraph_checkpoint_repo.core.layout import (
     CHECKPOINTS,
     NAMESPACES,
     THREADS,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,14 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from graphs import BIG_TEXT, cfg, chain_graph, delta_graph
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.maintenance import (
+from langgraph_checkpoint_repo.core.plans import (
     PrunePlan,
     carry_out,
     plan_keep_latest,
     plan_prune,
     plan_runs,
 )
-from langgraph_checkpoint_repo.review import Reader
+from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "langgraph_checkpoint_repo"
 
@@ -80,7 +81,7 @@ def test_saver_prune_removes_exactly_the_files_its_keep_latest_plan_lists(tmp_pa
     run_turns(saver, "t", [BIG_TEXT, "two", "three"])
     latest = saver.get_tuple(cfg("t"))
     assert latest is not None
-    plan = plan_keep_latest(saver, "t")
+    plan = plan_keep_latest(saver.store, partial(saver.checkpoint_metadata, fresh=True), "t")
     assert plan.rescued and plan.large and plan.writes  # each kind of file is in play
     before = thread_files(root, "t")
 
@@ -99,7 +100,7 @@ def test_delete_for_runs_removes_exactly_the_files_its_plan_lists(tmp_path: Path
     run_turns(saver, "t", ["three"], run_id="second")
     latest = saver.get_tuple(cfg("t"))
     assert latest is not None
-    plan = plan_runs(saver, "t", {"first"})
+    plan = plan_runs(saver.store, partial(saver.checkpoint_metadata, fresh=True), "t", {"first"})
     before = thread_files(root, "t")
 
     saver.delete_for_runs(["first"])
@@ -119,7 +120,7 @@ def test_carry_out_of_a_command_line_plan_removes_exactly_what_it_lists(tmp_path
     history = list(chain.get_state_history(cfg("fork")))
     chain.invoke(None, history[2].config)  # a fork from the middle
     reader = Reader(root)
-    plan = plan_prune(reader, "fork", keep_last=2, older_than=None, now=datetime.now(timezone.utc))
+    plan = plan_prune(reader.store, "fork", keep_last=2, older_than=None, now=datetime.now(timezone.utc))
     before = thread_files(root, "fork")
 
     with reader.store.thread_lock("fork", exclusive=True):
@@ -137,7 +138,7 @@ def test_cli_prune_dry_run_prints_the_plan_and_the_real_run_carries_it_out(tmp_p
     delta_graph(saver).invoke({"items": [], "n": 0}, cfg("d"))
     state_before = delta_graph(RepoSaver(root)).get_state(cfg("d")).values
     now = datetime.now(timezone.utc)
-    plans = {t: plan_prune(Reader(root), t, keep_last=1, older_than=None, now=now) for t in ("d", "t")}
+    plans = {t: plan_prune(Reader(root).store, t, keep_last=1, older_than=None, now=now) for t in ("d", "t")}
     before = {t: thread_files(root, t) for t in plans}
 
     dry = _cli_json(root, "prune", "--keep-last", "1", "--dry-run")
@@ -160,10 +161,10 @@ def test_a_plan_made_before_the_thread_changed_no_longer_equals_a_fresh_one(tmp_
     saver = RepoSaver(root, durable=False)
     run_turns(saver, "t", ["one", "two", "three"])
     now = datetime.now(timezone.utc)
-    plan = plan_prune(Reader(root), "t", keep_last=1, older_than=None, now=now)
-    assert plan == plan_prune(Reader(root), "t", keep_last=1, older_than=None, now=now)
+    plan = plan_prune(Reader(root).store, "t", keep_last=1, older_than=None, now=now)
+    assert plan == plan_prune(Reader(root).store, "t", keep_last=1, older_than=None, now=now)
     run_turns(saver, "t", ["four"])
-    assert plan != plan_prune(Reader(root), "t", keep_last=1, older_than=None, now=now)
+    assert plan != plan_prune(Reader(root).store, "t", keep_last=1, older_than=None, now=now)
 
 
 def test_review_and_get_tuple_merge_pending_writes_by_the_same_rule(tmp_path: Path) -> None:
@@ -192,10 +193,11 @@ def test_review_and_get_tuple_merge_pending_writes_by_the_same_rule(tmp_path: Pa
 
 
 def test_tools_call_no_private_method_or_attribute_of_the_saver() -> None:
-    """checks.py, review.py and the command line use the saver's public methods and the
-    public functions of values.py and maintenance.py only (``x.saver._y`` or ``saver._y``)."""
+    """The core, the read model and the command line use the saver's public methods only
+    (``x.saver._y`` or ``saver._y``)."""
     offenders = []
-    for path in [PACKAGE / "checks.py", PACKAGE / "review.py", *sorted((PACKAGE / "cli").glob("*.py"))]:
+    tools = [p for layer in ("core", "readmodel", "cli") for p in (PACKAGE / layer).glob("*.py")]
+    for path in sorted(tools):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 not isinstance(node, ast.Attribute)

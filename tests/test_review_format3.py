@@ -19,8 +19,8 @@ from langgraph.types import Command
 from graphs import ask_graph, cfg, fan_graph, line_graph, numbered_reply, question, relay_graph, sub_graph
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.errors import FileFormatError, RepoCheckpointError
-from langgraph_checkpoint_repo.objects import object_digest
+from langgraph_checkpoint_repo.core.errors import FileFormatError, RepoCheckpointError
+from langgraph_checkpoint_repo.core.objects import object_digest
 
 
 # ----------------------------------------------------------------------------
@@ -322,8 +322,8 @@ def test_fsck_repair_never_removes_an_object_a_checkpoint_written_after_the_scan
     """fsck decides what is orphaned without the thread's lock, then repairs under it: an
     object that was an orphan at the scan and that a put reused meanwhile (puts skip writing
     an object file that exists) must not be removed."""
-    from langgraph_checkpoint_repo.checks import fsck, repair
-    from langgraph_checkpoint_repo.review import Reader
+    from langgraph_checkpoint_repo.core.checks import fsck, repair
+    from langgraph_checkpoint_repo.readmodel.reader import Reader
 
     donor = tmp_path / "donor"
     line_graph(MessagesState, RepoSaver(donor), answer=numbered_reply).invoke(
@@ -335,10 +335,10 @@ def test_fsck_repair_never_removes_an_object_a_checkpoint_written_after_the_scan
     for p in objects_dir(donor).glob("*.json"):  # e.g. left by a crash or a reverted commit
         shutil.copy(p, objects_dir(root) / p.name)
     reader = Reader(root)
-    findings = fsck(reader)
+    findings = fsck(reader.store)
     assert any(f.kind == "orphan-object" for f in findings)
     graph.invoke({"messages": [question(2)]}, cfg("t"))  # reuses the orphaned objects
-    repair(reader, findings)
+    repair(reader.store, findings)
     state = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply).get_state(cfg("t"))
     assert [m.content for m in state.values["messages"]][-1] == "answer to turn-2-question"
 
@@ -670,7 +670,7 @@ def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_
     mem.invoke({"docs": docs}, cfg("t"))
     want = [s.values for s in mem.get_state_history(cfg("t"))]
     root = tmp_path / ".langgraph"
-    from langgraph_checkpoint_repo.errors import InvalidWriteError
+    from langgraph_checkpoint_repo.core.errors import InvalidWriteError
 
     try:
         build(RepoSaver(root, durable=False)).invoke({"docs": docs}, cfg("t"))

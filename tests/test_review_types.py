@@ -120,7 +120,7 @@ def test_an_allowed_type_whose_module_cannot_be_imported_is_not_blamed_on_the_fi
     script = tmp_path / "read.py"
     script.write_text(
         "from langgraph_checkpoint_repo import RepoSaver\n"
-        "from langgraph_checkpoint_repo.errors import UnrevivableValueError\n"
+        "from langgraph_checkpoint_repo.core.errors import UnrevivableValueError\n"
         f"saver = RepoSaver({str(project / '.langgraph')!r}, allowlist=[('myapp.state', 'Address')])\n"
         "try:\n"
         "    saver.get_tuple({'configurable': {'thread_id': 'dataclass'}})\n"

@@ -23,9 +23,9 @@ from typing_extensions import TypedDict
 from graphs import BIG_TEXT, cfg, chat_graph, line_graph
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.checks import Validator
-from langgraph_checkpoint_repo.errors import UnrevivableValueError
-from langgraph_checkpoint_repo.redaction import DEFAULT_PATTERNS, Redactor, might_contain_secret
+from langgraph_checkpoint_repo.core.checks import Validator
+from langgraph_checkpoint_repo.core.errors import UnrevivableValueError
+from langgraph_checkpoint_repo.core.redaction import DEFAULT_PATTERNS, Redactor, might_contain_secret
 
 _R = "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6lMn9oPq2rSt5u"  # made-up key material
 

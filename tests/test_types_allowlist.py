@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph_checkpoint_repo.codec import ValueCodec, tree_to_msgpack
-from langgraph_checkpoint_repo.errors import BadInputError, UnrevivableValueError
+from langgraph_checkpoint_repo.core.errors import BadInputError, UnrevivableValueError
+from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
 from langgraph_checkpoint_repo.project_types import allowed_types, find_pyproject
+from langgraph_checkpoint_repo.serde import ValueCodec
 
 
 def load(allow: list[tuple[str, str]], tree: object) -> object:

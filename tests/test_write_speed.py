@@ -23,11 +23,11 @@ from langchain_core.messages import HumanMessage
 
 from graphs import cfg, chat_graph
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo import durable as durable_mod
-from langgraph_checkpoint_repo.checks import Validator, fsck
-from langgraph_checkpoint_repo.errors import RepoCheckpointError
-from langgraph_checkpoint_repo.objects import refs_in
-from langgraph_checkpoint_repo.review import Reader
+from langgraph_checkpoint_repo.core import durable as durable_mod
+from langgraph_checkpoint_repo.core.checks import Validator, fsck
+from langgraph_checkpoint_repo.core.errors import RepoCheckpointError
+from langgraph_checkpoint_repo.core.objects import refs_in
+from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 
 def final_path(path: str | os.PathLike[str]) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from .core.errors import (
     FileFormatError,
     InvalidWriteError,
     LockTimeoutError,

@@ -45,7 +45,7 @@ __all__ = [
     "DeltaSnapshot",
     "adopt_sqlite_tables",
     "allowed_msgpack_modules",
-    "build_serde_allowlist",
+    "collect_graph_types",
     "has_custom_ext_hook",
     "postgres_cursor",
     "send_from_args",
@@ -65,11 +65,31 @@ def with_msgpack_allowlist(
     return _with_msgpack_allowlist(serde, extra)
 
 
-def build_serde_allowlist(*, schemas: list[Any], channels: dict[str, Any]) -> set[tuple[str, ...]]:
-    """The types ``StateGraph.compile`` registers for a graph in strict msgpack mode."""
-    from langgraph._internal._serde import build_serde_allowlist as _build_serde_allowlist
+def collect_graph_types(
+    *, schemas: list[Any], channels: dict[str, Any]
+) -> tuple[set[tuple[str, ...]], dict[tuple[str, ...], type]]:
+    """The types ``StateGraph.compile`` registers for a graph in strict msgpack mode
+    (``build_serde_allowlist``), and the classes among them: LangGraph's walk of the schemas
+    records every type it visits in ``seen``, which its public function does not return."""
+    from langgraph._internal import _serde
 
-    return _build_serde_allowlist(schemas=schemas, channels=channels)
+    keys = _serde.curated_core_allowlist()
+    seen: set[Any] = set()
+    seen_ids: set[int] = set()
+    for schema in schemas:
+        if schema is not None:
+            _serde._collect_from_type(schema, keys, seen, seen_ids)
+    for channel in channels.values():
+        for attr in ("ValueType", "UpdateType"):
+            typ = getattr(channel, attr, None)
+            if typ is not None:
+                _serde._collect_from_type(typ, keys, seen, seen_ids)
+    classes: dict[tuple[str, ...], type] = {
+        (t.__module__, t.__name__): t
+        for t in seen
+        if isinstance(t, type) and (t.__module__, t.__name__) in keys
+    }
+    return keys, classes
 
 
 def allowed_msgpack_modules(serde: SerializerProtocol) -> Any:

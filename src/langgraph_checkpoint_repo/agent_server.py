@@ -11,8 +11,9 @@ variable ``langgraph-repo`` reads too), else ``.langgraph`` next to the nearest
 graphs from.
 
 The server reads state with no graph on the stack (``GET /threads/{id}/state``), so a read
-there constructs only what the project allows, as on the command line: the
-``[tool.langgraph-repo]`` table of its pyproject.toml (``allow``, ``graph``; docs/types.md).
+there constructs only what the project allows: the ``[tool.langgraph-repo]`` table of its
+pyproject.toml (``allow``, ``graph``; docs/types.md). Naming this factory in langgraph.json is
+the explicit choice that lets the table be used (the server runs the project's graphs anyway).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import RepoCheckpointError
+from .core.errors import RepoCheckpointError
 
 if TYPE_CHECKING:
     from .saver import RepoSaver
@@ -51,11 +52,11 @@ def server_root(cwd: Path | None = None) -> Path:
 
 def server_saver(cwd: Path | None = None) -> RepoSaver:
     """The saver, allowed the types the project's ``[tool.langgraph-repo]`` table names."""
-    from .project_types import allowed_types
+    from .project_types import project_types
     from .saver import RepoSaver  # LangGraph is imported when the server asks, not before
 
     root = server_root(cwd)
-    return RepoSaver(root, allowlist=sorted(allowed_types(root, []).types))
+    return RepoSaver(root, allowlist=sorted(project_types(root).types))
 
 
 @asynccontextmanager

@@ -1,38 +1,37 @@
-"""Which types a read may construct: the calling graph's own, and the name of ``__main__``.
+"""A graph's own types, for the reads that graph makes (docs/types.md, "Which graph reads").
 
-The rule (docs/types.md): a read constructs LangGraph's safe types, the saver's
-``allowlist`` (and what ``with_allowlist`` added), and, when a compiled graph makes the
-read, that graph's state types, derived exactly as ``StateGraph.compile`` derives them in
-strict msgpack mode (LangGraph's ``build_serde_allowlist``). LangGraph itself passes those
-types (``with_allowlist``) only when ``LANGGRAPH_STRICT_MSGPACK=true``, so every read entry
-point finds the calling graph on the stack and reads through that graph's own view of the
-saver: two graphs on one saver never share types, and the order of calls does not matter.
-The types come from code the user runs, never from a file.
+The rule: a read constructs LangGraph's safe types, the saver's ``allowlist`` (and what
+``with_allowlist`` added), and, when a compiled graph makes the read, that graph's state
+types, derived exactly as ``StateGraph.compile`` derives them in strict msgpack mode
+(LangGraph's ``build_serde_allowlist``). The types come from code the user runs, never from
+a file.
 
-A type defined in a script run as ``python agent.py`` is named ``__main__.X`` by Python.
-Written so, no other program could read it back; ``main_module_name`` is the name the
-script can be imported by, which the codec records instead.
+Explicit first: with ``LANGGRAPH_STRICT_MSGPACK=true`` LangGraph itself hands each compiled
+graph its own view of the saver (``with_allowlist``), and that view reads with the graph's
+types; nothing here is needed. LangGraph's default mode gives a saver nothing that names the
+graph calling it (not the config, not the runtime; checked on langgraph 1.2), so each read
+entry point of the saver asks ``GraphViews.for_caller`` for the graph on the call stack: the
+nearest caller's ``self`` that is a ``Pregel``. This is the one place that looks at frames,
+and the trade-off is documented in docs/design.md: two graphs on one saver never share types,
+a fresh process reads in any order, at the price of depending on LangGraph calling the saver
+from a method of the graph (every version since 0.2 does). The graph's classes are kept as
+objects too, so a class defined inside a function (no importable name) revives.
 """
 
 from __future__ import annotations
 
 import inspect
-import sys
 import weakref
-from functools import cache
-from pathlib import Path
-from types import FrameType, ModuleType
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._compat import build_serde_allowlist
+from ._compat import collect_graph_types
 
 if TYPE_CHECKING:  # imported where used: langgraph.pregel takes a second to import, and
     # validate (which reads values through codec, and so this module) needs no graph
     from langgraph.pregel import Pregel
 
-_MAX_FRAMES = 32
-# files that mark the top of a project: a script below it is importable by its path from there
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_MAX_FRAMES = 64  # LangGraph calls a saver a dozen frames below the graph's method
 S = TypeVar("S")
 
 
@@ -60,8 +59,9 @@ def calling_graph(frame: FrameType | None) -> Pregel[Any, Any] | None:
     return None
 
 
-def graph_allowlist(graph: Pregel[Any, Any]) -> set[tuple[str, ...]]:
-    """What ``StateGraph.compile`` passes to ``with_allowlist`` in strict mode."""
+def graph_types(graph: Pregel[Any, Any]) -> tuple[set[tuple[str, ...]], dict[tuple[str, ...], type]]:
+    """What ``StateGraph.compile`` passes to ``with_allowlist`` in strict mode, and the
+    classes those (module, name) keys stand for."""
     builder = getattr(graph, "builder", None)
     schemas: list[Any] = []
     channels: dict[str, Any] = dict(graph.channels)
@@ -73,7 +73,12 @@ def graph_allowlist(graph: Pregel[Any, Any]) -> set[tuple[str, ...]]:
         for branches in builder.branches.values():
             schemas.extend(b.input_schema for b in branches.values() if b.input_schema is not None)
         channels.update(builder.channels)
-    return build_serde_allowlist(schemas=schemas, channels=channels)
+    return collect_graph_types(schemas=schemas, channels=channels)
+
+
+def graph_allowlist(graph: Pregel[Any, Any]) -> set[tuple[str, ...]]:
+    """The (module, name) keys of ``graph_types``."""
+    return graph_types(graph)[0]
 
 
 def graph_name(graph: Pregel[Any, Any]) -> str:
@@ -102,48 +107,3 @@ class GraphViews:
         views = self._views
         self._views[key] = (weakref.ref(graph, lambda _: views.pop(key, None)), view)
         return view  # type: ignore[no-any-return]
-
-
-# ----------------------------------------------------------------------
-# __main__
-# ----------------------------------------------------------------------
-MAIN = "__main__"
-
-
-@cache
-def main_module_name() -> str | None:
-    """The name the running program's main module can be imported by, or None.
-
-    ``python -m pkg.mod``: ``pkg.mod``. ``python path/to/agent.py``: its dotted path from the
-    top of its project (the nearest folder up with a pyproject.toml, setup.py, setup.cfg or
-    .git; below a ``src`` folder there, from that), else from its own folder (``agent``).
-    None for ``python -c``, a REPL or notebook, or a path that is not a module name."""
-    main = sys.modules.get(MAIN)
-    spec = getattr(main, "__spec__", None)
-    if spec is not None and spec.name and spec.name != MAIN:
-        return str(spec.name)
-    file = getattr(main, "__file__", None)
-    if not file or not file.endswith(".py"):
-        return None
-    path = Path(file).resolve()
-    top = next((d for d in path.parents if any((d / m).exists() for m in _PROJECT_MARKERS)), path.parent)
-    if (top / "src") in path.parents:
-        top = top / "src"
-    parts = [*path.relative_to(top).parent.parts, path.stem]
-    if not all(p.isidentifier() for p in parts):
-        return None
-    return ".".join(parts)
-
-
-def import_named(module: str) -> ModuleType:
-    """``importlib.import_module``, except that the main module's importable name is the
-    running ``__main__`` when nothing imported it under that name: importing the script again
-    would run it a second time and make second copies of its classes."""
-    import importlib
-
-    loaded = sys.modules.get(module)
-    if loaded is not None:
-        return loaded
-    if module == main_module_name() and MAIN in sys.modules:
-        return sys.modules[MAIN]
-    return importlib.import_module(module)

@@ -1,19 +1,25 @@
 """The types a reader without a graph may construct: ``--allow`` and ``[tool.langgraph-repo]``.
 
-The command line and the Agent Server's saver (agent_server.py) read with no graph on the
-stack, so they read under LangGraph's safe types plus what the user allows explicitly
-(docs/types.md): ``--allow module:Name`` (or ``module:*``), and in the project's
-pyproject.toml ``allow = [...]`` and ``graph = "pkg.mod:graph"`` (the types a compiled graph
-registers, found as ``compile`` finds them). Allowing a type imports its module, and
-``graph`` imports the graph's module: that runs the project's code, which is why it is only
-ever taken from pyproject.toml or the command line, never from the state folder (a
-pyproject.toml inside it is ignored).
+Reading state never runs the checkout's code (docs/types.md, "Reading never runs the
+checkout's code"): the command line's read commands construct only LangGraph's safe types
+and what ``--allow`` names on the command line, and show a graph's own types from their
+stored data. The project's table (``allow = [...]``, ``graph = "pkg.mod:graph"``) is read
+only where values must be constructed and only after an explicit choice: the Agent Server's
+factory (``langgraph.json`` names it) and ``export --trust-project``. Even then:
+
+* a standard-library or builtin name (``os:system``) is refused, whatever the table says;
+* the table is read only from a pyproject.toml inside the repository that holds the root
+  (never above its top, never inside the root, which is data) and owned by the current user,
+  as git reads a repository's config only when ``safe.directory`` allows it;
+* the project's folder is appended to ``sys.path`` (after the installed packages) only for
+  that explicit use.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -21,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInputError
-from .graph_types import graph_allowlist
+from .core.errors import BadInputError
+from .core.layout import git_top
+from .core.typenames import TypeKey, is_foreign
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,45 +42,69 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:([A-Za-z
 
 @dataclass
 class Allowed:
-    """What the command line may construct, and where the user said so."""
+    """What a reader may construct, and where the user said so."""
 
-    types: set[tuple[str, ...]] = field(default_factory=set)
-    pyproject: Path | None = None  # the one with a [tool.langgraph-repo] table
-    hint: Path | None = None  # else the nearest one, to name in advice
+    types: set[TypeKey] = field(default_factory=set)
+    pyproject: Path | None = None  # the one whose [tool.langgraph-repo] table was used
 
-    def fix(self, keys: Sequence[tuple[str, ...]]) -> str:
-        """The refused-type advice for the command line: the option, or the pyproject entry."""
-        path = self.pyproject or self.hint
-        where = str(path) if path is not None else "the project's pyproject.toml"
+    def fix(self, keys: Sequence[TypeKey]) -> str:
+        """The refused-type advice for the command line: the option that allows them."""
         items = [f"{k[0]}:{k[1]}" for k in keys]
         modules = sorted({f"{k[0]}:*" for k in keys})
         return (
-            f"To allow them: {' '.join(f'--allow {i}' for i in items)} "
-            f"(or {', '.join(modules)}), or allow = {json.dumps(items)} under [tool.{TABLE}] in {where}"
+            f"To construct them: {' '.join(f'--allow {i}' for i in items)} (or {', '.join(modules)}); "
+            "that imports their module. Without it they are shown as stored (docs/types.md)"
         )
 
 
-def parse_allow(item: str, source: str) -> tuple[str, str]:
-    """``module:Name`` or ``module:*`` as a (module, name) key; ``source`` names where it came from."""
+def parse_allow(item: str, source: str) -> TypeKey:
+    """``module:Name`` or ``module:*`` as a (module, name) key; ``source`` names where it came
+    from. A name from Python itself (``os:system``) is never allowed: no state type needs one
+    that LangGraph does not allow already, and constructing one can run any command."""
     if not _NAME.match(item):
         raise BadInputError(f"{source} {item!r}: expected module:Name or module:* (e.g. myapp.state:Order)")
     module, _, name = item.partition(":")
+    if is_foreign((module, name)):
+        raise BadInputError(
+            f"{source} {item!r}: a name from Python's standard library or builtins is never allowed "
+            "(constructing one can run code); LangGraph's safe types (datetime, Decimal, UUID ...) "
+            "need no option"
+        )
     return module, name
 
 
-def find_pyproject(root: Path, cwd: Path, *, table: bool = True) -> Path | None:
-    """The nearest pyproject.toml with a ``[tool.langgraph-repo]`` table (any, without
-    ``table``), looking up from the root's folder, then from the current folder; none inside
-    the root (that is data)."""
-    root = root.resolve()
-    for start in (root.parent, cwd.resolve()):
-        for folder in (start, *start.parents):
-            candidate = folder / "pyproject.toml"
-            if folder == root or root in folder.parents or not candidate.is_file():
-                continue
-            if not table or _has_table(candidate):
-                return candidate
+def cli_types(given: Sequence[str]) -> Allowed:
+    """What ``--allow`` names; nothing of the project is read."""
+    return Allowed({parse_allow(item, "--allow") for item in given})
+
+
+def find_pyproject(root: Path, cwd: Path | None = None) -> Path | None:
+    """The project's pyproject.toml with a ``[tool.langgraph-repo]`` table: the nearest one
+    from the root's folder up to the top of the git work tree holding the root (the root's
+    folder alone outside git), owned by the current user; none inside the root (that is data).
+    ``cwd`` is not consulted: where a command runs from must not pick its configuration."""
+    root = root.absolute()
+    top = git_top(root.parent)
+    stop = top if top is not None else root.parent
+    for folder in (root.parent, *root.parent.parents):
+        candidate = folder / "pyproject.toml"
+        if _ours(candidate) and _has_table(candidate):
+            return candidate
+        if folder == stop:
+            break
     return None
+
+
+def _ours(path: Path) -> bool:
+    """A regular file the current user owns (on systems with owners)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    if not path.is_file() or path.is_symlink():
+        return False
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or st.st_uid == getuid()
 
 
 def _has_table(path: Path) -> bool:
@@ -95,14 +126,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise BadInputError(f"{path}: cannot read it as TOML: {exc}") from None
 
 
-def allowed_types(root: Path, given: list[str]) -> Allowed:
-    """``--allow`` items plus the project's ``[tool.langgraph-repo]`` (``allow``, ``graph``)."""
-    found = Allowed({parse_allow(item, "--allow") for item in given})
-    found.pyproject = find_pyproject(root, Path.cwd())
+def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
+    """``--allow`` items plus the project's ``[tool.langgraph-repo]`` (``allow``, ``graph``).
+
+    For the explicit uses only (the Agent Server, ``export --trust-project``): ``graph``
+    imports the graph's module, which runs the project's code."""
+    found = cli_types(given)
+    found.pyproject = find_pyproject(root)
     if found.pyproject is None:
-        found.hint = find_pyproject(root, Path.cwd(), table=False)
-        if found.types:
-            _importable(Path.cwd())
         return found
     table = _read_toml(found.pyproject)["tool"][TABLE]
     where = f"{found.pyproject} [tool.{TABLE}]"
@@ -120,7 +151,9 @@ def allowed_types(root: Path, given: list[str]) -> Allowed:
     found.types |= {parse_allow(item, f"{where} allow") for item in allow}
     _importable(found.pyproject.parent)
     for spec in graphs:
-        found.types |= graph_allowlist(_load_graph(spec, f"{where} graph"))
+        from .graph_types import graph_allowlist  # imports LangGraph: only for a graph entry
+
+        found.types |= {k for k in graph_allowlist(_load_graph(spec, f"{where} graph")) if not is_foreign(k)}
     return found
 
 
@@ -146,3 +179,8 @@ def _load_graph(spec: str, where: str) -> Any:
     if not isinstance(graph, Pregel):
         raise BadInputError(f"{where} {spec!r}: is a {type(graph).__name__}, not a compiled graph")
     return graph
+
+
+def json_list(types: set[TypeKey]) -> str:
+    """The ``allow`` entries of ``types``, as TOML/JSON (for advice)."""
+    return json.dumps(sorted(f"{k[0]}:{k[1]}" for k in types))

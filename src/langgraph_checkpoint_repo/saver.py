@@ -1,13 +1,14 @@
-"""RepoSaver: the LangGraph checkpointer contract over the file store.
+"""RepoSaver: the LangGraph checkpointer contract over the documents of a root.
 
-Every method has one synchronous core; the async twins run that core in a
-worker thread so disk I/O never blocks the event loop, and nothing here
-depends on a loop, so sync calls from inside a running loop are fine too.
+Every method has one synchronous core; the async twins run that core in a worker thread so
+disk I/O never blocks the event loop, and nothing here depends on a loop, so sync calls from
+inside a running loop are fine too.
 
-Write path: saver -> values.py (bodies: inline, appended items, large files) -> codec
-(values to JSON trees) -> validation -> durable write, checkpoint file last (it is the
-commit point). Read path is the mirror. Removals and copies are maintenance.py's: each
-removal a plan, carried out.
+Write path: saver -> values.py (bodies: inline, appended items, large files) -> serde.py
+(values to JSON trees) -> core validation -> durable write, checkpoint file last (it is the
+commit point). Read path is the mirror. Removals are core/plans.py's: each removal a plan,
+carried out. Which types a read may construct: serde.py's policy, widened per graph
+(graph_types.py, docs/types.md).
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import builtins
 import copy
 import os
 import random
-import time
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -41,43 +42,57 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
+from langgraph.types import Send
 
-from . import codec as codec_mod
 from ._compat import with_msgpack_allowlist
-from .caches import settled, stat_key
-from .chains import MAX_APPEND_DEPTH
-from .codec import ValueCodec, graph_fix
-from .durable import check_lock_timeout
-from .entries import ValueEntry, entry_from_node
-from .errors import (
+from .core.chains import MAX_APPEND_DEPTH
+from .core.documents import Documents
+from .core.durable import check_lock_timeout
+from .core.entries import ValueEntry, entry_from_node
+from .core.errors import (
+    BadInputError,
     FileFormatError,
     MissingReferenceError,
+    NotFoundError,
     RepoCheckpointError,
-    UnrevivableValueError,
 )
-from .graph_types import GraphViews, frame_above, graph_allowlist, graph_name
-from .heads import Head, choose, read_heads
-from .index import is_plain
-from .jsonread import MAX_FILE_BYTES
-from .layout import find_default_root
-from .maintenance import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
-from .redaction import RedactOption, Redactor, resolve_redactor
-from .store import FileStore
-from .validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
-from .values import ListState as _ListState  # the name _tuple uses
-from .values import ValueWriter, merged_writes
+from .core.heads import CHOICE_KEY, scan, where_of
+from .core.jsonread import MAX_FILE_BYTES
+from .core.layout import find_default_root
+from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
+from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.typenames import Fix, graph_fix
+from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
+from .core.writes import merged_writes, write_idx
+from .graph_types import GraphViews, frame_above, graph_name, graph_types
+from .readmodel.tasks import PULL, PUSH, TASKS, derive_tasks
+from .serde import ValueCodec
+from .values import ListState, ValueWriter
 
 # the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
 _CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
 
 
-# RepoSaver is defined in two classes, so that neither passes 300 lines: this one holds the
-# options, the type policy and the read half of the contract (get_tuple, list, reviving stored
-# values); RepoSaver below adds writing, maintenance, DeltaChannel history and the async twins.
-_S = TypeVar("_S", bound="_RepoSaverBase")
+_S = TypeVar("_S", bound="RepoSaver")
 
 
-class _RepoSaverBase(BaseCheckpointSaver[str]):
+@dataclass(frozen=True)
+class Head:
+    """What ``RepoSaver.heads`` returns per head: its checkpoint as ``get_tuple`` reads it."""
+
+    checkpoint_tuple: CheckpointTuple
+    settled: bool
+
+    @property
+    def config(self) -> RunnableConfig:
+        return self.checkpoint_tuple.config
+
+    @property
+    def checkpoint_id(self) -> str:
+        return str(self.checkpoint_tuple.checkpoint["id"])
+
+
+class RepoSaver(BaseCheckpointSaver[str]):
     """A checkpointer that keeps graph state as reviewable JSON files in the repository.
 
     Args:
@@ -135,14 +150,15 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
         path = Path(root) if root is not None else find_default_root()
         self.root = path.absolute()
-        self.store = FileStore(self.root, durable=durable, lock_timeout=lock_timeout)
+        self.store = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
         self.redactor: Redactor | None = resolve_redactor(redact)
-        self._fix: codec_mod.Fix | None = None  # how a refused type is allowed
+        self._fix: Fix | None = None  # how a refused type is allowed
+        self._classes: dict[tuple[str, ...], type] = {}  # allowed types known as classes (a graph's)
         self.codec = self._new_codec()
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
-        self._lists: dict[tuple[str, str, str], _ListState] = {}
+        self._lists: dict[tuple[str, str, str], ListState] = {}
         # one view per calling graph, with that graph's types (None: this is such a view)
         self._graph_views: GraphViews | None = GraphViews()
 
@@ -154,10 +170,12 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         return self._graph_views.for_caller(self, frame_above(depth + 1), self._graph_view)
 
     def _graph_view(self: _S, graph: Pregel[Any, Any]) -> _S:
-        grown = self.with_allowlist(graph_allowlist(graph))
+        keys, classes = graph_types(graph)
+        grown = self.with_allowlist(keys)
         view = copy.copy(self) if grown is self else grown
         view._graph_views = None
         view._fix = graph_fix(graph_name(graph))
+        view._classes = {**self._classes, **classes}
         view.codec = view._new_codec()
         return view
 
@@ -167,6 +185,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
             self.serde,
             self.redactor,
             allowlist=self._allowlist,
+            classes=self._classes,
             unsafe_allow_pickle=self.unsafe_allow_pickle,
             fix=self._fix,
         )
@@ -223,7 +242,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
+    ) -> Generator[CheckpointTuple, None, None]:
         """As the base class; across threads or namespaces newest first by id, as SqliteSaver
         orders them, and a checkpoint removed since it was listed (by another process) is skipped."""
         if limit is not None and limit <= 0:
@@ -240,7 +259,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
                     meta = self.checkpoint_metadata(thread_id, ns, cid)
                     if any(meta.get(k) != v for k, v in wanted):
                         continue
-                tup = self._tuple(self.store.cached_header(thread_id, ns, cid))
+                tup = self._tuple(self.store.header(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):
                 # removed since it was listed (prune or delete in another process): skip it;
                 # anything else missing is damage, and raises
@@ -255,23 +274,15 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         self.store.meta.persist()
 
     def checkpoint_metadata(self, thread_id: str, ns: str, cid: str, fresh: bool = False) -> dict[str, Any]:
-        """A checkpoint's decoded metadata, kept per checkpoint so filters scan thousands quickly
-        (index.py: in process, and for a fresh process in the derived index): reused while its
-        file's stat key is unchanged (one lstat), so a hand edit is seen. ``fresh``: what
-        decides a removal reads the file itself, never a cache."""
-        plain_ok = self.codec.revives_plain_trees
-        hit = None if fresh else self.store.meta.get(thread_id, ns, cid, plain_ok)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]
-        path = self.store.layout.checkpoint_path(thread_id, ns, cid)
-        read_at = time.time_ns()  # the cache rule (caches.py): both taken before the read
-        st = os.lstat(path)
-        doc = self.store.header(thread_id, ns, cid)
-        meta = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
-        tree = doc["metadata"] if plain_ok and is_plain(doc["metadata"]) else None
-        kept = (str(path), stat_key(st), meta, tree) if settled(st, read_at) else None
-        self.store.meta.keep(thread_id, ns, cid, kept)  # not settled: it may change again unseen
+        """A checkpoint's decoded metadata, kept per checkpoint while its file is unchanged
+        (``Documents.metadata``); ``fresh``: read the file itself, never a cache."""
+        meta = self.store.metadata(
+            thread_id, ns, cid, self._decode_metadata, plain_ok=self.codec.revives_plain_trees, fresh=fresh
+        )
         return meta  # type: ignore[no-any-return]
+
+    def _decode_metadata(self, doc: dict[str, Any], path: Path) -> Any:
+        return self.codec.revive_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
 
     def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
         thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
@@ -289,8 +300,13 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
                 known = self._lists.get(key)
                 if known is None or known.version != versions[channel]:
                     deps = entry.deps if entry.checkable else ((entry.file, None, None),)
-                    self._lists[key] = _ListState(
-                        versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree, deps
+                    self._lists[key] = ListState(
+                        version=versions[channel],
+                        ref=ref,
+                        count=len(entry.tree),
+                        depth=entry.depth,
+                        tree=entry.tree,
+                        deps=deps,
                     )
         stored = doc["checkpoint"]
         checkpoint: dict[str, Any] = {
@@ -313,8 +329,8 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
                     f"{key!r} is a key of the checkpoint itself and cannot come from extra",
                 )
             pointer = f"/checkpoint/extra/{key}"
-            checkpoint[key] = self._decode_tree(tree, self._where(doc, pointer), cpath, pointer)
-        metadata = self._decode_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
+            checkpoint[key] = self.codec.revive_tree(tree, self._where(doc, pointer), cpath, pointer)
+        metadata = self.codec.revive_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
         parent = doc["parent_checkpoint_id"]
         return CheckpointTuple(
             config=_config(thread_id, ns, cid),
@@ -339,14 +355,6 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         path = self.store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
         return f"thread {doc['thread_id']!r} checkpoint {doc['checkpoint_id']} ({path} at {pointer})"
 
-    def _decode_tree(self, tree: Any, where: str, file: str = "", root: str = "") -> Any:
-        """Metadata and checkpoint extras: trees the saver keeps readable even when it encrypts.
-        ``file`` and ``root`` (its pointer there) let an error name where inside it a type
-        rejected its data."""
-        entry = ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
-        entry.file, entry.root = file, root
-        return self.revive(entry, where, readable=True)
-
     def _revive_node(self, node: dict[str, Any], path: Path, where: str, pointer: str = "") -> Any:
         node, holder = self.store.resolve_node(node, path, pointer)
         if holder != path:
@@ -356,32 +364,8 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
         return self.revive(entry, where)
 
     def revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
-        """Revive a value as ``get_tuple`` does (also for review.py), refusing (before any
-        import) types outside the allowlist; ``where`` names it in errors.
-
-        Every kind of stored payload passes the saver's checks before the serde sees it: a
-        JSON tree (``readable``: metadata, which is never encrypted) by the types it names,
-        a base64 payload by the codec (decrypted, parsed and checked, or refused)."""
-        if not readable and (entry.raw is None or "+" not in entry.raw[0]):
-            self.codec.refuse_plaintext(where)
-        self.codec.check_types(entry.types, where, lambda key: codec_mod.locate_type(entry, key))
-        if entry.raw is not None:
-            return self.codec.loads(entry.raw, where, entry.locate)
-        if not entry.types and self.codec.revives_plain_trees:
-            try:
-                return codec_mod.plain_value(entry.tree)
-            except (ValueError, TypeError, KeyError) as exc:
-                raise UnrevivableValueError(f"{where}: malformed value: {exc}") from exc
-        try:
-            typed = entry.typed()
-        except FileFormatError as exc:
-            raise UnrevivableValueError(f"{where}: {exc}") from exc
-        return self.codec.loads_checked(typed[1], where, entry.locate)
-
-
-class RepoSaver(_RepoSaverBase):
-    # the options are the constructor's, documented with it
-    __doc__ = _RepoSaverBase.__doc__
+        """A resolved value as ``get_tuple`` revives it (``ValueCodec.revive``)."""
+        return self.codec.revive(entry, where, readable=readable)
 
     # ------------------------------------------------------------------
     # writing
@@ -455,7 +439,7 @@ class RepoSaver(_RepoSaverBase):
             large: builtins.list[tuple[Path, bytes]] = []
             entries: builtins.list[dict[str, Any]] = []
             for i, (channel, value) in enumerate(writes):
-                idx = WRITES_IDX_MAP.get(channel, i)
+                idx = write_idx(channel, i)
                 if idx >= 0 and (task_id, idx) in existing:
                     continue  # first write wins for regular writes; special ones replace
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
@@ -502,7 +486,7 @@ class RepoSaver(_RepoSaverBase):
             return
         for thread_id in self.store.thread_ids():
             with self.store.thread_lock(thread_id, exclusive=True):
-                carry_out(self.store, plan_runs(self, thread_id, wanted))
+                carry_out(self.store, plan_runs(self.store, self._fresh_metadata, thread_id, wanted))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """As the base class, but ``keep_latest`` also keeps the ancestors a DeltaChannel needs
@@ -515,7 +499,7 @@ class RepoSaver(_RepoSaverBase):
                 self.delete_thread(thread_id)
                 continue
             with self.store.thread_lock(thread_id, exclusive=True):
-                carry_out(self.store, plan_keep_latest(self, thread_id))
+                carry_out(self.store, plan_keep_latest(self.store, self._fresh_metadata, thread_id))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """As the base class (every file, so whole parent chains); copying a thread onto itself
@@ -525,13 +509,72 @@ class RepoSaver(_RepoSaverBase):
         copy_thread_files(self.store, source_thread_id, target_thread_id)
         self._forget(target_thread_id)
 
+    def _fresh_metadata(self, thread_id: str, ns: str, cid: str) -> Mapping[str, Any]:
+        """What decides a removal: metadata read from the file itself, never from a cache."""
+        return self.checkpoint_metadata(thread_id, ns, cid, fresh=True)
+
+    # ------------------------------------------------------------------
+    # heads (core/heads.py finds them; docs/forks.md)
+    # ------------------------------------------------------------------
     def heads(self, config: RunnableConfig) -> builtins.list[Head]:
         """The heads of ``config``'s namespace, newest first, settled or not (docs/forks.md)."""
-        return read_heads(self._learn_graph_types(0), config)
+        view = self._learn_graph_types(0)
+        thread_id, ns = _thread_ns(config)
+        out = []
+        for state in scan(view.store, thread_id, ns):
+            tup = view.get_tuple(_config(thread_id, ns, state.checkpoint_id))
+            if tup is not None:  # None: removed since it was listed
+                out.append(Head(tup, state.settled))
+        return out
 
     def choose_head(self, config: RunnableConfig) -> RunnableConfig:
-        """Make the head ``config`` names continue, the choice recorded (heads.py, docs/forks.md)."""
-        return choose(self, config)
+        """Make the head ``config`` names continue, the choice recorded: a new newest checkpoint,
+        child of the chosen head, holding the same values and versions, the head's metadata
+        (source "fork") with the choice, and the head's pending writes under the task ids the
+        new checkpoint gives the same tasks (docs/forks.md)."""
+        thread_id, ns = _thread_ns(config)
+        cid = (config.get("configurable") or {}).get("checkpoint_id")
+        if not cid:
+            raise BadInputError(
+                "choose_head needs config['configurable']['checkpoint_id']: the head that is to continue"
+            )
+        cid = str(cid)
+        with self.store.thread_lock(thread_id):
+            heads = scan(self.store, thread_id, ns)
+            if not heads:
+                raise NotFoundError(f"{where_of(thread_id, ns)} has no checkpoints under {self.root}")
+            ids = [h.checkpoint_id for h in heads]
+            if cid not in ids:
+                known = cid in self.store.checkpoint_ids(thread_id, ns)
+                what = "is not a head (a later checkpoint continues it)" if known else "is not there"
+                raise (BadInputError if known else NotFoundError)(
+                    f"checkpoint {cid!r} of {where_of(thread_id, ns)} {what}; its heads are {', '.join(ids)}"
+                )
+            over = [i for i in ids if i != cid]
+            if not over:
+                return _config(thread_id, ns, cid)  # the only head: it continues already
+            head = self.get_tuple(_config(thread_id, ns, cid))
+            if head is None:
+                raise NotFoundError(f"checkpoint {cid!r} of {where_of(thread_id, ns)} was removed meanwhile")
+            step = head.metadata.get("step")
+            new_id = str(uuid6(clock_seq=step if isinstance(step, int) else None))
+            newest = self.store.checkpoint_ids(thread_id, ns)[-1]
+            if new_id <= newest:
+                raise RepoCheckpointError(
+                    f"cannot choose in {where_of(thread_id, ns)}: this machine's clock is behind checkpoint "
+                    f"{newest}, so a new checkpoint would not be the newest; fix the clock and retry"
+                )
+            checkpoint: Any = {**head.checkpoint, "id": new_id, "ts": datetime.now(timezone.utc).isoformat()}
+            metadata: Any = {**head.metadata, "source": "fork", CHOICE_KEY: {"chose": cid, "over": over}}
+            new_config = self.put(head.config, checkpoint, metadata, {})
+            renamed = _task_ids(head, new_id)
+            by_task: dict[str, builtins.list[tuple[str, Any]]] = {}
+            for task_id, channel, value in head.pending_writes or []:
+                by_task.setdefault(task_id, []).append((channel, value))
+            for task_id, writes in by_task.items():
+                new_task, path = renamed.get(task_id, (task_id, ""))
+                self.put_writes(new_config, writes, new_task, path)
+            return new_config
 
     async def aheads(self, config: RunnableConfig) -> builtins.list[Head]:
         """``heads`` in a worker thread."""
@@ -627,13 +670,17 @@ class RepoSaver(_RepoSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """``list`` in a worker thread, collected there, then yielded."""
-        view = self._learn_graph_types(0)
-        items = await asyncio.to_thread(
-            lambda: list(view.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
+        """``list`` in a worker thread, each checkpoint yielded as soon as it is read."""
+        view = self._learn_graph_types(0)  # here, where the calling graph is on the stack
+        rows = view.list(config, filter=filter, before=before, limit=limit)
+        try:
+            while True:
+                item = await asyncio.to_thread(next, rows, None)
+                if item is None:
+                    return
+                yield item
+        finally:
+            rows.close()
 
     async def aput(
         self,
@@ -690,7 +737,7 @@ def _thread_ns(config: RunnableConfig) -> tuple[str, str]:
 
 
 def _listed(
-    store: FileStore, config: RunnableConfig | None, before: RunnableConfig | None
+    store: Documents, config: RunnableConfig | None, before: RunnableConfig | None
 ) -> Iterable[tuple[str, str, str]]:
     """``list``'s checkpoints as (id, thread, namespace): newest first within one namespace,
     and across threads and namespaces newest first by id, as SqliteSaver orders them."""
@@ -746,3 +793,27 @@ def _allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
     )
 
 
+def _task_ids(head: CheckpointTuple, new_id: str) -> dict[str, tuple[str, str]]:
+    """Old task id -> (new task id, task path): LangGraph derives a task's id from its
+    checkpoint's id, so the same task of the copy has another id; its writes must move with it.
+    Tasks that cannot be derived from the checkpoint alone keep their id (docs/forks.md)."""
+    cp: Any = head.checkpoint
+    values = cp["channel_values"]
+    sends = [
+        {"$type": ["langgraph.types", "Send"], "$args": [p.node]} if isinstance(p, Send) else p
+        for p in values.get(TASKS) or []
+    ]
+    ns = str(head.config["configurable"].get("checkpoint_ns") or "")
+
+    def tasks(cid: str) -> builtins.list[Any]:
+        doc = {"checkpoint_ns": ns, "checkpoint_id": cid, "metadata": dict(head.metadata), "checkpoint": cp}
+        return derive_tasks(doc, set(values), sends)
+
+    out: dict[str, tuple[str, str]] = {}
+    for old, new in zip(tasks(str(cp["id"])), tasks(new_id), strict=True):
+        if old.id is None or new.id is None:
+            continue
+        kind, _, idx = old.kind.partition(" ")
+        path = f"~{PULL}, {old.name}" if kind == "pull" else f"~{PUSH}, {int(idx):010d}"
+        out[old.id] = (new.id, path)
+    return out

@@ -26,10 +26,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
 
 from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
-from .errors import RepoCheckpointError
-from .errors import SaverSpecError as SaverSpecError  # re-exported: their old home
-from .errors import ThreadExistsError as ThreadExistsError
-from .errors import ThreadNotFoundError as ThreadNotFoundError
+from .core.errors import RepoCheckpointError
+from .core.errors import SaverSpecError as SaverSpecError  # re-exported: their old home
+from .core.errors import ThreadExistsError as ThreadExistsError
+from .core.errors import ThreadNotFoundError as ThreadNotFoundError
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""How a put turns channel values into the bodies of its files, and how stored writes merge.
+"""How a put turns channel values into the bodies of its files.
 
 Each channel version a put brings (``new_versions``) is stored in the new checkpoint file under
 ``new_values``, in one of three shapes:
@@ -13,36 +13,34 @@ Each channel version a put brings (``new_versions``) is stored in the new checkp
 
 A node whose JSON is over ``large_value_bytes`` goes to ``large/<sha256>.json`` and the body
 keeps ``{"large": digest}`` (``ValueWriter.maybe_large``); ``large_digest`` is the one reader of
-that rule. Every other channel is referred to where its version already lives
+that rule (core/objects.py). Every other channel is referred to where its version already lives
 (``ValueWriter.carried_refs``), found by version as InMemorySaver finds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, writes_sort_key
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
-from . import codec as codec_mod
-from .caches import Dep, refresh, stat_key_of
-from .codec import ValueCodec
-from .durable import digest_node, json_size
-from .entries import large_ref
-from .errors import InvalidWriteError
-from .objects import Sharer, refs_in, weight_problem
-from .packed import msgpack_array_header, msgpack_array_split
-from .store import FileStore
-from .validation import SCHEMA_VERSION
+from .core.caches import Dep, refresh, stat_key_of
+from .core.documents import Documents
+from .core.durable import digest_node, json_size
+from .core.errors import InvalidWriteError
+from .core.objects import Sharer, large_digest, weight_problem
+from .core.packed import msgpack_array_header, msgpack_array_split
+from .core.tree import b64, msgpack_to_tree
+from .core.validation import SCHEMA_VERSION
+from .serde import ValueCodec
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
 ListKey = tuple[str, str, str]  # (thread_id, checkpoint_ns, channel)
 Prepared = list[tuple[Path, bytes]]  # files validated and serialised, to write in one batch
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ListState:
     """What we last wrote or read of a list channel, to store the next version as an append."""
 
@@ -50,8 +48,8 @@ class ListState:
     ref: str  # where that version's value lives
     count: int
     depth: int
-    body: bytes | None  # the serde's msgpack items (no array header), when we wrote it
-    tree: list[Any] | None  # the JSON tree, when we read it from disk
+    body: bytes | None = None  # the serde's msgpack items (no array header), when we wrote it
+    tree: list[Any] | None = None  # the JSON tree, when we read it from disk
     # the files that version's list is rebuilt from, with their stat keys when we wrote or
     # read them: an append is only made onto a chain no one has changed since
     deps: tuple[Dep, ...] = ()
@@ -70,7 +68,7 @@ class NewValues:
     @property
     def carried(self) -> dict[str, str]:
         """The refs a checkpoint file lists: those of channels it does not hold itself (a
-        channel in ``new_values`` is read from the same file; ``FileStore`` fills it in)."""
+        channel in ``new_values`` is read from the same file; ``Documents`` fills it in)."""
         return {ch: ref for ch, ref in self.refs.items() if ch not in self.bodies}
 
 
@@ -82,7 +80,7 @@ class ValueWriter:
     is the saver's own dict, shared, so what one put remembers the next one finds.
     """
 
-    store: FileStore
+    store: Documents
     codec: ValueCodec
     lists: dict[ListKey, ListState]
     large_value_bytes: int
@@ -234,7 +232,7 @@ class ValueWriter:
             return {"empty": True}, None
         type_, data = self.codec.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
-            node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
+            node: dict[str, Any] = {"serde": type_, "base64": b64(data)}
             return {"value": self.stored_node(thread_id, node, large)}, None
         state: ListState | None = None
         if type(value) is list:
@@ -245,10 +243,12 @@ class ValueWriter:
                 if appended is not None:
                     appended["items"] = self.shared(thread_id, appended["items"], large, items=True)
                     base_deps = self.lists[(thread_id, ns, channel)].deps
-                    state = ListState(version, "", count, appended["depth"], body, None, base_deps)
+                    state = ListState(
+                        version=version, ref="", count=count, depth=appended["depth"], body=body, deps=base_deps
+                    )
                     return {"append": appended}, state
-                state = ListState(version, "", count, 0, body, None)
-        node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
+                state = ListState(version=version, ref="", count=count, depth=0, body=body)
+        node = {"serde": "msgpack", "json": msgpack_to_tree(data)}
         return {"value": self.stored_node(thread_id, node, large)}, state
 
     def as_append(
@@ -265,9 +265,9 @@ class ValueWriter:
         items: list[Any] | None = None
         if state.body is not None and body.startswith(state.body):
             suffix = body[len(state.body) :]
-            items = codec_mod.msgpack_to_tree(msgpack_array_header(count - state.count) + suffix)
+            items = msgpack_to_tree(msgpack_array_header(count - state.count) + suffix)
         elif state.tree is not None:
-            full = codec_mod.msgpack_to_tree(data)
+            full = msgpack_to_tree(data)
             if full[: state.count] == state.tree:
                 items = full[state.count :]
         if items is None or json_size(items) > self.large_value_bytes:
@@ -313,73 +313,3 @@ class ValueWriter:
                     large.append(self.store.prepare("object", doc, path))
                     pending.add(path)
         return out
-
-
-def large_digest(body: Mapping[str, Any]) -> str | None:
-    """The large file a value body or a write entry refers to (``{"value": {"large": digest}}``)."""
-    return large_ref(body.get("value"))
-
-
-def large_in(body: Mapping[str, Any], used: set[str]) -> None:
-    """Collect the large-value digest a value body or a write entry refers to."""
-    digest = large_digest(body)
-    if digest is not None:
-        used.add(digest)
-
-
-def objects_in(body: Mapping[str, Any], used: set[str]) -> None:
-    """Collect the object digests a value body, a write entry or a large value refers to
-    directly (``$ref`` in its tree or its appended items)."""
-    node = body.get("value")
-    if isinstance(node, dict) and "json" in node:
-        used.update(refs_in(node["json"]))
-    app = body.get("append")
-    if isinstance(app, dict):
-        used.update(refs_in(app.get("items")))
-
-
-def object_closure(store: FileStore, thread_id: str, roots: set[str]) -> set[str]:
-    """Every object reachable from ``roots`` (objects refer to objects); each read once, so
-    a hand-made loop ends. A missing object is left out: validate names it."""
-    seen: set[str] = set()
-    todo = list(roots)
-    while todo:
-        digest = todo.pop()
-        if digest in seen:
-            continue
-        seen.add(digest)
-        try:
-            doc = store.read_doc(store.layout.object_path(thread_id, digest), "object")
-        except FileNotFoundError:
-            continue
-        todo.extend(refs_in(doc["tree"]))
-    return seen
-
-
-@dataclass(frozen=True)
-class StoredWrite:
-    """One pending write as stored, before its value is revived."""
-
-    task_id: str
-    task_path: str
-    channel: str
-    idx: int
-    node: dict[str, Any]  # the stored value node (it may name a large file)
-    path: Path  # the writes file
-    index: int  # its place in that file's ``writes``
-
-
-def merged_writes(store: FileStore, thread_id: str, ns: str, cid: str) -> list[StoredWrite]:
-    """A checkpoint's pending writes as ``get_tuple`` returns them: per task and ``idx`` the
-    first regular write (``idx >= 0``) wins and a special one (``idx < 0``) is replaced by a
-    later one, as the other savers do; ordered by LangGraph's ``writes_sort_key``."""
-    merged: dict[tuple[str, int], StoredWrite] = {}
-    for path, doc in store.writes_docs(thread_id, ns, cid):
-        for i, w in enumerate(doc["writes"]):
-            key = (doc["task_id"], w["idx"])
-            if w["idx"] >= 0 and key in merged:
-                continue
-            merged[key] = StoredWrite(
-                doc["task_id"], doc["task_path"], w["channel"], w["idx"], w["value"], path, i
-            )
-    return [merged[k] for k in sorted(merged, key=lambda k: writes_sort_key(merged[k].task_path, *k))]

@@ -2,16 +2,16 @@
 
 Commands are typer functions, one module per group: ``read`` (threads, history, show,
 diff, tasks), ``health`` (validate, fsck), ``render``, ``maintain`` (delete, copy, prune,
-migrate), ``transfer`` (import, export) and ``heads``. What they show is worked out in ``review`` and
-``checks`` and drawn with rich by ``output`` (the screening console, tables, JSON),
+migrate), ``transfer`` (import, export) and ``heads``. What they show is worked out in ``readmodel`` and
+``core.checks`` and drawn with rich by ``output`` (the screening console, tables, JSON),
 ``views`` (rich text and tables), ``shape`` (the ``--json`` shapes) and ``markdown``
 (render's Markdown). ``app`` holds the typer app, global options and the mapping of every
-error to its exit code (``errors.EXIT_CODES``, docs/cli.md).
+error to its exit code (``exits.EXIT_CODES``, docs/cli.md).
 """
 
 from __future__ import annotations
 
-from ..errors import CliError  # re-exported: its old home (cli.py)
+from .exits import CliError
 
 # importing the command modules registers their commands on ``app``, in this order (--help's)
 # isort: off

@@ -3,12 +3,13 @@ options, settings, root checks and the option types the commands share.
 
 Exit codes (docs/cli.md): 0 ok, 1 problems found, 2 usage error or malformed/ambiguous
 id, 3 not found, 4 a file that cannot be read as its kind, 5 refused or not confirmed,
-6 any other error (I/O, lock timeout); ``errors.EXIT_CODES`` maps each error type to its
+6 any other error (I/O, lock timeout); ``exits.EXIT_CODES`` maps each error type to its
 code. Errors are one line on stderr, never a traceback."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,23 +23,19 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from ..errors import (
-    BadInputError,
-    NotFoundError,
-    RepoCheckpointError,
-    exit_code,
-)
-from ..layout import find_default_root, holds_state
+from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
+from ..core.layout import find_default_root, holds_state
+from .exits import OK, exit_code
 from .output import (
     _err_console,
     _out_console,
 )
 
-if TYPE_CHECKING:  # both import LangGraph: only the commands that read values load them
-    from ..project_types import Allowed
-    from ..review import Reader
+if TYPE_CHECKING:
+    from datetime import datetime
 
-OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED = 0, 1, 2, 3, 4, 5, 6
+    from ..readmodel.reader import Reader
+
 PROG = "langgraph-repo"
 
 
@@ -76,7 +73,7 @@ class _Group(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except RepoCheckpointError as exc:  # its exit code: the one table, errors.EXIT_CODES
+        except RepoCheckpointError as exc:  # its exit code: the one table, exits.EXIT_CODES
             _fail(str(exc), exit_code(exc))
         except BrokenPipeError:
             # the reader of our output went away (``| head``): stop quietly
@@ -153,9 +150,9 @@ def _main(
         typer.Option(
             "--allow",
             metavar="MODULE:NAME",
-            help="A type of your state the files may construct (module:Name, or module:* for all "
-            "classes of a module; repeatable). Imports that module. Also: [tool.langgraph-repo] "
-            "allow/graph in pyproject.toml (docs/types.md).",
+            help="A type of your state that show, diff and render may construct (module:Name, or "
+            "module:* for all classes of a module; repeatable). Imports that module; without it "
+            "such values are shown as stored (docs/types.md).",
         ),
     ] = None,
 ) -> None:
@@ -203,24 +200,47 @@ def _settings(ctx: typer.Context) -> Settings:
     return settings
 
 
-def _allowed(ctx: typer.Context) -> Allowed:
-    """What this command may construct: ``--allow`` and the project's pyproject.toml."""
-    from ..project_types import allowed_types
+def _reader(ctx: typer.Context, *, revive: bool = False) -> Reader:
+    """A reader of the root. By default it constructs nothing and imports no LangGraph (the
+    files are read, validated and shown as stored). ``revive`` (show, diff, render): values are
+    constructed as a graph would read them, LangGraph's safe types and what ``--allow`` names;
+    never what the checkout's own files name (docs/types.md)."""
+    from ..readmodel.reader import Reader
 
     settings = _settings(ctx)
-    return allowed_types(settings.root, settings.allow)
+    _check_root(settings.root)
+    if not revive:
+        return Reader(settings.root)
+    from ..project_types import cli_types
+    from ..serde import reader_codec
+
+    allowed = cli_types(settings.allow)
+    return Reader(settings.root, reviver=reader_codec(allowed.types, allowed.fix))
 
 
-def _reader(ctx: typer.Context, *, values: bool = True) -> Reader:
-    """A reader of the root; ``values=False`` (commands that construct no values: fsck,
-    delete, copy, prune) takes no ``--allow`` or pyproject table, so imports nothing."""
-    from ..review import Reader
+_AGE = re.compile(r"^(\d+)([smhdw])$")
+_AGE_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
-    _check_root(_settings(ctx).root)
-    if not values:
-        return Reader(_settings(ctx).root)
-    allowed = _allowed(ctx)
-    return Reader(_settings(ctx).root, allowlist=allowed.types, fix=allowed.fix)
+
+def parse_age(text: str) -> float:
+    """``90m``, ``12h``, ``30d``, ``2w`` to seconds."""
+    match = _AGE.match(text.strip())
+    if not match:
+        raise BadInputError(f"bad age {text!r}: use a number and s, m, h, d or w (e.g. 30d)")
+    return int(match.group(1)) * _AGE_SECONDS[match.group(2)]
+
+
+def parse_date(text: str) -> datetime:
+    """An ISO date or date-time; without a zone it is UTC."""
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise BadInputError(
+            f"bad date {text!r}: use an ISO date like 2026-01-31 or 2026-01-31T12:00"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def progress_columns() -> tuple[Any, ...]:

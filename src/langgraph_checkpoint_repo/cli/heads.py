@@ -1,5 +1,6 @@
 """``heads``: the heads of a thread's namespace, and choosing which one continues
-(docs/forks.md). The rule and the choice are heads.py's; this module only shows them."""
+(docs/forks.md). The rule is core/heads.py's and the choice the saver's; this module only
+shows them. Listing heads constructs nothing; ``--choose`` writes through the saver."""
 
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ from rich.text import Text
 from .app import JsonOpt, NsOpt, Settings, _reader, _settings, app
 from .output import _print_json, _print_table
 
-if TYPE_CHECKING:  # these import LangGraph: each command imports what it uses when it runs
+if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from ..review import Reader
+    from ..readmodel.reader import Reader
 
 
 def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     """What a head ends on: the text of the last message in ``messages``, else the channel
     whose version changed last, shortly (values as stored; what may be constructed is)."""
-    from .. import present
-    from ..review import is_internal
+    from ..readmodel.tasks import is_internal
+    from . import present
 
     trees = reader.state(thread, ns, cid, revive=False).trees
     messages = trees.get("messages")
@@ -38,7 +39,7 @@ def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
 
 def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     """One row per head, newest first: what ``heads`` prints (the ``--json`` shape)."""
-    from ..heads import scan
+    from ..core.heads import scan
 
     states = scan(reader.store, thread, ns)
     rows = []
@@ -78,7 +79,7 @@ def heads_command(
 ) -> None:
     """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
     their last message; the newest continues. ``--choose`` picks another (docs/forks.md)."""
-    from ..heads import scan, unsettled
+    from ..core.heads import scan, unsettled
 
     settings = _settings(ctx)
     reader = _reader(ctx)
@@ -121,7 +122,7 @@ def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: st
     cid = reader.resolve(thread, ns, choose)
     ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
     config: RunnableConfig = {"configurable": ids}
-    new = reader.saver.choose_head(config)
+    new = _saver(settings).choose_head(config)
     new_id = str(new["configurable"]["checkpoint_id"])
     if as_json:
         _print_json({"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id})
@@ -131,8 +132,17 @@ def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: st
     settings.err.print(Text(f"{cid} {what}", style="green"))
 
 
+def _saver(settings: Settings) -> Any:
+    """The saver a command writes through (imports LangGraph): it constructs the values it
+    copies, LangGraph's safe types and what ``--allow`` names."""
+    from ..project_types import cli_types
+    from ..saver import RepoSaver
+
+    return RepoSaver(settings.root, allowlist=sorted(cli_types(settings.allow).types) or None)
+
+
 def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:
-    from .. import present
+    from . import present
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("head", "time (UTC)", "step", "source", "state", "last message"):

@@ -1,4 +1,7 @@
-"""Check commands: validate and fsck (exit 1 when they find problems)."""
+"""Check commands: validate and fsck (exit 1 when they find problems).
+
+Both read the files only (core/checks.py): no value is constructed and LangGraph is not
+imported, unless ``validate --revive`` asks to construct LangGraph's own types as a read would."""
 
 from __future__ import annotations
 
@@ -8,12 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from ..errors import (
+from ..core.errors import (
     BadInputError,
     NotFoundError,
 )
 from .app import (
-    PROBLEMS,
     JsonOpt,
     Settings,
     _check_root,
@@ -22,14 +24,15 @@ from .app import (
     _settings,
     app,
 )
+from .exits import PROBLEMS
 from .output import (
     _print_json,
     _rel,
 )
 
 if TYPE_CHECKING:
-    from ..checks import Problem, Validator
-    from ..filechecks import Targets
+    from ..core.checks import Problem, Validator
+    from ..core.filechecks import Targets
 
 
 @app.command()
@@ -58,11 +61,19 @@ def validate(
             "docs/forks.md).",
         ),
     ] = False,
+    revive: Annotated[
+        bool,
+        typer.Option(
+            "--revive",
+            help="Also construct the types LangGraph ships (messages, Send, datetimes ...) strictly, as "
+            "a graph's read would, and report data they reject (imports LangGraph; slower).",
+        ),
+    ] = False,
 ) -> None:
     """Check every file against its schema, every reference, names against contents, and
     that no string looks like an API key or token.
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
-    from ..checks import Validator
+    from ..core.checks import Validator
 
     settings = _settings(ctx)
     root = settings.root
@@ -70,16 +81,21 @@ def validate(
     found = _targets(root, list(paths or []))
     folders = None if found.whole or not paths else found.folders
     with _progress(settings, "validating", _count(root, folders, found.files)) as advance:
-        validator = Validator(root, advance, secrets=secrets)
+        revival = None
+        if revive:
+            from ..serde import check_revival
+
+            revival = check_revival
+        validator = Validator(root, advance, secrets=secrets, revival=revival)
         if folders is None or folders:
             validator.run(folders)
         if folders is not None and found.files:
-            from ..filechecks import check_files
+            from ..core.filechecks import check_files
 
             check_files(validator, found.files)
     problems = sorted(set(validator.problems))
     if heads:
-        from ..heads import unsettled_problems
+        from ..core.heads import unsettled_problems
 
         where = None if folders is None else sorted({*folders, *(_thread_of(root, f) for f in found.files)})
         problems = sorted(set(problems) | set(unsettled_problems(validator.store, where)))
@@ -90,7 +106,7 @@ def validate(
 
 def _targets(root: Path, paths: list[Path]) -> Targets:
     """What ``validate PATH...`` checks; a path outside the root or not there is an error naming it."""
-    from ..filechecks import targets
+    from ..core.filechecks import targets
 
     found = targets(root, paths)
     if found.outside:
@@ -103,7 +119,7 @@ def _targets(root: Path, paths: list[Path]) -> Targets:
 
 def _count(root: Path, folders: list[Path] | None, files: list[Path]) -> int:
     """How many files the run reads itself (the progress bar's total)."""
-    from ..checks import count_files
+    from ..core.checks import count_files
 
     whole = count_files(root, folders) if folders is None or folders else 0
     return whole + (len(files) if folders is not None else 0)
@@ -152,16 +168,16 @@ def fsck_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
-    from ..checks import count_files, fsck, repair
+    from ..core.checks import count_files, fsck, repair
     from .shape import _finding_json
 
     settings = _settings(ctx)
-    reader = _reader(ctx, values=False)
+    reader = _reader(ctx)
     total = count_files(reader.root)
     with _progress(settings, "checking", total) as advance:
-        findings = fsck(reader, advance)
+        findings = fsck(reader.store, advance)
     if do_repair:
-        repair(reader, findings)
+        repair(reader.store, findings)
     left = [f for f in findings if not f.repaired and f.kind != "foreign"]  # foreign: reported only
     if as_json:
         _print_json(

@@ -1,4 +1,7 @@
-"""Commands that change the state: delete, copy, prune, migrate (they ask first)."""
+"""Commands that change the state: delete, copy, prune, migrate (they ask first).
+
+Each works on the files (core/plans.py, core/documents.py) under the thread's lock, as the
+saver's own methods do; none constructs a value or imports LangGraph."""
 
 from __future__ import annotations
 
@@ -9,12 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from ..errors import (
-    BadInputError,
-    CliError,
-)
+from ..core.errors import BadInputError
 from .app import (
-    REFUSED,
     JsonOpt,
     Settings,
     YesOpt,
@@ -23,16 +22,18 @@ from .app import (
     _reader,
     _settings,
     app,
+    parse_age,
 )
+from .exits import REFUSED, CliError
 from .output import (
     _print_json,
     _rel,
     screen,
 )
 
-if TYPE_CHECKING:  # maintenance and review import LangGraph: each command imports them when it runs
-    from ..maintenance import PrunePlan
-    from ..review import Reader
+if TYPE_CHECKING:
+    from ..core.plans import PrunePlan
+    from ..readmodel.reader import Reader
 
 
 def _confirm(settings: Settings, question: str, yes: bool) -> None:
@@ -57,7 +58,7 @@ def delete(
 ) -> None:
     """Delete a thread and all its files."""
     settings = _settings(ctx)
-    reader = _reader(ctx, values=False)
+    reader = _reader(ctx)
     summary = reader.summary(thread)
     files = reader.thread_files(thread)
     note = ""
@@ -69,7 +70,10 @@ def delete(
         f"{_rel(reader.layout.thread_dir(thread))}?{note}",
         yes,
     )
-    reader.saver.delete_thread(thread)
+    store = reader.store
+    with store.thread_lock(thread, exclusive=True):
+        store.remove_tree(store.layout.thread_dir(thread))
+        store.forget_thread(thread)
     settings.out.print(f"deleted thread {thread!r} ({summary.checkpoints} checkpoints, {len(files)} files)")
 
 
@@ -80,17 +84,18 @@ def copy(
     target: Annotated[str, typer.Argument(help="New thread id (must not exist).")],
 ) -> None:
     """Copy a thread, every checkpoint and file, to a new thread id."""
-    from ..review import check_thread_id
+    from ..core.plans import copy_thread_files
+    from ..readmodel.reader import check_thread_id
 
     settings = _settings(ctx)
-    reader = _reader(ctx, values=False)
+    reader = _reader(ctx)
     summary = reader.summary(source)
     check_thread_id(target)
     if reader.layout.thread_dir(target).exists():
         raise CliError(f"thread {target!r} already exists: delete it first or choose another id", REFUSED)
     if source == target:
         raise BadInputError("source and target are the same thread")
-    reader.saver.copy_thread(source, target)
+    copy_thread_files(reader.store, source, target)
     settings.out.print(f"copied thread {source!r} to {target!r} ({summary.checkpoints} checkpoints)")
 
 
@@ -118,8 +123,6 @@ def prune(
 ) -> None:
     """Remove old checkpoints. Never a thread waiting on an interrupt, never what a DeltaChannel
     or an appended list still needs, never a hole in the middle of a history."""
-    from ..maintenance import plan_prune
-    from ..review import parse_age
     from .shape import _plan_json
     from .views import _print_plan
 
@@ -127,13 +130,13 @@ def prune(
     if keep_last is None and older_than is None:
         raise BadInputError("give --keep-last N, --older-than AGE, or both")
     age = parse_age(older_than) if older_than is not None else None
-    reader = _reader(ctx, values=False)
+    reader = _reader(ctx)
     now = datetime.now(timezone.utc)
     ids = list(thread_ids or [])
     for tid in ids:
         reader.namespaces(tid)  # unknown thread: exit 3 before anything else
     ids = ids or reader.thread_ids()
-    plans = [plan_prune(reader, t, keep_last=keep_last, older_than=age, now=now) for t in ids]
+    plans = [_plan(reader, t, keep_last, age, now) for t in ids]
     doing = [p for p in plans if p.doomed]
     if dry_run or not doing:
         if as_json:
@@ -157,6 +160,14 @@ def prune(
         )
 
 
+def _plan(reader: Reader, thread_id: str, keep_last: int | None, age: float | None, now: datetime) -> PrunePlan:
+    """``prune``'s plan for one thread; a thread waiting on an interrupt is left whole."""
+    from ..core.plans import plan_prune
+
+    waits = [i.task_name for i in reader.summary(thread_id).waiting]
+    return plan_prune(reader.store, thread_id, keep_last=keep_last, older_than=age, now=now, waits_at=waits)
+
+
 def _run_plans(
     settings: Settings,
     reader: Reader,
@@ -169,7 +180,7 @@ def _run_plans(
     """Carry out ``prune``'s confirmed plans, the very ones printed: each under its thread's
     lock and only if the thread still plans the same (files and contents); the JSON of each
     (what was removed and written, as found on disk) and the threads that changed meanwhile."""
-    from ..maintenance import carry_out, plan_prune
+    from ..core.plans import carry_out
     from .shape import _plan_json
 
     results: list[dict[str, Any]] = []
@@ -179,7 +190,7 @@ def _run_plans(
             results.append(_plan_json(plan))
             continue
         with reader.store.thread_lock(plan.thread_id, exclusive=True):
-            if plan_prune(reader, plan.thread_id, keep_last=keep_last, older_than=age, now=now) != plan:
+            if _plan(reader, plan.thread_id, keep_last, age, now) != plan:
                 changed.append(plan.thread_id)
                 continue
             before = set(reader.thread_files(plan.thread_id))
@@ -210,9 +221,9 @@ def migrate(
     Every file is upgraded and validated before any is replaced; each is then replaced
     atomically under its thread's lock, so an interrupted run is finished by running it again.
     """
-    from ..checks import count_files
-    from ..migrations import migrate_root
-    from ..validation import SCHEMA_VERSION
+    from ..core.checks import count_files
+    from ..core.migrations import migrate_root
+    from ..core.validation import SCHEMA_VERSION
 
     settings = _settings(ctx)
     _check_root(settings.root)

@@ -5,13 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .. import present
-from ..review import (
-    HistoryRow,
-    StateView,
-    ThreadSummary,
-    is_internal,
-)
+from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
+from ..readmodel.tasks import is_internal
+from . import present
 from .output import (
     screen,
 )

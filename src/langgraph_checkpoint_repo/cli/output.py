@@ -19,11 +19,7 @@ from rich.table import Table
 from rich.text import Span, Text
 
 from .._compat import set_table_cells, table_cells
-from ..errors import (
-    CONTROL_CODES,
-    escape_controls,
-)
-from ..redaction import mask_message
+from ..core.masking import CONTROL_CODES, escape_controls, mask_message
 
 PIPE_WIDTH = 160  # width of output that goes to a file or a pipe (no terminal to ask)
 

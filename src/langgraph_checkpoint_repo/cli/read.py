@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import (
+from ..core.errors import (
     BadInputError,
     NotFoundError,
 )
@@ -19,6 +19,7 @@ from .app import (
     _reader,
     _settings,
     app,
+    parse_date,
 )
 from .output import (
     _print_json,
@@ -26,10 +27,10 @@ from .output import (
     _rel,
 )
 
-if TYPE_CHECKING:  # review imports LangGraph: each command imports what it uses when it runs
+if TYPE_CHECKING:  # each command imports what it uses when it runs
     from datetime import datetime
 
-    from ..review import Reader, StateView, ThreadSummary
+    from ..readmodel.reader import Reader, StateView, ThreadSummary
 
 
 def _meta_pairs(pairs: list[str]) -> list[tuple[str, str]]:
@@ -76,8 +77,7 @@ def threads(
     as_json: JsonOpt = False,
 ) -> None:
     """One row per thread: namespaces, checkpoints, latest step, last update, forks, waiting interrupts."""
-    from ..heads import unsettled_namespaces
-    from ..review import parse_date
+    from ..core.heads import unsettled_namespaces
     from .shape import _summary_json
 
     settings = _settings(ctx)
@@ -106,7 +106,7 @@ def _matching_threads(
     after: datetime | None,
 ) -> list[ThreadSummary]:
     """The summaries of the threads that pass ``threads``' filters."""
-    from ..review import parse_ts
+    from ..core.plans import parse_ts
 
     rows: list[ThreadSummary] = []
     for tid in reader.thread_ids():
@@ -139,7 +139,7 @@ def _matching_threads(
 def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[str]]] | None = None) -> Table:
     """``forked``: per thread, its namespaces with unsettled heads (column ``unsettled``: how many
     heads wait for a choice, docs/forks.md)."""
-    from .. import present
+    from . import present
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in (
@@ -183,7 +183,7 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
-    from .. import present
+    from . import present
     from .shape import _history_json
 
     settings = _settings(ctx)
@@ -243,12 +243,12 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """The state at a checkpoint: values for a person, next tasks, pending writes, interrupts."""
-    from ..review import is_internal
+    from ..readmodel.tasks import is_internal
     from . import views
     from .shape import _state_json
 
     settings = _settings(ctx)
-    reader = _reader(ctx)
+    reader = _reader(ctx, revive=True)
     namespaces = reader.namespaces(thread)
     ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
     cid = reader.resolve(thread, ns, checkpoint)
@@ -315,12 +315,12 @@ def diff(
 ) -> None:
     """What changed between two checkpoints, by channel: items added or removed, keys changed,
     values removed."""
-    from ..review import diff_trees
+    from ..readmodel.diff import diff_trees
     from .shape import _change_json
     from .views import _print_change, _print_not_revived
 
     settings = _settings(ctx)
-    reader = _reader(ctx)
+    reader = _reader(ctx, revive=True)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     new_id = reader.resolve(thread, ns, to_id)
     new = reader.state(thread, ns, new_id, revive=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import (
+from ..core.errors import (
     BadInputError,
 )
 from .app import (
@@ -32,14 +32,14 @@ def render(
     as_json: JsonOpt = False,
 ) -> None:
     """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
-    from .. import present  # these import LangGraph: only when the command runs
-    from ..review import is_internal
+    from ..readmodel.tasks import is_internal
+    from . import present
     from .markdown import _markdown
     from .shape import _history_json, _summary_json, _task_json
 
     if fmt != "markdown":
         raise BadInputError(f"unknown format {fmt!r}: only markdown is supported")
-    reader = _reader(ctx)
+    reader = _reader(ctx, revive=True)
     namespaces = reader.namespaces(thread)
     ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
     summary = reader.summary(thread)
@@ -55,5 +55,5 @@ def render(
             }
         )
         return
-    note = present.not_revived_note(reader.not_revived, reader.saver.codec.fix)
+    note = present.not_revived_note(reader.not_revived, reader.fix)
     sys.stdout.write(screen(_markdown(summary, view, rows, limit, note), keep="\n\t"))

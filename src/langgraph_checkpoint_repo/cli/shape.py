@@ -5,17 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..checks import Finding
-from ..maintenance import PrunePlan
-from ..review import (
-    ChannelChange,
-    HistoryRow,
-    InterruptView,
-    Raw,
-    StateView,
-    TaskView,
-    ThreadSummary,
-)
+from ..core.checks import Finding
+from ..core.plans import PrunePlan
+from ..readmodel.diff import ChannelChange
+from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
+from ..readmodel.tasks import InterruptView, Raw, TaskView
 
 
 def _interrupt_json(i: InterruptView) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""import and export: copy threads between the repo files and another checkpointer."""
+"""import and export: copy threads between the repo files and another checkpointer.
+
+Both construct every value they copy (through the savers), so they import LangGraph. They
+construct LangGraph's safe types and what ``--allow`` names; ``--trust-project`` adds the
+types the project's ``[tool.langgraph-repo]`` table names, importing its modules (the one
+explicit choice that runs the project's code; docs/types.md)."""
 
 from __future__ import annotations
 
@@ -8,20 +13,16 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import (
-    CliError,
-    RepoCheckpointError,
-)
+from ..core.errors import RepoCheckpointError
 from .app import (
-    FAILED,
     JsonOpt,
     Settings,
-    _allowed,
     _check_root,
     _settings,
     app,
     progress_columns,
 )
+from .exits import FAILED, CliError
 from .output import (
     _print_json,
     _rel,
@@ -33,6 +34,16 @@ ThreadsOpt = Annotated[
 ReplaceOpt = Annotated[
     bool, typer.Option("--replace", help="Replace a thread the destination already has (default: refuse).")
 ]
+TrustOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-project",
+        help="Also construct the types [tool.langgraph-repo] in the project's pyproject.toml names "
+        "(imports the project's modules: only on a checkout you trust).",
+    ),
+]
+
+
 def _transfer(
     ctx: typer.Context,
     other: str,
@@ -40,14 +51,16 @@ def _transfer(
     threads: list[str] | None,
     replace: bool,
     json_out: bool,
+    trust_project: bool = False,
 ) -> None:
+    from ..project_types import cli_types, project_types
     from ..saver import RepoSaver
     from ..transfer import copy_threads, open_saver, thread_ids_of
 
     settings = _settings(ctx)
     _check_root(settings.root, creating=to_repo)
-    allowed = _allowed(ctx)
-    repo = RepoSaver(settings.root, allowlist=allowed.types or None)
+    allowed = project_types(settings.root, settings.allow) if trust_project else cli_types(settings.allow)
+    repo = RepoSaver(settings.root, allowlist=sorted(allowed.types) or None)
     repo.codec.fix = allowed.fix
     try:
         with open_saver(other, create=not to_repo) as saver:
@@ -56,7 +69,7 @@ def _transfer(
             with _copy_progress(settings, len(wanted)) as step:
                 report = copy_threads(source, target, wanted, replace=replace, progress=step)
     except (RepoCheckpointError, OSError):
-        raise  # its exit code comes from errors.EXIT_CODES (SaverSpecError 2, ThreadExistsError 5, ...)
+        raise  # its exit code comes from exits.EXIT_CODES (SaverSpecError 2, ThreadExistsError 5, ...)
     except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback
         raise CliError(f"{other}: {type(exc).__name__}: {' '.join(str(exc).split())}", FAILED) from None
     if json_out:
@@ -110,7 +123,8 @@ def export(
     target: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
+    trust_project: TrustOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Copy threads from the repo files into another checkpointer (docs/migrating.md)."""
-    _transfer(ctx, target, False, thread, replace, json_out)
+    _transfer(ctx, target, False, thread, replace, json_out, trust_project)

@@ -9,16 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .. import present
-from ..maintenance import PrunePlan
-from ..review import (
-    ChannelChange,
-    InterruptView,
-    Raw,
-    Reader,
-    StateView,
-    TaskView,
-)
+from ..core.plans import PrunePlan
+from ..readmodel.diff import ChannelChange
+from ..readmodel.reader import Reader, StateView
+from ..readmodel.tasks import InterruptView, Raw, TaskView
+from . import present
 from .output import (
     _print_table,
     _rel,
@@ -156,7 +151,7 @@ def _print_change(out: Console, c: ChannelChange, shown: Callable[[Any], Any] = 
 
 def _print_not_revived(out: Console, reader: Reader) -> None:
     """After values are shown: the types left as stored and how to allow them."""
-    note = present.not_revived_note(reader.not_revived, reader.saver.codec.fix)
+    note = present.not_revived_note(reader.not_revived, reader.fix)
     if note:
         out.print()
     for text in note:

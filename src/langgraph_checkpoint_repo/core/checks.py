@@ -1,15 +1,16 @@
-"""Whole-root checks and maintenance plans: validate, fsck, prune.
+"""Whole-root checks: validate and fsck.
 
 ``validate`` answers "can every stored state be read back as it was written": each file
 against its schema, names against contents, and every reference (values, append bases,
 large values, value files, the checkpoint a writes file belongs to, parents a
 DeltaChannel needs) resolved. ``fsck`` looks for what is left over or derived (temp files,
 orphaned writes, values and large values, the root's ``.gitignore``) and can remove or
-rebuild only that. Prune plans are ``maintenance.plan_prune``, which the real run carries
-out, so a dry run lists what a real run does.
+rebuild only that.
 
-Everything reads through ``FileStore`` (the same validation and refusal of symlinks,
+Everything reads through ``Documents`` (the same validation and refusal of symlinks,
 duplicate keys, oversized files as the saver); nothing here writes except ``repair``.
+Nothing here constructs a value: whether LangGraph's own types accept their stored data is
+a check the caller may pass in (``Revival``, from serde.py), since it needs LangGraph.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .codec import check_revival
+from .documents import Documents
 from .durable import digest_node, write_files
 from .entries import large_ref
 from .errors import FileFormatError, RepoCheckpointError
-from .index import index_files, index_problem
+from .index import index_files, index_problem, is_plain
 from .layout import (
     CACHE,
     CHECKPOINTS,
@@ -49,17 +50,17 @@ from .layout import (
     is_own_temp_file,
     is_temp_name,
 )
+from .masking import mask_secrets
 from .objects import object_digest, refs_in, without_refs
-from .redaction import DESCRIPTIONS, find_secrets, mask_secrets
+from .plans import needed_files
+from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
-from .store import FileStore
+from .tree import plain_value
 from .validation import pointer_part
 
-if TYPE_CHECKING:  # both import LangGraph's runtime, which validate does not need
-    from .maintenance import Needed
-    from .review import Reader
-
 Progress = Callable[[int], None]
+#: a stored tree -> (JSON pointer inside it, why) of the first value its type rejects, or None
+Revival = Callable[[Any], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True, order=True)
@@ -93,10 +94,20 @@ class Validator:
     redaction patterns), at its JSON pointer, without printing it.
     """
 
-    def __init__(self, root: Path, progress: Progress | None = None, *, secrets: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        progress: Progress | None = None,
+        *,
+        secrets: bool = True,
+        revival: Revival | None = None,
+    ) -> None:
+        """``revival``: also construct the types LangGraph ships (messages ...) as a read would
+        (``serde.check_revival``); without it nothing is constructed or imported."""
         self.root = root
         self.secrets = secrets
-        self.store = FileStore(root)
+        self.revival = revival
+        self.store = Documents(root)
         self.layout = self.store.layout
         self.problems: list[Problem] = []
         self.orphan_writes: list[Problem] = []  # also in problems; fsck may remove these files
@@ -105,7 +116,7 @@ class Validator:
         self.checkpoints = 0
         self._progress = progress
 
-    def _seen(self, n: int = 1) -> None:
+    def seen(self, n: int = 1) -> None:
         self.files += n
         if self._progress is not None:
             self._progress(n)
@@ -114,29 +125,30 @@ class Validator:
         # a schema error may quote the bad value: never print a secret it holds
         self.problems.append(Problem(str(path), mask_secrets(pointer or "/"), mask_secrets(message)))
 
-    def _read(self, path: Path, kind: str) -> dict[str, Any] | None:
-        self._seen()
+    def read(self, path: Path, kind: str) -> dict[str, Any] | None:
+        self.seen()
         try:
             doc = self.store.read_doc(path, kind)
             if self.secrets:
                 self._secrets(path, doc)
-            self._revivable(path, doc)
+            if self.revival is not None:
+                self._revivable(path, doc, self.revival)
             self._object_refs(path, doc)
             return doc
         except FileFormatError as exc:
             self.bad_files.add(exc.path)
-            self.problem(exc.path, exc.pointer, _message(exc))
+            self.problem(exc.path, exc.pointer, problem_text(exc))
         except OSError as exc:
             self.bad_files.add(str(path))
             self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
         return None
 
-    def _revivable(self, path: Path, doc: dict[str, Any]) -> None:
+    def _revivable(self, path: Path, doc: dict[str, Any], revival: Revival) -> None:
         """Every stored tree whose LangGraph types (messages, datetimes, ``Send`` ...) reject
         their data, as the saver would find on reading it: one problem at the JSON pointer of
         the value. The graph's own types are not imported here (validate has no graph)."""
         for pointer, tree in _stored_trees(doc):
-            found = check_revival(without_refs(tree))
+            found = revival(without_refs(tree))
             if found is not None:
                 self.problem(path, pointer + found[0], found[1])
 
@@ -175,10 +187,10 @@ class Validator:
                 # the cause is in that file (an append chain's base edited by hand): one line
                 # there, naming it and its pointer, not one at every checkpoint built on it
                 self.bad_files.add(exc.path)
-                self.problem(exc.path, exc.pointer, _message(exc))
+                self.problem(exc.path, exc.pointer, problem_text(exc))
             elif exc.path not in self.bad_files:
                 cause = (
-                    _message(exc) if exc.path == str(path) else f"{exc.path}: {exc.pointer}: {_message(exc)}"
+                    problem_text(exc) if exc.path == str(path) else f"{exc.path}: {exc.pointer}: {problem_text(exc)}"
                 )
                 self.problem(path, pointer, cause)
             return False
@@ -257,7 +269,7 @@ class Validator:
                 self.problem(ns_dir / name, "/", "stray entry in a namespace folder (not part of the layout)")
         docs: dict[str, tuple[Path, dict[str, Any]]] = {}
         for path in self._json_files(ns_dir / CHECKPOINTS):
-            doc = self._read(path, "checkpoint")
+            doc = self.read(path, "checkpoint")
             if doc is None:
                 continue
             self.checkpoints += 1
@@ -290,13 +302,13 @@ class Validator:
                 continue
             if not name.endswith(".json"):
                 if count:
-                    self._seen()
+                    self.seen()
                     self.problem(folder / name, "/", "stray file (every file of the layout is .json)")
                 continue
             yield folder / name
 
     def writes(self, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
-        doc = self._read(path, "writes")
+        doc = self.read(path, "writes")
         if doc is None:
             return
         owner = self.layout.writes_owner(path.name)
@@ -322,7 +334,7 @@ class Validator:
                 self.reference(path, f"/writes/{i}/value", partial(self.store.resolve_node, node, path))
 
     def value_file(self, ns_dir: Path, path: Path) -> None:
-        doc = self._read(path, "value")
+        doc = self.read(path, "value")
         if doc is None:
             return
         rel = self.layout.value_rel(doc["channel"], doc["version"])
@@ -347,7 +359,7 @@ class Validator:
 
     def _named_by_content(self, path: Path, kind: str, digest: Callable[[dict[str, Any]], str]) -> None:
         """A file of ``large/`` or ``objects/``: its name is the sha256 of what it holds."""
-        doc = self._read(path, kind)
+        doc = self.read(path, kind)
         if doc is None:
             return
         if path.name != f"{doc['sha256']}.json":
@@ -386,7 +398,7 @@ def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         yield "/tree", doc.get("tree")
 
 
-def _message(exc: FileFormatError) -> str:
+def problem_text(exc: FileFormatError) -> str:
     """The error's own words, without the path and pointer it starts with."""
     text = str(exc)
     prefix = f"{exc.path}: at {exc.pointer}: "
@@ -417,17 +429,6 @@ def thread_folders_for(root: Path, paths: list[Path]) -> tuple[list[Path] | None
 
 
 # ----------------------------------------------------------------------
-# which files the checkpoints that stay still need
-# ----------------------------------------------------------------------
-def needed_files(reader: Reader, thread_id: str, keep: dict[str, set[str]] | None = None) -> Needed:
-    """What the kept checkpoints (default: all) refer to: ``maintenance.needed_files``, the one
-    walk that prune plans and their garbage collection use too."""
-    from . import maintenance
-
-    return maintenance.needed_files(reader.store, thread_id, keep)
-
-
-# ----------------------------------------------------------------------
 # fsck
 # ----------------------------------------------------------------------
 @dataclass
@@ -444,11 +445,11 @@ class Finding:
     repaired: bool = False
 
 
-def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
+def fsck(store: Documents, progress: Progress | None = None) -> list[Finding]:
     """Scan the root; report problems, never change anything (but the derived index, which
     any read may bring up to date: so it is judged first)."""
-    root = reader.root
-    findings = _index_findings(reader)
+    root = store.root
+    findings = _index_findings(store.layout)
     findings.extend(_gitignore_findings(root))
     findings.extend(_temp_findings(root))
     validator = Validator(root, progress, secrets=False)  # secrets are validate's, not fsck's
@@ -461,7 +462,7 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
         validator.thread(folder)
         orphans = validator.orphan_writes[orphans_before:]
         others = [p for p in validator.problems[before:] if p not in orphans]
-        tid = None if others else _thread_id_of(reader, folder)
+        tid = None if others else _thread_id_of(store, folder)
         for p in orphans:
             findings.append(
                 Finding("orphan-writes", p.path, "writes of a checkpoint that does not exist", True, tid)
@@ -471,41 +472,41 @@ def fsck(reader: Reader, progress: Progress | None = None) -> list[Finding]:
         if others or tid is None:
             continue  # never decide what is orphaned from files that do not read
         try:  # nor through a symlink: listing a linked folder would judge files outside the root
-            reader.store.check_tree(folder, f"judge what is orphaned in {folder}")
+            store.check_tree(folder, f"judge what is orphaned in {folder}")
         except RepoCheckpointError as exc:
             findings.append(Finding("invalid", str(folder), str(exc), False))
             continue
-        findings.extend(_orphan_findings(reader, tid))
+        findings.extend(_orphan_findings(store, tid))
         if _holds_nothing(folder):
             findings.append(Finding("empty-folder", str(folder), "thread folder without any file", True, tid))
     for f in findings:
         if f.thread_id is None and f.repairable and f.kind != "gitignore":
-            f.thread_id = _thread_of_path(reader, Path(f.path))
+            f.thread_id = _thread_of_path(store, Path(f.path))
     return findings
 
 
-def _index_findings(reader: Reader) -> list[Finding]:
+def _index_findings(layout: Layout) -> list[Finding]:
     """The derived index (index.py): derived, so every problem in it is repairable."""
     out = []
-    for path in index_files(reader.layout):
+    for path in index_files(layout):
         if path.is_symlink():  # never the saver's: reported, never followed or removed
             out.append(_foreign(path))
             continue
-        problem = index_problem(reader.layout, path)
+        problem = index_problem(layout, path)
         if problem is not None:
             out.append(Finding("index", str(path), f"derived index: {problem}", True))
     return out
 
 
-def rebuild_index(reader: Reader) -> None:
-    """Index every namespace now: its listing and its checkpoints' metadata (``fsck --repair``)."""
-    store = reader.store
+def rebuild_index(store: Documents) -> None:
+    """Index every namespace now: its listing and its checkpoints' metadata (``fsck --repair``;
+    only plain metadata is indexed, which is its own decoded value)."""
     for thread_id in store.thread_ids():
         store.forget_thread(thread_id)
         for ns in store.namespaces(thread_id):
             try:
                 for cid in store.checkpoint_ids(thread_id, ns):
-                    reader.saver.checkpoint_metadata(thread_id, ns, cid)
+                    store.metadata(thread_id, ns, cid, _plain_metadata)
             except (RepoCheckpointError, OSError):
                 pass  # a file that does not read is fsck's "invalid" finding; the index can wait
             store.meta.persist()
@@ -546,22 +547,28 @@ def _gitignore_lacks(text: str) -> list[str]:
     return [ln for ln in GITIGNORE_TEXT.splitlines() if ln and not ln.startswith("#") and ln not in lines]
 
 
-def _thread_id_of(reader: Reader, folder: Path) -> str | None:
+def _plain_metadata(doc: dict[str, Any], path: Path) -> Any:
+    """Stored metadata as its value when it names no type, else the tree: nothing is built."""
+    tree = doc["metadata"]
+    return plain_value(tree) if is_plain(tree) else tree
+
+
+def _thread_id_of(store: Documents, folder: Path) -> str | None:
     if not is_hashed_segment(folder.name):
         return decode_segment(folder.name)
-    return hashed_thread_id(folder, lambda path: reader.store.read_doc(path, "checkpoint"))
+    return hashed_thread_id(folder, lambda path: store.read_doc(path, "checkpoint"))
 
 
-def _thread_of_path(reader: Reader, path: Path) -> str | None:
+def _thread_of_path(store: Documents, path: Path) -> str | None:
     try:
-        rel = path.relative_to(reader.layout.threads_dir)
+        rel = path.relative_to(store.layout.threads_dir)
     except ValueError:
         return None
     if len(rel.parts) < 2:
         return None
-    folder = reader.layout.threads_dir / rel.parts[0]
+    folder = store.layout.threads_dir / rel.parts[0]
     try:
-        return _thread_id_of(reader, folder)
+        return _thread_id_of(store, folder)
     except (ValueError, FileFormatError, OSError):
         return None
 
@@ -662,9 +669,9 @@ def _holds_nothing(folder: Path) -> bool:
     return True
 
 
-def _orphan_findings(reader: Reader, thread_id: str) -> list[Finding]:
-    store, layout = reader.store, reader.layout
-    need = needed_files(reader, thread_id)
+def _orphan_findings(store: Documents, thread_id: str) -> list[Finding]:
+    layout = store.layout
+    need = needed_files(store, thread_id)
     out = []
     for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
         for path in store.value_files(ns_dir):
@@ -684,9 +691,9 @@ def _orphan_findings(reader: Reader, thread_id: str) -> list[Finding]:
 _REJUDGED = ("orphan-value", "orphan-large", "orphan-object")
 
 
-def repair(reader: Reader, findings: list[Finding]) -> None:
+def repair(store: Documents, findings: list[Finding]) -> None:
     """Remove or rebuild what the findings call repairable, each thread under its lock."""
-    root = reader.root
+    root = store.root
     by_thread: dict[str | None, list[Finding]] = {}
     for f in findings:
         if f.repairable:
@@ -695,18 +702,18 @@ def repair(reader: Reader, findings: list[Finding]) -> None:
         _repair_one(root, f)
     for tid, items in sorted(by_thread.items(), key=lambda kv: kv[0] or ""):
         assert tid is not None
-        with reader.store.thread_lock(tid, exclusive=True):
+        with store.thread_lock(tid, exclusive=True):
             # what is unneeded was judged without the lock: a put since then may have come to
             # rely on a file that was there (an object or large file is reused by its name)
-            reader.store.forget_thread(tid)
-            still = {g.path for g in _orphan_findings(reader, tid)}
+            store.forget_thread(tid)
+            still = {g.path for g in _orphan_findings(store, tid)}
             for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
                 if f.kind in _REJUDGED and f.path not in still:
                     continue
                 _repair_one(root, f)
-        reader.store.forget_thread(tid)
+        store.forget_thread(tid)
     if any(f.kind == "index" and f.repaired for f in findings):
-        rebuild_index(reader)
+        rebuild_index(store)
 
 
 def _repair_one(root: Path, f: Finding) -> None:

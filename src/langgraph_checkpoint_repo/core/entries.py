@@ -19,14 +19,14 @@ from typing import Any
 
 import ormsgpack
 
-from . import codec as codec_mod
 from .caches import Dep
 from .chains import MAX_APPEND_DEPTH, too_long
 from .errors import FileFormatError
 from .packed import msgpack_array_header, msgpack_array_split
+from .tree import TypeSet, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ValueEntry:
     """A resolved value: its full JSON tree (or raw serde bytes) and the types it names."""
 
@@ -54,10 +54,10 @@ class ValueEntry:
 
     def locate(self, index: int) -> str | None:
         """ "file at pointer" of the ``index``-th extension value of the tree (the order
-        ``codec.ext_pointer`` counts): for a rebuilt list, in the link of the chain holding it."""
+        ``tree.ext_pointer`` counts): for a rebuilt list, in the link of the chain holding it."""
         if self.tree is None:
             return None
-        pointer = codec_mod.ext_pointer(self.tree, index)
+        pointer = ext_pointer(self.tree, index)
         if pointer is None:
             return None
         entry = self
@@ -108,15 +108,15 @@ def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
     """The entry of a stored value node (``json`` tree, or ``serde`` + ``base64``)."""
     if "json" in node:
         tree = node["json"]
-        return ValueEntry(False, tree, None, frozenset(codec_mod.named_types(tree)), 0, where)
+        return ValueEntry(empty=False, tree=tree, types=frozenset(named_types(tree)), where=where)
     raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
     types: frozenset[tuple[str, ...]] = frozenset()
     if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:
         try:  # check the types it names against the allowlist like any other tree
-            types = frozenset(codec_mod.named_types(codec_mod.msgpack_to_tree(raw[1])))
+            types = frozenset(named_types(msgpack_to_tree(raw[1])))
         except (ValueError, TypeError, RecursionError):
             pass  # not msgpack: the serde fails on it the same way, and that error is reported
-    return ValueEntry(False, None, raw, types, 0, where)
+    return ValueEntry(empty=False, raw=raw, types=types, where=where)
 
 
 def append_entry(
@@ -145,20 +145,29 @@ def append_entry(
     if base.depth + 1 > MAX_APPEND_DEPTH:
         raise too_long(path, pointer)
     items = app["items"]
-    item_types = codec_mod.named_types(items)
-    types = codec_mod.TypeSet(base.types | frozenset(item_types))
+    item_types = named_types(items)
+    types = TypeSet(base.types | frozenset(item_types))
     types.origins = dict.fromkeys(base.types, base.where)
     types.origins.update(getattr(base.types, "origins", {}))
     types.origins.update((t, where) for t in item_types if t not in types.origins)
-    entry = ValueEntry(False, base.tree + items, None, types, base.depth + 1, where, base, items)
-    entry.file, entry.root = str(path), f"{pointer}/append/items"
-    entry.deps = base.deps
+    entry = ValueEntry(
+        empty=False,
+        tree=base.tree + items,
+        types=types,
+        depth=base.depth + 1,
+        where=where,
+        base=base,
+        items=items,
+        file=str(path),
+        root=f"{pointer}/append/items",
+        deps=base.deps,
+    )
     return entry
 
 
 def _tree_bytes(tree: Any, where: str) -> bytes:
     try:
-        return codec_mod.tree_to_msgpack(tree)
+        return tree_to_msgpack(tree)
     except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError) as exc:
         raise FileFormatError(where, "/", f"value cannot be rebuilt: {exc}") from None
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .documents import Documents
 from .durable import dump_json, write_files
 from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
 from .layout import (
@@ -36,7 +37,6 @@ from .layout import (
     is_hashed_segment,
     is_temp_name,
 )
-from .store import FileStore
 from .validation import SCHEMA_VERSION, check_version, validate_read
 
 Doc = dict[str, Any]
@@ -127,7 +127,7 @@ class MigrationReport:
         }
 
 
-def _thread_id(store: FileStore, tdir: Path) -> str:
+def _thread_id(store: Documents, tdir: Path) -> str:
     seg = tdir.name
     if not is_hashed_segment(seg):
         try:
@@ -192,7 +192,7 @@ def migrate_root(
     replaces it atomically under the thread's lock.
     ``progress`` is called with the number of files done in each pass.
     """
-    store = FileStore(root, durable=durable, lock_timeout=lock_timeout)
+    store = Documents(root, durable=durable, lock_timeout=lock_timeout)
     report = MigrationReport(root=root, dry_run=dry_run)
     threads_dir = store.layout.threads_dir
     tdirs = [threads_dir / n for n in data_names(threads_dir)]

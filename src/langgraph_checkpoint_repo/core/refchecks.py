@@ -1,30 +1,40 @@
 """validate's checks of what a checkpoint refers to: values, append chains, parents.
 
-Each check reports through the ``Validator`` it is given (one problem per thing wrong, at
+Each check reports through the ``Reporter`` it is given (checks.py's ``Validator``) (one problem per thing wrong, at
 the file and JSON pointer that is wrong) and never stops at the first. Values are resolved
-the way the saver resolves them (``FileStore.value_entry``); a missing one is explained by
+the way the saver resolves them (``Documents.value_entry``); a missing one is explained by
 walking its chain (chains.walk_chain) to the first link that is gone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, encode_segment
+from .layout import CHECKPOINTS, Layout, encode_segment
 from .validation import pointer_part
 
-if TYPE_CHECKING:
-    from .checks import Validator
-    from .store import FileStore
+
+class Reporter(Protocol):
+    """Where the checks report (checks.py's ``Validator``): one problem per thing wrong."""
+
+    layout: Layout
+    store: Documents
+
+    def problem(self, path: Path | str, pointer: str, message: str) -> None: ...
+
+    def reference(self, path: Path, pointer: str, check: Callable[[], object]) -> bool: ...
+
 
 Docs = dict[str, tuple[Path, dict[str, Any]]]  # checkpoint id -> (file, document)
 
 
 def checkpoint_refs(
-    v: Validator,
+    v: Reporter,
     ns_dir: Path,
     path: Path,
     doc: dict[str, Any],
@@ -46,7 +56,7 @@ def checkpoint_refs(
     _parent_ref(v, path, doc, docs, present, empty, oldest)
 
 
-def _value_refs(v: Validator, ns_dir: Path, path: Path, doc: dict[str, Any]) -> set[str]:
+def _value_refs(v: Reporter, ns_dir: Path, path: Path, doc: dict[str, Any]) -> set[str]:
     """Check each value a checkpoint refers to; the channels that are empty at it."""
     versions = doc["checkpoint"]["channel_versions"]
     empty: set[str] = set()
@@ -82,7 +92,7 @@ def _value_refs(v: Validator, ns_dir: Path, path: Path, doc: dict[str, Any]) -> 
 
 
 def _parent_ref(
-    v: Validator,
+    v: Reporter,
     path: Path,
     doc: dict[str, Any],
     docs: Docs,
@@ -113,7 +123,7 @@ def _parent_ref(
 
 
 def missing_link(
-    store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str
+    store: Documents, ns_dir: Path, channel: str, version: Any, ref: str
 ) -> tuple[str, str, int] | None:
     """The first checkpoint a value (or its append chain) needs that is gone with no value
     file in its place: (reference, value file it could have been, link depth). None for a
@@ -127,7 +137,7 @@ def missing_link(
     return None
 
 
-def parent_cycles(v: Validator, docs: Docs) -> None:
+def parent_cycles(v: Reporter, docs: Docs) -> None:
     """Report each cycle of parent links once, at the file whose parent closes it: a walk
     up that history (a DeltaChannel's rebuild, prune) could never reach a start."""
     done: set[str] = set()

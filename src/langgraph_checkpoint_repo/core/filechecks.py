@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .checks import Validator
 from .layout import (
     CHECKPOINTS,
     LARGE,
@@ -28,9 +28,6 @@ from .layout import (
     is_temp_name,
 )
 from .refchecks import checkpoint_refs
-
-if TYPE_CHECKING:
-    from .checks import Validator
 
 
 @dataclass
@@ -97,13 +94,13 @@ def check_files(v: Validator, files: list[Path]) -> None:
             or where[0] not in (CHECKPOINTS, WRITES, VALUES, LARGE, OBJECTS)
             or (ns_dir != thread_folder and where[0] not in (CHECKPOINTS, WRITES, VALUES))
         ):
-            v._seen()
+            v.seen()
             v.problem(
                 path, "/", "not a file of the layout (threads/<thread>/[ns/<namespace>/]<kind>/<name>.json)"
             )
             continue
         if not path.name.endswith(".json"):
-            v._seen()
+            v.seen()
             v.problem(path, "/", "stray file (every file of the layout is .json)")
             continue
         _check_file(v, thread_folder, ns_dir, where[0], path)
@@ -128,7 +125,7 @@ def _check_file(v: Validator, thread_folder: Path, ns_dir: Path, folder: str, pa
 def _checkpoint(v: Validator, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
     """A checkpoint file: the checks of ``Validator.namespace`` for this one document, its
     parent judged against the checkpoint files present (none of them read)."""
-    doc = v._read(path, "checkpoint")
+    doc = v.read(path, "checkpoint")
     if doc is None:
         return
     v.checkpoints += 1

@@ -186,13 +186,19 @@ def version_segment(version: str | int | float) -> str:
     return encode_segment(version, whole_name=False)  # always after ``@``: never a whole name
 
 
+def git_top(start: Path) -> Path | None:
+    """The top of the git work tree holding ``start`` (the nearest folder up with a ``.git``)."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
 def find_default_root(start: Path | None = None) -> Path:
     """``.langgraph`` at the top of the git work tree, else in the current folder."""
     here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder / ".langgraph"
-    return here / ".langgraph"
+    return (git_top(here) or here) / ".langgraph"
 
 
 @dataclass(frozen=True)
@@ -352,7 +358,7 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
 
     Compared on the path's own segments (never resolved), so it holds however the root is
     spelled. A writes file's checkpoint id is matched to its name where writes are looked
-    up by that name (``FileStore.writes_docs``, validate).
+    up by that name (``Documents.writes_docs``, validate).
     """
     if kind == "value":
         want = f"{VALUES}/{encode_segment(doc['channel'])}@{version_segment(doc['version'])}.json"

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
 
-from .codec import json_objects
+from .entries import large_ref
 from .errors import FileFormatError
 from .jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from .tree import json_objects
 
 REF = "$ref"
 ID = "$id"
@@ -269,3 +270,26 @@ class Expander:
 
     def _error(self, message: str) -> FileFormatError:
         return FileFormatError(self._path, self._pointer, message)
+
+
+def large_digest(body: Mapping[str, Any]) -> str | None:
+    """The large file a value body or a write entry refers to (``{"value": {"large": digest}}``)."""
+    return large_ref(body.get("value"))
+
+
+def large_in(body: Mapping[str, Any], used: set[str]) -> None:
+    """Collect the large-value digest a value body or a write entry refers to."""
+    digest = large_digest(body)
+    if digest is not None:
+        used.add(digest)
+
+
+def objects_in(body: Mapping[str, Any], used: set[str]) -> None:
+    """Collect the object digests a value body, a write entry or a large value refers to
+    directly (``$ref`` in its tree or its appended items)."""
+    node = body.get("value")
+    if isinstance(node, dict) and "json" in node:
+        used.update(refs_in(node["json"]))
+    app = body.get("append")
+    if isinstance(app, dict):
+        used.update(refs_in(app.get("items")))

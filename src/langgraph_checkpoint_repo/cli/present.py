@@ -16,9 +16,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .codec import Fix, refusal_fix
-from .redaction import mask_secrets
-from .review import Raw
+from ..core.masking import mask_secrets
+from ..core.typenames import Fix, refusal_fix
+from ..readmodel.tasks import Raw
 
 FOLD_CHARS = 400  # a string longer than this is cut
 FOLD_ITEMS = 20  # a list or mapping longer than this shows its head and tail

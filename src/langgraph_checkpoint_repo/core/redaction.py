@@ -30,32 +30,21 @@ from typing import Any
 
 import orjson
 
+from .masking import (
+    DEFAULT_KINDS,
+    DEFAULT_PATTERNS,
+    DEFAULT_REGEX,
+    KIND_NAME,
+    marker,
+    mask,
+    might_contain_secret,
+)
 from .packed import msgpack_array_header, msgpack_array_split
+from .tree import msgpack_to_tree, tree_to_msgpack
 from .validation import pointer_part
 
 RedactFunction = Callable[[str], str]
 PatternLike = str | re.Pattern[str]
-
-# not glued to a letter or digit before it ("task-...", "mask-..." are not keys)
-_B = r"(?<![A-Za-z0-9])"
-
-#: kind -> regular expression; the kind names the marker: ``[REDACTED:<kind>]``
-DEFAULT_PATTERNS: Mapping[str, str] = {
-    "anthropic-key": _B + r"sk-ant-[A-Za-z0-9_-]{20,}",
-    # sk-..., sk-proj-..., sk-svcacct-...; a key has an upper-case letter or digit
-    "openai-key": _B + r"sk-(?!ant-)(?=[A-Za-z0-9_-]*[A-Z0-9])[A-Za-z0-9_-]{20,}",
-    "aws-access-key-id": _B + r"(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",
-    "github-token": _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-    "slack-token": _B + r"xox[abposr]-[A-Za-z0-9-]{10,}",
-    "google-api-key": _B + r"AIza[A-Za-z0-9_-]{35}",
-    "stripe-key": _B + r"[sr]k_live_[A-Za-z0-9]{16,}",
-    "jwt": _B + r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*",
-    # the whole block; an unterminated one up to the end of the string
-    "private-key": r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)",
-    # the token after "Bearer " (the word itself stays)
-    "bearer-token": r"(?<=[Bb]earer )[A-Za-z0-9._~+/-]{20,}=*",
-}
 
 #: what ``validate`` says a match looks like
 DESCRIPTIONS: Mapping[str, str] = {
@@ -71,118 +60,6 @@ DESCRIPTIONS: Mapping[str, str] = {
     "bearer-token": "a bearer token",
     "pydantic-secret": "a pydantic SecretStr or SecretBytes stored in clear text",
 }
-
-#: Every default pattern contains one of these literals, and where it does, the loose bytes
-#: pattern beside it matches from there (no look-behind, so it is sound on msgpack or JSON
-#: bytes, where a string's neighbour is a header byte). ``bytes in`` is the fastest scan the
-#: standard library has; one combined regex is ten times slower on ordinary text.
-TRIGGERS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
-    (literal, re.compile(loose))
-    for literal, loose in (
-        (b"sk-", rb"sk-[A-Za-z0-9_-]{20}"),
-        (b"k_live_", rb"k_live_[A-Za-z0-9]{16}"),
-        (b"AKIA", rb"AKIA[A-Z0-9]{16}"),
-        (b"ASIA", rb"ASIA[A-Z0-9]{16}"),
-        (b"ghp_", rb"ghp_[A-Za-z0-9]{36}"),
-        (b"gho_", rb"gho_[A-Za-z0-9]{36}"),
-        (b"ghu_", rb"ghu_[A-Za-z0-9]{36}"),
-        (b"ghs_", rb"ghs_[A-Za-z0-9]{36}"),
-        (b"ghr_", rb"ghr_[A-Za-z0-9]{36}"),
-        (b"github_pat_", rb"github_pat_[A-Za-z0-9_]{22}"),
-        (b"xox", rb"xox[abposr]-[A-Za-z0-9-]{10}"),
-        (b"AIza", rb"AIza[A-Za-z0-9_-]{35}"),
-        (b"eyJ", rb"eyJ[A-Za-z0-9_-]*\.eyJ"),
-        (b"-----BEGIN", rb"-----BEGIN[ A-Z0-9]*PRIVATE KEY"),
-        (b"earer ", rb"earer [A-Za-z0-9._~+/-]{20}"),
-    )
-)
-
-
-def might_contain_secret(data: bytes) -> bool:
-    """False only when no default pattern can match any string inside ``data``."""
-    for literal, loose in TRIGGERS:
-        i = data.find(literal)
-        while i != -1:
-            if loose.match(data, i):
-                return True
-            i = data.find(literal, i + 1)
-    return False
-
-
-_KIND = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
-def _group(kind: str) -> str:
-    return "g_" + kind.replace("-", "_").replace(".", "__")
-
-
-DEFAULT_REGEX = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in DEFAULT_PATTERNS.items()))
-_DEFAULT_KINDS = {_group(k): k for k in DEFAULT_PATTERNS}
-
-
-def marker(kind: str) -> str:
-    return f"[REDACTED:{kind}]"
-
-
-def mask(secret: str) -> str:
-    """Enough of a secret to find it, not enough to use it: its first 4 characters."""
-    return secret[:4] + "…"
-
-
-def mask_secrets(text: str) -> str:
-    """``text`` with every default-pattern match masked: for messages that quote values.
-
-    The bytes search first (``might_contain_secret``): the combined regex costs seconds per
-    megabyte, and the command line masks everything it prints, whole states in ``--json``.
-    """
-    if not might_contain_secret(text.encode("utf-8", "surrogatepass")):
-        return text
-    return DEFAULT_REGEX.sub(lambda m: mask(m.group()), text)
-
-
-# a run of the characters encoded path segments are made of (linear: no backtracking)
-_ENCODED_RUN = re.compile(r"[A-Za-z0-9._~%^=@-]+")
-_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
-
-
-def mask_message(text: str) -> str:
-    """``mask_secrets``, and a secret spelled as an encoded path segment masked too.
-
-    A key carried in a thread id reaches a message as a file path (``sk-^a^b...``), which
-    the patterns do not match: such a segment is shown decoded, with the key masked.
-    """
-    text = mask_secrets(text)
-    if "%" not in text and "^" not in text:
-        return text
-    return _ENCODED_RUN.sub(_mask_encoded_run, text)
-
-
-def _mask_encoded_run(m: re.Match[str]) -> str:
-    run = m.group()
-    if "%" not in run and "^" not in run:  # decodes to itself: mask_secrets has seen it
-        return run
-    decoded = _loose_decode(run)
-    masked = mask_secrets(decoded)
-    return run if masked == decoded else masked
-
-
-def _loose_decode(run: str) -> str:
-    """``layout.decode_segment`` that never fails: a message may cut or join segments."""
-    raw = bytearray()
-    i = 0
-    while i < len(run):
-        ch = run[i]
-        if ch == "%" and _HEX2.fullmatch(run, i + 1, i + 3):
-            raw.append(int(run[i + 1 : i + 3], 16))
-            i += 3
-        elif ch == "^" and "a" <= run[i + 1 : i + 2] <= "z":
-            raw.extend(run[i + 1].upper().encode())
-            i += 2
-        else:
-            raw.extend(ch.encode())
-            i += 1
-    return raw.decode("utf-8", "replace")
-
 
 # ----------------------------------------------------------------------
 # pydantic secrets (SecretStr, SecretBytes, Secret[...])
@@ -297,7 +174,7 @@ class Redactor:
         )
         self.custom: list[tuple[str, re.Pattern[str]]] = []
         for kind, pattern in named:
-            if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+            if not isinstance(kind, str) or not KIND_NAME.fullmatch(kind):
                 raise ValueError(f"redaction kind {kind!r}: use letters, digits, '-', '_' or '.'")
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
             if not isinstance(compiled, re.Pattern) or not isinstance(compiled.pattern, str):
@@ -375,14 +252,12 @@ class Redactor:
             not self.defaults or not (might_contain_secret(data) or might_hold_pydantic_secret(data))
         ):
             return data
-        from .codec import msgpack_to_tree, tree_to_msgpack  # here: codec imports LangGraph
-
         tree = msgpack_to_tree(data)
         new = self.redact_tree(tree)
         return data if new == tree else tree_to_msgpack(new)
 
     def redact_tree(self, tree: Any) -> Any:
-        """A JSON tree (codec.py's forms) with its text rewritten; tags and type names kept."""
+        """A JSON tree (tree.py's forms) with its text rewritten; tags and type names kept."""
         t = type(tree)
         if t is str:
             return self.redact_text(tree)
@@ -433,7 +308,7 @@ def _as_list(patterns: Iterable[PatternLike]) -> list[PatternLike]:
 
 
 def _default_marker(m: re.Match[str]) -> str:
-    return marker(_DEFAULT_KINDS[m.lastgroup or ""])
+    return marker(DEFAULT_KINDS[m.lastgroup or ""])
 
 
 def _unique_pairs(pairs: list[list[Any]], old_keys: list[Any]) -> list[list[Any]]:
@@ -508,7 +383,7 @@ def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
         pointer, node = stack.pop()
         if isinstance(node, str):
             for m in DEFAULT_REGEX.finditer(node):
-                yield pointer or "/", _DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
+                yield pointer or "/", DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
         elif isinstance(node, list):
             stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(node))))
         elif isinstance(node, dict) and "$type" in node and is_pydantic_secret(node):
@@ -519,5 +394,5 @@ def find_secrets(doc: Any) -> Iterator[tuple[str, str, str]]:
                 # a key that holds a secret is masked in the pointer too: the pointer is printed
                 member = f"{pointer}/{pointer_part(DEFAULT_REGEX.sub(lambda m: mask(m.group()), k))}"
                 for m in DEFAULT_REGEX.finditer(k):
-                    yield member, _DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
+                    yield member, DEFAULT_KINDS[m.lastgroup or ""], mask(m.group())
                 stack.append((member, v))

@@ -32,10 +32,11 @@ RESERVED_EXTRA_KEYS = frozenset(
 
 def schemas_dir() -> Path:
     """Packaged schemas in a wheel, the repository's schemas/ in a checkout."""
-    packaged = Path(__file__).parent / "schemas"
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "schemas"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "schemas"
+    return package.parents[1] / "schemas"
 
 
 def _schema(name: str) -> dict[str, Any]:

@@ -11,6 +11,10 @@ exclusive thread lock. Which checkpoints go is a rule apart:
 * ``plan_prune``: the command line's ``prune --keep-last/--older-than``; its ``--dry-run``
   prints the plan that a real run carries out.
 
+The rules read a checkpoint's metadata through a ``Metadata`` function the caller passes:
+the saver's decoded metadata, or the stored tree for a reader that revives nothing (the
+keys the rules read, ``run_id`` and ``counters_since_delta_snapshot``, are plain JSON).
+
 ``needed_files`` is the one walk of what checkpoints refer to (append chains, value files,
 large files). Garbage is what it does not reach: a plan removes it with the checkpoints, and
 fsck reports it as orphans.
@@ -19,23 +23,22 @@ fsck reports it as orphans.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .chains import Link, walk_chain
+from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment
-from .store import FileStore
+from .objects import large_in, objects_in, refs_in
 from .validation import SCHEMA_VERSION
-from .values import large_in, object_closure, objects_in
 
-if TYPE_CHECKING:
-    from .review import Reader
-    from .saver import RepoSaver
+#: (thread_id, checkpoint_ns, checkpoint_id) -> the checkpoint's metadata, read from its file
+Metadata = Callable[[str, str, str], Mapping[str, Any]]
 
 
 # ----------------------------------------------------------------------
@@ -55,7 +58,7 @@ class Needed:
 
 
 def needed_files(
-    store: FileStore, thread_id: str, keep: Mapping[str, Collection[str]] | None = None
+    store: Documents, thread_id: str, keep: Mapping[str, Collection[str]] | None = None
 ) -> Needed:
     """What the kept checkpoints (per namespace; default: all) refer to, following append
     chains the way readers will once the others are gone."""
@@ -86,7 +89,7 @@ def needed_files(
 
 
 def _mark_chain(
-    store: FileStore, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
+    store: Documents, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
 ) -> None:
     """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
     read = partial(_marked_link, store, ns_dir, channel, kept, out)
@@ -98,7 +101,7 @@ def _mark_chain(
 
 
 def _marked_link(
-    store: FileStore, ns_dir: Path, channel: str, kept: set[str], out: Needed, version: Any, ref: str
+    store: Documents, ns_dir: Path, channel: str, kept: set[str], out: Needed, version: Any, ref: str
 ) -> Link:
     """One link, marked as used. A link in a removed checkpoint is read where readers find it
     afterwards: its value file, which is rescued when there is none."""
@@ -130,7 +133,7 @@ def _marked_link(
 
 
 def _value_file(
-    store: FileStore, vpath: Path, channel: str, version: Any, body: dict[str, Any]
+    store: Documents, vpath: Path, channel: str, version: Any, body: dict[str, Any]
 ) -> tuple[Path, bytes]:
     """The value file that takes the place of a removed checkpoint's inline value."""
     doc = {"schema_version": SCHEMA_VERSION, "kind": "value", "channel": channel, "version": version, **body}
@@ -162,7 +165,7 @@ class PrunePlan:
         return sorted([*self.checkpoints, *self.writes, *self.values, *self.large, *self.objects])
 
 
-def plan_removal(store: FileStore, thread_id: str, doomed: Mapping[str, Collection[str]]) -> PrunePlan:
+def plan_removal(store: Documents, thread_id: str, doomed: Mapping[str, Collection[str]]) -> PrunePlan:
     """Every file that removing ``doomed`` (checkpoint ids per namespace) takes with it: the
     checkpoints, their writes, and the value and large files no kept checkpoint uses; plus
     the value files to write first for kept checkpoints whose values sit in a doomed one."""
@@ -199,7 +202,7 @@ def plan_removal(store: FileStore, thread_id: str, doomed: Mapping[str, Collecti
     return plan
 
 
-def carry_out(store: FileStore, plan: PrunePlan) -> None:
+def carry_out(store: Documents, plan: PrunePlan) -> None:
     """Do what the plan lists, nothing else; the caller holds the thread's exclusive lock.
 
     The rescued value files first (readers fall back to them), then the checkpoint files
@@ -219,7 +222,7 @@ def carry_out(store: FileStore, plan: PrunePlan) -> None:
 # ----------------------------------------------------------------------
 # which checkpoints go
 # ----------------------------------------------------------------------
-def parent_of(store: FileStore, doc: dict[str, Any], walked: set[str]) -> str | None:
+def parent_of(store: Documents, doc: dict[str, Any], walked: set[str]) -> str | None:
     """The parent to go to next on a walk up the history; one the walk has been through
     closes a cycle, which would walk forever: a FileFormatError naming the file instead."""
     walked.add(doc["checkpoint_id"])
@@ -232,18 +235,22 @@ def parent_of(store: FileStore, doc: dict[str, Any], walked: set[str]) -> str | 
     return parent
 
 
-def needed_for_latest(saver: RepoSaver, thread_id: str, ns: str, latest: str) -> set[str]:
+def stored_metadata(store: Documents) -> Metadata:
+    """Metadata as stored (a JSON tree): for readers that construct no values."""
+    return lambda thread_id, ns, cid: store.header(thread_id, ns, cid)["metadata"]  # type: ignore[no-any-return]
+
+
+def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: str, latest: str) -> set[str]:
     """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
     back to the nearest one holding a stored value (a snapshot) for each delta channel
     that is empty at the latest. Delta channels are the ones LangGraph counts in the
     metadata's ``counters_since_delta_snapshot``; other empty channels (consumed
     triggers) need nothing."""
-    store = saver.store
     ns_dir = store.layout.ns_dir(thread_id, ns)
     keep = {latest}
     doc = store.header(thread_id, ns, latest)
     versions = doc["checkpoint"]["channel_versions"]
-    delta = saver.checkpoint_metadata(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
+    delta = metadata(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
     unseeded = {
         ch
         for ch, ref in doc["values"].items()
@@ -266,27 +273,26 @@ def needed_for_latest(saver: RepoSaver, thread_id: str, ns: str, latest: str) ->
     return keep
 
 
-def plan_keep_latest(saver: RepoSaver, thread_id: str) -> PrunePlan:
+def plan_keep_latest(store: Documents, metadata: Metadata, thread_id: str) -> PrunePlan:
     """``prune(strategy="keep_latest")``: per namespace the latest checkpoint and what a
     DeltaChannel needs of its ancestors (``needed_for_latest``) stay, the rest goes."""
-    store = saver.store
     doomed: dict[str, list[str]] = {}
     for ns in store.namespaces(thread_id):
         ids = store.checkpoint_ids(thread_id, ns)
         if ids:
-            keep = needed_for_latest(saver, thread_id, ns, ids[-1])
+            keep = needed_for_latest(store, metadata, thread_id, ns, ids[-1])
             doomed[ns] = [cid for cid in ids if cid not in keep]
     return plan_removal(store, thread_id, doomed)
 
 
-def plan_runs(saver: RepoSaver, thread_id: str, run_ids: Collection[str]) -> PrunePlan:
-    """``delete_for_runs``: the checkpoints whose metadata ``run_id`` is one of ``run_ids``."""
-    store = saver.store
+def plan_runs(store: Documents, metadata: Metadata, thread_id: str, run_ids: Collection[str]) -> PrunePlan:
+    """``delete_for_runs``: the checkpoints whose metadata ``run_id`` is one of ``run_ids``
+    (``metadata`` reads the files themselves: what decides a removal is never a cache)."""
     doomed = {
         ns: [
             cid
             for cid in store.checkpoint_ids(thread_id, ns)
-            if saver.checkpoint_metadata(thread_id, ns, cid, fresh=True).get("run_id") in run_ids
+            if metadata(thread_id, ns, cid).get("run_id") in run_ids
         ]
         for ns in store.namespaces(thread_id)
     }
@@ -294,7 +300,13 @@ def plan_runs(saver: RepoSaver, thread_id: str, run_ids: Collection[str]) -> Pru
 
 
 def plan_prune(
-    reader: Reader, thread_id: str, *, keep_last: int | None, older_than: float | None, now: datetime
+    store: Documents,
+    thread_id: str,
+    *,
+    keep_last: int | None,
+    older_than: float | None,
+    now: datetime,
+    waits_at: Collection[str] = (),
 ) -> PrunePlan:
     """The command line's prune: which checkpoints go, and every file that goes with them.
 
@@ -302,15 +314,14 @@ def plan_prune(
     older than ``older_than`` seconds (each rule only when given). The latest always stays,
     and so do the ancestors a DeltaChannel of a kept checkpoint needs. Only the oldest part
     of a namespace is cut (everything from the oldest kept checkpoint on stays), so history
-    never gets a hole. A thread waiting on an interrupt is not touched at all.
+    never gets a hole. A thread waiting on an interrupt (``waits_at``: the nodes it waits at,
+    which the caller reads off its tasks) is not touched at all.
     """
-    summary = reader.summary(thread_id)
-    if summary.waiting:
-        nodes = ", ".join(sorted({i.task_name for i in summary.waiting}))
-        return PrunePlan(thread_id, skipped=f"waits on an interrupt at {nodes}")
-    store = reader.store
+    if waits_at:
+        return PrunePlan(thread_id, skipped=f"waits on an interrupt at {', '.join(sorted(set(waits_at)))}")
+    metadata = stored_metadata(store)
     doomed: dict[str, list[str]] = {}
-    for ns in summary.namespaces:
+    for ns in (ns for ns in store.namespaces(thread_id) if store.checkpoint_ids(thread_id, ns)):
         ids = store.checkpoint_ids(thread_id, ns)
         keep = {ids[-1]}
         for i, cid in enumerate(ids):
@@ -319,15 +330,22 @@ def plan_prune(
             if recent or young:
                 keep.add(cid)
         for cid in sorted(keep):
-            keep |= needed_for_latest(reader.saver, thread_id, ns, cid)
+            keep |= needed_for_latest(store, metadata, thread_id, ns, cid)
         oldest = min(keep)
         doomed[ns] = [c for c in ids if c < oldest]
     return plan_removal(store, thread_id, doomed)
 
 
-def _age(doc: dict[str, Any], now: datetime) -> float:
-    from .review import parse_ts  # review imports the saver, which imports this module
+def parse_ts(ts: str) -> datetime | None:
+    """A checkpoint's ``ts`` as an aware time (UTC when it names no zone), None if unreadable."""
+    try:
+        when = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
+
+def _age(doc: dict[str, Any], now: datetime) -> float:
     when = parse_ts(str(doc["checkpoint"]["ts"]))
     return float("inf") if when is None else (now - when).total_seconds()
 
@@ -335,7 +353,7 @@ def _age(doc: dict[str, Any], now: datetime) -> float:
 # ----------------------------------------------------------------------
 # copy
 # ----------------------------------------------------------------------
-def copy_thread_files(store: FileStore, source_thread_id: str, target_thread_id: str) -> None:
+def copy_thread_files(store: Documents, source_thread_id: str, target_thread_id: str) -> None:
     """Copy every file of a thread (whole parent chains, so DeltaChannels rebuild), rewriting
     the thread id; large files first, checkpoints (the commit points) last."""
     layout = store.layout
@@ -368,3 +386,21 @@ def copy_thread_files(store: FileStore, source_thread_id: str, target_thread_id:
                 )
         store.write([large, values, writes, checkpoints])
         store.forget_thread(target_thread_id)
+
+
+def object_closure(store: Documents, thread_id: str, roots: set[str]) -> set[str]:
+    """Every object reachable from ``roots`` (objects refer to objects); each read once, so
+    a hand-made loop ends. A missing object is left out: validate names it."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        digest = todo.pop()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        try:
+            doc = store.read_doc(store.layout.object_path(thread_id, digest), "object")
+        except FileNotFoundError:
+            continue
+        todo.extend(refs_in(doc["tree"]))
+    return seen

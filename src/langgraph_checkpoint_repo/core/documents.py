@@ -1,4 +1,4 @@
-"""The file store: the documents of one root, found by id, validated both ways.
+"""The documents of one root, found by id, validated both ways (``Documents``).
 
 Invariants:
 
@@ -24,12 +24,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import DocCache, Listing, Listings, StatKey
+from .caches import DocCache, Listing, Listings, StatKey, settled, stat_key
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks
 from .entries import ValueEntry
 from .errors import FileFormatError, RepoCheckpointError
-from .index import MetaCache, load_listing, save_listing
+from .index import MetaCache, is_plain, load_listing, save_listing
 from .jsonread import load_json
 from .layout import (
     CHECKPOINTS,
@@ -54,8 +54,9 @@ from .writing import Writer, prepare
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 
 
-class FileStore:
-    """Documents under one root, with validation, caches and durable writes."""
+class Documents:
+    """The documents under one root, with validation, caches and durable writes: what every
+    reader and writer of the files (the saver, the command line, the checks) goes through."""
 
     def __init__(self, root: Path, *, durable: bool = True, lock_timeout: float = 60.0) -> None:
         if root.exists() and not root.is_dir():  # else the first write fails with a bare FileExistsError
@@ -123,10 +124,33 @@ class FileStore:
             )
         return doc
 
-    def cached_header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
-        """``header``: kept for the scans that call it. A header is never reused without the
-        one lstat that shows a hand edit (the cache rule, caches.py)."""
-        return self.header(thread_id, checkpoint_ns, checkpoint_id)
+    def metadata(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        decode: Callable[[dict[str, Any], Path], Any],
+        *,
+        plain_ok: bool = True,
+        fresh: bool = False,
+    ) -> Any:
+        """A checkpoint's metadata as ``decode(document, path)`` makes it, kept per checkpoint
+        so filters scan thousands quickly (index.py: in process, and for a fresh process in
+        the derived index): reused while its file's stat key is unchanged (one lstat), so a
+        hand edit is seen. ``plain_ok``: a tree naming no type is its own decoded value (the
+        index keeps only those). ``fresh``: what decides a removal reads the file, never a cache."""
+        hit = None if fresh else self.meta.get(thread_id, ns, cid, plain_ok)
+        if hit is not None:
+            return hit
+        path = self.layout.checkpoint_path(thread_id, ns, cid)
+        read_at = time.time_ns()  # the cache rule (caches.py): both taken before the read
+        st = os.lstat(path)
+        doc = self.header(thread_id, ns, cid)
+        meta = decode(doc, path)
+        tree = doc["metadata"] if plain_ok and is_plain(doc["metadata"]) else None
+        kept = (str(path), stat_key(st), meta, tree) if settled(st, read_at) else None
+        self.meta.keep(thread_id, ns, cid, kept)  # not settled: it may change again unseen
+        return meta
 
     def writes_docs(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str

@@ -1,0 +1,93 @@
+"""Errors raised by the repo checkpointer.
+
+Every error names what it is about (file, id, field) so a person can find and
+fix the problem; none of them is ever swallowed inside the package. A leaf of the core
+(it imports only masking.py), so any module may raise them without an import cycle.
+Each survives pickling (a worker process, ``concurrent.futures``) with its attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .masking import safe_message
+
+
+class RepoCheckpointError(Exception):
+    """Base class for everything this package raises on purpose.
+
+    Its message is made safe once, here, for every subclass: a secret it quotes (a key
+    carried in a thread id, also as an encoded path segment) is masked as ``validate``
+    masks it, and control characters (a file name or a type name from a tampered file)
+    are escaped, so printing the error can neither leak a key nor drive a terminal.
+    The attributes (``path``, ``pointer``) keep the exact values, for code.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(safe_message(a) if isinstance(a, str) else a for a in args))
+
+
+class FileFormatError(RepoCheckpointError):
+    """A file on disk is not a valid file of its kind (JSON, schema, names)."""
+
+    def __init__(self, path: str, pointer: str, message: str) -> None:
+        self.path = path
+        self.pointer = pointer or "/"
+        self.detail = message
+        super().__init__(f"{path}: at {self.pointer}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.pointer, self.detail))
+
+
+class SchemaVersionError(FileFormatError):
+    """A file's schema_version is not one this release reads."""
+
+
+class MissingReferenceError(FileFormatError):
+    """A file refers to another file (value, base, large value) that is absent."""
+
+
+class InvalidWriteError(RepoCheckpointError):
+    """A document about to be written does not match its schema; nothing was written."""
+
+    def __init__(self, kind: str, target: str, pointer: str, message: str) -> None:
+        self.kind = kind
+        self.target = target
+        self.pointer = pointer or "/"
+        self.detail = message
+        super().__init__(f"refusing to write {kind} {target}: at {self.pointer}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.kind, self.target, self.pointer, self.detail))
+
+
+class UnrevivableValueError(RepoCheckpointError):
+    """A stored value names a type outside the allowlist or cannot be rebuilt."""
+
+
+class LockTimeoutError(RepoCheckpointError, TimeoutError):
+    """The lock of a thread could not be taken in time (a ``TimeoutError``, as filelock's is)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), tuple(str(a) for a in self.args[:1]))
+
+
+class NotFoundError(RepoCheckpointError):
+    """A root, thread, namespace or checkpoint that is not there."""
+
+
+class BadInputError(RepoCheckpointError):
+    """An argument that cannot name anything: a malformed or ambiguous id, a bad date."""
+
+
+class ThreadExistsError(RepoCheckpointError):
+    """The target already holds a thread being copied; nothing was written."""
+
+
+class ThreadNotFoundError(RepoCheckpointError):
+    """A thread asked for is not in the source; nothing was written."""
+
+
+class SaverSpecError(RepoCheckpointError):
+    """A SOURCE/TARGET that names no saver we can open."""
