@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -42,7 +43,11 @@ def test_allowed_msgpack_modules_tells_explicit_from_everything() -> None:
     assert ("a.b", "C") in explicit
 
 
-def test_build_serde_allowlist_finds_a_graphs_dataclass_state() -> None:
+def test_collect_graph_types_is_build_serde_allowlist_with_its_classes() -> None:
+    """The keys are exactly what LangGraph's public build_serde_allowlist gives (for strict
+    mode's with_allowlist); the classes are the state's own objects, local ones included."""
+    from langgraph._internal._serde import build_serde_allowlist
+
     from dataclasses import dataclass
 
     @dataclass
@@ -53,8 +58,11 @@ def test_build_serde_allowlist_finds_a_graphs_dataclass_state() -> None:
     builder.add_node("a", lambda s: {"n": 1})
     builder.add_edge(START, "a")
     graph = builder.compile(checkpointer=InMemorySaver())
-    allowed = _compat.build_serde_allowlist(schemas=[builder.state_schema], channels=dict(graph.channels))
-    assert (State.__module__, "State") in allowed
+    schemas: list[Any] = [builder.state_schema]
+    keys, classes = _compat.collect_graph_types(schemas=schemas, channels=dict(graph.channels))
+    assert keys == build_serde_allowlist(schemas=schemas, channels=dict(graph.channels))
+    assert (State.__module__, "State") in keys
+    assert classes[(State.__module__, "State")] is State
 
 
 def test_sqlite_saver_task_path_flag_and_adoption(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def check_root(root: Path, thread_id: str, log: Path, report: RootReport) -> Non
     # LangGraph can save a step's writes while the put of their checkpoint is still running
     problems = [p for p in validator.run() if p not in validator.orphan_writes]
     assert problems == [], "\n".join(p.line() for p in problems)
-    findings = fsck(Reader(root))
+    findings = fsck(Reader(root).store)
     kinds = {f.kind for f in findings}
     assert kinds <= ALLOWED_DEBRIS, [(f.kind, f.path, f.message) for f in findings]
     new = [f for f in findings if f.path not in report.seen]  # debris stays until the repair
@@ -202,7 +202,7 @@ def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[
     findings = fsck(reader.store)
     repair(reader.store, findings)
     assert all(f.repaired for f in findings), [(f.kind, f.path) for f in findings if not f.repaired]
-    assert fsck(Reader(root)) == []
+    assert fsck(Reader(root).store) == []
 
     before = len([e for e in logged(log) if "put" in e])
     ready = base / f"ready-{index}-final"
@@ -210,7 +210,7 @@ def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[
     assert proc.wait() == 0, stderr.read_text()
     report.final_puts = len([e for e in logged(log) if "put" in e]) - before
     check_root(root, thread_id, log, report)
-    assert fsck(Reader(root)) == []
+    assert fsck(Reader(root).store) == []
     final = build_graph(RepoSaver(root)).get_state(cfg(thread_id))
     assert final.next == ()
     return report, dict(final.values)

@@ -172,7 +172,7 @@ def assert_clean(root: Path, allowed: frozenset[str] = frozenset()) -> None:
     if "orphan-writes" in allowed:  # writes saved beside a put that then failed (LangGraph overlaps them)
         problems = [p for p in problems if p not in validator.orphan_writes]
     assert problems == [], "\n".join(p.line() for p in problems)
-    findings = fsck(Reader(root))
+    findings = fsck(Reader(root).store)
     assert {f.kind for f in findings} <= allowed, [(f.kind, f.path) for f in findings]
     assert [f for f in findings if f.kind == "temp"] == [], "a temp file was left behind"
 

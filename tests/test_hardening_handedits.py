@@ -167,10 +167,11 @@ def test_removed_tool_call_id_fails_naming_file_and_pointer(root: Path) -> None:
 
 
 def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(root: Path) -> None:
-    """validate constructs LangGraph's own types (messages) strictly, as the saver would."""
+    """validate --revive constructs LangGraph's own types (messages) strictly, as the saver would
+    (plain validate constructs nothing, so it starts without LangGraph)."""
     tool_graph(RepoSaver(root, durable=False)).invoke({"messages": [HumanMessage("hi", id="h")]}, cfg("t"))
     path, pointer = drop_tool_call_id(root)
-    proc = cli(root, "validate", cwd="/")
+    proc = cli(root, "validate", "--revive", cwd="/")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "ToolMessage" in ln]
     assert len(lines) == 1, proc.stdout

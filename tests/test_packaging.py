@@ -22,4 +22,5 @@ def test_the_wheel_carries_the_py_typed_marker_and_the_schemas(tmp_path: Path) -
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "langgraph_checkpoint_repo/py.typed" in names
     assert "langgraph_checkpoint_repo/schemas/checkpoint.schema.json" in names
-    assert "langgraph_checkpoint_repo/index.py" in names
+    assert "langgraph_checkpoint_repo/core/index.py" in names
+    assert "langgraph_checkpoint_repo/readmodel/reader.py" in names

@@ -82,11 +82,11 @@ def test_following_the_refusal_advice_does_not_run_a_command_the_file_names(
 def test_advised_allow_from_outside_the_project_is_not_blamed_on_the_file(
     project: Path, tmp_path: Path
 ) -> None:
-    """``langgraph-repo --root proj/.langgraph show`` run from another folder: the note names
-    proj/pyproject.toml and advises ``--allow myapp.state:Address``. Followed, the module is
-    not importable (only the current folder is put on sys.path, not the project the note
-    named), and the failure is reported as the *file's* fault: "rejects the stored data ...
-    fix the file" -- sending the user to hand-edit a file that is fine."""
+    """``langgraph-repo --root proj/.langgraph show`` run from another folder: the note advises
+    ``--allow myapp.state:Address``. Followed, the module is not importable from there (the
+    command line never puts the project on sys.path by itself), and that must not be reported
+    as the *file's* fault ("rejects the stored data ... fix the file"), which would send the
+    user to hand-edit a file that is fine."""
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     root = str(project / ".langgraph")
@@ -103,7 +103,6 @@ def test_advised_allow_from_outside_the_project_is_not_blamed_on_the_file(
 
     first = run("show", "dataclass")
     assert first.returncode == 0, first.stderr
-    assert str(project / "pyproject.toml") in first.stdout
     argv = [a for opt in advised_allow_options(first.stdout) for a in ("--allow", opt)]
     assert argv == ["--allow", "myapp.state:Address"], first.stdout
     second = run("show", "dataclass", *argv)

@@ -11,7 +11,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_checkpoint_repo.core.errors import BadInputError, UnrevivableValueError
 from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
-from langgraph_checkpoint_repo.project_types import allowed_types, find_pyproject
+from langgraph_checkpoint_repo.project_types import cli_types, find_pyproject, project_types
 from langgraph_checkpoint_repo.serde import ValueCodec
 
 
@@ -65,12 +65,25 @@ def project(tmp_path: Path, table: str) -> Path:
 def test_a_bad_table_is_an_error_naming_the_file(tmp_path: Path, table: str, message: str) -> None:
     root = project(tmp_path, table)
     with pytest.raises(BadInputError, match=message) as info:
-        allowed_types(root, [])
+        project_types(root)
     assert str(tmp_path / "pyproject.toml") in str(info.value)
 
 
 def test_the_table_is_read_from_above_the_root_never_inside(tmp_path: Path) -> None:
-    root = project(tmp_path, '[tool.langgraph-repo]\nallow = ["json.decoder:*"]\n')
-    (root / "pyproject.toml").write_text('[tool.langgraph-repo]\nallow = ["os:*"]\n', encoding="utf-8")
-    assert find_pyproject(root, root) == tmp_path / "pyproject.toml"
-    assert allowed_types(root, ["a.b:C"]).types == {("json.decoder", "*"), ("a.b", "C")}
+    root = project(tmp_path, '[tool.langgraph-repo]\nallow = ["myapp.state:*"]\n')
+    (root / "pyproject.toml").write_text('[tool.langgraph-repo]\nallow = ["evil:*"]\n', encoding="utf-8")
+    assert find_pyproject(root) == tmp_path / "pyproject.toml"
+    assert project_types(root, ["a.b:C"]).types == {("myapp.state", "*"), ("a.b", "C")}
+
+
+@pytest.mark.parametrize("item", ["os:system", "subprocess:*", "builtins:eval", "os.path:join"])
+def test_a_standard_library_name_is_never_allowed_from_the_table_or_the_option(
+    tmp_path: Path, item: str
+) -> None:
+    """docs/types.md: Python's own callables get no option to allow, whatever the table says."""
+    root = project(tmp_path, f'[tool.langgraph-repo]\nallow = ["{item}"]\n')
+    with pytest.raises(BadInputError, match="standard library") as info:
+        project_types(root)
+    assert str(tmp_path / "pyproject.toml") in str(info.value)
+    with pytest.raises(BadInputError, match="standard library"):
+        cli_types([item])

@@ -1,6 +1,7 @@
 """The command line shows a graph's own types readably, with or without leave to construct
-them (docs/types.md): ``--allow module:Name`` / ``module:*``, and ``[tool.langgraph-repo]``
-``allow`` or ``graph`` in the project's pyproject.toml. Each command runs in a fresh process.
+them (docs/types.md): ``--allow module:Name`` / ``module:*`` on the command line. The
+project's ``[tool.langgraph-repo]`` table (``allow``, ``graph``) is never read by a reading
+command, only by ``export --trust-project``. Each command runs in a fresh process.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from types_project import MAIN_WRITER, WRITE, cli, make_project, run_script
 
-ALLOW_NOTE = 'allow = ["myapp.state:Color"] under [tool.langgraph-repo] in '
+ALLOW_NOTE = "that imports their module. Without it they are shown as stored"
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> str:
@@ -37,17 +38,16 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_show_and_diff_without_allow_read_the_types_by_name_and_fields(project: Path) -> None:
     """Without leave to construct them, show and diff print an Enum as ``Color('blue')``, a
     timedelta as ``timedelta(days=14)`` and a model by its fields, alike, then name the types
-    not revived and the exact option and pyproject entry that allow them."""
+    not revived and the exact option that allows them."""
     shown = ok(cli(project, "show", "pydantic"))
     assert "  Customer:\n" in shown and "    color: Color('red')\n" in shown
     assert "    due: timedelta(days=14)\n" in shown and "    name: ada\n" in shown
     assert "(not revived: refusing to construct myapp.state.Color, myapp.state.Customer" in shown
     assert "--allow myapp.state:Customer --allow myapp.state:Color (or myapp.state:*)" in shown
-    assert str(project / "pyproject.toml") in shown
     ids = steps(project, "enum")
     diff = ok(cli(project, "diff", "enum", "--from", ids[0], "--to", ids[1]))
     assert "  - Color('red')\n  + Color('blue')\n" in diff
-    assert "--allow myapp.state:Color (or myapp.state:*), or " + ALLOW_NOTE in diff
+    assert "--allow myapp.state:Color (or myapp.state:*); " + ALLOW_NOTE in diff
     show_enum = ok(cli(project, "show", "enum", "--checkpoint", ids[1]))
     assert "Color('blue')" in show_enum
     ids = steps(project, "pydantic")
@@ -95,21 +95,39 @@ def test_allow_refuses_a_malformed_item(project: Path) -> None:
 COMPILED = "from myapp.agent import pydantic_graph\n\ngraph = pydantic_graph(None)\n"
 
 
+MARKER = "import pathlib\npathlib.Path({path!r}).write_text('imported')\n"
+
+
 @pytest.mark.parametrize(
     "table", ['allow = ["myapp.state:*"]', 'graph = "myapp.compiled:graph"'], ids=["allow", "graph"]
 )
-def test_pyproject_table_allows_the_types(tmp_path: Path, table: str) -> None:
+def test_pyproject_table_is_used_only_by_export_trust_project(tmp_path: Path, table: str) -> None:
     """``[tool.langgraph-repo]`` in the project's pyproject.toml: ``allow`` lists types,
-    ``graph`` takes them from a compiled graph as ``compile`` does (importing its module)."""
+    ``graph`` takes them from a compiled graph as ``compile`` does (importing its module). A
+    pull request can change both, so reading commands (show, diff, render, history, tasks)
+    never use it and never import the module it names (it leaves a marker when imported);
+    ``export --trust-project`` does, and constructs the types."""
     project = make_project(tmp_path, pyproject=f"\n[tool.langgraph-repo]\n{table}\n")
     (project / "myapp" / "compiled.py").write_text(COMPILED, encoding="utf-8")
     run_script(project, "write.py", WRITE, "pydantic")
+    marker = tmp_path / "imported"
+    for module in ("state.py", "compiled.py"):
+        path = project / "myapp" / module
+        path.write_text(MARKER.format(path=str(marker)) + path.read_text(encoding="utf-8"), encoding="utf-8")
     shown = ok(cli(project, "show", "pydantic"))
-    assert "    color: Color.RED\n" in shown and "    due: timedelta(days=14)\n" in shown
-    assert "not revived" not in shown.lower()
+    assert "    color: Color('red')\n" in shown and "    due: timedelta(days=14)\n" in shown
     ids = steps(project, "pydantic")
     diff = ok(cli(project, "diff", "pydantic", "--from", ids[0], "--to", ids[1]))
-    assert "      color: Color.RED\n" in diff and "Not revived" not in diff
+    assert "      color: Color('red')\n" in diff
+    for command in (["render", "pydantic"], ["tasks", "pydantic"], ["threads"], ["validate"]):
+        ok(cli(project, *command))
+    assert not marker.exists()
+    target = f"sqlite:///{tmp_path / 'out.db'}"
+    refused = cli(project, "export", target, "--thread", "pydantic")
+    assert refused.returncode != 0 and "refusing to construct myapp.state" in refused.stderr
+    assert not marker.exists()
+    copied = json.loads(ok(cli(project, "export", target, "--thread", "pydantic", "--trust-project", "--json")))
+    assert copied["threads"] == ["pydantic"] and marker.exists()
 
 
 def test_pyproject_inside_the_state_folder_is_ignored(tmp_path: Path) -> None:

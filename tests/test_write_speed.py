@@ -230,7 +230,7 @@ def test_a_crash_at_any_call_of_a_put_leaves_a_checkpoint_only_with_its_objects(
         finally:
             recording.stop_at = None
         assert_referents_exist(root)
-        findings = fsck(Reader(root))
+        findings = fsck(Reader(root).store)
         assert {f.kind for f in findings} <= {"temp", "orphan-object", "orphan-writes", "orphan-large"}
         validator = Validator(root)
         problems = [p for p in validator.run() if p not in validator.orphan_writes]

@@ -12,7 +12,7 @@ factory (``langgraph.json`` names it) and ``export --trust-project``. Even then:
   (never above its top, never inside the root, which is data) and owned by the current user,
   as git reads a repository's config only when ``safe.directory`` allows it;
 * the project's folder is appended to ``sys.path`` (after the installed packages) only for
-  that explicit use.
+  that explicit use, and the current folder only when ``--allow`` names a type.
 """
 
 from __future__ import annotations
@@ -74,8 +74,13 @@ def parse_allow(item: str, source: str) -> TypeKey:
 
 
 def cli_types(given: Sequence[str]) -> Allowed:
-    """What ``--allow`` names; nothing of the project is read."""
-    return Allowed({parse_allow(item, "--allow") for item in given})
+    """What ``--allow`` names; nothing of the project is read. Naming a type on the command
+    line is the choice to import its module, so the current folder (and its ``src``) is
+    appended to ``sys.path`` (after the installed packages) for it, as before."""
+    found = Allowed({parse_allow(item, "--allow") for item in given})
+    if found.types:
+        _importable(Path.cwd())
+    return found
 
 
 def find_pyproject(root: Path, cwd: Path | None = None) -> Path | None:

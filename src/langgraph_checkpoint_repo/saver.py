@@ -45,6 +45,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Send
 
 from ._compat import with_msgpack_allowlist
+from .core import fields
 from .core.chains import MAX_APPEND_DEPTH
 from .core.documents import Documents
 from .core.durable import check_lock_timeout
@@ -288,7 +289,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         values: dict[str, Any] = {}
-        versions = doc["checkpoint"]["channel_versions"]
+        versions = fields.channel_versions(doc)
         for channel, ref in doc["values"].items():
             entry = self.store.value_entry(ns_dir, channel, versions.get(channel), ref)
             if entry.empty:
@@ -308,7 +309,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         tree=entry.tree,
                         deps=deps,
                     )
-        stored = doc["checkpoint"]
+        stored = fields.checkpoint_fields(doc)
         checkpoint: dict[str, Any] = {
             "v": stored["v"],
             "id": cid,
@@ -618,7 +619,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 doc = self.store.header(thread_id, ns, current)
             except FileNotFoundError:
                 break
-            versions = doc["checkpoint"]["channel_versions"]
+            versions = fields.channel_versions(doc)
             ended: dict[str, Any] = {}
             for ch in remaining:
                 ref = doc["values"].get(ch)

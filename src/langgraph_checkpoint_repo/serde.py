@@ -518,7 +518,9 @@ def allowed_class(allowed: Collection[TypeKey], module: str, name: str) -> Any:
     return found
 
 
-def strict_loader(serde: SerializerProtocol, allowed: frozenset[TypeKey], classes: Mapping[TypeKey, type]) -> Any:
+def strict_loader(
+    serde: SerializerProtocol, allowed: frozenset[TypeKey], classes: Mapping[TypeKey, type]
+) -> Any:
     """A copy of ``serde`` that loads msgpack through ``strict_ext_hook`` (an
     ``EncryptedSerializer`` still decrypts first). A serde of another kind, or one given its
     own ext hook, is returned as it is: reviving is then entirely its business."""

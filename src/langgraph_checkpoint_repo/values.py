@@ -25,6 +25,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
+from .core import fields
 from .core.caches import Dep, refresh, stat_key_of
 from .core.documents import Documents
 from .core.durable import digest_node, json_size
@@ -172,7 +173,7 @@ class ValueWriter:
         for channel in missing:
             if (
                 parent is not None
-                and parent["checkpoint"]["channel_versions"].get(channel) == versions[channel]
+                and fields.channel_versions(parent).get(channel) == versions[channel]
             ):
                 ref = parent["values"].get(channel)
                 if ref is not None:
@@ -203,7 +204,7 @@ class ValueWriter:
         wanted = set(channels)
         for cid in reversed(self.store.checkpoint_ids(thread_id, ns)):
             doc = self.store.header(thread_id, ns, cid)
-            stored = doc["checkpoint"]["channel_versions"]
+            stored = fields.channel_versions(doc)
             for channel in [ch for ch in wanted if stored.get(ch) == versions[ch]]:
                 ref = doc["values"].get(channel)
                 if ref is not None:
@@ -244,7 +245,12 @@ class ValueWriter:
                     appended["items"] = self.shared(thread_id, appended["items"], large, items=True)
                     base_deps = self.lists[(thread_id, ns, channel)].deps
                     state = ListState(
-                        version=version, ref="", count=count, depth=appended["depth"], body=body, deps=base_deps
+                        version=version,
+                        ref="",
+                        count=count,
+                        depth=appended["depth"],
+                        body=body,
+                        deps=base_deps,
                     )
                     return {"append": appended}, state
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)

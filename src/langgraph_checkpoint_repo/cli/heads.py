@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..core import fields
 from .app import JsonOpt, NsOpt, Settings, _reader, _settings, app
 from .output import _print_json, _print_table
 
@@ -29,7 +30,7 @@ def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     messages = trees.get("messages")
     if isinstance(messages, list) and messages:
         return present.message_line(reader.readable(messages[-1]), 120)
-    versions = reader.header(thread, ns, cid)["checkpoint"]["channel_versions"]
+    versions = fields.channel_versions(reader.header(thread, ns, cid))
     shown = [c for c in trees if not is_internal(c)]
     if not shown:
         return ""
@@ -51,7 +52,7 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
             {
                 "checkpoint_id": cid,
                 "parent_checkpoint_id": doc["parent_checkpoint_id"],
-                "ts": str(doc["checkpoint"]["ts"]),
+                "ts": (fields.ts(doc)),
                 "step": meta.get("step") if isinstance(meta.get("step"), int) else None,
                 "source": meta.get("source") if isinstance(meta.get("source"), str) else None,
                 "settled": state.settled,

@@ -160,7 +160,9 @@ def prune(
         )
 
 
-def _plan(reader: Reader, thread_id: str, keep_last: int | None, age: float | None, now: datetime) -> PrunePlan:
+def _plan(
+    reader: Reader, thread_id: str, keep_last: int | None, age: float | None, now: datetime
+) -> PrunePlan:
     """``prune``'s plan for one thread; a thread waiting on an interrupt is left whole."""
     from ..core.plans import plan_prune
 

@@ -189,9 +189,9 @@ class Validator:
                 self.bad_files.add(exc.path)
                 self.problem(exc.path, exc.pointer, problem_text(exc))
             elif exc.path not in self.bad_files:
-                cause = (
-                    problem_text(exc) if exc.path == str(path) else f"{exc.path}: {exc.pointer}: {problem_text(exc)}"
-                )
+                cause = problem_text(exc)
+                if exc.path != str(path):
+                    cause = f"{exc.path}: {exc.pointer}: {cause}"
                 self.problem(path, pointer, cause)
             return False
         except OSError as exc:

@@ -358,18 +358,40 @@ class ThreadLocks:
     def __init__(self, timeout: float) -> None:
         check_lock_timeout(timeout)
         self.timeout = timeout
-        self._files: dict[Path, FileLock] = {}
-        self._gates: dict[Path, _SharedExclusive] = {}
+        # per lock file: its file lock, its in-process gate and how many callers hold or wait
+        # for it; dropped when the last one leaves, so a long-lived saver over many threads
+        # keeps no lock (nor open file) per thread it ever wrote
+        self._held: dict[Path, tuple[FileLock, _SharedExclusive, int]] = {}
         self._mutex = threading.Lock()
+
+    def __len__(self) -> int:
+        """How many threads' locks are in use now."""
+        return len(self._held)
 
     @contextmanager
     def hold(self, lock_path: Path, thread_id: str, exclusive: bool = False) -> Iterator[None]:
         with self._mutex:
-            gate = self._gates.setdefault(lock_path, _SharedExclusive())
-            lock = self._files.get(lock_path)
-            if lock is None:
+            held = self._held.get(lock_path)
+            if held is None:
                 lock_path.parent.mkdir(parents=True, exist_ok=True)
-                lock = self._files[lock_path] = FileLock(str(lock_path), thread_local=False)
+                held = (FileLock(str(lock_path), thread_local=False), _SharedExclusive(), 0)
+            lock, gate, users = held
+            self._held[lock_path] = (lock, gate, users + 1)
+        try:
+            with self._holding(lock, gate, lock_path, thread_id, exclusive):
+                yield
+        finally:
+            with self._mutex:
+                lock, gate, users = self._held[lock_path]
+                if users == 1:
+                    del self._held[lock_path]
+                else:
+                    self._held[lock_path] = (lock, gate, users - 1)
+
+    @contextmanager
+    def _holding(
+        self, lock: FileLock, gate: _SharedExclusive, lock_path: Path, thread_id: str, exclusive: bool
+    ) -> Iterator[None]:
         if not gate.acquire(exclusive, self.timeout):
             raise LockTimeoutError(
                 f"could not lock thread {thread_id!r} within {self.timeout}s "

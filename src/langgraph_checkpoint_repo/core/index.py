@@ -25,7 +25,6 @@ removes the index so the next reads rebuild it.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -34,7 +33,6 @@ import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -130,20 +128,6 @@ def _write(layout: Layout, path: Path, data: bytes) -> None:
         if not isinstance(exc, OSError):
             raise
         _log.info("derived index not written to %s: %s", path, exc)  # full, or a folder in the way
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Parse thousands of small containers without the cyclic collector: JSON holds no cycles,
-    and in a fresh process that has just imported LangGraph the allocations would trigger the
-    first full collection of every imported object (measured: 85 ms of a 95 ms load)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class _quiet:
@@ -282,8 +266,7 @@ def load_meta(layout: Layout, folder: Path) -> dict[str, MetaEntry]:
     data = _read(layout, path) if path is not None else None
     if data is None:
         return {}
-    with _collector_paused():
-        return decode_meta(layout, folder, data) or {}
+    return decode_meta(layout, folder, data) or {}
 
 
 def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> None:

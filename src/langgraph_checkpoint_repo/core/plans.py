@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import fields
 from .chains import Link, walk_chain
 from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
@@ -72,7 +73,7 @@ def needed_files(
             for body in doc.get("new_values", {}).values():
                 large_in(body, out.large)
                 objects_in(body, out.objects)
-            versions = doc["checkpoint"]["channel_versions"]
+            versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
                 _mark_chain(store, ns_dir, channel, versions.get(channel), ref, kept, out)
             for _, wdoc in store.writes_docs(thread_id, ns, cid):
@@ -249,7 +250,7 @@ def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: 
     ns_dir = store.layout.ns_dir(thread_id, ns)
     keep = {latest}
     doc = store.header(thread_id, ns, latest)
-    versions = doc["checkpoint"]["channel_versions"]
+    versions = fields.channel_versions(doc)
     delta = metadata(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
     unseeded = {
         ch
@@ -264,7 +265,7 @@ def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: 
         except FileNotFoundError:
             break
         keep.add(parent)
-        versions = doc["checkpoint"]["channel_versions"]
+        versions = fields.channel_versions(doc)
         for ch in list(unseeded):
             ref = doc["values"].get(ch)
             if ref is not None and not store.value_entry(ns_dir, ch, versions.get(ch), ref).empty:
@@ -346,7 +347,7 @@ def parse_ts(ts: str) -> datetime | None:
 
 
 def _age(doc: dict[str, Any], now: datetime) -> float:
-    when = parse_ts(str(doc["checkpoint"]["ts"]))
+    when = parse_ts(fields.ts(doc))
     return float("inf") if when is None else (now - when).total_seconds()
 
 

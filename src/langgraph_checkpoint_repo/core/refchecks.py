@@ -1,9 +1,9 @@
 """validate's checks of what a checkpoint refers to: values, append chains, parents.
 
-Each check reports through the ``Reporter`` it is given (checks.py's ``Validator``) (one problem per thing wrong, at
-the file and JSON pointer that is wrong) and never stops at the first. Values are resolved
-the way the saver resolves them (``Documents.value_entry``); a missing one is explained by
-walking its chain (chains.walk_chain) to the first link that is gone.
+Each check reports through the ``Reporter`` it is given (checks.py's ``Validator``): one
+problem per thing wrong, at the file and JSON pointer that is wrong, never stopping at the
+first. Values are resolved the way the saver resolves them (``Documents.value_entry``); a
+missing one is explained by walking its chain (chains.walk_chain) to the first link that is gone.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import fields
 from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, Layout, encode_segment
@@ -58,7 +59,7 @@ def checkpoint_refs(
 
 def _value_refs(v: Reporter, ns_dir: Path, path: Path, doc: dict[str, Any]) -> set[str]:
     """Check each value a checkpoint refers to; the channels that are empty at it."""
-    versions = doc["checkpoint"]["channel_versions"]
+    versions = fields.channel_versions(doc)
     empty: set[str] = set()
     for channel, ref in doc["values"].items():
         pointer = "/values/" + pointer_part(channel)

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import fields
 from .caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
 from .chains import Link, walk_chain
 from .durable import digest_node
@@ -133,7 +134,7 @@ class ValueResolver:
             except FileNotFoundError:
                 return None
             body = doc.get("new_values", {}).get(channel)
-            if body is None or doc["checkpoint"]["channel_versions"].get(channel) != version:
+            if body is None or fields.channel_versions(doc).get(channel) != version:
                 raise MissingReferenceError(
                     str(path), f"/new_values/{channel}", f"holds no value of channel {channel!r} at {version}"
                 )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..core import fields
 from ..core.documents import Documents
 from ..core.entries import ValueEntry, entry_from_node
 from ..core.errors import BadInputError, NotFoundError, UnrevivableValueError
@@ -42,7 +43,7 @@ _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")
 MIN_PREFIX = 4
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StateView:
     """One checkpoint as a person (or script) reads it."""
 
@@ -59,21 +60,19 @@ class StateView:
 
     @property
     def parent_id(self) -> str | None:
-        return self.doc["parent_checkpoint_id"]  # type: ignore[no-any-return]
+        return fields.parent_id(self.doc)
 
     @property
     def step(self) -> int | None:
-        step = self.doc["metadata"].get("step")
-        return step if isinstance(step, int) else None
+        return fields.step(self.doc)
 
     @property
     def source(self) -> str | None:
-        source = self.doc["metadata"].get("source")
-        return source if isinstance(source, str) else None
+        return fields.source(self.doc)
 
     @property
     def ts(self) -> str:
-        return str(self.doc["checkpoint"]["ts"])
+        return (fields.ts(self.doc))
 
     @property
     def interrupts(self) -> list[InterruptView]:
@@ -81,7 +80,7 @@ class StateView:
         return [i for t in self.tasks if t.status == "interrupted" for i in t.interrupts]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class HistoryRow:
     checkpoint_id: str
     step: int | None
@@ -94,7 +93,7 @@ class HistoryRow:
     graph: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ThreadSummary:
     thread_id: str
     namespaces: list[str]
@@ -234,7 +233,7 @@ class Reader:
         """A checkpoint's values, pending writes and next tasks."""
         doc = self.store.header(thread_id, ns, cid)
         ns_dir = self.layout.ns_dir(thread_id, ns)
-        versions = doc["checkpoint"]["channel_versions"]
+        versions = fields.channel_versions(doc)
         trees: dict[str, Any] = {}
         values: dict[str, Any] = {}
         for channel, ref in doc["values"].items():
@@ -249,7 +248,18 @@ class Reader:
         metadata: Any = self.metadata(thread_id, ns, cid) if revive else doc["metadata"]
         writes = self.pending_writes(thread_id, ns, cid, revive=revive)
         tasks = attach_writes(derive_tasks(doc, set(trees), trees.get(TASKS)), writes)
-        return StateView(thread_id, ns, cid, doc, path, trees, values, metadata, writes, tasks)
+        return StateView(
+            thread_id=thread_id,
+            ns=ns,
+            checkpoint_id=cid,
+            doc=doc,
+            path=path,
+            trees=trees,
+            values=values,
+            metadata=metadata,
+            writes=writes,
+            tasks=tasks,
+        )
 
     def _revive(self, entry: ValueEntry, where: str, tree: Any, *, readable: bool = False) -> Any:
         """The reviver's value (its allowlist checked before any import), or the stored tree
@@ -302,7 +312,17 @@ class Reader:
                     f"thread {thread_id!r} checkpoint {cid} write {w.channel!r} of task {w.task_id} ({at})"
                 )
                 value = self._revive(entry, where, tree)
-            out.append(WriteView(w.task_id, w.task_path, w.channel, w.idx, tree, value, w.path))
+            out.append(
+                WriteView(
+                    task_id=w.task_id,
+                    task_path=w.task_path,
+                    channel=w.channel,
+                    idx=w.idx,
+                    tree=tree,
+                    value=value,
+                    file=w.path,
+                )
+            )
         return out
 
     def finished_task_names(self, thread_id: str, ns: str, cid: str) -> list[str]:
@@ -331,7 +351,7 @@ class Reader:
         if ref is None:
             return None
         entry = self.store.value_entry(
-            self.layout.ns_dir(thread_id, ns), TASKS, doc["checkpoint"]["channel_versions"].get(TASKS), ref
+            self.layout.ns_dir(thread_id, ns), TASKS, fields.channel_versions(doc).get(TASKS), ref
         )
         return None if entry.empty else entry.tree
 
@@ -358,7 +378,13 @@ class Reader:
             else:
                 writers = []
             rows[cid] = HistoryRow(
-                cid, step, source, str(doc["checkpoint"]["ts"]), parent, parent in present, writers
+                checkpoint_id=cid,
+                step=step,
+                source=source,
+                ts=fields.ts(doc),
+                parent_id=parent,
+                parent_present=parent in present,
+                writers=writers,
             )
         for row in rows.values():
             if row.parent_id in rows:
@@ -376,23 +402,23 @@ class Reader:
         root_ns = "" if "" in namespaces else namespaces[0]
         ids = self.checkpoint_ids(thread_id, root_ns)
         total = sum(len(self.checkpoint_ids(thread_id, ns)) for ns in namespaces)
-        parents = {self.header(thread_id, root_ns, c)["parent_checkpoint_id"] for c in ids}
+        parents = {fields.parent_id(self.header(thread_id, root_ns, c)) for c in ids}
         leaves = [c for c in ids if c not in parents]
         live = self.live_states(thread_id, namespaces, root_ns)
         latest = live[root_ns]
         nxt = sorted({t.name for s in live.values() for t in s.tasks if t.runs_on_resume})
         waiting = [i for i in latest.interrupts]
         return ThreadSummary(
-            thread_id,
-            namespaces,
-            total,
-            latest.checkpoint_id,
-            latest.step,
-            latest.ts,
-            max(len(leaves) - 1, 0),
-            nxt,
-            waiting,
-            live,
+            thread_id=thread_id,
+            namespaces=namespaces,
+            checkpoints=total,
+            latest_id=latest.checkpoint_id,
+            latest_step=latest.step,
+            last_updated=latest.ts,
+            forks=max(len(leaves) - 1, 0),
+            next=nxt,
+            waiting=waiting,
+            live=live,
         )
 
     def live_states(self, thread_id: str, namespaces: list[str], root_ns: str = "") -> dict[str, StateView]:

@@ -25,6 +25,8 @@ from typing import Any
 
 import xxhash
 
+from ..core import fields
+
 START = "__start__"
 TASKS = "__pregel_tasks"
 PUSH = "__pregel_push"
@@ -52,7 +54,7 @@ class Raw:
     shown: Any = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WriteView:
     """One pending write, merged as the saver merges them (first regular write wins)."""
 
@@ -65,7 +67,7 @@ class WriteView:
     file: Path
 
 
-@dataclass
+@dataclass(kw_only=True)
 class InterruptView:
     """An interrupt a task raised; ``value`` is revived (or Raw), ``tree`` as stored."""
 
@@ -158,7 +160,7 @@ def parse_task_path(path: str) -> tuple[str, str | int | None]:
 
 def derive_tasks(doc: dict[str, Any], available: set[str], sends: Any) -> list[TaskView]:
     """The next tasks of a checkpoint, from its versions and trigger channels only."""
-    cp = doc["checkpoint"]
+    cp = fields.checkpoint_fields(doc)
     versions: dict[str, Any] = cp["channel_versions"]
     seen_all: dict[str, dict[str, Any]] = cp["versions_seen"]
     meta_step = doc["metadata"].get("step")
@@ -265,7 +267,9 @@ def _interrupts(write: WriteView, task: TaskView) -> list[InterruptView]:
         elif revived is not None and i < len(revived) and hasattr(revived[i], "value"):
             value = revived[i].value
         iid = iid if isinstance(iid, str) else None
-        out.append(InterruptView(iid, value, payload_tree, task.name, task.id or ""))
+        out.append(
+            InterruptView(id=iid, value=value, tree=payload_tree, task_name=task.name, task_id=task.id or "")
+        )
     return out
 
 

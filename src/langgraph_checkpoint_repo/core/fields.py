@@ -1,0 +1,60 @@
+"""What a checkpoint document holds, read by name.
+
+The one place that knows where each of LangGraph's fields sits in a checkpoint file (the
+``checkpoint`` object, the ``metadata``, the value references): readers ask here instead of
+indexing the document, so a format that moves a field (format 4) changes this module and its
+migration, not every reader. Documents are validated before they get here (validation.py),
+so the fields are there with the types the schema gives them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Doc = dict[str, Any]
+
+
+def channel_versions(doc: Doc) -> dict[str, Any]:
+    """The version of every channel at this checkpoint."""
+    return doc["checkpoint"]["channel_versions"]  # type: ignore[no-any-return]
+
+
+def versions_seen(doc: Doc) -> dict[str, dict[str, Any]]:
+    """Per node, the channel versions it had seen when this checkpoint was taken."""
+    return doc["checkpoint"]["versions_seen"]  # type: ignore[no-any-return]
+
+
+def checkpoint_fields(doc: Doc) -> dict[str, Any]:
+    """LangGraph's ``Checkpoint`` as stored (without its values and its id)."""
+    return doc["checkpoint"]  # type: ignore[no-any-return]
+
+
+def ts(doc: Doc) -> str:
+    """When the checkpoint was taken (ISO 8601, as LangGraph wrote it)."""
+    return str(doc["checkpoint"]["ts"])
+
+
+def step(doc: Doc) -> int | None:
+    """The metadata's step, when it is an integer."""
+    value = doc["metadata"].get("step")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def source(doc: Doc) -> str | None:
+    """The metadata's source (input, loop, update, fork), when it is a string."""
+    value = doc["metadata"].get("source")
+    return value if isinstance(value, str) else None
+
+
+def parent_id(doc: Doc) -> str | None:
+    return doc["parent_checkpoint_id"]  # type: ignore[no-any-return]
+
+
+def value_refs(doc: Doc) -> dict[str, str]:
+    """Where each channel's value lives (every channel: documents.py fills in its own)."""
+    return doc["values"]  # type: ignore[no-any-return]
+
+
+def new_values(doc: Doc) -> dict[str, Any]:
+    """The bodies of the channels this checkpoint changed."""
+    return doc.get("new_values") or {}

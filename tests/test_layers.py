@@ -1,0 +1,311 @@
+"""The package's layers, as docs/design.md draws them, checked on the source.
+
+Imports point one way: ``core`` (the files: no LangGraph, no LangChain) <- ``readmodel``
+(LangGraph's rules read off the files, still no LangGraph) <- the adapters (the saver, the
+serializer policy, transfer, the Agent Server factory: they import LangGraph) <- the tools
+(``cli``), which import an adapter only inside the function that revives or writes. Every
+import counts, those inside functions and under ``TYPE_CHECKING`` included, so no cycle can
+hide behind a deferred import. The data the core keeps in place of LangGraph's (its safe
+types, its extension codes, its special write indexes, its task ids) is checked against
+LangGraph's own here, so the two cannot drift apart unseen.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "langgraph_checkpoint_repo"
+NAME = "langgraph_checkpoint_repo"
+LANGGRAPH = ("langgraph", "langchain_core", "langchain")
+# third-party packages each layer may import (beside the standard library)
+CORE_THIRD_PARTY = {"orjson", "ormsgpack", "jsonschema_rs", "filelock", "xxhash"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """(imported module, at module level?) for every import statement of a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    top_level = {id(node) for node in tree.body}
+    out: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, id(node) in top_level) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if node.module is None or target in MODULES_BY_NAME_PACKAGES:
+                # ``from . import x``: each name may be a module of that package
+                for alias in node.names:
+                    candidate = f"{target}.{alias.name}"
+                    out.append((candidate if candidate in MODULES else target, id(node) in top_level))
+            else:
+                out.append((target, id(node) in top_level))
+    return out
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+MODULES_BY_NAME_PACKAGES = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+
+
+def layer(module: str) -> str:
+    rest = module.removeprefix(NAME + ".")
+    if module == NAME or rest == "__main__":
+        return "entry"
+    if rest.startswith("core"):
+        return "core"
+    if rest.startswith("readmodel"):
+        return "readmodel"
+    if rest.startswith("cli"):
+        return "tools"
+    if rest == "_compat":
+        return "compat"
+    return "adapters"
+
+
+def own(target: str) -> str | None:
+    """The package module an import names (a name imported from a module: that module)."""
+    while target:
+        if target in MODULES:
+            return target
+        target = target.rpartition(".")[0]
+    return None
+
+
+def edges() -> list[tuple[str, str, bool]]:
+    out = []
+    for module, path in MODULES.items():
+        for target, top in imports(path):
+            out.append((module, target, top))
+    return out
+
+
+def test_no_import_cycle_among_the_modules_deferred_imports_included() -> None:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module, target, _ in edges():
+        dep = own(target)
+        if dep is not None and dep != module and not MODULES[dep].name == "__init__.py":
+            graph[module].add(dep)
+    # Tarjan's strongly connected components: any component of two or more is a cycle
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_core_and_readmodel_import_no_langgraph_and_nothing_above_them() -> None:
+    allowed = {"core": {"core"}, "readmodel": {"core", "readmodel"}}
+    offenders = []
+    for module, target, _ in edges():
+        here = layer(module)
+        if here not in allowed:
+            continue
+        root = target.split(".")[0]
+        if root in LANGGRAPH:
+            offenders.append(f"{module} imports {target}")
+        elif root == NAME:
+            dep = own(target)
+            if dep is not None and layer(dep) not in allowed[here] | {"entry"}:
+                offenders.append(f"{module} imports {target} ({layer(dep)})")
+        elif root not in sys.stdlib_module_names and root not in CORE_THIRD_PARTY:
+            offenders.append(f"{module} imports third-party {target}")
+    assert offenders == []
+
+
+def test_adapters_never_import_the_tools_and_tools_import_adapters_only_in_functions() -> None:
+    offenders = []
+    for module, target, top in edges():
+        dep = own(target)
+        if dep is None:
+            continue
+        here, there = layer(module), layer(dep)
+        if here in ("adapters", "compat") and there == "tools":
+            offenders.append(f"{module} imports {dep}")
+        if here == "tools" and there == "adapters" and top:
+            offenders.append(f"{module} imports {dep} at module level")
+        if here == "compat" and there != "compat":
+            offenders.append(f"{module} imports {dep}")
+    assert offenders == []
+
+
+def test_importing_the_package_and_its_core_loads_no_langgraph() -> None:
+    """In a fresh interpreter: the package, every core and read-model module, the command line."""
+    names = [m for m in MODULES if layer(m) in ("core", "readmodel")] + [NAME, f"{NAME}.cli"]
+    code = (
+        "import sys\n"
+        f"for name in {names!r}:\n"
+        "    __import__(name)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {LANGGRAPH!r}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# ----------------------------------------------------------------------------
+# the core's copies of LangGraph's data
+# ----------------------------------------------------------------------------
+def test_the_core_safe_types_are_langgraphs() -> None:
+    from langgraph_checkpoint_repo import _compat
+    from langgraph_checkpoint_repo.core.typenames import SAFE_METHODS, SAFE_TYPES
+
+    assert set(SAFE_TYPES) == set(_compat.SAFE_MSGPACK_TYPES)
+    assert set(SAFE_METHODS) == set(_compat.SAFE_MSGPACK_METHODS)
+
+
+def test_the_core_extension_codes_are_langgraphs() -> None:
+    from langgraph.checkpoint.serde import jsonplus
+
+    from langgraph_checkpoint_repo.core import tree
+
+    assert (tree.EXT_SINGLE, tree.EXT_POS, tree.EXT_KW) == (
+        jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG,
+        jsonplus.EXT_CONSTRUCTOR_POS_ARGS,
+        jsonplus.EXT_CONSTRUCTOR_KW_ARGS,
+    )
+    assert (tree.EXT_METHOD, tree.EXT_PYD1, tree.EXT_PYD2) == (
+        jsonplus.EXT_METHOD_SINGLE_ARG,
+        jsonplus.EXT_PYDANTIC_V1,
+        jsonplus.EXT_PYDANTIC_V2,
+    )
+    assert (tree.EXT_NUMPY, tree.EXT_DELTA) == (jsonplus.EXT_NUMPY_ARRAY, jsonplus.EXT_DELTA_SNAPSHOT)
+
+
+@pytest.mark.parametrize(
+    ("task_path", "task_id", "idx"), [("~__pregel_pull, a", "t1", 0), ("", "", 0), ("~x", "z", -3)]
+)
+def test_the_core_write_rules_are_langgraphs(task_path: str, task_id: str, idx: int) -> None:
+    from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
+
+    from langgraph_checkpoint_repo.core import writes
+
+    assert writes.SPECIAL_WRITE_IDX == WRITES_IDX_MAP
+    assert writes.writes_sort_key(task_path, task_id, idx) == writes_sort_key(task_path, task_id, idx)
+
+
+# ----------------------------------------------------------------------------
+# what the core leaves behind in a process
+# ----------------------------------------------------------------------------
+def test_every_error_survives_pickling_with_its_attributes() -> None:
+    import pickle
+
+    from langgraph_checkpoint_repo.cli.exits import CliError
+    from langgraph_checkpoint_repo.core import errors
+
+    made = [
+        errors.FileFormatError("/r/a.json", "/x", "bad"),
+        errors.SchemaVersionError("/r/a.json", "/schema_version", "too new"),
+        errors.MissingReferenceError("/r/a.json", "/values/m", "gone"),
+        errors.InvalidWriteError("checkpoint", "thread 't'", "/v", "nope"),
+        errors.UnrevivableValueError("refused"),
+        errors.LockTimeoutError("slow"),
+        errors.NotFoundError("no thread"),
+        errors.BadInputError("bad id"),
+        errors.ThreadExistsError("there"),
+        errors.ThreadNotFoundError("absent"),
+        errors.SaverSpecError("no saver"),
+        CliError("not confirmed", 5),
+    ]
+    for exc in made:
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is type(exc) and str(back) == str(exc)
+        assert vars(back) == vars(exc)
+
+
+def test_a_lock_timeout_is_a_timeout_error() -> None:
+    from langgraph_checkpoint_repo.core.errors import LockTimeoutError, RepoCheckpointError
+
+    assert issubclass(LockTimeoutError, TimeoutError) and issubclass(LockTimeoutError, RepoCheckpointError)
+
+
+def test_thread_locks_are_dropped_when_no_one_holds_them(tmp_path: Path) -> None:
+    from langgraph_checkpoint_repo import RepoSaver
+
+    saver = RepoSaver(tmp_path / "root", durable=False)
+    for n in range(20):
+        with saver.store.thread_lock(f"t{n}"):
+            with saver.store.thread_lock(f"t{n}", exclusive=False):
+                assert len(saver.store.locks) == 1
+    assert len(saver.store.locks) == 0
+
+
+def test_reading_the_derived_index_leaves_the_garbage_collector_alone(tmp_path: Path) -> None:
+    """index.py once paused the process-wide collector while decoding; nothing of the package
+    may switch it (a caller's own gc settings are theirs)."""
+    offenders = [
+        f"{path.relative_to(PACKAGE)}: gc.{node.attr}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "gc"
+        and node.attr in ("disable", "enable", "freeze", "set_threshold")
+    ]
+    assert offenders == []
+
+
+async def test_alist_yields_the_first_checkpoint_before_reading_the_rest(tmp_path: Path) -> None:
+    """``alist`` hands over each checkpoint as it is read: a caller that stops after the first
+    never makes the saver read the others."""
+    from graphs import cfg, chain_graph
+    from langgraph_checkpoint_repo import RepoSaver
+
+    root = tmp_path / "root"
+    saver = RepoSaver(root, durable=False)
+    chain_graph(saver).invoke({"log": []}, cfg("t"))
+    ids = saver.store.checkpoint_ids("t", "")
+    assert len(ids) > 3
+    fresh = RepoSaver(root)
+    read: list[str] = []
+    real = fresh.store.header
+
+    def counting(thread_id: str, ns: str, cid: str) -> dict[str, object]:
+        read.append(cid)
+        return real(thread_id, ns, cid)
+
+    fresh.store.header = counting  # type: ignore[method-assign]
+    async for tup in fresh.alist(cfg("t")):
+        first = tup.config["configurable"]["checkpoint_id"]
+        break
+    assert first == ids[-1]
+    assert ids[0] not in read
