@@ -46,9 +46,9 @@ def test_allowed_msgpack_modules_tells_explicit_from_everything() -> None:
 def test_collect_graph_types_is_build_serde_allowlist_with_its_classes() -> None:
     """The keys are exactly what LangGraph's public build_serde_allowlist gives (for strict
     mode's with_allowlist); the classes are the state's own objects, local ones included."""
-    from langgraph._internal._serde import build_serde_allowlist
-
     from dataclasses import dataclass
+
+    from langgraph._internal._serde import build_serde_allowlist
 
     @dataclass
     class State:

@@ -309,3 +309,83 @@ async def test_alist_yields_the_first_checkpoint_before_reading_the_rest(tmp_pat
         break
     assert first == ids[-1]
     assert ids[0] not in read
+
+
+# ----------------------------------------------------------------------------
+# the commands that start without LangGraph (issue: the command line's start-up)
+# ----------------------------------------------------------------------------
+LOADED = (
+    "import sys\n"
+    "from langgraph_checkpoint_repo.cli import app\n"
+    "try:\n"
+    "    app(args=sys.argv[1:], prog_name='langgraph-repo')\n"
+    "except SystemExit as exc:\n"
+    "    code = exc.code\n"
+    "names = sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', 'langchain_core', 'langchain'})\n"
+    "print('LOADED', code, ' '.join(names) or '-', file=sys.stderr)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every situation the fixture graphs leave: chat, interrupt, subgraph, fork, failed fan-out."""
+    from graphs import build_fixture_tree
+
+    root = tmp_path_factory.mktemp("layers") / "root"
+    build_fixture_tree(root)
+    return root
+
+
+def loaded(root: Path, *args: str) -> tuple[int, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADED, "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
+    assert line, proc.stderr
+    _, code, names = line[-1].split(" ", 2)
+    return int(code or 0) if code != "None" else 0, names
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["threads"],
+        ["threads", "--json"],
+        ["heads", "fork"],
+        ["history", "chat"],
+        ["history", "sub", "--json"],
+        ["tasks", "ask"],
+        ["tasks", "sub", "--json"],
+        ["tasks", "fan"],
+        ["validate"],
+        ["validate", "--heads"],
+        ["fsck"],
+        ["prune", "--keep-last", "2", "--dry-run"],
+        ["migrate", "--dry-run"],
+        ["--help"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_the_commands_that_construct_nothing_never_import_langgraph(
+    fixture_root: Path, args: list[str]
+) -> None:
+    """threads, heads, history, tasks, validate, fsck, prune and migrate read files only: in a
+    fresh interpreter they finish without LangGraph or LangChain ever being imported."""
+    code, names = loaded(fixture_root, *args)
+    assert code in (0, 1), (args, code)  # 1: validate --heads / fsck found something
+    assert names == "-", (args, names)
+
+
+def test_validate_of_named_files_imports_no_langgraph(fixture_root: Path) -> None:
+    files = sorted((fixture_root / "threads" / "chat" / "checkpoints").glob("*.json"))[-2:]
+    code, names = loaded(fixture_root, "validate", *map(str, files))
+    assert (code, names) == (0, "-")
+
+
+def test_show_imports_langgraph_to_revive_values(fixture_root: Path) -> None:
+    """The guard above can fail: a command that constructs values does load LangGraph."""
+    code, names = loaded(fixture_root, "show", "chat")
+    assert code == 0 and "langgraph" in names.split()

@@ -126,7 +126,8 @@ def test_pyproject_table_is_used_only_by_export_trust_project(tmp_path: Path, ta
     refused = cli(project, "export", target, "--thread", "pydantic")
     assert refused.returncode != 0 and "refusing to construct myapp.state" in refused.stderr
     assert not marker.exists()
-    copied = json.loads(ok(cli(project, "export", target, "--thread", "pydantic", "--trust-project", "--json")))
+    exported = cli(project, "export", target, "--thread", "pydantic", "--trust-project", "--json")
+    copied = json.loads(ok(exported))
     assert copied["threads"] == ["pydantic"] and marker.exists()
 
 

@@ -52,7 +52,7 @@ class Allowed:
         items = [f"{k[0]}:{k[1]}" for k in keys]
         modules = sorted({f"{k[0]}:*" for k in keys})
         return (
-            f"To construct them: {' '.join(f'--allow {i}' for i in items)} (or {', '.join(modules)}); "
+            f"To allow them: {' '.join(f'--allow {i}' for i in items)} (or {', '.join(modules)}); "
             "that imports their module. Without it they are shown as stored (docs/types.md)"
         )
 

@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -94,18 +95,17 @@ def _message_fields(value: Any) -> dict[str, Any] | None:
                 "id": fields.get("id"),
             }
         return None
-    try:
-        from langchain_core.messages import BaseMessage
-    except ImportError:  # pragma: no cover - langchain-core is a dependency
-        return None
-    if isinstance(value, BaseMessage):
+    # never imported here: a value can only be a LangChain message when LangChain is loaded
+    messages = sys.modules.get("langchain_core.messages")
+    base = getattr(messages, "BaseMessage", None) if messages is not None else None
+    if isinstance(base, type) and isinstance(value, base):
         return {
-            "role": value.type,
-            "content": value.content,
+            "role": getattr(value, "type", None),
+            "content": getattr(value, "content", None),
             "tool_calls": getattr(value, "tool_calls", None) or [],
-            "name": value.name,
+            "name": getattr(value, "name", None),
             "tool_call_id": getattr(value, "tool_call_id", None),
-            "id": value.id,
+            "id": getattr(value, "id", None),
         }
     return None
 

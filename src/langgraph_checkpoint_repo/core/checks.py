@@ -55,7 +55,8 @@ from .objects import object_digest, refs_in, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
-from .tree import plain_value
+from .tree import MARKS, named_types, plain_value, type_pointer
+from .typenames import never_constructed
 from .validation import pointer_part
 
 Progress = Callable[[int], None]
@@ -131,6 +132,7 @@ class Validator:
             doc = self.store.read_doc(path, kind)
             if self.secrets:
                 self._secrets(path, doc)
+            self._named_types(path, doc)
             if self.revival is not None:
                 self._revivable(path, doc, self.revival)
             self._object_refs(path, doc)
@@ -142,6 +144,18 @@ class Validator:
             self.bad_files.add(str(path))
             self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
         return None
+
+    def _named_types(self, path: Path, doc: dict[str, Any]) -> None:
+        """Every type a stored tree names that no reader constructs, whatever it allows: a name
+        from Python itself outside LangGraph's safe types (``os.system``), a method outside
+        LangGraph's safe methods, an unknown msgpack extension. A graph's own types are not
+        judged here (validate has no graph). Nothing is imported."""
+        for pointer, tree in _stored_trees(doc):
+            for key in dict.fromkeys(named_types(tree)):
+                problem = never_constructed(key)
+                if problem is not None:
+                    at = type_pointer(tree, key) if len(key) >= 2 and key[0] not in MARKS else None
+                    self.problem(path, pointer + (at or ""), problem)
 
     def _revivable(self, path: Path, doc: dict[str, Any], revival: Revival) -> None:
         """Every stored tree whose LangGraph types (messages, datetimes, ``Send`` ...) reject

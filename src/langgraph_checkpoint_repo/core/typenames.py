@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from pathlib import Path
 
-from .tree import MARKS
+from .tree import EXT_MARK, MARKS
 
 TypeKey = tuple[str, ...]
 
@@ -135,6 +135,26 @@ def is_foreign(key: TypeKey) -> bool:
     """A name from Python itself (the standard library, builtins): never a type of a graph's
     state that LangGraph does not allow already, so a file naming one is not advised in."""
     return key[0].partition(".")[0] in sys.stdlib_module_names
+
+
+def never_constructed(key: TypeKey) -> str | None:
+    """Why no reader ever constructs what ``key`` (from ``tree.named_types``) names, whatever
+    its allowlist; None for a type some reader may be allowed to construct."""
+    if key[0] == EXT_MARK:
+        return f"unknown msgpack extension {key[1]}: no reader revives it"
+    if key[0] in MARKS:
+        return None
+    if len(key) == 3:
+        if key in SAFE_METHODS:
+            return None
+        return f"names {'.'.join(key)}: a method outside LangGraph's safe msgpack methods, never called"
+    if is_foreign(key) and key not in SAFE_TYPES:
+        return (
+            f"names {'.'.join(key)}: from Python's standard library and not one of LangGraph's safe "
+            "types, so never constructed; a file naming one may have been edited to run code when "
+            "read: check it (git log -p)"
+        )
+    return None
 
 
 def refusal_fix(keys: Sequence[TypeKey], fix: Fix) -> str:
