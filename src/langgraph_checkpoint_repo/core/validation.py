@@ -4,8 +4,8 @@ The schemas live in ``schemas/`` at the top of the repository and ship inside
 the wheel as package data. Every document is checked here before it is
 written and after it is read; the error names the file and the JSON pointer.
 Checking runs on jsonschema-rs (a compiled draft 2020-12 validator, ~300x
-faster than pure Python on value trees, which matters on every put); the
-schemas themselves are checked against the meta-schema with jsonschema.
+faster than pure Python on value trees, which matters on every put); the tests check
+the schemas themselves against the meta-schema with the reference ``jsonschema``.
 """
 
 from __future__ import annotations
