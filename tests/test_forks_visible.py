@@ -20,8 +20,8 @@ from langgraph.types import Command
 from graphs import ask_graph, cfg, chat_graph, contents, line_graph
 from helpers import checkpoint_files, cli, load, one_line_error, rewrite
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core.errors import BadInputError, FileFormatError, NotFoundError
-from langgraph_checkpoint_repo.core.heads import CHOICE_KEY, Choice, HeadState, find_heads
+from langgraph_checkpoint_repo.core.errors import BadInputError, NotFoundError
+from langgraph_checkpoint_repo.core.lineage import CHOICE_KEY, Choice, HeadState, Node, current_of, find_heads
 from test_git import commit_all, git, init_repo
 
 TESTS = Path(__file__).resolve().parent
@@ -75,7 +75,7 @@ def assert_fork_is_seen_then_settled(root: Path, older: str, newer: str, *, via_
         new_id = str(saver.choose_head(cfg(THREAD, checkpoint_id=older))["configurable"]["checkpoint_id"])
     fresh = RepoSaver(root)
     assert latest(fresh) == new_id > newer
-    assert head_ids(fresh) == [(new_id, False), (newer, True)]
+    assert head_ids(fresh) == [(new_id, True), (newer, True)]  # the choice itself is settled too
     chosen = fresh.get_tuple(cfg(THREAD))
     assert chosen is not None and chosen.parent_config is not None
     assert chosen.parent_config["configurable"]["checkpoint_id"] == older
@@ -84,6 +84,10 @@ def assert_fork_is_seen_then_settled(root: Path, older: str, newer: str, *, via_
     assert threads_row(root)["unsettled_heads"] == {}
     passed = cli(root, "validate", "--heads")
     assert passed.returncode == 0, passed.stdout + passed.stderr
+    files = sorted(p.name for p in checkpoint_files(root, THREAD))
+    again = cli(root, "heads", THREAD, "--choose", new_id)  # it continues already: nothing to write
+    assert again.returncode == 0 and again.stdout.strip() == new_id and "nothing written" in again.stderr
+    assert sorted(p.name for p in checkpoint_files(root, THREAD)) == files
     return new_id
 
 
@@ -255,7 +259,7 @@ async def test_choosing_an_interrupted_head_keeps_its_interrupt_and_resume_works
     assert [(h.checkpoint_id == waiting, h.settled) for h in heads] == [(False, False), (True, False)]
     new = await saver.achoose_head(heads[1].config)
     after = await saver.aheads(cfg(THREAD))
-    assert [(h.config, h.settled) for h in after] == [(new, False), (heads[0].config, True)]
+    assert [(h.config, h.settled) for h in after] == [(new, True), (heads[0].config, True)]
     ref_state, ref_result = _reference_resume()
     state = await graph.aget_state(cfg(THREAD))
     assert [i.value for i in state.interrupts] == [i.value for i in ref_state.interrupts]
@@ -310,8 +314,9 @@ def test_a_hand_edited_choice_record_is_reported_by_validate_heads_at_its_file(t
     proc = cli(root, "validate", "--heads")
     assert proc.returncode == 1
     assert f"{path.name}: /metadata/{CHOICE_KEY}: expected" in proc.stdout
-    with pytest.raises(FileFormatError, match=CHOICE_KEY):
-        RepoSaver(root).heads(cfg(THREAD))
+    assert "it settles nothing" in proc.stdout
+    # a malformed record is no choice: both heads are open again, and the graph still reads
+    assert [h.settled for h in RepoSaver(root).heads(cfg(THREAD))] == [False, False]
 
 
 # ----------------------------------------------------------------------------
@@ -353,8 +358,13 @@ async def test_aheads_matches_heads(tmp_path: Path) -> None:
 # the rule itself
 # ----------------------------------------------------------------------------
 def test_heads_rule_settles_heads_a_choice_passes_over_and_the_chosen_line() -> None:
-    parents = {"1": None, "2": "1", "3": "2", "4": "1", "5": "3"}  # 5 a choice of 3 over 4
-    assert find_heads(parents, []) == [HeadState("5", False), HeadState("4", False)]
-    assert find_heads(parents, [Choice("3", ("4",))]) == [HeadState("5", False), HeadState("4", True)]
-    later = {**parents, "6": "4"}  # someone continued the head passed over: needs a choice again
-    assert find_heads(later, [Choice("3", ("4",))]) == [HeadState("6", False), HeadState("5", False)]
+    plain = {"1": Node(None), "2": Node("1"), "3": Node("2"), "4": Node("1"), "5": Node("3")}
+    assert find_heads(plain) == [HeadState("5", False), HeadState("4", False)]
+    assert current_of(plain, find_heads(plain)) == "5"
+    chosen = {**plain, "5": Node("3", Choice("3", ("4",)))}  # 5 a choice of 3 over 4
+    assert find_heads(chosen) == [HeadState("5", True), HeadState("4", True)]
+    later = {**chosen, "6": Node("4")}  # someone continued the head passed over: needs a choice again
+    assert find_heads(later) == [HeadState("6", False), HeadState("5", True)]
+    # a choice continues whatever the ids: "0" is older than the head it passed over
+    skewed = {**plain, "0": Node("4", Choice("4", ("5",)))}
+    assert current_of(skewed, find_heads(skewed)) == "0"

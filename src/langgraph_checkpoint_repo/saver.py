@@ -57,7 +57,7 @@ from .core.errors import (
     NotFoundError,
     RepoCheckpointError,
 )
-from .core.heads import CHOICE_KEY, scan, where_of
+from .core.heads import CHOICE_KEY, where_of
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
@@ -83,6 +83,7 @@ class Head:
 
     checkpoint_tuple: CheckpointTuple
     settled: bool
+    continues: bool = False  # the head the graph continues from (docs/forks.md, "The rule")
 
     @property
     def config(self) -> RunnableConfig:
@@ -220,10 +221,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         for attempt in range(5):
             cid = checkpoint_id
             if not cid:
-                ids = self.store.checkpoint_ids(thread_id, ns)
-                if not ids:
+                cid = self.store.current(thread_id, ns)  # the head that continues (lineage.py)
+                if cid is None:
                     return None
-                cid = ids[-1]
             try:
                 return self._tuple(self.store.header(thread_id, ns, cid), remember_lists=not checkpoint_id)
             except (FileNotFoundError, MissingReferenceError):
@@ -518,21 +518,25 @@ class RepoSaver(BaseCheckpointSaver[str]):
     # heads (core/heads.py finds them; docs/forks.md)
     # ------------------------------------------------------------------
     def heads(self, config: RunnableConfig) -> builtins.list[Head]:
-        """The heads of ``config``'s namespace, newest first, settled or not (docs/forks.md)."""
+        """The heads of ``config``'s namespace, settled or not: the one that continues first,
+        then the others newest first (docs/forks.md)."""
         view = self._learn_graph_types(0)
         thread_id, ns = _thread_ns(config)
+        lineage = view.store.lineage(thread_id, ns)
+        current = lineage.current()
         out = []
-        for state in scan(view.store, thread_id, ns):
+        for state in sorted(lineage.heads(), key=lambda h: h.checkpoint_id != current):
             tup = view.get_tuple(_config(thread_id, ns, state.checkpoint_id))
             if tup is not None:  # None: removed since it was listed
-                out.append(Head(tup, state.settled))
+                out.append(Head(tup, state.settled, state.checkpoint_id == current))
         return out
 
     def choose_head(self, config: RunnableConfig) -> RunnableConfig:
-        """Make the head ``config`` names continue, the choice recorded: a new newest checkpoint,
-        child of the chosen head, holding the same values and versions, the head's metadata
-        (source "fork") with the choice, and the head's pending writes under the task ids the
-        new checkpoint gives the same tasks (docs/forks.md)."""
+        """Make the head ``config`` names continue, the choice recorded: a new checkpoint, child
+        of the chosen head, holding the same values and versions, the head's metadata (source
+        "fork") with the choice over every other head, and the head's pending writes under the
+        task ids the new checkpoint gives the same tasks (docs/forks.md). A head that continues
+        already while no other waits for a choice is returned as it is: nothing is written."""
         thread_id, ns = _thread_ns(config)
         cid = (config.get("configurable") or {}).get("checkpoint_id")
         if not cid:
@@ -541,7 +545,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             )
         cid = str(cid)
         with self.store.thread_lock(thread_id):
-            heads = scan(self.store, thread_id, ns)
+            lineage = self.store.lineage(thread_id, ns)
+            heads = lineage.heads()
             if not heads:
                 raise NotFoundError(f"{where_of(thread_id, ns)} has no checkpoints under {self.root}")
             ids = [h.checkpoint_id for h in heads]
@@ -552,19 +557,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     f"checkpoint {cid!r} of {where_of(thread_id, ns)} {what}; its heads are {', '.join(ids)}"
                 )
             over = [i for i in ids if i != cid]
-            if not over:
-                return _config(thread_id, ns, cid)  # the only head: it continues already
+            waiting = [h.checkpoint_id for h in heads if h.checkpoint_id != cid and not h.settled]
+            if cid == lineage.current() and not waiting:
+                return _config(thread_id, ns, cid)  # it continues already, and no fork is open
             head = self.get_tuple(_config(thread_id, ns, cid))
             if head is None:
                 raise NotFoundError(f"checkpoint {cid!r} of {where_of(thread_id, ns)} was removed meanwhile")
             step = head.metadata.get("step")
+            # the choice continues whatever the clocks say: it passes over every other head
             new_id = str(uuid6(clock_seq=step if isinstance(step, int) else None))
-            newest = self.store.checkpoint_ids(thread_id, ns)[-1]
-            if new_id <= newest:
-                raise RepoCheckpointError(
-                    f"cannot choose in {where_of(thread_id, ns)}: this machine's clock is behind checkpoint "
-                    f"{newest}, so a new checkpoint would not be the newest; fix the clock and retry"
-                )
             checkpoint: Any = {**head.checkpoint, "id": new_id, "ts": datetime.now(timezone.utc).isoformat()}
             metadata: Any = {**head.metadata, "source": "fork", CHOICE_KEY: {"chose": cid, "over": over}}
             new_config = self.put(head.config, checkpoint, metadata, {})
@@ -602,8 +603,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         cid = get_checkpoint_id(config)
         if not cid:
-            ids = self.store.checkpoint_ids(thread_id, ns)
-            cid = ids[-1] if ids else None
+            cid = self.store.current(thread_id, ns)
         collected: dict[str, builtins.list[PendingWrite]] = {c: [] for c in channels}
         seeds: dict[str, Any] = {}
         remaining = set(channels)

@@ -40,11 +40,10 @@ def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
 
 def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     """One row per head, newest first: what ``heads`` prints (the ``--json`` shape)."""
-    from ..core.heads import scan
-
-    states = scan(reader.store, thread, ns)
+    lineage = reader.store.lineage(thread, ns)
+    current = lineage.current()
     rows = []
-    for n, state in enumerate(states):
+    for state in sorted(lineage.heads(), key=lambda h: h.checkpoint_id != current):
         cid = state.checkpoint_id
         doc = reader.header(thread, ns, cid)
         meta = doc["metadata"]
@@ -56,7 +55,7 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
                 "step": meta.get("step") if isinstance(meta.get("step"), int) else None,
                 "source": meta.get("source") if isinstance(meta.get("source"), str) else None,
                 "settled": state.settled,
-                "continues": n == 0,
+                "continues": cid == current,
                 "last": last_message(reader, thread, ns, cid),
             }
         )
@@ -79,7 +78,8 @@ def heads_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
-    their last message; the newest continues. ``--choose`` picks another (docs/forks.md)."""
+    their last message, the one that continues first (the newest that no choice passed over).
+    ``--choose`` picks another (docs/forks.md)."""
     from ..core.heads import scan, unsettled
 
     settings = _settings(ctx)
@@ -110,7 +110,8 @@ def heads_command(
     if len(waiting) > 1:
         settings.err.print(
             Text(
-                f"the newest continues; to continue another: langgraph-repo heads {thread}"
+                "the head marked 'continues' is the one the graph resumes from; to continue another: "
+                f"langgraph-repo heads {thread}"
                 + (f" --ns {ns}" if ns else "")
                 + " --choose ID",
                 style="dim",
@@ -121,15 +122,20 @@ def heads_command(
 def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: str, as_json: bool) -> None:
     """``heads --choose``: write the choice, print the checkpoint that now continues."""
     cid = reader.resolve(thread, ns, choose)
-    ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
-    config: RunnableConfig = {"configurable": ids}
-    new = _saver(settings).choose_head(config)
-    new_id = str(new["configurable"]["checkpoint_id"])
+    lineage = reader.store.lineage(thread, ns)
+    open_fork = [h for h in lineage.heads() if h.checkpoint_id != cid and not h.settled]
+    if cid == lineage.current() and not open_fork:
+        new_id = cid  # continues already and no fork waits: nothing to write (no LangGraph either)
+    else:
+        ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
+        config: RunnableConfig = {"configurable": ids}
+        new_id = str(_saver(settings).choose_head(config)["configurable"]["checkpoint_id"])
     if as_json:
-        _print_json({"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id})
+        shape = {"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id}
+        _print_json({**shape, "wrote": new_id != cid})
         return
     settings.out.print(new_id)
-    what = "is the only head and continues already" if new_id == cid else f"chosen: {new_id} continues it"
+    what = "continues already; nothing written" if new_id == cid else f"chosen: {new_id} continues it"
     settings.err.print(Text(f"{cid} {what}", style="green"))
 
 

@@ -24,12 +24,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import DocCache, Listing, Listings, StatKey, settled, stat_key
+from . import fields
+from .caches import DocCache, Listing, Listings, StatKey, settled, stat_key, stat_key_of
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks
 from .entries import ValueEntry
 from .errors import FileFormatError, RepoCheckpointError
-from .index import MetaCache, is_plain, load_listing, save_listing
+from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
 from .jsonread import load_json
 from .layout import (
     CHECKPOINTS,
@@ -45,11 +46,14 @@ from .layout import (
     is_verbatim,
     place_problem,
 )
+from .lineage import Lineage, Node, choice_of, choice_problem
 from .removal import check_tree, files_in, remove_files, remove_tree
 from .resolve import ValueResolver
 from .validation import validate_read
 from .writing import Writer, prepare
 
+# a fresh process records the lineage it read again when it had to read at least this many
+LINEAGE_REREADS = 16
 # uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 
@@ -69,6 +73,7 @@ class Documents:
         self.listings = Listings(partial(load_listing, self.layout), partial(save_listing, self.layout))
         self.values = ValueResolver(self.layout, self.read_doc, self.docs)
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
+        self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         self.writer = Writer(self.layout, durable)
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
@@ -232,6 +237,80 @@ class Documents:
             pos = bisect.bisect_left(ids, cid)
             if pos == len(ids) or ids[pos] != cid:
                 ids.insert(pos, cid)
+        lineage: Lineage | None = cur.derived.get("lineage")
+        if lineage is not None and name.endswith(".json") and ids is not None:
+            doc = self.read_doc(folder / name, "checkpoint")
+            cid = str(doc["checkpoint_id"])
+            lineage.add(cid, self._link(doc["thread_id"], doc["checkpoint_ns"], cid, doc))
+
+    # -- which checkpoint continues (lineage.py) ----------------------------------
+    def lineage(self, thread_id: str, checkpoint_ns: str) -> Lineage:
+        """The parent links and valid choices of a namespace's checkpoints (lineage.py), kept
+        with the folder's listing. Each checkpoint's link is read from its file once: a file
+        whose stat key is the one recorded (in this process, or in the derived index for a
+        fresh one) is not read again, so a fresh process reads only the checkpoints added
+        since (docs/forks.md, "The rule")."""
+        folder = self.layout.checkpoints_dir(thread_id, checkpoint_ns)
+        lst = self.listings.get(folder)
+        if lst is None:
+            return Lineage()
+        got: Lineage | None = lst.derived.get("lineage")
+        if got is None:
+            ids = self.checkpoint_ids(thread_id, checkpoint_ns)
+            got = self._read_lineage(thread_id, checkpoint_ns, folder, ids)
+            lst.derived["lineage"] = got
+        return got
+
+    def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
+        """The checkpoint that continues a namespace (lineage.py's rule), None when empty."""
+        return self.lineage(thread_id, checkpoint_ns).current()
+
+    def _read_lineage(self, thread_id: str, ns: str, folder: Path, ids: list[str]) -> Lineage:
+        known = self._lineages.get(folder) or load_lineage(self.layout, folder)
+        out = Lineage()
+        read = 0
+        for cid in ids:
+            path = self.layout.checkpoint_path(thread_id, ns, cid)
+            hit = known.keys.get(cid)
+            if hit is not None and cid in known.links and stat_key_of(path) == hit:
+                out.add(cid, known.links[cid])
+                out.keys[cid] = hit
+                continue
+            read_at = time.time_ns()
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue  # removed since it was listed
+            out.add(cid, self._link(thread_id, ns, cid))
+            if settled(st, read_at):
+                out.keys[cid] = stat_key(st)
+            read += 1
+        self._lineages[folder] = out
+        if read >= LINEAGE_REREADS and len(ids) >= MIN_NAMES:
+            save_lineage(self.layout, folder, out)
+        return out
+
+    def _link(self, thread_id: str, ns: str, cid: str, doc: dict[str, Any] | None = None) -> Node:
+        """One checkpoint's link; an unreadable file is a link without a parent (validate
+        names it; a read of it raises), a malformed or false choice no choice."""
+        path = self.layout.checkpoint_path(thread_id, ns, cid)
+        try:
+            doc = doc if doc is not None else self.header(thread_id, ns, cid)
+        except (FileFormatError, OSError):
+            return Node(None, readable=False)  # validate names it; reading it raises
+        try:
+            choice = choice_of(doc["metadata"], str(path))
+        except FileFormatError as exc:
+            return Node(fields.parent_id(doc), None, exc.detail)
+        parent = fields.parent_id(doc)
+        if choice is None:
+            return Node(parent)
+        try:
+            parent_doc = self.header(thread_id, ns, choice.chose) if parent == choice.chose else None
+        except (FileNotFoundError, FileFormatError, OSError):
+            parent_doc = None
+        problem = choice_problem(doc, choice, parent_doc)
+        return Node(parent, None if problem else choice, problem)
 
     def namespaces(self, thread_id: str) -> list[str]:
         return [ns for ns, _ in self.namespace_folders(self.layout.thread_dir(thread_id))]
@@ -311,6 +390,8 @@ class Documents:
         self.listings.drop_under(tdir)
         self.docs.drop_under(tdir)
         self.values.drop_under(tdir)
+        for folder in [f for f in list(self._lineages) if f.is_relative_to(tdir)]:
+            self._lineages.pop(folder, None)
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""

@@ -40,6 +40,7 @@ import orjson
 
 from .caches import StatKey
 from .layout import Layout, is_temp_name
+from .lineage import Choice, Lineage, Node
 
 _log = logging.getLogger(__name__)
 
@@ -375,3 +376,84 @@ class MetaCache:
         for key in [k for k in list(self._by_ns) if k[0] == thread_id]:
             self._by_ns.pop(key, None)
             self._read.pop(key, None)
+
+
+# -- lineage (which checkpoint continues) -------------------------------------------------
+LINEAGE_SUFFIX = ".lineage"
+
+
+def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
+    """One line per checkpoint whose file was settled when read: id, its stat key, parent
+    and the valid choice it records (as compact JSON)."""
+    rows = []
+    for cid in sorted(lineage.keys):
+        link = lineage.links.get(cid)
+        if link is None or not link.readable:
+            continue
+        choice = {"chose": link.choice.chose, "over": list(link.choice.over)} if link.choice else None
+        rows.append([cid, *lineage.keys[cid], link.parent, choice, link.problem])
+    body = b"\n".join(orjson.dumps(r) for r in rows)
+    head = _header("lineage", _rel(layout, folder), count=len(rows), crc32=zlib.crc32(body))
+    return orjson.dumps(head) + b"\n" + body
+
+
+def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
+    head_end = data.find(b"\n")
+    if head_end < 0:
+        return None
+    try:
+        head = json.loads(data[:head_end])
+    except ValueError:
+        return None
+    body = data[head_end + 1 :]
+    if (
+        not isinstance(head, dict)
+        or head.get("index_version") != INDEX_VERSION
+        or head.get("kind") != "lineage"
+        or head.get("folder") != _rel(layout, folder)
+        or head.get("crc32") != zlib.crc32(body)
+    ):
+        return None
+    out = Lineage()
+    try:
+        rows = [orjson.loads(line) for line in body.split(b"\n")] if body else []
+    except orjson.JSONDecodeError:
+        return None
+    if len(rows) != head.get("count"):
+        return None
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str) and _is_key(row[1:5])):
+            return None
+        cid, parent, choice, problem = row[0], row[5], row[6], row[7]
+        if not (parent is None or isinstance(parent, str)):
+            return None
+        if not (problem is None or isinstance(problem, str)):
+            return None
+        made = None
+        if choice is not None:
+            if not (
+                isinstance(choice, dict)
+                and isinstance(choice.get("chose"), str)
+                and isinstance(choice.get("over"), list)
+                and all(isinstance(i, str) for i in choice["over"])
+            ):
+                return None
+            made = Choice(choice["chose"], tuple(choice["over"]))
+        out.links[cid] = Node(parent, made, problem)
+        out.keys[cid] = tuple(row[1:5])  # type: ignore[assignment]
+    return out
+
+
+def load_lineage(layout: Layout, folder: Path) -> Lineage:
+    """The lineage recorded for ``folder`` (each entry still to be checked against its file's
+    stat key by the caller); empty when there is none or it is damaged."""
+    path = index_path(layout, folder, LINEAGE_SUFFIX)
+    data = _read(layout, path) if path is not None else None
+    got = decode_lineage(layout, folder, data) if data is not None else None
+    return got if got is not None else Lineage()
+
+
+def save_lineage(layout: Layout, folder: Path, lineage: Lineage) -> None:
+    path = index_path(layout, folder, LINEAGE_SUFFIX)
+    if path is not None:
+        _write(layout, path, encode_lineage(layout, folder, lineage))

@@ -35,6 +35,7 @@ from .chains import Link, walk_chain
 from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment
+from .lineage import Lineage
 from .objects import large_in, objects_in, refs_in
 from .validation import SCHEMA_VERSION
 
@@ -281,9 +282,33 @@ def plan_keep_latest(store: Documents, metadata: Metadata, thread_id: str) -> Pr
     for ns in store.namespaces(thread_id):
         ids = store.checkpoint_ids(thread_id, ns)
         if ids:
-            keep = needed_for_latest(store, metadata, thread_id, ns, ids[-1])
+            latest = store.current(thread_id, ns) or ids[-1]
+            keep = needed_for_latest(store, metadata, thread_id, ns, latest)
+            keep = no_new_heads(store.lineage(thread_id, ns), keep)
             doomed[ns] = [cid for cid in ids if cid not in keep]
     return plan_removal(store, thread_id, doomed)
+
+
+def no_new_heads(lineage: Lineage, keep: set[str]) -> set[str]:
+    """``keep`` grown so that the removal makes no checkpoint a head that was not one: a kept
+    checkpoint whose children would all go keeps one of them (the newest), and so on down.
+    Otherwise a line written by a machine whose clock was behind (its ids older than its
+    parent's) would lose its link to what it continues, and the rule of which checkpoint
+    continues (lineage.py) would pick the other line."""
+    children: dict[str, list[str]] = {}
+    for cid, node in lineage.links.items():
+        if node.parent is not None:
+            children.setdefault(node.parent, []).append(cid)
+    keep = set(keep)
+    todo = sorted(keep)
+    while todo:
+        cid = todo.pop()
+        kids = children.get(cid)
+        if kids and not any(k in keep for k in kids):
+            newest = max(kids)
+            keep.add(newest)
+            todo.append(newest)
+    return keep
 
 
 def plan_runs(store: Documents, metadata: Metadata, thread_id: str, run_ids: Collection[str]) -> PrunePlan:
@@ -324,7 +349,7 @@ def plan_prune(
     doomed: dict[str, list[str]] = {}
     for ns in (ns for ns in store.namespaces(thread_id) if store.checkpoint_ids(thread_id, ns)):
         ids = store.checkpoint_ids(thread_id, ns)
-        keep = {ids[-1]}
+        keep = {store.current(thread_id, ns) or ids[-1]}
         for i, cid in enumerate(ids):
             recent = keep_last is not None and i >= len(ids) - keep_last
             young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
@@ -333,7 +358,8 @@ def plan_prune(
         for cid in sorted(keep):
             keep |= needed_for_latest(store, metadata, thread_id, ns, cid)
         oldest = min(keep)
-        doomed[ns] = [c for c in ids if c < oldest]
+        keep = no_new_heads(store.lineage(thread_id, ns), keep | {c for c in ids if c >= oldest})
+        doomed[ns] = [c for c in ids if c not in keep]
     return plan_removal(store, thread_id, doomed)
 
 

@@ -197,7 +197,7 @@ class Reader:
         if not ids:
             raise NotFoundError(f"thread {thread_id!r} has no checkpoints in namespace {ns!r}")
         if given is None:
-            return ids[-1]
+            return self.store.current(thread_id, ns) or ids[-1]
         if given in ids:
             return given
         where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
@@ -425,8 +425,7 @@ class Reader:
         """The latest state of the root namespace and of each subgraph namespace that belongs
         to a task still to run there (``node:<task id>`` under a live parent), recursively."""
         live: dict[str, StateView] = {}
-        root_ids = self.checkpoint_ids(thread_id, root_ns)
-        live[root_ns] = self.state(thread_id, root_ns, root_ids[-1], revive=False)
+        live[root_ns] = self.state(thread_id, root_ns, self.resolve(thread_id, root_ns, None), revive=False)
         for ns in sorted((n for n in namespaces if n != root_ns), key=lambda n: n.count("|")):
             parent_ns, _, last = ns.rpartition("|")
             parent = live.get(parent_ns)
@@ -434,8 +433,7 @@ class Reader:
                 continue
             pending = {t.id for t in parent.tasks if t.runs_on_resume}
             if last.rpartition(":")[2] in pending:
-                ids = self.checkpoint_ids(thread_id, ns)
-                live[ns] = self.state(thread_id, ns, ids[-1], revive=False)
+                live[ns] = self.state(thread_id, ns, self.resolve(thread_id, ns, None), revive=False)
         return live
 
     def metadata_trees(self, thread_id: str, ns: str) -> Iterable[dict[str, Any]]:

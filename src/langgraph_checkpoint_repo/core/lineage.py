@@ -1,0 +1,164 @@
+"""Which checkpoint continues a namespace: heads, recorded choices, and the one rule.
+
+A *head* is a checkpoint no other checkpoint of its namespace names as its parent. A git
+merge of two branches that both continued a thread, a checkout of an older commit and a
+re-run, two processes continuing one thread at once, and LangGraph's own time travel leave
+more than one. A *choice* is a checkpoint whose metadata holds ``{"chose": <head>, "over":
+[<heads>]}`` under ``CHOICE_KEY`` and which is what ``RepoSaver.choose_head`` writes: a child
+of the chosen head holding exactly its state (docs/forks.md). Anything else that claims to be
+a choice (a hand edit, a pull request settling a fork in its own favour) is no choice.
+
+The rule, used by every reader (``get_tuple`` without an id, ``heads``, prune's "latest", the
+command line): **the newest head that no choice passed over continues**. It follows parent
+links, not clocks: a turn written on a machine whose clock is behind (its checkpoint id is
+older than its parent's) is still the head that continues, and a choice settles a fork
+whatever the ids. Only among heads that are all in play does "newest" (the id, LangGraph's
+time-ordered uuid6) decide, as with every LangGraph saver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fields
+from .errors import FileFormatError
+
+CHOICE_KEY = "langgraph_repo_choice"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One recorded choice: ``chose`` continues, the heads in ``over`` do not."""
+
+    chose: str
+    over: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Node:
+    """What the rule needs of one checkpoint: its parent, and the choice it records (only a
+    valid one; ``problem`` says why a recorded one is not)."""
+
+    parent: str | None
+    choice: Choice | None = None
+    problem: str | None = None
+    readable: bool = True  # False: its file does not read (its parent is unknown)
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """A head of a namespace, and whether a choice has settled it."""
+
+    checkpoint_id: str
+    settled: bool
+
+
+@dataclass
+class Lineage:
+    """The links of one namespace's checkpoints, and what the rule makes of them (computed
+    once per set of links)."""
+
+    links: dict[str, Node] = field(default_factory=dict)
+    keys: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # file stat keys, when settled
+    _heads: list[HeadState] | None = None
+    _current: str | None = None
+
+    def add(self, cid: str, link: Node) -> None:
+        self.links[cid] = link
+        self._heads = None
+
+    def heads(self) -> list[HeadState]:
+        """The heads, newest first, each settled or not."""
+        if self._heads is None:
+            self._heads = find_heads(self.links)
+            self._current = current_of(self.links, self._heads)
+        return self._heads
+
+    def current(self) -> str | None:
+        """The checkpoint that continues (the rule above); None for an empty namespace."""
+        self.heads()
+        return self._current
+
+
+def choice_of(metadata: Mapping[str, Any], where: str) -> Choice | None:
+    """The choice a checkpoint's metadata records, if any; a malformed one is an error
+    naming the file (``where``), never read as no choice."""
+    raw = metadata.get(CHOICE_KEY)
+    if raw is None:
+        return None
+    over = raw.get("over") if isinstance(raw, Mapping) else None
+    if (
+        not isinstance(raw, Mapping)
+        or not isinstance(raw.get("chose"), str)
+        or not isinstance(over, list)
+        or not all(isinstance(i, str) for i in over)
+    ):
+        raise FileFormatError(
+            where,
+            f"/metadata/{CHOICE_KEY}",
+            'expected {"chose": <checkpoint id>, "over": [<checkpoint ids>]}',
+        )
+    return Choice(raw["chose"], tuple(over))
+
+
+def choice_problem(doc: dict[str, Any], choice: Choice, parent: dict[str, Any] | None) -> str | None:
+    """Why a checkpoint recording ``choice`` is not a choice (None when it is one): a choice
+    is a child of the chosen head (source ``fork``) holding the head's state unchanged, every
+    channel at the head's version and referred to where the head reads it."""
+    if fields.parent_id(doc) != choice.chose:
+        return f"records a choice of {choice.chose} but continues {fields.parent_id(doc)}"
+    if choice.chose in choice.over:
+        return f"records a choice of {choice.chose} over itself"
+    if parent is None:
+        return f"records a choice of {choice.chose}, which is not there"
+    if fields.source(doc) != "fork" or fields.new_values(doc):
+        return "records a choice but changes the state (a choice only continues the chosen head as it is)"
+    if fields.channel_versions(doc) != fields.channel_versions(parent) or fields.value_refs(
+        doc
+    ) != fields.value_refs(parent):
+        return "records a choice but holds another state than the chosen head's"
+    return None
+
+
+def find_heads(links: Mapping[str, Node]) -> list[HeadState]:
+    """The heads of one namespace, newest first, each settled or not.
+
+    A head is settled when a valid choice lists it under ``over``, it is the chosen one or an
+    ancestor of it, or it is itself a choice."""
+    named = {link.parent for link in links.values() if link.parent is not None}
+    settled: set[str] = set()
+    for cid, link in links.items():
+        if link.choice is None:
+            continue
+        settled.add(cid)  # the choice itself: its line is the one chosen
+        settled.update(link.choice.over)
+        walk: str | None = link.choice.chose
+        while walk is not None and walk not in settled:
+            settled.add(walk)
+            walk = links[walk].parent if walk in links else None
+    return [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+
+
+def where_of(thread_id: str, ns: str) -> str:
+    """How a message names a namespace of a thread."""
+    return f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
+
+
+def passed_over(links: Mapping[str, Node]) -> set[str]:
+    """Every checkpoint a valid choice passed over."""
+    return {h for link in links.values() if link.choice is not None for h in link.choice.over}
+
+
+def current_of(links: Mapping[str, Node], heads: list[HeadState]) -> str | None:
+    """The newest head no choice passed over (the newest head when a choice passed over all)."""
+    if not heads:
+        return None
+    over = passed_over(links)
+    return next((h.checkpoint_id for h in heads if h.checkpoint_id not in over), heads[0].checkpoint_id)
+
+
+def unsettled(heads: Iterable[HeadState]) -> list[str]:
+    """The ids of the heads no choice has settled; more than one: the namespace needs a choice."""
+    return [h.checkpoint_id for h in heads if not h.settled]
