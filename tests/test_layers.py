@@ -70,7 +70,7 @@ def layer(module: str) -> str:
         return "core"
     if rest.startswith("readmodel"):
         return "readmodel"
-    if rest.startswith("cli"):
+    if rest.startswith(("cli", "review")):
         return "tools"
     if rest == "_compat":
         return "compat"

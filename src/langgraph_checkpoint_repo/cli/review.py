@@ -1,0 +1,296 @@
+"""``review``: what a change did to the state, per thread, as a conversation (docs/review.md).
+
+The report is review/report.py's; this module draws it for a terminal, as GitHub-flavoured
+Markdown for a pull-request comment (``--markdown``), or as JSON. Every string from the files
+is screened (secrets masked, control characters escaped) and, in Markdown, made inert as
+``render`` makes it; long content is folded into ``<details>``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import orjson
+import typer
+from rich.text import Text
+
+from .app import JsonOpt, _check_root, _settings, app
+from .output import _print_json, screen
+
+if TYPE_CHECKING:
+    from ..readmodel.turns import Event
+    from ..review.report import Line, NamespaceReport, Report, ThreadReport
+
+SHORT = 160  # characters of a message shown inline; the rest folds into <details>
+LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
+
+
+@app.command()
+def review(
+    ctx: typer.Context,
+    range_: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[RANGE]",
+            help="git's BASE..HEAD, or BASE (to the work tree, uncommitted files included). Default: the "
+            "merge-base of HEAD and the default branch, to the work tree.",
+        ),
+    ] = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="GitHub-flavoured Markdown, for a pull-request comment.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """What changed in the state between two git revisions, per thread: the new turns in order
+    (messages, tool calls and results, interrupts and answers, edits), other channels old -> new,
+    heads still to settle, and what validate finds in the changed files. Reads git, never
+    checks out, never constructs a value."""
+    from ..review.report import review as make_report
+
+    settings = _settings(ctx)
+    _check_root(settings.root)
+    report = make_report(settings.root, spec=range_)
+    if as_json:
+        _print_json(report_json(report))
+    elif markdown:
+        settings.out.file.write(screen(report_markdown(report), keep="\n\t"))
+    else:
+        for line in report_lines(report):
+            settings.out.print(line)
+    if any(t.problems for t in report.threads):
+        raise typer.Exit(1)
+
+
+# ----------------------------------------------------------------------------
+# JSON
+# ----------------------------------------------------------------------------
+def report_json(report: Report) -> dict[str, Any]:
+    return {
+        "base": report.range.base,
+        "head": report.range.head,
+        "range": report.range.spec,
+        "root": report.root,
+        "threads": [_thread_json(t) for t in report.threads],
+        "other_files": report.other,
+    }
+
+
+def _thread_json(t: ThreadReport) -> dict[str, Any]:
+    return {
+        "thread_id": t.thread_id,
+        "status": t.status,
+        "unsettled": t.unsettled,
+        "namespaces": [
+            {
+                "checkpoint_ns": n.ns,
+                "added": n.added,
+                "removed": n.removed,
+                "continues": n.current,
+                "heads": [{"checkpoint_id": h.checkpoint_id, "settled": h.settled} for h in n.heads],
+                "lines": [_line_json(line) for line in n.lines],
+            }
+            for n in t.namespaces
+        ],
+        "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in t.problems],
+    }
+
+
+def _line_json(line: Line) -> dict[str, Any]:
+    return {
+        "head": line.head,
+        "start": line.start,
+        "continues": line.continues,
+        "settled": line.settled,
+        "checkpoints": line.checkpoints,
+        "events": [_event_json(e) for e in line.events],
+        "channels": [
+            {"channel": c.channel, "kind": c.kind, "old": c.old, "new": c.new} for c in line.channels
+        ],
+    }
+
+
+def _event_json(e: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": e.kind, "checkpoint_id": e.checkpoint_id, "step": e.step}
+    if e.role:
+        out["role"] = e.role
+    if e.text:
+        out["text"] = e.text
+    if e.calls:
+        out["tool_calls"] = [{"name": n, "args": a} for n, a in e.calls]
+    if e.name:
+        out["name"] = e.name
+    if e.kind in ("interrupt", "resume", "error", "choice") or e.role == "value":
+        out["value"] = e.tree
+    return out
+
+
+# ----------------------------------------------------------------------------
+# what each event says, once for every output
+# ----------------------------------------------------------------------------
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def event_parts(e: Event) -> tuple[str, str, str]:
+    """(label, short text, the whole text when it is longer than the short one)."""
+    if e.kind in ("message", "edited", "removed"):
+        label = LABEL.get(e.role, e.role or "value")
+        if e.role == "tool":
+            label = f"tool {e.name}" if e.name else "tool"
+        if e.kind != "message":
+            label = f"{label} ({e.kind})"
+        text = e.text if e.role != "value" else _compact(e.tree)
+        if e.calls:
+            calls = ", ".join(f"{name}({_compact(args)})" for name, args in e.calls)
+            text = f"{text} → calls {calls}" if text else f"→ calls {calls}"
+    elif e.kind == "interrupt":
+        label, text = f"interrupt at {e.name}" if e.name else "interrupt", _compact(e.tree)
+    elif e.kind == "resume":
+        label, text = "resumed with", _compact(e.tree)
+    elif e.kind == "error":
+        label, text = f"error in {e.name}" if e.name else "error", _compact(e.tree)
+    elif e.kind == "update":
+        label, text = "edit", "update_state wrote this checkpoint"
+    elif e.kind == "choice":
+        choice = e.tree if isinstance(e.tree, dict) else {}
+        label, text = "choice", f"continues {choice.get('chose')} over {', '.join(choice.get('over') or [])}"
+    else:
+        label, text = e.kind, f"new line from checkpoint {e.checkpoint_id}"
+    one_line = " ".join(text.split())
+    if len(one_line) <= SHORT:
+        return label, one_line, ""
+    return label, one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)", text
+
+
+def _turns(events: list[Event]) -> list[list[Event]]:
+    """The events cut into turns: a new turn starts at each user message."""
+    turns: list[list[Event]] = [[]]
+    for e in events:
+        if e.kind == "message" and e.role == "human" and turns[-1]:
+            turns.append([])
+        turns[-1].append(e)
+    return [t for t in turns if t]
+
+
+def _line_title(n: NamespaceReport, line: Line, many: bool, code: Any = str) -> str:
+    """What a line is, in words; ``code`` marks the ids (Markdown makes them inert)."""
+    turns = len(_turns(line.events))
+    title = f"{turns} new turn{'s' if turns != 1 else ''}, {len(line.checkpoints)} checkpoints"
+    if many:
+        state = "continues" if line.continues else ("settled" if line.settled else "unsettled")
+        title = f"head {code(line.head)} ({state}): {title}"
+    if line.start:
+        title += f", continuing {code(line.start)}"
+    return title
+
+
+# ----------------------------------------------------------------------------
+# terminal
+# ----------------------------------------------------------------------------
+def report_lines(report: Report) -> list[Text]:
+    out = [
+        Text.assemble(
+            ("review ", "bold"),
+            (report.range.spec, "bold"),
+            (f"  {report.range.base[:12]} .. {report.range.head_label[:12]}", "dim"),
+            (f"  root {report.root}", "dim"),
+        )
+    ]
+    if not report.threads:
+        out.append(Text("no thread changed", style="dim"))
+    for t in report.threads:
+        out.append(Text())
+        flag = ", heads to settle" if t.unsettled else ""
+        out.append(Text.assemble(("thread ", "dim"), (t.thread_id, "bold"), (f" ({t.status}{flag})", "dim")))
+        for n in t.namespaces:
+            where = f"  namespace {n.ns}" if n.ns else ""
+            counts = f"  +{len(n.added)} checkpoints" + (f", -{len(n.removed)}" if n.removed else "")
+            out.append(Text(where + counts, style="dim"))
+            for line in n.lines:
+                out.append(Text("  " + _line_title(n, line, len(n.lines) > 1), style="cyan"))
+                for number, turn in enumerate(_turns(line.events), 1):
+                    out.append(Text(f"    turn {number}", style="bold"))
+                    for e in turn:
+                        label, text, _ = event_parts(e)
+                        out.append(Text.assemble(("      " + label + ": ", "bold"), text))
+                for c in line.channels:
+                    change = f"    {c.channel}: {_compact(c.old)} -> {_compact(c.new)}"
+                    out.append(Text(change, style="yellow"))
+        for p in t.problems:
+            out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
+    for path in report.other:
+        out.append(Text(f"also changed: {path}", style="dim"))
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Markdown
+# ----------------------------------------------------------------------------
+def report_markdown(report: Report) -> str:
+    from .markdown import _fence, _md
+
+    head = _md(report.range.head[:12], code=True) if report.range.head else "the work tree"
+    parts = [
+        f"## State review: {_md(report.range.base[:12], code=True)} .. {head}",
+        "",
+        f"Root {_md(report.root, code=True)}; {len(report.threads)} thread"
+        f"{'s' if len(report.threads) != 1 else ''} changed.",
+        "",
+    ]
+    for t in report.threads:
+        flag = " — **heads to settle**" if t.unsettled else ""
+        parts += [f"### Thread {_md(t.thread_id, code=True)} ({t.status}){flag}", ""]
+        for n in t.namespaces:
+            if n.ns:
+                parts += [f"Namespace {_md(n.ns, code=True)}", ""]
+            if n.removed:
+                parts += [f"{len(n.removed)} checkpoint{'s' if len(n.removed) != 1 else ''} removed.", ""]
+            for line in n.lines:
+                parts += [_line_title(n, line, len(n.lines) > 1, lambda i: _md(i, code=True)), ""]
+                for number, turn in enumerate(_turns(line.events), 1):
+                    parts.append(f"{number}. " + _md_event(turn[0], _md))
+                    parts += [f"   - {_md_event(e, _md)}" for e in turn[1:]]
+                    folded = [(e, event_parts(e)[2]) for e in turn if event_parts(e)[2]]
+                    for e, whole in folded:
+                        label = event_parts(e)[0]
+                        parts += [
+                            "",
+                            f"   <details><summary>{_md(label)} (full text)</summary>",
+                            "",
+                            _indent(_fence(whole), "   "),
+                            "",
+                            "   </details>",
+                        ]
+                parts.append("")
+                for c in line.channels:
+                    old, new = _md(_compact(c.old), code=True), _md(_compact(c.new), code=True)
+                    parts.append(f"- {_md(c.channel, code=True)}: {old} → {new}")
+                if line.channels:
+                    parts.append("")
+            if n.heads and sum(not h.settled for h in n.heads) > 1:
+                ids = ", ".join(_md(h.checkpoint_id, code=True) for h in n.heads if not h.settled)
+                parts += [
+                    f"Heads nobody chose: {ids}; {_md(n.current or '', code=True)} continues. Settle with "
+                    f"`langgraph-repo heads {screen(t.thread_id)} --choose ID` (or `--merge`).",
+                    "",
+                ]
+        if t.problems:
+            parts += ["Validation problems:", ""]
+            for p in t.problems:
+                parts.append(f"- {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
+            parts.append("")
+    if report.other:
+        parts += ["Other files changed: " + ", ".join(_md(p, code=True) for p in report.other), ""]
+    parts += ["_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._", ""]
+    return "\n".join(parts)
+
+
+def _md_event(e: Event, md: Any) -> str:
+    label, text, _ = event_parts(e)
+    return f"**{md(label)}**: {md(text, code=True)}"
+
+
+def _indent(block: str, by: str) -> str:
+    return "\n".join(by + line if line else line for line in block.split("\n"))

@@ -1,0 +1,179 @@
+"""What happened along a line of checkpoints, in the order it happened, from the files alone.
+
+A reviewer wants the conversation, not the bookkeeping: the messages each checkpoint added to
+``messages`` (user text, AI text, tool calls with their arguments, tool results), the
+interrupts a task raised and the answers it was given, edits made with ``update_state`` and
+choices, each once and in order. This module walks a line (a head back to where the other
+side of a comparison left off, oldest first) and turns it into ``Event``s. It reads stored
+trees only (nothing is constructed), so it needs no LangGraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import fields
+from ..core.lineage import CHOICE_KEY
+from .reader import Reader
+from .tasks import ERROR, INTERRUPT, RESUME, is_internal
+
+MESSAGES = "messages"
+
+
+@dataclass(kw_only=True)
+class Event:
+    """One thing that happened at a checkpoint, for a person."""
+
+    kind: str  # message | edited | removed | interrupt | resume | error | update | fork | choice
+    checkpoint_id: str
+    step: int | None
+    role: str = ""  # a message's role: human, ai, tool, system
+    text: str = ""
+    calls: list[tuple[str, Any]] = field(default_factory=list)  # (tool name, arguments) of an AI message
+    name: str = ""  # the tool of a tool result, the node of an interrupt
+    tree: Any = None  # the stored tree (a message, an interrupt's value, a resume value)
+    old: Any = None  # an edited message before the edit
+
+
+def message_fields(tree: Any) -> dict[str, Any] | None:
+    """A stored message's fields (``{"$type": [langchain_core.messages..., X], "$fields": ...}``)."""
+    if not isinstance(tree, dict):
+        return None
+    kind = tree.get("$type")
+    got = tree.get("$fields")
+    if not (isinstance(kind, list) and len(kind) == 2 and str(kind[0]).startswith("langchain_core.messages")):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text blocks of a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict):
+                parts.append(f"[{block.get('type', 'block')}]")
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def message_event(tree: Any, checkpoint_id: str, step: int | None, kind: str = "message") -> Event:
+    """The event of one stored message (or of a value that is not one, as text)."""
+    got = message_fields(tree)
+    if got is None:
+        return Event(kind=kind, checkpoint_id=checkpoint_id, step=step, role="value", tree=tree)
+    role = str(got.get("type") or "")
+    calls = [
+        (str(c.get("name", "?")), c.get("args", {}))
+        for c in got.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    name = str(got.get("name") or "") if role == "tool" else ""
+    return Event(
+        kind=kind,
+        checkpoint_id=checkpoint_id,
+        step=step,
+        role=role,
+        text=content_text(got.get("content")),
+        calls=calls,
+        name=name,
+        tree=tree,
+    )
+
+
+def _key(tree: Any, position: int) -> Any:
+    """A message's identity in a list: its id, else its position."""
+    got = message_fields(tree)
+    if got is not None and isinstance(got.get("id"), str):
+        return got["id"]
+    return ("#", position)
+
+
+def message_changes(before: Sequence[Any], after: Sequence[Any], cid: str, step: int | None) -> list[Event]:
+    """The messages ``after`` adds to ``before`` (in their order), those it replaces (same id,
+    other content) and those it drops; linear in the lists' lengths."""
+    old = {_key(t, i): t for i, t in enumerate(before)}
+    seen: set[Any] = set()
+    out: list[Event] = []
+    for i, tree in enumerate(after):
+        key = _key(tree, i)
+        seen.add(key)
+        if key not in old:
+            out.append(message_event(tree, cid, step))
+        elif old[key] != tree:
+            event = message_event(tree, cid, step, "edited")
+            event.old = old[key]
+            out.append(event)
+    for key, tree in old.items():
+        if key not in seen:
+            out.append(message_event(tree, cid, step, "removed"))
+    return out
+
+
+def line_to(reader: Reader, thread_id: str, ns: str, head: str, stop: Iterable[str]) -> list[str]:
+    """The checkpoints from just after ``stop`` (the first one met on the way up) to ``head``,
+    oldest first; a cycle or a missing parent ends the walk."""
+    ends = set(stop)
+    present = set(reader.checkpoint_ids(thread_id, ns))
+    out: list[str] = []
+    walk: str | None = head
+    while walk is not None and walk not in ends and walk in present and walk not in out:
+        out.append(walk)
+        walk = fields.parent_id(reader.header(thread_id, ns, walk))
+    out.reverse()
+    return out
+
+
+def events_along(
+    reader: Reader, thread_id: str, ns: str, ids: Sequence[str], start: str | None
+) -> list[Event]:
+    """What happened at each checkpoint of ``ids`` (oldest first), after ``start`` (the
+    checkpoint they continue, or None from the beginning)."""
+    previous: list[Any] = []
+    if start is not None and start in set(reader.checkpoint_ids(thread_id, ns)):
+        previous = _messages(reader.state(thread_id, ns, start, revive=False).trees)
+    out: list[Event] = []
+    for cid in ids:
+        view = reader.state(thread_id, ns, cid, revive=False)
+        step = view.step
+        meta = view.doc["metadata"]
+        if view.source == "update":
+            out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state"))
+        elif view.source == "fork":
+            choice = meta.get(CHOICE_KEY) if isinstance(meta, dict) else None
+            kind = "choice" if isinstance(choice, dict) else "fork"
+            out.append(Event(kind=kind, checkpoint_id=cid, step=step, tree=choice))
+        current = _messages(view.trees)
+        out.extend(message_changes(previous, current, cid, step))
+        previous = current
+        for w in view.writes:
+            if w.channel == INTERRUPT:
+                for item in w.tree if isinstance(w.tree, list) else [w.tree]:
+                    kwargs = item.get("$kwargs") if isinstance(item, dict) else None
+                    value = kwargs.get("value", item) if isinstance(kwargs, dict) else item
+                    name = next((t.name for t in view.tasks if t.id == w.task_id), "")
+                    out.append(Event(kind="interrupt", checkpoint_id=cid, step=step, name=name, tree=value))
+            elif w.channel == RESUME:
+                out.append(Event(kind="resume", checkpoint_id=cid, step=step, tree=w.tree))
+            elif w.channel == ERROR:
+                name = next((t.name for t in view.tasks if t.id == w.task_id), "")
+                out.append(Event(kind="error", checkpoint_id=cid, step=step, name=name, tree=w.tree))
+    return out
+
+
+def _messages(trees: dict[str, Any]) -> list[Any]:
+    got = trees.get(MESSAGES)
+    return got if isinstance(got, list) else []
+
+
+def state_channels(trees: dict[str, Any]) -> dict[str, Any]:
+    """The channels a person compares beside the conversation: not messages, not LangGraph's own."""
+    return {c: t for c, t in trees.items() if c != MESSAGES and not is_internal(c)}
