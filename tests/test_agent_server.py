@@ -12,6 +12,7 @@ the end the files validate and no write under ``.langgraph/`` made the server re
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -34,6 +35,7 @@ from langgraph.types import Command
 from helpers import cli
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
 from langgraph_checkpoint_repo.agent_server import checkpointer, server_root
+from langgraph_checkpoint_repo.saver import REQUEST_METADATA
 
 # not a missing service: langgraph-api itself installs only on Python 3.11 and later
 pytestmark = pytest.mark.skipif(
@@ -234,6 +236,12 @@ def test_prebuilt_agent_run_calls_its_tool_and_keeps_the_messages_in_files(
     on_disk = "".join(p.read_text() for p in thread_folder(server, thread).rglob("*.json"))
     assert "Order 4411 shipped yesterday" in on_disk
     assert client.threads.get_state(thread)["values"]["messages"] == result["messages"]
+    # the request-scoped metadata (the server's URL with its random port, the request id, the
+    # versions) is not written: a run changes only what it changed; run_id stays (delete_for_runs)
+    for path in (thread_folder(server, thread) / "checkpoints").glob("*.json"):
+        metadata = json.loads(path.read_text())["metadata"]
+        assert not set(metadata) & REQUEST_METADATA, (path, sorted(metadata))
+        assert "run_id" in metadata and "langgraph_request_id" not in path.read_text()
 
 
 def test_copy_and_delete_of_a_thread_act_on_its_files(server: Server, client: Any) -> None:

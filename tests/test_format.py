@@ -665,3 +665,21 @@ def test_temp_and_hidden_files_are_ignored_by_readers(root: Path) -> None:
         assert {t.config["configurable"]["thread_id"] for t in reader.list(None)} == {"t"}
     say(app, "t", "still works")
     assert len(list(saver.list(cfg("t")))) == count + 4
+
+
+def test_request_scoped_metadata_is_left_out_unless_asked_for(tmp_path: Path) -> None:
+    """What the Agent Server adds to every checkpoint of every run (its URL, a request id,
+    versions) says which request wrote it, not what it holds: left out by default."""
+    from graphs import chat_graph
+    from langgraph_checkpoint_repo.saver import REQUEST_METADATA
+
+    metadata = {k: "x" for k in REQUEST_METADATA} | {"user": "ada"}
+    run = {"configurable": {"thread_id": "t"}, "metadata": metadata}
+    chat_graph(RepoSaver(tmp_path / "a", durable=False)).invoke({"messages": [("user", "hi")]}, run)
+    chat_graph(RepoSaver(tmp_path / "b", durable=False, keep_request_metadata=True)).invoke(
+        {"messages": [("user", "hi")]}, run
+    )
+    for root, kept in ((tmp_path / "a", set()), (tmp_path / "b", set(REQUEST_METADATA))):
+        for path in (root / "threads" / "t" / "checkpoints").glob("*.json"):
+            metadata = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+            assert set(metadata) & REQUEST_METADATA == kept and metadata["user"] == "ada"

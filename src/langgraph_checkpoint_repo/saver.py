@@ -70,6 +70,22 @@ from .readmodel.tasks import PULL, PUSH, TASKS, derive_tasks
 from .serde import ValueCodec
 from .values import ListState, ValueWriter
 
+#: metadata keys that say which request wrote a checkpoint, not what it holds: the Agent Server
+#: (langgraph-api) adds them to every checkpoint of every run (docs/agent-server.md)
+REQUEST_METADATA = frozenset(
+    {
+        "langgraph_api_url",
+        "langgraph_request_id",
+        "langgraph_api_version",
+        "langgraph_version",
+        "langgraph_host",
+        "langgraph_plan",
+        "langgraph_auth_user_id",
+        "langgraph_auth_permissions",
+        "run_attempt",
+    }
+)
+
 # the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
 _CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
 
@@ -128,6 +144,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         unsafe_allow_pickle: load (and write) pickle payloads. Unpickling a file runs any
             code it holds, so this is for roots whose every file you trust; by default a
             pickle payload is refused on read and a value that only pickles is refused on write.
+        keep_request_metadata: also write the metadata keys that only say which request wrote
+            a checkpoint (``REQUEST_METADATA``: the Agent Server's URL, request id, versions,
+            attempt); by default they are left out, so a run changes only what it changed.
     """
 
     def __init__(
@@ -142,12 +161,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         lock_timeout: float = 60.0,
         redact: RedactOption = True,
         unsafe_allow_pickle: bool = False,
+        keep_request_metadata: bool = False,
     ) -> None:
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
         check_lock_timeout(lock_timeout)
         super().__init__(serde=_serde_with(serde, allowlist))
         self.unsafe_allow_pickle = unsafe_allow_pickle
+        self.keep_request_metadata = keep_request_metadata
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
         self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
         path = Path(root) if root is not None else find_default_root()
@@ -404,7 +425,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "checkpoint_ns": ns,
                 "checkpoint_id": cid,
                 "parent_checkpoint_id": parent_id,
-                "metadata": writer.tree(get_checkpoint_metadata(config, metadata), target, "/metadata"),
+                "metadata": writer.tree(self._metadata(config, metadata), target, "/metadata"),
                 "checkpoint": kept,
                 "values": stored.carried,
             }
@@ -416,6 +437,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
             self.store.remember(cpath, cdoc, prepared[1])
             writer.remember(thread_id, ns, cid, stored)
         return _config(thread_id, ns, cid)
+
+    def _metadata(self, config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
+        """The checkpoint's metadata as LangGraph builds it, without what only says which request
+        wrote it (``REQUEST_METADATA``: the Agent Server's URL with its random port, request id,
+        versions), which would change every file of every run without changing the state."""
+        merged = get_checkpoint_metadata(config, metadata)
+        if self.keep_request_metadata:
+            return merged
+        return {k: v for k, v in merged.items() if k not in REQUEST_METADATA}  # type: ignore[return-value]
 
     def _value_writer(self) -> ValueWriter:
         """Value storage under the current codec (it changes when a graph's types are learnt)."""
