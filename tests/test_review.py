@@ -197,3 +197,23 @@ def test_review_imports_no_langgraph(repo: Path) -> None:
     )
     assert proc.stderr.strip().splitlines()[-1] == "LOADED 0 -", proc.stderr
 
+
+
+def test_diff_from_and_history_since_take_a_git_revision(repo: Path) -> None:
+    """``diff --from main`` compares with the checkpoint that continued the thread at that
+    revision; ``history --since main`` lists only the checkpoints it did not have."""
+    turn(repo, 3)
+    diff = cli(repo / ".langgraph", "diff", THREAD, "--from", "HEAD", "--json", cwd=repo)
+    assert diff.returncode == 0, diff.stderr
+    (change,) = [c for c in json.loads(diff.stdout)["changes"] if c["channel"] == "messages"]
+    ids = [item["value"]["$fields"]["id"] for item in change["added"]]
+    assert ids == ["user-3", "ai-call-3", "tool-call-3", "ai-answer-3"]
+    at_start = cli(repo / ".langgraph", "diff", THREAD, "--from", "main", "--json", cwd=repo)
+    assert at_start.returncode == 0 and json.loads(at_start.stdout)["from"].endswith("(no such thread then)")
+    root = repo / ".langgraph"
+    since = json.loads(cli(root, "history", THREAD, "--since", "HEAD", "--json", cwd=repo).stdout)
+    whole = json.loads(cli(root, "history", THREAD, "--json", cwd=repo).stdout)
+    assert 0 < len(since["checkpoints"]) < len(whole["checkpoints"])
+    assert {c["step"] for c in since["checkpoints"]} == set(range(9, 14))  # turn 3: its input and 4 steps
+    bad = cli(repo / ".langgraph", "diff", THREAD, "--from", "no-such-thing", cwd=repo)
+    assert bad.returncode == 2 and "neither a checkpoint" in bad.stderr

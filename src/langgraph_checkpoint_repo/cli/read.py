@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -180,6 +181,12 @@ def history(
     thread: Annotated[str, typer.Argument(help="Thread id.")],
     ns: NsOpt = "",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show only the newest N.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="REV", help="Only the checkpoints a git revision does not have (--since main)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
@@ -190,6 +197,9 @@ def history(
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     rows = reader.history(thread, ns)
+    if since is not None:
+        old = _ids_at_revision(reader, thread, ns, since)
+        rows = [r for r in rows if r.checkpoint_id not in old]
     shown = rows[:limit] if limit else rows
     if as_json:
         _print_json(
@@ -298,13 +308,52 @@ def _diff_base(reader: Reader, thread: str, ns: str, new: StateView, from_id: st
     return old_id
 
 
+def _ids_at_revision(reader: Reader, thread: str, ns: str, rev: str) -> set[str]:
+    """The checkpoint ids of a namespace that git revision ``rev`` has (from ``git ls-tree``)."""
+    from ..review.revisions import git, git_top, resolve
+
+    top = git_top(reader.root)
+    folder = reader.layout.checkpoints_dir(thread, ns).resolve().relative_to(top.resolve()).as_posix()
+    names = git(top, "ls-tree", "--name-only", "-z", resolve(top, rev), "--", folder + "/").split("\0")
+    ids = set(reader.checkpoint_ids(thread, ns))
+    return {cid for cid in ids if f"{folder}/{reader.layout.checkpoint_path(thread, ns, cid).name}" in names}
+
+
+def _at_revision(reader: Reader, thread: str, ns: str, rev: str) -> tuple[str, dict[str, Any]]:
+    """The checkpoint that continued ``thread`` at git revision ``rev``, and its stored trees,
+    read from git (``git archive`` of that thread only); the error of a bad checkpoint id
+    when ``rev`` is no revision either."""
+    import tempfile
+
+    from ..readmodel.reader import Reader as Read
+    from ..review.revisions import git_top, is_revision, materialize, resolve
+
+    top = git_top(reader.root)
+    if not is_revision(top, rev):
+        raise BadInputError(f"{rev!r} is neither a checkpoint of thread {thread!r} nor a git revision")
+    rel = reader.root.resolve().relative_to(top.resolve()).as_posix()
+    folder = reader.layout.thread_dir(thread).relative_to(reader.root).as_posix()
+    with tempfile.TemporaryDirectory(prefix="langgraph-diff-") as tmp:
+        root = materialize(top, resolve(top, rev), rel, [folder], Path(tmp))
+        then = Read(root)
+        if not (root / folder).is_dir() or ns not in then.namespaces(thread):
+            return f"{rev} (no such thread then)", {}
+        cid = then.resolve(thread, ns, None)
+        return cid, then.state(thread, ns, cid, revive=False).trees
+
+
 @app.command()
 def diff(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(help="Thread id.")],
     from_id: Annotated[
         str | None,
-        typer.Option("--from", metavar="ID", help="Older checkpoint (default: the parent of --to)."),
+        typer.Option(
+            "--from",
+            metavar="ID|REV",
+            help="Older checkpoint, or a git revision (the checkpoint that continued the thread "
+            "there: --from main). Default: the parent of --to.",
+        ),
     ] = None,
     to_id: Annotated[
         str | None, typer.Option("--to", metavar="ID", help="Newer checkpoint (default: latest).")
@@ -324,8 +373,13 @@ def diff(
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     new_id = reader.resolve(thread, ns, to_id)
     new = reader.state(thread, ns, new_id, revive=False)
-    old_id = _diff_base(reader, thread, ns, new, from_id)
-    old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
+    try:
+        old_id = _diff_base(reader, thread, ns, new, from_id)
+        old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
+    except (BadInputError, NotFoundError):
+        if from_id is None:
+            raise
+        old_id, old_trees = _at_revision(reader, thread, ns, from_id)  # --from main
     changes = diff_trees(old_trees, new.trees, internal=show_all)
     if as_json:
         _print_json(
