@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import id as lg_id
+from langgraph.types import Command
 
 from graphs import cfg, chat_graph, contents
 from helpers import checkpoint_files, cli, load
@@ -148,3 +149,94 @@ def test_a_checkpoint_that_only_claims_to_be_a_choice_settles_nothing(tmp_path: 
     assert problem in failed.stdout
     assert "2 heads nobody chose" in failed.stdout
     assert load(forged_file)["metadata"][CHOICE_KEY]["over"] == [other.checkpoint_id]
+
+
+# ----------------------------------------------------------------------------
+# --merge: keep both branches' turns
+# ----------------------------------------------------------------------------
+def forked(root: Path) -> tuple[RepoSaver, str, str]:
+    """A thread with two heads: the line that said "one", "two", and an update_state branch
+    from after "one" that added "fork text". Returns (saver, that line's head, the branch's)."""
+    say(root, "one", "two")
+    saver = RepoSaver(root)
+    first = next(t for t in saver.list(cfg(THREAD)) if t.metadata["step"] == 1)
+    branch = chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="fork text")]})
+    heads = {h.checkpoint_id for h in saver.heads(cfg(THREAD))}
+    other = str(branch["configurable"]["checkpoint_id"])
+    (line,) = heads - {other}
+    return saver, line, other
+
+
+def test_merge_keeps_both_branches_messages_in_order_and_settles_the_fork(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _, line, other = forked(root)
+    before = {p.stem for p in checkpoint_files(root, THREAD)}
+    out = cli(root, "heads", THREAD, "--merge", line, other, "--json")
+    assert out.returncode == 0, out.stderr
+    new = json.loads(out.stdout)["checkpoint_id"]
+    assert {p.stem for p in checkpoint_files(root, THREAD)} - before == {new}
+    fresh = chat_graph(RepoSaver(root))
+    state = fresh.get_state(cfg(THREAD))
+    assert state.config["configurable"]["checkpoint_id"] == new
+    assert contents(state.values["messages"]) == ["one", "echo: one", "two", "echo: two", "fork text"]
+    assert all(h.settled for h in RepoSaver(root).heads(cfg(THREAD)))
+    assert cli(root, "validate", "--heads").returncode == 0
+    assert contents(fresh.invoke({"messages": [HumanMessage("three")]}, cfg(THREAD))["messages"])[-2:] == [
+        "three",
+        "echo: three",
+    ]
+
+
+def test_merge_is_refused_where_it_cannot_be_right(tmp_path: Path) -> None:
+    """A head waiting on an interrupt (pending writes), and two heads whose other channels
+    differ, are refused naming why; nothing is written."""
+    from graphs import ask_graph
+
+    root = tmp_path / "ask"
+    saver = RepoSaver(root)
+    graph = ask_graph(saver)
+    graph.invoke({"log": ["start"]}, cfg(THREAD))
+    waiting = saver.get_tuple(cfg(THREAD))
+    first = list(graph.get_state_history(cfg(THREAD)))[-1]
+    graph.update_state(first.config, {"log": ["time travel"]})
+    ids = [h.checkpoint_id for h in saver.heads(cfg(THREAD))]
+    files = sorted(p.name for p in checkpoint_files(root, THREAD))
+    refused = cli(root, "heads", THREAD, "--merge", *ids)
+    assert refused.returncode == 6 and "pending writes" in refused.stderr, refused.stderr
+    assert waiting is not None and waiting.checkpoint["id"] in ids
+    assert sorted(p.name for p in checkpoint_files(root, THREAD)) == files
+
+    root = tmp_path / "log"
+    saver = RepoSaver(root)
+    graph = ask_graph(saver)
+    graph.invoke({"log": ["start"]}, cfg(THREAD))
+    graph.invoke(Command(resume="Ada"), cfg(THREAD))
+    first = list(graph.get_state_history(cfg(THREAD)))[-2]
+    graph.update_state(first.config, {"log": ["another"]})
+    ids = [h.checkpoint_id for h in saver.heads(cfg(THREAD))]
+    refused = cli(root, "heads", THREAD, "--merge", *ids)
+    assert refused.returncode == 6, refused.stderr
+    assert "differ in" in refused.stderr and "log" in refused.stderr
+
+
+def test_a_merge_that_drops_messages_settles_nothing(tmp_path: Path) -> None:
+    """A checkpoint that records a merge but whose messages do not start with the kept head's
+    (a forged settlement that drops a turn) is no choice: validate --heads names it."""
+    root = tmp_path / "root"
+    saver, line, other = forked(root)
+    kept = saver.get_tuple(cfg(THREAD, checkpoint_ns="", checkpoint_id=line))
+    assert kept is not None
+    version = saver.get_next_version(kept.checkpoint["channel_versions"]["messages"], None)
+    checkpoint: Any = {
+        **kept.checkpoint,
+        "id": str(lg_id.uuid6(clock_seq=5)),
+        "channel_versions": {**kept.checkpoint["channel_versions"], "messages": version},
+        "channel_values": {**kept.checkpoint["channel_values"], "messages": [HumanMessage("only", id="z")]},
+    }
+    choice = {"chose": line, "over": [other], "merged": [other]}
+    metadata: Any = {**kept.metadata, "source": "fork", CHOICE_KEY: choice}
+    forged = saver.put(kept.config, checkpoint, metadata, {"messages": version})
+    failed = cli(root, "validate", "--heads")
+    assert failed.returncode == 1 and "do not start with the kept head's" in failed.stdout
+    states = {h.checkpoint_id: h.settled for h in RepoSaver(root).heads(cfg(THREAD))}
+    assert states == {forged["configurable"]["checkpoint_id"]: False, other: False}

@@ -57,9 +57,9 @@ from .core.errors import (
     NotFoundError,
     RepoCheckpointError,
 )
-from .core.heads import CHOICE_KEY, where_of
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
+from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.typenames import Fix, graph_fix
@@ -616,6 +616,85 @@ class RepoSaver(BaseCheckpointSaver[str]):
         """``choose_head`` in a worker thread."""
         return await asyncio.to_thread(self.choose_head, config)
 
+    def merge_heads(self, config: RunnableConfig, other: str) -> RunnableConfig:
+        """Keep both branches' turns (``langgraph-repo heads --merge``): a new checkpoint
+        continuing the head ``config`` names, its ``messages`` that head's followed by the
+        messages ``other`` added since the two branches parted, in order, and every other
+        channel as the kept head has it; recorded as a choice over ``other`` (docs/forks.md).
+        Refused, naming why, where a merge cannot be right: a head with pending writes (in the
+        middle of a step, or waiting on an interrupt), or other channels that differ."""
+        thread_id, ns = _thread_ns(config)
+        keep = str((config.get("configurable") or {}).get("checkpoint_id") or "")
+        where = where_of(thread_id, ns)
+        with self.store.thread_lock(thread_id):
+            lineage = self.store.lineage(thread_id, ns)
+            heads = {h.checkpoint_id for h in lineage.heads()}
+            for cid in (keep, other):
+                if cid not in heads:
+                    listed = ", ".join(sorted(heads))
+                    raise BadInputError(f"checkpoint {cid!r} of {where} is not a head; the heads: {listed}")
+            if keep == other:
+                raise BadInputError("--merge takes two different heads")
+            fork = _fork_point(lineage.links, keep, other)
+            kept = self.get_tuple(_config(thread_id, ns, keep))
+            merged = self.get_tuple(_config(thread_id, ns, other))
+            start = self.get_tuple(_config(thread_id, ns, fork)) if fork else None
+            if kept is None or merged is None:
+                raise NotFoundError(f"a head of {where} was removed meanwhile")
+            for head in (kept, merged):
+                if head.pending_writes:
+                    raise RepoCheckpointError(
+                        f"cannot merge in {where}: head {head.checkpoint['id']} has pending writes (it is "
+                        "in the middle of a step or waits on an interrupt); choose one with --choose instead"
+                    )
+            differ = sorted(
+                c
+                for c in set(kept.checkpoint["channel_values"]) | set(merged.checkpoint["channel_values"])
+                if c != MERGED_CHANNEL
+                and not c.startswith(("__", "branch:to:", "join:"))
+                and kept.checkpoint["channel_values"].get(c) != merged.checkpoint["channel_values"].get(c)
+            )
+            if differ:
+                raise RepoCheckpointError(
+                    f"cannot merge in {where}: the heads differ in {', '.join(differ)}, not only in "
+                    "messages; choose one with --choose instead"
+                )
+            own = list(kept.checkpoint["channel_values"].get(MERGED_CHANNEL) or [])
+            parted = start.checkpoint["channel_values"].get(MERGED_CHANNEL) or [] if start else []
+            before = {_message_key(m) for m in parted}
+            have = {_message_key(m): m for m in own}
+            added = []
+            for m in merged.checkpoint["channel_values"].get(MERGED_CHANNEL) or []:
+                key = _message_key(m)
+                if key in before:
+                    continue
+                if key in have:
+                    if have[key] != m:  # one id, two messages: add_messages would keep only one
+                        raise RepoCheckpointError(
+                            f"cannot merge in {where}: both heads hold a different message with id {key!r}; "
+                            "choose one with --choose instead"
+                        )
+                    continue
+                added.append(m)
+            versions = dict(kept.checkpoint["channel_versions"])
+            current = versions.get(MERGED_CHANNEL)
+            version = self.get_next_version(None if current is None else str(current), None)
+            versions[MERGED_CHANNEL] = version
+            step = kept.metadata.get("step")
+            new_id = str(uuid6(clock_seq=step if isinstance(step, int) else None))
+            checkpoint: Any = {
+                **kept.checkpoint,
+                "id": new_id,
+                "ts": datetime.now(timezone.utc).isoformat(),
+                "channel_versions": versions,
+                "channel_values": {**kept.checkpoint["channel_values"], MERGED_CHANNEL: own + added},
+                "updated_channels": [MERGED_CHANNEL],
+            }
+            over = sorted(heads - {keep})
+            choice = {"chose": keep, "over": over, "merged": [other]}
+            metadata: Any = {**kept.metadata, "source": "fork", CHOICE_KEY: choice}
+            return self.put(kept.config, checkpoint, metadata, {MERGED_CHANNEL: version})
+
     # ------------------------------------------------------------------
     # history and versions
     # ------------------------------------------------------------------
@@ -848,3 +927,25 @@ def _task_ids(head: CheckpointTuple, new_id: str) -> dict[str, tuple[str, str]]:
         path = f"~{PULL}, {old.name}" if kind == "pull" else f"~{PUSH}, {int(idx):010d}"
         out[old.id] = (new.id, path)
     return out
+
+
+def _fork_point(links: Mapping[str, Any], a: str, b: str) -> str | None:
+    """The nearest checkpoint both ``a`` and ``b`` descend from (None: they share none)."""
+    seen: set[str] = set()
+    walk: str | None = a
+    while walk is not None and walk not in seen:
+        seen.add(walk)
+        walk = links[walk].parent if walk in links else None
+    walk, visited = b, set()
+    while walk is not None and walk not in visited:
+        if walk in seen:
+            return walk
+        visited.add(walk)
+        walk = links[walk].parent if walk in links else None
+    return None
+
+
+def _message_key(message: Any) -> Any:
+    """A message's identity across branches: its id, else its content."""
+    got = getattr(message, "id", None)
+    return got if got else repr(message)

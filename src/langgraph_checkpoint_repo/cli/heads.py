@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core import fields
+from ..core.errors import BadInputError
 from .app import JsonOpt, NsOpt, Settings, _reader, _settings, app
 from .output import _print_json, _print_table
 
@@ -75,6 +76,15 @@ def heads_command(
             help="Make this head (id or unique prefix) continue: writes a checkpoint recording the choice.",
         ),
     ] = None,
+    merge: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--merge",
+            metavar="KEEP OTHER",
+            help="Keep both branches' turns: continue head KEEP with the messages OTHER added since "
+            "they parted appended (refused when more than messages differ, or a head waits).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
@@ -85,8 +95,22 @@ def heads_command(
     settings = _settings(ctx)
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+    if choose is not None and merge is not None:
+        raise BadInputError("give --choose or --merge, not both")
     if choose is not None:
         _choose(settings, reader, thread, ns, choose, as_json)
+        return
+    if merge is not None:
+        keep, other = (reader.resolve(thread, ns, given) for given in merge)
+        ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": keep}
+        merged = _saver(settings).merge_heads({"configurable": ids}, other)
+        new_id = str(merged["configurable"]["checkpoint_id"])
+        if as_json:
+            shape = {"thread_id": thread, "checkpoint_ns": ns, "kept": keep, "merged": other}
+            _print_json({**shape, "checkpoint_id": new_id})
+            return
+        settings.out.print(new_id)
+        settings.err.print(Text(f"merged {other} into {keep}: {new_id} continues both", style="green"))
         return
     rows = head_rows(reader, thread, ns)
     waiting = unsettled(scan(reader.store, thread, ns))

@@ -119,7 +119,7 @@ def _event_json(e: Event) -> dict[str, Any]:
         out["tool_calls"] = [{"name": n, "args": a} for n, a in e.calls]
     if e.name:
         out["name"] = e.name
-    if e.kind in ("interrupt", "resume", "error", "choice") or e.role == "value":
+    if e.kind in ("interrupt", "resume", "error", "choice", "merge") or e.role == "value":
         out["value"] = e.tree
     return out
 
@@ -153,9 +153,14 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         label, text = f"error in {e.name}" if e.name else "error", _compact(e.tree)
     elif e.kind == "update":
         label, text = "edit", "update_state wrote this checkpoint"
-    elif e.kind == "choice":
+    elif e.kind in ("choice", "merge"):
         choice = e.tree if isinstance(e.tree, dict) else {}
-        label, text = "choice", f"continues {choice.get('chose')} over {', '.join(choice.get('over') or [])}"
+        over = ", ".join(str(i) for i in choice.get("over") or [])
+        text = f"continues {choice.get('chose')} over {over}"
+        if e.kind == "merge":
+            merged = ", ".join(str(i) for i in choice.get("merged") or [])
+            text = f"continues {choice.get('chose')} with the messages of {merged}"
+        label = e.kind
     else:
         label, text = e.kind, f"new line from checkpoint {e.checkpoint_id}"
     one_line = " ".join(text.split())

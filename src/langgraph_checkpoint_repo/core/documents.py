@@ -46,7 +46,7 @@ from .layout import (
     is_verbatim,
     place_problem,
 )
-from .lineage import Lineage, Node, choice_of, choice_problem
+from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
 from .removal import check_tree, files_in, remove_files, remove_tree
 from .resolve import ValueResolver
 from .validation import validate_read
@@ -290,6 +290,20 @@ class Documents:
             save_lineage(self.layout, folder, out)
         return out
 
+    def _merged_messages(self, ns: str, doc: dict[str, Any], parent: dict[str, Any]) -> tuple[Any, Any]:
+        """The ``messages`` trees of a merge's kept head and of the merge (lineage.py)."""
+        ns_dir = self.layout.ns_dir(doc["thread_id"], ns)
+
+        def tree(d: dict[str, Any]) -> Any:
+            ref = fields.value_refs(d).get(MERGED_CHANNEL)
+            if ref is None:
+                return None
+            version = fields.channel_versions(d).get(MERGED_CHANNEL)
+            entry = self.value_entry(ns_dir, MERGED_CHANNEL, version, ref)
+            return None if entry.empty else entry.tree
+
+        return tree(parent), tree(doc)
+
     def _link(self, thread_id: str, ns: str, cid: str, doc: dict[str, Any] | None = None) -> Node:
         """One checkpoint's link; an unreadable file is a link without a parent (validate
         names it; a read of it raises), a malformed or false choice no choice."""
@@ -307,9 +321,10 @@ class Documents:
             return Node(parent)
         try:
             parent_doc = self.header(thread_id, ns, choice.chose) if parent == choice.chose else None
+            messages = self._merged_messages(ns, doc, parent_doc) if choice.merged and parent_doc else None
         except (FileNotFoundError, FileFormatError, OSError):
-            parent_doc = None
-        problem = choice_problem(doc, choice, parent_doc)
+            parent_doc, messages = None, None
+        problem = choice_problem(doc, choice, parent_doc, messages)
         return Node(parent, None if problem else choice, problem)
 
     def namespaces(self, thread_id: str) -> list[str]:

@@ -30,10 +30,12 @@ CHOICE_KEY = "langgraph_repo_choice"
 
 @dataclass(frozen=True)
 class Choice:
-    """One recorded choice: ``chose`` continues, the heads in ``over`` do not."""
+    """One recorded choice: ``chose`` continues, the heads in ``over`` do not; the heads in
+    ``merged`` (a subset of ``over``) had their new messages appended to ``chose``'s."""
 
     chose: str
     over: tuple[str, ...]
+    merged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,36 +91,72 @@ def choice_of(metadata: Mapping[str, Any], where: str) -> Choice | None:
     if raw is None:
         return None
     over = raw.get("over") if isinstance(raw, Mapping) else None
+    merged = raw.get("merged", []) if isinstance(raw, Mapping) else None
     if (
         not isinstance(raw, Mapping)
         or not isinstance(raw.get("chose"), str)
         or not isinstance(over, list)
         or not all(isinstance(i, str) for i in over)
+        or not isinstance(merged, list)
+        or not all(isinstance(i, str) and i in over for i in merged)
+        or set(raw) - {"chose", "over", "merged"}
     ):
         raise FileFormatError(
             where,
             f"/metadata/{CHOICE_KEY}",
-            'expected {"chose": <checkpoint id>, "over": [<checkpoint ids>]}',
+            'expected {"chose": <checkpoint id>, "over": [<checkpoint ids>], "merged": [<some of over>]}',
         )
-    return Choice(raw["chose"], tuple(over))
+    return Choice(raw["chose"], tuple(over), tuple(merged))
 
 
-def choice_problem(doc: dict[str, Any], choice: Choice, parent: dict[str, Any] | None) -> str | None:
+def choice_problem(
+    doc: dict[str, Any],
+    choice: Choice,
+    parent: dict[str, Any] | None,
+    messages: tuple[Any, Any] | None = None,
+) -> str | None:
     """Why a checkpoint recording ``choice`` is not a choice (None when it is one): a choice
     is a child of the chosen head (source ``fork``) holding the head's state unchanged, every
-    channel at the head's version and referred to where the head reads it."""
+    channel at the head's version and referred to where the head reads it. A merge
+    (``merged``) may change ``messages`` only, by adding to the kept head's list: ``messages``
+    gives both lists (the head's, the merge's) as stored trees."""
     if fields.parent_id(doc) != choice.chose:
         return f"records a choice of {choice.chose} but continues {fields.parent_id(doc)}"
     if choice.chose in choice.over:
         return f"records a choice of {choice.chose} over itself"
     if parent is None:
         return f"records a choice of {choice.chose}, which is not there"
-    if fields.source(doc) != "fork" or fields.new_values(doc):
+    changed = set(fields.new_values(doc))
+    if choice.merged:
+        return _merge_problem(doc, parent, changed, messages)
+    if fields.source(doc) != "fork" or changed:
         return "records a choice but changes the state (a choice only continues the chosen head as it is)"
     if fields.channel_versions(doc) != fields.channel_versions(parent) or fields.value_refs(
         doc
     ) != fields.value_refs(parent):
         return "records a choice but holds another state than the chosen head's"
+    return None
+
+
+MERGED_CHANNEL = "messages"
+
+
+def _merge_problem(
+    doc: dict[str, Any], parent: dict[str, Any], changed: set[str], messages: tuple[Any, Any] | None
+) -> str | None:
+    """A merge (``heads --merge``) continues the kept head with the other heads' new messages
+    added after its own: every other channel as the kept head has it, and ``messages``
+    starting with the kept head's list (so nothing of it is lost)."""
+    if fields.source(doc) != "fork" or changed != {MERGED_CHANNEL}:
+        return "records a merge but changes more than the messages"
+    versions, before = fields.channel_versions(doc), fields.channel_versions(parent)
+    if {k: v for k, v in versions.items() if k != MERGED_CHANNEL} != {
+        k: v for k, v in before.items() if k != MERGED_CHANNEL
+    }:
+        return "records a merge but holds other channel versions than the kept head's"
+    kept, merged = messages if messages is not None else (None, None)
+    if not (isinstance(kept, list) and isinstance(merged, list) and merged[: len(kept)] == kept):
+        return "records a merge but its messages do not start with the kept head's"
     return None
 
 

@@ -26,7 +26,7 @@ MESSAGES = "messages"
 class Event:
     """One thing that happened at a checkpoint, for a person."""
 
-    kind: str  # message | edited | removed | interrupt | resume | error | update | fork | choice
+    kind: str  # message | edited | removed | interrupt | resume | error | update | fork | choice | merge
     checkpoint_id: str
     step: int | None
     role: str = ""  # a message's role: human, ai, tool, system
@@ -149,7 +149,9 @@ def events_along(
             out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state"))
         elif view.source == "fork":
             choice = meta.get(CHOICE_KEY) if isinstance(meta, dict) else None
-            kind = "choice" if isinstance(choice, dict) else "fork"
+            kind = "fork"
+            if isinstance(choice, dict):
+                kind = "merge" if choice.get("merged") else "choice"
             out.append(Event(kind=kind, checkpoint_id=cid, step=step, tree=choice))
         current = _messages(view.trees)
         out.extend(message_changes(previous, current, cid, step))
