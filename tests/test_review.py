@@ -141,6 +141,19 @@ def test_review_after_a_merge_shows_both_branches_turns_and_which_head_continues
     markdown = review(repo, f"{base}..HEAD", "--markdown")
     assert "heads to settle" in markdown and "Heads nobody chose" in markdown
     assert markdown.count("approve the refund") == 1 and markdown.count("deny the refund") == 1
+    rendered = cli(repo / ".langgraph", "render", THREAD, cwd=repo).stdout
+    section = rendered.split("## Heads to settle", 1)[1].split("## State", 1)[0]
+    assert section.count("approve the refund") == 1 and section.count("deny the refund") == 1
+    assert section.count("continues (the newest)") == 1 and "--merge KEEP OTHER" in section
+    kept, other = (line["head"] for line in ns["lines"])
+    # the fake model gives both branches' turn 3 the same message ids: no merge can keep both
+    refused = cli(repo / ".langgraph", "heads", THREAD, "--merge", kept, other, cwd=repo)
+    assert refused.returncode == 6 and "different message with id 'user-3'" in refused.stderr
+    chose = cli(repo / ".langgraph", "heads", THREAD, "--choose", other, cwd=repo)
+    assert chose.returncode == 0, chose.stderr
+    assert cli(repo / ".langgraph", "validate", "--heads", cwd=repo).returncode == 0
+    settled = json.loads(review(repo, f"{base}", "--json"))["threads"][0]
+    assert settled["unsettled"] is False
 
 
 def test_removed_thread_and_pruned_checkpoints_are_reported(repo: Path) -> None:

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 
 from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
 from ..readmodel.tasks import is_internal
+from ..readmodel.turns import Branch, Event
 from . import present
+from .events import event_parts
 from .output import (
     screen,
 )
@@ -73,10 +75,18 @@ def _md_writers(writers: list[str]) -> str:
 
 
 def _markdown(
-    summary: ThreadSummary, view: StateView, rows: list[HistoryRow], limit: int, note: Sequence[str] = ()
+    summary: ThreadSummary,
+    view: StateView,
+    rows: list[HistoryRow],
+    limit: int,
+    note: Sequence[str] = (),
+    branches: Sequence[Branch] = (),
 ) -> str:
-    """The thread as Markdown; ``note``: the types not revived and how to allow them."""
+    """The thread as Markdown; ``note``: the types not revived and how to allow them;
+    ``branches``: the heads waiting for a choice, each with what its branch added."""
     parts = _md_head(summary, view)
+    if branches:
+        parts[-2:-2] = _md_branches(summary.thread_id, view.ns, branches)
     channels = [c for c in sorted(view.values) if not is_internal(c)]
     if not channels:
         parts += ["_empty_", ""]
@@ -154,4 +164,25 @@ def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
         )
     if len(rows) > limit:
         parts.append(f"\n_… {len(rows) - limit} older checkpoints not shown._")
+    return parts
+
+
+def md_event(e: Event) -> str:
+    """One event of a conversation as a list item's text, every string from the files inert."""
+    label, text, _ = event_parts(e)
+    return f"**{_md(label)}**: {_md(text, code=True)}"
+
+
+def _md_branches(thread_id: str, ns: str, branches: Sequence[Branch]) -> list[str]:
+    """The heads nobody chose, each with the turns of its own branch, and how to settle them."""
+    count = f"{len(branches)} heads continue this thread; nobody chose between them:"
+    parts = ["## Heads to settle", "", count, ""]
+    for b in branches:
+        state = "continues (the newest)" if b.continues else "does not continue"
+        since = f", since {_md(b.start, code=True)}" if b.start else ""
+        parts.append(f"- head {_md(b.head, code=True)} {state}{since}:")
+        parts += [f"  - {md_event(e)}" for e in b.events] or ["  - (nothing new)"]
+    where = f" --ns {ns}" if ns else ""
+    command = _md(f"langgraph-repo heads {thread_id}{where} --choose ID", code=True)
+    parts += ["", f"Settle: {command}, or keep both branches' messages with `--merge KEEP OTHER`.", ""]
     return parts

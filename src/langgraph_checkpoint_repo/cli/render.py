@@ -33,6 +33,7 @@ def render(
 ) -> None:
     """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
     from ..readmodel.tasks import is_internal
+    from ..readmodel.turns import open_branches
     from . import present
     from .markdown import _markdown
     from .shape import _history_json, _summary_json, _task_json
@@ -56,4 +57,5 @@ def render(
         )
         return
     note = present.not_revived_note(reader.not_revived, reader.fix)
-    sys.stdout.write(screen(_markdown(summary, view, rows, limit, note), keep="\n\t"))
+    branches = open_branches(reader, thread, ns)
+    sys.stdout.write(screen(_markdown(summary, view, rows, limit, note, branches), keep="\n\t"))

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
 from rich.text import Text
 
 from .app import JsonOpt, _check_root, _settings, app
+from .events import compact, event_parts, turns_of
 from .output import _print_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
     from ..review.report import Line, NamespaceReport, Report, ThreadReport
-
-SHORT = 160  # characters of a message shown inline; the rest folds into <details>
-LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
-
 
 @app.command()
 def review(
@@ -124,64 +120,9 @@ def _event_json(e: Event) -> dict[str, Any]:
     return out
 
 
-# ----------------------------------------------------------------------------
-# what each event says, once for every output
-# ----------------------------------------------------------------------------
-def _compact(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def event_parts(e: Event) -> tuple[str, str, str]:
-    """(label, short text, the whole text when it is longer than the short one)."""
-    if e.kind in ("message", "edited", "removed"):
-        label = LABEL.get(e.role, e.role or "value")
-        if e.role == "tool":
-            label = f"tool {e.name}" if e.name else "tool"
-        if e.kind != "message":
-            label = f"{label} ({e.kind})"
-        text = e.text if e.role != "value" else _compact(e.tree)
-        if e.calls:
-            calls = ", ".join(f"{name}({_compact(args)})" for name, args in e.calls)
-            text = f"{text} → calls {calls}" if text else f"→ calls {calls}"
-    elif e.kind == "interrupt":
-        label, text = f"interrupt at {e.name}" if e.name else "interrupt", _compact(e.tree)
-    elif e.kind == "resume":
-        label, text = "resumed with", _compact(e.tree)
-    elif e.kind == "error":
-        label, text = f"error in {e.name}" if e.name else "error", _compact(e.tree)
-    elif e.kind == "update":
-        label, text = "edit", "update_state wrote this checkpoint"
-    elif e.kind in ("choice", "merge"):
-        choice = e.tree if isinstance(e.tree, dict) else {}
-        over = ", ".join(str(i) for i in choice.get("over") or [])
-        text = f"continues {choice.get('chose')} over {over}"
-        if e.kind == "merge":
-            merged = ", ".join(str(i) for i in choice.get("merged") or [])
-            text = f"continues {choice.get('chose')} with the messages of {merged}"
-        label = e.kind
-    else:
-        label, text = e.kind, f"new line from checkpoint {e.checkpoint_id}"
-    one_line = " ".join(text.split())
-    if len(one_line) <= SHORT:
-        return label, one_line, ""
-    return label, one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)", text
-
-
-def _turns(events: list[Event]) -> list[list[Event]]:
-    """The events cut into turns: a new turn starts at each user message."""
-    turns: list[list[Event]] = [[]]
-    for e in events:
-        if e.kind == "message" and e.role == "human" and turns[-1]:
-            turns.append([])
-        turns[-1].append(e)
-    return [t for t in turns if t]
-
-
 def _line_title(n: NamespaceReport, line: Line, many: bool, code: Any = str) -> str:
     """What a line is, in words; ``code`` marks the ids (Markdown makes them inert)."""
-    turns = len(_turns(line.events))
+    turns = len(turns_of(line.events))
     title = f"{turns} new turn{'s' if turns != 1 else ''}, {len(line.checkpoints)} checkpoints"
     if many:
         state = "continues" if line.continues else ("settled" if line.settled else "unsettled")
@@ -215,13 +156,13 @@ def report_lines(report: Report) -> list[Text]:
             out.append(Text(where + counts, style="dim"))
             for line in n.lines:
                 out.append(Text("  " + _line_title(n, line, len(n.lines) > 1), style="cyan"))
-                for number, turn in enumerate(_turns(line.events), 1):
+                for number, turn in enumerate(turns_of(line.events), 1):
                     out.append(Text(f"    turn {number}", style="bold"))
                     for e in turn:
                         label, text, _ = event_parts(e)
                         out.append(Text.assemble(("      " + label + ": ", "bold"), text))
                 for c in line.channels:
-                    change = f"    {c.channel}: {_compact(c.old)} -> {_compact(c.new)}"
+                    change = f"    {c.channel}: {compact(c.old)} -> {compact(c.new)}"
                     out.append(Text(change, style="yellow"))
         for p in t.problems:
             out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
@@ -234,7 +175,7 @@ def report_lines(report: Report) -> list[Text]:
 # Markdown
 # ----------------------------------------------------------------------------
 def report_markdown(report: Report) -> str:
-    from .markdown import _fence, _md
+    from .markdown import _fence, _md, md_event
 
     head = _md(report.range.head[:12], code=True) if report.range.head else "the work tree"
     parts = [
@@ -254,9 +195,9 @@ def report_markdown(report: Report) -> str:
                 parts += [f"{len(n.removed)} checkpoint{'s' if len(n.removed) != 1 else ''} removed.", ""]
             for line in n.lines:
                 parts += [_line_title(n, line, len(n.lines) > 1, lambda i: _md(i, code=True)), ""]
-                for number, turn in enumerate(_turns(line.events), 1):
-                    parts.append(f"{number}. " + _md_event(turn[0], _md))
-                    parts += [f"   - {_md_event(e, _md)}" for e in turn[1:]]
+                for number, turn in enumerate(turns_of(line.events), 1):
+                    parts.append(f"{number}. " + md_event(turn[0]))
+                    parts += [f"   - {md_event(e)}" for e in turn[1:]]
                     folded = [(e, event_parts(e)[2]) for e in turn if event_parts(e)[2]]
                     for e, whole in folded:
                         label = event_parts(e)[0]
@@ -270,17 +211,17 @@ def report_markdown(report: Report) -> str:
                         ]
                 parts.append("")
                 for c in line.channels:
-                    old, new = _md(_compact(c.old), code=True), _md(_compact(c.new), code=True)
+                    old, new = _md(compact(c.old), code=True), _md(compact(c.new), code=True)
                     parts.append(f"- {_md(c.channel, code=True)}: {old} → {new}")
                 if line.channels:
                     parts.append("")
             if n.heads and sum(not h.settled for h in n.heads) > 1:
                 ids = ", ".join(_md(h.checkpoint_id, code=True) for h in n.heads if not h.settled)
-                parts += [
-                    f"Heads nobody chose: {ids}; {_md(n.current or '', code=True)} continues. Settle with "
-                    f"`langgraph-repo heads {screen(t.thread_id)} --choose ID` (or `--merge`).",
-                    "",
-                ]
+                where = f" --ns {n.ns}" if n.ns else ""
+                command = _md(f"langgraph-repo heads {t.thread_id}{where} --choose ID", code=True)
+                current = _md(n.current or "", code=True)
+                settle = f"Settle with {command} (or --merge)."
+                parts += [f"Heads nobody chose: {ids}; {current} continues. {settle}", ""]
         if t.problems:
             parts += ["Validation problems:", ""]
             for p in t.problems:
@@ -290,11 +231,6 @@ def report_markdown(report: Report) -> str:
         parts += ["Other files changed: " + ", ".join(_md(p, code=True) for p in report.other), ""]
     parts += ["_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._", ""]
     return "\n".join(parts)
-
-
-def _md_event(e: Event, md: Any) -> str:
-    label, text, _ = event_parts(e)
-    return f"**{md(label)}**: {md(text, code=True)}"
 
 
 def _indent(block: str, by: str) -> str:

@@ -179,3 +179,47 @@ def _messages(trees: dict[str, Any]) -> list[Any]:
 def state_channels(trees: dict[str, Any]) -> dict[str, Any]:
     """The channels a person compares beside the conversation: not messages, not LangGraph's own."""
     return {c: t for c, t in trees.items() if c != MESSAGES and not is_internal(c)}
+
+
+@dataclass(kw_only=True)
+class Branch:
+    """One unsettled head of a namespace and what its branch added since it parted from the others."""
+
+    head: str
+    start: str | None  # the checkpoint where it parted (None: it shares nothing with the others)
+    continues: bool
+    events: list[Event]
+
+
+def open_branches(reader: Reader, thread_id: str, ns: str) -> list[Branch]:
+    """The unsettled heads of a namespace that needs a choice (more than one), each with the
+    events of its own part of the history; empty when nothing waits for a choice."""
+    lineage = reader.store.lineage(thread_id, ns)
+    heads = [h.checkpoint_id for h in lineage.heads() if not h.settled]
+    if len(heads) < 2:
+        return []
+    current = lineage.current()
+
+    def ancestors(cid: str) -> list[str]:
+        out, walk = [], lineage.links[cid].parent if cid in lineage.links else None
+        while walk is not None and walk not in out:
+            out.append(walk)
+            walk = lineage.links[walk].parent if walk in lineage.links else None
+        return out
+
+    lines = {h: ancestors(h) for h in heads}
+    out = []
+    for head in heads:
+        shared = {a for other, up in lines.items() if other != head for a in up}
+        start = next((a for a in lines[head] if a in shared), None)
+        ids = line_to(reader, thread_id, ns, head, [start] if start else [])
+        out.append(
+            Branch(
+                head=head,
+                start=start,
+                continues=head == current,
+                events=events_along(reader, thread_id, ns, ids, start),
+            )
+        )
+    out.sort(key=lambda b: not b.continues)
+    return out
