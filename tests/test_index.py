@@ -264,6 +264,7 @@ def test_reads_work_when_an_index_file_cannot_be_replaced(tmp_path: Path) -> Non
     assert saver.get_tuple(cfg("t")) is not None
     assert len(summary(saver, step=3)) == 1
     assert sorted(p.name for p in index_of(root, ".list").parent.iterdir()) == [
+        "checkpoints.lineage",  # a file where none was in the way: written
         "checkpoints.list",
         "checkpoints.meta",
     ]

@@ -12,6 +12,7 @@ import pytest
 
 from graphs import chat_root
 from helpers import checkpoint_files, cli_in_process, one_line_error, rewrite, writes_files
+from langgraph_checkpoint_repo.core.objects import EDITED
 
 TURNS = 4
 
@@ -126,7 +127,8 @@ def test_a_named_object_edited_by_hand_is_reported(root: Path) -> None:
     rewrite(target, lambda doc: doc.update(tree="edited"))
     code, out, _ = validate(root, target)
     assert code == 1
-    assert out == [f"{target}: /sha256: content does not match its sha256 (edited by hand?)"]
+    assert out == [f"{target}: /sha256: {EDITED}"]
+    assert "langgraph-repo edit" in EDITED
 
 
 def test_a_named_file_that_does_not_exist_is_an_error_naming_it(root: Path) -> None:

@@ -51,7 +51,7 @@ from .layout import (
     is_temp_name,
 )
 from .masking import mask_secrets
-from .objects import object_digest, refs_in, without_refs
+from .objects import EDITED, object_digest, refs_in, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
@@ -380,7 +380,7 @@ class Validator:
             self.problem(path, "/sha256", "sha256 does not match the file name")
         elif digest(doc) != doc["sha256"]:
             self.bad_files.add(str(path))
-            self.problem(path, "/sha256", "content does not match its sha256 (edited by hand?)")
+            self.problem(path, "/sha256", EDITED)
 
 
 def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:

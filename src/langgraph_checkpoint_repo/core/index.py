@@ -296,7 +296,7 @@ def index_files(layout: Layout) -> Iterator[Path]:
 def index_problem(layout: Layout, path: Path) -> str | None:
     """Why a file under the index folder is of no use (damaged, its folder gone, not an
     index file at all), or None. Every such file is derived: removing it loses nothing."""
-    suffix = next((s for s in (LIST_SUFFIX, META_SUFFIX) if path.name.endswith(s)), None)
+    suffix = next((s for s in (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX) if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
         return "not an index file (a leftover temp file?)"
     rel = path.relative_to(index_dir(layout))
@@ -304,7 +304,7 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     if not folder.is_dir():
         return f"index of {folder}, which does not exist"
     data = _read(layout, path)
-    decode = decode_listing if suffix == LIST_SUFFIX else decode_meta
+    decode = {LIST_SUFFIX: decode_listing, META_SUFFIX: decode_meta, LINEAGE_SUFFIX: decode_lineage}[suffix]
     decoded = decode(layout, folder, data) if data is not None else None
     if decoded is None:
         return "damaged, or of another index version"

@@ -75,7 +75,10 @@ class Lineage:
         """The heads, newest first, each settled or not."""
         if self._heads is None:
             self._heads = find_heads(self.links)
-            self._current = current_of(self.links, self._heads)
+            # parent links that go round (a hand edit) cannot say what continues: the newest
+            # id does, as before, and the walks up its history name the cycle (validate too)
+            cyclic = has_cycle(self.links)
+            self._current = max(self.links) if cyclic and self.links else current_of(self.links, self._heads)
         return self._heads
 
     def current(self) -> str | None:
@@ -184,15 +187,32 @@ def where_of(thread_id: str, ns: str) -> str:
     return f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
 
 
+def has_cycle(links: Mapping[str, Node]) -> bool:
+    """Whether following parents from some checkpoint comes back to it (linear time)."""
+    done: set[str] = set()
+    for start in links:
+        path: set[str] = set()
+        walk: str | None = start
+        while walk is not None and walk in links and walk not in done:
+            if walk in path:
+                return True
+            path.add(walk)
+            walk = links[walk].parent
+        done |= path
+    return False
+
+
 def passed_over(links: Mapping[str, Node]) -> set[str]:
     """Every checkpoint a valid choice passed over."""
     return {h for link in links.values() if link.choice is not None for h in link.choice.over}
 
 
 def current_of(links: Mapping[str, Node], heads: list[HeadState]) -> str | None:
-    """The newest head no choice passed over (the newest head when a choice passed over all)."""
+    """The newest head no choice passed over (the newest head when a choice passed over all;
+    the newest checkpoint when parent links make a cycle and leave no head: reading it names
+    the cycle, where a walk up the history meets it)."""
     if not heads:
-        return None
+        return max(links) if links else None
     over = passed_over(links)
     return next((h.checkpoint_id for h in heads if h.checkpoint_id not in over), heads[0].checkpoint_id)
 

@@ -53,6 +53,12 @@ MAX_VALUES = MAX_JSON_VALUES
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
+#: what a read and validate say of a file named by its content that no longer holds it
+EDITED = (
+    "content does not match its sha256 name (edited by hand?): restore it (git checkout -- <file>) "
+    "and make the change with `langgraph-repo edit THREAD`, which writes it as a new checkpoint"
+)
+
 
 def object_digest(tree: Any) -> str:
     """sha256 of a tree's compact, key-sorted JSON: the name of its object file."""

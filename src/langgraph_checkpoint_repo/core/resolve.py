@@ -27,7 +27,7 @@ from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node, large_ref
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, Layout
-from .objects import Expander, Weight, object_digest
+from .objects import EDITED, Expander, Weight, object_digest
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 
@@ -193,7 +193,7 @@ class ValueResolver:
                 str(where), f"{pointer}/value/large", f"large value {lpath} is missing"
             ) from None
         if ldoc["sha256"] != digest or digest_node(ldoc["value"]) != digest:
-            raise FileFormatError(str(lpath), "/sha256", "content does not match its sha256 name")
+            raise FileFormatError(str(lpath), "/sha256", EDITED)
         return ldoc["value"], lpath
 
     def _expanded(self, node: dict[str, Any], holder: Path, pointer: str) -> dict[str, Any]:
@@ -218,7 +218,7 @@ class ValueResolver:
         except FileNotFoundError:
             raise MissingReferenceError(str(holder), pointer or "/", f"object {path} is missing") from None
         if doc["sha256"] != digest or object_digest(doc["tree"]) != digest:
-            raise FileFormatError(str(path), "/sha256", "content does not match its sha256 name")
+            raise FileFormatError(str(path), "/sha256", EDITED)
         return doc["tree"]
 
     def _thread_dir(self, path: Path) -> Path:
