@@ -26,7 +26,7 @@ from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node, large_ref
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, Layout
-from .objects import Expander, Weight, object_digest
+from .objects import Expander, Known, object_digest
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 
@@ -40,7 +40,7 @@ class ValueResolver:
         self._docs = docs
         self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
         # per thread folder, objects expanded before (objects.Expander)
-        self._objects: dict[Path, dict[str, tuple[Any, Weight]]] = {}
+        self._objects: dict[Path, dict[str, Known]] = {}
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,

@@ -459,8 +459,9 @@ class RepoSaver(_RepoSaverBase):
                 if idx >= 0 and (task_id, idx) in existing:
                     continue  # first write wins for regular writes; special ones replace
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
-                encoded = self.codec.encode(value, "writes", target, f"/writes/{len(entries)}/value")
-                node = writer.stored_node(thread_id, encoded, large)
+                pointer = f"/writes/{len(entries)}/value"
+                encoded = self.codec.encode(value, "writes", target, pointer)
+                node = writer.stored_node(thread_id, encoded, large, (target, pointer))
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return

@@ -32,7 +32,7 @@ from .codec import ValueCodec
 from .durable import digest_node, json_size
 from .entries import large_ref
 from .errors import InvalidWriteError
-from .objects import Sharer, refs_in, weight_problem
+from .objects import Sharer, nesting_problem, refs_in, weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .store import FileStore
 from .validation import SCHEMA_VERSION
@@ -235,7 +235,7 @@ class ValueWriter:
         type_, data = self.codec.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
             node: dict[str, Any] = {"serde": type_, "base64": codec_mod._b64(data)}
-            return {"value": self.stored_node(thread_id, node, large)}, None
+            return {"value": self.stored_node(thread_id, node, large, where)}, None
         state: ListState | None = None
         if type(value) is list:
             split = msgpack_array_split(data)
@@ -243,13 +243,13 @@ class ValueWriter:
                 count, body = split
                 appended = self.as_append(thread_id, ns, channel, count, body, data)
                 if appended is not None:
-                    appended["items"] = self.shared(thread_id, appended["items"], large, items=True)
+                    appended["items"] = self.shared(thread_id, appended["items"], large, where, items=True)
                     base_deps = self.lists[(thread_id, ns, channel)].deps
                     state = ListState(version, "", count, appended["depth"], body, None, base_deps)
                     return {"append": appended}, state
                 state = ListState(version, "", count, 0, body, None)
         node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
-        return {"value": self.stored_node(thread_id, node, large)}, state
+        return {"value": self.stored_node(thread_id, node, large, where)}, state
 
     def as_append(
         self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
@@ -280,11 +280,14 @@ class ValueWriter:
             "items": items,
         }
 
-    def stored_node(self, thread_id: str, node: dict[str, Any], large: Prepared) -> dict[str, Any]:
+    def stored_node(
+        self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
         """A node as stored: its messages and long lists shared through ``objects/``, then,
-        when still over ``large_value_bytes``, the node in a file named by its content hash."""
+        when still over ``large_value_bytes``, the node in a file named by its content hash.
+        ``where``: (what is written, JSON pointer), for a refusal's message."""
         if "json" in node:
-            node = {**node, "json": self.shared(thread_id, node["json"], large)}
+            node = {**node, "json": self.shared(thread_id, node["json"], large, where)}
         if json_size(node) <= self.large_value_bytes:
             return node
         digest = digest_node(node)
@@ -294,15 +297,28 @@ class ValueWriter:
             large.append(self.store.prepare("large_value", doc, path))
         return {"large": digest}
 
-    def shared(self, thread_id: str, tree: Any, large: Prepared, *, items: bool = False) -> Any:
+    def shared(
+        self,
+        thread_id: str,
+        tree: Any,
+        large: Prepared,
+        where: tuple[str, str] | None = None,
+        *,
+        items: bool = False,
+    ) -> Any:
         """The tree with its shared subtrees replaced by references (objects.py); the object
-        files not yet on disk join ``large``, to be written before whatever refers to them."""
+        files not yet on disk join ``large``, to be written before whatever refers to them.
+
+        Refused (``InvalidWriteError``, nothing written) when a reader would refuse it: the
+        same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
         sharer = Sharer()
         out = sharer.share_items(tree) if items else sharer.share(tree)
-        problem = weight_problem((sharer.containers, sharer.values))
+        problem = weight_problem((sharer.containers, sharer.values, sharer.text))
+        problem = problem or nesting_problem(sharer.height)
         if problem is not None:  # each file would be small; the value read back would not be
-            why = problem.replace("expands", "would expand")
-            raise InvalidWriteError("value", f"thread {thread_id!r}", "/", why)
+            why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
+            target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
+            raise InvalidWriteError("value", target, pointer, why)
         if sharer.objects:
             layout = self.store.layout
             pending = {p for p, _ in large}

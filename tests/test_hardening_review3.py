@@ -1,0 +1,208 @@
+"""The third outside review: what a pull request can do to whoever runs the graph, the
+command line or the review on its checkout.
+
+A pull request may change any file under the state root or beside it (``.cache/``,
+symlinks, the root itself). Each test starts from a root a real graph wrote through
+RepoSaver, changes files the way such a pull request could, and runs the saver, a graph or
+the command line on it. Each failed before its fix (docs/reliability.md, "Third review").
+
+* memory and time: an expansion is weighed (values and text) before it is built; every
+  derived file is bounded before it is decoded; the list diff is O(n log n);
+* acknowledged but unreadable: what a write accepts reads back (one nesting rule); a
+  planted or damaged file under a content-addressed name is replaced, not trusted; repairs
+  judge again under the thread's lock; ``import --replace`` replaces only a complete thread;
+* the root itself: a symlinked root is refused; a lone surrogate is refused on read and write;
+* import reads its source through the strict allowlist.
+
+Blow-ups run in a subprocess under an address-space limit (``RLIMIT_AS``): before the fix
+they died of MemoryError, after it they must end with one clean error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from graphs import cfg, chat_root
+from helpers import checkpoints, cli_env, dump, load
+from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver
+from langgraph_checkpoint_repo.objects import MAX_NESTING, object_digest
+
+MEMORY_LIMIT_MB = 1500  # far below what the blow-ups needed (24 GB), far above a normal run
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+def plant_object(tdir: Path, tree: Any) -> dict[str, str]:
+    """An object file as a writer would make it (named by its content): a reference to it."""
+    digest = object_digest(tree)
+    folder = tdir / "objects"
+    folder.mkdir(exist_ok=True)
+    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
+    (folder / f"{digest}.json").write_text(json.dumps(doc), encoding="utf-8")
+    return {"$ref": digest}
+
+
+def chat_with_value(root: Path, make: Any) -> Path:
+    """A two-turn chat whose latest checkpoint's ``messages`` is replaced by ``make(thread folder)``."""
+    chat_root(root, turns=2)
+    tdir = root / "threads" / "t"
+    latest = checkpoints(tdir)[-1]
+    doc = load(latest)
+    doc["new_values"]["messages"] = {"value": {"serde": "msgpack", "json": make(tdir)}}
+    dump(latest, doc)
+    return latest
+
+
+def limited(*code_lines: str, limit_mb: int = MEMORY_LIMIT_MB) -> subprocess.CompletedProcess[str]:
+    """Python code run in a fresh process whose address space is limited to ``limit_mb``."""
+    prelude = (
+        f"import resource\nresource.setrlimit(resource.RLIMIT_AS, ({limit_mb << 20}, {limit_mb << 20}))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent("\n".join(code_lines))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=cli_env(),
+    )
+
+
+def limited_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``langgraph-repo --root ROOT ARGS`` under the memory limit."""
+    argv = ["langgraph-repo", "--root", str(root), *args]
+    return limited(
+        "import runpy, sys",
+        f"sys.argv = {argv!r}",
+        "runpy.run_module('langgraph_checkpoint_repo', run_name='__main__')",
+    )
+
+
+def limited_get_tuple(root: Path) -> subprocess.CompletedProcess[str]:
+    return limited(
+        "from langgraph_checkpoint_repo import RepoSaver, FileFormatError",
+        "try:",
+        f"    RepoSaver({str(root)!r}).get_tuple({{'configurable': {{'thread_id': 't'}}}})",
+        "except FileFormatError as exc:",
+        "    print('FileFormatError', exc)",
+        "else:",
+        "    print('read')",
+    )
+
+
+def clean_error(proc: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    """One line on stderr, the exit code, no traceback, naming ``words``."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr, proc.stderr[-3000:]
+    text = proc.stdout + proc.stderr
+    for word in words:
+        assert word in text, (word, text[-3000:])
+    return text
+
+
+# ----------------------------------------------------------------------------
+# memory and time: expansions are weighed before they are built
+# ----------------------------------------------------------------------------
+def test_chunks_of_chunks_are_refused_before_they_are_built(tmp_path: Path) -> None:
+    """Two small objects and ``{"$chunks": [B x 3000]}``, B itself 3,000 chunks of 1,000
+    numbers: under 1 MB of files, 9 billion items once expanded. ``validate``, ``show`` and
+    ``get_tuple`` built the whole list before weighing it (MemoryError); now each refuses it
+    with one error naming the file, within a small address space."""
+    root = tmp_path / ".langgraph"
+
+    def make(tdir: Path) -> Any:
+        a = plant_object(tdir, list(range(1000)))
+        b = plant_object(tdir, {"$chunks": [a] * 3000})
+        return {"$chunks": [b] * 3000}
+
+    latest = chat_with_value(root, make)
+    assert sum(p.stat().st_size for p in root.rglob("*.json")) < 1_000_000
+    clean_error(limited_cli(root, "validate"), 1, latest.name, "expands to over 5,000,000 values")
+    clean_error(limited_cli(root, "show", "t"), 4, latest.name, "expands to over 5,000,000 values")
+    got = limited_get_tuple(root)
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert got.stdout.startswith("FileFormatError") and latest.name in got.stdout, got.stdout
+
+
+def test_the_expansion_limit_counts_text_not_only_values(tmp_path: Path) -> None:
+    """``{"$chunks": [O x 5000]}`` with a 4 MiB string in O: 4.6 MB of files, a 20 GiB value
+    (every later ``put`` of the state, ``show --json``, msgpack). Refused on read like a file
+    of that size would be, naming the file."""
+    root = tmp_path / ".langgraph"
+
+    def make(tdir: Path) -> Any:
+        return {"$chunks": [plant_object(tdir, ["x" * (4 << 20)])] * 5000}
+
+    latest = chat_with_value(root, make)
+    with pytest.raises(FileFormatError) as err:
+        RepoSaver(root).get_tuple(cfg("t"))
+    assert str(latest) in str(err.value) and "characters of text" in str(err.value)
+    clean_error(limited_cli(root, "validate"), 1, latest.name, "characters of text")
+    clean_error(limited_cli(root, "show", "t", "--json"), 4, latest.name, "characters of text")
+
+
+@dataclass
+class Node:
+    """A recursive value: each level is big enough to be stored as an object of its own."""
+
+    name: str
+    child: Node | None = None
+
+
+class TreeState(TypedDict, total=False):
+    tree: Node | None
+
+
+def nested(levels: int) -> Node:
+    node: Node | None = None
+    for i in range(levels):
+        node = Node(f"level {i:03d} " + "x" * 120, node)
+    assert node is not None
+    return node
+
+
+def tree_graph(saver: RepoSaver, levels: int) -> Any:
+    builder = StateGraph(TreeState)
+    builder.add_node("grow", lambda state: {"tree": nested(levels)})
+    builder.add_edge(START, "grow")
+    builder.add_edge("grow", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_value_nested_deeper_than_a_read_follows_is_refused_on_write(tmp_path: Path) -> None:
+    """A recursive dataclass 70 levels deep was written and acknowledged as 71 objects, and
+    the reader refuses references more than 64 deep: the thread's latest state never read
+    again. One rule for both sides: the write is refused, naming thread, checkpoint and
+    channel, before any file of it is written; 64 levels are written and read back."""
+    root = tmp_path / ".langgraph"
+    ok = tree_graph(RepoSaver(root), MAX_NESTING)
+    ok.invoke({}, cfg("fits"), durability="sync")
+    assert RepoSaver(root, allowlist=[Node]).get_tuple(cfg("fits")) is not None
+    assert tree_graph(RepoSaver(root), MAX_NESTING).get_state(cfg("fits")).values["tree"] == nested(
+        MAX_NESTING
+    )
+
+    before = {p: p.read_bytes() for p in root.rglob("*.json")}
+    saver = RepoSaver(root)
+    with pytest.raises(InvalidWriteError) as err:
+        tree_graph(saver, MAX_NESTING + 6).invoke({}, cfg("deep"), durability="sync")
+    message = str(err.value)
+    assert "thread 'deep'" in message and "checkpoint" in message, message
+    assert "tree" in message and f"more than {MAX_NESTING} levels deep" in message, message
+    after = {p: p.read_bytes() for p in root.rglob("*.json")}
+    added = sorted(str(p.relative_to(root)) for p in after.keys() - before.keys())
+    # the checkpoints before the refused one (input, start) may be there; no object of the value is
+    assert not any("/objects/" in p for p in added if "deep" in p), added
+    fresh = RepoSaver(root, allowlist=[Node])
+    for tup in fresh.list(cfg("deep")):  # whatever was acknowledged reads back
+        assert fresh.get_tuple(tup.config) is not None
