@@ -206,3 +206,74 @@ def test_a_value_nested_deeper_than_a_read_follows_is_refused_on_write(tmp_path:
     fresh = RepoSaver(root, allowlist=[Node])
     for tup in fresh.list(cfg("deep")):  # whatever was acknowledged reads back
         assert fresh.get_tuple(tup.config) is not None
+
+
+# ----------------------------------------------------------------------------
+# memory: derived files are bounded before they are decoded
+# ----------------------------------------------------------------------------
+def forged_listing(root: Path, names: int) -> Path:
+    """A committed ``.cache/index/threads/t/checkpoints.list`` that passes every check but its
+    stat key: ``names`` two-character names (3 bytes each in the file, ~60 bytes once split)."""
+    import zlib
+
+    body = b"\n".join([b"ab"] * names)
+    head = {
+        "index_version": 1,
+        "kind": "listing",
+        "folder": "threads/t/checkpoints",
+        "key": [1, 2, 3, 4],
+        "count": names,
+        "crc32": zlib.crc32(body),
+    }
+    path = root / ".cache" / "index" / "threads" / "t" / "checkpoints.list"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(json.dumps(head, separators=(",", ":")).encode() + b"\n" + body)
+    return path
+
+
+def forged_meta(root: Path, lists: int) -> Path:
+    """A committed ``checkpoints.meta`` of ``lists`` empty arrays: 2 bytes each in the file,
+    56 in memory once parsed."""
+    data = b'{"index_version":1,"kind":"meta","folder":"threads/t/checkpoints","entries":[' + b",".join(
+        [b"[]"] * lists
+    ) + b"]}"
+    path = root / ".cache" / "index" / "threads" / "t" / "checkpoints.meta"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_committed_index_listing_is_not_decoded_before_its_stat_key_matches(tmp_path: Path) -> None:
+    """A 65 MiB ``checkpoints.list`` (65 KB gzipped) was read and split into 22 million names
+    by every fresh process before its stat key was compared (+1.9 GB on the first
+    ``get_tuple``). The key comes first now: a fresh ``get_tuple`` in a small address space
+    reads the real latest checkpoint, and ``fsck`` reports the file without decoding it."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=2)
+    latest = checkpoints(root / "threads" / "t")[-1].stem
+    forged_listing(root, 22_000_000)
+    got = limited(
+        "from langgraph_checkpoint_repo import RepoSaver",
+        f"tup = RepoSaver({str(root)!r}).get_tuple({{'configurable': {{'thread_id': 't'}}}})",
+        "print(tup.checkpoint['id'])",
+    )
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert got.stdout.strip() == latest
+    clean_error(limited_cli(root, "fsck"), 1, "checkpoints.list")
+
+
+def test_a_committed_index_meta_file_is_bounded_before_it_is_parsed(tmp_path: Path) -> None:
+    """The same for ``checkpoints.meta``, read by the first ``list(filter=...)``: 22 million
+    empty arrays (44 MiB) are refused from a count on the bytes, as any file of the root, and
+    the filter reads the checkpoints themselves."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=2, run_id="r1")
+    forged_meta(root, 22_000_000)
+    got = limited(
+        "from langgraph_checkpoint_repo import RepoSaver",
+        f"saver = RepoSaver({str(root)!r})",
+        "print(len(list(saver.list({'configurable': {'thread_id': 't'}}, filter={'run_id': 'r1'}))))",
+    )
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert int(got.stdout) > 0
+    clean_error(limited_cli(root, "fsck"), 1, "checkpoints.meta")

@@ -28,6 +28,7 @@ from .durable import digest_node, write_files
 from .entries import large_ref
 from .errors import FileFormatError, RepoCheckpointError
 from .index import index_files, index_problem
+from .jsonread import MAX_FILE_BYTES
 from .layout import (
     CACHE,
     CHECKPOINTS,
@@ -533,6 +534,8 @@ def _gitignore_findings(root: Path) -> list[Finding]:
         findings.append(
             Finding("gitignore", str(gitignore), "missing (keeps .cache/ and temp files out of git)", True)
         )
+    elif gitignore.stat().st_size > MAX_FILE_BYTES:  # not read, and never rewritten by repair
+        findings.append(_foreign(gitignore))
     else:
         missing = _gitignore_lacks(gitignore.read_text(encoding="utf-8", errors="replace"))
         if missing:
@@ -716,6 +719,8 @@ def _repair_one(root: Path, f: Finding) -> None:
         raise RepoCheckpointError(f"refusing to repair {path}: it is a symlink or lies behind one")
     if f.kind == "gitignore":
         if path.exists():
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise RepoCheckpointError(f"refusing to repair {path}: over {MAX_FILE_BYTES:,} bytes")
             text = path.read_text(encoding="utf-8")
             extra = _gitignore_lacks(text)
             new = text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(extra) + "\n"

@@ -51,7 +51,7 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
         raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as fh:
-        raw = fh.read()
+        raw = fh.read(MAX_FILE_BYTES + 1)  # never more than the limit, even if it grew since the stat
     if len(raw) > MAX_FILE_BYTES:  # grown since the stat
         raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
     too_big = json_bounds_problem(raw)

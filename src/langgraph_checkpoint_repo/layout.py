@@ -416,7 +416,7 @@ def holds_state(root: Path) -> bool:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return False
         with open(path, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
+            first = fh.readline(len(GITIGNORE_TEXT))  # bounded: a committed file can be anything
     except OSError:
         return False
     return first.rstrip("\r\n") == GITIGNORE_TEXT.splitlines()[0]
