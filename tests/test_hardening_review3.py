@@ -24,18 +24,22 @@ import json
 import subprocess
 import sys
 import textwrap
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from graphs import cfg, chat_root
-from helpers import checkpoints, cli_env, dump, load
-from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
+from helpers import checkpoints, cli, cli_env, dump, load
+from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver, review
+from langgraph_checkpoint_repo.layout import Layout
 from langgraph_checkpoint_repo.objects import MAX_NESTING, object_digest
+from langgraph_checkpoint_repo.review import Reader
 
 MEMORY_LIMIT_MB = 1500  # far below what the blow-ups needed (24 GB), far above a normal run
 
@@ -214,7 +218,6 @@ def test_a_value_nested_deeper_than_a_read_follows_is_refused_on_write(tmp_path:
 def forged_listing(root: Path, names: int) -> Path:
     """A committed ``.cache/index/threads/t/checkpoints.list`` that passes every check but its
     stat key: ``names`` two-character names (3 bytes each in the file, ~60 bytes once split)."""
-    import zlib
 
     body = b"\n".join([b"ab"] * names)
     head = {
@@ -234,9 +237,11 @@ def forged_listing(root: Path, names: int) -> Path:
 def forged_meta(root: Path, lists: int) -> Path:
     """A committed ``checkpoints.meta`` of ``lists`` empty arrays: 2 bytes each in the file,
     56 in memory once parsed."""
-    data = b'{"index_version":1,"kind":"meta","folder":"threads/t/checkpoints","entries":[' + b",".join(
-        [b"[]"] * lists
-    ) + b"]}"
+    data = (
+        b'{"index_version":1,"kind":"meta","folder":"threads/t/checkpoints","entries":['
+        + b",".join([b"[]"] * lists)
+        + b"]}"
+    )
     path = root / ".cache" / "index" / "threads" / "t" / "checkpoints.meta"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
@@ -277,3 +282,205 @@ def test_a_committed_index_meta_file_is_bounded_before_it_is_parsed(tmp_path: Pa
     assert got.returncode == 0, got.stderr[-3000:]
     assert int(got.stdout) > 0
     clean_error(limited_cli(root, "fsck"), 1, "checkpoints.meta")
+
+
+# ----------------------------------------------------------------------------
+# time: no algorithm on stored data worse than O(n log n)
+# ----------------------------------------------------------------------------
+class ListState(TypedDict, total=False):
+    turn: int
+    items: list[str]
+
+
+def relabel_graph(saver: RepoSaver, lists: list[list[str]]) -> Any:
+    """One node that sets ``items`` to ``lists[turn]``."""
+    builder = StateGraph(ListState)
+    builder.add_node("label", lambda state: {"items": lists[state["turn"]]})
+    builder.add_edge(START, "label")
+    builder.add_edge("label", END)
+    return builder.compile(checkpointer=saver)
+
+
+def listed_diff(root: Path, first: str, second: str) -> tuple[list[int], list[int]]:
+    out = cli(root, "diff", "t", "--from", first, "--to", second, "--json", timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    change = next(c for c in json.loads(out.stdout)["changes"] if c["channel"] == "items")
+    return [r["index"] for r in change["removed"]], [a["index"] for a in change["added"]]
+
+
+def applied(before: list[str], after: list[str], removed: list[int], added: list[int]) -> list[str]:
+    """The old list with the listing applied: must give the new one."""
+    gone = set(removed)
+    rebuilt = [x for i, x in enumerate(before) if i not in gone]
+    for j in sorted(added):
+        rebuilt.insert(j, after[j])
+    return rebuilt
+
+
+def test_diff_of_a_relabelled_list_with_repeated_items_is_not_quadratic(tmp_path: Path) -> None:
+    """``diff`` used ``SequenceMatcher(autojunk=False)``, quadratic to cubic on lists whose
+    items repeat: one turn relabelling an 8,000-item list ran for minutes (half an hour and
+    more at a few thousand bigger items). The diff is O(n log n) now (common prefix and suffix,
+    then items unique on both sides as anchors, patience-style): the command ends well within
+    its deadline with a listing that turns the old list into the new one, and a change among
+    distinct items is listed as exactly that change."""
+    root = tmp_path / ".langgraph"
+    repeated = ["a", "b"] * 4000
+    relabelled = ["b", "a", "c"] * 2666 + ["kept"]
+    distinct = [f"item {i}" for i in range(8000)]
+    edited = [*distinct[:4000], "item 4000 (edited)", *distinct[4001:], "item 8000"]
+    lists = [repeated, relabelled, distinct, edited]
+    graph = relabel_graph(RepoSaver(root, durable=False), lists)
+    ids = []
+    for turn in range(len(lists)):
+        graph.invoke({"turn": turn}, cfg("t"))
+        ids.append(graph.get_state(cfg("t")).config["configurable"]["checkpoint_id"])
+    removed, added = listed_diff(root, ids[0], ids[1])
+    assert applied(repeated, relabelled, removed, added) == relabelled
+    removed, added = listed_diff(root, ids[2], ids[3])
+    assert (removed, added) == ([4000], [4000, 8000])
+    assert applied(distinct, edited, removed, added) == edited
+
+
+def test_history_of_a_namespace_with_many_heads_draws_each_row_bounded(tmp_path: Path) -> None:
+    """``history`` drew one lane per open branch and found a row's lanes by scanning them all:
+    with thousands of heads (a thread forked again and again from one checkpoint, or files
+    merged in from many branches) each row's picture, and the work per row, grew with the
+    number of heads (quadratic output). Rows are drawn at most ``MAX_LANES`` lanes wide now,
+    lanes found by id; a small history draws as before (tests/test_cli.py)."""
+
+    MAX_LANES = getattr(review, "MAX_LANES", 32)  # the module's constant (32)
+
+    root = tmp_path / ".langgraph"
+    saver = chat_root(root, turns=1)
+    graph = chat_graph(saver)
+    fork_point = graph.get_state(cfg("t")).config
+    heads = 3 * MAX_LANES
+    for i in range(heads):
+        graph.update_state(fork_point, {"messages": [HumanMessage(f"branch {i}")]})
+    rows = Reader(root).history("t", "")
+    assert sum(1 for r in rows if not r.children) >= heads
+    widest = max(len(r.graph) for r in rows)
+    assert widest <= 2 * MAX_LANES + 2, widest
+    assert all("●" in r.graph for r in rows)
+    out = cli(root, "history", "t")
+    assert out.returncode == 0, out.stderr
+    assert max(map(len, out.stdout.splitlines())) < 400
+
+
+# ----------------------------------------------------------------------------
+# acknowledged but unreadable: a name that exists is not proof of its content
+# ----------------------------------------------------------------------------
+def damage(path: Path, how: str, wrong: Any) -> None:
+    """``planted``: a valid document of the kind under this name, holding something else;
+    ``truncated``: the first half of the real file."""
+    if how == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+        return
+    doc = load(path)
+    doc["tree" if "tree" in doc else "value"] = wrong
+    dump(path, doc)
+
+
+def object_named_for(tmp_path: Path, text: str) -> tuple[str, Path]:
+    """The object file a chat turn saying ``text`` writes (its name follows from the content
+    alone: anyone can compute it), learnt from a scratch root."""
+    scratch = tmp_path / "scratch"
+    chat_root(scratch, turns=0)
+
+    chat_graph(RepoSaver(scratch, durable=False)).invoke({"messages": [HumanMessage(text)]}, cfg("t"))
+    for path in (scratch / "threads" / "t" / "objects").glob("*.json"):
+        fields = load(path)["tree"].get("$fields", {})
+        if fields.get("content") == text:
+            return path.name, path
+    raise AssertionError("no object holds the message")
+
+
+@pytest.mark.parametrize("how", ["planted", "truncated"])
+def test_an_object_file_with_a_predictable_name_is_verified_before_it_is_relied_on(
+    tmp_path: Path, how: str
+) -> None:
+    """The writer skipped an ``objects/`` file whose name already existed without looking at
+    it: a file planted under the name a later message will have (or one damaged on disk) made
+    that turn acknowledged but unreadable. Now an existing file is used only when its content
+    matches its name; otherwise it is written again, atomically, with the right bytes (it is
+    named by its content, so they are known): the turn reads back and the root validates."""
+
+    name, real = object_named_for(tmp_path, "hello")
+    root = tmp_path / ".langgraph"
+    saver = chat_root(root, turns=1)
+    planted = root / "threads" / "t" / "objects" / name
+    planted.write_bytes(real.read_bytes())
+    damage(planted, how, {"$type": ["builtins", "set"], "$arg": ["not the message " * 10]})
+    chat_graph(saver).invoke({"messages": [HumanMessage("hello")]}, cfg("t"))
+    messages = RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]
+    assert [m.content for m in messages][-2:] == ["hello", "echo: hello"]
+    assert planted.read_bytes() == real.read_bytes()
+    assert cli(root, "validate").returncode == 0
+
+
+@pytest.mark.parametrize("how", ["planted", "truncated"])
+def test_a_large_file_is_verified_before_a_later_put_relies_on_it(tmp_path: Path, how: str) -> None:
+    """The same for ``large/``: a value stored again (the same document) reused the file by
+    its name alone."""
+
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    graph = big_graph(saver)
+    graph.invoke({"document": BIG_TEXT}, cfg("t"))
+    graph.invoke({"document": BIG_TEXT[::-1]}, cfg("t"))
+    folder = root / "threads" / "t" / "large"
+    (large,) = [p for p in folder.glob("*.json") if load(p)["value"].get("json") == BIG_TEXT]
+    good = large.read_bytes()
+    damage(large, how, {"serde": "msgpack", "json": "not the document"})  # the latest state does not use it
+    graph.invoke({"document": BIG_TEXT}, cfg("t"))  # the first value again: the same large file
+    state = big_graph(RepoSaver(root)).get_state(cfg("t")).values
+    assert state["document"] == BIG_TEXT
+    assert large.read_bytes() == good
+    assert cli(root, "validate").returncode == 0
+
+
+def value_file_prune_will_write(root: Path) -> tuple[Path, str]:
+    """The ``values/`` file ``prune`` writes for the base of the latest ``messages`` append
+    (its value sits inline in a checkpoint prune removes), and the version it holds."""
+
+    app = load(checkpoints(root / "threads" / "t")[-1])["new_values"]["messages"]["append"]
+    return root / "threads" / "t" / Layout(root).value_rel("messages", app["base"]), app["base"]
+
+
+def test_prune_does_not_take_a_planted_value_file_for_the_value_it_rescues(tmp_path: Path) -> None:
+    """``prune`` kept a ``values/`` file already at the name it would rescue a value to,
+    without looking at it: a planted file (another conversation, under the version's name)
+    became the kept checkpoints' value once the checkpoint holding the real one was removed.
+    Now one that holds another value makes prune refuse, naming it, with nothing removed."""
+    root = tmp_path / ".langgraph"
+    saver = chat_root(root, turns=3)
+    before = saver.get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]
+    vpath, version = value_file_prune_will_write(root)
+    vpath.parent.mkdir(exist_ok=True)
+    empty = {"serde": "msgpack", "json": []}
+    dump(
+        vpath,
+        {"schema_version": 3, "kind": "value", "channel": "messages", "version": version, "value": empty},
+    )
+    files = sorted(p.name for p in root.rglob("*.json"))
+    with pytest.raises(FileFormatError) as err:
+        RepoSaver(root).prune(["t"])
+    assert str(vpath) in str(err.value)
+    assert sorted(p.name for p in root.rglob("*.json")) == files
+    assert RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["messages"] == before
+
+
+def test_prune_rescues_again_over_a_damaged_value_file(tmp_path: Path) -> None:
+    """A damaged (truncated) file at the rescue's name is written again from the checkpoint's
+    inline value, atomically, so the state reads the same after the prune."""
+    root = tmp_path / ".langgraph"
+    saver = chat_root(root, turns=3)
+    before = saver.get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]
+    vpath, _ = value_file_prune_will_write(root)
+    vpath.parent.mkdir(exist_ok=True)
+    vpath.write_text('{"schema_version": 3, "kind": "val', encoding="utf-8")
+    RepoSaver(root).prune(["t"])
+    assert RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["messages"] == before
+    assert cli(root, "validate").returncode == 0

@@ -20,9 +20,10 @@ Files are written atomically (temp file, rename) but not fsynced: losing or dama
 costs a re-read, never state. A pull request can commit any of them, so each is bounded
 before it is decoded: no bigger than a file of the root (``MAX_FILE_BYTES``), a listing's
 names counted and its folder's stat key compared before the names are split, a metadata
-file's arrays and values counted on its bytes before it is parsed (``json_bounds_problem``). Anything unexpected in one (unknown version, another folder's
-name, a bad checksum, a wrong shape) makes it ignored and rewritten. ``.cache/`` is in the
-root's ``.gitignore``; fsck reports a damaged or orphaned index file and ``fsck --repair``
+file's arrays and values counted on its bytes before it is parsed (``json_bounds_problem``).
+Anything unexpected in one (unknown version, another folder's name, a bad checksum, a
+wrong shape) makes it ignored and rewritten. ``.cache/`` is in the root's ``.gitignore``;
+fsck reports a damaged or orphaned index file and ``fsck --repair``
 removes the index so the next reads rebuild it.
 """
 

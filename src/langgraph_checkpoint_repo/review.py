@@ -19,12 +19,14 @@ as its stored JSON tree (``Raw``), with what may be constructed of it for a pers
 from __future__ import annotations
 
 import binascii
+import bisect
 import hashlib
+import heapq
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -573,6 +575,7 @@ class Reader:
         ids = self.checkpoint_ids(thread_id, ns)
         present = set(ids)
         rows: dict[str, HistoryRow] = {}
+        finished: dict[str, list[str]] = {}  # per parent: read once, however many children it has
         for cid in reversed(ids):
             doc = self.header(thread_id, ns, cid)
             meta = doc["metadata"]
@@ -580,7 +583,9 @@ class Reader:
             source = meta.get("source") if isinstance(meta.get("source"), str) else None
             step = meta.get("step") if isinstance(meta.get("step"), int) else None
             if source == "loop" and parent in present:
-                writers = self.finished_task_names(thread_id, ns, parent)
+                if parent not in finished:
+                    finished[parent] = self.finished_task_names(thread_id, ns, parent)
+                writers = list(finished[parent])
             elif source == "input":
                 writers = ["(input)"]
             elif source == "update":
@@ -656,27 +661,41 @@ class Reader:
 # ----------------------------------------------------------------------
 # fork graph: lanes like ``git log --graph``, newest first
 # ----------------------------------------------------------------------
+MAX_LANES = 32  # lanes drawn; more (thousands of siblings) end in "⋯": a picture per row stays short
+
+
 def fork_graph(rows: Sequence[HistoryRow]) -> list[str]:
     """One picture per row: ``●`` the checkpoint, ``│`` other branches, ``─┘`` a branch
-    joining its fork point (where a checkpoint has several children)."""
+    joining its fork point (where a checkpoint has several children).
+
+    O(n log n) over the rows, each picture at most ``MAX_LANES`` lanes wide: lanes waiting
+    for a checkpoint are found by its id and free lanes from a heap, not by scanning every
+    lane, so a namespace with thousands of heads draws in time and space linear in its rows."""
     lanes: list[str | None] = []  # the parent each lane waits for
+    waiting: dict[str, list[int]] = {}  # checkpoint id -> lanes that were set to wait for it
+    free: list[int] = []  # heap of lanes that were freed (checked against ``lanes`` when used)
     out: list[str] = []
     for row in rows:
-        hits = [i for i, want in enumerate(lanes) if want == row.checkpoint_id]
+        hits = sorted(
+            i for i in waiting.pop(row.checkpoint_id, []) if i < len(lanes) and lanes[i] == row.checkpoint_id
+        )
+        while free and (free[0] >= len(lanes) or lanes[free[0]] is not None):
+            heapq.heappop(free)  # taken again since, or cut off the end
         if hits:
             col = hits[0]
-        elif None in lanes:
-            col = lanes.index(None)
+        elif free:
+            col = heapq.heappop(free)
         else:
             col = len(lanes)
             lanes.append(None)
-        last = max(hits) if len(hits) > 1 else col
+        last = hits[-1] if len(hits) > 1 else col
+        joined = set(hits)
         cells: list[str] = []
-        for i in range(len(lanes)):
+        for i in range(min(len(lanes), MAX_LANES)):
             inside = col < i <= last
             if i == col:
                 cell = "●"
-            elif i in hits:
+            elif i in joined:
                 cell = "┘" if i == last else "┴"
             elif lanes[i] is not None:
                 cell = "┼" if inside else "│"
@@ -685,10 +704,17 @@ def fork_graph(rows: Sequence[HistoryRow]) -> list[str]:
             cells.append(cell)
             if i < len(lanes) - 1:
                 cells.append("─" if col <= i < last else " ")
+        if len(lanes) > MAX_LANES:
+            cells.append("⋯●" if col >= MAX_LANES else "⋯")
         out.append("".join(cells).rstrip())
         for i in hits[1:]:
             lanes[i] = None
+            heapq.heappush(free, i)
         lanes[col] = row.parent_id if row.parent_present else None
+        if lanes[col] is None:
+            heapq.heappush(free, col)
+        else:
+            waiting.setdefault(row.parent_id or "", []).append(col)
         while lanes and lanes[-1] is None:
             lanes.pop()
     return out
@@ -723,6 +749,67 @@ def _same_type(a: Any, b: Any) -> bool:
     )
 
 
+ANCHOR_LEVELS = 8  # how often list_changes looks again for anchors inside the gaps it found
+
+
+def list_changes(a: Sequence[bytes], b: Sequence[bytes]) -> tuple[list[int], list[int]]:
+    """The indices of ``a`` removed and of ``b`` added to turn ``a`` into ``b``.
+
+    A patience-style diff, O(n log n) whatever the lists hold (``difflib.SequenceMatcher``
+    is quadratic to cubic on lists whose items repeat, and a stored list can be anything):
+    the common prefix and suffix are kept, then the items that occur exactly once on each
+    side are matched in the longest run that keeps their order (anchors), and each gap
+    between anchors is looked at the same way, at most ``ANCHOR_LEVELS`` deep; what is
+    left in a gap is listed as removed and added."""
+    removed: list[int] = []
+    added: list[int] = []
+    todo = [(0, len(a), 0, len(b), 0)]
+    while todo:
+        a0, a1, b0, b1, level = todo.pop()
+        while a0 < a1 and b0 < b1 and a[a0] == b[b0]:
+            a0, b0 = a0 + 1, b0 + 1
+        while a0 < a1 and b0 < b1 and a[a1 - 1] == b[b1 - 1]:
+            a1, b1 = a1 - 1, b1 - 1
+        anchors = _anchors(a, a0, a1, b, b0, b1) if a0 < a1 and b0 < b1 and level < ANCHOR_LEVELS else []
+        if not anchors:
+            removed.extend(range(a0, a1))
+            added.extend(range(b0, b1))
+            continue
+        for i, j in anchors:
+            todo.append((a0, i, b0, j, level + 1))
+            a0, b0 = i + 1, j + 1
+        todo.append((a0, a1, b0, b1, level + 1))
+    return sorted(removed), sorted(added)
+
+
+def _anchors(
+    a: Sequence[bytes], a0: int, a1: int, b: Sequence[bytes], b0: int, b1: int
+) -> list[tuple[int, int]]:
+    """Pairs (i, j), ascending in both, of items found exactly once in ``a[a0:a1]`` and once in
+    ``b[b0:b1]``: the longest increasing run of such pairs (patience sorting, O(k log k))."""
+    in_a = Counter(a[a0:a1])
+    in_b = Counter(b[b0:b1])
+    where_a = {a[i]: i for i in range(a0, a1) if in_a[a[i]] == 1}
+    pairs = sorted((where_a[b[j]], j) for j in range(b0, b1) if in_b[b[j]] == 1 and b[j] in where_a)
+    tops: list[int] = []  # smallest j ending an increasing run of each length
+    ends: list[int] = []  # index into pairs of that run's last pair
+    before: list[int] = []  # index into pairs of the pair before it in its run
+    for k, (_, j) in enumerate(pairs):
+        at = bisect.bisect_left(tops, j)
+        before.append(ends[at - 1] if at else -1)
+        if at == len(tops):
+            tops.append(j)
+            ends.append(k)
+        else:
+            tops[at], ends[at] = j, k
+    run: list[tuple[int, int]] = []
+    k = ends[-1] if ends else -1
+    while k >= 0:
+        run.append(pairs[k])
+        k = before[k]
+    return run[::-1]
+
+
 def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = False) -> list[ChannelChange]:
     """Per channel: list items added or removed, object keys added, changed or removed,
     values set, replaced or removed. Equal channels are left out."""
@@ -742,12 +829,9 @@ def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = Fal
             continue
         elif isinstance(a, list) and isinstance(b, list):
             change = ChannelChange(channel, "list", old=a, new=b)
-            matcher = SequenceMatcher(None, [_key(x) for x in a], [_key(x) for x in b], autojunk=False)
-            for op, i1, i2, j1, j2 in matcher.get_opcodes():
-                if op in ("delete", "replace"):
-                    change.removed.extend((i, a[i]) for i in range(i1, i2))
-                if op in ("insert", "replace"):
-                    change.added.extend((j, b[j]) for j in range(j1, j2))
+            removed, added = list_changes([_key(x) for x in a], [_key(x) for x in b])
+            change.removed.extend((i, a[i]) for i in removed)
+            change.added.extend((j, b[j]) for j in added)
             changes.append(change)
         elif (_plain_object(a) and _plain_object(b)) or _same_type(a, b):
             change = ChannelChange(channel, "keys", old=a, new=b)

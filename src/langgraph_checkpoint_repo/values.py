@@ -31,7 +31,7 @@ from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
 from .durable import digest_node, json_size
 from .entries import large_ref
-from .errors import InvalidWriteError
+from .errors import FileFormatError, InvalidWriteError
 from .objects import Sharer, nesting_problem, refs_in, weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .store import FileStore
@@ -185,13 +185,22 @@ class ValueWriter:
                 refs[channel] = state.ref
                 continue
             rel = self.store.layout.value_rel(channel, versions[channel])
-            if (ns_dir / rel).exists():
+            if (ns_dir / rel).exists() and self._reads(ns_dir, channel, versions[channel], rel):
                 refs[channel] = rel
                 continue
             unresolved.append(channel)
         if unresolved:
             self.refs_by_version(thread_id, ns, versions, unresolved, refs)
         return {ch: versions[ch] for ch in unresolved if ch not in refs}
+
+    def _reads(self, ns_dir: Path, channel: str, version: Any, rel: str) -> bool:
+        """Whether the value file a new checkpoint would refer to reads back (a planted or
+        damaged one is not referred to: the value is stored in the checkpoint instead)."""
+        try:
+            self.store.value_entry(ns_dir, channel, version, rel)
+        except FileFormatError:
+            return False
+        return True
 
     def refs_by_version(
         self,
@@ -292,7 +301,7 @@ class ValueWriter:
             return node
         digest = digest_node(node)
         path = self.store.layout.large_path(thread_id, digest)
-        if all(p != path for p, _ in large) and not self.store.writer.durable_exists(path):
+        if all(p != path for p, _ in large) and not self.store.intact(path, "large_value"):
             doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
             large.append(self.store.prepare("large_value", doc, path))
         return {"large": digest}
@@ -324,7 +333,7 @@ class ValueWriter:
             pending = {p for p, _ in large}
             for digest, obj in sharer.objects.items():
                 path = layout.object_path(thread_id, digest)
-                if path not in pending and not self.store.writer.durable_exists(path):
+                if path not in pending and not self.store.intact(path, "object"):
                     doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": obj}
                     large.append(self.store.prepare("object", doc, path))
                     pending.add(path)
