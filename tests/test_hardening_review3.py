@@ -484,3 +484,96 @@ def test_prune_rescues_again_over_a_damaged_value_file(tmp_path: Path) -> None:
     RepoSaver(root).prune(["t"])
     assert RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["messages"] == before
     assert cli(root, "validate").returncode == 0
+
+
+# ----------------------------------------------------------------------------
+# acknowledged but unreadable: every repair judges again under the thread's lock
+# ----------------------------------------------------------------------------
+def test_fsck_repair_judges_orphaned_writes_again_under_the_lock(tmp_path: Path) -> None:
+    """With ``durability="async"`` LangGraph can save a step's writes before its checkpoint
+    lands. ``fsck --repair`` judged such writes orphaned without the lock and removed them
+    without judging again: once their checkpoint existed, acknowledged writes were deleted.
+    Here the writes are put first, fsck judges, the checkpoint lands, then the repair runs
+    on what fsck found: the writes stay, and are the checkpoint's pending writes."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    from langgraph_checkpoint_repo.checks import fsck, repair
+
+    root = tmp_path / ".langgraph"
+    saver = chat_root(root, turns=1)
+    latest = saver.get_tuple(cfg("t"))
+    new_id = str(uuid6())
+    config = cfg("t", checkpoint_ns="", checkpoint_id=new_id)
+    saver.put_writes(config, [("messages", [HumanMessage("written before its checkpoint")])], "task-1")
+
+    reader = Reader(root)
+    findings = fsck(reader)
+    # the writes file, and the message object only it refers to
+    assert sorted(f.kind for f in findings if f.repairable) == ["orphan-object", "orphan-writes"], findings
+    checkpoint = {**latest.checkpoint, "id": new_id}
+    saver.put(latest.config, checkpoint, {**latest.metadata, "step": 99}, {})  # the checkpoint lands
+    repair(reader, findings)
+
+    landed = RepoSaver(root).get_tuple(config)
+    assert landed is not None
+    assert [(t, c) for t, c, _ in landed.pending_writes] == [("task-1", "messages")]
+    assert not [f for f in fsck(Reader(root)) if f.repairable]
+
+
+# ----------------------------------------------------------------------------
+# acknowledged but unreadable: import --replace replaces only a complete thread
+# ----------------------------------------------------------------------------
+class DataState(TypedDict, total=False):
+    turn: int
+    data: list[Any]
+
+
+def sqlite_source(path: Path, thread_id: str, values: list[list[Any]]) -> None:
+    """A SQLite checkpoint file (SqliteSaver) whose thread went through ``values``, one a turn."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    builder = StateGraph(DataState)
+    builder.add_node("set", lambda state: {"data": values[state["turn"]]})
+    builder.add_edge(START, "set")
+    builder.add_edge("set", END)
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        graph = builder.compile(checkpointer=SqliteSaver(conn))
+        for turn in range(len(values)):
+            graph.invoke({"turn": turn}, cfg(thread_id))
+
+
+def test_import_replace_keeps_the_thread_when_the_new_one_cannot_be_written(tmp_path: Path) -> None:
+    """``import --replace`` deleted the repository's thread first and wrote the new one
+    afterwards: a value the saver refuses (here a list of over a million lists, more than a
+    file may hold) left the thread gone. The new thread is written whole under a staging name
+    first and swapped in only once complete; refused, the old thread is there as it was and
+    the staging thread is gone."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=2)
+    db = tmp_path / "source.sqlite"
+    sqlite_source(db, "t", [[1, 2, 3], [[] for _ in range(1_000_001)]])
+    before = {p: p.read_bytes() for p in (root / "threads").rglob("*") if p.is_file()}
+    out = cli(root, "import", f"sqlite:///{db}", "--replace")
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "1,000,000 arrays and objects" in out.stderr, out.stderr
+    after = {p: p.read_bytes() for p in (root / "threads").rglob("*") if p.is_file()}
+    assert after == before
+    assert [p.name for p in (root / "threads").iterdir()] == ["t"]
+    assert cli(root, "validate").returncode == 0
+
+
+def test_import_replace_swaps_in_the_complete_thread(tmp_path: Path) -> None:
+    """The same replace with values the saver takes: the thread is the source's afterwards,
+    under its own name, and nothing of the staging thread is left."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=2)
+    db = tmp_path / "source.sqlite"
+    sqlite_source(db, "t", [[1, 2, 3], [4, 5]])
+    out = cli(root, "import", f"sqlite:///{db}", "--replace")
+    assert out.returncode == 0, out.stderr
+    assert [p.name for p in (root / "threads").iterdir()] == ["t"]
+    state = RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]
+    assert state["data"] == [4, 5] and "messages" not in state
+    assert cli(root, "validate").returncode == 0

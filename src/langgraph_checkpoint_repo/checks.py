@@ -688,7 +688,12 @@ _REJUDGED = ("orphan-value", "orphan-large", "orphan-object")
 
 
 def repair(reader: Reader, findings: list[Finding]) -> None:
-    """Remove or rebuild what the findings call repairable, each thread under its lock."""
+    """Remove or rebuild what the findings call repairable, each thread under its lock.
+
+    What fsck found was judged without the lock, so every removal of a thread's file is
+    judged again under it: an object, large or value file some file now refers to stays, and
+    so does a writes file whose checkpoint has landed meanwhile (LangGraph's
+    ``durability="async"`` saves a step's writes before its checkpoint)."""
     root = reader.root
     by_thread: dict[str | None, list[Finding]] = {}
     for f in findings:
@@ -706,10 +711,18 @@ def repair(reader: Reader, findings: list[Finding]) -> None:
             for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
                 if f.kind in _REJUDGED and f.path not in still:
                     continue
+                if f.kind == "orphan-writes" and _owner_exists(Path(f.path)):
+                    continue
                 _repair_one(root, f)
         reader.store.forget_thread(tid)
     if any(f.kind == "index" and f.repaired for f in findings):
         rebuild_index(reader)
+
+
+def _owner_exists(writes: Path) -> bool:
+    """Whether the checkpoint a writes file belongs to (by its name) is there now."""
+    owner = Layout.writes_owner(writes.name)
+    return bool(owner) and os.path.lexists(writes.parent.parent / CHECKPOINTS / f"{owner}.json")
 
 
 def _repair_one(root: Path, f: Finding) -> None:

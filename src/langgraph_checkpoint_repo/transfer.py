@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import sqlite3
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -215,10 +216,11 @@ def _new_versions(tup: CheckpointTuple, parent: CheckpointTuple | None) -> Chann
     return {k: v for k, v in versions.items() if before.get(k) != v}
 
 
-def _put_config(tup: CheckpointTuple) -> RunnableConfig:
+def _put_config(tup: CheckpointTuple, thread_id: str | None = None) -> RunnableConfig:
+    """Where ``put`` stores a copy of ``tup``: its thread (or ``thread_id``), namespace, parent."""
     conf = tup.config["configurable"]
     configurable: dict[str, Any] = {
-        "thread_id": conf["thread_id"],
+        "thread_id": conf["thread_id"] if thread_id is None else thread_id,
         "checkpoint_ns": conf.get("checkpoint_ns", ""),
     }
     if tup.parent_config is not None:
@@ -275,7 +277,8 @@ class _Plan:
     steps: builtins.list[tuple[CheckpointTuple, RunnableConfig, ChannelVersions]]
 
 
-def _plan(thread_id: str, tuples: Iterable[CheckpointTuple]) -> _Plan:
+def _plan(thread_id: str, tuples: Iterable[CheckpointTuple], into: str | None = None) -> _Plan:
+    """``into``: the thread id the copy is put under (default: the same)."""
     ordered = _parents_first(tuples)
     by_id = {
         (t.config["configurable"].get("checkpoint_ns", ""), t.config["configurable"]["checkpoint_id"]): t
@@ -288,7 +291,7 @@ def _plan(thread_id: str, tuples: Iterable[CheckpointTuple]) -> _Plan:
         if tup.parent_config is not None:
             # a parent pruned away in the source: the link is kept, every value is stored anew
             parent = by_id.get((ns, tup.parent_config["configurable"]["checkpoint_id"]))
-        steps.append((tup, _put_config(tup), _new_versions(tup, parent)))
+        steps.append((tup, _put_config(tup, into), _new_versions(tup, parent)))
     return _Plan(thread_id, steps)
 
 
@@ -316,6 +319,79 @@ async def _ahas(saver: BaseCheckpointSaver[Any], thread_id: str) -> bool:
     return False
 
 
+def staging_id(thread_id: str) -> str:
+    """The thread a replacement is written under until it is complete (``copy_threads``).
+    Left behind only by a process killed during the swap: it then holds the whole new
+    thread (``langgraph-repo copy STAGING THREAD`` finishes the job)."""
+    return f"{thread_id}.replacing-{uuid.uuid4().hex[:12]}"
+
+
+def _put_plan(
+    target: BaseCheckpointSaver[Any],
+    plan: _Plan,
+    info: WriteInfo,
+    report: CopyReport,
+    progress: Progress | None,
+) -> None:
+    """Every checkpoint of a plan and its pending writes, put into ``target``, parents first."""
+    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
+        saved = target.put(config, tup.checkpoint, tup.metadata, new_versions)
+        for task_id, writes, path in _write_calls(tup, info):
+            target.put_writes(saved, writes, task_id, path)
+            report.writes += len(writes)
+        if progress is not None:
+            progress(plan.thread_id, done, len(plan.steps))
+
+
+async def _aput_plan(
+    target: BaseCheckpointSaver[Any],
+    plan: _Plan,
+    info: WriteInfo,
+    report: CopyReport,
+    progress: Progress | None,
+) -> None:
+    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
+        saved = await target.aput(config, tup.checkpoint, tup.metadata, new_versions)
+        for task_id, writes, path in _write_calls(tup, info):
+            await target.aput_writes(saved, writes, task_id, path)
+            report.writes += len(writes)
+        if progress is not None:
+            progress(plan.thread_id, done, len(plan.steps))
+
+
+def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """Refuse, before anything is written, a RepoSaver thread that could not be deleted (a
+    symlink in it: removal.py), so a refused replace leaves no staging thread behind."""
+    from .saver import RepoSaver
+
+    if isinstance(target, RepoSaver):
+        folder = target.store.layout.thread_dir(thread_id)
+        target.store.check_tree(folder, f"replace thread {thread_id!r}")
+
+
+def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
+    """The staged thread's checkpoints and writes put under ``thread_id`` in the same saver
+    (RepoSaver copies its files; any other saver gets them put again, read from itself)."""
+    from .saver import RepoSaver
+
+    if isinstance(target, RepoSaver):
+        target.copy_thread(staged, thread_id)
+        return
+    plan = _plan(staged, target.list({"configurable": {"thread_id": staged}}), into=thread_id)
+    _put_plan(target, plan, write_info_of(target, staged), CopyReport(), None)
+
+
+async def _amove(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
+    from .saver import RepoSaver
+
+    if isinstance(target, RepoSaver):
+        await target.acopy_thread(staged, thread_id)
+        return
+    tuples = [t async for t in target.alist({"configurable": {"thread_id": staged}})]
+    plan = _plan(staged, tuples, into=thread_id)
+    await _aput_plan(target, plan, await awrite_info_of(target, staged), CopyReport(), None)
+
+
 def copy_threads(
     source: BaseCheckpointSaver[Any],
     target: BaseCheckpointSaver[Any],
@@ -328,7 +404,8 @@ def copy_threads(
 
     Every thread is checked before anything is written: one missing from the source
     or already in the target (unless ``replace``) stops the copy with nothing done.
-    ``replace`` deletes a thread in the target just before copying it there.
+    ``replace`` writes the new thread whole under a staging id first (``staging_id``) and
+    swaps it in only then: a checkpoint the target refuses leaves the old thread as it was.
     """
     wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
     present = {t: _has(target, t) for t in wanted}
@@ -336,17 +413,22 @@ def copy_threads(
         _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
     report = CopyReport()
     for thread_id in wanted:
-        plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
         info = write_info_of(source, thread_id)
-        if present[thread_id]:
-            target.delete_thread(thread_id)
-        for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
-            saved = target.put(config, tup.checkpoint, tup.metadata, new_versions)
-            for task_id, writes, path in _write_calls(tup, info):
-                target.put_writes(saved, writes, task_id, path)
-                report.writes += len(writes)
-            if progress is not None:
-                progress(thread_id, done, len(plan.steps))
+        if not present[thread_id]:
+            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
+            _put_plan(target, plan, info, report, progress)
+        else:
+            _check_replaceable(target, thread_id)
+            staged = staging_id(thread_id)
+            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=staged)
+            try:
+                _put_plan(target, plan, info, report, progress)
+                target.delete_thread(thread_id)
+            except BaseException:  # the old thread is whole (a RepoSaver removes it at once, or not)
+                target.delete_thread(staged)
+                raise
+            _move(target, staged, thread_id)
+            target.delete_thread(staged)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     return report
@@ -370,17 +452,23 @@ async def acopy_threads(
         _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
     report = CopyReport()
     for thread_id in wanted:
-        plan = _plan(thread_id, [t async for t in source.alist({"configurable": {"thread_id": thread_id}})])
+        tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
         info = await awrite_info_of(source, thread_id)
-        if present[thread_id]:
-            await target.adelete_thread(thread_id)
-        for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
-            saved = await target.aput(config, tup.checkpoint, tup.metadata, new_versions)
-            for task_id, writes, path in _write_calls(tup, info):
-                await target.aput_writes(saved, writes, task_id, path)
-                report.writes += len(writes)
-            if progress is not None:
-                progress(thread_id, done, len(plan.steps))
+        if not present[thread_id]:
+            plan = _plan(thread_id, tuples)
+            await _aput_plan(target, plan, info, report, progress)
+        else:
+            _check_replaceable(target, thread_id)
+            staged = staging_id(thread_id)
+            plan = _plan(thread_id, tuples, into=staged)
+            try:
+                await _aput_plan(target, plan, info, report, progress)
+                await target.adelete_thread(thread_id)
+            except BaseException:
+                await target.adelete_thread(staged)
+                raise
+            await _amove(target, staged, thread_id)
+            await target.adelete_thread(staged)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     return report
