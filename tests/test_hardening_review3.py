@@ -36,7 +36,13 @@ from typing_extensions import TypedDict
 
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
 from helpers import checkpoints, cli, cli_env, dump, load
-from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver, review
+from langgraph_checkpoint_repo import (
+    FileFormatError,
+    InvalidWriteError,
+    RepoCheckpointError,
+    RepoSaver,
+    review,
+)
 from langgraph_checkpoint_repo.layout import Layout
 from langgraph_checkpoint_repo.objects import MAX_NESTING, object_digest
 from langgraph_checkpoint_repo.review import Reader
@@ -577,3 +583,87 @@ def test_import_replace_swaps_in_the_complete_thread(tmp_path: Path) -> None:
     state = RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]
     assert state["data"] == [4, 5] and "messages" not in state
     assert cli(root, "validate").returncode == 0
+
+
+# ----------------------------------------------------------------------------
+# the root itself: confinement starts at the root
+# ----------------------------------------------------------------------------
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder`` (files with their bytes), lock files and the index aside."""
+    out: dict[str, bytes | None] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if ".cache" in path.relative_to(folder).parts:
+            continue
+        out[rel] = path.read_bytes() if path.is_file() else None
+    return out
+
+
+def other_project(tmp_path: Path) -> Path:
+    """Another project's state: a repository whose ``.langgraph`` holds a thread."""
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    chat_root(other / ".langgraph", turns=3)
+    return other / ".langgraph"
+
+
+@pytest.mark.parametrize("shape", ["root", "folder above the root"])
+def test_a_symlinked_root_is_refused_by_every_command_and_the_saver(tmp_path: Path, shape: str) -> None:
+    """A pull request makes ``.langgraph`` itself a symlink to ``../other/.langgraph``:
+    ``delete``, ``prune``, ``fsck --repair``, ``migrate`` and a graph run acted on the other
+    project's state (confinement started below the root). Now a root that is a symlink, or
+    reached through one inside the repository, is refused by every command and by the saver,
+    naming the link, and the other project's files stay as they were."""
+    theirs = other_project(tmp_path)
+    mine = tmp_path / "mine"
+    (mine / ".git").mkdir(parents=True)
+    if shape == "root":
+        root = mine / ".langgraph"
+        root.symlink_to(theirs, target_is_directory=True)
+        link = root
+    else:
+        link = mine / "state"
+        link.symlink_to(theirs.parent, target_is_directory=True)
+        root = link / ".langgraph"
+    before = snapshot(theirs)
+    for args in (
+        ("delete", "t", "--yes"),
+        ("prune", "--keep-last", "1", "--yes"),
+        ("fsck", "--repair"),
+        ("migrate",),
+        ("validate",),
+        ("show", "t"),
+    ):
+        out = cli(root, *args)
+        assert out.returncode == 6, (args, out.returncode, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr and str(link) in out.stderr and "symlink" in out.stderr, (
+            out.stderr
+        )
+    with pytest.raises(RepoCheckpointError) as err:
+        chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage("hi")]}, cfg("t"))
+    assert str(link) in str(err.value) and "symlink" in str(err.value)
+    with pytest.raises(RepoCheckpointError):
+        RepoSaver(theirs).store.remove_tree(Path(str(root / "threads" / "t")))
+    assert snapshot(theirs) == before
+
+
+def test_a_root_swapped_for_a_symlink_under_a_running_saver_is_refused(tmp_path: Path) -> None:
+    """The link can arrive after the saver was made (a checkout while a server runs): every
+    read, write and removal checks the root again, so nothing reaches the other project."""
+    theirs = other_project(tmp_path)
+    mine = tmp_path / "mine"
+    (mine / ".git").mkdir(parents=True)
+    root = mine / ".langgraph"
+    saver = chat_root(root, turns=1)
+    graph = chat_graph(saver)
+    moved = tmp_path / "moved"
+    root.rename(moved)
+    root.symlink_to(theirs, target_is_directory=True)
+    before = snapshot(theirs)
+    with pytest.raises(RepoCheckpointError, match="symlink"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, cfg("t"))
+    with pytest.raises(RepoCheckpointError, match="symlink"):
+        saver.delete_thread("t")
+    with pytest.raises(RepoCheckpointError, match="symlink"):
+        saver.prune(["t"])
+    assert snapshot(theirs) == before

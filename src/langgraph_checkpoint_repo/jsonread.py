@@ -46,7 +46,7 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
     if not stat_mod.S_ISREG(st.st_mode):
         raise FileFormatError(str(path), "/", "is not a regular file")
     if not inside(path.parent):
-        raise FileFormatError(str(path), "/", "resolves outside the root")
+        raise FileFormatError(str(path), "/", "resolves outside the root (through a symlink on the way)")
     if st.st_size > MAX_FILE_BYTES:
         raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

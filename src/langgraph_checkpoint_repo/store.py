@@ -49,7 +49,7 @@ from .layout import (
     place_problem,
 )
 from .objects import object_digest
-from .removal import check_tree, files_in, remove_files, remove_tree
+from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
 from .resolve import ValueResolver
 from .validation import validate_read
 from .writing import Writer, prepare
@@ -71,6 +71,9 @@ class FileStore:
         if root.exists() and not root.is_dir():  # else the first write fails with a bare FileExistsError
             raise RepoCheckpointError(f"root {root} is not a folder: give a folder (it is made when missing)")
         self.layout = Layout(root)
+        link = self.layout.root_link()
+        if link is not None:  # checked again on every read, write and removal (Layout.off_the_way)
+            raise root_link_error(f"use {root}", link)
         self.root = root
         self.durable = durable
         self.locks = ThreadLocks(lock_timeout)

@@ -26,6 +26,7 @@ from .durable import dump_json, ensure_dir, fsync_dir, write_batches, write_file
 from .errors import InvalidWriteError, RepoCheckpointError
 from .jsonread import write_problem
 from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem
+from .removal import root_link_error
 from .validation import validate_write
 
 # told of each file written: (its path, its folder's stat key just before the write)
@@ -123,7 +124,7 @@ class Writer:
         """Refuse the write when any of its folders leads out of the root or through a symlink."""
         refused = self.layout.first_off_the_way(sorted(folders))
         if refused is not None:
-            self._refuse(refused[0])
+            self._refuse(refused[0], refused[1][1])
 
     def _make_dirs(self, folders: set[Path]) -> None:
         """Make the folders not known to exist, and check them again once made."""
@@ -134,15 +135,19 @@ class Writer:
                 self._safe_dirs.add(folder)
 
     def check_inside(self, folder: Path) -> None:
-        if not self.layout.contains(folder):
-            self._refuse(folder)
+        problem = self.layout.off_the_way(folder)
+        if problem is not None:
+            self._refuse(folder, problem[1])
 
-    def _refuse(self, folder: Path) -> None:
+    def _refuse(self, folder: Path, link: Path | None = None) -> None:
+        if link is not None and link in self.layout.guarded:
+            raise root_link_error(f"write through {folder}", link)
         raise RepoCheckpointError(f"refusing to write through {folder}: it leads outside {self.root}")
 
     def ensure_gitignore(self) -> None:
         if self._gitignore_done:
             return
+        self.check_inside(self.root)  # not into a root that is a symlink (another project's)
         path = self.root / ".gitignore"
         if not path.exists():
             if not self.root.is_dir():
