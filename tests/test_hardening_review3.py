@@ -667,3 +667,54 @@ def test_a_root_swapped_for_a_symlink_under_a_running_saver_is_refused(tmp_path:
     with pytest.raises(RepoCheckpointError, match="symlink"):
         saver.prune(["t"])
     assert snapshot(theirs) == before
+
+
+# ----------------------------------------------------------------------------
+# the data itself: every string is valid Unicode
+# ----------------------------------------------------------------------------
+def test_a_lone_surrogate_in_a_stored_string_is_refused_naming_file_and_pointer(tmp_path: Path) -> None:
+    """A lone UTF-16 surrogate (``"\\ud83d"``, valid JSON, not valid Unicode) in a stored
+    string: ``validate`` passed and ``diff`` died with a traceback. Every string and key of a
+    file must be valid Unicode now: reading refuses the file, naming it and the JSON pointer,
+    in the saver, ``validate`` and ``diff`` alike."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=2)
+    latest = checkpoints(root / "threads" / "t")[-1]
+    doc = load(latest)
+    doc["new_values"]["messages"] = {"value": {"serde": "msgpack", "json": ["fine", {"k": "half \ud83d"}]}}
+    latest.write_text(json.dumps(doc), encoding="utf-8")  # ensure_ascii: written as the \ud83d escape
+    pointer = "/new_values/messages/value/json/1/k"
+    with pytest.raises(FileFormatError) as err:
+        RepoSaver(root).get_tuple(cfg("t"))
+    assert err.value.path == str(latest) and err.value.pointer == pointer
+    out = cli(root, "validate")
+    assert out.returncode == 1 and f"{latest}: {pointer}: " in out.stdout and "surrogate" in out.stdout, out
+    out = cli(root, "diff", "t")
+    assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert str(latest) in out.stderr and pointer in out.stderr
+
+
+def test_a_lone_surrogate_in_a_key_is_refused_too(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=1)
+    latest = checkpoints(root / "threads" / "t")[-1]
+    doc = load(latest)
+    doc["metadata"]["note \udc00"] = "x"
+    latest.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(FileFormatError) as err:
+        RepoSaver(root).get_tuple(cfg("t"))
+    assert err.value.path == str(latest) and err.value.pointer.startswith("/metadata/note")
+
+
+def test_a_string_that_is_not_valid_unicode_is_never_written(tmp_path: Path) -> None:
+    """The writer refuses such a string wherever the serializer does not already replace it
+    (a thread id, a namespace, a task id go into the files as they are): an InvalidWriteError
+    naming the file and the pointer, nothing written."""
+    root = tmp_path / ".langgraph"
+    saver = chat_root(root, turns=1)
+    latest = saver.get_tuple(cfg("t"))
+    files = snapshot(root)
+    with pytest.raises(InvalidWriteError) as err:
+        saver.put_writes(latest.config, [("messages", [])], "task \ud83d")
+    assert err.value.pointer == "/task_id" and "surrogate" in str(err.value)
+    assert snapshot(root) == files

@@ -24,7 +24,7 @@ from typing import Any
 from .caches import StatKey, folder_key
 from .durable import dump_json, ensure_dir, fsync_dir, write_batches, write_files
 from .errors import InvalidWriteError, RepoCheckpointError
-from .jsonread import write_problem
+from .jsonread import SURROGATE_MESSAGE, lone_surrogate, write_problem
 from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem
 from .removal import root_link_error
 from .validation import validate_write
@@ -38,12 +38,21 @@ LISTED = frozenset({CHECKPOINTS, WRITES})
 
 def prepare(kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
     """Validate, then serialise; nothing is written when the document is invalid, is not
-    where its names say, or is bigger than a read accepts (it could never be read back)."""
-    validate_write(doc, kind, str(path))
-    misplaced = place_problem(path, kind, doc)
-    if misplaced is not None:
-        raise InvalidWriteError(kind, str(path), *misplaced)
-    data = dump_json(doc)
+    where its names say, holds a string that is not valid Unicode, or is bigger than a read
+    accepts (it could never be read back)."""
+    try:
+        validate_write(doc, kind, str(path))
+        misplaced = place_problem(path, kind, doc)
+        if misplaced is not None:
+            raise InvalidWriteError(kind, str(path), *misplaced)
+        data = dump_json(doc)
+    except (InvalidWriteError, TypeError, ValueError):
+        # a lone surrogate (in an id, a task path ...) fails the schema check or the encoder;
+        # name it where it is, as a read would (jsonread.lone_surrogate: one rule)
+        bad = lone_surrogate(doc)
+        if bad is not None:
+            raise InvalidWriteError(kind, str(path), bad, SURROGATE_MESSAGE) from None
+        raise
     too_big = write_problem(data)
     if too_big is not None:
         raise InvalidWriteError(kind, str(path), "/", too_big)
