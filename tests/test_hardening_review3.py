@@ -718,3 +718,46 @@ def test_a_string_that_is_not_valid_unicode_is_never_written(tmp_path: Path) -> 
         saver.put_writes(latest.config, [("messages", [])], "task \ud83d")
     assert err.value.pointer == "/task_id" and "surrogate" in str(err.value)
     assert snapshot(root) == files
+
+
+# ----------------------------------------------------------------------------
+# import reads its source through the strict allowlist
+# ----------------------------------------------------------------------------
+def plant_in_sqlite_write(db: Path, marker: Path) -> None:
+    """A pending write of the SQLite file, replaced by msgpack naming ``os.system``."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from langgraph_checkpoint_repo.codec import tree_to_msgpack
+
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        saver = SqliteSaver(conn)
+        latest = saver.get_tuple(cfg("t"))
+        assert latest is not None
+        saver.put_writes(latest.config, [("data", "placeholder")], "planted-task")
+        payload = tree_to_msgpack([{"$type": ["os", "system"], "$arg": f"touch {marker}"}])
+        conn.execute("UPDATE writes SET type = 'msgpack', value = ? WHERE task_id = 'planted-task'", (payload,))
+
+
+@pytest.mark.parametrize("direction", ["import", "export"])
+def test_import_from_a_handed_sqlite_file_runs_nothing_it_names(tmp_path: Path, direction: str) -> None:
+    """``import sqlite:///FILE`` read the source with SqliteSaver's default serializer, which
+    allows every type: a msgpack extension in a pending write of a file someone hands you ran
+    ``os.system`` on import (``export`` into such a file read it too, to see whether the thread
+    is there). Every saver the command line opens reads through the strict allowlist
+    (LangGraph's safe types plus ``--allow``): nothing runs, the error names the source."""
+    marker = tmp_path / "pwned"
+    db = tmp_path / "handed.sqlite"
+    sqlite_source(db, "t", [[1, 2, 3]])
+    plant_in_sqlite_write(db, marker)
+    root = tmp_path / ".langgraph"
+    if direction == "import":
+        out = cli(root, "import", f"sqlite:///{db}")
+    else:
+        chat_root(root, turns=1)
+        out = cli(root, "export", f"sqlite:///{db}", "--replace")
+    assert not marker.exists()
+    assert out.returncode == 4, (out.returncode, out.stdout, out.stderr[-2000:])
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"sqlite:///{db}" in out.stderr and "os.system" in out.stderr, out.stderr

@@ -26,8 +26,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
 
-from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
-from .errors import RepoCheckpointError
+from ._compat import SAFE_MSGPACK_TYPES, adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
+from .codec import LOADED_SERDE_TYPES, rejection, run_strict, strict_loader
+from .errors import RepoCheckpointError, UnrevivableValueError
 from .errors import SaverSpecError as SaverSpecError  # re-exported: their old home
 from .errors import ThreadExistsError as ThreadExistsError
 from .errors import ThreadNotFoundError as ThreadNotFoundError
@@ -477,6 +478,56 @@ async def acopy_threads(
 SPEC_HELP = "sqlite:///PATH.db (sqlite:////abs/path.db), postgresql://..., or module:factory"
 
 
+class StrictSerde:
+    """The serde of a saver the command line opens (an import's source, an export's target):
+    it loads through the strict allowlist, LangGraph's safe types plus what the user allowed
+    (``--allow``, pyproject.toml), whatever serde the saver came with. A SQLite file someone
+    hands you is data, like a file in the root: SqliteSaver's default serializer allows every
+    type, so a msgpack extension in it naming ``os.system`` would run. A type outside the
+    allowlist, or one that rejects its data, is an ``UnrevivableValueError`` naming the
+    source; a payload type other than msgpack, null and bytes (pickle, LangGraph's legacy
+    ``json``) is refused before any serde sees it. Writing is the saver's own serde's."""
+
+    def __init__(self, serde: Any, allowed: frozenset[tuple[str, ...]], spec: str) -> None:
+        self._serde = serde
+        self._spec = spec
+        self._loader = strict_loader(serde, allowed, False)
+        if self._loader is serde:  # not LangGraph's JsonPlusSerializer (maybe encrypted)
+            raise SaverSpecError(
+                f"{spec}: its serde {type(serde).__name__} cannot be read through the strict msgpack "
+                "allowlist; give a saver whose serde is LangGraph's JsonPlusSerializer or EncryptedSerializer"
+            )
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return self._serde.dumps_typed(obj)  # type: ignore[no-any-return]
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        type_ = data[0]
+        if type_.partition("+")[0] not in LOADED_SERDE_TYPES:
+            raise UnrevivableValueError(
+                f"{self._spec}: refusing to load a {type_!r} payload: only msgpack, null and bytes are read "
+                "(a pickle or legacy json payload can run code)"
+            )
+        value, failed = run_strict(lambda: self._loader.loads_typed(data))
+        if failed is not None:
+            _, label, cause = failed
+            if str(cause) == "not in the msgpack allowlist":
+                why = f"refusing to construct {label}: not in the msgpack allowlist (allow a type of your "
+                why += "state with --allow module:Name, or [tool.langgraph-repo] allow in pyproject.toml)"
+            else:
+                why = rejection(label, cause)
+            raise UnrevivableValueError(f"{self._spec}: {why}; nothing of it was read")
+        return value
+
+
+def _strict(saver: BaseCheckpointSaver[Any], allowed: frozenset[tuple[str, ...]], spec: str) -> None:
+    """Make ``saver`` load through ``StrictSerde`` (a RepoSaver checks every type itself)."""
+    from .saver import RepoSaver
+
+    if not isinstance(saver, RepoSaver) and not isinstance(saver.serde, StrictSerde):
+        saver.serde = StrictSerde(saver.serde, allowed, spec)  # type: ignore[assignment]
+
+
 def _adopt_sqlite(saver: Any, spec: str) -> None:
     """Read an existing checkpoint database as it is, without setting it up."""
     tables = {r[0] for r in saver.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -496,14 +547,26 @@ def _optional(module: str, name: str, extra: str) -> Any:
 
 
 @contextmanager
-def open_saver(spec: str, *, create: bool) -> Iterator[BaseCheckpointSaver[Any]]:
+def open_saver(
+    spec: str, *, create: bool, allowlist: Iterable[tuple[str, ...]] = ()
+) -> Iterator[BaseCheckpointSaver[Any]]:
     """Open the saver a command-line SOURCE or TARGET names, and close it afterwards.
 
     ``create`` is True for an export target: a SQLite file may be made and the
     PostgreSQL tables are set up. A source is only read: its file must exist and
     nothing is set up in it. ``module:factory`` calls ``factory()``, which returns
     a saver or a context manager giving one (as ``SqliteSaver.from_conn_string``).
+    Whichever it is, it loads through the strict allowlist (``StrictSerde``): LangGraph's
+    safe types plus ``allowlist``.
     """
+    allowed = frozenset(SAFE_MSGPACK_TYPES) | frozenset(tuple(a) for a in allowlist)
+    with _opened(spec, create=create) as saver:
+        _strict(saver, allowed, spec)
+        yield saver
+
+
+@contextmanager
+def _opened(spec: str, *, create: bool) -> Iterator[BaseCheckpointSaver[Any]]:
     if spec.startswith("sqlite:///"):
         path = Path(spec[len("sqlite:///") :])
         if not create and not path.is_file():
