@@ -737,7 +737,9 @@ def plant_in_sqlite_write(db: Path, marker: Path) -> None:
         assert latest is not None
         saver.put_writes(latest.config, [("data", "placeholder")], "planted-task")
         payload = tree_to_msgpack([{"$type": ["os", "system"], "$arg": f"touch {marker}"}])
-        conn.execute("UPDATE writes SET type = 'msgpack', value = ? WHERE task_id = 'planted-task'", (payload,))
+        conn.execute(
+            "UPDATE writes SET type = 'msgpack', value = ? WHERE task_id = 'planted-task'", (payload,)
+        )
 
 
 @pytest.mark.parametrize("direction", ["import", "export"])
@@ -761,3 +763,58 @@ def test_import_from_a_handed_sqlite_file_runs_nothing_it_names(tmp_path: Path, 
     assert out.returncode == 4, (out.returncode, out.stdout, out.stderr[-2000:])
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert f"sqlite:///{db}" in out.stderr and "os.system" in out.stderr, out.stderr
+
+
+# ----------------------------------------------------------------------------
+# memory: an append chain is one value, bounded as one
+# ----------------------------------------------------------------------------
+def test_an_append_chain_naming_one_big_object_in_every_link_is_refused(tmp_path: Path) -> None:
+    """Each link of an append chain was bounded on its own, the list rebuilt from all of them
+    not at all: every link naming the same 1.2-million-number object rebuilt a value of 1.2
+    million times the number of links (1,024 links: over a billion) from a few small files.
+    The whole list is bounded like one value: refused at the link that passes the bound."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=3)
+    tdir = root / "threads" / "t"
+    big = plant_object(tdir, list(range(1_200_000)))
+    links = []
+    for path in checkpoints(tdir):
+        doc = load(path)
+        app = doc.get("new_values", {}).get("messages", {}).get("append")
+        if app is not None:
+            app["items"] = [big] * len(app["items"])
+            dump(path, doc)
+            links.append(path)
+    assert len(links) >= 5
+    with pytest.raises(FileFormatError) as err:
+        RepoSaver(root).get_tuple(cfg("t"))
+    assert err.value.pointer == "/new_values/messages/append", err.value
+    assert "append chain expands to over 5,000,000 values" in str(err.value)
+    assert err.value.path in map(str, links[3:])
+
+
+def test_an_append_that_would_take_the_list_past_a_read_is_refused_on_write(tmp_path: Path) -> None:
+    """The writer applies the same bound to the list it appends to: a list stored whole just
+    within the bound (999,981 arrays) and then appended to (30 more, a tiny append) was
+    acknowledged and could not be read back under the bound above. The put that would make
+    the rebuilt list bigger than a read takes is refused, naming thread, checkpoint and
+    channel, with nothing of it written; what was written before reads back."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    config = cfg("t", checkpoint_ns="")
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"log": [[] for _ in range(999_980)]}
+    checkpoint["channel_versions"] = {"log": 1}
+    config = saver.put(config, checkpoint, {"step": 1}, {"log": 1})
+    files = snapshot(root)
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"log": [[] for _ in range(999_980 + 30)]}
+    checkpoint["channel_versions"] = {"log": 2}
+    with pytest.raises(InvalidWriteError) as err:
+        saver.put(config, checkpoint, {"step": 2}, {"log": 2})
+    assert "thread 't'" in str(err.value) and "/new_values/log" in str(err.value)
+    assert "would expand to over 1,000,000 arrays and objects" in str(err.value)
+    assert snapshot(root) == files
+    assert len(RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["log"]) == 999_980

@@ -253,6 +253,7 @@ class Expander:
         self._done: dict[str, Known] = {} if done is None else done
         self._stored: dict[str, Any] = {}  # digest -> its tree as stored, loaded by _weigh
         self._weights: dict[str, tuple[Weight, int, bool]] = {}  # digest -> weight, height, list?
+        self.weight: Weight = (0, 0, 0)  # of the tree last expanded (an append chain adds them up)
 
     def expand(self, tree: Any) -> Any:
         try:
@@ -260,6 +261,7 @@ class Expander:
             problem = weight_problem(weight)
             if problem is not None:
                 raise self._error(problem)
+            self.weight = weight
             return self._build(tree)
         except RecursionError:
             raise self._error("nested too deeply to expand") from None

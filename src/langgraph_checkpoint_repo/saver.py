@@ -292,6 +292,7 @@ class _RepoSaverBase(BaseCheckpointSaver[str]):
                     self._lists[key] = _ListState(
                         versions[channel], ref, len(entry.tree), entry.depth, None, entry.tree, deps
                     )
+                    self._lists[key].weight = entry.weight
         stored = doc["checkpoint"]
         checkpoint: dict[str, Any] = {
             "v": stored["v"],

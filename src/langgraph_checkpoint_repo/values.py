@@ -30,7 +30,7 @@ from . import codec as codec_mod
 from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
 from .durable import digest_node, json_size
-from .entries import large_ref
+from .entries import appended_weight, large_ref
 from .errors import FileFormatError, InvalidWriteError
 from .objects import Sharer, nesting_problem, refs_in, weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
@@ -55,6 +55,9 @@ class ListState:
     # the files that version's list is rebuilt from, with their stat keys when we wrote or
     # read them: an append is only made onto a chain no one has changed since
     deps: tuple[Dep, ...] = ()
+    # what the whole list expands to (objects.weight_problem): an append may not take it past
+    # what a read rebuilds (entries.append_entry); None: not known, written whole instead
+    weight: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -87,6 +90,7 @@ class ValueWriter:
     lists: dict[ListKey, ListState]
     large_value_bytes: int
     snapshot_every: int
+    shared_weight: tuple[int, int, int] = (0, 0, 0)  # of the tree ``shared`` last stored
 
     def checkpoint_values(
         self,
@@ -253,12 +257,20 @@ class ValueWriter:
                 appended = self.as_append(thread_id, ns, channel, count, body, data)
                 if appended is not None:
                     appended["items"] = self.shared(thread_id, appended["items"], large, where, items=True)
-                    base_deps = self.lists[(thread_id, ns, channel)].deps
-                    state = ListState(version, "", count, appended["depth"], body, None, base_deps)
+                    base = self.lists[(thread_id, ns, channel)]
+                    weight = appended_weight(base.weight, self.shared_weight)
+                    problem = weight_problem(weight) if weight is not None else None
+                    if problem is not None:  # entries.append_entry refuses the same on read
+                        why = f"the list with the items appended {problem.replace('expands', 'would expand')}"
+                        raise InvalidWriteError("value", where[0], where[1], why)
+                    state = ListState(version, "", count, appended["depth"], body, None, base.deps, weight)
                     return {"append": appended}, state
                 state = ListState(version, "", count, 0, body, None)
         node = {"serde": "msgpack", "json": codec_mod.msgpack_to_tree(data)}
-        return {"value": self.stored_node(thread_id, node, large, where)}, state
+        stored = self.stored_node(thread_id, node, large, where)
+        if state is not None:
+            state.weight = self.shared_weight
+        return {"value": stored}, state
 
     def as_append(
         self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
@@ -322,7 +334,8 @@ class ValueWriter:
         same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
         sharer = Sharer()
         out = sharer.share_items(tree) if items else sharer.share(tree)
-        problem = weight_problem((sharer.containers, sharer.values, sharer.text))
+        self.shared_weight = (sharer.containers, sharer.values, sharer.text)
+        problem = weight_problem(self.shared_weight)
         problem = problem or nesting_problem(sharer.height)
         if problem is not None:  # each file would be small; the value read back would not be
             why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
