@@ -818,3 +818,34 @@ def test_an_append_that_would_take_the_list_past_a_read_is_refused_on_write(tmp_
     assert "would expand to over 1,000,000 arrays and objects" in str(err.value)
     assert snapshot(root) == files
     assert len(RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["log"]) == 999_980
+
+
+def test_copy_thread_does_not_replace_a_whole_object_of_the_target_with_a_damaged_one(tmp_path: Path) -> None:
+    """``copy_thread`` wrote every ``objects/`` and ``large/`` file of the source over the
+    target's: a damaged (or planted) file in the source under a name the target also holds
+    made the target's own checkpoints unreadable. A file the target holds whole is kept; a
+    source file that does not hold what its name says is refused, naming it, before anything
+    is written."""
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    graph = chat_graph(saver)
+    for thread in ("a", "b"):
+        graph.invoke({"messages": [HumanMessage("the same words in both threads")]}, cfg(thread))
+    name = next(
+        p.name
+        for p in (root / "threads" / "a" / "objects").glob("*.json")
+        if load(p)["tree"].get("$fields", {}).get("content") == "the same words in both threads"
+    )
+    damage(
+        root / "threads" / "a" / "objects" / name,
+        "planted",
+        {"$type": ["builtins", "set"], "$arg": ["x" * 200]},
+    )
+    saver.copy_thread("a", "b")
+    fresh = RepoSaver(root)
+    for tup in fresh.list(cfg("b")):
+        assert fresh.get_tuple(tup.config) is not None
+    with pytest.raises(FileFormatError) as err:  # c lacks the object: a's damaged one is not copied
+        saver.copy_thread("a", "c")
+    assert name in str(err.value) and "/threads/a/" in str(err.value)
+    assert not (root / "threads" / "c").exists()

@@ -45,7 +45,7 @@ from typing import Any
 import orjson
 
 from .caches import StatKey
-from .jsonread import MAX_FILE_BYTES, MAX_JSON_VALUES, json_bounds_problem
+from .jsonread import MAX_FILE_BYTES, MAX_JSON_VALUES, json_bounds_problem, read_bounded
 from .layout import Layout, is_temp_name
 
 _log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ def _read(layout: Layout, path: Path) -> bytes | None:
             os.close(fd)
             return None
         with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+            data = read_bounded(fh, st.st_size)
         return data if len(data) <= MAX_FILE_BYTES else None  # grown since the stat
     except OSError as exc:  # an unreadable index is no index: the files are read instead
         _log.info("derived index not read from %s: %s", path, exc)

@@ -56,13 +56,25 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
         raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(MAX_FILE_BYTES + 1)  # never more than the limit, even if it grew since the stat
+        raw = read_bounded(fh, st.st_size)
     if len(raw) > MAX_FILE_BYTES:  # grown since the stat
         raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
     too_big = json_bounds_problem(raw)
     if too_big is not None:  # before parsing: the count is cheap, the parse is what costs memory
         raise FileFormatError(str(path), "/", too_big)
     return parse_strict(raw, str(path))
+
+
+def read_bounded(fh: Any, size: int) -> bytes:
+    """A file's bytes: the ``size`` its stat gave, then, if it grew since, the rest in blocks
+    up to one byte past ``MAX_FILE_BYTES`` (never a buffer of the limit for a small file)."""
+    raw: bytes = fh.read(min(size, MAX_FILE_BYTES + 1))
+    while len(raw) <= MAX_FILE_BYTES:
+        more = fh.read(min(1 << 20, MAX_FILE_BYTES + 1 - len(raw)))
+        if not more:
+            break
+        raw += more
+    return raw
 
 
 def parse_strict(raw: bytes, where: str) -> Any:

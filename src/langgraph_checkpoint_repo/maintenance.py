@@ -370,11 +370,17 @@ def copy_thread_files(store: FileStore, source_thread_id: str, target_thread_id:
     # both locks, in id order: the source must hold still while it is read
     with store.thread_lock(first, exclusive=True), store.thread_lock(second, exclusive=True):
         store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
-        large = [
-            store.prepare(kind, store.read_doc(p, kind), dst_dir / folder / p.name)
-            for folder, kind in ((OBJECTS, "object"), (LARGE, "large_value"))
-            for p in store.files_in(src_dir / folder)
-        ]
+        large: list[tuple[Path, bytes]] = []
+        for folder, kind in ((OBJECTS, "object"), (LARGE, "large_value")):
+            for p in store.files_in(src_dir / folder):
+                dst = dst_dir / folder / p.name
+                if store.intact(dst, kind):
+                    continue  # named by its content: the target's whole file is the same
+                if not store.intact(p, kind):  # never over the target's, never a new unreadable one
+                    raise FileFormatError(
+                        str(p), "/sha256", "content does not match its sha256 name: refusing to copy it"
+                    )
+                large.append(store.prepare(kind, store.read_doc(p, kind), dst))
         values: list[tuple[Path, bytes]] = []
         writes: list[tuple[Path, bytes]] = []
         checkpoints: list[tuple[Path, bytes]] = []

@@ -127,12 +127,12 @@ class FileStore:
         except FileNotFoundError:
             return False
         except FileFormatError as exc:
-            _log.warning("%s is damaged; writing it again: %s", path, exc)
+            _log.warning("%s is damaged, not relied on: %s", path, exc)
             return False
         if self._intact.get(path) is doc:  # the very parse found whole before, still fresh
             return True
         if _CONTENT_NAMED[kind][1](doc) != path.name[: -len(".json")]:
-            _log.warning("%s does not hold what its name says; writing it again", path)
+            _log.warning("%s does not hold what its name says, not relied on", path)
             return False
         self._intact.put(path, doc)
         return True
