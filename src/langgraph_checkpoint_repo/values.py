@@ -31,7 +31,7 @@ from .caches import Dep, refresh, stat_key_of
 from .codec import ValueCodec
 from .durable import digest_node, json_size
 from .entries import appended_weight, large_ref
-from .errors import FileFormatError, InvalidWriteError
+from .errors import InvalidWriteError
 from .objects import Sharer, nesting_problem, refs_in, weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .store import FileStore
@@ -189,22 +189,13 @@ class ValueWriter:
                 refs[channel] = state.ref
                 continue
             rel = self.store.layout.value_rel(channel, versions[channel])
-            if (ns_dir / rel).exists() and self._reads(ns_dir, channel, versions[channel], rel):
+            if (ns_dir / rel).exists():
                 refs[channel] = rel
                 continue
             unresolved.append(channel)
         if unresolved:
             self.refs_by_version(thread_id, ns, versions, unresolved, refs)
         return {ch: versions[ch] for ch in unresolved if ch not in refs}
-
-    def _reads(self, ns_dir: Path, channel: str, version: Any, rel: str) -> bool:
-        """Whether the value file a new checkpoint would refer to reads back (a planted or
-        damaged one is not referred to: the value is stored in the checkpoint instead)."""
-        try:
-            self.store.value_entry(ns_dir, channel, version, rel)
-        except FileFormatError:
-            return False
-        return True
 
     def refs_by_version(
         self,
