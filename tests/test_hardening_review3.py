@@ -325,11 +325,12 @@ def applied(before: list[str], after: list[str], removed: list[int], added: list
 
 def test_diff_of_a_relabelled_list_with_repeated_items_is_not_quadratic(tmp_path: Path) -> None:
     """``diff`` used ``SequenceMatcher(autojunk=False)``, quadratic to cubic on lists whose
-    items repeat: one turn relabelling an 8,000-item list ran for minutes (half an hour and
-    more at a few thousand bigger items). The diff is O(n log n) now (common prefix and suffix,
-    then items unique on both sides as anchors, patience-style): the command ends well within
-    its deadline with a listing that turns the old list into the new one, and a change among
-    distinct items is listed as exactly that change."""
+    items repeat: one turn relabelling an 8,000-item list ran past this test's 120 s deadline
+    (the review measured half an hour and more on a 4,000-item list of bigger items). The
+    diff is O(n log n) now (common prefix and suffix, then items unique on both sides as
+    anchors, patience-style): the command ends well within its deadline with a listing that
+    turns the old list into the new one, and a change among distinct items is listed as
+    exactly that change."""
     root = tmp_path / ".langgraph"
     repeated = ["a", "b"] * 4000
     relabelled = ["b", "a", "c"] * 2666 + ["kept"]
@@ -674,9 +675,11 @@ def test_a_root_swapped_for_a_symlink_under_a_running_saver_is_refused(tmp_path:
 # ----------------------------------------------------------------------------
 def test_a_lone_surrogate_in_a_stored_string_is_refused_naming_file_and_pointer(tmp_path: Path) -> None:
     """A lone UTF-16 surrogate (``"\\ud83d"``, valid JSON, not valid Unicode) in a stored
-    string: ``validate`` passed and ``diff`` died with a traceback. Every string and key of a
-    file must be valid Unicode now: reading refuses the file, naming it and the JSON pointer,
-    in the saver, ``validate`` and ``diff`` alike."""
+    string: the review saw ``validate`` pass and ``diff`` die with a traceback; on this code
+    the schema check's encoder refused the whole file at ``/`` ("cannot be validated:
+    UnicodeEncodeError"), without saying where. Every string and key of a file must be valid
+    Unicode now, checked when it is parsed: the saver, ``validate`` and ``diff`` refuse the
+    file naming it and the JSON pointer of the string."""
     root = tmp_path / ".langgraph"
     chat_root(root, turns=2)
     latest = checkpoints(root / "threads" / "t")[-1]
