@@ -256,9 +256,11 @@ def forged_meta(root: Path, lists: int) -> Path:
 
 def test_a_committed_index_listing_is_not_decoded_before_its_stat_key_matches(tmp_path: Path) -> None:
     """A 65 MiB ``checkpoints.list`` (65 KB gzipped) was read and split into 22 million names
-    by every fresh process before its stat key was compared (+1.9 GB on the first
-    ``get_tuple``). The key comes first now: a fresh ``get_tuple`` in a small address space
-    reads the real latest checkpoint, and ``fsck`` reports the file without decoding it."""
+    by every fresh process before its stat key was compared (the review measured +1.9 GB on
+    the first ``get_tuple``; here it died of MemoryError under the 1.5 GB limit). The key
+    comes first now, and the names are counted before they are split: a fresh ``get_tuple``
+    in a small address space reads the real latest checkpoint, and ``fsck`` reports the file
+    without splitting it."""
     root = tmp_path / ".langgraph"
     chat_root(root, turns=2)
     latest = checkpoints(root / "threads" / "t")[-1].stem
