@@ -117,18 +117,27 @@ def _has_table(path: Path) -> bool:
     try:
         return TABLE in _read_toml(path).get("tool", {})
     except BadInputError:
-        if f"tool.{TABLE}" in path.read_text("utf-8", errors="replace"):
-            raise
+        with path.open("rb") as f:
+            if f"tool.{TABLE}".encode() in f.read(MAX_PYPROJECT_BYTES + 1):
+                raise
         return False
+
+
+MAX_PYPROJECT_BYTES = 4 * 1024 * 1024  # a pull request can make it anything: read it bounded
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
-            data: dict[str, Any] = tomllib.load(f)
-            return data
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+            raw = f.read(MAX_PYPROJECT_BYTES + 1)
+        if len(raw) > MAX_PYPROJECT_BYTES:
+            raise BadInputError(f"{path}: over {MAX_PYPROJECT_BYTES:,} bytes, not read as a pyproject.toml")
+        data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+        return data
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BadInputError(f"{path}: cannot read it as TOML: {exc}") from None
+    except RecursionError:
+        raise BadInputError(f"{path}: cannot read it as TOML: nested too deeply") from None
 
 
 def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:

@@ -330,6 +330,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         tree=entry.tree,
                         deps=deps,
                     )
+                    self._lists[key].weight = entry.weight
         stored = fields.checkpoint_fields(doc)
         checkpoint: dict[str, Any] = {
             "v": stored["v"],
@@ -474,8 +475,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if idx >= 0 and (task_id, idx) in existing:
                     continue  # first write wins for regular writes; special ones replace
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
-                encoded = self.codec.encode(value, "writes", target, f"/writes/{len(entries)}/value")
-                node = writer.stored_node(thread_id, encoded, large)
+                pointer = f"/writes/{len(entries)}/value"
+                encoded = self.codec.encode(value, "writes", target, pointer)
+                node = writer.stored_node(thread_id, encoded, large, (target, pointer))
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return

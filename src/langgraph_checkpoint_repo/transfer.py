@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import sqlite3
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -26,10 +27,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
 
 from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
-from .core.errors import RepoCheckpointError
+from .core.errors import RepoCheckpointError, UnrevivableValueError
 from .core.errors import SaverSpecError as SaverSpecError  # re-exported: their old home
 from .core.errors import ThreadExistsError as ThreadExistsError
 from .core.errors import ThreadNotFoundError as ThreadNotFoundError
+from .core.typenames import SAFE_TYPES, rejection
+from .serde import LOADED_SERDE_TYPES, run_strict, strict_loader
 
 
 @dataclass
@@ -215,10 +218,11 @@ def _new_versions(tup: CheckpointTuple, parent: CheckpointTuple | None) -> Chann
     return {k: v for k, v in versions.items() if before.get(k) != v}
 
 
-def _put_config(tup: CheckpointTuple) -> RunnableConfig:
+def _put_config(tup: CheckpointTuple, thread_id: str | None = None) -> RunnableConfig:
+    """Where ``put`` stores a copy of ``tup``: its thread (or ``thread_id``), namespace, parent."""
     conf = tup.config["configurable"]
     configurable: dict[str, Any] = {
-        "thread_id": conf["thread_id"],
+        "thread_id": conf["thread_id"] if thread_id is None else thread_id,
         "checkpoint_ns": conf.get("checkpoint_ns", ""),
     }
     if tup.parent_config is not None:
@@ -275,7 +279,8 @@ class _Plan:
     steps: builtins.list[tuple[CheckpointTuple, RunnableConfig, ChannelVersions]]
 
 
-def _plan(thread_id: str, tuples: Iterable[CheckpointTuple]) -> _Plan:
+def _plan(thread_id: str, tuples: Iterable[CheckpointTuple], into: str | None = None) -> _Plan:
+    """``into``: the thread id the copy is put under (default: the same)."""
     ordered = _parents_first(tuples)
     by_id = {
         (t.config["configurable"].get("checkpoint_ns", ""), t.config["configurable"]["checkpoint_id"]): t
@@ -288,7 +293,7 @@ def _plan(thread_id: str, tuples: Iterable[CheckpointTuple]) -> _Plan:
         if tup.parent_config is not None:
             # a parent pruned away in the source: the link is kept, every value is stored anew
             parent = by_id.get((ns, tup.parent_config["configurable"]["checkpoint_id"]))
-        steps.append((tup, _put_config(tup), _new_versions(tup, parent)))
+        steps.append((tup, _put_config(tup, into), _new_versions(tup, parent)))
     return _Plan(thread_id, steps)
 
 
@@ -316,6 +321,79 @@ async def _ahas(saver: BaseCheckpointSaver[Any], thread_id: str) -> bool:
     return False
 
 
+def staging_id(thread_id: str) -> str:
+    """The thread a replacement is written under until it is complete (``copy_threads``).
+    Left behind only by a process killed during the swap: it then holds the whole new
+    thread (``langgraph-repo copy STAGING THREAD`` finishes the job)."""
+    return f"{thread_id}.replacing-{uuid.uuid4().hex[:12]}"
+
+
+def _put_plan(
+    target: BaseCheckpointSaver[Any],
+    plan: _Plan,
+    info: WriteInfo,
+    report: CopyReport,
+    progress: Progress | None,
+) -> None:
+    """Every checkpoint of a plan and its pending writes, put into ``target``, parents first."""
+    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
+        saved = target.put(config, tup.checkpoint, tup.metadata, new_versions)
+        for task_id, writes, path in _write_calls(tup, info):
+            target.put_writes(saved, writes, task_id, path)
+            report.writes += len(writes)
+        if progress is not None:
+            progress(plan.thread_id, done, len(plan.steps))
+
+
+async def _aput_plan(
+    target: BaseCheckpointSaver[Any],
+    plan: _Plan,
+    info: WriteInfo,
+    report: CopyReport,
+    progress: Progress | None,
+) -> None:
+    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
+        saved = await target.aput(config, tup.checkpoint, tup.metadata, new_versions)
+        for task_id, writes, path in _write_calls(tup, info):
+            await target.aput_writes(saved, writes, task_id, path)
+            report.writes += len(writes)
+        if progress is not None:
+            progress(plan.thread_id, done, len(plan.steps))
+
+
+def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """Refuse, before anything is written, a RepoSaver thread that could not be deleted (a
+    symlink in it: removal.py), so a refused replace leaves no staging thread behind."""
+    from .saver import RepoSaver
+
+    if isinstance(target, RepoSaver):
+        folder = target.store.layout.thread_dir(thread_id)
+        target.store.check_tree(folder, f"replace thread {thread_id!r}")
+
+
+def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
+    """The staged thread's checkpoints and writes put under ``thread_id`` in the same saver
+    (RepoSaver copies its files; any other saver gets them put again, read from itself)."""
+    from .saver import RepoSaver
+
+    if isinstance(target, RepoSaver):
+        target.copy_thread(staged, thread_id)
+        return
+    plan = _plan(staged, target.list({"configurable": {"thread_id": staged}}), into=thread_id)
+    _put_plan(target, plan, write_info_of(target, staged), CopyReport(), None)
+
+
+async def _amove(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
+    from .saver import RepoSaver
+
+    if isinstance(target, RepoSaver):
+        await target.acopy_thread(staged, thread_id)
+        return
+    tuples = [t async for t in target.alist({"configurable": {"thread_id": staged}})]
+    plan = _plan(staged, tuples, into=thread_id)
+    await _aput_plan(target, plan, await awrite_info_of(target, staged), CopyReport(), None)
+
+
 def copy_threads(
     source: BaseCheckpointSaver[Any],
     target: BaseCheckpointSaver[Any],
@@ -328,7 +406,8 @@ def copy_threads(
 
     Every thread is checked before anything is written: one missing from the source
     or already in the target (unless ``replace``) stops the copy with nothing done.
-    ``replace`` deletes a thread in the target just before copying it there.
+    ``replace`` writes the new thread whole under a staging id first (``staging_id``) and
+    swaps it in only then: a checkpoint the target refuses leaves the old thread as it was.
     """
     wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
     present = {t: _has(target, t) for t in wanted}
@@ -336,17 +415,22 @@ def copy_threads(
         _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
     report = CopyReport()
     for thread_id in wanted:
-        plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
         info = write_info_of(source, thread_id)
-        if present[thread_id]:
-            target.delete_thread(thread_id)
-        for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
-            saved = target.put(config, tup.checkpoint, tup.metadata, new_versions)
-            for task_id, writes, path in _write_calls(tup, info):
-                target.put_writes(saved, writes, task_id, path)
-                report.writes += len(writes)
-            if progress is not None:
-                progress(thread_id, done, len(plan.steps))
+        if not present[thread_id]:
+            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
+            _put_plan(target, plan, info, report, progress)
+        else:
+            _check_replaceable(target, thread_id)
+            staged = staging_id(thread_id)
+            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=staged)
+            try:
+                _put_plan(target, plan, info, report, progress)
+                target.delete_thread(thread_id)
+            except BaseException:  # the old thread is whole (a RepoSaver removes it at once, or not)
+                target.delete_thread(staged)
+                raise
+            _move(target, staged, thread_id)
+            target.delete_thread(staged)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     return report
@@ -370,23 +454,79 @@ async def acopy_threads(
         _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
     report = CopyReport()
     for thread_id in wanted:
-        plan = _plan(thread_id, [t async for t in source.alist({"configurable": {"thread_id": thread_id}})])
+        tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
         info = await awrite_info_of(source, thread_id)
-        if present[thread_id]:
-            await target.adelete_thread(thread_id)
-        for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
-            saved = await target.aput(config, tup.checkpoint, tup.metadata, new_versions)
-            for task_id, writes, path in _write_calls(tup, info):
-                await target.aput_writes(saved, writes, task_id, path)
-                report.writes += len(writes)
-            if progress is not None:
-                progress(thread_id, done, len(plan.steps))
+        if not present[thread_id]:
+            plan = _plan(thread_id, tuples)
+            await _aput_plan(target, plan, info, report, progress)
+        else:
+            _check_replaceable(target, thread_id)
+            staged = staging_id(thread_id)
+            plan = _plan(thread_id, tuples, into=staged)
+            try:
+                await _aput_plan(target, plan, info, report, progress)
+                await target.adelete_thread(thread_id)
+            except BaseException:
+                await target.adelete_thread(staged)
+                raise
+            await _amove(target, staged, thread_id)
+            await target.adelete_thread(staged)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     return report
 
 
 SPEC_HELP = "sqlite:///PATH.db (sqlite:////abs/path.db), postgresql://..., or module:factory"
+
+
+class StrictSerde:
+    """The serde of a saver the command line opens (an import's source, an export's target):
+    it loads through the strict allowlist, LangGraph's safe types plus what the user allowed
+    (``--allow``, pyproject.toml), whatever serde the saver came with. A SQLite file someone
+    hands you is data, like a file in the root: SqliteSaver's default serializer allows every
+    type, so a msgpack extension in it naming ``os.system`` would run. A type outside the
+    allowlist, or one that rejects its data, is an ``UnrevivableValueError`` naming the
+    source; a payload type other than msgpack, null and bytes (pickle, LangGraph's legacy
+    ``json``) is refused before any serde sees it. Writing is the saver's own serde's."""
+
+    def __init__(self, serde: Any, allowed: frozenset[tuple[str, ...]], spec: str) -> None:
+        self._serde = serde
+        self._spec = spec
+        self._loader = strict_loader(serde, allowed, {})
+        if self._loader is serde:  # not LangGraph's JsonPlusSerializer (maybe encrypted)
+            raise SaverSpecError(
+                f"{spec}: its serde {type(serde).__name__} cannot be read through the strict msgpack "
+                "allowlist; give a saver whose serde is LangGraph's JsonPlusSerializer or EncryptedSerializer"
+            )
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return self._serde.dumps_typed(obj)  # type: ignore[no-any-return]
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        type_ = data[0]
+        if type_.partition("+")[0] not in LOADED_SERDE_TYPES:
+            raise UnrevivableValueError(
+                f"{self._spec}: refusing to load a {type_!r} payload: only msgpack, null and bytes are read "
+                "(a pickle or legacy json payload can run code)"
+            )
+        value, failed = run_strict(lambda: self._loader.loads_typed(data))
+        if failed is not None:
+            _, label, cause = failed
+            if str(cause) == "not in the msgpack allowlist":
+                why = f"refusing to construct {label}: not in the msgpack allowlist (allow a type of your "
+                why += "state with --allow module:Name, or [tool.langgraph-repo] allow in pyproject.toml)"
+            else:
+                why = rejection(label, cause)
+            raise UnrevivableValueError(f"{self._spec}: {why}; nothing of it was read")
+        return value
+
+
+def _strict(saver: BaseCheckpointSaver[Any], allowed: frozenset[tuple[str, ...]], spec: str) -> None:
+    """Make ``saver`` load through ``StrictSerde`` (a RepoSaver checks every type itself)."""
+    from .saver import RepoSaver
+
+    if not isinstance(saver, RepoSaver) and not isinstance(saver.serde, StrictSerde):
+        saver.serde = StrictSerde(saver.serde, allowed, spec)  # type: ignore[assignment]
 
 
 def _adopt_sqlite(saver: Any, spec: str) -> None:
@@ -408,14 +548,26 @@ def _optional(module: str, name: str, extra: str) -> Any:
 
 
 @contextmanager
-def open_saver(spec: str, *, create: bool) -> Iterator[BaseCheckpointSaver[Any]]:
+def open_saver(
+    spec: str, *, create: bool, allowlist: Iterable[tuple[str, ...]] = ()
+) -> Iterator[BaseCheckpointSaver[Any]]:
     """Open the saver a command-line SOURCE or TARGET names, and close it afterwards.
 
     ``create`` is True for an export target: a SQLite file may be made and the
     PostgreSQL tables are set up. A source is only read: its file must exist and
     nothing is set up in it. ``module:factory`` calls ``factory()``, which returns
     a saver or a context manager giving one (as ``SqliteSaver.from_conn_string``).
+    Whichever it is, it loads through the strict allowlist (``StrictSerde``): LangGraph's
+    safe types plus ``allowlist``.
     """
+    allowed = frozenset(SAFE_TYPES) | frozenset(tuple(a) for a in allowlist)
+    with _opened(spec, create=create) as saver:
+        _strict(saver, allowed, spec)
+        yield saver
+
+
+@contextmanager
+def _opened(spec: str, *, create: bool) -> Iterator[BaseCheckpointSaver[Any]]:
     if spec.startswith("sqlite:///"):
         path = Path(spec[len("sqlite:///") :])
         if not create and not path.is_file():

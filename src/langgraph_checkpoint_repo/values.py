@@ -29,8 +29,9 @@ from .core import fields
 from .core.caches import Dep, refresh, stat_key_of
 from .core.documents import Documents
 from .core.durable import digest_node, json_size
+from .core.entries import appended_weight
 from .core.errors import InvalidWriteError
-from .core.objects import Sharer, large_digest, weight_problem
+from .core.objects import Sharer, large_digest, nesting_problem, weight_problem
 from .core.packed import msgpack_array_header, msgpack_array_split
 from .core.tree import b64, msgpack_to_tree
 from .core.validation import SCHEMA_VERSION
@@ -54,6 +55,9 @@ class ListState:
     # the files that version's list is rebuilt from, with their stat keys when we wrote or
     # read them: an append is only made onto a chain no one has changed since
     deps: tuple[Dep, ...] = ()
+    # what the whole list expands to (objects.weight_problem): an append may not take it past
+    # what a read rebuilds (entries.append_entry); None: not known, written whole instead
+    weight: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -86,6 +90,7 @@ class ValueWriter:
     lists: dict[ListKey, ListState]
     large_value_bytes: int
     snapshot_every: int
+    shared_weight: tuple[int, int, int] = (0, 0, 0)  # of the tree ``shared`` last stored
 
     def checkpoint_values(
         self,
@@ -234,7 +239,7 @@ class ValueWriter:
         type_, data = self.codec.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
             node: dict[str, Any] = {"serde": type_, "base64": b64(data)}
-            return {"value": self.stored_node(thread_id, node, large)}, None
+            return {"value": self.stored_node(thread_id, node, large, where)}, None
         state: ListState | None = None
         if type(value) is list:
             split = msgpack_array_split(data)
@@ -242,20 +247,29 @@ class ValueWriter:
                 count, body = split
                 appended = self.as_append(thread_id, ns, channel, count, body, data)
                 if appended is not None:
-                    appended["items"] = self.shared(thread_id, appended["items"], large, items=True)
-                    base_deps = self.lists[(thread_id, ns, channel)].deps
+                    appended["items"] = self.shared(thread_id, appended["items"], large, where, items=True)
+                    base = self.lists[(thread_id, ns, channel)]
+                    weight = appended_weight(base.weight, self.shared_weight)
+                    problem = weight_problem(weight) if weight is not None else None
+                    if problem is not None:  # entries.append_entry refuses the same on read
+                        why = f"the list with the items appended {problem.replace('expands', 'would expand')}"
+                        raise InvalidWriteError("value", where[0], where[1], why)
                     state = ListState(
                         version=version,
                         ref="",
                         count=count,
                         depth=appended["depth"],
                         body=body,
-                        deps=base_deps,
+                        deps=base.deps,
+                        weight=weight,
                     )
                     return {"append": appended}, state
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)
         node = {"serde": "msgpack", "json": msgpack_to_tree(data)}
-        return {"value": self.stored_node(thread_id, node, large)}, state
+        stored = self.stored_node(thread_id, node, large, where)
+        if state is not None:
+            state.weight = self.shared_weight
+        return {"value": stored}, state
 
     def as_append(
         self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
@@ -286,35 +300,52 @@ class ValueWriter:
             "items": items,
         }
 
-    def stored_node(self, thread_id: str, node: dict[str, Any], large: Prepared) -> dict[str, Any]:
+    def stored_node(
+        self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
         """A node as stored: its messages and long lists shared through ``objects/``, then,
-        when still over ``large_value_bytes``, the node in a file named by its content hash."""
+        when still over ``large_value_bytes``, the node in a file named by its content hash.
+        ``where``: (what is written, JSON pointer), for a refusal's message."""
         if "json" in node:
-            node = {**node, "json": self.shared(thread_id, node["json"], large)}
+            node = {**node, "json": self.shared(thread_id, node["json"], large, where)}
         if json_size(node) <= self.large_value_bytes:
             return node
         digest = digest_node(node)
         path = self.store.layout.large_path(thread_id, digest)
-        if all(p != path for p, _ in large) and not self.store.writer.durable_exists(path):
+        if all(p != path for p, _ in large) and not self.store.intact(path, "large_value"):
             doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
             large.append(self.store.prepare("large_value", doc, path))
         return {"large": digest}
 
-    def shared(self, thread_id: str, tree: Any, large: Prepared, *, items: bool = False) -> Any:
+    def shared(
+        self,
+        thread_id: str,
+        tree: Any,
+        large: Prepared,
+        where: tuple[str, str] | None = None,
+        *,
+        items: bool = False,
+    ) -> Any:
         """The tree with its shared subtrees replaced by references (objects.py); the object
-        files not yet on disk join ``large``, to be written before whatever refers to them."""
+        files not yet on disk join ``large``, to be written before whatever refers to them.
+
+        Refused (``InvalidWriteError``, nothing written) when a reader would refuse it: the
+        same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
         sharer = Sharer()
         out = sharer.share_items(tree) if items else sharer.share(tree)
-        problem = weight_problem((sharer.containers, sharer.values))
+        self.shared_weight = (sharer.containers, sharer.values, sharer.text)
+        problem = weight_problem(self.shared_weight)
+        problem = problem or nesting_problem(sharer.height)
         if problem is not None:  # each file would be small; the value read back would not be
-            why = problem.replace("expands", "would expand")
-            raise InvalidWriteError("value", f"thread {thread_id!r}", "/", why)
+            why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
+            target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
+            raise InvalidWriteError("value", target, pointer, why)
         if sharer.objects:
             layout = self.store.layout
             pending = {p for p, _ in large}
             for digest, obj in sharer.objects.items():
                 path = layout.object_path(thread_id, digest)
-                if path not in pending and not self.store.writer.durable_exists(path):
+                if path not in pending and not self.store.intact(path, "object"):
                     doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": obj}
                     large.append(self.store.prepare("object", doc, path))
                     pending.add(path)

@@ -165,8 +165,16 @@ def _check_root(root: Path, *, creating: bool = False) -> None:
     """Refuse a root that holds no RepoSaver state (docs/cli.md, "Root"), so a command run at
     the wrong folder (the repository top) fails instead of finding nothing and passing.
 
-    ``creating`` (import): a folder that does not exist yet or is empty is fine too.
+    ``creating`` (import): a folder that does not exist yet or is empty is fine too. A root
+    that is a symlink, or lies behind one inside the repository, is refused whatever the
+    command: it may be another project's state (``Layout.guarded``).
     """
+    from ..core.layout import Layout
+    from ..core.removal import root_link_error
+
+    link = Layout(root).root_link()
+    if link is not None:
+        raise root_link_error(f"use {root}", link)
     if not root.exists():
         if creating:
             return

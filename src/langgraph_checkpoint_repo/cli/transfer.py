@@ -63,7 +63,7 @@ def _transfer(
     repo = RepoSaver(settings.root, allowlist=sorted(allowed.types) or None)
     repo.codec.fix = allowed.fix
     try:
-        with open_saver(other, create=not to_repo) as saver:
+        with open_saver(other, create=not to_repo, allowlist=allowed.types) as saver:
             source, target = (saver, repo) if to_repo else (repo, saver)
             wanted = threads or thread_ids_of(source)
             with _copy_progress(settings, len(wanted)) as step:

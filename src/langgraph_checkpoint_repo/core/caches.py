@@ -102,8 +102,11 @@ def file_digest(path: str | Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        return hashlib.sha256(fh.read()).digest()
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as fh:  # in blocks: a file swapped in can be of any size
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.digest()
 
 
 def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple[Dep, ...] | None:

@@ -29,6 +29,7 @@ from .durable import digest_node, write_files
 from .entries import large_ref
 from .errors import FileFormatError, RepoCheckpointError
 from .index import index_files, index_problem, is_plain
+from .jsonread import MAX_FILE_BYTES
 from .layout import (
     CACHE,
     CHECKPOINTS,
@@ -548,6 +549,8 @@ def _gitignore_findings(root: Path) -> list[Finding]:
         findings.append(
             Finding("gitignore", str(gitignore), "missing (keeps .cache/ and temp files out of git)", True)
         )
+    elif gitignore.stat().st_size > MAX_FILE_BYTES:  # not read, and never rewritten by repair
+        findings.append(_foreign(gitignore))
     else:
         missing = _gitignore_lacks(gitignore.read_text(encoding="utf-8", errors="replace"))
         if missing:
@@ -706,7 +709,12 @@ _REJUDGED = ("orphan-value", "orphan-large", "orphan-object")
 
 
 def repair(store: Documents, findings: list[Finding]) -> None:
-    """Remove or rebuild what the findings call repairable, each thread under its lock."""
+    """Remove or rebuild what the findings call repairable, each thread under its lock.
+
+    What fsck found was judged without the lock, so every removal of a thread's file is
+    judged again under it: an object, large or value file some file now refers to stays, and
+    so does a writes file whose checkpoint has landed meanwhile (LangGraph's
+    ``durability="async"`` saves a step's writes before its checkpoint)."""
     root = store.root
     by_thread: dict[str | None, list[Finding]] = {}
     for f in findings:
@@ -724,10 +732,18 @@ def repair(store: Documents, findings: list[Finding]) -> None:
             for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
                 if f.kind in _REJUDGED and f.path not in still:
                     continue
+                if f.kind == "orphan-writes" and _owner_exists(Path(f.path)):
+                    continue
                 _repair_one(root, f)
         store.forget_thread(tid)
     if any(f.kind == "index" and f.repaired for f in findings):
         rebuild_index(store)
+
+
+def _owner_exists(writes: Path) -> bool:
+    """Whether the checkpoint a writes file belongs to (by its name) is there now."""
+    owner = Layout.writes_owner(writes.name)
+    return bool(owner) and os.path.lexists(writes.parent.parent / CHECKPOINTS / f"{owner}.json")
 
 
 def _repair_one(root: Path, f: Finding) -> None:
@@ -737,6 +753,8 @@ def _repair_one(root: Path, f: Finding) -> None:
         raise RepoCheckpointError(f"refusing to repair {path}: it is a symlink or lies behind one")
     if f.kind == "gitignore":
         if path.exists():
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise RepoCheckpointError(f"refusing to repair {path}: over {MAX_FILE_BYTES:,} bytes")
             text = path.read_text(encoding="utf-8")
             extra = _gitignore_lacks(text)
             new = text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(extra) + "\n"

@@ -15,6 +15,7 @@ Values and append chains are resolved in values.py; this class hands those calls
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import re
 import time
@@ -25,16 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from . import fields
-from .caches import DocCache, Listing, Listings, StatKey, settled, stat_key, stat_key_of
+from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, settled, stat_key, stat_key_of
 from .chains import Link, read_link, walk_chain
-from .durable import ThreadLocks
+from .durable import ThreadLocks, digest_node
 from .entries import ValueEntry
 from .errors import FileFormatError, RepoCheckpointError
 from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
 from .jsonread import load_json
 from .layout import (
     CHECKPOINTS,
+    LARGE,
     NAMESPACES,
+    OBJECTS,
     VALUES,
     Layout,
     data_names,
@@ -47,7 +50,8 @@ from .layout import (
     place_problem,
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
-from .removal import check_tree, files_in, remove_files, remove_tree
+from .objects import object_digest
+from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
 from .resolve import ValueResolver
 from .validation import validate_read
 from .writing import Writer, prepare
@@ -56,6 +60,12 @@ from .writing import Writer, prepare
 LINEAGE_REREADS = 16
 # uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
+_log = logging.getLogger(__name__)
+# the two kinds of file named by their content: how to compute the name from the document
+_CONTENT_NAMED = {
+    "object": (OBJECTS, lambda doc: object_digest(doc["tree"])),
+    "large_value": (LARGE, lambda doc: digest_node(doc["value"])),
+}
 
 
 class Documents:
@@ -66,6 +76,9 @@ class Documents:
         if root.exists() and not root.is_dir():  # else the first write fails with a bare FileExistsError
             raise RepoCheckpointError(f"root {root} is not a folder: give a folder (it is made when missing)")
         self.layout = Layout(root)
+        link = self.layout.root_link()
+        if link is not None:  # checked again on every read, write and removal (Layout.off_the_way)
+            raise root_link_error(f"use {root}", link)
         self.root = root
         self.durable = durable
         self.locks = ThreadLocks(lock_timeout)
@@ -75,6 +88,7 @@ class Documents:
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         self.writer = Writer(self.layout, durable)
+        self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
         """The lock of one thread: shared by writers, ``exclusive`` for maintenance.
@@ -104,6 +118,30 @@ class Documents:
             raise FileFormatError(str(path), *misplaced)
         self.docs.keep(path, st, _with_own_refs(self.layout, doc), read_at)
         return doc  # type: ignore[no-any-return]
+
+    def intact(self, path: Path, kind: str) -> bool:
+        """Whether a file named by its content (``objects/``, ``large/``) is there for a writer
+        to refer to: durable (``Writer.durable_exists``) and holding what its name says. A
+        planted or damaged file under the name is not: the caller writes it again, atomically,
+        with the right bytes (known from the name's content), instead of making a checkpoint
+        that refers to it and reads back never. Each file is parsed and hashed once while its
+        stat (and, for a file just written, its bytes: the cache rule) stays the same."""
+        if not self.writer.durable_exists(path):
+            return False
+        try:
+            doc = self.read_doc(path, kind)
+        except FileNotFoundError:
+            return False
+        except FileFormatError as exc:
+            _log.warning("%s is damaged, not relied on: %s", path, exc)
+            return False
+        if self._intact.get(path) is doc:  # the very parse found whole before, still fresh
+            return True
+        if _CONTENT_NAMED[kind][1](doc) != path.name[: -len(".json")]:
+            _log.warning("%s does not hold what its name says, not relied on", path)
+            return False
+        self._intact.put(path, doc)
+        return True
 
     def load_unchecked(self, path: Path) -> Any:
         """A file's JSON, parsed as strictly as ``read_doc`` but not validated (for migrations)."""
@@ -407,6 +445,7 @@ class Documents:
         self.values.drop_under(tdir)
         for folder in [f for f in list(self._lineages) if f.is_relative_to(tdir)]:
             self._lineages.pop(folder, None)
+        self._intact.drop_where(lambda p: p.is_relative_to(tdir))
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""

@@ -22,6 +22,7 @@ import ormsgpack
 from .caches import Dep
 from .chains import MAX_APPEND_DEPTH, too_long
 from .errors import FileFormatError
+from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .tree import TypeSet, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
 
@@ -46,6 +47,8 @@ class ValueEntry:
     # every file the entry was derived from: its own first, then a large file, then the base
     # chain's (see Dep); the entry is reused only while all of them are unchanged
     deps: tuple[Dep, ...] = ()
+    # (arrays and objects, values, text) of ``tree`` (objects.weight_problem); None: not known
+    weight: tuple[int, int, int] | None = None
 
     @property
     def checkable(self) -> bool:
@@ -120,10 +123,20 @@ def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
 
 
 def append_entry(
-    channel: str, app: dict[str, Any], path: Path, pointer: str, where: str, base: ValueEntry | None
+    channel: str,
+    app: dict[str, Any],
+    path: Path,
+    pointer: str,
+    where: str,
+    base: ValueEntry | None,
+    items_weight: tuple[int, int, int] | None = None,
 ) -> ValueEntry:
     """A list stored as the items appended onto ``base``; a base that no longer holds what
-    the append was made on names the file whose list it is (edited, or the wrong link)."""
+    the append was made on names the file whose list it is (edited, or the wrong link).
+
+    The whole list is bounded like any one value (``objects.weight_problem``): each link may
+    name the same big objects again, so 1,024 small files could otherwise rebuild a value of
+    a thousand times what one value may be; the writer refuses the append that would pass it."""
     referrer = f"{path} at {pointer}/append"
     if base is None:
         raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
@@ -150,6 +163,11 @@ def append_entry(
     types.origins = dict.fromkeys(base.types, base.where)
     types.origins.update(getattr(base.types, "origins", {}))
     types.origins.update((t, where) for t in item_types if t not in types.origins)
+    weight = appended_weight(base.weight, items_weight)
+    problem = weight_problem(weight) if weight is not None else None
+    if problem is not None:
+        why = f"the list rebuilt from its append chain {problem}"
+        raise FileFormatError(str(path), f"{pointer}/append", why)
     entry = ValueEntry(
         empty=False,
         tree=base.tree + items,
@@ -161,8 +179,19 @@ def append_entry(
         file=str(path),
         root=f"{pointer}/append/items",
         deps=base.deps,
+        weight=weight,
     )
     return entry
+
+
+def appended_weight(
+    base: tuple[int, int, int] | None, items: tuple[int, int, int] | None
+) -> tuple[int, int, int] | None:
+    """The weight of a list with ``items`` (the weight of the appended list) appended onto a
+    list of weight ``base``: the appended list itself is no part of the value."""
+    if base is None or items is None:
+        return None
+    return base[0] + items[0] - 1, base[1] + items[1] - 1, base[2] + items[2]
 
 
 def _tree_bytes(tree: Any, where: str) -> bytes:

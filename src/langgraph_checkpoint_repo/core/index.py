@@ -17,9 +17,13 @@ caches, so the files always win:
   keys: nothing for the serde to construct) is kept, so an entry is data, never a type.
 
 Files are written atomically (temp file, rename) but not fsynced: losing or damaging one
-costs a re-read, never state. Anything unexpected in one (unknown version, another folder's
-name, a bad checksum, a wrong shape) makes it ignored and rewritten. ``.cache/`` is in the
-root's ``.gitignore``; fsck reports a damaged or orphaned index file and ``fsck --repair``
+costs a re-read, never state. A pull request can commit any of them, so each is bounded
+before it is decoded: no bigger than a file of the root (``MAX_FILE_BYTES``), a listing's
+names counted and its folder's stat key compared before the names are split, a metadata
+file's arrays and values counted on its bytes before it is parsed (``json_bounds_problem``).
+Anything unexpected in one (unknown version, another folder's name, a bad checksum, a
+wrong shape) makes it ignored and rewritten. ``.cache/`` is in the root's ``.gitignore``;
+fsck reports a damaged or orphaned index file and ``fsck --repair``
 removes the index so the next reads rebuild it.
 """
 
@@ -39,6 +43,7 @@ from typing import Any
 import orjson
 
 from .caches import StatKey
+from .jsonread import MAX_FILE_BYTES, MAX_JSON_VALUES, json_bounds_problem, read_bounded
 from .layout import Layout, is_temp_name
 from .lineage import Choice, Lineage, Node
 
@@ -95,11 +100,13 @@ def _read(layout: Layout, path: Path) -> bytes | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a device where the file goes
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:  # a folder, a device, too big
             os.close(fd)
             return None
         with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+            data = read_bounded(fh, st.st_size)
+        return data if len(data) <= MAX_FILE_BYTES else None  # grown since the stat
     except OSError as exc:  # an unreadable index is no index: the files are read instead
         _log.info("derived index not read from %s: %s", path, exc)
         return None
@@ -146,24 +153,42 @@ def encode_listing(layout: Layout, folder: Path, key: StatKey, names: list[str])
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + body
 
 
-def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, list[str]] | None:
-    """(folder key, names) of a listing file, or None when anything in it is off."""
-    head_end = data.find(b"\n")
+_MAX_HEAD = 4096  # a listing's first line: index version, kind, folder, key, count, crc
+
+
+def _listing_head(layout: Layout, folder: Path, data: bytes) -> tuple[dict[str, Any], int] | None:
+    """A listing file's head (its first line) and where its body starts, or None: read
+    alone, so the folder's stat key is compared before any name is decoded."""
+    head_end = data.find(b"\n", 0, _MAX_HEAD)
     if head_end < 0:
         return None
     try:
         head = json.loads(data[:head_end])
     except ValueError:
         return None
-    body = data[head_end + 1 :]
     if (
         not isinstance(head, dict)
         or head.get("index_version") != INDEX_VERSION
         or head.get("kind") != "listing"
         or head.get("folder") != _rel(layout, folder)
-        or head.get("crc32") != zlib.crc32(body)
         or not _is_key(head.get("key"))
+        or type(head.get("count")) is not int
+        or not 0 <= head["count"] <= MAX_JSON_VALUES
     ):
+        return None
+    return head, head_end + 1
+
+
+def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, list[str]] | None:
+    """(folder key, names) of a listing file, or None when anything in it is off."""
+    found = _listing_head(layout, folder, data)
+    if found is None:
+        return None
+    head, start = found
+    body = data[start:]
+    if head.get("crc32") != zlib.crc32(body):
+        return None
+    if (body.count(b"\n") + 1 if body else 0) != head["count"]:  # counted before anything is split
         return None
     try:
         names = body.decode("utf-8").split("\n") if body else []
@@ -187,6 +212,9 @@ def load_listing(layout: Layout, folder: Path, key: StatKey) -> list[str] | None
     """The names recorded for ``folder`` when its stat key is still ``key``, else None."""
     path = index_path(layout, folder, LIST_SUFFIX)
     data = _read(layout, path) if path is not None else None
+    found = _listing_head(layout, folder, data) if data is not None else None
+    if found is None or tuple(found[0]["key"]) != key:  # the key first: decode only what is used
+        return None
     got = decode_listing(layout, folder, data) if data is not None else None
     if got is None or got[0] != key:
         return None
@@ -232,7 +260,7 @@ def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntr
 
     A key starting with ``$`` anywhere (a tree that is not plain: the writer keeps none) makes
     it all ignored."""
-    if _DOLLAR_KEY.search(data):
+    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:  # bounded before parsing
         return None
     try:
         doc = orjson.loads(data)

@@ -6,8 +6,9 @@ Invariants:
   at most ``MAX_FILE_BYTES`` long, and its JSON expands to at most ``MAX_JSON_CONTAINERS``
   arrays and objects and ``MAX_JSON_VALUES`` values and keys (counted on the bytes, before
   parsing);
-* it parses only as strict JSON: UTF-8, no duplicate key, no ``NaN``/``Infinity`` literal
-  and no number too large for a float;
+* it parses only as strict JSON: UTF-8, no duplicate key, no ``NaN``/``Infinity`` literal,
+  no number too large for a float, and every string and key valid Unicode (a ``\ud83d``
+  escape alone is valid JSON but no text: ``lone_surrogate``, which the writer applies too);
 * the writer checks the same bounds (``write_problem``), so it never writes a file a read
   refuses.
 
@@ -35,6 +36,10 @@ MAX_JSON_CONTAINERS = 1_000_000  # arrays and objects
 MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , : [ { that introduce them
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
 _STRUCTURED_STRING = re.compile(rb'"[^"]+"')
+# the only way a UTF-8 file can give a string a surrogate: a \uD800-\uDFFF escape (a pair of them
+# is one character and fine); a file without one is never walked
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) -> Any:
@@ -46,18 +51,30 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
     if not stat_mod.S_ISREG(st.st_mode):
         raise FileFormatError(str(path), "/", "is not a regular file")
     if not inside(path.parent):
-        raise FileFormatError(str(path), "/", "resolves outside the root")
+        raise FileFormatError(str(path), "/", "resolves outside the root (through a symlink on the way)")
     if st.st_size > MAX_FILE_BYTES:
         raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as fh:
-        raw = fh.read()
+        raw = read_bounded(fh, st.st_size)
     if len(raw) > MAX_FILE_BYTES:  # grown since the stat
         raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
     too_big = json_bounds_problem(raw)
     if too_big is not None:  # before parsing: the count is cheap, the parse is what costs memory
         raise FileFormatError(str(path), "/", too_big)
     return parse_strict(raw, str(path))
+
+
+def read_bounded(fh: Any, size: int) -> bytes:
+    """A file's bytes: the ``size`` its stat gave, then, if it grew since, the rest in blocks
+    up to one byte past ``MAX_FILE_BYTES`` (never a buffer of the limit for a small file)."""
+    raw: bytes = fh.read(min(size, MAX_FILE_BYTES + 1))
+    while len(raw) <= MAX_FILE_BYTES:
+        more = fh.read(min(1 << 20, MAX_FILE_BYTES + 1 - len(raw)))
+        if not more:
+            break
+        raw += more
+    return raw
 
 
 def parse_strict(raw: bytes, where: str) -> Any:
@@ -67,9 +84,14 @@ def parse_strict(raw: bytes, where: str) -> Any:
     except UnicodeDecodeError as exc:
         raise FileFormatError(where, "/", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        return json.loads(
+        doc = json.loads(
             text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants, parse_float=_finite
         )
+        if _SURROGATE_ESCAPE.search(raw):
+            bad = lone_surrogate(doc)
+            if bad is not None:
+                raise FileFormatError(where, bad, SURROGATE_MESSAGE)
+        return doc
     except json.JSONDecodeError as exc:
         raise FileFormatError(
             where, "/", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
@@ -82,6 +104,30 @@ def parse_strict(raw: bytes, where: str) -> Any:
         raise FileFormatError(where, "/", f"duplicate key {exc.args[0]!r}") from None
     except _BadConstant as exc:
         raise FileFormatError(where, "/", f"{exc.args[0]} is not valid JSON") from None
+
+
+SURROGATE_MESSAGE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff): not valid Unicode"
+
+
+def lone_surrogate(tree: Any) -> str | None:
+    """The JSON pointer of the first string or key of ``tree`` that is not valid Unicode (it
+    holds a surrogate code point: JSON's ``\ud83d`` escape alone parses to one), else None.
+    The one rule of reads (``parse_strict``) and writes (``writing.prepare``)."""
+    stack: list[tuple[Any, str]] = [(tree, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return pointer or "/"
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                here = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return here
+                stack.append((value, here))
+        elif isinstance(node, list):
+            stack.extend((value, f"{pointer}/{i}") for i, value in enumerate(node))
+    return None
 
 
 def write_problem(data: bytes) -> str | None:

@@ -211,6 +211,32 @@ class Layout:
     def threads_dir(self) -> Path:
         return self.root / THREADS
 
+    @cached_property
+    def guarded(self) -> tuple[Path, ...]:
+        """The root and, inside a git work tree, every folder between it and the work tree's
+        top: none may be a symlink (``root_link``). A pull request can commit ``.langgraph``
+        (or a folder above it) as a link to another project's state; confinement starts at
+        the root, not below it. Outside a git work tree only the root itself is guarded (a
+        system's own links, such as /tmp on macOS, are not the repository's)."""
+        above: list[Path] = []
+        cur = self.root.parent
+        while cur != cur.parent:
+            if os.path.lexists(cur / ".git") and not os.path.islink(cur):
+                return (self.root, *above)
+            above.append(cur)
+            cur = cur.parent
+        return (self.root,)
+
+    def root_link(self) -> Path | None:
+        """The symlink among ``guarded`` (the root first), or None."""
+        for path in self.guarded:
+            try:
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    return path
+            except FileNotFoundError:
+                continue  # made as a real folder when first written
+        return None
+
     @property
     def cache_dir(self) -> Path:
         return self.root / CACHE
@@ -287,6 +313,9 @@ class Layout:
             parts = path.relative_to(self.root).parts
         except ValueError:
             return "outside", path
+        link = self.root_link()
+        if link is not None:
+            return "symlink", link
         current = str(self.root)
         for part in parts:
             if part in ("..", "."):
@@ -306,7 +335,10 @@ class Layout:
         the root, ``threads/`` and the thread folder), so checking every folder of a write
         costs a syscall per distinct folder, not per folder per level."""
         exists: dict[str, bool] = {}  # checked so far: present and no symlink (True), or absent
+        link = self.root_link()
         for path in paths:
+            if link is not None:
+                return path, ("symlink", link)
             try:
                 parts = path.relative_to(self.root).parts
             except ValueError:
@@ -422,7 +454,7 @@ def holds_state(root: Path) -> bool:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return False
         with open(path, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
+            first = fh.readline(len(GITIGNORE_TEXT))  # bounded: a committed file can be anything
     except OSError:
         return False
     return first.rstrip("\r\n") == GITIGNORE_TEXT.splitlines()[0]

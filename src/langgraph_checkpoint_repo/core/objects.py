@@ -22,7 +22,10 @@ and whenever it is written:
 
 Reading puts them back (``Expander``): every object is checked against its name, a missing
 one names the file that refers to it, and nesting and total size are bounded so a
-hand-made file cannot loop or expand without end.
+hand-made file cannot loop or expand without end. The size is weighed (each object once,
+by its expanded weight) before anything is built, and the writer applies the very same
+rules (``weight_problem``, ``nesting_problem``) to what it stores: whatever a write accepts
+reads back.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import orjson
 
 from .entries import large_ref
 from .errors import FileFormatError
-from .jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_VALUES
 from .tree import json_objects
 
 REF = "$ref"
@@ -49,6 +52,7 @@ CUT = 0x20  # first byte of a digest below this ends a chunk: one item in eight
 MAX_NESTING = 64  # references inside references; real values use fewer than ten
 MAX_CONTAINERS = MAX_JSON_CONTAINERS  # of a whole expanded value, as of one file
 MAX_VALUES = MAX_JSON_VALUES
+MAX_TEXT = MAX_FILE_BYTES  # characters of every string and key: no more than one file holds
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -93,29 +97,48 @@ class Sharer:
 
     def __init__(self) -> None:
         self.objects: dict[str, Any] = {}  # digest -> tree, in the order found
-        self.containers = self.values = 0  # of the trees shared, whole: what a reader expands
+        # of the trees shared, whole: what a reader expands (``weight_problem``)
+        self.containers = self.values = self.text = 0
+        self.height = 0  # objects inside objects, on the longest path (``nesting_problem``)
+        self._heights: dict[str, int] = {}  # digest -> its height
 
     def share(self, tree: Any) -> Any:
         """The tree with its shared parts replaced (a new tree; the input is not changed)."""
+        out, height = self._share(tree)
+        self.height = max(self.height, height)
+        return out
+
+    def _share(self, tree: Any) -> tuple[Any, int]:
         self.values += 1
+        if isinstance(tree, str):
+            self.text += len(tree)
+            return tree, 0
         if isinstance(tree, list):
             self.containers += 1
-            items = [self.share(x) for x in tree]
+            items, height = [], 0
+            for x in tree:
+                item, h = self._share(x)
+                items.append(item)
+                height = max(height, h)
             if len(items) >= CHUNK_MIN and all(ref_of(x) is not None for x in items):
                 return self._chunked(items)
-            return items
+            return items, height
         if isinstance(tree, dict):
             self.containers += 1
             self.values += len(tree)
-            out = {k: self.share(v) for k, v in tree.items()}
+            self.text += sum(map(len, tree))
+            out, height = {}, 0
+            for k, v in tree.items():
+                out[k], h = self._share(v)
+                height = max(height, h)
             if "$type" in out:
                 anon, ident = _without_id(out)
                 data = orjson.dumps(anon, option=orjson.OPT_SORT_KEYS)
                 if len(data) >= SHARE_BYTES:
-                    ref = self._store(anon, hashlib.sha256(data).hexdigest())
-                    return ref if ident is None else {**ref, ID: ident}
-            return out
-        return tree
+                    ref = self._store(anon, height + 1, hashlib.sha256(data).hexdigest())
+                    return (ref if ident is None else {**ref, ID: ident}), height + 1
+            return out, height
+        return tree, 0
 
     def share_items(self, items: list[Any]) -> list[Any]:
         """Each item shared, the list itself kept whole (an append's ``items``)."""
@@ -123,12 +146,13 @@ class Sharer:
         self.values += 1
         return [self.share(x) for x in items]
 
-    def _store(self, tree: Any, digest: str | None = None) -> dict[str, str]:
+    def _store(self, tree: Any, height: int, digest: str | None = None) -> dict[str, str]:
         digest = digest or object_digest(tree)
         self.objects.setdefault(digest, tree)
+        self._heights[digest] = height
         return {REF: digest}
 
-    def _chunked(self, refs: list[Any]) -> dict[str, Any]:
+    def _chunked(self, refs: list[Any]) -> tuple[dict[str, Any], int]:
         level, upper = refs, False
         while True:
             chunks: list[list[Any]] = [[]]
@@ -136,10 +160,14 @@ class Sharer:
                 chunks[-1].append(r)
                 if len(chunks[-1]) >= CHUNK_MAX or int(r[REF][:2], 16) < CUT:
                     chunks.append([])
-            level = [self._store({CHUNKS: c} if upper else c) for c in chunks if c]
+            level = [
+                self._store({CHUNKS: c} if upper else c, 1 + max(self._heights[r[REF]] for r in c))
+                for c in chunks
+                if c
+            ]
             upper = True
             if len(level) < CHUNK_MIN:
-                return {CHUNKS: level}
+                return {CHUNKS: level}, max(self._heights[r[REF]] for r in level)
 
 
 def refs_in(tree: Any) -> Iterator[str]:
@@ -165,114 +193,204 @@ def without_refs(tree: Any) -> Any:
 LoadObject = Callable[[str], Any]  # digest -> the object's tree, checked against its name
 
 
-Weight = tuple[int, int]  # (arrays and objects, values of any kind) a tree expands to
+# (arrays and objects, values of any kind, characters of every string and key) a tree expands to
+Weight = tuple[int, int, int]
+# what an Expander keeps of an object: its expanded tree, weight, height (objects on the
+# longest path through it, itself included) and whether it expands to a list
+Known = tuple[Any, Weight, int, bool]
 
 
 def weight_problem(weight: Weight) -> str | None:
     """Why a value of this expanded size is refused, on write and on read alike, else None:
-    the limits one file has (jsonread), so a value never becomes bigger through objects/."""
-    containers, values = weight
+    the limits one file has (jsonread), so a value never becomes bigger through objects/,
+    counted in values and in text (one 4 MiB string named 5,000 times is 20 GiB)."""
+    containers, values, text = weight
     if containers > MAX_CONTAINERS:
         return f"expands to over {MAX_CONTAINERS:,} arrays and objects through objects/"
     if values > MAX_VALUES:
         return f"expands to over {MAX_VALUES:,} values through objects/"
+    if text > MAX_TEXT:
+        return f"expands to over {MAX_TEXT:,} characters of text through objects/"
+    return None
+
+
+def nesting_problem(levels: int) -> str | None:
+    """Why objects nested ``levels`` deep (references inside referenced objects) are refused,
+    on write and on read alike, else None."""
+    if levels > MAX_NESTING:
+        return f"objects refer to objects more than {MAX_NESTING} levels deep"
     return None
 
 
 def tree_weight(tree: Any) -> Weight:
-    """(arrays and objects, values) of a tree as it is, without following references."""
-    containers = values = 0
+    """The weight of a tree as it is, without following references."""
+    containers = values = text = 0
     stack = [tree]
     while stack:
         node = stack.pop()
         values += 1
-        if isinstance(node, list):
+        if isinstance(node, str):
+            text += len(node)
+        elif isinstance(node, list):
             containers += 1
             stack.extend(node)
         elif isinstance(node, dict):
             containers += 1
+            values += len(node)
+            text += sum(map(len, node))
             stack.extend(node.values())
-    return containers, values
+    return containers, values, text
 
 
 class Expander:
-    """Puts shared subtrees back into a tree, for one file's value at a time."""
+    """Puts shared subtrees back into a tree, for one file's value at a time.
+
+    Two passes: ``_weigh`` loads and checks every object the tree reaches (each once, its
+    weight kept per digest) and adds up what the value would expand to; only a value within
+    the bounds is then built (``_build``), so no hand-made tree is materialised to be refused.
+    """
 
     def __init__(
-        self, load: LoadObject, path: str, pointer: str, done: dict[str, tuple[Any, Weight]] | None = None
+        self, load: LoadObject, path: str, pointer: str, done: dict[str, Known] | None = None
     ) -> None:
         self._load = load
         self._path, self._pointer = path, pointer or "/"  # where the value is read from, for errors
-        # digest -> (expanded tree, weight); may be kept across calls for one thread: an
+        # digest -> what was expanded of it; may be kept across calls for one thread: an
         # object never changes under its name, so what was checked once stays true
-        self._done: dict[str, tuple[Any, Weight]] = {} if done is None else done
+        self._done: dict[str, Known] = {} if done is None else done
+        self._stored: dict[str, Any] = {}  # digest -> its tree as stored, loaded by _weigh
+        self._weights: dict[str, tuple[Weight, int, bool]] = {}  # digest -> weight, height, list?
+        self.weight: Weight = (0, 0, 0)  # of the tree last expanded (an append chain adds them up)
 
     def expand(self, tree: Any) -> Any:
-        out, weight = self._expand(tree, 0)
-        problem = weight_problem(weight)
-        if problem is not None:
-            raise self._error(problem)
-        return out
+        try:
+            weight, _ = self._weigh(tree, 0)
+            problem = weight_problem(weight)
+            if problem is not None:
+                raise self._error(problem)
+            self.weight = weight
+            return self._build(tree)
+        except RecursionError:
+            raise self._error("nested too deeply to expand") from None
 
-    def _expand(self, tree: Any, nesting: int) -> tuple[Any, Weight]:
+    # -- weighing: nothing is built -------------------------------------------------
+    def _weigh(self, tree: Any, nesting: int) -> tuple[Weight, int]:
+        """(weight, height) of a tree once expanded, ``nesting`` objects deep."""
+        if isinstance(tree, str):
+            return (0, 1, len(tree)), 0
         if isinstance(tree, list):
-            items, c, v, same = [], 1, 1, True
+            c = v = 1
+            t = h = 0
             for x in tree:
-                item, (wc, wv) = self._expand(x, nesting)
-                items.append(item)
-                same = same and item is x
-                c, v = c + wc, v + wv
-            return (tree if same else items), (c, v)  # nothing shared below: no copy
+                (wc, wv, wt), wh = self._weigh(x, nesting)
+                c, v, t, h = c + wc, v + wv, t + wt, max(h, wh)
+            return (c, v, t), h
         if not isinstance(tree, dict):
-            return tree, (0, 1)
+            return (0, 1, 0), 0
         digest = ref_of(tree)
         if digest is not None:
-            found, weight = self._object(digest, nesting)
+            (wc, wv, wt), height, _ = self._object(digest, nesting)
+            ident = tree.get(ID)
+            return (wc, wv, wt + (len(ident) if isinstance(ident, str) else 0)), height
+        if CHUNKS in tree and len(tree) == 1:
+            return self._weigh_chunks(tree[CHUNKS], nesting)
+        c = v = 1
+        t = h = 0
+        for k, val in tree.items():
+            (wc, wv, wt), wh = self._weigh(val, nesting)
+            c, v, t, h = c + wc, v + wv + 1, t + wt + len(k), max(h, wh)  # the key counts, as in a file
+        return (c, v, t), h
+
+    def _weigh_chunks(self, refs: Any, nesting: int) -> tuple[Weight, int]:
+        if not isinstance(refs, list):
+            raise self._error("$chunks is not a list of references")
+        c = v = 1
+        t = h = 0
+        for r in refs:
+            digest = ref_of(r)
+            if digest is None:
+                raise self._error("$chunks holds something other than a reference")
+            (wc, wv, wt), wh, is_list = self._object(digest, nesting)
+            if not is_list:
+                raise self._error(f"chunk object {digest} is not a list")
+            # the chunk's own list is not a list of the value
+            c, v, t, h = c + wc - 1, v + wv - 1, t + wt, max(h, wh)
+        return (c, v, t), h
+
+    def _object(self, digest: str, nesting: int) -> tuple[Weight, int, bool]:
+        """An object's (weight, height, expands to a list) when used ``nesting`` deep."""
+        got = self._weights.get(digest)
+        if got is None:
+            known = self._done.get(digest)
+            if known is not None:
+                got = known[1], known[2], known[3]
+            else:
+                if not _DIGEST.fullmatch(digest):
+                    raise self._error(f"{digest!r} is not a sha256 digest")
+                too_deep = nesting_problem(nesting + 1)
+                if too_deep is not None:  # before loading: a loop of references ends here
+                    raise self._error(too_deep)
+                stored = self._stored[digest] = self._load(digest)
+                weight, inner = self._weigh(stored, nesting + 1)
+                problem = weight_problem(weight)
+                if problem is not None:  # stop a blow-up at the first object that is too big
+                    raise self._error(problem)
+                got = weight, inner + 1, self._is_list(stored, nesting + 1)
+            self._weights[digest] = got
+        # each use counts its weight again in the parent: it is a copy once revived
+        too_deep = nesting_problem(nesting + got[1])
+        if too_deep is not None:
+            raise self._error(too_deep)
+        return got
+
+    def _is_list(self, stored: Any, nesting: int) -> bool:
+        """Whether a stored tree (already weighed) expands to a list."""
+        if isinstance(stored, list):
+            return True
+        if not isinstance(stored, dict):
+            return False
+        digest = ref_of(stored)
+        if digest is not None:
+            return self._object(digest, nesting)[2]
+        return CHUNKS in stored and len(stored) == 1
+
+    # -- building: only once the weight is known to be within bounds -------------------
+    def _build(self, tree: Any) -> Any:
+        if isinstance(tree, list):
+            items, same = [], True
+            for x in tree:
+                item = self._build(x)
+                items.append(item)
+                same = same and item is x
+            return tree if same else items  # nothing shared below: no copy
+        if not isinstance(tree, dict):
+            return tree
+        digest = ref_of(tree)
+        if digest is not None:
+            found = self._built(digest)
             if ID in tree:
                 fields = found.get("$fields") if isinstance(found, dict) else None
                 if not isinstance(fields, dict) or "id" not in fields:
                     raise self._error(f"$id given, but object {digest} is not a model with an id field")
                 found = {**found, "$fields": {**fields, "id": tree[ID]}}
-            return found, weight
+            return found
         if CHUNKS in tree and len(tree) == 1:
-            return self._chunks(tree[CHUNKS], nesting)
-        out, c, v, same = {}, 1, 1, True
+            out: list[Any] = []
+            for r in tree[CHUNKS]:
+                out.extend(self._built(r[REF]))
+            return out
+        built, same = {}, True
         for k, val in tree.items():
-            out[k], (wc, wv) = self._expand(val, nesting)
-            same = same and out[k] is val
-            c, v = c + wc, v + wv + 1  # the key counts, as in a file
-        return (tree if same else out), (c, v)
+            built[k] = self._build(val)
+            same = same and built[k] is val
+        return tree if same else built
 
-    def _object(self, digest: str, nesting: int) -> tuple[Any, Weight]:
-        done = self._done.get(digest)
-        if done is not None:
-            return done  # its weight counts again in the parent: each use is a copy once revived
-        if not _DIGEST.fullmatch(digest):
-            raise self._error(f"{digest!r} is not a sha256 digest")
-        if nesting >= MAX_NESTING:
-            raise self._error(f"objects refer to objects more than {MAX_NESTING} levels deep")
-        done = self._expand(self._load(digest), nesting + 1)
-        problem = weight_problem(done[1])
-        if problem is not None:  # stop a blow-up at the first object that is too big
-            raise self._error(problem)
-        self._done[digest] = done
-        return done
-
-    def _chunks(self, refs: Any, nesting: int) -> tuple[list[Any], Weight]:
-        if not isinstance(refs, list):
-            raise self._error("$chunks is not a list of references")
-        out: list[Any] = []
-        c = v = 1
-        for r in refs:
-            digest = ref_of(r)
-            if digest is None:
-                raise self._error("$chunks holds something other than a reference")
-            part, (wc, wv) = self._object(digest, nesting)
-            if not isinstance(part, list):
-                raise self._error(f"chunk object {digest} is not a list")
-            out.extend(part)
-            c, v = c + wc - 1, v + wv - 1  # the chunk's own list is not a list of the value
-        return out, (c, v)
+    def _built(self, digest: str) -> Any:
+        known = self._done.get(digest)
+        if known is None:
+            weight, height, is_list = self._weights[digest]
+            known = self._done[digest] = (self._build(self._stored[digest]), weight, height, is_list)
+        return known[0]
 
     def _error(self, message: str) -> FileFormatError:
         return FileFormatError(self._path, self._pointer, message)

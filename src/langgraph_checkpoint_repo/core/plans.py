@@ -127,11 +127,36 @@ def _marked_link(
     if host["checkpoint_id"] in kept:
         return Link(version, ref, path, pointer, body)
     out.values.add(vpath)
-    if vpath.exists():
-        return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
+    existing = _existing_value(store, vpath, channel, version, body, path)
+    if existing is not None:
+        return Link(version, ref, vpath, "", existing)
     if vpath not in out.rescued:
         out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
     return Link(version, ref, path, pointer, body)
+
+
+def _existing_value(
+    store: Documents, vpath: Path, channel: str, version: Any, body: dict[str, Any], host: Path
+) -> dict[str, Any] | None:
+    """The value file already at ``vpath``, when it holds the value the removed checkpoint
+    ``host`` holds inline (readers then find the same value there); None when there is none or
+    it does not read (damaged: rescued again, atomically). One that reads but holds another
+    value is refused, naming it: removing the checkpoint would change what the kept ones read."""
+    try:
+        doc = store.read_doc(vpath, "value")
+    except FileNotFoundError:
+        return None
+    except FileFormatError:
+        return None  # damaged: the rescue writes it again from the checkpoint's inline value
+    held = {k: v for k, v in doc.items() if k not in ("schema_version", "kind", "channel", "version")}
+    if held != body:
+        raise FileFormatError(
+            str(vpath),
+            "/",
+            f"holds another value of channel {channel!r} at {version} than {host}, which is to be "
+            "removed: refusing to remove it (the kept checkpoints would read this file instead)",
+        )
+    return doc
 
 
 def _value_file(
@@ -390,11 +415,17 @@ def copy_thread_files(store: Documents, source_thread_id: str, target_thread_id:
     # both locks, in id order: the source must hold still while it is read
     with store.thread_lock(first, exclusive=True), store.thread_lock(second, exclusive=True):
         store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
-        large = [
-            store.prepare(kind, store.read_doc(p, kind), dst_dir / folder / p.name)
-            for folder, kind in ((OBJECTS, "object"), (LARGE, "large_value"))
-            for p in store.files_in(src_dir / folder)
-        ]
+        large: list[tuple[Path, bytes]] = []
+        for folder, kind in ((OBJECTS, "object"), (LARGE, "large_value")):
+            for p in store.files_in(src_dir / folder):
+                dst = dst_dir / folder / p.name
+                if store.intact(dst, kind):
+                    continue  # named by its content: the target's whole file is the same
+                if not store.intact(p, kind):  # never over the target's, never a new unreadable one
+                    raise FileFormatError(
+                        str(p), "/sha256", "content does not match its sha256 name: refusing to copy it"
+                    )
+                large.append(store.prepare(kind, store.read_doc(p, kind), dst))
         values: list[tuple[Path, bytes]] = []
         writes: list[tuple[Path, bytes]] = []
         checkpoints: list[tuple[Path, bytes]] = []

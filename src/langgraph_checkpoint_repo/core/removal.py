@@ -29,7 +29,7 @@ def refuse_links(layout: Layout, path: Path, doing: str) -> None:
         raise RepoCheckpointError(f"refusing to {doing}: {path} is outside the root {layout.root}")
     if what == "not plain":
         raise RepoCheckpointError(f"refusing to {doing}: {path} is not a plain path under {layout.root}")
-    raise _link_error(doing, where)
+    raise _link_error(doing, where, root=where in layout.guarded)
 
 
 def check_tree(layout: Layout, folder: Path, doing: str) -> None:
@@ -99,9 +99,25 @@ def remove_files(layout: Layout, paths: list[Path], durable: bool) -> None:
             fsync_dir(folder)
 
 
-def _link_error(doing: str, link: Path) -> RepoCheckpointError:
+def _link_error(doing: str, link: Path, *, root: bool = False) -> RepoCheckpointError:
+    if root:
+        return root_link_error(doing, link)
     return RepoCheckpointError(
         f"refusing to {doing}: {link} is a symlink, which may lead outside the root; RepoSaver never makes "
         "one and never follows one "
         f"(if it should not be there, remove the link itself: rm {link})"
     )
+
+
+def root_link_error(doing: str, link: Path) -> RepoCheckpointError:
+    """The refusal of a root that is (or lies behind) a symlink: it may be another project's state."""
+    try:
+        target = f" (to {os.readlink(link)})"
+    except OSError:
+        target = ""
+    return RepoCheckpointError(
+        f"refusing to {doing}: the root's folder {link} is a symlink{target}, which may be another "
+        "project's state; RepoSaver reads and writes only a root that is a real folder "
+        f"(give the folder it points to, or remove the link: rm {link})"
+    )
+

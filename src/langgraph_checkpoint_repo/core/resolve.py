@@ -27,7 +27,7 @@ from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node, large_ref
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, Layout
-from .objects import EDITED, Expander, Weight, object_digest
+from .objects import EDITED, Expander, Known, Weight, object_digest
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 
@@ -41,7 +41,7 @@ class ValueResolver:
         self._docs = docs
         self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
         # per thread folder, objects expanded before (objects.Expander)
-        self._objects: dict[Path, dict[str, tuple[Any, Weight]]] = {}
+        self._objects: dict[Path, dict[str, Known]] = {}
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -156,11 +156,12 @@ class ValueResolver:
             return ValueEntry(empty=True, where=where, file=str(path), root=pointer)
         if "append" in body:
             app = body["append"]
-            app = {**app, "items": self.expand(app["items"], path, f"{pointer}/append/items")}
-            return append_entry(channel, app, path, pointer, where, base)
+            items, items_weight = self.expand_weighed(app["items"], path, f"{pointer}/append/items")
+            return append_entry(channel, {**app, "items": items}, path, pointer, where, base, items_weight)
         stored, holder = self._follow_large(body["value"], path, pointer)
-        node = self._expanded(stored, holder, pointer if holder == path else "")
+        node, weight = self._expanded_weighed(stored, holder, pointer if holder == path else "")
         entry = entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        entry.weight = weight
         entry.file = str(holder)
         entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
         if holder != path:  # a large value: its file is one more this entry comes from
@@ -197,18 +198,29 @@ class ValueResolver:
         return ldoc["value"], lpath
 
     def _expanded(self, node: dict[str, Any], holder: Path, pointer: str) -> dict[str, Any]:
+        return self._expanded_weighed(node, holder, pointer)[0]
+
+    def _expanded_weighed(
+        self, node: dict[str, Any], holder: Path, pointer: str
+    ) -> tuple[dict[str, Any], Weight | None]:
         if "json" not in node:
-            return node
-        return {**node, "json": self.expand(node["json"], holder, f"{pointer}/value/json")}
+            return node, None
+        tree, weight = self.expand_weighed(node["json"], holder, f"{pointer}/value/json")
+        return {**node, "json": tree}, weight
 
     def expand(self, tree: Any, holder: Path, pointer: str) -> Any:
         """A stored tree with the subtrees it shares through ``objects/`` put back."""
+        return self.expand_weighed(tree, holder, pointer)[0]
+
+    def expand_weighed(self, tree: Any, holder: Path, pointer: str) -> tuple[Any, Weight]:
+        """``expand``, with the weight of what it expanded to (objects.weight_problem)."""
         tdir = self._thread_dir(holder)
         done = self._objects.get(tdir)
         if done is None or len(done) > CACHE_ENTRIES * 16:
             done = self._objects[tdir] = {}
         load = partial(self._load_object, tdir, holder, pointer)
-        return Expander(load, str(holder), pointer, done).expand(tree)
+        expander = Expander(load, str(holder), pointer, done)
+        return expander.expand(tree), expander.weight
 
     def _load_object(self, tdir: Path, holder: Path, pointer: str, digest: str) -> Any:
         """One object's tree, checked against its name (a hand edit cannot pass as the original)."""

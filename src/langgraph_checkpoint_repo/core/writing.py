@@ -24,8 +24,9 @@ from typing import Any
 from .caches import StatKey, folder_key
 from .durable import dump_json, ensure_dir, fsync_dir, write_batches, write_files
 from .errors import InvalidWriteError, RepoCheckpointError
-from .jsonread import write_problem
+from .jsonread import SURROGATE_MESSAGE, lone_surrogate, write_problem
 from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem
+from .removal import root_link_error
 from .validation import validate_write
 
 # told of each file written: (its path, its folder's stat key just before the write)
@@ -37,12 +38,21 @@ LISTED = frozenset({CHECKPOINTS, WRITES})
 
 def prepare(kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
     """Validate, then serialise; nothing is written when the document is invalid, is not
-    where its names say, or is bigger than a read accepts (it could never be read back)."""
-    validate_write(doc, kind, str(path))
-    misplaced = place_problem(path, kind, doc)
-    if misplaced is not None:
-        raise InvalidWriteError(kind, str(path), *misplaced)
-    data = dump_json(doc)
+    where its names say, holds a string that is not valid Unicode, or is bigger than a read
+    accepts (it could never be read back)."""
+    try:
+        validate_write(doc, kind, str(path))
+        misplaced = place_problem(path, kind, doc)
+        if misplaced is not None:
+            raise InvalidWriteError(kind, str(path), *misplaced)
+        data = dump_json(doc)
+    except (InvalidWriteError, TypeError, ValueError):
+        # a lone surrogate (in an id, a task path ...) fails the schema check or the encoder;
+        # name it where it is, as a read would (jsonread.lone_surrogate: one rule)
+        bad = lone_surrogate(doc)
+        if bad is not None:
+            raise InvalidWriteError(kind, str(path), bad, SURROGATE_MESSAGE) from None
+        raise
     too_big = write_problem(data)
     if too_big is not None:
         raise InvalidWriteError(kind, str(path), "/", too_big)
@@ -123,7 +133,7 @@ class Writer:
         """Refuse the write when any of its folders leads out of the root or through a symlink."""
         refused = self.layout.first_off_the_way(sorted(folders))
         if refused is not None:
-            self._refuse(refused[0])
+            self._refuse(refused[0], refused[1][1])
 
     def _make_dirs(self, folders: set[Path]) -> None:
         """Make the folders not known to exist, and check them again once made."""
@@ -134,15 +144,19 @@ class Writer:
                 self._safe_dirs.add(folder)
 
     def check_inside(self, folder: Path) -> None:
-        if not self.layout.contains(folder):
-            self._refuse(folder)
+        problem = self.layout.off_the_way(folder)
+        if problem is not None:
+            self._refuse(folder, problem[1])
 
-    def _refuse(self, folder: Path) -> None:
+    def _refuse(self, folder: Path, link: Path | None = None) -> None:
+        if link is not None and link in self.layout.guarded:
+            raise root_link_error(f"write through {folder}", link)
         raise RepoCheckpointError(f"refusing to write through {folder}: it leads outside {self.root}")
 
     def ensure_gitignore(self) -> None:
         if self._gitignore_done:
             return
+        self.check_inside(self.root)  # not into a root that is a symlink (another project's)
         path = self.root / ".gitignore"
         if not path.exists():
             if not self.root.is_dir():

@@ -1,13 +1,15 @@
 """What changed in a channel between two checkpoints, on the stored trees.
 
-Lists are compared item by item, objects (plain, or one stored type's fields) key by key;
-everything else as a whole value.
+Lists are compared item by item (``list_changes``, O(n log n) whatever they hold), objects
+(plain, or one stored type's fields) key by key; everything else as a whole value.
 """
 
 from __future__ import annotations
 
+import bisect
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from typing import Any
 
 import orjson
@@ -57,6 +59,67 @@ def _same_type(a: Any, b: Any) -> bool:
     )
 
 
+ANCHOR_LEVELS = 8  # how often list_changes looks again for anchors inside the gaps it found
+
+
+def list_changes(a: Sequence[bytes], b: Sequence[bytes]) -> tuple[list[int], list[int]]:
+    """The indices of ``a`` removed and of ``b`` added to turn ``a`` into ``b``.
+
+    A patience-style diff, O(n log n) whatever the lists hold (``difflib.SequenceMatcher``
+    is quadratic to cubic on lists whose items repeat, and a stored list can be anything):
+    the common prefix and suffix are kept, then the items that occur exactly once on each
+    side are matched in the longest run that keeps their order (anchors), and each gap
+    between anchors is looked at the same way, at most ``ANCHOR_LEVELS`` deep; what is
+    left in a gap is listed as removed and added."""
+    removed: list[int] = []
+    added: list[int] = []
+    todo = [(0, len(a), 0, len(b), 0)]
+    while todo:
+        a0, a1, b0, b1, level = todo.pop()
+        while a0 < a1 and b0 < b1 and a[a0] == b[b0]:
+            a0, b0 = a0 + 1, b0 + 1
+        while a0 < a1 and b0 < b1 and a[a1 - 1] == b[b1 - 1]:
+            a1, b1 = a1 - 1, b1 - 1
+        anchors = _anchors(a, a0, a1, b, b0, b1) if a0 < a1 and b0 < b1 and level < ANCHOR_LEVELS else []
+        if not anchors:
+            removed.extend(range(a0, a1))
+            added.extend(range(b0, b1))
+            continue
+        for i, j in anchors:
+            todo.append((a0, i, b0, j, level + 1))
+            a0, b0 = i + 1, j + 1
+        todo.append((a0, a1, b0, b1, level + 1))
+    return sorted(removed), sorted(added)
+
+
+def _anchors(
+    a: Sequence[bytes], a0: int, a1: int, b: Sequence[bytes], b0: int, b1: int
+) -> list[tuple[int, int]]:
+    """Pairs (i, j), ascending in both, of items found exactly once in ``a[a0:a1]`` and once in
+    ``b[b0:b1]``: the longest increasing run of such pairs (patience sorting, O(k log k))."""
+    in_a = Counter(a[a0:a1])
+    in_b = Counter(b[b0:b1])
+    where_a = {a[i]: i for i in range(a0, a1) if in_a[a[i]] == 1}
+    pairs = sorted((where_a[b[j]], j) for j in range(b0, b1) if in_b[b[j]] == 1 and b[j] in where_a)
+    tops: list[int] = []  # smallest j ending an increasing run of each length
+    ends: list[int] = []  # index into pairs of that run's last pair
+    before: list[int] = []  # index into pairs of the pair before it in its run
+    for k, (_, j) in enumerate(pairs):
+        at = bisect.bisect_left(tops, j)
+        before.append(ends[at - 1] if at else -1)
+        if at == len(tops):
+            tops.append(j)
+            ends.append(k)
+        else:
+            tops[at], ends[at] = j, k
+    run: list[tuple[int, int]] = []
+    k = ends[-1] if ends else -1
+    while k >= 0:
+        run.append(pairs[k])
+        k = before[k]
+    return run[::-1]
+
+
 def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = False) -> list[ChannelChange]:
     """Per channel: list items added or removed, object keys added, changed or removed,
     values set, replaced or removed. Equal channels are left out."""
@@ -76,12 +139,9 @@ def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = Fal
             continue
         elif isinstance(a, list) and isinstance(b, list):
             change = ChannelChange(channel, "list", old=a, new=b)
-            matcher = SequenceMatcher(None, [_key(x) for x in a], [_key(x) for x in b], autojunk=False)
-            for op, i1, i2, j1, j2 in matcher.get_opcodes():
-                if op in ("delete", "replace"):
-                    change.removed.extend((i, a[i]) for i in range(i1, i2))
-                if op in ("insert", "replace"):
-                    change.added.extend((j, b[j]) for j in range(j1, j2))
+            removed, added = list_changes([_key(x) for x in a], [_key(x) for x in b])
+            change.removed.extend((i, a[i]) for i in removed)
+            change.added.extend((j, b[j]) for j in added)
             changes.append(change)
         elif (_plain_object(a) and _plain_object(b)) or _same_type(a, b):
             change = ChannelChange(channel, "keys", old=a, new=b)

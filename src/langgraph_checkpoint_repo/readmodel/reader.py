@@ -11,6 +11,7 @@ So reading commands need no LangGraph, and a file cannot make a reader import an
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -361,6 +362,7 @@ class Reader:
         ids = self.checkpoint_ids(thread_id, ns)
         present = set(ids)
         rows: dict[str, HistoryRow] = {}
+        finished: dict[str, list[str]] = {}  # per parent: read once, however many children it has
         for cid in reversed(ids):
             doc = self.header(thread_id, ns, cid)
             meta = doc["metadata"]
@@ -368,7 +370,9 @@ class Reader:
             source = meta.get("source") if isinstance(meta.get("source"), str) else None
             step = meta.get("step") if isinstance(meta.get("step"), int) else None
             if source == "loop" and parent in present:
-                writers = self.finished_task_names(thread_id, ns, parent)
+                if parent not in finished:
+                    finished[parent] = self.finished_task_names(thread_id, ns, parent)
+                writers = list(finished[parent])
             elif source == "input":
                 writers = ["(input)"]
             elif source == "update":
@@ -448,27 +452,41 @@ class Reader:
 # ----------------------------------------------------------------------
 # fork graph: lanes like ``git log --graph``, newest first
 # ----------------------------------------------------------------------
+MAX_LANES = 32  # lanes drawn; more (thousands of siblings) end in "⋯": a picture per row stays short
+
+
 def fork_graph(rows: Sequence[HistoryRow]) -> list[str]:
     """One picture per row: ``●`` the checkpoint, ``│`` other branches, ``─┘`` a branch
-    joining its fork point (where a checkpoint has several children)."""
+    joining its fork point (where a checkpoint has several children).
+
+    O(n log n) over the rows, each picture at most ``MAX_LANES`` lanes wide: lanes waiting
+    for a checkpoint are found by its id and free lanes from a heap, not by scanning every
+    lane, so a namespace with thousands of heads draws in time and space linear in its rows."""
     lanes: list[str | None] = []  # the parent each lane waits for
+    waiting: dict[str, list[int]] = {}  # checkpoint id -> lanes that were set to wait for it
+    free: list[int] = []  # heap of lanes that were freed (checked against ``lanes`` when used)
     out: list[str] = []
     for row in rows:
-        hits = [i for i, want in enumerate(lanes) if want == row.checkpoint_id]
+        hits = sorted(
+            i for i in waiting.pop(row.checkpoint_id, []) if i < len(lanes) and lanes[i] == row.checkpoint_id
+        )
+        while free and (free[0] >= len(lanes) or lanes[free[0]] is not None):
+            heapq.heappop(free)  # taken again since, or cut off the end
         if hits:
             col = hits[0]
-        elif None in lanes:
-            col = lanes.index(None)
+        elif free:
+            col = heapq.heappop(free)
         else:
             col = len(lanes)
             lanes.append(None)
-        last = max(hits) if len(hits) > 1 else col
+        last = hits[-1] if len(hits) > 1 else col
+        joined = set(hits)
         cells: list[str] = []
-        for i in range(len(lanes)):
+        for i in range(min(len(lanes), MAX_LANES)):
             inside = col < i <= last
             if i == col:
                 cell = "●"
-            elif i in hits:
+            elif i in joined:
                 cell = "┘" if i == last else "┴"
             elif lanes[i] is not None:
                 cell = "┼" if inside else "│"
@@ -477,10 +495,17 @@ def fork_graph(rows: Sequence[HistoryRow]) -> list[str]:
             cells.append(cell)
             if i < len(lanes) - 1:
                 cells.append("─" if col <= i < last else " ")
+        if len(lanes) > MAX_LANES:
+            cells.append("⋯●" if col >= MAX_LANES else "⋯")
         out.append("".join(cells).rstrip())
         for i in hits[1:]:
             lanes[i] = None
+            heapq.heappush(free, i)
         lanes[col] = row.parent_id if row.parent_present else None
+        if lanes[col] is None:
+            heapq.heappush(free, col)
+        else:
+            waiting.setdefault(row.parent_id or "", []).append(col)
         while lanes and lanes[-1] is None:
             lanes.pop()
     return out
