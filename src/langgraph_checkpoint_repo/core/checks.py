@@ -26,7 +26,6 @@ from typing import Any
 
 from .documents import Documents
 from .durable import digest_node, write_files
-from .entries import large_ref
 from .errors import FileFormatError, RepoCheckpointError
 from .index import index_files, index_problem, is_plain
 from .jsonread import MAX_FILE_BYTES
@@ -52,7 +51,7 @@ from .layout import (
     is_temp_name,
 )
 from .masking import mask_secrets
-from .objects import EDITED, object_digest, refs_in, without_refs
+from .objects import EDITED, large_ref, object_digest, refs_in, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles

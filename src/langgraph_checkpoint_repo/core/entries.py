@@ -99,14 +99,6 @@ class ValueEntry:
         return b"".join(parts)
 
 
-def large_ref(node: Any) -> str | None:
-    """The ``large/`` digest a value node stands for (``{"large": digest}``), else None:
-    the one reader of that shape (checks, resolve and the writer's bookkeeping use it)."""
-    if isinstance(node, dict) and "large" in node:
-        return str(node["large"])
-    return None
-
-
 def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
     """The entry of a stored value node (``json`` tree, or ``serde`` + ``base64``)."""
     if "json" in node:

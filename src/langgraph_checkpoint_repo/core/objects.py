@@ -37,7 +37,6 @@ from typing import Any
 
 import orjson
 
-from .entries import large_ref
 from .errors import FileFormatError
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_VALUES
 from .tree import json_objects
@@ -394,6 +393,14 @@ class Expander:
 
     def _error(self, message: str) -> FileFormatError:
         return FileFormatError(self._path, self._pointer, message)
+
+
+def large_ref(node: Any) -> str | None:
+    """The ``large/`` digest a value node stands for (``{"large": digest}``), else None:
+    the one reader of that shape (checks, resolve and the writer's bookkeeping use it)."""
+    if isinstance(node, dict) and "large" in node:
+        return str(node["large"])
+    return None
 
 
 def large_digest(body: Mapping[str, Any]) -> str | None:

@@ -24,10 +24,10 @@ from . import fields
 from .caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
 from .chains import Link, walk_chain
 from .durable import digest_node
-from .entries import ValueEntry, append_entry, entry_from_node, large_ref
+from .entries import ValueEntry, append_entry, entry_from_node
 from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, Layout
-from .objects import EDITED, Expander, Known, Weight, object_digest
+from .objects import EDITED, Expander, Known, Weight, large_ref, object_digest
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 
