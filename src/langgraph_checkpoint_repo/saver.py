@@ -618,6 +618,43 @@ class RepoSaver(BaseCheckpointSaver[str]):
         """``choose_head`` in a worker thread."""
         return await asyncio.to_thread(self.choose_head, config)
 
+    def edit_state(self, config: RunnableConfig, values: Mapping[str, Any]) -> RunnableConfig:
+        """A supported edit (``langgraph-repo edit``): a new checkpoint whose parent is the one
+        ``config`` names, holding ``values`` (channel -> new value) and every other channel as
+        it was, each changed channel at a new version, metadata ``source: "update"`` and the
+        next step, as LangGraph's ``update_state`` writes one; the next tasks stay the parent's.
+        Nothing is changed in place: the fix is a checkpoint a reviewer sees, and history
+        keeps the state before it."""
+        thread_id, ns = _thread_ns(config)
+        with self.store.thread_lock(thread_id):
+            parent = self.get_tuple(config)
+            if parent is None:
+                missing = get_checkpoint_id(config)
+                raise NotFoundError(f"no checkpoint {missing!r} in {where_of(thread_id, ns)}")
+            unknown = sorted(set(values) - set(parent.checkpoint["channel_versions"]))
+            if unknown:
+                raise BadInputError(f"{where_of(thread_id, ns)} has no channel {unknown[0]!r} to edit")
+            versions = dict(parent.checkpoint["channel_versions"])
+            new_versions: dict[str, Any] = {}
+            for channel in values:
+                current = versions.get(channel)
+                versions[channel] = new_versions[channel] = self.get_next_version(
+                    None if current is None else str(current), None
+                )
+            step = parent.metadata.get("step")
+            new_step = step + 1 if isinstance(step, int) else None
+            checkpoint: Any = {
+                **parent.checkpoint,
+                "id": str(uuid6(clock_seq=new_step)),
+                "ts": datetime.now(timezone.utc).isoformat(),
+                "channel_versions": versions,
+                "channel_values": {**parent.checkpoint["channel_values"], **values},
+                "updated_channels": sorted(values),
+            }
+            parents = dict(parent.metadata.get("parents") or {})
+            metadata: Any = {"source": "update", "step": new_step, "parents": parents}
+            return self.put(parent.config, checkpoint, metadata, new_versions)
+
     def merge_heads(self, config: RunnableConfig, other: str) -> RunnableConfig:
         """Keep both branches' turns (``langgraph-repo heads --merge``): a new checkpoint
         continuing the head ``config`` names, its ``messages`` that head's followed by the

@@ -22,6 +22,7 @@ from . import maintain  # noqa: F401
 from . import transfer  # noqa: F401
 from . import heads  # noqa: F401
 from . import review  # noqa: F401
+from . import edit  # noqa: F401
 
 # isort: on
 from .app import app, main

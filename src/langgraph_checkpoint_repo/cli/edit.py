@@ -1,0 +1,196 @@
+"""``edit``: change a thread's state by hand, as a new checkpoint (docs/format.md, "Editing").
+
+The state is written out in a readable form (messages as ``{id, role, content, ...}``, every
+other channel as its stored JSON), opened in ``$VISUAL``/``$EDITOR`` (or read from
+``--file``), and what changed is written through the saver as LangGraph's ``update_state``
+writes: a new checkpoint whose parent is the edited one (``source: "update"``), each changed
+channel at a new version, a message replaced in place by its id. Nothing already written is
+changed, so the fix is itself reviewable and history keeps the state before it. It writes, so
+it imports LangGraph; it constructs LangGraph's safe types and what ``--allow`` names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.text import Text
+
+from ..core.errors import BadInputError
+from ..readmodel.turns import MESSAGES, message_fields
+from .app import NsOpt, _reader, _settings, app
+
+if TYPE_CHECKING:
+    from ..readmodel.reader import Reader
+
+NOTE = (
+    "Edit the values below and save. A message keeps its id (change its content or tool calls, "
+    "or delete it from the list); a message without an id is added. Other channels are their "
+    "stored JSON. Nothing is written if nothing changes."
+)
+
+
+@app.command()
+def edit(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint", "-c", metavar="ID", help="Checkpoint to edit (default: the one that continues)."
+        ),
+    ] = None,
+    ns: NsOpt = "",
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", metavar="FILE", help="The edited form, instead of opening an editor."),
+    ] = None,
+    show: Annotated[bool, typer.Option("--show", help="Print the editable form and exit.")] = False,
+) -> None:
+    """Edit the state as a new checkpoint, as update_state does: readable values in $EDITOR
+    (or --file), the changes written with new versions; validate passes and the graph goes on
+    from it."""
+    settings = _settings(ctx)
+    reader = _reader(ctx)
+    ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+    cid = reader.resolve(thread, ns, checkpoint)
+    before = editable(reader, thread, ns, cid)
+    if show:
+        settings.out.file.write(json.dumps(before, indent=2, ensure_ascii=False) + "\n")
+        return
+    after = _read_form(file) if file is not None else _in_editor(before)
+    changed = changes(before, after)
+    if not changed:
+        settings.err.print(Text("nothing changed: nothing written", style="dim"))
+        return
+    new_id = write(settings, thread, ns, cid, changed, before)
+    settings.out.print(new_id)
+    settings.err.print(Text(f"edited {', '.join(sorted(changed))}: {new_id} continues {cid}", style="green"))
+
+
+def editable(reader: Reader, thread: str, ns: str, cid: str) -> dict[str, Any]:
+    """The state of a checkpoint in the form a person edits."""
+    from ..readmodel.tasks import is_internal
+
+    trees = reader.state(thread, ns, cid, revive=False).trees
+    values: dict[str, Any] = {}
+    for channel in sorted(trees):
+        if is_internal(channel):
+            continue
+        tree = trees[channel]
+        if channel == MESSAGES and isinstance(tree, list):
+            values[channel] = [message_form(m) for m in tree]
+        else:
+            values[channel] = tree
+    return {"thread": thread, "checkpoint_ns": ns, "checkpoint": cid, "note": NOTE, "values": values}
+
+
+def message_form(tree: Any) -> Any:
+    """A stored message as ``{id, role, content, ...}`` (a value that is none: as stored)."""
+    got = message_fields(tree)
+    if got is None:
+        return tree
+    out: dict[str, Any] = {"id": got.get("id"), "role": got.get("type"), "content": got.get("content")}
+    if got.get("tool_calls"):
+        out["tool_calls"] = [{k: c.get(k) for k in ("name", "args", "id")} for c in got["tool_calls"]]
+    for key in ("name", "tool_call_id"):
+        if got.get(key) is not None:
+            out[key] = got[key]
+    return out
+
+
+def _read_form(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInputError(f"{path}: cannot read the edited form: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("values"), dict):
+        raise BadInputError(f"{path}: expected the form edit prints (an object with \"values\")")
+    return data
+
+
+def _in_editor(before: dict[str, Any]) -> dict[str, Any]:
+    """The form after the person's editor saved it ($VISUAL, $EDITOR, else vi)."""
+    command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory(prefix="langgraph-edit-") as tmp:
+        path = Path(tmp) / "state.json"
+        path.write_text(json.dumps(before, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        done = subprocess.run([*shlex.split(command), str(path)], check=False)
+        if done.returncode != 0:
+            raise BadInputError(f"the editor ({command}) exited with {done.returncode}: nothing written")
+        return _read_form(path)
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Channel -> the edited form of each channel whose form changed."""
+    old, new = before["values"], after["values"]
+    unknown = sorted(set(new) - set(old))
+    if unknown:
+        raise BadInputError(f"no channel {unknown[0]!r} in this state: edit only the channels shown")
+    return {c: new[c] for c in old if c in new and new[c] != old[c]}
+
+
+def write(
+    settings: Any, thread: str, ns: str, cid: str, changed: dict[str, Any], before: dict[str, Any]
+) -> str:
+    """The changed channels as values, written as a new checkpoint through the saver."""
+    from ..project_types import cli_types
+    from ..saver import RepoSaver
+
+    saver = RepoSaver(settings.root, allowlist=sorted(cli_types(settings.allow).types) or None)
+    config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
+    parent = saver.get_tuple(config)
+    assert parent is not None
+    values: dict[str, Any] = {}
+    for channel, form in changed.items():
+        if channel == MESSAGES and isinstance(form, list):
+            old = parent.checkpoint["channel_values"].get(MESSAGES) or []
+            values[channel] = _messages(old, before["values"][MESSAGES], form)
+        else:
+            values[channel] = saver.codec.revive_tree(form, f"the edited value of channel {channel!r}")
+    new = saver.edit_state(config, values)
+    return str(new["configurable"]["checkpoint_id"])
+
+
+def _messages(old: list[Any], shown: list[Any], forms: list[Any]) -> list[Any]:
+    """The edited message list: a form as it was shown keeps its message as it is; one with a
+    known id whose form changed edits that message (its other fields as they were); one with
+    no known id is a new message of its role."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    classes = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage, "tool": ToolMessage}
+    by_id = {getattr(m, "id", None): m for m in old if getattr(m, "id", None)}
+    as_shown = {f.get("id"): f for f in shown if isinstance(f, dict) and f.get("id")}
+    out: list[Any] = []
+    for i, form in enumerate(forms):
+        if not isinstance(form, dict) or "content" not in form:
+            raise BadInputError(f"messages[{i}]: expected {{id, role, content, ...}}")
+        known = by_id.get(form.get("id"))
+        if known is not None and as_shown.get(form.get("id")) == form:
+            out.append(known)  # not edited: the very message, as stored
+            continue
+        update = {k: form[k] for k in ("content", "tool_calls", "name", "tool_call_id") if k in form}
+        if known is not None:
+            if form.get("role") not in (None, known.type):
+                raise BadInputError(
+                    f"messages[{i}]: a message keeps its role ({known.type}); add a new one instead"
+                )
+            out.append(known.model_copy(update=update))
+            continue
+        role = form.get("role")
+        if role not in classes:
+            raise BadInputError(f"messages[{i}]: role must be one of {', '.join(sorted(classes))}")
+        fields = {"content": form["content"], **({"id": form["id"]} if form.get("id") else {})}
+        if role == "tool":
+            fields["tool_call_id"] = form.get("tool_call_id") or ""
+        if role == "ai" and form.get("tool_calls"):
+            fields["tool_calls"] = form["tool_calls"]
+        out.append(classes[role](**fields))
+    return out
+
