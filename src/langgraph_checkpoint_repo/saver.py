@@ -17,6 +17,7 @@ import asyncio
 import bisect
 import builtins
 import copy
+import logging
 import os
 import random
 from collections.abc import AsyncIterator, Collection, Generator, Iterable, Mapping, Sequence
@@ -171,7 +172,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.keep_request_metadata = keep_request_metadata
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
         self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
-        path = Path(root) if root is not None else find_default_root()
+        path = Path(root) if root is not None else _default_root()
         self.root = path.absolute()
         self.store = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
@@ -988,3 +989,23 @@ def _message_key(message: Any) -> Any:
     """A message's identity across branches: its id, else its content."""
     got = getattr(message, "id", None)
     return got if got else repr(message)
+
+
+_log = logging.getLogger(__name__)
+
+
+def _default_root() -> Path:
+    """``RepoSaver()``'s root; a new one outside any git work tree is said once, naming it: run
+    from the wrong folder, a saver would otherwise start an empty history there unseen."""
+    path = find_default_root()
+    if not path.exists() and not (path.parent / ".git").exists() and path not in _WARNED:
+        _WARNED.add(path)
+        _log.warning(
+            "RepoSaver(): no git work tree here, so the state goes to a new folder %s (give "
+            "RepoSaver(root) to use another)",
+            path,
+        )
+    return path
+
+
+_WARNED: set[Path] = set()

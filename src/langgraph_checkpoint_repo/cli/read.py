@@ -10,10 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..core.errors import (
-    BadInputError,
-    NotFoundError,
-)
+from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from .app import (
     JsonOpt,
     NsOpt,
@@ -85,18 +82,29 @@ def threads(
     reader = _reader(ctx)
     pairs = _meta_pairs(meta or [])
     after = parse_date(since) if since else None
-    rows = _matching_threads(reader, waiting_at, has, pairs, after)
+    broken: list[tuple[str, RepoCheckpointError]] = []
+    rows = _matching_threads(reader, waiting_at, has, pairs, after, broken)
     forked = {s.thread_id: unsettled_namespaces(reader.store, s.thread_id) for s in rows}
     if as_json:
         _print_json([{**_summary_json(s), "unsettled_heads": forked[s.thread_id]} for s in rows])
-        return
-    if not rows:
+    elif rows:
+        _print_table(settings.out, _threads_table(rows, forked))
+    elif not broken:
         settings.err.print(
             f"no threads under {_rel(reader.root)}"
             + (" match the filters" if (waiting_at or has or pairs or after) else "")
         )
-        return
-    _print_table(settings.out, _threads_table(rows, forked))
+    _report_broken(settings, broken)
+
+
+def _report_broken(settings: Any, broken: list[tuple[str, RepoCheckpointError]]) -> None:
+    """One line per thread that could not be read, then the exit code of the worst."""
+    from .exits import exit_code
+
+    for tid, exc in broken:
+        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (f": {exc}", "red")))
+    if broken:
+        raise typer.Exit(max(exit_code(exc) for _, exc in broken))
 
 
 def _matching_threads(
@@ -105,8 +113,10 @@ def _matching_threads(
     has: str | None,
     pairs: list[tuple[str, str]],
     after: datetime | None,
+    broken: list[tuple[str, RepoCheckpointError]],
 ) -> list[ThreadSummary]:
-    """The summaries of the threads that pass ``threads``' filters."""
+    """The summaries of the threads that pass ``threads``' filters; a thread that cannot be
+    read goes to ``broken`` instead of stopping the others."""
     from ..core.plans import parse_ts
 
     rows: list[ThreadSummary] = []
@@ -115,6 +125,9 @@ def _matching_threads(
             s = reader.summary(tid)
         except NotFoundError:
             continue  # a folder without checkpoints (fsck reports it)
+        except RepoCheckpointError as exc:  # one broken thread: said on its own line, the rest go on
+            broken.append((tid, exc))
+            continue
         root_ns = s.namespaces[0]
         if (
             waiting_at is not None

@@ -1,0 +1,97 @@
+"""A new user's first hour: one damaged file, the wrong folder (the first-hour issue).
+
+Each test is what a user meets: a whole-root command that meets one broken thread goes on with
+the others; a file that does not read says how git gives it back; a saver started outside any
+repository says where its state goes; a command run in an Agent Server app's folder reads that
+app's state, and one that finds nothing says where it looked and where state is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from graphs import cfg, chat_graph
+from helpers import checkpoint_files, cli
+from langgraph_checkpoint_repo import RepoSaver
+from test_git import commit_all, init_repo
+
+
+def chat(root: Path, thread: str, *texts: str) -> None:
+    graph = chat_graph(RepoSaver(root, durable=False))
+    for text in texts:
+        graph.invoke({"messages": [("user", text)]}, cfg(thread))
+
+
+def test_threads_goes_on_past_a_broken_thread_and_exits_non_zero(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for thread in ("a", "b", "c"):
+        chat(root, thread, "one", "two", "three")
+    damaged = checkpoint_files(root, "b")[-1]
+    damaged.write_text("{ not json", encoding="utf-8")
+    proc = cli(root, "threads")
+    assert proc.returncode == 4, proc.stderr
+    listed = [line.split()[0] for line in proc.stdout.splitlines()[1:]]
+    assert listed == ["a", "c"]
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("thread b: ") and str(damaged) in line
+    as_json = cli(root, "threads", "--json")
+    assert as_json.returncode == 4 and [t["thread_id"] for t in json.loads(as_json.stdout)] == ["a", "c"]
+
+
+def test_a_file_that_does_not_read_says_how_git_gives_it_back(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    root = repo / ".langgraph"
+    chat(root, "t", "one", "two")
+    commit_all(repo, "state")
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "log", "-1", "--format=%h"], capture_output=True, text=True, check=True
+    )
+    damaged = checkpoint_files(root, "t")[-1]
+    damaged.write_text("{ not json", encoding="utf-8")
+    proc = cli(root, "show", "t", cwd=repo)
+    assert proc.returncode == 4
+    assert f"git checkout {commit.stdout.strip()} -- {damaged}" in proc.stderr
+
+
+def test_a_saver_outside_any_repository_says_where_its_new_state_goes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="langgraph_checkpoint_repo.saver"):
+        RepoSaver()
+        RepoSaver()
+    said = [r.getMessage() for r in caplog.records if "no git work tree" in r.getMessage()]
+    assert said == [said[0]] and str(tmp_path / ".langgraph") in said[0]
+    caplog.clear()
+    inside = init_repo(tmp_path / "repo")
+    monkeypatch.chdir(inside)
+    with caplog.at_level(logging.WARNING, logger="langgraph_checkpoint_repo.saver"):
+        RepoSaver()
+    assert not [r for r in caplog.records if "no git work tree" in r.getMessage()]
+
+
+def test_a_command_in_an_agent_server_app_reads_that_apps_state(tmp_path: Path) -> None:
+    """Run from the folder of a ``langgraph.json`` (or below it), the command line reads the
+    root the Agent Server writes (beside it); one that finds nothing says where it looked
+    and which other roots hold state."""
+    repo = init_repo(tmp_path / "repo")
+    app = repo / "examples" / "server"
+    app.mkdir(parents=True)
+    (app / "langgraph.json").write_text("{}", encoding="utf-8")
+    chat(app / ".langgraph", "served", "hello")
+    env = {k: None for k in ("LANGGRAPH_REPO_ROOT",)}
+    here = cli(None, "threads", cwd=app, env=env)
+    assert here.returncode == 0 and "served" in here.stdout, here.stderr
+    deeper = app / "src"
+    deeper.mkdir()
+    assert "served" in cli(None, "threads", cwd=deeper, env=env).stdout
+    top = cli(None, "show", "served", cwd=repo, env=env)
+    assert top.returncode == 3
+    assert "root found at the top of the git work tree" in top.stderr
+    assert os.path.join("examples", "server", ".langgraph") in top.stderr
