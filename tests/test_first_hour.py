@@ -95,3 +95,23 @@ def test_a_command_in_an_agent_server_app_reads_that_apps_state(tmp_path: Path) 
     assert top.returncode == 3
     assert "root found at the top of the git work tree" in top.stderr
     assert os.path.join("examples", "server", ".langgraph") in top.stderr
+
+
+def test_prune_keep_last_leaves_the_kept_checkpoints_readable_from_few_files(tmp_path: Path) -> None:
+    """prune --keep-last 3 of a long chat: each list channel of the kept checkpoints reads
+    from one value file, not a rescued link per removed checkpoint, and reads back the same."""
+    root = tmp_path / "root"
+    chat(root, "t", *(f"turn {i}" for i in range(16)))  # 33 checkpoints, one append chain
+    saver = RepoSaver(root)
+    before = [(s.config, s.values) for s in chat_graph(saver).get_state_history(cfg("t"), limit=3)]
+    proc = cli(root, "prune", "--keep-last", "3", "--yes")
+    assert proc.returncode == 0, proc.stderr
+    tdir = root / "threads" / "t"
+    assert len(checkpoint_files(root, "t")) == 3
+    values = sorted(p.name.split("@")[0] for p in (tdir / "values").iterdir())
+    assert values.count("messages") == 1, values
+    assert len(values) <= 3, values  # messages and the two bookkeeping channels at most
+    after = [(s.config, s.values) for s in chat_graph(RepoSaver(root)).get_state_history(cfg("t"))]
+    assert after == before
+    assert cli(root, "validate").returncode == 0
+    assert cli(root, "fsck").returncode == 0

@@ -63,6 +63,7 @@ from .core.layout import find_default_root
 from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
 from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
 from .core.writes import merged_writes, write_idx
@@ -157,7 +158,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowlist: Collection[tuple[str, ...]] | None = None,
         durable: bool = True,
-        large_value_bytes: int = 8 * 1024,
+        large_value_bytes: int = LARGE_VALUE_BYTES,
         snapshot_every: int = 64,
         lock_timeout: float = 60.0,
         redact: RedactOption = True,

@@ -174,6 +174,7 @@ def _root_after_command(ctx: Any, param: Any, value: Any) -> None:
         settings = ctx.obj
         assert isinstance(settings, Settings)
         settings.root = Path(value).absolute()
+        settings.found_by = "--root"
 
 
 def _allow_after_command(ctx: Any, param: Any, value: Any) -> None:
