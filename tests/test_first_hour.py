@@ -19,6 +19,7 @@ import pytest
 from graphs import cfg, chat_graph
 from helpers import checkpoint_files, cli
 from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core.errors import FileFormatError
 from test_git import commit_all, init_repo
 
 
@@ -115,3 +116,27 @@ def test_prune_keep_last_leaves_the_kept_checkpoints_readable_from_few_files(tmp
     assert after == before
     assert cli(root, "validate").returncode == 0
     assert cli(root, "fsck").returncode == 0
+
+
+def test_a_damaged_link_of_a_chain_names_the_file_the_thread_and_the_way_back(tmp_path: Path) -> None:
+    """An old checkpoint the newest message list is rebuilt through, made invalid JSON: the
+    app's read names that file, the thread and checkpoint that needed it and how to restore
+    it; fsck lists the file."""
+    repo = init_repo(tmp_path / "repo")
+    root = repo / ".langgraph"
+    chat(root, "t", *(f"turn {i}" for i in range(6)))
+    commit_all(repo, "state")
+    hosts = [p for p in checkpoint_files(root, "t") if "messages" in json.loads(p.read_text())["new_values"]]
+    damaged = hosts[2]
+    damaged.write_text("{ not json", encoding="utf-8")
+    newest = checkpoint_files(root, "t")[-1].stem
+    with pytest.raises(FileFormatError) as caught:
+        chat_graph(RepoSaver(root)).get_state(cfg("t"))
+    message = str(caught.value)
+    assert caught.value.path == str(damaged)
+    assert f"checkpoint {newest} of thread 't' reads channel 'messages'" in message
+    assert f"git log -- {damaged}" in message and "langgraph-repo fsck" in message
+    fsck = cli(root, "fsck", cwd=repo)
+    assert fsck.returncode != 0 and str(damaged.relative_to(repo)) in fsck.stdout + fsck.stderr
+    shown = cli(root, "show", "t", cwd=repo)
+    assert shown.returncode == 4 and f"-- {damaged}" in shown.stderr and "git checkout" in shown.stderr

@@ -310,11 +310,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
         thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
-        ns_dir = self.store.layout.ns_dir(thread_id, ns)
         values: dict[str, Any] = {}
         versions = fields.channel_versions(doc)
         for channel, ref in doc["values"].items():
-            entry = self.store.value_entry(ns_dir, channel, versions.get(channel), ref)
+            entry = self.store.channel_value(doc, channel)
             if entry.empty:
                 continue
             where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
