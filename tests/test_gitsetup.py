@@ -28,7 +28,7 @@ ATTRS = "linguist-generated=true gitlab-generated diff=langgraph-repo"
 #: what one turn of the agent says (turn 2 of bench/agent_graphs.py), as the driver shows it
 TURN_2 = [
     "user: Where is my order A-1002? It was due last week. [turn-2-meadow]",
-    'ai: → calls lookup_order({"order_id": "A-1002"})',
+    'ai: → calls lookup_order({"order_id":"A-1002"})',
     "tool lookup_order: Order A-1002: shipped, arriving in 3 days.",
     "ai: Good news: Order A-1002: shipped, arriving in 3 days.",
 ]

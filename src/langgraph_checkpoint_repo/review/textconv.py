@@ -317,16 +317,16 @@ def _parts(tree: Any) -> Iterable[str]:
             pairs = [p for p in tree["$map"] if isinstance(p, list) and len(p) == 2]
             yield "{"
             for i, (key, value) in enumerate(pairs):
-                yield ", " if i else ""
+                yield "," if i else ""
                 yield from _parts(key)
-                yield ": "
+                yield ":"
                 yield from _parts(value)
             yield "}"
             return
         yield "{"
         for i, key in enumerate(sorted(tree, key=str)):
-            yield ", " if i else ""
-            yield _quote(str(key)) + ": "
+            yield "," if i else ""
+            yield _quote(str(key)) + ":"
             yield from _parts(tree[key])
         yield "}"
     elif isinstance(tree, list):
@@ -350,7 +350,7 @@ def _tagged(name: str, tree: dict[str, Any]) -> Iterable[str]:
         kwargs = tree.get("$kwargs", tree.get("$fields"))
         if isinstance(kwargs, dict):
             for i, key in enumerate(sorted(kwargs, key=str)):
-                yield (", " if i else "") + f"{key}="
+                yield ("," if i else "") + f"{key}="
                 yield from _parts(kwargs[key])
         elif kwargs is not None:
             yield from _parts(kwargs)
@@ -359,7 +359,7 @@ def _tagged(name: str, tree: dict[str, Any]) -> Iterable[str]:
 
 def _join(items: list[Any]) -> Iterable[str]:
     for i, item in enumerate(items):
-        yield ", " if i else ""
+        yield "," if i else ""
         yield from _parts(item)
 
 
