@@ -213,6 +213,15 @@ def test_git_setup_refuses_a_symlinked_gitattributes(repo: Path, tmp_path: Path)
     assert not any("langgraph-repo" in c for c in local_config(repo))
 
 
+def test_git_setup_refuses_a_broken_block_and_leaves_the_file_alone(repo: Path) -> None:
+    broken = f"*.png binary\n{BEGIN} (a copy, cut short)\n/x/** diff=langgraph-repo\n"
+    (repo / ".gitattributes").write_text(broken, encoding="utf-8")
+    for args in ([], ["--undo"]):
+        proc = cli(None, "git-setup", *args, cwd=repo)
+        assert proc.returncode == 5 and "broken" in proc.stderr and proc.stderr.count("\n") == 1
+    assert (repo / ".gitattributes").read_text(encoding="utf-8") == broken
+
+
 def test_git_setup_refuses_a_folder_that_holds_no_state(repo: Path) -> None:
     """Run with --root at the repository's top by mistake: refused, nothing written."""
     proc = cli(repo, "git-setup", cwd=repo)
