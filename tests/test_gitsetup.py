@@ -302,13 +302,20 @@ def test_the_driver_shows_each_kind_of_file(tmp_path: Path) -> None:
     chain_graph(saver).invoke({"log": []}, cfg("chain"))
     assert cli(root, "prune", "chain", "--keep-last", "1", "--yes").returncode == 0
     large = next((root / "threads" / "big" / "large").glob("*.json"))
-    value = next((root / "threads" / "chain" / "values").glob("*.json"))
     writes = next((root / "threads" / "big" / "writes").glob("*.json"))
     got = run_driver(large)
     assert got.startswith(f"large value {large.stem[:12]}\nvalue: ") and "… (+" in got
     assert len(got.splitlines()[1]) < 300  # folded after 200 characters, with a digest
-    channel = json.loads(value.read_text())["channel"]
-    assert run_driver(value).startswith(f"value of channel {channel} at version ")
+    for value in (root / "threads" / "chain" / "values").glob("*.json"):
+        doc = json.loads(value.read_text())
+        head, *body = run_driver(value).splitlines()
+        assert head.startswith(f"value of channel {doc['channel']} at version {doc['version']} (#")
+        if "value" in doc:
+            assert body == [f"{doc['channel']}: []"]  # the list before the first append
+        elif "append" in doc:
+            assert body == [f"{doc['channel']}: +1 item: {json.dumps(doc['append']['items'][0])}"]
+        else:
+            assert body == [f"{doc['channel']}: (empty)"]
     doc = json.loads(writes.read_text())
     assert run_driver(writes).startswith(
         f"writes of checkpoint {doc['checkpoint_id']} task {doc['task_path']} (#"

@@ -109,10 +109,10 @@ def _lines(raw: bytes, path: str) -> list[str] | None:
         return _writes(doc)
     if kind == "object":
         return _object(doc)
-    if kind == "value":
+    if kind == "value":  # the body's keys (value, empty, append) sit at the top of the file
         head = f"value of channel {_plain(doc.get('channel'))} at version {_plain(doc.get('version'))}"
-        body, _ = _body(str(doc.get("channel")), doc.get("value", doc))
-        return [head, *body]
+        body, _ = _body(str(doc.get("channel")), doc)
+        return [f"{head} ({_digest(_append_base(doc))})", *body]
     head = f"large value {str(doc.get('sha256'))[:12]}"
     return [head, *_node_lines("value", doc.get("value"))]
 
@@ -162,6 +162,7 @@ def _bookkeeping(doc: dict[str, Any], quiet: dict[str, Any], triggers: dict[str,
     if triggers:
         parts.append(_count(len(triggers), "trigger"))
     folded = {
+        "appends": {c: _append_base(body) for c, body in _dict(doc.get("new_values")).items()},
         "checkpoint": {k: v for k, v in ckpt.items() if k != "extra"},
         "metadata": quiet,
         "schema_version": doc.get("schema_version"),
@@ -217,6 +218,12 @@ def _body(channel: str, body: Any) -> tuple[list[str], bool]:
     node = body.get("value")
     lines = _node_lines(channel, node)
     return lines, _is_null(node)
+
+
+def _append_base(body: Any) -> dict[str, Any]:
+    """What an appended list's view leaves out: the list it extends (base, length, depth)."""
+    append = _dict(body).get("append")
+    return {k: v for k, v in append.items() if k != "items"} if isinstance(append, dict) else {}
 
 
 def _node_lines(channel: str, node: Any) -> list[str]:
