@@ -23,7 +23,8 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError
-from ..readmodel.turns import MESSAGES, message_fields
+from ..core.messages import message_fields
+from ..readmodel.turns import MESSAGES
 from .app import NsOpt, _reader, _settings, app
 
 if TYPE_CHECKING:
