@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,24 @@ def test_a_damaged_link_of_a_chain_names_the_file_the_thread_and_the_way_back(tm
     assert fsck.returncode != 0 and str(damaged.relative_to(repo)) in fsck.stdout + fsck.stderr
     shown = cli(root, "show", "t", cwd=repo)
     assert shown.returncode == 4 and f"-- {damaged}" in shown.stderr and "git checkout" in shown.stderr
+
+
+def test_export_of_several_threads_goes_on_past_a_broken_one(tmp_path: Path) -> None:
+    """export copies every thread that reads, names the one that does not on its own line,
+    writes nothing of it, and exits non-zero; asked for that thread alone it is one error."""
+    root = tmp_path / "root"
+    for thread in ("a", "b", "c"):
+        chat(root, thread, "one", "two")
+    damaged = checkpoint_files(root, "b")[-1]
+    damaged.write_text("{ not json", encoding="utf-8")
+    db = tmp_path / "out.db"
+    proc = cli(root, "export", f"sqlite:///{db}")
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stdout.startswith("copied 2 threads") and "1 not copied" in proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("thread b: ") and str(damaged) in line
+    with closing(sqlite3.connect(db)) as conn:
+        copied = {row[0] for row in conn.execute("select distinct thread_id from checkpoints")}
+    assert copied == {"a", "c"}
+    alone = cli(root, "export", f"sqlite:///{tmp_path / 'alone.db'}", "-t", "b")
+    assert alone.returncode == 4 and alone.stderr.startswith("langgraph-repo: error: ")

@@ -9,7 +9,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +152,17 @@ def _rel(path: Path | str) -> str:
     if text.startswith(cwd + os.sep):
         return text[len(cwd) + 1 :]
     return text
+
+
+def report_broken(settings: Any, broken: Sequence[tuple[str, Exception]]) -> None:
+    """One line per thread a whole-root command could not read (after it went on with the
+    others), then the exit code of the worst: the output says what went right, the code
+    that something did not."""
+    import typer
+
+    from .exits import exit_code
+
+    for tid, exc in broken:
+        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (f": {exc}", "red")))
+    if broken:
+        raise typer.Exit(max(exit_code(exc) for _, exc in broken))

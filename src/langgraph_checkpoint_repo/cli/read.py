@@ -23,6 +23,7 @@ from .output import (
     _print_json,
     _print_table,
     _rel,
+    report_broken,
 )
 
 if TYPE_CHECKING:  # each command imports what it uses when it runs
@@ -94,17 +95,7 @@ def threads(
             f"no threads under {_rel(reader.root)}"
             + (" match the filters" if (waiting_at or has or pairs or after) else "")
         )
-    _report_broken(settings, broken)
-
-
-def _report_broken(settings: Any, broken: list[tuple[str, RepoCheckpointError]]) -> None:
-    """One line per thread that could not be read, then the exit code of the worst."""
-    from .exits import exit_code
-
-    for tid, exc in broken:
-        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (f": {exc}", "red")))
-    if broken:
-        raise typer.Exit(max(exit_code(exc) for _, exc in broken))
+    report_broken(settings, broken)
 
 
 def _matching_threads(
