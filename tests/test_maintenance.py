@@ -518,31 +518,36 @@ def test_delta_channel_state_survives_copy_thread(root: Path) -> None:
 # ----------------------------------------------------------------------------
 # versions
 # ----------------------------------------------------------------------------
-def _version_parts(version: str) -> tuple[int, float]:
+def _version_parts(version: str) -> tuple[int, str]:
     number, _, rest = version.partition(".")
-    assert len(number) == 32 and number.isdigit(), version
-    assert len(rest) >= 16, version
-    fraction = float(rest)
-    assert 0.0 <= fraction < 1.0, version
-    return int(number), fraction
+    assert len(number) == 8 and number.isdigit(), version
+    assert len(rest) == 8 and all(c in "0123456789abcdef" for c in rest), version
+    return int(number), rest
 
 
-def test_get_next_version_is_increasing_in_the_in_memory_format(root: Path) -> None:
-    """Versions are strings of InMemorySaver's shape (32-digit counter, '.', random part),
-    strictly increasing as strings, also past 9 -> 10 and from int versions."""
+def test_get_next_version_is_short_increasing_and_continues_every_older_form(root: Path) -> None:
+    """Versions are ``"<8-digit counter>.<8 hex>"``, strictly increasing as strings (LangGraph
+    compares them so), also past 9 -> 10; they continue int, float and InMemorySaver's long
+    versions with the next counter and compare greater than the long one they continue."""
     repo, mem = RepoSaver(root), InMemorySaver()
     current: str | None = None
     mem_current: str | None = None
     for expected in range(1, 120):
         nxt = repo.get_next_version(current, None)
-        mem_nxt = mem.get_next_version(mem_current, None)
+        mem_current = mem.get_next_version(mem_current, None)
         assert isinstance(nxt, str)
-        assert _version_parts(nxt)[0] == _version_parts(mem_nxt)[0] == expected
+        assert _version_parts(nxt)[0] == expected == int(mem_current.split(".")[0])
         assert current is None or nxt > current
-        current, mem_current = nxt, mem_nxt
+        # a long version (format 3, InMemorySaver) continued: the next counter, and greater
+        from_long = repo.get_next_version(mem_current, None)
+        assert _version_parts(from_long)[0] == expected + 1 and from_long > mem_current
+        assert nxt > mem_current  # short beats long at the same counter, too
+        current = nxt
     from_int = repo.get_next_version(99, None)  # type: ignore[arg-type]
-    assert _version_parts(from_int)[0] == _version_parts(mem.get_next_version(99, None))[0] == 100  # type: ignore[arg-type]
-    assert from_int > repo.get_next_version(98, None)  # type: ignore[arg-type]
+    assert _version_parts(from_int)[0] == 100 and from_int > repo.get_next_version(98, None)  # type: ignore[arg-type]
+    assert _version_parts(repo.get_next_version(7.0, None))[0] == 8  # type: ignore[arg-type]
+    # two branches continuing one version never share the next one
+    assert len({repo.get_next_version("00000005.00000000", None) for _ in range(200)}) == 200
     # the graph's stored channel versions have the same shape
     chat = agent_graph(repo)
     run_turns(chat, "v", ["x"])

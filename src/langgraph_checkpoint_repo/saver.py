@@ -19,8 +19,11 @@ import builtins
 import copy
 import logging
 import os
-import random
-from collections.abc import AsyncIterator, Collection, Generator, Iterable, Mapping, Sequence
+import re
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,8 +50,10 @@ from langgraph.types import Send
 
 from ._compat import with_msgpack_allowlist
 from .core import fields
+from .core.bookkeeping import compact
+from .core.bookkeeping import depth as delta_depth
 from .core.chains import MAX_APPEND_DEPTH
-from .core.documents import Documents
+from .core.documents import Documents, writes_key
 from .core.durable import check_lock_timeout
 from .core.entries import ValueEntry, entry_from_node
 from .core.errors import (
@@ -66,6 +71,7 @@ from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
 from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
+from .core.versions import next_version
 from .core.writes import merged_writes, write_idx
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
 from .readmodel.tasks import PULL, PUSH, TASKS, derive_tasks
@@ -87,6 +93,9 @@ REQUEST_METADATA = frozenset(
         "run_attempt",
     }
 )
+
+# the keys of parent_writes (schemas/checkpoint.schema.json): a writes file named otherwise stays a file
+_WRITES_KEY = re.compile(r"[0-9A-Za-z_.-]{1,100}")
 
 # the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
 _CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
@@ -184,6 +193,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], ListState] = {}
+        # put_writes under way, per (thread, namespace, checkpoint): a put of a child waits for
+        # them, to take them into itself (format 4); shared with the graphs' views
+        self._writing: Counter[tuple[str, str, str]] = Counter()
+        self._putting: Counter[tuple[str, str, str]] = Counter()
+        self._writes_done = threading.Condition()
         # one view per calling graph, with that graph's types (None: this is such a view)
         self._graph_views: GraphViews | None = GraphViews()
 
@@ -369,9 +383,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         for w in merged_writes(self.store, thread_id, ns, cid):
             where = (
                 f"thread {thread_id!r} checkpoint {cid} pending write {w.channel!r} of task {w.task_id} "
-                f"({w.path} at /writes/{w.index}/value)"
+                f"({w.path} at {w.pointer})"
             )
-            value = self._revive_node(w.node, w.path, where, f"/writes/{w.index}/value")
+            value = self._revive_node(w.node, w.path, where, w.pointer)
             out.append((w.task_id, w.channel, value))
         return out
 
@@ -409,8 +423,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         writer = self._value_writer()
-        with self.store.thread_lock(thread_id):
+        host = writer.for_file(thread_id)
+        if parent_id:
+            self._writes_settle(thread_id, ns, parent_id)  # before the lock: they take it too
+        with self._busy((thread_id, ns, str(cid))), self.store.thread_lock(thread_id):
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
+            taken, taken_files = self._take_parent_writes(thread_id, ns, cid, parent_id, writer, stored.large)
             target = f"thread {thread_id!r} checkpoint {cid}"
             kept: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
             extra = {
@@ -433,12 +451,91 @@ class RepoSaver(BaseCheckpointSaver[str]):
             }
             if stored.bodies:
                 cdoc["new_values"] = stored.bodies
+            if taken:
+                cdoc["parent_writes"] = taken
+            if host.objects:
+                cdoc["objects"] = host.objects
+            cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id))
             cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
-            self.store.write([stored.large, [prepared]])
-            self.store.remember(cpath, cdoc, prepared[1])
+            tdir = self.store.layout.thread_dir(thread_id)
+            done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
+            try:
+                self.store.await_pending(thread_id, host.waits)
+                self.store.write([stored.large, [prepared]])
+                self.store.remember(cpath, cdoc, prepared[1])
+                self.store.note_objects(thread_id, ns, cid, list(host.objects))
+            finally:
+                self.store.pending.withdraw(tdir, done)
             writer.remember(thread_id, ns, cid, stored)
+            if taken_files:  # durable in the checkpoint now: the files go (format 4)
+                self.store.discard_files(taken_files)
         return _config(thread_id, ns, cid)
+
+    def _take_parent_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        parent_id: str | None,
+        writer: ValueWriter,
+        large: builtins.list[tuple[Path, bytes]],
+    ) -> tuple[dict[str, Any], builtins.list[Path]]:
+        """The parent's writes files, as the records a new checkpoint holds (``parent_writes``),
+        so the files can go once it is durable; and those files. Each value is stored again as
+        this checkpoint stores its own (a message it holds, or one stored before, is referred
+        to, not copied: the writes file may have been written before the checkpoint holding
+        it was). Nothing when one of them does not read (they stay, for readers to report)."""
+        if not parent_id or cid <= parent_id:
+            return {}, []  # a child whose id is not later stays apart: readers look after the parent
+        try:
+            docs = self.store.writes_docs(thread_id, ns, parent_id)
+        except (FileNotFoundError, RepoCheckpointError):
+            return {}, []
+        taken: dict[str, Any] = {}
+        files: builtins.list[Path] = []
+        target = f"thread {thread_id!r} checkpoint {cid}"
+        for path, doc in docs:
+            key = writes_key(path.name)
+            if not _WRITES_KEY.fullmatch(key):
+                continue  # a name this release would not write: left as it is
+            entries = []
+            try:
+                for i, w in enumerate(doc["writes"]):
+                    node = w["value"]
+                    if "json" in node:
+                        pointer = f"/parent_writes/{key}/writes/{i}/value"
+                        tree = self.store.values.expand(node["json"], path, f"/writes/{i}/value/json")
+                        node = writer.stored_node(thread_id, {"json": tree}, large, (target, pointer))
+                    entries.append({**w, "value": node})
+            except RepoCheckpointError:
+                return {}, []  # it does not read: every file stays, for readers to report
+            taken[key] = {"task_id": doc["task_id"], "task_path": doc["task_path"], "writes": entries}
+            files.append(path)
+        return taken, files
+
+    def _writes_settle(self, thread_id: str, ns: str, cid: str, *, puts: bool = False) -> None:
+        """Wait for this process's ``put_writes`` of a checkpoint that are under way (``puts``:
+        for its ``put``): LangGraph saves a step's writes beside the next checkpoint, and
+        the checkpoint takes them. Never under the thread's lock (they take it too)."""
+        key = (thread_id, ns, cid)
+        counter = self._putting if puts else self._writing
+        with self._writes_done:
+            self._writes_done.wait_for(lambda: counter[key] <= 0, timeout=self.store.locks.timeout)
+
+    def _delta_base(
+        self, thread_id: str, ns: str, parent_id: str | None
+    ) -> tuple[dict[str, Any] | None, int]:
+        """The parent a new checkpoint may be written as a delta on (its whole document) and
+        how many deltas it is itself from a whole one; (None, 0): write it whole."""
+        if not parent_id:
+            return None, 0
+        try:
+            path = self.store.layout.checkpoint_path(thread_id, ns, parent_id)
+            raw = self.store.read_doc(path, "checkpoint")
+            return self.store.header(thread_id, ns, parent_id), delta_depth(raw)
+        except (FileNotFoundError, RepoCheckpointError):
+            return None, 0  # not there, or not readable: a whole checkpoint needs neither
 
     def _metadata(self, config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
         """The checkpoint's metadata as LangGraph builds it, without what only says which request
@@ -464,7 +561,40 @@ class RepoSaver(BaseCheckpointSaver[str]):
         one replaces; each call adds one writes file, never changing one already written."""
         thread_id, ns = _thread_ns(config)
         cid = config["configurable"]["checkpoint_id"]
+        key = (thread_id, ns, str(cid))
+        with self._busy(key, writes=True):
+            # the checkpoint's own put may still be under way (LangGraph saves both at once):
+            # once it is durable, the writes refer to the messages it holds instead of holding
+            # them again (and their child takes them from here)
+            self._writes_settle(thread_id, ns, str(cid), puts=True)
+            self._put_writes(thread_id, ns, str(cid), writes, task_id, task_path)
+
+    @contextmanager
+    def _busy(self, key: tuple[str, str, str], *, writes: bool = False) -> Iterator[None]:
+        """A put (or, ``writes``, a put_writes) of one checkpoint under way in this process."""
+        counter = self._writing if writes else self._putting
+        with self._writes_done:
+            counter[key] += 1
+        try:
+            yield
+        finally:
+            with self._writes_done:
+                counter[key] -= 1
+                if counter[key] <= 0:
+                    del counter[key]
+                self._writes_done.notify_all()
+
+    def _put_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
         writer = self._value_writer()
+        host = writer.for_file(thread_id)
         with self.store.thread_lock(thread_id):
             existing = {
                 (w.task_id, w.idx) for w in merged_writes(self.store, thread_id, ns, cid) if w.idx >= 0
@@ -478,6 +608,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
                 pointer = f"/writes/{len(entries)}/value"
                 encoded = self.codec.encode(value, "writes", target, pointer)
+                if "json" in encoded:
+                    encoded.pop("serde", None)  # format 4: a json node is msgpack's
                 node = writer.stored_node(thread_id, encoded, large, (target, pointer))
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
@@ -492,9 +624,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "task_path": task_path,
                 "writes": entries,
             }
+            if host.objects:
+                doc["objects"] = host.objects
             layout = self.store.layout
             path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
             prepared = self.store.prepare("writes", doc, path)
+            self.store.await_pending(thread_id, host.waits)
             self.store.write([large, [prepared]])
             self.store.remember(path, doc, prepared[1])
 
@@ -794,15 +929,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return result
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """Same shape as InMemorySaver/PostgresSaver, so threads move between them;
-        the random part keeps versions written on two git branches apart."""
-        if current is None:
-            current_v = 0
-        elif isinstance(current, int):
-            current_v = current
-        else:
-            current_v = int(current.split(".")[0])
-        return f"{current_v + 1:032}.{random.random():016}"
+        """``"00000017.9f3a61c2"``: short, increasing as LangGraph compares versions (as
+        strings), greater than every older form it continues (core/versions.py); the random
+        part keeps versions written on two git branches apart."""
+        return next_version(current)
 
     # ------------------------------------------------------------------
     # async twins: the same core, off the event loop

@@ -20,8 +20,11 @@ that rule (core/objects.py). Every other channel is referred to where its versio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+import orjson
+from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
 from .core import fields
@@ -29,14 +32,16 @@ from .core.caches import Dep, refresh, stat_key_of
 from .core.documents import Documents
 from .core.durable import json_size
 from .core.entries import appended_weight
-from .core.errors import InvalidWriteError
-from .core.objects import large_digest, weight_problem
+from .core.errors import InvalidWriteError, RepoCheckpointError
+from .core.objects import PAIR, ROLE, large_digest, weight_problem
 from .core.packed import msgpack_array_header, msgpack_array_split
-from .core.storing import Prepared, shared_tree, stored_node
+from .core.storing import Host, Prepared, shared_tree, stored_node
 from .core.tree import b64, msgpack_to_tree
 from .serde import ValueCodec
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
+# the roles of a message input stored as a reference to its message (ValueWriter.message_input)
+_ROLES = frozenset({"user", "human", "ai", "assistant", "system"})
 ListKey = tuple[str, str, str]  # (thread_id, checkpoint_ns, channel)
 
 
@@ -89,6 +94,69 @@ class ValueWriter:
     large_value_bytes: int
     snapshot_every: int
     shared_weight: tuple[int, int, int] = (0, 0, 0)  # of the tree ``shared`` last stored
+    # what the file being written holds of its own (format 4: its objects); None: objects/
+    host: Host | None = None
+    # message inputs already turned into their messages: (form, role, content, id) -> tree
+    inputs: dict[str, tuple[dict[str, str], Any]] = field(default_factory=dict)
+    # the whole document of the parent of the checkpoint being written (None: none, or unread)
+    parent: dict[str, Any] | None = None
+
+    def for_file(self, thread_id: str) -> Host:
+        """A new file of ``thread_id`` is written: it holds the objects it introduces."""
+        host = Host(convert=self.message_input, ticket=self.store.pending.ticket())
+        host.locate = partial(self.store.locate_object, thread_id, ticket=host.ticket, waits=host.waits)
+        self.host = host
+        return host
+
+    def message_input(self, node: Any) -> tuple[dict[str, str], Any] | None:
+        """A message input (``{"role": "user", "content": ...}``, optionally with ``id``, or
+        ``["user", text]``, as a graph is invoked with) and the message LangChain's own
+        ``convert_to_messages`` makes of it, which is what ``add_messages`` puts in the
+        channel: stored as a reference to that message (objects.Sharer), so its text is
+        stored once. Only when the message gives back exactly this input (its content
+        equal, its id the given one), else None and the input is stored as it is."""
+        if isinstance(node, dict):
+            role = node.get("role")
+            if (
+                not isinstance(role, str)
+                or role not in _ROLES
+                or "content" not in node
+                or not node.keys() <= {"role", "content", "id"}
+                or not isinstance(node.get("id", ""), str)
+            ):
+                return None
+            tag, content, ident = {ROLE: role}, node["content"], node.get("id")
+            given: Any = dict(node)
+        elif isinstance(node, list):
+            if len(node) != 2 or not all(isinstance(x, str) for x in node) or node[0] not in _ROLES:
+                return None
+            tag, content, ident = {PAIR: node[0]}, node[1], None
+            given = (node[0], node[1])
+        else:
+            return None
+        key = orjson.dumps(node, option=orjson.OPT_SORT_KEYS).decode() + ("p" if PAIR in tag else "r")
+        known = self.inputs.get(key)
+        if known is not None:
+            return known
+        try:
+            message = convert_to_messages([given])[0]
+            type_, data = self.codec.dumps(message, "checkpoint", "a message input", "/")
+        except Exception:
+            return None
+        if type_ != "msgpack":
+            return None
+        tree = msgpack_to_tree(data)
+        fields = tree.get("$fields") if isinstance(tree, dict) else None
+        if (
+            not isinstance(fields, dict)
+            or _canonical(fields.get("content")) != _canonical(content)
+            or fields.get("id") != ident
+        ):
+            return None
+        if len(self.inputs) >= 256:
+            self.inputs.clear()
+        self.inputs[key] = (tag, tree)
+        return tag, tree
 
     def checkpoint_values(
         self,
@@ -100,6 +168,12 @@ class ValueWriter:
     ) -> NewValues:
         """The new versions stored in the checkpoint, the others referred to where they live."""
         out = NewValues()
+        self.parent = None
+        if parent_id:
+            try:
+                self.parent = self.store.header(thread_id, ns, parent_id)
+            except (FileNotFoundError, RepoCheckpointError):
+                self.parent = None
         for channel, version in new_versions.items():
             self._store_here(out, thread_id, ns, checkpoint, channel, version)
         carried = self.carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], out.refs)
@@ -256,14 +330,14 @@ class ValueWriter:
                         version=version,
                         ref="",
                         count=count,
-                        depth=appended["depth"],
+                        depth=base.depth + 1,
                         body=body,
                         deps=base.deps,
                         weight=weight,
                     )
                     return {"append": appended}, state
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)
-        node = {"serde": "msgpack", "json": msgpack_to_tree(data)}
+        node = {"json": msgpack_to_tree(data)}  # format 4: a json node is msgpack's
         stored = self.stored_node(thread_id, node, large, where)
         if state is not None:
             state.weight = self.shared_weight
@@ -290,19 +364,23 @@ class ValueWriter:
                 items = full[state.count :]
         if items is None or json_size(items) > self.large_value_bytes:
             return None
-        return {
-            "base": state.version,
-            "base_ref": state.ref,
-            "base_length": state.count,
-            "depth": state.depth + 1,
-            "items": items,
-        }
+        out: dict[str, Any] = {"base_length": state.count, "items": items}
+        parent = self.parent
+        if (
+            parent is None
+            or parent["values"].get(channel) != state.ref
+            or not _same_version(fields.channel_versions(parent).get(channel), state.version)
+        ):  # not the list its parent holds: named (format 4 leaves the parent's unnamed)
+            out["base"], out["base_ref"] = state.version, state.ref
+        return out
 
     def stored_node(
         self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
     ) -> dict[str, Any]:
         """A node as stored (core/storing.py); remembers the weight of its shared tree."""
-        stored, weight = stored_node(self.store, thread_id, node, self.large_value_bytes, large, where)
+        stored, weight = stored_node(
+            self.store, thread_id, node, self.large_value_bytes, large, where, self.host
+        )
         if weight is not None:
             self.shared_weight = weight
         return stored
@@ -317,5 +395,18 @@ class ValueWriter:
         items: bool = False,
     ) -> Any:
         """The tree with its shared subtrees replaced by references (core/storing.py)."""
-        out, self.shared_weight = shared_tree(self.store, thread_id, tree, large, where, items=items)
+        out, self.shared_weight, new = shared_tree(
+            self.store, thread_id, tree, large, where, items=items, host=self.host
+        )
+        if self.host is not None:
+            self.host.adopt(self.store, thread_id, new, self.large_value_bytes, large)
         return out
+
+
+def _canonical(tree: Any) -> bytes:
+    """A tree's bytes with keys sorted: equal only for equal trees, 1 and 1.0 and True apart."""
+    return orjson.dumps(tree, option=orjson.OPT_SORT_KEYS)
+
+
+def _same_version(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b

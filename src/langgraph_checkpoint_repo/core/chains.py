@@ -90,12 +90,20 @@ class Link:
         return self.doc is None and self.known is None
 
 
-def walk_chain(read: Callable[[Any, str], Link], version: Any, ref: str) -> Iterator[Link]:
+#: the base an append names by leaving it out (format 4): the value its checkpoint's parent
+#: holds for the channel (the caller knows which), as (version, ref); given the link
+ImpliedBase = Callable[[Link], "tuple[Any, str]"]
+
+
+def walk_chain(
+    read: Callable[[Any, str], Link], version: Any, ref: str, implied: ImpliedBase | None = None
+) -> Iterator[Link]:
     """Each link of a value's chain, from the value down to the whole list it extends.
 
     ``read(version, ref)`` finds one link; the walk enters its file in a ``ChainGuard``,
-    yields it, and follows its ``append`` body to the base. A link without a body, or with
-    a body that is not an append, ends the walk; so does the caller, by leaving the loop.
+    yields it, and follows its ``append`` body to the base: the one it names, or (format 4,
+    ``implied``) the channel's value at its checkpoint's parent. A link without a body, or
+    with a body that is not an append, ends the walk; so does the caller, by leaving the loop.
     """
     guard = ChainGuard()
     while True:
@@ -106,7 +114,19 @@ def walk_chain(read: Callable[[Any, str], Link], version: Any, ref: str) -> Iter
         if not isinstance(body, dict) or "append" not in body:
             return
         guard.follow(link.path, link.pointer, body["append"])
-        version, ref = body["append"]["base"], body["append"]["base_ref"]
+        version, ref = base_of(link, implied)
+
+
+def base_of(link: Link, implied: ImpliedBase | None) -> tuple[Any, str]:
+    """(version, ref) of the list an append link extends."""
+    app = link.body["append"]
+    if "base" in app:
+        return app["base"], app["base_ref"]
+    if implied is None or link.doc is None or link.doc.get("kind") != "checkpoint":
+        raise FileFormatError(
+            str(link.path), f"{link.pointer}/append", "an append without base (format 4) outside a checkpoint"
+        )
+    return implied(link)
 
 
 def read_link(

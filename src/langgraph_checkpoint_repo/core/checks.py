@@ -49,9 +49,10 @@ from .layout import (
     is_own_grave,
     is_own_temp_file,
     is_temp_name,
+    value_file_kind,
 )
 from .masking import mask_secrets
-from .objects import EDITED, large_ref, object_digest, refs_in, without_refs
+from .objects import EDITED, REF, large_ref, location_of, names_object, ref_nodes, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
@@ -167,18 +168,45 @@ class Validator:
                 self.problem(path, pointer + found[0], found[1])
 
     def _object_refs(self, path: Path, doc: dict[str, Any]) -> None:
-        """Every object a stored tree refers to is there (its content is checked once, where
-        it lies: ``objects``)."""
+        """Every object a stored tree refers to is where the reference says: the objects the
+        file holds (format 4), those of the checkpoint ``$in`` names (or, when prune removed
+        it, ``objects/``), else ``objects/``; each object's content is checked once, where it
+        lies. The objects a file holds must match their names."""
+        held = doc.get("objects") if doc.get("kind") in ("checkpoint", "writes") else None
+        held = held if isinstance(held, dict) else {}
+        for digest, tree in held.items():
+            if not names_object(digest, tree):
+                self.bad_files.add(str(path))
+                self.problem(path, f"/objects/{digest}", EDITED)
         tdir: Path | None = None  # found once a tree refers to an object
         for pointer, tree in _stored_trees(doc):
-            digests = sorted(set(refs_in(tree)))
-            if digests and tdir is None:
+            nodes = list(ref_nodes(tree))
+            if nodes and tdir is None:
                 try:
                     tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
                 except ValueError:
                     return
-            for digest in digests:
+            for node in nodes:
                 assert tdir is not None
+                digest = node[REF]
+                loc = location_of(node)
+                if loc is None and digest in held:
+                    continue
+                if loc is not None:
+                    try:
+                        target = self.layout.checkpoint_in(tdir, *loc)
+                    except FileFormatError as exc:
+                        self.problem(path, pointer, problem_text(exc))
+                        continue
+                    if target.is_file():
+                        try:
+                            there = self.store.read_doc(target, "checkpoint").get("objects") or {}
+                        except (FileFormatError, OSError):
+                            continue  # reported where that file is checked
+                        if digest not in there:
+                            why = f"refers to object {digest} in {target}, which does not hold it"
+                            self.problem(path, pointer, why)
+                        continue
                 if not (tdir / OBJECTS / f"{digest}.json").is_file():
                     missing = f"refers to object {digest}, which is missing from {tdir / OBJECTS}"
                     self.problem(path, pointer, missing)
@@ -287,8 +315,11 @@ class Validator:
             if doc is None:
                 continue
             self.checkpoints += 1
-            if self.checkpoint_named(path, doc, thread_folder, ns_dir):
-                docs[doc["checkpoint_id"]] = (path, doc)
+            if not self.checkpoint_named(path, doc, thread_folder, ns_dir):
+                continue
+            whole = self.whole(path)
+            if whole is not None:
+                docs[doc["checkpoint_id"]] = (path, whole)
         present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
@@ -296,7 +327,23 @@ class Validator:
         for path in self._json_files(ns_dir / WRITES):
             self.writes(thread_folder, ns_dir, path, present)
         for path in self._json_files(ns_dir / VALUES):
-            self.value_file(ns_dir, path)
+            if value_file_kind(path) == "base":
+                self.read(path, "base")
+            else:
+                self.value_file(ns_dir, path)
+
+    def whole(self, path: Path) -> dict[str, Any] | None:
+        """A checkpoint whole (a delta applied to its parent's bookkeeping, format 4), or None
+        with a problem where its line breaks (a missing parent and no base file in its place)."""
+        try:
+            return self.store.checkpoint_doc(path)
+        except FileFormatError as exc:
+            if exc.path not in self.bad_files:
+                self.problem(exc.path, exc.pointer, problem_text(exc))
+            return None
+        except OSError as exc:
+            self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
+            return None
 
     def checkpoint_named(self, path: Path, doc: dict[str, Any], thread_folder: Path, ns_dir: Path) -> bool:
         """Its file name, thread and namespace folders match its ids (a problem for each that does not)."""
@@ -366,19 +413,19 @@ class Validator:
             self.object_file(path)
 
     def large_file(self, path: Path) -> None:
-        self._named_by_content(path, "large_value", lambda doc: digest_node(doc["value"]))
+        self._named_by_content(path, "large_value", lambda doc, name: digest_node(doc["value"]) == name)
 
     def object_file(self, path: Path) -> None:
-        self._named_by_content(path, "object", lambda doc: object_digest(doc["tree"]))
+        self._named_by_content(path, "object", lambda doc, name: names_object(name, doc["tree"]))
 
-    def _named_by_content(self, path: Path, kind: str, digest: Callable[[dict[str, Any]], str]) -> None:
+    def _named_by_content(self, path: Path, kind: str, named: Callable[[dict[str, Any], str], bool]) -> None:
         """A file of ``large/`` or ``objects/``: its name is the sha256 of what it holds."""
         doc = self.read(path, kind)
         if doc is None:
             return
         if path.name != f"{doc['sha256']}.json":
             self.problem(path, "/sha256", "sha256 does not match the file name")
-        elif digest(doc) != doc["sha256"]:
+        elif not named(doc, doc["sha256"]):
             self.bad_files.add(str(path))
             self.problem(path, "/sha256", EDITED)
 
@@ -396,6 +443,10 @@ def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         if isinstance(node, dict) and "json" in node:
             yield f"{pointer}/value/json", node["json"]
 
+    def held_trees() -> Iterator[tuple[str, Any]]:
+        for digest, tree in (doc.get("objects") or {}).items():
+            yield f"/objects/{digest}", tree
+
     kind = doc.get("kind")
     if kind == "checkpoint":
         yield "/metadata", doc.get("metadata")
@@ -403,11 +454,16 @@ def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             yield f"/checkpoint/extra/{pointer_part(key)}", tree
         for channel, body in (doc.get("new_values") or {}).items():
             yield from body_trees(f"/new_values/{pointer_part(channel)}", body)
+        for key, record in (doc.get("parent_writes") or {}).items():
+            for i, w in enumerate(record.get("writes") or []):
+                yield from body_trees(f"/parent_writes/{pointer_part(key)}/writes/{i}", w)
+        yield from held_trees()
     elif kind in ("value", "large_value"):
         yield from body_trees("", doc)
     elif kind == "writes":
         for i, w in enumerate(doc.get("writes") or []):
             yield from body_trees(f"/writes/{i}", w)
+        yield from held_trees()
     elif kind == "object":
         yield "/tree", doc.get("tree")
 

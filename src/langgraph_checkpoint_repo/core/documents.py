@@ -15,22 +15,26 @@ Values and append chains are resolved in values.py; this class hands those calls
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import fields
+from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
 from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, settled, stat_key, stat_key_of
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks, digest_node
 from .entries import ValueEntry
-from .errors import FileFormatError, RepoCheckpointError
+from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
 from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
 from .jsonread import load_json
 from .layout import (
@@ -50,22 +54,87 @@ from .layout import (
     place_problem,
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
-from .objects import object_digest
+from .objects import REF, location_ref, names_object
 from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
 from .resolve import ValueResolver
-from .validation import validate_read
+from .validation import pointer_part, validate_read
 from .writing import Writer, prepare
 
 # a fresh process records the lineage it read again when it had to read at least this many
 LINEAGE_REREADS = 16
+# later checkpoints read one by one to find a checkpoint's children, before its lineage is read
+CHILDREN_SCAN = 8
+# objects whose place a process remembers per thread, for writers to refer to (Documents.locate_object)
+LOCATED_PER_THREAD = 200_000
 # uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 _log = logging.getLogger(__name__)
 # the two kinds of file named by their content: how to compute the name from the document
-_CONTENT_NAMED = {
-    "object": (OBJECTS, lambda doc: object_digest(doc["tree"])),
-    "large_value": (LARGE, lambda doc: digest_node(doc["value"])),
+_CONTENT_NAMED: dict[str, tuple[str, Callable[[dict[str, Any], str], bool]]] = {
+    "object": (OBJECTS, lambda doc, name: names_object(name, doc["tree"])),
+    "large_value": (LARGE, lambda doc, name: digest_node(doc["value"]) == name),
 }
+
+
+class Pending:
+    """The objects of checkpoints this process is writing, once decided, until they are
+    durable. LangGraph saves a thread's checkpoints, writes and subgraph checkpoints at once
+    (``durability="async"``): a file that needs a message a concurrent put is about to hold
+    refers to it there and waits for it, instead of holding the text a second time. Only a
+    put that began later (a higher ticket) waits for an earlier one, so no two wait for each
+    other."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tickets = itertools.count(1)
+        self._objects: dict[Path, dict[str, tuple[int, str, str, threading.Event]]] = {}
+
+    def ticket(self) -> int:
+        """The order a file was begun in."""
+        return next(self._tickets)
+
+    def offer(self, tdir: Path, names: list[str], ns: str, cid: str, ticket: int) -> threading.Event:
+        """A checkpoint about to be written will hold ``names``; the event is set once it is done."""
+        done = threading.Event()
+        with self._lock:
+            held = self._objects.setdefault(tdir, {})
+            for name in names:
+                held.setdefault(name, (ticket, ns, cid, done))
+        return done
+
+    def find(self, tdir: Path, name: str, ticket: int) -> tuple[str, str, threading.Event] | None:
+        """(namespace, checkpoint, its event) of an earlier put that will hold ``name``."""
+        got = self._objects.get(tdir, {}).get(name)
+        if got is None or got[0] >= ticket:
+            return None
+        return got[1], got[2], got[3]
+
+    def withdraw(self, tdir: Path, done: threading.Event) -> None:
+        """The put of ``done`` is over, written or not."""
+        with self._lock:
+            held = self._objects.get(tdir, {})
+            for name in [n for n, entry in held.items() if entry[3] is done]:
+                del held[name]
+            if not held:
+                self._objects.pop(tdir, None)
+        done.set()
+
+
+@dataclass(frozen=True)
+class WritesRecord:
+    """One ``put_writes`` call as stored: in a writes file (``pointer`` "") or in the child
+    checkpoint that took it (``/parent_writes/<key>``); ``record`` has ``task_id``,
+    ``task_path`` and ``writes``."""
+
+    path: Path
+    pointer: str
+    record: dict[str, Any]
+
+
+def writes_key(name: str) -> str:
+    """The unique part of a writes file's name (``<checkpoint>~<key>.json``): the key its
+    record keeps in the child checkpoint that takes it."""
+    return name[name.rindex("~") + 1 : -len(".json")]
 
 
 class Documents:
@@ -85,10 +154,14 @@ class Documents:
         self.docs = DocCache()
         self.listings = Listings(partial(load_listing, self.layout), partial(save_listing, self.layout))
         self.values = ValueResolver(self.layout, self.read_doc, self.docs)
+        self.values.implied_base = self.implied_base
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         self.writer = Writer(self.layout, durable)
         self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
+        # checkpoint path -> (its parse, its parent's whole document, its whole document)
+        self._full = LRU(CACHE_ENTRIES)
+        self.pending = Pending()  # objects of checkpoints this process is writing
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
         """The lock of one thread: shared by writers, ``exclusive`` for maintenance.
@@ -116,7 +189,7 @@ class Documents:
         misplaced = place_problem(path, kind, doc)
         if misplaced is not None:
             raise FileFormatError(str(path), *misplaced)
-        self.docs.keep(path, st, _with_own_refs(self.layout, doc), read_at)
+        self.docs.keep(path, st, normalize(self.layout, doc), read_at)
         return doc  # type: ignore[no-any-return]
 
     def intact(self, path: Path, kind: str) -> bool:
@@ -137,11 +210,79 @@ class Documents:
             return False
         if self._intact.get(path) is doc:  # the very parse found whole before, still fresh
             return True
-        if _CONTENT_NAMED[kind][1](doc) != path.name[: -len(".json")]:
+        if not _CONTENT_NAMED[kind][1](doc, path.name[: -len(".json")]):
             _log.warning("%s does not hold what its name says, not relied on", path)
             return False
         self._intact.put(path, doc)
         return True
+
+    def locate_object(
+        self, thread_id: str, name: str, digest: str, *, ticket: int = 0, waits: dict[Any, Any] | None = None
+    ) -> dict[str, str] | None:
+        """The reference to an object a writer finds stored already (objects.Locate): with
+        ``$in`` for a checkpoint that holds it (read or written by this process, there and
+        whole), without for ``objects/`` (format 3 named it by its whole ``digest``), None when
+        it is in neither (the file being written takes it). Never a writes file: those go
+        once a child checkpoint has taken them. A checkpoint of this process that holds it
+        and is being written (``Pending``, an earlier ``ticket`` than the caller's) counts:
+        the caller waits for it (``waits``) before it writes its own file."""
+        tdir = self.layout.thread_dir(thread_id)
+        located = self.values.located.get(tdir, {})
+        loc = located.get(name)
+        if loc is not None:
+            path = self.layout.checkpoint_in(tdir, *loc)
+            if self.writer.durable_exists(path) and self._holds(path, name):
+                return {REF: name, **location_ref(*loc)}
+            located.pop(name, None)  # gone (prune) or changed: wherever it is stored next
+        for held in (name, digest):
+            if self.intact(self.layout.object_path(thread_id, held), "object"):
+                return {REF: held}
+        if waits is not None:
+            found = self.pending.find(tdir, name, ticket)
+            if found is not None:
+                ns, cid, done = found
+                waits[done] = (ns, cid)
+                return {REF: name, **location_ref(ns, cid)}
+        return None
+
+    def await_pending(self, thread_id: str, waits: dict[Any, Any]) -> None:
+        """Wait until the checkpoints a file about to be written refers to for objects are
+        durable (``locate_object``): a referent before its referrer. One that was not written
+        (its put failed) fails this write too, naming it, before anything is written."""
+        for done, (ns, cid) in waits.items():
+            done.wait(self.locks.timeout)
+            path = self.layout.checkpoint_path(thread_id, ns, cid)
+            if not self.writer.durable_exists(path):
+                raise RepoCheckpointError(
+                    f"refusing to write a file of thread {thread_id!r} that refers to objects of "
+                    f"checkpoint {cid}: that checkpoint's write, under way beside it, did not complete"
+                )
+
+    def _holds(self, path: Path, name: str) -> bool:
+        """Whether the checkpoint at ``path`` holds the object ``name``, whole."""
+        try:
+            doc = self.read_doc(path, "checkpoint")
+        except (FileNotFoundError, FileFormatError):
+            return False
+        tree = (doc.get("objects") or {}).get(name)
+        if tree is None:
+            return False
+        key = (path, name)
+        if self._intact.get(key) is tree:
+            return True
+        if not names_object(name, tree):
+            return False
+        self._intact.put(key, tree)
+        return True
+
+    def note_objects(self, thread_id: str, ns: str, cid: str, names: Iterator[str] | list[str]) -> None:
+        """The objects a checkpoint just written holds (none of them stored before, as far as
+        this process knew): later writes refer to them there."""
+        located = self.values.located.setdefault(self.layout.thread_dir(thread_id), {})
+        if len(located) > LOCATED_PER_THREAD:
+            located.clear()  # found again on reads; only sharing with older files is lost
+        for name in names:
+            located[name] = (ns, cid)
 
     def load_unchecked(self, path: Path) -> Any:
         """A file's JSON, parsed as strictly as ``read_doc`` but not validated (for migrations)."""
@@ -149,12 +290,13 @@ class Documents:
 
     def remember(self, path: Path, doc: dict[str, Any], data: bytes | None = None) -> None:
         """Keep what we just wrote (``data``: its bytes), so the next read need not parse it."""
-        self.docs.remember(path, _with_own_refs(self.layout, doc), data)
+        self.docs.remember(path, normalize(self.layout, doc), data)
 
     def header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
-        """The checkpoint document, names checked against its place. FileNotFoundError if absent."""
+        """The checkpoint document whole (``checkpoint_doc``), names checked against its place.
+        FileNotFoundError if absent."""
         path = self.layout.checkpoint_path(thread_id, checkpoint_ns, checkpoint_id)
-        doc = self.read_doc(path, "checkpoint")
+        doc = self.checkpoint_doc(path)
         if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
             thread_id,
             checkpoint_ns,
@@ -166,6 +308,59 @@ class Documents:
                 "thread_id, checkpoint_ns or checkpoint_id does not match the file's place",
             )
         return doc
+
+    def checkpoint_doc(self, path: Path) -> dict[str, Any]:
+        """A checkpoint document whole, as every reader sees it: a delta (format 4,
+        bookkeeping.py) applied to its parent's whole bookkeeping, the parent's own delta
+        first, down to a whole document or the ``base`` file prune left for a removed parent.
+        Each whole document is kept while every file of its line is unchanged (one lstat per
+        file: a hand edit of any of them is seen). FileNotFoundError if the file is absent."""
+        raw = self.read_doc(path, "checkpoint")
+        if not depth(raw):
+            return raw
+        links: list[tuple[Path, dict[str, Any]]] = []
+        seen: set[Path] = set()
+        here, cur = path, raw
+        while depth(cur):
+            if here in seen or len(links) >= MAX_DELTA_CHAIN:
+                raise FileFormatError(
+                    str(path),
+                    "/delta",
+                    f"more than {len(links)} deltas back to a whole checkpoint, or parent links that "
+                    f"go round: this release follows at most {MAX_DELTA_CHAIN}",
+                )
+            seen.add(here)
+            links.append((here, cur))
+            parent = cur["parent_checkpoint_id"]
+            if not parent:
+                raise FileFormatError(str(here), "/delta", "a delta needs the parent it changes")
+            ppath = here.parent / f"{encode_segment(parent)}.json"
+            try:
+                here, cur = ppath, self.read_doc(ppath, "checkpoint")
+                continue
+            except FileNotFoundError:
+                pass
+            bpath = here.parent.parent / self.layout.base_rel(parent)
+            try:
+                here, cur = bpath, self.read_doc(bpath, "base")
+            except FileNotFoundError:
+                raise MissingReferenceError(
+                    str(here),
+                    "/parent_checkpoint_id",
+                    f"holds only what changed since checkpoint {parent}, which is missing "
+                    f"(and so is {bpath}, where prune keeps a removed parent's bookkeeping)",
+                ) from None
+            break
+        full = cur
+        for lpath, lraw in reversed(links):
+            hit = self._full.get(lpath)
+            if hit is not None and hit[0] is lraw and hit[1] is full:
+                full = hit[2]
+                continue
+            whole = materialize(lraw, full)
+            self._full.put(lpath, (lraw, full, whole))
+            full = whole
+        return full
 
     def metadata(
         self,
@@ -198,7 +393,8 @@ class Documents:
     def writes_docs(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
     ) -> list[tuple[Path, dict[str, Any]]]:
-        """Writes files of one checkpoint, oldest first."""
+        """Writes files of one checkpoint, oldest first (only the files: ``writes_records``
+        also has what its children took from them)."""
         folder = self.layout.writes_dir(thread_id, checkpoint_ns)
         out = []
         for name in self._writes_names(folder, encode_segment(checkpoint_id)):
@@ -212,6 +408,65 @@ class Documents:
                 raise FileFormatError(str(path), "/checkpoint_id", "names do not match the file's place")
             out.append((path, doc))
         return out
+
+    def writes_records(self, thread_id: str, ns: str, cid: str) -> list[WritesRecord]:
+        """The pending writes of one checkpoint as stored, oldest first: its writes files, and
+        the records its children took from them (format 4: a checkpoint moves its parent's
+        writes files into ``parent_writes`` once it is durable, and the files go). A record
+        may be in both places while a child is written (one is kept), and a file removed
+        while it is read is found in the child that took it (so the files are read last, and
+        a file gone means: read again)."""
+        for attempt in range(5):
+            try:
+                return self._writes_records(thread_id, ns, cid)
+            except FileNotFoundError:
+                if attempt == 4:
+                    raise
+                self.drop_listing(self.layout.writes_dir(thread_id, ns))
+                self.drop_listing(self.layout.checkpoints_dir(thread_id, ns))
+        return []  # never reached
+
+    def children(self, thread_id: str, ns: str, cid: str) -> list[str]:
+        """The checkpoints whose parent is ``cid`` and whose id is later (only those take its
+        writes: ``RepoSaver.put``). A few later checkpoints are read one by one, so the latest
+        is found lazily (``alist``); more, from the namespace's lineage."""
+        ids = self.checkpoint_ids(thread_id, ns)
+        later = ids[bisect.bisect_right(ids, cid) :]
+        lst = self.listings.get(self.layout.checkpoints_dir(thread_id, ns))
+        if len(later) > CHILDREN_SCAN or (lst is not None and "lineage" in lst.derived):
+            return [c for c in self.lineage(thread_id, ns).children(cid) if c > cid]
+        out = []
+        for child in later:
+            try:
+                raw = self.read_doc(self.layout.checkpoint_path(thread_id, ns, child), "checkpoint")
+            except FileNotFoundError:
+                continue
+            if raw["parent_checkpoint_id"] == cid:
+                out.append(child)
+        return out
+
+    def _writes_records(self, thread_id: str, ns: str, cid: str) -> list[WritesRecord]:
+        folder = self.layout.writes_dir(thread_id, ns)
+        names = self._writes_names(folder, encode_segment(cid))
+        found: dict[str, WritesRecord] = {}
+        for child in self.children(thread_id, ns, cid):
+            path = self.layout.checkpoint_path(thread_id, ns, child)
+            try:
+                doc = self.read_doc(path, "checkpoint")
+            except FileNotFoundError:
+                continue  # removed since it was listed (prune): its parent's writes went with it
+            for key, record in (doc.get("parent_writes") or {}).items():
+                found.setdefault(key, WritesRecord(path, f"/parent_writes/{pointer_part(key)}", record))
+        for name in names:
+            key = writes_key(name)
+            if key in found:
+                continue
+            path = folder / name
+            doc = self.read_doc(path, "writes")
+            if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (thread_id, ns, cid):
+                raise FileFormatError(str(path), "/checkpoint_id", "names do not match the file's place")
+            found[key] = WritesRecord(path, "", doc)
+        return [found[k] for k in sorted(found)]
 
     # -- ids, from folder listings ------------------------------------------------
     def checkpoint_ids(self, thread_id: str, checkpoint_ns: str) -> list[str]:
@@ -277,7 +532,7 @@ class Documents:
                 ids.insert(pos, cid)
         lineage: Lineage | None = cur.derived.get("lineage")
         if lineage is not None and name.endswith(".json") and ids is not None:
-            doc = self.read_doc(folder / name, "checkpoint")
+            doc = self.checkpoint_doc(folder / name)
             cid = str(doc["checkpoint_id"])
             lineage.add(cid, self._link(doc["thread_id"], doc["checkpoint_ns"], cid, doc))
 
@@ -443,7 +698,31 @@ class Documents:
         """The links of a value's append chain as the whole-root walkers read them
         (chains.read_link), each file entered in the walk's guard (chains.walk_chain)."""
         read = partial(read_link, self.read_doc, self.layout, ns_dir, channel)
-        return walk_chain(read, version, ref)
+        return walk_chain(read, version, ref, partial(self.implied_base, channel))
+
+    def implied_base(self, channel: str, link: Link) -> tuple[Any, str]:
+        """(version, ref) of the list an append without ``base`` extends (format 4): the
+        channel's value at the parent of the checkpoint holding it, read from the parent's
+        whole document or from the base file prune left in its place."""
+        path = link.path
+        parent = link.doc.get("parent_checkpoint_id") if isinstance(link.doc, dict) else None
+        where = f"{link.pointer}/append"
+        if not parent:
+            raise FileFormatError(str(path), where, "appends to its parent's list, but names no parent")
+        try:
+            whole = self.checkpoint_doc(path.parent / f"{encode_segment(parent)}.json")
+        except FileNotFoundError:
+            bpath = path.parent.parent / self.layout.base_rel(parent)
+            try:
+                whole = self.read_doc(bpath, "base")
+            except FileNotFoundError:
+                why = f"appends to the list of parent {parent}, which is missing (and so is {bpath})"
+                raise MissingReferenceError(str(path), where, why) from None
+        ref = whole["values"].get(channel)
+        if ref is None:
+            why = f"appends to the list of parent {parent}, which has none"
+            raise MissingReferenceError(str(path), where, why)
+        return whole["checkpoint"]["channel_versions"].get(channel), ref
 
     # -- writing (writing.py) ---------------------------------------------------------
     prepare = staticmethod(prepare)
@@ -467,10 +746,16 @@ class Documents:
         for folder in [f for f in list(self._lineages) if f.is_relative_to(tdir)]:
             self._lineages.pop(folder, None)
         self._intact.drop_where(lambda p: p.is_relative_to(tdir))
+        self._full.drop_where(lambda p: p.is_relative_to(tdir))
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""
         remove_tree(self.layout, folder, self.durable)
+
+    def discard_files(self, paths: list[Path]) -> None:
+        """Unlink files whose content is durable elsewhere (writes files a child checkpoint
+        took): no fsync, a removal lost in a crash leaves a copy readers already dedupe."""
+        remove_files(self.layout, paths, False)
 
     def remove_files(self, paths: list[Path]) -> None:
         """Unlink files of the root; a symlink on the way refuses the call before any goes."""
@@ -486,13 +771,3 @@ class Documents:
     def check_tree(self, folder: Path, doing: str) -> None:
         """Refuse (RepoCheckpointError) a symlink on the way to ``folder`` or anywhere in it."""
         check_tree(self.layout, folder, doing)
-
-
-def _with_own_refs(layout: Layout, doc: Any) -> Any:
-    """A checkpoint as every reader sees it: ``values`` names every channel, those whose value
-    the file holds itself (``new_values``; format 3 does not repeat them) included."""
-    if isinstance(doc, dict) and doc.get("kind") == "checkpoint" and doc.get("new_values"):
-        own = layout.checkpoint_rel(doc["checkpoint_id"])
-        for channel in doc["new_values"]:
-            doc["values"].setdefault(channel, own)
-    return doc

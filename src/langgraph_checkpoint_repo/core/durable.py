@@ -26,7 +26,7 @@ from filelock import FileLock, Timeout
 from .errors import LockTimeoutError, RepoCheckpointError
 
 _INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-LINE_WIDTH = 100  # an array or object whose compact JSON fits in this (indent included) is one line
+LINE_WIDTH = 120  # an array or object whose compact JSON fits in this (indent included) is one line
 
 
 def dump_json(doc: Any) -> bytes:
@@ -47,10 +47,14 @@ def dump_json(doc: Any) -> bytes:
 
 def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
     """One value at ``indent`` after ``lead`` columns of key: an array or object on one line
-    (``", "`` and ``": "`` between members, as a person writes it) when it fits."""
+    (``", "`` and ``": "`` between members, as a person writes it) when it fits, and a
+    reference to an object (``{"$ref": ...}``, all its members strings) always: one line
+    names one thing."""
     if isinstance(node, dict | list) and node:
-        if len(node) * 4 <= LINE_WIDTH:
+        if len(node) * 4 <= LINE_WIDTH or (isinstance(node, dict) and _is_reference(node)):
             room = LINE_WIDTH - indent - lead
+            if isinstance(node, dict) and _is_reference(node):
+                room = 1 << 30
             if len(orjson.dumps(node)) <= room:  # compact is never longer: a cheap test first
                 flat = json.dumps(node, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
                 data = flat.encode("utf-8")
@@ -74,6 +78,10 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))
+
+
+def _is_reference(node: dict[str, Any]) -> bool:
+    return "$ref" in node and all(isinstance(v, str) for v in node.values())
 
 
 def digest_node(node: Any) -> str:

@@ -142,7 +142,7 @@ def append_entry(
         raise FileFormatError(
             base.file or str(path),
             base.root or f"{pointer}/append/base_length",
-            f"the list of channel {channel!r} at {app['base']} holds {len(base.tree)} items "
+            f"the list of channel {channel!r} at {app.get('base', base.where)} holds {len(base.tree)} items "
             f"(rebuilt from its append chain), but {referrer}/base_length says "
             f"{app['base_length']}: an item removed or added by hand? Put it back "
             "(docs/format.md, Editing files by hand)",

@@ -26,6 +26,7 @@ from .layout import (
     WRITES,
     decode_segment,
     is_temp_name,
+    value_file_kind,
 )
 from .refchecks import checkpoint_refs
 
@@ -113,7 +114,10 @@ def _check_file(v: Validator, thread_folder: Path, ns_dir: Path, folder: str, pa
     elif folder == OBJECTS:
         v.object_file(path)
     elif folder == VALUES:
-        v.value_file(ns_dir, path)
+        if value_file_kind(path) == "base":
+            v.read(path, "base")
+        else:
+            v.value_file(ns_dir, path)
     else:
         present = _checkpoint_stems(ns_dir)
         if folder == WRITES:
@@ -131,7 +135,9 @@ def _checkpoint(v: Validator, thread_folder: Path, ns_dir: Path, path: Path, pre
     v.checkpoints += 1
     if not v.checkpoint_named(path, doc, thread_folder, ns_dir):
         return
-    checkpoint_refs(v, ns_dir, path, doc, {}, present, oldest=_oldest(present))
+    whole = v.whole(path)
+    if whole is not None:
+        checkpoint_refs(v, ns_dir, path, whole, {}, present, oldest=_oldest(present))
 
 
 def _checkpoint_stems(ns_dir: Path) -> set[str]:

@@ -271,6 +271,20 @@ class Layout:
         """Path of a checkpoint file relative to its namespace folder (a value's location)."""
         return f"{CHECKPOINTS}/{encode_segment(checkpoint_id)}.json"
 
+    @staticmethod
+    def base_rel(checkpoint_id: str) -> str:
+        """Where prune keeps a removed checkpoint's whole bookkeeping for the deltas built on
+        it, relative to its namespace folder (``values/@<checkpoint>.json``: a value file's
+        name never starts with ``@``, which a channel segment escapes)."""
+        return f"{VALUES}/@{encode_segment(checkpoint_id, whole_name=False)}.json"
+
+    def checkpoint_in(self, thread_dir: Path, checkpoint_ns: str, checkpoint_id: str) -> Path:
+        """A checkpoint's file in the thread folder ``thread_dir`` (where a reference names it)."""
+        ns_dir = thread_dir
+        if checkpoint_ns != "":
+            ns_dir = _named_dir(thread_dir / NAMESPACES, checkpoint_ns, "namespace")
+        return ns_dir / CHECKPOINTS / (encode_segment(checkpoint_id) + ".json")
+
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def writes_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         return self.ns_dir(thread_id, checkpoint_ns) / WRITES
@@ -397,6 +411,11 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         if f"{path.parent.name}/{path.name}" != want:
             return "/version", f"channel {doc['channel']!r} at {doc['version']!r} belongs in {want}"
         return None
+    if kind == "base":
+        want = f"@{encode_segment(doc['checkpoint_id'], whole_name=False)}.json"
+        if path.parent.name != VALUES or path.name != want:
+            return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} belongs in {VALUES}/{want}"
+        return _ns_problem(path.parent, doc)
     if kind in ("large_value", "object"):
         folder = LARGE if kind == "large_value" else OBJECTS
         if path.parent.name != folder or path.name != f"{doc['sha256']}.json":
@@ -404,7 +423,12 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         return None
     if kind == "checkpoint" and path.name != encode_segment(doc["checkpoint_id"]) + ".json":
         return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} does not match the file name"
-    ns, ns_dir = doc["checkpoint_ns"], path.parent.parent
+    return _ns_problem(path.parent, doc)
+
+
+def _ns_problem(folder: Path, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """A document's thread and namespace against the namespace folder holding ``folder``."""
+    ns, ns_dir = doc["checkpoint_ns"], folder.parent
     if ns:
         tdir = ns_dir.parent.parent
         ns_ok = ns_dir.name == encode_segment(ns) and ns_dir.parent.name == NAMESPACES
@@ -415,6 +439,12 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
     if tdir.name != encode_segment(doc["thread_id"]):
         return "/thread_id", f"thread_id {doc['thread_id']!r} does not match its folder"
     return None
+
+
+def value_file_kind(path: Path) -> str:
+    """The kind of a file of ``values/``: a value, or (``@<checkpoint>.json``) the base prune
+    keeps of a removed checkpoint for the deltas built on it (format 4)."""
+    return "base" if path.name.startswith("@") else "value"
 
 
 def is_temp_name(name: str) -> bool:

@@ -66,10 +66,23 @@ class Lineage:
     keys: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # file stat keys, when settled
     _heads: list[HeadState] | None = None
     _current: str | None = None
+    _children: dict[str, list[str]] | None = None
 
     def add(self, cid: str, link: Node) -> None:
         self.links[cid] = link
         self._heads = None
+        self._children = None
+
+    def children(self, cid: str) -> list[str]:
+        """The checkpoints that name ``cid`` as their parent, oldest first."""
+        if self._children is None:
+            kids: dict[str, list[str]] = {}
+            for child in sorted(self.links):
+                parent = self.links[child].parent
+                if parent is not None:
+                    kids.setdefault(parent, []).append(child)
+            self._children = kids
+        return self._children.get(cid, [])
 
     def heads(self) -> list[HeadState]:
         """The heads, newest first, each settled or not."""

@@ -73,8 +73,20 @@ def v2_to_v3(doc: Doc, path: str) -> Doc:
     return out
 
 
+def v3_to_v4(doc: Doc, path: str) -> Doc:
+    """Format 4 adds deltas (a checkpoint holding only what changed since its parent), a
+    ``version`` for its new values, objects held in the file that introduced them, the
+    parent's pending writes moved into a checkpoint, and message inputs stored as references
+    to the message. Everything format 3 wrote means the same in format 4 (a whole checkpoint,
+    objects in ``objects/``, writes in ``writes/``), so the step only changes the version:
+    the tree reads back exactly as before, its versions included, and new writes are lean."""
+    out = copy.deepcopy(doc)
+    out["schema_version"] = 4
+    return out
+
+
 # STEPS[n] upgrades a file from version n to n + 1; one entry per released bump
-STEPS: dict[int, Step] = {1: v1_to_v2, 2: v2_to_v3}
+STEPS: dict[int, Step] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4}
 OLDEST = min(STEPS) if STEPS else SCHEMA_VERSION
 
 
@@ -150,7 +162,10 @@ _FOLDER_KINDS = {
 
 
 def _kind_of(path: Path) -> str:
-    """The kind a file must be, from the folder it sits in; a file elsewhere is not data."""
+    """The kind a file must be, from the folder it sits in (and in ``values/``, its name);
+    a file elsewhere is not data."""
+    if path.parent.name == VALUES and path.name.startswith("@"):
+        return "base"
     kind = _FOLDER_KINDS.get(path.parent.name)
     if kind is None:
         raise FileFormatError(

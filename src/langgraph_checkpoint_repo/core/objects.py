@@ -43,10 +43,18 @@ from .tree import json_objects
 
 REF = "$ref"
 ID = "$id"
+IN = "$in"  # with $ref: the checkpoint whose ``objects`` hold it (format 4)
+NS = "$ns"  # with $in: that checkpoint's namespace, when not the root one
+ROLE = "$role"  # with $ref: the dict {"role": <this>, "content": <the message's content>}
+PAIR = "$pair"  # with $ref: the pair [<this>, <the message's content>]
 CHUNKS = "$chunks"
+_REF_KEYS = frozenset({REF, ID, IN, NS})
 SHARE_BYTES = 128
 CHUNK_MIN = 16
 CHUNK_MAX = 32
+# format 4 cuts the chunk references again from this many: a list a turn writes in several
+# places (a subgraph's input, its output) keeps a short top, the same chunks below
+UPPER_MIN = 4
 CUT = 0x20  # first byte of a digest below this ends a chunk: one item in eight
 MAX_NESTING = 64  # references inside references; real values use fewer than ten
 MAX_CONTAINERS = MAX_JSON_CONTAINERS  # of a whole expanded value, as of one file
@@ -54,7 +62,11 @@ MAX_VALUES = MAX_JSON_VALUES
 MAX_TEXT = MAX_FILE_BYTES  # characters of every string and key: no more than one file holds
 
 
-_DIGEST = re.compile(r"[0-9a-f]{64}")
+#: how many hex digits of its sha256 name an object format 4 writes (64 bits): an object is
+#: found where its reference says (a file's own objects, a checkpoint's, ``objects/``), so the
+#: name only tells the objects of a thread apart and catches an edit; format 3 used all 64
+NAME_HEX = 16
+_DIGEST = re.compile(r"[0-9a-f]{16}|[0-9a-f]{64}")
 
 #: what a read and validate say of a file named by its content that no longer holds it
 EDITED = (
@@ -64,19 +76,57 @@ EDITED = (
 
 
 def object_digest(tree: Any) -> str:
-    """sha256 of a tree's compact, key-sorted JSON: the name of its object file."""
+    """sha256 of a tree's compact, key-sorted JSON (hex): an object's name is its first
+    ``NAME_HEX`` digits (format 3: all of it)."""
     return hashlib.sha256(orjson.dumps(tree, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def names_object(name: str, tree: Any) -> bool:
+    """Whether ``name`` (16 or 64 hex digits) is the name of ``tree``: a hand edit is caught."""
+    return bool(_DIGEST.fullmatch(name)) and object_digest(tree).startswith(name)
+
+
 def ref_of(tree: Any) -> str | None:
-    """The digest a ``{"$ref": digest}`` (or ``{"$ref": digest, "$id": id}``) node names, else None."""
-    if (
-        isinstance(tree, dict)
-        and isinstance(tree.get(REF), str)
-        and (len(tree) == 1 or (len(tree) == 2 and isinstance(tree.get(ID), str)))
-    ):
-        return tree[REF]  # type: ignore[no-any-return]
+    """The digest a reference node names (``{"$ref": digest}``, with ``$id`` and, in format 4,
+    ``$in`` and ``$ns``), else None."""
+    if isinstance(tree, dict) and isinstance(tree.get(REF), str) and tree.keys() <= _REF_KEYS:
+        return tree[REF] if _ref_parts_ok(tree) else None
     return None
+
+
+def message_ref_of(tree: Any) -> str | None:
+    """The digest a message input node names (``{"$role": r, "$ref": digest}`` or
+    ``{"$pair": r, "$ref": digest}``, format 4), else None."""
+    if not isinstance(tree, dict) or not isinstance(tree.get(REF), str):
+        return None
+    tag = ROLE if ROLE in tree else PAIR if PAIR in tree else None
+    if tag is None or not isinstance(tree[tag], str) or not tree.keys() <= _REF_KEYS | {tag}:
+        return None
+    return tree[REF] if _ref_parts_ok(tree) else None
+
+
+def any_ref_of(tree: Any) -> str | None:
+    """The digest of a reference or a message input node, else None."""
+    got = ref_of(tree)
+    return got if got is not None else message_ref_of(tree)
+
+
+def _ref_parts_ok(tree: dict[str, Any]) -> bool:
+    return (
+        all(isinstance(tree[k], str) for k in (ID, IN, NS) if k in tree)
+        and (NS not in tree or IN in tree)
+    )
+
+
+def location_of(tree: dict[str, Any]) -> tuple[str, str] | None:
+    """(namespace, checkpoint id) a reference names with ``$in``, else None."""
+    cid = tree.get(IN)
+    return (str(tree.get(NS, "")), str(cid)) if isinstance(cid, str) else None
+
+
+def location_ref(ns: str, cid: str) -> dict[str, str]:
+    """The keys a reference carries to name the checkpoint whose objects hold it."""
+    return {IN: cid, NS: ns} if ns else {IN: cid}
 
 
 def _without_id(tree: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -91,15 +141,39 @@ def _without_id(tree: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     return tree, None
 
 
-class Sharer:
-    """Replaces shared subtrees by references, collecting the objects to store."""
+#: (name, whole sha256) -> the reference to an object where a writer finds it stored already:
+#: with ``$in`` (a checkpoint's objects) or without (``objects/``, maybe under format 3's
+#: 64-digit name); None when it is not stored (the file being written takes it)
+Locate = Callable[[str, str], "dict[str, str] | None"]
+#: a node -> (its tag, the message it is the input form of) when it is a message input that
+#: expands back exactly (``{"$role": "user"}``, ``{"$pair": "user"}``), else None
+Convert = Callable[[Any], "tuple[dict[str, str], Any] | None"]
 
-    def __init__(self) -> None:
+
+class Sharer:
+    """Replaces shared subtrees by references, collecting the objects to store.
+
+    Format 4 keeps the objects in the file that introduces them: ``locate`` says which are
+    stored already (their references name where), ``held`` which this file holds already;
+    without ``locate`` (format 3's way, still used for ``large/`` values) every object goes
+    to ``objects/``. ``convert`` (the adapter's, it knows LangChain) turns a message input
+    (a ``{"role", "content"}`` dict, a ``[role, text]`` pair) into a reference to the message
+    the channel will hold, so its text is stored once."""
+
+    def __init__(
+        self,
+        locate: Locate | None = None,
+        convert: Convert | None = None,
+        held: Mapping[str, Any] | None = None,
+    ) -> None:
         self.objects: dict[str, Any] = {}  # digest -> tree, in the order found
         # of the trees shared, whole: what a reader expands (``weight_problem``)
         self.containers = self.values = self.text = 0
         self.height = 0  # objects inside objects, on the longest path (``nesting_problem``)
         self._heights: dict[str, int] = {}  # digest -> its height
+        self._locate = locate
+        self._convert = convert
+        self._held: Mapping[str, Any] = held if held is not None else {}
 
     def share(self, tree: Any) -> Any:
         """The tree with its shared parts replaced (a new tree; the input is not changed)."""
@@ -108,6 +182,10 @@ class Sharer:
         return out
 
     def _share(self, tree: Any) -> tuple[Any, int]:
+        if self._convert is not None and isinstance(tree, dict | list) and tree:
+            got = self._convert(tree)
+            if got is not None:
+                return self._message_input(tree, *got)
         self.values += 1
         if isinstance(tree, str):
             self.text += len(tree)
@@ -139,6 +217,20 @@ class Sharer:
             return out, height
         return tree, 0
 
+    def _message_input(self, tree: Any, tag: dict[str, str], message: Any) -> tuple[Any, int]:
+        """A message input as a reference to its message: weighed as the input it expands to."""
+        containers, values, text = tree_weight(tree)
+        saved = self.containers + containers, self.values + values, self.text + text
+        out, height = self._share(message)
+        self.containers, self.values, self.text = saved
+        if ref_of(out) is None:  # a message smaller than SHARE_BYTES: stored all the same
+            anon, ident = _without_id(out)
+            out = self._store(anon, height + 1)
+            if ident is not None:
+                out[ID] = ident
+            height += 1
+        return {**tag, **out}, height
+
     def share_items(self, items: list[Any]) -> list[Any]:
         """Each item shared, the list itself kept whole (an append's ``items``)."""
         self.containers += 1
@@ -147,9 +239,17 @@ class Sharer:
 
     def _store(self, tree: Any, height: int, digest: str | None = None) -> dict[str, str]:
         digest = digest or object_digest(tree)
-        self.objects.setdefault(digest, tree)
-        self._heights[digest] = height
-        return {REF: digest}
+        name = digest[:NAME_HEX]
+        if name in self.objects or name in self._held:
+            self._heights[name] = height
+            return {REF: name}
+        where = self._locate(name, digest) if self._locate is not None else None
+        if where is not None:
+            self._heights[where[REF]] = height
+            return where
+        self._heights[name] = height
+        self.objects[name] = tree
+        return {REF: name}
 
     def _chunked(self, refs: list[Any]) -> tuple[dict[str, Any], int]:
         level, upper = refs, False
@@ -165,31 +265,38 @@ class Sharer:
                 if c
             ]
             upper = True
-            if len(level) < CHUNK_MIN:
+            if len(level) < (UPPER_MIN if self._locate is not None else CHUNK_MIN):
                 return {CHUNKS: level}, max(self._heights[r[REF]] for r in level)
 
 
 def refs_in(tree: Any) -> Iterator[str]:
     """Every digest a tree refers to directly (not through the objects it names)."""
+    for node in ref_nodes(tree):
+        yield node[REF]
+
+
+def ref_nodes(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every reference node of a tree (references and message inputs), not through objects."""
     for node in json_objects(tree):
-        digest = ref_of(node)
-        if digest is not None:
-            yield digest
+        if any_ref_of(node) is not None:
+            yield node
 
 
 def without_refs(tree: Any) -> Any:
-    """The tree with every reference (``$ref``, ``$chunks``) as null: what validate checks in
-    one file, each object being checked in its own file."""
+    """The tree with every reference (``$ref``, ``$chunks``, message inputs) as null: what
+    validate checks in one file, each object being checked where it is held."""
     if isinstance(tree, list):
         return [without_refs(x) for x in tree]
     if isinstance(tree, dict):
-        if ref_of(tree) is not None or (CHUNKS in tree and len(tree) == 1):
+        if any_ref_of(tree) is not None or (CHUNKS in tree and len(tree) == 1):
             return None
         return {k: without_refs(v) for k, v in tree.items()}
     return tree
 
 
-LoadObject = Callable[[str], Any]  # digest -> the object's tree, checked against its name
+#: (digest, the reference node, the file holding the reference) -> (the object's tree, checked
+#: against its name, and the file holding it: its own references are read from there)
+LoadObject = Callable[[str, "dict[str, Any]", str], "tuple[Any, str]"]
 
 
 # (arrays and objects, values of any kind, characters of every string and key) a tree expands to
@@ -247,6 +354,9 @@ class Expander:
     Two passes: ``_weigh`` loads and checks every object the tree reaches (each once, its
     weight kept per digest) and adds up what the value would expand to; only a value within
     the bounds is then built (``_build``), so no hand-made tree is materialised to be refused.
+    An object is found where its reference says (``LoadObject``): the file holding the
+    reference (or, for a reference inside an object, the file holding that object), the
+    checkpoint ``$in`` names, or ``objects/``.
     """
 
     def __init__(
@@ -263,7 +373,7 @@ class Expander:
 
     def expand(self, tree: Any) -> Any:
         try:
-            weight, _ = self._weigh(tree, 0)
+            weight, _ = self._weigh(tree, 0, self._path)
             problem = weight_problem(weight)
             if problem is not None:
                 raise self._error(problem)
@@ -273,50 +383,56 @@ class Expander:
             raise self._error("nested too deeply to expand") from None
 
     # -- weighing: nothing is built -------------------------------------------------
-    def _weigh(self, tree: Any, nesting: int) -> tuple[Weight, int]:
-        """(weight, height) of a tree once expanded, ``nesting`` objects deep."""
+    def _weigh(self, tree: Any, nesting: int, holder: str) -> tuple[Weight, int]:
+        """(weight, height) of a tree once expanded, ``nesting`` objects deep, held in ``holder``."""
         if isinstance(tree, str):
             return (0, 1, len(tree)), 0
         if isinstance(tree, list):
             c = v = 1
             t = h = 0
             for x in tree:
-                (wc, wv, wt), wh = self._weigh(x, nesting)
+                (wc, wv, wt), wh = self._weigh(x, nesting, holder)
                 c, v, t, h = c + wc, v + wv, t + wt, max(h, wh)
             return (c, v, t), h
         if not isinstance(tree, dict):
             return (0, 1, 0), 0
         digest = ref_of(tree)
         if digest is not None:
-            (wc, wv, wt), height, _ = self._object(digest, nesting)
+            (wc, wv, wt), height, _ = self._object(digest, tree, nesting, holder)
             ident = tree.get(ID)
             return (wc, wv, wt + (len(ident) if isinstance(ident, str) else 0)), height
+        digest = message_ref_of(tree)
+        if digest is not None:
+            height = self._object(digest, tree, nesting, holder)[1]
+            return _input_weight(tree, tree_weight(self._content(digest, tree))), height
         if CHUNKS in tree and len(tree) == 1:
-            return self._weigh_chunks(tree[CHUNKS], nesting)
+            return self._weigh_chunks(tree[CHUNKS], nesting, holder)
         c = v = 1
         t = h = 0
         for k, val in tree.items():
-            (wc, wv, wt), wh = self._weigh(val, nesting)
+            (wc, wv, wt), wh = self._weigh(val, nesting, holder)
             c, v, t, h = c + wc, v + wv + 1, t + wt + len(k), max(h, wh)  # the key counts, as in a file
         return (c, v, t), h
 
-    def _weigh_chunks(self, refs: Any, nesting: int) -> tuple[Weight, int]:
+    def _weigh_chunks(self, refs: Any, nesting: int, holder: str) -> tuple[Weight, int]:
         if not isinstance(refs, list):
             raise self._error("$chunks is not a list of references")
         c = v = 1
         t = h = 0
         for r in refs:
             digest = ref_of(r)
-            if digest is None:
+            if digest is None or ID in r:
                 raise self._error("$chunks holds something other than a reference")
-            (wc, wv, wt), wh, is_list = self._object(digest, nesting)
+            (wc, wv, wt), wh, is_list = self._object(digest, r, nesting, holder)
             if not is_list:
                 raise self._error(f"chunk object {digest} is not a list")
             # the chunk's own list is not a list of the value
             c, v, t, h = c + wc - 1, v + wv - 1, t + wt, max(h, wh)
         return (c, v, t), h
 
-    def _object(self, digest: str, nesting: int) -> tuple[Weight, int, bool]:
+    def _object(
+        self, digest: str, node: dict[str, Any], nesting: int, holder: str
+    ) -> tuple[Weight, int, bool]:
         """An object's (weight, height, expands to a list) when used ``nesting`` deep."""
         got = self._weights.get(digest)
         if got is None:
@@ -329,12 +445,13 @@ class Expander:
                 too_deep = nesting_problem(nesting + 1)
                 if too_deep is not None:  # before loading: a loop of references ends here
                     raise self._error(too_deep)
-                stored = self._stored[digest] = self._load(digest)
-                weight, inner = self._weigh(stored, nesting + 1)
+                stored, found = self._load(digest, node, holder)
+                self._stored[digest] = stored
+                weight, inner = self._weigh(stored, nesting + 1, found)
                 problem = weight_problem(weight)
                 if problem is not None:  # stop a blow-up at the first object that is too big
                     raise self._error(problem)
-                got = weight, inner + 1, self._is_list(stored, nesting + 1)
+                got = weight, inner + 1, self._is_list(stored, nesting + 1, found)
             self._weights[digest] = got
         # each use counts its weight again in the parent: it is a copy once revived
         too_deep = nesting_problem(nesting + got[1])
@@ -342,7 +459,7 @@ class Expander:
             raise self._error(too_deep)
         return got
 
-    def _is_list(self, stored: Any, nesting: int) -> bool:
+    def _is_list(self, stored: Any, nesting: int, holder: str) -> bool:
         """Whether a stored tree (already weighed) expands to a list."""
         if isinstance(stored, list):
             return True
@@ -350,8 +467,21 @@ class Expander:
             return False
         digest = ref_of(stored)
         if digest is not None:
-            return self._object(digest, nesting)[2]
+            return self._object(digest, stored, nesting, holder)[2]
+        if message_ref_of(stored) is not None:
+            return PAIR in stored
         return CHUNKS in stored and len(stored) == 1
+
+    def _content(self, digest: str, node: dict[str, Any]) -> Any:
+        """The content of the message a message input node names (the object is weighed and
+        within bounds already, so building it is safe)."""
+        found = self._built(digest)
+        fields = found.get("$fields") if isinstance(found, dict) else None
+        if not isinstance(fields, dict) or "content" not in fields:
+            raise self._error(f"object {digest} is not a message with a content field")
+        if PAIR in node and ID in node:
+            raise self._error("a $pair message input has no id ($id)")
+        return fields["content"]
 
     # -- building: only once the weight is known to be within bounds -------------------
     def _build(self, tree: Any) -> Any:
@@ -373,11 +503,20 @@ class Expander:
                     raise self._error(f"$id given, but object {digest} is not a model with an id field")
                 found = {**found, "$fields": {**fields, "id": tree[ID]}}
             return found
+        digest = message_ref_of(tree)
+        if digest is not None:
+            content = self._content(digest, tree)
+            if PAIR in tree:
+                return [tree[PAIR], content]
+            out = {"content": content, "role": tree[ROLE]}
+            if ID in tree:
+                out["id"] = tree[ID]
+            return dict(sorted(out.items()))
         if CHUNKS in tree and len(tree) == 1:
-            out: list[Any] = []
+            out_list: list[Any] = []
             for r in tree[CHUNKS]:
-                out.extend(self._built(r[REF]))
-            return out
+                out_list.extend(self._built(r[REF]))
+            return out_list
         built, same = {}, True
         for k, val in tree.items():
             built[k] = self._build(val)
@@ -393,6 +532,18 @@ class Expander:
 
     def _error(self, message: str) -> FileFormatError:
         return FileFormatError(self._path, self._pointer, message)
+
+
+def _input_weight(node: dict[str, Any], content: Weight) -> Weight:
+    """What a message input node expands to weighs (as ``tree_weight`` of the dict or pair
+    the writer was given): its content's weight and its own keys and strings."""
+    c, v, t = content
+    if PAIR in node:
+        return c + 1, v + 2, t + len(node[PAIR])
+    c, v, t = c + 1, v + 1 + 1 + (1 + 1), t + len("content") + len("role") + len(node[ROLE])
+    if ID in node:
+        v, t = v + 2, t + len("id") + len(node[ID])
+    return c, v, t
 
 
 def large_ref(node: Any) -> str | None:

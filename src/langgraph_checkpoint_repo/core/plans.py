@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from . import fields
+from .bookkeeping import depth
 from .chains import Link, walk_chain
-from .documents import Documents
+from .documents import Documents, writes_key
 from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment
+from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment, value_file_kind
 from .lineage import Lineage
-from .objects import large_in, objects_in, refs_in
+from .objects import REF, large_in, location_of, ref_nodes
 from .storing import LARGE_VALUE_BYTES, Prepared, stored_node
 from .validation import SCHEMA_VERSION
 
@@ -51,51 +52,190 @@ Metadata = Callable[[str, str, str], Mapping[str, Any]]
 class Needed:
     """The files the kept checkpoints use."""
 
-    values: set[Path] = field(default_factory=set)  # value files read, existing or to be rescued
-    # value files a removal must write first (their value sits inline in a removed checkpoint),
-    # validated and serialised
+    values: set[Path] = field(default_factory=set)  # value and base files read, existing or rescued
+    # value, base and writes files a removal must write first (what they hold sits in a
+    # removed checkpoint), validated and serialised
     rescued: dict[Path, tuple[Path, bytes]] = field(default_factory=dict)
-    # the object and large files those value files refer to that are not on disk yet (a
-    # compacted list's chunks), written before them; and the trees they hold, by digest
+    # the object and large files those files refer to that are not on disk yet (a compacted
+    # list's chunks, the objects of a removed checkpoint), written before them; and the trees
+    # they hold, by digest
     rescued_first: Prepared = field(default_factory=list)
     pending: dict[str, Any] = field(default_factory=dict)
     large: set[str] = field(default_factory=set)  # large-value digests
-    objects: set[str] = field(default_factory=set)  # object digests, with what objects refer to
+    objects: set[str] = field(default_factory=set)  # the objects/ files read, existing or rescued
     seen: set[tuple[Path, str, str]] = field(default_factory=set)  # links already followed
+    # (what refers to objects, the objects the file holding it will hold, those it holds now):
+    # every reference is followed as a reader will find it once the removal is done
+    roots: list[tuple[Any, Mapping[str, Any] | None, Mapping[str, Any] | None]] = field(default_factory=list)
 
 
 def needed_files(
     store: Documents, thread_id: str, keep: Mapping[str, Collection[str]] | None = None
 ) -> Needed:
     """What the kept checkpoints (per namespace; default: all) refer to, following append
-    chains the way readers will once the others are gone."""
+    chains, deltas (format 4) and objects the way readers will once the others are gone."""
     layout = store.layout
     out = Needed()
-    for ns, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
+    folders = store.namespace_folders(layout.thread_dir(thread_id))
+    kept_by_ns: dict[str, set[str]] = {}
+    for ns, _ in folders:
         ids = store.checkpoint_ids(thread_id, ns)
-        kept = set(keep.get(ns, ids)) if keep is not None else set(ids)
+        kept_by_ns[ns] = set(keep.get(ns, ids)) if keep is not None else set(ids)
+    kept_files = {layout.checkpoint_path(thread_id, ns, c) for ns, ids in kept_by_ns.items() for c in ids}
+    for ns, ns_dir in folders:
+        kept = kept_by_ns[ns]
         for cid in sorted(kept):
+            path = layout.checkpoint_path(thread_id, ns, cid)
+            raw = store.read_doc(path, "checkpoint")
             doc = store.header(thread_id, ns, cid)
-            for body in doc.get("new_values", {}).values():
+            held = raw.get("objects") or {}
+            for body in raw.get("new_values", {}).values():
                 large_in(body, out.large)
-                objects_in(body, out.objects)
+            for record in (raw.get("parent_writes") or {}).values():
+                for w in record["writes"]:
+                    large_in(w, out.large)
+            refs = [raw.get("new_values"), raw.get("parent_writes"), list(held.values())]
+            out.roots.append((refs, held, held))
+            if depth(raw) and raw["parent_checkpoint_id"] not in kept:
+                _mark_base(store, thread_id, ns, ns_dir, raw["parent_checkpoint_id"], out)
             versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
                 _mark_chain(store, thread_id, ns_dir, channel, versions.get(channel), ref, kept, out)
             for _, wdoc in store.writes_docs(thread_id, ns, cid):
+                wheld = wdoc.get("objects") or {}
                 for w in wdoc["writes"]:
                     large_in(w, out.large)
-                    objects_in(w, out.objects)
+                out.roots.append(([wdoc["writes"], list(wheld.values())], wheld, wheld))
+        if keep is not None:
+            _mark_taken_writes(store, thread_id, ns, kept, out)
     for digest in out.large:
         try:
             if digest in out.pending:
-                objects_in(out.pending[digest], out.objects)
+                out.roots.append((out.pending[digest], None, None))
             else:
-                objects_in(store.read_doc(layout.large_path(thread_id, digest), "large_value"), out.objects)
+                ldoc = store.read_doc(layout.large_path(thread_id, digest), "large_value")
+                out.roots.append((ldoc, None, None))
         except FileNotFoundError:
             pass  # validate names the missing large file
-    out.objects = object_closure(store, thread_id, out.objects, out.pending)
+    _mark_objects(store, thread_id, kept_files, out)
     return out
+
+
+def _mark_base(store: Documents, thread_id: str, ns: str, ns_dir: Path, parent: str, out: Needed) -> None:
+    """A kept delta whose parent goes (or is gone): the parent's whole bookkeeping, in the
+    base file readers use in its place (bookkeeping.py), existing or written first."""
+    bpath = ns_dir / store.layout.base_rel(parent)
+    out.values.add(bpath)
+    if bpath in out.rescued:
+        return
+    try:
+        whole = store.header(thread_id, ns, parent)
+    except FileNotFoundError:
+        return  # gone already: its base file is what the delta reads (validate names a missing one)
+    cp = whole["checkpoint"]
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "base",
+        "thread_id": thread_id,
+        "checkpoint_ns": ns,
+        "checkpoint_id": parent,
+        "checkpoint": {k: cp[k] for k in ("v", "channel_versions", "versions_seen") if k in cp},
+        "values": whole["values"],
+    }
+    try:
+        if store.read_doc(bpath, "base") == doc:
+            return  # written by an earlier removal, whole
+    except (FileNotFoundError, FileFormatError):
+        pass
+    out.rescued[bpath] = store.prepare("base", doc, bpath)
+
+
+def _mark_taken_writes(store: Documents, thread_id: str, ns: str, kept: set[str], out: Needed) -> None:
+    """The pending writes a removed checkpoint took from a kept parent (format 4:
+    ``parent_writes``), written back to a writes file of the parent unless a kept file or
+    child holds them too."""
+    layout = store.layout
+    lineage = store.lineage(thread_id, ns)
+    for cid in store.checkpoint_ids(thread_id, ns):
+        if cid in kept:
+            continue
+        parent = lineage.links[cid].parent if cid in lineage.links else None
+        if parent is None or parent not in kept:
+            continue
+        path = layout.checkpoint_path(thread_id, ns, cid)
+        taken = store.read_doc(path, "checkpoint").get("parent_writes") or {}
+        if not taken:
+            continue
+        held = store.read_doc(path, "checkpoint").get("objects") or {}
+        have = {writes_key(p.name) for p, _ in store.writes_docs(thread_id, ns, parent)}
+        for child in lineage.children(parent):
+            if child in kept:
+                cdoc = store.read_doc(layout.checkpoint_path(thread_id, ns, child), "checkpoint")
+                have.update(cdoc.get("parent_writes") or {})
+        for key, record in taken.items():
+            wpath = layout.writes_dir(thread_id, ns) / layout.writes_name(parent, key)
+            if key in have or wpath in out.rescued:
+                continue
+            doc = {
+                "schema_version": SCHEMA_VERSION,
+                "kind": "writes",
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": parent,
+                **{k: record[k] for k in ("task_id", "task_path", "writes")},
+            }
+            for w in record["writes"]:
+                large_in(w, out.large)
+            out.roots.append((record["writes"], None, held))
+            out.rescued[wpath] = store.prepare("writes", doc, wpath)
+
+
+def _mark_objects(store: Documents, thread_id: str, kept_files: set[Path], out: Needed) -> None:
+    """The ``objects/`` files readers will read once the removal is done (``out.objects``),
+    and those to write first (``out.rescued_first``): every reference is followed where a
+    reader finds it then. One held by a kept checkpoint or writes file stays where it is; one
+    held by a checkpoint that goes, or by a file whose objects do not move with what it
+    holds (a value moved to ``values/``, writes moved back to ``writes/``), is read from
+    ``objects/``, and copied there, as it is, when it is not there yet."""
+    layout = store.layout
+    tdir = layout.thread_dir(thread_id)
+    todo = list(out.roots)
+    while todo:
+        tree, after, before = todo.pop()
+        for node in ref_nodes(tree):
+            digest = node[REF]
+            loc = location_of(node)
+            if loc is not None:
+                target = layout.checkpoint_in(tdir, *loc)
+                if target in kept_files:
+                    continue  # held there, and followed from there
+                before_here: Mapping[str, Any] | None
+                try:
+                    before_here = store.read_doc(target, "checkpoint").get("objects")
+                except (FileNotFoundError, FileFormatError):
+                    before_here = None
+            else:
+                if after is not None and digest in after:
+                    continue  # held by the file that holds the reference, and followed from there
+                before_here = before
+            if digest in out.objects:
+                continue
+            out.objects.add(digest)
+            opath = layout.object_path(thread_id, digest)
+            found = before_here.get(digest) if before_here is not None else None
+            if found is not None and digest not in out.pending and not store.intact(opath, "object"):
+                doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": found}
+                out.rescued_first.append(store.prepare("object", doc, opath))
+                out.pending[digest] = found
+            if found is None:
+                found = out.pending.get(digest)
+            if found is None:
+                try:
+                    found = store.read_doc(opath, "object")["tree"]
+                except (FileNotFoundError, FileFormatError):
+                    continue  # validate names what is missing
+                before_here = None
+            todo.append((found, None, before_here))
 
 
 def _mark_chain(
@@ -110,11 +250,10 @@ def _mark_chain(
 ) -> None:
     """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
     read = partial(_marked_link, store, thread_id, ns_dir, channel, kept, out)
-    for link in walk_chain(read, version, ref):
+    for link in walk_chain(read, version, ref, partial(store.implied_base, channel)):
         if link.known:
             return  # this link and everything below it is marked already
         large_in(link.body, out.large)
-        objects_in(link.body, out.objects)
 
 
 def _marked_link(
@@ -140,23 +279,29 @@ def _marked_link(
         out.values.add(vpath)
         if vpath in out.rescued:
             return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
-        return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
+        vdoc = store.read_doc(vpath, "value")
+        out.roots.append((vdoc, None, None))
+        return Link(version, ref, vpath, "", vdoc)
     pointer = f"/new_values/{channel}"
     host = store.read_doc(path, "checkpoint")
     body = host.get("new_values", {}).get(channel)
     if body is None:
         raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
     if host["checkpoint_id"] in kept:
-        return Link(version, ref, path, pointer, body)
+        return Link(version, ref, path, pointer, body, host)
     out.values.add(vpath)
     existing = _existing_value(store, ns_dir, vpath, channel, version, ref, body, path)
     if existing is not None:
+        out.roots.append((existing, None, None))
         return Link(version, ref, vpath, "", existing)
     if vpath not in out.rescued:
+        held = host.get("objects") or {}
         if isinstance(body, dict) and "append" in body:
             # the list whole, not this link and the removed links below it: what is kept
             # reads from a fixed number of files however long the chain was
             body = _whole_list(store, thread_id, ns_dir, channel, version, ref, vpath, out)
+            held = {}
+        out.roots.append((body, None, held))
         out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
     rescued = json.loads(out.rescued[vpath][1])
     return Link(version, ref, vpath, "", rescued, rescued)
@@ -176,7 +321,7 @@ def _whole_list(
     stores a whole value (core/storing.py: the same messages are the same objects); the
     objects and large file it needs that are not on disk join ``out.rescued_first``."""
     entry = store.value_entry(ns_dir, channel, version, ref)
-    node = {"serde": "msgpack", "json": entry.tree}
+    node = {"json": entry.tree}
     first: Prepared = []
     stored, _ = stored_node(store, thread_id, node, LARGE_VALUE_BYTES, first, (str(vpath), "/value"))
     for path, data in first:
@@ -504,39 +649,20 @@ def copy_thread_files(store: Documents, source_thread_id: str, target_thread_id:
         for ns, src_ns in store.namespace_folders(src_dir):
             dst_ns = layout.ns_dir(target_thread_id, ns)
             for path in store.value_files(src_ns):
-                doc = store.read_doc(path, "value")
-                values.append(store.prepare("value", doc, dst_ns / path.relative_to(src_ns)))
+                kind = value_file_kind(path)
+                doc = store.read_doc(path, kind)
+                if kind == "base":
+                    doc = {**doc, "thread_id": target_thread_id}
+                values.append(store.prepare(kind, doc, dst_ns / path.relative_to(src_ns)))
             for path in store.files_in(layout.writes_dir(source_thread_id, ns)):
                 wdoc = {**store.read_doc(path, "writes"), "thread_id": target_thread_id}
                 writes.append(store.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
             for cid in store.checkpoint_ids(source_thread_id, ns):
-                cdoc = {**store.header(source_thread_id, ns, cid), "thread_id": target_thread_id}
+                store.header(source_thread_id, ns, cid)  # names checked, and a delta's line whole
+                cpath = layout.checkpoint_path(source_thread_id, ns, cid)
+                cdoc = {**store.read_doc(cpath, "checkpoint"), "thread_id": target_thread_id}
                 checkpoints.append(
                     store.prepare("checkpoint", cdoc, layout.checkpoint_path(target_thread_id, ns, cid))
                 )
         store.write([large, values, writes, checkpoints])
         store.forget_thread(target_thread_id)
-
-
-def object_closure(
-    store: Documents, thread_id: str, roots: set[str], pending: Mapping[str, Any] | None = None
-) -> set[str]:
-    """Every object reachable from ``roots`` (objects refer to objects); each read once, so
-    a hand-made loop ends. ``pending``: trees of objects about to be written. A missing
-    object is left out: validate names it."""
-    seen: set[str] = set()
-    todo = list(roots)
-    while todo:
-        digest = todo.pop()
-        if digest in seen:
-            continue
-        seen.add(digest)
-        if pending is not None and digest in pending:
-            todo.extend(refs_in(pending[digest]))
-            continue
-        try:
-            doc = store.read_doc(store.layout.object_path(thread_id, digest), "object")
-        except FileNotFoundError:
-            continue
-        todo.extend(refs_in(doc["tree"]))
-    return seen

@@ -26,10 +26,17 @@ from .chains import Link, walk_chain
 from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node
 from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, LARGE, OBJECTS, Layout
-from .objects import EDITED, Expander, Known, Weight, large_ref, object_digest
+from .layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout
+from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
+# the folders whose files may hold objects of their own (format 4), and their kind
+_HOLDS_OBJECTS = {CHECKPOINTS: "checkpoint", WRITES: "writes"}
+
+
+def kind_of_holder(path: str | Path) -> str | None:
+    """The kind of a file that may hold objects of its own (format 4), else None."""
+    return _HOLDS_OBJECTS.get(Path(path).parent.name)
 
 
 class ValueResolver:
@@ -42,6 +49,11 @@ class ValueResolver:
         self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
         # per thread folder, objects expanded before (objects.Expander)
         self._objects: dict[Path, dict[str, Known]] = {}
+        # per thread folder, digest -> (namespace, checkpoint id) whose objects hold it: found
+        # on a read or written by this process; what a writer refers to with $in (format 4)
+        self.located: dict[Path, dict[str, tuple[str, str]]] = {}
+        # (channel, link) -> the base an append without ``base`` extends (Documents sets it)
+        self.implied_base: Callable[[str, Link], tuple[Any, str]] | None = None
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -54,7 +66,8 @@ class ValueResolver:
         """
         links: list[tuple[Link, Dep]] = []
         entry: ValueEntry | None = None
-        for link in walk_chain(partial(self._link, ns_dir, channel), version, ref):
+        implied = partial(self.implied_base, channel) if self.implied_base is not None else None
+        for link in walk_chain(partial(self._link, ns_dir, channel), version, ref, implied):
             if link.known is not None:
                 entry = link.known
                 break
@@ -75,6 +88,8 @@ class ValueResolver:
         # list(...) copies the keys in one step under the GIL: chat threads add objects meanwhile
         for tdir in [t for t in list(self._objects) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self._objects.pop(tdir, None)
+        for tdir in [t for t in list(self.located) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
+            self.located.pop(tdir, None)
 
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: Dep) -> None:
         entry.deps = (own, *entry.deps)
@@ -222,16 +237,58 @@ class ValueResolver:
         expander = Expander(load, str(holder), pointer, done)
         return expander.expand(tree), expander.weight
 
-    def _load_object(self, tdir: Path, holder: Path, pointer: str, digest: str) -> Any:
-        """One object's tree, checked against its name (a hand edit cannot pass as the original)."""
+    def _load_object(
+        self, tdir: Path, referrer: Path, pointer: str, digest: str, node: dict[str, Any], holder: str
+    ) -> tuple[Any, str]:
+        """One object's tree, checked against its name (a hand edit cannot pass as the
+        original), and the file it lies in: the checkpoint ``$in`` names, else the file holding
+        the reference (format 4 keeps objects in the file that introduced them), else
+        ``objects/`` (format 3, and where prune keeps the objects of a checkpoint it removes)."""
+        loc = location_of(node)
+        if loc is not None:
+            path = self.layout.checkpoint_in(tdir, *loc)
+            try:
+                doc = self._read_doc(path, "checkpoint")
+            except FileNotFoundError:
+                doc = None  # removed by prune: the object was kept in objects/ first
+            if doc is not None:
+                tree = (doc.get("objects") or {}).get(digest)
+                if tree is None:
+                    raise MissingReferenceError(
+                        str(referrer), pointer or "/", f"object {digest} is not among the objects of {path}"
+                    )
+                return self._checked(path, digest, tree, tdir, doc), str(path)
+        else:
+            hpath = Path(holder)
+            kind = _HOLDS_OBJECTS.get(hpath.parent.name)
+            if kind is not None:
+                try:
+                    doc = self._read_doc(hpath, kind)
+                except FileNotFoundError:
+                    doc = None
+                tree = (doc.get("objects") or {}).get(digest) if doc is not None else None
+                if tree is not None and doc is not None:
+                    return self._checked(hpath, digest, tree, tdir, doc), holder
         path = tdir / OBJECTS / f"{digest}.json"
         try:
-            doc = self._read_doc(path, "object")
+            odoc = self._read_doc(path, "object")
         except FileNotFoundError:
-            raise MissingReferenceError(str(holder), pointer or "/", f"object {path} is missing") from None
-        if doc["sha256"] != digest or object_digest(doc["tree"]) != digest:
+            why = f"object {path} is missing"
+            if loc is not None or kind_of_holder(holder):
+                looked = self.layout.checkpoint_in(tdir, *loc) if loc is not None else holder
+                why = f"object {digest} is neither among the objects of {looked} nor in {path}"
+            raise MissingReferenceError(str(referrer), pointer or "/", why) from None
+        if odoc["sha256"] != digest or not names_object(digest, odoc["tree"]):
             raise FileFormatError(str(path), "/sha256", EDITED)
-        return doc["tree"]
+        return odoc["tree"], str(path)
+
+    def _checked(self, path: Path, digest: str, tree: Any, tdir: Path, doc: dict[str, Any]) -> Any:
+        """An object a file holds, checked against its name; where it is noted for writers."""
+        if not names_object(digest, tree):
+            raise FileFormatError(str(path), f"/objects/{digest}", EDITED)
+        if doc.get("kind") == "checkpoint":  # where references name it (its first home) stays
+            self.located.setdefault(tdir, {}).setdefault(digest, (doc["checkpoint_ns"], doc["checkpoint_id"]))
+        return tree
 
     def _thread_dir(self, path: Path) -> Path:
         return self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]

@@ -4,19 +4,77 @@ store a value the same way, so the same value becomes the same files."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .documents import Documents
 from .durable import digest_node, json_size
 from .errors import InvalidWriteError
-from .objects import Sharer, Weight, nesting_problem, weight_problem
+from .objects import (
+    REF,
+    Convert,
+    Locate,
+    Sharer,
+    Weight,
+    location_of,
+    nesting_problem,
+    ref_nodes,
+    weight_problem,
+)
 from .validation import SCHEMA_VERSION
 
 Prepared = list[tuple[Path, bytes]]  # files validated and serialised, to write in one batch
 
 #: the saver's default for ``large_value_bytes``; what prune uses for the values it compacts
 LARGE_VALUE_BYTES = 8 * 1024
+
+
+@dataclass
+class Host:
+    """What the file being written holds of its own (format 4): the objects it introduces,
+    how to find the objects stored before (``locate``: a checkpoint's objects or ``objects/``)
+    and the adapter's rule for message inputs (``convert``). One per file: a message two of
+    its values hold is in it once."""
+
+    locate: Locate | None = None
+    convert: Convert | None = None
+    objects: dict[str, Any] = field(default_factory=dict)
+    ticket: int = 0  # when it was begun (Documents.Pending)
+    # checkpoints being written beside it whose objects it refers to: to wait for first
+    waits: dict[Any, tuple[str, str]] = field(default_factory=dict)
+
+    def adopt(
+        self, store: Documents, thread_id: str, new: dict[str, Any], large_value_bytes: int, large: Prepared
+    ) -> None:
+        """Take the objects a value introduced; one over ``large_value_bytes`` gets a file of
+        its own in ``objects/`` instead (the file stays small), with what it refers to without
+        ``$in`` (read from ``objects/`` then)."""
+        apart = {d for d, tree in new.items() if json_size(tree) > large_value_bytes}
+        todo = list(apart)
+        while todo:
+            held = todo.pop()
+            for node in ref_nodes(new[held] if held in new else self.objects.get(held)):
+                digest = node[REF]
+                held_here = digest in new or digest in self.objects
+                if location_of(node) is None and digest not in apart and held_here:
+                    apart.add(digest)
+                    todo.append(digest)
+        for digest in apart:
+            tree = new.get(digest, self.objects.get(digest))
+            _object_file(store, thread_id, digest, tree, large)
+        for digest, tree in new.items():
+            if digest not in apart:
+                self.objects[digest] = tree
+
+
+def _object_file(store: Documents, thread_id: str, name: str, tree: Any, large: Prepared) -> None:
+    """``objects/<name>.json`` joins ``large`` unless it is there, whole, or on its way."""
+    path = store.layout.object_path(thread_id, name)
+    if any(p == path for p, _ in large) or store.intact(path, "object"):
+        return
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": name, "tree": tree}
+    large.append(store.prepare("object", doc, path))
 
 
 def shared_tree(
@@ -27,14 +85,20 @@ def shared_tree(
     where: tuple[str, str] | None = None,
     *,
     items: bool = False,
-) -> tuple[Any, Weight]:
-    """The tree with its shared subtrees replaced by references, and the weight of the whole
-    tree (what a reader expands); the object files not yet on disk join ``large``, to be
-    written before whatever refers to them.
+    host: Host | None = None,
+    embed: bool = True,
+) -> tuple[Any, Weight, dict[str, Any]]:
+    """The tree with its shared subtrees replaced by references, the weight of the whole tree
+    (what a reader expands), and the objects it introduces. With a ``host`` that ``embed``s,
+    they are for the host to take (``Host.adopt``); else each gets its file in ``objects/``
+    (joining ``large``, written before whatever refers to them).
 
     Refused (``InvalidWriteError``, nothing written) when a reader would refuse it: the
     same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
-    sharer = Sharer()
+    if host is not None:
+        sharer = Sharer(host.locate, host.convert, host.objects if embed else None)
+    else:
+        sharer = Sharer()
     out = sharer.share_items(tree) if items else sharer.share(tree)
     weight = (sharer.containers, sharer.values, sharer.text)
     problem = weight_problem(weight) or nesting_problem(sharer.height)
@@ -42,16 +106,11 @@ def shared_tree(
         why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         raise InvalidWriteError("value", target, pointer, why)
-    if sharer.objects:
-        layout = store.layout
-        pending = {p for p, _ in large}
+    if host is None or not embed:
         for digest, obj in sharer.objects.items():
-            path = layout.object_path(thread_id, digest)
-            if path not in pending and not store.intact(path, "object"):
-                doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": obj}
-                large.append(store.prepare("object", doc, path))
-                pending.add(path)
-    return out, weight
+            _object_file(store, thread_id, digest, obj, large)
+        return out, weight, {}
+    return out, weight, sharer.objects
 
 
 def stored_node(
@@ -61,14 +120,23 @@ def stored_node(
     large_value_bytes: int,
     large: Prepared,
     where: tuple[str, str] | None = None,
+    host: Host | None = None,
 ) -> tuple[dict[str, Any], Weight | None]:
-    """A node as stored: its messages and long lists shared through ``objects/``, then,
-    when still over ``large_value_bytes``, the node in a file named by its content hash
-    (``{"large": digest}``). Also the weight of the shared tree (None for a node with no
-    JSON tree). ``where``: (what is written, JSON pointer), for a refusal's message."""
+    """A node as stored: its messages and long lists shared (format 4: into the ``host``
+    file; without one, into ``objects/``), then, when still over ``large_value_bytes``, the
+    node in a file named by its content hash (``{"large": digest}``), its objects in
+    ``objects/`` (a ``large/`` file is shared by whoever refers to it). Also the weight of
+    the shared tree (None for a node with no JSON tree). ``where``: (what is written, JSON
+    pointer), for a refusal's message."""
     weight: Weight | None = None
     if "json" in node:
-        shared, weight = shared_tree(store, thread_id, node["json"], large, where)
+        if host is not None:
+            shared, weight, new = shared_tree(store, thread_id, node["json"], large, where, host=host)
+            candidate = {**node, "json": shared}
+            if json_size(candidate) <= large_value_bytes:
+                host.adopt(store, thread_id, new, large_value_bytes, large)
+                return candidate, weight
+        shared, weight, _ = shared_tree(store, thread_id, node["json"], large, where, host=host, embed=False)
         node = {**node, "json": shared}
     if json_size(node) <= large_value_bytes:
         return node, weight

@@ -39,8 +39,14 @@ class StoredWrite:
     channel: str
     idx: int
     node: dict[str, Any]  # the stored value node (it may name a large file)
-    path: Path  # the writes file
-    index: int  # its place in that file's ``writes``
+    path: Path  # the writes file, or the child checkpoint that took it (format 4)
+    index: int  # its place in that record's ``writes``
+    record: str = ""  # the JSON pointer of the record in ``path`` ("": the whole file)
+
+    @property
+    def pointer(self) -> str:
+        """The JSON pointer of the write's value node in ``path``."""
+        return f"{self.record}/writes/{self.index}/value"
 
 
 def merged_writes(store: Documents, thread_id: str, ns: str, cid: str) -> list[StoredWrite]:
@@ -48,7 +54,8 @@ def merged_writes(store: Documents, thread_id: str, ns: str, cid: str) -> list[S
     first regular write (``idx >= 0``) wins and a special one (``idx < 0``) is replaced by a
     later one, as the other savers do; ordered by LangGraph's ``writes_sort_key``."""
     merged: dict[tuple[str, int], StoredWrite] = {}
-    for path, doc in store.writes_docs(thread_id, ns, cid):
+    for found in store.writes_records(thread_id, ns, cid):
+        doc = found.record
         for i, w in enumerate(doc["writes"]):
             key = (doc["task_id"], w["idx"])
             if w["idx"] >= 0 and key in merged:
@@ -59,7 +66,8 @@ def merged_writes(store: Documents, thread_id: str, ns: str, cid: str) -> list[S
                 channel=w["channel"],
                 idx=w["idx"],
                 node=w["value"],
-                path=path,
+                path=found.path,
                 index=i,
+                record=found.pointer,
             )
     return [merged[k] for k in sorted(merged, key=lambda k: writes_sort_key(merged[k].task_path, *k))]

@@ -306,7 +306,7 @@ class Reader:
             tree = tree_of(entry)
             value: Any = tree
             if revive:
-                at = f"{holder} at /writes/{w.index}/value" if holder == w.path else f"{holder} at /value"
+                at = f"{holder} at {w.pointer}" if holder == w.path else f"{holder} at /value"
                 where = (
                     f"thread {thread_id!r} checkpoint {cid} write {w.channel!r} of task {w.task_id} ({at})"
                 )
@@ -330,7 +330,8 @@ class Reader:
         sends: Any = None
         names: dict[str, str] = {}
         done: set[str] = set()
-        for _, wdoc in self.store.writes_docs(thread_id, ns, cid):
+        for found in self.store.writes_records(thread_id, ns, cid):
+            wdoc = found.record
             if wdoc["task_id"] == NULL_TASK_ID:
                 continue
             kind, key = parse_task_path(wdoc["task_path"])
