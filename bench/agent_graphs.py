@@ -40,6 +40,22 @@ def user_message(turn: int) -> HumanMessage:
     return HumanMessage(content=text, id=f"user-{turn}")
 
 
+#: the ways a graph is invoked with a user's text, taken in turn: a message, a message dict,
+#: a (role, text) tuple (``graph.invoke({"messages": [...]})`` takes all three)
+INPUT_FORMS = ("message", "dict", "tuple")
+
+
+def turn_input(turn: int) -> tuple[str, dict[str, Any]]:
+    """(form, graph input) of user turn ``turn``: the forms in turn, the same text in each."""
+    form = INPUT_FORMS[(turn - 1) % len(INPUT_FORMS)]
+    message = user_message(turn)
+    if form == "dict":
+        return form, {"messages": [{"role": "user", "content": message.content}]}
+    if form == "tuple":
+        return form, {"messages": [("user", message.content)]}
+    return form, {"messages": [message]}
+
+
 @tool
 def lookup_order(order_id: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
     """Look up an order's shipping status by its id."""

@@ -59,6 +59,30 @@ def test_a_fixture_tree_is_committed_for_the_current_version() -> None:
     assert [p.name for p in FIXTURE_TREES] == [f"v{n}" for n in range(min(STEPS), SCHEMA_VERSION + 1)]
 
 
+@pytest.mark.parametrize(
+    "tree", [t for t in FIXTURE_TREES if (FIXTURES / f"{t.name}.reads.json").is_file()], ids=lambda p: p.name
+)
+def test_a_migrated_tree_reads_exactly_as_the_release_that_wrote_it_read_it(
+    tree: Path, tmp_path: Path
+) -> None:
+    """Every checkpoint of the migrated tree (values, channel versions, versions seen,
+    metadata, parent, pending writes) reads the same as the previous release read the tree
+    before it was migrated (``v<N>.reads.json``, written by that release with
+    tests/fixtures/reads.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fixture_reads", FIXTURES / "reads.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root = copy_tree(tree, tmp_path)
+    assert cli(root, "migrate").returncode == 0
+    expected = json.loads((FIXTURES / f"{tree.name}.reads.json").read_text(encoding="utf-8"))
+    got = module.reads(root)
+    assert sorted(got) == sorted(expected)
+    assert {k: v for k, v in got.items() if v != expected[k]} == {}
+
+
 @pytest.mark.parametrize("tree", FIXTURE_TREES, ids=lambda p: p.name)
 def test_every_fixture_tree_migrates_validates_and_resumes(tree: Path, tmp_path: Path) -> None:
     root = copy_tree(tree, tmp_path)

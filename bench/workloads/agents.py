@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from bench import goals
-from bench.agent_graphs import BUILDERS, marker, user_message
+from bench.agent_graphs import BUILDERS, INPUT_FORMS, marker, turn_input
 from bench.common import (
     REPO,
     SQLITE,
@@ -83,9 +83,10 @@ def _run_graph(
     db_size = 0
     blob_bytes = 0
     for turn in range(1, turns + 1):
+        form, given = turn_input(turn)
         for name in rotated(list(SAVERS), turn):
             t0 = time.perf_counter_ns()
-            graphs[name].invoke({"messages": [user_message(turn)]}, config)
+            graphs[name].invoke(given, config)
             elapsed = time.perf_counter_ns() - t0
             git(work[name], env, "add", "-A")
             if name == REPO:
@@ -97,6 +98,7 @@ def _run_graph(
                 row = {"bytes": size - db_size, "blob_bytes": blobs - blob_bytes, "copies": copies}
                 db_size, blob_bytes = size, blobs
             row["ns"] = elapsed
+            row["form"] = form
             turn_rows[name].append(row)
             git(work[name], env, "commit", "-q", "--allow-empty", "-m", f"turn {turn}")
     close_saver(savers[SQLITE])
@@ -160,6 +162,7 @@ def _summarise(work: Path, env: dict[str, str], empty: int, turns: list[dict[str
         "files": [t.get("files_added", c["files"]) for t, c in zip(turns, commits, strict=True)],
         "lines": [None if c["binary"] else c["added"] for c in commits],
         "copies": [t["copies"] for t in turns],
+        "forms": [t.get("form", "message") for t in turns],
         "by_kind": [t.get("by_kind", {}) for t in turns],
         "lines_by_kind": [t.get("lines_by_kind", {}) for t in turns],
         "copies_by_kind": [t.get("copies_by_kind", {}) for t in turns],
@@ -265,8 +268,10 @@ def details(result: Result, sizes: dict[str, int]) -> str:
     n = result["turns"]
     shown = shown_turns(n)
     intro = (
-        f"One thread a graph, {n} user turns; each turn is one `invoke` with a user message that "
-        "holds a unique marker (`turn-7-harbour`). The fake model makes one `lookup_order` tool call a "
+        f"One thread a graph, {n} user turns; each turn is one `invoke` with a user's text that "
+        "holds a unique marker (`turn-7-harbour`), given in turn as a `HumanMessage`, a message dict "
+        '(`{"role": "user", "content": ...}`) and a `("user", text)` tuple. The fake model makes one '
+        "`lookup_order` tool call a "
         "turn, then answers (the subgraph graph has no tools: its subgraph appends one reply). After "
         "every turn `git add -A && git commit` of the RepoSaver root or of the SQLite file (after "
         "`PRAGMA wal_checkpoint(TRUNCATE)`); at the end `git gc --aggressive --prune=now` for both. "
@@ -312,7 +317,27 @@ def details(result: Result, sizes: dict[str, int]) -> str:
                 ]
             )
     table = md_table(head, "ll" + "r" * (len(head) - 2), table_rows)
-    return "\n".join([intro, table + "\n", _where(result) + "\n", _FORMAT_NOTE])
+    return "\n".join([intro, table + "\n", _forms(result) + "\n", _where(result) + "\n", _FORMAT_NOTE])
+
+
+def _forms(result: Result) -> str:
+    """The most copies of a turn's text each saver wrote, by the form the text came in."""
+    head = ["Graph", "Saver", *(f"copies, {f} input" for f in INPUT_FORMS)]
+    rows_: list[list[str]] = []
+    for graph, per in result["graphs"].items():
+        for name in SAVERS:
+            s = per[name]
+            forms = s.get("forms") or ["message"] * len(s["copies"])
+            cells = []
+            for f in INPUT_FORMS:
+                got = [c for c, g in zip(s["copies"], forms, strict=True) if g == f]
+                cells.append(_spread(got))
+            rows_.append([graph, name, *cells])
+    intro = (
+        "Copies of the turn's text in what the turn wrote, by how the text was given "
+        "(min-max over turns).\n"
+    )
+    return intro + "\n" + md_table(head, "ll" + "r" * len(INPUT_FORMS), rows_)
 
 
 _FORMAT_NOTE = (

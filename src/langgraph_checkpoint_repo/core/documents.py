@@ -745,7 +745,8 @@ class Documents:
         self.values.drop_under(tdir)
         for folder in [f for f in list(self._lineages) if f.is_relative_to(tdir)]:
             self._lineages.pop(folder, None)
-        self._intact.drop_where(lambda p: p.is_relative_to(tdir))
+        # keys: a document's path, or (a checkpoint's path, an object it holds)
+        self._intact.drop_where(lambda k: (k[0] if isinstance(k, tuple) else k).is_relative_to(tdir))
         self._full.drop_where(lambda p: p.is_relative_to(tdir))
 
     def remove_tree(self, folder: Path) -> None:

@@ -52,9 +52,15 @@ _REF_KEYS = frozenset({REF, ID, IN, NS})
 SHARE_BYTES = 128
 CHUNK_MIN = 16
 CHUNK_MAX = 32
-# format 4 cuts the chunk references again from this many: a list a turn writes in several
-# places (a subgraph's input, its output) keeps a short top, the same chunks below
+# format 4 chunks a list of references from this many, and cuts the chunk references again
+# from this many: a list a turn writes in several places (a subgraph's input, its output, a
+# Send that carries the conversation) is one small top there, its chunks held once
 UPPER_MIN = 4
+# format 4's chunks: a cut after one item in four, at most 8 items. A list that grows
+# rewrites its last chunk each time it is written whole (a subgraph's input, a Send): small
+# chunks keep that small
+CHUNK_MAX_4 = 8
+CUT_4 = 0x40
 CUT = 0x20  # first byte of a digest below this ends a chunk: one item in eight
 MAX_NESTING = 64  # references inside references; real values use fewer than ten
 MAX_CONTAINERS = MAX_JSON_CONTAINERS  # of a whole expanded value, as of one file
@@ -197,7 +203,8 @@ class Sharer:
                 item, h = self._share(x)
                 items.append(item)
                 height = max(height, h)
-            if len(items) >= CHUNK_MIN and all(ref_of(x) is not None for x in items):
+            least = UPPER_MIN if self._locate is not None else CHUNK_MIN
+            if len(items) >= least and all(ref_of(x) is not None for x in items):
                 return self._chunked(items)
             return items, height
         if isinstance(tree, dict):
@@ -253,11 +260,13 @@ class Sharer:
 
     def _chunked(self, refs: list[Any]) -> tuple[dict[str, Any], int]:
         level, upper = refs, False
+        lean = self._locate is not None  # format 4: smaller chunks, a turn rewrites less
+        most, cut = (CHUNK_MAX_4, CUT_4) if lean else (CHUNK_MAX, CUT)
         while True:
             chunks: list[list[Any]] = [[]]
             for r in level:
                 chunks[-1].append(r)
-                if len(chunks[-1]) >= CHUNK_MAX or int(r[REF][:2], 16) < CUT:
+                if len(chunks[-1]) >= most or int(r[REF][:2], 16) < cut:
                     chunks.append([])
             level = [
                 self._store({CHUNKS: c} if upper else c, 1 + max(self._heights[r[REF]] for r in c))

@@ -26,7 +26,7 @@ from .chains import Link, walk_chain
 from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node
 from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout
+from .layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
@@ -64,18 +64,24 @@ class ValueResolver:
         it. Each entry records every file it was built from (``deps``) and is reused only
         while all of them are unchanged.
         """
-        links: list[tuple[Link, Dep]] = []
+        links: list[tuple[Link, tuple[Dep, ...]]] = []
         entry: ValueEntry | None = None
         implied = partial(self.implied_base, channel) if self.implied_base is not None else None
         for link in walk_chain(partial(self._link, ns_dir, channel), version, ref, implied):
             if link.known is not None:
                 entry = link.known
                 break
-            own = self._docs.dep(link.path, link.doc)
+            own: tuple[Dep, ...] = (self._docs.dep(link.path, link.doc),)
             if "append" not in link.body:
                 entry = self._entry_from_body(channel, link)
                 self._keep(link, channel, entry, own)
                 break
+            if "base" not in link.body["append"] and isinstance(link.doc, dict):
+                # its base is where its parent's bookkeeping says: that file too (format 4)
+                parent = link.doc.get("parent_checkpoint_id")
+                if isinstance(parent, str):
+                    ppath = link.path.parent / f"{encode_segment(parent)}.json"
+                    own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
             links.append((link, own))
         assert entry is not None  # the walk ends at a whole value or a kept one
         for link, own in reversed(links):
@@ -91,8 +97,8 @@ class ValueResolver:
         for tdir in [t for t in list(self.located) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self.located.pop(tdir, None)
 
-    def _keep(self, link: Link, channel: str, entry: ValueEntry, own: Dep) -> None:
-        entry.deps = (own, *entry.deps)
+    def _keep(self, link: Link, channel: str, entry: ValueEntry, own: tuple[Dep, ...]) -> None:
+        entry.deps = (*own, *entry.deps)
         if entry.checkable:
             self._values.put((link.path, channel), entry)
 

@@ -6,7 +6,9 @@ fast: it imports the standard library and the core only (not even orjson, whose 
 more than this whole view), never typer, rich or LangGraph (tests/test_gitsetup.py checks
 ``sys.modules``). git hands it one path, often a temporary copy
 of the old side outside the root, so it reads that one file and follows no reference: a message
-in ``objects/`` is shown where its file is shown, and elsewhere as ``-> object <hash>``.
+is shown where the file holding it is shown (format 4: the checkpoint that introduced it, at the
+first place the file refers to it; format 3: its file in ``objects/``), and elsewhere as
+``-> object <hash>``.
 
 Every part of a file is either shown or summed up by a digest on a line that is shown (a
 folded value, the bookkeeping), so a change anywhere in a file changes some line of its view.
@@ -31,9 +33,9 @@ from ..core.messages import content_text, message_fields, tool_calls
 
 #: the version of this view; git-setup puts it in the driver's command line, so a release that
 #: changes the view (and bumps it) invalidates the text git cached (``cachetextconv``)
-VIEW = 1
+VIEW = 2
 FOLD = 200  # characters of a value shown before the rest is folded into a digest
-KINDS = ("checkpoint", "writes", "object", "value", "large_value")
+KINDS = ("checkpoint", "writes", "object", "value", "large_value", "base")
 LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
 #: metadata LangGraph and LangChain write on every checkpoint: counted with the bookkeeping
 QUIET_METADATA = ("parents", "ls_integration", "run_id", "thread_id", "checkpoint_ns")
@@ -109,6 +111,9 @@ def _lines(raw: bytes, path: str) -> list[str] | None:
         return _writes(doc)
     if kind == "object":
         return _object(doc)
+    if kind == "base":
+        head = f"bookkeeping of removed checkpoint {_plain(doc.get('checkpoint_id'))}"
+        return [f"{head} ({_digest(doc)})"]
     if kind == "value":  # the body's keys (value, empty, append) sit at the top of the file
         head = f"value of channel {_plain(doc.get('channel'))} at version {_plain(doc.get('version'))}"
         body, _ = _body(str(doc.get("channel")), doc)
@@ -134,9 +139,10 @@ def _checkpoint(doc: dict[str, Any]) -> list[str]:
         out.append(INDENT + "metadata: " + _compact(shown))
     quiet: dict[str, Any] = {k: meta[k] for k in QUIET_METADATA if k in meta}
     triggers: dict[str, Any] = {}
+    held = _Held(_dict(doc.get("objects")))
     new_values = _dict(doc.get("new_values"))
     for channel in sorted(new_values, key=lambda c: (_internal(c), c)):
-        lines, trigger = _body(channel, new_values[channel])
+        lines, trigger = _body(channel, new_values[channel], held)
         if trigger and _internal(channel):
             triggers[channel] = new_values[channel]
         else:
@@ -144,12 +150,49 @@ def _checkpoint(doc: dict[str, Any]) -> list[str]:
     extra = _dict(doc.get("checkpoint")).get("extra")
     if extra:
         out.append(INDENT + "extra: " + _compact(extra))
+    for _, record in sorted(_dict(doc.get("parent_writes")).items()):
+        out.extend(INDENT + line for line in _taken(record))
+    for name in held.unshown():  # held for another file, or only for the parent's writes
+        tree = held.objects[name]
+        first, *rest = _message(tree) if message_fields(tree) is not None else [_compact(tree)]
+        out.extend([INDENT + f"object {name[:12]}: {first}", *(INDENT * 2 + line for line in rest)])
     out.append(INDENT + _bookkeeping(doc, quiet, triggers))
     return out
 
 
+class _Held:
+    """The objects a file holds (format 4): each shown once, at the first reference to it."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.objects = objects
+        self.shown: set[str] = set()
+
+    def take(self, tree: Any) -> Any:
+        """The object a reference in this file names, the first time it is shown; else None."""
+        if not isinstance(tree, dict) or "$in" in tree:
+            return None
+        name = tree.get("$ref")
+        if not isinstance(name, str) or name not in self.objects or name in self.shown:
+            return None
+        self.shown.add(name)
+        return self.objects[name]
+
+    def unshown(self) -> list[str]:
+        return sorted(n for n in self.objects if n not in self.shown)
+
+
+def _taken(record: Any) -> list[str]:
+    """The parent's writes a checkpoint holds (format 4): one line naming the task and the
+    channels it wrote (what it wrote is what the values above show), a digest for the rest."""
+    record = _dict(record)
+    writes = [w for w in _list(record.get("writes")) if isinstance(w, dict)]
+    channels = ", ".join(_plain(w.get("channel")) for w in writes)
+    return [f"(parent's writes, task {_plain(record.get('task_path'))}: {channels}; {_digest(record)})"]
+
+
 def _bookkeeping(doc: dict[str, Any], quiet: dict[str, Any], triggers: dict[str, Any]) -> str:
-    """One line for what LangGraph keeps to schedule nodes, with a digest of all of it."""
+    """One line for what LangGraph keeps to schedule nodes, with a digest of all of it (a
+    delta, format 4, counts what changed since its parent)."""
     ckpt = _dict(doc.get("checkpoint"))
     versions = _dict(ckpt.get("channel_versions"))
     seen = _dict(ckpt.get("versions_seen"))
@@ -169,7 +212,12 @@ def _bookkeeping(doc: dict[str, Any], quiet: dict[str, Any], triggers: dict[str,
         "thread_id": doc.get("thread_id"),
         "triggers": triggers,
         "values": refs,
+        "delta": doc.get("delta"),
+        "version": doc.get("version"),
+        "ids": [doc.get("checkpoint_ns"), doc.get("checkpoint_id")],
     }
+    if doc.get("delta"):
+        parts.insert(0, "changes since parent")
     return f"(bookkeeping: {', '.join(parts)}; {_digest(folded)})"
 
 
@@ -178,12 +226,15 @@ def _writes(doc: dict[str, Any]) -> list[str]:
     if doc.get("checkpoint_ns"):
         head += f" ns {_plain(doc['checkpoint_ns'])}"
     writes = _list(doc.get("writes"))
+    held = _Held(_dict(doc.get("objects")))
     out = []
     for write in writes:
         if not isinstance(write, dict):
             out.append(INDENT + _compact(write))
             continue
-        out.extend(INDENT + line for line in _node_lines(str(write.get("channel")), write.get("value")))
+        out.extend(INDENT + line for line in _node_lines(str(write.get("channel")), write.get("value"), held))
+    for name in held.unshown():
+        out.append(INDENT + f"object {name[:12]}: " + _compact(held.objects[name]))
     # the task id and each write's index are LangGraph's bookkeeping: a digest stands for them
     unshown = {
         "idx": [w.get("idx") for w in writes if isinstance(w, dict)],
@@ -206,7 +257,7 @@ def _object(doc: dict[str, Any]) -> list[str]:
 # ----------------------------------------------------------------------------
 # values
 # ----------------------------------------------------------------------------
-def _body(channel: str, body: Any) -> tuple[list[str], bool]:
+def _body(channel: str, body: Any, held: _Held | None = None) -> tuple[list[str], bool]:
     """The lines of one channel's value body, and whether it is only a trigger (no value)."""
     if not isinstance(body, dict):
         return [f"{channel}: {_compact(body)}"], False
@@ -214,9 +265,9 @@ def _body(channel: str, body: Any) -> tuple[list[str], bool]:
         return [f"{channel}: (empty)"], True
     if "append" in body and isinstance(body["append"], dict):
         items = _list(body["append"].get("items"))
-        return _items(f"{channel}: +{_count(len(items), 'item')}", items), False
+        return _items(f"{channel}: +{_count(len(items), 'item')}", items, held), False
     node = body.get("value")
-    lines = _node_lines(channel, node)
+    lines = _node_lines(channel, node, held)
     return lines, _is_null(node)
 
 
@@ -226,7 +277,7 @@ def _append_base(body: Any) -> dict[str, Any]:
     return {k: v for k, v in append.items() if k != "items"} if isinstance(append, dict) else {}
 
 
-def _node_lines(channel: str, node: Any) -> list[str]:
+def _node_lines(channel: str, node: Any, held: _Held | None = None) -> list[str]:
     """``channel: value`` for an encoded node (a list of messages: one line per message)."""
     if not isinstance(node, dict):
         return [f"{channel}: {_compact(node)}"]
@@ -235,9 +286,13 @@ def _node_lines(channel: str, node: Any) -> list[str]:
     if "json" in node:
         tree = node["json"]
         if isinstance(tree, list) and tree and all(_is_item(t) for t in tree):
-            return _items(f"{channel}: {_count(len(tree), 'item')}", tree)
-        if message_fields(tree) is not None:
-            first, *rest = _message(tree)
+            return _items(f"{channel}: {_count(len(tree), 'item')}", tree, held)
+        if isinstance(tree, dict) and isinstance(tree.get("messages"), list):  # a graph's input
+            items = tree["messages"]
+            if items and all(_is_item(t) for t in items) and set(tree) == {"messages"}:
+                return _items(f"{channel}: messages {_count(len(items), 'item')}", items, held)
+        if message_fields(tree) is not None or (held is not None and _is_item(tree)):
+            first, *rest = _item(tree, held)
             return [f"{channel}: {first}", *rest]
         return [f"{channel}: {_compact(tree)}"]
     if _is_null(node):
@@ -247,16 +302,26 @@ def _node_lines(channel: str, node: Any) -> list[str]:
     return [f"{channel}: <{_plain(node.get('serde'))} payload, about {size} bytes; {_digest(node)}>"]
 
 
-def _items(head: str, items: list[Any]) -> list[str]:
+def _items(head: str, items: list[Any], held: _Held | None = None) -> list[str]:
     """A list of items after ``head``: one item on the same line, more one per line below."""
-    shown = [_item(t) for t in items]
+    shown = [_item(t, held) for t in items]
     if len(shown) == 1:
         first, *rest = shown[0]
         return [f"{head}: {first}", *rest]
     return [head] + [INDENT + line for lines in shown for line in lines]
 
 
-def _item(tree: Any) -> list[str]:
+def _item(tree: Any, held: _Held | None = None) -> list[str]:
+    """One item: a message as ``role: text``; a reference to a message this file holds (format
+    4), the first time, as that message (a message input as the input it stands for)."""
+    found = held.take(tree) if held is not None else None
+    if found is not None and message_fields(found) is not None:
+        lines = _message({**found, **({"$id": tree["$id"]} if "$id" in tree else {})})
+        if "$role" in tree or "$pair" in tree:
+            lines[0] = f"({_plain(tree.get('$role', tree.get('$pair')))} input) " + lines[0]
+        return lines
+    if found is not None:
+        return [f"object {str(tree['$ref'])[:12]}: " + _compact(found)]
     if message_fields(tree) is not None:
         return _message(tree)
     return [_compact(tree)]

@@ -1,0 +1,252 @@
+"""Format 4: lean turns (docs/format.md, "Format 4 in one screen").
+
+A turn writes only checkpoint files, each holding what its step changed: bookkeeping as a
+delta on its parent, the step's new messages as objects of its own, its parent's pending
+writes; a user's text is stored once however it was given. Every reader still sees whole
+checkpoints, every pending write and every value exactly as LangGraph passed them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.agent_graphs import BUILDERS, INPUT_FORMS, marker, turn_input
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs import ask_graph, cfg, chat_graph
+from helpers import cli, load, rewrite
+from langgraph_checkpoint_repo import FileFormatError, RepoSaver
+from langgraph_checkpoint_repo.core.bookkeeping import DELTA_EVERY
+
+CONFIG: Any = cfg("t")
+
+
+def added(root: Path, before: set[Path]) -> list[Path]:
+    return sorted(p for p in root.rglob("*.json") if ".cache" not in p.parts and p not in before)
+
+
+def files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*.json") if ".cache" not in p.parts}
+
+
+@pytest.mark.parametrize("graph", sorted(BUILDERS))
+def test_a_turn_writes_only_checkpoints_and_each_users_text_once_in_any_form(
+    graph: str, tmp_path: Path
+) -> None:
+    """Every turn (a message, a message dict, a (role, text) tuple in turn) adds checkpoint
+    files only, its text in exactly one of them, and leaves no writes file behind."""
+    root = tmp_path / "root"
+    app = BUILDERS[graph](RepoSaver(root))
+    for turn in range(1, 7):
+        before = files(root)
+        form, given = turn_input(turn)
+        app.invoke(given, CONFIG)
+        new = added(root, before)
+        assert new and all(p.parent.name == "checkpoints" for p in new), (form, new)
+        copies = sum(p.read_bytes().count(marker(turn).encode()) for p in new)
+        assert copies == 1, (turn, form, copies)
+        assert not [p for p in root.rglob("writes/*.json")], form
+    assert {turn_input(t)[0] for t in range(1, 4)} == set(INPUT_FORMS)
+
+
+@pytest.mark.parametrize("form", INPUT_FORMS)
+def test_an_input_in_any_form_reads_back_exactly_as_given(form: str, tmp_path: Path) -> None:
+    """The input checkpoint's ``__start__`` holds the dict, the pair or the message as given
+    (a dict or pair is stored as a reference to its message and expands back to itself)."""
+    saver = RepoSaver(tmp_path / "root")
+    app = chat_graph(saver)
+    text = "hello [input-form]"
+    given: dict[str, Any] = {
+        "message": {"messages": [HumanMessage(content=text, id="m1")]},
+        "dict": {"messages": [{"role": "user", "content": text}]},
+        "tuple": {"messages": [("user", text)]},
+    }[form]
+    app.invoke(given, CONFIG)
+    first = list(saver.list(CONFIG))[-1]
+    stored = first.checkpoint["channel_values"]["__start__"]
+    expected = given if form != "tuple" else {"messages": [["user", text]]}
+    assert stored == expected
+    fresh = RepoSaver(tmp_path / "root")  # and from the files alone
+    assert list(fresh.list(CONFIG))[-1].checkpoint["channel_values"]["__start__"] == expected
+    # the input is a reference to the message the channel holds: its text is stored once (the
+    # echo's reply holds it too, inside a longer string)
+    quoted = json.dumps(text)
+    text_files = [p for p in (tmp_path / "root").rglob("*.json") if quoted in p.read_text()]
+    assert len(text_files) == 1
+    if form != "message":
+        raw = text_files[0].read_text()
+        assert ('"$role": "user"' if form == "dict" else '"$pair": "user"') in raw
+
+
+def test_an_input_whose_message_would_not_give_it_back_is_stored_as_given(tmp_path: Path) -> None:
+    """A dict with keys a message does not give back (``name``) stays a plain dict."""
+    saver = RepoSaver(tmp_path / "root")
+    given = {"messages": [{"role": "user", "content": "hi there", "name": "ann"}]}
+    chat_graph(saver).invoke(given, CONFIG)
+    first = list(saver.list(CONFIG))[-1]
+    assert first.checkpoint["channel_values"]["__start__"] == given
+    path = saver.store.layout.checkpoint_path("t", "", first.checkpoint["id"])
+    assert "$role" not in json.dumps(load(path))
+
+
+def test_bookkeeping_is_a_delta_with_a_whole_copy_every_few_and_reads_whole(tmp_path: Path) -> None:
+    """Checkpoints hold only what changed since their parent, a whole one every DELTA_EVERY;
+    every read gets LangGraph's whole channel_versions and versions_seen, as InMemorySaver."""
+    root = tmp_path / "root"
+    repo, mem = RepoSaver(root), InMemorySaver()
+    apps = [BUILDERS["create_agent"](s) for s in (repo, mem)]
+    for turn in range(1, 8):
+        for app in apps:
+            app.invoke(turn_input(turn)[1], CONFIG)
+    docs = [load(p) for p in sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))]
+    depths = [d.get("delta", 0) for d in docs]
+    assert depths[0] == 0 and max(depths) == DELTA_EVERY and depths.count(0) >= 2
+    assert all(b == a + 1 or b == 0 for a, b in itertools.pairwise(depths))
+    fresh = RepoSaver(root)
+    for got, want in zip(fresh.list(CONFIG), mem.list(CONFIG), strict=True):
+        assert got.checkpoint["channel_versions"].keys() == want.checkpoint["channel_versions"].keys()
+        assert got.checkpoint["versions_seen"].keys() == want.checkpoint["versions_seen"].keys()
+        assert got.metadata == want.metadata
+    # the versions are exactly what LangGraph gave the saver
+    latest = fresh.get_tuple(CONFIG)
+    assert latest is not None
+    assert latest.checkpoint["channel_versions"] == repo.get_tuple(CONFIG).checkpoint["channel_versions"]  # type: ignore[union-attr]
+
+
+def test_a_delta_reads_what_its_parent_says_and_sees_a_hand_edit_of_it(tmp_path: Path) -> None:
+    """A running saver sees an edit of a parent's bookkeeping in every delta built on it."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = chat_graph(saver)
+    app.invoke({"messages": [("user", "one")]}, CONFIG)
+    app.invoke({"messages": [("user", "two")]}, CONFIG)
+    latest = saver.get_tuple(CONFIG)
+    assert latest is not None
+    paths = sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
+    last = load(paths[-1])
+    assert last.get("delta")
+    parent = paths[-2]
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["checkpoint"].setdefault("versions_seen", {})["__hand__"] = {"x": "00000001.00000000"}
+
+    rewrite(parent, edit)
+    again = saver.get_tuple(CONFIG)
+    assert again is not None and again.checkpoint["versions_seen"]["__hand__"] == {"x": "00000001.00000000"}
+
+
+def test_a_delta_whose_parent_is_missing_names_both(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = chat_graph(saver)
+    app.invoke({"messages": [("user", "one")]}, CONFIG)
+    paths = sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
+    parent = load(paths[-1])["parent_checkpoint_id"]
+    (paths[-1].parent / f"{parent}.json").unlink()
+    with pytest.raises(FileFormatError, match=f"{parent}.*missing"):
+        RepoSaver(root).get_tuple(CONFIG)
+    out = cli(root, "validate")
+    assert out.returncode == 1 and parent in out.stdout
+
+
+def test_an_interrupted_step_keeps_its_writes_file_until_the_resumed_step_takes_it(tmp_path: Path) -> None:
+    """Writes of a checkpoint without a child stay a file (durable, readable); the child the
+    resumed run writes takes them, and they read back from it, for every reader."""
+    from langgraph.types import Command
+
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = ask_graph(saver)
+    app.invoke({"log": []}, CONFIG)
+    waiting = saver.get_tuple(CONFIG)
+    assert waiting is not None and waiting.pending_writes
+    assert list(root.rglob("writes/*.json"))
+    before = list(waiting.pending_writes)
+    app.invoke(Command(resume="yes"), CONFIG)
+    assert not list(root.rglob("writes/*.json"))
+    for reader in (saver, RepoSaver(root)):
+        again = reader.get_tuple(waiting.config)
+        assert again is not None
+        # the interrupt, and the resumed step's own writes (equal values: a stored dict keeps
+        # its items, not their order)
+        got = [tuple(w) for w in again.pending_writes or []]
+        assert all(tuple(w) in got for w in before)
+        assert {w[1] for w in got} == {"__interrupt__", "__resume__", "answer", "log"}
+    assert cli(root, "validate").returncode == 0
+
+
+def test_a_writes_file_removed_while_it_is_read_is_read_from_the_child(tmp_path: Path) -> None:
+    """A reader that listed a writes file a child then took finds the record in the child."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = ask_graph(saver)
+    app.invoke({"log": []}, CONFIG)
+    waiting = saver.get_tuple(CONFIG)
+    assert waiting is not None
+    reader = RepoSaver(root)
+    reader.get_tuple(waiting.config)  # lists the writes folder, caches the file
+    store = reader.store
+    real = store.read_doc
+    taken = threading.Event()
+
+    def read_doc(path: Path, kind: str) -> dict[str, Any]:
+        if kind == "writes" and not taken.is_set():
+            from langgraph.types import Command
+
+            taken.set()
+            app.invoke(Command(resume="yes"), CONFIG)  # the child takes the file now
+        return real(path, kind)
+
+    store.docs.drop_under(root)
+    store.read_doc = read_doc  # type: ignore[method-assign]
+    got = reader.get_tuple(waiting.config)
+    assert taken.is_set() and got is not None
+    fresh = RepoSaver(root).get_tuple(waiting.config)
+    assert fresh is not None
+    channels = {w[1] for w in got.pending_writes or []}
+    assert channels == {w[1] for w in fresh.pending_writes or []} >= {"__interrupt__", "answer"}
+
+
+def test_an_edited_object_a_checkpoint_holds_is_refused_naming_it(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    chat_graph(saver).invoke({"messages": [HumanMessage(content="original text", id="m1")]}, CONFIG)
+    found = (root / "threads").rglob("checkpoints/*.json")
+    holder = next(p for p in found if "original text" in p.read_text())
+    name = next(iter(load(holder)["objects"]))
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["objects"][name]["$fields"]["content"] = "forged text"
+
+    rewrite(holder, edit)
+    with pytest.raises(FileFormatError, match=f"/objects/{name}"):
+        RepoSaver(root).get_tuple(CONFIG)
+    assert cli(root, "validate").returncode == 1
+
+
+def test_prune_keeps_a_delta_readable_through_the_base_of_its_removed_parent(tmp_path: Path) -> None:
+    """keep_latest leaves one checkpoint, a delta: its parent's bookkeeping goes to a base
+    file, the objects it refers to in removed checkpoints to objects/, and it reads as before."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = BUILDERS["create_agent"](saver)
+    for turn in range(1, 4):
+        app.invoke(turn_input(turn)[1], CONFIG)
+    before = saver.get_tuple(CONFIG)
+    assert before is not None
+    saver.prune(["t"])
+    left = sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
+    assert len(left) == 1 and load(left[0]).get("delta")
+    assert list((root / "threads" / "t" / "values").glob("@*.json"))
+    after = RepoSaver(root).get_tuple(CONFIG)
+    assert after is not None
+    assert after.checkpoint == before.checkpoint and after.metadata == before.metadata
+    assert cli(root, "validate").returncode == 0
+    assert cli(root, "fsck").returncode == 0
+    BUILDERS["create_agent"](RepoSaver(root)).invoke(turn_input(4)[1], CONFIG)  # and carries on
