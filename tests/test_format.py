@@ -30,6 +30,15 @@ KIND_OF_FOLDER = {
     "values": "value",
     "objects": "object",
 }
+KINDS = (*KIND_OF_FOLDER.values(), "base")
+
+
+def kind_of(path: Path) -> str:
+    """The kind a file's place says: in values/, a name starting with "@" is a removed
+    checkpoint's bookkeeping (kind base, format 4)."""
+    if path.parent.name == "values" and path.name.startswith("@"):
+        return "base"
+    return KIND_OF_FOLDER[path.parent.name]
 TOPIC = "TOPIC-7f3a-only-once"
 BIG_REPORT = "".join(f"line {i:05d}: the quarterly numbers, in full detail\n" for i in range(400))
 
@@ -75,12 +84,13 @@ def json_files(root: Path) -> list[Path]:
     return sorted(p for p in (root / "threads").rglob("*.json") if p.is_file())
 
 
-WIDTH = 100
+WIDTH = 120
 
 
 def canonical(doc: Any) -> bytes:
     """Sorted keys, 2-space indent, UTF-8, a final newline, and each array or object that fits
-    in 100 columns (indent and key included) on one line with ", " and ": " (docs/format.md)."""
+    in 120 columns (indent and key included) on one line with ", " and ": ", a reference to an
+    object (``$ref``, every member a string) always (docs/format.md)."""
 
     def one_line(x: Any) -> str:
         return json.dumps(x, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
@@ -89,7 +99,8 @@ def canonical(doc: Any) -> bytes:
         if not isinstance(x, dict | list) or not x:
             return one_line(x)
         flat = one_line(x)
-        if indent + lead + len(flat.encode("utf-8")) <= WIDTH:
+        ref = isinstance(x, dict) and "$ref" in x and all(isinstance(v, str) for v in x.values())
+        if ref or indent + lead + len(flat.encode("utf-8")) <= WIDTH:
             return flat
         pad = " " * (indent + 2)
         if isinstance(x, list):
@@ -112,7 +123,7 @@ def schema_validators() -> dict[str, Draft202012Validator]:
     )
     return {
         kind: Draft202012Validator(docs[f"{kind}.schema.json"], registry=registry)
-        for kind in KIND_OF_FOLDER.values()
+        for kind in KINDS
     }
 
 
@@ -125,6 +136,11 @@ def rich_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     notes = {"ünïcode": "😀 é", "\ue000": 1, "\U0001d538": [1.5, None, True, -0.0], "$dollar": {"k": 2}}
     say(app, "rich", "bonjour é 😀", topic=TOPIC, score=0.25, notes=notes)
     say(app, "rich", "second turn", score=1e20)
+    # a step that wrote and stopped before its checkpoint: its writes stay a file (format 4
+    # moves a checkpoint's writes into its child)
+    latest = saver.get_tuple(cfg("rich"))
+    assert latest is not None
+    saver.put_writes(latest.config, [("messages", [AIMessage(content="pending reply", id="p1")])], "task-1")
     saver.copy_thread("rich", "pruned")
     saver.prune(["pruned"])
     return root
@@ -184,7 +200,9 @@ def test_same_checkpoint_gives_identical_files_in_two_roots(tmp_path: Path) -> N
 
 
 def test_replaying_a_graph_run_reproduces_every_checkpoint_file(tmp_path: Path) -> None:
-    """Same checkpoints put in the same order into a second root give byte-identical checkpoint files."""
+    """Same checkpoints and pending writes put in the same order into a second root give the
+    same checkpoint files: byte-identical but for the names of the writes files a child took
+    (``parent_writes`` is keyed by each file's fresh uuid, and a replay has no task path)."""
     source = RepoSaver(tmp_path / "a")
     app = build_chat(source)
     for i in range(3):
@@ -195,14 +213,29 @@ def test_replaying_a_graph_run_reproduces_every_checkpoint_file(tmp_path: Path) 
         versions = tup.checkpoint["channel_versions"]
         new_versions = {ch: v for ch, v in versions.items() if previous.get(ch) != v}
         config = tup.parent_config or cfg("t", checkpoint_ns="")
-        replica.put(config, tup.checkpoint, tup.metadata, new_versions)
+        written = replica.put(config, tup.checkpoint, tup.metadata, new_versions)
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in tup.pending_writes or []:
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            replica.put_writes(written, writes, task_id)
         previous = dict(versions)
 
     def checkpoints(root: Path) -> dict[str, bytes]:
         return {k: v for k, v in file_bytes(root, cache=True).items() if "/checkpoints/" in k}
 
-    assert len(checkpoints(tmp_path / "a")) == 12
-    assert checkpoints(tmp_path / "a") == checkpoints(tmp_path / "b")
+    def unnamed(raw: bytes) -> bytes:
+        doc = json.loads(raw)
+        records = doc.pop("parent_writes", {}).values()
+        doc["parent_writes"] = sorted(json.dumps([r["task_id"], r["writes"]]) for r in records)
+        return canonical(doc)
+
+    a, b = checkpoints(tmp_path / "a"), checkpoints(tmp_path / "b")
+    assert len(a) == 12
+    assert {k: unnamed(v) for k, v in a.items()} == {k: unnamed(v) for k, v in b.items()}
+    assert sum("parent_writes" in json.loads(v) for v in a.values()) >= 9
+    same = [k for k in a if b"parent_writes" not in a[k]]
+    assert same and all(a[k] == b[k] for k in same)
 
 
 # ---------------------------------------------------------------------------
@@ -214,9 +247,9 @@ def test_every_file_declares_version_and_kind_matching_its_folder(rich_root: Pat
     for path in json_files(rich_root):
         doc = json.loads(path.read_bytes())
         assert type(doc["schema_version"]) is int and doc["schema_version"] == SCHEMA_VERSION, path
-        assert doc["kind"] == KIND_OF_FOLDER[path.parent.name], path
+        assert doc["kind"] == kind_of(path), path
         kinds.add(doc["kind"])
-    assert kinds == set(KIND_OF_FOLDER.values())
+    assert kinds == set(KINDS)
 
 
 def test_every_file_validates_against_its_schema_independently(rich_root: Path) -> None:
@@ -361,13 +394,22 @@ def _delete(path: list[Any]) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _version_of_messages(value: Any) -> Callable[[dict[str, Any]], None]:
+    """Set the messages channel's version (a delta may not list channel_versions at all)."""
+
+    def change(doc: dict[str, Any]) -> None:
+        doc["checkpoint"].setdefault("channel_versions", {})["messages"] = value
+
+    return change
+
+
 def _swap_id(doc: dict[str, Any]) -> None:
     doc["checkpoint_id"] = doc["checkpoint_id"][:-1] + ("0" if doc["checkpoint_id"][-1] != "0" else "1")
 
 
 BROKEN: dict[str, tuple[Edit, str, str]] = {
     "wrong type": (
-        doc_edit(_set(["checkpoint", "channel_versions", "messages"], ["x"])),
+        doc_edit(_version_of_messages(["x"])),
         "/checkpoint/channel_versions/messages",
         "is not of type",
     ),
@@ -377,7 +419,7 @@ BROKEN: dict[str, tuple[Edit, str, str]] = {
         "/new_values/messages",
         "",
     ),
-    "missing required field": (doc_edit(_delete(["values"])), "/", "values"),
+    "missing required field": (doc_edit(_delete(["metadata"])), "/", "metadata"),
     "missing nested field": (doc_edit(_delete(["checkpoint", "ts"])), "/checkpoint", "ts"),
     "wrong kind": (doc_edit(_set(["kind"], "writes")), "/kind", "expected kind"),
     "id does not match file name": (doc_edit(_swap_id), "/checkpoint_id", "does not match"),
@@ -443,9 +485,19 @@ def test_broken_ancestor_of_an_append_chain_fails_the_latest_read(root: Path) ->
     assert "/new_values/messages" in info.value.pointer
 
 
+def pending_writes_file(root: Path) -> None:
+    """A turn, then writes of a step that stopped before its checkpoint: they stay a file (a
+    checkpoint's child takes its writes files, format 4)."""
+    saver = RepoSaver(root)
+    say(build_chat(saver), "t", "hello")
+    latest = saver.get_tuple(cfg("t"))
+    assert latest is not None
+    saver.put_writes(latest.config, [("messages", [AIMessage(content="pending", id="p1")])], "task-1")
+
+
 def test_broken_writes_file_fails_the_read_of_its_checkpoint(root: Path) -> None:
     """Pending writes are part of the tuple; a broken writes file is reported, not skipped."""
-    say(build_chat(RepoSaver(root)), "t", "hello")
+    pending_writes_file(root)
     writes = sorted((root / "threads" / "t" / "writes").glob("*.json"))[0]
     owner = json.loads(writes.read_bytes())["checkpoint_id"]
     writes.write_bytes(doc_edit(_set(["writes", 0, "idx"], "zero"))(writes.read_bytes()))
@@ -488,7 +540,7 @@ def test_unknown_schema_version_is_refused_with_advice(
     root: Path, folder: str, version: int, hint: str
 ) -> None:
     """A file from another format version is refused, saying whether to upgrade or to migrate."""
-    say(build_chat(RepoSaver(root)), "t", "hello")
+    pending_writes_file(root)
     path = sorted((root / "threads" / "t" / folder).glob("*.json"))[0]
     path.write_bytes(doc_edit(_set(["schema_version"], version))(path.read_bytes()))
     owner = json.loads(path.read_bytes())["checkpoint_id"]
@@ -520,15 +572,22 @@ def test_unchanged_channel_value_is_written_once(root: Path) -> None:
     assert len(holders) == 1
     holder_ref = f"checkpoints/{holders[0].name}"
     later = [json.loads(p.read_bytes()) for p in json_files(root) if p.parent.name == "checkpoints"]
-    refs = {doc["values"]["topic"] for doc in later if "topic" in doc["values"]}
+    refs = {doc["values"]["topic"] for doc in later if "topic" in doc.get("values", {})}
     assert refs == {holder_ref}
-    # every checkpoint but turn 1's input has the topic: the holder in its new_values (format 3
-    # does not list a file's own values in its "values"), all later ones by a ref to the holder
-    assert len([d for d in later if "topic" in d["values"]]) == 4 * 6 - 2
-    # the only other copies are turn 1's input: the __start__ value and the input task's pending write
+    # a whole checkpoint lists the reference; a delta (format 4) only references that changed
+    # since its parent, so none lists it again
+    assert len([d for d in later if "topic" in d.get("values", {})]) == len(
+        [d for d in later if not d.get("delta") and d["metadata"]["step"] > 0]
+    )
+    # every checkpoint but turn 1's input reads it (the holder, and all later ones)
+    fresh = RepoSaver(root)
+    topics = [t.checkpoint["channel_values"].get("topic") for t in fresh.list(cfg("t"))]
+    assert topics.count(TOPIC) == 4 * 6 - 1
+    # the only other copy is turn 1's input, the __start__ value; the input task's pending
+    # write is in the holder, taken from its writes file (format 4)
     containing = files_containing(root, TOPIC)
     assert containing <= after_first_turn
-    assert len(containing) == 3
+    assert len(containing) == 2
     tup = RepoSaver(root).get_tuple(cfg("t"))
     assert tup is not None and tup.checkpoint["channel_values"]["topic"] == TOPIC
 
@@ -559,6 +618,13 @@ def message_holders(root: Path) -> dict[str, list[dict[str, Any]]]:
     return bodies
 
 
+def ordered_message_bodies(root: Path) -> list[dict[str, Any]]:
+    """The messages bodies of the checkpoints, in id (time) order."""
+    paths = sorted(p for p in json_files(root) if p.parent.name == "checkpoints")
+    bodies = [json.loads(p.read_bytes()).get("new_values", {}).get("messages") for p in paths]
+    return [b for b in bodies if b is not None]
+
+
 def test_appended_messages_store_only_what_was_appended(root: Path) -> None:
     """Turn 30 adds about as many lines as turn 3, and turn 1's reply sits in one checkpoint only.
 
@@ -567,8 +633,10 @@ def test_appended_messages_store_only_what_was_appended(root: Path) -> None:
     assert added[29] <= 1.5 * added[2], added
     text = "first reply in turn 001"
     holders = files_containing(root, text)
-    # stored once (format 3: in objects/), referred to by the appended item and the pending write
-    assert [p.parent.name for p in holders] == ["objects"]
+    # stored once (format 4: held by the checkpoint of the step that made it), referred to by
+    # the appended item and the pending write
+    assert [p.parent.name for p in holders] == ["checkpoints"]
+    assert next(iter(holders)).read_bytes().count(json.dumps(text).encode()) == 1
     bodies = message_holders(root)
     assert len(bodies["value"]) == 1 and len(bodies["append"]) == 89
     assert all(len(b["append"]["items"]) == 1 for b in bodies["append"])
@@ -581,10 +649,13 @@ def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(root: Path)
     run_turns(root, 30, snapshot_every=64)
     bodies = message_holders(root)
     assert len(bodies["value"]) == 2
-    assert max(b["append"]["depth"] for b in bodies["append"]) == 64
+    # in checkpoint order, at most 64 appends in a row (format 4 appends name no depth)
+    kinds = "".join("v" if "value" in b else "a" for b in ordered_message_bodies(root))
+    assert kinds.startswith("v") and max(len(run) for run in kinds.split("v")) == 64
     stored = files_containing(root, "first reply in turn 001")
-    # the message is stored once (objects/); the snapshot refers to it through its chunks
-    assert [p.parent.name for p in stored] == ["objects"]
+    # the message is stored once (in the checkpoint that made it); the snapshot refers to it
+    # through its chunks
+    assert [p.parent.name for p in stored] == ["checkpoints"]
     snapshot = bodies["value"][1]["value"]
     assert list(snapshot["json"]) == ["$chunks"] and len(snapshot["json"]["$chunks"]) >= 2
     tup = RepoSaver(root).get_tuple(cfg("chat"))
@@ -601,7 +672,7 @@ def test_large_value_goes_to_content_addressed_file_stored_once(root: Path) -> N
     say(app, "t", "one")
     say(app, "t", "two")  # sets report and report_copy to the same text again
 
-    node = {"serde": "msgpack", "json": BIG_REPORT}
+    node = {"json": BIG_REPORT}  # format 4: a json node is msgpack's, no "serde"
     assert len(json.dumps(node)) > saver.large_value_bytes
     digest = hashlib.sha256(canonical(node)).hexdigest()
     large = sorted((root / "threads" / "t" / "large").iterdir())
@@ -616,7 +687,8 @@ def test_large_value_goes_to_content_addressed_file_stored_once(root: Path) -> N
             if ch in doc.get("new_values", {}):
                 assert doc["new_values"][ch] == {"value": {"large": digest}}
                 refs += 1
-        for w in doc.get("writes", []):
+        records = [doc] + list(doc.get("parent_writes", {}).values())  # format 4: writes in the child
+        for w in [w for r in records for w in r.get("writes", [])]:
             if w["channel"] in ("report", "report_copy"):
                 assert w["value"] == {"large": digest}
                 refs += 1

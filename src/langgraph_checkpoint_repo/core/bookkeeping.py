@@ -88,7 +88,9 @@ def step_version(versions: Mapping[str, Any], channels: Any) -> Any:
     """The version most of ``channels`` are at (LangGraph gives one step's updates one
     version), the greatest counter on a tie; None when there are none."""
     counts = Counter(
-        (type(versions[c]).__name__, versions[c]) for c in channels if c in versions
+        (type(versions[c]).__name__, versions[c])
+        for c in channels
+        if c in versions and _is_version(versions[c])  # anything else: the schema refuses it
     )
     if not counts:
         return None
@@ -139,6 +141,10 @@ def _extends(parent: Mapping[str, Any], versions: Mapping[str, Any], seen: Mappi
     """A delta can only add and change: every channel and node of the parent is still there."""
     pcp = parent["checkpoint"]
     return set(pcp["channel_versions"]) <= set(versions) and set(pcp["versions_seen"]) <= set(seen)
+
+
+def _is_version(v: Any) -> bool:
+    return isinstance(v, str | int | float) and not isinstance(v, bool)
 
 
 def _same_map(a: Any, b: Any) -> bool:
