@@ -687,7 +687,7 @@ def test_large_value_goes_to_content_addressed_file_stored_once(root: Path) -> N
             if ch in doc.get("new_values", {}):
                 assert doc["new_values"][ch] == {"value": {"large": digest}}
                 refs += 1
-        records = [doc] + list(doc.get("parent_writes", {}).values())  # format 4: writes in the child
+        records = [doc, *doc.get("parent_writes", {}).values()]  # format 4: writes in the child
         for w in [w for r in records for w in r.get("writes", [])]:
             if w["channel"] in ("report", "report_copy"):
                 assert w["value"] == {"large": digest}
