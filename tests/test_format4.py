@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,10 +23,11 @@ from bench.agent_graphs import BUILDERS, INPUT_FORMS, marker, turn_input
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import ask_graph, cfg, chat_graph
+from graphs import ask_graph, cfg, chain_graph, chat_graph
 from helpers import cli, load, rewrite
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver
 from langgraph_checkpoint_repo.core.bookkeeping import DELTA_EVERY
+from langgraph_checkpoint_repo.core.documents import LINEAGE_REREADS
 
 CONFIG: Any = cfg("t")
 
@@ -250,3 +255,233 @@ def test_prune_keeps_a_delta_readable_through_the_base_of_its_removed_parent(tmp
     assert cli(root, "validate").returncode == 0
     assert cli(root, "fsck").returncode == 0
     BUILDERS["create_agent"](RepoSaver(root)).invoke(turn_input(4)[1], CONFIG)  # and carries on
+
+
+# ---------------------------------------------------------------------------
+# short versions on two git branches
+# ---------------------------------------------------------------------------
+SHORT = re.compile(r"\d{8}\.[0-9a-f]{8}")
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False)
+
+
+def line_of(saver: RepoSaver, head: Any) -> list[Any]:
+    """The checkpoints from ``head`` back to the first, newest first (parent links only)."""
+    out = []
+    config = head
+    while config is not None:
+        tup = saver.get_tuple(config)
+        assert tup is not None
+        out.append(tup)
+        config = tup.parent_config
+    return out
+
+
+def test_short_versions_increase_and_stay_apart_on_two_branches_merged_by_git(tmp_path: Path) -> None:
+    """Two git branches continue one checkpoint; git merges them without a conflict, every
+    version is short, each line's versions only grow, and no (channel, version) names two
+    values: the same counter on both branches, told apart by its random part."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("config", "user.name", "T"),
+        ("config", "user.email", "t@example.invalid"),
+        ("config", "commit.gpgsign", "false"),
+    ):
+        assert git(repo, *args).returncode == 0
+    root = repo / ".langgraph"
+    chat_graph(RepoSaver(root)).invoke({"messages": [("user", "base")]}, CONFIG)
+    git(repo, "add", "-A")
+    assert git(repo, "commit", "-q", "-m", "base").returncode == 0
+    heads: dict[str, Any] = {}
+    for branch in ("b", "a"):
+        assert git(repo, "checkout", "-q", "-b", branch, "main").returncode == 0
+        saver = RepoSaver(root)  # a fresh process on each branch
+        app = chat_graph(saver)
+        for i in range(2):
+            app.invoke({"messages": [("user", f"{branch} turn {i}")]}, CONFIG)
+        head = saver.get_tuple(CONFIG)
+        assert head is not None
+        heads[branch] = head
+        git(repo, "add", "-A")
+        assert git(repo, "commit", "-q", "-m", branch).returncode == 0
+    merge = git(repo, "merge", "--no-edit", "b")
+    assert merge.returncode == 0 and "CONFLICT" not in merge.stdout, merge.stdout
+
+    merged = RepoSaver(root)
+    lines = {b: line_of(merged, heads[b].config) for b in heads}
+    found: dict[tuple[str, str], set[str]] = {}
+    for branch, line in lines.items():
+        # each head reads after the merge exactly as on its branch
+        assert line[0].checkpoint == heads[branch].checkpoint
+        for child, parent in itertools.pairwise(line):
+            for channel, version in child.checkpoint["channel_versions"].items():
+                assert SHORT.fullmatch(version), version
+                before = parent.checkpoint["channel_versions"].get(channel)
+                assert before is None or version >= before  # LangGraph compares strings
+                if before is not None and version != before:
+                    assert version > before and counter(version) > counter(before)
+        for tup in line:
+            for channel, value in tup.checkpoint["channel_values"].items():
+                version = tup.checkpoint["channel_versions"][channel]
+                found.setdefault((channel, version), set()).add(repr(value))
+    assert all(len(values) == 1 for values in found.values()), found
+    fork = {t.checkpoint["id"] for t in lines["a"]} & {t.checkpoint["id"] for t in lines["b"]}
+    new: dict[str, set[str]] = {}  # the versions each branch made after the fork
+    for branch, line in lines.items():
+        new[branch] = set()
+        for child, parent in itertools.pairwise(line):
+            if child.checkpoint["id"] not in fork:
+                before = parent.checkpoint["channel_versions"]
+                new[branch] |= {v for c, v in child.checkpoint["channel_versions"].items() if before.get(c) != v}
+    assert not new["a"] & new["b"]
+    same_counter = {counter(v) for v in new["a"]} & {counter(v) for v in new["b"]}
+    assert same_counter  # both branches counted on from one checkpoint: only the random part differs
+
+
+def counter(version: str) -> int:
+    return int(version.split(".")[0])
+
+
+# ---------------------------------------------------------------------------
+# files per turn
+# ---------------------------------------------------------------------------
+def test_a_create_agent_turn_adds_five_checkpoint_files_and_nothing_else(tmp_path: Path) -> None:
+    """A tool-calling create_agent turn is five supersteps (input, model, tools, model, and the
+    step that ends it): five checkpoint files, at most eight files, every turn alike; no file
+    written before is changed, and only the writes files a child took are gone."""
+    root = tmp_path / "root"
+    app = BUILDERS["create_agent"](RepoSaver(root))
+    counts = []
+    for turn in range(1, 7):
+        before = {p: p.read_bytes() for p in files(root)}
+        app.invoke(turn_input(turn)[1], CONFIG)
+        now = files(root)
+        new = [p for p in now if p not in before]
+        counts.append(len(new))
+        assert all(p.parent.name == "checkpoints" for p in new)
+        assert all(p.read_bytes() == raw for p, raw in before.items() if p in now)
+        assert all(p.parent.name == "writes" for p in before if p not in now)
+    assert counts == [counts[0]] * len(counts) and counts[0] <= 8, counts
+
+
+# ---------------------------------------------------------------------------
+# hand edits
+# ---------------------------------------------------------------------------
+def test_a_hand_edit_is_seen_by_every_reader(tmp_path: Path) -> None:
+    """An item of a list edited by hand in a checkpoint in the middle of the history, and a
+    parent's bookkeeping edited under a delta: the saver that wrote them (warm), a fresh
+    saver, the graph, the read model and the command line all see both on their next read."""
+    from langgraph_checkpoint_repo.core import fields
+    from langgraph_checkpoint_repo.readmodel.reader import Reader
+
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = chain_graph(saver)
+    for _ in range(3):
+        app.invoke({"log": []}, CONFIG)
+    assert saver.get_tuple(CONFIG) is not None  # warm: everything read and cached once
+    paths = sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
+    holder = next(p for p in paths if '"b"' in p.read_text())  # node b's first item
+
+    def edit_item(doc: dict[str, Any]) -> None:
+        items = doc["new_values"]["log"]["append"]["items"]
+        items[items.index("b")] = "b, edited by hand"
+
+    rewrite(holder, edit_item)
+    last = load(paths[-1])
+    assert last.get("delta")
+    parent = paths[-2]
+
+    def edit_seen(doc: dict[str, Any]) -> None:
+        doc["checkpoint"].setdefault("versions_seen", {})["__hand__"] = {"x": "00000001.00000000"}
+
+    rewrite(parent, edit_seen)
+    hand = {"x": "00000001.00000000"}
+
+    for reader in (saver, RepoSaver(root)):
+        tup = reader.get_tuple(CONFIG)
+        assert tup is not None
+        assert "b, edited by hand" in tup.checkpoint["channel_values"]["log"]
+        assert tup.checkpoint["versions_seen"]["__hand__"] == hand
+    assert "b, edited by hand" in app.get_state(CONFIG).values["log"]
+    model = Reader(root)
+    cid = model.checkpoint_ids("t", "")[-1]
+    assert "b, edited by hand" in json.dumps(model.state("t", "", cid, revive=False).trees["log"])
+    assert fields.versions_seen(model.header("t", "", cid))["__hand__"] == hand
+    shown = cli(root, "show", "t", "--json")
+    assert shown.returncode == 0 and "b, edited by hand" in shown.stdout
+    assert cli(root, "validate").returncode == 0
+
+
+# ---------------------------------------------------------------------------
+# reading the latest checkpoint of a long history
+# ---------------------------------------------------------------------------
+COUNT_READS = """
+import json
+import sys
+from pathlib import Path
+
+root, given = Path(sys.argv[1]), sys.argv[2]
+opened = set()
+
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and "/checkpoints/" in args[0]:
+        opened.add(args[0])
+
+from langgraph_checkpoint_repo import RepoSaver
+saver = RepoSaver(root)
+sys.addaudithook(hook)
+config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+if given != "-":
+    config["configurable"]["checkpoint_id"] = given
+tup = saver.get_tuple(config)
+assert tup is not None
+print(json.dumps([len(opened), len(tup.checkpoint["channel_values"]["log"]), tup.checkpoint["id"]]))
+"""
+
+
+def fresh_read(root: Path, checkpoint_id: str | None) -> tuple[int, int, str]:
+    """(checkpoint files opened, length of log, id read) by get_tuple in a new process."""
+    out = subprocess.run(
+        [sys.executable, "-c", COUNT_READS, str(root), checkpoint_id or "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    opened, length, cid = json.loads(out.stdout)
+    return opened, length, cid
+
+
+def test_a_fresh_process_reads_the_latest_checkpoint_without_walking_the_history(tmp_path: Path) -> None:
+    """However long the thread, a fresh process's get_tuple of the latest checkpoint opens a
+    bounded number of checkpoint files (the deltas back to a whole one, the links of the list's
+    chain back to a whole copy), for a history of 150 checkpoints as for 300: given its id (as
+    LangGraph's config carries it), and without one once the thread's derived index is current
+    (finding the latest checks every checkpoint's parent link, docs/forks.md; a process
+    records them in .cache/index/, and the next reads only what was added since)."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root, durable=False, snapshot_every=8)
+    app = chain_graph(saver)
+    bound = DELTA_EVERY + 1 + 8 + 1  # a delta line and a list chain, each to a whole copy
+    runs, seen = 0, []
+    for total in (30, 60):
+        while runs < total:
+            app.invoke({"log": []}, CONFIG)
+            runs += 1
+        latest = saver.get_tuple(CONFIG)
+        assert latest is not None
+        by_id = fresh_read(root, latest.checkpoint["id"])
+        first = fresh_read(root, None)  # may read every parent link once, and records them
+        again = fresh_read(root, None)
+        assert by_id[1:] == first[1:] == again[1:] == (3 * runs, latest.checkpoint["id"])
+        # by id: the deltas and the chain; without: also the links the index does not hold
+        # (fewer than LINEAGE_REREADS are read again rather than the index rewritten)
+        assert by_id[0] <= bound and again[0] <= bound + LINEAGE_REREADS, (runs, by_id, first, again)
+        seen.append((by_id[0], again[0]))
+    count = len(list((root / "threads" / "t" / "checkpoints").glob("*.json")))
+    assert count >= 300 and len(seen) == 2
