@@ -337,7 +337,8 @@ def test_short_versions_increase_and_stay_apart_on_two_branches_merged_by_git(tm
         for child, parent in itertools.pairwise(line):
             if child.checkpoint["id"] not in fork:
                 before = parent.checkpoint["channel_versions"]
-                new[branch] |= {v for c, v in child.checkpoint["channel_versions"].items() if before.get(c) != v}
+                now = child.checkpoint["channel_versions"]
+                new[branch] |= {v for c, v in now.items() if before.get(c) != v}
     assert not new["a"] & new["b"]
     same_counter = {counter(v) for v in new["a"]} & {counter(v) for v in new["b"]}
     assert same_counter  # both branches counted on from one checkpoint: only the random part differs
