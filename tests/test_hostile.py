@@ -110,11 +110,12 @@ def at_latest(change: Callable[[Path], None], says: str, pointer: str = "/") -> 
 
 
 def at_message_object(change: Callable[[Path], None], says: str, pointer: str = "/") -> Mutation:
-    """Damage the object file (format 3: each message once, in objects/) of the newest message."""
+    """Damage the file holding the newest message (format 4: the checkpoint that introduced it,
+    in its ``objects``)."""
 
     def mutate(tdir: Path) -> Planted:
-        held = [p for p in (tdir / "objects").glob("*.json") if b'"content": ' in p.read_bytes()]
-        path = max(held, key=lambda p: p.stat().st_mtime_ns)
+        held = [p for p in checkpoints(tdir) if b'"objects"' in p.read_bytes() and b'"content": ' in p.read_bytes()]
+        path = held[-1]
         change(path)
         return Planted(path, says, path, pointer, says)
 
@@ -165,11 +166,13 @@ def _missing_value_file(tdir: Path) -> Planted:
     """/values names the channel's values/ file (as after a prune), which is not there."""
     latest = checkpoints(tdir)[-1]
     doc = load(latest)
-    version = doc["checkpoint"]["channel_versions"]["messages"]
+    # format 4: a channel in new_values is at the file's "version" unless listed
+    version = doc["checkpoint"].get("channel_versions", {}).get("messages", doc.get("version"))
     rel = Layout(tdir).value_rel("messages", version)
 
     def change(d: dict[str, Any]) -> None:
-        d["values"]["messages"] = rel
+        d["checkpoint"].setdefault("channel_versions", {})["messages"] = version
+        d.setdefault("values", {})["messages"] = rel
         del d["new_values"]["messages"]
 
     rewrite(latest, change)
@@ -309,7 +312,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
     "large-file-truncated": ("big", _large_truncated),
     # names that do not match contents
     "checkpoint-renamed": ("chat", _checkpoint_renamed),
-    "writes-renamed": ("chat", _writes_renamed),
+    "writes-renamed": ("pending", _writes_renamed),
     "thread-folder-of-another-thread": ("chat", _thread_moved),
 }
 
@@ -320,6 +323,10 @@ def run_graph(kind: str, saver: RepoSaver, thread_id: str) -> Any:
     chat = chat_graph(saver)
     for word in ("hello", "again"):
         out = chat.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id))
+    if kind == "pending":  # a step wrote, then stopped before its checkpoint: a writes file stays
+        latest = saver.get_tuple(cfg(thread_id))
+        assert latest is not None
+        saver.put_writes(latest.config, [("messages", [HumanMessage(content="pending")])], "task-1")
     return out
 
 
