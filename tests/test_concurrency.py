@@ -849,8 +849,8 @@ def test_warm_saver_sees_files_pulled_in_from_a_clone(tmp_path: Path) -> None:
 
 
 def test_warm_saver_forgets_files_removed_from_outside(root: Path) -> None:
-    """After `rm` of a checkpoint file and of a writes file, the warm saver no longer returns
-    them; after another process deletes the whole thread, it sees no thread and can start
+    """After `rm` of a checkpoint file (which holds its parent's writes, format 4), the warm
+    saver no longer returns it or them; after another process deletes the whole thread, it sees no thread and can start
     the thread afresh."""
     warm = RepoSaver(root)
     graph = bot_graph(warm)
@@ -867,8 +867,9 @@ def test_warm_saver_forgets_files_removed_from_outside(root: Path) -> None:
         for p in Layout(root).writes_dir("t", "").glob("*.json")
         if json.loads(p.read_bytes())["checkpoint_id"] == previous.config["configurable"]["checkpoint_id"]
     )
-    assert writes_files
-    subprocess.run(["rm", str(latest_file), *map(str, writes_files)], check=True)
+    # format 4: the latest checkpoint took them from their writes files; rm of it removes them
+    assert not writes_files and "parent_writes" in json.loads(latest_file.read_bytes())
+    subprocess.run(["rm", str(latest_file)], check=True)
 
     assert warm.get_tuple(latest.config) is None
     now = warm.get_tuple(cfg("t"))

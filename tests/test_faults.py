@@ -202,7 +202,9 @@ STEP_FAULTS = ["fsync", "replace", "after-replace", "fsync-dir", "enospc", "eacc
 ERRNO = {"eacces": errno.EACCES, "enospc": errno.ENOSPC}
 
 
-@pytest.mark.parametrize("kind", ["checkpoint", "writes", "large", "object"])
+# format 4 writes no objects/ file in a turn (a checkpoint holds its objects): "object" is
+# left out; an object over large_value_bytes goes the way of a large value
+@pytest.mark.parametrize("kind", ["checkpoint", "writes", "large"])
 @pytest.mark.parametrize("fault", STEP_FAULTS)
 def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
     root: Path, faulty: FaultyOS, reference: dict[str, Any], fault: str, kind: str
@@ -224,7 +226,13 @@ def test_fault_in_a_write_reaches_the_graph_and_loses_nothing(
 
     target = faulty.target
     renamed = fault in ("after-replace", "fsync-dir")
-    if kind not in ("large", "object"):  # content-addressed: a later put may write it whole
+    if kind == "writes" and renamed and not target.exists():
+        # whole and in place, then taken by the child checkpoint LangGraph put beside it (format
+        # 4): its record is there, under the unique part of its name
+        key = target.stem.split("~", 1)[1]
+        holders = [p for p in target.parent.parent.glob("checkpoints/*.json") if key in p.read_text()]
+        assert holders, "a writes file in place is neither there nor in a child"
+    elif kind not in ("large", "object"):  # content-addressed: a later put may write it whole
         assert target.exists() == renamed  # before the rename nothing is in place; after, all of it
     assert_still_there(root, before, history)
     # the temp file is gone; a large value or an object whose referrer was never written is

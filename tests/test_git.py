@@ -177,7 +177,7 @@ def test_merged_history_holds_both_branches_as_a_fork(merged: dict[str, Any]) ->
     a_line, b_line = ancestors(merged["a"]), ancestors(merged["b"])
     assert merged["base"] in a_line and merged["base"] in b_line
     assert set(a_line) & set(b_line) == set(ancestors(merged["base"]))
-    assert assert_every_file_validates(merged["root"]) > 40
+    assert assert_every_file_validates(merged["root"]) > 20  # format 4: checkpoint files, little else
 
 
 def test_merged_thread_continues_from_latest_and_from_the_other_branch_head(merged: dict[str, Any]) -> None:
@@ -202,7 +202,7 @@ def test_merged_thread_continues_from_latest_and_from_the_other_branch_head(merg
     assert tup is not None and [m.content for m in tup.checkpoint["channel_values"]["messages"]] == after_b
     status = git(merged["repo"], "status", "--porcelain").stdout.splitlines()
     assert status and all(line.startswith("?? ") for line in status)  # only new files; none changed
-    assert assert_every_file_validates(root) > 50
+    assert assert_every_file_validates(root) > 25  # format 4: checkpoint files, little else
 
 
 def test_gitignore_keeps_cache_and_temp_files_out_of_git(merged: dict[str, Any]) -> None:
