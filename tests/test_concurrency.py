@@ -850,8 +850,8 @@ def test_warm_saver_sees_files_pulled_in_from_a_clone(tmp_path: Path) -> None:
 
 def test_warm_saver_forgets_files_removed_from_outside(root: Path) -> None:
     """After `rm` of a checkpoint file (which holds its parent's writes, format 4), the warm
-    saver no longer returns it or them; after another process deletes the whole thread, it sees no thread and can start
-    the thread afresh."""
+    saver no longer returns it or them; after another process deletes the whole thread, it
+    sees no thread and can start the thread afresh."""
     warm = RepoSaver(root)
     graph = bot_graph(warm)
     run_turns(graph, "t", "m", 3)

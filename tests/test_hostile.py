@@ -114,7 +114,8 @@ def at_message_object(change: Callable[[Path], None], says: str, pointer: str = 
     in its ``objects``)."""
 
     def mutate(tdir: Path) -> Planted:
-        held = [p for p in checkpoints(tdir) if b'"objects"' in p.read_bytes() and b'"content": ' in p.read_bytes()]
+        words = (b'"objects"', b'"content": ')
+        held = [p for p in checkpoints(tdir) if all(w in p.read_bytes() for w in words)]
         path = held[-1]
         change(path)
         return Planted(path, says, path, pointer, says)

@@ -26,7 +26,8 @@ from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import durable as durable_mod
 from langgraph_checkpoint_repo.core.checks import Validator, fsck
 from langgraph_checkpoint_repo.core.errors import RepoCheckpointError
-from langgraph_checkpoint_repo.core.objects import refs_in
+from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.objects import ref_nodes
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 
@@ -95,16 +96,30 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingOS]:
 
 
 def referred(path: Path) -> set[Path]:
-    """The objects/ and large/ files a checkpoint, writes or object file names directly."""
+    """The files a checkpoint, writes or object file names directly: objects/ and large/
+    files, and (format 4) the checkpoints holding the objects it names with ``$in``; an object
+    the file holds itself is no other file."""
     if path.suffix != ".json" or "threads" not in path.parts:
         return set()
     doc = json.loads(path.read_bytes())
     tdir = next(p for p in path.parents if p.parent.name == "threads")
-    out = {tdir / "objects" / f"{d}.json" for d in refs_in(doc)}
+    own = set(doc.get("objects") or {}) if isinstance(doc, dict) else set()
+    layout = Layout(tdir.parent.parent)
+    out: set[Path] = set()
+    for node in ref_nodes(doc):
+        if "$in" in node:
+            out.add(layout.checkpoint_path(doc["thread_id"], node.get("$ns", ""), node["$in"]))
+        elif node["$ref"] not in own:
+            out.add(tdir / "objects" / f"{node['$ref']}.json")
     text = path.read_text()
     for digest in {part.split('"')[0] for part in text.split('"large": "')[1:]}:
         out.add(tdir / "large" / f"{digest}.json")
     return out
+
+
+#: a message over large_value_bytes: format 4 keeps it out of the file that introduces it, in
+#: objects/ (a smaller one is held by that file)
+OVER_LARGE = "a message long enough to be kept in objects/ of its own " * 200
 
 
 def turn(graph: Any, i: int) -> None:
@@ -123,7 +138,9 @@ def test_a_turns_renames_follow_their_fsyncs_and_referrers_follow_their_objects(
         (i, path) for i, (what, path) in enumerate(log) if what == "replace" and path.suffix == ".json"
     ]
     assert renames, "the turn wrote files"
-    assert any(p.parent.name == "objects" for _, p in renames), "a message was shared as an object"
+    # format 4: a message is held by the checkpoint of the step that made it
+    held = [p for _, p in renames if p.parent.name == "checkpoints" and '"objects"' in p.read_text()]
+    assert held, "a message was shared as an object"
     renamed_at: dict[Path, int] = {}
     for i, path in renames:
         renamed_at.setdefault(path, i)  # the first time: another call may write the same object again
@@ -132,8 +149,9 @@ def test_a_turns_renames_follow_their_fsyncs_and_referrers_follow_their_objects(
         assert any(w == "fsync" and final_path(p) == path for w, p in log[:i]), path
         # its folder was fsynced after the rename (before the call returned: see below)
         assert any(w == "fsync" and p == path.parent for w, p in log[i + 1 :]), path
-        # whatever it refers to was renamed and its folder fsynced before it
-        for ref in referred(path):
+        # whatever it refers to was renamed and its folder fsynced before it (a writes file
+        # the next checkpoint took is gone: that checkpoint refers to the same objects)
+        for ref in referred(path) if path.exists() else set():
             assert ref.exists(), (path, ref)
             if ref in renamed_at:
                 j = renamed_at[ref]
@@ -150,9 +168,7 @@ def test_a_call_returns_only_once_every_name_it_made_is_durable(
     latest = saver.get_tuple(cfg("t"))
     assert latest is not None
     recording.log.clear()
-    saver.put_writes(
-        latest.config, [("messages", [HumanMessage(content="a long enough message " * 10)])], "task"
-    )
+    saver.put_writes(latest.config, [("messages", [HumanMessage(content=OVER_LARGE)])], "task")
     log = list(recording.log)
     folders = {p.parent for w, p in log if w == "replace"}
     assert {f.name for f in folders} == {"objects", "writes"}
@@ -191,7 +207,7 @@ def test_an_object_renamed_but_not_yet_fsynced_into_its_folder_is_not_relied_on(
 
     monkeypatch.setattr(RecordingOS, "fsync", fsync)
     recording.log.clear()
-    message = HumanMessage(content="a message long enough to be shared as an object " * 4)
+    message = HumanMessage(content=OVER_LARGE)
     saver.put_writes(latest.config, [("messages", [message])], "task")
     assert askers, "the write renamed an object and then fsynced its folder"
     for _, asker, answer in askers:
@@ -252,9 +268,10 @@ def test_a_symlinked_folder_of_a_later_batch_refuses_the_whole_write(tmp_path: P
     outside = tmp_path / "outside"
     (tdir / "writes").rename(outside)
     (tdir / "writes").symlink_to(outside)
+    (tdir / "objects").mkdir(exist_ok=True)
     objects_before = sorted(p.name for p in (tdir / "objects").iterdir())
     outside_before = sorted(p.name for p in outside.iterdir())
-    message = HumanMessage(content="a message long enough to be shared as an object " * 4)
+    message = HumanMessage(content=OVER_LARGE)
     with pytest.raises(RepoCheckpointError, match="writes"):
         saver.put_writes(latest.config, [("messages", [message])], "task")
     assert sorted(p.name for p in (tdir / "objects").iterdir()) == objects_before
