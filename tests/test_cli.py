@@ -195,6 +195,17 @@ def copy_root(root: Path, tmp_path: Path) -> Path:
     return dst
 
 
+def orphan_writes_doc(root: Path, thread: str) -> dict[str, Any]:
+    """A writes file of ``thread`` whose checkpoint does not exist, made from a real one (any
+    thread's: format 4 leaves a writes file only where no child took it), in its folder."""
+    some = sorted((root / "threads").glob("*/writes/*.json"))[0]
+    wdoc = json.loads(some.read_text())
+    wdoc["thread_id"] = thread
+    wdoc["checkpoint_id"] = "1f1ec0cf-0000-6000-8000-000000000000"
+    (root / "threads" / thread / "writes").mkdir(exist_ok=True)
+    return dict(wdoc)
+
+
 def chat_state(root: Path, thread: str = "chat") -> list[tuple[str, Any]]:
     """The messages of a thread as LangGraph reads them back."""
     tup = RepoSaver(root).get_tuple(cfg(thread))
@@ -574,7 +585,7 @@ def test_validate_reports_each_problem_as_path_and_json_pointer(copy_root: Path)
     fork = checkpoint_files(copy_root, "fork")
     fork[0].write_text(fork[0].read_text()[:50])  # truncated
     chat[2].unlink()  # later checkpoints refer to values stored in it
-    chat[3].unlink()  # the next turn's input: no value of it is used, but chat[4] names it as parent
+    chat[3].unlink()  # the next turn's input: chat[4] names it as parent, and a message it holds
     orphan = (
         copy_root
         / "threads"
@@ -582,10 +593,7 @@ def test_validate_reports_each_problem_as_path_and_json_pointer(copy_root: Path)
         / "writes"
         / ("1f1ec0cf-0000-6000-8000-000000000000~1f1ec0cf-0000-6000-8000-000000000001.json")
     )
-    some_writes = sorted((copy_root / "threads" / "profile" / "writes").glob("*.json"))[0]
-    wdoc = json.loads(some_writes.read_text())
-    wdoc["checkpoint_id"] = "1f1ec0cf-0000-6000-8000-000000000000"
-    orphan.write_text(json.dumps(wdoc))
+    orphan.write_text(json.dumps(orphan_writes_doc(copy_root, "profile")))
 
     proc = cli(copy_root, "validate")
     assert proc.returncode == 1
@@ -593,13 +601,13 @@ def test_validate_reports_each_problem_as_path_and_json_pointer(copy_root: Path)
     assert any(line.startswith(f"{ask[-1]}: /metadata: ") for line in lines)
     assert any(line.startswith(f"{fork[0]}: /: invalid JSON") for line in lines)
     chat_lines = [line for line in lines if "/threads/chat/" in line]
-    gone = f"checkpoints/{chat[2].name}, which is missing"
-    refs = [line for line in chat_lines if ": /values/" in line and gone in line]
+    # format 4: chat[4] builds on chat[3] (a delta) and names a message chat[3] held ($in)
     hole = [line for line in chat_lines if line.startswith(f"{chat[4]}: /parent_checkpoint_id: ")]
-    orphans = [line for line in chat_lines if "/writes/" in line and "which does not exist" in line]
-    assert refs and any("appended onto" in line for line in refs)  # found through append chains too
-    assert len(hole) == 1 and "a hole in the history" in hole[0]
-    assert len(refs) + len(hole) + len(orphans) == len(chat_lines)
+    objects = [line for line in chat_lines if "refers to object" in line and "which is missing" in line]
+    gone = f"holds only what changed since checkpoint {chat[3].stem}, which is missing"
+    assert len(hole) == 1 and gone in hole[0]
+    assert objects and all(line.startswith(f"{chat[4]}: /") for line in objects)
+    assert len(hole) + len(objects) == len(chat_lines)
     assert any(line.startswith(f"{orphan}: /checkpoint_id: writes of checkpoint") for line in lines)
     assert all(line.split(": ")[1].startswith("/") for line in lines)
     assert proc.stderr.startswith(f"{len(lines)} problems ")
@@ -637,9 +645,7 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
     orphan_writes = (
         tdir / "writes" / "1f1ec0cf-0000-6000-8000-000000000000~1f1ec0cf-0000-6000-8000-000000000001.json"
     )
-    wdoc = json.loads(sorted((tdir / "writes").glob("*.json"))[0].read_text())
-    wdoc["checkpoint_id"] = "1f1ec0cf-0000-6000-8000-000000000000"
-    orphan_writes.write_text(json.dumps(wdoc))
+    orphan_writes.write_text(json.dumps(orphan_writes_doc(copy_root, "chat")))
     (tdir / "values").mkdir()
     orphan_value = tdir / "values" / "note@1.json"
     orphan_value.write_text(
@@ -768,7 +774,8 @@ def test_destroying_commands_ask_first_and_do_nothing_without_yes(copy_root: Pat
         (copy_root, "delete", "chat"),  # no answer at all (EOF)
         (copy_root, "prune", "chat"),
     )
-    for proc, question in ((said_no, "Remove 9 files from 1 thread?"), (no_answer, "Delete thread 'chat'")):
+    # format 4: 5 checkpoint files (no writes file: each child took its parent's)
+    for proc, question in ((said_no, "Remove 5 files from 1 thread?"), (no_answer, "Delete thread 'chat'")):
         assert proc.returncode == 5
         first, last = proc.stderr.strip().splitlines()
         assert first.startswith(question) and last.startswith("langgraph-repo: error: not confirmed")
