@@ -622,4 +622,5 @@ def test_user_message_text_appears_verbatim_in_files(root: Path) -> None:
         hits.extend(path for _ in range(text.count(needle)))
     assert hits, "the user's message text is not stored verbatim anywhere under the root"
     assert all(p.suffix == ".json" for p in hits), hits
-    assert [p.parent.name for p in hits] == ["objects"], hits  # format 3: each message once
+    # each message once (format 4: held by the checkpoint that introduced it)
+    assert [p.parent.name for p in hits] == ["checkpoints"], hits
