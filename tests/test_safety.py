@@ -49,14 +49,19 @@ def build_chat(saver: RepoSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
     return line_graph(ChatState, saver, first=first, second=second)
 
 
-def make_thread(root: Path, thread_id: str = "t", turns: int = 1) -> RepoSaver:
+def make_thread(root: Path, thread_id: str = "t", turns: int = 1, *, pending: bool = True) -> RepoSaver:
+    """``turns`` turns of the chat; ``pending``: then the writes of a step that stopped before
+    its checkpoint, which stay a writes file (format 4 moves the others into the child)."""
     saver = RepoSaver(root)
     app = build_chat(saver)
+    config = cfg(thread_id, checkpoint_ns="")
     for i in range(turns):
         extra: dict[str, Any] = {"topic": "planning"} if i == 0 else {}
-        app.invoke(
-            {"messages": [HumanMessage(content=f"hello {i}")], **extra}, cfg(thread_id, checkpoint_ns="")
-        )
+        app.invoke({"messages": [HumanMessage(content=f"hello {i}")], **extra}, config)
+    if pending:
+        latest = saver.get_tuple(config)
+        assert latest is not None
+        saver.put_writes(latest.config, [("messages", [AIMessage(content="pending", id="p-1")])], "task-p")
     return saver
 
 
@@ -453,7 +458,7 @@ def test_planted_lock_symlink_does_not_truncate_its_target(tmp_path: Path, root:
 # ---------------------------------------------------------------------------
 def test_garbage_in_some_threads_does_not_stop_other_threads(root: Path) -> None:
     """Oversized, binary or misnamed files break only their own thread; the others load and continue."""
-    saver = make_thread(root, "good", turns=2)
+    saver = make_thread(root, "good", turns=2, pending=False)
     for name in ("huge", "binary", "misnamed", "badwrites"):
         make_thread(root, name)
     with open(checkpoint_files(root, "huge")[-1], "r+b") as fh:
@@ -461,6 +466,7 @@ def test_garbage_in_some_threads_does_not_stop_other_threads(root: Path) -> None
     checkpoint_files(root, "binary")[-1].write_bytes(os.urandom(4096))
     (root / "threads" / "misnamed" / "checkpoints" / "Not Canonical.json").write_bytes(b"{}")
     badwrites = sorted((root / "threads" / "badwrites" / "writes").glob("*.json"))
+    owner = load(badwrites[0])["checkpoint_id"]
     for path in badwrites:
         path.write_bytes(b"\xff\xfe garbage")
 
@@ -481,7 +487,6 @@ def test_garbage_in_some_threads_does_not_stop_other_threads(root: Path) -> None
         reader.get_tuple(cfg("binary", checkpoint_ns=""))
     with pytest.raises(FileFormatError, match="bad file name"):
         reader.get_tuple(cfg("misnamed", checkpoint_ns=""))
-    owner = load(checkpoint_files(root, "badwrites")[0])["checkpoint_id"]
     with pytest.raises(FileFormatError, match="not UTF-8"):
         reader.get_tuple(cfg("badwrites", checkpoint_ns="", checkpoint_id=owner))
     with pytest.raises(FileFormatError):
