@@ -84,11 +84,12 @@ def test_default_redaction_removes_each_pattern_from_messages_metadata_and_write
 
     root = tmp_path / "state"
     assert files_containing(root, secret) == []
-    # where the secret would have been: the checkpoint's metadata, and the messages (format 3:
-    # each stored once in objects/, the user's and the echo the "reply" node wrote)
+    # where the secret would have been: the checkpoint's metadata, and the messages (format 4:
+    # each stored once, in the objects of the checkpoint that introduced it: the user's and the
+    # echo the "reply" node wrote)
     marker = f"[REDACTED:{kind}]"
     checkpoints = [p.read_text() for p in (root / "threads/t/checkpoints").iterdir()]
-    objects = [p.read_text() for p in (root / "threads/t/objects").iterdir()]
+    objects = [json.dumps(json.loads(t).get("objects", {}), ensure_ascii=False) for t in checkpoints]
     assert any(marker in t and '"caller_token"' in t for t in checkpoints)
     assert any(f"echo: {text_with(kind, marker)}"[:40] in t for t in objects)
     assert any(text_with(kind, marker)[:40] in t and "echo: " not in t for t in objects)
@@ -119,7 +120,8 @@ def test_large_values_are_redacted_before_their_file_is_named(tmp_path: Path) ->
     secret = SECRETS["openai-key"]
     graph = chat_graph(RepoSaver(tmp_path, durable=False))
     graph.invoke({"messages": [HumanMessage(content=f"{secret} {BIG_TEXT}")]}, cfg("t"))
-    # format 3: a message is an object whatever its size, named by the hash of its redacted tree
+    # a message is an object whatever its size, named by the hash of its redacted tree; over
+    # large_value_bytes it is kept out of the checkpoint, in objects/ (format 4)
     held = list((tmp_path / "threads/t/objects").iterdir())
     assert held, "the message should have gone to objects/"
     assert any("[REDACTED:openai-key] 0123" in p.read_text() for p in held)
@@ -273,10 +275,13 @@ def test_validate_reports_a_planted_secret_by_file_and_pointer_without_printing_
     lines = proc.stdout.splitlines()
     assert lines and all("looks like an OpenAI API key (sk-p…)" in line for line in lines)
     # one line per place: each message holding it (the user's and the echo) is stored once
-    # (format 3: objects/), named with its pointer
+    # (format 4: in the checkpoint that introduced it), named with its pointer
     places = {tuple(line.split(": ", 2)[:2]) for line in lines}
     assert len(places) == len(lines) == 2, lines
-    assert all("/threads/t/objects/" in p and pointer == "/tree/$fields/content" for p, pointer in places)
+    assert all(
+        "/threads/t/checkpoints/" in p and re.fullmatch(r"/objects/[0-9a-f]{16}/\$fields/content", pointer)
+        for p, pointer in places
+    ), places
 
     assert cli(tmp_path, "validate", "--no-secrets").returncode == 0
     problems = Validator(tmp_path, secrets=False).run()
