@@ -322,12 +322,18 @@ class Documents:
         seen: set[Path] = set()
         here, cur = path, raw
         while depth(cur):
-            if here in seen or len(links) >= MAX_DELTA_CHAIN:
+            if here in seen:  # the same words as every other walk of parents (refchecks, plans)
+                raise FileFormatError(
+                    str(links[-1][0]),
+                    "/parent_checkpoint_id",
+                    f"parent chain cycles back to checkpoint {cur['checkpoint_id']}",
+                )
+            if len(links) >= MAX_DELTA_CHAIN:
                 raise FileFormatError(
                     str(path),
                     "/delta",
-                    f"more than {len(links)} deltas back to a whole checkpoint, or parent links that "
-                    f"go round: this release follows at most {MAX_DELTA_CHAIN}",
+                    f"more than {len(links)} deltas back to a whole checkpoint: this release "
+                    f"follows at most {MAX_DELTA_CHAIN}",
                 )
             seen.add(here)
             links.append((here, cur))
