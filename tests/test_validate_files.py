@@ -9,10 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage
 
-from graphs import chat_root
+from graphs import cfg, chat_root
 from helpers import checkpoint_files, cli_in_process, one_line_error, rewrite, writes_files
-from langgraph_checkpoint_repo.core.objects import EDITED
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core.objects import EDITED, ref_nodes
 
 TURNS = 4
 
@@ -20,7 +22,12 @@ TURNS = 4
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("made") / "root"
-    chat_root(root, "chat", TURNS)
+    saver = chat_root(root, "chat", TURNS)
+    # a step that wrote and stopped before its checkpoint: its writes stay a file (format 4
+    # moves every other step's writes into the next checkpoint)
+    latest = saver.get_tuple(cfg("chat"))
+    assert latest is not None
+    saver.put_writes(latest.config, [("messages", [AIMessage(content="pending", id="p-1")])], "task-p")
     chat_root(root, "other", 2)
     return root
 
@@ -70,22 +77,23 @@ def test_a_named_checkpoint_whose_value_file_is_gone_is_reported(root: Path) -> 
     loss is found by following the reference."""
     cps = checkpoint_files(root, "chat")
     named = cps[-1]
-    doc = json.loads(named.read_text())
+    doc = RepoSaver(root).store.header("chat", "", named.stem)  # whole: a delta's refs are its parents'
     held_by = {ref for ref in doc["values"].values()}
     gone = next(c for c in cps[:-1] if f"checkpoints/{c.name}" in held_by)
     gone.unlink()
     code, out, _ = validate(root, named)
     assert code == 1
-    assert any(
-        line.startswith(f"{named}: /values/") and f"{gone.name}, which is missing" in line for line in out
-    ), out
+    # format 4: the named delta builds on the gone file too, which may be the first loss found
+    found = [line for line in out if line.startswith(f"{named}: /") and gone.stem in line]
+    assert any("missing" in line for line in found), out
 
 
 def test_a_named_file_whose_object_is_gone_is_reported(root: Path) -> None:
-    named = checkpoint_files(root, "chat")[-1]
-    text = named.read_text()
-    digest = next(o.stem for o in objects(root) if o.stem in text)
-    (root / "threads" / "chat" / "objects" / f"{digest}.json").unlink()
+    """Format 4: an object another checkpoint holds (``$in``) taken out of it."""
+    named = next(p for p in reversed(checkpoint_files(root, "chat")) if '"$in"' in p.read_text())
+    ref = next(r for r in ref_nodes(json.loads(named.read_text())) if "$in" in r)
+    digest, holder = ref["$ref"], named.parent / f"{ref['$in']}.json"
+    rewrite(holder, lambda doc: doc["objects"].pop(digest))
     code, out, _ = validate(root, named)
     assert code == 1
     assert any(line.startswith(f"{named}: ") and digest in line for line in out), out
@@ -96,17 +104,18 @@ def test_a_named_checkpoint_whose_parent_is_gone_is_reported(root: Path) -> None
     cps[-2].unlink()
     code, out, _ = validate(root, cps[-1])
     assert code == 1
-    assert any(line.startswith(f"{cps[-1]}: /parent_checkpoint_id: parent ") for line in out), out
+    assert any(line.startswith(f"{cps[-1]}: /parent_checkpoint_id: ") for line in out), out
 
 
 def test_files_not_named_are_not_read_but_whole_thread_validate_reports_them(root: Path) -> None:
-    """A broken file elsewhere in the thread: not reported for the files a turn wrote (they
-    do not refer to it), reported by validate of the thread and of the root."""
-    broken = checkpoint_files(root, "chat")[0]
+    """A broken file elsewhere in the root: not reported for the files a turn wrote (they
+    do not refer to it), reported by validate of its thread and of the root. (Format 4: every
+    checkpoint of the chat's line since its last whole one is read under a delta.)"""
+    broken = checkpoint_files(root, "other")[0]
     broken.write_text('{"kind": "checkpoint"')  # truncated: not even JSON
     code, out, err = validate(root, *last_turn(root))
     assert code == 0, [*out, err]
-    for whole in [(root / "threads" / "chat",), ()]:
+    for whole in [(root / "threads" / "other",), ()]:
         code, out, _ = validate(root, *whole)
         assert code == 1
         assert any(line.startswith(f"{broken}: /: ") for line in out), out
@@ -123,11 +132,14 @@ def test_a_named_writes_file_of_a_deleted_checkpoint_is_an_orphan(root: Path) ->
 
 
 def test_a_named_object_edited_by_hand_is_reported(root: Path) -> None:
-    target = objects(root)[0]
-    rewrite(target, lambda doc: doc.update(tree="edited"))
+    target = next(p for p in checkpoint_files(root, "chat") if json.loads(p.read_text()).get("objects"))
+    name = next(iter(json.loads(target.read_text())["objects"]))
+    rewrite(target, lambda doc: doc["objects"].__setitem__(name, "edited"))
     code, out, _ = validate(root, target)
     assert code == 1
-    assert out == [f"{target}: /sha256: {EDITED}"]
+    assert [line for line in out if line.startswith(f"{target}: /objects/{name}")] == [
+        f"{target}: /objects/{name}: {EDITED}"
+    ], out
     assert "langgraph-repo edit" in EDITED
 
 
