@@ -90,14 +90,17 @@ def test_git_diff_of_one_agent_turn_shows_each_message_once_in_at_most_60_change
         assert bookkeeping not in diff
     assert sum(line.startswith("+checkpoint ") for line in changed) == 5
     raw = git(repo, "diff", "--no-textconv", "HEAD~1", "HEAD").stdout
-    assert "channel_versions" in raw and len(added_lines(raw)) > 5 * len(changed)
+    # format 4: a delta lists only the versions that changed, always some versions seen
+    assert "versions_seen" in raw and len(added_lines(raw)) > 5 * len(changed)
 
 
 def test_state_files_are_marked_generated_for_the_forge_and_nothing_else_is(repo: Path) -> None:
     out = setup(repo)
     assert ".gitattributes: added /.langgraph/threads/** " + ATTRS in out
-    for folder in ("checkpoints", "objects", "writes"):
-        assert attrs(repo, state_file(repo, folder)) == {
+    # a turn leaves only checkpoint files (format 4): the other folders by a name they may hold
+    others = [f".langgraph/threads/{THREAD}/{f}/x.json" for f in ("objects", "writes")]
+    for path in (state_file(repo), *others):
+        assert attrs(repo, path) == {
             "linguist-generated": "true",
             "gitlab-generated": "set",
             "diff": "langgraph-repo",
@@ -117,7 +120,8 @@ def test_git_log_p_and_git_show_print_state_files_through_the_driver_and_cache_i
     show = git(repo, "show", "HEAD").stdout
     for out in (log, show):
         assert f"+checkpoint {checkpoint} step " in out
-        assert "+user: Where is my order A-1001? It was due last week. [turn-1-lantern]" in out
+        said = "user: Where is my order A-1001? It was due last week. [turn-1-lantern]"
+        assert any(line.startswith("+") and said in line for line in out.splitlines())
         assert "channel_versions" not in out
     cache = git(repo, "rev-parse", "--verify", "--quiet", "refs/notes/textconv/langgraph-repo", check=False)
     assert cache.returncode == 0  # cachetextconv: git kept the converted text
@@ -271,7 +275,7 @@ def test_the_driver_never_imports_a_module_from_the_work_tree(
     if command == "fallback":
         git(repo, "config", "--local", "diff.langgraph-repo.textconv", driver_command(search=[]))
     out = git(repo, "show", "HEAD").stdout
-    assert "+checkpoint " in out and "+user: Where is my order A-1001?" in out
+    assert "+checkpoint " in out and "user: Where is my order A-1001?" in out
     assert not marker.exists()
 
 
@@ -299,6 +303,9 @@ def test_the_driver_shows_each_kind_of_file(tmp_path: Path) -> None:
     root = tmp_path / "root"
     saver = RepoSaver(root, durable=False)
     big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
+    latest = saver.get_tuple(cfg("big"))  # and a step that wrote, then stopped: a writes file
+    assert latest is not None
+    saver.put_writes(latest.config, [("document", "a pending edit")], "task-p")
     chain_graph(saver).invoke({"log": []}, cfg("chain"))
     assert cli(root, "prune", "chain", "--keep-last", "1", "--yes").returncode == 0
     large = next((root / "threads" / "big" / "large").glob("*.json"))
@@ -306,7 +313,10 @@ def test_the_driver_shows_each_kind_of_file(tmp_path: Path) -> None:
     got = run_driver(large)
     assert got.startswith(f"large value {large.stem[:12]}\nvalue: ") and "… (+" in got
     assert len(got.splitlines()[1]) < 300  # folded after 200 characters, with a digest
-    for value in (root / "threads" / "chain" / "values").glob("*.json"):
+    for base in (root / "threads" / "chain" / "values").glob("@*.json"):  # format 4: kind base
+        doc = json.loads(base.read_text())
+        assert run_driver(base).startswith(f"bookkeeping of removed checkpoint {doc['checkpoint_id']} (#")
+    for value in (root / "threads" / "chain" / "values").glob("[!@]*.json"):
         doc = json.loads(value.read_text())
         head, *body = run_driver(value).splitlines()
         assert head.startswith(f"value of channel {doc['channel']} at version {doc['version']} (#")
@@ -372,8 +382,8 @@ def test_a_change_the_view_folds_away_still_changes_a_line(repo: Path, tmp_path:
     doc = json.loads((repo / state_file(repo)).read_text())
     before = tmp_path / "before.json"
     before.write_text(json.dumps(doc))
-    channel = next(iter(doc["checkpoint"]["channel_versions"]))
-    doc["checkpoint"]["channel_versions"][channel] = "00000000000000000000000000000099.0.5"
+    versions = doc["checkpoint"].setdefault("channel_versions", {})  # a delta may list none
+    versions[next(iter(versions), "messages")] = "00000099.00000005"
     after = tmp_path / "after.json"
     after.write_text(json.dumps(doc))
     old, new = run_driver(before).splitlines(), run_driver(after).splitlines()
