@@ -52,24 +52,40 @@ def edit(path: Path, change: Callable[[Any], None]) -> None:
 
 
 def shared_tree(path: Path, node: Any) -> Any:
-    """The tree a ``{"$ref": ...}`` node of a file stands for (format 3: objects/ of its thread)."""
+    """The tree a ``{"$ref": ...}`` node of a file stands for: held by the checkpoint ``$in``
+    names, or by the file itself (format 4), else in objects/ of its thread (format 3)."""
     tdir = path.parents[1] if path.parent.parent.parent.name == "threads" else path.parents[3]
     if isinstance(node, dict) and "$ref" in node:
-        return load(tdir / "objects" / f"{node['$ref']}.json")["tree"]
+        name = node["$ref"]
+        if "$in" in node:
+            return load(path.parent.parent / "checkpoints" / f"{node['$in']}.json")["objects"][name]
+        own = load(path).get("objects") or {}
+        if name in own:
+            return own[name]
+        return load(tdir / "objects" / f"{name}.json")["tree"]
     return node
 
 
 def edit_shared(path: Path, locate: Callable[[Any], Any], change: Callable[[Any], None]) -> None:
-    """A hand edit of a shared value (a message), the format-3 way (docs/format.md): its tree,
-    changed, written under its new name (objects are named by their content), and the
-    reference ``locate`` finds in ``path`` pointed at it."""
-    tdir = path.parents[1] if path.parent.parent.parent.name == "threads" else path.parents[3]
+    """A hand edit of a shared value (a message), the format-4 way (docs/format.md): its tree,
+    changed, held by the edited file under its new name (objects are named by their content),
+    and the reference ``locate`` finds in ``path`` pointed at it."""
     tree = shared_tree(path, locate(load(path)))
     change(tree)
-    digest = object_digest(tree)
-    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
-    (tdir / "objects" / f"{digest}.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
-    edit(path, lambda d: locate(d).update({"$ref": digest}))
+    digest = object_digest(tree)[:16]
+
+    def point(d: Any) -> None:
+        ref = locate(d)
+        old = ref["$ref"]
+        d.setdefault("objects", {})[digest] = tree
+        for key in ("$in", "$ns"):
+            ref.pop(key, None)
+        ref["$ref"] = digest
+        rest = json.dumps({k: v for k, v in d.items() if k != "objects"})
+        if old != digest and old in d["objects"] and old not in rest:
+            del d["objects"][old]  # the file held it for this reference only: replaced
+
+    edit(path, point)
 
 
 def holding(root: Path, thread_id: str, channel: str, form: str) -> list[Path]:
@@ -175,13 +191,12 @@ def test_validate_reports_a_message_its_type_rejects_at_file_and_pointer(root: P
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "ToolMessage" in ln]
     assert len(lines) == 1, proc.stdout
-    # format 3: the message is checked where it lies, in its object file (which the edited
-    # reference at ``pointer`` of ``path`` names)
+    # the message is checked where it lies: format 4, in the objects of the file it was edited
+    # in (the edited reference at ``pointer`` of ``path`` names it)
     ref = load(path)
     for part in pointer.strip("/").split("/"):
         ref = ref[int(part)] if isinstance(ref, list) else ref[part]
-    held = root / "threads" / "t" / "objects" / f"{ref['$ref']}.json"
-    assert lines[0].startswith(f"{held}: /tree: "), lines[0]
+    assert lines[0].startswith(f"{path}: /objects/{ref['$ref']}: "), lines[0]
     assert "tool_call_id" in lines[0]
 
 
@@ -204,20 +219,20 @@ def test_rejected_message_deep_in_an_append_chain_is_named_in_the_file_holding_i
 
 
 def test_pending_write_its_type_rejects_fails_naming_the_writes_file(root: Path) -> None:
+    """Format 4: the reply task's writes of step 0 are held by step 1's checkpoint, which took
+    them from their writes file; the error names that file and the record's pointer."""
     chat(root, "t", 1)
-    first_step = checkpoint_files(root, "t")[1]  # step 0: the reply task's writes belong to it
+    first_step, holder = checkpoint_files(root, "t")[1:3]  # step 0: the reply task's writes
     cid = load(first_step)["checkpoint_id"]
-    (wfile,) = [
-        p
-        for p in (root / "threads" / "t" / "writes").glob("*.json")
-        if p.name.startswith(cid) and load(p)["writes"][0]["channel"] == "messages"
-    ]
+    (key,) = [k for k, r in load(holder)["parent_writes"].items() if r["writes"][0]["channel"] == "messages"]
     edit_shared(
-        wfile, lambda d: d["writes"][0]["value"]["json"][0], lambda t: t["$fields"].update(type="human")
+        holder,
+        lambda d: d["parent_writes"][key]["writes"][0]["value"]["json"][0],
+        lambda t: t["$fields"].update(type="human"),
     )
     with pytest.raises(UnrevivableValueError) as info:
         RepoSaver(root).get_tuple(cfg("t", checkpoint_id=cid))
-    assert f"{wfile} at /writes/0/value/json/0: " in str(info.value)
+    assert f"{holder} at /parent_writes/{key}/writes/0/value/json/0: " in str(info.value)
     assert "AIMessage rejects the stored data" in str(info.value)
 
 
@@ -403,7 +418,9 @@ def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(root: Path) -> N
         lambda d: d["new_values"]["messages"]["value"]["json"][0],
         lambda t: t["$fields"].update(content="M0"),
     )
-    assert base.stat().st_size == size
+    # format 4: the message was held by the input's checkpoint; the edit holds its new tree in
+    # the base file, so the size changes (the mtime is kept, as above)
+    assert base.stat().st_size != size
     for tup in (saver.get_tuple(cfg("t")), next(iter(saver.list(cfg("t"))))):
         assert tup is not None
         assert tup.checkpoint["channel_values"]["messages"][0].content == "M0"
