@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -81,8 +81,13 @@ def encrypted() -> EncryptedSerializer:
 
 
 def chat_thread(root: Path, thread_id: str, serde: SerializerProtocol | None = None, turns: int = 1) -> Path:
-    """A chat thread written by a real graph; its folder."""
-    return chat_root(root, thread_id, turns, serde=serde).store.layout.thread_dir(thread_id)
+    """A chat thread written by a real graph, then the writes of a step that stopped before its
+    checkpoint (they stay a writes file: format 4 moves the others into the child); its folder."""
+    saver = chat_root(root, thread_id, turns, serde=serde)
+    latest = saver.get_tuple(cfg(thread_id))
+    assert latest is not None
+    saver.put_writes(latest.config, [("messages", [AIMessage(content="pending", id="p-1")])], "task-p")
+    return saver.store.layout.thread_dir(thread_id)
 
 
 def validate_lines(root: Path) -> list[str]:
