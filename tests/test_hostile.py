@@ -30,7 +30,13 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph
 from helpers import checkpoints, cli, load, rewrite, writes_files
-from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo import (
+    FileFormatError,
+    MissingReferenceError,
+    RepoCheckpointError,
+    RepoSaver,
+    UnrevivableValueError,
+)
 from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES
 from langgraph_checkpoint_repo.core.layout import Layout
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
@@ -149,17 +155,18 @@ def _deep_wrong_type(doc: dict[str, Any]) -> None:
 
 
 def _missing_value_checkpoint(tdir: Path) -> Planted:
-    """The checkpoint holding the full message list is gone; later ones append onto it."""
+    """The checkpoint holding the full message list is gone; later ones append onto it, and
+    (format 4) the next one holds only what changed since it: named as its missing parent."""
     files = checkpoints(tdir)
     holder = next(p for p in files if "value" in load(p)["new_values"].get("messages", {}))
+    child = next(p for p in files if load(p)["parent_checkpoint_id"] == holder.stem)
     holder.unlink()
-    latest = files[-1]
     return Planted(
-        holder,
-        "missing",
-        latest,
-        "/values/messages",
-        f"appended onto .*{re.escape(holder.name)}, which is missing",
+        child,
+        f"{re.escape(holder.stem)}, which is missing",
+        child,
+        "/parent_checkpoint_id",
+        f"{re.escape(holder.stem)}, which is missing",
     )
 
 
@@ -324,10 +331,10 @@ def run_graph(kind: str, saver: RepoSaver, thread_id: str) -> Any:
     chat = chat_graph(saver)
     for word in ("hello", "again"):
         out = chat.invoke({"messages": [HumanMessage(content=word)]}, cfg(thread_id))
-    if kind == "pending":  # a step wrote, then stopped before its checkpoint: a writes file stays
+    if kind == "pending":  # writes that came after their checkpoint had a child: a file stays
         latest = saver.get_tuple(cfg(thread_id))
-        assert latest is not None
-        saver.put_writes(latest.config, [("messages", [HumanMessage(content="pending")])], "task-1")
+        assert latest is not None and latest.parent_config is not None
+        saver.put_writes(latest.parent_config, [("messages", [HumanMessage(content="late")])], "task-1")
     return out
 
 
@@ -443,45 +450,40 @@ def test_healthy_thread_loads_and_runs_beside_every_hostile_case(hostile: Hostil
 # damage the saver tolerates by design; validate still reports it
 # ---------------------------------------------------------------------------
 def _chat_thread(root: Path, thread_id: str) -> Path:
-    run_graph("chat", RepoSaver(root, durable=False), thread_id)
+    """Two chat turns, and a writes file (format 4 keeps only late ones as files)."""
+    run_graph("pending", RepoSaver(root, durable=False), thread_id)
     return root / "threads" / thread_id
 
 
-def test_missing_parent_is_absent_to_the_saver_and_a_hole_to_validate(root: Path) -> None:
-    """A deleted middle checkpoint that no value lives in: the saver reports the parent as absent (as
-    after a prune, docs/design.md), the graph continues, and validate names the hole."""
+def test_missing_parent_of_a_delta_is_an_error_naming_both_and_one_validate_line(root: Path) -> None:
+    """A deleted middle checkpoint (format 4): the checkpoints after it hold only what changed
+    since their parent, down to the next whole one, so reading them is a MissingReferenceError
+    naming the file, the missing parent and where prune would have kept its bookkeeping; the
+    checkpoints before it still read, and validate names the file that needs it."""
     tdir = _chat_thread(root, "holey")
     files = checkpoints(tdir)
-    gone = next(
-        p for p in files[1:-1] if not any(p.name in q.read_text(encoding="utf-8") for q in files if q != p)
-    )
+    gone = files[-3]
     child = next(p for p in files if load(p)["parent_checkpoint_id"] == gone.stem)
+    assert load(child).get("delta")
     gone.unlink()
     saver = RepoSaver(root)
-    tup = saver.get_tuple(cfg("holey", checkpoint_id=child.stem))
-    assert tup is not None and tup.parent_config is not None
-    assert tup.parent_config["configurable"]["checkpoint_id"] == gone.stem
-    assert saver.get_tuple(tup.parent_config) is None
-    out = chat_graph(saver).invoke({"messages": [HumanMessage(content="more")]}, cfg("holey"))
-    assert out["messages"][-1].content == "echo: more"
+    with pytest.raises(MissingReferenceError) as info:
+        saver.get_tuple(cfg("holey", checkpoint_id=child.stem))
+    assert info.value.path == str(child) and gone.stem in str(info.value)
+    assert f"values/@{gone.stem}.json" in str(info.value)
+    assert saver.get_tuple(cfg("holey", checkpoint_id=files[0].stem)) is not None
     proc = cli(root, "validate", cwd="/")
     assert proc.returncode == 1
-    hole = (
-        f"{child}: /parent_checkpoint_id: parent {gone.stem} is missing while older checkpoints remain "
-        "(a hole in the history)"
-    )
     lines = proc.stdout.splitlines()
-    assert hole in lines
-    # the rest: the writes the deleted checkpoint had, now orphaned
-    orphaned = f"writes of checkpoint {gone.stem}, which does not exist"
-    assert all(line == hole or (f"/writes/{gone.stem}~" in line and orphaned in line) for line in lines)
+    assert any(line.startswith(f"{child}: /parent_checkpoint_id: ") for line in lines), lines
 
 
 def test_writes_of_a_missing_checkpoint_are_ignored_by_the_saver_and_reported_by_validate(
     root: Path,
 ) -> None:
     """A writes file whose checkpoint does not exist changes no read; validate names it as orphaned."""
-    tdir = _chat_thread(root, "orphans")
+    run_graph("pending", RepoSaver(root, durable=False), "orphans")  # leaves a writes file
+    tdir = root / "threads" / "orphans"
     expected = RepoSaver(root).get_tuple(cfg("orphans"))
     source = writes_files(tdir)[0]
     ghost = later_id(checkpoints(tdir)[-1].stem)
