@@ -45,6 +45,7 @@ from langgraph_checkpoint_repo import (
 )
 from langgraph_checkpoint_repo.core.layout import Layout
 from langgraph_checkpoint_repo.core.objects import MAX_NESTING, object_digest
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 MEMORY_LIMIT_MB = 1500  # far below what the blow-ups needed (24 GB), far above a normal run
@@ -58,7 +59,7 @@ def plant_object(tdir: Path, tree: Any) -> dict[str, str]:
     digest = object_digest(tree)
     folder = tdir / "objects"
     folder.mkdir(exist_ok=True)
-    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": tree}
     (folder / f"{digest}.json").write_text(json.dumps(doc), encoding="utf-8")
     return {"$ref": digest}
 
@@ -471,7 +472,13 @@ def test_prune_does_not_take_a_planted_value_file_for_the_value_it_rescues(tmp_p
     empty = {"serde": "msgpack", "json": []}
     dump(
         vpath,
-        {"schema_version": 3, "kind": "value", "channel": "messages", "version": version, "value": empty},
+        {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "value",
+            "channel": "messages",
+            "version": version,
+            "value": empty,
+        },
     )
     files = sorted(p.name for p in root.rglob("*.json"))
     with pytest.raises(FileFormatError) as err:

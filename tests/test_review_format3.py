@@ -21,6 +21,7 @@ from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, RepoCheckpointError
 from langgraph_checkpoint_repo.core.objects import object_digest
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 
 # ----------------------------------------------------------------------------
@@ -38,7 +39,7 @@ def plant(root: Path, tree: Any, thread: str = "t") -> str:
     digest = object_digest(tree)
     folder = objects_dir(root, thread)
     folder.mkdir(parents=True, exist_ok=True)
-    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": tree}
     (folder / f"{digest}.json").write_text(json.dumps(doc), encoding="utf-8")
     return digest
 
@@ -53,8 +54,14 @@ def point_last_write_at(root: Path, tree: Any) -> Path:
 
 def one_turn_root(tmp_path: Path) -> Path:
     root = tmp_path / ".langgraph"
-    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    saver = RepoSaver(root)
+    graph = line_graph(MessagesState, saver, answer=numbered_reply)
     graph.invoke({"messages": [question(1)]}, cfg("t"))
+    # writes that came after their checkpoint had a child stay a file (format 4 moves the
+    # others into the child): a writes file to plant in
+    latest = saver.get_tuple(cfg("t"))
+    assert latest is not None and latest.parent_config is not None
+    saver.put_writes(latest.parent_config, [("messages", [question(9)])], "task-late")
     return root
 
 
@@ -157,7 +164,7 @@ def test_a_reference_loop_through_wrongly_named_files_is_refused(tmp_path: Path)
     a, b = "a" * 64, "b" * 64
     folder = objects_dir(root)
     for name, other in ((a, b), (b, a)):
-        doc = {"schema_version": 3, "kind": "object", "sha256": name, "tree": [{"$ref": other}]}
+        doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": name, "tree": [{"$ref": other}]}
         (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
     point_last_write_at(root, {"$ref": a})
     with pytest.raises(FileFormatError):
