@@ -189,13 +189,16 @@ def test_copy_thread_copies_its_objects(tmp_path: Path) -> None:
 
 def test_the_v3_fixture_tree_reads_its_shared_conversation_and_carries_on(tmp_path: Path) -> None:
     """The committed version-3 tree: a conversation passed whole through Sends and subgraphs,
-    stored as objects and chunks, read back and continued by this release."""
+    stored as objects and chunks, migrated (format 4), read back and continued by this release."""
     import shutil
+
+    from helpers import cli
 
     root = tmp_path / ".langgraph"
     shutil.copytree(Path(__file__).parent / "fixtures" / "v3", root)
     assert list((root / "threads" / "relay" / "objects").glob("*.json"))
     assert any(b'"$chunks"' in d for d in data_files(root).values())
+    assert cli(root, "migrate").returncode == 0
     graph = relay_graph(RepoSaver(root))
     before = graph.get_state(cfg("relay")).values["messages"]
     assert [m.content for m in before][::2] == [f"turn-{t}-question" for t in range(1, RELAY_TURNS + 1)]
@@ -216,8 +219,9 @@ def test_a_message_without_an_id_is_one_object_before_and_after_add_messages_giv
     )
     graph.invoke({"messages": [HumanMessage("a question without an id")]}, cfg("t"))
     files = data_files(root)
-    assert [p.parent.name for p, d in files.items() if b"a question without an id" in d] == ["objects"]
-    assert [p.parent.name for p, d in files.items() if b"plain answer" in d] == ["objects"]
+    # format 4: each held by the checkpoint of the step that made it
+    assert [p.parent.name for p, d in files.items() if b"a question without an id" in d] == ["checkpoints"]
+    assert [p.parent.name for p, d in files.items() if b"plain answer" in d] == ["checkpoints"]
     first = graph.get_state(cfg("t")).values["messages"]
     assert all(isinstance(m.id, str) and m.id for m in first)
     again = (
