@@ -14,6 +14,7 @@ from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, MissingReferenceError
 from langgraph_checkpoint_repo.core.objects import object_digest
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 
 def data_files(root: Path) -> dict[Path, bytes]:
@@ -71,12 +72,17 @@ def test_the_same_conversation_writes_the_same_object_files_anywhere(tmp_path: P
     run_turns(one, 4)
     run_turns(two, 4)
 
-    def objects(root: Path) -> dict[str, bytes]:
-        return {p.name: d for p, d in data_files(root).items() if p.parent.name == "objects"}
+    def objects(root: Path) -> dict[str, Any]:
+        """Every object the checkpoints hold (format 4), by name."""
+        out: dict[str, Any] = {}
+        for p, d in data_files(root).items():
+            if p.parent.name == "checkpoints":
+                out.update(json.loads(d).get("objects", {}))
+        return out
 
     assert objects(one) == objects(two) and len(objects(one)) >= 8
-    for name, data in objects(one).items():
-        assert object_digest(json.loads(data)["tree"]) + ".json" == name
+    for name, tree in objects(one).items():
+        assert object_digest(tree).startswith(name) and len(name) == 16
 
 
 def _one_object(root: Path, needle: bytes) -> Path:
@@ -111,7 +117,8 @@ def test_an_object_edited_by_hand_is_refused_naming_it(tmp_path: Path) -> None:
 def _plant_object(root: Path, tree: Any) -> str:
     digest = object_digest(tree)
     folder = root / "threads" / "t" / "objects"
-    doc = {"schema_version": 3, "kind": "object", "sha256": digest, "tree": tree}
+    folder.mkdir(parents=True, exist_ok=True)  # format 4 writes objects/ only for big objects
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": tree}
     (folder / f"{digest}.json").write_text(json.dumps(doc), encoding="utf-8")
     return digest
 
@@ -134,8 +141,12 @@ def test_objects_that_expand_without_end_are_refused_not_followed(
 ) -> None:
     """A hand-made file cannot make a read loop, recurse away or expand to a billion items."""
     root = tmp_path / ".langgraph"
-    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    saver = RepoSaver(root)
+    graph = line_graph(MessagesState, saver, answer=numbered_reply)
     graph.invoke({"messages": [question(1)]}, cfg("t"))
+    latest = saver.get_tuple(cfg("t"))  # writes that came late stay a file (format 4)
+    assert latest is not None and latest.parent_config is not None
+    saver.put_writes(latest.parent_config, [("messages", [question(9)])], "task-late")
     top: Any = [0]
     if shape == "wide":  # 1000 x 1000 x 1000 items from three small files
         for _ in range(3):
@@ -183,7 +194,10 @@ def test_copy_thread_copies_its_objects(tmp_path: Path) -> None:
     saver.copy_thread("t", "u")
     graph = relay_graph(RepoSaver(root))
     assert graph.get_state(cfg("u")).values == graph.get_state(cfg("t")).values
-    assert len(list((root / "threads" / "u" / "objects").glob("*.json"))) >= 6
+    # format 4: the objects are held by the checkpoints, copied with them
+    copied = (root / "threads" / "u").rglob("checkpoints/*.json")
+    held = [n for p in copied for n in json.loads(p.read_text()).get("objects", {})]
+    assert len(held) >= 6
     assert cli(root, "validate").returncode == 0
 
 
