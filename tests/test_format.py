@@ -657,7 +657,8 @@ def test_default_snapshot_every_writes_one_full_copy_in_thirty_turns(root: Path)
     # through its chunks
     assert [p.parent.name for p in stored] == ["checkpoints"]
     snapshot = bodies["value"][1]["value"]
-    assert list(snapshot["json"]) == ["$chunks"] and len(snapshot["json"]["$chunks"]) >= 2
+    # chunked (format 4 cuts the chunk references again from 4: the top may be one reference)
+    assert list(snapshot["json"]) == ["$chunks"] and len(snapshot["json"]["$chunks"]) >= 1
     tup = RepoSaver(root).get_tuple(cfg("chat"))
     assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == 90
 
