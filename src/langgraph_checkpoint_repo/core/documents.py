@@ -307,13 +307,15 @@ class Documents:
         known = self._lineages.get(folder) or load_lineage(self.layout, folder)
         out = Lineage()
         read = 0
+        prefix = str(folder) + os.sep  # a str per id, not a Path: this loop is one lstat per checkpoint
         for cid in ids:
-            path = self.layout.checkpoint_path(thread_id, ns, cid)
             hit = known.keys.get(cid)
-            if hit is not None and cid in known.links and stat_key_of(path) == hit:
+            name = prefix + encode_segment(cid) + ".json"
+            if hit is not None and cid in known.links and stat_key_of(name) == hit:
                 out.add(cid, known.links[cid])
                 out.keys[cid] = hit
                 continue
+            path = self.layout.checkpoint_path(thread_id, ns, cid)
             read_at = time.time_ns()
             try:
                 st = os.lstat(path)

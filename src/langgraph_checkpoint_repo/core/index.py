@@ -468,13 +468,17 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
         return None
     out = Lineage()
     try:
-        rows = [orjson.loads(line) for line in body.split(b"\n")] if body else []
+        # one parse of all rows (a row is a JSON array on its own line, so none holds a newline)
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
     except orjson.JSONDecodeError:
         return None
-    if len(rows) != head.get("count"):
+    if len(rows) != head.get("count") or body.count(b"\n") != len(rows) - 1:
         return None
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str) and _is_key(row[1:5])):
+        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str)):
+            return None
+        key = row[1:5]
+        if not (type(key[0]) is int and type(key[1]) is int and type(key[2]) is int and type(key[3]) is int):
             return None
         cid, parent, choice, problem = row[0], row[5], row[6], row[7]
         if not (parent is None or isinstance(parent, str)):
