@@ -296,8 +296,10 @@ def test_server_sync_after_a_fresh_clone_makes_committed_threads_answer_and_cont
     with pytest.raises(NotFoundError):
         client.threads.get_state(thread)
 
+    before = {p: p.stat().st_mtime_ns for p in server.root.rglob("*")}
     synced = cli(server.root, "server", "sync", "--url", server.url)  # as a person runs it
     assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert {p: p.stat().st_mtime_ns for p in server.root.rglob("*")} == before  # no file written
     assert f"created      {thread}  graph agent" in synced.stdout.splitlines()
     assert synced.stderr.startswith(f"created 1 thread on {server.url}")
     assert client.threads.get_state(thread)["values"]["messages"] == first["messages"]

@@ -161,11 +161,11 @@ def _graph_of(reader: Reader, tid: str, latest: str) -> str | None:
 
 def _on_server(url: str, entries: list[Entry], *, dry_run: bool) -> None:
     """Ask the server which threads it knows and which graphs it serves; create the rest."""
+    _reach(url)  # before importing the SDK (it imports langchain_core): a missing server is said at once
     import httpx
     from langgraph_sdk import get_sync_client
     from langgraph_sdk.errors import APIStatusError
 
-    _reach(url)
     try:
         with get_sync_client(url=url) as client:
             open_ = [e for e in entries if not e.action]
