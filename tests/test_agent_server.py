@@ -314,10 +314,11 @@ def test_server_sync_after_a_fresh_clone_makes_committed_threads_answer_and_cont
 
 
 def test_server_sync_says_why_a_thread_is_left_off_and_fails_for_one_it_cannot_put_there(
-    server: Server, client: Any
+    server: Server, client: Any, tmp_path: Path
 ) -> None:
     """A thread a script wrote names no graph; an id that is not a UUID is no server thread; a
-    graph the server does not serve is refused; each on its own line."""
+    graph the server does not serve is refused; a server on another root is caught by reading
+    the state back; each on its own line."""
     from langgraph_sdk.errors import NotFoundError
 
     script = "01a2aaaa-0000-7000-8000-00000000beef"
@@ -347,6 +348,13 @@ def test_server_sync_says_why_a_thread_is_left_off_and_fails_for_one_it_cannot_p
     assert given.stdout == f"created      {script}  graph agent\n"
     assert client.threads.get_state(script)["values"]["messages"][-1]["content"].endswith("on Friday.")
     assert len(client.runs.wait(script, "agent", input=question)["messages"]) == 8
+
+    elsewhere = tmp_path / ".langgraph"  # not the root the server reads
+    lost = "01a2aaaa-0000-7000-8000-00000000f00d"
+    app_graphs().agent.copy(update={"checkpointer": RepoSaver(elsewhere)}).invoke(question, cfg(lost))
+    wrong = cli_in_process("--root", elsewhere, "server", "sync", "--url", server.url, "--graph", "agent")
+    assert wrong.exit_code == 1
+    assert wrong.stdout.startswith(f"created      {lost}  the server reads checkpoint none for it, not ")
 
 
 def test_server_sync_says_in_one_line_that_no_server_answers(tmp_path: Path) -> None:

@@ -163,8 +163,13 @@ def _on_server(url: str, entries: list[Entry], *, dry_run: bool) -> None:
     """Ask the server which threads it knows and which graphs it serves; create the rest."""
     _reach(url)  # before importing the SDK (it imports langchain_core): a missing server is said at once
     import httpx
-    from langgraph_sdk import get_sync_client
-    from langgraph_sdk.errors import APIStatusError
+
+    try:
+        from langgraph_sdk import get_sync_client
+        from langgraph_sdk.errors import APIStatusError
+    except ImportError as exc:  # langgraph requires it; an environment may still lack it
+        fix = "pip install 'langgraph-checkpoint-repo[server]'"
+        raise CliError(f"server sync needs langgraph-sdk ({exc}): {fix}", FAILED) from None
 
     try:
         with get_sync_client(url=url) as client:
