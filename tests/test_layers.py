@@ -21,7 +21,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "langgraph_checkpoint_repo"
 NAME = "langgraph_checkpoint_repo"
-LANGGRAPH = ("langgraph", "langchain_core", "langchain")
+LANGGRAPH = ("langgraph", "langchain_core", "langchain", "langgraph_sdk")
 # third-party packages each layer may import (beside the standard library)
 CORE_THIRD_PARTY = {"orjson", "ormsgpack", "jsonschema_rs", "filelock", "xxhash"}
 

@@ -110,7 +110,8 @@ class _Group(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
             return command
-        for param in self.params:
+        # the top group's options, also for a command of a sub-group (``server sync --root X``)
+        for param in ctx.find_root().command.params:
             if param.name not in ("root", "version", "allow"):
                 continue
             extra = _shallow_copy(param)
