@@ -260,7 +260,6 @@ def test_a_lock_timeout_is_a_timeout_error() -> None:
 
 def test_thread_locks_are_dropped_when_no_one_holds_them(tmp_path: Path) -> None:
     from langgraph_checkpoint_repo import RepoSaver
-
     from langgraph_checkpoint_repo.core.durable import IDLE_LOCKS
 
     saver = RepoSaver(tmp_path / "root", durable=False)
