@@ -7,6 +7,7 @@ fresh venv outside the clone, where a new app uses it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -132,7 +133,8 @@ def test_the_wheel_installs_into_a_fresh_venv_and_a_new_app_outside_the_clone_us
     assert list((app / ".langgraph" / "threads" / "first-run" / "checkpoints").glob("*.json"))
 
     listed = subprocess.run(
-        [str(venv / "bin" / "langgraph-repo"), "threads"], cwd=app, capture_output=True, text=True, env=env
-    )
+        [str(venv / "bin" / "langgraph-repo"), "threads", "--json"],
+        cwd=app, capture_output=True, text=True, env=env,
+    )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
-    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["first-run"]
+    assert [t["thread_id"] for t in json.loads(listed.stdout)] == ["first-run"]
