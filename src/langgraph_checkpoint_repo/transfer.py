@@ -304,6 +304,18 @@ def _plan(thread_id: str, tuples: Iterable[CheckpointTuple], into: str | None = 
     return _Plan(thread_id, steps)
 
 
+@contextmanager
+def _unreadable(report: CopyReport, thread_id: str, keep_going: bool) -> Iterator[None]:
+    """A thread of the source whose files do not read: the error raised, or (``keep_going``)
+    noted in ``report.failed`` so the copy goes on with the other threads."""
+    try:
+        yield
+    except FileFormatError as exc:
+        if not keep_going:
+            raise
+        report.failed[thread_id] = exc
+
+
 def _unique(thread_ids: Sequence[str]) -> builtins.list[str]:
     return list(dict.fromkeys(thread_ids))
 
@@ -424,21 +436,14 @@ def copy_threads(
     present = {t: _has(target, t) for t in wanted}
     report = CopyReport()
     for t in wanted:  # threads found by thread_ids_of are in the source: no need to ask again
-        try:
+        with _unreadable(report, t, keep_going):
             _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[t] = exc
     for thread_id in (t for t in wanted if t not in report.failed):
         into = staging_id(thread_id) if present[thread_id] else None
-        try:
+        with _unreadable(report, thread_id, keep_going):
             info = write_info_of(source, thread_id)
             plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=into)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[thread_id] = exc
+        if thread_id in report.failed:
             continue
         if into is None:
             _put_plan(target, plan, info, report, progress)
@@ -475,22 +480,15 @@ async def acopy_threads(
     present = {t: await _ahas(target, t) for t in wanted}
     report = CopyReport()
     for t in wanted:
-        try:
+        with _unreadable(report, t, keep_going):
             _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[t] = exc
     for thread_id in (t for t in wanted if t not in report.failed):
         into = staging_id(thread_id) if present[thread_id] else None
-        try:
+        with _unreadable(report, thread_id, keep_going):
             tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
             info = await awrite_info_of(source, thread_id)
             plan = _plan(thread_id, tuples, into=into)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[thread_id] = exc
+        if thread_id in report.failed:
             continue
         if into is None:
             await _aput_plan(target, plan, info, report, progress)

@@ -7,6 +7,7 @@ not pay for importing the reader.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -30,9 +31,9 @@ def content_text(content: Any) -> str:
         for block in content:
             if isinstance(block, str):
                 parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
+            elif isinstance(block, Mapping) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict):
+            elif isinstance(block, Mapping):
                 parts.append(f"[{block.get('type', 'block')}]")
         return "".join(parts)
     return "" if content is None else str(content)

@@ -26,7 +26,6 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +80,7 @@ def needed_files(
                 objects_in(body, out.objects)
             versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
-                _mark_chain(store, thread_id, ns_dir, channel, versions.get(channel), ref, kept, out)
+                _ChainMarks(store, thread_id, ns_dir, channel, kept, out).mark(versions.get(channel), ref)
             for _, wdoc in store.writes_docs(thread_id, ns, cid):
                 for w in wdoc["writes"]:
                     large_in(w, out.large)
@@ -98,92 +97,76 @@ def needed_files(
     return out
 
 
-def _mark_chain(
-    store: Documents,
-    thread_id: str,
-    ns_dir: Path,
-    channel: str,
-    version: Any,
-    ref: str,
-    kept: set[str],
-    out: Needed,
-) -> None:
-    """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
-    read = partial(_marked_link, store, thread_id, ns_dir, channel, kept, out)
-    for link in walk_chain(read, version, ref):
-        if link.known:
-            return  # this link and everything below it is marked already
-        large_in(link.body, out.large)
-        objects_in(link.body, out.objects)
+@dataclass
+class _ChainMarks:
+    """The walks of one channel's append chains in one namespace, for a removal: which files
+    the kept checkpoints use, and what must be rescued for them (into ``out``)."""
 
+    store: Documents
+    thread_id: str
+    ns_dir: Path
+    channel: str
+    kept: set[str]
+    out: Needed
 
-def _marked_link(
-    store: Documents,
-    thread_id: str,
-    ns_dir: Path,
-    channel: str,
-    kept: set[str],
-    out: Needed,
-    version: Any,
-    ref: str,
-) -> Link:
-    """One link, marked as used. A link in a removed checkpoint is read where readers find it
-    afterwards: its value file, which is rescued when there is none."""
-    vpath = ns_dir / store.layout.value_rel(channel, version)
-    in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
-    path = ns_dir / ref if in_checkpoint else vpath
-    seen = (ns_dir, channel, ref + "|" + repr(version))
-    if seen in out.seen:
-        return Link(version, ref, path, known=True)
-    out.seen.add(seen)
-    if not in_checkpoint:
+    def mark(self, version: Any, ref: str) -> None:
+        """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
+        for link in walk_chain(self.link, version, ref):
+            if link.known:
+                return  # this link and everything below it is marked already
+            large_in(link.body, self.out.large)
+            objects_in(link.body, self.out.objects)
+
+    def link(self, version: Any, ref: str) -> Link:
+        """One link, marked as used. A link in a removed checkpoint is read where readers find
+        it afterwards: its value file, which is rescued when there is none."""
+        store, ns_dir, channel, out = self.store, self.ns_dir, self.channel, self.out
+        vpath = ns_dir / store.layout.value_rel(channel, version)
+        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
+        path = ns_dir / ref if in_checkpoint else vpath
+        seen = (ns_dir, channel, ref + "|" + repr(version))
+        if seen in out.seen:
+            return Link(version, ref, path, known=True)
+        out.seen.add(seen)
+        if not in_checkpoint:
+            out.values.add(vpath)
+            if vpath in out.rescued:
+                return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
+            return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
+        pointer = f"/new_values/{channel}"
+        host = store.read_doc(path, "checkpoint")
+        body = host.get("new_values", {}).get(channel)
+        if body is None:
+            raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
+        if host["checkpoint_id"] in self.kept:
+            return Link(version, ref, path, pointer, body)
         out.values.add(vpath)
-        if vpath in out.rescued:
-            return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
-        return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
-    pointer = f"/new_values/{channel}"
-    host = store.read_doc(path, "checkpoint")
-    body = host.get("new_values", {}).get(channel)
-    if body is None:
-        raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
-    if host["checkpoint_id"] in kept:
-        return Link(version, ref, path, pointer, body)
-    out.values.add(vpath)
-    existing = _existing_value(store, ns_dir, vpath, channel, version, ref, body, path)
-    if existing is not None:
-        return Link(version, ref, vpath, "", existing)
-    if vpath not in out.rescued:
-        if isinstance(body, dict) and "append" in body:
-            # the list whole, not this link and the removed links below it: what is kept
-            # reads from a fixed number of files however long the chain was
-            body = _whole_list(store, thread_id, ns_dir, channel, version, ref, vpath, out)
-        out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
-    rescued = json.loads(out.rescued[vpath][1])
-    return Link(version, ref, vpath, "", rescued, rescued)
+        existing = _existing_value(store, ns_dir, vpath, channel, version, ref, body, path)
+        if existing is not None:
+            return Link(version, ref, vpath, "", existing)
+        if vpath not in out.rescued:
+            if isinstance(body, dict) and "append" in body:
+                # the list whole, not this link and the removed links below it: what is kept
+                # reads from a fixed number of files however long the chain was
+                body = self.whole_list(version, ref, vpath)
+            out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
+        rescued = json.loads(out.rescued[vpath][1])
+        return Link(version, ref, vpath, "", rescued, rescued)
 
-
-def _whole_list(
-    store: Documents,
-    thread_id: str,
-    ns_dir: Path,
-    channel: str,
-    version: Any,
-    ref: str,
-    vpath: Path,
-    out: Needed,
-) -> dict[str, Any]:
-    """The body of a list stored whole, rebuilt from its append chain, stored the way a put
-    stores a whole value (core/storing.py: the same messages are the same objects); the
-    objects and large file it needs that are not on disk join ``out.rescued_first``."""
-    entry = store.value_entry(ns_dir, channel, version, ref)
-    node = {"serde": "msgpack", "json": entry.tree}
-    first: Prepared = []
-    stored, _ = stored_node(store, thread_id, node, LARGE_VALUE_BYTES, first, (str(vpath), "/value"))
-    for path, data in first:
-        doc = json.loads(data)
-        out.pending[path.name[: -len(".json")]] = doc.get("tree", doc.get("value"))
-    out.rescued_first.extend(first)
-    return {"value": stored}
+    def whole_list(self, version: Any, ref: str, vpath: Path) -> dict[str, Any]:
+        """The body of a list stored whole, rebuilt from its append chain, stored the way a put
+        stores a whole value (core/storing.py: the same messages are the same objects); the
+        objects and large file it needs that are not on disk join ``out.rescued_first``."""
+        entry = self.store.value_entry(self.ns_dir, self.channel, version, ref)
+        node = {"serde": "msgpack", "json": entry.tree}
+        first: Prepared = []
+        where = (str(vpath), "/value")
+        stored, _ = stored_node(self.store, self.thread_id, node, LARGE_VALUE_BYTES, first, where)
+        for path, data in first:
+            doc = json.loads(data)
+            self.out.pending[path.name[: -len(".json")]] = doc.get("tree", doc.get("value"))
+        self.out.rescued_first.extend(first)
+        return {"value": stored}
 
 
 def _existing_value(
