@@ -378,6 +378,15 @@ NsOpt = Annotated[
     ),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+CheckpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        "-c",
+        metavar="ID",
+        help="Checkpoint id or unique prefix (default: the one that continues, docs/forks.md).",
+    ),
+]
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from .app import (
+    CheckpointOpt,
     JsonOpt,
     NsOpt,
     _reader,
@@ -246,12 +247,7 @@ def history(
 def show(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(help="Thread id.")],
-    checkpoint: Annotated[
-        str | None,
-        typer.Option(
-            "--checkpoint", "-c", metavar="ID", help="Checkpoint id or unique prefix (default: latest)."
-        ),
-    ] = None,
+    checkpoint: CheckpointOpt = None,
     ns: NsOpt = "",
     show_all: Annotated[bool, typer.Option("--all", help="Also show LangGraph's own channels.")] = False,
     as_json: JsonOpt = False,

@@ -156,9 +156,9 @@ def encode_listing(layout: Layout, folder: Path, key: StatKey, names: list[str])
 _MAX_HEAD = 4096  # a listing's first line: index version, kind, folder, key, count, crc
 
 
-def _first_line(data: bytes, kind: str, layout: Layout, folder: Path) -> tuple[dict[str, Any], int] | None:
+def _first_line(data: bytes, kind: str, layout: Layout, folder: Path) -> tuple[dict[str, Any], bytes] | None:
     """An index file's head (its first line, parsed alone) when it is one of ``kind`` for
-    ``folder``, and where the body starts; None otherwise."""
+    ``folder``, and its body when the head's ``crc32`` matches it; None otherwise."""
     head_end = data.find(b"\n", 0, _MAX_HEAD)
     if head_end < 0:
         return None
@@ -166,23 +166,26 @@ def _first_line(data: bytes, kind: str, layout: Layout, folder: Path) -> tuple[d
         head = json.loads(data[:head_end])
     except ValueError:
         return None
-    return (head, head_end + 1) if _is_head(head, kind, layout, folder) else None
+    if not _is_head(head, kind, layout, folder):
+        return None
+    body = data[head_end + 1 :]
+    return (head, body) if head.get("crc32") == zlib.crc32(body) else None
 
 
-def _listing_head(layout: Layout, folder: Path, data: bytes) -> tuple[dict[str, Any], int] | None:
-    """A listing file's head (its first line) and where its body starts, or None: read
+def _listing_head(layout: Layout, folder: Path, data: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """A listing file's head (its first line) and its body, or None: the head is read
     alone, so the folder's stat key is compared before any name is decoded."""
     found = _first_line(data, "listing", layout, folder)
     if found is None:
         return None
-    head, start = found
+    head = found[0]
     if (
         not _is_key(head.get("key"))
         or type(head.get("count")) is not int
         or not 0 <= head["count"] <= MAX_JSON_VALUES
     ):
         return None
-    return head, start
+    return found
 
 
 def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, list[str]] | None:
@@ -190,10 +193,7 @@ def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, 
     found = _listing_head(layout, folder, data)
     if found is None:
         return None
-    head, start = found
-    body = data[start:]
-    if head.get("crc32") != zlib.crc32(body):
-        return None
+    head, body = found
     if (body.count(b"\n") + 1 if body else 0) != head["count"]:  # counted before anything is split
         return None
     try:
@@ -458,10 +458,7 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
     found = _first_line(data, "lineage", layout, folder)
     if found is None:
         return None
-    head, start = found
-    body = data[start:]
-    if head.get("crc32") != zlib.crc32(body):
-        return None
+    head, body = found
     out = Lineage()
     try:
         # one parse of all rows (a row is a JSON array on its own line, so none holds a newline)
