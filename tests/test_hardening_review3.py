@@ -543,7 +543,8 @@ def test_fsck_repair_removes_the_orphaned_writes_of_a_lost_checkpoint(tmp_path: 
     lost.unlink()
     proc = cli(root, "fsck", "--repair")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert [ln.split(": ")[0] for ln in proc.stdout.splitlines() if "orphan" in ln] == ["removed orphan-writes"]
+    orphan_lines = [ln.split(": ")[0] for ln in proc.stdout.splitlines() if "orphan" in ln]
+    assert orphan_lines == ["removed orphan-writes"]
     assert not any(p.exists() for p in orphans)
     assert "invalid: " in proc.stdout and "a hole in the history" in proc.stdout
 
