@@ -190,7 +190,7 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         f"{sizes['cli_runs']}, commands round-robin). `threads`: a root of {SMALL_THREADS} threads x "
         f"{SMALL_TURNS} turns of the chat workload's graph ({result['small_checkpoints']} checkpoints). "
         f"validate: a root of {result['checkpoints']:,} checkpoints and {result['root_files']:,} files "
-        "(docs/cli.md's generator, a one-node chat graph on `MessagesState`, "
+        "(a one-node chat graph on `MessagesState` (bench/workloads/cli.py), "
         f"{sizes['validate_turns']} turns and one `update_state` a thread; thread 0 played by the graph "
         f"with `durable=False`, the other {sizes['validate_threads'] - 1} threads `copy_thread` copies of "
         "it), then one more turn of one thread by a default `RepoSaver`: the files it added or changed "
