@@ -127,7 +127,7 @@ def git(cwd: Path, *args: str, when: int = 0) -> str:
 
 def new_repo(project: Path) -> None:
     """The example project: a git work tree holding the application's own module."""
-    shutil.copytree(STATE / "project", project)
+    shutil.copytree(STATE / "project", project, ignore=shutil.ignore_patterns("__pycache__"))
     git(project, "init", "-q", "-b", "main")
 
 
@@ -151,7 +151,7 @@ def setup_demo(project: Path) -> None:
 def setup_broken(project: Path) -> None:
     """The demo state, committed, then damaged: a checkpoint of refund-7 edited by hand (its
     parent a number), the latest of batch-1 truncated, account-1's latest from a newer release
-    (schema_version one higher), the second and third checkpoints of support-42 lost, a temp
+    (schema_version one higher), the third and fourth checkpoints of support-42 lost, a temp
     file left by a crash in report-3."""
     from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
@@ -258,6 +258,14 @@ def uuid6_at(when: datetime, clock_seq: int, node: int) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
+@cache
+def committed_ids() -> frozenset[str]:
+    """The ids in the names of the committed state's files: a command that copies them (import,
+    copy) writes no new id."""
+    folders = (STATE, TOP / "tests" / "fixtures" / "v2")
+    return frozenset(i for folder in folders for p in folder.rglob("*.json") for i in UUID.findall(p.name))
+
+
 def short_time(iso: str) -> str:
     return iso[:19].replace("T", " ")
 
@@ -285,7 +293,7 @@ class Session:
             SETUPS[state](template)
         project = base / PROJECT
         shutil.copytree(template, project, symlinks=True)
-        session = cls(base, project)
+        session = cls(base, project, names=set(committed_ids()))
         for path in session.files():
             session.names.update(UUID.findall(path.name))
             if path.parent.name == "checkpoints":
