@@ -134,7 +134,6 @@ def new_repo(project: Path) -> None:
 def commit(project: Path, message: str, when: int = 0) -> None:
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", message, when=when)
-    git(project, "repack", "-a", "-d", "-q")  # one pack, not a file per object: quicker copies
 
 
 def copy_root(name: str, project: Path) -> None:
@@ -542,7 +541,8 @@ def run_block(block: Block, session: Session) -> list[str]:
 
 def regenerate(doc: Path, tmp: Path) -> tuple[str, list[tuple[Block, list[str]]]]:
     """The file with every marked block's output as it is now, and the blocks that changed
-    (each with its new lines)."""
+    (each with its new lines). The copies are made below ``tmp`` and removed when done (the
+    states they are copied from stay for the next file)."""
     text = doc.read_text(encoding="utf-8")
     lines = text.split("\n")
     sessions: dict[str, Session] = {}
@@ -555,9 +555,21 @@ def regenerate(doc: Path, tmp: Path) -> tuple[str, list[tuple[Block, list[str]]]
         new = run_block(block, sessions[block.state])
         if new != block.lines:
             changed.append((block, new))
+    for copy in tmp.glob(f"{doc.stem}-*"):
+        shutil.rmtree(copy)
     for block, new in reversed(changed):
         lines[block.start : block.end] = new
     return "\n".join(lines), changed
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A temporary folder for the copies: in memory (/dev/shm) when there is room, where the
+    fsync of every file the commands write costs nothing; nothing in it is kept."""
+    memory = Path("/dev/shm")
+    roomy = memory.is_dir() and os.access(memory, os.W_OK) and shutil.disk_usage(memory).free > 512 << 20
+    with tempfile.TemporaryDirectory(prefix="langgraph-docs-", dir=memory if roomy else None) as tmp:
+        yield Path(tmp)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -569,9 +581,9 @@ def main(argv: list[str] | None = None) -> int:
     if given.build:
         build()
     failed = 0
-    with tempfile.TemporaryDirectory(prefix="langgraph-docs-") as tmp:
+    with scratch() as tmp:
         for doc in [p.resolve() for p in given.files] or docs():
-            new_text, changed = regenerate(doc, Path(tmp))
+            new_text, changed = regenerate(doc, tmp)
             for block, new in changed:
                 failed += 1
                 diff = difflib.unified_diff(block.lines, new, "in the doc", "printed now", lineterm="")

@@ -47,11 +47,12 @@ def differences(examples: ModuleType, doc: Path, tmp: Path) -> list[str]:
     ]
 
 
-def test_every_marked_example_prints_what_the_doc_shows(examples: ModuleType, tmp_path: Path) -> None:
+def test_every_marked_example_prints_what_the_doc_shows(examples: ModuleType) -> None:
     """README.md and docs/*.md: every marked block, rerun, equals the doc."""
     found = []
-    for doc in examples.docs():
-        found += differences(examples, doc, tmp_path)  # one copy of each state, set up once
+    with examples.scratch() as tmp:  # each state set up once, copied for each file
+        for doc in examples.docs():
+            found += differences(examples, doc, tmp)
     assert not found, "\n\n".join(found)
 
 
