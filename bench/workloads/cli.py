@@ -66,7 +66,8 @@ def thread(i: int) -> RunnableConfig:
 
 
 def validate_root(root: Path, sizes: Sizes) -> None:
-    """50 threads of a one-node chat graph, 33 turns and one ``update_state`` each, made fast:
+    """``validate_threads`` threads of a one-node chat graph, ``validate_turns`` turns and one
+    ``update_state`` each, made fast:
     thread 0 is played by the graph (``durable=False``), the others are ``copy_thread`` copies
     of it (same files, their own thread ids)."""
     saver = RepoSaver(root, durable=False)
