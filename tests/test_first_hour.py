@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from graphs import cfg, chat_graph
-from helpers import checkpoint_files, cli
+from graphs import ask_graph, cfg, chat_graph
+from helpers import checkpoint_files, cli, cli_in_process
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError
 from test_git import commit_all, init_repo
@@ -163,3 +163,18 @@ def test_export_of_several_threads_goes_on_past_a_broken_one(tmp_path: Path) -> 
     assert copied == {"a", "c"}
     alone = cli(root, "export", f"sqlite:///{tmp_path / 'alone.db'}", "-t", "b")
     assert alone.returncode == 4 and alone.stderr.startswith("langgraph-repo: error: ")
+
+
+def test_a_table_into_a_pipe_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    """Into a pipe, ``threads`` prints one line per thread however wide the row (docs/cli.md,
+    "Output": lines not wrapped), so ``grep`` and ``awk`` see whole rows. Before, a row wider
+    than 160 columns had its last cell wrapped onto a line of its own."""
+    root = tmp_path / "root"
+    long_id = "a-thread-whose-id-alone-takes-up-a-good-part-of-the-line-0123456789"
+    ask_graph(RepoSaver(root, durable=False)).invoke({"log": []}, cfg(long_id))
+    chat(root, "t", "hello")
+    proc = cli_in_process("--root", root, "threads")
+    assert proc.exit_code == 0, proc.output
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["thread", long_id, "t"]
+    assert len(lines[1]) > 160 and lines[1].endswith("chars)"), lines[1]

@@ -107,12 +107,21 @@ def _out_console() -> Console:
 
 
 def _print_table(out: Console, table: Table) -> None:
-    """A table; into a pipe or file without the padding rich puts at the end of each line."""
+    """A table; into a pipe or file one line per row, as wide as its cells (a script reads it
+    line by line), without the padding rich puts at the end of each line."""
     if out.is_terminal:
         out.print(table)
         return
-    with out.capture() as captured:
-        out.print(table)
+    from rich.measure import Measurement
+
+    natural = Measurement.get(out, out.options.update(max_width=1 << 16), table).maximum
+    width = out.width
+    out.width = max(width, natural)
+    try:
+        with out.capture() as captured:
+            out.print(table)
+    finally:
+        out.width = width
     out.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
