@@ -322,17 +322,20 @@ class ItemFiles:
         return item
 
     def walk(self, prefix: tuple[str, ...] = ()) -> Iterator[StoredItem]:
-        """Every item whose namespace starts with ``prefix``."""
+        """Every item whose namespace starts with ``prefix`` (one removed meanwhile by another
+        writer is not one: it is gone)."""
         for folder in self.folders(prefix):
             for name in self._names(folder):
                 if name.endswith(SUFFIX):
-                    yield self._read_listed(folder / name)
+                    item = self._read_listed(folder / name)
+                    if item is not None:
+                        yield item
 
-    def _read_listed(self, path: Path) -> StoredItem:
+    def _read_listed(self, path: Path) -> StoredItem | None:
         try:
             return self._read(path)
         except FileNotFoundError:
-            raise FileFormatError(str(path), "/", "removed while being read; read again") from None
+            return None  # removed since its folder was listed
 
     def folders(self, prefix: tuple[str, ...] = ()) -> Iterator[Path]:
         """The prefix's folder and every folder below it (none when it does not exist); a
@@ -385,7 +388,7 @@ class ItemFiles:
                 if not name.endswith(SUFFIX):
                     continue
                 item = self._read_listed(folder / name)
-                if live_at is None or not item.expired(live_at):
+                if item is not None and (live_at is None or not item.expired(live_at)):
                     found.append(item.namespace)
                     break
         return found
