@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import math
 import os
 import stat
@@ -39,8 +40,9 @@ import orjson
 
 from .caches import CACHE_ENTRIES, LRU
 from .documents import Documents
-from .errors import BadInputError, FileFormatError, ItemChangedError
+from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError
 from .index import is_plain
+from .jsonread import SURROGATE_MESSAGE, lone_surrogate
 from .layout import STORE, Layout, encode_segment
 from .removal import remove_files
 from .validation import SCHEMA_VERSION
@@ -285,7 +287,7 @@ class ItemFiles:
         """The namespace's lock: every writer of its items takes it, alone (a filelock across
         processes; exclusive inside one, since writers read, then write)."""
         self.docs.writer.ensure_gitignore()  # before the lock file: git never sees one
-        name = hashlib.sha256(orjson.dumps(list(namespace))).hexdigest()[:40]
+        name = hashlib.sha256(json.dumps(list(namespace)).encode()).hexdigest()[:40]  # ASCII, surrogates too
         lock_path = self.layout.cache_dir / "locks" / STORE / f"{name}.lock"
         self.docs.writer.check_inside(lock_path.parent)
         return self.docs.locks.hold(lock_path, dotted(namespace), exclusive=True, what="store namespace")
@@ -421,7 +423,12 @@ class ItemFiles:
             return self._write(path, doc)
 
     def _checked_path(self, namespace: tuple[str, ...], key: str) -> Path:
+        """The item's path; a name that is no text (a lone surrogate) or a path too long for a
+        filesystem is refused before anything is locked or made."""
         path = self.path(namespace, key)
+        bad = lone_surrogate({"namespace": list(namespace), "key": key})
+        if bad is not None:
+            raise InvalidWriteError(KIND, str(path), bad, SURROGATE_MESSAGE)
         rel = len(str(path)) - len(str(self.root))
         if rel > MAX_PATH_CHARS:
             raise BadInputError(
