@@ -385,8 +385,9 @@ class RepoStore(BaseStore):
         """Every item under the prefix that passes the filter, newest ``updated_at`` first
         (then namespace, key): the order of a search without a query."""
         out = []
+        omit = self._omit_expired
         for item in self.files.walk(tuple(op.namespace_prefix)):
-            if self._omit_expired and item.expired(now):
+            if omit and item.expired(now):
                 continue
             value = item.tree if item.plain else self._value(item)
             if matches(value, op.filter):

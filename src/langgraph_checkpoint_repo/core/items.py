@@ -29,6 +29,7 @@ import json
 import math
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import orjson
 
-from .caches import CACHE_ENTRIES, LRU
+from .caches import CACHE_ENTRIES, LRU, StatKey, settled, stat_key
 from .documents import Documents
 from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError
 from .index import is_plain
@@ -271,6 +272,8 @@ class ItemFiles:
         self.layout = documents.layout
         self.clock = clock or utc_now
         self._items = LRU(CACHE_ENTRIES)  # path -> StoredItem of the very document kept for it
+        self._walked = LRU(CACHE_ENTRIES // 16)  # folder -> {name: (stat key, item)} of the last walk
+        self._store_depth = len(store_dir(self.layout).parts)
 
     @property
     def root(self) -> Path:
@@ -305,15 +308,17 @@ class ItemFiles:
                 str(path), "/", "a file lies where a namespace folder should be (not part of the layout)"
             ) from None
 
-    def _read(self, path: Path) -> StoredItem:
+    def _read(self, path: Path, inside: Callable[[Path], bool] | None = None) -> StoredItem:
         """The item at ``path`` (FileNotFoundError when absent), its names checked to give
         back that very path: a file planted in another namespace's folder is refused."""
-        doc = self.docs.read_doc(path, KIND)
+        doc = self.docs.read_doc(path, KIND, inside)
         hit: StoredItem | None = self._items.get(path)
         if hit is not None and hit.doc is doc:
             return hit
         item = stored_item(doc, path)
-        if self.path(item.namespace, item.key) != path:
+        # read_doc checked the file and folder names against the key and labels, up to a folder
+        # named "store": the depth tells that it is the root's store, not one nested inside it
+        if len(path.parts) != self._store_depth + len(item.namespace) + 1:
             raise FileFormatError(
                 str(path),
                 "/namespace",
@@ -325,17 +330,52 @@ class ItemFiles:
 
     def walk(self, prefix: tuple[str, ...] = ()) -> Iterator[StoredItem]:
         """Every item whose namespace starts with ``prefix`` (one removed meanwhile by another
-        writer is not one: it is gone)."""
-        for folder in self.folders(prefix):
-            for name in self._names(folder):
-                if name.endswith(SUFFIX):
-                    item = self._read_listed(folder / name)
-                    if item is not None:
-                        yield item
+        writer is not one: it is gone).
 
-    def _read_listed(self, path: Path) -> StoredItem | None:
+        An item is reused from the last walk while its file has the stat key it was read with
+        and was settled then (the cache rule, caches.py): one ``lstat`` per item, no parse."""
+        for folder in self.folders(prefix):
+            yield from self._folder_items(folder)
+
+    def _folder_items(self, folder: Path) -> Iterator[StoredItem]:
+        base = str(folder)
+        kept: dict[str, tuple[StatKey, StoredItem]] = self._walked.get(base) or {}
+        now: dict[str, tuple[StatKey, StoredItem]] = {}
+        checked: dict[Path, bool] = {}
+
+        def inside(where: Path) -> bool:  # once per folder, not once per file
+            if where not in checked:
+                checked[where] = self.layout.contains(where)
+            return checked[where]
+
+        for name in self._names(folder):
+            if not name.endswith(SUFFIX):
+                continue
+            full = base + os.sep + name
+            read_at = time.time_ns()
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                continue  # removed since its folder was listed
+            key = stat_key(st)
+            hit = kept.get(name)
+            if hit is not None and hit[0] == key:
+                item = hit[1]
+            else:
+                found = self._read_listed(Path(full), inside)
+                if found is None:
+                    continue
+                item = found
+                if not settled(st, read_at):
+                    yield item  # changed within the racy window: read again next time
+                    continue
+            now[name] = (key, item)
+            yield item
+        self._walked.put(base, now)
+
+    def _read_listed(self, path: Path, inside: Callable[[Path], bool] | None = None) -> StoredItem | None:
         try:
-            return self._read(path)
+            return self._read(path, inside)
         except FileNotFoundError:
             return None  # removed since its folder was listed
 
