@@ -384,3 +384,21 @@ def test_a_batch_reads_the_state_before_its_puts(store: RepoStore) -> None:
     got, _, after = store.batch([GetOp(("ns",), "k"), PutOp(("ns",), "k", {"v": 2}), GetOp(("ns",), "k")])
     assert got.value == {"v": 1} and after.value == {"v": 1}  # type: ignore[union-attr]
     assert store.get(("ns",), "k").value == {"v": 2}  # type: ignore[union-attr]
+
+
+def test_the_memory_example_remembers_across_processes_in_one_file(tmp_path: Path) -> None:
+    """``python examples/memory.py`` as the README runs it, in a git work tree of its own."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    example = Path(__file__).resolve().parents[1] / "examples" / "memory.py"
+    proc = subprocess.run(
+        [sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    second = proc.stdout[proc.stdout.index("a fresh process") :]
+    assert "agent: theme = dark" in second
+    root = tmp_path / ".langgraph"
+    assert RepoStore(root).get(("users", "ada", "preferences"), "theme").value == {"value": "dark"}  # type: ignore[union-attr]
+    assert (root / "threads" / "memory-1").is_dir() and (root / "threads" / "memory-2").is_dir()
+    from langgraph_checkpoint_repo.core.checks import Validator
+
+    assert Validator(root).run() == []
