@@ -402,14 +402,14 @@ class RepoStore(BaseStore):
         ``git pull`` or were written without an index are embedded here, once)."""
         if self.vectors is None:
             return []
-        texts = [t for pairs in plan.texts.values() for _, t in pairs]
+        by_digest = {text_digest(t): t for pairs in plan.texts.values() for _, t in pairs}
         for i, candidates in plan.candidates.items():
             op = plan.ops[i]
             assert isinstance(op, SearchOp)
             if op.query:
                 for item, value in candidates:
-                    texts.extend(t for _, t in self._stored_texts(item, value))
-        by_digest = {text_digest(t): t for t in texts}
+                    pairs, digests = self._texts_of(item, value)
+                    by_digest.update(zip(digests, (t for _, t in pairs), strict=True))
         return [by_digest[d] for d in self.vectors.missing(by_digest)]
 
     def _keep_vectors(self, texts: list[str], vectors: Sequence[Sequence[float]]) -> None:
@@ -435,14 +435,16 @@ class RepoStore(BaseStore):
                 out.append((path, texts[0]))
         return out
 
-    def _stored_texts(self, item: StoredItem, value: dict[str, Any]) -> list[tuple[str, str]]:
+    def _texts_of(self, item: StoredItem, value: dict[str, Any]) -> tuple[list[tuple[str, str]], list[bytes]]:
+        """An item's (field path, text) pairs and the digests of the texts, kept while the
+        item's document is the one read (a changed file is a new document)."""
         hit = self._texts.get(item.path)
         if hit is not None and hit[0] is item.doc:
-            texts: list[tuple[str, str]] = hit[1]
-            return texts
+            return hit[1], hit[2]
         texts = self._item_texts(value, item.index)
-        self._texts.put(item.path, (item.doc, texts))
-        return texts
+        digests = [text_digest(t) for _, t in texts]
+        self._texts.put(item.path, (item.doc, texts, digests))
+        return texts, digests
 
     def _rank(self, plan: _Plan, results: list[Result]) -> None:
         """Each search's page: by score for a query (InMemoryStore's rules: an item scores its
@@ -478,9 +480,9 @@ class RepoStore(BaseStore):
         flat: list[tuple[StoredItem, dict[str, Any]]] = []
         vectors: list[list[float]] = []
         scoreless: list[tuple[StoredItem, dict[str, Any]]] = []
-        for item, value in candidates:
-            digests = [text_digest(t) for _, t in self._stored_texts(item, value)]
-            known = self.vectors.known(digests)
+        each = [self._texts_of(item, value)[1] for item, value in candidates]
+        known = self.vectors.known({d for digests in each for d in digests})  # the file read once
+        for (item, value), digests in zip(candidates, each, strict=True):
             mine = [known[d] for d in digests if d in known]
             for vector in mine:
                 flat.append((item, value))
