@@ -402,3 +402,43 @@ def test_the_memory_example_remembers_across_processes_in_one_file(tmp_path: Pat
     from langgraph_checkpoint_repo.core.checks import Validator
 
     assert Validator(root).run() == []
+
+
+def test_a_fresh_instance_uses_the_derived_index_of_a_big_folder_and_still_sees_every_edit(
+    tmp_path: Path,
+) -> None:
+    from langgraph_checkpoint_repo.core.checks import fsck
+    from langgraph_checkpoint_repo.core.documents import Documents
+    from langgraph_checkpoint_repo.core.index import decode_items
+
+    root = tmp_path / "root"
+    writer = RepoStore(root, durable=False)
+    for i in range(80):
+        writer.put(("big",), f"k{i:02d}", {"n": i})
+    folder = root / "store" / "big"
+    old = time.time() - 60  # settled: last changed long before it is read (the cache rule)
+    for path in [*folder.iterdir(), folder]:
+        os.utime(path, (old, old))
+    assert len(RepoStore(root).search(("big",), limit=100)) == 80
+    index = root / ".cache" / "index" / "store" / "big.items"
+    recorded = decode_items(Documents(root).layout, folder, index.read_bytes())
+    assert recorded is not None and len(recorded) == 80
+    assert not [f for f in fsck(Documents(root)) if f.kind == "index"]
+
+    edited = folder / "k07.json"
+    edited.write_text(edited.read_text().replace('"n": 7', '"n": 700'))  # a hand edit after the index
+    os.utime(edited, (old, old))  # an editor that keeps the mtime: the size and ctime still tell
+    found = {i.key: i.value["n"] for i in RepoStore(root).search(("big",), limit=100)}
+    assert found["k07"] == 700 and found["k08"] == 8 and len(found) == 80
+
+    forged = [["k08.json", 1, 2, 3, 4, {}]]  # a stat key no file has: never used
+    index.write_text(
+        json.dumps({"index_version": 1, "kind": "items", "folder": "store/big", "entries": forged})
+    )
+    assert RepoStore(root).get(("big",), "k08").value == {"n": 8}  # type: ignore[union-attr]
+    assert {i.key: i.value["n"] for i in RepoStore(root).search(("big",), limit=100)} == found
+    index.write_bytes(b"garbage")
+    assert [f.kind for f in fsck(Documents(root)) if f.path == str(index)] == ["index"]
+    assert {i.key: i.value["n"] for i in RepoStore(root).search(("big",), limit=100)} == found
+    rewritten = decode_items(Documents(root).layout, folder, index.read_bytes())  # the read recorded it again
+    assert rewritten is not None and len(rewritten) == 80

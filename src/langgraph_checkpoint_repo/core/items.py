@@ -42,11 +42,11 @@ import orjson
 from .caches import CACHE_ENTRIES, LRU, StatKey, settled, stat_key
 from .documents import Documents
 from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError
-from .index import is_plain
+from .index import is_plain, load_items, save_items
 from .jsonread import SURROGATE_MESSAGE, lone_surrogate
 from .layout import STORE, Layout, encode_segment
 from .removal import remove_files
-from .validation import SCHEMA_VERSION
+from .validation import SCHEMA_VERSION, validate_read
 
 if TYPE_CHECKING:
     from .redaction import Redactor
@@ -55,6 +55,7 @@ KIND: Final = "item"
 SUFFIX: Final = ".json"
 MAX_DEPTH = 64  # namespace labels: deeper paths pass what filesystems allow for a path
 MAX_PATH_CHARS = 2048  # an item's path below the root, encoded; Linux allows 4,096 for the whole
+INDEX_AFTER_READS = 16  # a walk that read at least this many files records the folder (index.py)
 
 
 class _Any:
@@ -274,6 +275,7 @@ class ItemFiles:
         self._items = LRU(CACHE_ENTRIES)  # path -> StoredItem of the very document kept for it
         self._walked = LRU(CACHE_ENTRIES // 16)  # folder -> {name: (stat key, item)} of the last walk
         self._store_depth = len(store_dir(self.layout).parts)
+        self._store_text = str(store_dir(self.layout))
 
     @property
     def root(self) -> Path:
@@ -338,19 +340,25 @@ class ItemFiles:
             yield from self._folder_items(folder)
 
     def _folder_items(self, folder: Path) -> Iterator[StoredItem]:
+        """The items of one folder: from this process's last walk, else (a fresh process) from
+        the derived index (index.py), else read; every one only while its file's stat key is
+        the recorded one. A walk that had to read many recorded their documents for the next
+        process."""
         base = str(folder)
-        kept: dict[str, tuple[StatKey, StoredItem]] = self._walked.get(base) or {}
+        kept: dict[str, tuple[StatKey, StoredItem]] | None = self._walked.get(base)
+        recorded = load_items(self.layout, folder) if kept is None else {}
+        kept = kept or {}
         now: dict[str, tuple[StatKey, StoredItem]] = {}
         checked: dict[Path, bool] = {}
+        names = [n for n in self._names(folder) if n.endswith(SUFFIX)]
+        read = 0
 
         def inside(where: Path) -> bool:  # once per folder, not once per file
             if where not in checked:
                 checked[where] = self.layout.contains(where)
             return checked[where]
 
-        for name in self._names(folder):
-            if not name.endswith(SUFFIX):
-                continue
+        for name in names:
             full = base + os.sep + name
             read_at = time.time_ns()
             try:
@@ -359,19 +367,39 @@ class ItemFiles:
                 continue  # removed since its folder was listed
             key = stat_key(st)
             hit = kept.get(name)
+            entry = recorded.get(name)
+            item: StoredItem | None
             if hit is not None and hit[0] == key:
                 item = hit[1]
+            elif entry is not None and entry[0] == key and stat.S_ISREG(st.st_mode):
+                item = self._recorded(Path(full), entry[1])
             else:
-                found = self._read_listed(Path(full), inside)
-                if found is None:
+                item = None
+            if item is None:
+                item = self._read_listed(Path(full), inside)
+                if item is None:
                     continue
-                item = found
+                read += 1
                 if not settled(st, read_at):
                     yield item  # changed within the racy window: read again next time
                     continue
             now[name] = (key, item)
             yield item
         self._walked.put(base, now)
+        if read >= INDEX_AFTER_READS and len(now) == len(names):
+            save_items(self.layout, folder, {n: (k, i.doc) for n, (k, i) in now.items()})
+
+    def _recorded(self, path: Path, doc: dict[str, Any]) -> StoredItem | None:
+        """An item from the derived index, validated and placed as a read of its file would be;
+        None when it is not (the file is read instead: the files win)."""
+        try:
+            validate_read(doc, KIND, str(path))
+            item = stored_item(doc, path)
+        except FileFormatError:
+            return None
+        segments = [encode_segment(label) for label in item.namespace]
+        want = os.sep.join([self._store_text, *segments, encode_segment(item.key) + SUFFIX])
+        return item if want == str(path) else None
 
     def _read_listed(self, path: Path, inside: Callable[[Path], bool] | None = None) -> StoredItem | None:
         try:
