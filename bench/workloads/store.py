@@ -10,11 +10,13 @@ InMemoryStore: ``put`` of an existing item (a new value), ``get`` of a random it
 its own ``store_query_items`` items (1,000) with a deterministic 64-dimension embedding
 (bench/embedding.py): ``search(("docs",), query=...)``. Each store's first call is untimed.
 Fresh process: ``python -m bench.store_child`` opens the store and makes one call (RepoStore with
-the ``.cache/`` earlier processes left: its embeddings and listings).
+the ``.cache/`` earlier processes left: its embeddings, listings and recorded items; one untimed
+process of each call runs first).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 import sqlite3
@@ -31,7 +33,19 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from bench import goals
-from bench.common import MEMORY, PROJECT_ROOT, REPO, SQLITE, Result, Sizes, median_ms, progress, rotated
+from bench.common import (
+    MEMORY,
+    PROJECT_ROOT,
+    REPO,
+    SQLITE,
+    Result,
+    Sizes,
+    fmt_load,
+    loadavg,
+    median_ms,
+    progress,
+    rotated,
+)
 from bench.embedding import DIMS, hash_embed
 from bench.report import Row, md_table
 from bench.store_child import FILTER
@@ -90,6 +104,7 @@ def _search_into(store: BaseStore, out: list[Any]) -> None:
 
 
 def run(tmp: Path, sizes: Sizes) -> Result:
+    started, load = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), loadavg()
     n, nq, calls = sizes.store_items, sizes.store_query_items, sizes.store_calls
     rng = random.Random(27)
     root, db = tmp / "store-repo", tmp / "store.db"
@@ -123,6 +138,8 @@ def run(tmp: Path, sizes: Sizes) -> Result:
     query = _query_workload(tmp, nq, calls, rng)
     fresh = _fresh(root, db, n, min(10, matching), sizes.fresh_repeats, rng)
     return {
+        "started": started,
+        "loadavg": [load, loadavg()],
         "items": n,
         "query_items": nq,
         "calls": calls,
@@ -185,7 +202,7 @@ def _fresh(root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Ra
         for kind in kinds:
             path = str(root if kind == REPO_STORE else db)
             runs = []
-            for _ in range(max(1, repeats)):
+            for n_run in range(max(1, repeats) + 1):
                 ns, key = item_name(rng.randrange(n))
                 arg = "/".join((*ns, key)) if call == "get" else "plum fig kiwi"
                 started = time.perf_counter_ns()
@@ -210,7 +227,8 @@ def _fresh(root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Ra
                     kind,
                     call,
                 )
-                runs.append({**got, "wall_ms": wall / 1e6})
+                if n_run:  # the first leaves .cache/ as the process before this one would have
+                    runs.append({**got, "wall_ms": wall / 1e6})
             out.setdefault(call, {})[kind] = {
                 "call_ms": statistics.median(r["call_ms"] for r in runs),
                 "wall_ms": statistics.median(r["wall_ms"] for r in runs),
@@ -284,11 +302,15 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         ["Call", "Store", "the call (ms)", "process wall (ms)", "processes"], "llrrr", fresh_rows
     )
     note = f"\n{result['query_note']}.\n" if result.get("query_note") else ""
+    when = ""
+    if result.get("started"):
+        start, end = result["loadavg"]
+        when = f" This workload ran at {result['started']} (load {fmt_load(start)} -> {fmt_load(end)})."
     return (
         (__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").strip()
         + f" SqliteStore ran with journal_mode={result['sqlite_journal_mode']}, synchronous="
         f"{result['sqlite_synchronous']} (its defaults: SqliteStore sets neither); RepoStore fsyncs each "
         "item file and its folder. The filter is "
-        f"`{json.dumps(FILTER)}`.\n\nWarm medians, ms:\n\n{table}\n\n"
+        f"`{json.dumps(FILTER)}`.{when}\n\nWarm medians, ms:\n\n{table}\n\n"
         f"Fresh processes, medians:\n\n{fresh}\n{note}"
     )
