@@ -43,6 +43,8 @@ LONGEST_FIRST = (
     "test_agent_server.py",
     "test_hardening_terminal.py",
     "test_differential.py",
+    "test_store_differential.py",
+    "test_store_crash.py",
     "test_hardening_chains.py",
     "test_migrations.py",
     "test_hardening_codeexec.py",
