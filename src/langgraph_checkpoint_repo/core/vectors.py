@@ -23,6 +23,7 @@ import math
 import os
 import stat
 import sys
+import threading
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -59,23 +60,34 @@ class VectorCache:
         self._record = DIGEST_BYTES + 8 * dims
         self._vectors: dict[bytes, list[float]] = {}
         self._seen: tuple[int, int] | None = None  # (inode, bytes read) of the file
+        self._mutex = threading.Lock()  # abatch reads from worker threads while the loop adds
 
     def __len__(self) -> int:
         return len(self._vectors)
 
     def known(self, digests: Iterable[bytes]) -> dict[bytes, list[float]]:
         """The vectors kept for these digests (the file read again first if it grew)."""
-        self._load()
-        return {d: self._vectors[d] for d in digests if d in self._vectors}
+        with self._mutex:
+            self._load()
+            return {d: self._vectors[d] for d in digests if d in self._vectors}
 
     def missing(self, digests: Iterable[bytes]) -> list[bytes]:
-        self._load()
-        return [d for d in dict.fromkeys(digests) if d not in self._vectors]
+        with self._mutex:
+            self._load()
+            return [d for d in dict.fromkeys(digests) if d not in self._vectors]
 
     def add(self, pairs: Sequence[tuple[bytes, Sequence[float]]]) -> None:
         """Keep new vectors, in memory and appended to the file. A vector of the wrong length
         is a ValueError naming the embedder (its embeddings do not fit the configured dims)."""
         fresh: list[tuple[bytes, list[float]]] = []
+        with self._mutex:
+            self._add(pairs, fresh)
+            if fresh:
+                self._append(fresh)
+
+    def _add(
+        self, pairs: Sequence[tuple[bytes, Sequence[float]]], fresh: list[tuple[bytes, list[float]]]
+    ) -> None:
         for digest, vector in pairs:
             values = [float(x) for x in vector]
             if len(values) != self.dims:
@@ -86,8 +98,6 @@ class VectorCache:
             if digest not in self._vectors:
                 self._vectors[digest] = values
                 fresh.append((digest, values))
-        if fresh:
-            self._append(fresh)
 
     # -- the file ------------------------------------------------------------------
     def _usable_folder(self) -> bool:
