@@ -252,6 +252,39 @@ def temp_dir(parent: Path, keep: bool) -> Iterator[Path]:
 # ----------------------------------------------------------------------------
 # counting saver calls
 # ----------------------------------------------------------------------------
+_CALLING = threading.local()  # the counted saver method the current thread is inside
+
+
+class FsyncRounds:
+    """Counts RepoSaver's waits on the disk: each round of fsyncs durable.py runs side by side
+    (the temp files of a call, then each batch's folders) is one wait, per saver method it
+    happened in (``CallCounter`` says which). Installed on our own module for the bench's
+    process only; folder creation (the first write of a thread) is not counted."""
+
+    def __init__(self) -> None:
+        from langgraph_checkpoint_repo.core import durable
+
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._module = durable
+        self._original = durable._each_at_once
+
+        def counted(call: Callable[[Any], None], items: list[Any]) -> None:
+            if items and call in (os.fsync, durable.fsync_dir):
+                with self._lock:
+                    self.counts[getattr(_CALLING, "method", "other")] += 1
+            self._original(call, items)
+
+        durable._each_at_once = counted
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.counts)
+
+    def close(self) -> None:
+        self._module._each_at_once = self._original
+
+
 class CallCounter:
     """Wraps a saver instance's methods to count calls and time spent in them."""
 
@@ -266,9 +299,12 @@ class CallCounter:
     def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             t0 = time.perf_counter_ns()
+            outer = getattr(_CALLING, "method", None)
+            _CALLING.method = name
             try:
                 return original(*args, **kwargs)
             finally:
+                _CALLING.method = outer
                 elapsed = time.perf_counter_ns() - t0
                 with self._lock:
                     self.counts[name] += 1

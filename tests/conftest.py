@@ -41,6 +41,7 @@ LONGEST_FIRST = (
     "test_examples.py",
     "test_concurrency.py",
     "test_agent_server.py",
+    "test_packaging.py",  # builds a wheel, installs it into a fresh venv and runs an app there
     "test_hardening_terminal.py",
     "test_differential.py",
     "test_store_differential.py",
@@ -55,7 +56,6 @@ LONGEST_FIRST = (
     "test_properties.py",
     "test_bench_agents.py",
     "test_bench_cli.py",
-    "test_packaging.py",
 )
 
 

@@ -243,6 +243,7 @@ COMMANDS: list[list[str]] = [
     ["migrate"],
     ["export", "sqlite:///{tmp}/out.db"],
     ["import", "sqlite:///{tmp}/in.db"],
+    ["server", "sync", "--url", "http://127.0.0.1:9"],  # a sub-group's command; the root is checked first
 ]
 
 

@@ -69,7 +69,7 @@ def assert_did_exactly(plan: PrunePlan, before: dict[Path, bytes], after: dict[P
     assert plan.doomed and plan.removed
     assert sorted(before.keys() - after.keys()) == plan.removed
     assert sorted(after.keys() - before.keys()) == plan.rescued
-    assert {p: after[p] for p in plan.rescued} == dict(plan.rescue)
+    assert {p: after[p] for p in plan.rescued} == dict(f for batch in plan.rescue for f in batch)
     assert all(after[p] == before[p] for p in before.keys() & after.keys())
 
 

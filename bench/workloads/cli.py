@@ -66,8 +66,10 @@ def thread(i: int) -> RunnableConfig:
 
 
 def validate_root(root: Path, sizes: Sizes) -> None:
-    """docs/cli.md's generator, made faster: thread 0 is played by the graph (``durable=False``),
-    the others are ``copy_thread`` copies of it (same files, their own thread ids)."""
+    """``validate_threads`` threads of a one-node chat graph, ``validate_turns`` turns and one
+    ``update_state`` each, made fast:
+    thread 0 is played by the graph (``durable=False``), the others are ``copy_thread`` copies
+    of it (same files, their own thread ids)."""
     saver = RepoSaver(root, durable=False)
     graph = reply_graph(saver)
     for turn in range(sizes.validate_turns):
@@ -190,7 +192,7 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         f"{sizes['cli_runs']}, commands round-robin). `threads`: a root of {SMALL_THREADS} threads x "
         f"{SMALL_TURNS} turns of the chat workload's graph ({result['small_checkpoints']} checkpoints). "
         f"validate: a root of {result['checkpoints']:,} checkpoints and {result['root_files']:,} files "
-        "(docs/cli.md's generator, a one-node chat graph on `MessagesState`, "
+        "(a one-node chat graph on `MessagesState` (bench/workloads/cli.py), "
         f"{sizes['validate_turns']} turns and one `update_state` a thread; thread 0 played by the graph "
         f"with `durable=False`, the other {sizes['validate_threads'] - 1} threads `copy_thread` copies of "
         "it), then one more turn of one thread by a default `RepoSaver`: the files it added or changed "

@@ -17,6 +17,7 @@ import asyncio
 import bisect
 import builtins
 import copy
+import logging
 import os
 import random
 from collections.abc import AsyncIterator, Collection, Generator, Iterable, Mapping, Sequence
@@ -62,6 +63,7 @@ from .core.layout import find_default_root
 from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
 from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
 from .core.writes import merged_writes, write_idx
@@ -156,7 +158,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         allowlist: Collection[tuple[str, ...]] | None = None,
         durable: bool = True,
-        large_value_bytes: int = 8 * 1024,
+        large_value_bytes: int = LARGE_VALUE_BYTES,
         snapshot_every: int = 64,
         lock_timeout: float = 60.0,
         redact: RedactOption = True,
@@ -171,7 +173,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.keep_request_metadata = keep_request_metadata
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
         self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
-        path = Path(root) if root is not None else find_default_root()
+        path = Path(root) if root is not None else _default_root()
         self.root = path.absolute()
         self.store = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
@@ -275,11 +277,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
             return
         wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
+        matches = self.store.meta.matches
         for cid, thread_id, ns in _listed(self.store, config, before):
             try:
                 if wanted:
-                    meta = self.checkpoint_metadata(thread_id, ns, cid)
-                    if any(meta.get(k) != v for k, v in wanted):
+                    ok = matches(thread_id, ns, cid, wanted)
+                    if ok is None:
+                        meta = self.checkpoint_metadata(thread_id, ns, cid)
+                        ok = all(meta.get(k) == v for k, v in wanted)
+                    if not ok:
                         continue
                 tup = self._tuple(self.store.header(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):
@@ -308,11 +314,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
         thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
-        ns_dir = self.store.layout.ns_dir(thread_id, ns)
         values: dict[str, Any] = {}
         versions = fields.channel_versions(doc)
         for channel, ref in doc["values"].items():
-            entry = self.store.value_entry(ns_dir, channel, versions.get(channel), ref)
+            entry = self.store.channel_value(doc, channel)
             if entry.empty:
                 continue
             where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
@@ -988,3 +993,23 @@ def _message_key(message: Any) -> Any:
     """A message's identity across branches: its id, else its content."""
     got = getattr(message, "id", None)
     return got if got else repr(message)
+
+
+_log = logging.getLogger(__name__)
+
+
+def _default_root() -> Path:
+    """``RepoSaver()``'s root; a new one outside any git work tree is said once, naming it: run
+    from the wrong folder, a saver would otherwise start an empty history there unseen."""
+    path = find_default_root()
+    if not path.exists() and not (path.parent / ".git").exists() and path not in _WARNED:
+        _WARNED.add(path)
+        _log.warning(
+            "RepoSaver(): no git work tree here, so the state goes to a new folder %s (give "
+            "RepoSaver(root) to use another)",
+            path,
+        )
+    return path
+
+
+_WARNED: set[Path] = set()

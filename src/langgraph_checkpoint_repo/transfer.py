@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
 
 from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
-from .core.errors import RepoCheckpointError, UnrevivableValueError
+from .core.errors import FileFormatError, RepoCheckpointError, UnrevivableValueError
 from .core.errors import SaverSpecError as SaverSpecError  # re-exported: their old home
 from .core.errors import ThreadExistsError as ThreadExistsError
 from .core.errors import ThreadNotFoundError as ThreadNotFoundError
@@ -42,9 +42,16 @@ class CopyReport:
     threads: list[str] = field(default_factory=list)
     checkpoints: int = 0
     writes: int = 0
+    # threads left out because a file of theirs in the source does not read (``keep_going``)
+    failed: dict[str, FileFormatError] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"threads": self.threads, "checkpoints": self.checkpoints, "writes": self.writes}
+        return {
+            "threads": self.threads,
+            "checkpoints": self.checkpoints,
+            "writes": self.writes,
+            "failed": {t: str(e) for t, e in self.failed.items()},
+        }
 
 
 Progress = Callable[[str, int, int], None]  # thread id, checkpoints copied so far, of how many
@@ -297,6 +304,18 @@ def _plan(thread_id: str, tuples: Iterable[CheckpointTuple], into: str | None = 
     return _Plan(thread_id, steps)
 
 
+@contextmanager
+def _unreadable(report: CopyReport, thread_id: str, keep_going: bool) -> Iterator[None]:
+    """A thread of the source whose files do not read: the error raised, or (``keep_going``)
+    noted in ``report.failed`` so the copy goes on with the other threads."""
+    try:
+        yield
+    except FileFormatError as exc:
+        if not keep_going:
+            raise
+        report.failed[thread_id] = exc
+
+
 def _unique(thread_ids: Sequence[str]) -> builtins.list[str]:
     return list(dict.fromkeys(thread_ids))
 
@@ -401,6 +420,7 @@ def copy_threads(
     *,
     replace: bool = False,
     progress: Progress | None = None,
+    keep_going: bool = False,
 ) -> CopyReport:
     """Copy threads (default: all) from ``source`` to ``target``, every checkpoint and write.
 
@@ -408,21 +428,28 @@ def copy_threads(
     or already in the target (unless ``replace``) stops the copy with nothing done.
     ``replace`` writes the new thread whole under a staging id first (``staging_id``) and
     swaps it in only then: a checkpoint the target refuses leaves the old thread as it was.
+    A thread is read whole before any of it is written; ``keep_going``: one whose files do not
+    read (``FileFormatError``) is left out, nothing of it written, and named in
+    ``report.failed``, and the copy goes on with the others.
     """
     wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
     present = {t: _has(target, t) for t in wanted}
-    for t in wanted:  # threads found by thread_ids_of are in the source: no need to ask again
-        _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
     report = CopyReport()
-    for thread_id in wanted:
-        info = write_info_of(source, thread_id)
-        if not present[thread_id]:
-            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}))
+    for t in wanted:  # threads found by thread_ids_of are in the source: no need to ask again
+        with _unreadable(report, t, keep_going):
+            _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
+    for thread_id in (t for t in wanted if t not in report.failed):
+        into = staging_id(thread_id) if present[thread_id] else None
+        with _unreadable(report, thread_id, keep_going):
+            info = write_info_of(source, thread_id)
+            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=into)
+        if thread_id in report.failed:
+            continue
+        if into is None:
             _put_plan(target, plan, info, report, progress)
         else:
             _check_replaceable(target, thread_id)
-            staged = staging_id(thread_id)
-            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=staged)
+            staged = into
             try:
                 _put_plan(target, plan, info, report, progress)
                 target.delete_thread(thread_id)
@@ -443,6 +470,7 @@ async def acopy_threads(
     *,
     replace: bool = False,
     progress: Progress | None = None,
+    keep_going: bool = False,
 ) -> CopyReport:
     """``copy_threads`` for async savers (AsyncSqliteSaver, AsyncPostgresSaver, RepoSaver's a-methods)."""
     if thread_ids is None:
@@ -450,19 +478,23 @@ async def acopy_threads(
     else:
         wanted = _unique(thread_ids)
     present = {t: await _ahas(target, t) for t in wanted}
-    for t in wanted:
-        _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
     report = CopyReport()
-    for thread_id in wanted:
-        tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
-        info = await awrite_info_of(source, thread_id)
-        if not present[thread_id]:
-            plan = _plan(thread_id, tuples)
+    for t in wanted:
+        with _unreadable(report, t, keep_going):
+            _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
+    for thread_id in (t for t in wanted if t not in report.failed):
+        into = staging_id(thread_id) if present[thread_id] else None
+        with _unreadable(report, thread_id, keep_going):
+            tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
+            info = await awrite_info_of(source, thread_id)
+            plan = _plan(thread_id, tuples, into=into)
+        if thread_id in report.failed:
+            continue
+        if into is None:
             await _aput_plan(target, plan, info, report, progress)
         else:
             _check_replaceable(target, thread_id)
-            staged = staging_id(thread_id)
-            plan = _plan(thread_id, tuples, into=staged)
+            staged = into
             try:
                 await _aput_plan(target, plan, info, report, progress)
                 await target.adelete_thread(thread_id)

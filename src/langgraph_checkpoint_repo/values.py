@@ -20,7 +20,6 @@ that rule (core/objects.py). Every other channel is referred to where its versio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
@@ -28,18 +27,17 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 from .core import fields
 from .core.caches import Dep, refresh, stat_key_of
 from .core.documents import Documents
-from .core.durable import digest_node, json_size
+from .core.durable import json_size
 from .core.entries import appended_weight
 from .core.errors import InvalidWriteError
-from .core.objects import Sharer, large_digest, nesting_problem, weight_problem
+from .core.objects import large_digest, weight_problem
 from .core.packed import msgpack_array_header, msgpack_array_split
+from .core.storing import Prepared, shared_tree, stored_node
 from .core.tree import b64, msgpack_to_tree
-from .core.validation import SCHEMA_VERSION
 from .serde import ValueCodec
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
 ListKey = tuple[str, str, str]  # (thread_id, checkpoint_ns, channel)
-Prepared = list[tuple[Path, bytes]]  # files validated and serialised, to write in one batch
 
 
 @dataclass(kw_only=True)
@@ -303,19 +301,11 @@ class ValueWriter:
     def stored_node(
         self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
     ) -> dict[str, Any]:
-        """A node as stored: its messages and long lists shared through ``objects/``, then,
-        when still over ``large_value_bytes``, the node in a file named by its content hash.
-        ``where``: (what is written, JSON pointer), for a refusal's message."""
-        if "json" in node:
-            node = {**node, "json": self.shared(thread_id, node["json"], large, where)}
-        if json_size(node) <= self.large_value_bytes:
-            return node
-        digest = digest_node(node)
-        path = self.store.layout.large_path(thread_id, digest)
-        if all(p != path for p, _ in large) and not self.store.intact(path, "large_value"):
-            doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
-            large.append(self.store.prepare("large_value", doc, path))
-        return {"large": digest}
+        """A node as stored (core/storing.py); remembers the weight of its shared tree."""
+        stored, weight = stored_node(self.store, thread_id, node, self.large_value_bytes, large, where)
+        if weight is not None:
+            self.shared_weight = weight
+        return stored
 
     def shared(
         self,
@@ -326,27 +316,6 @@ class ValueWriter:
         *,
         items: bool = False,
     ) -> Any:
-        """The tree with its shared subtrees replaced by references (objects.py); the object
-        files not yet on disk join ``large``, to be written before whatever refers to them.
-
-        Refused (``InvalidWriteError``, nothing written) when a reader would refuse it: the
-        same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
-        sharer = Sharer()
-        out = sharer.share_items(tree) if items else sharer.share(tree)
-        self.shared_weight = (sharer.containers, sharer.values, sharer.text)
-        problem = weight_problem(self.shared_weight)
-        problem = problem or nesting_problem(sharer.height)
-        if problem is not None:  # each file would be small; the value read back would not be
-            why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
-            target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
-            raise InvalidWriteError("value", target, pointer, why)
-        if sharer.objects:
-            layout = self.store.layout
-            pending = {p for p, _ in large}
-            for digest, obj in sharer.objects.items():
-                path = layout.object_path(thread_id, digest)
-                if path not in pending and not self.store.intact(path, "object"):
-                    doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": obj}
-                    large.append(self.store.prepare("object", doc, path))
-                    pending.add(path)
+        """The tree with its shared subtrees replaced by references (core/storing.py)."""
+        out, self.shared_weight = shared_tree(self.store, thread_id, tree, large, where, items=items)
         return out

@@ -44,6 +44,60 @@ def _fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _where_hint(ctx: Any, exc: BaseException) -> str:
+    """For something not found: how the root was found, and other roots nearby that hold state."""
+    settings = ctx.obj
+    if not isinstance(exc, NotFoundError) or not isinstance(settings, Settings):
+        return ""
+    hint = f" (root found {settings.found_by})" if settings.found_by != "--root" else ""
+    others = other_roots(settings.root)
+    if others:
+        names = ", ".join(str(_rel_path(p)) for p in others)
+        hint += f"; state also in {names} (give it with --root)"
+    return hint
+
+
+def _rel_path(path: Path) -> Path:
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def restore_hint(exc: BaseException) -> str:
+    """For a file that does not read: how git can give it back, when git has it (the files are
+    in a repository, so a damaged one is rarely lost); empty otherwise."""
+    import subprocess
+
+    from ..core.errors import FileFormatError
+
+    path = Path(exc.path) if isinstance(exc, FileFormatError) else None
+    if path is None or not path.is_file():
+        return ""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-C", str(path.parent), *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+
+    try:
+        last = git("log", "-1", "--format=%h", "--", path.name)
+        changed = git("diff", "--quiet", "HEAD", "--", path.name)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    commit = last.stdout.strip()
+    if last.returncode != 0 or not commit:
+        return ""
+    if changed.returncode == 1:  # changed since it was committed: the committed one may be whole
+        return f" (git has it as committed in {commit}: git checkout {commit} -- {path})"
+    return f" (committed so in {commit}: git log -- {path} lists earlier versions to restore)"
+
+
 class _Group(TyperGroup):
     """Turns every expected error into one line on stderr and its exit code."""
 
@@ -56,7 +110,8 @@ class _Group(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
             return command
-        for param in self.params:
+        # the top group's options, also for a command of a sub-group (``server sync --root X``)
+        for param in ctx.find_root().command.params:
             if param.name not in ("root", "version", "allow"):
                 continue
             extra = _shallow_copy(param)
@@ -74,7 +129,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except RepoCheckpointError as exc:  # its exit code: the one table, exits.EXIT_CODES
-            _fail(str(exc), exit_code(exc))
+            _fail(str(exc) + restore_hint(exc) + _where_hint(ctx, exc), exit_code(exc))
         except BrokenPipeError:
             # the reader of our output went away (``| head``): stop quietly
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -103,6 +158,7 @@ class Settings:
     out: Console
     err: Console
     allow: list[str] = field(default_factory=list)  # --allow module:Name items
+    found_by: str = "--root"  # how the root was found, for messages that name it
 
 
 def _show_version(value: bool) -> None:
@@ -119,6 +175,7 @@ def _root_after_command(ctx: Any, param: Any, value: Any) -> None:
         settings = ctx.obj
         assert isinstance(settings, Settings)
         settings.root = Path(value).absolute()
+        settings.found_by = "--root"
 
 
 def _allow_after_command(ctx: Any, param: Any, value: Any) -> None:
@@ -157,8 +214,45 @@ def _main(
     ] = None,
 ) -> None:
     """Inspect, check and tidy LangGraph state kept by RepoSaver in a repository."""
-    path = (root if root is not None else find_default_root()).absolute()
-    ctx.obj = Settings(path, _out_console(), _err_console(), list(allow or []))
+    path, found_by = (root, "--root") if root is not None else default_root()
+    ctx.obj = Settings(path.absolute(), _out_console(), _err_console(), list(allow or []), found_by)
+
+
+def default_root(cwd: Path | None = None) -> tuple[Path, str]:
+    """The root a command reads without ``--root``: where the Agent Server keeps it (``.langgraph``
+    beside the nearest ``langgraph.json`` from here up, within the git work tree) when state is
+    there, else where ``RepoSaver()`` keeps it (``.langgraph`` at the top of the git work tree);
+    with how it was found, for messages."""
+    here = (cwd or Path.cwd()).absolute()
+    top = find_default_root(here).parent
+    for folder in (here, *here.parents):
+        if (folder / "langgraph.json").is_file() and holds_state(folder / ".langgraph"):
+            return folder / ".langgraph", f"beside {folder / 'langgraph.json'}"
+        if folder == top:
+            break
+    where = "at the top of the git work tree" if (top / ".git").exists() else "in this folder"
+    return top / ".langgraph", where
+
+
+def other_roots(root: Path, cwd: Path | None = None, most: int = 3) -> list[Path]:
+    """Other folders nearby that hold RepoSaver state (a ``.langgraph`` below the git work
+    tree's top, or below here outside git, a few levels deep), for a message that found none."""
+    here = (cwd or Path.cwd()).absolute()
+    top = find_default_root(here).parent
+    found: list[Path] = []
+    skip = {".git", ".venv", "venv", "node_modules", "__pycache__", ".cache"}
+    for dirpath, dirnames, _ in os.walk(top):
+        depth = len(Path(dirpath).relative_to(top).parts)
+        deeper = depth < 4
+        dirnames[:] = sorted(
+            d for d in dirnames if deeper and d not in skip and (d == ".langgraph" or not d.startswith("."))
+        )
+        if Path(dirpath).name == ".langgraph" and Path(dirpath) != root and holds_state(Path(dirpath)):
+            found.append(Path(dirpath))
+            dirnames[:] = []
+            if len(found) >= most:
+                break
+    return found
 
 
 def _check_root(root: Path, *, creating: bool = False) -> None:
@@ -284,6 +378,15 @@ NsOpt = Annotated[
     ),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+CheckpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        "-c",
+        metavar="ID",
+        help="Checkpoint id or unique prefix (default: the one that continues, docs/forks.md).",
+    ),
+]
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +107,21 @@ def _out_console() -> Console:
 
 
 def _print_table(out: Console, table: Table) -> None:
-    """A table; into a pipe or file without the padding rich puts at the end of each line."""
+    """A table; into a pipe or file one line per row, as wide as its cells (a script reads it
+    line by line), without the padding rich puts at the end of each line."""
     if out.is_terminal:
         out.print(table)
         return
-    with out.capture() as captured:
-        out.print(table)
+    from rich.measure import Measurement
+
+    natural = Measurement.get(out, out.options.update(max_width=1 << 16), table).maximum
+    width = out.width
+    out.width = max(width, natural)
+    try:
+        with out.capture() as captured:
+            out.print(table)
+    finally:
+        out.width = width
     out.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
@@ -152,3 +161,17 @@ def _rel(path: Path | str) -> str:
     if text.startswith(cwd + os.sep):
         return text[len(cwd) + 1 :]
     return text
+
+
+def report_broken(settings: Any, broken: Sequence[tuple[str, Exception]]) -> None:
+    """One line per thread a whole-root command could not read (after it went on with the
+    others), then the exit code of the worst: the output says what went right, the code
+    that something did not."""
+    import typer
+
+    from .exits import exit_code
+
+    for tid, exc in broken:
+        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (f": {exc}", "red")))
+    if broken:
+        raise typer.Exit(max(exit_code(exc) for _, exc in broken))

@@ -10,11 +10,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..core.errors import (
-    BadInputError,
-    NotFoundError,
-)
+from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from .app import (
+    CheckpointOpt,
     JsonOpt,
     NsOpt,
     _reader,
@@ -26,6 +24,7 @@ from .output import (
     _print_json,
     _print_table,
     _rel,
+    report_broken,
 )
 
 if TYPE_CHECKING:  # each command imports what it uses when it runs
@@ -85,18 +84,19 @@ def threads(
     reader = _reader(ctx)
     pairs = _meta_pairs(meta or [])
     after = parse_date(since) if since else None
-    rows = _matching_threads(reader, waiting_at, has, pairs, after)
+    broken: list[tuple[str, RepoCheckpointError]] = []
+    rows = _matching_threads(reader, waiting_at, has, pairs, after, broken)
     forked = {s.thread_id: unsettled_namespaces(reader.store, s.thread_id) for s in rows}
     if as_json:
         _print_json([{**_summary_json(s), "unsettled_heads": forked[s.thread_id]} for s in rows])
-        return
-    if not rows:
+    elif rows:
+        _print_table(settings.out, _threads_table(rows, forked))
+    elif not broken:
         settings.err.print(
             f"no threads under {_rel(reader.root)}"
             + (" match the filters" if (waiting_at or has or pairs or after) else "")
         )
-        return
-    _print_table(settings.out, _threads_table(rows, forked))
+    report_broken(settings, broken)
 
 
 def _matching_threads(
@@ -105,8 +105,10 @@ def _matching_threads(
     has: str | None,
     pairs: list[tuple[str, str]],
     after: datetime | None,
+    broken: list[tuple[str, RepoCheckpointError]],
 ) -> list[ThreadSummary]:
-    """The summaries of the threads that pass ``threads``' filters."""
+    """The summaries of the threads that pass ``threads``' filters; a thread that cannot be
+    read goes to ``broken`` instead of stopping the others."""
     from ..core.plans import parse_ts
 
     rows: list[ThreadSummary] = []
@@ -115,6 +117,9 @@ def _matching_threads(
             s = reader.summary(tid)
         except NotFoundError:
             continue  # a folder without checkpoints (fsck reports it)
+        except RepoCheckpointError as exc:  # one broken thread: said on its own line, the rest go on
+            broken.append((tid, exc))
+            continue
         root_ns = s.namespaces[0]
         if (
             waiting_at is not None
@@ -242,12 +247,7 @@ def history(
 def show(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(help="Thread id.")],
-    checkpoint: Annotated[
-        str | None,
-        typer.Option(
-            "--checkpoint", "-c", metavar="ID", help="Checkpoint id or unique prefix (default: latest)."
-        ),
-    ] = None,
+    checkpoint: CheckpointOpt = None,
     ns: NsOpt = "",
     show_all: Annotated[bool, typer.Option("--all", help="Also show LangGraph's own channels.")] = False,
     as_json: JsonOpt = False,
@@ -319,16 +319,22 @@ def _ids_at_revision(reader: Reader, thread: str, ns: str, rev: str) -> set[str]
     return {cid for cid in ids if f"{folder}/{reader.layout.checkpoint_path(thread, ns, cid).name}" in names}
 
 
-def _at_revision(reader: Reader, thread: str, ns: str, rev: str) -> tuple[str, dict[str, Any]]:
+def _at_revision(
+    reader: Reader, thread: str, ns: str, rev: str, not_a_checkpoint: Exception
+) -> tuple[str, dict[str, Any]]:
     """The checkpoint that continued ``thread`` at git revision ``rev``, and its stored trees,
     read from git (``git archive`` of that thread only); the error of a bad checkpoint id
-    when ``rev`` is no revision either."""
+    when ``rev`` is no revision either (outside git, ``not_a_checkpoint`` itself: there is no
+    revision to mean)."""
     import tempfile
 
     from ..readmodel.reader import Reader as Read
     from ..review.revisions import git_top, is_revision, materialize, resolve
 
-    top = git_top(reader.root)
+    try:
+        top = git_top(reader.root)
+    except NotFoundError:
+        raise not_a_checkpoint from None
     if not is_revision(top, rev):
         raise BadInputError(f"{rev!r} is neither a checkpoint of thread {thread!r} nor a git revision")
     rel = reader.root.resolve().relative_to(top.resolve()).as_posix()
@@ -376,10 +382,10 @@ def diff(
     try:
         old_id = _diff_base(reader, thread, ns, new, from_id)
         old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
-    except (BadInputError, NotFoundError):
+    except (BadInputError, NotFoundError) as not_a_checkpoint:
         if from_id is None:
             raise
-        old_id, old_trees = _at_revision(reader, thread, ns, from_id)  # --from main
+        old_id, old_trees = _at_revision(reader, thread, ns, from_id, not_a_checkpoint)  # --from main
     changes = diff_trees(old_trees, new.trees, internal=show_all)
     if as_json:
         _print_json(

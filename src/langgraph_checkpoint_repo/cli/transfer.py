@@ -26,6 +26,7 @@ from .exits import FAILED, CliError
 from .output import (
     _print_json,
     _rel,
+    report_broken,
 )
 
 ThreadsOpt = Annotated[
@@ -67,21 +68,25 @@ def _transfer(
             source, target = (saver, repo) if to_repo else (repo, saver)
             wanted = threads or thread_ids_of(source)
             with _copy_progress(settings, len(wanted)) as step:
-                report = copy_threads(source, target, wanted, replace=replace, progress=step)
+                report = copy_threads(
+                    source, target, threads, replace=replace, progress=step, keep_going=len(wanted) > 1
+                )
     except (RepoCheckpointError, OSError):
         raise  # its exit code comes from exits.EXIT_CODES (SaverSpecError 2, ThreadExistsError 5, ...)
     except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback
         raise CliError(f"{other}: {type(exc).__name__}: {' '.join(str(exc).split())}", FAILED) from None
     if json_out:
         _print_json(report.to_json())
-        return
-    here = _rel(settings.root)
-    where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
-    settings.out.print(
-        f"copied {len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} "
-        f"({report.checkpoints} checkpoints, "
-        f"{report.writes} pending writes) {where}"
-    )
+    else:
+        here = _rel(settings.root)
+        where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
+        settings.out.print(
+            f"copied {len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} "
+            f"({report.checkpoints} checkpoints, "
+            f"{report.writes} pending writes) {where}"
+            + (f"; {len(report.failed)} not copied (below)" if report.failed else "")
+        )
+    report_broken(settings, list(report.failed.items()))
 
 
 @contextmanager

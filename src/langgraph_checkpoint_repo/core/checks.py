@@ -810,7 +810,10 @@ def repair(store: Documents, findings: list[Finding]) -> None:
             # what is unneeded was judged without the lock: a put since then may have come to
             # rely on a file that was there (an object or large file is reused by its name)
             store.forget_thread(tid)
-            still = {g.path for g in _orphan_findings(store, tid)}
+            # only a thread whose files all read has orphaned values judged (fsck never judges
+            # them in one with an invalid file): a lost checkpoint's writes need no judging
+            rejudge = any(f.kind in _REJUDGED for f in items)
+            still = {g.path for g in _orphan_findings(store, tid)} if rejudge else set()
             for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
                 if f.kind in _REJUDGED and f.path not in still:
                     continue

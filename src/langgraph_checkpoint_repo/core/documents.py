@@ -311,13 +311,15 @@ class Documents:
         known = self._lineages.get(folder) or load_lineage(self.layout, folder)
         out = Lineage()
         read = 0
+        prefix = str(folder) + os.sep  # a str per id, not a Path: this loop is one lstat per checkpoint
         for cid in ids:
-            path = self.layout.checkpoint_path(thread_id, ns, cid)
             hit = known.keys.get(cid)
-            if hit is not None and cid in known.links and stat_key_of(path) == hit:
+            name = prefix + encode_segment(cid) + ".json"
+            if hit is not None and cid in known.links and stat_key_of(name) == hit:
                 out.add(cid, known.links[cid])
                 out.keys[cid] = hit
                 continue
+            path = self.layout.checkpoint_path(thread_id, ns, cid)
             read_at = time.time_ns()
             try:
                 st = os.lstat(path)
@@ -414,6 +416,27 @@ class Documents:
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version`` that ``ref`` points to (ValueResolver)."""
         return self.values.value_entry(ns_dir, channel, version, ref)
+
+    def channel_value(self, doc: dict[str, Any], channel: str) -> ValueEntry:
+        """The value of one channel of the checkpoint ``doc``. When another file it is read
+        through does not read (a link of an append chain, an object), the error also names
+        the checkpoint and thread that needed it and how to get it back: one damaged old file
+        is otherwise a mystery to whoever reads the newest state."""
+        thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
+        ns_dir = self.layout.ns_dir(thread_id, ns)
+        version = fields.channel_versions(doc).get(channel)
+        try:
+            return self.value_entry(ns_dir, channel, version, doc["values"][channel])
+        except FileFormatError as exc:
+            if Path(exc.path) == self.layout.checkpoint_path(thread_id, ns, cid):
+                raise
+            raise type(exc)(
+                exc.path,
+                exc.pointer,
+                f"{exc.detail}; checkpoint {cid} of thread {thread_id!r} reads channel {channel!r} "
+                f"through this file: restore it from git (git log -- {exc.path}); "
+                "`langgraph-repo fsck` lists every file that does not read",
+            ) from exc
 
     def resolve_node(
         self, node: dict[str, Any], where: Path, pointer: str = ""

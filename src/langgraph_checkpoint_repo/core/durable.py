@@ -14,6 +14,7 @@ import os
 import secrets
 import stat
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -347,6 +348,9 @@ def check_lock_file(lock_path: Path, thread_id: str, what: str = "thread") -> No
         )
 
 
+IDLE_LOCKS = 32  # locks kept after their last user left (ThreadLocks)
+
+
 class ThreadLocks:
     """Per-thread locks: a lock file (filelock) across processes, a gate inside one.
 
@@ -362,11 +366,20 @@ class ThreadLocks:
         # for it; dropped when the last one leaves, so a long-lived saver over many threads
         # keeps no lock (nor open file) per thread it ever wrote
         self._held: dict[Path, tuple[FileLock, _SharedExclusive, int]] = {}
+        # the few last let go of, kept for the next put of the same thread (no new FileLock,
+        # no mkdir of the lock folder per call); an idle FileLock holds no open file
+        self._idle: OrderedDict[Path, tuple[FileLock, _SharedExclusive]] = OrderedDict()
         self._mutex = threading.Lock()
 
     def __len__(self) -> int:
         """How many threads' locks are in use now."""
         return len(self._held)
+
+    @property
+    def kept(self) -> int:
+        """How many lock objects are kept, in use or idle: never more than the threads in use
+        plus ``IDLE_LOCKS``, however many threads a saver ever wrote."""
+        return len(self._held) + len(self._idle)
 
     @contextmanager
     def hold(
@@ -377,8 +390,11 @@ class ThreadLocks:
         with self._mutex:
             held = self._held.get(lock_path)
             if held is None:
-                lock_path.parent.mkdir(parents=True, exist_ok=True)
-                held = (FileLock(str(lock_path), thread_local=False), _SharedExclusive(), 0)
+                idle = self._idle.pop(lock_path, None)
+                if idle is None:
+                    lock_path.parent.mkdir(parents=True, exist_ok=True)
+                    idle = (FileLock(str(lock_path), thread_local=False), _SharedExclusive())
+                held = (*idle, 0)
             lock, gate, users = held
             self._held[lock_path] = (lock, gate, users + 1)
         try:
@@ -389,6 +405,9 @@ class ThreadLocks:
                 lock, gate, users = self._held[lock_path]
                 if users == 1:
                     del self._held[lock_path]
+                    self._idle[lock_path] = (lock, gate)
+                    if len(self._idle) > IDLE_LOCKS:
+                        self._idle.popitem(last=False)
                 else:
                     self._held[lock_path] = (lock, gate, users - 1)
 

@@ -22,11 +22,14 @@ import math
 import os
 import re
 import stat as stat_mod
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import FileFormatError
+
+if TYPE_CHECKING:  # for annotations only: git's textconv driver reads with this module and
+    # starts once per file, so it does not pay for importing pathlib
+    from collections.abc import Callable
+    from pathlib import Path
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 # What one file may expand to once parsed (docs/format.md): every array and object costs

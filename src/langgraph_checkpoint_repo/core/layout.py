@@ -63,7 +63,11 @@ def is_windows_device_name(name: str) -> bool:
     return name.partition(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
 
 
-@lru_cache(maxsize=4096)  # a pure function, called for the same ids on every write and read
+# checkpoint and task ids (uuids): verbatim by every rule of ``is_verbatim`` (no dot, lower
+# case, no device name can be spelt in hex and dashes), tested first without the cache
+_ID_LIKE = re.compile(r"[0-9a-f-]{1,64}").fullmatch
+
+
 def encode_segment(value: str, *, whole_name: bool = True) -> str:
     """Map any string to one safe, reversible path segment.
 
@@ -71,6 +75,13 @@ def encode_segment(value: str, *, whole_name: bool = True) -> str:
     version of ``values/<channel>@<version>.json``): Windows device names are kept as they
     are there, so those names stay what earlier versions wrote.
     """
+    if _ID_LIKE(value):  # the ids of a long thread would turn the cache over on every pass
+        return value
+    return _encode_segment(value, whole_name)
+
+
+@lru_cache(maxsize=4096)  # a pure function, called for the same names on every write and read
+def _encode_segment(value: str, whole_name: bool) -> str:
     if value == "":
         return "%"
     if is_verbatim(value):  # most ids (uuids, plain names) encode to themselves

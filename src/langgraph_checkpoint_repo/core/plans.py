@@ -26,7 +26,6 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from .errors import FileFormatError, MissingReferenceError
 from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment
 from .lineage import Lineage
 from .objects import large_in, objects_in, refs_in
+from .storing import LARGE_VALUE_BYTES, Prepared, stored_node
 from .validation import SCHEMA_VERSION
 
 #: (thread_id, checkpoint_ns, checkpoint_id) -> the checkpoint's metadata, read from its file
@@ -54,6 +54,10 @@ class Needed:
     # value files a removal must write first (their value sits inline in a removed checkpoint),
     # validated and serialised
     rescued: dict[Path, tuple[Path, bytes]] = field(default_factory=dict)
+    # the object and large files those value files refer to that are not on disk yet (a
+    # compacted list's chunks), written before them; and the trees they hold, by digest
+    rescued_first: Prepared = field(default_factory=list)
+    pending: dict[str, Any] = field(default_factory=dict)
     large: set[str] = field(default_factory=set)  # large-value digests
     objects: set[str] = field(default_factory=set)  # object digests, with what objects refer to
     seen: set[tuple[Path, str, str]] = field(default_factory=set)  # links already followed
@@ -76,72 +80,110 @@ def needed_files(
                 objects_in(body, out.objects)
             versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
-                _mark_chain(store, ns_dir, channel, versions.get(channel), ref, kept, out)
+                _ChainMarks(store, thread_id, ns_dir, channel, kept, out).mark(versions.get(channel), ref)
             for _, wdoc in store.writes_docs(thread_id, ns, cid):
                 for w in wdoc["writes"]:
                     large_in(w, out.large)
                     objects_in(w, out.objects)
     for digest in out.large:
         try:
-            objects_in(store.read_doc(layout.large_path(thread_id, digest), "large_value"), out.objects)
+            if digest in out.pending:
+                objects_in(out.pending[digest], out.objects)
+            else:
+                objects_in(store.read_doc(layout.large_path(thread_id, digest), "large_value"), out.objects)
         except FileNotFoundError:
             pass  # validate names the missing large file
-    out.objects = object_closure(store, thread_id, out.objects)
+    out.objects = object_closure(store, thread_id, out.objects, out.pending)
     return out
 
 
-def _mark_chain(
-    store: Documents, ns_dir: Path, channel: str, version: Any, ref: str, kept: set[str], out: Needed
-) -> None:
-    """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
-    read = partial(_marked_link, store, ns_dir, channel, kept, out)
-    for link in walk_chain(read, version, ref):
-        if link.known:
-            return  # this link and everything below it is marked already
-        large_in(link.body, out.large)
-        objects_in(link.body, out.objects)
+@dataclass
+class _ChainMarks:
+    """The walks of one channel's append chains in one namespace, for a removal: which files
+    the kept checkpoints use, and what must be rescued for them (into ``out``)."""
 
+    store: Documents
+    thread_id: str
+    ns_dir: Path
+    channel: str
+    kept: set[str]
+    out: Needed
 
-def _marked_link(
-    store: Documents, ns_dir: Path, channel: str, kept: set[str], out: Needed, version: Any, ref: str
-) -> Link:
-    """One link, marked as used. A link in a removed checkpoint is read where readers find it
-    afterwards: its value file, which is rescued when there is none."""
-    vpath = ns_dir / store.layout.value_rel(channel, version)
-    in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
-    path = ns_dir / ref if in_checkpoint else vpath
-    seen = (ns_dir, channel, ref + "|" + repr(version))
-    if seen in out.seen:
-        return Link(version, ref, path, known=True)
-    out.seen.add(seen)
-    if not in_checkpoint:
+    def mark(self, version: Any, ref: str) -> None:
+        """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
+        for link in walk_chain(self.link, version, ref):
+            if link.known:
+                return  # this link and everything below it is marked already
+            large_in(link.body, self.out.large)
+            objects_in(link.body, self.out.objects)
+
+    def link(self, version: Any, ref: str) -> Link:
+        """One link, marked as used. A link in a removed checkpoint is read where readers find
+        it afterwards: its value file, which is rescued when there is none."""
+        store, ns_dir, channel, out = self.store, self.ns_dir, self.channel, self.out
+        vpath = ns_dir / store.layout.value_rel(channel, version)
+        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
+        path = ns_dir / ref if in_checkpoint else vpath
+        seen = (ns_dir, channel, ref + "|" + repr(version))
+        if seen in out.seen:
+            return Link(version, ref, path, known=True)
+        out.seen.add(seen)
+        if not in_checkpoint:
+            out.values.add(vpath)
+            if vpath in out.rescued:
+                return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
+            return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
+        pointer = f"/new_values/{channel}"
+        host = store.read_doc(path, "checkpoint")
+        body = host.get("new_values", {}).get(channel)
+        if body is None:
+            raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
+        if host["checkpoint_id"] in self.kept:
+            return Link(version, ref, path, pointer, body)
         out.values.add(vpath)
-        if vpath in out.rescued:
-            return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
-        return Link(version, ref, vpath, "", store.read_doc(vpath, "value"))
-    pointer = f"/new_values/{channel}"
-    host = store.read_doc(path, "checkpoint")
-    body = host.get("new_values", {}).get(channel)
-    if body is None:
-        raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
-    if host["checkpoint_id"] in kept:
-        return Link(version, ref, path, pointer, body)
-    out.values.add(vpath)
-    existing = _existing_value(store, vpath, channel, version, body, path)
-    if existing is not None:
-        return Link(version, ref, vpath, "", existing)
-    if vpath not in out.rescued:
-        out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
-    return Link(version, ref, path, pointer, body)
+        existing = _existing_value(store, ns_dir, vpath, channel, version, ref, body, path)
+        if existing is not None:
+            return Link(version, ref, vpath, "", existing)
+        if vpath not in out.rescued:
+            if isinstance(body, dict) and "append" in body:
+                # the list whole, not this link and the removed links below it: what is kept
+                # reads from a fixed number of files however long the chain was
+                body = self.whole_list(version, ref, vpath)
+            out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
+        rescued = json.loads(out.rescued[vpath][1])
+        return Link(version, ref, vpath, "", rescued, rescued)
+
+    def whole_list(self, version: Any, ref: str, vpath: Path) -> dict[str, Any]:
+        """The body of a list stored whole, rebuilt from its append chain, stored the way a put
+        stores a whole value (core/storing.py: the same messages are the same objects); the
+        objects and large file it needs that are not on disk join ``out.rescued_first``."""
+        entry = self.store.value_entry(self.ns_dir, self.channel, version, ref)
+        node = {"serde": "msgpack", "json": entry.tree}
+        first: Prepared = []
+        where = (str(vpath), "/value")
+        stored, _ = stored_node(self.store, self.thread_id, node, LARGE_VALUE_BYTES, first, where)
+        for path, data in first:
+            doc = json.loads(data)
+            self.out.pending[path.name[: -len(".json")]] = doc.get("tree", doc.get("value"))
+        self.out.rescued_first.extend(first)
+        return {"value": stored}
 
 
 def _existing_value(
-    store: Documents, vpath: Path, channel: str, version: Any, body: dict[str, Any], host: Path
+    store: Documents,
+    ns_dir: Path,
+    vpath: Path,
+    channel: str,
+    version: Any,
+    ref: str,
+    body: dict[str, Any],
+    host: Path,
 ) -> dict[str, Any] | None:
     """The value file already at ``vpath``, when it holds the value the removed checkpoint
-    ``host`` holds inline (readers then find the same value there); None when there is none or
-    it does not read (damaged: rescued again, atomically). One that reads but holds another
-    value is refused, naming it: removing the checkpoint would change what the kept ones read."""
+    ``host`` holds inline (readers then find the same value there; one prune may have stored
+    whole what this checkpoint holds as an append); None when there is none or it does not
+    read (damaged: rescued again, atomically). One that reads but holds another value is
+    refused, naming it: removing the checkpoint would change what the kept ones read."""
     try:
         doc = store.read_doc(vpath, "value")
     except FileNotFoundError:
@@ -149,7 +191,7 @@ def _existing_value(
     except FileFormatError:
         return None  # damaged: the rescue writes it again from the checkpoint's inline value
     held = {k: v for k, v in doc.items() if k not in ("schema_version", "kind", "channel", "version")}
-    if held != body:
+    if held != body and not _same_value(store, ns_dir, channel, version, ref):
         raise FileFormatError(
             str(vpath),
             "/",
@@ -157,6 +199,17 @@ def _existing_value(
             "removed: refusing to remove it (the kept checkpoints would read this file instead)",
         )
     return doc
+
+
+def _same_value(store: Documents, ns_dir: Path, channel: str, version: Any, ref: str) -> bool:
+    """Whether the value file of ``channel`` at ``version`` and the checkpoint ``ref`` hold
+    the same value once each is resolved (a chain rebuilt, objects and large files read)."""
+    try:
+        inline = store.value_entry(ns_dir, channel, version, ref)
+        stored = store.value_entry(ns_dir, channel, version, store.layout.value_rel(channel, version))
+    except (FileFormatError, MissingReferenceError):
+        return False
+    return (inline.empty, inline.tree, inline.raw) == (stored.empty, stored.tree, stored.raw)
 
 
 def _value_file(
@@ -184,8 +237,9 @@ class PrunePlan:
     values: list[Path] = field(default_factory=list)  # value files nothing kept uses
     large: list[Path] = field(default_factory=list)  # large files nothing kept uses
     objects: list[Path] = field(default_factory=list)  # object files nothing kept uses
-    rescued: list[Path] = field(default_factory=list)  # value files written first
-    rescue: list[tuple[Path, bytes]] = field(default_factory=list, repr=False)  # their contents
+    rescued: list[Path] = field(default_factory=list)  # files written first
+    # their contents, in batches each durable before the next (objects before what refers to them)
+    rescue: list[list[tuple[Path, bytes]]] = field(default_factory=list, repr=False)
 
     @property
     def removed(self) -> list[Path]:
@@ -216,8 +270,9 @@ def plan_removal(store: Documents, thread_id: str, doomed: Mapping[str, Collecti
     if not plan.doomed:
         return plan
     need = needed_files(store, thread_id, keep)
-    plan.rescued = sorted(need.rescued)
-    plan.rescue = [need.rescued[p] for p in plan.rescued]
+    values = sorted(need.rescued)
+    plan.rescued = sorted([*values, *(p for p, _ in need.rescued_first)])
+    plan.rescue = [sorted(need.rescued_first), [need.rescued[p] for p in values]]
     for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
         plan.values.extend(p for p in store.value_files(ns_dir) if p not in need.values)
     plan.large = [
@@ -239,7 +294,7 @@ def carry_out(store: Documents, plan: PrunePlan) -> None:
         return
     thread_id = plan.thread_id
     store.check_tree(store.layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
-    store.write([plan.rescue])
+    store.write(plan.rescue)
     store.remove_files(plan.checkpoints)
     store.remove_files(plan.writes)
     store.remove_files([*plan.values, *plan.large, *plan.objects])
@@ -446,9 +501,12 @@ def copy_thread_files(store: Documents, source_thread_id: str, target_thread_id:
         store.forget_thread(target_thread_id)
 
 
-def object_closure(store: Documents, thread_id: str, roots: set[str]) -> set[str]:
+def object_closure(
+    store: Documents, thread_id: str, roots: set[str], pending: Mapping[str, Any] | None = None
+) -> set[str]:
     """Every object reachable from ``roots`` (objects refer to objects); each read once, so
-    a hand-made loop ends. A missing object is left out: validate names it."""
+    a hand-made loop ends. ``pending``: trees of objects about to be written. A missing
+    object is left out: validate names it."""
     seen: set[str] = set()
     todo = list(roots)
     while todo:
@@ -456,6 +514,9 @@ def object_closure(store: Documents, thread_id: str, roots: set[str]) -> set[str
         if digest in seen:
             continue
         seen.add(digest)
+        if pending is not None and digest in pending:
+            todo.extend(refs_in(pending[digest]))
+            continue
         try:
             doc = store.read_doc(store.layout.object_path(thread_id, digest), "object")
         except FileNotFoundError:

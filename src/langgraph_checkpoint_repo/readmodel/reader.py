@@ -233,12 +233,10 @@ class Reader:
     def state(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> StateView:
         """A checkpoint's values, pending writes and next tasks."""
         doc = self.store.header(thread_id, ns, cid)
-        ns_dir = self.layout.ns_dir(thread_id, ns)
-        versions = fields.channel_versions(doc)
         trees: dict[str, Any] = {}
         values: dict[str, Any] = {}
-        for channel, ref in doc["values"].items():
-            entry = self.store.value_entry(ns_dir, channel, versions.get(channel), ref)
+        for channel in doc["values"]:
+            entry = self.store.channel_value(doc, channel)
             if entry.empty:
                 continue
             trees[channel] = tree_of(entry)

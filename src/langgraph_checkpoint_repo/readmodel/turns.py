@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core import fields
 from ..core.lineage import CHOICE_KEY
+from ..core.messages import content_text, message_fields, tool_calls
 from .reader import Reader
 from .tasks import ERROR, INTERRUPT, RESUME, is_internal
 
@@ -37,45 +38,13 @@ class Event:
     old: Any = None  # an edited message before the edit
 
 
-def message_fields(tree: Any) -> dict[str, Any] | None:
-    """A stored message's fields (``{"$type": [langchain_core.messages..., X], "$fields": ...}``)."""
-    if not isinstance(tree, dict):
-        return None
-    kind = tree.get("$type")
-    got = tree.get("$fields")
-    if not (isinstance(kind, list) and len(kind) == 2 and str(kind[0]).startswith("langchain_core.messages")):
-        return None
-    return got if isinstance(got, dict) else None
-
-
-def content_text(content: Any) -> str:
-    """A message's content as text: a string, or the text blocks of a list of blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict):
-                parts.append(f"[{block.get('type', 'block')}]")
-        return "".join(parts)
-    return "" if content is None else str(content)
-
-
 def message_event(tree: Any, checkpoint_id: str, step: int | None, kind: str = "message") -> Event:
     """The event of one stored message (or of a value that is not one, as text)."""
     got = message_fields(tree)
     if got is None:
         return Event(kind=kind, checkpoint_id=checkpoint_id, step=step, role="value", tree=tree)
     role = str(got.get("type") or "")
-    calls = [
-        (str(c.get("name", "?")), c.get("args", {}))
-        for c in got.get("tool_calls") or []
-        if isinstance(c, dict)
-    ]
+    calls = tool_calls(got)
     name = str(got.get("name") or "") if role == "tool" else ""
     return Event(
         kind=kind,

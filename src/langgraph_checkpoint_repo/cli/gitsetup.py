@@ -1,0 +1,255 @@
+"""``git-setup``: git and the forges show the state files as what they mean (docs/review.md).
+
+Two halves, because a forge never runs local code. The top-level ``.gitattributes`` (committed
+with the project) marks the root's thread files as generated, so GitHub (``linguist-generated``)
+and GitLab (``gitlab-generated``) collapse their raw JSON in a pull request, and names the diff
+driver. The repository's own git config (per clone, never committed) defines that driver as
+this package's textconv (review/textconv.py), so ``git diff``, ``git log -p`` and ``git show``
+print each file as a few lines; a clone without it sees the JSON. The lines sit in a marked
+block and the config in its own section, so running it again changes nothing and ``--undo``
+takes back exactly those.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..core.errors import BadInputError
+from ..review.textconv import VIEW
+from .app import _check_root, _settings, app
+from .exits import NOT_FOUND, REFUSED, CliError
+
+DRIVER = "langgraph-repo"
+BEGIN = "# langgraph-repo: begin"
+END = "# langgraph-repo: end"
+BEGIN_LINE = f"{BEGIN} (written by `langgraph-repo git-setup`; `langgraph-repo git-setup --undo` removes it)"
+ATTRIBUTES = f"linguist-generated=true gitlab-generated diff={DRIVER}"
+SCRIPT = "langgraph-repo-textconv"
+#: the driver when no script is installed beside this program: the current folder (where git
+#: runs it: the top of the work tree) leaves ``sys.path`` before anything is imported, so a
+#: checkout's own ``orjson.py`` can never run in a ``git diff``
+SNIPPET = (
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "from langgraph_checkpoint_repo.review.textconv import main; sys.exit(main())"
+)
+
+
+@app.command("git-setup")
+def git_setup(
+    ctx: typer.Context,
+    undo: Annotated[
+        bool, typer.Option("--undo", help="Remove the lines and the git config git-setup wrote.")
+    ] = False,
+) -> None:
+    """Make pull requests and git show the state readably: mark the root's files generated in
+    the top-level .gitattributes (GitHub and GitLab collapse them) and register a textconv driver
+    in this repository's git config (git diff, log -p and show print each file as a few lines).
+    Running it again changes nothing; --undo removes exactly what it wrote."""
+    settings = _settings(ctx)
+    root = settings.root
+    if not undo:
+        _check_root(root, creating=True)  # before any state exists is fine; a wrong folder is not
+    top = work_tree_top(root)
+    line = attribute_line(relative_root(root, top))
+    path = top / ".gitattributes"
+    before = read_attributes(path)
+    lines = _block_lines(before)
+    others = [ln for ln in lines if ln != line]
+    if undo:
+        after = _with_block(before, others)
+        said = [f".gitattributes: removed {line}"] if line in lines else []
+        if not others:
+            said += _remove_config(top)
+    else:
+        after = _with_block(before, lines if line in lines else [*lines, line])
+        said = [] if line in lines else [f".gitattributes: added {line}"]
+        said += _set_config(top, driver_command())
+    if after != before:
+        write_attributes(path, after)
+    nothing = "nothing of git-setup's is here" if undo else "already set up"
+    for text in said or [f"nothing to change: {nothing}"]:
+        settings.out.print(text)
+    if said and not undo:
+        settings.out.print(
+            "commit .gitattributes so pull requests collapse the state files; each clone runs "
+            "`langgraph-repo git-setup` once for the readable local diff"
+        )
+
+
+# ----------------------------------------------------------------------------
+# where: the work tree, the root's pattern
+# ----------------------------------------------------------------------------
+def _git(top: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(top), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def work_tree_top(root: Path) -> Path:
+    """The top of the git work tree holding ``root`` (which need not exist yet)."""
+    start = root.absolute()
+    while not start.is_dir() and start != start.parent:
+        start = start.parent
+    proc = _git(start, "rev-parse", "--show-toplevel")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise CliError(
+            f"{root} is not in a git work tree: git-setup writes the .gitattributes and git config of one",
+            NOT_FOUND,
+        )
+    return Path(proc.stdout.strip())
+
+
+def relative_root(root: Path, top: Path) -> str:
+    """The root as a path below the top of the work tree ('' when it is the top)."""
+    real_root, real_top = Path(os.path.realpath(root)), Path(os.path.realpath(top))
+    try:
+        rel = real_root.relative_to(real_top).as_posix()
+    except ValueError:
+        raise BadInputError(f"root {root} is outside the git work tree {top}") from None
+    if rel == ".git" or rel.startswith(".git/"):
+        raise BadInputError(f"root {root} is inside .git")
+    return "" if rel == "." else rel
+
+
+def attribute_line(rel: str) -> str:
+    """The .gitattributes line for the root ``rel``: every file below its ``threads/``.
+
+    Glob characters in the root's path are escaped to match themselves; a path with a space or
+    a quote is written C-quoted, as gitattributes reads it."""
+    pattern = "/" + re.sub(r"([*?\[\\])", r"\\\1", f"{rel}/threads" if rel else "threads") + "/**"
+    if any(ch in pattern for ch in ' "\t') or not pattern.isprintable():
+        pattern = '"' + pattern.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t") + '"'
+    return f"{pattern} {ATTRIBUTES}"
+
+
+def driver_command(search: list[Path] | None = None) -> str:
+    """The textconv command for git: this install's ``langgraph-repo-textconv`` script when it
+    is found beside this program, else this interpreter running the module; absolute, so it
+    works from a virtual environment git knows nothing of. ``--view`` changes when the view
+    does, and git drops the text it cached for an older command."""
+    name = SCRIPT + (".exe" if sys.platform == "win32" else "")
+    if search is None:
+        search = [Path(sys.argv[0]).parent, Path(sysconfig.get_path("scripts"))]
+    folders = search
+    for folder in folders:
+        script = folder / name
+        if script.is_file() and os.access(script, os.X_OK):
+            return f"{shlex.quote(str(script.absolute()))} --view {VIEW}"
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(SNIPPET)} --view {VIEW}"
+
+
+# ----------------------------------------------------------------------------
+# .gitattributes: one marked block
+# ----------------------------------------------------------------------------
+def read_attributes(path: Path) -> str:
+    """The file's text ('' when there is none); a symlink or a folder there is refused."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    if stat.S_ISLNK(st.st_mode):
+        raise CliError(f"{path} is a symlink: git-setup does not follow it (make it a file)", REFUSED)
+    if not stat.S_ISREG(st.st_mode):
+        raise CliError(f"{path} is not a regular file", REFUSED)
+    return path.read_bytes().decode("utf-8", "surrogateescape")
+
+
+def _split(text: str) -> tuple[list[str], int, int]:
+    """The file's lines (with their ends) and where the block starts and ends (-1, -1: none)."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if ln.rstrip("\r\n").startswith(BEGIN)]
+    ends = [i for i, ln in enumerate(lines) if ln.rstrip("\r\n") == END]
+    if not starts and not ends:
+        return lines, -1, -1
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise CliError(
+            f".gitattributes has a broken '{BEGIN}' ... '{END}' block: fix or remove it by hand first",
+            REFUSED,
+        )
+    return lines, starts[0], ends[0]
+
+
+def _block_lines(text: str) -> list[str]:
+    lines, start, end = _split(text)
+    return [ln.rstrip("\r\n") for ln in lines[start + 1 : end]] if start >= 0 else []
+
+
+def _with_block(text: str, block: list[str]) -> str:
+    """``text`` with the block holding exactly ``block`` (no block when it is empty)."""
+    lines, start, end = _split(text)
+    eol = "\r\n" if "\r\n" in text else "\n"
+    new = [f"{BEGIN_LINE}{eol}", *(ln + eol for ln in block), f"{END}{eol}"] if block else []
+    if start >= 0:
+        if block and _block_lines(text) == block:
+            return text  # as it is, its own first line included
+        return "".join(lines[:start] + new + lines[end + 1 :])
+    if not block:
+        return text
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += eol
+    return "".join(lines + new)
+
+
+def write_attributes(path: Path, text: str) -> None:
+    """Replace the file at once (temp file, rename); a file left empty is removed."""
+    if not text:
+        path.unlink(missing_ok=True)
+        return
+    try:
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=".gitattributes.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8", "surrogateescape"))
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ----------------------------------------------------------------------------
+# git config: the driver's section
+# ----------------------------------------------------------------------------
+def _set_config(top: Path, command: str) -> list[str]:
+    said = []
+    for key, value in (("textconv", command), ("cachetextconv", "true")):
+        name = f"diff.{DRIVER}.{key}"
+        if _git(top, "config", "--local", "--get", name).stdout.rstrip("\n") == value:
+            continue
+        proc = _git(top, "config", "--local", name, value)
+        if proc.returncode != 0:
+            raise CliError(f"git config {name}: {proc.stderr.strip()}", REFUSED)
+        said.append(f"git config {name} {value}")
+    return said
+
+
+def _remove_config(top: Path) -> list[str]:
+    said = []
+    if _git(top, "config", "--local", "--get-regexp", rf"^diff\.{DRIVER}\.").stdout.strip():
+        _git(top, "config", "--local", "--remove-section", f"diff.{DRIVER}")
+        said.append(f"git config: removed diff.{DRIVER}")
+    cache = f"refs/notes/textconv/{DRIVER}"
+    if _git(top, "rev-parse", "--verify", "--quiet", cache).returncode == 0:
+        _git(top, "update-ref", "-d", cache)
+        said.append(f"removed git's cache of the converted text ({cache})")
+    return said

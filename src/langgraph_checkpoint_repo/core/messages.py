@@ -1,0 +1,48 @@
+"""A stored LangChain message, read as a person reads it: its role, text and tool calls.
+
+In the core (no LangChain) because two readers need it with nothing else of the read model:
+``readmodel.turns`` (the review) and the textconv driver git starts once per file, which must
+not pay for importing the reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def message_fields(tree: Any) -> dict[str, Any] | None:
+    """A stored message's fields (``{"$type": [langchain_core.messages..., X], "$fields": ...}``)."""
+    if not isinstance(tree, dict):
+        return None
+    kind = tree.get("$type")
+    got = tree.get("$fields")
+    if not (isinstance(kind, list) and len(kind) == 2 and str(kind[0]).startswith("langchain_core.messages")):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text blocks of a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, Mapping):
+                parts.append(f"[{block.get('type', 'block')}]")
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def tool_calls(fields: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(tool name, arguments) of each tool call an AI message makes."""
+    return [
+        (str(c.get("name", "?")), c.get("args", {}))
+        for c in fields.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]

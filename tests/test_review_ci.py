@@ -1,0 +1,294 @@
+"""The pull-request workflow (examples/github/langgraph-review.yml), its commands run for real.
+
+GitHub itself cannot run here, so the test plays the runner: a repository is cloned, a branch
+gets agent turns, the base branch moves on, and the CI checkout is the merge GitHub makes for a
+pull request (full history, as ``fetch-depth: 0``). Then the ``run:`` scripts of the workflow's
+steps are read from the file and run as the runner runs them (``bash -eo pipefail``, the
+workflow's environment, the ``${{ }}`` expressions filled from the pull request's event), so the
+range is computed exactly as the workflow computes it. Only the forge's comment API is a
+stand-in: a ``gh`` that keeps the pull request's comments in a file and filters them with the
+real ``jq``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from bench.agent_graphs import build_create_agent, user_message
+from langchain_core.messages import HumanMessage
+
+from graphs import cfg
+from langgraph_checkpoint_repo import RepoSaver
+from test_git import commit_all, git, init_repo
+
+WORKFLOW = Path(__file__).resolve().parents[1] / "examples" / "github" / "langgraph-review.yml"
+MARKER = "<!-- langgraph-repo-review -->"
+THREAD = "support-1"
+BOT = "github-actions[bot]"
+
+FAKE_GH = '''#!{python}
+"""A stand-in for the forge's comment API: ``gh api`` over a JSON file of comments."""
+import json, os, subprocess, sys
+
+state_path = os.environ["FAKE_FORGE"]
+state = json.load(open(state_path))
+args = sys.argv[1:]
+assert args[0] == "api", args
+method, jq, body, path = "GET", None, None, None
+rest = args[1:]
+while rest:
+    a = rest.pop(0)
+    if a == "--method":
+        method = rest.pop(0)
+    elif a == "--jq":
+        jq = rest.pop(0)
+    elif a == "--input":
+        body = json.load(open(rest.pop(0)))["body"]
+    elif a == "--paginate":
+        pass
+    else:
+        path = a
+state["calls"].append([method, path])
+if method == "GET":
+    out = json.dumps(state["comments"])
+    if jq:
+        out = subprocess.run(["jq", "-r", jq], input=out, capture_output=True, text=True, check=True).stdout
+    sys.stdout.write(out)
+elif method == "POST":
+    new = {{"id": len(state["comments"]) + 100, "user": {{"login": "{bot}"}}, "body": body}}
+    state["comments"].append(new)
+elif method == "PATCH":
+    cid = int(path.rsplit("/", 1)[1])
+    (comment,) = [c for c in state["comments"] if c["id"] == cid]
+    comment["body"] = body
+json.dump(state, open(state_path, "w"))
+'''
+
+
+def turn(repo: Path, n: int, *, text: str | None = None, thread: str = THREAD) -> None:
+    message = user_message(n) if text is None else HumanMessage(content=text, id=f"user-{n}-{len(text)}")
+    build_create_agent(RepoSaver(repo / ".langgraph", durable=False)).invoke(
+        {"messages": [message]}, cfg(thread)
+    )
+
+
+def rev(repo: Path, name: str = "HEAD") -> str:
+    return git(repo, "rev-parse", name).stdout.strip()
+
+
+class Runner:
+    """The runner of one pull request: its checkout, temp folder, summary and the forge's comments."""
+
+    def __init__(self, tmp: Path, origin: Path, base_ref: str, head_ref: str) -> None:
+        self.tmp = tmp
+        self.origin = origin
+        self.base_ref, self.head_ref = base_ref, head_ref
+        tmp.mkdir()
+        self.forge = tmp / "forge.json"
+        self.forge.write_text(json.dumps({"comments": [], "calls": []}))
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        gh = self.bin / "gh"
+        gh.write_text(FAKE_GH.format(python=sys.executable, bot=BOT))
+        gh.chmod(0o755)
+        self.runs = 0
+        self.workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+
+    def checkout(self) -> Path:
+        """What actions/checkout gives a pull request: the merge of head into base, all history."""
+        self.runs += 1
+        work = self.tmp / f"run{self.runs}" / "workspace"
+        work.parent.mkdir()
+        subprocess.run(["git", "clone", "-q", str(self.origin), str(work)], check=True, env=_git_env())
+        git(work, "config", "user.name", "GitHub")
+        git(work, "config", "user.email", "noreply@github.com")
+        self.base_sha = rev(work, f"origin/{self.base_ref}")
+        self.head_sha = rev(work, f"origin/{self.head_ref}")
+        git(work, "checkout", "-q", "--detach", self.base_sha)
+        git(work, "merge", "-q", "--no-ff", "--no-edit", self.head_sha)
+        return work
+
+    def step(self, work: Path, step_id: str) -> subprocess.CompletedProcess[str]:
+        """The step's ``run:`` script, as the runner runs it."""
+        (step,) = [s for s in self.workflow["jobs"]["review"]["steps"] if s.get("id") == step_id]
+        context = {
+            "github.event.pull_request.number": "7",
+            "github.server_url": "https://github.com",
+            "github.repository": "acme/agent",
+            "github.run_id": str(1000 + self.runs),
+            "github.token": "not-a-token",
+        }
+        env = {**os.environ, **_git_env()}
+        env["PATH"] = os.pathsep.join([str(self.bin), str(Path(sys.executable).parent), env["PATH"]])
+        env.update({k: str(v) for k, v in self.workflow["env"].items()})
+        env.update({k: _expand(str(v), context) for k, v in step.get("env", {}).items()})
+        temp = work.parent / "runner-temp"
+        temp.mkdir(exist_ok=True)
+        env.update(
+            RUNNER_TEMP=str(temp),
+            GITHUB_STEP_SUMMARY=str(work.parent / "summary.md"),
+            GITHUB_REPOSITORY="acme/agent",
+            GITHUB_WORKSPACE=str(work),
+            FAKE_FORGE=str(self.forge),
+        )
+        assert self.workflow["defaults"]["run"]["shell"] == "bash"
+        script = work.parent / f"{step_id}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    def comments(self) -> list[dict[str, Any]]:
+        return list(json.loads(self.forge.read_text())["comments"])
+
+    def calls(self) -> list[list[str]]:
+        return list(json.loads(self.forge.read_text())["calls"])
+
+
+def _expand(text: str, context: dict[str, str]) -> str:
+    """``${{ a.b }}`` from the event; an expression the test does not know fails it."""
+    return re.sub(r"\$\{\{\s*([\w.]+)\s*\}\}", lambda m: context[m.group(1)], text)
+
+
+def _git_env() -> dict[str, str]:
+    return {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """The repository on the forge: main with the agent's first turn."""
+    origin = init_repo(tmp_path / "origin")
+    git(origin, "config", "receive.denyCurrentBranch", "ignore")
+    (origin / "README.md").write_text("app\n", encoding="utf-8")
+    turn(origin, 1)
+    commit_all(origin, "turn 1")
+    return origin
+
+
+def clone(origin: Path, path: Path, branch: str) -> Path:
+    subprocess.run(["git", "clone", "-q", str(origin), str(path)], check=True, env=_git_env())
+    git(path, "config", "user.name", "Dev")
+    git(path, "config", "user.email", "dev@example.invalid")
+    git(path, "checkout", "-q", "-b", branch)
+    return path
+
+
+def said(markdown: str) -> list[str]:
+    """The events of a Markdown review, ``label: text`` (as tests/test_review.py reads them)."""
+    out = []
+    for line in markdown.splitlines():
+        m = re.match(r"^(?:\d+\.|   -) \*\*(.+?)\*\*: (.*)$", line)
+        if m:
+            label, text = (re.sub(r"^`+ ?| ?`+$", "", part) for part in m.groups())
+            out.append(f"{label}: {text}")
+    return out
+
+
+def test_the_workflow_posts_one_review_comment_for_the_pull_requests_range_and_updates_it(
+    tmp_path: Path, origin: Path
+) -> None:
+    """A branch adds turns 2 and 3 while main gets another thread: the comment reviews what the
+    branch does to main (main's own change is not in it, as in GitHub's "Files changed"),
+    starts with the marker, and a later push updates the same comment; a person's comment is
+    left alone."""
+    dev = clone(origin, tmp_path / "dev", "feature")
+    turn(dev, 2)
+    commit_all(dev, "turn 2")
+    turn(dev, 3)
+    commit_all(dev, "turn 3")
+    git(dev, "push", "-q", "origin", "feature")
+    turn(origin, 1, thread="on-main")  # the base branch moves on
+    commit_all(origin, "main: another thread")
+
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    human = {"id": 1, "user": {"login": "alice"}, "body": MARKER + " quoting the bot"}
+    runner.forge.write_text(json.dumps({"comments": [human], "calls": []}))
+    work = runner.checkout()
+    for step_id in ("validate", "review", "comment"):
+        proc = runner.step(work, step_id)
+        assert proc.returncode == 0, (step_id, proc.stdout, proc.stderr)
+
+    (mine,) = [c for c in runner.comments() if c["user"]["login"] == BOT]
+    body = mine["body"]
+    merge = rev(work)
+    assert rev(work, "HEAD^1") == runner.base_sha and rev(work, "HEAD^2") == runner.head_sha
+    assert body.startswith(MARKER + "\n## State review: ")
+    assert f"`{runner.base_sha[:12]}` .. `{merge[:12]}`" in body.splitlines()[1]
+    users = [s for s in said(body) if s.startswith("user: ")]
+    assert users == [f"user: {user_message(n).content}" for n in (2, 3)]
+    assert "on-main" not in body and "### Thread `support-1` (changed)" in body
+    summary = (work.parent / "summary.md").read_text(encoding="utf-8")
+    assert body.removeprefix(MARKER + "\n") == summary
+
+    turn(dev, 4)  # a new push to the pull request
+    commit_all(dev, "turn 4")
+    git(dev, "push", "-q", "origin", "feature")
+    work = runner.checkout()
+    for step_id in ("validate", "review", "comment"):
+        assert runner.step(work, step_id).returncode == 0, step_id
+    comments = runner.comments()
+    assert comments[0] == human
+    (mine,) = [c for c in comments if c["user"]["login"] == BOT]
+    assert [s for s in said(mine["body"]) if s.startswith("user: ")][-1] == f"user: {user_message(4).content}"
+    writes = [c for c in runner.calls() if c[0] != "GET"]
+    assert writes == [
+        ["POST", "repos/acme/agent/issues/7/comments"],
+        ["PATCH", f"repos/acme/agent/issues/comments/{mine['id']}"],
+    ]
+
+
+def test_a_merge_that_leaves_two_heads_fails_validate_and_the_comment_says_so(
+    tmp_path: Path, origin: Path
+) -> None:
+    """main and the branch both continued the thread: the pull request's merge has two heads
+    nobody chose, so ``validate --heads`` fails the job, and the comment (still posted) shows
+    the branch's turn and the heads to settle."""
+    dev = clone(origin, tmp_path / "dev", "feature")
+    turn(dev, 2, text="deny the refund")
+    commit_all(dev, "deny")
+    git(dev, "push", "-q", "origin", "feature")
+    turn(origin, 2, text="approve the refund")
+    commit_all(origin, "approve")
+
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    validate = runner.step(work, "validate")
+    assert validate.returncode == 1 and "head" in validate.stdout + validate.stderr
+    assert runner.step(work, "review").returncode == 0
+    assert runner.step(work, "comment").returncode == 0
+    ((comment),) = runner.comments()
+    assert comment["body"].startswith(MARKER)
+    body = comment["body"]
+    assert "deny the refund" in body
+    assert "approve the refund" not in body  # main's turn is not the pull request's
+    assert "heads to settle" in body and "Heads nobody chose" in body
+
+
+def test_a_review_too_long_for_a_comment_points_to_the_job_summary(tmp_path: Path, origin: Path) -> None:
+    dev = clone(origin, tmp_path / "dev", "feature")
+    turn(dev, 2, text="a very long question " * 4000)
+    commit_all(dev, "long")
+    git(dev, "push", "-q", "origin", "feature")
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    assert runner.step(work, "review").returncode == 0
+    assert runner.step(work, "comment").returncode == 0
+    ((comment),) = runner.comments()
+    body = comment["body"]
+    assert body.startswith(MARKER + "\n## State review: ") and len(body) < 1000
+    assert "https://github.com/acme/agent/actions/runs/1001" in body
+    summary = (work.parent / "summary.md").read_text(encoding="utf-8")
+    assert len(summary) > 60000 and "a very long question" in summary
