@@ -14,13 +14,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import cli
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.review.mergeitem import main
@@ -169,13 +169,13 @@ def on_branch(repo: Path, branch: str, start: str, change: Any) -> None:
 
 
 def register_driver(repo: Path) -> None:
-    """What git-setup writes for the store: an attribute line and the driver's config."""
-    (repo / ".gitattributes").write_text(f".langgraph/store/** merge={DRIVER}\n")
-    command = f"{sys.executable} -m langgraph_checkpoint_repo.review.mergeitem %O %A %B %P"
-    git(repo, "config", f"merge.{DRIVER}.name", "langgraph-repo: field-wise merge of RepoStore items")
-    git(repo, "config", f"merge.{DRIVER}.driver", command)
+    """``langgraph-repo git-setup``: its attribute line for the store, the driver's config."""
+    out = cli(repo / ".langgraph", "git-setup", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    assert f"/.langgraph/store/** merge={DRIVER}" in out.stdout
+    assert git(repo, "config", "--local", f"merge.{DRIVER}.driver").stdout.rstrip().endswith("%O %A %B %P")
     git(repo, "add", ".gitattributes")
-    git(repo, "commit", "-q", "-m", "merge driver")
+    git(repo, "commit", "-q", "-m", "git-setup")
 
 
 def test_different_items_merge_without_conflict_even_without_the_driver(repo: Path) -> None:
@@ -222,7 +222,7 @@ def test_one_item_changed_on_both_is_a_conflict_in_that_file_only_without_the_dr
     assert "<<<<<<<" in text and '"updated_at"' in text  # an ordinary JSON conflict, as for any file
 
 
-def test_with_the_driver_different_fields_of_one_item_merge_and_read_back(repo: Path) -> None:
+def test_after_git_setup_different_fields_of_one_item_merge_and_read_back(repo: Path) -> None:
     register_driver(repo)
     on_branch(
         repo, "a", "main", lambda s: s.put(("users", "alice"), "prefs", {"theme": "light", "lang": "en"})
