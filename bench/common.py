@@ -59,6 +59,12 @@ class Sizes:
     validate_threads: int
     validate_turns: int
     """The CLI workload's validate root: threads x (turns x 3 + 1) checkpoints."""
+    store_items: int = 10_000
+    """The store workload: items every store holds (get, put, search with a filter)..."""
+    store_query_items: int = 1_000
+    """... items with embeddings (search with a query) ..."""
+    store_calls: int = 200
+    """... and puts and gets timed per store."""
 
 
 FULL = Sizes(
@@ -94,6 +100,9 @@ QUICK = Sizes(
     cli_runs=3,
     validate_threads=5,
     validate_turns=33,
+    store_items=1_000,
+    store_query_items=200,
+    store_calls=40,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -111,6 +120,9 @@ TINY = Sizes(
     cli_runs=1,
     validate_threads=2,
     validate_turns=3,
+    store_items=60,
+    store_query_items=20,
+    store_calls=6,
 )
 
 

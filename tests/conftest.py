@@ -44,6 +44,8 @@ LONGEST_FIRST = (
     "test_packaging.py",  # builds a wheel, installs it into a fresh venv and runs an app there
     "test_hardening_terminal.py",
     "test_differential.py",
+    "test_store_differential.py",
+    "test_store_crash.py",
     "test_hardening_chains.py",
     "test_migrations.py",
     "test_hardening_codeexec.py",

@@ -4,7 +4,8 @@ One server (the ``server`` extra: langgraph-cli[inmem], langgraph-sdk) runs
 examples/agent_server/ from a copy in a temp folder, with no ``LANGGRAPH_REPO_ROOT``, so the
 package's factory puts the files in ``.langgraph`` next to ``langgraph.json``. The tests run
 in file order against it: the server found every extended method, an interrupt and its resume
-read back as InMemorySaver has them, a prebuilt agent's run, a thread copy and delete,
+read back as InMemorySaver has them, a prebuilt agent's run, a thread copy and delete, the store
+(RepoStore) through the server's /store API and a memory agent's run,
 ``langgraph-repo server sync`` after a fresh clone (the server knows no committed thread), and at
 the end the files validate and no write under ``.langgraph/`` made the server reload (a
 ``.py`` file written last must, so the reload check is seen to work).
@@ -37,7 +38,7 @@ from typer.testing import Result
 from graphs import cfg, chat_graph
 from helpers import cli, cli_in_process, one_line_error
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.agent_server import checkpointer, server_root
+from langgraph_checkpoint_repo.agent_server import checkpointer, server_root, store
 from langgraph_checkpoint_repo.saver import REQUEST_METADATA
 from test_git import commit_all, git
 
@@ -262,6 +263,56 @@ def test_copy_and_delete_of_a_thread_act_on_its_files(server: Server, client: An
     assert thread_folder(server, thread).is_dir()
 
 
+# ----------------------------------------------------------------------------
+# the store: RepoStore behind the server's /store API and a graph's runtime.store
+# ----------------------------------------------------------------------------
+async def test_store_factory_is_an_async_context_manager_yielding_a_store_on_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "langgraph.json").write_text(json.dumps({"store": {"ttl": {"default_ttl": 5}}}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LANGGRAPH_REPO_ROOT", raising=False)
+    async with store() as made:
+        assert made.root == tmp_path / ".langgraph"
+        assert made.ttl_config == {"default_ttl": 5}
+        await made.aput(("ns",), "k", {"v": 1})
+        assert (tmp_path / ".langgraph" / "store" / "ns" / "k.json").is_file()
+
+
+def test_server_uses_repo_store(server: Server, client: Any) -> None:
+    client.store.list_namespaces()  # the store is entered on first use
+    assert "Using custom store: RepoStore(root=" in server.text(), server.text()[-3000:]
+
+
+def test_items_put_through_the_api_are_files_and_read_back(server: Server, client: Any) -> None:
+    ns = ["users", "api-user", "preferences"]
+    client.store.put_item(ns, key="theme", value={"value": "dark"})
+    client.store.put_item(ns, key="lang", value={"value": "fr"}, ttl=60)
+    path = server.root / "store" / "users" / "api-user" / "preferences" / "theme.json"
+    assert json.loads(path.read_text())["value"] == {"value": "dark"}
+    lang = json.loads(path.with_name("lang.json").read_text())
+    assert lang["ttl_minutes"] == 60 and "expires_at" in lang
+    assert client.store.get_item(ns, key="theme")["value"] == {"value": "dark"}
+    found = client.store.search_items(["users", "api-user"], filter={"value": "fr"})["items"]
+    assert [(i["namespace"], i["key"]) for i in found] == [(ns, "lang")]
+    assert ns in client.store.list_namespaces(prefix=["users"])["namespaces"]
+    client.store.delete_item(ns, key="lang")
+    assert not path.with_name("lang.json").exists()
+
+
+def test_a_memory_agent_run_writes_and_reads_the_store(server: Server, client: Any) -> None:
+    config = {"configurable": {"user_id": "run-user"}}
+    first = client.threads.create()["thread_id"]
+    said = {"messages": [{"role": "user", "content": "remember theme is dark"}]}
+    result = client.runs.wait(first, "memory", input=said, config=config)
+    assert result["messages"][-1]["content"] == "Noted: theme = dark."
+    path = server.root / "store" / "users" / "run-user" / "preferences" / "theme.json"
+    assert json.loads(path.read_text())["value"] == {"value": "dark"}
+    client.store.put_item(["users", "run-user", "preferences"], key="lang", value={"value": "fr"})
+    later = client.threads.create()["thread_id"]  # another thread: the memory is the store's
+    asked = {"messages": [{"role": "user", "content": "what do you know about me?"}]}
+    result = client.runs.wait(later, "memory", input=asked, config=config)
+    assert result["messages"][-1]["content"] == "lang = fr; theme = dark"
 def sync(server: Server, *args: str) -> Result:
     """``server sync`` in this process: no interpreter start-up and langgraph-sdk import per run."""
     return cli_in_process("--root", server.root, "server", "sync", "--url", server.url, *args)

@@ -101,9 +101,13 @@ class Documents:
         return self.locks.hold(lock_path, thread_id, exclusive)
 
     # -- documents ----------------------------------------------------------
-    def read_doc(self, path: Path, kind: str) -> dict[str, Any]:
+    def read_doc(
+        self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None
+    ) -> dict[str, Any]:
         """A validated document; errors name the file and the JSON pointer.
 
+        ``inside``: how to tell that the file's folder lies in the root with no symlink on the
+        way (default ``Layout.contains``; a walk of many files of one folder checks it once).
         Raises FileNotFoundError when there is no such file.
         """
         st = os.lstat(path)
@@ -111,7 +115,7 @@ class Documents:
         if kept is not None:
             return kept  # type: ignore[no-any-return]
         read_at = time.time_ns()
-        doc = load_json(path, st, self.layout.contains)
+        doc = load_json(path, st, inside or self.layout.contains)
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         misplaced = place_problem(path, kind, doc)
         if misplaced is not None:

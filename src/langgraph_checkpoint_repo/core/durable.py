@@ -318,7 +318,7 @@ def check_lock_timeout(timeout: Any) -> None:
         )
 
 
-def check_lock_file(lock_path: Path, thread_id: str) -> None:
+def check_lock_file(lock_path: Path, thread_id: str, what: str = "thread") -> None:
     """Refuse a lock file that is not a plain file: the saver only ever makes regular ones.
 
     A symlink planted at the lock's name would have filelock open (and, before 3.20.1,
@@ -333,17 +333,17 @@ def check_lock_file(lock_path: Path, thread_id: str) -> None:
         return  # made by filelock, as a regular file
     if stat.S_ISLNK(st.st_mode):
         raise RepoCheckpointError(
-            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a symlink "
+            f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is a symlink "
             "(lock files are never symlinks; remove it)"
         )
     if not stat.S_ISREG(st.st_mode):
         raise RepoCheckpointError(
-            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is not a regular file "
+            f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is not a regular file "
             "(remove it)"
         )
     if st.st_nlink > 1:
         raise RepoCheckpointError(
-            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a hard link "
+            f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is a hard link "
             f"shared with {st.st_nlink - 1} other name(s) (lock files are never linked; remove it)"
         )
 
@@ -382,7 +382,11 @@ class ThreadLocks:
         return len(self._held) + len(self._idle)
 
     @contextmanager
-    def hold(self, lock_path: Path, thread_id: str, exclusive: bool = False) -> Iterator[None]:
+    def hold(
+        self, lock_path: Path, thread_id: str, exclusive: bool = False, what: str = "thread"
+    ) -> Iterator[None]:
+        """Hold the lock of one thread (``what``: what the lock guards, for its errors: the
+        store locks a namespace the same way)."""
         with self._mutex:
             held = self._held.get(lock_path)
             if held is None:
@@ -394,7 +398,7 @@ class ThreadLocks:
             lock, gate, users = held
             self._held[lock_path] = (lock, gate, users + 1)
         try:
-            with self._holding(lock, gate, lock_path, thread_id, exclusive):
+            with self._holding(lock, gate, lock_path, thread_id, exclusive, what):
                 yield
         finally:
             with self._mutex:
@@ -409,20 +413,26 @@ class ThreadLocks:
 
     @contextmanager
     def _holding(
-        self, lock: FileLock, gate: _SharedExclusive, lock_path: Path, thread_id: str, exclusive: bool
+        self,
+        lock: FileLock,
+        gate: _SharedExclusive,
+        lock_path: Path,
+        thread_id: str,
+        exclusive: bool,
+        what: str = "thread",
     ) -> Iterator[None]:
         if not gate.acquire(exclusive, self.timeout):
             raise LockTimeoutError(
-                f"could not lock thread {thread_id!r} within {self.timeout}s "
+                f"could not lock {what} {thread_id!r} within {self.timeout}s "
                 f"({lock_path}); another thread of this process is using it"
             )
         try:
-            check_lock_file(lock_path, thread_id)
+            check_lock_file(lock_path, thread_id, what)
             try:
                 lock.acquire(timeout=self.timeout)
             except Timeout:
                 raise LockTimeoutError(
-                    f"could not lock thread {thread_id!r} within {self.timeout}s "
+                    f"could not lock {what} {thread_id!r} within {self.timeout}s "
                     f"({lock_path}); another process is writing to it"
                 ) from None
             try:

@@ -11,6 +11,9 @@ caches, so the files always win:
   more than ``RACY_NS`` after the folder last changed). A file added or removed by
   ``git pull``, another process or a hand edit changes the folder's key, so the folder is
   listed again.
+* ``<folder>.items``: the store items of a namespace folder (RepoStore), for a fresh process's
+  search: each entry used only while its item file's stat key is the one recorded, and
+  validated against the item schema again before it is used.
 * ``<folder>.meta``: the metadata of a namespace's checkpoints, for filters. Each entry is
   used only while its checkpoint file's stat key is the one recorded (one lstat, as in
   process), so a hand edit is seen on the next call. Only plain JSON metadata (no ``$``
@@ -334,7 +337,8 @@ def index_files(layout: Layout) -> Iterator[Path]:
 def index_problem(layout: Layout, path: Path) -> str | None:
     """Why a file under the index folder is of no use (damaged, its folder gone, not an
     index file at all), or None. Every such file is derived: removing it loses nothing."""
-    suffix = next((s for s in (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX) if path.name.endswith(s)), None)
+    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX)
+    suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
         return "not an index file (a leftover temp file?)"
     rel = path.relative_to(index_dir(layout))
@@ -342,7 +346,12 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     if not folder.is_dir():
         return f"index of {folder}, which does not exist"
     data = _read(layout, path)
-    decode = {LIST_SUFFIX: decode_listing, META_SUFFIX: decode_meta, LINEAGE_SUFFIX: decode_lineage}[suffix]
+    decode = {
+        LIST_SUFFIX: decode_listing,
+        META_SUFFIX: decode_meta,
+        LINEAGE_SUFFIX: decode_lineage,
+        ITEMS_SUFFIX: decode_items,
+    }[suffix]
     decoded = decode(layout, folder, data) if data is not None else None
     if decoded is None:
         return "damaged, or of another index version"
@@ -506,3 +515,65 @@ def save_lineage(layout: Layout, folder: Path, lineage: Lineage) -> None:
     path = index_path(layout, folder, LINEAGE_SUFFIX)
     if path is not None:
         _write(layout, path, encode_lineage(layout, folder, lineage))
+
+
+# -- store items (RepoStore) ------------------------------------------------------------
+ITEMS_SUFFIX = ".items"
+ItemEntry = tuple[StatKey, dict[str, Any]]
+"""A store item file's stat key when it was read (settled), and its document."""
+
+
+def encode_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> bytes | None:
+    rows = [[name, *key, doc] for name, (key, doc) in sorted(entries.items())]
+    if len(rows) < MIN_NAMES:
+        return None
+    return orjson.dumps(_header("items", _rel(layout, folder), entries=rows))
+
+
+def decode_items(layout: Layout, folder: Path, data: bytes) -> dict[str, ItemEntry] | None:
+    """Entries of an items file by file name, or None when anything in it is off (each
+    document is still to be validated by whoever uses it)."""
+    if json_bounds_problem(data) is not None:  # bounded before parsing
+        return None
+    try:
+        doc = orjson.loads(data)
+    except ValueError:
+        return None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("index_version") != INDEX_VERSION
+        or doc.get("kind") != "items"
+        or doc.get("folder") != _rel(layout, folder)
+        or not isinstance(doc.get("entries"), list)
+    ):
+        return None
+    out: dict[str, ItemEntry] = {}
+    for row in doc["entries"]:
+        if type(row) is not list or len(row) != 6 or type(row[5]) is not dict:
+            return None
+        name = row[0]
+        if type(name) is not str or not name.endswith(".json") or name[0] == ".":
+            return None
+        if "/" in name or "\\" in name:
+            return None
+        if not _is_key(row[1:5]):
+            return None
+        out[name] = (tuple(row[1:5]), row[5])  # type: ignore[assignment]
+    return out
+
+
+def load_items(layout: Layout, folder: Path) -> dict[str, ItemEntry]:
+    path = index_path(layout, folder, ITEMS_SUFFIX)
+    data = _read(layout, path) if path is not None else None
+    return (decode_items(layout, folder, data) if data is not None else None) or {}
+
+
+def save_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> None:
+    path = index_path(layout, folder, ITEMS_SUFFIX)
+    try:
+        data = encode_items(layout, folder, entries) if path is not None else None
+    except (TypeError, ValueError) as exc:  # an integer orjson cannot write: no index, a re-read
+        _log.info("derived index not written for %s: %s", folder, exc)
+        return
+    if path is not None and data is not None:
+        _write(layout, path, data)

@@ -45,6 +45,7 @@ LARGE = "large"
 OBJECTS = "objects"
 NAMESPACES = "ns"
 THREADS = "threads"
+STORE = "store"  # RepoStore's items: store/<label>/.../<key>.json (docs/store.md)
 CACHE = ".cache"
 PY_SUFFIX = ".py"  # what uvicorn's reloader (langgraph dev) restarts the server for
 GITIGNORE_TEXT = "# lock files and temp files: never state\n/.cache\n*.tmp\n"
@@ -408,6 +409,8 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         if f"{path.parent.name}/{path.name}" != want:
             return "/version", f"channel {doc['channel']!r} at {doc['version']!r} belongs in {want}"
         return None
+    if kind == "item":
+        return item_place_problem(path, doc)
     if kind in ("large_value", "object"):
         folder = LARGE if kind == "large_value" else OBJECTS
         if path.parent.name != folder or path.name != f"{doc['sha256']}.json":
@@ -425,6 +428,23 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         return "/checkpoint_ns", f"checkpoint_ns {ns!r} does not match its folder"
     if tdir.name != encode_segment(doc["thread_id"]):
         return "/thread_id", f"thread_id {doc['thread_id']!r} does not match its folder"
+    return None
+
+
+def item_place_problem(path: Path, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """(pointer, message) when a store item's namespace or key disagrees with its place:
+    ``store/<label>/.../<key>.json``, each name the segment of its id (``encode_segment``)."""
+    if path.name != encode_segment(doc["key"]) + ".json":
+        return "/key", f"key {doc['key']!r} does not match the file name"
+    labels = doc["namespace"]
+    folder = path.parent
+    for label in reversed(labels):
+        if folder.name != encode_segment(label):
+            return "/namespace", f"namespace {tuple(labels)!r} does not match its folders"
+        folder = folder.parent
+    if folder.name != STORE:
+        where = f"not directly under {STORE}/"
+        return "/namespace", f"namespace {tuple(labels)!r} does not match its folders ({where})"
     return None
 
 
