@@ -1,4 +1,5 @@
-"""The ``langgraph-repo`` command line, driven as a subprocess over states made by real graphs.
+"""The ``langgraph-repo`` command line, driven over states made by real graphs (helpers.cli: in this
+process, as a fresh one would run it; a process where only a process shows it).
 
 One module-scoped root holds threads written by compiled StateGraphs through RepoSaver:
 a chat, an interrupt, a subgraph interrupt, a forked history, a failed Send fan-out, a
@@ -15,8 +16,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,31 +45,16 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show
 
 
-# read-only runs over the shared root, started in the background as soon as it exists: each
-# run is mostly interpreter start-up, so running them side by side keeps the module fast
-_PREFETCHED: dict[tuple[str, ...], Future[subprocess.CompletedProcess[str]]] = {}
-
-
 def cli(
     root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """helpers.cli, answered from the runs prefetched over the shared root when it can be."""
-    key = (str(root), *map(str, args))
-    if stdin is None and cwd is None and key in _PREFETCHED:
-        return _PREFETCHED.pop(key).result()
+    """helpers.cli (in this process; a fresh process when stdin answers a prompt)."""
     return run_cli(root, *args, stdin=stdin or "", cwd=cwd, timeout=120)
 
 
 def cli_many(*calls: tuple[Any, ...]) -> list[subprocess.CompletedProcess[str]]:
-    """Several independent runs side by side (each is mostly interpreter start-up)."""
-
-    def one(call: tuple[Any, ...]) -> subprocess.CompletedProcess[str]:
-        if call and isinstance(call[-1], dict):  # keyword arguments (stdin, cwd) last
-            return cli(*call[:-1], **call[-1])
-        return cli(*call)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(one, calls))
+    """Several independent runs, one after another (keyword arguments in a dict last)."""
+    return [cli(*c[:-1], **c[-1]) if c and isinstance(c[-1], dict) else cli(*c) for c in calls]
 
 
 def cli_json(root: Path, *args: str) -> Any:
@@ -127,50 +111,8 @@ def point_graph(saver: RepoSaver) -> Any:
 ROOT_DIGEST: dict[str, str] = {}  # the shared root's files before any command ran
 
 
-def read_only_runs(path: Path) -> list[tuple[str, ...]]:
-    """The commands the read-only tests below run over the shared root."""
-    reader = Reader(path)
-    oldest_chat = reader.checkpoint_ids("chat", "")[0]
-    step = {
-        reader.header("profile", "", c)["metadata"]["step"]: c for c in reader.checkpoint_ids("profile", "")
-    }
-    return [
-        ("threads", "--json"),
-        *(
-            ("threads", *f, "--json")
-            for f in (
-                ("--waiting-at", "inner_ask"),
-                ("--waiting-at", "ask"),
-                ("--has", "profile", "--meta", "source=loop"),
-                ("--meta", "user=ada"),
-                ("--since", "2999-01-01"),
-            )
-        ),
-        ("threads",),
-        ("history", "fork", "--json"),
-        ("history", "fork"),
-        ("history", "sub", "--ns", "sub", "--limit", "1", "--json"),
-        ("show", "chat"),
-        ("show", "ask", "--json"),
-        ("show", "ask"),
-        ("show", "point"),
-        ("show", "point", "--json"),
-        ("show", "chat", "--checkpoint", oldest_chat[:23], "--json"),
-        ("diff", "chat"),
-        ("diff", "profile", "--from", step[1], "--to", step[2], "--json"),
-        ("diff", "profile", "--from", step[1], "--to", step[-1], "--json"),
-        ("diff", "profile", "--from", step[1], "--to", step[2]),
-        ("tasks", "fan", "--json"),
-        ("tasks", "fan"),
-        ("tasks", "sub", "--json"),
-        ("validate",),
-        ("render", "ask", "--format", "markdown"),
-        ("render", "ask", "--format", "html"),
-    ]
-
-
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A root with one thread per situation the command line has to explain."""
     path = tmp_path_factory.mktemp("state") / ".langgraph"
     saver = RepoSaver(path, durable=False)
@@ -178,13 +120,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     profile_graph(saver).invoke({"messages": [HumanMessage(content="hi", id="m-hi")]}, cfg("profile"))
     point_graph(saver).invoke({"point": Point(1, 1)}, cfg("point"))
     ROOT_DIGEST.update(file_digests(path))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for args in read_only_runs(path):
-            _PREFETCHED[(str(path), *args)] = pool.submit(run_cli, path, *args, timeout=120)
-        yield path
-        for future in _PREFETCHED.values():
-            future.cancel()
-        _PREFETCHED.clear()
+    return path
 
 
 @pytest.fixture
@@ -828,9 +764,9 @@ def test_default_root_is_dot_langgraph_at_the_git_top_and_console_script_exists(
     shutil.copytree(root, repo / ".langgraph")
     script = Path(sys.executable).parent / "langgraph-repo"
     assert script.exists()
-    with ThreadPoolExecutor(2) as pool:
-        listed = pool.submit(cli, None, "threads", "--json", cwd=repo / "deep" / "er")
-        proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
-    data = json.loads(listed.result().stdout)
+    listed = cli(None, "threads", "--json", cwd=repo / "deep" / "er")
+    # the installed script is an entry point of its own: only a process of it shows it works
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    data = json.loads(listed.stdout)
     assert "chat" in [r["thread_id"] for r in data]
     assert proc.returncode == 0 and "validate" in proc.stdout and "prune" in proc.stdout
