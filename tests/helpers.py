@@ -73,13 +73,15 @@ def cli(
     the ``sys.path`` such a process has (never tests/ nor the current folder), none of the
     modules it could not import (the test modules, a project's code an earlier run imported),
     Python's default warning filters printing to its stderr, an uncaught exception as a
-    traceback and exit 1. What only a process can show goes to ``cli_process``: a prompt
-    answered on stdin, and an environment read when an interpreter starts or LangGraph is
-    imported (READ_AT_START) that differs from this process's; those go there by themselves.
+    traceback and exit 1. What only a process can show goes to ``cli_process``; these go there
+    by themselves: a prompt answered on stdin, a terminal asked for (TERMINAL_ENV), and an
+    environment read when an interpreter starts or LangGraph is imported (READ_AT_START) that
+    differs from this process's.
     """
     argv = [*(["--root", str(root)] if root is not None else []), *map(str, args)]
     run_env = cli_env(env)
-    if CLI_MODE == "process" or stdin or _needs_a_process(run_env):
+    terminal = any((env or {}).get(k) is not None for k in TERMINAL_ENV)
+    if CLI_MODE == "process" or stdin or terminal or _needs_a_process(run_env):
         return _process(argv, stdin=stdin, cwd=cwd, env=run_env, timeout=timeout)
     return _in_process(argv, cwd=cwd, env=run_env, timeout=timeout)
 
@@ -149,6 +151,9 @@ def _in_process(
     return subprocess.CompletedProcess(["langgraph-repo", *argv], ran.code, out, err)
 
 
+#: a run that asks for a terminal's behaviour (colour, progress bars, a width) gets a process:
+#: rich also asks the process's own file descriptors, which in here are pytest's
+TERMINAL_ENV = ("TTY_COMPATIBLE", "TTY_INTERACTIVE", "FORCE_COLOR", "COLUMNS", "LINES")
 #: read once, when an interpreter starts (PYTHON*, the locale) or when LangGraph is imported:
 #: a run whose value differs from this process's would see this process's, so it gets a process
 READ_AT_START = ("LANGGRAPH_STRICT_MSGPACK", "LANG", "LC_ALL", "LC_CTYPE")
@@ -297,25 +302,31 @@ def _as_a_fresh_process(fresh: dict[str, Any], env: dict[str, str], cwd: Path | 
 
 
 def _both(argv: list[str], *, cwd: Path | str | None, env: dict[str, str], timeout: float) -> _Ran:
-    """LANGGRAPH_REPO_TEST_CLI=both: the run in a fresh process, then the files it may have
-    changed put back and the run in this process; what differs is reported (see CLI_MODE).
-    The in-process run's result and files are what the test goes on with."""
+    """LANGGRAPH_REPO_TEST_CLI=both: the run in a fresh process, then what it changed in the
+    test's folders put back (each file and folder it added, changed or removed, with its
+    bytes, mode and times) and the run in this process; what differs is reported (see
+    CLI_MODE). The in-process run's result and files are what the test goes on with. What
+    cannot be put back is not compared: a server's database, a folder with a socket in it.
+    Differences to expect: new ids and times where a run writes, a file another process
+    writes meanwhile (a server's log), and the derived index after a file was put back (it
+    keys on inode and ctime, which putting back changes)."""
     places = sorted({p for p in map(_test_folder, _paths_in(argv, cwd)) if p is not None})
     saved = Path(tempfile.mkdtemp(prefix="cli-both-"))
     try:
+        if any(a.startswith(("postgres://", "postgresql://")) for a in argv):
+            raise OSError("a PostgreSQL database is not put back")
         for i, place in enumerate(places):
             shutil.copytree(place, saved / str(i), symlinks=True)
-    except (OSError, shutil.Error) as exc:  # a socket, a fifo: not compared
+    except (OSError, shutil.Error) as exc:
         shutil.rmtree(saved, ignore_errors=True)
         _report({"argv": argv, "not compared": str(exc)})
         return _invoke(argv, cwd=cwd, env=env)
     try:
+        before = [tree(p) for p in places]
         proc = _process(argv, stdin="", cwd=cwd, env=env, timeout=timeout)
         proc_files = [tree(p) for p in places]
         for i, place in enumerate(places):
-            for child in place.iterdir():
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-            shutil.copytree(saved / str(i), place, symlinks=True, dirs_exist_ok=True)
+            _put_back(place, saved / str(i), before[i], proc_files[i])
         inside = _invoke(argv, cwd=cwd, env=env)
         inside_files = [tree(p) for p in places]
     finally:
@@ -324,6 +335,9 @@ def _both(argv: list[str], *, cwd: Path | str | None, env: dict[str, str], timeo
     got, want = (inside.code, out, err), (proc.returncode, proc.stdout, proc.stderr)
     if got != want or inside_files != proc_files:
         names = ("returncode", "stdout", "stderr")
+        same = _masked([dict(zip(names, map(str, got), strict=True)), *inside_files]) == _masked(
+            [dict(zip(names, map(str, want), strict=True)), *proc_files]
+        )
         _report(
             {
                 "argv": argv,
@@ -334,7 +348,7 @@ def _both(argv: list[str], *, cwd: Path | str | None, env: dict[str, str], timeo
                     for n, x, y in zip(names, got, want, strict=True)
                     if x != y
                 },
-                "only time-ordered ids differ": got == want and _masked(inside_files) == _masked(proc_files),
+                "only time-ordered ids differ": same,
                 "files that differ": sorted(
                     f"{place}/{rel}"
                     for place, x, y in zip(places, inside_files, proc_files, strict=True)
@@ -346,12 +360,37 @@ def _both(argv: list[str], *, cwd: Path | str | None, env: dict[str, str], timeo
     return inside
 
 
+def _put_back(place: Path, saved: Path, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Undo what a run did under ``place``: what it added goes, what it changed or removed
+    comes back from ``saved`` (a copy made before it), everything else is left alone."""
+    for rel in sorted(set(after) - set(before), key=len, reverse=True):
+        path = place / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            path.unlink()
+    for rel in sorted((r for r in before if after.get(r, b"") != before[r]), key=len):
+        path, copy = place / rel, saved / rel
+        if copy.is_symlink():
+            if os.path.lexists(path):
+                path.unlink()
+            os.symlink(os.readlink(copy), path)
+        elif copy.is_dir():
+            path.mkdir(exist_ok=True)
+            shutil.copystat(copy, path)
+        else:
+            if os.path.lexists(path):
+                path.unlink()
+            shutil.copy2(copy, path)
+
+
 #: a time-ordered id (UUID v6, as LangGraph and the saver make them): new at every run
 _NEW_ID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-6[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _masked(states: list[dict[str, bytes | None]]) -> list[list[tuple[bytes, bytes | None]]]:
-    def mask(data: bytes | None) -> bytes | None:
+def _masked(states: list[dict[str, Any]]) -> list[list[tuple[bytes, bytes | None]]]:
+    def mask(data: bytes | str | None) -> bytes | None:
+        data = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
         return None if data is None else _NEW_ID.sub(b"<id>", data)
 
     return [

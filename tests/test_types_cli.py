@@ -1,7 +1,9 @@
 """The command line shows a graph's own types readably, with or without leave to construct
 them (docs/types.md): ``--allow module:Name`` / ``module:*`` on the command line. The
 project's ``[tool.langgraph-repo]`` table (``allow``, ``graph``) is never read by a reading
-command, only by ``export --trust-project``. Each command runs in a fresh process.
+command, only by ``export --trust-project``. Each command runs as a fresh process would
+(helpers.cli: none of the project's modules imported before it, the project's folder on
+sys.path only when ``--allow`` puts it there; LANGGRAPH_STRICT_MSGPACK=true in a process).
 """
 
 from __future__ import annotations
