@@ -36,7 +36,7 @@ from graphs import (
     run_fixture_graphs,
     sub_graph,
 )
-from helpers import checkpoint_files, cli_env, file_digests, one_line_error
+from helpers import checkpoint_files, cli_env, cli_process, file_digests, one_line_error
 from helpers import cli as run_cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
@@ -46,10 +46,13 @@ LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show
 
 
 def cli(
-    root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None
+    root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """helpers.cli (in this process; a fresh process when stdin answers a prompt)."""
-    return run_cli(root, *args, stdin=stdin or "", cwd=cwd, timeout=120)
+    """helpers.cli, in this process; a fresh process (helpers.cli_process) when ``stdin``
+    answers a prompt or ``process`` asks for the exit code and output as a process returns them."""
+    if stdin is not None or process:
+        return cli_process(root, *args, stdin=stdin or "", cwd=cwd, timeout=120)
+    return run_cli(root, *args, cwd=cwd, timeout=120)
 
 
 def cli_many(*calls: tuple[Any, ...]) -> list[subprocess.CompletedProcess[str]]:
@@ -697,11 +700,12 @@ def test_prune_keeps_what_a_delta_channel_needs_to_rebuild(copy_root: Path) -> N
 
 
 def test_destroying_commands_ask_first_and_do_nothing_without_yes(copy_root: Path) -> None:
-    """prune and delete ask; "n" or no answer changes nothing and exits 5."""
+    """prune and delete ask; "n" or no answer changes nothing and exits 5 (processes reading
+    their answer from a pipe, as a script or CI runs them)."""
     before = file_digests(copy_root)
     said_no, no_answer, usage = cli_many(
-        (copy_root, "prune", "chat", "--keep-last", "1"),
-        (copy_root, "delete", "chat"),  # no answer at all (EOF)
+        (copy_root, "prune", "chat", "--keep-last", "1", {"stdin": "n\n"}),
+        (copy_root, "delete", "chat", {"stdin": ""}),  # no answer at all (EOF)
         (copy_root, "prune", "chat"),
     )
     for proc, question in ((said_no, "Remove 9 files from 1 thread?"), (no_answer, "Delete thread 'chat'")):
@@ -731,13 +735,15 @@ def test_delete_and_copy_threads(copy_root: Path) -> None:
 # ----------------------------------------------------------------------------
 def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, tmp_path: Path) -> None:
     """Unknown thread or checkpoint, malformed or too short id, missing root, corrupt file,
-    unknown schema_version: one line naming the thing (and file), never a traceback."""
+    unknown schema_version: one line naming the thing (and file), never a traceback; the
+    exit codes and stderr as a process returns them (each run is one)."""
+    process = {"process": True}
     runs = cli_many(
-        (copy_root, "show", "nobody"),
-        (copy_root, "show", "chat", "--checkpoint", "1f1ec0cf-dead-beef"),
-        (copy_root, "diff", "chat", "--from", "not/an-id"),
-        (copy_root, "show", "chat", "--checkpoint", "1f1"),
-        (tmp_path / "nowhere", "threads"),
+        (copy_root, "show", "nobody", process),
+        (copy_root, "show", "chat", "--checkpoint", "1f1ec0cf-dead-beef", process),
+        (copy_root, "diff", "chat", "--from", "not/an-id", process),
+        (copy_root, "show", "chat", "--checkpoint", "1f1", process),
+        (tmp_path / "nowhere", "threads", process),
     )
     one_line_error(runs[0], 3, "'nobody'", "not found")
     one_line_error(runs[1], 3, "1f1ec0cf-dead-beef", "not found")
@@ -748,7 +754,7 @@ def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, 
     latest.write_text(latest.read_text().replace('"kind": "checkpoint"', '"kind": "checkpoint", "kind": "x"'))
     ask = checkpoint_files(copy_root, "ask")[-1]
     ask.write_text(ask.read_text().replace(f'"schema_version": {SCHEMA_VERSION}', '"schema_version": 7'))
-    corrupt, newer = cli_many((copy_root, "show", "chat"), (copy_root, "history", "ask"))
+    corrupt, newer = cli_many((copy_root, "show", "chat", process), (copy_root, "history", "ask", process))
     one_line_error(corrupt, 4, str(latest), "duplicate key")
     one_line_error(newer, 4, str(ask), "schema_version 7", "newer release")
 
