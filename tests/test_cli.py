@@ -526,7 +526,7 @@ def test_validate_reports_each_problem_as_path_and_json_pointer(copy_root: Path)
     wdoc["checkpoint_id"] = "1f1ec0cf-0000-6000-8000-000000000000"
     orphan.write_text(json.dumps(wdoc))
 
-    proc = cli(copy_root, "validate")
+    proc = cli(copy_root, "validate", process=True)  # exit 1 as a process returns it
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert any(line.startswith(f"{ask[-1]}: /metadata: ") for line in lines)
@@ -700,13 +700,14 @@ def test_prune_keeps_what_a_delta_channel_needs_to_rebuild(copy_root: Path) -> N
 
 
 def test_destroying_commands_ask_first_and_do_nothing_without_yes(copy_root: Path) -> None:
-    """prune and delete ask; "n" or no answer changes nothing and exits 5 (processes reading
-    their answer from a pipe, as a script or CI runs them)."""
+    """prune and delete ask; "n" or no answer changes nothing and exits 5; prune without what
+    to keep is a usage error, exit 2 (processes reading their answer from a pipe, as a script
+    or CI runs them, exiting as a process does)."""
     before = file_digests(copy_root)
     said_no, no_answer, usage = cli_many(
         (copy_root, "prune", "chat", "--keep-last", "1", {"stdin": "n\n"}),
         (copy_root, "delete", "chat", {"stdin": ""}),  # no answer at all (EOF)
-        (copy_root, "prune", "chat"),
+        (copy_root, "prune", "chat", {"process": True}),
     )
     for proc, question in ((said_no, "Remove 9 files from 1 thread?"), (no_answer, "Delete thread 'chat'")):
         assert proc.returncode == 5
@@ -735,14 +736,14 @@ def test_delete_and_copy_threads(copy_root: Path) -> None:
 # ----------------------------------------------------------------------------
 def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, tmp_path: Path) -> None:
     """Unknown thread or checkpoint, malformed or too short id, missing root, corrupt file,
-    unknown schema_version: one line naming the thing (and file), never a traceback; the
-    exit codes and stderr as a process returns them (each run is one)."""
+    unknown schema_version: one line naming the thing (and file), never a traceback. Exit 3
+    and 4 also as a process returns them (commands that start without LangGraph: cheap)."""
     process = {"process": True}
     runs = cli_many(
-        (copy_root, "show", "nobody", process),
-        (copy_root, "show", "chat", "--checkpoint", "1f1ec0cf-dead-beef", process),
-        (copy_root, "diff", "chat", "--from", "not/an-id", process),
-        (copy_root, "show", "chat", "--checkpoint", "1f1", process),
+        (copy_root, "show", "nobody"),
+        (copy_root, "show", "chat", "--checkpoint", "1f1ec0cf-dead-beef"),
+        (copy_root, "diff", "chat", "--from", "not/an-id"),
+        (copy_root, "show", "chat", "--checkpoint", "1f1"),
         (tmp_path / "nowhere", "threads", process),
     )
     one_line_error(runs[0], 3, "'nobody'", "not found")
@@ -754,7 +755,7 @@ def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, 
     latest.write_text(latest.read_text().replace('"kind": "checkpoint"', '"kind": "checkpoint", "kind": "x"'))
     ask = checkpoint_files(copy_root, "ask")[-1]
     ask.write_text(ask.read_text().replace(f'"schema_version": {SCHEMA_VERSION}', '"schema_version": 7'))
-    corrupt, newer = cli_many((copy_root, "show", "chat", process), (copy_root, "history", "ask", process))
+    corrupt, newer = cli_many((copy_root, "show", "chat"), (copy_root, "history", "ask", process))
     one_line_error(corrupt, 4, str(latest), "duplicate key")
     one_line_error(newer, 4, str(ask), "schema_version 7", "newer release")
 

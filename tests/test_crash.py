@@ -81,16 +81,59 @@ class RootReport:
     seen: set[str] = field(default_factory=set)  # debris paths already counted
 
 
-def spawn(root: Path, thread_id: str, log: Path, ready: Path, stderr: Path) -> subprocess.Popen[bytes]:
-    with stderr.open("ab") as err:
-        return subprocess.Popen(
-            [sys.executable, str(CHILD), str(root), thread_id, str(TURNS), str(log), str(ready)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
+class Parent:
+    """``crash_child.py --serve``: the process the children are forked from (one per root).
+    It imports LangGraph once, so a kill costs a fork, not an interpreter start."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
 
+    def ask(self, request: dict[str, Any]) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"the parent of the children exited with {self.proc.wait()}"
+        return json.loads(line)
 
-def wait_ready(proc: subprocess.Popen[bytes], ready: Path, stderr: Path) -> None:
+    def close(self) -> None:
+        """End of input: it exits (its children were all waited for, or are killed with it)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        if self.proc.wait(WAIT_LIMIT) != 0:
+            raise AssertionError(f"the parent of the children exited with {self.proc.returncode}")
+
+
+class Child:
+    """A child forked by ``Parent``, with what the harness uses of subprocess.Popen."""
+
+    def __init__(self, parent: Parent, argv: list[str], stderr: Path) -> None:
+        self.parent = parent
+        self.pid: int = parent.ask({"start": argv, "stderr": str(stderr)})
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.parent.ask({"poll": self.pid})
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, sent by the parent, which has not reaped the child: never another pid."""
+        self.parent.ask({"kill": self.pid})
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = self.parent.ask({"wait": self.pid})
+        return self.returncode
+
+
+def spawn(parent: Parent, root: Path, thread_id: str, log: Path, ready: Path, stderr: Path) -> Child:
+    return Child(parent, [str(root), thread_id, str(TURNS), str(log), str(ready)], stderr)
+
+
+def wait_ready(proc: Child, ready: Path, stderr: Path) -> None:
     deadline = time.monotonic() + WAIT_LIMIT
     while not ready.exists():
         if proc.poll() is not None:
@@ -179,17 +222,25 @@ def check_root(root: Path, thread_id: str, log: Path, report: RootReport) -> Non
 
 def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[str, Any]]:
     """Kill a thread KILLS_PER_ROOT times, repair, finish it; its report and final state."""
+    parent = Parent()
+    try:
+        return _crash_one_root(parent, base, index, seed)
+    finally:
+        parent.close()
+
+
+def _crash_one_root(parent: Parent, base: Path, index: int, seed: int) -> tuple[RootReport, dict[str, Any]]:
     rng = random.Random(seed)
     root, thread_id = base / f"root-{index}", f"crash-{index}"
     log, stderr = base / f"log-{index}", base / f"stderr-{index}"
     report = RootReport()
     for k in range(KILLS_PER_ROOT):
         ready = base / f"ready-{index}-{k}"
-        proc = spawn(root, thread_id, log, ready, stderr)
+        proc = spawn(parent, root, thread_id, log, ready, stderr)
         wait_ready(proc, ready, stderr)
         time.sleep(rng.uniform(0.0, MAX_DELAY))
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)  # the child is not reaped yet: its pid is still its own
+            proc.kill()
         code = proc.wait()
         if code == -signal.SIGKILL:
             report.kills_delivered += 1
@@ -206,7 +257,7 @@ def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[
 
     before = len([e for e in logged(log) if "put" in e])
     ready = base / f"ready-{index}-final"
-    proc = spawn(root, thread_id, log, ready, stderr)
+    proc = spawn(parent, root, thread_id, log, ready, stderr)
     assert proc.wait() == 0, stderr.read_text()
     report.final_puts = len([e for e in logged(log) if "put" in e]) - before
     check_root(root, thread_id, log, report)
