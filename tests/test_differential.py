@@ -193,6 +193,7 @@ class Driver:
         self.cfg: RunnableConfig = cfg(thread_id)
         self.use_async = use_async
         self.fork: RunnableConfig | None = None
+        self.seen: list[Any] | None = None  # the history ``observe`` read after the last operation
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if not self.use_async:
@@ -210,7 +211,9 @@ class Driver:
             return exc
 
     async def _apply(self, op: Op) -> Any:
-        history = await self.call("get_state_history", self.cfg)
+        # the history as the last observe read it (nothing ran since), or read now before the first
+        history = self.seen if self.seen is not None else await self.call("get_state_history", self.cfg)
+        self.seen = None
         older = history[min(int(op.pick * len(history)), len(history) - 1)] if history else None
         if op.kind == "input" or not history:
             return await self.call("invoke", _input(op), self.cfg)
@@ -239,10 +242,9 @@ class Driver:
         return await self.call("update_state", self.cfg, None, as_node=END)
 
     async def observe(self) -> dict[str, Any]:
-        return {
-            "state": await self.call("get_state", self.cfg, subgraphs=True),
-            "history": await self.call("get_state_history", self.cfg),
-        }
+        state = await self.call("get_state", self.cfg, subgraphs=True)
+        self.seen = await self.call("get_state_history", self.cfg)
+        return {"state": state, "history": self.seen}
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str:
