@@ -1,7 +1,7 @@
 """The process tests/test_crash.py kills: a real graph run through RepoSaver(durable=True).
 
-Run as ``python tests/crash_child.py ROOT THREAD TURNS LOG READY`` (or forked by
-``serve``, see there). It resumes whatever
+Run as ``python tests/crash_child.py ROOT THREAD TURNS LOG READY``, or ``main([ROOT, ...])``
+in a child forked by tests/forkserver.py (test_crash.py does that). It resumes whatever
 the thread holds (an unfinished run is finished first), then runs the remaining turns.
 Every checkpoint whose ``put`` has returned, and every ``put_writes`` that has returned,
 is appended to LOG and fsynced before the saver returns to LangGraph, so the parent knows
@@ -191,64 +191,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def serve() -> int:
-    """``python tests/crash_child.py --serve``: a parent for the children the harness kills.
-
-    It imports LangGraph and this module once, then reads one JSON request a line on stdin
-    and answers one JSON line on stdout: ``{"start": [ROOT, THREAD, TURNS, LOG, READY],
-    "stderr": PATH}`` forks a child that runs ``main`` (stdout to /dev/null, stderr appended
-    to PATH) and answers its pid; ``{"poll": PID}`` answers its exit code or null while it
-    runs; ``{"kill": PID}`` sends SIGKILL unless it has exited; ``{"wait": PID}`` answers its
-    exit code once it has (minus the signal that ended it, as subprocess gives it). The
-    children are real processes, each with its own saver, killed where they stand; only the
-    interpreter start and the imports are not repeated. This process forks from its one
-    thread and reaps its children itself, so a pid it signals is always still its child's.
-    """
-    import signal
-    import traceback
-
-    codes: dict[int, int] = {}
-
-    def reap(pid: int, flags: int) -> int | None:
-        if pid not in codes:
-            done, status = os.waitpid(pid, flags)
-            if done == 0:
-                return None
-            codes[pid] = os.waitstatus_to_exitcode(status)
-        return codes[pid]
-
-    for line in sys.stdin:
-        request = json.loads(line)
-        answer: Any = None
-        if "start" in request:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:  # the child: never returns into this loop
-                code = 1
-                try:
-                    null = os.open(os.devnull, os.O_RDWR)
-                    err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-                    os.dup2(null, 0)
-                    os.dup2(null, 1)
-                    os.dup2(err, 2)
-                    code = main(request["start"])
-                except BaseException:
-                    traceback.print_exc()
-                finally:
-                    sys.stderr.flush()
-                    os._exit(code)
-            answer = pid
-        elif "poll" in request:
-            answer = reap(request["poll"], os.WNOHANG)
-        elif "kill" in request:
-            if request["kill"] not in codes:  # not reaped: the pid is still the child's
-                os.kill(request["kill"], signal.SIGKILL)
-        elif "wait" in request:
-            answer = reap(request["wait"], 0)
-        print(json.dumps(answer), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(serve() if sys.argv[1:] == ["--serve"] else main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

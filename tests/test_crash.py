@@ -1,6 +1,7 @@
 """Crash safety: a real graph, a real filesystem, and SIGKILL at random moments.
 
-Each root gets one thread. A child process (``crash_child.py``) runs a deterministic
+Each root gets one thread. A child process (``crash_child.main``, forked by
+``forkserver.py`` from a parent per root that imported LangGraph once) runs a deterministic
 graph on it through ``RepoSaver(durable=True)``: messages, a Send fan-out whose tasks'
 writes go through ``put_writes``, and values over 8 KiB that go to ``large/`` files. The
 child logs (fsynced) every ``put`` and ``put_writes`` that has returned. The parent waits
@@ -22,7 +23,7 @@ last child that is not killed finishes the thread: (c) its final state equals th
 run that was never interrupted, on a separate root.
 
 Only kills delivered while the child was alive count (the child's exit status is -SIGKILL;
-a child that finished first is not counted). The default run delivers at least 30 kills.
+a child that finished first is not counted). The default run delivers at least 18 kills.
 ``LANGGRAPH_REPO_LONG=1`` runs the long mode: at least 300 kills. When
 ``LANGGRAPH_REPO_RELIABILITY_OUT`` names a file, a JSON summary of the figures is written
 there (and it is always printed: see it with ``pytest -s``).
@@ -34,8 +35,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from crash_child import build_graph, run_thread
+from forkserver import Child, Parent
 from graphs import cfg
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
@@ -50,7 +50,7 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 # roots, kills per root, turns the graph runs per thread
-# the default is what CI can afford (each kill starts a Python that imports LangGraph); the
+# the default is what CI can afford (each kill forks a child and checks the whole root); the
 # long mode is the evidence docs/reliability.md reports
 ROOTS, KILLS_PER_ROOT, TURNS = (38, 8, 60) if LONG else (4, 5, 60)
 MIN_KILLS = 300 if LONG else 18
@@ -81,56 +81,11 @@ class RootReport:
     seen: set[str] = field(default_factory=set)  # debris paths already counted
 
 
-class Parent:
-    """``crash_child.py --serve``: the process the children are forked from (one per root).
-    It imports LangGraph once, so a kill costs a fork, not an interpreter start."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(CHILD), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-
-    def ask(self, request: dict[str, Any]) -> Any:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        assert line, f"the parent of the children exited with {self.proc.wait()}"
-        return json.loads(line)
-
-    def close(self) -> None:
-        """End of input: it exits (its children were all waited for, or are killed with it)."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        if self.proc.wait(WAIT_LIMIT) != 0:
-            raise AssertionError(f"the parent of the children exited with {self.proc.returncode}")
-
-
-class Child:
-    """A child forked by ``Parent``, with what the harness uses of subprocess.Popen."""
-
-    def __init__(self, parent: Parent, argv: list[str], stderr: Path) -> None:
-        self.parent = parent
-        self.pid: int = parent.ask({"start": argv, "stderr": str(stderr)})
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            self.returncode = self.parent.ask({"poll": self.pid})
-        return self.returncode
-
-    def kill(self) -> None:
-        """SIGKILL, sent by the parent, which has not reaped the child: never another pid."""
-        self.parent.ask({"kill": self.pid})
-
-    def wait(self) -> int:
-        if self.returncode is None:
-            self.returncode = self.parent.ask({"wait": self.pid})
-        return self.returncode
-
-
 def spawn(parent: Parent, root: Path, thread_id: str, log: Path, ready: Path, stderr: Path) -> Child:
-    return Child(parent, [str(root), thread_id, str(TURNS), str(log), str(ready)], stderr)
+    """A child running crash_child.main on the thread, forked by ``parent`` (forkserver.py):
+    a process of its own, with its own saver, that imported nothing (its parent did, once)."""
+    argv = [str(root), thread_id, str(TURNS), str(log), str(ready)]
+    return parent.start("main", argv, stdout=Path(os.devnull), stderr=stderr)
 
 
 def wait_ready(proc: Child, ready: Path, stderr: Path) -> None:
@@ -222,7 +177,7 @@ def check_root(root: Path, thread_id: str, log: Path, report: RootReport) -> Non
 
 def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[str, Any]]:
     """Kill a thread KILLS_PER_ROOT times, repair, finish it; its report and final state."""
-    parent = Parent()
+    parent = Parent(CHILD, "crash_child")
     try:
         return _crash_one_root(parent, base, index, seed)
     finally:
