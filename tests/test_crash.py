@@ -44,11 +44,11 @@ from typing import Any
 from crash_child import build_graph, run_thread
 from forkserver import Child, Parent
 from graphs import cfg
+from helpers import LONG
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
-LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 # roots, kills per root, turns the graph runs per thread
 # the default is what CI can afford (each kill forks a child and checks the whole root); the
 # long mode is the evidence docs/reliability.md reports

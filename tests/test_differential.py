@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import operator
-import os
 import random
 import re
 from pathlib import Path
@@ -37,9 +36,9 @@ from langgraph.types import Command, Interrupt, Send, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
 from graphs import cfg, extend, line_graph
+from helpers import LONG
 from langgraph_checkpoint_repo import RepoSaver
 
-LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 SYNC_SEEDS = range(40) if LONG else range(8)
 ASYNC_SEEDS = range(100, 115) if LONG else range(100, 102)
 OPS_PER_SEED = 60 if LONG else 30

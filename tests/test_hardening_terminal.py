@@ -29,7 +29,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from typing_extensions import TypedDict
 
 from graphs import cfg, chat_graph, line_graph
-from helpers import checkpoint_files, cli, cli_process, dump, load
+from helpers import checkpoint_files, cli, cli_process, dump, examples, load
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.core.layout import Layout, decode_segment, encode_segment
 
@@ -508,7 +508,7 @@ ANY_ID = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(ANY_ID, ANY_ID)
 @example("con", "%63on")
 @example("nul.json", "nul")
