@@ -32,8 +32,9 @@ from langgraph_checkpoint_repo.cli import app
 from langgraph_checkpoint_repo.cli.app import PROG
 from langgraph_checkpoint_repo.core.layout import Layout
 
-#: ``LANGGRAPH_REPO_LONG=1``: the long mode (docs/reliability.md, "The long mode"): more kills,
-#: seeds, rounds and hypothesis examples than the default run, which proves each promise once
+#: ``LANGGRAPH_REPO_LONG=1``: the long mode (docs/reliability.md, "The default run and the long
+#: mode"): more kills, seeds, rounds and hypothesis examples than the default run, which
+#: proves each promise once
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 
 
