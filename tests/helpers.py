@@ -10,6 +10,7 @@ import hashlib
 import importlib
 import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -271,7 +272,9 @@ def _importable_in(module: Any, path: list[str]) -> bool:
 @contextmanager
 def _as_a_fresh_process(fresh: dict[str, Any], env: dict[str, str], cwd: Path | str | None) -> Iterator[None]:
     """This process made to look like a fresh one for a run, and put back after it: the
-    environment, the folder, ``sys.path``, the modules it could import, default warnings."""
+    environment, the folder, ``sys.path``, the modules it could import, default warnings,
+    logging with no handler (a warning goes to stderr, as Python's last resort prints it),
+    and LangGraph's warn-once memory empty."""
     saved_environ, saved_cwd, saved_path = dict(os.environ), os.getcwd(), list(sys.path)
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)
     hidden = {
@@ -280,6 +283,9 @@ def _as_a_fresh_process(fresh: dict[str, Any], env: dict[str, str], cwd: Path | 
         if name != "__main__" and module is not None and not _importable_in(module, fresh["path"])
     }
     before = set(sys.modules)
+    root_logger = logging.getLogger()
+    saved_handlers, saved_level = root_logger.handlers[:], root_logger.level
+    warned = _warned_once()
     try:
         os.environ.clear()
         os.environ.update(env)
@@ -289,6 +295,10 @@ def _as_a_fresh_process(fresh: dict[str, Any], env: dict[str, str], cwd: Path | 
         for name in hidden:
             del sys.modules[name]
         importlib.invalidate_caches()  # a file written since the last import is found, as fresh
+        root_logger.handlers.clear()  # pytest's capture: a process has none
+        root_logger.setLevel(logging.WARNING)
+        for module, name, _seen in warned:
+            setattr(module, name, set())
         with warnings.catch_warnings():
             warnings.resetwarnings()  # Python's defaults (pytest's capture is not a process's)
             for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
@@ -298,6 +308,10 @@ def _as_a_fresh_process(fresh: dict[str, Any], env: dict[str, str], cwd: Path | 
             yield
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
+        for module, name, seen in warned:
+            setattr(module, name, seen)
+        root_logger.handlers[:] = saved_handlers
+        root_logger.setLevel(saved_level)
         for name in set(sys.modules) - before:  # what a run imported from outside (--allow's folder)
             module = sys.modules[name]
             if module is not None and not _importable_in(module, fresh["path"]):
@@ -309,6 +323,18 @@ def _as_a_fresh_process(fresh: dict[str, Any], env: dict[str, str], cwd: Path | 
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_environ)
+
+
+def _warned_once() -> list[tuple[Any, str, set[Any]]]:
+    """LangGraph's memory of what it has warned about once per process (the serializer's
+    ``_warned_*`` sets): a fresh process has warned about nothing yet."""
+    return [
+        (module, name, value)
+        for module_name, module in list(sys.modules.items())
+        if module_name.startswith("langgraph.") and module is not None
+        for name, value in list(vars(module).items())
+        if name.startswith("_warned") and isinstance(value, set)
+    ]
 
 
 def _both(argv: list[str], *, cwd: Path | str | None, env: dict[str, str], timeout: float) -> _Ran:
