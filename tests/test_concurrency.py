@@ -1,8 +1,9 @@
 """Several writers and readers on one root: processes, Python threads, and files that
 change underneath a long-lived saver (another process, ``git pull``, ``rm``).
 
-Workers are real subprocesses running this very module (``python -c`` loads it by
-path and calls ``worker_main``), so the graphs they run are the ones defined here.
+Workers are real processes running this very module: each is forked (tests/forkserver.py)
+from a parent process that loaded it by path once, and calls ``worker_main``, so the graphs
+they run are the ones defined here, each with its own saver, caches and locks.
 Start order is forced with marker files, never with sleeps, and no assertion is
 about time.
 """
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -29,6 +30,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpo
 from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
+from forkserver import Child, Parent
 from graphs import cfg as thread_cfg
 from graphs import chat_graph, contents
 from helpers import checkpoint_files, file_bytes
@@ -252,27 +254,24 @@ def worker_main(mode: str, args: str) -> None:
     print(json.dumps(WORKERS[mode](json.loads(args))))
 
 
-_BOOT = (  # tests/ on the path first: this module imports graphs, helpers and crash_child
-    "import importlib.util, os, sys\n"
-    "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
-    "spec = importlib.util.spec_from_file_location('concurrency_worker', sys.argv[1])\n"
-    "mod = importlib.util.module_from_spec(spec)\n"
-    "spec.loader.exec_module(mod)\n"
-    "mod.worker_main(sys.argv[2], sys.argv[3])\n"
-)
+_PARENT: list[Parent] = []  # the forking parent of this module's workers (see forking_parent)
 
 
-def spawn(mode: str, **args: Any) -> subprocess.Popen[str]:
+@pytest.fixture(scope="module", autouse=True)
+def forking_parent() -> Iterator[None]:
+    """One parent for the module's workers: it loads this module once (tests/ first on
+    sys.path, as pytest has it); every worker is a child forked from it."""
+    _PARENT.append(Parent(__file__, "concurrency_worker"))
+    yield
+    _PARENT.pop().close()
+
+
+def spawn(mode: str, **args: Any) -> Child:
     """Start a worker process running WORKERS[mode](args)."""
-    return subprocess.Popen(
-        [sys.executable, "-c", _BOOT, __file__, mode, json.dumps(args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return _PARENT[-1].start("worker_main", mode, json.dumps(args))
 
 
-def finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
+def finish(proc: Child) -> dict[str, Any]:
     """Wait for a worker; fail with its stderr unless it exited 0; return its JSON result."""
     out, err = proc.communicate(timeout=WAIT_LIMIT + 60)
     assert proc.returncode == 0, err
@@ -283,7 +282,7 @@ def run_worker(mode: str, **args: Any) -> dict[str, Any]:
     return finish(spawn(mode, **args))
 
 
-def wait_all(paths: Iterable[Path], procs: Iterable[subprocess.Popen[str]]) -> None:
+def wait_all(paths: Iterable[Path], procs: Iterable[Child]) -> None:
     """Wait for marker files, failing early (with stderr) if a worker died first."""
     for path in paths:
         deadline = time.monotonic() + WAIT_LIMIT
