@@ -28,6 +28,7 @@ from .exits import PROBLEMS
 from .output import (
     _print_json,
     _rel,
+    problems_json,
 )
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ def _report_validation(
                 "files": validator.files,
                 "checkpoints": validator.checkpoints,
                 "items": validator.items,
-                "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems],
+                "problems": problems_json(problems),
             }
         )
         return

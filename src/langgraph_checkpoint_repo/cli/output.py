@@ -154,6 +154,11 @@ def _masked_tree(tree: Any) -> Any:
     return tree
 
 
+def problems_json(problems: Iterable[Any]) -> list[dict[str, str]]:
+    """Validation problems (file, JSON pointer, message) as every ``--json`` output gives them."""
+    return [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems]
+
+
 def _rel(path: Path | str) -> str:
     """A path as short as it can be said: relative to the current folder when inside it."""
     text = str(path)

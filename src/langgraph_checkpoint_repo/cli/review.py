@@ -15,7 +15,7 @@ from rich.text import Text
 
 from .app import JsonOpt, _check_root, _settings, app
 from .events import compact, event_parts, turns_of
-from .output import _print_json, screen
+from .output import _print_json, problems_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
@@ -79,7 +79,7 @@ def _item_json(i: ItemReport) -> dict[str, Any]:
         "path": i.path,
         "status": i.status,
         "fields": [{"pointer": f.pointer, "old": f.old, "new": f.new} for f in i.fields],
-        "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in i.problems],
+        "problems": problems_json(i.problems),
     }
 
 
@@ -99,7 +99,7 @@ def _thread_json(t: ThreadReport) -> dict[str, Any]:
             }
             for n in t.namespaces
         ],
-        "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in t.problems],
+        "problems": problems_json(t.problems),
     }
 
 
