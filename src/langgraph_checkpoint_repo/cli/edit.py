@@ -23,8 +23,7 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError
-from ..core.messages import message_fields
-from ..readmodel.turns import MESSAGES
+from ..core.messages import MESSAGES, message_fields
 from .app import CheckpointOpt, NsOpt, _reader, _settings, app
 
 if TYPE_CHECKING:

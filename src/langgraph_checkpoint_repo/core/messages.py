@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+#: the channel a conversation lives in (MessagesState's, create_agent's)
+MESSAGES = "messages"
+
 
 def message_fields(tree: Any) -> dict[str, Any] | None:
     """A stored message's fields (``{"$type": [langchain_core.messages..., X], "$fields": ...}``)."""
