@@ -32,6 +32,7 @@ from .core.errors import SaverSpecError as SaverSpecError  # re-exported: their 
 from .core.errors import ThreadExistsError as ThreadExistsError
 from .core.errors import ThreadNotFoundError as ThreadNotFoundError
 from .core.typenames import SAFE_TYPES, rejection
+from .saver import RepoSaver
 from .serde import LOADED_SERDE_TYPES, run_strict, strict_loader
 
 
@@ -63,7 +64,6 @@ def thread_ids_of(saver: BaseCheckpointSaver[Any]) -> list[str]:
     The contract has no call for this, so the savers we know are asked directly
     (a folder listing or one SQL query); any other saver is listed in full.
     """
-    from .saver import RepoSaver  # local: saver imports nothing from here
 
     if isinstance(saver, RepoSaver):
         return sorted(saver.store.thread_ids())
@@ -119,7 +119,6 @@ def _collect(rows: Iterable[Sequence[Any]]) -> WriteInfo:
 
 def _local_rows(saver: BaseCheckpointSaver[Any], thread_id: str) -> builtins.list[tuple[Any, ...]] | None:
     """Write rows from savers that keep them in this process (repo files, memory); else None."""
-    from .saver import RepoSaver
 
     if isinstance(saver, RepoSaver):
         store = saver.store
@@ -383,7 +382,6 @@ async def _aput_plan(
 def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None:
     """Refuse, before anything is written, a RepoSaver thread that could not be deleted (a
     symlink in it: removal.py), so a refused replace leaves no staging thread behind."""
-    from .saver import RepoSaver
 
     if isinstance(target, RepoSaver):
         folder = target.store.layout.thread_dir(thread_id)
@@ -393,7 +391,6 @@ def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None
 def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
     """The staged thread's checkpoints and writes put under ``thread_id`` in the same saver
     (RepoSaver copies its files; any other saver gets them put again, read from itself)."""
-    from .saver import RepoSaver
 
     if isinstance(target, RepoSaver):
         target.copy_thread(staged, thread_id)
@@ -403,7 +400,6 @@ def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None
 
 
 async def _amove(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
-    from .saver import RepoSaver
 
     if isinstance(target, RepoSaver):
         await target.acopy_thread(staged, thread_id)
@@ -555,7 +551,6 @@ class StrictSerde:
 
 def _strict(saver: BaseCheckpointSaver[Any], allowed: frozenset[tuple[str, ...]], spec: str) -> None:
     """Make ``saver`` load through ``StrictSerde`` (a RepoSaver checks every type itself)."""
-    from .saver import RepoSaver
 
     if not isinstance(saver, RepoSaver) and not isinstance(saver.serde, StrictSerde):
         saver.serde = StrictSerde(saver.serde, allowed, spec)  # type: ignore[assignment]
