@@ -137,11 +137,17 @@ def test_a_damaged_link_of_a_chain_names_the_file_the_thread_and_the_way_back(tm
     message = str(caught.value)
     assert caught.value.path == str(damaged)
     assert f"checkpoint {newest} of thread 't' reads channel 'messages'" in message
-    assert f"git log -- {damaged}" in message and "langgraph-repo fsck" in message
+    assert "restore it from git" in message and "langgraph-repo fsck" in message
     fsck = cli(root, "fsck", cwd=repo)
     assert fsck.returncode != 0 and str(damaged.relative_to(repo)) in fsck.stdout + fsck.stderr
     shown = cli(root, "show", "t", cwd=repo)
-    assert shown.returncode == 4 and f"-- {damaged}" in shown.stderr and "git checkout" in shown.stderr
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "log", "-1", "--format=%h"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    restore = f"git checkout {commit} -- {damaged}"
+    assert shown.returncode == 4 and shown.stderr.count(restore) == 1, shown.stderr
+    listed = cli(root, "threads", cwd=repo)  # the whole-root command's line for the thread says it too
+    assert listed.returncode == 4 and restore in listed.stderr, listed.stderr
 
 
 def test_export_of_several_threads_goes_on_past_a_broken_one(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from .output import (
     _err_console,
     _out_console,
 )
+from .restore import restore_hint
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -62,40 +63,6 @@ def _rel_path(path: Path) -> Path:
         return path.relative_to(Path.cwd())
     except ValueError:
         return path
-
-
-def restore_hint(exc: BaseException) -> str:
-    """For a file that does not read: how git can give it back, when git has it (the files are
-    in a repository, so a damaged one is rarely lost); empty otherwise."""
-    import subprocess
-
-    from ..core.errors import FileFormatError
-
-    path = Path(exc.path) if isinstance(exc, FileFormatError) else None
-    if path is None or not path.is_file():
-        return ""
-
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", "-C", str(path.parent), *args],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
-        )
-
-    try:
-        last = git("log", "-1", "--format=%h", "--", path.name)
-        changed = git("diff", "--quiet", "HEAD", "--", path.name)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    commit = last.stdout.strip()
-    if last.returncode != 0 or not commit:
-        return ""
-    if changed.returncode == 1:  # changed since it was committed: the committed one may be whole
-        return f" (git has it as committed in {commit}: git checkout {commit} -- {path})"
-    return f" (committed so in {commit}: git log -- {path} lists earlier versions to restore)"
 
 
 class _Group(TyperGroup):

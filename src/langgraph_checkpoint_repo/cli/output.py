@@ -175,8 +175,10 @@ def report_broken(settings: Any, broken: Sequence[tuple[str, Exception]]) -> Non
     import typer
 
     from .exits import exit_code
+    from .restore import restore_hint
 
     for tid, exc in broken:
-        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (f": {exc}", "red")))
+        said = f": {exc}{restore_hint(exc)}"
+        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (said, "red")))
     if broken:
         raise typer.Exit(max(exit_code(exc) for _, exc in broken))

@@ -434,8 +434,8 @@ class Documents:
                 exc.path,
                 exc.pointer,
                 f"{exc.detail}; checkpoint {cid} of thread {thread_id!r} reads channel {channel!r} "
-                f"through this file: restore it from git (git log -- {exc.path}); "
-                "`langgraph-repo fsck` lists every file that does not read",
+                "through this file: restore it from git (`langgraph-repo fsck` lists every file "
+                "that does not read)",
             ) from exc
 
     def resolve_node(
