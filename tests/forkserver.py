@@ -31,6 +31,7 @@ import importlib.util
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,10 +74,12 @@ class Parent:
         return Child(self, function, list(args), stdout, stderr)
 
     def close(self) -> None:
-        """End of input: the parent exits (a child still running is not waited for)."""
+        """End of input: the parent exits (a child still running is not waited for); the
+        children's output files go with it."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
         code = self.proc.wait(WAIT_LIMIT)
+        shutil.rmtree(self.outputs, ignore_errors=True)
         if code != 0:
             raise AssertionError(f"the forking parent exited with {code}")
 
