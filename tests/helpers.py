@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -20,12 +21,13 @@ import tempfile
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
@@ -37,6 +39,16 @@ from langgraph_checkpoint_repo.core.layout import Layout
 #: mode"): more kills, seeds, rounds and hypothesis examples than the default run, which
 #: proves each promise once
 LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
+
+
+def crossed(names: str, first: Sequence[str], second: Sequence[bool]) -> pytest.MarkDecorator:
+    """Parametrize ``names`` (``"x,strict"``) over two axes: every pair in the long mode; in the
+    default run the diagonal (each value of each axis once, ``first[i]`` with ``second[i]``),
+    which proves each promise once. Ids read ``x-default`` / ``x-strict``."""
+    pairs = list(itertools.product(first, second)) if LONG else list(zip(first, second, strict=True))
+    return pytest.mark.parametrize(
+        names, [pytest.param(a, b, id=f"{a}-{'strict' if b else 'default'}") for a, b in pairs]
+    )
 
 
 def examples(default: int) -> int:

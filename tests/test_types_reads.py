@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import crossed
 from types_project import MAIN_WRITER, WRITE, make_project, run_script
 
 STRICT = pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
@@ -72,8 +73,7 @@ print("ok")
 """
 
 
-@STRICT
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@crossed("mode,strict", ["sync", "async"], [False, True])
 def test_history_before_get_state_revives_every_kind_of_state_type(
     written: Callable[[bool, Path], Path], tmp_path: Path, mode: str, strict: bool
 ) -> None:
@@ -144,8 +144,7 @@ print("ok")
 """
 
 
-@STRICT
-@pytest.mark.parametrize("order", ["a-first", "b-first"])
+@crossed("order,strict", ["a-first", "b-first"], [False, True])
 def test_two_graphs_on_one_saver_do_not_share_types(
     written: Callable[[bool, Path], Path], tmp_path: Path, order: str, strict: bool
 ) -> None:
@@ -222,8 +221,7 @@ print("ok", sys.modules[module.Order.__module__].__name__)
 """
 
 
-@STRICT
-@pytest.mark.parametrize("how", ["script", "module"])
+@crossed("how,strict", ["script", "module"], [False, True])
 def test_main_writer_is_read_by_an_importing_program(tmp_path: Path, how: str, strict: bool) -> None:
     """State written by ``python agent.py`` (or ``python -m tools.agent``) names the types by
     the module's importable name, not ``__main__``: another program that imports the module
