@@ -62,6 +62,21 @@ def test_a_file_that_does_not_read_says_how_git_gives_it_back(tmp_path: Path) ->
     assert f"git checkout {commit.stdout.strip()} -- {damaged}" in proc.stderr
 
 
+def test_a_root_given_without_state_names_the_roots_below_it_each_once(tmp_path: Path) -> None:
+    """``--root`` at a folder that holds no state: the error names the ``.langgraph`` inside
+    it once (not again among the others) and the other roots below that folder, wherever
+    the command runs from."""
+    work = tmp_path / "work"
+    chat(work / ".langgraph", "t", "hi")
+    chat(work / "sub" / ".langgraph", "u", "hi")
+    elsewhere = tmp_path / "elsewhere"
+    chat(elsewhere / ".langgraph", "v", "hi")
+    out = cli(work, "threads", cwd=elsewhere)
+    assert out.returncode == 3, out.stderr
+    assert out.stderr.count(str(work / ".langgraph")) == 1, out.stderr
+    assert "sub/.langgraph" in out.stderr and "elsewhere" not in out.stderr.replace(str(work), ""), out.stderr
+
+
 def test_a_saver_outside_any_repository_says_where_its_new_state_goes(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

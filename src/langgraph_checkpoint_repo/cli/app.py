@@ -51,7 +51,9 @@ def _where_hint(ctx: Any, exc: BaseException) -> str:
     if not isinstance(exc, NotFoundError) or not isinstance(settings, Settings):
         return ""
     hint = f" (root found {settings.found_by})" if settings.found_by != "--root" else ""
-    others = other_roots(settings.root)
+    # near the folder the user named, else near here; a root the message names already is left out
+    near = settings.root if settings.found_by == "--root" and settings.root.is_dir() else None
+    others = [p for p in other_roots(settings.root, cwd=near) if str(p) not in str(exc)]
     if others:
         names = ", ".join(str(_rel_path(p)) for p in others)
         hint += f"; state also in {names} (give it with --root)"
