@@ -322,13 +322,27 @@ def stored_metadata(store: Documents) -> Metadata:
     return lambda thread_id, ns, cid: store.header(thread_id, ns, cid)["metadata"]  # type: ignore[no-any-return]
 
 
-def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: str, latest: str) -> set[str]:
+def needed_for_latest(
+    store: Documents,
+    metadata: Metadata,
+    thread_id: str,
+    ns: str,
+    latest: str,
+    explored: dict[str, set[str]] | None = None,
+) -> set[str]:
     """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
     back to the nearest one holding a stored value (a snapshot) for each delta channel
     that is empty at the latest. Delta channels are the ones LangGraph counts in the
     metadata's ``counters_since_delta_snapshot``; other empty channels (consumed
-    triggers) need nothing."""
+    triggers) need nothing.
+
+    ``explored`` (shared by the calls of one plan) remembers, per checkpoint, the channels
+    already looked for from there up: a walk that reaches one stops, because what lies above
+    is kept already. So the calls of a plan read each checkpoint at most once per channel,
+    even when metadata claims a delta channel no checkpoint holds a snapshot of (each walk
+    would otherwise go to the first checkpoint: quadratic in the history)."""
     ns_dir = store.layout.ns_dir(thread_id, ns)
+    explored = {} if explored is None else explored
     keep = {latest}
     doc = store.header(thread_id, ns, latest)
     versions = fields.channel_versions(doc)
@@ -341,6 +355,9 @@ def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: 
     walked: set[str] = set()
     parent = parent_of(store, doc, walked) if unseeded else None
     while unseeded and parent:
+        if unseeded <= explored.get(parent, set()):
+            break  # an earlier walk looked for these channels from here up: all it needs is kept
+        explored.setdefault(parent, set()).update(unseeded)
         try:
             doc = store.header(thread_id, ns, parent)
         except FileNotFoundError:
@@ -435,8 +452,9 @@ def plan_prune(
             young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
             if recent or young:
                 keep.add(cid)
-        for cid in sorted(keep):
-            keep |= needed_for_latest(store, metadata, thread_id, ns, cid)
+        explored: dict[str, set[str]] = {}
+        for cid in sorted(keep, reverse=True):  # newest first: older walks stop where it went
+            keep |= needed_for_latest(store, metadata, thread_id, ns, cid, explored)
         oldest = min(keep)
         keep = no_new_heads(store.lineage(thread_id, ns), keep | {c for c in ids if c >= oldest})
         doomed[ns] = [c for c in ids if c not in keep]
