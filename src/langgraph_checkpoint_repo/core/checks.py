@@ -120,6 +120,7 @@ class Validator:
         self.files = 0
         self.checkpoints = 0
         self.items = 0  # store items (RepoStore)
+        self.entry_memo: dict[tuple[Path, str, Any, str], bool | Exception] = {}
         self._progress = progress
 
     def seen(self, n: int = 1) -> None:
