@@ -164,7 +164,9 @@ def _machine(m: dict[str, Any]) -> str:
     lines = [
         f"- CPUs: {m['cpu_count']} (usable: {m['affinity_cpus']}), {m['processor']}, {m['machine']}",
         f"- Platform: {m['platform']}",
-        f"- Python: {m['python']} ({m['python_implementation']})",
+        f"- Python: {m['python']} ({m['python_implementation']})"
+        + ("" if m.get("bytecode_written", True) else "; .pyc writing off (PYTHONDONTWRITEBYTECODE): "
+           "every fresh process compiled what it imported"),
         f"- Temp folder: `{m['tmp_dir']}`, filesystem {m['fs_type']} (`stat -f`: {m['stat_f']})",
         "- Filesystem probe (median µs, 2 KB files): "
         + ", ".join(f"{k} {v:,.0f}" for k, v in m["fs_probe_us"].items()),
