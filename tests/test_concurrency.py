@@ -961,3 +961,63 @@ def test_processes_on_shared_and_own_threads_at_once_keep_every_put_and_write(tm
     problems = Validator(root).run()
     assert problems == [], [p.line() for p in problems]
     assert leftovers(root) == []
+
+
+def test_reads_while_another_thread_of_the_process_writes_see_whole_states(tmp_path: Path) -> None:
+    """One saver, one thread putting checkpoints and another reading the thread meanwhile
+    (LangGraph reads state while its tasks write; the Agent Server serves reads beside runs).
+    The writer used to change the shared parent links and id list in place: a reader could
+    die of "dictionary changed size during iteration", and a reader that derived the ids or
+    links while a put landed kept them without that put, so after the writes the latest
+    checkpoint was an older one. Every read now sees one consistent set: no error, each
+    latest id it gets is one that was put, and the last put is the latest afterwards."""
+    saver = RepoSaver(tmp_path / "root", durable=False)
+    config = thread_cfg("t", checkpoint_ns="")
+    put_ids: set[str] = set()
+    done = threading.Event()
+    errors: list[BaseException] = []
+    seen: list[str] = []
+
+    def put_steps(steps: range) -> None:
+        nonlocal config
+        for step in steps:
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = {"n": step}
+            checkpoint["channel_versions"] = {"n": step + 1}
+            put_ids.add(checkpoint["id"])
+            config = saver.put(config, checkpoint, {"step": step, "source": "loop"}, {"n": step + 1})
+
+    put_steps(range(1500))  # long enough that walking the links takes a while
+
+    def write() -> None:
+        try:
+            put_steps(range(1500, 1700))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                tup = saver.get_tuple(thread_cfg("t"))
+                if tup is not None:
+                    seen.append(tup.checkpoint["id"])
+                saver.heads(thread_cfg("t"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter lets it
+    try:
+        threads = [threading.Thread(target=f) for f in (write, read, read)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    assert seen and set(seen) <= put_ids
+    latest = saver.get_tuple(thread_cfg("t"))
+    assert latest is not None and latest.checkpoint["channel_values"] == {"n": 1699}
