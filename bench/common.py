@@ -59,6 +59,12 @@ class Sizes:
     validate_threads: int
     validate_turns: int
     """The CLI workload's validate root: threads x (turns x 3 + 1) checkpoints."""
+    store_items: int = 10_000
+    """The store workload: items every store holds (get, put, search with a filter)..."""
+    store_query_items: int = 1_000
+    """... items with embeddings (search with a query) ..."""
+    store_calls: int = 200
+    """... and puts and gets timed per store."""
 
 
 FULL = Sizes(
@@ -94,6 +100,9 @@ QUICK = Sizes(
     cli_runs=3,
     validate_threads=5,
     validate_turns=33,
+    store_items=1_000,
+    store_query_items=200,
+    store_calls=40,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -111,6 +120,9 @@ TINY = Sizes(
     cli_runs=1,
     validate_threads=2,
     validate_turns=3,
+    store_items=60,
+    store_query_items=20,
+    store_calls=6,
 )
 
 
@@ -240,6 +252,39 @@ def temp_dir(parent: Path, keep: bool) -> Iterator[Path]:
 # ----------------------------------------------------------------------------
 # counting saver calls
 # ----------------------------------------------------------------------------
+_CALLING = threading.local()  # the counted saver method the current thread is inside
+
+
+class FsyncRounds:
+    """Counts RepoSaver's waits on the disk: each round of fsyncs durable.py runs side by side
+    (the temp files of a call, then each batch's folders) is one wait, per saver method it
+    happened in (``CallCounter`` says which). Installed on our own module for the bench's
+    process only; folder creation (the first write of a thread) is not counted."""
+
+    def __init__(self) -> None:
+        from langgraph_checkpoint_repo.core import durable
+
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._module = durable
+        self._original = durable._each_at_once
+
+        def counted(call: Callable[[Any], None], items: list[Any]) -> None:
+            if items and call in (os.fsync, durable.fsync_dir):
+                with self._lock:
+                    self.counts[getattr(_CALLING, "method", "other")] += 1
+            self._original(call, items)
+
+        durable._each_at_once = counted
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.counts)
+
+    def close(self) -> None:
+        self._module._each_at_once = self._original
+
+
 class CallCounter:
     """Wraps a saver instance's methods to count calls and time spent in them."""
 
@@ -254,9 +299,12 @@ class CallCounter:
     def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             t0 = time.perf_counter_ns()
+            outer = getattr(_CALLING, "method", None)
+            _CALLING.method = name
             try:
                 return original(*args, **kwargs)
             finally:
+                _CALLING.method = outer
                 elapsed = time.perf_counter_ns() - t0
                 with self._lock:
                     self.counts[name] += 1

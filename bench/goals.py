@@ -47,6 +47,8 @@ class Goal:
     """Follows the threshold: ``" ms"``, or ``"x SqliteSaver"`` for a ratio (a ratio of 1 reads
     as the reference alone); ``{name}`` fields are filled from the workload's results."""
     measure: Callable[[Result], Measure]
+    who: str = REPO
+    """What the goal judges, as the Goal column names it (the store's goals: RepoStore)."""
 
     def bound(self, result: Result) -> str:
         """The comparison and the threshold with its unit, as printed."""
@@ -61,7 +63,7 @@ class Goal:
 
     def column(self, result: Result) -> str:
         """The goal in the Goal column of the results table, beside the row it judges."""
-        return f"{REPO} {self.bound(result)}"
+        return f"{self.who} {self.bound(result)}"
 
     def check(self, result: Result) -> GoalResult:
         m = self.measure(result)
@@ -381,3 +383,38 @@ CLI_VALIDATE = Goal(
 )
 
 GOALS += (FRESH_GET_TUPLE, FRESH_LIST, CLI_THREADS, CLI_HELP, CLI_PRECOMMIT, CLI_VALIDATE)
+
+
+# ----------------------------------------------------------------------------
+# issue 27: the store
+# ----------------------------------------------------------------------------
+def _store_vs_sqlite(key: str) -> Callable[[Result], Measure]:
+    def measure(result: Result) -> Measure:
+        per = result["per_store"]
+        return versus(per["RepoStore"][key], per["SqliteStore"][key], "ms", 3)
+
+    return measure
+
+
+STORE_PUT = Goal(
+    key="store_put",
+    workload="store",
+    subject="RepoStore put of an existing item (median, full fsync durability)",
+    compare="<=",
+    threshold=2.0,
+    unit="x SqliteStore",
+    measure=_store_vs_sqlite("put_median_ms"),
+    who="RepoStore",
+)
+STORE_GET = Goal(
+    key="store_get",
+    workload="store",
+    subject="RepoStore get (warm median)",
+    compare="<=",
+    threshold=3.0,
+    unit="x SqliteStore",
+    measure=_store_vs_sqlite("get_median_ms"),
+    who="RepoStore",
+)
+
+GOALS += (STORE_PUT, STORE_GET)

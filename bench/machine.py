@@ -44,6 +44,9 @@ def machine_info(tmp: Path) -> dict[str, Any]:
         "processor": platform.processor() or _cpu_model(),
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
+        # a process that may not write .pyc files compiles every module it imports, each time:
+        # the fresh-process and command-line rows then include that
+        "bytecode_written": not sys.dont_write_bytecode,
         "tmp_dir": str(tmp),
         "df_T": try_cmd(["df", "-T", str(tmp)]),
         "stat_f": try_cmd(["stat", "-f", "-c", "%T", str(tmp)]),

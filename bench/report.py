@@ -137,21 +137,36 @@ _NOTES = (
     "directly or wrap each call in its own profiler.\n"
     "- The filesystem probe times the steps of one durable write (create a temp file, write, "
     "fsync, rename, fsync the folder) on the temp folder, for comparing machines.\n"
-    "- Chat turn, durable: the gap to SqliteSaver is waits on the disk. A durable RepoSaver turn "
-    "waits for about 18 fsyncs in sequence (a file's bytes before its name, its name before the "
-    "call returns, and format 3's `objects/` file before the file that refers to it), SqliteSaver's "
-    "for 7 WAL fsyncs. The `RepoSaver (durable=False)` row shows what is left without them: "
+    "- Chat turn, durable: the gap to SqliteSaver is waits on the disk, counted per turn in the chat "
+    "details (a RepoSaver call waits for one round of fsyncs per step of the ordering rule; the "
+    "fsyncs of one round run side by side). Where each comes from: every call's files are "
+    "written to temp files and fsynced together (1); a call that shares a new message first "
+    "renames its `objects/` files and fsyncs that folder, so the name of what is referred to is "
+    "durable before the name that refers to it (1); then the checkpoint or writes file is renamed "
+    "and its folder fsynced before the call returns (1). So 2 waits for a call without a new "
+    "object, 3 with one, against one WAL commit per call for SqliteSaver. Fewer would need "
+    "either a name made durable before its content (a crash could leave half a file under a "
+    "final name, which the format promises never to do) or one file for a step's objects and "
+    "its checkpoint. The `RepoSaver (durable=False)` row shows what is left without the waits: "
     "encoding, sharing messages into `objects/`, validation, the lock cycle and the check of the "
-    "list a put appends to. The profile, by system call and by part, before and after the "
-    "write-path work, is in docs/profile-chat.md.\n"
-)
+    "list a put appends to. The profile, by system call and by part, is in docs/profile-chat.md.\n"
+    "- `list(filter=...)` in a warm process: every checkpoint's metadata is kept in memory, but "
+    "each is used only after one `lstat` of its file shows the file unchanged, and that `lstat` "
+    "is most of the call. Nothing cheaper sees a hand edit: an editor that writes a file in place "
+    "(VS Code, `open(path, 'w')`, `echo >`) changes only that file's own size, mtime and ctime; "
+    "the folder's mtime and the listing stay as they were, so no folder-level check can notice, "
+    "and a filter that trusted its cache would return a checkpoint whose metadata no longer "
+    "says what it matched. What is left per checkpoint is that one system call and a dict "
+    "lookup (`MetaCache.matches`); SqliteSaver filters in SQL.\n")
 
 
 def _machine(m: dict[str, Any]) -> str:
     lines = [
         f"- CPUs: {m['cpu_count']} (usable: {m['affinity_cpus']}), {m['processor']}, {m['machine']}",
         f"- Platform: {m['platform']}",
-        f"- Python: {m['python']} ({m['python_implementation']})",
+        f"- Python: {m['python']} ({m['python_implementation']})"
+        + ("" if m.get("bytecode_written", True) else "; .pyc writing off (PYTHONDONTWRITEBYTECODE): "
+           "every fresh process compiled what it imported"),
         f"- Temp folder: `{m['tmp_dir']}`, filesystem {m['fs_type']} (`stat -f`: {m['stat_f']})",
         "- Filesystem probe (median µs, 2 KB files): "
         + ", ".join(f"{k} {v:,.0f}" for k, v in m["fs_probe_us"].items()),

@@ -1,6 +1,7 @@
 """The process tests/test_crash.py kills: a real graph run through RepoSaver(durable=True).
 
-Run as ``python tests/crash_child.py ROOT THREAD TURNS LOG READY``. It resumes whatever
+Run as ``python tests/crash_child.py ROOT THREAD TURNS LOG READY``, or ``main([ROOT, ...])``
+in a child forked by tests/forkserver.py (test_crash.py does that). It resumes whatever
 the thread holds (an unfinished run is finished first), then runs the remaining turns.
 Every checkpoint whose ``put`` has returned, and every ``put_writes`` that has returned,
 is appended to LOG and fsynced before the saver returns to LangGraph, so the parent knows

@@ -4,7 +4,9 @@ One server (the ``server`` extra: langgraph-cli[inmem], langgraph-sdk) runs
 examples/agent_server/ from a copy in a temp folder, with no ``LANGGRAPH_REPO_ROOT``, so the
 package's factory puts the files in ``.langgraph`` next to ``langgraph.json``. The tests run
 in file order against it: the server found every extended method, an interrupt and its resume
-read back as InMemorySaver has them, a prebuilt agent's run, a thread copy and delete, and at
+read back as InMemorySaver has them, a prebuilt agent's run, a thread copy and delete, the store
+(RepoStore) through the server's /store API and a memory agent's run,
+``langgraph-repo server sync`` after a fresh clone (the server knows no committed thread), and at
 the end the files validate and no write under ``.langgraph/`` made the server reload (a
 ``.py`` file written last must, so the reload check is seen to work).
 """
@@ -31,11 +33,14 @@ import orjson
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from typer.testing import Result
 
-from helpers import cli
+from graphs import cfg, chat_graph
+from helpers import cli, cli_in_process, one_line_error
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.agent_server import checkpointer, server_root
+from langgraph_checkpoint_repo.agent_server import checkpointer, server_root, store
 from langgraph_checkpoint_repo.saver import REQUEST_METADATA
+from test_git import commit_all, git
 
 # not a missing service: langgraph-api itself installs only on Python 3.11 and later
 pytestmark = pytest.mark.skipif(
@@ -256,6 +261,162 @@ def test_copy_and_delete_of_a_thread_act_on_its_files(server: Server, client: An
     client.threads.delete(copy)
     assert not thread_folder(server, copy).exists()
     assert thread_folder(server, thread).is_dir()
+
+
+# ----------------------------------------------------------------------------
+# the store: RepoStore behind the server's /store API and a graph's runtime.store
+# ----------------------------------------------------------------------------
+async def test_store_factory_is_an_async_context_manager_yielding_a_store_on_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "langgraph.json").write_text(json.dumps({"store": {"ttl": {"default_ttl": 5}}}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LANGGRAPH_REPO_ROOT", raising=False)
+    async with store() as made:
+        assert made.root == tmp_path / ".langgraph"
+        assert made.ttl_config == {"default_ttl": 5}
+        await made.aput(("ns",), "k", {"v": 1})
+        assert (tmp_path / ".langgraph" / "store" / "ns" / "k.json").is_file()
+
+
+def test_server_uses_repo_store(server: Server, client: Any) -> None:
+    client.store.list_namespaces()  # the store is entered on first use
+    assert "Using custom store: RepoStore(root=" in server.text(), server.text()[-3000:]
+
+
+def test_items_put_through_the_api_are_files_and_read_back(server: Server, client: Any) -> None:
+    ns = ["users", "api-user", "preferences"]
+    client.store.put_item(ns, key="theme", value={"value": "dark"})
+    client.store.put_item(ns, key="lang", value={"value": "fr"}, ttl=60)
+    path = server.root / "store" / "users" / "api-user" / "preferences" / "theme.json"
+    assert json.loads(path.read_text())["value"] == {"value": "dark"}
+    lang = json.loads(path.with_name("lang.json").read_text())
+    assert lang["ttl_minutes"] == 60 and "expires_at" in lang
+    assert client.store.get_item(ns, key="theme")["value"] == {"value": "dark"}
+    found = client.store.search_items(["users", "api-user"], filter={"value": "fr"})["items"]
+    assert [(i["namespace"], i["key"]) for i in found] == [(ns, "lang")]
+    assert ns in client.store.list_namespaces(prefix=["users"])["namespaces"]
+    client.store.delete_item(ns, key="lang")
+    assert not path.with_name("lang.json").exists()
+
+
+def test_a_memory_agent_run_writes_and_reads_the_store(server: Server, client: Any) -> None:
+    config = {"configurable": {"user_id": "run-user"}}
+    first = client.threads.create()["thread_id"]
+    said = {"messages": [{"role": "user", "content": "remember theme is dark"}]}
+    result = client.runs.wait(first, "memory", input=said, config=config)
+    assert result["messages"][-1]["content"] == "Noted: theme = dark."
+    path = server.root / "store" / "users" / "run-user" / "preferences" / "theme.json"
+    assert json.loads(path.read_text())["value"] == {"value": "dark"}
+    client.store.put_item(["users", "run-user", "preferences"], key="lang", value={"value": "fr"})
+    later = client.threads.create()["thread_id"]  # another thread: the memory is the store's
+    asked = {"messages": [{"role": "user", "content": "what do you know about me?"}]}
+    result = client.runs.wait(later, "memory", input=asked, config=config)
+    assert result["messages"][-1]["content"] == "lang = fr; theme = dark"
+def sync(server: Server, *args: str) -> Result:
+    """``server sync`` in this process: no interpreter start-up and langgraph-sdk import per run."""
+    return cli_in_process("--root", server.root, "server", "sync", "--url", server.url, *args)
+
+
+def test_server_sync_after_a_fresh_clone_makes_committed_threads_answer_and_continue(
+    server: Server, client: Any
+) -> None:
+    from langgraph_sdk.errors import NotFoundError
+
+    thread = client.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Where is 4411?"}]}
+    first = client.runs.wait(thread, "agent", input=ask)
+    git(server.folder, "init", "-q", "-b", "main")
+    git(server.folder, "config", "user.name", "Test Author")
+    git(server.folder, "config", "user.email", "test@example.invalid")
+    commit_all(server.folder, "the app and its state")
+    # a fresh clone: the committed files are there, the server's thread list (.langgraph_api/,
+    # git-ignored) does not have the thread; made here by deleting it on the server (its
+    # record and its files) and taking the files back from git
+    client.threads.delete(thread)
+    assert not thread_folder(server, thread).exists()
+    git(server.folder, "checkout", "HEAD", "--", ".langgraph")
+    assert thread in cli(server.root, "threads").stdout
+    with pytest.raises(NotFoundError):
+        client.threads.get_state(thread)
+
+    dry = sync(server, "--dry-run")
+    assert dry.exit_code == 0, dry.stdout + dry.stderr
+    assert f"would create {thread}  graph agent" in dry.stdout.splitlines()
+    assert dry.stderr.startswith(f"would create 1 thread on {server.url}")
+    with pytest.raises(NotFoundError):
+        client.threads.get_state(thread)
+
+    before = {p: p.stat().st_mtime_ns for p in server.root.rglob("*")}
+    synced = cli(server.root, "server", "sync", "--url", server.url)  # as a person runs it
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert {p: p.stat().st_mtime_ns for p in server.root.rglob("*")} == before  # no file written
+    assert f"created      {thread}  graph agent" in synced.stdout.splitlines()
+    assert synced.stderr.startswith(f"created 1 thread on {server.url}")
+    assert client.threads.get_state(thread)["values"]["messages"] == first["messages"]
+    more = client.runs.wait(thread, "agent", input={"messages": [{"role": "user", "content": "And 12?"}]})
+    assert more["messages"][: len(first["messages"])] == first["messages"]
+    assert "Order 12 shipped yesterday" in more["messages"][-1]["content"]
+
+    again = sync(server, "--json")
+    assert again.exit_code == 0, again.stdout + again.stderr
+    assert {t["action"] for t in json.loads(again.stdout)} == {"known"}
+    assert again.stderr.startswith(f"nothing to create on {server.url}")
+
+
+def test_server_sync_says_why_a_thread_is_left_off_and_fails_for_one_it_cannot_put_there(
+    server: Server, client: Any, tmp_path: Path
+) -> None:
+    """A thread a script wrote names no graph; an id that is not a UUID is no server thread; a
+    graph the server does not serve is refused; a server on another root is caught by reading
+    the state back; each on its own line."""
+    from langgraph_sdk.errors import NotFoundError
+
+    script = "01a2aaaa-0000-7000-8000-00000000beef"
+    graph = app_graphs().agent.copy(update={"checkpointer": RepoSaver(server.root)})
+    question = {"messages": [("user", "Where is 77?")]}
+    graph.invoke(question, {"configurable": {"thread_id": script}})
+    graph.invoke(question, {"configurable": {"thread_id": "chat-1"}})
+
+    left = sync(server, "--dry-run", "--json")
+    assert left.exit_code == 0, left.stdout + left.stderr  # neither was a server's thread
+    said = {t["thread_id"]: t for t in json.loads(left.stdout)}
+    assert said[script]["action"] == "skipped" and "--graph" in said[script]["reason"]
+    assert said["chat-1"]["action"] == "skipped" and "not a UUID" in said["chat-1"]["reason"]
+
+    refused = sync(server, script, "--graph", "nosuch")
+    assert refused.exit_code == 1
+    assert refused.stdout.startswith(f"skipped      {script}  graph 'nosuch' is not served there (it serves ")
+    named = sync(server, "chat-1")
+    assert named.exit_code == 1 and "not a UUID" in named.stdout  # asked for by name: a problem
+    with pytest.raises(NotFoundError):
+        client.threads.get_state(script)
+
+    # --root after the command's name, as for every other command
+    args = ("server", "sync", script, "--graph", "agent", "--url", server.url, "--root", server.root)
+    given = cli_in_process(*args)
+    assert given.exit_code == 0, given.stdout + given.stderr
+    assert given.stdout == f"created      {script}  graph agent\n"
+    assert client.threads.get_state(script)["values"]["messages"][-1]["content"].endswith("on Friday.")
+    assert len(client.runs.wait(script, "agent", input=question)["messages"]) == 8
+
+    elsewhere = tmp_path / ".langgraph"  # not the root the server reads
+    lost = "01a2aaaa-0000-7000-8000-00000000f00d"
+    app_graphs().agent.copy(update={"checkpointer": RepoSaver(elsewhere)}).invoke(question, cfg(lost))
+    wrong = cli_in_process("--root", elsewhere, "server", "sync", "--url", server.url, "--graph", "agent")
+    assert wrong.exit_code == 1
+    assert wrong.stdout.startswith(f"created      {lost}  the server reads checkpoint none for it, not ")
+
+
+def test_server_sync_says_in_one_line_that_no_server_answers(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    chat_graph(RepoSaver(root)).invoke({"messages": [("user", "hi")]}, cfg("t"))
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    started = time.monotonic()
+    proc = cli_in_process("--root", root, "server", "sync", "--url", url)
+    one_line_error(proc, 6, f"cannot reach the Agent Server at {url}: ", "is langgraph dev running?")
+    assert proc.stdout == ""
+    assert time.monotonic() - started < 5  # at once, not after the SDK's retries
 
 
 def test_files_validate_and_no_write_made_the_server_reload(server: Server, client: Any) -> None:

@@ -56,7 +56,9 @@ def checkout(tmp_path: Path, table: str = "") -> Path:
 
 
 def run_module(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo`` from the top of the checkout, as a person does."""
+    """``python -m langgraph_checkpoint_repo`` from the top of the checkout, as a person does: a
+    fresh process, as only its start (``python -m`` puts the current folder first on sys.path,
+    __main__.py takes it off) and its first import of numpy can show a module shadowing one."""
     return subprocess.run(
         [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(repo / ".langgraph"), *args],
         cwd=repo,
@@ -100,14 +102,15 @@ def test_the_tables_allow_never_lets_a_file_call_os_system(tmp_path: Path) -> No
     doc = json.loads(latest.read_text(encoding="utf-8"))
     doc["new_values"]["n"]["value"]["json"] = {"$type": ["os", "system"], "$arg": f"touch {marker}"}
     latest.write_text(json.dumps(doc), encoding="utf-8")
+    root = repo / ".langgraph"
     for args in READS:
-        run_module(repo, *args)
+        cli(root, *args, cwd=repo)
         assert not marker.exists(), args
-    checked = run_module(repo, "validate")
+    checked = cli(root, "validate", cwd=repo)
     assert checked.returncode == 1 and "os.system" in checked.stdout
     with pytest.raises(BadInputError, match="standard library"):
-        project_types(repo / ".langgraph")
-    export = run_module(repo, "export", f"sqlite:///{tmp_path / 'out.db'}", "--trust-project")
+        project_types(root)
+    export = cli(root, "export", f"sqlite:///{tmp_path / 'out.db'}", "--trust-project", cwd=repo)
     assert export.returncode == 2 and "standard library" in export.stderr
     assert not marker.exists()
 

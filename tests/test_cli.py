@@ -1,4 +1,5 @@
-"""The ``langgraph-repo`` command line, driven as a subprocess over states made by real graphs.
+"""The ``langgraph-repo`` command line, driven over states made by real graphs (helpers.cli: in this
+process, as a fresh one would run it; a process where only a process shows it).
 
 One module-scoped root holds threads written by compiled StateGraphs through RepoSaver:
 a chat, an interrupt, a subgraph interrupt, a forked history, a failed Send fan-out, a
@@ -15,8 +16,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from graphs import (
     run_fixture_graphs,
     sub_graph,
 )
-from helpers import checkpoint_files, cli_env, file_digests, one_line_error
+from helpers import checkpoint_files, cli_env, cli_process, file_digests, one_line_error
 from helpers import cli as run_cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
@@ -46,31 +45,19 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show
 
 
-# read-only runs over the shared root, started in the background as soon as it exists: each
-# run is mostly interpreter start-up, so running them side by side keeps the module fast
-_PREFETCHED: dict[tuple[str, ...], Future[subprocess.CompletedProcess[str]]] = {}
-
-
 def cli(
-    root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None
+    root: Path | None, *args: Any, stdin: str | None = None, cwd: Path | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """helpers.cli, answered from the runs prefetched over the shared root when it can be."""
-    key = (str(root), *map(str, args))
-    if stdin is None and cwd is None and key in _PREFETCHED:
-        return _PREFETCHED.pop(key).result()
-    return run_cli(root, *args, stdin=stdin or "", cwd=cwd, timeout=120)
+    """helpers.cli, in this process; a fresh process (helpers.cli_process) when ``stdin``
+    answers a prompt or ``process`` asks for the exit code and output as a process returns them."""
+    if stdin is not None or process:
+        return cli_process(root, *args, stdin=stdin or "", cwd=cwd, timeout=120)
+    return run_cli(root, *args, cwd=cwd, timeout=120)
 
 
 def cli_many(*calls: tuple[Any, ...]) -> list[subprocess.CompletedProcess[str]]:
-    """Several independent runs side by side (each is mostly interpreter start-up)."""
-
-    def one(call: tuple[Any, ...]) -> subprocess.CompletedProcess[str]:
-        if call and isinstance(call[-1], dict):  # keyword arguments (stdin, cwd) last
-            return cli(*call[:-1], **call[-1])
-        return cli(*call)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(one, calls))
+    """Several independent runs, one after another (keyword arguments in a dict last)."""
+    return [cli(*c[:-1], **c[-1]) if c and isinstance(c[-1], dict) else cli(*c) for c in calls]
 
 
 def cli_json(root: Path, *args: str) -> Any:
@@ -127,50 +114,8 @@ def point_graph(saver: RepoSaver) -> Any:
 ROOT_DIGEST: dict[str, str] = {}  # the shared root's files before any command ran
 
 
-def read_only_runs(path: Path) -> list[tuple[str, ...]]:
-    """The commands the read-only tests below run over the shared root."""
-    reader = Reader(path)
-    oldest_chat = reader.checkpoint_ids("chat", "")[0]
-    step = {
-        reader.header("profile", "", c)["metadata"]["step"]: c for c in reader.checkpoint_ids("profile", "")
-    }
-    return [
-        ("threads", "--json"),
-        *(
-            ("threads", *f, "--json")
-            for f in (
-                ("--waiting-at", "inner_ask"),
-                ("--waiting-at", "ask"),
-                ("--has", "profile", "--meta", "source=loop"),
-                ("--meta", "user=ada"),
-                ("--since", "2999-01-01"),
-            )
-        ),
-        ("threads",),
-        ("history", "fork", "--json"),
-        ("history", "fork"),
-        ("history", "sub", "--ns", "sub", "--limit", "1", "--json"),
-        ("show", "chat"),
-        ("show", "ask", "--json"),
-        ("show", "ask"),
-        ("show", "point"),
-        ("show", "point", "--json"),
-        ("show", "chat", "--checkpoint", oldest_chat[:23], "--json"),
-        ("diff", "chat"),
-        ("diff", "profile", "--from", step[1], "--to", step[2], "--json"),
-        ("diff", "profile", "--from", step[1], "--to", step[-1], "--json"),
-        ("diff", "profile", "--from", step[1], "--to", step[2]),
-        ("tasks", "fan", "--json"),
-        ("tasks", "fan"),
-        ("tasks", "sub", "--json"),
-        ("validate",),
-        ("render", "ask", "--format", "markdown"),
-        ("render", "ask", "--format", "html"),
-    ]
-
-
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A root with one thread per situation the command line has to explain."""
     path = tmp_path_factory.mktemp("state") / ".langgraph"
     saver = RepoSaver(path, durable=False)
@@ -178,13 +123,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     profile_graph(saver).invoke({"messages": [HumanMessage(content="hi", id="m-hi")]}, cfg("profile"))
     point_graph(saver).invoke({"point": Point(1, 1)}, cfg("point"))
     ROOT_DIGEST.update(file_digests(path))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for args in read_only_runs(path):
-            _PREFETCHED[(str(path), *args)] = pool.submit(run_cli, path, *args, timeout=120)
-        yield path
-        for future in _PREFETCHED.values():
-            future.cancel()
-        _PREFETCHED.clear()
+    return path
 
 
 @pytest.fixture
@@ -595,7 +534,7 @@ def test_validate_reports_each_problem_as_path_and_json_pointer(copy_root: Path)
     )
     orphan.write_text(json.dumps(orphan_writes_doc(copy_root, "profile")))
 
-    proc = cli(copy_root, "validate")
+    proc = cli(copy_root, "validate", process=True)  # exit 1 as a process returns it
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert any(line.startswith(f"{ask[-1]}: /metadata: ") for line in lines)
@@ -767,12 +706,14 @@ def test_prune_keeps_what_a_delta_channel_needs_to_rebuild(copy_root: Path) -> N
 
 
 def test_destroying_commands_ask_first_and_do_nothing_without_yes(copy_root: Path) -> None:
-    """prune and delete ask; "n" or no answer changes nothing and exits 5."""
+    """prune and delete ask; "n" or no answer changes nothing and exits 5; prune without what
+    to keep is a usage error, exit 2 (processes reading their answer from a pipe, as a script
+    or CI runs them, exiting as a process does)."""
     before = file_digests(copy_root)
     said_no, no_answer, usage = cli_many(
-        (copy_root, "prune", "chat", "--keep-last", "1"),
-        (copy_root, "delete", "chat"),  # no answer at all (EOF)
-        (copy_root, "prune", "chat"),
+        (copy_root, "prune", "chat", "--keep-last", "1", {"stdin": "n\n"}),
+        (copy_root, "delete", "chat", {"stdin": ""}),  # no answer at all (EOF)
+        (copy_root, "prune", "chat", {"process": True}),
     )
     # format 4: 5 checkpoint files (no writes file: each child took its parent's)
     for proc, question in ((said_no, "Remove 5 files from 1 thread?"), (no_answer, "Delete thread 'chat'")):
@@ -802,13 +743,15 @@ def test_delete_and_copy_threads(copy_root: Path) -> None:
 # ----------------------------------------------------------------------------
 def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, tmp_path: Path) -> None:
     """Unknown thread or checkpoint, malformed or too short id, missing root, corrupt file,
-    unknown schema_version: one line naming the thing (and file), never a traceback."""
+    unknown schema_version: one line naming the thing (and file), never a traceback. Exit 3
+    and 4 also as a process returns them (commands that start without LangGraph: cheap)."""
+    process = {"process": True}
     runs = cli_many(
         (copy_root, "show", "nobody"),
         (copy_root, "show", "chat", "--checkpoint", "1f1ec0cf-dead-beef"),
         (copy_root, "diff", "chat", "--from", "not/an-id"),
         (copy_root, "show", "chat", "--checkpoint", "1f1"),
-        (tmp_path / "nowhere", "threads"),
+        (tmp_path / "nowhere", "threads", process),
     )
     one_line_error(runs[0], 3, "'nobody'", "not found")
     one_line_error(runs[1], 3, "1f1ec0cf-dead-beef", "not found")
@@ -819,7 +762,7 @@ def test_bad_input_gives_one_line_and_the_documented_exit_code(copy_root: Path, 
     latest.write_text(latest.read_text().replace('"kind": "checkpoint"', '"kind": "checkpoint", "kind": "x"'))
     ask = checkpoint_files(copy_root, "ask")[-1]
     ask.write_text(ask.read_text().replace(f'"schema_version": {SCHEMA_VERSION}', '"schema_version": 7'))
-    corrupt, newer = cli_many((copy_root, "show", "chat"), (copy_root, "history", "ask"))
+    corrupt, newer = cli_many((copy_root, "show", "chat"), (copy_root, "history", "ask", process))
     one_line_error(corrupt, 4, str(latest), "duplicate key")
     one_line_error(newer, 4, str(ask), "schema_version 7", "newer release")
 
@@ -835,9 +778,9 @@ def test_default_root_is_dot_langgraph_at_the_git_top_and_console_script_exists(
     shutil.copytree(root, repo / ".langgraph")
     script = Path(sys.executable).parent / "langgraph-repo"
     assert script.exists()
-    with ThreadPoolExecutor(2) as pool:
-        listed = pool.submit(cli, None, "threads", "--json", cwd=repo / "deep" / "er")
-        proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
-    data = json.loads(listed.result().stdout)
+    listed = cli(None, "threads", "--json", cwd=repo / "deep" / "er")
+    # the installed script is an entry point of its own: only a process of it shows it works
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    data = json.loads(listed.stdout)
     assert "chat" in [r["thread_id"] for r in data]
     assert proc.returncode == 0 and "validate" in proc.stdout and "prune" in proc.stdout

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import cli_env
 
-HEAVY = ("langgraph", "langchain_core")
+HEAVY = ("langgraph", "langchain_core", "langgraph_sdk")  # langgraph_sdk imports langchain_core
 
 COMMANDS = [
     "threads",
@@ -34,6 +34,8 @@ COMMANDS = [
     "import",
     "export",
     "heads",
+    "server",
+    "server sync",
 ]
 
 
@@ -75,7 +77,7 @@ def test_help_imports_no_langgraph() -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_commands_help_imports_no_langgraph(command: str) -> None:
-    assert loaded_after(run_app(command, "--help")) == []
+    assert loaded_after(run_app(*command.split(), "--help")) == []
 
 
 def test_the_package_imports_langgraph_only_when_repo_saver_is_used() -> None:

@@ -1,8 +1,9 @@
 """Several writers and readers on one root: processes, Python threads, and files that
 change underneath a long-lived saver (another process, ``git pull``, ``rm``).
 
-Workers are real subprocesses running this very module (``python -c`` loads it by
-path and calls ``worker_main``), so the graphs they run are the ones defined here.
+Workers are real processes running this very module: each is forked (tests/forkserver.py)
+from a parent process that loaded it by path once, and calls ``worker_main``, so the graphs
+they run are the ones defined here, each with its own saver, caches and locks.
 Start order is forced with marker files, never with sleeps, and no assertion is
 about time.
 """
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -29,6 +30,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpo
 from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
+from forkserver import Child, Parent
 from graphs import cfg as thread_cfg
 from graphs import chat_graph, contents
 from helpers import checkpoint_files, file_bytes
@@ -252,27 +254,24 @@ def worker_main(mode: str, args: str) -> None:
     print(json.dumps(WORKERS[mode](json.loads(args))))
 
 
-_BOOT = (  # tests/ on the path first: this module imports graphs, helpers and crash_child
-    "import importlib.util, os, sys\n"
-    "sys.path.insert(0, os.path.dirname(sys.argv[1]))\n"
-    "spec = importlib.util.spec_from_file_location('concurrency_worker', sys.argv[1])\n"
-    "mod = importlib.util.module_from_spec(spec)\n"
-    "spec.loader.exec_module(mod)\n"
-    "mod.worker_main(sys.argv[2], sys.argv[3])\n"
-)
+_PARENT: list[Parent] = []  # the forking parent of this module's workers (see forking_parent)
 
 
-def spawn(mode: str, **args: Any) -> subprocess.Popen[str]:
+@pytest.fixture(scope="module", autouse=True)
+def forking_parent() -> Iterator[None]:
+    """One parent for the module's workers: it loads this module once (tests/ first on
+    sys.path, as pytest has it); every worker is a child forked from it."""
+    _PARENT.append(Parent(__file__, "concurrency_worker"))
+    yield
+    _PARENT.pop().close()
+
+
+def spawn(mode: str, **args: Any) -> Child:
     """Start a worker process running WORKERS[mode](args)."""
-    return subprocess.Popen(
-        [sys.executable, "-c", _BOOT, __file__, mode, json.dumps(args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return _PARENT[-1].start("worker_main", mode, json.dumps(args))
 
 
-def finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
+def finish(proc: Child) -> dict[str, Any]:
     """Wait for a worker; fail with its stderr unless it exited 0; return its JSON result."""
     out, err = proc.communicate(timeout=WAIT_LIMIT + 60)
     assert proc.returncode == 0, err
@@ -283,7 +282,7 @@ def run_worker(mode: str, **args: Any) -> dict[str, Any]:
     return finish(spawn(mode, **args))
 
 
-def wait_all(paths: Iterable[Path], procs: Iterable[subprocess.Popen[str]]) -> None:
+def wait_all(paths: Iterable[Path], procs: Iterable[Child]) -> None:
     """Wait for marker files, failing early (with stderr) if a worker died first."""
     for path in paths:
         deadline = time.monotonic() + WAIT_LIMIT
@@ -963,3 +962,63 @@ def test_processes_on_shared_and_own_threads_at_once_keep_every_put_and_write(tm
     problems = Validator(root).run()
     assert problems == [], [p.line() for p in problems]
     assert leftovers(root) == []
+
+
+def test_reads_while_another_thread_of_the_process_writes_see_whole_states(tmp_path: Path) -> None:
+    """One saver, one thread putting checkpoints and another reading the thread meanwhile
+    (LangGraph reads state while its tasks write; the Agent Server serves reads beside runs).
+    The writer used to change the shared parent links and id list in place: a reader could
+    die of "dictionary changed size during iteration", and a reader that derived the ids or
+    links while a put landed kept them without that put, so after the writes the latest
+    checkpoint was an older one. Every read now sees one consistent set: no error, each
+    latest id it gets is one that was put, and the last put is the latest afterwards."""
+    saver = RepoSaver(tmp_path / "root", durable=False)
+    config = thread_cfg("t", checkpoint_ns="")
+    put_ids: set[str] = set()
+    done = threading.Event()
+    errors: list[BaseException] = []
+    seen: list[str] = []
+
+    def put_steps(steps: range) -> None:
+        nonlocal config
+        for step in steps:
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = {"n": step}
+            checkpoint["channel_versions"] = {"n": step + 1}
+            put_ids.add(checkpoint["id"])
+            config = saver.put(config, checkpoint, {"step": step, "source": "loop"}, {"n": step + 1})
+
+    put_steps(range(1500))  # long enough that walking the links takes a while
+
+    def write() -> None:
+        try:
+            put_steps(range(1500, 1700))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                tup = saver.get_tuple(thread_cfg("t"))
+                if tup is not None:
+                    seen.append(tup.checkpoint["id"])
+                saver.heads(thread_cfg("t"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter lets it
+    try:
+        threads = [threading.Thread(target=f) for f in (write, read, read)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    assert seen and set(seen) <= put_ids
+    latest = saver.get_tuple(thread_cfg("t"))
+    assert latest is not None and latest.checkpoint["channel_values"] == {"n": 1699}

@@ -1,6 +1,7 @@
 """Crash safety: a real graph, a real filesystem, and SIGKILL at random moments.
 
-Each root gets one thread. A child process (``crash_child.py``) runs a deterministic
+Each root gets one thread. A child process (``crash_child.main``, forked by
+``forkserver.py`` from a parent per root that imported LangGraph once) runs a deterministic
 graph on it through ``RepoSaver(durable=True)``: messages, a Send fan-out whose tasks'
 writes go through ``put_writes``, and values over 8 KiB that go to ``large/`` files. The
 child logs (fsynced) every ``put`` and ``put_writes`` that has returned. The parent waits
@@ -22,7 +23,7 @@ last child that is not killed finishes the thread: (c) its final state equals th
 run that was never interrupted, on a separate root.
 
 Only kills delivered while the child was alive count (the child's exit status is -SIGKILL;
-a child that finished first is not counted). The default run delivers at least 30 kills.
+a child that finished first is not counted). The default run delivers at least 18 kills.
 ``LANGGRAPH_REPO_LONG=1`` runs the long mode: at least 300 kills. When
 ``LANGGRAPH_REPO_RELIABILITY_OUT`` names a file, a JSON summary of the figures is written
 there (and it is always printed: see it with ``pytest -s``).
@@ -34,8 +35,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -43,14 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from crash_child import build_graph, run_thread
+from forkserver import Child, Parent
 from graphs import cfg
+from helpers import LONG
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
-LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 # roots, kills per root, turns the graph runs per thread
-# the default is what CI can afford (each kill starts a Python that imports LangGraph); the
+# the default is what CI can afford (each kill forks a child and checks the whole root); the
 # long mode is the evidence docs/reliability.md reports
 ROOTS, KILLS_PER_ROOT, TURNS = (38, 8, 60) if LONG else (4, 5, 60)
 MIN_KILLS = 300 if LONG else 18
@@ -81,16 +81,14 @@ class RootReport:
     seen: set[str] = field(default_factory=set)  # debris paths already counted
 
 
-def spawn(root: Path, thread_id: str, log: Path, ready: Path, stderr: Path) -> subprocess.Popen[bytes]:
-    with stderr.open("ab") as err:
-        return subprocess.Popen(
-            [sys.executable, str(CHILD), str(root), thread_id, str(TURNS), str(log), str(ready)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+def spawn(parent: Parent, root: Path, thread_id: str, log: Path, ready: Path, stderr: Path) -> Child:
+    """A child running crash_child.main on the thread, forked by ``parent`` (forkserver.py):
+    a process of its own, with its own saver, that imported nothing (its parent did, once)."""
+    argv = [str(root), thread_id, str(TURNS), str(log), str(ready)]
+    return parent.start("main", argv, stdout=Path(os.devnull), stderr=stderr)
 
 
-def wait_ready(proc: subprocess.Popen[bytes], ready: Path, stderr: Path) -> None:
+def wait_ready(proc: Child, ready: Path, stderr: Path) -> None:
     deadline = time.monotonic() + WAIT_LIMIT
     while not ready.exists():
         if proc.poll() is not None:
@@ -179,17 +177,25 @@ def check_root(root: Path, thread_id: str, log: Path, report: RootReport) -> Non
 
 def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[str, Any]]:
     """Kill a thread KILLS_PER_ROOT times, repair, finish it; its report and final state."""
+    parent = Parent(CHILD, "crash_child")
+    try:
+        return _crash_one_root(parent, base, index, seed)
+    finally:
+        parent.close()
+
+
+def _crash_one_root(parent: Parent, base: Path, index: int, seed: int) -> tuple[RootReport, dict[str, Any]]:
     rng = random.Random(seed)
     root, thread_id = base / f"root-{index}", f"crash-{index}"
     log, stderr = base / f"log-{index}", base / f"stderr-{index}"
     report = RootReport()
     for k in range(KILLS_PER_ROOT):
         ready = base / f"ready-{index}-{k}"
-        proc = spawn(root, thread_id, log, ready, stderr)
+        proc = spawn(parent, root, thread_id, log, ready, stderr)
         wait_ready(proc, ready, stderr)
         time.sleep(rng.uniform(0.0, MAX_DELAY))
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)  # the child is not reaped yet: its pid is still its own
+            proc.kill()
         code = proc.wait()
         if code == -signal.SIGKILL:
             report.kills_delivered += 1
@@ -206,7 +212,7 @@ def crash_one_root(base: Path, index: int, seed: int) -> tuple[RootReport, dict[
 
     before = len([e for e in logged(log) if "put" in e])
     ready = base / f"ready-{index}-final"
-    proc = spawn(root, thread_id, log, ready, stderr)
+    proc = spawn(parent, root, thread_id, log, ready, stderr)
     assert proc.wait() == 0, stderr.read_text()
     report.final_puts = len([e for e in logged(log) if "put" in e]) - before
     check_root(root, thread_id, log, report)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import operator
-import os
 import random
 import re
 from pathlib import Path
@@ -37,9 +36,9 @@ from langgraph.types import Command, Interrupt, Send, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
 from graphs import cfg, extend, line_graph
+from helpers import LONG
 from langgraph_checkpoint_repo import RepoSaver
 
-LONG = os.environ.get("LANGGRAPH_REPO_LONG") == "1"
 SYNC_SEEDS = range(40) if LONG else range(8)
 ASYNC_SEEDS = range(100, 115) if LONG else range(100, 102)
 OPS_PER_SEED = 60 if LONG else 30
@@ -193,6 +192,7 @@ class Driver:
         self.cfg: RunnableConfig = cfg(thread_id)
         self.use_async = use_async
         self.fork: RunnableConfig | None = None
+        self.seen: list[Any] | None = None  # the history ``observe`` read after the last operation
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if not self.use_async:
@@ -210,7 +210,9 @@ class Driver:
             return exc
 
     async def _apply(self, op: Op) -> Any:
-        history = await self.call("get_state_history", self.cfg)
+        # the history as the last observe read it (nothing ran since), or read now before the first
+        history = self.seen if self.seen is not None else await self.call("get_state_history", self.cfg)
+        self.seen = None
         older = history[min(int(op.pick * len(history)), len(history) - 1)] if history else None
         if op.kind == "input" or not history:
             return await self.call("invoke", _input(op), self.cfg)
@@ -239,10 +241,9 @@ class Driver:
         return await self.call("update_state", self.cfg, None, as_node=END)
 
     async def observe(self) -> dict[str, Any]:
-        return {
-            "state": await self.call("get_state", self.cfg, subgraphs=True),
-            "history": await self.call("get_state_history", self.cfg),
-        }
+        state = await self.call("get_state", self.cfg, subgraphs=True)
+        self.seen = await self.call("get_state_history", self.cfg)
+        return {"state": state, "history": self.seen}
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str:

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from crash_child import build_graph, cfg, run_thread, turn_input
-from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core import durable as durable_mod
 from langgraph_checkpoint_repo.core.checks import Validator, fsck
 from langgraph_checkpoint_repo.readmodel.reader import Reader
@@ -44,7 +44,13 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 TURNS = 4
 FAULT_TURN = 2  # turns before it run cleanly; the fault hits a write of this turn
 # kind -> folder name
-KINDS = {"checkpoint": "checkpoints", "writes": "writes", "large": "large", "object": "objects"}
+KINDS = {
+    "checkpoint": "checkpoints",
+    "writes": "writes",
+    "large": "large",
+    "object": "objects",
+    "item": "memories",  # a RepoStore item of namespace (..., "memories")
+}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 
 
@@ -303,6 +309,38 @@ def test_fault_in_put_and_put_writes_reaches_the_caller(root: Path, faulty: Faul
     pending = RepoSaver(root).get_tuple(new_config)
     assert pending is not None
     assert pending.pending_writes == [("task-1", "results", ["w" * 10_000]), ("task-1", "turn", 7)]
+    assert_clean(root)
+
+
+@pytest.mark.parametrize("fault", STEP_FAULTS)
+def test_fault_in_a_store_put_reaches_the_caller_and_keeps_the_item(
+    root: Path, faulty: FaultyOS, fault: str
+) -> None:
+    """RepoStore.put raises the injected error; the item keeps its old value (or has the new
+    one whole, when the rename had happened), nothing else changed, no temp file is left, and
+    the same store writes it once the fault is gone."""
+    store = RepoStore(root)
+    namespace = ("users", "memories")
+    store.put(namespace, "prefs", {"theme": "light"})
+    store.put(namespace, "other", {"n": 1})
+    before = data_files(root)
+    faulty.arm(fault, "item", 1)
+    with pytest.raises(OSError) as info:
+        store.put(namespace, "prefs", {"theme": "dark"})
+    assert info.value is faulty.raised
+    assert info.value.errno == ERRNO.get(fault, errno.EIO)
+    renamed = fault in ("after-replace", "fsync-dir")
+    fresh = RepoStore(root)
+    got = fresh.get(namespace, "prefs")
+    assert got is not None and got.value == ({"theme": "dark"} if renamed else {"theme": "light"})
+    after = data_files(root)
+    changed = {p for p in before if after.get(p) != before[p]}
+    assert changed <= ({store.path(namespace, "prefs")} if renamed else set())
+    assert_clean(root)
+    store.put(namespace, "prefs", {"theme": "dark"})
+    again = RepoStore(root).get(namespace, "prefs")
+    assert again is not None and again.value == {"theme": "dark"}
+    assert RepoStore(root).get(namespace, "other") is not None
     assert_clean(root)
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from graphs import cfg, chat_graph
-from helpers import checkpoint_files, cli
+from graphs import ask_graph, cfg, chat_graph
+from helpers import checkpoint_files, cli, cli_in_process
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError
 from test_git import commit_all, init_repo
@@ -60,6 +60,21 @@ def test_a_file_that_does_not_read_says_how_git_gives_it_back(tmp_path: Path) ->
     proc = cli(root, "show", "t", cwd=repo)
     assert proc.returncode == 4
     assert f"git checkout {commit.stdout.strip()} -- {damaged}" in proc.stderr
+
+
+def test_a_root_given_without_state_names_the_roots_below_it_each_once(tmp_path: Path) -> None:
+    """``--root`` at a folder that holds no state: the error names the ``.langgraph`` inside
+    it once (not again among the others) and the other roots below that folder, wherever
+    the command runs from."""
+    work = tmp_path / "work"
+    chat(work / ".langgraph", "t", "hi")
+    chat(work / "sub" / ".langgraph", "u", "hi")
+    elsewhere = tmp_path / "elsewhere"
+    chat(elsewhere / ".langgraph", "v", "hi")
+    out = cli(work, "threads", cwd=elsewhere)
+    assert out.returncode == 3, out.stderr
+    assert out.stderr.count(str(work / ".langgraph")) == 1, out.stderr
+    assert "sub/.langgraph" in out.stderr and "elsewhere" not in out.stderr.replace(str(work), ""), out.stderr
 
 
 def test_a_saver_outside_any_repository_says_where_its_new_state_goes(
@@ -137,11 +152,17 @@ def test_a_damaged_link_of_a_chain_names_the_file_the_thread_and_the_way_back(tm
     message = str(caught.value)
     assert caught.value.path == str(damaged)
     assert f"checkpoint {newest} of thread 't' reads channel 'messages'" in message
-    assert f"git log -- {damaged}" in message and "langgraph-repo fsck" in message
+    assert "restore it from git" in message and "langgraph-repo fsck" in message
     fsck = cli(root, "fsck", cwd=repo)
     assert fsck.returncode != 0 and str(damaged.relative_to(repo)) in fsck.stdout + fsck.stderr
     shown = cli(root, "show", "t", cwd=repo)
-    assert shown.returncode == 4 and f"-- {damaged}" in shown.stderr and "git checkout" in shown.stderr
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "log", "-1", "--format=%h"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    restore = f"git checkout {commit} -- {damaged}"
+    assert shown.returncode == 4 and shown.stderr.count(restore) == 1, shown.stderr
+    listed = cli(root, "threads", cwd=repo)  # the whole-root command's line for the thread says it too
+    assert listed.returncode == 4 and restore in listed.stderr, listed.stderr
 
 
 def test_export_of_several_threads_goes_on_past_a_broken_one(tmp_path: Path) -> None:
@@ -163,3 +184,18 @@ def test_export_of_several_threads_goes_on_past_a_broken_one(tmp_path: Path) -> 
     assert copied == {"a", "c"}
     alone = cli(root, "export", f"sqlite:///{tmp_path / 'alone.db'}", "-t", "b")
     assert alone.returncode == 4 and alone.stderr.startswith("langgraph-repo: error: ")
+
+
+def test_a_table_into_a_pipe_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    """Into a pipe, ``threads`` prints one line per thread however wide the row (docs/cli.md,
+    "Output": lines not wrapped), so ``grep`` and ``awk`` see whole rows. Before, a row wider
+    than 160 columns had its last cell wrapped onto a line of its own."""
+    root = tmp_path / "root"
+    long_id = "a-thread-whose-id-alone-takes-up-a-good-part-of-the-line-0123456789"
+    ask_graph(RepoSaver(root, durable=False)).invoke({"log": []}, cfg(long_id))
+    chat(root, "t", "hello")
+    proc = cli_in_process("--root", root, "threads")
+    assert proc.exit_code == 0, proc.output
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["thread", long_id, "t"]
+    assert len(lines[1]) > 160 and lines[1].endswith("chars)"), lines[1]

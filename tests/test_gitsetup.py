@@ -157,6 +157,8 @@ def test_undo_removes_exactly_its_lines_its_config_and_gits_cache(repo: Path) ->
     git(repo, "log", "-p")  # fills git's cache of converted text
     out = setup(repo, "--undo")
     assert "removed /.langgraph/threads/**" in out and "removed diff.langgraph-repo" in out
+    assert "removed /.langgraph/store/** merge=langgraph-repo-item" in out
+    assert "removed merge.langgraph-repo-item" in out
     assert (repo / ".gitattributes").read_text(encoding="utf-8") == USER_ATTRS + "*.jpg binary\n"
     assert local_config(repo) == before
     cache = git(repo, "rev-parse", "--verify", "--quiet", "refs/notes/textconv/langgraph-repo", check=False)

@@ -14,12 +14,14 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, RetryPolicy, Send, interrupt
@@ -270,6 +272,12 @@ class FanState(TypedDict, total=False):
     total: int
 
 
+def _saved_results(saver: RepoSaver, config: Any) -> int:
+    """How many ``results`` writes the thread's latest checkpoint has pending."""
+    latest = saver.get_tuple(config)
+    return sum(1 for _, ch, _ in (latest.pending_writes if latest else None) or [] if ch == "results")
+
+
 def _fan_graph(
     saver: RepoSaver, calls: Counter[str], fail_once: set[str] | None = None, n_ok: int = 0
 ) -> Any:
@@ -279,15 +287,21 @@ def _fan_graph(
     fail_once = fail_once if fail_once is not None else set()
     siblings_done = threading.Event()
 
-    def work(arg: dict[str, str]) -> dict[str, Any]:
+    def work(arg: dict[str, str], config: RunnableConfig) -> dict[str, Any]:
         item = arg["item"]
         with lock:
             calls[item] += 1
             failing = item in fail_once
             fail_once.discard(item)
         if failing:
-            # let the siblings finish first so the step ends with their writes saved (deadlock guard only)
+            # fail only once the siblings' writes are saved (LangGraph saves a task's writes
+            # after it returns, so a flag it sets is not enough); the deadline is a deadlock guard
             assert siblings_done.wait(30), "siblings never finished"
+            thread = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+            deadline = time.monotonic() + 30
+            while _saved_results(saver, thread) < n_ok:
+                assert time.monotonic() < deadline, "siblings' writes never saved"
+                time.sleep(0.01)
             raise RuntimeError(f"boom on {item}")
         with lock:
             calls["finished"] += 1

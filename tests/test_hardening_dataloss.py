@@ -29,7 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
-from helpers import cli, cli_in_process, one_line_error, tree
+from helpers import cli, cli_in_process, cli_process, one_line_error, tree
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, copy_threads
 from langgraph_checkpoint_repo.core.checks import fsck, repair
 from langgraph_checkpoint_repo.core.documents import Documents
@@ -243,6 +243,7 @@ COMMANDS: list[list[str]] = [
     ["migrate"],
     ["export", "sqlite:///{tmp}/out.db"],
     ["import", "sqlite:///{tmp}/in.db"],
+    ["server", "sync", "--url", "http://127.0.0.1:9"],  # a sub-group's command; the root is checked first
 ]
 
 
@@ -372,7 +373,7 @@ def test_root_after_the_subcommand_reads_that_root(tmp_path: Path) -> None:
     assert '"only-here"' in proc.stdout and "elsewhere" not in proc.stdout
     both = cli_in_process("--root", other, "threads", "--json", "--root", root)
     assert both.exit_code == 0 and '"only-here"' in both.stdout and "elsewhere" not in both.stdout
-    sub = cli(None, "history", "only-here", "--root", root, "--json")
+    sub = cli_process(None, "history", "only-here", "--root", root, "--json")  # and in a process
     assert sub.returncode == 0 and '"checkpoint_id"' in sub.stdout, sub.stderr
 
 
@@ -387,7 +388,7 @@ def test_version_is_accepted_before_and_after_the_subcommand(tmp_path: Path, whe
         proc = cli_in_process(*_args(args, tmp_path))
         assert proc.exit_code == 0, (args, proc.stderr)
         assert proc.stdout.strip() == expected, (args, proc.stdout)
-    assert cli(None, "--version").stdout.strip() == expected
+    assert cli_process(None, "--version").stdout.strip() == expected  # python -m prints it too
 
 
 # ----------------------------------------------------------------------------

@@ -536,6 +536,26 @@ def test_fsck_repair_judges_orphaned_writes_again_under_the_lock(tmp_path: Path)
     assert not [f for f in fsck(Reader(root).store) if f.repairable]
 
 
+def test_fsck_repair_removes_the_orphaned_writes_of_a_lost_checkpoint(tmp_path: Path) -> None:
+    """A lost checkpoint leaves its writes orphaned and the checkpoints appended onto it
+    unreadable. ``fsck --repair`` removes the writes and reports the rest as invalid (exit 1).
+    Before, judging the thread's value files again under the lock read the lost link and
+    stopped with exit 6 (found by docs/cli.md's example, docs/examples.py)."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, turns=3)
+    tdir = root / "threads" / "t"
+    lost = checkpoints(tdir)[4]  # turn 2's first loop checkpoint: turn 2 appends onto it
+    orphans = sorted((tdir / "writes").glob(f"{lost.stem}~*.json"))
+    assert orphans
+    lost.unlink()
+    proc = cli(root, "fsck", "--repair")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    orphan_lines = [ln.split(": ")[0] for ln in proc.stdout.splitlines() if "orphan" in ln]
+    assert orphan_lines == ["removed orphan-writes"]
+    assert not any(p.exists() for p in orphans)
+    assert "invalid: " in proc.stdout and "a hole in the history" in proc.stdout
+
+
 # ----------------------------------------------------------------------------
 # acknowledged but unreadable: import --replace replaces only a complete thread
 # ----------------------------------------------------------------------------

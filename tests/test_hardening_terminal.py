@@ -29,7 +29,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from typing_extensions import TypedDict
 
 from graphs import cfg, chat_graph, line_graph
-from helpers import checkpoint_files, cli, dump, load
+from helpers import checkpoint_files, cli, cli_process, dump, examples, load
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.core.layout import Layout, decode_segment, encode_segment
 
@@ -166,7 +166,7 @@ def test_progress_label_markup_from_a_thread_id_is_not_interpreted(tmp_path: Pat
     with sqlite3.connect(source, check_same_thread=False) as conn:
         chat_graph(SqliteSaver(conn)).invoke({"messages": [HumanMessage(content="hi")]}, cfg(thread_id))
     terminal = {"TTY_COMPATIBLE": "1", "COLUMNS": "200"}  # rich draws progress bars as on a terminal
-    proc = cli(tmp_path / "repo", "import", f"sqlite:///{source}", env=terminal)
+    proc = cli_process(tmp_path / "repo", "import", f"sqlite:///{source}", env=terminal)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b]8;" not in proc.stderr  # no hyperlink escape
     assert "[link=https://evil.example]click[/link]" in proc.stderr  # the label, as text
@@ -509,7 +509,7 @@ ANY_ID = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(ANY_ID, ANY_ID)
 @example("con", "%63on")
 @example("nul.json", "nul")

@@ -21,7 +21,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "langgraph_checkpoint_repo"
 NAME = "langgraph_checkpoint_repo"
-LANGGRAPH = ("langgraph", "langchain_core", "langchain")
+LANGGRAPH = ("langgraph", "langchain_core", "langchain", "langgraph_sdk")
 # third-party packages each layer may import (beside the standard library)
 CORE_THIRD_PARTY = {"orjson", "ormsgpack", "jsonschema_rs", "filelock", "xxhash"}
 
@@ -260,13 +260,15 @@ def test_a_lock_timeout_is_a_timeout_error() -> None:
 
 def test_thread_locks_are_dropped_when_no_one_holds_them(tmp_path: Path) -> None:
     from langgraph_checkpoint_repo import RepoSaver
+    from langgraph_checkpoint_repo.core.durable import IDLE_LOCKS
 
     saver = RepoSaver(tmp_path / "root", durable=False)
-    for n in range(20):
+    for n in range(IDLE_LOCKS * 3):
         with saver.store.thread_lock(f"t{n}"):
             with saver.store.thread_lock(f"t{n}", exclusive=False):
                 assert len(saver.store.locks) == 1
     assert len(saver.store.locks) == 0
+    assert saver.store.locks.kept == IDLE_LOCKS  # the last few, for the next call; no more
 
 
 def test_reading_the_derived_index_leaves_the_garbage_collector_alone(tmp_path: Path) -> None:

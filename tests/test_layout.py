@@ -15,6 +15,7 @@ from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs import cfg, line_graph
+from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.layout import decode_segment, encode_segment, is_temp_name
 
@@ -63,7 +64,7 @@ def assert_safe_segment(seg: str) -> None:
 @given(IDS)
 @example("")
 @example(TEN_KB_ID)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_encode_gives_one_safe_segment(value: str) -> None:
     """Whatever the id, its segment is a single, portable, lower-case path component."""
     assert_safe_segment(encode_segment(value))
@@ -73,7 +74,7 @@ def test_encode_gives_one_safe_segment(value: str) -> None:
 @example("")
 @example(".")
 @example("Ab.")
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_decode_reverses_encode(value: str) -> None:
     """Short ids decode back to themselves; hashed (long) ones are refused, not mis-decoded."""
     seg = encode_segment(value)
@@ -86,7 +87,7 @@ def test_decode_reverses_encode(value: str) -> None:
 
 
 @given(IDS, IDS)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_encode_is_injective_on_arbitrary_pairs(a: str, b: str) -> None:
     """Two different ids never share a folder."""
     if a != b:
@@ -97,7 +98,7 @@ def test_encode_is_injective_on_arbitrary_pairs(a: str, b: str) -> None:
 @example("Support", "lower")
 @example("\u00e9", "nfd")
 @example("e\u0301", "nfc")
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 def test_encode_is_injective_on_near_miss_variants(value: str, variant: str) -> None:
     """Ids differing only by case, normalisation form, dots or escapes stay apart."""
     other = VARIANTS[variant](value)
@@ -106,7 +107,7 @@ def test_encode_is_injective_on_near_miss_variants(value: str, variant: str) -> 
 
 
 @given(SEGMENT_CHARS)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_decode_accepts_only_canonical_segments(seg: str) -> None:
     """A segment decodes only if it is exactly what encode makes, so decode is injective too."""
     try:
@@ -118,7 +119,7 @@ def test_decode_accepts_only_canonical_segments(seg: str) -> None:
 
 @given(IDS)
 @example("report.tmp")
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_encoded_segment_is_never_taken_for_a_temp_or_hidden_name(value: str) -> None:
     """Readers skip temp/hidden names and git ignores *.tmp, so no id may encode to one."""
     assert not is_temp_name(encode_segment(value))

@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs import cfg, make_checkpoint
+from helpers import examples
 from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver
 from langgraph_checkpoint_repo.core.layout import (
     CHECKPOINTS,
@@ -44,9 +45,10 @@ from langgraph_checkpoint_repo.core.layout import (
 
 
 def tuned(max_examples: int) -> settings:
-    """Moderate example counts, no deadline: each example makes real files."""
+    """Moderate example counts (ten times as many in the long mode), no deadline: each example
+    makes real files."""
     return settings(
-        max_examples=max_examples,
+        max_examples=examples(max_examples),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

@@ -218,3 +218,37 @@ def _cli_json(root: Path, *args: str) -> Any:
     proc = cli(root, *args, "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def test_prune_plan_reads_each_checkpoint_a_bounded_number_of_times_when_no_snapshot_exists(
+    tmp_path: Path,
+) -> None:
+    """Metadata that claims a delta channel no checkpoint holds a snapshot of made each kept
+    checkpoint walk to the first one: ``prune --keep-last N`` read N x depth checkpoints.
+    The walks of one plan share what they explored, so each checkpoint is read a bounded
+    number of times (counted, not timed), and the plan keeps what the unshared walks kept."""
+    root = tmp_path / "root"
+    delta_graph(RepoSaver(root, durable=False), stop=60).invoke({"items": [], "n": 0}, cfg("d"))
+    files = sorted((root / "threads" / "d" / "checkpoints").glob("*.json"))
+    for path in files:  # forged: every checkpoint says "items" is a delta channel, none holds it
+        doc = json.loads(path.read_text())
+        if "items" in doc["new_values"]:
+            doc["new_values"]["items"] = {"empty": True}
+        doc["metadata"]["counters_since_delta_snapshot"] = {"items": 1}
+        path.write_text(json.dumps(doc, indent=2, sort_keys=True))
+    store = RepoSaver(root).store
+    reads: list[str] = []
+    header = store.header
+
+    def counted(thread_id: str, ns: str, cid: str) -> Any:
+        reads.append(cid)
+        return header(thread_id, ns, cid)
+
+    store.header = counted  # type: ignore[method-assign]
+    now = datetime.now(timezone.utc)
+    plan = plan_prune(store, "d", keep_last=len(files) // 2, older_than=None, now=now)
+    most = max(reads.count(cid) for cid in set(reads))
+    # before: the middle checkpoints were read 34 times, 1,611 reads of 62 files
+    assert most <= 6 and len(reads) <= 6 * len(files), f"{most} times at most, {len(reads)} reads"
+    # what is kept: every checkpoint, since each kept one needs its ancestors to the first
+    assert plan.doomed == {} or all(not ids for ids in plan.doomed.values()), plan.doomed

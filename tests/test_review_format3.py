@@ -17,7 +17,7 @@ from langgraph.graph import MessagesState
 from langgraph.types import Command
 
 from graphs import ask_graph, cfg, fan_graph, line_graph, numbered_reply, question, relay_graph, sub_graph
-from helpers import cli
+from helpers import LONG, cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, RepoCheckpointError
 from langgraph_checkpoint_repo.core.objects import object_digest
@@ -724,7 +724,7 @@ def test_repeated_prunes_with_runs_in_between_keep_the_thread_whole(tmp_path: Pa
     root = tmp_path / ".langgraph"
     mem = relay_graph(InMemorySaver())
     turn = 0
-    for _ in range(2):  # a prune, runs on the pruned thread, a second prune
+    for _ in range(5 if LONG else 2):  # a prune, runs on the pruned thread, a second prune (more: long mode)
         for _ in range(4):
             turn += 1
             relay_graph(RepoSaver(root)).invoke({"messages": [question(turn)]}, cfg("t"))

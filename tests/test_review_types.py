@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 from types_project import WRITE, cli, make_project, run_script, script_env
 
 
@@ -92,14 +93,8 @@ def test_advised_allow_from_outside_the_project_is_not_blamed_on_the_file(
     root = str(project / ".langgraph")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", root, *args],
-            cwd=outside,
-            env=script_env(False),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        env = {"LANGGRAPH_STRICT_MSGPACK": None, "PYTHONPATH": None}  # as script_env(False)
+        return helpers.cli(root, *args, cwd=outside, env=env)
 
     first = run("show", "dataclass")
     assert first.returncode == 0, first.stderr

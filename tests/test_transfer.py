@@ -22,8 +22,6 @@ import shutil
 import signal
 import sqlite3
 import stat
-import subprocess
-import sys
 import tempfile
 import uuid
 import warnings
@@ -118,11 +116,7 @@ def test_imported_threads_validate_and_resume_like_the_original(sqlite_source: P
     root = tmp_path / ".langgraph"
     with closing(sqlite_saver(sqlite_source).conn) as conn:
         copy_threads(SqliteSaver(conn), RepoSaver(root))
-    check = subprocess.run(
-        [sys.executable, "-m", "langgraph_checkpoint_repo", "--root", str(root), "validate"],
-        capture_output=True,
-        text=True,
-    )
+    check = cli(root, "validate")
     assert check.returncode == 0, check.stdout + check.stderr
     on_repo = resume_fixture_tree(RepoSaver(root))
     db = tmp_path / "copy.db"

@@ -1,12 +1,15 @@
 """The command line shows a graph's own types readably, with or without leave to construct
 them (docs/types.md): ``--allow module:Name`` / ``module:*`` on the command line. The
 project's ``[tool.langgraph-repo]`` table (``allow``, ``graph``) is never read by a reading
-command, only by ``export --trust-project``. Each command runs in a fresh process.
+command, only by ``export --trust-project``. Each command runs as a fresh process would
+(helpers.cli: none of the project's modules imported before it, the project's folder on
+sys.path only when ``--allow`` puts it there; LANGGRAPH_STRICT_MSGPACK=true in a process).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,11 +31,23 @@ def steps(project: Path, thread: str) -> dict[int, str]:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The four threads of ``types_project``, written once (read-only below)."""
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The four threads of ``types_project``, written once by ``write.py`` in its own process
+    (never changed: the tests read it as ``project`` or change a copy, ``copy_of``)."""
     project = make_project(tmp_path_factory.mktemp("types-cli"))
     run_script(project, "write.py", WRITE)
     return project
+
+
+@pytest.fixture
+def project(written: Path) -> Path:
+    """The written project, for tests that only read it."""
+    return written
+
+
+def copy_of(written: Path, tmp_path: Path) -> Path:
+    """A copy of the written project (``tmp_path/proj``) for a test that changes its files."""
+    return Path(shutil.copytree(written, tmp_path / "proj", symlinks=True))
 
 
 def test_show_and_diff_without_allow_read_the_types_by_name_and_fields(project: Path) -> None:
@@ -101,15 +116,18 @@ MARKER = "import pathlib\npathlib.Path({path!r}).write_text('imported')\n"
 @pytest.mark.parametrize(
     "table", ['allow = ["myapp.state:*"]', 'graph = "myapp.compiled:graph"'], ids=["allow", "graph"]
 )
-def test_pyproject_table_is_used_only_by_export_trust_project(tmp_path: Path, table: str) -> None:
+def test_pyproject_table_is_used_only_by_export_trust_project(
+    written: Path, tmp_path: Path, table: str
+) -> None:
     """``[tool.langgraph-repo]`` in the project's pyproject.toml: ``allow`` lists types,
     ``graph`` takes them from a compiled graph as ``compile`` does (importing its module). A
     pull request can change both, so reading commands (show, diff, render, history, tasks)
     never use it and never import the module it names (it leaves a marker when imported);
     ``export --trust-project`` does, and constructs the types."""
-    project = make_project(tmp_path, pyproject=f"\n[tool.langgraph-repo]\n{table}\n")
+    project = copy_of(written, tmp_path)
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as f:
+        f.write(f"\n[tool.langgraph-repo]\n{table}\n")
     (project / "myapp" / "compiled.py").write_text(COMPILED, encoding="utf-8")
-    run_script(project, "write.py", WRITE, "pydantic")
     marker = tmp_path / "imported"
     for module in ("state.py", "compiled.py"):
         path = project / "myapp" / module
@@ -131,10 +149,9 @@ def test_pyproject_table_is_used_only_by_export_trust_project(tmp_path: Path, ta
     assert copied["threads"] == ["pydantic"] and marker.exists()
 
 
-def test_pyproject_inside_the_state_folder_is_ignored(tmp_path: Path) -> None:
+def test_pyproject_inside_the_state_folder_is_ignored(written: Path, tmp_path: Path) -> None:
     """A pyproject.toml inside the root is data (a pull request can plant it): never read."""
-    project = make_project(tmp_path)
-    run_script(project, "write.py", WRITE, "enum")
+    project = copy_of(written, tmp_path)
     planted = project / ".langgraph" / "pyproject.toml"
     planted.write_text('[tool.langgraph-repo]\ngraph = "os:system"\nallow = ["os:*"]\n', encoding="utf-8")
     shown = ok(cli(project, "show", "enum"))

@@ -3,19 +3,42 @@
 Each scenario runs in a fresh process, as a user's second program would: nothing of the
 graph has been read before, so a read that only worked after ``get_state`` would fail here.
 Every scenario runs with and without ``LANGGRAPH_STRICT_MSGPACK=true``: LangGraph passes a
-graph's types to its checkpointer (``with_allowlist``) only in strict mode.
+graph's types to its checkpointer (``with_allowlist``) only in strict mode. The state the
+reading scenarios start from is written once per mode by the same scripts, in processes of
+their own, and each scenario reads a copy of it.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from helpers import crossed
 from types_project import MAIN_WRITER, WRITE, make_project, run_script
 
 STRICT = pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool, Path], Path]:
+    """``written(strict, tmp_path)``: a copy, at ``tmp_path/proj``, of the project after
+    ``write.py`` (the four graphs) and ``two.py write`` (graph b of TWO_GRAPHS) ran with
+    LANGGRAPH_STRICT_MSGPACK as ``strict`` says; each written once per mode."""
+    made: dict[bool, Path] = {}
+
+    def copy(strict: bool, tmp_path: Path) -> Path:
+        if strict not in made:
+            project = make_project(tmp_path_factory.mktemp("strict" if strict else "default"))
+            run_script(project, "write.py", WRITE, strict=strict)
+            run_script(project, "two.py", TWO_GRAPHS, "write", strict=strict)
+            made[strict] = project
+        return Path(shutil.copytree(made[strict], tmp_path / "proj", symlinks=True))
+
+    return copy
 
 HISTORY_FIRST = """
 import asyncio
@@ -50,16 +73,14 @@ print("ok")
 """
 
 
-@STRICT
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@crossed("mode,strict", ["sync", "async"], [False, True])
 def test_history_before_get_state_revives_every_kind_of_state_type(
-    tmp_path: Path, mode: str, strict: bool
+    written: Callable[[bool, Path], Path], tmp_path: Path, mode: str, strict: bool
 ) -> None:
     """get_state_history (and its async twin) in a fresh process, before any get_state, revives
     an Enum, a dataclass, a pydantic model and nested types (a dict of models, a DeltaChannel
     of dataclasses), for four graphs sharing one saver."""
-    project = make_project(tmp_path)
-    run_script(project, "write.py", WRITE, strict=strict)
+    project = written(strict, tmp_path)
     proc = run_script(project, "history_first.py", HISTORY_FIRST, mode, strict=strict)
     assert proc.stdout.strip().endswith("ok")
 
@@ -123,15 +144,14 @@ print("ok")
 """
 
 
-@STRICT
-@pytest.mark.parametrize("order", ["a-first", "b-first"])
-def test_two_graphs_on_one_saver_do_not_share_types(tmp_path: Path, order: str, strict: bool) -> None:
+@crossed("order,strict", ["a-first", "b-first"], [False, True])
+def test_two_graphs_on_one_saver_do_not_share_types(
+    written: Callable[[bool, Path], Path], tmp_path: Path, order: str, strict: bool
+) -> None:
     """Graph a declares Customer; graph b (state ``payload: Any``) stored one. After a has read
     its own state, b still may not construct Customer, and neither may the saver outside both;
     the errors name the type, the file and pointer, and the fix for where the read came from."""
-    project = make_project(tmp_path)
-    run_script(project, "write.py", WRITE, "pydantic", strict=strict)
-    run_script(project, "two.py", TWO_GRAPHS, "write", strict=strict)
+    project = written(strict, tmp_path)
     out = run_script(project, "two.py", TWO_GRAPHS, order, strict=strict).stdout
     refused = next(line for line in out.splitlines() if line.startswith("REFUSED"))
     assert (
@@ -176,11 +196,12 @@ print("ok")
 """
 
 
-def test_outside_a_graph_the_explicit_allowlist_reads_every_path(tmp_path: Path) -> None:
+def test_outside_a_graph_the_explicit_allowlist_reads_every_path(
+    written: Callable[[bool, Path], Path], tmp_path: Path
+) -> None:
     """A script without a graph reads with ``RepoSaver(allowlist=[("myapp.state", "*")])``:
     list and alist revive every kind, and a copied thread reads like its source."""
-    project = make_project(tmp_path)
-    run_script(project, "write.py", WRITE)
+    project = written(False, tmp_path)
     assert run_script(project, "saver_reads.py", SAVER_READS).stdout.strip().endswith("ok")
 
 
@@ -200,8 +221,7 @@ print("ok", sys.modules[module.Order.__module__].__name__)
 """
 
 
-@STRICT
-@pytest.mark.parametrize("how", ["script", "module"])
+@crossed("how,strict", ["script", "module"], [False, True])
 def test_main_writer_is_read_by_an_importing_program(tmp_path: Path, how: str, strict: bool) -> None:
     """State written by ``python agent.py`` (or ``python -m tools.agent``) names the types by
     the module's importable name, not ``__main__``: another program that imports the module

@@ -195,9 +195,12 @@ def script_env(strict: bool) -> dict[str, str]:
 
 
 def cli(project: Path, *args: str, strict: bool = False) -> subprocess.CompletedProcess[str]:
-    """``python -m langgraph_checkpoint_repo`` run in the project folder, as a person would."""
+    """``langgraph-repo`` run in the project folder, as a person would (helpers.cli: as a fresh
+    process has it, none of the project's modules imported before). LangGraph reads
+    LANGGRAPH_STRICT_MSGPACK when it is imported, so ``strict`` runs a fresh process."""
     env = {"LANGGRAPH_STRICT_MSGPACK": "true" if strict else None, "PYTHONPATH": None}
-    return helpers.cli(project / ".langgraph", *args, cwd=project, env=env)
+    run = helpers.cli_process if strict else helpers.cli
+    return run(project / ".langgraph", *args, cwd=project, env=env)
 
 
 WRITE = """

@@ -27,6 +27,7 @@ from bench.common import (
     REPO_FAST,
     SQLITE,
     CallCounter,
+    FsyncRounds,
     Result,
     Sizes,
     close_saver,
@@ -80,6 +81,7 @@ class Samples:
     turn: list[int] = field(default_factory=list)
     calls: list[dict[str, int]] = field(default_factory=list)
     saver_ns: list[int] = field(default_factory=list)
+    fsyncs: list[dict[str, int]] = field(default_factory=list)  # RepoSaver's rounds, per method
 
 
 def run(tmp: Path, sizes: Sizes) -> Result:
@@ -92,13 +94,19 @@ def run(tmp: Path, sizes: Sizes) -> Result:
     }
     counters = {name: CallCounter(s) for name, s in savers.items()}
     graphs = {name: build_chat_graph(s) for name, s in savers.items()}
-    samples = _play(graphs, counters, sizes)
+    rounds = FsyncRounds()
+    try:
+        samples = _play(graphs, counters, sizes, rounds)
+    finally:
+        rounds.close()
     _check_conversations(graphs, sizes)
     per_saver = {name: _summarise(s, sizes.chat_turns) for name, s in samples.items()}
     return {"per_saver": per_saver, "disk": _disk(tmp, db, savers[SQLITE])}
 
 
-def _play(graphs: dict[str, Any], counters: dict[str, CallCounter], sizes: Sizes) -> dict[str, Samples]:
+def _play(
+    graphs: dict[str, Any], counters: dict[str, CallCounter], sizes: Sizes, rounds: FsyncRounds
+) -> dict[str, Samples]:
     names = list(graphs)
     samples = {n: Samples() for n in names}
     rnd = 0
@@ -107,15 +115,19 @@ def _play(graphs: dict[str, Any], counters: dict[str, CallCounter], sizes: Sizes
             for name in rotated(names, rnd):
                 config: RunnableConfig = {"configurable": {"thread_id": f"chat-{thread}"}}
                 before, before_t = counters[name].snapshot()
+                before_f = rounds.snapshot()
                 t0 = time.perf_counter_ns()
                 graphs[name].invoke({"messages": [HumanMessage(content=user_text(thread, turn))]}, config)
                 elapsed = time.perf_counter_ns() - t0
                 after, after_t = counters[name].snapshot()
+                after_f = rounds.snapshot()
                 s = samples[name]
                 s.times.append(elapsed)
                 s.turn.append(turn)
                 s.calls.append({m: after[m] - before[m] for m in COUNTED_METHODS})
                 s.saver_ns.append(sum(after_t.values()) - sum(before_t.values()))
+                counted = {m: after_f[m] - before_f[m] for m in (*COUNTED_METHODS, "other")}
+                s.fsyncs.append({**counted, "total": sum(counted.values())})
             rnd += 1
     return samples
 
@@ -144,6 +156,11 @@ def _summarise(s: Samples, turns: int) -> dict[str, Any]:
         "median_last_third_ms": median_ms(late),
         "median_saver_ms": median_ms(s.saver_ns),
         "calls_per_turn": {m: _spread([c[m] for c in s.calls]) for m in COUNTED_METHODS},
+        "fsync_rounds_per_turn": {
+            m: _spread([f[m] for f in s.fsyncs]) for m in (*COUNTED_METHODS, "other", "total")
+        }
+        if s.fsyncs
+        else {},
     }
 
 
@@ -192,6 +209,18 @@ def rows(chat: Result) -> list[Row]:
             "median time inside saver calls per turn (summed; calls overlap)",
             {n: per[n]["median_saver_ms"] for n in MAIN_SAVERS},
             "ms",
+        ),
+        Row(
+            "1 chat",
+            "waits on the disk per turn (RepoSaver: fsync rounds; SqliteSaver: WAL commits)",
+            {
+                REPO: per[REPO]["fsync_rounds_per_turn"]["total"]["median"],
+                SQLITE: per[SQLITE]["calls_per_turn"]["put"]["median"]
+                + per[SQLITE]["calls_per_turn"]["put_writes"]["median"],
+            },
+            "count",
+            "",
+            0,
         ),
         Row(
             "4 bytes on disk",
@@ -251,15 +280,55 @@ def details(chat: Result, sizes: dict[str, int]) -> str:
             for name, d in chat["disk"].items()
         ],
     )
+    waits = _waits_table(per)
     return "\n".join(
         [
             intro,
             turns + "\n",
             "Saver calls per turn (median; min-max when it varies):\n",
             calls + "\n",
+            WAITS_INTRO,
+            waits + "\n",
             disk + "\n",
         ]
     )
+
+
+WAITS_INTRO = (
+    "Waits on the disk per turn (median; min-max when it varies). RepoSaver: rounds of fsyncs, "
+    "counted in durable.py (the fsyncs of one round run side by side: the temp files of a call, "
+    "then the folders of each batch: objects before the checkpoint that refers to them). "
+    "SqliteSaver: its commits, one WAL fsync each with synchronous=FULL (every `put` and "
+    "`put_writes` is one transaction).\n"
+)
+
+
+def _waits_table(per: dict[str, Any]) -> str:
+    repo = per[REPO]["fsync_rounds_per_turn"]
+    calls = per[SQLITE]["calls_per_turn"]
+    commits = {
+        "median": calls["put"]["median"] + calls["put_writes"]["median"],
+        "min": calls["put"]["min"] + calls["put_writes"]["min"],
+        "max": calls["put"]["max"] + calls["put_writes"]["max"],
+    }
+    return md_table(
+        ["Saver", "in put", "in put_writes", "elsewhere", "total"],
+        "lrrrr",
+        [
+            [
+                REPO,
+                _calls_cell(repo["put"]),
+                _calls_cell(repo["put_writes"]),
+                _calls_cell(_sum_spread(repo, ("get_tuple", "list", "get_delta_channel_history", "other"))),
+                _calls_cell(repo["total"]),
+            ],
+            [SQLITE, _calls_cell(calls["put"]), _calls_cell(calls["put_writes"]), "0", _calls_cell(commits)],
+        ],
+    )
+
+
+def _sum_spread(spreads: dict[str, dict[str, float]], keys: Sequence[str]) -> dict[str, float]:
+    return {k: sum(spreads[m][k] for m in keys) for k in ("median", "min", "max")}
 
 
 def _calls_cell(c: dict[str, float]) -> str:

@@ -66,8 +66,10 @@ def thread(i: int) -> RunnableConfig:
 
 
 def validate_root(root: Path, sizes: Sizes) -> None:
-    """docs/cli.md's generator, made faster: thread 0 is played by the graph (``durable=False``),
-    the others are ``copy_thread`` copies of it (same files, their own thread ids)."""
+    """``validate_threads`` threads of a one-node chat graph, ``validate_turns`` turns and one
+    ``update_state`` each, made fast:
+    thread 0 is played by the graph (``durable=False``), the others are ``copy_thread`` copies
+    of it (same files, their own thread ids)."""
     saver = RepoSaver(root, durable=False)
     graph = reply_graph(saver)
     for turn in range(sizes.validate_turns):
@@ -190,7 +192,7 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         f"{sizes['cli_runs']}, commands round-robin). `threads`: a root of {SMALL_THREADS} threads x "
         f"{SMALL_TURNS} turns of the chat workload's graph ({result['small_checkpoints']} checkpoints). "
         f"validate: a root of {result['checkpoints']:,} checkpoints and {result['root_files']:,} files "
-        "(docs/cli.md's generator, a one-node chat graph on `MessagesState`, "
+        "(a one-node chat graph on `MessagesState` (bench/workloads/cli.py), "
         f"{sizes['validate_turns']} turns and one `update_state` a thread; thread 0 played by the graph "
         f"with `durable=False`, the other {sizes['validate_threads'] - 1} threads `copy_thread` copies of "
         "it), then one more turn of one thread by a default `RepoSaver`: the files it added or changed "
@@ -213,11 +215,11 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
 
 _WHERE_NOTE = (
     "Where a command's time goes (`python -X importtime`, cProfile; docs/cli.md, 'Speed of the CLI'): "
-    "Python with typer and rich about 0.25 s, which is all `--help` loads; typer builds a command's "
-    "parameters through pydantic (about 0.15 s more); `validate` imports LangGraph's serializer "
-    "(`langgraph.checkpoint.serde.jsonplus`, about 0.4 s) for the type allowlist its revival check "
-    "uses, then checks the named files of one turn in about 0.04 s; `threads` reads through a "
-    "`RepoSaver`, which imports LangGraph (`langgraph.types`, `langchain_core`: about 1 s); a full "
-    "`validate` of 12,000 files spends most of its time resolving and parsing every value and object "
-    "file (`resolve.value_entry`, `jsonread.load_json`).\n"
+    "the interpreter, typer and rich are all `--help` loads (no reader, no LangGraph); a command that "
+    "runs adds typer's parameter conversion through pydantic (`typer._adapters` and pydantic's plugin "
+    "lookup: about a fifth of `threads`' import time on a small root) and the core (documents, caches, "
+    "index, validation: about a quarter). `threads`, `heads`, `history`, `tasks`, `validate` and `fsck` "
+    "import no LangGraph (`tests/test_layers.py` fails if one does); `show`, `diff`, `render` and "
+    "`export` import it to revive values. A full `validate` spends most of its time resolving and "
+    "parsing every value and object file (`resolve.value_entry`, `jsonread.load_json`).\n"
 )

@@ -12,6 +12,9 @@ graphs' types (docs/types.md).
   ``interrupt()`` until a person resumes it.
 * ``agent``: ``langchain.agents.create_agent`` with one tool and a stand-in chat model that
   calls the tool, then answers from its result (swap in a real model, e.g. ``ChatOpenAI``).
+* ``memory``: an agent whose tools remember a user's preferences in the server's store
+  (RepoStore, named in ``langgraph.json``): ``store/users/<user_id>/preferences/<name>.json``,
+  one reviewable file per preference, read back in any later thread.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -99,3 +103,58 @@ class StandInModel(BaseChatModel):
 
 
 agent = create_agent(StandInModel(), tools=[order_status])
+
+
+def _preferences(runtime: ToolRuntime) -> tuple[str, ...]:
+    """The namespace of this user's preferences: the run's ``configurable.user_id``."""
+    user = str((runtime.config.get("configurable") or {}).get("user_id") or "anonymous")
+    return ("users", user, "preferences")
+
+
+@tool
+def remember_preference(name: str, value: str, runtime: ToolRuntime) -> str:
+    """Remember one preference of the user (kept across threads)."""
+    assert runtime.store is not None
+    runtime.store.put(_preferences(runtime), name, {"value": value})
+    return f"Noted: {name} = {value}."
+
+
+@tool
+def recall_preferences(runtime: ToolRuntime) -> str:
+    """Everything the user asked to be remembered."""
+    assert runtime.store is not None
+    found = runtime.store.search(_preferences(runtime), limit=100)
+    pairs = sorted((i.key, i.value["value"]) for i in found)
+    return "; ".join(f"{name} = {value}" for name, value in pairs) or "nothing yet"
+
+
+class MemoryModel(BaseChatModel):
+    """A deterministic chat model for the memory agent: "remember NAME is VALUE" calls
+    ``remember_preference``, anything else ``recall_preferences``; then it answers from the result."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "stand-in-memory"
+
+    def bind_tools(
+        self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        return self.bind(**kwargs)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        turn = sum(isinstance(m, HumanMessage) for m in messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage(f"{last.content}", id=f"memory-answer-{turn}")
+        else:
+            words = str(last.content).split()
+            if len(words) >= 4 and words[0].lower() == "remember" and words[2] == "is":
+                args = {"name": words[1], "value": " ".join(words[3:])}
+                call = {"name": "remember_preference", "args": args}
+            else:
+                call = {"name": "recall_preferences", "args": {}}
+            reply = AIMessage("", tool_calls=[{**call, "id": f"memory-call-{turn}"}], id=f"memory-ask-{turn}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+memory = create_agent(MemoryModel(), tools=[remember_preference, recall_preferences])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .core.errors import (
     FileFormatError,
     InvalidWriteError,
+    ItemChangedError,
     LockTimeoutError,
     MissingReferenceError,
     RepoCheckpointError,
@@ -23,19 +24,27 @@ from .core.errors import (
 )
 
 if TYPE_CHECKING:
+    from .repostore import RepoStore
     from .saver import RepoSaver
     from .transfer import acopy_threads, copy_threads
 
 # public name -> the module that defines it, imported when the name is first used
-_LAZY = {"RepoSaver": ".saver", "acopy_threads": ".transfer", "copy_threads": ".transfer"}
+_LAZY = {
+    "RepoSaver": ".saver",
+    "RepoStore": ".repostore",
+    "acopy_threads": ".transfer",
+    "copy_threads": ".transfer",
+}
 
 __all__ = [
     "FileFormatError",
     "InvalidWriteError",
+    "ItemChangedError",
     "LockTimeoutError",
     "MissingReferenceError",
     "RepoCheckpointError",
     "RepoSaver",
+    "RepoStore",
     "SchemaVersionError",
     "ThreadExistsError",
     "ThreadNotFoundError",
@@ -46,7 +55,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``RepoSaver``, ``copy_threads``, ``acopy_threads``: imported when first asked for."""
+    """``RepoSaver``, ``RepoStore``, ``copy_threads``, ``acopy_threads``: imported when first asked for."""
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name], __name__), name)

@@ -291,11 +291,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
             return
         wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
+        matches = self.store.meta.matches
         for cid, thread_id, ns in _listed(self.store, config, before):
             try:
                 if wanted:
-                    meta = self.checkpoint_metadata(thread_id, ns, cid)
-                    if any(meta.get(k) != v for k, v in wanted):
+                    ok = matches(thread_id, ns, cid, wanted)
+                    if ok is None:
+                        meta = self.checkpoint_metadata(thread_id, ns, cid)
+                        ok = all(meta.get(k) == v for k, v in wanted)
+                    if not ok:
                         continue
                 tup = self._tuple(self.store.header(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):

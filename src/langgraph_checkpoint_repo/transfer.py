@@ -32,6 +32,7 @@ from .core.errors import SaverSpecError as SaverSpecError  # re-exported: their 
 from .core.errors import ThreadExistsError as ThreadExistsError
 from .core.errors import ThreadNotFoundError as ThreadNotFoundError
 from .core.typenames import SAFE_TYPES, rejection
+from .saver import RepoSaver
 from .serde import LOADED_SERDE_TYPES, run_strict, strict_loader
 
 
@@ -63,7 +64,6 @@ def thread_ids_of(saver: BaseCheckpointSaver[Any]) -> list[str]:
     The contract has no call for this, so the savers we know are asked directly
     (a folder listing or one SQL query); any other saver is listed in full.
     """
-    from .saver import RepoSaver  # local: saver imports nothing from here
 
     if isinstance(saver, RepoSaver):
         return sorted(saver.store.thread_ids())
@@ -119,7 +119,6 @@ def _collect(rows: Iterable[Sequence[Any]]) -> WriteInfo:
 
 def _local_rows(saver: BaseCheckpointSaver[Any], thread_id: str) -> builtins.list[tuple[Any, ...]] | None:
     """Write rows from savers that keep them in this process (repo files, memory); else None."""
-    from .saver import RepoSaver
 
     if isinstance(saver, RepoSaver):
         store = saver.store
@@ -304,6 +303,18 @@ def _plan(thread_id: str, tuples: Iterable[CheckpointTuple], into: str | None = 
     return _Plan(thread_id, steps)
 
 
+@contextmanager
+def _unreadable(report: CopyReport, thread_id: str, keep_going: bool) -> Iterator[None]:
+    """A thread of the source whose files do not read: the error raised, or (``keep_going``)
+    noted in ``report.failed`` so the copy goes on with the other threads."""
+    try:
+        yield
+    except FileFormatError as exc:
+        if not keep_going:
+            raise
+        report.failed[thread_id] = exc
+
+
 def _unique(thread_ids: Sequence[str]) -> builtins.list[str]:
     return list(dict.fromkeys(thread_ids))
 
@@ -371,7 +382,6 @@ async def _aput_plan(
 def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None:
     """Refuse, before anything is written, a RepoSaver thread that could not be deleted (a
     symlink in it: removal.py), so a refused replace leaves no staging thread behind."""
-    from .saver import RepoSaver
 
     if isinstance(target, RepoSaver):
         folder = target.store.layout.thread_dir(thread_id)
@@ -381,7 +391,6 @@ def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None
 def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
     """The staged thread's checkpoints and writes put under ``thread_id`` in the same saver
     (RepoSaver copies its files; any other saver gets them put again, read from itself)."""
-    from .saver import RepoSaver
 
     if isinstance(target, RepoSaver):
         target.copy_thread(staged, thread_id)
@@ -391,7 +400,6 @@ def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None
 
 
 async def _amove(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
-    from .saver import RepoSaver
 
     if isinstance(target, RepoSaver):
         await target.acopy_thread(staged, thread_id)
@@ -424,21 +432,14 @@ def copy_threads(
     present = {t: _has(target, t) for t in wanted}
     report = CopyReport()
     for t in wanted:  # threads found by thread_ids_of are in the source: no need to ask again
-        try:
+        with _unreadable(report, t, keep_going):
             _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[t] = exc
     for thread_id in (t for t in wanted if t not in report.failed):
         into = staging_id(thread_id) if present[thread_id] else None
-        try:
+        with _unreadable(report, thread_id, keep_going):
             info = write_info_of(source, thread_id)
             plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=into)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[thread_id] = exc
+        if thread_id in report.failed:
             continue
         if into is None:
             _put_plan(target, plan, info, report, progress)
@@ -475,22 +476,15 @@ async def acopy_threads(
     present = {t: await _ahas(target, t) for t in wanted}
     report = CopyReport()
     for t in wanted:
-        try:
+        with _unreadable(report, t, keep_going):
             _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[t] = exc
     for thread_id in (t for t in wanted if t not in report.failed):
         into = staging_id(thread_id) if present[thread_id] else None
-        try:
+        with _unreadable(report, thread_id, keep_going):
             tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
             info = await awrite_info_of(source, thread_id)
             plan = _plan(thread_id, tuples, into=into)
-        except FileFormatError as exc:
-            if not keep_going:
-                raise
-            report.failed[thread_id] = exc
+        if thread_id in report.failed:
             continue
         if into is None:
             await _aput_plan(target, plan, info, report, progress)
@@ -557,7 +551,6 @@ class StrictSerde:
 
 def _strict(saver: BaseCheckpointSaver[Any], allowed: frozenset[tuple[str, ...]], spec: str) -> None:
     """Make ``saver`` load through ``StrictSerde`` (a RepoSaver checks every type itself)."""
-    from .saver import RepoSaver
 
     if not isinstance(saver, RepoSaver) and not isinstance(saver.serde, StrictSerde):
         saver.serde = StrictSerde(saver.serde, allowed, spec)  # type: ignore[assignment]

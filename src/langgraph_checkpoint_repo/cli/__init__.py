@@ -2,12 +2,13 @@
 
 Commands are typer functions, one module per group: ``read`` (threads, history, show,
 diff, tasks), ``health`` (validate, fsck), ``render``, ``maintain`` (delete, copy, prune,
-migrate), ``transfer`` (import, export), ``heads``, ``review`` and ``gitsetup``
-(git-setup). What they show is worked out in ``readmodel`` and ``core.checks`` and drawn
-with rich by ``output`` (the screening console, tables, JSON), ``views`` (rich text and
-tables), ``shape`` (the ``--json`` shapes) and ``markdown`` (render's Markdown). ``app``
-holds the typer app, global options and the mapping of every error to its exit code
-(``exits.EXIT_CODES``, docs/cli.md).
+migrate), ``transfer`` (import, export), ``heads``, ``review``, ``gitsetup`` (git-setup),
+``server`` (the sub-group of ``server sync``) and ``store`` (RepoStore's items, a typer group
+of its own). What they show is worked out in ``readmodel``
+and ``core.checks`` and drawn with rich by ``output`` (the screening console, tables, JSON),
+``views`` (rich text and tables), ``shape`` (the ``--json`` shapes) and ``markdown``
+(render's Markdown). ``app`` holds the typer app, global options and the mapping of every
+error to its exit code (``exits.EXIT_CODES``, docs/cli.md).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from . import heads  # noqa: F401
 from . import review  # noqa: F401
 from . import edit  # noqa: F401
 from . import gitsetup  # noqa: F401
+from . import server  # noqa: F401
+from . import store  # noqa: F401
 
 # isort: on
 from .app import app, main

@@ -30,6 +30,7 @@ from .output import (
     _err_console,
     _out_console,
 )
+from .restore import restore_hint
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -50,7 +51,9 @@ def _where_hint(ctx: Any, exc: BaseException) -> str:
     if not isinstance(exc, NotFoundError) or not isinstance(settings, Settings):
         return ""
     hint = f" (root found {settings.found_by})" if settings.found_by != "--root" else ""
-    others = other_roots(settings.root)
+    # near the folder the user named, else near here; a root the message names already is left out
+    near = settings.root if settings.found_by == "--root" and settings.root.is_dir() else None
+    others = [p for p in other_roots(settings.root, cwd=near) if str(p) not in str(exc)]
     if others:
         names = ", ".join(str(_rel_path(p)) for p in others)
         hint += f"; state also in {names} (give it with --root)"
@@ -62,40 +65,6 @@ def _rel_path(path: Path) -> Path:
         return path.relative_to(Path.cwd())
     except ValueError:
         return path
-
-
-def restore_hint(exc: BaseException) -> str:
-    """For a file that does not read: how git can give it back, when git has it (the files are
-    in a repository, so a damaged one is rarely lost); empty otherwise."""
-    import subprocess
-
-    from ..core.errors import FileFormatError
-
-    path = Path(exc.path) if isinstance(exc, FileFormatError) else None
-    if path is None or not path.is_file():
-        return ""
-
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", "-C", str(path.parent), *args],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
-        )
-
-    try:
-        last = git("log", "-1", "--format=%h", "--", path.name)
-        changed = git("diff", "--quiet", "HEAD", "--", path.name)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    commit = last.stdout.strip()
-    if last.returncode != 0 or not commit:
-        return ""
-    if changed.returncode == 1:  # changed since it was committed: the committed one may be whole
-        return f" (git has it as committed in {commit}: git checkout {commit} -- {path})"
-    return f" (committed so in {commit}: git log -- {path} lists earlier versions to restore)"
 
 
 class _Group(TyperGroup):
@@ -110,7 +79,8 @@ class _Group(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
             return command
-        for param in self.params:
+        # the top group's options, also for a command of a sub-group (``server sync --root X``)
+        for param in ctx.find_root().command.params:
             if param.name not in ("root", "version", "allow"):
                 continue
             extra = _shallow_copy(param)
@@ -206,9 +176,10 @@ def _main(
         typer.Option(
             "--allow",
             metavar="MODULE:NAME",
-            help="A type of your state that show, diff and render may construct (module:Name, or "
-            "module:* for all classes of a module; repeatable). Imports that module; without it "
-            "such values are shown as stored (docs/types.md).",
+            help="A type of your state that a command may construct where it shows or writes "
+            "values (show, diff, render, tasks, edit, heads --choose/--merge, import, export): "
+            "module:Name, or module:* for all classes of a module; repeatable. Imports that "
+            "module; without it such values are shown as stored (docs/types.md).",
         ),
     ] = None,
 ) -> None:
@@ -377,6 +348,15 @@ NsOpt = Annotated[
     ),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+CheckpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        "-c",
+        metavar="ID",
+        help="Checkpoint id or unique prefix (default: the one that continues, docs/forks.md).",
+    ),
+]
 
 
 def main() -> None:

@@ -23,9 +23,8 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError
-from ..core.messages import message_fields
-from ..readmodel.turns import MESSAGES
-from .app import NsOpt, _reader, _settings, app
+from ..core.messages import MESSAGES, message_fields
+from .app import CheckpointOpt, NsOpt, _reader, _settings, app
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader
@@ -41,12 +40,7 @@ NOTE = (
 def edit(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(help="Thread id.")],
-    checkpoint: Annotated[
-        str | None,
-        typer.Option(
-            "--checkpoint", "-c", metavar="ID", help="Checkpoint to edit (default: the one that continues)."
-        ),
-    ] = None,
+    checkpoint: CheckpointOpt = None,
     ns: NsOpt = "",
     file: Annotated[
         Path | None,

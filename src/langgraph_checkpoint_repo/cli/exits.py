@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..core.errors import (
     BadInputError,
     FileFormatError,
+    ItemChangedError,
     LockTimeoutError,
     NotFoundError,
     RepoCheckpointError,
@@ -42,6 +43,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     FileFormatError: BAD_FILE,
     UnrevivableValueError: BAD_FILE,
     ThreadExistsError: REFUSED,
+    ItemChangedError: REFUSED,
     LockTimeoutError: FAILED,
     RepoCheckpointError: FAILED,
     OSError: FAILED,

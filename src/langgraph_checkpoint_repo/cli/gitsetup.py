@@ -7,7 +7,9 @@ driver. The repository's own git config (per clone, never committed) defines tha
 this package's textconv (review/textconv.py), so ``git diff``, ``git log -p`` and ``git show``
 print each file as a few lines; a clone without it sees the JSON. The lines sit in a marked
 block and the config in its own section, so running it again changes nothing and ``--undo``
-takes back exactly those.
+takes back exactly those. The same block and config register the merge driver of RepoStore
+items (``store/``: review/mergeitem.py, docs/store.md), so two branches that changed different
+fields of one memory merge by themselves.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from .app import _check_root, _settings, app
 from .exits import NOT_FOUND, REFUSED, CliError
 
 DRIVER = "langgraph-repo"
+MERGE_DRIVER = "langgraph-repo-item"  # RepoStore items merged field by field (review/mergeitem.py)
+MERGE_SCRIPT = "langgraph-repo-merge-item"
+MERGE_SNIPPET = (
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "from langgraph_checkpoint_repo.review.mergeitem import cli; sys.exit(cli())"
+)
 BEGIN = "# langgraph-repo: begin"
 END = "# langgraph-repo: end"
 BEGIN_LINE = f"{BEGIN} (written by `langgraph-repo git-setup`; `langgraph-repo git-setup --undo` removes it)"
@@ -54,27 +62,29 @@ def git_setup(
 ) -> None:
     """Make pull requests and git show the state readably: mark the root's files generated in
     the top-level .gitattributes (GitHub and GitLab collapse them) and register a textconv driver
-    in this repository's git config (git diff, log -p and show print each file as a few lines).
+    in this repository's git config (git diff, log -p and show print each file as a few lines),
+    and a merge driver for RepoStore items (two branches' changes to different fields merge).
     Running it again changes nothing; --undo removes exactly what it wrote."""
     settings = _settings(ctx)
     root = settings.root
     if not undo:
         _check_root(root, creating=True)  # before any state exists is fine; a wrong folder is not
     top = work_tree_top(root)
-    line = attribute_line(relative_root(root, top))
+    rel = relative_root(root, top)
+    mine = [attribute_line(rel), merge_line(rel)]
     path = top / ".gitattributes"
     before = read_attributes(path)
     lines = _block_lines(before)
-    others = [ln for ln in lines if ln != line]
+    others = [ln for ln in lines if ln not in mine]
     if undo:
         after = _with_block(before, others)
-        said = [f".gitattributes: removed {line}"] if line in lines else []
+        said = [f".gitattributes: removed {ln}" for ln in mine if ln in lines]
         if not others:
             said += _remove_config(top)
     else:
-        after = _with_block(before, lines if line in lines else [*lines, line])
-        said = [] if line in lines else [f".gitattributes: added {line}"]
-        said += _set_config(top, driver_command())
+        after = _with_block(before, [*lines, *(ln for ln in mine if ln not in lines)])
+        said = [f".gitattributes: added {ln}" for ln in mine if ln not in lines]
+        said += _set_config(top, driver_command(), merge_command())
     if after != before:
         write_attributes(path, after)
     nothing = "nothing of git-setup's is here" if undo else "already set up"
@@ -129,14 +139,25 @@ def relative_root(root: Path, top: Path) -> str:
 
 
 def attribute_line(rel: str) -> str:
-    """The .gitattributes line for the root ``rel``: every file below its ``threads/``.
+    """The .gitattributes line for the root ``rel``: every file below its ``threads/``."""
+    return f"{_pattern(rel, 'threads')} {ATTRIBUTES}"
 
-    Glob characters in the root's path are escaped to match themselves; a path with a space or
-    a quote is written C-quoted, as gitattributes reads it."""
-    pattern = "/" + re.sub(r"([*?\[\\])", r"\\\1", f"{rel}/threads" if rel else "threads") + "/**"
+
+def merge_line(rel: str) -> str:
+    """The .gitattributes line for the root's RepoStore items (``store/``): git merges two
+    changes to different fields of one item with the merge driver (docs/store.md). Not marked
+    generated: an item is plain JSON a reviewer reads as it is."""
+    return f"{_pattern(rel, 'store')} merge={MERGE_DRIVER}"
+
+
+def _pattern(rel: str, folder: str) -> str:
+    """Every file below ``folder`` of the root ``rel``. Glob characters in the root's path are
+    escaped to match themselves; a path with a space or a quote is written C-quoted, as
+    gitattributes reads it."""
+    pattern = "/" + re.sub(r"([*?\[\\])", r"\\\1", f"{rel}/{folder}" if rel else folder) + "/**"
     if any(ch in pattern for ch in ' "\t') or not pattern.isprintable():
         pattern = '"' + pattern.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t") + '"'
-    return f"{pattern} {ATTRIBUTES}"
+    return pattern
 
 
 def driver_command(search: list[Path] | None = None) -> str:
@@ -144,15 +165,26 @@ def driver_command(search: list[Path] | None = None) -> str:
     is found beside this program, else this interpreter running the module; absolute, so it
     works from a virtual environment git knows nothing of. ``--view`` changes when the view
     does, and git drops the text it cached for an older command."""
-    name = SCRIPT + (".exe" if sys.platform == "win32" else "")
+    return f"{_installed(SCRIPT, SNIPPET, search)} --view {VIEW}"
+
+
+def merge_command(search: list[Path] | None = None) -> str:
+    """The merge driver's command for git (``%O %A %B %P``: ancestor, ours, theirs, path),
+    found as ``driver_command`` finds the textconv."""
+    return f"{_installed(MERGE_SCRIPT, MERGE_SNIPPET, search)} %O %A %B %P"
+
+
+def _installed(script_name: str, snippet: str, search: list[Path] | None) -> str:
+    """This install's console script ``script_name`` beside this program, else this
+    interpreter running ``snippet``; quoted for git's shell."""
+    name = script_name + (".exe" if sys.platform == "win32" else "")
     if search is None:
         search = [Path(sys.argv[0]).parent, Path(sysconfig.get_path("scripts"))]
-    folders = search
-    for folder in folders:
+    for folder in search:
         script = folder / name
         if script.is_file() and os.access(script, os.X_OK):
-            return f"{shlex.quote(str(script.absolute()))} --view {VIEW}"
-    return f"{shlex.quote(sys.executable)} -c {shlex.quote(SNIPPET)} --view {VIEW}"
+            return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(snippet)}"
 
 
 # ----------------------------------------------------------------------------
@@ -230,10 +262,14 @@ def write_attributes(path: Path, text: str) -> None:
 # ----------------------------------------------------------------------------
 # git config: the driver's section
 # ----------------------------------------------------------------------------
-def _set_config(top: Path, command: str) -> list[str]:
+def _set_config(top: Path, command: str, merge: str) -> list[str]:
     said = []
-    for key, value in (("textconv", command), ("cachetextconv", "true")):
-        name = f"diff.{DRIVER}.{key}"
+    for name, value in (
+        (f"diff.{DRIVER}.textconv", command),
+        (f"diff.{DRIVER}.cachetextconv", "true"),
+        (f"merge.{MERGE_DRIVER}.name", "langgraph-repo: field-wise merge of RepoStore items"),
+        (f"merge.{MERGE_DRIVER}.driver", merge),
+    ):
         if _git(top, "config", "--local", "--get", name).stdout.rstrip("\n") == value:
             continue
         proc = _git(top, "config", "--local", name, value)
@@ -245,9 +281,10 @@ def _set_config(top: Path, command: str) -> list[str]:
 
 def _remove_config(top: Path) -> list[str]:
     said = []
-    if _git(top, "config", "--local", "--get-regexp", rf"^diff\.{DRIVER}\.").stdout.strip():
-        _git(top, "config", "--local", "--remove-section", f"diff.{DRIVER}")
-        said.append(f"git config: removed diff.{DRIVER}")
+    for section in (f"diff.{DRIVER}", f"merge.{MERGE_DRIVER}"):
+        if _git(top, "config", "--local", "--get-regexp", "^" + re.escape(section) + r"\.").stdout.strip():
+            _git(top, "config", "--local", "--remove-section", section)
+            said.append(f"git config: removed {section}")
     cache = f"refs/notes/textconv/{DRIVER}"
     if _git(top, "rev-parse", "--verify", "--quiet", cache).returncode == 0:
         _git(top, "update-ref", "-d", cache)

@@ -28,6 +28,7 @@ from .exits import PROBLEMS
 from .output import (
     _print_json,
     _rel,
+    problems_json,
 )
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def validate(
     _check_root(root)
     found = _targets(root, list(paths or []))
     folders = None if found.whole or not paths else found.folders
-    with _progress(settings, "validating", _count(root, folders, found.files)) as advance:
+    with _progress(settings, "validating", _count(root, folders, found.files + found.store)) as advance:
         revival = None
         if revive:
             from ..serde import check_revival
@@ -93,6 +94,10 @@ def validate(
             from ..core.filechecks import check_files
 
             check_files(validator, found.files)
+        if folders is not None and found.store:
+            from ..core.filechecks import check_store
+
+            check_store(validator, found.store)
     problems = sorted(set(validator.problems))
     if heads:
         from ..core.heads import unsettled_problems
@@ -141,13 +146,15 @@ def _report_validation(
                 "root": str(settings.root),
                 "files": validator.files,
                 "checkpoints": validator.checkpoints,
-                "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems],
+                "items": validator.items,
+                "problems": problems_json(problems),
             }
         )
         return
     for p in problems:
         settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
-    summary = f"{validator.files} files, {validator.checkpoints} checkpoints"
+    items = f"{validator.items} store items, " if validator.items else ""
+    summary = f"{validator.files} files, {items}{validator.checkpoints} checkpoints"
     if problems:
         settings.err.print(
             Text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} ({summary})", style="red")

@@ -107,12 +107,21 @@ def _out_console() -> Console:
 
 
 def _print_table(out: Console, table: Table) -> None:
-    """A table; into a pipe or file without the padding rich puts at the end of each line."""
+    """A table; into a pipe or file one line per row, as wide as its cells (a script reads it
+    line by line), without the padding rich puts at the end of each line."""
     if out.is_terminal:
         out.print(table)
         return
-    with out.capture() as captured:
-        out.print(table)
+    from rich.measure import Measurement
+
+    natural = Measurement.get(out, out.options.update(max_width=1 << 16), table).maximum
+    width = out.width
+    out.width = max(width, natural)
+    try:
+        with out.capture() as captured:
+            out.print(table)
+    finally:
+        out.width = width
     out.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
@@ -145,6 +154,11 @@ def _masked_tree(tree: Any) -> Any:
     return tree
 
 
+def problems_json(problems: Iterable[Any]) -> list[dict[str, str]]:
+    """Validation problems (file, JSON pointer, message) as every ``--json`` output gives them."""
+    return [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems]
+
+
 def _rel(path: Path | str) -> str:
     """A path as short as it can be said: relative to the current folder when inside it."""
     text = str(path)
@@ -161,8 +175,10 @@ def report_broken(settings: Any, broken: Sequence[tuple[str, Exception]]) -> Non
     import typer
 
     from .exits import exit_code
+    from .restore import restore_hint
 
     for tid, exc in broken:
-        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (f": {exc}", "red")))
+        said = f": {exc}{restore_hint(exc)}"
+        settings.err.print(Text.assemble(("thread ", "red"), (tid, "bold red"), (said, "red")))
     if broken:
         raise typer.Exit(max(exit_code(exc) for _, exc in broken))

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.masking import mask_secrets
+from ..core.messages import content_text
 from ..core.typenames import Fix, refusal_fix
 from ..readmodel.tasks import Raw
 
@@ -115,19 +116,7 @@ def is_message(value: Any) -> bool:
 
 
 def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, Mapping):
-                parts.append(f"[{block.get('type', 'block')}]")
-        return "".join(parts)
-    return inline(content)
+    return content_text(content) if isinstance(content, str | list) else inline(content)
 
 
 def message_line(value: Any, limit: int = FOLD_CHARS) -> str:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from .app import (
+    CheckpointOpt,
     JsonOpt,
     NsOpt,
     _reader,
@@ -246,12 +247,7 @@ def history(
 def show(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(help="Thread id.")],
-    checkpoint: Annotated[
-        str | None,
-        typer.Option(
-            "--checkpoint", "-c", metavar="ID", help="Checkpoint id or unique prefix (default: latest)."
-        ),
-    ] = None,
+    checkpoint: CheckpointOpt = None,
     ns: NsOpt = "",
     show_all: Annotated[bool, typer.Option("--all", help="Also show LangGraph's own channels.")] = False,
     as_json: JsonOpt = False,
@@ -323,16 +319,22 @@ def _ids_at_revision(reader: Reader, thread: str, ns: str, rev: str) -> set[str]
     return {cid for cid in ids if f"{folder}/{reader.layout.checkpoint_path(thread, ns, cid).name}" in names}
 
 
-def _at_revision(reader: Reader, thread: str, ns: str, rev: str) -> tuple[str, dict[str, Any]]:
+def _at_revision(
+    reader: Reader, thread: str, ns: str, rev: str, not_a_checkpoint: Exception
+) -> tuple[str, dict[str, Any]]:
     """The checkpoint that continued ``thread`` at git revision ``rev``, and its stored trees,
     read from git (``git archive`` of that thread only); the error of a bad checkpoint id
-    when ``rev`` is no revision either."""
+    when ``rev`` is no revision either (outside git, ``not_a_checkpoint`` itself: there is no
+    revision to mean)."""
     import tempfile
 
     from ..readmodel.reader import Reader as Read
     from ..review.revisions import git_top, is_revision, materialize, resolve
 
-    top = git_top(reader.root)
+    try:
+        top = git_top(reader.root)
+    except NotFoundError:
+        raise not_a_checkpoint from None
     if not is_revision(top, rev):
         raise BadInputError(f"{rev!r} is neither a checkpoint of thread {thread!r} nor a git revision")
     rel = reader.root.resolve().relative_to(top.resolve()).as_posix()
@@ -380,10 +382,10 @@ def diff(
     try:
         old_id = _diff_base(reader, thread, ns, new, from_id)
         old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
-    except (BadInputError, NotFoundError):
+    except (BadInputError, NotFoundError) as not_a_checkpoint:
         if from_id is None:
             raise
-        old_id, old_trees = _at_revision(reader, thread, ns, from_id)  # --from main
+        old_id, old_trees = _at_revision(reader, thread, ns, from_id, not_a_checkpoint)  # --from main
     changes = diff_trees(old_trees, new.trees, internal=show_all)
     if as_json:
         _print_json(

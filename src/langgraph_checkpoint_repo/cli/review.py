@@ -15,11 +15,11 @@ from rich.text import Text
 
 from .app import JsonOpt, _check_root, _settings, app
 from .events import compact, event_parts, turns_of
-from .output import _print_json, screen
+from .output import _print_json, problems_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
-    from ..review.report import Line, NamespaceReport, Report, ThreadReport
+    from ..review.report import ItemReport, Line, NamespaceReport, Report, ThreadReport
 
 @app.command()
 def review(
@@ -53,7 +53,7 @@ def review(
     else:
         for line in report_lines(report):
             settings.out.print(line)
-    if any(t.problems for t in report.threads):
+    if any(t.problems for t in report.threads) or any(i.problems for i in report.items):
         raise typer.Exit(1)
 
 
@@ -67,7 +67,19 @@ def report_json(report: Report) -> dict[str, Any]:
         "range": report.range.spec,
         "root": report.root,
         "threads": [_thread_json(t) for t in report.threads],
+        "items": [_item_json(i) for i in report.items],
         "other_files": report.other,
+    }
+
+
+def _item_json(i: ItemReport) -> dict[str, Any]:
+    return {
+        "namespace": list(i.namespace),
+        "key": i.key,
+        "path": i.path,
+        "status": i.status,
+        "fields": [{"pointer": f.pointer, "old": f.old, "new": f.new} for f in i.fields],
+        "problems": problems_json(i.problems),
     }
 
 
@@ -87,7 +99,7 @@ def _thread_json(t: ThreadReport) -> dict[str, Any]:
             }
             for n in t.namespaces
         ],
-        "problems": [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in t.problems],
+        "problems": problems_json(t.problems),
     }
 
 
@@ -144,7 +156,7 @@ def report_lines(report: Report) -> list[Text]:
             (f"  root {report.root}", "dim"),
         )
     ]
-    if not report.threads:
+    if not report.threads and not report.items:
         out.append(Text("no thread changed", style="dim"))
     for t in report.threads:
         out.append(Text())
@@ -165,6 +177,19 @@ def report_lines(report: Report) -> list[Text]:
                     change = f"    {c.channel}: {compact(c.old)} -> {compact(c.new)}"
                     out.append(Text(change, style="yellow"))
         for p in t.problems:
+            out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
+    for i in report.items:
+        out.append(Text())
+        out.append(
+            Text.assemble(
+                ("store item ", "dim"),
+                (f"{'.'.join(i.namespace)} {i.key}", "bold"),
+                (f" ({i.status})", "dim"),
+            )
+        )
+        for f in i.fields:
+            out.append(Text(f"    {f.pointer}: {compact(f.old)} -> {compact(f.new)}", style="yellow"))
+        for p in i.problems:
             out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
     for path in report.other:
         out.append(Text(f"also changed: {path}", style="dim"))
@@ -227,6 +252,16 @@ def report_markdown(report: Report) -> str:
             for p in t.problems:
                 parts.append(f"- {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
             parts.append("")
+    if report.items:
+        parts += [f"### Store: {len(report.items)} item{'s' if len(report.items) != 1 else ''} changed", ""]
+        for i in report.items:
+            parts.append(f"- {_md('.'.join(i.namespace), code=True)} {_md(i.key, code=True)} ({i.status})")
+            for f in i.fields:
+                old, new = _md(compact(f.old), code=True), _md(compact(f.new), code=True)
+                parts.append(f"  - {_md(f.pointer, code=True)}: {old} → {new}")
+            for p in i.problems:
+                parts.append(f"  - {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
+        parts.append("")
     if report.other:
         parts += ["Other files changed: " + ", ".join(_md(p, code=True) for p in report.other), ""]
     parts += ["_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._", ""]

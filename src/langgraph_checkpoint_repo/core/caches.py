@@ -280,6 +280,15 @@ class Listings:
             self._distrusted.discard(folder)
         return cur
 
+    def keep_derived(self, lst: Listing, key: str, value: Any, names: list[str]) -> None:
+        """Keep what was derived from ``names`` with ``lst``, unless a write of this process
+        changed its names meanwhile (``note_added`` puts a new list in place, under the same
+        mutex, and brings up to date only what was derived before it): kept then, the value
+        would miss that write for as long as the listing lasts."""
+        with self._mutex:
+            if lst.names is names:
+                lst.derived[key] = value
+
     def drop(self, folder: Path) -> None:
         """Forget a folder's listing, so the next call lists it again (not from the index)."""
         self._by_folder.pop(folder, None)
@@ -315,6 +324,6 @@ class Listings:
                 return
             pos = bisect.bisect_left(cur.names, name)
             if pos == len(cur.names) or cur.names[pos] != name:
-                cur.names.insert(pos, name)
+                cur.names = [*cur.names[:pos], name, *cur.names[pos:]]  # readers keep theirs
                 extend(cur, name)
             cur.key = stat_key(st)

@@ -28,6 +28,9 @@ from .documents import Documents
 from .durable import digest_node, write_files
 from .errors import FileFormatError, RepoCheckpointError
 from .index import index_files, index_problem, is_plain
+from .items import KIND as ITEM_KIND
+from .items import SUFFIX as ITEM_SUFFIX
+from .items import item_path, stored_item
 from .jsonread import MAX_FILE_BYTES
 from .layout import (
     CACHE,
@@ -36,6 +39,7 @@ from .layout import (
     LARGE,
     NAMESPACES,
     OBJECTS,
+    STORE,
     THREADS,
     VALUES,
     WRITES,
@@ -80,7 +84,7 @@ class Problem:
 def count_files(root: Path, folders: list[Path] | None = None) -> int:
     """How many files a check will look at (for a progress bar)."""
     total = 0
-    for top in folders if folders is not None else [root / "threads"]:
+    for top in folders if folders is not None else [root / "threads", root / STORE]:
         for _, _, files in os.walk(top):
             total += len(files)
     return total
@@ -116,6 +120,8 @@ class Validator:
         self.bad_files: set[str] = set()
         self.files = 0
         self.checkpoints = 0
+        self.items = 0  # store items (RepoStore)
+        self.entry_memo: dict[tuple[Path, str, Any, str], bool | Exception] = {}
         self._progress = progress
 
     def seen(self, n: int = 1) -> None:
@@ -254,10 +260,60 @@ class Validator:
         return out
 
     def run(self, folders: list[Path] | None = None) -> list[Problem]:
+        """The thread folders given, or (None) every thread and every store item."""
         for folder in self.thread_folders() if folders is None else folders:
             if folder.is_dir():
                 self.thread(folder)
+        if folders is None:
+            self.store_items(self.layout.root / STORE)
         return sorted(set(self.problems))
+
+    # -- the store (RepoStore's items, core/items.py) -------------------------------
+    def store_items(self, top: Path) -> None:
+        """Every item file under ``top`` (the store, or one of its namespace folders): each
+        against its schema and its place; symlinks and stray files reported, never followed."""
+        problem = self.layout.off_the_way(top)
+        if problem is not None:
+            self.problem(problem[1], "/", f"refusing to check the store through it ({problem[0]})")
+            return
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            for name, kind in _entries(folder):
+                path = folder / name
+                if is_temp_name(name):
+                    continue
+                if kind == "link":
+                    self.problem(path, "/", "is a symlink; the store never makes one and never follows one")
+                elif kind == "dir" and "." in name:
+                    self.problem(path, "/", "not a namespace folder (a namespace label holds no '.')")
+                elif kind == "dir":
+                    stack.append(path)
+                elif kind == "file" and name.endswith(ITEM_SUFFIX):
+                    self.item_file(path)
+                else:
+                    self.seen()
+                    self.problem(path, "/", f"stray file in the store (items are <key>{ITEM_SUFFIX} files)")
+
+    def item_file(self, path: Path) -> None:
+        """One store item: its schema, names and place (exactly the path its namespace and
+        key give), its times, secrets and the types its value names."""
+        doc = self.read(path, ITEM_KIND)
+        if doc is None:
+            return
+        self.items += 1
+        want = item_path(self.layout, doc["namespace"], doc["key"])
+        if want != path:
+            self.problem(
+                path,
+                "/namespace",
+                f"names namespace {tuple(doc['namespace'])!r} and key {doc['key']!r}, which live at {want}",
+            )
+            return
+        try:
+            stored_item(doc, path)
+        except FileFormatError as exc:
+            self.problem(exc.path, exc.pointer, problem_text(exc))
 
     def thread(self, folder: Path) -> None:
         expected_tid = self._decoded(folder, "thread")
@@ -466,6 +522,8 @@ def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         yield from held_trees()
     elif kind == "object":
         yield "/tree", doc.get("tree")
+    elif kind == ITEM_KIND:
+        yield "/value", doc.get("value")
 
 
 def problem_text(exc: FileFormatError) -> str:
@@ -549,6 +607,10 @@ def fsck(store: Documents, progress: Progress | None = None) -> list[Finding]:
         findings.extend(_orphan_findings(store, tid))
         if _holds_nothing(folder):
             findings.append(Finding("empty-folder", str(folder), "thread folder without any file", True, tid))
+    before = len(validator.problems)
+    validator.store_items(root / STORE)
+    for p in validator.problems[before:]:
+        findings.append(Finding("invalid", p.path, f"{p.pointer}: {p.message}", False))
     for f in findings:
         if f.thread_id is None and f.repairable and f.kind != "gitignore":
             f.thread_id = _thread_of_path(store, Path(f.path))
@@ -657,7 +719,7 @@ def _temp_findings(root: Path) -> list[Finding]:
     out: list[Finding] = []
     for name, kind in _entries(root):
         path = root / name
-        if name in (".gitignore", CACHE, THREADS):
+        if name in (".gitignore", CACHE, THREADS) or (name == STORE and kind == "dir"):
             continue
         if kind == "file" and is_own_temp_file(name, ".gitignore"):
             out.append(Finding("temp", str(path), "leftover temp file (an interrupted write)", True))
@@ -672,6 +734,28 @@ def _temp_findings(root: Path) -> list[Finding]:
             out.append(_foreign(path))
         elif kind == "dir":
             out.extend(_thread_temp_findings(path))
+    out.extend(_store_temp_findings(root / STORE))
+    return out
+
+
+def _store_temp_findings(top: Path) -> list[Finding]:
+    """The store's leftovers: temp files of interrupted writes and namespace folders left
+    empty (a delete prunes them; a kill between the two leaves one), both repairable;
+    anything else hidden or ``.tmp`` is foreign."""
+    out: list[Finding] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        for name, kind in _entries(folder):
+            path = folder / name
+            if kind == "file" and is_own_temp_file(name):
+                out.append(Finding("temp", str(path), "leftover temp file (an interrupted write)", True))
+            elif is_temp_name(name):
+                out.append(_foreign(path))
+            elif kind == "dir" and _holds_nothing(path):
+                out.append(Finding("empty-folder", str(path), "store folder without any item", True))
+            elif kind == "dir":
+                stack.append(path)
     return out
 
 
@@ -783,7 +867,10 @@ def repair(store: Documents, findings: list[Finding]) -> None:
             # what is unneeded was judged without the lock: a put since then may have come to
             # rely on a file that was there (an object or large file is reused by its name)
             store.forget_thread(tid)
-            still = {g.path for g in _orphan_findings(store, tid)}
+            # only a thread whose files all read has orphaned values judged (fsck never judges
+            # them in one with an invalid file): a lost checkpoint's writes need no judging
+            rejudge = any(f.kind in _REJUDGED for f in items)
+            still = {g.path for g in _orphan_findings(store, tid)} if rejudge else set()
             for f in sorted(items, key=lambda f: (f.kind == "empty-folder", -len(f.path))):
                 if f.kind in _REJUDGED and f.path not in still:
                     continue

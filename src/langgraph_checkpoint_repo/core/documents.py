@@ -174,9 +174,13 @@ class Documents:
         return self.locks.hold(lock_path, thread_id, exclusive)
 
     # -- documents ----------------------------------------------------------
-    def read_doc(self, path: Path, kind: str) -> dict[str, Any]:
+    def read_doc(
+        self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None
+    ) -> dict[str, Any]:
         """A validated document; errors name the file and the JSON pointer.
 
+        ``inside``: how to tell that the file's folder lies in the root with no symlink on the
+        way (default ``Layout.contains``; a walk of many files of one folder checks it once).
         Raises FileNotFoundError when there is no such file.
         """
         st = os.lstat(path)
@@ -184,7 +188,7 @@ class Documents:
         if kept is not None:
             return kept  # type: ignore[no-any-return]
         read_at = time.time_ns()
-        doc = load_json(path, st, self.layout.contains)
+        doc = load_json(path, st, inside or self.layout.contains)
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         misplaced = place_problem(path, kind, doc)
         if misplaced is not None:
@@ -486,15 +490,18 @@ class Documents:
         lst = self.listings.get(folder)
         if lst is None:
             return None
-        if key not in lst.derived:
+        got = lst.derived.get(key)
+        if got is None:
+            names = lst.names  # what this value is derived from (a write puts a new list in place)
             try:
-                lst.derived[key] = derive(folder, lst.names)
+                got = derive(folder, names)
             except FileFormatError:
                 if not lst.from_index:
                     raise
                 self.listings.drop(folder)  # the recorded names, not the folder: list it
                 return self._derived(folder, key, derive)
-        return lst.derived[key]
+            self.listings.keep_derived(lst, key, got, names)
+        return got
 
     def _ids(self, folder: Path, names: list[str]) -> list[str]:
         stems = [n[:-5] for n in names if n.endswith(".json")]
@@ -535,7 +542,8 @@ class Documents:
             cid = self._id_of(folder, name)
             pos = bisect.bisect_left(ids, cid)
             if pos == len(ids) or ids[pos] != cid:
-                ids.insert(pos, cid)
+                # a new list, not an insert: a reader in another thread keeps the one it took
+                cur.derived["ids"] = [*ids[:pos], cid, *ids[pos:]]
         lineage: Lineage | None = cur.derived.get("lineage")
         if lineage is not None and name.endswith(".json") and ids is not None:
             doc = self.checkpoint_doc(folder / name)
@@ -555,9 +563,10 @@ class Documents:
             return Lineage()
         got: Lineage | None = lst.derived.get("lineage")
         if got is None:
+            names = lst.names  # as in _derived: kept only if no write changed them meanwhile
             ids = self.checkpoint_ids(thread_id, checkpoint_ns)
             got = self._read_lineage(thread_id, checkpoint_ns, folder, ids)
-            lst.derived["lineage"] = got
+            self.listings.keep_derived(lst, "lineage", got, names)
         return got
 
     def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
@@ -566,24 +575,28 @@ class Documents:
 
     def _read_lineage(self, thread_id: str, ns: str, folder: Path, ids: list[str]) -> Lineage:
         known = self._lineages.get(folder) or load_lineage(self.layout, folder)
-        out = Lineage()
+        links: dict[str, Node] = {}
+        keys: dict[str, tuple[int, int, int, int]] = {}
         read = 0
+        prefix = str(folder) + os.sep  # a str per id, not a Path: this loop is one lstat per checkpoint
         for cid in ids:
-            path = self.layout.checkpoint_path(thread_id, ns, cid)
             hit = known.keys.get(cid)
-            if hit is not None and cid in known.links and stat_key_of(path) == hit:
-                out.add(cid, known.links[cid])
-                out.keys[cid] = hit
+            name = prefix + encode_segment(cid) + ".json"
+            if hit is not None and cid in known.links and stat_key_of(name) == hit:
+                links[cid] = known.links[cid]
+                keys[cid] = hit
                 continue
+            path = self.layout.checkpoint_path(thread_id, ns, cid)
             read_at = time.time_ns()
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
                 continue  # removed since it was listed
-            out.add(cid, self._link(thread_id, ns, cid))
+            links[cid] = self._link(thread_id, ns, cid)
             if settled(st, read_at):
-                out.keys[cid] = stat_key(st)
+                keys[cid] = stat_key(st)
             read += 1
+        out = Lineage(links, keys)
         self._lineages[folder] = out
         if read >= LINEAGE_REREADS and len(ids) >= MIN_NAMES:
             save_lineage(self.layout, folder, out)
@@ -689,8 +702,8 @@ class Documents:
                 exc.path,
                 exc.pointer,
                 f"{exc.detail}; checkpoint {cid} of thread {thread_id!r} reads channel {channel!r} "
-                f"through this file: restore it from git (git log -- {exc.path}); "
-                "`langgraph-repo fsck` lists every file that does not read",
+                "through this file: restore it from git (`langgraph-repo fsck` lists every file "
+                "that does not read)",
             ) from exc
 
     def resolve_node(

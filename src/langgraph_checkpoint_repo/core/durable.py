@@ -14,6 +14,7 @@ import os
 import secrets
 import stat
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -325,7 +326,7 @@ def check_lock_timeout(timeout: Any) -> None:
         )
 
 
-def check_lock_file(lock_path: Path, thread_id: str) -> None:
+def check_lock_file(lock_path: Path, thread_id: str, what: str = "thread") -> None:
     """Refuse a lock file that is not a plain file: the saver only ever makes regular ones.
 
     A symlink planted at the lock's name would have filelock open (and, before 3.20.1,
@@ -340,19 +341,22 @@ def check_lock_file(lock_path: Path, thread_id: str) -> None:
         return  # made by filelock, as a regular file
     if stat.S_ISLNK(st.st_mode):
         raise RepoCheckpointError(
-            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a symlink "
+            f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is a symlink "
             "(lock files are never symlinks; remove it)"
         )
     if not stat.S_ISREG(st.st_mode):
         raise RepoCheckpointError(
-            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is not a regular file "
+            f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is not a regular file "
             "(remove it)"
         )
     if st.st_nlink > 1:
         raise RepoCheckpointError(
-            f"refusing to lock thread {thread_id!r}: its lock file {lock_path} is a hard link "
+            f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is a hard link "
             f"shared with {st.st_nlink - 1} other name(s) (lock files are never linked; remove it)"
         )
+
+
+IDLE_LOCKS = 32  # locks kept after their last user left (ThreadLocks)
 
 
 class ThreadLocks:
@@ -370,48 +374,73 @@ class ThreadLocks:
         # for it; dropped when the last one leaves, so a long-lived saver over many threads
         # keeps no lock (nor open file) per thread it ever wrote
         self._held: dict[Path, tuple[FileLock, _SharedExclusive, int]] = {}
+        # the few last let go of, kept for the next put of the same thread (no new FileLock,
+        # no mkdir of the lock folder per call); an idle FileLock holds no open file
+        self._idle: OrderedDict[Path, tuple[FileLock, _SharedExclusive]] = OrderedDict()
         self._mutex = threading.Lock()
 
     def __len__(self) -> int:
         """How many threads' locks are in use now."""
         return len(self._held)
 
+    @property
+    def kept(self) -> int:
+        """How many lock objects are kept, in use or idle: never more than the threads in use
+        plus ``IDLE_LOCKS``, however many threads a saver ever wrote."""
+        return len(self._held) + len(self._idle)
+
     @contextmanager
-    def hold(self, lock_path: Path, thread_id: str, exclusive: bool = False) -> Iterator[None]:
+    def hold(
+        self, lock_path: Path, thread_id: str, exclusive: bool = False, what: str = "thread"
+    ) -> Iterator[None]:
+        """Hold the lock of one thread (``what``: what the lock guards, for its errors: the
+        store locks a namespace the same way)."""
         with self._mutex:
             held = self._held.get(lock_path)
             if held is None:
-                lock_path.parent.mkdir(parents=True, exist_ok=True)
-                held = (FileLock(str(lock_path), thread_local=False), _SharedExclusive(), 0)
+                idle = self._idle.pop(lock_path, None)
+                if idle is None:
+                    lock_path.parent.mkdir(parents=True, exist_ok=True)
+                    idle = (FileLock(str(lock_path), thread_local=False), _SharedExclusive())
+                held = (*idle, 0)
             lock, gate, users = held
             self._held[lock_path] = (lock, gate, users + 1)
         try:
-            with self._holding(lock, gate, lock_path, thread_id, exclusive):
+            with self._holding(lock, gate, lock_path, thread_id, exclusive, what):
                 yield
         finally:
             with self._mutex:
                 lock, gate, users = self._held[lock_path]
                 if users == 1:
                     del self._held[lock_path]
+                    self._idle[lock_path] = (lock, gate)
+                    if len(self._idle) > IDLE_LOCKS:
+                        self._idle.popitem(last=False)
                 else:
                     self._held[lock_path] = (lock, gate, users - 1)
 
     @contextmanager
     def _holding(
-        self, lock: FileLock, gate: _SharedExclusive, lock_path: Path, thread_id: str, exclusive: bool
+        self,
+        lock: FileLock,
+        gate: _SharedExclusive,
+        lock_path: Path,
+        thread_id: str,
+        exclusive: bool,
+        what: str = "thread",
     ) -> Iterator[None]:
         if not gate.acquire(exclusive, self.timeout):
             raise LockTimeoutError(
-                f"could not lock thread {thread_id!r} within {self.timeout}s "
+                f"could not lock {what} {thread_id!r} within {self.timeout}s "
                 f"({lock_path}); another thread of this process is using it"
             )
         try:
-            check_lock_file(lock_path, thread_id)
+            check_lock_file(lock_path, thread_id, what)
             try:
                 lock.acquire(timeout=self.timeout)
             except Timeout:
                 raise LockTimeoutError(
-                    f"could not lock thread {thread_id!r} within {self.timeout}s "
+                    f"could not lock {what} {thread_id!r} within {self.timeout}s "
                     f"({lock_path}); another process is writing to it"
                 ) from None
             try:

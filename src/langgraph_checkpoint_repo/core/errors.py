@@ -91,3 +91,26 @@ class ThreadNotFoundError(RepoCheckpointError):
 
 class SaverSpecError(RepoCheckpointError):
     """A SOURCE/TARGET that names no saver we can open."""
+
+
+class ItemChangedError(RepoCheckpointError):
+    """A store item was changed (or added, or removed) since the caller read it: the
+    compare-and-swap of ``RepoStore.put(..., if_updated_at=...)`` refused the write."""
+
+    def __init__(
+        self, namespace: tuple[str, ...], key: str, expected: str | None, found: str | None, path: str
+    ) -> None:
+        self.namespace = tuple(namespace)
+        self.key = key
+        self.expected = expected  # the updated_at the caller read (ISO 8601), None: "absent"
+        self.found = found  # the updated_at the file holds now, None: absent
+        self.path = path
+        want = "no item" if expected is None else f"updated_at {expected}"
+        now = "no item" if found is None else f"updated_at {found}"
+        super().__init__(
+            f"item {key!r} of namespace {self.namespace!r} ({path}) changed since it was read: "
+            f"expected {want}, found {now}; nothing was written (read it again and retry)"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.namespace, self.key, self.expected, self.found, self.path))

@@ -21,6 +21,7 @@ from .layout import (
     LARGE,
     NAMESPACES,
     OBJECTS,
+    STORE,
     THREADS,
     VALUES,
     WRITES,
@@ -40,13 +41,16 @@ class Targets:
     files: list[Path] = field(default_factory=list)  # files under threads/, checked alone
     outside: list[str] = field(default_factory=list)  # as given: not under the root
     missing: list[str] = field(default_factory=list)  # as given: no such file or folder
+    store: list[Path] = field(default_factory=list)  # under store/: item files, or folders of them
 
 
 def targets(root: Path, paths: list[Path]) -> Targets:
     """Sort the paths given: a folder stands for the threads it holds (the root or
-    ``threads/`` for all of them), a file for itself; paths under the root but not under
-    ``threads/`` (``.gitignore``, ``.cache/``) hold nothing to check."""
+    ``threads/`` for all of them), a file for itself; a path under ``store/`` is a store item
+    or a folder of them; other paths under the root (``.gitignore``, ``.cache/``) hold
+    nothing to check."""
     threads_dir = (root / THREADS).resolve()
+    store_dir = (root / STORE).resolve()
     root_res = root.resolve()
     found = Targets()
     folders: set[Path] = set()
@@ -56,6 +60,12 @@ def targets(root: Path, paths: list[Path]) -> Targets:
         real = path.parent.resolve() / path.name  # the file itself is not followed: a symlink stays one
         if real in (root_res, threads_dir):
             found.whole = True
+            continue
+        if real == store_dir or real.is_relative_to(store_dir):
+            if not os.path.lexists(real):
+                found.missing.append(str(given))
+            else:
+                found.store.append(root / STORE / real.relative_to(store_dir))  # as the root spells it
             continue
         try:
             rel = real.relative_to(threads_dir)
@@ -74,6 +84,20 @@ def targets(root: Path, paths: list[Path]) -> Targets:
     found.folders = sorted(folders)
     found.files = sorted(f for f in files if threads_dir / f.relative_to(threads_dir).parts[0] not in folders)
     return found
+
+
+def check_store(v: Validator, paths: list[Path]) -> None:
+    """Store items named one by one, or the folders holding them (each checked whole)."""
+    for path in paths:
+        if is_temp_name(path.name):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            v.store_items(path)
+        elif path.name.endswith(".json"):
+            v.item_file(path)
+        else:
+            v.seen()
+            v.problem(path, "/", "stray file in the store (items are <key>.json files)")
 
 
 def check_files(v: Validator, files: list[Path]) -> None:

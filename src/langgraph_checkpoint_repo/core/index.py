@@ -11,6 +11,9 @@ caches, so the files always win:
   more than ``RACY_NS`` after the folder last changed). A file added or removed by
   ``git pull``, another process or a hand edit changes the folder's key, so the folder is
   listed again.
+* ``<folder>.items``: the store items of a namespace folder (RepoStore), for a fresh process's
+  search: each entry used only while its item file's stat key is the one recorded, and
+  validated against the item schema again before it is used.
 * ``<folder>.meta``: the metadata of a namespace's checkpoints, for filters. Each entry is
   used only while its checkpoint file's stat key is the one recorded (one lstat, as in
   process), so a hand edit is seen on the next call. Only plain JSON metadata (no ``$``
@@ -156,9 +159,9 @@ def encode_listing(layout: Layout, folder: Path, key: StatKey, names: list[str])
 _MAX_HEAD = 4096  # a listing's first line: index version, kind, folder, key, count, crc
 
 
-def _listing_head(layout: Layout, folder: Path, data: bytes) -> tuple[dict[str, Any], int] | None:
-    """A listing file's head (its first line) and where its body starts, or None: read
-    alone, so the folder's stat key is compared before any name is decoded."""
+def _first_line(data: bytes, kind: str, layout: Layout, folder: Path) -> tuple[dict[str, Any], bytes] | None:
+    """An index file's head (its first line, parsed alone) when it is one of ``kind`` for
+    ``folder``, and its body when the head's ``crc32`` matches it; None otherwise."""
     head_end = data.find(b"\n", 0, _MAX_HEAD)
     if head_end < 0:
         return None
@@ -166,17 +169,26 @@ def _listing_head(layout: Layout, folder: Path, data: bytes) -> tuple[dict[str, 
         head = json.loads(data[:head_end])
     except ValueError:
         return None
+    if not _is_head(head, kind, layout, folder):
+        return None
+    body = data[head_end + 1 :]
+    return (head, body) if head.get("crc32") == zlib.crc32(body) else None
+
+
+def _listing_head(layout: Layout, folder: Path, data: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """A listing file's head (its first line) and its body, or None: the head is read
+    alone, so the folder's stat key is compared before any name is decoded."""
+    found = _first_line(data, "listing", layout, folder)
+    if found is None:
+        return None
+    head = found[0]
     if (
-        not isinstance(head, dict)
-        or head.get("index_version") != INDEX_VERSION
-        or head.get("kind") != "listing"
-        or head.get("folder") != _rel(layout, folder)
-        or not _is_key(head.get("key"))
+        not _is_key(head.get("key"))
         or type(head.get("count")) is not int
         or not 0 <= head["count"] <= MAX_JSON_VALUES
     ):
         return None
-    return head, head_end + 1
+    return found
 
 
 def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, list[str]] | None:
@@ -184,10 +196,7 @@ def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, 
     found = _listing_head(layout, folder, data)
     if found is None:
         return None
-    head, start = found
-    body = data[start:]
-    if head.get("crc32") != zlib.crc32(body):
-        return None
+    head, body = found
     if (body.count(b"\n") + 1 if body else 0) != head["count"]:  # counted before anything is split
         return None
     try:
@@ -202,6 +211,16 @@ def decode_listing(layout: Layout, folder: Path, data: bytes) -> tuple[StatKey, 
     if names != sorted(names):
         return None
     return tuple(head["key"]), names  # type: ignore[return-value]
+
+
+def _is_head(head: Any, kind: str, layout: Layout, folder: Path) -> bool:
+    """An index file's head of this index version, kind and folder (anything else is ignored)."""
+    return (
+        isinstance(head, dict)
+        and head.get("index_version") == INDEX_VERSION
+        and head.get("kind") == kind
+        and head.get("folder") == _rel(layout, folder)
+    )
 
 
 def _is_key(key: Any) -> bool:
@@ -266,13 +285,7 @@ def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntr
         doc = orjson.loads(data)
     except ValueError:
         return None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("index_version") != INDEX_VERSION
-        or doc.get("kind") != "meta"
-        or doc.get("folder") != _rel(layout, folder)
-        or not isinstance(doc.get("entries"), list)
-    ):
+    if not _is_head(doc, "meta", layout, folder) or not isinstance(doc.get("entries"), list):
         return None
     base = str(folder)
     out: dict[str, MetaEntry] = {}
@@ -324,7 +337,8 @@ def index_files(layout: Layout) -> Iterator[Path]:
 def index_problem(layout: Layout, path: Path) -> str | None:
     """Why a file under the index folder is of no use (damaged, its folder gone, not an
     index file at all), or None. Every such file is derived: removing it loses nothing."""
-    suffix = next((s for s in (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX) if path.name.endswith(s)), None)
+    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX)
+    suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
         return "not an index file (a leftover temp file?)"
     rel = path.relative_to(index_dir(layout))
@@ -332,7 +346,12 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     if not folder.is_dir():
         return f"index of {folder}, which does not exist"
     data = _read(layout, path)
-    decode = {LIST_SUFFIX: decode_listing, META_SUFFIX: decode_meta, LINEAGE_SUFFIX: decode_lineage}[suffix]
+    decode = {
+        LIST_SUFFIX: decode_listing,
+        META_SUFFIX: decode_meta,
+        LINEAGE_SUFFIX: decode_lineage,
+        ITEMS_SUFFIX: decode_items,
+    }[suffix]
     decoded = decode(layout, folder, data) if data is not None else None
     if decoded is None:
         return "damaged, or of another index version"
@@ -350,6 +369,19 @@ def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
         return False
     key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
     return key == listing[0] and names != listing[1]
+
+
+def _unchanged(hit: MetaEntry | None) -> Any | None:
+    """The metadata kept in ``hit`` while its file's stat key is the one recorded (one lstat)."""
+    if hit is None:
+        return None
+    try:
+        st = os.lstat(hit[0])
+    except OSError:
+        return None
+    if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
+        return None
+    return hit[2]
 
 
 class MetaCache:
@@ -370,16 +402,22 @@ class MetaCache:
             folder = self.layout.checkpoints_dir(thread_id, ns)
             seeded = load_meta(self.layout, folder) if from_disk else {}
             per_ns = self._by_ns.setdefault((thread_id, ns), seeded)
-        hit = per_ns.get(cid)
-        if hit is None:
+        return _unchanged(per_ns.get(cid))
+
+    def matches(self, thread_id: str, ns: str, cid: str, wanted: list[tuple[str, Any]]) -> bool | None:
+        """Whether the kept metadata of an unchanged file has every (key, value) of
+        ``wanted``; None when nothing is kept for it or the file changed (the caller reads
+        it). ``get`` and the test in one call: a filter over thousands of checkpoints
+        spends its time in this loop, one lstat each (docs/performance.md says why that
+        lstat stays)."""
+        per_ns = self._by_ns.get((thread_id, ns))
+        meta = _unchanged(per_ns.get(cid)) if per_ns is not None else None
+        if meta is None:
             return None
-        try:
-            st = os.lstat(hit[0])
-        except OSError:
-            return None
-        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
-            return None
-        return hit[2]
+        for key, value in wanted:
+            if meta.get(key) != value:
+                return False
+        return True
 
     def keep(self, thread_id: str, ns: str, cid: str, entry: MetaEntry | None) -> None:
         """Keep a settled entry (None: forget the checkpoint's, it may change again unseen)."""
@@ -426,31 +464,23 @@ def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
 
 
 def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
-    head_end = data.find(b"\n")
-    if head_end < 0:
+    found = _first_line(data, "lineage", layout, folder)
+    if found is None:
         return None
-    try:
-        head = json.loads(data[:head_end])
-    except ValueError:
-        return None
-    body = data[head_end + 1 :]
-    if (
-        not isinstance(head, dict)
-        or head.get("index_version") != INDEX_VERSION
-        or head.get("kind") != "lineage"
-        or head.get("folder") != _rel(layout, folder)
-        or head.get("crc32") != zlib.crc32(body)
-    ):
-        return None
+    head, body = found
     out = Lineage()
     try:
-        rows = [orjson.loads(line) for line in body.split(b"\n")] if body else []
+        # one parse of all rows (a row is a JSON array on its own line, so none holds a newline)
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
     except orjson.JSONDecodeError:
         return None
-    if len(rows) != head.get("count"):
+    if len(rows) != head.get("count") or body.count(b"\n") != len(rows) - 1:
         return None
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str) and _is_key(row[1:5])):
+        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str)):
+            return None
+        key = row[1:5]
+        if not (type(key[0]) is int and type(key[1]) is int and type(key[2]) is int and type(key[3]) is int):
             return None
         cid, parent, choice, problem = row[0], row[5], row[6], row[7]
         if not (parent is None or isinstance(parent, str)):
@@ -485,3 +515,65 @@ def save_lineage(layout: Layout, folder: Path, lineage: Lineage) -> None:
     path = index_path(layout, folder, LINEAGE_SUFFIX)
     if path is not None:
         _write(layout, path, encode_lineage(layout, folder, lineage))
+
+
+# -- store items (RepoStore) ------------------------------------------------------------
+ITEMS_SUFFIX = ".items"
+ItemEntry = tuple[StatKey, dict[str, Any]]
+"""A store item file's stat key when it was read (settled), and its document."""
+
+
+def encode_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> bytes | None:
+    rows = [[name, *key, doc] for name, (key, doc) in sorted(entries.items())]
+    if len(rows) < MIN_NAMES:
+        return None
+    return orjson.dumps(_header("items", _rel(layout, folder), entries=rows))
+
+
+def decode_items(layout: Layout, folder: Path, data: bytes) -> dict[str, ItemEntry] | None:
+    """Entries of an items file by file name, or None when anything in it is off (each
+    document is still to be validated by whoever uses it)."""
+    if json_bounds_problem(data) is not None:  # bounded before parsing
+        return None
+    try:
+        doc = orjson.loads(data)
+    except ValueError:
+        return None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("index_version") != INDEX_VERSION
+        or doc.get("kind") != "items"
+        or doc.get("folder") != _rel(layout, folder)
+        or not isinstance(doc.get("entries"), list)
+    ):
+        return None
+    out: dict[str, ItemEntry] = {}
+    for row in doc["entries"]:
+        if type(row) is not list or len(row) != 6 or type(row[5]) is not dict:
+            return None
+        name = row[0]
+        if type(name) is not str or not name.endswith(".json") or name[0] == ".":
+            return None
+        if "/" in name or "\\" in name:
+            return None
+        if not _is_key(row[1:5]):
+            return None
+        out[name] = (tuple(row[1:5]), row[5])  # type: ignore[assignment]
+    return out
+
+
+def load_items(layout: Layout, folder: Path) -> dict[str, ItemEntry]:
+    path = index_path(layout, folder, ITEMS_SUFFIX)
+    data = _read(layout, path) if path is not None else None
+    return (decode_items(layout, folder, data) if data is not None else None) or {}
+
+
+def save_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> None:
+    path = index_path(layout, folder, ITEMS_SUFFIX)
+    try:
+        data = encode_items(layout, folder, entries) if path is not None else None
+    except (TypeError, ValueError) as exc:  # an integer orjson cannot write: no index, a re-read
+        _log.info("derived index not written for %s: %s", folder, exc)
+        return
+    if path is not None and data is not None:
+        _write(layout, path, data)

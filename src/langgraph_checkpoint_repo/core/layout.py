@@ -45,6 +45,7 @@ LARGE = "large"
 OBJECTS = "objects"
 NAMESPACES = "ns"
 THREADS = "threads"
+STORE = "store"  # RepoStore's items: store/<label>/.../<key>.json (docs/store.md)
 CACHE = ".cache"
 PY_SUFFIX = ".py"  # what uvicorn's reloader (langgraph dev) restarts the server for
 GITIGNORE_TEXT = "# lock files and temp files: never state\n/.cache\n*.tmp\n"
@@ -62,7 +63,11 @@ def is_windows_device_name(name: str) -> bool:
     return name.partition(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
 
 
-@lru_cache(maxsize=4096)  # a pure function, called for the same ids on every write and read
+# checkpoint and task ids (uuids): verbatim by every rule of ``is_verbatim`` (no dot, lower
+# case, no device name can be spelt in hex and dashes), tested first without the cache
+_ID_LIKE = re.compile(r"[0-9a-f-]{1,64}").fullmatch
+
+
 def encode_segment(value: str, *, whole_name: bool = True) -> str:
     """Map any string to one safe, reversible path segment.
 
@@ -70,6 +75,13 @@ def encode_segment(value: str, *, whole_name: bool = True) -> str:
     version of ``values/<channel>@<version>.json``): Windows device names are kept as they
     are there, so those names stay what earlier versions wrote.
     """
+    if _ID_LIKE(value):  # the ids of a long thread would turn the cache over on every pass
+        return value
+    return _encode_segment(value, whole_name)
+
+
+@lru_cache(maxsize=4096)  # a pure function, called for the same names on every write and read
+def _encode_segment(value: str, whole_name: bool) -> str:
     if value == "":
         return "%"
     if is_verbatim(value):  # most ids (uuids, plain names) encode to themselves
@@ -416,6 +428,8 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         if path.parent.name != VALUES or path.name != want:
             return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} belongs in {VALUES}/{want}"
         return _ns_problem(path.parent, doc)
+    if kind == "item":
+        return item_place_problem(path, doc)
     if kind in ("large_value", "object"):
         folder = LARGE if kind == "large_value" else OBJECTS
         if path.parent.name != folder or path.name != f"{doc['sha256']}.json":
@@ -445,6 +459,23 @@ def value_file_kind(path: Path) -> str:
     """The kind of a file of ``values/``: a value, or (``@<checkpoint>.json``) the base prune
     keeps of a removed checkpoint for the deltas built on it (format 4)."""
     return "base" if path.name.startswith("@") else "value"
+
+
+def item_place_problem(path: Path, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """(pointer, message) when a store item's namespace or key disagrees with its place:
+    ``store/<label>/.../<key>.json``, each name the segment of its id (``encode_segment``)."""
+    if path.name != encode_segment(doc["key"]) + ".json":
+        return "/key", f"key {doc['key']!r} does not match the file name"
+    labels = doc["namespace"]
+    folder = path.parent
+    for label in reversed(labels):
+        if folder.name != encode_segment(label):
+            return "/namespace", f"namespace {tuple(labels)!r} does not match its folders"
+        folder = folder.parent
+    if folder.name != STORE:
+        where = f"not directly under {STORE}/"
+        return "/namespace", f"namespace {tuple(labels)!r} does not match its folders ({where})"
+    return None
 
 
 def is_temp_name(name: str) -> bool:

@@ -60,44 +60,52 @@ class HeadState:
 @dataclass
 class Lineage:
     """The links of one namespace's checkpoints, and what the rule makes of them (computed
-    once per set of links)."""
+    once per set of links).
+
+    Shared by the threads of a process: a writer never changes ``links`` in place but puts a
+    new dict in its place (``add``), and the rule is computed from one dict and kept beside
+    it, so a reader in another thread always sees one consistent set of links and never a
+    dict that changes while it iterates (LangGraph reads state while its tasks write)."""
 
     links: dict[str, Node] = field(default_factory=dict)
     keys: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # file stat keys, when settled
-    _heads: list[HeadState] | None = None
-    _current: str | None = None
-    _children: dict[str, list[str]] | None = None
+    _rule: tuple[dict[str, Node], list[HeadState], str | None] | None = None
+    _children: tuple[dict[str, Node], dict[str, list[str]]] | None = None
 
     def add(self, cid: str, link: Node) -> None:
-        self.links[cid] = link
-        self._heads = None
-        self._children = None
+        """One checkpoint written since the links were read (copy on write, see above)."""
+        self.links = {**self.links, cid: link}
 
     def children(self, cid: str) -> list[str]:
-        """The checkpoints that name ``cid`` as their parent, oldest first."""
-        if self._children is None:
+        """The checkpoints that name ``cid`` as their parent, oldest first (kept with the links
+        they were found in, as the rule is)."""
+        links, cached = self.links, self._children
+        if cached is None or cached[0] is not links:
             kids: dict[str, list[str]] = {}
-            for child in sorted(self.links):
-                parent = self.links[child].parent
+            for child in sorted(links):
+                parent = links[child].parent
                 if parent is not None:
                     kids.setdefault(parent, []).append(child)
-            self._children = kids
-        return self._children.get(cid, [])
+            cached = self._children = (links, kids)
+        return cached[1].get(cid, [])
+
+    def _computed(self) -> tuple[dict[str, Node], list[HeadState], str | None]:
+        links, rule = self.links, self._rule
+        if rule is None or rule[0] is not links:
+            heads = find_heads(links)
+            # parent links that go round (a hand edit) cannot say what continues: the newest
+            # id does, as before, and the walks up its history name the cycle (validate too)
+            current = max(links) if links and has_cycle(links) else current_of(links, heads)
+            rule = self._rule = (links, heads, current)
+        return rule
 
     def heads(self) -> list[HeadState]:
         """The heads, newest first, each settled or not."""
-        if self._heads is None:
-            self._heads = find_heads(self.links)
-            # parent links that go round (a hand edit) cannot say what continues: the newest
-            # id does, as before, and the walks up its history name the cycle (validate too)
-            cyclic = has_cycle(self.links)
-            self._current = max(self.links) if cyclic and self.links else current_of(self.links, self._heads)
-        return self._heads
+        return self._computed()[1]
 
     def current(self) -> str | None:
         """The checkpoint that continues (the rule above); None for an empty namespace."""
-        self.heads()
-        return self._current
+        return self._computed()[2]
 
 
 def choice_of(metadata: Mapping[str, Any], where: str) -> Choice | None:

@@ -7,7 +7,11 @@ not pay for importing the reader.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+#: the channel a conversation lives in (MessagesState's, create_agent's)
+MESSAGES = "messages"
 
 
 def message_fields(tree: Any) -> dict[str, Any] | None:
@@ -30,9 +34,9 @@ def content_text(content: Any) -> str:
         for block in content:
             if isinstance(block, str):
                 parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
+            elif isinstance(block, Mapping) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict):
+            elif isinstance(block, Mapping):
                 parts.append(f"[{block.get('type', 'block')}]")
         return "".join(parts)
     return "" if content is None else str(content)

@@ -100,7 +100,7 @@ def needed_files(
                 _mark_base(store, thread_id, ns, ns_dir, raw["parent_checkpoint_id"], out)
             versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
-                _mark_chain(store, thread_id, ns_dir, channel, versions.get(channel), ref, kept, out)
+                _ChainMarks(store, thread_id, ns_dir, channel, kept, out).mark(versions.get(channel), ref)
             for _, wdoc in store.writes_docs(thread_id, ns, cid):
                 wheld = wdoc.get("objects") or {}
                 for w in wdoc["writes"]:
@@ -238,97 +238,82 @@ def _mark_objects(store: Documents, thread_id: str, kept_files: set[Path], out: 
             todo.append((found, None, before_here))
 
 
-def _mark_chain(
-    store: Documents,
-    thread_id: str,
-    ns_dir: Path,
-    channel: str,
-    version: Any,
-    ref: str,
-    kept: set[str],
-    out: Needed,
-) -> None:
-    """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
-    read = partial(_marked_link, store, thread_id, ns_dir, channel, kept, out)
-    for link in walk_chain(read, version, ref, partial(store.implied_base, channel)):
-        if link.known:
-            return  # this link and everything below it is marked already
-        large_in(link.body, out.large)
+@dataclass
+class _ChainMarks:
+    """The walks of one channel's append chains in one namespace, for a removal: which files
+    the kept checkpoints use, and what must be rescued for them (into ``out``)."""
 
+    store: Documents
+    thread_id: str
+    ns_dir: Path
+    channel: str
+    kept: set[str]
+    out: Needed
 
-def _marked_link(
-    store: Documents,
-    thread_id: str,
-    ns_dir: Path,
-    channel: str,
-    kept: set[str],
-    out: Needed,
-    version: Any,
-    ref: str,
-) -> Link:
-    """One link, marked as used. A link in a removed checkpoint is read where readers find it
-    afterwards: its value file, which is rescued when there is none."""
-    vpath = ns_dir / store.layout.value_rel(channel, version)
-    in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
-    path = ns_dir / ref if in_checkpoint else vpath
-    seen = (ns_dir, channel, ref + "|" + repr(version))
-    if seen in out.seen:
-        return Link(version, ref, path, known=True)
-    out.seen.add(seen)
-    if not in_checkpoint:
+    def mark(self, version: Any, ref: str) -> None:
+        """Mark every file one value's append chain uses (chains.walk_chain: a cycle raises)."""
+        implied = partial(self.store.implied_base, self.channel)
+        for link in walk_chain(self.link, version, ref, implied):
+            if link.known:
+                return  # this link and everything below it is marked already
+            large_in(link.body, self.out.large)
+
+    def link(self, version: Any, ref: str) -> Link:
+        """One link, marked as used. A link in a removed checkpoint is read where readers find
+        it afterwards: its value file, which is rescued when there is none."""
+        store, ns_dir, channel, out = self.store, self.ns_dir, self.channel, self.out
+        vpath = ns_dir / store.layout.value_rel(channel, version)
+        in_checkpoint = ref.startswith(CHECKPOINTS + "/") and (ns_dir / ref).exists()
+        path = ns_dir / ref if in_checkpoint else vpath
+        seen = (ns_dir, channel, ref + "|" + repr(version))
+        if seen in out.seen:
+            return Link(version, ref, path, known=True)
+        out.seen.add(seen)
+        if not in_checkpoint:
+            out.values.add(vpath)
+            if vpath in out.rescued:
+                return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
+            vdoc = store.read_doc(vpath, "value")
+            out.roots.append((vdoc, None, None))
+            return Link(version, ref, vpath, "", vdoc)
+        pointer = f"/new_values/{channel}"
+        host = store.read_doc(path, "checkpoint")
+        body = host.get("new_values", {}).get(channel)
+        if body is None:
+            raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
+        if host["checkpoint_id"] in self.kept:
+            return Link(version, ref, path, pointer, body, host)
         out.values.add(vpath)
-        if vpath in out.rescued:
-            return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
-        vdoc = store.read_doc(vpath, "value")
-        out.roots.append((vdoc, None, None))
-        return Link(version, ref, vpath, "", vdoc)
-    pointer = f"/new_values/{channel}"
-    host = store.read_doc(path, "checkpoint")
-    body = host.get("new_values", {}).get(channel)
-    if body is None:
-        raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
-    if host["checkpoint_id"] in kept:
-        return Link(version, ref, path, pointer, body, host)
-    out.values.add(vpath)
-    existing = _existing_value(store, ns_dir, vpath, channel, version, ref, body, path)
-    if existing is not None:
-        out.roots.append((existing, None, None))
-        return Link(version, ref, vpath, "", existing)
-    if vpath not in out.rescued:
-        held = host.get("objects") or {}
-        if isinstance(body, dict) and "append" in body:
-            # the list whole, not this link and the removed links below it: what is kept
-            # reads from a fixed number of files however long the chain was
-            body = _whole_list(store, thread_id, ns_dir, channel, version, ref, vpath, out)
-            held = {}
-        out.roots.append((body, None, held))
-        out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
-    rescued = json.loads(out.rescued[vpath][1])
-    return Link(version, ref, vpath, "", rescued, rescued)
+        existing = _existing_value(store, ns_dir, vpath, channel, version, ref, body, path)
+        if existing is not None:
+            out.roots.append((existing, None, None))
+            return Link(version, ref, vpath, "", existing)
+        if vpath not in out.rescued:
+            held = host.get("objects") or {}
+            if isinstance(body, dict) and "append" in body:
+                # the list whole, not this link and the removed links below it: what is kept
+                # reads from a fixed number of files however long the chain was
+                body = self.whole_list(version, ref, vpath)
+                held = {}
+            out.roots.append((body, None, held))
+            out.rescued[vpath] = _value_file(store, vpath, channel, version, body)
+        rescued = json.loads(out.rescued[vpath][1])
+        return Link(version, ref, vpath, "", rescued, rescued)
 
-
-def _whole_list(
-    store: Documents,
-    thread_id: str,
-    ns_dir: Path,
-    channel: str,
-    version: Any,
-    ref: str,
-    vpath: Path,
-    out: Needed,
-) -> dict[str, Any]:
-    """The body of a list stored whole, rebuilt from its append chain, stored the way a put
-    stores a whole value (core/storing.py: the same messages are the same objects); the
-    objects and large file it needs that are not on disk join ``out.rescued_first``."""
-    entry = store.value_entry(ns_dir, channel, version, ref)
-    node = {"json": entry.tree}
-    first: Prepared = []
-    stored, _ = stored_node(store, thread_id, node, LARGE_VALUE_BYTES, first, (str(vpath), "/value"))
-    for path, data in first:
-        doc = json.loads(data)
-        out.pending[path.name[: -len(".json")]] = doc.get("tree", doc.get("value"))
-    out.rescued_first.extend(first)
-    return {"value": stored}
+    def whole_list(self, version: Any, ref: str, vpath: Path) -> dict[str, Any]:
+        """The body of a list stored whole, rebuilt from its append chain, stored the way a put
+        stores a whole value (core/storing.py: the same messages are the same objects); the
+        objects and large file it needs that are not on disk join ``out.rescued_first``."""
+        entry = self.store.value_entry(self.ns_dir, self.channel, version, ref)
+        node = {"json": entry.tree}  # format 4: a json node is msgpack's
+        first: Prepared = []
+        where = (str(vpath), "/value")
+        stored, _ = stored_node(self.store, self.thread_id, node, LARGE_VALUE_BYTES, first, where)
+        for path, data in first:
+            doc = json.loads(data)
+            self.out.pending[path.name[: -len(".json")]] = doc.get("tree", doc.get("value"))
+        self.out.rescued_first.extend(first)
+        return {"value": stored}
 
 
 def _existing_value(
@@ -484,13 +469,27 @@ def stored_metadata(store: Documents) -> Metadata:
     return lambda thread_id, ns, cid: store.header(thread_id, ns, cid)["metadata"]  # type: ignore[no-any-return]
 
 
-def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: str, latest: str) -> set[str]:
+def needed_for_latest(
+    store: Documents,
+    metadata: Metadata,
+    thread_id: str,
+    ns: str,
+    latest: str,
+    explored: dict[str, set[str]] | None = None,
+) -> set[str]:
     """The latest checkpoint plus the ancestors a DeltaChannel needs to rebuild its value:
     back to the nearest one holding a stored value (a snapshot) for each delta channel
     that is empty at the latest. Delta channels are the ones LangGraph counts in the
     metadata's ``counters_since_delta_snapshot``; other empty channels (consumed
-    triggers) need nothing."""
+    triggers) need nothing.
+
+    ``explored`` (shared by the calls of one plan) remembers, per checkpoint, the channels
+    already looked for from there up: a walk that reaches one stops, because what lies above
+    is kept already. So the calls of a plan read each checkpoint at most once per channel,
+    even when metadata claims a delta channel no checkpoint holds a snapshot of (each walk
+    would otherwise go to the first checkpoint: quadratic in the history)."""
     ns_dir = store.layout.ns_dir(thread_id, ns)
+    explored = {} if explored is None else explored
     keep = {latest}
     doc = store.header(thread_id, ns, latest)
     versions = fields.channel_versions(doc)
@@ -503,6 +502,9 @@ def needed_for_latest(store: Documents, metadata: Metadata, thread_id: str, ns: 
     walked: set[str] = set()
     parent = parent_of(store, doc, walked) if unseeded else None
     while unseeded and parent:
+        if unseeded <= explored.get(parent, set()):
+            break  # an earlier walk looked for these channels from here up: all it needs is kept
+        explored.setdefault(parent, set()).update(unseeded)
         try:
             doc = store.header(thread_id, ns, parent)
         except FileNotFoundError:
@@ -597,8 +599,9 @@ def plan_prune(
             young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
             if recent or young:
                 keep.add(cid)
-        for cid in sorted(keep):
-            keep |= needed_for_latest(store, metadata, thread_id, ns, cid)
+        explored: dict[str, set[str]] = {}
+        for cid in sorted(keep, reverse=True):  # newest first: older walks stop where it went
+            keep |= needed_for_latest(store, metadata, thread_id, ns, cid, explored)
         oldest = min(keep)
         keep = no_new_heads(store.lineage(thread_id, ns), keep | {c for c in ids if c >= oldest})
         doomed[ns] = [c for c in ids if c not in keep]

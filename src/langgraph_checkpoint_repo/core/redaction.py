@@ -256,6 +256,16 @@ class Redactor:
         new = self.redact_tree(tree)
         return data if new == tree else tree_to_msgpack(new)
 
+    def redact_plain(self, tree: Any, data: bytes) -> Any:
+        """A plain JSON tree (``data``: its JSON bytes) with its text rewritten: the store's
+        values that need no serializer. The same object when, with only the default patterns,
+        the bytes show nothing a pattern could match (one search, as for msgpack)."""
+        if self._scan_bytes and (
+            not self.defaults or not (might_contain_secret(data) or might_hold_pydantic_secret(data))
+        ):
+            return tree
+        return self.redact_tree(tree)
+
     def redact_tree(self, tree: Any) -> Any:
         """A JSON tree (tree.py's forms) with its text rewritten; tags and type names kept."""
         t = type(tree)

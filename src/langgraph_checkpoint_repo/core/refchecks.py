@@ -25,6 +25,11 @@ class Reporter(Protocol):
 
     layout: Layout
     store: Documents
+    # per (namespace folder, channel, version, ref): whether that value is empty, or why it
+    # does not read; consecutive checkpoints refer to the same values, and a chain is walked
+    # once per run, not once per checkpoint that refers to it (only the flag is kept: whole
+    # lists of every version would be quadratic in memory)
+    entry_memo: dict[tuple[Path, str, Any, str], bool | Exception]
 
     def problem(self, path: Path | str, pointer: str, message: str) -> None: ...
 
@@ -72,22 +77,26 @@ def _value_refs(v: Reporter, ns_dir: Path, path: Path, doc: dict[str, Any]) -> s
         ):
             v.problem(path, pointer, f"{ref!r} is neither a checkpoint nor this channel's value file")
             continue
-        try:
-            entry = v.store.value_entry(ns_dir, channel, version, ref)
-        except MissingReferenceError as exc:
+        key = (ns_dir, channel, version, ref)
+        got = v.entry_memo.get(key)
+        if got is None:
+            try:
+                got = v.store.value_entry(ns_dir, channel, version, ref).empty
+            except (MissingReferenceError, FileFormatError, OSError) as exc:
+                got = exc
+            v.entry_memo[key] = got
+        if isinstance(got, MissingReferenceError):
             # say which checkpoint is gone (the store names the folder it looked in)
             gap = missing_link(v.store, ns_dir, channel, version, ref)
             if gap is None:
-                v.reference(path, pointer, partial(_raise, exc))
+                v.reference(path, pointer, partial(_raise, got))
                 continue
             missing, fallback, depth = gap
             how = "refers to" if depth == 0 else f"is a list appended onto (link {depth})"
             v.problem(path, pointer, f"{how} {missing}, which is missing (and there is no {fallback})")
-            continue
-        except (FileFormatError, OSError) as exc:
-            v.reference(path, pointer, partial(_raise, exc))
-            continue
-        if entry.empty:
+        elif isinstance(got, Exception):
+            v.reference(path, pointer, partial(_raise, got))
+        elif got:
             empty.add(channel)
     return empty
 

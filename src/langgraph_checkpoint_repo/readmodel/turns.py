@@ -16,11 +16,9 @@ from typing import Any
 
 from ..core import fields
 from ..core.lineage import CHOICE_KEY
-from ..core.messages import content_text, message_fields, tool_calls
+from ..core.messages import MESSAGES, content_text, message_fields, tool_calls
 from .reader import Reader
 from .tasks import ERROR, INTERRUPT, RESUME, is_internal
-
-MESSAGES = "messages"
 
 
 @dataclass(kw_only=True)

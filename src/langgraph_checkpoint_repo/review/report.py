@@ -10,14 +10,17 @@ the change added are read, plus each line's starting point and the namespace's l
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core import fields
 from ..core.checks import Problem, Validator
+from ..core.errors import FileFormatError
 from ..core.filechecks import check_files
-from ..core.layout import CHECKPOINTS, NAMESPACES, THREADS, decode_segment, is_hashed_segment
+from ..core.layout import CHECKPOINTS, NAMESPACES, STORE, THREADS, decode_segment, is_hashed_segment
 from ..core.lineage import HeadState
 from ..readmodel.diff import ChannelChange, diff_trees
 from ..readmodel.reader import Reader
@@ -60,11 +63,33 @@ class ThreadReport:
         return any(sum(not h.settled for h in n.heads) > 1 for n in self.namespaces)
 
 
+@dataclass(frozen=True)
+class FieldChange:
+    """One field of a store item: its JSON pointer, before and after (None: absent)."""
+
+    pointer: str
+    old: Any
+    new: Any
+
+
+@dataclass(kw_only=True)
+class ItemReport:
+    """A store item the change added, removed or changed, as field changes."""
+
+    namespace: tuple[str, ...]
+    key: str
+    path: str  # below the root
+    status: str  # added | removed | changed
+    fields: list[FieldChange] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
 @dataclass(kw_only=True)
 class Report:
     range: Range
     root: str  # the root, relative to the top of the repository
     threads: list[ThreadReport] = field(default_factory=list)
+    items: list[ItemReport] = field(default_factory=list)  # store items (RepoStore)
     other: list[str] = field(default_factory=list)  # changed files under the root, not in a thread
 
 
@@ -78,6 +103,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
     found = changes(top, rel, rng)
     report = Report(range=rng, root=rel)
     by_thread = _by_thread(found, report)
+    _store_items(root, top, rel, rng, found, report)
     if not by_thread:
         return report
     with tempfile.TemporaryDirectory(prefix="langgraph-review-") as tmp:
@@ -97,6 +123,8 @@ def _by_thread(found: Changes, report: Report) -> dict[str, Changes]:
     for kind in ("added", "removed", "modified"):
         for path in sorted(getattr(found, kind)):
             parts = path.split("/")
+            if parts[0] == STORE and len(parts) >= 3 and path.endswith(".json"):
+                continue  # a store item (_store_items)
             if len(parts) < 3 or parts[0] != THREADS:
                 report.other.append(path)
                 continue
@@ -207,3 +235,84 @@ def _problems(head: Reader, folder: str, changed: Changes) -> list[Problem]:
     validator = Validator(head.root)
     check_files(validator, files)
     return sorted(set(validator.problems))
+
+
+# ----------------------------------------------------------------------
+# store items (RepoStore): each changed file as the fields that changed
+# ----------------------------------------------------------------------
+def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, report: Report) -> None:
+    """The store items the change touched: read on both sides (validated, as the store reads
+    them; a file that does not read is a problem on its side), compared field by field."""
+    paths = sorted(
+        p
+        for kind in ("added", "removed", "modified")
+        for p in getattr(found, kind)
+        if p.split("/")[0] == STORE and p.count("/") >= 2 and p.endswith(".json")
+    )
+    if not paths:
+        return
+    with tempfile.TemporaryDirectory(prefix="langgraph-review-store-") as tmp:
+        base_root = materialize(top, rng.base, rel, paths, Path(tmp) / "base")
+        head_root = root if rng.head is None else materialize(top, rng.head, rel, paths, Path(tmp) / "head")
+        for path in paths:
+            old, _ = _item_doc(base_root, path)
+            new, problems = _item_doc(head_root, path)
+            doc = new or old
+            status = "changed" if old and new else "added" if new else "removed"
+            if doc is None:  # unreadable on both sides: the head's problems say why
+                report.other.append(path)
+                continue
+            item = ItemReport(
+                namespace=tuple(doc["namespace"]), key=doc["key"], path=path, status=status, problems=problems
+            )
+            item.fields = item_changes(old, new)
+            report.items.append(item)
+
+
+def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The item document at ``path`` below ``root`` (None when absent or unreadable), and what
+    validate finds in it."""
+    file = root / path
+    if not file.is_file() or file.is_symlink():
+        return None, []
+    validator = Validator(root, secrets=True)
+    validator.item_file(file)
+    problems = sorted(set(validator.problems))
+    try:
+        doc = validator.store.read_doc(file, "item")
+    except (FileFormatError, OSError):
+        return None, problems
+    return (None if problems else doc), problems
+
+
+def item_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[FieldChange]:
+    """The fields that differ: the value key by key through nested objects (anything else is
+    one field), then the TTL and index; the timestamps are not listed (every write moves them)."""
+    out: list[FieldChange] = []
+    _diff("/value", (old or {}).get("value", _ABSENT), (new or {}).get("value", _ABSENT), out)
+    for name in ("ttl_minutes", "index"):
+        _diff(f"/{name}", (old or {}).get(name, _ABSENT), (new or {}).get(name, _ABSENT), out)
+    return out
+
+
+_ABSENT: Any = object()
+
+
+def _diff(pointer: str, old: Any, new: Any, out: list[FieldChange]) -> None:
+    if old is _ABSENT and new is _ABSENT:
+        return
+    if old is not _ABSENT and new is not _ABSENT and _json(old) == _json(new):
+        return
+    plain = [x for x in (old, new) if x is not _ABSENT]
+    if plain and all(isinstance(x, dict) and not any(str(k).startswith("$") for k in x) for x in plain):
+        before = old if old is not _ABSENT else {}
+        after = new if new is not _ABSENT else {}
+        for key in sorted(set(before) | set(after)):
+            part = str(key).replace("~", "~0").replace("/", "~1")
+            _diff(f"{pointer}/{part}", before.get(key, _ABSENT), after.get(key, _ABSENT), out)
+        return
+    out.append(FieldChange(pointer, None if old is _ABSENT else old, None if new is _ABSENT else new))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
