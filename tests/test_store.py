@@ -51,7 +51,7 @@ def test_an_item_is_one_readable_json_file_named_by_its_namespace_and_key(store:
           "key": "prefs",
           "kind": "item",
           "namespace": ["users", "alice"],
-          "schema_version": 3,
+          "schema_version": 4,
           "updated_at": "2026-01-01T12:00:00.000000+00:00",
           "value": {"langs": ["en", "fr"], "theme": "dark"}
         }

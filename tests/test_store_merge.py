@@ -23,6 +23,7 @@ import pytest
 from helpers import cli
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator
+from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.review.mergeitem import main
 from storeref import Clock
 
@@ -45,7 +46,7 @@ def item(
     value: dict[str, Any], updated: str = "2026-01-01T12:00:00.000000+00:00", **more: Any
 ) -> dict[str, Any]:
     return {
-        "schema_version": 3,
+        "schema_version": SCHEMA_VERSION,
         "kind": "item",
         "namespace": ["users", "alice"],
         "key": "prefs",
