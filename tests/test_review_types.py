@@ -35,7 +35,7 @@ def plant(project: Path, thread: str, channel: str, tree: object) -> Path:
     path = latest_checkpoint(project, thread)
     doc = json.loads(path.read_text("utf-8"))
     doc["new_values"][channel] = {"value": {"serde": "msgpack", "json": tree}}
-    doc["values"][channel] = f"checkpoints/{path.name}"
+    doc.setdefault("values", {})[channel] = f"checkpoints/{path.name}"  # a delta may list none
     path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     return path
 
