@@ -27,12 +27,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from helpers import LONG
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
 from langgraph_checkpoint_repo.core.documents import Documents
 
 CHILD = Path(__file__).with_name("store_crash_child.py")
-KILLS, OPS, MAX_DELAY = 12, 400, 0.4
+KILLS, OPS, MAX_DELAY = (40 if LONG else 5), 400, 0.4  # the long mode kills more
 DEBRIS = {"temp", "empty-folder", "gitignore"}
 WAIT_LIMIT = 120.0  # seconds for a child to start (never reached when healthy)
 
