@@ -922,3 +922,30 @@ def test_copy_thread_does_not_replace_a_whole_object_of_the_target_with_a_damage
         saver.copy_thread("a", "c")
     assert name in str(err.value) and "/threads/a/" in str(err.value)
     assert not (root / "threads" / "c").exists()
+
+
+def test_fsck_repair_leaves_nothing_the_next_fsck_reports(tmp_path: Path) -> None:
+    """A run killed before its first checkpoint leaves a thread folder holding only what
+    repair removes (a step's writes, a temp file); a store folder can hold only a temp file.
+    Repair used to remove those files and leave the folders, which the next fsck reported as
+    empty (the crash harness met it). One repair now leaves a root the next fsck passes."""
+    from langgraph_checkpoint_repo.core.checks import fsck, repair
+    from langgraph_checkpoint_repo.core.documents import Documents
+
+    root = tmp_path / ".langgraph"
+    chat_root(root, "kept", turns=1)
+    chat_root(root, "killed", turns=1)
+    tdir = root / "threads" / "killed"
+    for path in checkpoints(tdir):
+        path.unlink()  # as if the process died after the step's writes, before any checkpoint
+    (tdir / "checkpoints" / ".1f1e0000-0000-6000-8000-000000000000.json.0123456789ab.tmp").write_text("{")
+    folder = root / "store" / "users" / "ada"
+    folder.mkdir(parents=True)
+    (folder / ".theme.json.0123456789ab.tmp").write_text("{")
+    store = Documents(root)
+    found = fsck(store)
+    assert found and all(f.repairable for f in found), [(f.kind, f.path) for f in found]
+    repair(store, found)
+    assert fsck(Documents(root)) == []
+    assert not tdir.exists() and not (root / "store" / "users").exists()
+    assert RepoSaver(root).get_tuple(cfg("kept")) is not None
