@@ -65,6 +65,9 @@ class Sizes:
     """... items with embeddings (search with a query) ..."""
     store_calls: int = 200
     """... and puts and gets timed per store."""
+    warm_up: bool = True
+    """One untimed fresh process per call first (it leaves ``.cache/`` as an earlier process
+    would); off in ``--tiny``, which only checks that the benchmark runs."""
 
 
 FULL = Sizes(
@@ -123,6 +126,7 @@ TINY = Sizes(
     store_items=60,
     store_query_items=20,
     store_calls=6,
+    warm_up=False,
 )
 
 

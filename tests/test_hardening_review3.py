@@ -41,6 +41,7 @@ from langgraph_checkpoint_repo import (
     InvalidWriteError,
     RepoCheckpointError,
     RepoSaver,
+    RepoStore,
     review,
 )
 from langgraph_checkpoint_repo.core.layout import Layout
@@ -188,6 +189,53 @@ def tree_graph(saver: RepoSaver, levels: int) -> Any:
     builder.add_edge(START, "grow")
     builder.add_edge("grow", END)
     return builder.compile(checkpointer=saver)
+
+
+def lists_in_lists(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [252, 254])
+@pytest.mark.parametrize("how", ["put", "put_writes", "store"])
+def test_a_value_json_cannot_nest_that_deep_is_refused(tmp_path: Path, how: str, depth: int) -> None:
+    """LangGraph's serializer takes lists nested 250-255 deep; the JSON encoder does not (254
+    levels, the file's own included). Such a put, put_writes or store put raised a bare
+    ``TypeError: Recursion limit reached``; it is refused as any invalid write is, naming
+    what was written, with nothing of it on disk. A value a little less deep reads back."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    config = cfg("t", checkpoint_ns="")
+    first = saver.put(config, empty_checkpoint(), {"step": 0}, {})
+    before = {p: p.read_bytes() for p in root.rglob("*.json")}
+
+    def write(value: Any) -> None:
+        if how == "put":
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = {"data": value}
+            checkpoint["channel_versions"] = {"data": 1}
+            saver.put(first, checkpoint, {"step": 1}, {"data": 1})
+        elif how == "put_writes":
+            saver.put_writes(first, [("data", value)], "task-1")
+        else:
+            RepoStore(root, durable=False).put(("a",), "k", {"v": value})
+
+    with pytest.raises(InvalidWriteError) as err:
+        write(lists_in_lists(depth))
+    assert "thread 't'" in str(err.value) or how == "store" or ".json" in str(err.value), err.value
+    assert {p: p.read_bytes() for p in root.rglob("*.json")} == before
+    write(lists_in_lists(200))  # well within: written and read back
+    if how == "store":
+        assert RepoStore(root).get(("a",), "k").value == {"v": lists_in_lists(200)}  # type: ignore[union-attr]
+    else:
+        got = RepoSaver(root).get_tuple(cfg("t"))
+        assert got is not None
+        stored = got.checkpoint["channel_values"]["data"] if how == "put" else got.pending_writes[0][2]
+        assert stored == lists_in_lists(200)
 
 
 def test_a_value_nested_deeper_than_a_read_follows_is_refused_on_write(tmp_path: Path) -> None:
@@ -881,3 +929,30 @@ def test_copy_thread_does_not_replace_a_whole_object_of_the_target_with_a_damage
         saver.copy_thread("a", "c")
     assert name in str(err.value) and "/threads/a/" in str(err.value)
     assert not (root / "threads" / "c").exists()
+
+
+def test_fsck_repair_leaves_nothing_the_next_fsck_reports(tmp_path: Path) -> None:
+    """A run killed before its first checkpoint leaves a thread folder holding only what
+    repair removes (a step's writes, a temp file); a store folder can hold only a temp file.
+    Repair used to remove those files and leave the folders, which the next fsck reported as
+    empty (the crash harness met it). One repair now leaves a root the next fsck passes."""
+    from langgraph_checkpoint_repo.core.checks import fsck, repair
+    from langgraph_checkpoint_repo.core.documents import Documents
+
+    root = tmp_path / ".langgraph"
+    chat_root(root, "kept", turns=1)
+    chat_root(root, "killed", turns=1)
+    tdir = root / "threads" / "killed"
+    for path in checkpoints(tdir):
+        path.unlink()  # as if the process died after the step's writes, before any checkpoint
+    (tdir / "checkpoints" / ".1f1e0000-0000-6000-8000-000000000000.json.0123456789ab.tmp").write_text("{")
+    folder = root / "store" / "users" / "ada"
+    folder.mkdir(parents=True)
+    (folder / ".theme.json.0123456789ab.tmp").write_text("{")
+    store = Documents(root)
+    found = fsck(store)
+    assert found and all(f.repairable for f in found), [(f.kind, f.path) for f in found]
+    repair(store, found)
+    assert fsck(Documents(root)) == []
+    assert not tdir.exists() and not (root / "store" / "users").exists()
+    assert RepoSaver(root).get_tuple(cfg("kept")) is not None

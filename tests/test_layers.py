@@ -381,6 +381,22 @@ def test_the_commands_that_construct_nothing_never_import_langgraph(
     assert names == "-", (args, names)
 
 
+@pytest.mark.parametrize("args", [["threads"], ["validate"], ["history", "chat"]])
+def test_the_reading_commands_start_without_pydantic(fixture_root: Path, args: list[str]) -> None:
+    """typer 0.29 converts every parameter through pydantic, which cost a reading command
+    about 0.17 s of start-up (docs/cli.md, "Speed of the CLI"); the package holds typer below
+    it, and these commands import no pydantic."""
+    code = LOADED.replace("'langchain'}", "'langchain', 'pydantic'}")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "--root", str(fixture_root), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
+    assert line and line[-1].split(" ", 2)[2] == "-", proc.stderr[-2000:]
+
+
 def test_validate_of_named_files_imports_no_langgraph(fixture_root: Path) -> None:
     files = sorted((fixture_root / "threads" / "chat" / "checkpoints").glob("*.json"))[-2:]
     code, names = loaded(fixture_root, "validate", *map(str, files))

@@ -28,6 +28,7 @@ from langchain_core.messages import HumanMessage
 from graphs import cfg
 from langgraph_checkpoint_repo import RepoSaver
 from test_git import commit_all, git, init_repo
+from test_review import said
 
 WORKFLOW = Path(__file__).resolve().parents[1] / "examples" / "github" / "langgraph-review.yml"
 MARKER = "<!-- langgraph-repo-review -->"
@@ -184,17 +185,6 @@ def clone(origin: Path, path: Path, branch: str) -> Path:
     git(path, "config", "user.email", "dev@example.invalid")
     git(path, "checkout", "-q", "-b", branch)
     return path
-
-
-def said(markdown: str) -> list[str]:
-    """The events of a Markdown review, ``label: text`` (as tests/test_review.py reads them)."""
-    out = []
-    for line in markdown.splitlines():
-        m = re.match(r"^(?:\d+\.|   -) \*\*(.+?)\*\*: (.*)$", line)
-        if m:
-            label, text = (re.sub(r"^`+ ?| ?`+$", "", part) for part in m.groups())
-            out.append(f"{label}: {text}")
-    return out
 
 
 def test_the_workflow_posts_one_review_comment_for_the_pull_requests_range_and_updates_it(

@@ -216,9 +216,9 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
 _WHERE_NOTE = (
     "Where a command's time goes (`python -X importtime`, cProfile; docs/cli.md, 'Speed of the CLI'): "
     "the interpreter, typer and rich are all `--help` loads (no reader, no LangGraph); a command that "
-    "runs adds typer's parameter conversion through pydantic (`typer._adapters` and pydantic's plugin "
-    "lookup: about a fifth of `threads`' import time on a small root) and the core (documents, caches, "
-    "index, validation: about a quarter). `threads`, `heads`, `history`, `tasks`, `validate` and `fsck` "
+    "runs adds the core (documents, caches, index, validation). typer is held below 0.29, which "
+    "converts every command's parameters through pydantic (docs/cli.md, 'Speed of the CLI'). "
+    "`threads`, `heads`, `history`, `tasks`, `validate` and `fsck` "
     "import no LangGraph (`tests/test_layers.py` fails if one does); `show`, `diff`, `render` and "
     "`export` import it to revive values. A full `validate` spends most of its time resolving and "
     "parsing every value and object file (`resolve.value_entry`, `jsonread.load_json`).\n"

@@ -79,7 +79,7 @@ def run(tmp: Path, sizes: Sizes) -> Result:
         ks = [rng.randrange(n) for _ in range(max(sizes.list_calls, sizes.fresh_repeats))]
         warm = _warm(root, db, savers[MEMORY], chain[:n], sizes.get_tuple_calls, ks[: sizes.list_calls])
         repeats = sizes.fresh_repeats if n == sizes.big_checkpoints else sizes.curve_repeats
-        fresh = _fresh(root, db, tmp / "cache-aside", chain[:n], repeats, ks)
+        fresh = _fresh(root, db, tmp / "cache-aside", chain[:n], repeats, ks, sizes.warm_up)
         points[str(n)] = {"warm": warm, "fresh": fresh, "fresh_repeats": repeats}
     for saver in savers.values():
         close_saver(saver)
@@ -173,10 +173,12 @@ def _child(kind: str, path: Path, call: str, k: int) -> dict[str, Any]:
     return {**out, "wall_ms": wall_ms}
 
 
-def _fresh(root: Path, db: Path, aside: Path, chain: list[Step], repeats: int, ks: list[int]) -> Result:
+def _fresh(
+    root: Path, db: Path, aside: Path, chain: list[Step], repeats: int, ks: list[int], warm_up: bool
+) -> Result:
     """Median ms of fresh processes' first call, each variant and call ``repeats`` times,
     round-robin; first one untimed process of each call leaves ``.cache/`` as a reader does."""
-    for call in CALLS:
+    for call in CALLS if warm_up else ():
         _child("repo", root, call, ks[0])
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {v: {c: [] for c in CALLS} for v in FRESH}
     for rep in range(repeats):

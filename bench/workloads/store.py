@@ -136,7 +136,7 @@ def run(tmp: Path, sizes: Sizes) -> Result:
                 samples[s]["search"].append(timed(_search_into, stores[s], found))
                 assert len(found) == min(10, matching) and all(_passes(x.value) for x in found), s
     query = _query_workload(tmp, nq, calls, rng)
-    fresh = _fresh(root, db, n, min(10, matching), sizes.fresh_repeats, rng)
+    fresh = _fresh(root, db, n, min(10, matching), sizes.fresh_repeats, rng, sizes.warm_up)
     return {
         "started": started,
         "loadavg": [load, loadavg()],
@@ -190,7 +190,9 @@ def _query(store: BaseStore, q: str) -> None:
     store.search(("docs",), query=q, limit=10)
 
 
-def _fresh(root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Random) -> dict[str, Any]:
+def _fresh(
+    root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Random, warm_up: bool
+) -> dict[str, Any]:
     """The first call of a new Python process, per store and call: the call alone and the wall."""
     out: dict[str, Any] = {}
     plans = [
@@ -202,7 +204,7 @@ def _fresh(root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Ra
         for kind in kinds:
             path = str(root if kind == REPO_STORE else db)
             runs = []
-            for n_run in range(max(1, repeats) + 1):
+            for n_run in range(max(1, repeats) + warm_up):
                 ns, key = item_name(rng.randrange(n))
                 arg = "/".join((*ns, key)) if call == "get" else "plum fig kiwi"
                 started = time.perf_counter_ns()
@@ -227,7 +229,7 @@ def _fresh(root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Ra
                     kind,
                     call,
                 )
-                if n_run:  # the first leaves .cache/ as the process before this one would have
+                if n_run or not warm_up:  # the first leaves .cache/ as the process before this one would have
                     runs.append({**got, "wall_ms": wall / 1e6})
             out.setdefault(call, {})[kind] = {
                 "call_ms": statistics.median(r["call_ms"] for r in runs),

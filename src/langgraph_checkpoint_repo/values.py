@@ -30,7 +30,7 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 from .core import fields
 from .core.caches import Dep, refresh, stat_key_of
 from .core.documents import Documents
-from .core.durable import json_size
+from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.entries import appended_weight
 from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.objects import PAIR, ROLE, large_digest, weight_problem
@@ -377,10 +377,17 @@ class ValueWriter:
     def stored_node(
         self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
     ) -> dict[str, Any]:
-        """A node as stored (core/storing.py); remembers the weight of its shared tree."""
-        stored, weight = stored_node(
-            self.store, thread_id, node, self.large_value_bytes, large, where, self.host
-        )
+        """A node as stored (core/storing.py); remembers the weight of its shared tree. A node
+        the serializer took but JSON cannot hold for its depth is refused, naming where."""
+        try:
+            stored, weight = stored_node(
+                self.store, thread_id, node, self.large_value_bytes, large, where, self.host
+            )
+        except TypeError as exc:
+            if not too_deep(exc):
+                raise
+            target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
+            raise InvalidWriteError("value", target, pointer, TOO_DEEP) from None
         if weight is not None:
             self.shared_weight = weight
         return stored

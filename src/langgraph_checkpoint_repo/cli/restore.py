@@ -3,6 +3,7 @@ so a damaged one is rarely lost. Used by every command-line error about a file."
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -27,13 +28,15 @@ def restore_hint(exc: BaseException) -> str:
         )
 
     try:
-        last = git("log", "-1", "--format=%h", "--", path.name)
-        changed = git("diff", "--quiet", "HEAD", "--", path.name)
+        spec = f":(literal){path.name}"  # a name with * ? [ is that file, not a pattern
+        last = git("log", "-1", "--format=%h", "--", spec)
+        changed = git("diff", "--quiet", "HEAD", "--", spec)
     except (OSError, subprocess.SubprocessError):
         return ""
     commit = last.stdout.strip()
     if last.returncode != 0 or not commit:
         return ""
+    shown = shlex.quote(str(path))  # a command to paste: quoted whatever the path holds
     if changed.returncode == 1:  # changed since it was committed: the committed one may be whole
-        return f" (git has it as committed in {commit}: git checkout {commit} -- {path})"
-    return f" (committed so in {commit}: git log -- {path} lists earlier versions to restore)"
+        return f" (git has it as committed in {commit}: git checkout {commit} -- {shown})"
+    return f" (committed so in {commit}: git log -- {shown} lists earlier versions to restore)"

@@ -324,6 +324,8 @@ class Listings:
                 return
             pos = bisect.bisect_left(cur.names, name)
             if pos == len(cur.names) or cur.names[pos] != name:
-                cur.names = [*cur.names[:pos], name, *cur.names[pos:]]  # readers keep theirs
+                # what was derived first, the names last: a reader that takes the new names
+                # finds what was derived from them (keep_derived judges by the names it took)
                 extend(cur, name)
+                cur.names = [*cur.names[:pos], name, *cur.names[pos:]]  # readers keep theirs
             cur.key = stat_key(st)

@@ -861,6 +861,8 @@ def repair(store: Documents, findings: list[Finding]) -> None:
             by_thread.setdefault(f.thread_id, []).append(f)
     for f in by_thread.pop(None, []):
         _repair_one(root, f)
+        if f.kind == "temp" and Path(f.path).parent.is_relative_to(root / STORE):
+            findings.extend(_left_empty(root, Path(f.path).parent, root / STORE, None))
     for tid, items in sorted(by_thread.items(), key=lambda kv: kv[0] or ""):
         assert tid is not None
         with store.thread_lock(tid, exclusive=True):
@@ -877,9 +879,28 @@ def repair(store: Documents, findings: list[Finding]) -> None:
                 if f.kind == "orphan-writes" and _owner_exists(Path(f.path)):
                     continue
                 _repair_one(root, f)
+            # a thread that held only what was just removed (a run killed before its first
+            # checkpoint) is left empty: removed now, not reported by the next fsck
+            tdir = store.layout.thread_dir(tid)
+            if tdir.is_dir() and not any(f.kind == "empty-folder" for f in items) and _holds_nothing(tdir):
+                findings.extend(_left_empty(root, tdir, tdir.parent, tid))
         store.forget_thread(tid)
     if any(f.kind == "index" and f.repaired for f in findings):
         rebuild_index(store)
+
+
+def _left_empty(root: Path, folder: Path, stop: Path, tid: str | None) -> list[Finding]:
+    """``folder`` and the folders above it up to ``stop`` that the repair left without any
+    entry, removed (only ever an empty folder), as repaired findings."""
+    out = []
+    while folder != stop and folder.is_relative_to(stop) and folder.is_dir() and _holds_nothing(folder):
+        found = Finding("empty-folder", str(folder), "folder left without any file by the repair", True, tid)
+        _repair_one(root, found)
+        if folder.exists():
+            break  # something arrived meanwhile
+        out.append(found)
+        folder = folder.parent
+    return out
 
 
 def _owner_exists(writes: Path) -> bool:

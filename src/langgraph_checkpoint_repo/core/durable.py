@@ -91,6 +91,15 @@ def digest_node(node: Any) -> str:
     return hashlib.sha256(orjson.dumps(node, option=_INDENT_OPTIONS)).hexdigest()
 
 
+#: what a write that orjson cannot encode for its depth is refused with (values.py, writing.py)
+TOO_DEEP = "nested deeper than a file can hold (JSON is written at most 254 levels deep)"
+
+
+def too_deep(exc: BaseException) -> bool:
+    """Whether orjson refused a document for its depth (it raises a bare TypeError)."""
+    return isinstance(exc, TypeError) and "Recursion limit" in str(exc)
+
+
 def json_size(doc: Any) -> int:
     """Compact size of a document: the cheap measure for the large-value threshold."""
     return len(orjson.dumps(doc))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .caches import StatKey, folder_key
-from .durable import dump_json, ensure_dir, fsync_dir, write_batches, write_files
+from .durable import TOO_DEEP, dump_json, ensure_dir, fsync_dir, too_deep, write_batches, write_files
 from .errors import InvalidWriteError, RepoCheckpointError
 from .jsonread import SURROGATE_MESSAGE, lone_surrogate, write_problem
 from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem
@@ -46,12 +46,14 @@ def prepare(kind: str, doc: dict[str, Any], path: Path) -> tuple[Path, bytes]:
         if misplaced is not None:
             raise InvalidWriteError(kind, str(path), *misplaced)
         data = dump_json(doc)
-    except (InvalidWriteError, TypeError, ValueError):
+    except (InvalidWriteError, TypeError, ValueError) as exc:
         # a lone surrogate (in an id, a task path ...) fails the schema check or the encoder;
         # name it where it is, as a read would (jsonread.lone_surrogate: one rule)
         bad = lone_surrogate(doc)
         if bad is not None:
             raise InvalidWriteError(kind, str(path), bad, SURROGATE_MESSAGE) from None
+        if too_deep(exc):
+            raise InvalidWriteError(kind, str(path), "/", TOO_DEEP) from None
         raise
     too_big = write_problem(data)
     if too_big is not None:
