@@ -24,7 +24,7 @@ from langchain_core.messages import HumanMessage
 
 from graphs import build_fixture_tree, cfg, chat_graph, normalised, resume_fixture_tree
 from helpers import cli
-from langgraph_checkpoint_repo import FileFormatError, RepoSaver, SchemaVersionError
+from langgraph_checkpoint_repo import FileFormatError, RepoSaver, RepoStore, SchemaVersionError
 from langgraph_checkpoint_repo.core.durable import dump_json
 from langgraph_checkpoint_repo.core.migrations import STEPS, upgrade, v1_to_v2
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION, validate_read
@@ -103,6 +103,28 @@ def test_every_fixture_tree_migrates_validates_and_resumes(tree: Path, tmp_path:
     assert normalised(resumed) == normalised(fresh)
     assert resumed["fan"]["ran"] == ["bad"]  # the saved writes of "a" and "c" survived the migration
     assert resumed["ask"]["answer"] == "Ada" and len(resumed["big"]["document"]) == 16 * 1024
+
+
+def test_store_items_of_an_older_format_are_migrated_and_read_back(tmp_path: Path) -> None:
+    """RepoStore's items (store/) are files of the root like the threads: migrate upgrades
+    them too, under their namespace's lock, and the store reads them as written."""
+    root = copy_tree(FIXTURES / "v3", tmp_path)
+    items = sorted(p.relative_to(root).as_posix() for p in (root / "store").rglob("*.json"))
+    assert items and all(version_of((root / rel).read_bytes()) == 3 for rel in items)
+    with pytest.raises(SchemaVersionError):
+        RepoStore(root).get(("users", "ada"), "profile")
+    done = cli(root, "migrate", "--json")
+    assert done.returncode == 0, done.stderr
+    assert set(items) <= set(json.loads(done.stdout)["changed"])
+    assert all(version_of((root / rel).read_bytes()) == SCHEMA_VERSION for rel in items)
+    store = RepoStore(root)
+    got = store.get(("users", "ada"), "profile")
+    assert got is not None and got.value == {"name": "Ada", "notes": ["likes tea"]}
+    found = store.search(("users", "ada"))
+    assert {(tuple(i.namespace), i.key) for i in found} == {
+        (("users", "ada"), "profile"),
+        (("users", "ada", "preferences"), "theme"),
+    }
 
 
 # ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any
 from .documents import Documents
 from .durable import dump_json, write_files
 from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
+from .items import ItemFiles, store_dir
 from .layout import (
     CHECKPOINTS,
     LARGE,
@@ -36,6 +37,7 @@ from .layout import (
     hashed_thread_id,
     is_hashed_segment,
     is_temp_name,
+    item_place_problem,
 )
 from .validation import SCHEMA_VERSION, check_version, validate_read
 
@@ -201,8 +203,8 @@ def migrate_root(
 ) -> MigrationReport:
     """Upgrade every file under ``root`` to the current format version.
 
-    Two passes: the first upgrades and validates every file in memory and writes
-    nothing, so one bad file stops the run before anything changed; the second
+    Thread files and store items (``store/``). Two passes: the first upgrades and validates
+    every file in memory and writes nothing, so one bad file stops the run before anything changed; the second
     upgrades each file again (a file changed in between is checked again) and
     replaces it atomically under the thread's lock.
     ``progress`` is called with the number of files done in each pass.
@@ -242,10 +244,46 @@ def migrate_root(
                     if progress is not None:
                         progress(1)
 
+    items = ItemFiles(store)
+    folder = store_dir(store.layout)
+    if folder.is_symlink():
+        raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
+    item_paths = list(_json_files(folder)) if folder.is_dir() else []
+
+    def item(path: Path, pass_no: int) -> Doc | None:
+        """The item upgraded and checked (its place too: the namespace it names is the lock
+        taken), or None when it is current."""
+        doc = store.load_unchecked(path)
+        new = upgrade(doc, str(path))
+        if pass_no == 1:
+            report.files += 1
+            if new is None:
+                report.current += 1
+            else:
+                old = doc["schema_version"]
+                report.from_versions[old] = report.from_versions.get(old, 0) + 1
+                report.changed.append(path.relative_to(root).as_posix())
+        if new is not None:
+            validate_read(new, "item", str(path))
+            problem = item_place_problem(path, new)
+            if problem is not None:
+                raise FileFormatError(str(path), *problem)
+        if progress is not None:
+            progress(1)
+        return new
+
     for _ in each(1):
         pass
+    pending = [p for p in item_paths if item(p, 1) is not None]
+    report.changed.sort()  # one order whatever the walk: threads/ and store/ as paths sort
     if dry_run or not report.changed:
         return report
     for path, new in each(2):
         write_files([(path, dump_json(new))], durable=durable)
+    for path in pending:
+        namespace = tuple(store.load_unchecked(path)["namespace"])
+        with items.lock(namespace):  # as RepoStore's writers do: read, then replace, alone
+            again = item(path, 2)  # changed meanwhile: checked again, or already current
+            if again is not None and tuple(again["namespace"]) == namespace:
+                write_files([(path, dump_json(again))], durable=durable)
     return report
