@@ -223,36 +223,8 @@ def migrate_root(
         # a dry run writes nothing, not even a lock file
         return nullcontext() if dry_run else store.thread_lock(_thread_id(store, tdir), exclusive=True)
 
-    def each(pass_no: int) -> Iterator[tuple[Path, Doc]]:
-        for tdir in tdirs:
-            with locked(tdir):
-                for path in _json_files(tdir):
-                    doc = store.load_unchecked(path)
-                    new = upgrade(doc, str(path))
-                    if pass_no == 1:
-                        report.files += 1
-                        if new is None:
-                            report.current += 1
-                        else:
-                            report.from_versions[doc["schema_version"]] = (
-                                report.from_versions.get(doc["schema_version"], 0) + 1
-                            )
-                            report.changed.append(path.relative_to(root).as_posix())
-                    if new is not None:
-                        validate_read(new, _kind_of(path), str(path))
-                        yield path, new
-                    if progress is not None:
-                        progress(1)
-
-    items = ItemFiles(store)
-    folder = store_dir(store.layout)
-    if folder.is_symlink():
-        raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
-    item_paths = list(_json_files(folder)) if folder.is_dir() else []
-
-    def item(path: Path, pass_no: int) -> Doc | None:
-        """The item upgraded and checked (its place too: the namespace it names is the lock
-        taken), or None when it is current."""
+    def upgraded(path: Path, kind: str, pass_no: int) -> Doc | None:
+        """The file upgraded and checked, or None when it is current; the first pass counts."""
         doc = store.load_unchecked(path)
         new = upgrade(doc, str(path))
         if pass_no == 1:
@@ -264,17 +236,31 @@ def migrate_root(
                 report.from_versions[old] = report.from_versions.get(old, 0) + 1
                 report.changed.append(path.relative_to(root).as_posix())
         if new is not None:
-            validate_read(new, "item", str(path))
-            problem = item_place_problem(path, new)
-            if problem is not None:
+            validate_read(new, kind, str(path))
+            problem = item_place_problem(path, new) if kind == "item" else None
+            if problem is not None:  # the namespace an item names is the lock taken for it
                 raise FileFormatError(str(path), *problem)
         if progress is not None:
             progress(1)
         return new
 
+    def each(pass_no: int) -> Iterator[tuple[Path, Doc]]:
+        for tdir in tdirs:
+            with locked(tdir):
+                for path in _json_files(tdir):
+                    new = upgraded(path, _kind_of(path), pass_no)
+                    if new is not None:
+                        yield path, new
+
+    items = ItemFiles(store)
+    folder = store_dir(store.layout)
+    if folder.is_symlink():
+        raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
+    item_paths = list(_json_files(folder)) if folder.is_dir() else []
+
     for _ in each(1):
         pass
-    pending = [p for p in item_paths if item(p, 1) is not None]
+    pending = [p for p in item_paths if upgraded(p, "item", 1) is not None]
     report.changed.sort()  # one order whatever the walk: threads/ and store/ as paths sort
     if dry_run or not report.changed:
         return report
@@ -283,7 +269,7 @@ def migrate_root(
     for path in pending:
         namespace = tuple(store.load_unchecked(path)["namespace"])
         with items.lock(namespace):  # as RepoStore's writers do: read, then replace, alone
-            again = item(path, 2)  # changed meanwhile: checked again, or already current
+            again = upgraded(path, "item", 2)  # changed meanwhile: checked again, or already current
             if again is not None and tuple(again["namespace"]) == namespace:
                 write_files([(path, dump_json(again))], durable=durable)
     return report
