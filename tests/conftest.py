@@ -32,11 +32,11 @@ def saver(root: Path) -> RepoSaver:
 #: while the other worker idles; the rest follow, most tests first. Ordered by each module's
 #: time in a run of the whole suite on 2 workers (``pytest --durations=0``, summed per module):
 #: fresh processes (test_types_reads, test_examples, test_checkout_code, test_layers), the
-#: bench's --tiny run, the big states of test_review_format3 and test_hardening_chains.
+#: bench's --tiny run, the big states of test_review_objects and test_hardening_chains.
 LONGEST_FIRST = (
     "test_types_reads.py",
     "test_bench.py",
-    "test_review_format3.py",
+    "test_review_objects.py",
     "test_hardening_chains.py",
     "test_crash.py",
     "test_hardening_review3.py",

@@ -1,4 +1,8 @@
-"""Hostile review of format 3 (objects/, $ref, $id, $chunks): each test states what a user should get."""
+"""Hostile review of shared objects (a checkpoint's ``objects``, objects/, $ref, $in, $id, $chunks):
+each test states what a user should get. Written for format 3, where every object was an
+objects/ file; ported to format 4, where objects live in the checkpoint that introduced them
+and objects/ holds only those of large values, objects over large_value_bytes and what prune
+keeps: each attack is made where format 4 keeps objects."""
 
 from __future__ import annotations
 
@@ -17,10 +21,11 @@ from langgraph.graph import MessagesState
 from langgraph.types import Command
 
 from graphs import ask_graph, cfg, fan_graph, line_graph, numbered_reply, question, relay_graph, sub_graph
-from helpers import LONG, cli
+from helpers import LONG, checkpoint_files, cli, dump, load, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, RepoCheckpointError
 from langgraph_checkpoint_repo.core.objects import object_digest
+from langgraph_checkpoint_repo.core.tree import json_objects
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 
@@ -159,19 +164,54 @@ def test_chunks_nested_a_thousand_deep_are_refused(tmp_path: Path) -> None:
         read_all(root)
 
 
-def test_a_reference_loop_through_wrongly_named_files_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["objects map", "$in", "objects/"])
+def test_a_reference_loop_through_wrongly_named_objects_is_refused(tmp_path: Path, where: str) -> None:
+    """An object is named by the sha256 of its tree, which holds the names it refers to, so
+    no stored objects can refer to each other in a loop: a hand-made loop needs wrongly named
+    objects. Wherever format 4 keeps them (one checkpoint's objects map, two checkpoints that
+    name each other with $in, objects/ files), a read refuses the loop naming a file of the
+    thread; validate and fsck, which walk references too, end with a finding, and prune ends."""
     root = one_turn_root(tmp_path)
-    a, b = "a" * 64, "b" * 64
-    folder = objects_dir(root)
-    for name, other in ((a, b), (b, a)):
-        doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": name, "tree": [{"$ref": other}]}
-        (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
-    point_last_write_at(root, {"$ref": a})
+    a, b = "a" * 16, "b" * 16
+    first, *_, last = checkpoint_files(root)
+    cid = {p: load(p)["checkpoint_id"] for p in (first, last)}
+    if where == "objects map":
+        rewrite(last, lambda doc: doc.setdefault("objects", {}).update({a: [{"$ref": b}], b: [{"$ref": a}]}))
+        entry = {"$ref": a}
+    elif where == "$in":
+        rewrite(first, lambda doc: doc.setdefault("objects", {}).update({a: [{"$ref": b, "$in": cid[last]}]}))
+        rewrite(last, lambda doc: doc.setdefault("objects", {}).update({b: [{"$ref": a, "$in": cid[first]}]}))
+        entry = {"$ref": a, "$in": cid[first]}
+    else:
+        objects_dir(root).mkdir()
+        for name, other in ((a, b), (b, a)):
+            dump(
+                objects_dir(root) / f"{name}.json",
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "kind": "object",
+                    "sha256": name,
+                    "tree": [{"$ref": other}],
+                },
+            )
+        entry = {"$ref": a}
+    rewrite(last, lambda doc: doc["new_values"].__setitem__("messages", {"value": {"json": entry}}))
+    with pytest.raises(FileFormatError) as err:
+        read_all(root)
+    # the first guard is the name check, the second the nesting bound (before each load)
+    why = str(err.value)
+    assert str(root / "threads" / "t") in why and ("sha256 name" in why or "levels deep" in why), why
+    for command in ("validate", "fsck"):
+        out = cli(root, command, timeout=120)
+        assert out.returncode == 1 and str(root / "threads" / "t") in out.stdout, (
+            command,
+            out.stdout,
+            out.stderr,
+        )
+    # prune follows references to keep what kept files need: it ends, and the loop is still refused
+    RepoSaver(root).prune(["t"], strategy="keep_latest")
     with pytest.raises(FileFormatError):
         read_all(root)
-    # validate and fsck walk references too: they must end
-    assert cli(root, "validate", timeout=120).returncode == 1
-    assert cli(root, "fsck", timeout=120).returncode == 1
 
 
 def test_an_object_naming_a_dangerous_type_is_never_imported_or_called(tmp_path: Path) -> None:
@@ -196,45 +236,87 @@ def test_a_reference_with_dot_dot_is_refused(tmp_path: Path) -> None:
         read_all(root)
 
 
-def test_a_symlinked_objects_folder_is_not_read_through(tmp_path: Path) -> None:
+def objects_root(tmp_path: Path, how: str) -> Path:
+    """A thread whose objects/ folder holds objects its reads need, made the two ways format 4
+    makes one: a value over ``large_value_bytes`` (its objects go to objects/, beside large/)
+    or a prune (what it keeps of the checkpoints it removes)."""
+    root = tmp_path / ".langgraph"
+    graph = line_graph(
+        MessagesState,
+        RepoSaver(root, large_value_bytes=64 if how == "large" else 8192),
+        answer=numbered_reply,
+    )
+    for turn in (1, 2, 3):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    if how == "prune":
+        RepoSaver(root).prune(["t"], strategy="keep_latest")
+    assert list(objects_dir(root).glob("*.json")), "objects/ holds objects"
+    return root
+
+
+@pytest.mark.parametrize("how", ["large", "prune"])
+def test_a_symlinked_objects_folder_is_not_read_through(tmp_path: Path, how: str) -> None:
     """Reads refuse symlinks (docs/format.md): an objects/ folder that is a symlink to a
-    place outside the root must not be read through."""
-    root = one_turn_root(tmp_path)
+    place outside the root, holding the very files the read needs, must not be read through."""
+    root = objects_root(tmp_path, how)
+    read_all(root)  # reads with the folder in place
     real = objects_dir(root)
     elsewhere = tmp_path / "elsewhere"
     shutil.move(str(real), str(elsewhere))
     os.symlink(elsewhere, real)
-    with pytest.raises(RepoCheckpointError):
+    with pytest.raises(RepoCheckpointError) as err:
         read_all(root)
+    assert "symlink" in str(err.value), err.value
 
 
-def test_a_symlinked_object_file_is_not_read_through(tmp_path: Path) -> None:
-    root = one_turn_root(tmp_path)
-    victim = sorted(objects_dir(root).glob("*.json"))[0]
-    elsewhere = tmp_path / victim.name
-    shutil.move(str(victim), str(elsewhere))
-    os.symlink(elsewhere, victim)
-    with pytest.raises(RepoCheckpointError):
-        read_all(root)
+@pytest.mark.parametrize("how", ["large", "prune"])
+def test_a_symlinked_object_file_is_not_read_through(tmp_path: Path, how: str) -> None:
+    """Each file of objects/ in turn a symlink to a copy outside the root: the read refuses it."""
+    root = objects_root(tmp_path, how)
+    want = read_all(root)
+    for victim in sorted(objects_dir(root).glob("*.json")):
+        elsewhere = tmp_path / victim.name
+        shutil.move(str(victim), str(elsewhere))
+        os.symlink(elsewhere, victim)
+        with pytest.raises(RepoCheckpointError) as err:
+            read_all(root)
+        assert "symlink" in str(err.value), (victim.name, err.value)
+        victim.unlink()
+        shutil.move(str(elsewhere), str(victim))
+    assert read_all(root) == want
 
 
 def test_prune_refuses_a_symlinked_objects_folder_and_removes_nothing_outside(tmp_path: Path) -> None:
-    root = tmp_path / ".langgraph"
+    """objects/ (what a first prune kept) turned into a symlink to a folder outside the root:
+    a second prune, fsck --repair and the prune command refuse it and neither remove nor add a
+    file there. The same root with its own folder shows what they would do through the link:
+    prune keeps objects of the checkpoints it removes there, fsck --repair removes an orphan."""
+    root = tmp_path / "a" / ".langgraph"
     graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
     for turn in (1, 2, 3):
         graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    RepoSaver(root).prune(["t"], strategy="keep_latest")
+    for turn in (4, 5, 6):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    orphan = plant(root, {"$type": ["x", "Orphan"], "$kwargs": {"note": "nothing refers to me " * 8}})
+    control = tmp_path / "b" / ".langgraph"
+    shutil.copytree(root, control, ignore=shutil.ignore_patterns(".cache"))
+    before = {p.name: p.read_bytes() for p in objects_dir(control).iterdir()}
+    RepoSaver(control).prune(["t"], strategy="keep_latest")
+    cli(control, "fsck", "--repair")
+    after = {p.name: p.read_bytes() for p in objects_dir(control).iterdir()}
+    assert f"{orphan}.json" not in after and set(after) - set(before), "the attack would bite"
+
     real = objects_dir(root)
     elsewhere = tmp_path / "elsewhere"
-    shutil.copytree(real, elsewhere)
-    (elsewhere / ("f" * 64 + ".json")).write_text("{}", encoding="utf-8")
-    shutil.rmtree(real)
+    shutil.move(str(real), str(elsewhere))
     os.symlink(elsewhere, real)
-    before = sorted(p.name for p in elsewhere.iterdir())
+    before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
     with pytest.raises(RepoCheckpointError):
         RepoSaver(root).prune(["t"], strategy="keep_latest")
-    cli(root, "fsck", "--repair")
-    cli(root, "prune", "--yes")
-    assert sorted(p.name for p in elsewhere.iterdir()) == before
+    assert cli(root, "fsck", "--repair").returncode != 0
+    assert cli(root, "prune", "--yes").returncode != 0
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
 
 
 # ----------------------------------------------------------------------------
@@ -327,8 +409,9 @@ def test_copy_then_delete_of_the_source_leaves_the_copy_whole(tmp_path: Path) ->
 
 def test_fsck_repair_never_removes_an_object_a_checkpoint_written_after_the_scan_uses(tmp_path: Path) -> None:
     """fsck decides what is orphaned without the thread's lock, then repairs under it: an
-    object that was an orphan at the scan and that a put reused meanwhile (puts skip writing
-    an object file that exists) must not be removed."""
+    objects/ file that was an orphan at the scan and that a put relied on meanwhile (a writer
+    refers to an intact objects/ file under an object's name instead of storing it again)
+    must not be removed."""
     from langgraph_checkpoint_repo.core.checks import fsck, repair
     from langgraph_checkpoint_repo.readmodel.reader import Reader
 
@@ -339,15 +422,25 @@ def test_fsck_repair_never_removes_an_object_a_checkpoint_written_after_the_scan
     root = tmp_path / ".langgraph"
     graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
     graph.invoke({"messages": [question(1)]}, cfg("t"))
-    for p in objects_dir(donor).glob("*.json"):  # e.g. left by a crash or a reverted commit
-        shutil.copy(p, objects_dir(root) / p.name)
+    # the donor's objects as objects/ files nothing refers to (left by a crash or a reverted commit)
+    planted = {
+        plant(root, tree) for p in checkpoint_files(donor) for tree in load(p).get("objects", {}).values()
+    }
     reader = Reader(root)
     findings = fsck(reader.store)
-    assert any(f.kind == "orphan-object" for f in findings)
-    graph.invoke({"messages": [question(2)]}, cfg("t"))  # reuses the orphaned objects
-    repair(reader.store, findings)
+    orphaned = {Path(f.path).name[: -len(".json")] for f in findings if f.kind == "orphan-object"}
+    assert orphaned == planted
+    graph.invoke({"messages": [question(2)]}, cfg("t"))  # relies on the orphaned objects
+    still = {
+        Path(f.path).name[: -len(".json")] for f in fsck(Reader(root).store) if f.kind == "orphan-object"
+    }
+    reused = orphaned - still
+    assert reused, "the put refers to objects/ files the scan found orphaned"
+    repair(reader.store, findings)  # with the findings of the scan before the put
+    assert all((objects_dir(root) / f"{name}.json").exists() for name in reused)
     state = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply).get_state(cfg("t"))
     assert [m.content for m in state.values["messages"]][-1] == "answer to turn-2-question"
+    assert cli(root, "validate").returncode == 0
 
 
 # ----------------------------------------------------------------------------
@@ -450,6 +543,9 @@ def ticket_graph(saver: Any) -> Any:
 
 
 def test_a_model_with_an_id_field_that_is_not_a_message_reads_back_as_written(tmp_path: Path) -> None:
+    """The writer stores any model with a string ``id`` field apart from its id (the object
+    holds ``"id": null``, each reference its ``$id``), messages or not: a model that is not a
+    message reads back with the id it was written with, "" included."""
     root = tmp_path / ".langgraph"
     allow = [(__name__, "Ticket")]
     body = "a body long enough to be shared as an object " * 4
@@ -457,7 +553,16 @@ def test_a_model_with_an_id_field_that_is_not_a_message_reads_back_as_written(tm
     mem = ticket_graph(InMemorySaver())
     mem.invoke(inputs, cfg("t"))
     ticket_graph(RepoSaver(root, allowlist=allow)).invoke(inputs, cfg("t"))
-    assert [p for p in objects_dir(root).glob("*.json")], "the ticket is shared"
+    docs = [load(p) for p in checkpoint_files(root)]
+    tickets = {
+        name: tree
+        for doc in docs
+        for name, tree in (doc.get("objects") or {}).items()
+        if tree.get("$type") == [__name__, "Ticket"]
+    }
+    assert tickets and all(t["$fields"]["id"] is None for t in tickets.values()), "the ticket is shared"
+    ids = {node["$id"] for doc in docs for node in json_objects(doc) if node.get("$ref") in tickets}
+    assert {"T-1", "T-1!", ""} <= ids
     fresh = ticket_graph(RepoSaver(root, allowlist=allow))
     assert [s.values for s in fresh.get_state_history(cfg("t"))] == [
         s.values for s in mem.get_state_history(cfg("t"))
@@ -498,18 +603,25 @@ def test_two_messages_with_the_same_content_and_different_ids_keep_their_ids(tmp
 # ----------------------------------------------------------------------------
 # the command line on format-3 roots
 # ----------------------------------------------------------------------------
-def test_cli_never_prints_control_characters_from_an_object(tmp_path: Path) -> None:
+def object_trees(root: Path, where: str) -> list[Any]:
+    """The objects a thread holds: in its checkpoints' objects maps, or its objects/ files."""
+    if where == "objects/":
+        return [load(p)["tree"] for p in objects_dir(root).glob("*.json")]
+    return [tree for p in checkpoint_files(root) for tree in (load(p).get("objects") or {}).values()]
+
+
+@pytest.mark.parametrize("where", ["objects map", "objects/"])
+def test_cli_never_prints_control_characters_from_an_object(tmp_path: Path, where: str) -> None:
+    """Terminal escapes in messages, stored verbatim in an object (a checkpoint's objects
+    map; objects/ with a small large_value_bytes): no command prints them raw."""
     root = tmp_path / ".langgraph"
     evil = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x1b[31mred " + "x" * 150
-    graph = line_graph(
-        MessagesState, RepoSaver(root), answer=lambda s: {"messages": [AIMessage(evil, id="evil")]}
-    )
+    saver = RepoSaver(root, large_value_bytes=64 if where == "objects/" else 8192)
+    graph = line_graph(MessagesState, saver, answer=lambda s: {"messages": [AIMessage(evil, id="evil")]})
     graph.invoke({"messages": [HumanMessage(evil + " question", id="q")]}, cfg("t"))
-    assert any(b"\\u001b" in d for p, d in data_files(root).items() if p.parent.name == "objects")
-    ids = [
-        json.loads(p.read_bytes())["checkpoint_id"]
-        for p in sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
-    ]
+    held = [v for tree in object_trees(root, where) for node in json_objects(tree) for v in node.values()]
+    assert any(isinstance(v, str) and evil in v for v in held), "the escapes are in an object"
+    ids = [load(p)["checkpoint_id"] for p in checkpoint_files(root)]
     for args in (
         ("show", "t"),
         ("history", "t"),
@@ -614,19 +726,23 @@ def test_two_git_branches_that_continue_a_thread_merge_without_conflict(tmp_path
 # writes through symlinks; secrets; what a put writes can be read back
 # ----------------------------------------------------------------------------
 def test_a_put_never_writes_object_files_through_a_symlinked_objects_folder(tmp_path: Path) -> None:
-    """A hostile pull request turns threads/t/objects into a symlink to a folder outside the
-    root: the next run must not write the conversation there."""
+    """A hostile pull request plants threads/t/objects as a symlink to a folder outside the
+    root. Format 4 writes objects/ files on a put for an object over large_value_bytes (and the
+    objects of a value in large/): with a small one, the next run of t must be refused and write
+    nothing there, while another thread, same setting, writes its objects/ files."""
     root = one_turn_root(tmp_path)
     real = objects_dir(root)
+    assert not real.exists()  # nothing of t is read from it: the put's own guard is what refuses
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    shutil.rmtree(real)
     os.symlink(elsewhere, real)
-    graph = line_graph(MessagesState, RepoSaver(root), answer=numbered_reply)
+    graph = line_graph(MessagesState, RepoSaver(root, large_value_bytes=64), answer=numbered_reply)
     try:
         graph.invoke({"messages": [question(2)]}, cfg("u"))  # another thread: fine
-        with pytest.raises(RepoCheckpointError):
+        assert list(objects_dir(root, "u").glob("*.json")), "this put writes objects/ files"
+        with pytest.raises(RepoCheckpointError) as err:
             graph.invoke({"messages": [HumanMessage("secret plans " * 20, id="s")]}, cfg("t"))
+        assert f"refusing to write through {real}" in str(err.value), err.value
     finally:
         assert list(elsewhere.iterdir()) == []
 
