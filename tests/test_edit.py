@@ -65,12 +65,14 @@ def test_edit_of_one_message_writes_one_checkpoint_that_validates_and_the_graph_
     assert proc.returncode == 0, proc.stderr
     new_id = proc.stdout.strip()
     added = files(root) - before
-    assert [p for p in added if "/checkpoints/" in p] == [f"threads/{THREAD}/checkpoints/{new_id}.json"]
-    assert all("/objects/" in p for p in added if "/checkpoints/" not in p)
+    # format 4: the changed message is an object held in the new checkpoint, no other file
+    assert added == {f"threads/{THREAD}/checkpoints/{new_id}.json"}
     assert files(root) >= before  # nothing removed or renamed
     doc = json.loads((root / "threads" / THREAD / "checkpoints" / f"{new_id}.json").read_text())
     assert doc["parent_checkpoint_id"] == latest and doc["metadata"]["source"] == "update"
     assert set(doc["new_values"]) == {"messages"}
+    held = [o for o in doc["objects"].values() if isinstance(o, dict) and "$fields" in o]
+    assert [o["$fields"]["content"] for o in held] == ["Good news: corrected by hand."]  # the one new message
     assert cli(root, "validate").returncode == 0
     # a fresh process continues the thread from the edit
     code = (
