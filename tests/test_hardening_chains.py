@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -254,37 +252,39 @@ def test_copy_thread_and_migrate_keep_an_append_cycle_as_is_and_the_copy_names_i
     assert "/threads/u/checkpoints/" in exc.path
 
 
-def settle(root: Path) -> None:
-    """Date every file 10 s back, as if written a while ago (the cache rule's racy window)."""
-    then = time.time() - 10
-    for path in root.rglob("*"):
-        if path.is_file():
-            os.utime(path, (then, then))
-
-
 def test_value_file_whose_base_is_itself_is_a_cycle_for_read_validate_and_prune(root: Path) -> None:
     """A values/ file may hold a chain link (older trees, a hand edit, a hostile pull request;
-    prune itself now stores a kept list whole): a cycle there is caught the same way."""
+    prune itself stores a kept list whole): a cycle there is caught the same way. In format 4
+    the checkpoint prune keeps appends onto the list its removed parent held, which prune
+    stored in ``values/messages@<version>.json``; that file is made an append onto itself.
+    The next turn's first checkpoint still reads ``messages`` through it, so a prune that
+    keeps that checkpoint and removes the one before must walk the chain too."""
     chat_root(root, turns=4)
     RepoSaver(root).prune(["t"])
-    settle(root)  # files written just now count as racy: the next put would write the list whole
-    # one more turn: its checkpoints are what the next prune removes, walking the chain below
+    # one more turn: its first checkpoint carries the kept checkpoint's messages
     chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage(content="turn 4")]}, cfg("t"))
     vfiles = sorted((root / "threads" / "t" / "values").glob("messages@*.json"))
-    assert vfiles, "prune stored the kept list in a values/ file"
-    victim = vfiles[-1]
+    assert len(vfiles) == 1, "prune stored the kept checkpoint's base list in a values/ file"
+    victim = vfiles[0]
+    kept, carrier, *_ = checkpoint_files(root, "t")
+    assert "append" in load(kept)["new_values"]["messages"]  # onto the list the values/ file holds
+    assert "messages" not in load(carrier).get("new_values", {})  # read from the kept checkpoint
     doc = load(victim)
-    items = doc.pop("value", None) or doc["append"]["items"]
-    doc["append"] = {"base": doc["version"], "base_ref": f"values/{victim.name}", "base_length": 0,
-                     "depth": 1, "items": items if isinstance(items, list) else [items]}
+    items = doc.pop("value")["json"]
+    doc["append"] = {
+        "base": doc["version"],
+        "base_ref": f"values/{victim.name}",
+        "base_length": 0,
+        "items": items,
+    }
     dump(victim, doc)
     before = file_bytes(root)
-    exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("t")))
+    exc = bounded_error(lambda: RepoSaver(root).get_tuple(cfg("t", checkpoint_id=carrier.stem)))
     assert isinstance(exc, FileFormatError) and CYCLE in str(exc) and exc.path == str(victim)
     result = bounded_cli(root, "validate")
     assert result.exit_code == 1 and f"{victim}: /append/base_ref: {CYCLE}" in result.output, result.output
-    exc = bounded_error(lambda: RepoSaver(root).prune(["t"]))
-    assert isinstance(exc, FileFormatError) and CYCLE in str(exc)
+    result = bounded_cli(root, "prune", "--keep-last", "3", "t")  # keeps the carrier, removes the kept one
+    assert_clean_failure(result, 4, CYCLE, str(victim))  # 4: a file that cannot be read as its kind
     assert file_bytes(root) == before
 
 

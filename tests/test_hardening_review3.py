@@ -441,17 +441,23 @@ def damage(path: Path, how: str, wrong: Any) -> None:
     dump(path, doc)
 
 
-def object_named_for(tmp_path: Path, text: str) -> tuple[str, Path]:
-    """The object file a chat turn saying ``text`` writes (its name follows from the content
-    alone: anyone can compute it), learnt from a scratch root."""
+def object_named_for(tmp_path: Path, text: str) -> tuple[str, Any, Path | None]:
+    """The object a chat turn saying ``text`` stores its message as (its name follows from the
+    content alone: anyone can compute it), learnt from a scratch root: its name, its tree, and
+    its ``objects/`` file when it has one (format 4: a message over ``large_value_bytes``; a
+    smaller one is held by the checkpoint that introduces it)."""
     scratch = tmp_path / "scratch"
     chat_root(scratch, turns=0)
-
     chat_graph(RepoSaver(scratch, durable=False)).invoke({"messages": [HumanMessage(text)]}, cfg("t"))
-    for path in (scratch / "threads" / "t" / "objects").glob("*.json"):
-        fields = load(path)["tree"].get("$fields", {})
-        if fields.get("content") == text:
-            return path.name, path
+    tdir = scratch / "threads" / "t"
+    for path in (tdir / "objects").glob("*.json"):
+        tree = load(path)["tree"]
+        if tree.get("$fields", {}).get("content") == text:
+            return path.stem, tree, path
+    for path in checkpoints(tdir):
+        for name, tree in (load(path).get("objects") or {}).items():
+            if tree.get("$fields", {}).get("content") == text:
+                return name, tree, None
     raise AssertionError("no object holds the message")
 
 
@@ -461,21 +467,45 @@ def test_an_object_file_with_a_predictable_name_is_verified_before_it_is_relied_
 ) -> None:
     """The writer skipped an ``objects/`` file whose name already existed without looking at
     it: a file planted under the name a later message will have (or one damaged on disk) made
-    that turn acknowledged but unreadable. Now an existing file is used only when its content
-    matches its name; otherwise it is written again, atomically, with the right bytes (it is
-    named by its content, so they are known): the turn reads back and the root validates."""
+    that turn acknowledged but unreadable. Format 4 writes a message to ``objects/`` only when
+    it is over ``large_value_bytes``, and otherwise refers to an ``objects/`` file it finds
+    under the message's name instead of holding the message itself: both are attacked here.
+    An existing file is used only when its content matches its name: the long message's file
+    is written again, atomically, with the right bytes (it is named by its content, so they are
+    known); the short message is held by the checkpoint, never referred to the planted file.
+    The turn reads back, and the root validates but for the short message's planted file."""
 
-    name, real = object_named_for(tmp_path, "hello")
+    long_text = "hello " * 2000  # about 12 KiB: over the default large_value_bytes (8 KiB)
+    name, _, real = object_named_for(tmp_path, long_text)
+    short_name, short_tree, short_real = object_named_for(tmp_path / "short", "hello")
+    assert real is not None and short_real is None
     root = tmp_path / ".langgraph"
     saver = chat_root(root, turns=1)
-    planted = root / "threads" / "t" / "objects" / name
+    tdir = root / "threads" / "t"
+    planted = tdir / "objects" / f"{name}.json"
+    planted.parent.mkdir(exist_ok=True)
     planted.write_bytes(real.read_bytes())
     damage(planted, how, {"$type": ["builtins", "set"], "$arg": ["not the message " * 10]})
-    chat_graph(saver).invoke({"messages": [HumanMessage("hello")]}, cfg("t"))
+    short_planted = tdir / "objects" / f"{short_name}.json"
+    dump(
+        short_planted,
+        {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": short_name, "tree": short_tree},
+    )
+    damage(short_planted, how, {"$type": ["builtins", "set"], "$arg": ["not the message " * 10]})
+    short_bad = short_planted.read_bytes()
+
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage(long_text)]}, cfg("t"))
+    graph.invoke({"messages": [HumanMessage("hello")]}, cfg("t"))
     messages = RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]
-    assert [m.content for m in messages][-2:] == ["hello", "echo: hello"]
+    assert [m.content for m in messages][-4:] == [long_text, f"echo: {long_text}", "hello", "echo: hello"]
     assert planted.read_bytes() == real.read_bytes()
-    assert cli(root, "validate").returncode == 0
+    assert short_planted.read_bytes() == short_bad  # not relied on, not rewritten: nothing refers to it
+    holders = [p for p in checkpoints(tdir) if short_name in (load(p).get("objects") or {})]
+    assert holders, "the short message is held by a checkpoint, not taken from the planted file"
+    proc = cli(root, "validate")
+    problems = [ln for ln in proc.stdout.splitlines() if ": /" in ln]
+    assert problems and all(ln.startswith(f"{short_planted}: ") for ln in problems), proc.stdout
 
 
 @pytest.mark.parametrize("how", ["planted", "truncated"])
@@ -501,10 +531,13 @@ def test_a_large_file_is_verified_before_a_later_put_relies_on_it(tmp_path: Path
 
 def value_file_prune_will_write(root: Path) -> tuple[Path, str]:
     """The ``values/`` file ``prune`` writes for the base of the latest ``messages`` append
-    (its value sits inline in a checkpoint prune removes), and the version it holds."""
-
-    app = load(checkpoints(root / "threads" / "t")[-1])["new_values"]["messages"]["append"]
-    return root / "threads" / "t" / Layout(root).value_rel("messages", app["base"]), app["base"]
+    (format 4: the list the parent holds, at the parent's version, unnamed in the append; the
+    parent is a checkpoint prune removes), and the version it holds."""
+    latest = load(checkpoints(root / "threads" / "t")[-1])
+    assert "base" not in latest["new_values"]["messages"]["append"]  # it extends the parent's list
+    parent = Reader(root).store.header("t", "", latest["parent_checkpoint_id"])
+    version = parent["checkpoint"]["channel_versions"]["messages"]
+    return root / "threads" / "t" / Layout(root).value_rel("messages", version), version
 
 
 def test_prune_does_not_take_a_planted_value_file_for_the_value_it_rescues(tmp_path: Path) -> None:
@@ -517,7 +550,7 @@ def test_prune_does_not_take_a_planted_value_file_for_the_value_it_rescues(tmp_p
     before = saver.get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]
     vpath, version = value_file_prune_will_write(root)
     vpath.parent.mkdir(exist_ok=True)
-    empty = {"serde": "msgpack", "json": []}
+    empty = {"json": []}
     dump(
         vpath,
         {
@@ -538,14 +571,21 @@ def test_prune_does_not_take_a_planted_value_file_for_the_value_it_rescues(tmp_p
 
 def test_prune_rescues_again_over_a_damaged_value_file(tmp_path: Path) -> None:
     """A damaged (truncated) file at the rescue's name is written again from the checkpoint's
-    inline value, atomically, so the state reads the same after the prune."""
+    inline value, atomically, so the state reads the same after the prune. Format 4's prune
+    also writes the removed parent's bookkeeping, which the kept delta reads in its place
+    (``values/@<parent>.json``, kind: base): a damaged one there is written again too."""
     root = tmp_path / ".langgraph"
     saver = chat_root(root, turns=3)
     before = saver.get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]
     vpath, _ = value_file_prune_will_write(root)
+    parent = load(checkpoints(root / "threads" / "t")[-1])["parent_checkpoint_id"]
+    bpath = root / "threads" / "t" / Layout(root).base_rel(parent)
     vpath.parent.mkdir(exist_ok=True)
-    vpath.write_text('{"schema_version": 3, "kind": "val', encoding="utf-8")
+    vpath.write_text(f'{{"schema_version": {SCHEMA_VERSION}, "kind": "val', encoding="utf-8")
+    bpath.write_text(f'{{"schema_version": {SCHEMA_VERSION}, "kind": "ba', encoding="utf-8")
     RepoSaver(root).prune(["t"])
+    assert len(checkpoints(root / "threads" / "t")) == 1  # the parent is gone: both files are read
+    assert load(vpath)["kind"] == "value" and load(bpath)["kind"] == "base"
     assert RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["messages"] == before
     assert cli(root, "validate").returncode == 0
 
@@ -558,7 +598,10 @@ def test_fsck_repair_judges_orphaned_writes_again_under_the_lock(tmp_path: Path)
     lands. ``fsck --repair`` judged such writes orphaned without the lock and removed them
     without judging again: once their checkpoint existed, acknowledged writes were deleted.
     Here the writes are put first, fsck judges, the checkpoint lands, then the repair runs
-    on what fsck found: the writes stay, and are the checkpoint's pending writes."""
+    on what fsck found: the writes stay, and are the checkpoint's pending writes. Format 4
+    keeps a written message in the writes file itself, unless it is over
+    ``large_value_bytes``: this one is, so the ``objects/`` file only the writes refer to is
+    judged orphaned too, and stays with them."""
     from langgraph.checkpoint.base.id import uuid6
 
     from langgraph_checkpoint_repo.core.checks import fsck, repair
@@ -568,7 +611,8 @@ def test_fsck_repair_judges_orphaned_writes_again_under_the_lock(tmp_path: Path)
     latest = saver.get_tuple(cfg("t"))
     new_id = str(uuid6())
     config = cfg("t", checkpoint_ns="", checkpoint_id=new_id)
-    saver.put_writes(config, [("messages", [HumanMessage("written before its checkpoint")])], "task-1")
+    text = "written before its checkpoint " * 300  # about 9 KiB: its own objects/ file
+    saver.put_writes(config, [("messages", [HumanMessage(text)])], "task-1")
 
     reader = Reader(root)
     findings = fsck(reader.store)
@@ -581,18 +625,25 @@ def test_fsck_repair_judges_orphaned_writes_again_under_the_lock(tmp_path: Path)
     landed = RepoSaver(root).get_tuple(config)
     assert landed is not None
     assert [(t, c) for t, c, _ in landed.pending_writes] == [("task-1", "messages")]
+    assert [m.content for m in landed.pending_writes[0][2]] == [text]
     assert not [f for f in fsck(Reader(root).store) if f.repairable]
 
 
 def test_fsck_repair_removes_the_orphaned_writes_of_a_lost_checkpoint(tmp_path: Path) -> None:
-    """A lost checkpoint leaves its writes orphaned and the checkpoints appended onto it
-    unreadable. ``fsck --repair`` removes the writes and reports the rest as invalid (exit 1).
-    Before, judging the thread's value files again under the lock read the lost link and
-    stopped with exit 6 (found by docs/cli.md's example, docs/examples.py)."""
+    """A lost checkpoint leaves its writes orphaned and the checkpoints built onto it
+    unreadable. ``fsck --repair`` removes the writes and reports the rest as invalid (exit 1),
+    each problem once. Before, judging the thread's value files again under the lock read the
+    lost link and stopped with exit 6 (found by docs/cli.md's example, docs/examples.py).
+    Format 4 moves a step's writes into the next checkpoint, so the writes files a checkpoint
+    in the middle of the history keeps are those that arrived after its child (a write
+    ``put_writes`` saves late); its children hold only what changed since it (a delta), so
+    they name it as missing."""
     root = tmp_path / ".langgraph"
-    chat_root(root, turns=3)
+    saver = chat_root(root, turns=3)
     tdir = root / "threads" / "t"
-    lost = checkpoints(tdir)[4]  # turn 2's first loop checkpoint: turn 2 appends onto it
+    lost = checkpoints(tdir)[4]  # turn 2's first loop checkpoint: turn 2 builds onto it
+    late = cfg("t", checkpoint_ns="", checkpoint_id=lost.stem)
+    saver.put_writes(late, [("messages", [HumanMessage("saved after the next step")])], "task-late")
     orphans = sorted((tdir / "writes").glob(f"{lost.stem}~*.json"))
     assert orphans
     lost.unlink()
@@ -601,7 +652,9 @@ def test_fsck_repair_removes_the_orphaned_writes_of_a_lost_checkpoint(tmp_path: 
     orphan_lines = [ln.split(": ")[0] for ln in proc.stdout.splitlines() if "orphan" in ln]
     assert orphan_lines == ["removed orphan-writes"]
     assert not any(p.exists() for p in orphans)
-    assert "invalid: " in proc.stdout and "a hole in the history" in proc.stdout
+    invalid = [ln for ln in proc.stdout.splitlines() if ln.startswith("invalid: ")]
+    assert invalid and len(invalid) == len(set(invalid)), proc.stdout
+    assert any(f"since checkpoint {lost.stem}, which is missing" in ln for ln in invalid), proc.stdout
 
 
 # ----------------------------------------------------------------------------
@@ -905,26 +958,33 @@ def test_copy_thread_does_not_replace_a_whole_object_of_the_target_with_a_damage
     target's: a damaged (or planted) file in the source under a name the target also holds
     made the target's own checkpoints unreadable. A file the target holds whole is kept; a
     source file that does not hold what its name says is refused, naming it, before anything
-    is written."""
+    is written. Format 4 gives a message its own ``objects/`` file when it is over
+    ``large_value_bytes`` (a shorter one is held by its checkpoint): the words here are."""
     root = tmp_path / ".langgraph"
     saver = RepoSaver(root, durable=False)
     graph = chat_graph(saver)
+    words = "the same words in both threads " * 300  # about 9 KiB
     for thread in ("a", "b"):
-        graph.invoke({"messages": [HumanMessage("the same words in both threads")]}, cfg(thread))
+        graph.invoke({"messages": [HumanMessage(words)]}, cfg(thread))
     name = next(
         p.name
         for p in (root / "threads" / "a" / "objects").glob("*.json")
-        if load(p)["tree"].get("$fields", {}).get("content") == "the same words in both threads"
+        if load(p)["tree"].get("$fields", {}).get("content") == words
     )
+    assert (root / "threads" / "b" / "objects" / name).exists()  # the same name in the target
     damage(
         root / "threads" / "a" / "objects" / name,
         "planted",
         {"$type": ["builtins", "set"], "$arg": ["x" * 200]},
     )
+    expected = len(checkpoints(root / "threads" / "a")) + len(checkpoints(root / "threads" / "b"))
     saver.copy_thread("a", "b")
     fresh = RepoSaver(root)
-    for tup in fresh.list(cfg("b")):
+    copied = list(fresh.list(cfg("b")))
+    assert len(copied) == expected  # b's own checkpoints and a's
+    for tup in copied:
         assert fresh.get_tuple(tup.config) is not None
+    assert fresh.get_tuple(cfg("b")).checkpoint["channel_values"]["messages"][0].content == words
     with pytest.raises(FileFormatError) as err:  # c lacks the object: a's damaged one is not copied
         saver.copy_thread("a", "c")
     assert name in str(err.value) and "/threads/a/" in str(err.value)

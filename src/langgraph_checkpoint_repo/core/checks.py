@@ -589,7 +589,8 @@ def fsck(store: Documents, progress: Progress | None = None) -> list[Finding]:
         orphans_before = len(validator.orphan_writes)
         validator.thread(folder)
         orphans = validator.orphan_writes[orphans_before:]
-        others = [p for p in validator.problems[before:] if p not in orphans]
+        # each problem once: every checkpoint read through a broken file meets its problem
+        others = list(dict.fromkeys(p for p in validator.problems[before:] if p not in orphans))
         tid = None if others else _thread_id_of(store, folder)
         for p in orphans:
             findings.append(
