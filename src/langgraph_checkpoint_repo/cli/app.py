@@ -121,6 +121,21 @@ app = typer.Typer(
 )
 
 
+def command_group(name: str, help: str) -> typer.Typer:
+    """A group of subcommands (``server``, ``store``) under the top app: the same error
+    handling, help options and plain-text help as the top app's own commands."""
+    group = typer.Typer(
+        cls=_Group,
+        name=name,
+        help=help,
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.add_typer(group)
+    return group
+
+
 @dataclass
 class Settings:
     root: Path
@@ -341,6 +356,8 @@ def _progress(settings: Settings, label: str, total: int) -> Iterator[Any]:
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of text.")]
+ThreadArg = Annotated[str, typer.Argument(help="Thread id.")]
+ThreadsArg = Annotated[list[str] | None, typer.Argument(metavar="THREAD", help="Threads (default: all).")]
 NsOpt = Annotated[
     str,
     typer.Option(

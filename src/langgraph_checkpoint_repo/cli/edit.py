@@ -24,7 +24,7 @@ from rich.text import Text
 
 from ..core.errors import BadInputError
 from ..core.messages import MESSAGES, message_fields
-from .app import CheckpointOpt, NsOpt, _reader, _settings, app
+from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader
@@ -39,7 +39,7 @@ NOTE = (
 @app.command()
 def edit(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     checkpoint: CheckpointOpt = None,
     ns: NsOpt = "",
     file: Annotated[
@@ -106,7 +106,7 @@ def _read_form(path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise BadInputError(f"{path}: cannot read the edited form: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("values"), dict):
-        raise BadInputError(f"{path}: expected the form edit prints (an object with \"values\")")
+        raise BadInputError(f'{path}: expected the form edit prints (an object with "values")')
     return data
 
 
@@ -188,4 +188,3 @@ def _messages(old: list[Any], shown: list[Any], forms: list[Any]) -> list[Any]:
             fields["tool_calls"] = form["tool_calls"]
         out.append(classes[role](**fields))
     return out
-

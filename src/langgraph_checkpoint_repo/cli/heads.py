@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..core import fields
 from ..core.errors import BadInputError
-from .app import JsonOpt, NsOpt, Settings, _reader, _settings, app
+from .app import JsonOpt, NsOpt, Settings, ThreadArg, _reader, _settings, app
 from .output import _print_json, _print_table
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
 @app.command(name="heads")
 def heads_command(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     ns: NsOpt = "",
     choose: Annotated[
         str | None,
@@ -135,9 +135,7 @@ def heads_command(
         settings.err.print(
             Text(
                 "the head marked 'continues' is the one the graph resumes from; to continue another: "
-                f"langgraph-repo heads {thread}"
-                + (f" --ns {ns}" if ns else "")
-                + " --choose ID",
+                f"langgraph-repo heads {thread}" + (f" --ns {ns}" if ns else "") + " --choose ID",
                 style="dim",
             )
         )

@@ -16,6 +16,8 @@ from ..core.errors import BadInputError
 from .app import (
     JsonOpt,
     Settings,
+    ThreadArg,
+    ThreadsArg,
     YesOpt,
     _check_root,
     _progress,
@@ -53,7 +55,7 @@ def _confirm(settings: Settings, question: str, yes: bool) -> None:
 @app.command()
 def delete(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     yes: YesOpt = False,
 ) -> None:
     """Delete a thread and all its files."""
@@ -102,9 +104,7 @@ def copy(
 @app.command()
 def prune(
     ctx: typer.Context,
-    thread_ids: Annotated[
-        list[str] | None, typer.Argument(metavar="THREAD", help="Threads (default: all).")
-    ] = None,
+    thread_ids: ThreadsArg = None,
     keep_last: Annotated[
         int | None,
         typer.Option("--keep-last", min=1, metavar="N", help="Keep the newest N checkpoints per namespace."),

@@ -37,14 +37,7 @@ def _screen_text(text: Text) -> Text:
         return text
     bounds = (i for span in text.spans for i in (span.start, span.end) if i < len(plain))
     cuts = sorted({0, len(plain), *bounds})
-    out = Text(
-        style=text.style,
-        justify=text.justify,
-        overflow=text.overflow,
-        no_wrap=text.no_wrap,
-        end=text.end,
-        tab_size=text.tab_size,
-    )
+    out = text.blank_copy()
     for start, end in itertools.pairwise(cuts):
         piece = screen(plain[start:end])
         styles = [span.style for span in text.spans if span.start <= start and span.end >= end]

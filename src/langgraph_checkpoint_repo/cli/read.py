@@ -15,6 +15,7 @@ from .app import (
     CheckpointOpt,
     JsonOpt,
     NsOpt,
+    ThreadArg,
     _reader,
     _settings,
     app,
@@ -183,7 +184,7 @@ def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[s
 @app.command()
 def history(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     ns: NsOpt = "",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show only the newest N.")] = None,
     since: Annotated[
@@ -246,7 +247,7 @@ def history(
 @app.command()
 def show(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     checkpoint: CheckpointOpt = None,
     ns: NsOpt = "",
     show_all: Annotated[bool, typer.Option("--all", help="Also show LangGraph's own channels.")] = False,
@@ -351,7 +352,7 @@ def _at_revision(
 @app.command()
 def diff(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     from_id: Annotated[
         str | None,
         typer.Option(
@@ -424,7 +425,7 @@ def diff(
 @app.command()
 def tasks(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     ns: NsOpt = "",
     as_json: JsonOpt = False,
 ) -> None:

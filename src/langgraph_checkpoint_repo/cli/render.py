@@ -13,6 +13,7 @@ from ..core.errors import (
 from .app import (
     JsonOpt,
     NsOpt,
+    ThreadArg,
     _reader,
     app,
 )
@@ -25,7 +26,7 @@ from .output import (
 @app.command()
 def render(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: ThreadArg,
     fmt: Annotated[str, typer.Option("--format", help="Output format (only markdown).")] = "markdown",
     ns: NsOpt = "",
     limit: Annotated[int, typer.Option("--limit", min=1, help="History rows to include.")] = 20,

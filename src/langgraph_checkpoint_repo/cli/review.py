@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..readmodel.turns import Event
     from ..review.report import ItemReport, Line, NamespaceReport, Report, ThreadReport
 
+
 @app.command()
 def review(
     ctx: typer.Context,

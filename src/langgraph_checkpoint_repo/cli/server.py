@@ -19,22 +19,16 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
-from .app import JsonOpt, _Group, _reader, _settings, app
+from .app import JsonOpt, ThreadsArg, _reader, _settings, command_group
 from .exits import FAILED, PROBLEMS, CliError
 from .output import _print_json, _rel
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader
 
-server_app = typer.Typer(
-    cls=_Group,
-    name="server",
-    help="A running Agent Server that uses RepoSaver: sync tells it the committed threads.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+server_app = command_group(
+    "server", "A running Agent Server that uses RepoSaver: sync tells it the committed threads."
 )
-app.add_typer(server_app)
 
 BATCH = 100  # thread ids per search request
 CREATED, KNOWN, WOULD_CREATE, SKIPPED, FAILED_ = "created", "known", "would create", "skipped", "failed"
@@ -73,9 +67,7 @@ def sync(
             "LANGGRAPH_API_KEY or LANGSMITH_API_KEY, as langgraph-sdk does.",
         ),
     ],
-    thread_ids: Annotated[
-        list[str] | None, typer.Argument(metavar="THREAD", help="Threads (default: all).")
-    ] = None,
+    thread_ids: ThreadsArg = None,
     graph: Annotated[
         str | None,
         typer.Option(

@@ -18,24 +18,21 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError
-from .app import JsonOpt, _check_root, _Group, _settings, app, parse_date
+from .app import JsonOpt, _check_root, _settings, command_group, parse_date
 from .output import _print_json
 
 if TYPE_CHECKING:
     from ..core.items import ItemFiles, StoredItem
 
-store_app = typer.Typer(
-    cls=_Group,
-    name="store",
-    help="RepoStore's long-term memory: one JSON file per item under <root>/store/ (docs/store.md).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
+store_app = command_group(
+    "store", "RepoStore's long-term memory: one JSON file per item under <root>/store/ (docs/store.md)."
 )
-app.add_typer(store_app, name="store")
 
 NamespaceArg = Annotated[str, typer.Argument(help="Namespace labels joined by '.', e.g. users.alice.")]
 PrefixArg = Annotated[str, typer.Argument(help="Namespace prefix, labels joined by '.' (default: all).")]
 KeyArg = Annotated[str, typer.Argument(help="The item's key.")]
+LimitOpt = Annotated[int, typer.Option("--limit", help="At most this many.")]
+OffsetOpt = Annotated[int, typer.Option("--offset", help="Skip this many first.")]
 IfUpdatedOpt = Annotated[
     str | None,
     typer.Option(
@@ -99,8 +96,8 @@ def ls(
     max_depth: Annotated[
         int | None, typer.Option("--max-depth", help="Cut namespaces to this many labels.")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 1000,
-    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    limit: LimitOpt = 1000,
+    offset: OffsetOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """The namespaces that hold items, sorted ('*' in a prefix or suffix matches any label)."""
@@ -141,8 +138,8 @@ def search(
             "--filter", metavar="JSON", help='As RepoStore.search: {"field": value} or {"n": {"$gt": 3}}.'
         ),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 10,
-    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    limit: LimitOpt = 10,
+    offset: OffsetOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Items under a namespace prefix that pass a filter, newest updated_at first (no semantic

@@ -35,6 +35,7 @@ ThreadsOpt = Annotated[
 ReplaceOpt = Annotated[
     bool, typer.Option("--replace", help="Replace a thread the destination already has (default: refuse).")
 ]
+SaverArg = Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")]
 TrustOpt = Annotated[
     bool,
     typer.Option(
@@ -113,7 +114,7 @@ def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
 @app.command(name="import")
 def import_command(
     ctx: typer.Context,
-    source: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
+    source: SaverArg,
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
     json_out: JsonOpt = False,
@@ -125,7 +126,7 @@ def import_command(
 @app.command()
 def export(
     ctx: typer.Context,
-    target: Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")],
+    target: SaverArg,
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
     trust_project: TrustOpt = False,

@@ -77,18 +77,28 @@ def merge_value(base: Any, ours: Any, theirs: Any, pointer: str, conflicts: list
         old = base if base is not MISSING else {}
         out: dict[str, Any] = {}
         for key in sorted(set(ours) | set(theirs) | set(old)):
-            merged = merge_value(
-                old.get(key, MISSING),
-                ours.get(key, MISSING),
-                theirs.get(key, MISSING),
-                f"{pointer}/{pointer_part(key)}",
-                conflicts,
-            )
+            merged = _merge_key(key, old, ours, theirs, pointer, conflicts)
             if merged is not MISSING:
                 out[key] = merged
         return out
     conflicts.append(Conflict(pointer or "/", base, ours, theirs))
     return ours
+
+
+def _merge_key(
+    key: str,
+    base: dict[str, Any],
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    within: str,
+    conflicts: list[Conflict],
+) -> Any:
+    """``merge_value`` of ``key`` of three objects at pointer ``within`` (a key one of them
+    lacks is MISSING there)."""
+    pointer = f"{within}/{pointer_part(key)}"
+    return merge_value(
+        base.get(key, MISSING), ours.get(key, MISSING), theirs.get(key, MISSING), pointer, conflicts
+    )
 
 
 def _later(a: str, b: str) -> str:
@@ -103,17 +113,8 @@ def merge_items(
     conflicts: list[Conflict] = []
     old = base if base is not None and all(_same(base.get(f), ours.get(f)) for f in IDENTITY) else {}
     merged: dict[str, Any] = {f: ours[f] for f in IDENTITY}
-    merged["value"] = merge_value(
-        old.get("value", MISSING), ours["value"], theirs["value"], "/value", conflicts
-    )
-    for field in ("ttl_minutes", "index"):
-        value = merge_value(
-            old.get(field, MISSING),
-            ours.get(field, MISSING),
-            theirs.get(field, MISSING),
-            f"/{field}",
-            conflicts,
-        )
+    for field in ("value", "ttl_minutes", "index"):  # "value" both sides have: never MISSING
+        value = _merge_key(field, old, ours, theirs, "", conflicts)
         if value is not MISSING:
             merged[field] = value
     merged["created_at"] = min(ours["created_at"], theirs["created_at"], key=datetime.fromisoformat)
