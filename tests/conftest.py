@@ -62,7 +62,7 @@ LONGEST_FIRST = (
     "test_safety.py",
     "test_hardening_dataloss.py",
     "test_cli_speed.py",
-    "test_format3.py",
+    "test_objects.py",
     "test_graphs.py",
     "test_hardening_terminal.py",
     "test_hostile.py",

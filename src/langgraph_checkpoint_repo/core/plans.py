@@ -96,8 +96,9 @@ def needed_files(
                     large_in(w, out.large)
             refs = [raw.get("new_values"), raw.get("parent_writes"), list(held.values())]
             out.roots.append((refs, held, held))
-            if depth(raw) and raw["parent_checkpoint_id"] not in kept:
-                _mark_base(store, thread_id, ns, ns_dir, raw["parent_checkpoint_id"], out)
+            parent = raw.get("parent_checkpoint_id")
+            if parent and parent not in kept and (depth(raw) or _builds_on_parent(raw)):
+                _mark_base(store, thread_id, ns, ns_dir, parent, out)
             versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
                 _ChainMarks(store, thread_id, ns_dir, channel, kept, out).mark(versions.get(channel), ref)
@@ -121,9 +122,20 @@ def needed_files(
     return out
 
 
+def _builds_on_parent(raw: Mapping[str, Any]) -> bool:
+    """Whether a checkpoint's values build on its parent's bookkeeping: an append without
+    ``base`` extends the list its parent holds (format 4), found through the parent's
+    ``values`` even in a whole checkpoint (``delta`` 0), so the parent's base file must stay."""
+    return any(
+        isinstance(body, dict) and isinstance(body.get("append"), dict) and "base" not in body["append"]
+        for body in (raw.get("new_values") or {}).values()
+    )
+
+
 def _mark_base(store: Documents, thread_id: str, ns: str, ns_dir: Path, parent: str, out: Needed) -> None:
-    """A kept delta whose parent goes (or is gone): the parent's whole bookkeeping, in the
-    base file readers use in its place (bookkeeping.py), existing or written first."""
+    """A kept delta, or a kept checkpoint appending to its parent's list, whose parent goes
+    (or is gone): the parent's whole bookkeeping, in the base file readers use in its place
+    (bookkeeping.py, Documents.implied_base), existing or written first."""
     bpath = ns_dir / store.layout.base_rel(parent)
     out.values.add(bpath)
     if bpath in out.rescued:

@@ -1,4 +1,10 @@
-"""Format 3: each message (and each long list of them) stored once per thread in objects/."""
+"""Objects: each message (and each long list of them) stored once per thread.
+
+Format 4 keeps an object in the checkpoint that introduced it (``"objects"``), named by the
+start of its sha256, every other file referring to it there (``{"$ref", "$in", "$ns"}``);
+``objects/`` holds what prune keeps of the checkpoints it removes (docs/format.md, "Shared
+subtrees: objects"). Format 3's trees (all in ``objects/``) are read once migrated.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,10 @@ import pytest
 from langgraph.graph import MessagesState
 
 from graphs import RELAY_TURNS, cfg, line_graph, numbered_reply, question, relay_graph
-from helpers import cli
+from helpers import cli, load, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, MissingReferenceError
-from langgraph_checkpoint_repo.core.objects import object_digest
+from langgraph_checkpoint_repo.core.objects import location_of, names_object, object_digest, ref_nodes
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 
@@ -32,14 +38,63 @@ def run_turns(root: Path, turns: int, graph: Any = None) -> list[int]:
     return sizes
 
 
+def stored(root: Path) -> dict[str, list[tuple[Path, Any]]]:
+    """Every object of the thread by name: the files holding it (a checkpoint's or a writes
+    file's ``objects``, an ``objects/`` file) and its tree there."""
+    out: dict[str, list[tuple[Path, Any]]] = {}
+    for path in data_files(root):
+        doc = load(path)
+        held = {doc["sha256"]: doc["tree"]} if doc.get("kind") == "object" else doc.get("objects", {})
+        for name, tree in held.items():
+            out.setdefault(name, []).append((path, tree))
+    return out
+
+
+def references(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every reference node of every file (those inside the objects a file holds too), with
+    the file: a reference without ``$in`` names an object of that file (or of ``objects/``)."""
+    return [(path, node) for path in data_files(root) for node in ref_nodes(load(path))]
+
+
+def message_named(root: Path, text: str) -> tuple[str, Path]:
+    """The name of the one message object whose content is ``text``, and the file holding it."""
+    found = [
+        (name, path)
+        for name, places in stored(root).items()
+        for path, tree in places
+        if isinstance(tree, dict) and tree.get("$fields", {}).get("content") == text
+    ]
+    assert len(found) == 1, (text, found)
+    return found[0]
+
+
+def place_of(path: Path) -> tuple[str, str] | None:
+    """(namespace, checkpoint id) of a checkpoint file, as a ``$in`` reference names it."""
+    doc = load(path)
+    return (doc["checkpoint_ns"], doc["checkpoint_id"]) if doc.get("kind") == "checkpoint" else None
+
+
 def test_each_message_is_stored_once_however_often_it_appears(tmp_path: Path) -> None:
+    """A question and its answer show up in the channel, the Send, the tasks channel and a
+    subgraph's input and output on every later turn: each is one object, in the checkpoint of
+    the step that made it (its text in no other file), and every reference names that one."""
     root = tmp_path / ".langgraph"
     run_turns(root, 20)
     files = data_files(root)
+    refs = references(root)
     for turn in range(1, 21):
-        holders = [p for p, d in files.items() if b'"turn-%d-question"' % turn in d]
-        assert len(holders) == 1, (turn, holders)
-        assert holders[0].parent.name == "objects"
+        for text in (f"turn-{turn}-question", f"answer to turn-{turn}-question"):
+            holders = [p for p, d in files.items() if json.dumps(text).encode() in d]
+            assert len(holders) == 1, (text, holders)
+            assert holders[0].parent.name == "checkpoints", (text, holders)
+            name, holder = message_named(root, text)
+            assert holder == holders[0] and name in load(holder)["objects"]
+            to_it = [(p, node) for p, node in refs if node["$ref"] == name]
+            assert len(to_it) >= 3, (text, to_it)  # the channel, the Send, the subgraph ...
+            for path, node in to_it:  # with $in: where it is held; without: in the same file
+                where = location_of(node)
+                assert (where == place_of(holder)) if where is not None else (path == holder), (path, node)
+    assert not list(root.rglob("objects/*.json")), "a turn writes no objects/ file"
     state = relay_graph(RepoSaver(root)).get_state(cfg("t"))
     assert [m.content for m in state.values["messages"]][-2:] == [
         "turn-20-question",
@@ -67,51 +122,82 @@ def test_long_lists_are_chunked_and_read_back_whole_by_a_fresh_saver(tmp_path: P
 
 
 def test_the_same_conversation_writes_the_same_object_files_anywhere(tmp_path: Path) -> None:
-    """Named by what they hold: two roots (or two git branches) write identical objects."""
+    """Named by what they hold: two roots (or two git branches) that store the same messages
+    store them under the same names, with the same trees. (An object that refers to others,
+    a chunk or a Send, also says where they are: ``$in`` names a checkpoint of its root.)"""
     one, two = tmp_path / "one", tmp_path / "two"
     run_turns(one, 4)
     run_turns(two, 4)
 
-    def objects(root: Path) -> dict[str, Any]:
-        """Every object the checkpoints hold (format 4), by name."""
-        out: dict[str, Any] = {}
-        for p, d in data_files(root).items():
-            if p.parent.name == "checkpoints":
-                out.update(json.loads(d).get("objects", {}))
-        return out
+    def messages(root: Path) -> dict[str, Any]:
+        """The objects that refer to no other (the messages), by name."""
+        return {
+            name: tree
+            for name, places in stored(root).items()
+            for _, tree in places
+            if next(ref_nodes(tree), None) is None
+        }
 
-    assert objects(one) == objects(two) and len(objects(one)) >= 8
-    for name, tree in objects(one).items():
-        assert object_digest(tree).startswith(name) and len(name) == 16
+    assert messages(one) == messages(two)
+    texts = sorted(tree["$fields"]["content"] for tree in messages(one).values())
+    assert texts == sorted(
+        [f"turn-{t}-question" for t in range(1, 5)] + [f"answer to turn-{t}-question" for t in range(1, 5)]
+    )
+    for root in (one, two):
+        objects = stored(root)
+        assert len(objects) > 8  # the chunks and Sends too
+        for name, places in objects.items():
+            assert len(name) == 16 and all(names_object(name, tree) for _, tree in places)
+            assert all(object_digest(tree).startswith(name) for _, tree in places)
 
 
-def _one_object(root: Path, needle: bytes) -> Path:
-    [path] = [p for p, d in data_files(root).items() if p.parent.name == "objects" and needle in d]
-    return path
-
-
-def test_a_missing_object_is_an_error_naming_it_and_validate_reports_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["dropped from its checkpoint", "its checkpoint removed"])
+def test_a_missing_object_is_an_error_naming_it_and_validate_reports_it(tmp_path: Path, how: str) -> None:
+    """An object taken out of the ``objects`` of the checkpoint holding it, or that checkpoint
+    (a subgraph's) deleted by hand: reading a state that refers to it is a
+    MissingReferenceError naming the file that refers to it, the object and where it looked."""
     root = tmp_path / ".langgraph"
     run_turns(root, 2)
-    gone = _one_object(root, b'"turn-1-question"')
-    gone.unlink()
+    if how == "dropped from its checkpoint":
+        name, holder = message_named(root, "turn-2-question")
+        rewrite(holder, lambda doc: doc["objects"].pop(name))
+    else:
+        name, holder = message_named(root, "answer to turn-1-question")
+        place = place_of(holder)
+        assert place is not None and place[0], "held by the subgraph that made it"
+        holder.unlink()
     with pytest.raises(MissingReferenceError) as err:
         relay_graph(RepoSaver(root)).get_state(cfg("t"))
-    assert str(gone) in str(err.value)
+    referrer = Path(err.value.path)
+    assert name.encode() in referrer.read_bytes(), "the error names a file that refers to it"
+    assert name in str(err.value) and str(holder) in str(err.value)
     out = cli(root, "validate")
-    assert out.returncode == 1 and gone.name[:-5] in out.stdout and "missing" in out.stdout
+    assert out.returncode == 1, out.stdout
+    assert any(str(referrer) in line and name in line for line in out.stdout.splitlines()), out.stdout
 
 
-def test_an_object_edited_by_hand_is_refused_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["in a subgraph's checkpoint", "in objects/, kept by prune"])
+def test_an_object_edited_by_hand_is_refused_naming_it(tmp_path: Path, where: str) -> None:
+    """A message's text changed by hand where it is stored (its name no longer matches): a
+    reader that follows a reference to it, from another file or namespace, refuses it naming
+    the file and the object; validate names them too."""
     root = tmp_path / ".langgraph"
     run_turns(root, 2)
-    path = _one_object(root, b'"turn-1-question"')
-    path.write_bytes(path.read_bytes().replace(b"turn-1-question", b"turn-1-QUESTION"))
+    if where == "in objects/, kept by prune":
+        RepoSaver(root).prune(["t"], strategy="keep_latest")
+    # held by the subgraph that made it, or (its checkpoint removed) kept in objects/
+    text = "turn-1-question" if "prune" in where else "answer to turn-1-question"
+    name, holder = message_named(root, text)
+    assert holder.parent.name == ("objects" if "prune" in where else "checkpoints")
+    raw = holder.read_bytes()
+    holder.write_bytes(raw.replace(json.dumps(text).encode(), json.dumps(text.upper()).encode()))
+    assert holder.read_bytes() != raw
     with pytest.raises(FileFormatError) as err:
         relay_graph(RepoSaver(root)).get_state(cfg("t"))
-    assert err.value.path == str(path) and err.value.pointer == "/sha256"
+    assert err.value.path == str(holder)
+    assert err.value.pointer == ("/sha256" if "prune" in where else f"/objects/{name}")
     out = cli(root, "validate")
-    assert out.returncode == 1 and path.name in out.stdout
+    assert out.returncode == 1 and holder.name in out.stdout and name in out.stdout, out.stdout
 
 
 def _plant_object(root: Path, tree: Any) -> str:
@@ -161,15 +247,52 @@ def test_objects_that_expand_without_end_are_refused_not_followed(
     assert words in str(err.value) and str(path) in str(err.value)
 
 
+def used_objects(root: Path, trees: dict[str, Any]) -> set[str]:
+    """The objects the files of a root use: their references (outside the objects a file
+    holds), and what the objects those name refer to in turn."""
+    todo = []
+    for path in data_files(root):
+        doc = load(path)
+        if doc.get("kind") != "object":
+            todo.extend(node["$ref"] for node in ref_nodes({k: v for k, v in doc.items() if k != "objects"}))
+    used: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in used:
+            assert name in trees, f"object {name} is used but stored nowhere"
+            used.add(name)
+            todo.extend(node["$ref"] for node in ref_nodes(trees[name]))
+    return used
+
+
 def test_prune_removes_the_objects_nothing_kept_uses_and_keeps_the_rest(tmp_path: Path) -> None:
+    """keep_latest removes the checkpoints holding most objects: those a kept file still
+    uses are copied to objects/ first, the others (earlier turns' Sends and chunks) go with
+    their checkpoints, nothing unused is left in objects/, and the state reads as before."""
     root = tmp_path / ".langgraph"
     run_turns(root, 6)
     saver = RepoSaver(root)
     before = relay_graph(saver).get_state(cfg("t")).values
-    objects = lambda: {p.name for p in (root / "threads" / "t" / "objects").glob("*.json")}  # noqa: E731
-    had = objects()
+    had = stored(root)
+    assert not list(root.rglob("objects/*.json"))
     saver.prune(["t"], strategy="keep_latest")
-    assert objects() < had
+    has = stored(root)
+    gone = set(had) - set(has)
+    assert gone and set(has) <= set(had)
+
+    trees = {name: places[0][1] for name, places in has.items()}
+    used = used_objects(root, trees)
+    assert not gone & used
+    kept = {p.stem for p in root.rglob("objects/*.json")}
+    assert kept and kept <= used, kept - used  # objects/ holds only what is used
+    remaining = set(data_files(root))
+    moved = {n for n in used if all(p not in remaining for p, _ in had[n])}
+    assert moved and moved <= kept  # what only removed checkpoints held went to objects/
+    texts = [f"turn-{t}-question" for t in range(1, 7)] + [
+        f"answer to turn-{t}-question" for t in range(1, 7)
+    ]
+    messages = {tree["$fields"]["content"]: name for name, tree in trees.items() if "$fields" in tree}
+    assert set(texts) <= set(messages) and {messages[t] for t in texts} <= used
     assert relay_graph(RepoSaver(root)).get_state(cfg("t")).values == before
     assert cli(root, "validate").returncode == 0
     fsck = cli(root, "fsck", "--json")
