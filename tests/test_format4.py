@@ -143,7 +143,7 @@ def test_a_delta_reads_what_its_parent_says_and_sees_a_hand_edit_of_it(tmp_path:
 
     rewrite(parent, edit)
     again = saver.get_tuple(CONFIG)
-    assert again is not None and again.checkpoint["versions_seen"]["__hand__"] == {"x": "00000001.00000000"}
+    assert again is not None and again.checkpoint["versions_seen"]["__hand__"] == HAND_WIDE
 
 
 def test_a_delta_whose_parent_is_missing_names_both(tmp_path: Path) -> None:
@@ -261,6 +261,11 @@ def test_prune_keeps_a_delta_readable_through_the_base_of_its_removed_parent(tmp
 # short versions on two git branches
 # ---------------------------------------------------------------------------
 SHORT = re.compile(r"\d{8}\.[0-9a-f]{8}")
+# a short version as LangGraph is shown it: widened to the long form's 32-digit counter, so the
+# long versions another saver (the Agent Server's adapter, SqliteSaver...) continues with count
+# as newer (core/versions.py)
+WIDE = re.compile(r"0{24}\d{8}\.[0-9a-f]{8}")
+HAND_WIDE = {"x": "0" * 24 + "00000001.00000000"}  # the hand edit's {"x": "00000001.00000000"}, read
 
 
 def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -282,8 +287,9 @@ def line_of(saver: RepoSaver, head: Any) -> list[Any]:
 
 def test_short_versions_increase_and_stay_apart_on_two_branches_merged_by_git(tmp_path: Path) -> None:
     """Two git branches continue one checkpoint; git merges them without a conflict, every
-    version is short, each line's versions only grow, and no (channel, version) names two
-    values: the same counter on both branches, told apart by its random part."""
+    version is short in the files (widened when read), each line's versions only grow, and no
+    (channel, version) names two values: the same counter on both branches, told apart by its
+    random part."""
     repo = tmp_path / "repo"
     repo.mkdir()
     for args in (
@@ -312,6 +318,10 @@ def test_short_versions_increase_and_stay_apart_on_two_branches_merged_by_git(tm
     merge = git(repo, "merge", "--no-edit", "b")
     assert merge.returncode == 0 and "CONFLICT" not in merge.stdout, merge.stdout
 
+    for path in (root / "threads" / "t" / "checkpoints").glob("*.json"):
+        doc = load(path)
+        stored = [doc.get("version"), *doc["checkpoint"].get("channel_versions", {}).values()]
+        assert all(SHORT.fullmatch(v) for v in stored if v is not None), path
     merged = RepoSaver(root)
     lines = {b: line_of(merged, heads[b].config) for b in heads}
     found: dict[tuple[str, str], set[str]] = {}
@@ -320,7 +330,7 @@ def test_short_versions_increase_and_stay_apart_on_two_branches_merged_by_git(tm
         assert line[0].checkpoint == heads[branch].checkpoint
         for child, parent in itertools.pairwise(line):
             for channel, version in child.checkpoint["channel_versions"].items():
-                assert SHORT.fullmatch(version), version
+                assert WIDE.fullmatch(version), version
                 before = parent.checkpoint["channel_versions"].get(channel)
                 assert before is None or version >= before  # LangGraph compares strings
                 if before is not None and version != before:
@@ -408,7 +418,7 @@ def test_a_hand_edit_is_seen_by_every_reader(tmp_path: Path) -> None:
         tup = reader.get_tuple(CONFIG)
         assert tup is not None
         assert "b, edited by hand" in tup.checkpoint["channel_values"]["log"]
-        assert tup.checkpoint["versions_seen"]["__hand__"] == hand
+        assert tup.checkpoint["versions_seen"]["__hand__"] == HAND_WIDE
     assert "b, edited by hand" in app.get_state(CONFIG).values["log"]
     model = Reader(root)
     cid = model.checkpoint_ids("t", "")[-1]

@@ -548,13 +548,19 @@ def test_get_next_version_is_short_increasing_and_continues_every_older_form(roo
     assert _version_parts(repo.get_next_version(7.0, None))[0] == 8  # type: ignore[arg-type]
     # two branches continuing one version never share the next one
     assert len({repo.get_next_version("00000005.00000000", None) for _ in range(200)}) == 200
-    # the graph's stored channel versions have the same shape
+    # the graph's stored channel versions have the same shape; LangGraph is shown them widened
+    # to the long form's 32 digits, so another saver's next (long) version counts as newer
     chat = agent_graph(repo)
     run_turns(chat, "v", ["x"])
     latest = repo.get_tuple(cfg("v"))
     assert latest is not None
     for version in latest.checkpoint["channel_versions"].values():
-        _version_parts(str(version))
+        assert str(version).startswith("0" * 24)
+        _version_parts(str(version)[24:])
+        assert mem.get_next_version(str(version), None) > str(version)
+    files = sorted((root / "threads" / "v" / "checkpoints").glob("*.json"))
+    stored = [json.loads(p.read_text()).get("version") for p in files]
+    assert len(files) > 1 and all(_version_parts(v) for v in stored if v is not None) and any(stored)
 
 
 # ----------------------------------------------------------------------------

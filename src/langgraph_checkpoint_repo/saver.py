@@ -71,7 +71,7 @@ from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
 from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
-from .core.versions import next_version
+from .core.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
 from .core.writes import merged_writes, write_idx
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
 from .readmodel.tasks import PULL, PUSH, TASKS, derive_tasks
@@ -356,8 +356,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
             "id": cid,
             "ts": stored["ts"],
             "channel_values": values,
-            "channel_versions": dict(stored["channel_versions"]),
-            "versions_seen": {k: dict(v) for k, v in stored["versions_seen"].items()},
+            # widened: another saver's next version must compare above them (core/versions.py)
+            "channel_versions": {k: for_langgraph(v) for k, v in stored["channel_versions"].items()},
+            "versions_seen": seen_for_langgraph(stored["versions_seen"]),
         }
         if "updated_channels" in stored:
             uc = stored["updated_channels"]
@@ -426,6 +427,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         thread_id, ns = _thread_ns(config)
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
+        checkpoint, new_versions = _versions_for_file(checkpoint, new_versions)
         writer = self._value_writer()
         host = writer.for_file(thread_id)
         if parent_id:
@@ -935,7 +937,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """``"00000017.9f3a61c2"``: short, increasing as LangGraph compares versions (as
         strings), greater than every older form it continues (core/versions.py); the random
-        part keeps versions written on two git branches apart."""
+        part keeps versions written on two git branches apart. Reads show LangGraph the
+        versions widened (``for_langgraph``), so another saver continues them too."""
         return next_version(current)
 
     # ------------------------------------------------------------------
@@ -1010,6 +1013,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return await asyncio.to_thread(
             lambda: view.get_delta_channel_history(config=config, channels=channels)
         )
+
+
+def _versions_for_file(
+    checkpoint: Checkpoint, new_versions: ChannelVersions
+) -> tuple[Checkpoint, ChannelVersions]:
+    """The versions of a put as the files keep them (short, core/versions.py); the caller's
+    checkpoint is LangGraph's, still in use, and is not changed."""
+    stored: Any = dict(checkpoint)
+    if "channel_versions" in checkpoint:
+        stored["channel_versions"] = {k: for_file(v) for k, v in checkpoint["channel_versions"].items()}
+    if "versions_seen" in checkpoint:
+        stored["versions_seen"] = seen_for_file(checkpoint["versions_seen"])
+    return stored, {k: for_file(v) for k, v in new_versions.items()}
 
 
 def _thread_ns(config: RunnableConfig) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from typing import Any
 import xxhash
 
 from ..core import fields
+from ..core.versions import for_langgraph
 
 START = "__start__"
 TASKS = "__pregel_tasks"
@@ -130,6 +131,9 @@ def trigger_node(channel: str) -> str | None:
 
 
 def _newer(version: Any, seen: Any) -> bool:
+    """As LangGraph compares them once read: a short version and a long one a server or
+    another saver continued it with, by their counters (core/versions.py)."""
+    version, seen = for_langgraph(version), for_langgraph(seen)
     try:
         return bool(version > seen)
     except TypeError:  # versions of different types (a thread moved between savers)
