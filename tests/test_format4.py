@@ -15,17 +15,21 @@ import re
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bench.agent_graphs import BUILDERS, INPUT_FORMS, marker, turn_input
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from graphs import ask_graph, cfg, chain_graph, chat_graph
-from helpers import cli, load, rewrite
-from langgraph_checkpoint_repo import FileFormatError, RepoSaver
+from graphs import ask_graph, cfg, chain_graph, chat_graph, make_checkpoint
+from helpers import checkpoint_files, cli, load, rewrite
+from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoCheckpointError, RepoSaver
 from langgraph_checkpoint_repo.core.bookkeeping import DELTA_EVERY
 from langgraph_checkpoint_repo.core.documents import LINEAGE_REREADS
 
@@ -496,3 +500,198 @@ def test_a_fresh_process_reads_the_latest_checkpoint_without_walking_the_history
         seen.append((by_id[0], again[0]))
     count = len(list((root / "threads" / "t" / "checkpoints").glob("*.json")))
     assert count >= 300 and len(seen) == 2
+
+
+# ----------------------------------------------------------------------------
+# puts at once (LangGraph saves a step's checkpoint, its writes and a subgraph's checkpoint
+# together): a message they both bring is stored once, whatever fails beside it
+# ----------------------------------------------------------------------------
+HELD = 60.0  # seconds a test waits for a put to get where it should (never reached when healthy)
+
+
+class _Gated(JsonPlusSerializer):
+    """LangGraph's serde, calling ``gates[value]`` when it serialises that string: a put of a
+    checkpoint whose channels are ``messages`` then ``gate`` is held there, its messages
+    looked up already and its file not yet decided."""
+
+    def __init__(self, gates: dict[str, Callable[[], None]]) -> None:
+        super().__init__()
+        self.gates = gates
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        if isinstance(obj, str) and obj in self.gates:
+            self.gates[obj]()
+        return super().dumps_typed(obj)
+
+
+def _put(saver: RepoSaver, ns: str, message: HumanMessage, gate: str) -> tuple[str, Any]:
+    """A put, in ``ns`` of thread "t", of a checkpoint with ``message`` and the ``gate``."""
+    version = saver.get_next_version(None, None)
+    versions = {"messages": version, "gate": version}  # messages stored first, then the gate
+    checkpoint = make_checkpoint(str(uuid6()), {"messages": [message], "gate": gate}, versions)
+    saver.put(cfg("t", checkpoint_ns=ns), checkpoint, {"source": "loop", "step": 1}, versions)
+    return ns, checkpoint["id"]
+
+
+def _first_then_second(
+    saver: RepoSaver,
+    gates: dict[str, Callable[[], None]],
+    first: Callable[[], Any],
+    second: Callable[[], Any],
+    first_gate: str = "gate-a",
+    second_gate: str = "gate-b",
+) -> tuple[list[Any], list[BaseException]]:
+    """Run ``first`` and, once it is held at its gate, ``second``, each in a thread of its
+    own. The first stays held until the second is at its own gate (both looked their message
+    up before either file is decided) or waits for the first to decide its file; then both
+    finish. Their results and errors, first's then second's."""
+    at_first, at_second = threading.Event(), threading.Event()
+    tdir = saver.store.layout.thread_dir("t")
+
+    def hold_first() -> None:
+        at_first.set()
+        deadline = time.monotonic() + HELD
+        while not at_second.wait(0.005):  # the second at its gate, or queued behind the first
+            if saver.store.pending.writers(tdir) >= 2:
+                return
+            assert time.monotonic() < deadline, "the second put neither got in nor waited"
+
+    gates.update({first_gate: hold_first, second_gate: at_second.set})
+    results: list[Any] = [None, None]
+    errors: list[BaseException] = []
+
+    def run(i: int, call: Callable[[], Any]) -> None:
+        try:
+            results[i] = call()
+        except BaseException as exc:  # handed to the test
+            errors.append(exc)
+
+    one = threading.Thread(target=run, args=(0, first))
+    two = threading.Thread(target=run, args=(1, second))
+    one.start()
+    assert at_first.wait(HELD) or errors, "the first put never got to its gate"
+    two.start()
+    one.join(HELD)
+    two.join(HELD)
+    assert not one.is_alive() and not two.is_alive()
+    return results, errors
+
+
+def _holding(root: Path, text: str) -> list[Path]:
+    return sorted(p for p in files(root) if json.dumps(text) in p.read_text())
+
+
+@pytest.mark.parametrize("namespaces", [("", "inner:1"), ("inner:1", ""), ("", "")])
+def test_two_puts_at_once_with_the_same_new_message_store_it_once_and_both_read_back(
+    namespaces: tuple[str, str], tmp_path: Path
+) -> None:
+    """A put that looks a message up while another put of this process (a root checkpoint
+    beside a subgraph's, or two of one namespace) is deciding a file that holds it refers to
+    it there and waits for it: its text is in one file, and both checkpoints read back whole,
+    from the files alone too."""
+    root = tmp_path / "root"
+    serde = _Gated({})
+    saver = RepoSaver(root, serde=serde)
+    text = "the same words [at once]"
+    message = HumanMessage(content=text, id="m1")
+    results, errors = _first_then_second(
+        saver,
+        serde.gates,
+        lambda: _put(saver, namespaces[0], message, "gate-a"),
+        lambda: _put(saver, namespaces[1], message, "gate-b"),
+    )
+    assert not errors, errors
+    assert len(_holding(root, text)) == 1, _holding(root, text)
+    for reader in (saver, RepoSaver(root)):
+        for (ns, cid), gate in zip(results, ("gate-a", "gate-b"), strict=True):
+            tup = reader.get_tuple(cfg("t", checkpoint_ns=ns, checkpoint_id=cid))
+            assert tup is not None
+            assert tup.checkpoint["channel_values"] == {"messages": [message], "gate": gate}
+
+
+def test_writes_saved_beside_a_put_with_the_same_new_message_refer_to_it_there(tmp_path: Path) -> None:
+    """LangGraph saves a task's writes beside a checkpoint: writes that bring a message the
+    checkpoint being decided beside them holds refer to it there (its text in one file) and
+    read back whole as the pending writes of their checkpoint."""
+    root = tmp_path / "root"
+    serde = _Gated({})
+    saver = RepoSaver(root, serde=serde)
+    _, base = _put(saver, "inner:1", HumanMessage(content="before", id="m0"), "before")
+    text = "the same words [writes beside]"
+    message = HumanMessage(content=text, id="m1")
+    writes_cfg = cfg("t", checkpoint_ns="inner:1", checkpoint_id=base)
+
+    def writes() -> None:
+        saver.put_writes(writes_cfg, [("messages", [message]), ("gate", "gate-b")], "task-1")
+
+    def put() -> Any:
+        return _put(saver, "", message, "gate-a")
+
+    results, errors = _first_then_second(saver, serde.gates, put, writes)
+    assert not errors, errors
+    assert _holding(root, text) == [saver.store.layout.checkpoint_path("t", "", results[0][1])]
+    for reader in (saver, RepoSaver(root)):
+        tup = reader.get_tuple(writes_cfg)
+        assert tup is not None
+        assert tup.pending_writes == [("task-1", "messages", [message]), ("task-1", "gate", "gate-b")]
+        tup = reader.get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=results[0][1]))
+        assert tup is not None and tup.checkpoint["channel_values"]["messages"] == [message]
+
+
+def test_a_put_beside_one_that_is_refused_stores_the_message_itself(tmp_path: Path) -> None:
+    """The first of two puts at once is refused while it decides its file (a value it cannot
+    serialise): the second, which waited for it, holds the message itself and reads back."""
+    root = tmp_path / "root"
+    serde = _Gated({})
+    saver = RepoSaver(root, serde=serde)
+    text = "the same words [refused beside]"
+    message = HumanMessage(content=text, id="m1")
+
+    def refuse() -> None:
+        serde.gates["gate-a"]()  # held as the first put is
+        raise ValueError("not this one")
+
+    def first() -> Any:
+        serde.gates["refuse"] = refuse
+        return _put(saver, "inner:1", message, "refuse")
+
+    def second() -> Any:
+        return _put(saver, "", message, "gate-b")
+
+    results, errors = _first_then_second(saver, serde.gates, first, second)
+    assert [type(e) for e in errors] == [InvalidWriteError] and "not this one" in str(errors[0])
+    assert results[0] is None and not checkpoint_files(root, ns="inner:1")
+    assert _holding(root, text) == checkpoint_files(root)
+    tup = RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=results[1][1]))
+    assert tup is not None and tup.checkpoint["channel_values"] == {"messages": [message], "gate": "gate-b"}
+
+
+def test_a_put_beside_one_whose_write_fails_stores_the_message_itself(tmp_path: Path) -> None:
+    """The first of two puts at once decides its file, then cannot write it (its namespace's
+    folder leads out of the root): the second, which may have referred to the message there
+    and waited, stores it itself instead, never a reference to a file that is not there."""
+    root = tmp_path / "root"
+    serde = _Gated({})
+    saver = RepoSaver(root, serde=serde)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ns_dir = saver.store.layout.checkpoint_path("t", "inner:1", "x").parent
+    ns_dir.parent.mkdir(parents=True)
+    ns_dir.symlink_to(outside, target_is_directory=True)
+    for turn in range(5):  # the second refers to the first's file or comes after its failure
+        text = f"the same words [failed beside {turn}]"
+        message = HumanMessage(content=text, id=f"m{turn}")
+        results, errors = _first_then_second(
+            saver,
+            serde.gates,
+            lambda m=message: _put(saver, "inner:1", m, "gate-a"),
+            lambda m=message: _put(saver, "", m, "gate-b"),
+        )
+        assert len(errors) == 1 and isinstance(errors[0], RepoCheckpointError), errors
+        assert "refusing to write through" in str(errors[0]) and not list(outside.iterdir())
+        held = _holding(root, text)
+        cid = results[1][1]
+        assert held == [saver.store.layout.checkpoint_path("t", "", cid)]
+        tup = RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=cid))
+        assert tup is not None
+        assert tup.checkpoint["channel_values"] == {"messages": [message], "gate": "gate-b"}

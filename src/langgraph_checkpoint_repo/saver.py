@@ -99,6 +99,9 @@ _WRITES_KEY = re.compile(r"[0-9A-Za-z_.-]{1,100}")
 
 # the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
 _CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
+# how many times a file is decided again when a put beside it, whose objects it referred to,
+# failed (each time it holds them itself); then that failure is its own
+DECIDE_AGAIN = 3
 
 
 _S = TypeVar("_S", bound="RepoSaver")
@@ -428,11 +431,37 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         checkpoint, new_versions = _versions_for_file(checkpoint, new_versions)
-        writer = self._value_writer()
-        host = writer.for_file(thread_id)
         if parent_id:
             self._writes_settle(thread_id, ns, parent_id)  # before the lock: they take it too
         with self._busy((thread_id, ns, str(cid))), self.store.thread_lock(thread_id):
+            for attempt in range(DECIDE_AGAIN + 1):
+                again = attempt < DECIDE_AGAIN
+                if self._put_file(thread_id, ns, config, checkpoint, metadata, new_versions, again=again):
+                    break
+        return _config(thread_id, ns, cid)
+
+    def _put_file(
+        self,
+        thread_id: str,
+        ns: str,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        again: bool,
+    ) -> bool:
+        """Decide the checkpoint file (alone among this process's writers of the thread,
+        ``Pending.deciding``: a message a put beside it decided to hold is referred to there),
+        then write it once what it refers to is durable. False, nothing written, when a put
+        it referred to failed (``again``): the caller decides it again, holding that put's
+        objects itself; never a reference into a file that is not there."""
+        parent_id = config["configurable"].get("checkpoint_id")
+        cid = checkpoint["id"]
+        writer = self._value_writer()
+        tdir = self.store.layout.thread_dir(thread_id)
+        with self.store.pending.deciding(tdir, thread_id) as ticket:
+            host = writer.for_file(thread_id, ticket)
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
             taken, taken_files = self._take_parent_writes(thread_id, ns, cid, parent_id, writer, stored.large)
             target = f"thread {thread_id!r} checkpoint {cid}"
@@ -464,19 +493,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
             cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id))
             cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
-            tdir = self.store.layout.thread_dir(thread_id)
             done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
-            try:
-                self.store.await_pending(thread_id, host.waits)
-                self.store.write([stored.large, [prepared]])
-                self.store.remember(cpath, cdoc, prepared[1])
-                self.store.note_objects(thread_id, ns, cid, list(host.objects))
-            finally:
-                self.store.pending.withdraw(tdir, done)
-            writer.remember(thread_id, ns, cid, stored)
-            if taken_files:  # durable in the checkpoint now: the files go (format 4)
-                self.store.discard_files(taken_files)
-        return _config(thread_id, ns, cid)
+        try:
+            if not self.store.await_pending(thread_id, host.waits, again=again):
+                return False
+            self.store.write([stored.large, [prepared]])
+            self.store.remember(cpath, cdoc, prepared[1])
+            self.store.note_objects(thread_id, ns, cid, list(host.objects))
+        finally:
+            self.store.pending.withdraw(tdir, done)
+        writer.remember(thread_id, ns, cid, stored)
+        if taken_files:  # durable in the checkpoint now: the files go (format 4)
+            self.store.discard_files(taken_files)
+        return True
 
     def _take_parent_writes(
         self,
@@ -599,9 +628,28 @@ class RepoSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str,
     ) -> None:
-        writer = self._value_writer()
-        host = writer.for_file(thread_id)
         with self.store.thread_lock(thread_id):
+            for attempt in range(DECIDE_AGAIN + 1):
+                again = attempt < DECIDE_AGAIN
+                if self._writes_file(thread_id, ns, cid, writes, task_id, task_path, again=again):
+                    return
+
+    def _writes_file(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        *,
+        again: bool,
+    ) -> bool:
+        """Decide and write one writes file, as ``_put_file`` a checkpoint (its own objects
+        are never referred to from elsewhere: the child checkpoint stores them again)."""
+        writer = self._value_writer()
+        with self.store.pending.deciding(self.store.layout.thread_dir(thread_id), thread_id) as ticket:
+            host = writer.for_file(thread_id, ticket)
             existing = {
                 (w.task_id, w.idx) for w in merged_writes(self.store, thread_id, ns, cid) if w.idx >= 0
             }
@@ -619,7 +667,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 node = writer.stored_node(thread_id, encoded, large, (target, pointer))
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
-                return
+                return True
             doc = {
                 "schema_version": SCHEMA_VERSION,
                 "kind": "writes",
@@ -635,9 +683,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
             layout = self.store.layout
             path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
             prepared = self.store.prepare("writes", doc, path)
-            self.store.await_pending(thread_id, host.waits)
-            self.store.write([large, [prepared]])
-            self.store.remember(path, doc, prepared[1])
+        if not self.store.await_pending(thread_id, host.waits, again=again):
+            return False
+        self.store.write([large, [prepared]])
+        self.store.remember(path, doc, prepared[1])
+        return True
 
     # ------------------------------------------------------------------
     # maintenance (maintenance.py): each removal is a plan, carried out

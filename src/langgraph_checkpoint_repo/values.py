@@ -101,9 +101,11 @@ class ValueWriter:
     # the whole document of the parent of the checkpoint being written (None: none, or unread)
     parent: dict[str, Any] | None = None
 
-    def for_file(self, thread_id: str) -> Host:
-        """A new file of ``thread_id`` is written: it holds the objects it introduces."""
-        host = Host(convert=self.message_input, ticket=self.store.pending.ticket())
+    def for_file(self, thread_id: str, ticket: int) -> Host:
+        """A new file of ``thread_id`` is written: it holds the objects it introduces. Its
+        ``ticket`` (``Pending.deciding``) says which files being written beside it it may
+        refer to: those decided before it."""
+        host = Host(convert=self.message_input, ticket=ticket)
         host.locate = partial(self.store.locate_object, thread_id, ticket=host.ticket, waits=host.waits)
         self.host = host
         return host

@@ -22,7 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,7 +34,7 @@ from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, se
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks, digest_node
 from .entries import ValueEntry
-from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
+from .errors import FileFormatError, LockTimeoutError, MissingReferenceError, RepoCheckpointError
 from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
 from .jsonread import load_json
 from .layout import (
@@ -80,18 +80,52 @@ class Pending:
     """The objects of checkpoints this process is writing, once decided, until they are
     durable. LangGraph saves a thread's checkpoints, writes and subgraph checkpoints at once
     (``durability="async"``): a file that needs a message a concurrent put is about to hold
-    refers to it there and waits for it, instead of holding the text a second time. Only a
-    put that began later (a higher ticket) waits for an earlier one, so no two wait for each
-    other."""
+    refers to it there and waits for it, instead of holding the text a second time.
 
-    def __init__(self) -> None:
+    The files of one thread are decided one at a time (``deciding``: from the first lookup
+    of an object to the ``offer`` of those it will hold), each under a ticket drawn then: a
+    lookup sees every object a file decided before it will hold, so two puts at once never
+    both store one message, and only a later ticket waits for an earlier one, so no two
+    wait for each other. Writing, the slow part, is not serialised."""
+
+    def __init__(self, timeout: float = 60.0) -> None:
+        self.timeout = timeout
         self._lock = threading.Lock()
         self._tickets = itertools.count(1)
         self._objects: dict[Path, dict[str, tuple[int, str, str, threading.Event]]] = {}
+        # per thread folder: the lock files are decided under, and how many hold or wait for it
+        self._deciding: dict[Path, tuple[threading.Lock, int]] = {}
 
-    def ticket(self) -> int:
-        """The order a file was begun in."""
-        return next(self._tickets)
+    @contextmanager
+    def deciding(self, tdir: Path, thread_id: str) -> Iterator[int]:
+        """Decide a file of the thread in ``tdir``, alone among this process's writers of it:
+        its objects looked up, then offered (``offer``) before the next one looks. Yields the
+        file's ticket. Nothing here waits for another write (that comes after, outside)."""
+        with self._lock:
+            lock, users = self._deciding.get(tdir, (threading.Lock(), 0))
+            self._deciding[tdir] = (lock, users + 1)
+        try:
+            if not lock.acquire(timeout=self.timeout):
+                raise LockTimeoutError(
+                    f"could not decide a file of thread {thread_id!r} within {self.timeout}s: "
+                    "another write of this process has been deciding one all that time"
+                )
+            try:
+                yield next(self._tickets)
+            finally:
+                lock.release()
+        finally:
+            with self._lock:
+                lock, users = self._deciding[tdir]
+                if users == 1:
+                    del self._deciding[tdir]
+                else:
+                    self._deciding[tdir] = (lock, users - 1)
+
+    def writers(self, tdir: Path) -> int:
+        """How many files of the thread in ``tdir`` are being decided or wait to be."""
+        with self._lock:
+            return self._deciding.get(tdir, (None, 0))[1]
 
     def offer(self, tdir: Path, names: list[str], ns: str, cid: str, ticket: int) -> threading.Event:
         """A checkpoint about to be written will hold ``names``; the event is set once it is done."""
@@ -104,7 +138,8 @@ class Pending:
 
     def find(self, tdir: Path, name: str, ticket: int) -> tuple[str, str, threading.Event] | None:
         """(namespace, checkpoint, its event) of an earlier put that will hold ``name``."""
-        got = self._objects.get(tdir, {}).get(name)
+        with self._lock:
+            got = self._objects.get(tdir, {}).get(name)
         if got is None or got[0] >= ticket:
             return None
         return got[1], got[2], got[3]
@@ -161,7 +196,7 @@ class Documents:
         self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
         # checkpoint path -> (its parse, its parent's whole document, its whole document)
         self._full = LRU(CACHE_ENTRIES)
-        self.pending = Pending()  # objects of checkpoints this process is writing
+        self.pending = Pending(lock_timeout)  # objects of checkpoints this process is writing
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
         """The lock of one thread: shared by writers, ``exclusive`` for maintenance.
@@ -229,8 +264,13 @@ class Documents:
         it is in neither (the file being written takes it). Never a writes file: those go
         once a child checkpoint has taken them. A checkpoint of this process that holds it
         and is being written (``Pending``, an earlier ``ticket`` than the caller's) counts:
-        the caller waits for it (``waits``) before it writes its own file."""
+        the caller waits for it (``waits``) before it writes its own file.
+
+        ``Pending`` is asked first: a put moves its objects from there to the places this
+        process knows (``note_objects``) only once written, so one missing from ``Pending``
+        here is found below; asked last, a put finishing in between would be in neither."""
         tdir = self.layout.thread_dir(thread_id)
+        found = self.pending.find(tdir, name, ticket) if waits is not None else None
         located = self.values.located.get(tdir, {})
         loc = located.get(name)
         if loc is not None:
@@ -241,26 +281,29 @@ class Documents:
         for held in (name, digest):
             if self.intact(self.layout.object_path(thread_id, held), "object"):
                 return {REF: held}
-        if waits is not None:
-            found = self.pending.find(tdir, name, ticket)
-            if found is not None:
-                ns, cid, done = found
-                waits[done] = (ns, cid)
-                return {REF: name, **location_ref(ns, cid)}
+        if found is not None and waits is not None:
+            ns, cid, done = found
+            waits[done] = (ns, cid)
+            return {REF: name, **location_ref(ns, cid)}
         return None
 
-    def await_pending(self, thread_id: str, waits: dict[Any, Any]) -> None:
+    def await_pending(self, thread_id: str, waits: dict[Any, Any], *, again: bool = False) -> bool:
         """Wait until the checkpoints a file about to be written refers to for objects are
-        durable (``locate_object``): a referent before its referrer. One that was not written
-        (its put failed) fails this write too, naming it, before anything is written."""
+        durable (``locate_object``): a referent before its referrer. False when one was not
+        written (its put failed, its objects withdrawn): the file is to be decided again
+        (``again``), holding those objects itself; else that fails this write too, naming
+        it. Either way before anything is written."""
         for done, (ns, cid) in waits.items():
             done.wait(self.locks.timeout)
             path = self.layout.checkpoint_path(thread_id, ns, cid)
             if not self.writer.durable_exists(path):
+                if again and done.is_set():
+                    return False
                 raise RepoCheckpointError(
                     f"refusing to write a file of thread {thread_id!r} that refers to objects of "
                     f"checkpoint {cid}: that checkpoint's write, under way beside it, did not complete"
                 )
+        return True
 
     def _holds(self, path: Path, name: str) -> bool:
         """Whether the checkpoint at ``path`` holds the object ``name``, whole."""
