@@ -7,8 +7,9 @@ stores each such subtree once, in ``objects/<sha256>.json`` of the thread, and e
 that holds it keeps a reference instead (git's object store: named by content, never
 rewritten, so two branches that store the same message write the same file).
 
-The rule is a pure function of the value, so the same value gives the same files wherever
-and whenever it is written:
+The rule is a function of the tree as the writer stores it: a message is named by its
+content alone (the same conversation, the same names anywhere); in format 4 a tree that holds
+references to objects elsewhere carries their ``$in``/``$ns``, so its name depends on them:
 
 * a tagged object (a ``$type`` tree: a message, a ``Send``, a dataclass ...) whose compact
   JSON, once its own parts are shared, is at least ``SHARE_BYTES`` becomes
