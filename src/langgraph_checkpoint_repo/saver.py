@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -122,6 +122,17 @@ class Head:
     @property
     def checkpoint_id(self) -> str:
         return str(self.checkpoint_tuple.checkpoint["id"])
+
+
+class _WritesCall(NamedTuple):
+    """One ``put_writes`` call, as the retries of its file see it."""
+
+    thread_id: str
+    ns: str
+    cid: str
+    writes: Sequence[tuple[str, Any]]
+    task_id: str
+    task_path: str
 
 
 class RepoSaver(BaseCheckpointSaver[str]):
@@ -602,7 +613,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
             # once it is durable, the writes refer to the messages it holds instead of holding
             # them again (and their child takes them from here)
             self._writes_settle(thread_id, ns, str(cid), puts=True)
-            self._put_writes(thread_id, ns, str(cid), writes, task_id, task_path)
+            call = _WritesCall(
+                thread_id=thread_id, ns=ns, cid=str(cid), writes=writes, task_id=task_id, task_path=task_path
+            )
+            with self.store.thread_lock(thread_id):
+                for attempt in range(DECIDE_AGAIN + 1):
+                    if self._writes_file(call, again=attempt < DECIDE_AGAIN):
+                        return
 
     @contextmanager
     def _busy(self, key: tuple[str, str, str], *, writes: bool = False) -> Iterator[None]:
@@ -619,34 +636,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     del counter[key]
                 self._writes_done.notify_all()
 
-    def _put_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-    ) -> None:
-        with self.store.thread_lock(thread_id):
-            for attempt in range(DECIDE_AGAIN + 1):
-                again = attempt < DECIDE_AGAIN
-                if self._writes_file(thread_id, ns, cid, writes, task_id, task_path, again=again):
-                    return
-
-    def _writes_file(
-        self,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-        *,
-        again: bool,
-    ) -> bool:
+    def _writes_file(self, call: _WritesCall, *, again: bool) -> bool:
         """Decide and write one writes file, as ``_put_file`` a checkpoint (its own objects
-        are never referred to from elsewhere: the child checkpoint stores them again)."""
+        are never referred to from elsewhere: the child checkpoint stores them again); False
+        when a write it referred to failed and it must decide again."""
+        thread_id, ns, cid, writes, task_id, task_path = call
         writer = self._value_writer()
         with self.store.pending.deciding(self.store.layout.thread_dir(thread_id), thread_id) as ticket:
             host = writer.for_file(thread_id, ticket)
