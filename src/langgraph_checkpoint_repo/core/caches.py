@@ -36,6 +36,10 @@ change them meanwhile:
 
 Listings and filter metadata are also kept on disk for the next process, under the same
 rule (index.py); losing or damaging that derived index costs a re-read, nothing else.
+
+The checks (validate, fsck) set the rule aside on purpose, for the span of one thread's
+check only: they read the root as one snapshot, each file once (snapshot.py), and drop all
+of it when that check ends. No writer and no later read relies on what a snapshot read.
 """
 
 from __future__ import annotations
@@ -221,6 +225,11 @@ class DocCache:
 
     def drop_under(self, folder: Path) -> None:
         self._lru.drop_where(lambda p: p.is_relative_to(folder))
+
+    def clear(self) -> None:
+        """Forget every document (a run of the checks is done with a thread: snapshot.py)."""
+        with self._lru.lock:
+            self._lru.clear()
 
 
 @dataclass

@@ -19,6 +19,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -60,6 +61,7 @@ from .objects import EDITED, REF, large_ref, location_of, names_object, ref_node
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
+from .snapshot import SnapshotDocuments
 from .tree import MARKS, named_types, plain_value, type_pointer
 from .typenames import never_constructed
 from .validation import pointer_part
@@ -113,7 +115,8 @@ class Validator:
         self.root = root
         self.secrets = secrets
         self.revival = revival
-        self.store = Documents(root)
+        self._snapshot = SnapshotDocuments(root)
+        self.store: Documents = self._snapshot  # memoized inside ``snapshot()`` only
         self.layout = self.store.layout
         self.problems: list[Problem] = []
         self.orphan_writes: list[Problem] = []  # also in problems; fsck may remove these files
@@ -122,6 +125,13 @@ class Validator:
         self.checkpoints = 0
         self.items = 0  # store items (RepoStore)
         self.entry_memo: dict[tuple[Path, str, Any, str], bool | Exception] = {}
+        # inside ``snapshot()``, what was found once that many files refer to, by thread folder
+        # name: the checkpoint a reference names with $in and the objects it holds (None: no
+        # file; False: it does not read, reported where that file is checked) or why it cannot
+        # be named; whether objects/<digest>.json is a file
+        self._held: dict[tuple[str, tuple[str, str]], tuple[Path, dict[str, Any] | bool | None] | str] = {}
+        self._in_objects: dict[tuple[str, str], bool] = {}
+        self._threads_prefix = str(self.layout.threads_dir) + os.sep
         self._progress = progress
 
     def seen(self, n: int = 1) -> None:
@@ -139,10 +149,11 @@ class Validator:
             doc = self.store.read_doc(path, kind)
             if self.secrets:
                 self._secrets(path, doc)
-            self._named_types(path, doc)
+            trees = list(_stored_trees(doc))
+            self._named_types(path, trees)
             if self.revival is not None:
-                self._revivable(path, doc, self.revival)
-            self._object_refs(path, doc)
+                self._revivable(path, trees, self.revival)
+            self._object_refs(path, doc, trees)
             return doc
         except FileFormatError as exc:
             self.bad_files.add(exc.path)
@@ -152,28 +163,29 @@ class Validator:
             self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
         return None
 
-    def _named_types(self, path: Path, doc: dict[str, Any]) -> None:
+    def _named_types(self, path: Path, trees: list[tuple[str, Any]]) -> None:
         """Every type a stored tree names that no reader constructs, whatever it allows: a name
         from Python itself outside LangGraph's safe types (``os.system``), a method outside
         LangGraph's safe methods, an unknown msgpack extension. A graph's own types are not
-        judged here (validate has no graph). Nothing is imported."""
-        for pointer, tree in _stored_trees(doc):
+        judged here (validate has no graph). Nothing is imported. ``trees``: the document's
+        (``_stored_trees``)."""
+        for pointer, tree in trees:
             for key in dict.fromkeys(named_types(tree)):
                 problem = never_constructed(key)
                 if problem is not None:
                     at = type_pointer(tree, key) if len(key) >= 2 and key[0] not in MARKS else None
                     self.problem(path, pointer + (at or ""), problem)
 
-    def _revivable(self, path: Path, doc: dict[str, Any], revival: Revival) -> None:
+    def _revivable(self, path: Path, trees: list[tuple[str, Any]], revival: Revival) -> None:
         """Every stored tree whose LangGraph types (messages, datetimes, ``Send`` ...) reject
         their data, as the saver would find on reading it: one problem at the JSON pointer of
         the value. The graph's own types are not imported here (validate has no graph)."""
-        for pointer, tree in _stored_trees(doc):
+        for pointer, tree in trees:
             found = revival(without_refs(tree))
             if found is not None:
                 self.problem(path, pointer + found[0], found[1])
 
-    def _object_refs(self, path: Path, doc: dict[str, Any]) -> None:
+    def _object_refs(self, path: Path, doc: dict[str, Any], trees: list[tuple[str, Any]]) -> None:
         """Every object a stored tree refers to is where the reference says: the objects the
         file holds (format 4), those of the checkpoint ``$in`` names (or, when prune removed
         it, ``objects/``), else ``objects/``; each object's content is checked once, where it
@@ -184,38 +196,67 @@ class Validator:
             if not names_object(digest, tree):
                 self.bad_files.add(str(path))
                 self.problem(path, f"/objects/{digest}", EDITED)
-        tdir: Path | None = None  # found once a tree refers to an object
-        for pointer, tree in _stored_trees(doc):
-            nodes = list(ref_nodes(tree))
-            if nodes and tdir is None:
-                try:
-                    tdir = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
-                except ValueError:
-                    return
-            for node in nodes:
-                assert tdir is not None
+        tname: str | None = None  # the thread folder's name, found once a tree refers to an object
+        for pointer, tree in trees:
+            for node in ref_nodes(tree):
+                if tname is None:
+                    spath = str(path)
+                    if not spath.startswith(self._threads_prefix):
+                        return
+                    tname = spath[len(self._threads_prefix) :].split(os.sep, 1)[0]
                 digest = node[REF]
                 loc = location_of(node)
                 if loc is None and digest in held:
                     continue
                 if loc is not None:
-                    try:
-                        target = self.layout.checkpoint_in(tdir, *loc)
-                    except FileFormatError as exc:
-                        self.problem(path, pointer, problem_text(exc))
+                    found = self._holder(tname, loc)
+                    if isinstance(found, str):
+                        self.problem(path, pointer, found)
                         continue
-                    if target.is_file():
-                        try:
-                            there = self.store.read_doc(target, "checkpoint").get("objects") or {}
-                        except (FileFormatError, OSError):
-                            continue  # reported where that file is checked
+                    target, there = found
+                    if there is False:
+                        continue  # reported where that file is checked
+                    if isinstance(there, dict):
                         if digest not in there:
                             why = f"refers to object {digest} in {target}, which does not hold it"
                             self.problem(path, pointer, why)
                         continue
-                if not (tdir / OBJECTS / f"{digest}.json").is_file():
+                if not self._object_file_there(tname, digest):
+                    tdir = self.layout.threads_dir / tname
                     missing = f"refers to object {digest}, which is missing from {tdir / OBJECTS}"
                     self.problem(path, pointer, missing)
+
+    def _holder(self, tname: str, loc: tuple[str, str]) -> tuple[Path, dict[str, Any] | bool | None] | str:
+        """The checkpoint file a reference's ``$in`` (``loc``) names in thread folder ``tname``
+        and the objects it holds (None: no such file; False: it does not read, reported where
+        it is checked), or why it cannot be named. Once a snapshot: many references name one."""
+        got = self._held.get((tname, loc))
+        if got is not None:
+            return got
+        try:
+            target = self.layout.checkpoint_in(self.layout.threads_dir / tname, *loc)
+        except FileFormatError as exc:
+            got = problem_text(exc)
+        else:
+            there: dict[str, Any] | bool | None = None
+            if target.is_file():
+                try:
+                    there = self.store.read_doc(target, "checkpoint").get("objects") or {}
+                except (FileFormatError, OSError):
+                    there = False
+            got = (target, there)
+        if self._snapshot.in_snapshot:
+            self._held[tname, loc] = got
+        return got
+
+    def _object_file_there(self, tname: str, digest: str) -> bool:
+        """Whether ``objects/<digest>.json`` of thread folder ``tname`` is a file (once a snapshot)."""
+        got = self._in_objects.get((tname, digest))
+        if got is None:
+            got = (self.layout.threads_dir / tname / OBJECTS / f"{digest}.json").is_file()
+            if self._snapshot.in_snapshot:
+                self._in_objects[tname, digest] = got
+        return got
 
     def _secrets(self, path: Path, doc: dict[str, Any]) -> None:
         for pointer, kind, masked in find_secrets(doc):
@@ -331,10 +372,24 @@ class Validator:
                     self.problem(nsroot / seg, "/", "stray entry in ns/ (expected one folder per namespace)")
                     continue
                 namespaces.append((nsroot / seg, self._decoded(nsroot / seg, "namespace")))
-        self.large(folder)
-        self.objects(folder)
-        for ns_dir, expected_ns in namespaces:
-            self.namespace(folder, ns_dir, expected_tid, expected_ns)
+        with self.snapshot():  # one per thread: nothing refers across threads
+            self.large(folder)
+            self.objects(folder)
+            for ns_dir, expected_ns in namespaces:
+                self.namespace(folder, ns_dir, expected_tid, expected_ns)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read the root as one snapshot (snapshot.py): each file read and checked once, what
+        is made of it kept, until the outermost scope ends; then all that is dropped."""
+        try:
+            with self._snapshot.snapshot():
+                yield
+        finally:
+            if not self._snapshot.in_snapshot:
+                self.entry_memo.clear()
+                self._held.clear()
+                self._in_objects.clear()
 
     def _decoded(self, folder: Path, what: str) -> str | None:
         """The id a folder name stands for; None when it is a hash (read from the files)."""
@@ -366,7 +421,8 @@ class Validator:
             if not is_temp_name(name) and name not in (CHECKPOINTS, WRITES, VALUES):
                 self.problem(ns_dir / name, "/", "stray entry in a namespace folder (not part of the layout)")
         docs: dict[str, tuple[Path, dict[str, Any]]] = {}
-        for path in self._json_files(ns_dir / CHECKPOINTS):
+        files = list(self._json_files(ns_dir / CHECKPOINTS))  # one listing: the run's snapshot
+        for path in files:
             doc = self.read(path, "checkpoint")
             if doc is None:
                 continue
@@ -376,7 +432,7 @@ class Validator:
             whole = self.whole(path)
             if whole is not None:
                 docs[doc["checkpoint_id"]] = (path, whole)
-        present = {p.name[:-5] for p in self._json_files(ns_dir / CHECKPOINTS, count=False)}
+        present = {p.name[:-5] for p in files}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
         parent_cycles(self, docs)
@@ -409,7 +465,7 @@ class Validator:
             return False
         return self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id")
 
-    def _json_files(self, folder: Path, count: bool = True) -> Iterator[Path]:
+    def _json_files(self, folder: Path) -> Iterator[Path]:
         try:
             names = sorted(os.listdir(folder))
         except FileNotFoundError:
@@ -418,9 +474,8 @@ class Validator:
             if is_temp_name(name):
                 continue
             if not name.endswith(".json"):
-                if count:
-                    self.seen()
-                    self.problem(folder / name, "/", "stray file (every file of the layout is .json)")
+                self.seen()
+                self.problem(folder / name, "/", "stray file (every file of the layout is .json)")
                 continue
             yield folder / name
 

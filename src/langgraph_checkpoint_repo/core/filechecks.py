@@ -102,6 +102,11 @@ def check_store(v: Validator, paths: list[Path]) -> None:
 
 def check_files(v: Validator, files: list[Path]) -> None:
     """Check each file alone (``Validator.problem`` collects what is wrong)."""
+    with v.snapshot():  # the files named, and what they refer to, read once
+        _check_files(v, files)
+
+
+def _check_files(v: Validator, files: list[Path]) -> None:
     real_threads, threads_dir = v.layout.threads_dir.resolve(), v.layout.threads_dir
     for given in files:
         parts = given.relative_to(real_threads).parts

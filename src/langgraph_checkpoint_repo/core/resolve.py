@@ -54,6 +54,11 @@ class ValueResolver:
         self.located: dict[Path, dict[str, tuple[str, str]]] = {}
         # (channel, link) -> the base an append without ``base`` extends (Documents sets it)
         self.implied_base: Callable[[str, Link], tuple[Any, str]] | None = None
+        # a run of the checks reads the root as one snapshot (snapshot.py): a kept value is
+        # reused without checking the files it was built from again
+        self.trust_kept = False
+        self._threads_head = str(layout.threads_dir) + os.sep
+        self._tdirs: dict[str, Path] = {}  # thread folder name -> its folder (_thread_dir)
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -97,9 +102,16 @@ class ValueResolver:
         for tdir in [t for t in list(self.located) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self.located.pop(tdir, None)
 
+    def clear(self) -> None:
+        """Forget every value and object kept (a run of the checks is done with a thread)."""
+        with self._values.lock:
+            self._values.clear()
+        self._objects.clear()
+        self.located.clear()
+
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: tuple[Dep, ...]) -> None:
         entry.deps = (*own, *entry.deps)
-        if entry.checkable:
+        if self.trust_kept or entry.checkable:  # a run of the checks keeps it for the run
             self._values.put((link.path, channel), entry)
 
     def _link(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Link:
@@ -107,6 +119,8 @@ class ValueResolver:
         while True:
             path, st, ref = self._value_file(ns_dir, channel, version, ref)
             hit: ValueEntry | None = self._values.get((path, channel))
+            if hit is not None and self.trust_kept:
+                return Link(version, ref, path, known=hit)
             if hit is not None:
                 deps = refresh(hit.deps, st)
                 if deps is not None:
@@ -297,4 +311,14 @@ class ValueResolver:
         return tree
 
     def _thread_dir(self, path: Path) -> Path:
-        return self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
+        """The thread folder ``path`` lies in; by its name, without a Path made per call
+        (every value read asks)."""
+        head = self._threads_head
+        spath = str(path)
+        name = spath[len(head) :].partition(os.sep)[0] if spath.startswith(head) else ""
+        got = self._tdirs.get(name) if name else None
+        if got is None:
+            got = self.layout.threads_dir / path.relative_to(self.layout.threads_dir).parts[0]
+            if len(self._tdirs) < CACHE_ENTRIES:
+                self._tdirs[got.name] = got
+        return got

@@ -1,0 +1,120 @@
+"""A check of the files reads the root as one snapshot (``SnapshotDocuments``).
+
+The saver's reads follow the cache rule of caches.py: whatever is kept is checked again
+against the stat of every file it came from, on every use, so a reader sees every edit. A
+check of the files (validate, fsck) reads each file to judge it and may rely on what it read
+for the rest of that check instead. Inside ``snapshot()``:
+
+* each file is lstat'ed, read, parsed and checked against its schema once (a file that does
+  not read is read again each time, so every use reports it as the saver would);
+* each folder's place (in the root, no symlink on the way) is checked once;
+* a checkpoint's whole document (a delta on its parent's, bookkeeping.py) is made once, from
+  its parent's whole when that is known: a line of deltas costs one ``materialize`` each;
+* a resolved value is reused without checking the files it was built from again
+  (``ValueResolver.trust_kept``), so an append chain is built once, link by link.
+
+A file changed meanwhile may be judged as it was or as it is; every file is still judged.
+When the outermost ``snapshot()`` ends, everything kept is dropped (memory, and the garbage
+collector's work, stay at what one scope read: the checks open one per thread, since nothing
+refers across threads) and reads follow the cache rule again, so nothing read in a snapshot
+outlives it (a later lineage or listing index is never derived from it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize
+from .documents import Documents
+from .layout import encode_segment
+
+
+class SnapshotDocuments(Documents):
+    """``Documents`` for the checks: reads only, memoized inside ``snapshot()`` (see above)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self._depth = 0  # open snapshot() scopes
+        self._read: dict[tuple[str, str], dict[str, Any]] = {}  # (file, kind) -> its document
+        self._inside: dict[str, bool] = {}  # folder -> in the root with no symlink on the way
+        # checkpoint file -> (its whole document, its deltas back to a whole one; None when
+        # not counted: a checkpoint on it is made by the full walk, which counts them)
+        self._wholes: dict[str, tuple[dict[str, Any], int | None]] = {}
+
+    @property
+    def in_snapshot(self) -> bool:
+        return self._depth > 0
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read the root as one snapshot until the outermost scope ends, then forget it all.
+        Nothing read before it began is relied on either."""
+        if not self._depth:
+            self._forget()
+        self._depth += 1
+        self.values.trust_kept = True
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth:
+                self.values.trust_kept = False
+                self._forget()
+
+    def _forget(self) -> None:
+        for memo in (self._read, self._wholes, self._inside):
+            memo.clear()
+        self.docs.clear()
+        self.values.clear()
+        for lru in (self._full, self._intact):
+            with lru.lock:
+                lru.clear()
+
+    def read_doc(
+        self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None
+    ) -> dict[str, Any]:
+        if not self._depth:
+            return super().read_doc(path, kind, inside)
+        key = (str(path), kind)
+        got = self._read.get(key)
+        if got is None:
+            got = super().read_doc(path, kind, inside or self._contains)
+            self._read[key] = got
+        return got
+
+    def _contains(self, folder: Path) -> bool:
+        key = str(folder)
+        got = self._inside.get(key)
+        if got is None:
+            got = self._inside[key] = self.layout.contains(folder)
+        return got
+
+    def checkpoint_doc(self, path: Path) -> dict[str, Any]:
+        """As ``Documents.checkpoint_doc``; in a snapshot a delta whose parent's whole is known
+        is that plus its changes, and anything else (a parent not made yet, a base file, a
+        line too long or broken) is walked in full, which raises what any reader would."""
+        if not self._depth:
+            return super().checkpoint_doc(path)
+        key = str(path)
+        got = self._wholes.get(key)
+        if got is not None:
+            return got[0]
+        raw = self.read_doc(path, "checkpoint")
+        if not depth(raw):
+            self._wholes[key] = (raw, 0)
+            return raw
+        parent = raw["parent_checkpoint_id"]
+        below = None
+        if parent:
+            pkey = os.path.join(os.path.dirname(key), encode_segment(parent) + ".json")
+            below = self._wholes.get(pkey) if pkey != key else None
+        if below is not None and below[1] is not None and below[1] < MAX_DELTA_CHAIN:
+            whole, deltas = materialize(raw, below[0]), below[1] + 1
+        else:
+            whole, deltas = super().checkpoint_doc(path), None
+        self._wholes[key] = (whole, deltas)
+        return whole

@@ -1,0 +1,96 @@
+"""Whole-root ``validate`` reads the root as one snapshot (core/snapshot.py): each file is
+stat'ed, read and parsed a few times at most, however long the history (issue 25: a
+5,000-checkpoint root took 67 lstat calls per checkpoint, one per file of every append chain
+and delta line on each use). What a snapshot read never outlives it, and a file that goes
+during the run is reported, not skipped."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs import chat_root
+from helpers import checkpoint_files, rewrite
+from langgraph_checkpoint_repo.core import documents
+from langgraph_checkpoint_repo.core.checks import Validator
+from langgraph_checkpoint_repo.core.errors import FileFormatError
+
+
+def files_of(root: Path) -> list[str]:
+    return sorted(str(Path(here, name)) for here, _, names in os.walk(root / "threads") for name in names)
+
+
+def counted_run(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], Counter[str], Counter[str]]:
+    """A whole-root validate, with how often each file was lstat'ed and parsed."""
+    stats: Counter[str] = Counter()
+    parses: Counter[str] = Counter()
+    real_lstat, real_load = os.lstat, documents.load_json
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        stats[str(path)] += 1
+        return real_lstat(path, *args, **kwargs)
+
+    def load_json(path: Path, *args: Any) -> Any:
+        parses[str(path)] += 1
+        return real_load(path, *args)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "lstat", lstat)
+        m.setattr(documents, "load_json", load_json)
+        problems = Validator(root).run()
+    return problems, stats, parses
+
+
+def test_each_file_is_parsed_once_and_stated_a_few_times_however_long_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    most: dict[int, int] = {}
+    for turns in (4, 16):  # 12 and 48 checkpoints on one append chain and delta lines
+        root = tmp_path / f"turns{turns}"
+        chat_root(root, "chat", turns)
+        problems, stats, parses = counted_run(root, monkeypatch)
+        assert problems == []
+        files = files_of(root)
+        assert sorted(parses) == files and set(parses.values()) == {1}, parses
+        most[turns] = max(stats[f] for f in files)
+        assert sum(stats[f] for f in files) <= 5 * len(files), stats
+    # a file is stat'ed for the values it holds, never once per later checkpoint built on it
+    assert most[16] == most[4], most
+
+
+def test_a_second_run_of_one_validator_sees_a_file_edited_after_the_first(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    chat_root(root, "chat", 3)
+    validator = Validator(root)
+    assert validator.run() == []
+    edited = checkpoint_files(root, "chat")[2]
+    rewrite(edited, lambda doc: doc.update(kind="writes"))
+    problems = validator.run()
+    assert (str(edited), "/kind") in {(p.path, p.pointer) for p in problems}, problems
+    # and outside a run the store reads the file as it is now, like any reader
+    with pytest.raises(FileFormatError, match="expected kind 'checkpoint'"):
+        validator.store.read_doc(edited, "checkpoint")
+
+
+def test_a_checkpoint_removed_during_the_run_is_reported_and_nothing_breaks(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    chat_root(root, "chat", 4)
+    cps = checkpoint_files(root, "chat")
+    gone_early, gone_late = cps[1], cps[-3]
+
+    def remove_after_the_first_read(n: int) -> None:
+        # the progress hook runs as each file is taken up: the first checkpoint is being read,
+        # the rest of the namespace is listed but not read yet
+        if gone_late.exists():
+            gone_early.unlink()
+            gone_late.unlink()
+
+    validator = Validator(root, remove_after_the_first_read)
+    problems = validator.run()
+    assert not gone_late.exists()
+    # listed, then gone before it was read: reported where it was, never skipped
+    assert any(p.path == str(gone_late) and "cannot read" in p.message for p in problems), problems
