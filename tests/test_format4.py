@@ -695,3 +695,46 @@ def test_a_put_beside_one_whose_write_fails_stores_the_message_itself(tmp_path: 
         tup = RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=cid))
         assert tup is not None
         assert tup.checkpoint["channel_values"] == {"messages": [message], "gate": "gate-b"}
+
+
+def test_a_writes_file_its_child_takes_while_a_reader_resolves_it_still_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader takes a checkpoint's pending writes from its writes file; before it builds
+    their values, the child checkpoint is put, takes the file into ``parent_writes`` and
+    removes it. The record the reader holds still resolves (its objects are the file's, as
+    parsed), where it failed with a MissingReferenceError naming the file now gone."""
+    from langchain_core.messages import AIMessage
+
+    import langgraph_checkpoint_repo.saver as saver_module
+
+    root = tmp_path / "root"
+    writer = RepoSaver(root)
+    first = make_checkpoint(str(uuid6()), {"messages": []}, {"messages": writer.get_next_version(None, None)})
+    parent = writer.put(cfg("t"), first, {"source": "loop", "step": 0, "parents": {}}, first["channel_versions"])
+    text = "a long answer that becomes an object of the writes file " * 4
+    writer.put_writes(parent, [("messages", [AIMessage(content=text, id="ai-1")])], "task-1", "")
+    (wfile,) = (root / "threads" / "t" / "writes").glob("*.json")
+    assert list(load(wfile)["objects"]), "the message is an object held by the writes file"
+
+    reader = RepoSaver(root)
+    real = saver_module.merged_writes
+    raced: list[bool] = []
+
+    def then_the_child_lands(store: Any, thread_id: str, ns: str, cid: str) -> Any:
+        got = real(store, thread_id, ns, cid)
+        if store is reader.store and not raced:
+            raced.append(True)
+            version = writer.get_next_version(first["channel_versions"]["messages"], None)
+            child = make_checkpoint(str(uuid6()), {"messages": []}, {"messages": version})
+            writer.put(parent, child, {"source": "loop", "step": 1, "parents": {}}, {"messages": version})
+            assert not wfile.exists(), "the child took the writes file"
+        return got
+
+    monkeypatch.setattr(saver_module, "merged_writes", then_the_child_lands)
+    tup = reader.get_tuple(parent)
+    assert raced and tup is not None
+    assert [(t, c, [m.content for m in v]) for t, c, v in tup.pending_writes] == [("task-1", "messages", [text])]
+    monkeypatch.undo()
+    again = RepoSaver(root).get_tuple(parent)  # a fresh reader finds them in the child
+    assert again is not None and [w[0] for w in again.pending_writes] == ["task-1"]

@@ -285,7 +285,9 @@ class ValueResolver:
                 try:
                     doc = self._read_doc(hpath, kind)
                 except FileNotFoundError:
-                    doc = None
+                    # a writes file goes once its child checkpoint has taken it; the record being
+                    # resolved came from its last parse, which (files never change) still holds
+                    doc = self._docs.doc(hpath) if kind == "writes" else None
                 tree = (doc.get("objects") or {}).get(digest) if doc is not None else None
                 if tree is not None and doc is not None:
                     return self._checked(hpath, digest, tree, tdir, doc), holder
