@@ -711,7 +711,9 @@ def test_a_writes_file_its_child_takes_while_a_reader_resolves_it_still_reads(
     root = tmp_path / "root"
     writer = RepoSaver(root)
     first = make_checkpoint(str(uuid6()), {"messages": []}, {"messages": writer.get_next_version(None, None)})
-    parent = writer.put(cfg("t"), first, {"source": "loop", "step": 0, "parents": {}}, first["channel_versions"])
+    parent = writer.put(
+        cfg("t"), first, {"source": "loop", "step": 0, "parents": {}}, first["channel_versions"]
+    )
     text = "a long answer that becomes an object of the writes file " * 4
     writer.put_writes(parent, [("messages", [AIMessage(content=text, id="ai-1")])], "task-1", "")
     (wfile,) = (root / "threads" / "t" / "writes").glob("*.json")
@@ -734,7 +736,9 @@ def test_a_writes_file_its_child_takes_while_a_reader_resolves_it_still_reads(
     monkeypatch.setattr(saver_module, "merged_writes", then_the_child_lands)
     tup = reader.get_tuple(parent)
     assert raced and tup is not None
-    assert [(t, c, [m.content for m in v]) for t, c, v in tup.pending_writes] == [("task-1", "messages", [text])]
+    assert [(t, c, [m.content for m in v]) for t, c, v in tup.pending_writes] == [
+        ("task-1", "messages", [text])
+    ]
     monkeypatch.undo()
     again = RepoSaver(root).get_tuple(parent)  # a fresh reader finds them in the child
     assert again is not None and [w[0] for w in again.pending_writes] == ["task-1"]
