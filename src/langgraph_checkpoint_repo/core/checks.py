@@ -423,15 +423,9 @@ class Validator:
         docs: dict[str, tuple[Path, dict[str, Any]]] = {}
         files = list(self._json_files(ns_dir / CHECKPOINTS))  # one listing: the run's snapshot
         for path in files:
-            doc = self.read(path, "checkpoint")
-            if doc is None:
-                continue
-            self.checkpoints += 1
-            if not self.checkpoint_named(path, doc, thread_folder, ns_dir):
-                continue
-            whole = self.whole(path)
+            whole = self.checkpoint_file(path, thread_folder, ns_dir)
             if whole is not None:
-                docs[doc["checkpoint_id"]] = (path, whole)
+                docs[whole["checkpoint_id"]] = (path, whole)
         present = {p.name[:-5] for p in files}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
@@ -439,10 +433,25 @@ class Validator:
         for path in self._json_files(ns_dir / WRITES):
             self.writes(thread_folder, ns_dir, path, present)
         for path in self._json_files(ns_dir / VALUES):
-            if value_file_kind(path) == "base":
-                self.read(path, "base")
-            else:
-                self.value_file(ns_dir, path)
+            self.values_file(ns_dir, path)
+
+    def checkpoint_file(self, path: Path, thread_folder: Path, ns_dir: Path) -> dict[str, Any] | None:
+        """A checkpoint file read, counted and its names checked: its whole, or None where any of
+        that fails (the problem said). Whole-root and per-file validate share it."""
+        doc = self.read(path, "checkpoint")
+        if doc is None:
+            return None
+        self.checkpoints += 1
+        if not self.checkpoint_named(path, doc, thread_folder, ns_dir):
+            return None
+        return self.whole(path)
+
+    def values_file(self, ns_dir: Path, path: Path) -> None:
+        """A file of values/: a ``base`` prune left (its schema is its check) or a value."""
+        if value_file_kind(path) == "base":
+            self.read(path, "base")
+        else:
+            self.value_file(ns_dir, path)
 
     def whole(self, path: Path) -> dict[str, Any] | None:
         """A checkpoint whole (a delta applied to its parent's bookkeeping, format 4), or None
@@ -586,29 +595,6 @@ def problem_text(exc: FileFormatError) -> str:
     text = str(exc)
     prefix = f"{exc.path}: at {exc.pointer}: "
     return text[len(prefix) :] if text.startswith(prefix) else text
-
-
-def thread_folders_for(root: Path, paths: list[Path]) -> tuple[list[Path] | None, list[str]]:
-    """The thread folders that hold ``paths`` (None: the whole root), and paths outside the root."""
-    threads_dir = (root / "threads").resolve()
-    root_res = root.resolve()
-    folders: set[Path] = set()
-    outside: list[str] = []
-    for given in paths:
-        path = Path(os.path.abspath(given))
-        real = path.parent.resolve() / path.name
-        if real in (root_res, threads_dir):
-            return None, outside
-        try:
-            rel = real.relative_to(threads_dir)
-        except ValueError:
-            try:
-                real.relative_to(root_res)
-            except ValueError:
-                outside.append(str(given))
-            continue  # under the root but not a thread file (.gitignore): nothing to check
-        folders.add(threads_dir / rel.parts[0])
-    return sorted(folders), outside
 
 
 # ----------------------------------------------------------------------
@@ -778,7 +764,7 @@ def _temp_findings(root: Path) -> list[Finding]:
         if name in (".gitignore", CACHE, THREADS) or (name == STORE and kind == "dir"):
             continue
         if kind == "file" and is_own_temp_file(name, ".gitignore"):
-            out.append(Finding("temp", str(path), "leftover temp file (an interrupted write)", True))
+            out.append(_temp_file(path))
         else:
             out.append(_foreign(path))
     threads = root / THREADS
@@ -805,7 +791,7 @@ def _store_temp_findings(top: Path) -> list[Finding]:
         for name, kind in _entries(folder):
             path = folder / name
             if kind == "file" and is_own_temp_file(name):
-                out.append(Finding("temp", str(path), "leftover temp file (an interrupted write)", True))
+                out.append(_temp_file(path))
             elif is_temp_name(name):
                 out.append(_foreign(path))
             elif kind == "dir" and _holds_nothing(path):
@@ -840,7 +826,7 @@ def _data_temp_findings(folder: Path) -> list[Finding]:
     out: list[Finding] = []
     for name, kind in _entries(folder):
         if kind == "file" and is_own_temp_file(name):
-            out.append(Finding("temp", str(folder / name), "leftover temp file (an interrupted write)", True))
+            out.append(_temp_file(folder / name))
         elif is_temp_name(name):
             out.append(_foreign(folder / name))
     return out
@@ -867,6 +853,10 @@ def _entries(folder: Path) -> list[tuple[str, str]]:
             kind = "other"
         out.append((e.name, kind))
     return sorted(out)
+
+
+def _temp_file(path: Path) -> Finding:
+    return Finding("temp", str(path), "leftover temp file (an interrupted write)", True)
 
 
 def _foreign(path: Path) -> Finding:

@@ -27,7 +27,6 @@ from .layout import (
     WRITES,
     decode_segment,
     is_temp_name,
-    value_file_kind,
 )
 from .refchecks import checkpoint_refs
 
@@ -143,10 +142,7 @@ def _check_file(v: Validator, thread_folder: Path, ns_dir: Path, folder: str, pa
     elif folder == OBJECTS:
         v.object_file(path)
     elif folder == VALUES:
-        if value_file_kind(path) == "base":
-            v.read(path, "base")
-        else:
-            v.value_file(ns_dir, path)
+        v.values_file(ns_dir, path)
     else:
         present = _checkpoint_stems(ns_dir)
         if folder == WRITES:
@@ -158,13 +154,7 @@ def _check_file(v: Validator, thread_folder: Path, ns_dir: Path, folder: str, pa
 def _checkpoint(v: Validator, thread_folder: Path, ns_dir: Path, path: Path, present: set[str]) -> None:
     """A checkpoint file: the checks of ``Validator.namespace`` for this one document, its
     parent judged against the checkpoint files present (none of them read)."""
-    doc = v.read(path, "checkpoint")
-    if doc is None:
-        return
-    v.checkpoints += 1
-    if not v.checkpoint_named(path, doc, thread_folder, ns_dir):
-        return
-    whole = v.whole(path)
+    whole = v.checkpoint_file(path, thread_folder, ns_dir)
     if whole is not None:
         checkpoint_refs(v, ns_dir, path, whole, {}, present, oldest=_oldest(present))
 
