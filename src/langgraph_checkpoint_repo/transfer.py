@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, CheckpointTuple
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 
 from ._compat import adopt_sqlite_tables, postgres_cursor, sqlite_has_task_path
 from .core.errors import FileFormatError, RepoCheckpointError, UnrevivableValueError
@@ -346,37 +353,35 @@ def staging_id(thread_id: str) -> str:
     return f"{thread_id}.replacing-{uuid.uuid4().hex[:12]}"
 
 
-def _put_plan(
-    target: BaseCheckpointSaver[Any],
-    plan: _Plan,
-    info: WriteInfo,
-    report: CopyReport,
-    progress: Progress | None,
-) -> None:
+_Put = tuple[RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions]  # put's arguments
+_Step = tuple[_Put, builtins.list[WriteCall]]
+
+
+def _steps(plan: _Plan, info: WriteInfo, report: CopyReport, progress: Progress | None) -> Iterator[_Step]:
+    """A plan's checkpoints, parents first: the arguments of each one's ``put`` and its
+    ``put_writes`` calls (the saved config comes first). Counted and reported once the caller
+    has made them: the sync and async drivers below differ only in how they call."""
+    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
+        calls = _write_calls(tup, info)
+        yield (config, tup.checkpoint, tup.metadata, new_versions), calls
+        report.writes += sum(len(writes) for _, writes, _ in calls)
+        if progress is not None:
+            progress(plan.thread_id, done, len(plan.steps))
+
+
+def _put_steps(target: BaseCheckpointSaver[Any], steps: Iterable[_Step]) -> None:
     """Every checkpoint of a plan and its pending writes, put into ``target``, parents first."""
-    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
-        saved = target.put(config, tup.checkpoint, tup.metadata, new_versions)
-        for task_id, writes, path in _write_calls(tup, info):
+    for put, calls in steps:
+        saved = target.put(*put)
+        for task_id, writes, path in calls:
             target.put_writes(saved, writes, task_id, path)
-            report.writes += len(writes)
-        if progress is not None:
-            progress(plan.thread_id, done, len(plan.steps))
 
 
-async def _aput_plan(
-    target: BaseCheckpointSaver[Any],
-    plan: _Plan,
-    info: WriteInfo,
-    report: CopyReport,
-    progress: Progress | None,
-) -> None:
-    for done, (tup, config, new_versions) in enumerate(plan.steps, 1):
-        saved = await target.aput(config, tup.checkpoint, tup.metadata, new_versions)
-        for task_id, writes, path in _write_calls(tup, info):
+async def _aput_steps(target: BaseCheckpointSaver[Any], steps: Iterable[_Step]) -> None:
+    for put, calls in steps:
+        saved = await target.aput(*put)
+        for task_id, writes, path in calls:
             await target.aput_writes(saved, writes, task_id, path)
-            report.writes += len(writes)
-        if progress is not None:
-            progress(plan.thread_id, done, len(plan.steps))
 
 
 def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None:
@@ -396,7 +401,7 @@ def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None
         target.copy_thread(staged, thread_id)
         return
     plan = _plan(staged, target.list({"configurable": {"thread_id": staged}}), into=thread_id)
-    _put_plan(target, plan, write_info_of(target, staged), CopyReport(), None)
+    _put_steps(target, _steps(plan, write_info_of(target, staged), CopyReport(), None))
 
 
 async def _amove(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:
@@ -406,7 +411,7 @@ async def _amove(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) 
         return
     tuples = [t async for t in target.alist({"configurable": {"thread_id": staged}})]
     plan = _plan(staged, tuples, into=thread_id)
-    await _aput_plan(target, plan, await awrite_info_of(target, staged), CopyReport(), None)
+    await _aput_steps(target, _steps(plan, await awrite_info_of(target, staged), CopyReport(), None))
 
 
 def copy_threads(
@@ -442,12 +447,12 @@ def copy_threads(
         if thread_id in report.failed:
             continue
         if into is None:
-            _put_plan(target, plan, info, report, progress)
+            _put_steps(target, _steps(plan, info, report, progress))
         else:
             _check_replaceable(target, thread_id)
             staged = into
             try:
-                _put_plan(target, plan, info, report, progress)
+                _put_steps(target, _steps(plan, info, report, progress))
                 target.delete_thread(thread_id)
             except BaseException:  # the old thread is whole (a RepoSaver removes it at once, or not)
                 target.delete_thread(staged)
@@ -487,12 +492,12 @@ async def acopy_threads(
         if thread_id in report.failed:
             continue
         if into is None:
-            await _aput_plan(target, plan, info, report, progress)
+            await _aput_steps(target, _steps(plan, info, report, progress))
         else:
             _check_replaceable(target, thread_id)
             staged = into
             try:
-                await _aput_plan(target, plan, info, report, progress)
+                await _aput_steps(target, _steps(plan, info, report, progress))
                 await target.adelete_thread(thread_id)
             except BaseException:
                 await target.adelete_thread(staged)
