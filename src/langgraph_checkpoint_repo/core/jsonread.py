@@ -22,6 +22,7 @@ import math
 import os
 import re
 import stat as stat_mod
+import sys
 from typing import TYPE_CHECKING, Any
 
 from .errors import FileFormatError
@@ -82,6 +83,9 @@ def read_bounded(fh: Any, size: int) -> bytes:
 
 def parse_strict(raw: bytes, where: str) -> Any:
     """Strict JSON of ``raw``; errors name ``where`` and say what is wrong."""
+    doc = _parse_plain(raw)
+    if doc is not _NOT_PLAIN:
+        return doc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -107,6 +111,33 @@ def parse_strict(raw: bytes, where: str) -> Any:
         raise FileFormatError(where, "/", f"duplicate key {exc.args[0]!r}") from None
     except _BadConstant as exc:
         raise FileFormatError(where, "/", f"{exc.args[0]} is not valid JSON") from None
+
+
+_NOT_PLAIN = object()
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19  # a number orjson may read as a float where json reads an int
+
+
+def _parse_plain(raw: bytes) -> Any:
+    """``raw`` parsed by orjson (8x faster) when that is provably what the strict parse
+    gives, else ``_NOT_PLAIN`` (then the strict parse decides, and says what is wrong).
+
+    Only when orjson is imported already (git's textconv driver does not pay for it), and
+    only for bytes with no ``\\u`` escape (no surrogate, no escaped ``:``) and no run of 19
+    digits (orjson reads an integer past 64 bits as a float). orjson refuses what the strict
+    parse refuses (NaN, 1e999, bad UTF-8, control characters, a BOM) but keeps the last of
+    duplicate keys: with no escaped ``:``, every ``:`` of the file is a key's or one inside
+    a string, so the compact JSON of the parse holds as many ``:`` only when no key (with
+    its own ``:``) was dropped. Its depth limit (254 levels on dumps) is below json's."""
+    orjson = sys.modules.get("orjson")
+    if orjson is None or b"\\u" in raw or _LONG_NUMBER in raw.translate(_DIGITS_AS_ZERO):
+        return _NOT_PLAIN
+    try:
+        doc = orjson.loads(raw)
+        compact = orjson.dumps(doc)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return _NOT_PLAIN
+    return doc if compact.count(b":") == raw.count(b":") else _NOT_PLAIN
 
 
 SURROGATE_MESSAGE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff): not valid Unicode"
@@ -178,6 +209,8 @@ def json_bounds_problem(raw: bytes) -> str | None:
     an upper bound that costs a few milliseconds per 100 MB; only when it is over a limit
     are the characters inside strings (which do not count) taken off for the exact count.
     """
+    if len(raw) <= MAX_JSON_CONTAINERS:  # each counted character is a byte of its own
+        return None
     containers = raw.count(b"[") + raw.count(b"{")
     values = 1 + containers + raw.count(b",") + raw.count(b":")
     if containers <= MAX_JSON_CONTAINERS and values <= MAX_JSON_VALUES:

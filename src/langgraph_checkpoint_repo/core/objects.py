@@ -383,45 +383,62 @@ class Expander:
 
     def expand(self, tree: Any) -> Any:
         try:
-            weight, _ = self._weigh(tree, 0, self._path)
+            weight, height = self._weigh(tree, 0, self._path)
             problem = weight_problem(weight)
             if problem is not None:
                 raise self._error(problem)
             self.weight = weight
-            return self._build(tree)
+            return self._build(tree) if height else tree  # height 0: nothing shared below
         except RecursionError:
             raise self._error("nested too deeply to expand") from None
 
     # -- weighing: nothing is built -------------------------------------------------
     def _weigh(self, tree: Any, nesting: int, holder: str) -> tuple[Weight, int]:
-        """(weight, height) of a tree once expanded, ``nesting`` objects deep, held in ``holder``."""
+        """(weight, height) of a tree once expanded, ``nesting`` objects deep, held in ``holder``.
+        Height 0: the tree refers to no object, so it expands to itself (``_build`` is skipped)."""
         if isinstance(tree, str):
             return (0, 1, len(tree)), 0
         if isinstance(tree, list):
             c = v = 1
             t = h = 0
             for x in tree:
-                (wc, wv, wt), wh = self._weigh(x, nesting, holder)
-                c, v, t, h = c + wc, v + wv, t + wt, max(h, wh)
+                if isinstance(x, str):
+                    v, t = v + 1, t + len(x)
+                elif isinstance(x, dict | list):
+                    (wc, wv, wt), wh = self._weigh(x, nesting, holder)
+                    c, v, t = c + wc, v + wv, t + wt
+                    if wh > h:
+                        h = wh
+                else:
+                    v += 1
             return (c, v, t), h
         if not isinstance(tree, dict):
             return (0, 1, 0), 0
-        digest = ref_of(tree)
-        if digest is not None:
-            (wc, wv, wt), height, _ = self._object(digest, tree, nesting, holder)
-            ident = tree.get(ID)
-            return (wc, wv, wt + (len(ident) if isinstance(ident, str) else 0)), height
-        digest = message_ref_of(tree)
-        if digest is not None:
-            height = self._object(digest, tree, nesting, holder)[1]
-            return _input_weight(tree, tree_weight(self._content(digest, tree))), height
-        if CHUNKS in tree and len(tree) == 1:
+        if REF in tree:  # a reference or a message input (both hold $ref), else a plain object
+            digest = ref_of(tree)
+            if digest is not None:
+                (wc, wv, wt), height, _ = self._object(digest, tree, nesting, holder)
+                ident = tree.get(ID)
+                return (wc, wv, wt + (len(ident) if isinstance(ident, str) else 0)), height
+            digest = message_ref_of(tree)
+            if digest is not None:
+                height = self._object(digest, tree, nesting, holder)[1]
+                return _input_weight(tree, tree_weight(self._content(digest, tree))), height
+        elif CHUNKS in tree and len(tree) == 1:
             return self._weigh_chunks(tree[CHUNKS], nesting, holder)
         c = v = 1
         t = h = 0
         for k, val in tree.items():
-            (wc, wv, wt), wh = self._weigh(val, nesting, holder)
-            c, v, t, h = c + wc, v + wv + 1, t + wt + len(k), max(h, wh)  # the key counts, as in a file
+            t += len(k)  # the key counts, as in a file
+            if isinstance(val, str):
+                v, t = v + 2, t + len(val)
+            elif isinstance(val, dict | list):
+                (wc, wv, wt), wh = self._weigh(val, nesting, holder)
+                c, v, t = c + wc, v + wv + 1, t + wt
+                if wh > h:
+                    h = wh
+            else:
+                v += 2
         return (c, v, t), h
 
     def _weigh_chunks(self, refs: Any, nesting: int, holder: str) -> tuple[Weight, int]:
@@ -504,7 +521,7 @@ class Expander:
             return tree if same else items  # nothing shared below: no copy
         if not isinstance(tree, dict):
             return tree
-        digest = ref_of(tree)
+        digest = ref_of(tree) if REF in tree else None
         if digest is not None:
             found = self._built(digest)
             if ID in tree:
@@ -513,7 +530,7 @@ class Expander:
                     raise self._error(f"$id given, but object {digest} is not a model with an id field")
                 found = {**found, "$fields": {**fields, "id": tree[ID]}}
             return found
-        digest = message_ref_of(tree)
+        digest = message_ref_of(tree) if REF in tree else None
         if digest is not None:
             content = self._content(digest, tree)
             if PAIR in tree:
@@ -537,7 +554,10 @@ class Expander:
         known = self._done.get(digest)
         if known is None:
             weight, height, is_list = self._weights[digest]
-            known = self._done[digest] = (self._build(self._stored[digest]), weight, height, is_list)
+            stored = self._stored[digest]
+            # height 1: the object refers to no other, so it expands to itself
+            tree = self._build(stored) if height > 1 else stored
+            known = self._done[digest] = (tree, weight, height, is_list)
         return known[0]
 
     def _error(self, message: str) -> FileFormatError:

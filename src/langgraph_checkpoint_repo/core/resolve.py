@@ -59,6 +59,9 @@ class ValueResolver:
         self.trust_kept = False
         self._threads_head = str(layout.threads_dir) + os.sep
         self._tdirs: dict[str, Path] = {}  # thread folder name -> its folder (_thread_dir)
+        # while trust_kept: (namespace folder, ref) -> the file it names and its lstat, each
+        # file lstat'ed once (a snapshot's rule; consecutive checkpoints name the same files)
+        self._places: dict[tuple[Path, str], tuple[Path, os.stat_result]] = {}
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -106,6 +109,7 @@ class ValueResolver:
         """Forget every value and object kept (a run of the checks is done with a thread)."""
         with self._values.lock:
             self._values.clear()
+        self._places.clear()
         self._objects.clear()
         self.located.clear()
 
@@ -137,9 +141,15 @@ class ValueResolver:
     ) -> tuple[Path, os.stat_result, str]:
         """Where one value lives (path, its stat, the ref that found it): the checkpoint
         ``ref`` names, or the value file that took its place when prune removed it."""
+        if self.trust_kept:
+            got = self._places.get((ns_dir, ref))
+            if got is not None:
+                return got[0], got[1], ref
         path = ns_dir / ref
         try:
             st = os.lstat(path)
+            if self.trust_kept:
+                self._places[ns_dir, ref] = path, st
         except FileNotFoundError:
             if not ref.startswith(CHECKPOINTS + "/"):
                 raise MissingReferenceError(
