@@ -147,9 +147,22 @@ def _masked_tree(tree: Any) -> Any:
     return tree
 
 
+def record_json(record: object, keys: str, **given: Any) -> dict[str, Any]:
+    """A record as ``--json`` prints it: the keys in ``keys``' order, each the attribute of the
+    same name, or of the name after ``=`` (``"latest_checkpoint_id=latest_id"``), or the value
+    ``given`` for that key (a list of nested records, a value the record does not hold)."""
+    out: dict[str, Any] = {}
+    for word in keys.split():
+        key, _, attr = word.partition("=")
+        out[key] = given.pop(key) if key in given else getattr(record, attr or key)
+    if given:
+        raise TypeError(f"given keys not in {keys!r}: {sorted(given)}")
+    return out
+
+
 def problems_json(problems: Iterable[Any]) -> list[dict[str, str]]:
     """Validation problems (file, JSON pointer, message) as every ``--json`` output gives them."""
-    return [{"path": p.path, "pointer": p.pointer, "message": p.message} for p in problems]
+    return [record_json(p, "path pointer message") for p in problems]
 
 
 def _rel(path: Path | str) -> str:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from .app import JsonOpt, _check_root, _settings, app
 from .events import compact, event_parts, turns_of
-from .output import _print_json, problems_json, screen
+from .output import _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
@@ -74,48 +74,39 @@ def report_json(report: Report) -> dict[str, Any]:
 
 
 def _item_json(i: ItemReport) -> dict[str, Any]:
-    return {
-        "namespace": list(i.namespace),
-        "key": i.key,
-        "path": i.path,
-        "status": i.status,
-        "fields": [{"pointer": f.pointer, "old": f.old, "new": f.new} for f in i.fields],
-        "problems": problems_json(i.problems),
-    }
+    return record_json(
+        i,
+        "namespace key path status fields problems",
+        namespace=list(i.namespace),
+        fields=[record_json(f, "pointer old new") for f in i.fields],
+        problems=problems_json(i.problems),
+    )
 
 
 def _thread_json(t: ThreadReport) -> dict[str, Any]:
-    return {
-        "thread_id": t.thread_id,
-        "status": t.status,
-        "unsettled": t.unsettled,
-        "namespaces": [
-            {
-                "checkpoint_ns": n.ns,
-                "added": n.added,
-                "removed": n.removed,
-                "continues": n.current,
-                "heads": [{"checkpoint_id": h.checkpoint_id, "settled": h.settled} for h in n.heads],
-                "lines": [_line_json(line) for line in n.lines],
-            }
+    return record_json(
+        t,
+        "thread_id status unsettled namespaces problems",
+        namespaces=[
+            record_json(
+                n,
+                "checkpoint_ns=ns added removed continues=current heads lines",
+                heads=[record_json(h, "checkpoint_id settled") for h in n.heads],
+                lines=[_line_json(line) for line in n.lines],
+            )
             for n in t.namespaces
         ],
-        "problems": problems_json(t.problems),
-    }
+        problems=problems_json(t.problems),
+    )
 
 
 def _line_json(line: Line) -> dict[str, Any]:
-    return {
-        "head": line.head,
-        "start": line.start,
-        "continues": line.continues,
-        "settled": line.settled,
-        "checkpoints": line.checkpoints,
-        "events": [_event_json(e) for e in line.events],
-        "channels": [
-            {"channel": c.channel, "kind": c.kind, "old": c.old, "new": c.new} for c in line.channels
-        ],
-    }
+    return record_json(
+        line,
+        "head start continues settled checkpoints events channels",
+        events=[_event_json(e) for e in line.events],
+        channels=[record_json(c, "channel kind old new") for c in line.channels],
+    )
 
 
 def _event_json(e: Event) -> dict[str, Any]:

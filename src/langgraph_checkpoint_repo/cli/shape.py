@@ -10,55 +10,41 @@ from ..core.plans import PrunePlan
 from ..readmodel.diff import ChannelChange
 from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
 from ..readmodel.tasks import InterruptView, Raw, TaskView
+from .output import record_json
 
 
 def _interrupt_json(i: InterruptView) -> dict[str, Any]:
-    return {"node": i.task_name, "task_id": i.task_id, "interrupt_id": i.id, "value": i.tree}
+    return record_json(i, "node=task_name task_id interrupt_id=id value=tree")
 
 
 def _task_json(t: TaskView, ns: str) -> dict[str, Any]:
     error = next((w.tree for w in t.writes if w.channel == "__error__"), None)
-    return {
-        "name": t.name,
-        "id": t.id,
-        "checkpoint_ns": ns,
-        "kind": t.kind,
-        "status": t.status,
-        "runs_on_resume": t.runs_on_resume,
-        "may_have_run": t.may_have_run,
-        "answered": t.answered,
-        "derived_from_checkpoint": t.derived,
-        "error": error,
-        "interrupts": [_interrupt_json(i) for i in t.interrupts],
-        "writes": [w.channel for w in t.writes],
-    }
+    return record_json(
+        t,
+        "name id checkpoint_ns kind status runs_on_resume may_have_run answered "
+        "derived_from_checkpoint=derived error interrupts writes",
+        checkpoint_ns=ns,
+        error=error,
+        interrupts=[_interrupt_json(i) for i in t.interrupts],
+        writes=[w.channel for w in t.writes],
+    )
 
 
 def _summary_json(s: ThreadSummary) -> dict[str, Any]:
-    return {
-        "thread_id": s.thread_id,
-        "namespaces": s.namespaces,
-        "checkpoints": s.checkpoints,
-        "latest_checkpoint_id": s.latest_id,
-        "latest_step": s.latest_step,
-        "last_updated": s.last_updated,
-        "forks": s.forks,
-        "next": s.next,
-        "waiting": [_interrupt_json(i) for i in s.waiting],
-    }
+    return record_json(
+        s,
+        "thread_id namespaces checkpoints latest_checkpoint_id=latest_id latest_step last_updated "
+        "forks next waiting",
+        waiting=[_interrupt_json(i) for i in s.waiting],
+    )
 
 
 def _history_json(r: HistoryRow) -> dict[str, Any]:
-    return {
-        "checkpoint_id": r.checkpoint_id,
-        "step": r.step,
-        "source": r.source,
-        "ts": r.ts,
-        "written_by": r.writers,
-        "parent_checkpoint_id": r.parent_id,
-        "parent_present": r.parent_present,
-        "children": r.children,
-    }
+    return record_json(
+        r,
+        "checkpoint_id step source ts written_by=writers parent_checkpoint_id=parent_id parent_present "
+        "children",
+    )
 
 
 def _change_json(c: ChannelChange) -> dict[str, Any]:
@@ -78,14 +64,7 @@ def _change_json(c: ChannelChange) -> dict[str, Any]:
 
 
 def _finding_json(f: Finding) -> dict[str, Any]:
-    return {
-        "kind": f.kind,
-        "path": f.path,
-        "message": f.message,
-        "repairable": f.repairable,
-        "repaired": f.repaired,
-        "thread_id": f.thread_id,
-    }
+    return record_json(f, "kind path message repairable repaired thread_id")
 
 
 def _plan_json(plan: PrunePlan, written: list[Path] | None = None) -> dict[str, Any]:
