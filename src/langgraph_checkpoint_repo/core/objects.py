@@ -40,7 +40,6 @@ import orjson
 
 from .errors import FileFormatError
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_VALUES
-from .tree import json_objects
 
 REF = "$ref"
 ID = "$id"
@@ -119,10 +118,12 @@ def any_ref_of(tree: Any) -> str | None:
 
 
 def _ref_parts_ok(tree: dict[str, Any]) -> bool:
-    return (
-        all(isinstance(tree[k], str) for k in (ID, IN, NS) if k in tree)
-        and (NS not in tree or IN in tree)
-    )
+    """``$id``, ``$in`` and ``$ns`` are strings where given, and ``$ns`` only with ``$in``."""
+    if len(tree) == 1:  # {"$ref": digest}: most references
+        return True
+    if not isinstance(tree.get(ID, ""), str) or not isinstance(tree.get(IN, ""), str):
+        return False
+    return NS not in tree or (isinstance(tree[NS], str) and IN in tree)
 
 
 def location_of(tree: dict[str, Any]) -> tuple[str, str] | None:
@@ -286,10 +287,17 @@ def refs_in(tree: Any) -> Iterator[str]:
 
 
 def ref_nodes(tree: Any) -> Iterator[dict[str, Any]]:
-    """Every reference node of a tree (references and message inputs), not through objects."""
-    for node in json_objects(tree):
-        if any_ref_of(node) is not None:
-            yield node
+    """Every reference node of a tree (references and message inputs), not through objects,
+    outer before inner (``json_objects``' order; one walk, every file's trees take it)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if REF in node and any_ref_of(node) is not None:
+                yield node
+            stack.extend(node.values())
 
 
 def without_refs(tree: Any) -> Any:

@@ -75,16 +75,18 @@ class ValueResolver:
         links: list[tuple[Link, tuple[Dep, ...]]] = []
         entry: ValueEntry | None = None
         implied = partial(self.implied_base, channel) if self.implied_base is not None else None
+        # a snapshot's entries are dropped with it, never checked against their files: no deps
+        trust = self.trust_kept
         for link in walk_chain(partial(self._link, ns_dir, channel), version, ref, implied):
             if link.known is not None:
                 entry = link.known
                 break
-            own: tuple[Dep, ...] = (self._docs.dep(link.path, link.doc),)
+            own: tuple[Dep, ...] = () if trust else (self._docs.dep(link.path, link.doc),)
             if "append" not in link.body:
                 entry = self._entry_from_body(channel, link)
                 self._keep(link, channel, entry, own)
                 break
-            if "base" not in link.body["append"] and isinstance(link.doc, dict):
+            if not trust and "base" not in link.body["append"] and isinstance(link.doc, dict):
                 # its base is where its parent's bookkeeping says: that file too (format 4)
                 parent = link.doc.get("parent_checkpoint_id")
                 if isinstance(parent, str):
@@ -289,9 +291,9 @@ class ValueResolver:
                     )
                 return self._checked(path, digest, tree, tdir, doc), str(path)
         else:
-            hpath = Path(holder)
-            kind = _HOLDS_OBJECTS.get(hpath.parent.name)
+            kind = _HOLDS_OBJECTS.get(os.path.basename(os.path.dirname(holder)))
             if kind is not None:
+                hpath = referrer if holder == str(referrer) else Path(holder)
                 try:
                     doc = self._read_doc(hpath, kind)
                 except FileNotFoundError:
