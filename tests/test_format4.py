@@ -742,3 +742,104 @@ def test_a_writes_file_its_child_takes_while_a_reader_resolves_it_still_reads(
     monkeypatch.undo()
     again = RepoSaver(root).get_tuple(parent)  # a fresh reader finds them in the child
     assert again is not None and [w[0] for w in again.pending_writes] == ["task-1"]
+
+
+def _beside_a_put_of_the_same_checkpoint_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, fail: bool
+) -> tuple[Path, RepoSaver, dict[str, Any], str]:
+    """Put A puts checkpoint C holding message X (``fail``: C is on disk already, without X,
+    and A puts it again) and is held in its write until put B (a subgraph checkpoint bringing
+    X too) waits for it; then A fails (``fail``: the disk is full) or finishes late (past
+    ``lock_timeout``)."""
+    import errno
+
+    root = tmp_path / "root"
+    saver = RepoSaver(root, lock_timeout=0.2)
+    shared = HumanMessage(content="the shared message " * 20, id="m1")
+    cid = str(uuid6())
+    v = saver.get_next_version(None, None)
+    if fail:
+        saver.put(
+            cfg("t"), make_checkpoint(cid, {"messages": []}, {"messages": v}), {"step": 0}, {"messages": v}
+        )
+    a_writing, b_waiting = threading.Event(), threading.Event()
+    write, await_pending = saver.store.write, saver.store.await_pending
+
+    def held_write(batches: Any) -> None:
+        if threading.current_thread().name == "A":
+            a_writing.set()
+            assert b_waiting.wait(30)
+            if fail:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            time.sleep(1.0)  # a slow disk: longer than lock_timeout (no assertion on time)
+        write(batches)
+
+    def noting_wait(thread_id: str, waits: Any, **kw: Any) -> bool:
+        if threading.current_thread().name == "B" and waits:
+            b_waiting.set()
+        return await_pending(thread_id, waits, **kw)
+
+    monkeypatch.setattr(saver.store, "write", held_write)
+    monkeypatch.setattr(saver.store, "await_pending", noting_wait)
+    out: dict[str, Any] = {}
+
+    def a() -> None:
+        v2 = saver.get_next_version(v, None)
+        try:
+            saver.put(
+                cfg("t"),
+                make_checkpoint(cid, {"messages": [shared]}, {"messages": v2}),
+                {"step": 0},
+                {"messages": v2},
+            )
+        except OSError as exc:
+            out["A"] = exc
+
+    def b() -> None:
+        assert a_writing.wait(30)
+        v3 = saver.get_next_version(None, None)
+        bid = str(uuid6())
+        try:
+            saver.put(
+                cfg("t", checkpoint_ns="sub:1"),
+                make_checkpoint(bid, {"messages": [shared]}, {"messages": v3}),
+                {"step": 1},
+                {"messages": v3},
+            )
+            out["B"] = bid
+        except Exception as exc:  # reported by the assertions below
+            out["B failed"] = exc
+
+    threads = [threading.Thread(target=a, name="A"), threading.Thread(target=b, name="B")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert b_waiting.is_set(), "B referred to the message in A's file and waited for it"
+    return root, saver, out, shared.content  # type: ignore[return-value]
+
+
+def test_a_put_beside_a_failed_put_of_a_checkpoint_already_on_disk_holds_the_message_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file under the failed put's name (its older version) is not its write: the put that
+    waited for it decides again and holds the message, never a reference the file on disk
+    does not hold (it read back 'object ... is not among the objects of ...')."""
+    root, _, out, text = _beside_a_put_of_the_same_checkpoint_again(tmp_path, monkeypatch, fail=True)
+    assert isinstance(out.get("A"), OSError) and "B" in out, out
+    tup = RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="sub:1"))
+    assert tup is not None and tup.checkpoint["channel_values"]["messages"][0].content == text
+    assert cli(root, "validate").returncode == 0
+
+
+def test_a_put_beside_a_slow_put_waits_for_it_past_lock_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put of this process that is only slow to write (longer than ``lock_timeout``) is
+    waited for: the put beside it refers to the message there and succeeds, where it failed
+    saying the slow put 'did not complete'."""
+    root, _, out, text = _beside_a_put_of_the_same_checkpoint_again(tmp_path, monkeypatch, fail=False)
+    assert "A" not in out and "B" in out, out
+    tup = RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="sub:1"))
+    assert tup is not None and tup.checkpoint["channel_values"]["messages"][0].content == text
+    assert len(_holding(root, text)) == 1  # in A's file, where B refers to it

@@ -505,14 +505,16 @@ class RepoSaver(BaseCheckpointSaver[str]):
             cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
             done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
+        written = False
         try:
             if not self.store.await_pending(thread_id, host.waits, again=again):
                 return False
             self.store.write([stored.large, [prepared]])
+            written = True
             self.store.remember(cpath, cdoc, prepared[1])
             self.store.note_objects(thread_id, ns, cid, list(host.objects))
         finally:
-            self.store.pending.withdraw(tdir, done)
+            self.store.pending.withdraw(tdir, done, ok=written)
         writer.remember(thread_id, ns, cid, stored)
         if taken_files:  # durable in the checkpoint now: the files go (format 4)
             self.store.discard_files(taken_files)

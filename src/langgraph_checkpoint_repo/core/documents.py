@@ -76,6 +76,14 @@ _CONTENT_NAMED: dict[str, tuple[str, Callable[[dict[str, Any], str], bool]]] = {
 }
 
 
+class PutDone(threading.Event):
+    """Set when a put that offered objects is over; ``ok`` once its file is durable (a file
+    under its name may be there without it: an older one, when the same checkpoint is put
+    again)."""
+
+    ok = False
+
+
 class Pending:
     """The objects of checkpoints this process is writing, once decided, until they are
     durable. LangGraph saves a thread's checkpoints, writes and subgraph checkpoints at once
@@ -92,7 +100,7 @@ class Pending:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._tickets = itertools.count(1)
-        self._objects: dict[Path, dict[str, tuple[int, str, str, threading.Event]]] = {}
+        self._objects: dict[Path, dict[str, tuple[int, str, str, PutDone]]] = {}
         # per thread folder: the lock files are decided under, and how many hold or wait for it
         self._deciding: dict[Path, tuple[threading.Lock, int]] = {}
 
@@ -127,16 +135,16 @@ class Pending:
         with self._lock:
             return self._deciding.get(tdir, (None, 0))[1]
 
-    def offer(self, tdir: Path, names: list[str], ns: str, cid: str, ticket: int) -> threading.Event:
+    def offer(self, tdir: Path, names: list[str], ns: str, cid: str, ticket: int) -> PutDone:
         """A checkpoint about to be written will hold ``names``; the event is set once it is done."""
-        done = threading.Event()
+        done = PutDone()
         with self._lock:
             held = self._objects.setdefault(tdir, {})
             for name in names:
                 held.setdefault(name, (ticket, ns, cid, done))
         return done
 
-    def find(self, tdir: Path, name: str, ticket: int) -> tuple[str, str, threading.Event] | None:
+    def find(self, tdir: Path, name: str, ticket: int) -> tuple[str, str, PutDone] | None:
         """(namespace, checkpoint, its event) of an earlier put that will hold ``name``."""
         with self._lock:
             got = self._objects.get(tdir, {}).get(name)
@@ -144,14 +152,15 @@ class Pending:
             return None
         return got[1], got[2], got[3]
 
-    def withdraw(self, tdir: Path, done: threading.Event) -> None:
-        """The put of ``done`` is over, written or not."""
+    def withdraw(self, tdir: Path, done: PutDone, *, ok: bool) -> None:
+        """The put of ``done`` is over: its file durable (``ok``) or not written."""
         with self._lock:
             held = self._objects.get(tdir, {})
             for name in [n for n, entry in held.items() if entry[3] is done]:
                 del held[name]
             if not held:
                 self._objects.pop(tdir, None)
+        done.ok = ok
         done.set()
 
 
@@ -293,11 +302,13 @@ class Documents:
         written (its put failed, its objects withdrawn): the file is to be decided again
         (``again``), holding those objects itself; else that fails this write too, naming
         it. Either way before anything is written."""
-        for done, (ns, cid) in waits.items():
-            done.wait(self.locks.timeout)
-            path = self.layout.checkpoint_path(thread_id, ns, cid)
-            if not self.writer.durable_exists(path):
-                if again and done.is_set():
+        for done, (_ns, cid) in waits.items():
+            # no timeout: an earlier put of this process, already past deciding and writing,
+            # ends one way or the other (it waits only for earlier ones: no cycle); a slow one
+            # is not a reason to fail this write (lock_timeout is for other processes' locks)
+            done.wait()
+            if not done.ok:  # not "a file is there": the same checkpoint may be put again
+                if again:
                     return False
                 raise RepoCheckpointError(
                     f"refusing to write a file of thread {thread_id!r} that refers to objects of "
