@@ -94,3 +94,33 @@ def test_a_checkpoint_removed_during_the_run_is_reported_and_nothing_breaks(tmp_
     assert not gone_late.exists()
     # listed, then gone before it was read: reported where it was, never skipped
     assert any(p.path == str(gone_late) and "cannot read" in p.message for p in problems), problems
+
+
+def test_threads_checked_in_worker_processes_find_exactly_what_one_process_finds(tmp_path: Path) -> None:
+    # threads refer to nothing of each other: a big root is checked a thread per worker
+    # process (snapshot.check_threads), and must report the same lines, counts and files
+    root = tmp_path / "root"
+    for thread in ("a", "b", "c", "d"):
+        chat_root(root, thread, 3)
+    hole = checkpoint_files(root, "b")[4]
+    hole.unlink()  # a hole in b's history
+    dup = checkpoint_files(root, "c")[2]
+    twice = b'"kind": "checkpoint", "kind": "x",'
+    dup.write_bytes(dup.read_bytes().replace(b'"kind": "checkpoint",', twice, 1))
+    rewrite(checkpoint_files(root, "d")[1], lambda doc: doc["metadata"].update(source="sk-" + "a1" * 12))
+    runs = {}
+    for workers in (1, 2, 3):
+        done: list[int] = []
+        v = Validator(root, done.append, workers=workers)
+        problems = v.run()
+        runs[workers] = (problems, v.files, sum(done), v.checkpoints, v.bad_files, v.orphan_writes)
+        # one process reports progress a file at a time; workers' threads a thread at a time
+        assert len(done) == (v.files if workers == 1 else 4), done
+    assert runs[2] == runs[1] and runs[3] == runs[1]
+    problems, files, progressed, _, bad, _ = runs[1]
+    assert files == progressed == len(files_of(root))
+    assert bad == {str(dup)}
+    where = {Path(p.path).parent.parent.name for p in problems}
+    assert where == {"b", "c", "d"}, problems
+    assert any("duplicate key 'kind'" in p.message for p in problems), problems
+    assert any("OpenAI API key" in p.message for p in problems), problems

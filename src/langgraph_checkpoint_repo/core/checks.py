@@ -61,7 +61,7 @@ from .objects import EDITED, REF, large_ref, location_of, names_object, ref_node
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
-from .snapshot import SnapshotDocuments
+from .snapshot import SnapshotDocuments, check_threads
 from .tree import MARKS, named_types, plain_value, type_pointer
 from .typenames import never_constructed
 from .validation import pointer_part
@@ -109,10 +109,14 @@ class Validator:
         *,
         secrets: bool = True,
         revival: Revival | None = None,
+        workers: int | None = None,
     ) -> None:
         """``revival``: also construct the types LangGraph ships (messages ...) as a read would
-        (``serde.check_revival``); without it nothing is constructed or imported."""
+        (``serde.check_revival``); without it nothing is constructed or imported. ``workers``:
+        processes ``run`` checks threads in (snapshot.check_threads; None: one per core for a
+        big root)."""
         self.root = root
+        self.workers = workers
         self.secrets = secrets
         self.revival = revival
         self._snapshot = SnapshotDocuments(root)
@@ -302,9 +306,7 @@ class Validator:
 
     def run(self, folders: list[Path] | None = None) -> list[Problem]:
         """The thread folders given, or (None) every thread and every store item."""
-        for folder in self.thread_folders() if folders is None else folders:
-            if folder.is_dir():
-                self.thread(folder)
+        check_threads(self, self.thread_folders() if folders is None else folders, self.workers)
         if folders is None:
             self.store_items(self.layout.root / STORE)
         return sorted(set(self.problems))

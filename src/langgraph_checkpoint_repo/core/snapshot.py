@@ -22,15 +22,17 @@ outlives it (a later lineage or listing index is never derived from it).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize
 from .documents import Documents
-from .layout import encode_segment
+from .layout import CHECKPOINTS, encode_segment
 
 
 class SnapshotDocuments(Documents):
@@ -118,3 +120,121 @@ class SnapshotDocuments(Documents):
             whole, deltas = super().checkpoint_doc(path), None
         self._wholes[key] = (whole, deltas)
         return whole
+
+
+# -- thread folders checked in worker processes ---------------------------------------
+#: a whole-root check forks workers only from this many checkpoint files on: below it,
+#: starting them costs more than they save (a fork and a pool take some 20-50 ms)
+PARALLEL_FILES = 1500
+
+
+class ThreadChecks(Protocol):
+    """What ``check_threads`` needs of checks.py's ``Validator``."""
+
+    problems: list[Any]
+    orphan_writes: list[Any]
+    bad_files: set[str]
+    checkpoints: int
+    files: int
+    _progress: Callable[[int], None] | None
+
+    def thread(self, folder: Path) -> None: ...
+
+    def seen(self, n: int = 1) -> None: ...
+
+
+def check_threads(v: ThreadChecks, folders: list[Path], workers: int | None = None) -> None:
+    """``v.thread(folder)`` for each folder still a folder, in order, and what each found
+    added to ``v``.
+
+    Nothing refers across threads (each is one snapshot), so threads can be checked in
+    forked worker processes, each adding what it found (problems, files, checkpoints) in
+    folder order: the same lines, counts and exit code as one process. ``workers``: None for
+    one per core when the root is big enough (``PARALLEL_FILES``), 1 for none. A thread whose
+    worker fails is checked again here, so an unexpected error is raised as one process
+    raises it."""
+    count = _workers(folders, workers)
+    if count < 2:
+        for folder in folders:
+            if folder.is_dir():
+                v.thread(folder)
+        return
+    global _FORKED
+    ctx = multiprocessing.get_context("fork")
+    with _FORKING:  # one run's workers at a time per process: they find it in _FORKED
+        _FORKED = (v, folders)
+        try:
+            _in_workers(ctx, count, v, folders)
+        finally:
+            _FORKED = None
+
+
+def _in_workers(ctx: Any, count: int, v: ThreadChecks, folders: list[Path]) -> None:
+    """Each thread in a worker of a forked pool; what each found added in folder order."""
+    with ctx.Pool(count, initializer=_quiet) as pool:
+        for folder, found in zip(folders, pool.imap(_check_one, range(len(folders))), strict=True):
+            if found is None:
+                if folder.is_dir():
+                    v.thread(folder)
+                continue
+            problems, orphans, bad, files, checkpoints = found
+            v.problems.extend(problems)
+            v.orphan_writes.extend(orphans)
+            v.bad_files |= bad
+            v.checkpoints += checkpoints
+            v.seen(files)
+
+
+_FORKED: tuple[ThreadChecks, list[Path]] | None = None  # what a forked worker checks
+_FORKING = threading.Lock()
+
+
+def _workers(folders: list[Path], asked: int | None) -> int:
+    if asked is not None:
+        return min(asked, len(folders))
+    if len(folders) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if cores < 2:
+        return 1
+    files = 0
+    for folder in folders:
+        try:
+            files += len(os.listdir(folder / CHECKPOINTS))
+        except OSError:
+            pass  # reported when the thread is checked
+        if files >= PARALLEL_FILES:
+            return min(cores, len(folders))
+    return 1
+
+
+def _quiet() -> None:
+    """A worker reports no progress itself (the parent does, a thread at a time): a progress
+    bar's lock may have been held by another thread of the parent when it forked."""
+    assert _FORKED is not None
+    _FORKED[0]._progress = None
+
+
+def _check_one(index: int) -> tuple[list[Any], list[Any], set[str], int, int] | None:
+    """In a worker: check one thread folder; what it added (None: it failed, see above)."""
+    assert _FORKED is not None
+    v, folders = _FORKED
+    problems, orphans, bad, files, checkpoints = (
+        len(v.problems),
+        len(v.orphan_writes),
+        set(v.bad_files),
+        v.files,
+        v.checkpoints,
+    )
+    try:
+        if folders[index].is_dir():
+            v.thread(folders[index])
+    except BaseException:  # checked again in the parent, which raises it as one process does
+        return None
+    return (
+        v.problems[problems:],
+        v.orphan_writes[orphans:],
+        v.bad_files - bad,
+        v.files - files,
+        v.checkpoints - checkpoints,
+    )
