@@ -204,9 +204,11 @@ def migrate_root(
     """Upgrade every file under ``root`` to the current format version.
 
     Thread files and store items (``store/``). Two passes: the first upgrades and validates
-    every file in memory and writes nothing, so one bad file stops the run before anything changed; the second
-    upgrades each file again (a file changed in between is checked again) and
-    replaces it atomically under the thread's lock.
+    every file in memory and writes nothing, so one bad file stops the run before anything
+    changed; the second upgrades each file again (a file changed in between is checked again,
+    one removed in between is passed over) and replaces it atomically under its thread's (an
+    item: its namespace's) lock. A second pass stopped half way (a lock not had in time) leaves
+    each file wholly old or wholly new: run it again to finish.
     ``progress`` is called with the number of files done in each pass.
     """
     store = Documents(root, durable=durable, lock_timeout=lock_timeout)
@@ -224,8 +226,14 @@ def migrate_root(
         return nullcontext() if dry_run else store.thread_lock(_thread_id(store, tdir), exclusive=True)
 
     def upgraded(path: Path, kind: str, pass_no: int) -> Doc | None:
-        """The file upgraded and checked, or None when it is current; the first pass counts."""
-        doc = store.load_unchecked(path)
+        """The file upgraded and checked, or None when it is current (or, in the second pass,
+        gone since the first: removed meanwhile, nothing left to upgrade); the first pass counts."""
+        try:
+            doc = store.load_unchecked(path)
+        except FileNotFoundError:
+            if pass_no == 1:
+                raise
+            return None
         new = upgrade(doc, str(path))
         if pass_no == 1:
             report.files += 1
@@ -246,6 +254,8 @@ def migrate_root(
 
     def each(pass_no: int) -> Iterator[tuple[Path, Doc]]:
         for tdir in tdirs:
+            if pass_no == 2 and not tdir.is_dir():
+                continue  # deleted since the first pass
             with locked(tdir):
                 for path in _json_files(tdir):
                     new = upgraded(path, _kind_of(path), pass_no)
@@ -260,16 +270,18 @@ def migrate_root(
 
     for _ in each(1):
         pass
-    pending = [p for p in item_paths if upgraded(p, "item", 1) is not None]
+    # each stale item with the namespace its checked upgrade names (and its folders spell)
+    pending = [
+        (p, tuple(new["namespace"])) for p in item_paths if (new := upgraded(p, "item", 1)) is not None
+    ]
     report.changed.sort()  # one order whatever the walk: threads/ and store/ as paths sort
     if dry_run or not report.changed:
         return report
     for path, new in each(2):
         write_files([(path, dump_json(new))], durable=durable)
-    for path in pending:
-        namespace = tuple(store.load_unchecked(path)["namespace"])
+    for path, namespace in pending:
         with items.lock(namespace):  # as RepoStore's writers do: read, then replace, alone
-            again = upgraded(path, "item", 2)  # changed meanwhile: checked again, or already current
-            if again is not None and tuple(again["namespace"]) == namespace:
+            again = upgraded(path, "item", 2)  # changed meanwhile: checked again, current or gone
+            if again is not None:
                 write_files([(path, dump_json(again))], durable=durable)
     return report
