@@ -37,7 +37,7 @@ from langgraph_checkpoint_repo import (
     RepoSaver,
     UnrevivableValueError,
 )
-from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES
+from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES, parse_strict
 from langgraph_checkpoint_repo.core.layout import Layout
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
@@ -261,6 +261,17 @@ CASES: dict[str, tuple[str, Mutation]] = {
         at_message_object(
             lambda p: replace_once(p, b'"content": ', b'"content": "planted",\n"content": '),
             "duplicate key 'content'",
+        ),
+    ),
+    # orjson keeps the last of two keys; read fast only when the ':' count proves none was
+    # dropped (jsonread._parse_plain): here the kept value's \u003a (a ':') would balance it
+    "duplicate-key-balanced-by-an-escaped-colon": (
+        "chat",
+        at_latest(
+            lambda p: replace_once(
+                p, b'  "kind": "checkpoint",\n', b'  "kind": "checkpoint",\n  "kind": "\\u003a",\n'
+            ),
+            "duplicate key 'kind'",
         ),
     ),
     "nan-literal": ("chat", at_latest(lambda p: sub_once(p, rb'"step": \d+', b'"step": NaN'), "NaN")),
@@ -648,3 +659,19 @@ def test_no_write_goes_through_a_symlinked_writes_or_values_folder(
         else:
             saver.prune(["linked"])
     assert list(outside.iterdir()) == []
+
+
+def test_a_file_reads_the_same_through_orjson_as_through_the_strict_parse() -> None:
+    """Reads take orjson's parse (8x faster) only where it is provably the strict one:
+    integers past 64 bits stay exact integers, and a duplicate key is refused however its
+    ':' are counted."""
+    import orjson  # noqa: F401 - the saver imports it; the fast parse runs only then
+
+    big = b'{"n": 123456789012345678901234567890, "m": -9223372036854775809, "s": "a:b"}'
+    doc = parse_strict(big, "f.json")
+    assert doc == {"n": 123456789012345678901234567890, "m": -9223372036854775809, "s": "a:b"}
+    assert type(doc["n"]) is int and type(doc["m"]) is int
+    twice = (b'{"a": "x", "a": "\\u003a"}', b'{"a": {"b": ":"}, "a": 1}', b'{"a": 1, "b": {"c": 2, "c": 2}}')
+    for raw in twice:
+        with pytest.raises(FileFormatError, match=r"f\.json: at /: duplicate key '[ac]'"):
+            parse_strict(raw, "f.json")
