@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -190,9 +191,13 @@ _FORKING = threading.Lock()
 
 
 def _workers(folders: list[Path], asked: int | None) -> int:
+    """How many processes check ``folders``: a fork is safe to rely on on Linux only (macOS
+    system libraries may not survive one; Windows has none)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
     if asked is not None:
         return min(asked, len(folders))
-    if len(folders) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if len(folders) < 2 or not sys.platform.startswith("linux"):
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if cores < 2:
