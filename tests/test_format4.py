@@ -843,3 +843,41 @@ def test_a_put_beside_a_slow_put_waits_for_it_past_lock_timeout(
     tup = RepoSaver(root).get_tuple(cfg("t", checkpoint_ns="sub:1"))
     assert tup is not None and tup.checkpoint["channel_values"]["messages"][0].content == text
     assert len(_holding(root, text)) == 1  # in A's file, where B refers to it
+
+
+def test_the_same_checkpoint_put_again_refers_to_nothing_in_the_file_it_replaces(tmp_path: Path) -> None:
+    """A checkpoint put a second time under its id (InMemorySaver replaces it) is written
+    whole: its list is not an append on the file it replaces, a channel it did not change
+    is not a reference into it, and a message is not an object ``$in`` it. It read back
+    'holds no value of channel ... at <the first version>' in this process and any other."""
+    root = tmp_path / "root"
+    saver, memory = RepoSaver(root), InMemorySaver()
+    first = HumanMessage(content="the words of the first message " * 8, id="m1")
+    second = HumanMessage(content="the words of the second message " * 8, id="m2")
+    cid = str(uuid6())
+    v1 = saver.get_next_version(None, None)
+    v2 = saver.get_next_version(v1, None)
+    puts = [
+        (
+            make_checkpoint(cid, {"log": [first], "note": "kept"}, {"log": v1, "note": v1}),
+            {"log": v1, "note": v1},
+        ),
+        (
+            make_checkpoint(cid, {"log": [first, second], "note": "kept"}, {"log": v2, "note": v1}),
+            {"log": v2},
+        ),
+    ]
+    for checkpoint, new_versions in puts:
+        for s in (saver, memory):
+            s.put(
+                cfg("t", checkpoint_ns=""),
+                checkpoint,
+                {"source": "loop", "step": 0, "parents": {}},
+                new_versions,
+            )
+    want = memory.get_tuple(cfg("t", checkpoint_ns=""))
+    assert want is not None
+    for reader in (saver, RepoSaver(root)):
+        got = reader.get_tuple(cfg("t"))
+        assert got is not None and got.checkpoint["channel_values"] == want.checkpoint["channel_values"]
+    assert cli(root, "validate").returncode == 0

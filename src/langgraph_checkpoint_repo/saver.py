@@ -472,7 +472,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         writer = self._value_writer()
         tdir = self.store.layout.thread_dir(thread_id)
         with self.store.pending.deciding(tdir, thread_id) as ticket:
-            host = writer.for_file(thread_id, ticket)
+            host = writer.for_file(thread_id, ticket, replacing=(ns, cid))
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
             taken, taken_files = self._take_parent_writes(thread_id, ns, cid, parent_id, writer, stored.large)
             target = f"thread {thread_id!r} checkpoint {cid}"

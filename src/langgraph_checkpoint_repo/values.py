@@ -100,13 +100,18 @@ class ValueWriter:
     inputs: dict[str, tuple[dict[str, str], Any]] = field(default_factory=dict)
     # the whole document of the parent of the checkpoint being written (None: none, or unread)
     parent: dict[str, Any] | None = None
+    # the file the checkpoint being written goes to (relative to its namespace)
+    writing: str = ""
 
-    def for_file(self, thread_id: str, ticket: int) -> Host:
+    def for_file(self, thread_id: str, ticket: int, replacing: tuple[str, str] | None = None) -> Host:
         """A new file of ``thread_id`` is written: it holds the objects it introduces. Its
         ``ticket`` (``Pending.deciding``) says which files being written beside it it may
-        refer to: those decided before it."""
+        refer to: those decided before it; never the checkpoint it is (``replacing``: the
+        same checkpoint put again replaces the file, and what it held with it)."""
         host = Host(convert=self.message_input, ticket=ticket)
-        host.locate = partial(self.store.locate_object, thread_id, ticket=host.ticket, waits=host.waits)
+        host.locate = partial(
+            self.store.locate_object, thread_id, ticket=host.ticket, waits=host.waits, not_in=replacing
+        )
         self.host = host
         return host
 
@@ -171,6 +176,7 @@ class ValueWriter:
         """The new versions stored in the checkpoint, the others referred to where they live."""
         out = NewValues()
         self.parent = None
+        self.writing = self.store.layout.checkpoint_rel(checkpoint["id"])
         if parent_id:
             try:
                 self.parent = self.store.header(thread_id, ns, parent_id)
@@ -179,6 +185,11 @@ class ValueWriter:
         for channel, version in new_versions.items():
             self._store_here(out, thread_id, ns, checkpoint, channel, version)
         carried = self.carried_refs(thread_id, ns, parent_id, checkpoint["channel_versions"], out.refs)
+        for channel, ref in list(out.refs.items()):
+            if ref == self.writing and channel not in out.bodies:
+                # the same checkpoint put again: the value it held goes with the file it replaces
+                del out.refs[channel]
+                carried[channel] = checkpoint["channel_versions"][channel]
         for channel, version in carried.items():
             # a copy or fork whose version lives nowhere we can point at: store it here
             self._store_here(out, thread_id, ns, checkpoint, channel, version)
@@ -352,6 +363,8 @@ class ValueWriter:
         state = self.lists.get((thread_id, ns, channel))
         if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
             return None
+        if state.ref == self.writing:
+            return None  # the same checkpoint put again: the file it would build on is being replaced
         deps = refresh(state.deps) if state.deps else None
         if deps is None:
             return None  # the base was changed (by hand, git, prune) since we wrote or read it

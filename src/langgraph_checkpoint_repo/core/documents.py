@@ -265,7 +265,14 @@ class Documents:
         return True
 
     def locate_object(
-        self, thread_id: str, name: str, digest: str, *, ticket: int = 0, waits: dict[Any, Any] | None = None
+        self,
+        thread_id: str,
+        name: str,
+        digest: str,
+        *,
+        ticket: int = 0,
+        waits: dict[Any, Any] | None = None,
+        not_in: tuple[str, str] | None = None,
     ) -> dict[str, str] | None:
         """The reference to an object a writer finds stored already (objects.Locate): with
         ``$in`` for a checkpoint that holds it (read or written by this process, there and
@@ -273,16 +280,19 @@ class Documents:
         it is in neither (the file being written takes it). Never a writes file: those go
         once a child checkpoint has taken them. A checkpoint of this process that holds it
         and is being written (``Pending``, an earlier ``ticket`` than the caller's) counts:
-        the caller waits for it (``waits``) before it writes its own file.
+        the caller waits for it (``waits``) before it writes its own file. ``not_in``: the
+        checkpoint the caller is writing (put again, its file is replaced): never referred to.
 
         ``Pending`` is asked first: a put moves its objects from there to the places this
         process knows (``note_objects``) only once written, so one missing from ``Pending``
         here is found below; asked last, a put finishing in between would be in neither."""
         tdir = self.layout.thread_dir(thread_id)
         found = self.pending.find(tdir, name, ticket) if waits is not None else None
+        if found is not None and found[:2] == not_in:
+            found = None
         located = self.values.located.get(tdir, {})
         loc = located.get(name)
-        if loc is not None:
+        if loc is not None and tuple(loc) != not_in:
             path = self.layout.checkpoint_in(tdir, *loc)
             if self.writer.durable_exists(path) and self._holds(path, name):
                 return {REF: name, **location_ref(*loc)}
