@@ -99,13 +99,16 @@ class ValueEntry:
         return b"".join(parts)
 
 
-def entry_from_node(node: dict[str, Any], where: str) -> ValueEntry:
-    """The entry of a stored value node (``json`` tree, or ``serde`` + ``base64``)."""
+def entry_from_node(node: dict[str, Any], where: str, *, typed: bool = True) -> ValueEntry:
+    """The entry of a stored value node (``json`` tree, or ``serde`` + ``base64``).
+    ``typed=False``: without the types it names (the checks judge those in the stored
+    trees, and only ask whether a value resolves)."""
     if "json" in node:
         tree = node["json"]
-        return ValueEntry(empty=False, tree=tree, types=frozenset(named_types(tree)), where=where)
+        types = frozenset(named_types(tree) if typed else ())
+        return ValueEntry(empty=False, tree=tree, types=types, where=where)
     raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
-    types: frozenset[tuple[str, ...]] = frozenset()
+    types = frozenset()
     if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:
         try:  # check the types it names against the allowlist like any other tree
             types = frozenset(named_types(msgpack_to_tree(raw[1])))
@@ -122,6 +125,8 @@ def append_entry(
     where: str,
     base: ValueEntry | None,
     items_weight: tuple[int, int, int] | None = None,
+    *,
+    typed: bool = True,
 ) -> ValueEntry:
     """A list stored as the items appended onto ``base``; a base that no longer holds what
     the append was made on names the file whose list it is (edited, or the wrong link).
@@ -150,11 +155,13 @@ def append_entry(
     if base.depth + 1 > MAX_APPEND_DEPTH:
         raise too_long(path, pointer)
     items = app["items"]
-    item_types = named_types(items)
-    types = TypeSet(base.types | frozenset(item_types))
-    types.origins = dict.fromkeys(base.types, base.where)
-    types.origins.update(getattr(base.types, "origins", {}))
-    types.origins.update((t, where) for t in item_types if t not in types.origins)
+    types = TypeSet()
+    if typed:  # (entry_from_node)
+        item_types = named_types(items)
+        types = TypeSet(base.types | frozenset(item_types))
+        types.origins = dict.fromkeys(base.types, base.where)
+        types.origins.update(getattr(base.types, "origins", {}))
+        types.origins.update((t, where) for t in item_types if t not in types.origins)
     weight = appended_weight(base.weight, items_weight)
     problem = weight_problem(weight) if weight is not None else None
     if problem is not None:

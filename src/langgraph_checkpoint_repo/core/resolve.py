@@ -204,10 +204,15 @@ class ValueResolver:
         if "append" in body:
             app = body["append"]
             items, items_weight = self.expand_weighed(app["items"], path, f"{pointer}/append/items")
-            return append_entry(channel, {**app, "items": items}, path, pointer, where, base, items_weight)
+            app = {**app, "items": items}
+            typed = not self.trust_kept
+            return append_entry(channel, app, path, pointer, where, base, items_weight, typed=typed)
         stored, holder = self._follow_large(body["value"], path, pointer)
         node, weight = self._expanded_weighed(stored, holder, pointer if holder == path else "")
-        entry = entry_from_node(node, where if holder == path else f"{holder}, referenced from {where}")
+        where = where if holder == path else f"{holder}, referenced from {where}"
+        # a snapshot's entries only tell the checks whether a value resolves (snapshot.py):
+        # the types a value names are judged in the trees that store them (checks.py)
+        entry = entry_from_node(node, where, typed=not self.trust_kept)
         entry.weight = weight
         entry.file = str(holder)
         entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
