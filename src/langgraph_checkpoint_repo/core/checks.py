@@ -197,7 +197,7 @@ class Validator:
         held = doc.get("objects") if doc.get("kind") in ("checkpoint", "writes") else None
         held = held if isinstance(held, dict) else {}
         for digest, tree in held.items():
-            if not names_object(digest, tree):
+            if not self._snapshot.values.names(digest, tree):  # once per snapshot (resolve.py)
                 self.bad_files.add(str(path))
                 self.problem(path, f"/objects/{digest}", EDITED)
         tname: str | None = None  # the thread folder's name, found once a tree refers to an object

@@ -62,6 +62,9 @@ class ValueResolver:
         # while trust_kept: (namespace folder, ref) -> the file it names and its lstat, each
         # file lstat'ed once (a snapshot's rule; consecutive checkpoints name the same files)
         self._places: dict[tuple[Path, str], tuple[Path, os.stat_result]] = {}
+        # while trust_kept: id of a held object's tree -> (that tree, the name it was found to
+        # match): the checks check every object a file holds, then resolve values through them
+        self._named: dict[int, tuple[Any, str]] = {}
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -72,19 +75,31 @@ class ValueResolver:
         it. Each entry records every file it was built from (``deps``) and is reused only
         while all of them are unchanged.
         """
-        links: list[tuple[Link, tuple[Dep, ...]]] = []
-        entry: ValueEntry | None = None
-        implied = partial(self.implied_base, channel) if self.implied_base is not None else None
         # a snapshot's entries are dropped with it, never checked against their files: no deps
         trust = self.trust_kept
-        for link in walk_chain(partial(self._link, ns_dir, channel), version, ref, implied):
+        first = self._link(ns_dir, channel, version, ref)
+        if first.known is not None:
+            return first.known  # type: ignore[no-any-return]
+        if "append" not in first.body:  # a whole value (or none): no chain to walk
+            entry = self._entry_from_body(channel, first)
+            self._keep(first, channel, entry, () if trust else (self._docs.dep(first.path, first.doc),))
+            return entry
+        ahead = [first]
+
+        def read(version: Any, ref: str) -> Link:
+            return ahead.pop() if ahead else self._link(ns_dir, channel, version, ref)
+
+        links: list[tuple[Link, tuple[Dep, ...]]] = []
+        got: ValueEntry | None = None
+        implied = partial(self.implied_base, channel) if self.implied_base is not None else None
+        for link in walk_chain(read, version, ref, implied):
             if link.known is not None:
-                entry = link.known
+                got = link.known
                 break
             own: tuple[Dep, ...] = () if trust else (self._docs.dep(link.path, link.doc),)
             if "append" not in link.body:
-                entry = self._entry_from_body(channel, link)
-                self._keep(link, channel, entry, own)
+                got = self._entry_from_body(channel, link)
+                self._keep(link, channel, got, own)
                 break
             if not trust and "base" not in link.body["append"] and isinstance(link.doc, dict):
                 # its base is where its parent's bookkeeping says: that file too (format 4)
@@ -93,11 +108,11 @@ class ValueResolver:
                     ppath = link.path.parent / f"{encode_segment(parent)}.json"
                     own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
             links.append((link, own))
-        assert entry is not None  # the walk ends at a whole value or a kept one
+        assert got is not None  # the walk ends at a whole value or a kept one
         for link, own in reversed(links):
-            entry = self._entry_from_body(channel, link, entry)
-            self._keep(link, channel, entry, own)
-        return entry
+            got = self._entry_from_body(channel, link, got)
+            self._keep(link, channel, got, own)
+        return got
 
     def drop_under(self, folder: Path) -> None:
         self._values.drop_where(lambda k: k[0].is_relative_to(folder))
@@ -112,6 +127,7 @@ class ValueResolver:
         with self._values.lock:
             self._values.clear()
         self._places.clear()
+        self._named.clear()
         self._objects.clear()
         self.located.clear()
 
@@ -323,11 +339,23 @@ class ValueResolver:
 
     def _checked(self, path: Path, digest: str, tree: Any, tdir: Path, doc: dict[str, Any]) -> Any:
         """An object a file holds, checked against its name; where it is noted for writers."""
-        if not names_object(digest, tree):
+        if not self.names(digest, tree):
             raise FileFormatError(str(path), f"/objects/{digest}", EDITED)
         if doc.get("kind") == "checkpoint":  # where references name it (its first home) stays
             self.located.setdefault(tdir, {}).setdefault(digest, (doc["checkpoint_ns"], doc["checkpoint_id"]))
         return tree
+
+    def names(self, digest: str, tree: Any) -> bool:
+        """``names_object``, once per tree a snapshot holds (its files never change in it)."""
+        if not self.trust_kept:
+            return names_object(digest, tree)
+        got = self._named.get(id(tree))
+        if got is not None and got[0] is tree and got[1] == digest:
+            return True
+        if not names_object(digest, tree):
+            return False
+        self._named[id(tree)] = (tree, digest)
+        return True
 
     def _thread_dir(self, path: Path) -> Path:
         """The thread folder ``path`` lies in; by its name, without a Path made per call
