@@ -40,6 +40,7 @@ import orjson
 
 from .errors import FileFormatError
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from .tree import json_objects
 
 REF = "$ref"
 ID = "$id"
@@ -289,15 +290,9 @@ def refs_in(tree: Any) -> Iterator[str]:
 def ref_nodes(tree: Any) -> Iterator[dict[str, Any]]:
     """Every reference node of a tree (references and message inputs), not through objects,
     outer before inner (``json_objects``' order; one walk, every file's trees take it)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            if REF in node and any_ref_of(node) is not None:
-                yield node
-            stack.extend(node.values())
+    for node in json_objects(tree):
+        if REF in node and any_ref_of(node) is not None:
+            yield node
 
 
 def without_refs(tree: Any) -> Any:
