@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from filelock import FileLock, Timeout
+
+if TYPE_CHECKING:  # imported where a lock is first taken: the reading commands never take one
+    from filelock import FileLock
 
 from .errors import LockTimeoutError, RepoCheckpointError
 
@@ -409,6 +411,8 @@ class ThreadLocks:
             if held is None:
                 idle = self._idle.pop(lock_path, None)
                 if idle is None:
+                    from filelock import FileLock
+
                     lock_path.parent.mkdir(parents=True, exist_ok=True)
                     idle = (FileLock(str(lock_path), thread_local=False), _SharedExclusive())
                 held = (*idle, 0)
@@ -445,6 +449,8 @@ class ThreadLocks:
             )
         try:
             check_lock_file(lock_path, thread_id, what)
+            from filelock import Timeout
+
             try:
                 lock.acquire(timeout=self.timeout)
             except Timeout:
