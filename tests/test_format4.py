@@ -881,3 +881,20 @@ def test_the_same_checkpoint_put_again_refers_to_nothing_in_the_file_it_replaces
         got = reader.get_tuple(cfg("t"))
         assert got is not None and got.checkpoint["channel_values"] == want.checkpoint["channel_values"]
     assert cli(root, "validate").returncode == 0
+
+
+def test_heads_says_which_channel_changed_last_as_langgraph_orders_versions(tmp_path: Path) -> None:
+    """A thread continued by another saver holds both forms: short versions (ours) and long
+    ones (theirs, counters from 10^24 down). ``heads`` ends a head without messages on the
+    channel whose version is newest as LangGraph compares them (the long form of both); by the
+    raw strings every short version looked newer than any long one."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    short = saver.get_next_version(saver.get_next_version(None, None), None)  # counter 2
+    long = "00000000000000000000000000000005.0.5"  # another saver's, counter 5
+    versions = {"older": short, "newer": long}
+    checkpoint = make_checkpoint(str(uuid6()), {"older": "set at 2", "newer": "set at 5"}, versions)
+    saver.put(cfg("t"), checkpoint, {"source": "loop", "step": 5, "parents": {}}, versions)
+    shown = cli(root, "heads", "t")
+    assert shown.returncode == 0, shown.stderr
+    assert "newer: " in shown.stdout and "older: " not in shown.stdout, shown.stdout

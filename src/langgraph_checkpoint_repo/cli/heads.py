@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     """What a head ends on: the text of the last message in ``messages``, else the channel
     whose version changed last, shortly (values as stored; what may be constructed is)."""
+    from ..core.versions import for_langgraph
     from ..readmodel.tasks import is_internal
     from . import present
 
@@ -35,7 +36,7 @@ def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     shown = [c for c in trees if not is_internal(c)]
     if not shown:
         return ""
-    channel = max(shown, key=lambda c: str(versions.get(c, "")))
+    channel = max(shown, key=lambda c: str(for_langgraph(versions.get(c, ""))))  # as LangGraph orders them
     return f"{channel}: {present.inline(reader.readable(trees[channel]), 100)}"
 
 
