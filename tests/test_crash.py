@@ -52,7 +52,7 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 # roots, kills per root, turns the graph runs per thread
 # the default is what CI can afford (each kill forks a child and checks the whole root); the
 # long mode is the evidence docs/reliability.md reports
-ROOTS, KILLS_PER_ROOT, TURNS = (38, 8, 60) if LONG else (4, 5, 60)
+ROOTS, KILLS_PER_ROOT, TURNS = (38, 8, 60) if LONG else (4, 5, 30)
 MIN_KILLS = 300 if LONG else 18
 MAX_DELAY = 0.35  # seconds between "child ready" and the kill, drawn uniformly
 PARALLEL = 4
