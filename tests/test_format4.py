@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from forkserver import Parent
 from graphs import ask_graph, cfg, chain_graph, chat_graph, make_checkpoint
 from helpers import checkpoint_files, cli, load, rewrite
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoCheckpointError, RepoSaver
@@ -436,39 +436,12 @@ def test_a_hand_edit_is_seen_by_every_reader(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 # reading the latest checkpoint of a long history
 # ---------------------------------------------------------------------------
-COUNT_READS = """
-import json
-import sys
-from pathlib import Path
-
-root, given = Path(sys.argv[1]), sys.argv[2]
-opened = set()
-
-def hook(event, args):
-    if event == "open" and isinstance(args[0], str) and "/checkpoints/" in args[0]:
-        opened.add(args[0])
-
-from langgraph_checkpoint_repo import RepoSaver
-saver = RepoSaver(root)
-sys.addaudithook(hook)
-config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-if given != "-":
-    config["configurable"]["checkpoint_id"] = given
-tup = saver.get_tuple(config)
-assert tup is not None
-print(json.dumps([len(opened), len(tup.checkpoint["channel_values"]["log"]), tup.checkpoint["id"]]))
-"""
-
-
-def fresh_read(root: Path, checkpoint_id: str | None) -> tuple[int, int, str]:
-    """(checkpoint files opened, length of log, id read) by get_tuple in a new process."""
-    out = subprocess.run(
-        [sys.executable, "-c", COUNT_READS, str(root), checkpoint_id or "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    opened, length, cid = json.loads(out.stdout)
+def fresh_read(parent: Parent, root: Path, checkpoint_id: str | None) -> tuple[int, int, str]:
+    """(checkpoint files opened, length of log, id read) by get_tuple in a new process (a
+    child forked from ``parent``, tests/count_reads.py)."""
+    out, err = parent.start("count_reads", str(root), checkpoint_id or "-").communicate(timeout=120)
+    assert out.strip(), err
+    opened, length, cid = json.loads(out.strip().splitlines()[-1])
     return opened, length, cid
 
 
@@ -484,20 +457,22 @@ def test_a_fresh_process_reads_the_latest_checkpoint_without_walking_the_history
     app = chain_graph(saver)
     bound = DELTA_EVERY + 1 + 8 + 1  # a delta line and a list chain, each to a whole copy
     runs, seen = 0, []
+    parent = Parent(Path(__file__).with_name("count_reads.py"), "count_reads")
     for total in (30, 60):
         while runs < total:
             app.invoke({"log": []}, CONFIG)
             runs += 1
         latest = saver.get_tuple(CONFIG)
         assert latest is not None
-        by_id = fresh_read(root, latest.checkpoint["id"])
-        first = fresh_read(root, None)  # may read every parent link once, and records them
-        again = fresh_read(root, None)
+        by_id = fresh_read(parent, root, latest.checkpoint["id"])
+        first = fresh_read(parent, root, None)  # may read every parent link once, and records them
+        again = fresh_read(parent, root, None)
         assert by_id[1:] == first[1:] == again[1:] == (3 * runs, latest.checkpoint["id"])
         # by id: the deltas and the chain; without: also the links the index does not hold
         # (fewer than LINEAGE_REREADS are read again rather than the index rewritten)
         assert by_id[0] <= bound and again[0] <= bound + LINEAGE_REREADS, (runs, by_id, first, again)
         seen.append((by_id[0], again[0]))
+    parent.close()
     count = len(list((root / "threads" / "t" / "checkpoints").glob("*.json")))
     assert count >= 300 and len(seen) == 2
 
