@@ -7,6 +7,7 @@ during the run is reported, not skipped."""
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,29 @@ def test_threads_checked_in_worker_processes_find_exactly_what_one_process_finds
     assert where == {"b", "c", "d"}, problems
     assert any("duplicate key 'kind'" in p.message for p in problems), problems
     assert any("OpenAI API key" in p.message for p in problems), problems
+
+
+def test_a_worker_that_dies_leaves_its_threads_to_the_main_process(tmp_path: Path) -> None:
+    """A worker killed while it checks a thread (out of memory, a signal) breaks the pool; the
+    threads not added yet are checked in the main process, with the one process's result. A
+    ``multiprocessing.Pool`` waited for the dead worker's answer for ever."""
+    root = tmp_path / "root"
+    for thread in ("a", "b", "c"):
+        chat_root(root, thread, 2)
+    main = os.getpid()
+    want = Validator(root, workers=1)
+    expected = (want.run(), want.files, want.checkpoints)
+
+    class DiesInAWorker(Validator):
+        def thread(self, folder: Path) -> None:
+            if os.getpid() != main and folder.name == "b":
+                os._exit(9)  # as the kernel's OOM killer would end it: no cleanup, no answer
+            super().thread(folder)
+
+    got = DiesInAWorker(root, workers=2)
+    result: list[Any] = []
+    runner = threading.Thread(target=lambda: result.append(got.run()), daemon=True)
+    runner.start()
+    runner.join(120)  # far longer than the run; a hang fails here instead of stalling the suite
+    assert not runner.is_alive(), "validate waited for the dead worker for ever"
+    assert (result[0], got.files, got.checkpoints) == expected

@@ -171,19 +171,38 @@ def check_threads(v: ThreadChecks, folders: list[Path], workers: int | None = No
 
 
 def _in_workers(ctx: Any, count: int, v: ThreadChecks, folders: list[Path]) -> None:
-    """Each thread in a worker of a forked pool; what each found added in folder order."""
-    with ctx.Pool(count, initializer=_quiet) as pool:
-        for folder, found in zip(folders, pool.imap(_check_one, range(len(folders))), strict=True):
-            if found is None:
-                if folder.is_dir():
-                    v.thread(folder)
-                continue
-            problems, orphans, bad, files, checkpoints = found
-            v.problems.extend(problems)
-            v.orphan_writes.extend(orphans)
-            v.bad_files |= bad
-            v.checkpoints += checkpoints
-            v.seen(files)
+    """Each thread in a worker of a forked pool; what each found added in folder order. A
+    worker that dies (killed, out of memory) breaks the pool, which says so at once (a
+    ``multiprocessing.Pool`` would wait for its result for ever): the threads not yet added
+    are then checked here."""
+    from concurrent.futures import ProcessPoolExecutor  # only for a big root
+    from concurrent.futures.process import BrokenProcessPool
+
+    done = 0
+    with ProcessPoolExecutor(count, mp_context=ctx, initializer=_quiet) as pool:
+        try:
+            for found in pool.map(_check_one, range(len(folders))):
+                _add(v, folders[done], found)
+                done += 1
+        except BrokenProcessPool:
+            pass
+    for folder in folders[done:]:
+        if folder.is_dir():
+            v.thread(folder)
+
+
+def _add(v: ThreadChecks, folder: Path, found: Any) -> None:
+    """What a worker found in one thread, added to ``v`` (None: it failed, checked here)."""
+    if found is None:
+        if folder.is_dir():
+            v.thread(folder)
+        return
+    problems, orphans, bad, files, checkpoints = found
+    v.problems.extend(problems)
+    v.orphan_writes.extend(orphans)
+    v.bad_files |= bad
+    v.checkpoints += checkpoints
+    v.seen(files)
 
 
 _FORKED: tuple[ThreadChecks, list[Path]] | None = None  # what a forked worker checks
