@@ -27,7 +27,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from forkserver import Parent
-from graphs import ask_graph, cfg, chain_graph, chat_graph, make_checkpoint
+from graphs import ask_graph, cfg, chain_graph, chat_graph, chat_root, make_checkpoint
 from helpers import checkpoint_files, cli, load, rewrite
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoCheckpointError, RepoSaver
 from langgraph_checkpoint_repo.core.bookkeeping import DELTA_EVERY
@@ -873,3 +873,27 @@ def test_heads_says_which_channel_changed_last_as_langgraph_orders_versions(tmp_
     shown = cli(root, "heads", "t")
     assert shown.returncode == 0, shown.stderr
     assert "newer: " in shown.stdout and "older: " not in shown.stdout, shown.stdout
+
+
+def test_a_checkpoint_put_again_keeps_the_objects_later_files_refer_to_there(tmp_path: Path) -> None:
+    """Later checkpoints refer to the messages an earlier one holds (``$in``). Put again under
+    its id with other values, its file is replaced: the objects it held stay in the new one,
+    so the files after it still read back (they read 'object ... is not among the objects of'
+    it, and validate failed on files the put never touched)."""
+    root = tmp_path / "root"
+    chat_root(root, "t", 3)
+    saver = RepoSaver(root)
+    first = checkpoint_files(root, "t")[0]
+    held = load(first)["objects"]
+    assert any(f'"$in": "{first.stem}"' in p.read_text() for p in checkpoint_files(root, "t")[1:])
+    tup = saver.get_tuple(cfg("t", checkpoint_ns="", checkpoint_id=first.stem))
+    assert tup is not None
+    again = dict(tup.checkpoint, channel_values={"__start__": {"messages": []}})
+    saver.put(cfg("t", checkpoint_ns=""), again, tup.metadata, again["channel_versions"])  # type: ignore[arg-type]
+    assert set(held) <= set(load(first)["objects"])
+    fresh = RepoSaver(root)
+    assert all(t.checkpoint is not None for t in fresh.list(cfg("t")))
+    latest = fresh.get_tuple(cfg("t"))
+    assert latest is not None and len(latest.checkpoint["channel_values"]["messages"]) == 6
+    done = cli(root, "validate")
+    assert done.returncode == 0, done.stdout + done.stderr

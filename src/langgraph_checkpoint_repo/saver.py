@@ -499,10 +499,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 cdoc["new_values"] = stored.bodies
             if taken:
                 cdoc["parent_writes"] = taken
-            if host.objects:
-                cdoc["objects"] = host.objects
-            cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id))
             cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
+            objects = {**self._replaced_objects(cpath), **host.objects}
+            if objects:
+                cdoc["objects"] = objects
+            cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id))
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
             done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
         written = False
@@ -637,6 +638,18 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if counter[key] <= 0:
                     del counter[key]
                 self._writes_done.notify_all()
+
+    def _replaced_objects(self, cpath: Path) -> dict[str, Any]:
+        """The objects of the file a checkpoint put again replaces: kept in the new one, since
+        later files may refer to them there (``$in``); an object is named by its content, so
+        keeping one changes no value. None for a new checkpoint (the usual put)."""
+        try:
+            old = self.store.read_doc(cpath, "checkpoint")
+        except FileNotFoundError:
+            return {}
+        except FileFormatError:
+            return {}  # damaged: nothing in it could be read before either; validate names it
+        return dict(old.get("objects") or {})
 
     def _writes_file(self, call: _WritesCall, *, again: bool) -> bool:
         """Decide and write one writes file, as ``_put_file`` a checkpoint (its own objects
