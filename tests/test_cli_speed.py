@@ -97,3 +97,64 @@ def test_an_unknown_public_name_is_still_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no_such_name"):
         langgraph_checkpoint_repo.no_such_name  # noqa: B018
+
+
+def built_commands(*args: str) -> tuple[list[str], str]:
+    """The commands typer built for ``langgraph-repo ARGS`` run as its entry point runs it, and
+    what it printed."""
+    probe = textwrap.dedent(
+        f"""
+        import contextlib, io, json
+        import typer.main
+        built = []
+        real = typer.main.get_command_from_info
+        def counting(command_info, **kwargs):
+            command = real(command_info=command_info, **kwargs)
+            built.append(command.name)
+            return command
+        typer.main.get_command_from_info = counting
+        from langgraph_checkpoint_repo.cli import app
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            try:
+                app({list(args)!r}, prog_name="langgraph-repo")
+            except SystemExit as done:
+                assert done.code == 0, done.code
+        print(json.dumps([built, out.getvalue()]))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    built, printed = json.loads(proc.stdout.splitlines()[-1])
+    return built, printed
+
+
+def test_a_command_line_that_names_a_command_builds_only_it_and_prints_the_same_help() -> None:
+    from typer.testing import CliRunner
+
+    from langgraph_checkpoint_repo.cli import app
+
+    for args in (
+        ["validate", "--help"],
+        ["store", "sweep", "--help"],
+        ["--root", "validate", "threads", "-h"],
+    ):
+        built, printed = built_commands(*args)
+        named = [a for a in args if a in {*built, "store"}]
+        assert set(built) <= {"validate", "threads", "sweep", "ls", "get", "search", "put", "delete"}, built
+        assert named and set(built) & set(named), (args, built)
+        whole = CliRunner().invoke(app, args, prog_name="langgraph-repo")  # every command built
+        assert whole.exit_code == 0 and printed.split() == whole.output.split(), (
+            args,
+            printed,
+        )  # widths differ
+
+
+def test_a_command_line_that_names_no_command_before_help_builds_and_lists_them_all() -> None:
+    everything, _ = built_commands("--help")
+    assert len(everything) > 20 and {"validate", "threads", "sweep", "sync"} <= set(everything)
+    for args in (["-h", "validate"], ["--help"]):
+        built, printed = built_commands(*args)
+        assert sorted(built) == sorted(everything)
+        assert "threads" in printed and "migrate" in printed and "store" in printed
