@@ -39,8 +39,10 @@ from .layout import (
     GITIGNORE_TEXT,
     LARGE,
     NAMESPACES,
+    NS_FOLDERS,
     OBJECTS,
     STORE,
+    THREAD_FOLDERS,
     THREADS,
     VALUES,
     WRITES,
@@ -308,7 +310,7 @@ class Validator:
         """The thread folders given, or (None) every thread and every store item."""
         check_threads(self, self.thread_folders() if folders is None else folders, self.workers)
         if folders is None:
-            self.store_items(self.layout.root / STORE)
+            self.store_items(self.layout.store_dir)
         return sorted(set(self.problems))
 
     # -- the store (RepoStore's items, core/items.py) -------------------------------
@@ -362,7 +364,7 @@ class Validator:
         expected_tid = self._decoded(folder, "thread")
         namespaces: list[tuple[Path, str | None]] = [(folder, "")]
         for name in sorted(os.listdir(folder)):
-            if is_temp_name(name) or name in (CHECKPOINTS, WRITES, VALUES, LARGE, OBJECTS, NAMESPACES):
+            if is_temp_name(name) or name in (*THREAD_FOLDERS, NAMESPACES):
                 continue
             self.problem(folder / name, "/", "stray entry in a thread folder (not part of the layout)")
         nsroot = folder / NAMESPACES
@@ -420,7 +422,7 @@ class Validator:
 
     def namespace(self, thread_folder: Path, ns_dir: Path, tid: str | None, ns: str | None) -> None:
         for name in sorted(os.listdir(ns_dir)) if ns_dir != thread_folder else []:
-            if not is_temp_name(name) and name not in (CHECKPOINTS, WRITES, VALUES):
+            if not is_temp_name(name) and name not in NS_FOLDERS:
                 self.problem(ns_dir / name, "/", "stray entry in a namespace folder (not part of the layout)")
         docs: dict[str, tuple[Path, dict[str, Any]]] = {}
         files = list(self._json_files(ns_dir / CHECKPOINTS))  # one listing: the run's snapshot
@@ -807,7 +809,7 @@ def _thread_temp_findings(tdir: Path) -> list[Finding]:
     out: list[Finding] = []
     for name, kind in _entries(tdir):
         path = tdir / name
-        if kind == "dir" and name in (CHECKPOINTS, WRITES, VALUES, LARGE, OBJECTS):
+        if kind == "dir" and name in THREAD_FOLDERS:
             out.extend(_data_temp_findings(path))
         elif kind == "dir" and name == NAMESPACES:
             for ns_name, ns_kind in _entries(path):
@@ -815,7 +817,7 @@ def _thread_temp_findings(tdir: Path) -> list[Finding]:
                     out.append(_foreign(path / ns_name))
                 elif ns_kind == "dir":
                     for sub, sub_kind in _entries(path / ns_name):
-                        if sub_kind == "dir" and sub in (CHECKPOINTS, WRITES, VALUES):
+                        if sub_kind == "dir" and sub in NS_FOLDERS:
                             out.extend(_data_temp_findings(path / ns_name / sub))
                         elif is_temp_name(sub):
                             out.append(_foreign(path / ns_name / sub))

@@ -20,11 +20,12 @@ from .layout import (
     CHECKPOINTS,
     LARGE,
     NAMESPACES,
+    NS_FOLDERS,
     OBJECTS,
-    STORE,
-    THREADS,
+    THREAD_FOLDERS,
     VALUES,
     WRITES,
+    Layout,
     decode_segment,
     is_temp_name,
 )
@@ -48,8 +49,8 @@ def targets(root: Path, paths: list[Path]) -> Targets:
     ``threads/`` for all of them), a file for itself; a path under ``store/`` is a store item
     or a folder of them; other paths under the root (``.gitignore``, ``.cache/``) hold
     nothing to check."""
-    threads_dir = (root / THREADS).resolve()
-    store_dir = (root / STORE).resolve()
+    layout = Layout(root)
+    threads_dir, store_dir = layout.threads_dir.resolve(), layout.store_dir.resolve()
     root_res = root.resolve()
     found = Targets()
     folders: set[Path] = set()
@@ -64,7 +65,7 @@ def targets(root: Path, paths: list[Path]) -> Targets:
             if not os.path.lexists(real):
                 found.missing.append(str(given))
             else:
-                found.store.append(root / STORE / real.relative_to(store_dir))  # as the root spells it
+                found.store.append(layout.store_dir / real.relative_to(store_dir))  # as the root spells it
             continue
         try:
             rel = real.relative_to(threads_dir)
@@ -120,8 +121,8 @@ def _check_files(v: Validator, files: list[Path]) -> None:
             continue  # never data (git ignores them); whole-root validate skips them too
         if (
             len(where) != 2
-            or where[0] not in (CHECKPOINTS, WRITES, VALUES, LARGE, OBJECTS)
-            or (ns_dir != thread_folder and where[0] not in (CHECKPOINTS, WRITES, VALUES))
+            or where[0] not in THREAD_FOLDERS
+            or (ns_dir != thread_folder and where[0] not in NS_FOLDERS)
         ):
             v.seen()
             v.problem(

@@ -113,12 +113,8 @@ def check_namespace(namespace: Sequence[str], *, of_item: bool = True) -> tuple[
     return ns
 
 
-def store_dir(layout: Layout) -> Path:
-    return layout.root / STORE
-
-
 def namespace_dir(layout: Layout, namespace: Sequence[str]) -> Path:
-    folder = store_dir(layout)
+    folder = layout.store_dir
     for label in namespace:
         folder = folder / encode_segment(label)
     return folder
@@ -274,8 +270,8 @@ class ItemFiles:
         self.clock = clock or utc_now
         self._items = LRU(CACHE_ENTRIES)  # path -> StoredItem of the very document kept for it
         self._walked = LRU(CACHE_ENTRIES // 16)  # folder -> {name: (stat key, item)} of the last walk
-        self._store_depth = len(store_dir(self.layout).parts)
-        self._store_text = str(store_dir(self.layout))
+        self._store_depth = len(self.layout.store_dir.parts)
+        self._store_text = str(self.layout.store_dir)
 
     @property
     def root(self) -> Path:
@@ -567,7 +563,7 @@ class ItemFiles:
     def _prune(self, folder: Path) -> None:
         """Remove the namespace's folder and those above it while they are empty (an empty
         folder is no namespace; git keeps none)."""
-        top = store_dir(self.layout)
+        top = self.layout.store_dir
         while folder != top and folder.is_relative_to(top):
             try:
                 os.rmdir(folder)

@@ -45,6 +45,9 @@ LARGE = "large"
 OBJECTS = "objects"
 NAMESPACES = "ns"
 THREADS = "threads"
+NS_FOLDERS = (CHECKPOINTS, WRITES, VALUES)  # the folders a namespace folder (ns/<namespace>/) holds
+#: the folders a thread folder holds, beside ns/: its root namespace's, and what the thread shares
+THREAD_FOLDERS = (*NS_FOLDERS, LARGE, OBJECTS)
 STORE = "store"  # RepoStore's items: store/<label>/.../<key>.json (docs/store.md)
 CACHE = ".cache"
 PY_SUFFIX = ".py"  # what uvicorn's reloader (langgraph dev) restarts the server for
@@ -222,6 +225,11 @@ class Layout:
     @cached_property  # asked for on every read (jsonread's containment check, objects)
     def threads_dir(self) -> Path:
         return self.root / THREADS
+
+    @cached_property
+    def store_dir(self) -> Path:
+        """RepoStore's items (docs/store.md)."""
+        return self.root / STORE
 
     @cached_property
     def guarded(self) -> tuple[Path, ...]:

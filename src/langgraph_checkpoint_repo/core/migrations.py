@@ -25,7 +25,7 @@ from typing import Any
 from .documents import Documents
 from .durable import dump_json, write_files
 from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
-from .items import ItemFiles, store_dir
+from .items import ItemFiles
 from .layout import (
     CHECKPOINTS,
     LARGE,
@@ -263,7 +263,7 @@ def migrate_root(
                         yield path, new
 
     items = ItemFiles(store)
-    folder = store_dir(store.layout)
+    folder = store.layout.store_dir
     if folder.is_symlink():
         raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
     item_paths = list(_json_files(folder)) if folder.is_dir() else []
