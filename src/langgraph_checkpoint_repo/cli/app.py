@@ -398,6 +398,9 @@ NsOpt = Annotated[
     ),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Say what would be done (every file, thread or item); do nothing.")
+]
 CheckpointOpt = Annotated[
     str | None,
     typer.Option(

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..core.errors import BadInputError
 from .app import (
+    DryRunOpt,
     JsonOpt,
     Settings,
     ThreadArg,
@@ -115,9 +116,7 @@ def prune(
             "--older-than", metavar="AGE", help="Remove only checkpoints older than AGE (30d, 12h)."
         ),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List exactly what would go; change nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -213,9 +212,7 @@ def _run_plans(
 @app.command()
 def migrate(
     ctx: typer.Context,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the files that would change; change nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Upgrade files written by an older format version to this release's (docs/format.md).

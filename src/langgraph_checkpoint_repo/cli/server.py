@@ -19,7 +19,7 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
-from .app import JsonOpt, ThreadsArg, _reader, _settings, command_group
+from .app import DryRunOpt, JsonOpt, ThreadsArg, _reader, _settings, command_group
 from .exits import FAILED, PROBLEMS, CliError
 from .output import _print_json, _rel
 
@@ -76,9 +76,7 @@ def sync(
             help="The graph of threads whose checkpoints name none (written by a script, not the server).",
         ),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say which threads would be created; create none.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create on the server the threads of the root it does not know, under their ids.

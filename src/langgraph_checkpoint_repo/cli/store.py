@@ -18,7 +18,7 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError
-from .app import JsonOpt, _check_root, _settings, command_group, parse_date
+from .app import DryRunOpt, JsonOpt, _check_root, _settings, command_group, parse_date
 from .output import _print_json
 
 if TYPE_CHECKING:
@@ -213,9 +213,7 @@ def delete(
 @store_app.command("sweep")
 def sweep(
     ctx: typer.Context,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the expired items; remove nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     at: Annotated[
         str | None,
         typer.Option("--at", metavar="TIME", help="Judge expiry at this time (ISO 8601), not now."),
