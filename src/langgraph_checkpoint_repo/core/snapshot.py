@@ -22,7 +22,6 @@ outlives it (a later lineage or listing index is never derived from it).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
@@ -160,6 +159,8 @@ def check_threads(v: ThreadChecks, folders: list[Path], workers: int | None = No
             if folder.is_dir():
                 v.thread(folder)
         return
+    import multiprocessing  # only for a big root (validate FILE... never forks)
+
     global _FORKED
     ctx = multiprocessing.get_context("fork")
     with _FORKING:  # one run's workers at a time per process: they find it in _FORKED
@@ -212,6 +213,8 @@ _FORKING = threading.Lock()
 def _workers(folders: list[Path], asked: int | None) -> int:
     """How many processes check ``folders``: a fork is safe to rely on on Linux only (macOS
     system libraries may not survive one; Windows has none)."""
+    import multiprocessing
+
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     if asked is not None:
