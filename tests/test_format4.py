@@ -740,14 +740,14 @@ def _beside_a_put_of_the_same_checkpoint_again(
     a_writing, b_waiting = threading.Event(), threading.Event()
     write, await_pending = saver.store.write, saver.store.await_pending
 
-    def held_write(batches: Any) -> None:
+    def held_write(batches: Any, *rest: Any) -> None:
         if threading.current_thread().name == "A":
             a_writing.set()
             assert b_waiting.wait(30)
             if fail:
                 raise OSError(errno.ENOSPC, "No space left on device")
             time.sleep(1.0)  # a slow disk: longer than lock_timeout (no assertion on time)
-        write(batches)
+        write(batches, *rest)
 
     def noting_wait(thread_id: str, waits: Any, **kw: Any) -> bool:
         if threading.current_thread().name == "B" and waits:

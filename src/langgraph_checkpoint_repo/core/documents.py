@@ -218,9 +218,7 @@ class Documents:
         return self.locks.hold(lock_path, thread_id, exclusive)
 
     # -- documents ----------------------------------------------------------
-    def read_doc(
-        self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None
-    ) -> dict[str, Any]:
+    def read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None) -> dict[str, Any]:
         """A validated document; errors name the file and the JSON pointer.
 
         ``inside``: how to tell that the file's folder lies in the root with no symlink on the
@@ -364,7 +362,17 @@ class Documents:
         """The checkpoint document whole (``checkpoint_doc``), names checked against its place.
         FileNotFoundError if absent."""
         path = self.layout.checkpoint_path(thread_id, checkpoint_ns, checkpoint_id)
-        doc = self.checkpoint_doc(path)
+        return self._named(path, self.checkpoint_doc(path), thread_id, checkpoint_ns, checkpoint_id)
+
+    def _own_header(self, path: Path, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
+        """A checkpoint document as its own file holds it (a delta is not completed: what
+        its parent line holds is not read), names checked against its place."""
+        return self._named(path, self.read_doc(path, "checkpoint"), thread_id, ns, cid)
+
+    @staticmethod
+    def _named(
+        path: Path, doc: dict[str, Any], thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> dict[str, Any]:
         if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
             thread_id,
             checkpoint_ns,
@@ -599,8 +607,11 @@ class Documents:
         except ValueError as exc:
             raise FileFormatError(str(folder / name), "/", f"bad file name: {exc}") from None
 
-    def _extend_derived(self, folder: Path, cur: Listing, name: str) -> None:
-        """Add a name we just wrote to what was derived from its folder's listing."""
+    def _extend_derived(
+        self, folder: Path, cur: Listing, name: str, written: dict[str, Any] | None = None
+    ) -> None:
+        """Add a name we just wrote to what was derived from its folder's listing
+        (``written``: the document just written there, as stored, when the writer has it)."""
         ids = cur.derived.get("ids")
         if ids is not None and name.endswith(".json"):
             cid = self._id_of(folder, name)
@@ -610,7 +621,7 @@ class Documents:
                 cur.derived["ids"] = [*ids[:pos], cid, *ids[pos:]]
         lineage: Lineage | None = cur.derived.get("lineage")
         if lineage is not None and name.endswith(".json") and ids is not None:
-            doc = self.checkpoint_doc(folder / name)
+            doc = written if written is not None else self.read_doc(folder / name, "checkpoint")
             cid = str(doc["checkpoint_id"])
             lineage.add(cid, self._link(doc["thread_id"], doc["checkpoint_ns"], cid, doc))
 
@@ -681,11 +692,13 @@ class Documents:
         return tree(parent), tree(doc)
 
     def _link(self, thread_id: str, ns: str, cid: str, doc: dict[str, Any] | None = None) -> Node:
-        """One checkpoint's link; an unreadable file is a link without a parent (validate
-        names it; a read of it raises), a malformed or false choice no choice."""
+        """One checkpoint's link, from its own file (``doc``: as stored, a delta or whole);
+        its parent's files are read only for a choice, which compares whole documents. An
+        unreadable file is a link without a parent (validate names it; a read of it raises),
+        a malformed or false choice no choice."""
         path = self.layout.checkpoint_path(thread_id, ns, cid)
         try:
-            doc = doc if doc is not None else self.header(thread_id, ns, cid)
+            doc = doc if doc is not None else self._own_header(path, thread_id, ns, cid)
         except (FileFormatError, OSError):
             return Node(None, readable=False)  # validate names it; reading it raises
         try:
@@ -695,6 +708,10 @@ class Documents:
         parent = fields.parent_id(doc)
         if choice is None:
             return Node(parent)
+        try:
+            doc = self.header(thread_id, ns, cid)  # a choice is judged on whole documents
+        except (FileFormatError, OSError):
+            return Node(None, readable=False)
         try:
             parent_doc = self.header(thread_id, ns, choice.chose) if parent == choice.chose else None
             messages = self._merged_messages(ns, doc, parent_doc) if choice.merged and parent_doc else None
@@ -776,7 +793,6 @@ class Documents:
         """Follow a large-value reference: the node it stands for and the file holding it."""
         return self.values.resolve_node(node, where, pointer)
 
-
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:
         """The links of a value's append chain as the whole-root walkers read them
         (chains.read_link), each file entered in the walk's guard (chains.walk_chain)."""
@@ -810,12 +826,16 @@ class Documents:
     # -- writing (writing.py) ---------------------------------------------------------
     prepare = staticmethod(prepare)
 
-    def write(self, batches: list[list[tuple[Path, bytes]]]) -> None:
-        """Write batches in order, each durable before the next; keep the listings current."""
-        self.writer.write(batches, self._written)
+    def write(
+        self, batches: list[list[tuple[Path, bytes]]], docs: dict[Path, dict[str, Any]] | None = None
+    ) -> None:
+        """Write batches in order, each durable before the next; keep the listings current
+        (``docs``: documents of the batches by path, as written, so that keeping them current
+        need not read back what was just written)."""
+        self.writer.write(batches, partial(self._written, docs or {}))
 
-    def _written(self, path: Path, before: StatKey | None) -> None:
-        extend = partial(self._extend_derived, path.parent)
+    def _written(self, docs: dict[Path, dict[str, Any]], path: Path, before: StatKey | None) -> None:
+        extend = partial(self._extend_derived, path.parent, written=docs.get(path))
         self.listings.note_added(path.parent, path.name, before, extend)
 
     # -- forgetting and removing (removal.py) -----------------------------------------
