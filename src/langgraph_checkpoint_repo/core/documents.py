@@ -30,7 +30,18 @@ from typing import Any
 
 from . import fields
 from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
-from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, settled, stat_key, stat_key_of
+from .caches import (
+    CACHE_ENTRIES,
+    LRU,
+    Dep,
+    DocCache,
+    Listing,
+    Listings,
+    StatKey,
+    settled,
+    stat_key,
+    stat_key_of,
+)
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks, digest_node
 from .entries import ValueEntry
@@ -205,6 +216,9 @@ class Documents:
         self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
         # checkpoint path -> (its parse, its parent's whole document, its whole document)
         self._full = LRU(CACHE_ENTRIES)
+        # delta checkpoint path -> (its parse, the files of its line below, each settled
+        # (root first), its whole document): checkpoint_doc checks their stat keys only
+        self._chains = LRU(CACHE_ENTRIES)
         self.pending = Pending(lock_timeout)  # objects of checkpoints this process is writing
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
@@ -390,14 +404,24 @@ class Documents:
         bookkeeping.py) applied to its parent's whole bookkeeping, the parent's own delta
         first, down to a whole document or the ``base`` file prune left for a removed parent.
         Each whole document is kept while every file of its line is unchanged (one lstat per
-        file: a hand edit of any of them is seen). FileNotFoundError if the file is absent."""
+        file: a hand edit of any of them is seen). FileNotFoundError if the file is absent.
+
+        The walk reads each file of the line (``read_doc``: its stat, and the bytes of one
+        not yet settled) until it comes to a checkpoint whose line below was found settled
+        (``_chains``): the stat keys of those files are compared then, without reading them
+        again (the cache rule, caches.py, one lstat per file)."""
         raw = self.read_doc(path, "checkpoint")
         if not depth(raw):
             return raw
         links: list[tuple[Path, dict[str, Any]]] = []
         seen: set[Path] = set()
         here, cur = path, raw
+        below: list[Dep] | None = None  # the files under ``full`` (root first), when known
         while depth(cur):
+            kept = self._kept_chain(here, cur, seen, len(links))
+            if kept is not None:
+                full, below = kept
+                break
             if here in seen:  # the same words as every other walk of parents (refchecks, plans)
                 raise FileFormatError(
                     str(links[-1][0]),
@@ -433,16 +457,41 @@ class Documents:
                     f"(and so is {bpath}, where prune keeps a removed parent's bookkeeping)",
                 ) from None
             break
-        full = cur
+        if below is None:
+            full, below = cur, [self.docs.dep(here, cur)]
         for lpath, lraw in reversed(links):
             hit = self._full.get(lpath)
             if hit is not None and hit[0] is lraw and hit[1] is full:
-                full = hit[2]
-                continue
-            whole = materialize(lraw, full)
-            self._full.put(lpath, (lraw, full, whole))
+                whole = hit[2]
+            else:
+                whole = materialize(lraw, full)
+                self._full.put(lpath, (lraw, full, whole))
+            if below and all(key is not None and digest is None for _, key, digest in below):
+                self._chains.put(lpath, (lraw, tuple(below), whole))
+            else:
+                below = []  # a file below not settled: nothing above it is kept either
+            if below:
+                below.append(self.docs.dep(lpath, lraw))
             full = whole
         return full
+
+    def _kept_chain(
+        self, here: Path, cur: dict[str, Any], seen: set[Path], above: int
+    ) -> tuple[dict[str, Any], list[Dep]] | None:
+        """The whole document of the checkpoint at ``here`` (just read: ``cur``) when its line
+        below was settled when it was kept and each of those files still has its stat key;
+        with those files and its own. None: walk the line (and raise what it finds)."""
+        kept = self._chains.get(here)
+        if kept is None or kept[0] is not cur:
+            return None
+        lraw, deps, whole = kept
+        if above + len(deps) > MAX_DELTA_CHAIN or here in seen:
+            return None  # the walk names what is wrong
+        above_paths = {str(p) for p in seen}
+        for dep_path, key, _ in deps:
+            if key != stat_key_of(dep_path) or dep_path in above_paths:
+                return None
+        return whole, [*deps, self.docs.dep(here, lraw)]
 
     def metadata(
         self,
@@ -851,6 +900,7 @@ class Documents:
         # keys: a document's path, or (a checkpoint's path, an object it holds)
         self._intact.drop_where(lambda k: (k[0] if isinstance(k, tuple) else k).is_relative_to(tdir))
         self._full.drop_where(lambda p: p.is_relative_to(tdir))
+        self._chains.drop_where(lambda p: p.is_relative_to(tdir))
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""
