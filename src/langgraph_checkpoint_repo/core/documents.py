@@ -563,6 +563,8 @@ class Documents:
         is found lazily (``alist``); more, from the namespace's lineage."""
         ids = self.checkpoint_ids(thread_id, ns)
         later = ids[bisect.bisect_right(ids, cid) :]
+        if not later:
+            return []  # the latest (the usual put_writes and get_tuple): nothing to look up
         lst = self.listings.get(self.layout.checkpoints_dir(thread_id, ns))
         if len(later) > CHILDREN_SCAN or (lst is not None and "lineage" in lst.derived):
             return [c for c in self.lineage(thread_id, ns).children(cid) if c > cid]
@@ -851,14 +853,21 @@ class Documents:
     def implied_base(self, channel: str, link: Link) -> tuple[Any, str]:
         """(version, ref) of the list an append without ``base`` extends (format 4): the
         channel's value at the parent of the checkpoint holding it, read from the parent's
-        whole document or from the base file prune left in its place."""
+        whole document or from the base file prune left in its place. A parent whose own
+        file gives both (it stored the channel: every link of an append chain does) is not
+        completed from its line: a delta's own entries are its whole document's."""
         path = link.path
         parent = link.doc.get("parent_checkpoint_id") if isinstance(link.doc, dict) else None
         where = f"{link.pointer}/append"
         if not parent:
             raise FileFormatError(str(path), where, "appends to its parent's list, but names no parent")
+        ppath = path.parent / f"{encode_segment(parent)}.json"
         try:
-            whole = self.checkpoint_doc(path.parent / f"{encode_segment(parent)}.json")
+            own = self.read_doc(ppath, "checkpoint")
+            ref, versions = own["values"].get(channel), own["checkpoint"].get("channel_versions") or {}
+            if ref is not None and channel in versions:
+                return versions[channel], ref
+            whole = self.checkpoint_doc(ppath)
         except FileNotFoundError:
             bpath = path.parent.parent / self.layout.base_rel(parent)
             try:
