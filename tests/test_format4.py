@@ -150,6 +150,51 @@ def test_a_delta_reads_what_its_parent_says_and_sees_a_hand_edit_of_it(tmp_path:
     assert again is not None and again.checkpoint["versions_seen"]["__hand__"] == HAND_WIDE
 
 
+def _settled_line(tmp_path: Path) -> tuple[RepoSaver, list[Path]]:
+    """A saver that has read its latest checkpoint with every file of its line settled (the
+    whole document kept against their stat keys: Documents._chains), and those files."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = chat_graph(saver)
+    for text in ("one", "two", "three"):
+        app.invoke({"messages": [("user", text)]}, CONFIG)
+    paths = sorted((root / "threads" / "t" / "checkpoints").glob("*.json"))
+    depths = [load(p).get("delta", 0) for p in paths]
+    assert depths[-1] >= 4 and 0 in depths  # a line of deltas down to a whole one
+    time.sleep(0.2)  # past the cache rule's racy window: every file is kept by its stat key
+    for _ in range(2):
+        assert saver.get_tuple(CONFIG) is not None
+    line = paths[len(paths) - 1 - depths[-1] :]
+    assert load(line[0]).get("delta", 0) == 0 and len(saver.store._chains) >= len(line) - 2
+    return saver, line
+
+
+def test_a_hand_edit_of_a_settled_ancestor_is_seen_after_its_line_was_kept(tmp_path: Path) -> None:
+    """The whole document kept for a delta whose line was settled is dropped when any file
+    of that line changes: an edit of the whole checkpoint at its root, several deltas back."""
+    saver, line = _settled_line(tmp_path)
+
+    def edit(doc: dict[str, Any]) -> None:
+        doc["checkpoint"].setdefault("versions_seen", {})["__hand__"] = {"x": "00000001.00000000"}
+
+    rewrite(line[0], edit)
+    again = saver.get_tuple(CONFIG)
+    assert again is not None and again.checkpoint["versions_seen"]["__hand__"] == HAND_WIDE
+
+
+def test_a_settled_ancestor_removed_after_its_line_was_kept_names_it(tmp_path: Path) -> None:
+    """A delta's kept whole document is not used once a file of its line is gone: the read
+    fails naming the missing checkpoint, as a first read would."""
+    saver, line = _settled_line(tmp_path)
+    gone = load(line[1])["checkpoint_id"]
+    line[1].unlink()
+    latest = load(line[-1])["checkpoint_id"]
+    with pytest.raises(FileFormatError, match=f"{gone}.*missing"):
+        saver.store.header("t", "", latest)  # the whole document alone, as every reader gets it
+    with pytest.raises(FileFormatError, match=f"{gone}.*missing"):
+        saver.get_tuple(CONFIG)
+
+
 def test_a_delta_whose_parent_is_missing_names_both(tmp_path: Path) -> None:
     root = tmp_path / "root"
     saver = RepoSaver(root)
@@ -740,14 +785,14 @@ def _beside_a_put_of_the_same_checkpoint_again(
     a_writing, b_waiting = threading.Event(), threading.Event()
     write, await_pending = saver.store.write, saver.store.await_pending
 
-    def held_write(batches: Any) -> None:
+    def held_write(batches: Any, *rest: Any) -> None:
         if threading.current_thread().name == "A":
             a_writing.set()
             assert b_waiting.wait(30)
             if fail:
                 raise OSError(errno.ENOSPC, "No space left on device")
             time.sleep(1.0)  # a slow disk: longer than lock_timeout (no assertion on time)
-        write(batches)
+        write(batches, *rest)
 
     def noting_wait(thread_id: str, waits: Any, **kw: Any) -> bool:
         if threading.current_thread().name == "B" and waits:

@@ -503,14 +503,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
             objects = {**self._replaced_objects(cpath), **host.objects}
             if objects:
                 cdoc["objects"] = objects
-            cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id))
+            cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id, writer.parent))
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
             done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
         written = False
         try:
             if not self.store.await_pending(thread_id, host.waits, again=again):
                 return False
-            self.store.write([stored.large, [prepared]])
+            self.store.write([stored.large, [prepared]], {cpath: cdoc})
             written = True
             self.store.remember(cpath, cdoc, prepared[1])
             self.store.note_objects(thread_id, ns, cid, list(host.objects))
@@ -573,16 +573,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
             self._writes_done.wait_for(lambda: counter[key] <= 0, timeout=self.store.locks.timeout)
 
     def _delta_base(
-        self, thread_id: str, ns: str, parent_id: str | None
+        self, thread_id: str, ns: str, parent_id: str | None, whole: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any] | None, int]:
         """The parent a new checkpoint may be written as a delta on (its whole document) and
-        how many deltas it is itself from a whole one; (None, 0): write it whole."""
+        how many deltas it is itself from a whole one; (None, 0): write it whole. ``whole``:
+        the parent's whole document as this put read it already (``ValueWriter.parent``)."""
         if not parent_id:
             return None, 0
         try:
             path = self.store.layout.checkpoint_path(thread_id, ns, parent_id)
             raw = self.store.read_doc(path, "checkpoint")
-            return self.store.header(thread_id, ns, parent_id), delta_depth(raw)
+            if whole is None:
+                whole = self.store.header(thread_id, ns, parent_id)
+            return whole, delta_depth(raw)
         except (FileNotFoundError, RepoCheckpointError):
             return None, 0  # not there, or not readable: a whole checkpoint needs neither
 

@@ -252,8 +252,8 @@ class ValueWriter:
         missing = [ch for ch in versions if ch not in refs]
         if not missing:
             return {}
-        parent: dict[str, Any] | None = None
-        if parent_id:
+        parent: dict[str, Any] | None = self.parent if parent_id else None  # read by this put
+        if parent_id and parent is None:
             try:
                 parent = self.store.header(thread_id, ns, parent_id)
             except FileNotFoundError:
@@ -261,10 +261,7 @@ class ValueWriter:
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         unresolved: list[str] = []
         for channel in missing:
-            if (
-                parent is not None
-                and fields.channel_versions(parent).get(channel) == versions[channel]
-            ):
+            if parent is not None and fields.channel_versions(parent).get(channel) == versions[channel]:
                 ref = parent["values"].get(channel)
                 if ref is not None:
                     refs[channel] = ref

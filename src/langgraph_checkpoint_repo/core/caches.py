@@ -101,15 +101,18 @@ def settled(st: os.stat_result, read_at: int) -> bool:
 
 
 def file_digest(path: str | Path) -> bytes | None:
-    """sha256 of a file's bytes (never through a symlink), None when it cannot be read."""
+    """sha256 of a file's bytes (never through a symlink), None when it cannot be read.
+    Checked on every read of a file not yet settled: plain descriptor reads, no file object."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as fh:  # in blocks: a file swapped in can be of any size
-        for block in iter(lambda: fh.read(1 << 20), b""):
+    try:
+        while block := os.read(fd, 1 << 20):  # in blocks: a file swapped in can be of any size
             digest.update(block)
+    finally:
+        os.close(fd)
     return digest.digest()
 
 

@@ -30,7 +30,18 @@ from typing import Any
 
 from . import fields
 from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
-from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, settled, stat_key, stat_key_of
+from .caches import (
+    CACHE_ENTRIES,
+    LRU,
+    Dep,
+    DocCache,
+    Listing,
+    Listings,
+    StatKey,
+    settled,
+    stat_key,
+    stat_key_of,
+)
 from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks, digest_node
 from .entries import ValueEntry
@@ -205,6 +216,9 @@ class Documents:
         self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
         # checkpoint path -> (its parse, its parent's whole document, its whole document)
         self._full = LRU(CACHE_ENTRIES)
+        # delta checkpoint path -> (its parse, the files of its line below, each settled
+        # (root first), its whole document): checkpoint_doc checks their stat keys only
+        self._chains = LRU(CACHE_ENTRIES)
         self.pending = Pending(lock_timeout)  # objects of checkpoints this process is writing
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
@@ -218,9 +232,7 @@ class Documents:
         return self.locks.hold(lock_path, thread_id, exclusive)
 
     # -- documents ----------------------------------------------------------
-    def read_doc(
-        self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None
-    ) -> dict[str, Any]:
+    def read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None) -> dict[str, Any]:
         """A validated document; errors name the file and the JSON pointer.
 
         ``inside``: how to tell that the file's folder lies in the root with no symlink on the
@@ -364,7 +376,17 @@ class Documents:
         """The checkpoint document whole (``checkpoint_doc``), names checked against its place.
         FileNotFoundError if absent."""
         path = self.layout.checkpoint_path(thread_id, checkpoint_ns, checkpoint_id)
-        doc = self.checkpoint_doc(path)
+        return self._named(path, self.checkpoint_doc(path), thread_id, checkpoint_ns, checkpoint_id)
+
+    def _own_header(self, path: Path, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
+        """A checkpoint document as its own file holds it (a delta is not completed: what
+        its parent line holds is not read), names checked against its place."""
+        return self._named(path, self.read_doc(path, "checkpoint"), thread_id, ns, cid)
+
+    @staticmethod
+    def _named(
+        path: Path, doc: dict[str, Any], thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> dict[str, Any]:
         if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
             thread_id,
             checkpoint_ns,
@@ -382,14 +404,24 @@ class Documents:
         bookkeeping.py) applied to its parent's whole bookkeeping, the parent's own delta
         first, down to a whole document or the ``base`` file prune left for a removed parent.
         Each whole document is kept while every file of its line is unchanged (one lstat per
-        file: a hand edit of any of them is seen). FileNotFoundError if the file is absent."""
+        file: a hand edit of any of them is seen). FileNotFoundError if the file is absent.
+
+        The walk reads each file of the line (``read_doc``: its stat, and the bytes of one
+        not yet settled) until it comes to a checkpoint whose line below was found settled
+        (``_chains``): the stat keys of those files are compared then, without reading them
+        again (the cache rule, caches.py, one lstat per file)."""
         raw = self.read_doc(path, "checkpoint")
         if not depth(raw):
             return raw
         links: list[tuple[Path, dict[str, Any]]] = []
         seen: set[Path] = set()
         here, cur = path, raw
+        below: list[Dep] | None = None  # the files under ``full`` (root first), when known
         while depth(cur):
+            kept = self._kept_chain(here, cur, seen, len(links))
+            if kept is not None:
+                full, below = kept
+                break
             if here in seen:  # the same words as every other walk of parents (refchecks, plans)
                 raise FileFormatError(
                     str(links[-1][0]),
@@ -425,16 +457,41 @@ class Documents:
                     f"(and so is {bpath}, where prune keeps a removed parent's bookkeeping)",
                 ) from None
             break
-        full = cur
+        if below is None:
+            full, below = cur, [self.docs.dep(here, cur)]
         for lpath, lraw in reversed(links):
             hit = self._full.get(lpath)
             if hit is not None and hit[0] is lraw and hit[1] is full:
-                full = hit[2]
-                continue
-            whole = materialize(lraw, full)
-            self._full.put(lpath, (lraw, full, whole))
+                whole = hit[2]
+            else:
+                whole = materialize(lraw, full)
+                self._full.put(lpath, (lraw, full, whole))
+            if below and all(key is not None and digest is None for _, key, digest in below):
+                self._chains.put(lpath, (lraw, tuple(below), whole))
+            else:
+                below = []  # a file below not settled: nothing above it is kept either
+            if below:
+                below.append(self.docs.dep(lpath, lraw))
             full = whole
         return full
+
+    def _kept_chain(
+        self, here: Path, cur: dict[str, Any], seen: set[Path], above: int
+    ) -> tuple[dict[str, Any], list[Dep]] | None:
+        """The whole document of the checkpoint at ``here`` (just read: ``cur``) when its line
+        below was settled when it was kept and each of those files still has its stat key;
+        with those files and its own. None: walk the line (and raise what it finds)."""
+        kept = self._chains.get(here)
+        if kept is None or kept[0] is not cur:
+            return None
+        lraw, deps, whole = kept
+        if above + len(deps) > MAX_DELTA_CHAIN or here in seen:
+            return None  # the walk names what is wrong
+        above_paths = {str(p) for p in seen}
+        for dep_path, key, _ in deps:
+            if key != stat_key_of(dep_path) or dep_path in above_paths:
+                return None
+        return whole, [*deps, self.docs.dep(here, lraw)]
 
     def metadata(
         self,
@@ -506,6 +563,8 @@ class Documents:
         is found lazily (``alist``); more, from the namespace's lineage."""
         ids = self.checkpoint_ids(thread_id, ns)
         later = ids[bisect.bisect_right(ids, cid) :]
+        if not later:
+            return []  # the latest (the usual put_writes and get_tuple): nothing to look up
         lst = self.listings.get(self.layout.checkpoints_dir(thread_id, ns))
         if len(later) > CHILDREN_SCAN or (lst is not None and "lineage" in lst.derived):
             return [c for c in self.lineage(thread_id, ns).children(cid) if c > cid]
@@ -599,8 +658,11 @@ class Documents:
         except ValueError as exc:
             raise FileFormatError(str(folder / name), "/", f"bad file name: {exc}") from None
 
-    def _extend_derived(self, folder: Path, cur: Listing, name: str) -> None:
-        """Add a name we just wrote to what was derived from its folder's listing."""
+    def _extend_derived(
+        self, folder: Path, cur: Listing, name: str, written: dict[str, Any] | None = None
+    ) -> None:
+        """Add a name we just wrote to what was derived from its folder's listing
+        (``written``: the document just written there, as stored, when the writer has it)."""
         ids = cur.derived.get("ids")
         if ids is not None and name.endswith(".json"):
             cid = self._id_of(folder, name)
@@ -610,7 +672,7 @@ class Documents:
                 cur.derived["ids"] = [*ids[:pos], cid, *ids[pos:]]
         lineage: Lineage | None = cur.derived.get("lineage")
         if lineage is not None and name.endswith(".json") and ids is not None:
-            doc = self.checkpoint_doc(folder / name)
+            doc = written if written is not None else self.read_doc(folder / name, "checkpoint")
             cid = str(doc["checkpoint_id"])
             lineage.add(cid, self._link(doc["thread_id"], doc["checkpoint_ns"], cid, doc))
 
@@ -681,11 +743,13 @@ class Documents:
         return tree(parent), tree(doc)
 
     def _link(self, thread_id: str, ns: str, cid: str, doc: dict[str, Any] | None = None) -> Node:
-        """One checkpoint's link; an unreadable file is a link without a parent (validate
-        names it; a read of it raises), a malformed or false choice no choice."""
+        """One checkpoint's link, from its own file (``doc``: as stored, a delta or whole);
+        its parent's files are read only for a choice, which compares whole documents. An
+        unreadable file is a link without a parent (validate names it; a read of it raises),
+        a malformed or false choice no choice."""
         path = self.layout.checkpoint_path(thread_id, ns, cid)
         try:
-            doc = doc if doc is not None else self.header(thread_id, ns, cid)
+            doc = doc if doc is not None else self._own_header(path, thread_id, ns, cid)
         except (FileFormatError, OSError):
             return Node(None, readable=False)  # validate names it; reading it raises
         try:
@@ -695,6 +759,10 @@ class Documents:
         parent = fields.parent_id(doc)
         if choice is None:
             return Node(parent)
+        try:
+            doc = self.header(thread_id, ns, cid)  # a choice is judged on whole documents
+        except (FileFormatError, OSError):
+            return Node(None, readable=False)
         try:
             parent_doc = self.header(thread_id, ns, choice.chose) if parent == choice.chose else None
             messages = self._merged_messages(ns, doc, parent_doc) if choice.merged and parent_doc else None
@@ -776,7 +844,6 @@ class Documents:
         """Follow a large-value reference: the node it stands for and the file holding it."""
         return self.values.resolve_node(node, where, pointer)
 
-
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:
         """The links of a value's append chain as the whole-root walkers read them
         (chains.read_link), each file entered in the walk's guard (chains.walk_chain)."""
@@ -786,14 +853,21 @@ class Documents:
     def implied_base(self, channel: str, link: Link) -> tuple[Any, str]:
         """(version, ref) of the list an append without ``base`` extends (format 4): the
         channel's value at the parent of the checkpoint holding it, read from the parent's
-        whole document or from the base file prune left in its place."""
+        whole document or from the base file prune left in its place. A parent whose own
+        file gives both (it stored the channel: every link of an append chain does) is not
+        completed from its line: a delta's own entries are its whole document's."""
         path = link.path
         parent = link.doc.get("parent_checkpoint_id") if isinstance(link.doc, dict) else None
         where = f"{link.pointer}/append"
         if not parent:
             raise FileFormatError(str(path), where, "appends to its parent's list, but names no parent")
+        ppath = path.parent / f"{encode_segment(parent)}.json"
         try:
-            whole = self.checkpoint_doc(path.parent / f"{encode_segment(parent)}.json")
+            own = self.read_doc(ppath, "checkpoint")
+            ref, versions = own["values"].get(channel), own["checkpoint"].get("channel_versions") or {}
+            if ref is not None and channel in versions:
+                return versions[channel], ref
+            whole = self.checkpoint_doc(ppath)
         except FileNotFoundError:
             bpath = path.parent.parent / self.layout.base_rel(parent)
             try:
@@ -810,12 +884,16 @@ class Documents:
     # -- writing (writing.py) ---------------------------------------------------------
     prepare = staticmethod(prepare)
 
-    def write(self, batches: list[list[tuple[Path, bytes]]]) -> None:
-        """Write batches in order, each durable before the next; keep the listings current."""
-        self.writer.write(batches, self._written)
+    def write(
+        self, batches: list[list[tuple[Path, bytes]]], docs: dict[Path, dict[str, Any]] | None = None
+    ) -> None:
+        """Write batches in order, each durable before the next; keep the listings current
+        (``docs``: documents of the batches by path, as written, so that keeping them current
+        need not read back what was just written)."""
+        self.writer.write(batches, partial(self._written, docs or {}))
 
-    def _written(self, path: Path, before: StatKey | None) -> None:
-        extend = partial(self._extend_derived, path.parent)
+    def _written(self, docs: dict[Path, dict[str, Any]], path: Path, before: StatKey | None) -> None:
+        extend = partial(self._extend_derived, path.parent, written=docs.get(path))
         self.listings.note_added(path.parent, path.name, before, extend)
 
     # -- forgetting and removing (removal.py) -----------------------------------------
@@ -831,6 +909,7 @@ class Documents:
         # keys: a document's path, or (a checkpoint's path, an object it holds)
         self._intact.drop_where(lambda k: (k[0] if isinstance(k, tuple) else k).is_relative_to(tdir))
         self._full.drop_where(lambda p: p.is_relative_to(tdir))
+        self._chains.drop_where(lambda p: p.is_relative_to(tdir))
 
     def remove_tree(self, folder: Path) -> None:
         """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""

@@ -30,6 +30,9 @@ from .errors import LockTimeoutError, RepoCheckpointError
 
 _INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 LINE_WIDTH = 120  # an array or object whose compact JSON fits in this (indent included) is one line
+# what json.dumps(sort_keys=True, ensure_ascii=False, separators=(", ", ": ")) builds on every
+# call, built once (it keeps no state between calls)
+_FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
 
 
 def dump_json(doc: Any) -> bytes:
@@ -59,8 +62,7 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
             if isinstance(node, dict) and _is_reference(node):
                 room = 1 << 30
             if len(orjson.dumps(node)) <= room:  # compact is never longer: a cheap test first
-                flat = json.dumps(node, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
-                data = flat.encode("utf-8")
+                data = _FLAT.encode(node).encode("utf-8")
                 if len(data) <= room:
                     out.append(data)
                     return

@@ -72,13 +72,11 @@ class SnapshotDocuments(Documents):
             memo.clear()
         self.docs.clear()
         self.values.clear()
-        for lru in (self._full, self._intact):
+        for lru in (self._full, self._chains, self._intact):
             with lru.lock:
                 lru.clear()
 
-    def read_doc(
-        self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None
-    ) -> dict[str, Any]:
+    def read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None) -> dict[str, Any]:
         if not self._depth:
             return super().read_doc(path, kind, inside)
         key = (str(path), kind)
