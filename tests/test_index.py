@@ -49,6 +49,12 @@ def written(thread_id: str) -> Path:
     return TEMPLATES[thread_id]
 
 
+def _no_index(folder: str, names: list[str]) -> list[str]:
+    """What copytree leaves out: the derived index (the writer's own reads may have left one
+    once its files aged past the racy window; its stat keys would not match the copies)."""
+    return ["index"] if Path(folder).name == ".cache" else []
+
+
 def filled_root(tmp_path: Path, thread_id: str = "t") -> Path:
     """``tmp_path``'s root with the thread ``thread_id`` of ``written`` copied in (files with
     their mtimes, no derived index: a fresh saver builds that), settled as between processes."""
@@ -57,8 +63,7 @@ def filled_root(tmp_path: Path, thread_id: str = "t") -> Path:
     if root.exists():
         shutil.copytree(template / "threads" / thread_id, root / "threads" / thread_id)
     else:
-        shutil.copytree(template, root)
-    assert not (root / ".cache" / "index").exists()
+        shutil.copytree(template, root, ignore=_no_index)
     settle()
     return root
 
