@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sqlite3
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -68,6 +70,10 @@ class Sizes:
     warm_up: bool = True
     """One untimed fresh process per call first (it leaves ``.cache/`` as an earlier process
     would); off in ``--tiny``, which only checks that the benchmark runs."""
+    forked_children: bool = False
+    """Fresh processes after the first of each child module are forked from the bench, which
+    has imported their modules already: ``--tiny`` only, which checks that the benchmark runs
+    (each child module still runs once as ``python -m``), not how long a new interpreter takes."""
 
 
 FULL = Sizes(
@@ -127,6 +133,7 @@ TINY = Sizes(
     store_query_items=20,
     store_calls=6,
     warm_up=False,
+    forked_children=True,
 )
 
 
@@ -210,6 +217,50 @@ def sqlite_files(db: Path) -> list[Path]:
 def run_cmd(args: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     out = subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True, text=True)
     return out.stdout
+
+
+_STARTED: set[str] = set()
+"""The child modules ``run_child`` has started as ``python -m`` in this run."""
+
+
+def run_child(
+    module: str, argv: Sequence[str], forked: bool
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``python -m module *argv`` from the project root: its outcome and wall ms, its whole life.
+
+    ``forked`` (``Sizes.forked_children``): after the module's first run as a new interpreter,
+    a child forked from this process runs the module's ``main(argv)`` instead (no interpreter
+    start-up, imports already done), with stdout and stderr captured the same way."""
+    args = [sys.executable, "-m", module, *argv]
+    if not forked or module not in _STARTED or not hasattr(os, "fork"):
+        _STARTED.add(module)
+        t0 = time.perf_counter_ns()
+        proc = subprocess.run(args, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+        return proc, (time.perf_counter_ns() - t0) / 1e6
+    main = importlib.import_module(module).main
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        t0 = time.perf_counter_ns()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into the bench
+            code = 1
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                code = main(list(argv))
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code if isinstance(code, int) else 1)
+        _, status = os.waitpid(pid, 0)
+        wall_ms = (time.perf_counter_ns() - t0) / 1e6
+        out.seek(0)
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        return subprocess.CompletedProcess(args, code, out.read(), err.read()), wall_ms
 
 
 def try_cmd(args: Sequence[str]) -> str:

@@ -30,44 +30,51 @@ def saver(root: Path) -> RepoSaver:
 #: xdist hands whole modules (--dist loadfile) to its workers in collection order
 #: (--no-loadscope-reorder), so these start first and no long module runs alone at the end
 #: while the other worker idles; the rest follow, most tests first. Ordered by each module's
-#: time in a run of the whole suite on 2 workers (``pytest --durations=0``, summed per module):
-#: fresh processes (test_types_reads, test_examples, test_checkout_code, test_layers), the
-#: bench's --tiny run, the big states of test_review_objects and test_hardening_chains.
+#: time in two runs of the whole suite on 2 workers (``pytest --durations=0``, summed per
+#: module): values at the bounds (test_hardening_review3, test_review_objects,
+#: test_hardening_chains: a million arrays, 1,024-link chains), the differential seeds, fresh
+#: processes (test_types_reads, test_crash, test_concurrency).
 LONGEST_FIRST = (
-    "test_types_reads.py",
-    "test_bench.py",
-    "test_review_objects.py",
-    "test_hardening_chains.py",
-    "test_crash.py",
     "test_hardening_review3.py",
-    "test_transfer.py",
+    "test_review_objects.py",
     "test_differential.py",
-    "test_store_differential.py",
-    "test_store_crash.py",
-    "test_types_cli.py",
-    "test_packaging.py",  # builds a wheel, installs it into a fresh venv and runs an app there
-    "test_cli.py",
-    "test_examples.py",
-    "test_index.py",
-    "test_properties.py",
-    "test_hardening_codeexec.py",
-    "test_migrations.py",
-    "test_checkout_code.py",
-    "test_layers.py",
-    "test_forks_visible.py",
-    "test_faults.py",
+    "test_hardening_chains.py",
+    "test_types_reads.py",
+    "test_crash.py",
     "test_concurrency.py",
+    "test_hardening_codeexec.py",
+    "test_faults.py",
     "test_agent_server.py",
-    "test_secrets.py",
-    "test_safety.py",
+    "test_store_differential.py",
+    "test_migrations.py",
+    "test_examples.py",
     "test_hardening_dataloss.py",
-    "test_cli_speed.py",
+    "test_layers.py",
+    "test_checkout_code.py",
+    "test_index.py",
+    "test_safety.py",
     "test_objects.py",
+    "test_maintenance.py",
+    "test_properties.py",
+    "test_review.py",
+    "test_transfer.py",
+    "test_cli.py",
+    "test_bench.py",
+    "test_layout.py",
+    "test_types_cli.py",
+    "test_secrets.py",
+    "test_format4.py",
+    "test_packaging.py",  # builds a wheel, installs it into a fresh venv and runs an app there
+    "test_store.py",
     "test_graphs.py",
-    "test_hardening_terminal.py",
+    "test_edit.py",
+    "test_review_ci.py",
     "test_hostile.py",
-    "test_bench_agents.py",
-    "test_bench_cli.py",
+    "test_cli_speed.py",
+    "test_gitsetup.py",
+    "test_hardening_handedits.py",
+    "test_forks_visible.py",
+    "test_hardening_terminal.py",
 )
 
 

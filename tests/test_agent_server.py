@@ -130,11 +130,13 @@ def wait_ready(server: Server) -> None:
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """The reloader and its server child share a process group: stop both."""
+    """The reloader and its server child share a process group: stop both. Nothing is
+    asserted after the stop, so a server that has not left 5 s after SIGINT is killed (one
+    run of the whole suite under load waited the 30 s this used to allow)."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -155,7 +157,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with log.open("wb") as sink:
         proc = subprocess.Popen(
             [str(langgraph), "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser"],
-            cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+            cwd=folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     running = Server(f"http://127.0.0.1:{port}", folder, log, proc)
@@ -313,6 +319,8 @@ def test_a_memory_agent_run_writes_and_reads_the_store(server: Server, client: A
     asked = {"messages": [{"role": "user", "content": "what do you know about me?"}]}
     result = client.runs.wait(later, "memory", input=asked, config=config)
     assert result["messages"][-1]["content"] == "lang = fr; theme = dark"
+
+
 def sync(server: Server, *args: str) -> Result:
     """``server sync`` in this process: no interpreter start-up and langgraph-sdk import per run."""
     return cli_in_process("--root", server.root, "server", "sync", "--url", server.url, *args)

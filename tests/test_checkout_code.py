@@ -84,12 +84,13 @@ def test_a_module_planted_at_the_top_of_the_checkout_never_shadows_what_reviving
     repo = checkout(tmp_path, table)
     marker = tmp_path / "ran"
     (repo / "numpy.py").write_text(MARKER.format(path=str(marker)), encoding="utf-8")
+    shown = ""
     for args in READS:
         proc = run_module(repo, *args)
         assert proc.returncode == 0, (args, proc.stderr)
         assert not marker.exists(), args
-    shown = run_module(repo, "show", "t").stdout
-    assert "array([0, 1, 2])" in shown
+        shown = proc.stdout if args == ["show", "t"] else shown
+    assert "array([0, 1, 2])" in shown  # show revived the array with the installed numpy
 
 
 def test_the_tables_allow_never_lets_a_file_call_os_system(tmp_path: Path) -> None:

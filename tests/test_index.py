@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,44 @@ def note(state: LogState) -> dict[str, Any]:
     return {"log": [f"entry {len(state['log'])}"]}
 
 
+#: the folder of the module's written threads (``written``), one per thread id
+TEMPLATES: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    TEMPLATES["folder"] = tmp_path_factory.mktemp("index-templates")
+    yield
+    TEMPLATES.clear()
+
+
+def written(thread_id: str) -> Path:
+    """A root whose thread ``thread_id`` a graph ran TURNS turns on (durable, as a user's),
+    written once per module: the tests read or damage copies of it."""
+    if thread_id not in TEMPLATES:
+        root = TEMPLATES["folder"] / thread_id / ".langgraph"
+        graph = line_graph(LogState, RepoSaver(root), note=note)
+        for turn in range(TURNS):
+            graph.invoke({"log": [f"user {turn}"]}, cfg(thread_id))
+        TEMPLATES[thread_id] = root
+    return TEMPLATES[thread_id]
+
+
+def _no_index(folder: str, names: list[str]) -> list[str]:
+    """What copytree leaves out: the derived index (the writer's own reads may have left one
+    once its files aged past the racy window; its stat keys would not match the copies)."""
+    return ["index"] if Path(folder).name == ".cache" else []
+
+
 def filled_root(tmp_path: Path, thread_id: str = "t") -> Path:
+    """``tmp_path``'s root with the thread ``thread_id`` of ``written`` copied in (files with
+    their mtimes, no derived index: a fresh saver builds that), settled as between processes."""
     root = tmp_path / ".langgraph"
-    graph = line_graph(LogState, RepoSaver(root), note=note)
-    for turn in range(TURNS):
-        graph.invoke({"log": [f"user {turn}"]}, cfg(thread_id))
+    template = written(thread_id)
+    if root.exists():
+        shutil.copytree(template / "threads" / thread_id, root / "threads" / thread_id)
+    else:
+        shutil.copytree(template, root, ignore=_no_index)
     settle()
     return root
 

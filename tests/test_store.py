@@ -18,13 +18,12 @@ from typing import Any
 import pytest
 from langgraph.store.base import GetOp, PutOp
 
+from forkserver import Parent
 from langgraph_checkpoint_repo import InvalidWriteError, ItemChangedError, RepoStore, UnrevivableValueError
 from langgraph_checkpoint_repo.core.errors import BadInputError
 from langgraph_checkpoint_repo.core.items import MAX_PATH_CHARS
 from langgraph_checkpoint_repo.core.vectors import FOLDER
 from storeref import DIMS, START, Clock, fake_embed
-
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture
@@ -213,37 +212,39 @@ async def test_the_async_compare_and_swap_is_the_same(store: RepoStore) -> None:
         await store.adelete(("ns",), "k", if_updated_at=None)
 
 
-WORKER = """
-import sys
-from langgraph_checkpoint_repo import ItemChangedError, RepoStore
-root, me, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-store = RepoStore(root)
-for i in range(rounds):
-    store.put(("shared",), f"{me}-{i}", {"by": me, "i": i})  # different items, one namespace
-    while True:  # one item, read-modify-write: no increment may be lost
-        item = store.get(("shared",), "counter")
-        try:
-            store.put(("shared",), "counter", {"n": (item.value["n"] if item else 0) + 1},
-                      if_updated_at=item.updated_at if item else None)
-            break
-        except ItemChangedError:
-            continue
-print("done")
-"""
+def writer(root: str, me: str, rounds: int) -> None:
+    """A writer process (forked by tests/forkserver.py from a parent that loaded this module):
+    its own items in one namespace, and a read-modify-write of one shared counter a round."""
+    store = RepoStore(root)
+    for i in range(rounds):
+        store.put(("shared",), f"{me}-{i}", {"by": me, "i": i})  # different items, one namespace
+        while True:  # one item, read-modify-write: no increment may be lost
+            item = store.get(("shared",), "counter")
+            try:
+                store.put(
+                    ("shared",),
+                    "counter",
+                    {"n": (item.value["n"] if item else 0) + 1},
+                    if_updated_at=item.updated_at if item else None,
+                )
+                break
+            except ItemChangedError:
+                continue
+    print("done")
 
 
 def test_writers_in_several_processes_lose_no_acknowledged_write(tmp_path: Path) -> None:
+    """Real processes, each with its own store, caches and file locks: forked from one parent
+    that imported the store once (a new interpreter each would cost more than the writes)."""
     root, procs, rounds = tmp_path / "root", 4, 15
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(root), f"p{n}", str(rounds)], stdout=subprocess.PIPE, env=env
-        )
-        for n in range(procs)
-    ]
-    for child in children:
-        out, _ = child.communicate(timeout=300)
-        assert child.returncode == 0 and out.strip() == b"done"
+    parent = Parent(__file__, "store_writers")
+    try:
+        children = [parent.start("writer", str(root), f"p{n}", rounds) for n in range(procs)]
+        for child in children:
+            out, err = child.communicate(timeout=300)
+            assert child.returncode == 0 and out.strip() == "done", err
+    finally:
+        parent.close()
     store = RepoStore(root)
     assert store.get(("shared",), "counter").value == {"n": procs * rounds}  # type: ignore[union-attr]
     keys = {i.key for i in store.search(("shared",), limit=1000)}

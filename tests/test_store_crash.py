@@ -1,8 +1,9 @@
 """Crash safety of the store: SIGKILL at random moments while a process writes items.
 
-A child (tests/store_crash_child.py) puts, deletes and increments a counter by compare-and-swap
-through ``RepoStore(durable=True)``, logging (fsynced) each write before it starts and after it
-returns. The parent kills it at a random moment, then checks:
+A child (tests/store_crash_child.py, forked by tests/forkserver.py) puts, deletes and
+increments a counter by compare-and-swap through ``RepoStore(durable=True)``, logging
+(fsynced) each write before it starts and after it returns. The parent kills it at a random
+moment, then checks:
 
 (a) ``Validator.run`` finds no problem in any file, and ``fsck`` finds nothing but what
     ``fsck --repair`` removes (a temp file, a namespace folder left empty);
@@ -21,12 +22,11 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from forkserver import Parent
 from helpers import LONG
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
@@ -94,26 +94,28 @@ def test_sigkill_while_writing_items_loses_no_acknowledged_write_and_tears_no_fi
     rng = random.Random(seed)
     root, log, stderr = tmp_path / "root", tmp_path / "log", tmp_path / "stderr"
     delivered = verified = 0
-    for k in range(KILLS):
-        ready = tmp_path / f"ready-{k}"
-        with stderr.open("ab") as err:
-            proc = subprocess.Popen(
-                [sys.executable, str(CHILD), str(root), str(log), str(ready), str(seed + k), str(OPS)],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-        deadline = time.monotonic() + WAIT_LIMIT
-        while not ready.exists():
-            assert proc.poll() is None, stderr.read_text()
-            assert time.monotonic() < deadline, "child never became ready"
-            time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, MAX_DELAY))
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        code = proc.wait()
-        assert code in (0, -signal.SIGKILL), stderr.read_text()
-        delivered += code == -signal.SIGKILL
-        verified += check(root, log)
+    # each child a process of its own (its own store, caches and locks), forked from a parent
+    # that imported the store once (tests/forkserver.py): a new interpreter costs more than its work
+    parent = Parent(CHILD, "store_crash_child")
+    try:
+        for k in range(KILLS):
+            ready = tmp_path / f"ready-{k}"
+            args = [str(root), str(log), str(ready), str(seed + k), str(OPS)]
+            proc = parent.start("main", args, stdout=Path(os.devnull), stderr=stderr)
+            deadline = time.monotonic() + WAIT_LIMIT
+            while not ready.exists():
+                assert proc.poll() is None, stderr.read_text()
+                assert time.monotonic() < deadline, "child never became ready"
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, MAX_DELAY))
+            if proc.poll() is None:
+                proc.kill()
+            code = proc.wait()
+            assert code in (0, -signal.SIGKILL), stderr.read_text()
+            delivered += code == -signal.SIGKILL
+            verified += check(root, log)
+    finally:
+        parent.close()
     store = Documents(root)
     repair(store, fsck(store))
     assert fsck(Documents(root)) == []

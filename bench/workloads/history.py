@@ -14,8 +14,6 @@ import json
 import random
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,7 +26,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from bench import goals, plot
 from bench.common import (
     MEMORY,
-    PROJECT_ROOT,
     REPO,
     REPO_CACHED,
     REPO_NO_CACHE,
@@ -40,6 +37,7 @@ from bench.common import (
     open_sqlite,
     progress,
     rotated,
+    run_child,
 )
 from bench.report import Row, md_table
 from bench.workloads.depth import Step, _check_latest, make_chain, thread_config
@@ -79,7 +77,7 @@ def run(tmp: Path, sizes: Sizes) -> Result:
         ks = [rng.randrange(n) for _ in range(max(sizes.list_calls, sizes.fresh_repeats))]
         warm = _warm(root, db, savers[MEMORY], chain[:n], sizes.get_tuple_calls, ks[: sizes.list_calls])
         repeats = sizes.fresh_repeats if n == sizes.big_checkpoints else sizes.curve_repeats
-        fresh = _fresh(root, db, tmp / "cache-aside", chain[:n], repeats, ks, sizes.warm_up)
+        fresh = _fresh(root, db, tmp / "cache-aside", chain[:n], repeats, ks, sizes)
         points[str(n)] = {"warm": warm, "fresh": fresh, "fresh_repeats": repeats}
     for saver in savers.values():
         close_saver(saver)
@@ -161,12 +159,9 @@ def _cache_aside(root: Path, aside: Path) -> Iterator[None]:
             aside.rename(cache)
 
 
-def _child(kind: str, path: Path, call: str, k: int) -> dict[str, Any]:
+def _child(kind: str, path: Path, call: str, k: int, forked: bool) -> dict[str, Any]:
     """One fresh process (``bench/fresh_child.py``): its JSON, and ``wall_ms``, its whole life."""
-    args = [sys.executable, "-m", "bench.fresh_child", kind, str(path), call, THREAD, str(k)]
-    t0 = time.perf_counter_ns()
-    proc = subprocess.run(args, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
-    wall_ms = (time.perf_counter_ns() - t0) / 1e6
+    proc, wall_ms = run_child("bench.fresh_child", [kind, str(path), call, THREAD, str(k)], forked)
     if proc.returncode != 0:
         raise RuntimeError(f"fresh {kind} {call} process failed:\n{proc.stderr}")
     out: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
@@ -174,12 +169,12 @@ def _child(kind: str, path: Path, call: str, k: int) -> dict[str, Any]:
 
 
 def _fresh(
-    root: Path, db: Path, aside: Path, chain: list[Step], repeats: int, ks: list[int], warm_up: bool
+    root: Path, db: Path, aside: Path, chain: list[Step], repeats: int, ks: list[int], sizes: Sizes
 ) -> Result:
     """Median ms of fresh processes' first call, each variant and call ``repeats`` times,
     round-robin; first one untimed process of each call leaves ``.cache/`` as a reader does."""
-    for call in CALLS if warm_up else ():
-        _child("repo", root, call, ks[0])
+    for call in CALLS if sizes.warm_up else ():
+        _child("repo", root, call, ks[0], sizes.forked_children)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {v: {c: [] for c in CALLS} for v in FRESH}
     for rep in range(repeats):
         k = ks[rep % len(ks)]
@@ -187,7 +182,7 @@ def _fresh(
             kind, path = ("sqlite", db) if variant == SQLITE else ("repo", root)
             for call in rotated(CALLS, rep):
                 with _cache_aside(root, aside) if variant == NO_INDEX else nullcontext():
-                    out = _child(kind, path, call, k)
+                    out = _child(kind, path, call, k, sizes.forked_children)
                 want = [chain[-1][0]["id"] if call == "get_tuple" else chain[k][0]["id"]]
                 if out["found"] != want:
                     raise RuntimeError(f"fresh {variant} {call}: found {out['found']}, not {want}")

@@ -21,8 +21,6 @@ import json
 import random
 import sqlite3
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +33,6 @@ from langgraph.store.sqlite import SqliteStore
 from bench import goals
 from bench.common import (
     MEMORY,
-    PROJECT_ROOT,
     REPO,
     SQLITE,
     Result,
@@ -45,6 +42,7 @@ from bench.common import (
     median_ms,
     progress,
     rotated,
+    run_child,
 )
 from bench.embedding import DIMS, hash_embed
 from bench.report import Row, md_table
@@ -136,7 +134,9 @@ def run(tmp: Path, sizes: Sizes) -> Result:
                 samples[s]["search"].append(timed(_search_into, stores[s], found))
                 assert len(found) == min(10, matching) and all(_passes(x.value) for x in found), s
     query = _query_workload(tmp, nq, calls, rng)
-    fresh = _fresh(root, db, n, min(10, matching), sizes.fresh_repeats, rng, sizes.warm_up)
+    fresh = _fresh(
+        root, db, n, min(10, matching), sizes.fresh_repeats, rng, sizes.warm_up, sizes.forked_children
+    )
     return {
         "started": started,
         "loadavg": [load, loadavg()],
@@ -191,7 +191,14 @@ def _query(store: BaseStore, q: str) -> None:
 
 
 def _fresh(
-    root: Path, db: Path, n: int, page: int, repeats: int, rng: random.Random, warm_up: bool
+    root: Path,
+    db: Path,
+    n: int,
+    page: int,
+    repeats: int,
+    rng: random.Random,
+    warm_up: bool,
+    forked: bool,
 ) -> dict[str, Any]:
     """The first call of a new Python process, per store and call: the call alone and the wall."""
     out: dict[str, Any] = {}
@@ -207,30 +214,20 @@ def _fresh(
             for n_run in range(max(1, repeats) + warm_up):
                 ns, key = item_name(rng.randrange(n))
                 arg = "/".join((*ns, key)) if call == "get" else "plum fig kiwi"
-                started = time.perf_counter_ns()
-                proc = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "bench.store_child",
-                        "repo" if kind == REPO_STORE else "sqlite",
-                        path,
-                        call,
-                        arg,
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    cwd=PROJECT_ROOT,
+                proc, wall_ms = run_child(
+                    "bench.store_child",
+                    ["repo" if kind == REPO_STORE else "sqlite", path, call, arg],
+                    forked,
                 )
-                wall = time.perf_counter_ns() - started
+                if proc.returncode != 0:
+                    raise RuntimeError(f"fresh {kind} {call} process failed:\n{proc.stderr}")
                 got = json.loads(proc.stdout)
                 assert len(got["found"]) == (page if call == "search" else 1 if call == "get" else 10), (
                     kind,
                     call,
                 )
                 if n_run or not warm_up:  # the first leaves .cache/ as the process before this one would have
-                    runs.append({**got, "wall_ms": wall / 1e6})
+                    runs.append({**got, "wall_ms": wall_ms})
             out.setdefault(call, {})[kind] = {
                 "call_ms": statistics.median(r["call_ms"] for r in runs),
                 "wall_ms": statistics.median(r["wall_ms"] for r in runs),
