@@ -195,6 +195,44 @@ def test_a_settled_ancestor_removed_after_its_line_was_kept_names_it(tmp_path: P
         saver.get_tuple(CONFIG)
 
 
+def test_a_pruned_parent_put_back_is_read_through_after_its_base_line_was_read(tmp_path: Path) -> None:
+    """After prune, a delta's line ends at the base file kept for its removed parent. When the
+    parent's file comes back (git restore, a hand-written one), the running saver reads through
+    it as a fresh one does: a line that ends at a base file is not kept, since the parent's
+    absence, which it depends on, shows in no stat key of the files it read."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    app = chat_graph(saver)
+    for i in range(3):
+        app.invoke({"messages": [("user", f"turn {i}")]}, CONFIG)
+    tdir = root / "threads" / "t"
+    before = {p.name: load(p) for p in (tdir / "checkpoints").glob("*.json")}
+    saver.prune(["t"])
+    (kept,) = (tdir / "checkpoints").glob("*.json")
+    parent = load(kept)["parent_checkpoint_id"]
+    time.sleep(0.2)  # past the racy window: the line is read settled, and would be kept
+    saver.get_tuple(CONFIG)
+    saver.get_tuple(CONFIG)
+    base = load(next((tdir / "values").glob("@*.json")))
+    messages = next((tdir / "values").glob("messages@*.json"))
+    doc = before[f"{parent}.json"]  # the parent back, whole, with a mark of the hand that wrote it
+    doc.pop("delta")
+    doc.pop("parent_writes", None)
+    doc["new_values"].pop("messages")
+    doc["parent_checkpoint_id"] = None
+    doc["checkpoint"].update(
+        v=4,
+        channel_versions=base["checkpoint"]["channel_versions"],
+        versions_seen={**base["checkpoint"]["versions_seen"], "__hand__": {"x": "00000001.00000000"}},
+    )
+    doc["values"] = {"messages": f"values/{messages.name}"}
+    (tdir / "checkpoints" / f"{parent}.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    here, fresh = saver.get_tuple(CONFIG), RepoSaver(root).get_tuple(CONFIG)
+    assert here is not None and fresh is not None
+    assert "__hand__" in fresh.checkpoint["versions_seen"]
+    assert here.checkpoint == fresh.checkpoint
+
+
 def test_a_delta_whose_parent_is_missing_names_both(tmp_path: Path) -> None:
     root = tmp_path / "root"
     saver = RepoSaver(root)

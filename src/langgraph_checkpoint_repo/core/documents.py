@@ -417,6 +417,7 @@ class Documents:
         seen: set[Path] = set()
         here, cur = path, raw
         below: list[Dep] | None = None  # the files under ``full`` (root first), when known
+        at_base = False  # the line ends at prune's base file: it holds only while the parent is absent
         while depth(cur):
             kept = self._kept_chain(here, cur, seen, len(links))
             if kept is not None:
@@ -448,7 +449,7 @@ class Documents:
                 pass
             bpath = here.parent.parent / self.layout.base_rel(parent)
             try:
-                here, cur = bpath, self.read_doc(bpath, "base")
+                here, cur, at_base = bpath, self.read_doc(bpath, "base"), True
             except FileNotFoundError:
                 raise MissingReferenceError(
                     str(here),
@@ -458,7 +459,9 @@ class Documents:
                 ) from None
             break
         if below is None:
-            full, below = cur, [self.docs.dep(here, cur)]
+            # a line ending at a base file is not kept: a stat key cannot tell that the parent
+            # it stands for came back (git restore), which every later read must follow
+            full, below = cur, [] if at_base else [self.docs.dep(here, cur)]
         for lpath, lraw in reversed(links):
             hit = self._full.get(lpath)
             if hit is not None and hit[0] is lraw and hit[1] is full:
