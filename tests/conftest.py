@@ -20,6 +20,24 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "root"
 
 
+#: the bound on arrays and objects, lowered for the tests of a rule that applies it
+SMALL_CONTAINER_BOUND = 20_000
+
+
+@pytest.fixture
+def container_bound(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The bound on the arrays and objects one file or one expanded value may hold, lowered
+    from 1,000,000 to ``SMALL_CONTAINER_BOUND`` in this process (the writer and every reader
+    look it up when they run): a test of a rule that applies it (refused on write, read back
+    after) proves the rule at a fiftieth of the size. Tests of memory (a child process in a
+    small address space) keep the real bound."""
+    from langgraph_checkpoint_repo.core import jsonread, objects
+
+    monkeypatch.setattr(objects, "MAX_CONTAINERS", SMALL_CONTAINER_BOUND)
+    monkeypatch.setattr(jsonread, "MAX_JSON_CONTAINERS", SMALL_CONTAINER_BOUND)
+    return SMALL_CONTAINER_BOUND
+
+
 @pytest.fixture
 def saver(root: Path) -> RepoSaver:
     """A saver on ``root`` that skips fsync: the tests do not pull the plug."""

@@ -718,12 +718,12 @@ class ListState(TypedDict):
     items: list[Any]
 
 
-def test_saver_never_writes_a_file_a_read_would_refuse(root: Path) -> None:
+def test_saver_never_writes_a_file_a_read_would_refuse(root: Path, container_bound: int) -> None:
     """A value past the bounds is refused at put (InvalidWriteError, nothing written), so every file the
-    saver writes reads back."""
+    saver writes reads back. (Under the lowered bound of ``container_bound``: the same checks.)"""
 
     def grow(s: ListState) -> dict[str, Any]:
-        return {"items": [[] for _ in range(MAX_JSON_CONTAINERS + 1)]}
+        return {"items": [[] for _ in range(container_bound + 1)]}
 
     graph = line_graph(ListState, RepoSaver(root, durable=False), grow=grow)
     with pytest.raises(InvalidWriteError, match="arrays and objects"):

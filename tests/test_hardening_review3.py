@@ -681,20 +681,22 @@ def sqlite_source(path: Path, thread_id: str, values: list[list[Any]]) -> None:
             graph.invoke({"turn": turn}, cfg(thread_id))
 
 
-def test_import_replace_keeps_the_thread_when_the_new_one_cannot_be_written(tmp_path: Path) -> None:
+def test_import_replace_keeps_the_thread_when_the_new_one_cannot_be_written(
+    tmp_path: Path, container_bound: int
+) -> None:
     """``import --replace`` deleted the repository's thread first and wrote the new one
-    afterwards: a value the saver refuses (here a list of over a million lists, more than a
-    file may hold) left the thread gone. The new thread is written whole under a staging name
-    first and swapped in only once complete; refused, the old thread is there as it was and
-    the staging thread is gone."""
+    afterwards: a value the saver refuses (here a list of more lists than a file may hold,
+    under the lowered bound of ``container_bound``) left the thread gone. The new thread is
+    written whole under a staging name first and swapped in only once complete; refused, the
+    old thread is there as it was and the staging thread is gone."""
     root = tmp_path / ".langgraph"
     chat_root(root, turns=2)
     db = tmp_path / "source.sqlite"
-    sqlite_source(db, "t", [[1, 2, 3], [[] for _ in range(1_000_001)]])
+    sqlite_source(db, "t", [[1, 2, 3], [[] for _ in range(container_bound + 1)]])
     before = {p: p.read_bytes() for p in (root / "threads").rglob("*") if p.is_file()}
     out = cli(root, "import", f"sqlite:///{db}", "--replace")
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
-    assert "1,000,000 arrays and objects" in out.stderr, out.stderr
+    assert f"{container_bound:,} arrays and objects" in out.stderr, out.stderr
     after = {p: p.read_bytes() for p in (root / "threads").rglob("*") if p.is_file()}
     assert after == before
     assert [p.name for p in (root / "threads").iterdir()] == ["t"]
@@ -926,31 +928,35 @@ def test_an_append_chain_naming_one_big_object_in_every_link_is_refused(tmp_path
     assert err.value.path in map(str, links[3:])
 
 
-def test_an_append_that_would_take_the_list_past_a_read_is_refused_on_write(tmp_path: Path) -> None:
+def test_an_append_that_would_take_the_list_past_a_read_is_refused_on_write(
+    tmp_path: Path, container_bound: int
+) -> None:
     """The writer applies the same bound to the list it appends to: a list stored whole just
     within the bound (999,981 arrays) and then appended to (30 more, a tiny append) was
     acknowledged and could not be read back under the bound above. The put that would make
     the rebuilt list bigger than a read takes is refused, naming thread, checkpoint and
-    channel, with nothing of it written; what was written before reads back."""
+    channel, with nothing of it written; what was written before reads back. (Run under the
+    lowered bound of ``container_bound``: the same rule, a fiftieth of the lists.)"""
+    whole = container_bound - 20  # the list and the checkpoint's own arrays and objects fit
     from langgraph.checkpoint.base import empty_checkpoint
 
     root = tmp_path / ".langgraph"
     saver = RepoSaver(root, durable=False)
     config = cfg("t", checkpoint_ns="")
     checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"log": [[] for _ in range(999_980)]}
+    checkpoint["channel_values"] = {"log": [[] for _ in range(whole)]}
     checkpoint["channel_versions"] = {"log": 1}
     config = saver.put(config, checkpoint, {"step": 1}, {"log": 1})
     files = snapshot(root)
     checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"log": [[] for _ in range(999_980 + 30)]}
+    checkpoint["channel_values"] = {"log": [[] for _ in range(whole + 30)]}
     checkpoint["channel_versions"] = {"log": 2}
     with pytest.raises(InvalidWriteError) as err:
         saver.put(config, checkpoint, {"step": 2}, {"log": 2})
     assert "thread 't'" in str(err.value) and "/new_values/log" in str(err.value)
-    assert "would expand to over 1,000,000 arrays and objects" in str(err.value)
+    assert f"would expand to over {container_bound:,} arrays and objects" in str(err.value)
     assert snapshot(root) == files
-    assert len(RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["log"]) == 999_980
+    assert len(RepoSaver(root).get_tuple(cfg("t")).checkpoint["channel_values"]["log"]) == whole
 
 
 def test_copy_thread_does_not_replace_a_whole_object_of_the_target_with_a_damaged_one(tmp_path: Path) -> None:

@@ -769,10 +769,15 @@ class DocState(TypedDict, total=False):
     results: Annotated[list[int], operator.add]
 
 
-def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_doc, refused", [(600, False), (200, True)], ids=["taken", "refused"])
+def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(
+    tmp_path: Path, container_bound: int, per_doc: int, refused: bool
+) -> None:
     """Map-reduce: each Send carries the documents. InMemorySaver reads the history back;
     RepoSaver must either refuse the put (InvalidWriteError) or read back what it wrote,
-    never accept a step and then refuse every later read of the thread."""
+    never accept a step and then refuse every later read of the thread. Under the lowered
+    bound of ``container_bound``, both: documents the 15 Sends' step may hold, and three
+    times as many, which it may not."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import Send
 
@@ -786,8 +791,8 @@ def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_
         return g.compile(checkpointer=saver)
 
     docs = [
-        AIMessage(f"document {i}", id=f"d{i}", additional_kwargs={"spans": [{} for _ in range(250)]})
-        for i in range(300)
+        AIMessage(f"document {i}", id=f"d{i}", additional_kwargs={"spans": [{} for _ in range(25)]})
+        for i in range(container_bound // per_doc)
     ]
     mem = build(InMemorySaver())
     mem.invoke({"docs": docs}, cfg("t"))
@@ -798,6 +803,7 @@ def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_
     try:
         build(RepoSaver(root, durable=False)).invoke({"docs": docs}, cfg("t"))
     except InvalidWriteError as exc:  # refused: what was written before reads back and validates
+        assert refused, exc
         assert "would expand to over" in str(exc)
         got = [s.values for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
         assert got and got == want[-len(got) :]  # the steps before the refused one
@@ -809,6 +815,7 @@ def test_a_state_the_saver_accepted_is_read_back_fan_out_carrying_documents(tmp_
         assert cli(root, "fsck", "--repair").returncode == 0
         assert cli(root, "validate").returncode == 0
         return
+    assert not refused
     got = [s.values for s in build(RepoSaver(root)).get_state_history(cfg("t"))]
     assert got == want
 
