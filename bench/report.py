@@ -174,8 +174,15 @@ _NOTES = (
     "- The subgraph graph: LangGraph names a subgraph's namespace after its task id, so every turn "
     "adds a namespace folder (two new git trees, and a `ns/` tree listing one more entry), and "
     "the subgraph's input is the whole conversation, stored as chunks whose upper levels grow with "
-    "the log of its length (turn 30 writes 1.36x turn 3's bytes). Both are what its `.git` grows "
-    "by beyond `create_agent`'s.\n")
+    "the log of its length (turn 30 writes 1.23-1.36x turn 3's bytes, by run). Both are what its "
+    "`.git` grows by beyond `create_agent`'s.\n"
+    "- `.git` after `git gc`, beside SqliteSaver's: what the files hold packs smaller than the "
+    "database does (30 `create_agent` turns, December 2026, `git verify-pack`: 43.9 KB of packed "
+    "blobs against SqliteSaver's 75.3 KB; subgraph 58.0 against 75.6 KB). What is over is git's "
+    "trees: every commit writes a new version of each folder on the path to the files it "
+    "changed (5 for `create_agent`, 8 with a new subgraph namespace each turn), 13.3 and 20.7 KB "
+    "packed against SqliteSaver's 2.5 KB for its one file. Fewer folders would undo the layout "
+    "people read (a thread, its namespaces, its checkpoints).\n")
 
 
 def _machine(m: dict[str, Any]) -> str:
