@@ -158,3 +158,15 @@ def test_a_command_line_that_names_no_command_before_help_builds_and_lists_them_
         built, printed = built_commands(*args)
         assert sorted(built) == sorted(everything)
         assert "threads" in printed and "migrate" in printed and "store" in printed
+
+
+def test_a_narrowed_run_leaves_the_app_with_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """The narrowed build is of a copy: a program that calls the app again (or a test runner
+    that builds it whole) still finds every command registered."""
+    from langgraph_checkpoint_repo.cli import app
+
+    before = (list(app.registered_commands), list(app.registered_groups))
+    with pytest.raises(SystemExit) as done:
+        app(["validate", "--help"], prog_name="langgraph-repo")
+    assert done.value.code == 0 and "Usage: langgraph-repo validate" in capsys.readouterr().out
+    assert (app.registered_commands, app.registered_groups) == before and len(before[0]) > 15

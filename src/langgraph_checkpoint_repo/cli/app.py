@@ -126,12 +126,9 @@ class _Typer(typer.Typer):
         )
         if first is None or {"-h", "--help"} & set(argv[:first]):
             return super().__call__(*args, **kwargs)
-        every = self.registered_commands, self.registered_groups
-        self.registered_commands, self.registered_groups = commands, groups
-        try:
-            return super().__call__(*args, **kwargs)
-        finally:
-            self.registered_commands, self.registered_groups = every
+        narrowed = _shallow_copy(self)  # this app is left as it is (a program may call it again)
+        narrowed.registered_commands, narrowed.registered_groups = commands, groups
+        return typer.Typer.__call__(narrowed, *args, **kwargs)
 
 
 def _command_name(info: CommandInfo) -> str:
@@ -139,7 +136,7 @@ def _command_name(info: CommandInfo) -> str:
 
 
 def _group_name(info: TyperInfo) -> str:
-    return str(info.name or info.typer_instance.info.name if info.typer_instance else info.name)
+    return str(info.name or (info.typer_instance.info.name if info.typer_instance else ""))
 
 
 app = _Typer(
