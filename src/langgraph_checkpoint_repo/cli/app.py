@@ -111,24 +111,41 @@ class _Group(TyperGroup):
             _fail(f"{where}{exc.strerror or exc}", exit_code(exc))
 
 
+#: the options of the top group that take a value (``_main``'s; tests/test_cli_speed.py checks)
+TOP_VALUE_OPTIONS = frozenset({"--root", "--allow"})
+
+
 class _Typer(typer.Typer):
-    """Builds only the commands the command line names. typer builds every command's click
+    """Builds only the command the command line runs. typer builds every command's click
     parameters (signatures, type hints) at each start, about 30 ms for all of them, while a run
-    needs one; a command line that names none (``--help``, a typo) gets them all."""
+    needs one. A command line whose command is not a known name (a typo, for "did you mean"),
+    or that asks for help before it, gets them all."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         given = kwargs["args"] if "args" in kwargs else args[0] if args else None  # click main's
-        argv = [str(a) for a in (sys.argv[1:] if given is None else given)]
-        commands = [c for c in self.registered_commands if _command_name(c) in argv]
-        groups = [g for g in self.registered_groups if _group_name(g) in argv]
-        first = min(
-            (argv.index(n) for n in [*map(_command_name, commands), *map(_group_name, groups)]), default=None
-        )
-        if first is None or {"-h", "--help"} & set(argv[:first]):
+        name = _command_token([str(a) for a in (sys.argv[1:] if given is None else given)])
+        commands = [c for c in self.registered_commands if _command_name(c) == name]
+        groups = [g for g in self.registered_groups if _group_name(g) == name]
+        if not commands and not groups:
             return super().__call__(*args, **kwargs)
         narrowed = _shallow_copy(self)  # this app is left as it is (a program may call it again)
         narrowed.registered_commands, narrowed.registered_groups = commands, groups
         return typer.Typer.__call__(narrowed, *args, **kwargs)
+
+
+def _command_token(argv: list[str]) -> str | None:
+    """The argument click takes as the command: the first that is neither an option of the
+    top group nor an option's value; None when help is asked for before it."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in ("-h", "--help"):
+            return None
+        if token.startswith("-"):
+            i += 2 if token in TOP_VALUE_OPTIONS else 1
+            continue
+        return token
+    return None
 
 
 def _command_name(info: CommandInfo) -> str:
