@@ -30,9 +30,12 @@ def container_bound(monkeypatch: pytest.MonkeyPatch) -> int:
     from 1,000,000 to ``SMALL_CONTAINER_BOUND`` in this process (the writer and every reader
     look it up when they run): a test of a rule that applies it (refused on write, read back
     after) proves the rule at a fiftieth of the size. Tests of memory (a child process in a
-    small address space) keep the real bound."""
+    small address space) keep the real bound. The command line runs in this process for such
+    a test whatever LANGGRAPH_REPO_TEST_CLI says: a child would have the real bound."""
+    import helpers
     from langgraph_checkpoint_repo.core import jsonread, objects
 
+    monkeypatch.setattr(helpers, "CLI_MODE", "in-process")
     monkeypatch.setattr(objects, "MAX_CONTAINERS", SMALL_CONTAINER_BOUND)
     monkeypatch.setattr(jsonread, "MAX_JSON_CONTAINERS", SMALL_CONTAINER_BOUND)
     return SMALL_CONTAINER_BOUND
