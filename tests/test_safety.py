@@ -23,8 +23,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import MessagesState
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs import cfg, line_graph
-from helpers import checkpoint_files, dump, load, tree
+from graphs import cfg, chat_root, line_graph
+from helpers import checkpoint_files, cli, dump, load, tree
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
 from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
@@ -501,3 +501,28 @@ def test_stray_entry_in_threads_folder_is_reported_as_file_format_error(root: Pa
     with pytest.raises(FileFormatError) as info:
         list(RepoSaver(root).list(None))
     assert str(stray) in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["values", "large", "objects", "ns"])
+def test_a_file_where_the_layout_has_a_folder_is_one_problem_and_the_rest_is_checked(
+    tmp_path: Path, name: str
+) -> None:
+    """A file named like a layout folder (``threads/<t>/large``) stopped validate and fsck with
+    "Not a directory" (exit 6), or, for ``ns``, passed unseen. It is one problem naming it, and
+    every other file of the root is still checked."""
+    root = tmp_path / ".langgraph"
+    chat_root(root, "a", turns=2)
+    chat_root(root, "b", turns=2)
+    planted = root / "threads" / "a" / name
+    shutil.rmtree(planted, ignore_errors=True)
+    planted.write_text("x\n", encoding="utf-8")
+    clean = len(list(root.rglob("checkpoints/*.json")))
+    out = cli(root, "validate")
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line for line in lines if line.startswith(str(planted))] == [
+        f"{planted}: /: not a folder (the layout has the folder {name}/ here)"
+    ]
+    assert f"1 problem ({clean} files, {clean} checkpoints)" in out.stdout + out.stderr, out.stderr
+    fsck = cli(root, "fsck")
+    assert fsck.returncode == 1 and str(planted) in fsck.stdout and "Not a directory" not in fsck.stderr

@@ -364,9 +364,10 @@ class Validator:
         expected_tid = self._decoded(folder, "thread")
         namespaces: list[tuple[Path, str | None]] = [(folder, "")]
         for name in sorted(os.listdir(folder)):
-            if is_temp_name(name) or name in (*THREAD_FOLDERS, NAMESPACES):
-                continue
-            self.problem(folder / name, "/", "stray entry in a thread folder (not part of the layout)")
+            if name in (*THREAD_FOLDERS, NAMESPACES):
+                self._layout_folder(folder / name)
+            elif not is_temp_name(name):
+                self.problem(folder / name, "/", "stray entry in a thread folder (not part of the layout)")
         nsroot = folder / NAMESPACES
         if nsroot.is_dir():
             for seg in sorted(os.listdir(nsroot)):
@@ -422,7 +423,9 @@ class Validator:
 
     def namespace(self, thread_folder: Path, ns_dir: Path, tid: str | None, ns: str | None) -> None:
         for name in sorted(os.listdir(ns_dir)) if ns_dir != thread_folder else []:
-            if not is_temp_name(name) and name not in NS_FOLDERS:
+            if name in NS_FOLDERS:
+                self._layout_folder(ns_dir / name)
+            elif not is_temp_name(name):
                 self.problem(ns_dir / name, "/", "stray entry in a namespace folder (not part of the layout)")
         docs: dict[str, tuple[Path, dict[str, Any]]] = {}
         files = list(self._json_files(ns_dir / CHECKPOINTS))  # one listing: the run's snapshot
@@ -478,10 +481,17 @@ class Validator:
             return False
         return self._names_match(path, doc, thread_folder, ns_dir, "/checkpoint_id")
 
+    def _layout_folder(self, path: Path) -> None:
+        """A name the layout gives a folder: one that is a file (or a device, a socket) is a
+        problem, and nothing is read under it (a symlink is judged where its files are read)."""
+        mode = os.lstat(path).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            self.problem(path, "/", f"not a folder (the layout has the folder {path.name}/ here)")
+
     def _json_files(self, folder: Path) -> Iterator[Path]:
         try:
             names = sorted(os.listdir(folder))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # not a folder: _layout_folder says so
             return
         for name in names:
             if is_temp_name(name):
