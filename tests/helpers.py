@@ -6,6 +6,7 @@ and lists what the saver wrote, so every test module does it the same way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import io
@@ -228,7 +229,7 @@ def _invoke(argv: list[str], *, cwd: Path | str | None, env: dict[str, str]) -> 
     with _ONE_AT_A_TIME, _as_a_fresh_process(fresh, env, cwd):
         sys.stdin, sys.stdout, sys.stderr = streams
         try:
-            get_command(app).main(args=argv, prog_name=PROG)
+            get_command(app.for_args(argv)).main(args=argv, prog_name=PROG)  # as main() builds it
         except SystemExit as exc:  # what the interpreter makes of it
             if exc.code is None or isinstance(exc.code, int):
                 code = exc.code or 0
@@ -278,7 +279,14 @@ def _importable_in(module: Any, path: list[str]) -> bool:
         places = list(spec.submodule_search_locations)  # a namespace package
     if not places:
         return True  # built in, frozen or made up by a package (typing.io): every process has it
-    return all(any(str(p).startswith(entry + os.sep) for entry in path if entry) for p in places)
+    return _under(tuple(str(p) for p in places), tuple(path))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _under(places: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """Whether every place is inside an entry of ``path`` (asked for each of thousands of
+    modules at every in-process run: remembered)."""
+    return all(any(p.startswith(entry + os.sep) for entry in path if entry) for p in places)
 
 
 @contextmanager

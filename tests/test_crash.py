@@ -23,7 +23,7 @@ last child that is not killed finishes the thread: (c) its final state equals th
 run that was never interrupted, on a separate root.
 
 Only kills delivered while the child was alive count (the child's exit status is -SIGKILL;
-a child that finished first is not counted). The default run delivers at least 18 kills.
+a child that finished first is not counted). The default run delivers at least 12 kills.
 ``LANGGRAPH_REPO_LONG=1`` runs the long mode: at least 300 kills. When
 ``LANGGRAPH_REPO_RELIABILITY_OUT`` names a file, a JSON summary of the figures is written
 there (and it is always printed: see it with ``pytest -s``).
@@ -52,10 +52,10 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 # roots, kills per root, turns the graph runs per thread
 # the default is what CI can afford (each kill forks a child and checks the whole root); the
 # long mode is the evidence docs/reliability.md reports
-ROOTS, KILLS_PER_ROOT, TURNS = (38, 8, 60) if LONG else (4, 5, 30)
-MIN_KILLS = 300 if LONG else 18
+ROOTS, KILLS_PER_ROOT, TURNS = (38, 8, 60) if LONG else (3, 5, 30)
+MIN_KILLS = 300 if LONG else 12
 MAX_DELAY = 0.35  # seconds between "child ready" and the kill, drawn uniformly
-PARALLEL = 4
+PARALLEL = 4  # the roots and the uninterrupted reference run side by side
 CHILD = Path(__file__).with_name("crash_child.py")
 # a kill during the very first write of the root's .gitignore leaves it missing (and its temp
 # file): derived, rewritten by the next saver that writes and by fsck --repair

@@ -683,12 +683,12 @@ def _peak_while(call: Callable[[], object]) -> int:
 BLOWUPS: dict[str, tuple[Callable[[int], str], int, str]] = {
     # what, how many, how the error says it
     "nested empty lists": (
-        lambda n: "[" + ",".join(["[]"] * n) + "]",
+        lambda n: "[" + "[]," * (n - 1) + "[]]",
         3 * MAX_JSON_CONTAINERS,
         "arrays and objects",
     ),
     "short strings": (
-        lambda n: "[" + ",".join(['"ab"'] * n) + "]",
+        lambda n: "[" + '"ab",' * (n - 1) + '"ab"]',
         MAX_JSON_VALUES + 1000,
         "values and keys",
     ),

@@ -123,14 +123,20 @@ class _Typer(typer.Typer):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         given = kwargs["args"] if "args" in kwargs else args[0] if args else None  # click main's
-        name = _command_token([str(a) for a in (sys.argv[1:] if given is None else given)])
+        narrowed = self.for_args([str(a) for a in (sys.argv[1:] if given is None else given)])
+        return typer.Typer.__call__(narrowed, *args, **kwargs)
+
+    def for_args(self, argv: list[str]) -> typer.Typer:
+        """The app a run with these arguments builds: only the command they name, else all.
+        (The tests' in-process runs take it too, so they build what a process builds.)"""
+        name = _command_token(argv)
         commands = [c for c in self.registered_commands if _command_name(c) == name]
         groups = [g for g in self.registered_groups if _group_name(g) == name]
         if not commands and not groups:
-            return super().__call__(*args, **kwargs)
+            return self
         narrowed = _shallow_copy(self)  # this app is left as it is (a program may call it again)
         narrowed.registered_commands, narrowed.registered_groups = commands, groups
-        return typer.Typer.__call__(narrowed, *args, **kwargs)
+        return narrowed
 
 
 def _command_token(argv: list[str]) -> str | None:
