@@ -140,6 +140,7 @@ class Validator:
         # be named; whether objects/<digest>.json is a file
         self._held: dict[tuple[str, tuple[str, str]], tuple[Path, dict[str, Any] | bool | None] | str] = {}
         self._in_objects: dict[tuple[str, str], bool] = {}
+        self._tdirs: dict[str, Path] = {}  # thread folder name -> its folder (_holder)
         self._threads_prefix = str(self.layout.threads_dir) + os.sep
         self._progress = progress
 
@@ -243,13 +244,18 @@ class Validator:
         got = self._held.get((tname, loc))
         if got is not None:
             return got
+        tdir = self._tdirs.get(tname)
+        if tdir is None:
+            tdir = self._tdirs[tname] = self.layout.threads_dir / tname
+        values = self._snapshot.values
         try:
-            target = self.layout.checkpoint_in(self.layout.threads_dir / tname, *loc)
+            target = values.checkpoint_in(tdir, *loc)
         except FileFormatError as exc:
             got = problem_text(exc)
         else:
             there: dict[str, Any] | bool | None = None
-            if target.is_file():
+            # a file read in this snapshot is one (snapshot.py): no stat again
+            if values.read_paths.get(str(target)) is target or target.is_file():
                 try:
                     there = self.store.read_doc(target, "checkpoint").get("objects") or {}
                 except (FileFormatError, OSError):
@@ -399,6 +405,7 @@ class Validator:
                 self.entry_memo.clear()
                 self._held.clear()
                 self._in_objects.clear()
+                self._tdirs.clear()
 
     def _decoded(self, folder: Path, what: str) -> str | None:
         """The id a folder name stands for; None when it is a hash (read from the files)."""

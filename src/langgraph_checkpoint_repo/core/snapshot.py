@@ -84,6 +84,7 @@ class SnapshotDocuments(Documents):
         if got is None:
             got = super().read_doc(path, kind, inside or self._contains)
             self._read[key] = got
+            self.values.read_paths[key[0]] = path
         return got
 
     def _contains(self, folder: Path) -> bool:
