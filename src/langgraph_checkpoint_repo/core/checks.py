@@ -579,42 +579,45 @@ def _stored_trees(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """(JSON pointer, tree) of every readable value tree a document holds: each stored once,
     so an append chain's items are checked in the file that holds them."""
     out: list[tuple[str, Any]] = []
-
-    def body_trees(pointer: str, body: Any) -> None:
-        if not isinstance(body, dict):
-            return
-        if isinstance(body.get("append"), dict) and isinstance(body["append"].get("items"), list):
-            out.append((f"{pointer}/append/items", body["append"]["items"]))
-        node = body.get("value")
-        if isinstance(node, dict) and "json" in node:
-            out.append((f"{pointer}/value/json", node["json"]))
-
-    def held_trees() -> None:
-        for digest, tree in (doc.get("objects") or {}).items():
-            out.append((f"/objects/{digest}", tree))
-
     kind = doc.get("kind")
     if kind == "checkpoint":
         out.append(("/metadata", doc.get("metadata")))
         for key, tree in (doc.get("checkpoint", {}).get("extra") or {}).items():
             out.append((f"/checkpoint/extra/{pointer_part(key)}", tree))
         for channel, body in (doc.get("new_values") or {}).items():
-            body_trees(f"/new_values/{pointer_part(channel)}", body)
+            _body_trees(out, f"/new_values/{pointer_part(channel)}", body)
         for key, record in (doc.get("parent_writes") or {}).items():
             for i, w in enumerate(record.get("writes") or []):
-                body_trees(f"/parent_writes/{pointer_part(key)}/writes/{i}", w)
-        held_trees()
+                _body_trees(out, f"/parent_writes/{pointer_part(key)}/writes/{i}", w)
+        _held_trees(out, doc)
     elif kind in ("value", "large_value"):
-        body_trees("", doc)
+        _body_trees(out, "", doc)
     elif kind == "writes":
         for i, w in enumerate(doc.get("writes") or []):
-            body_trees(f"/writes/{i}", w)
-        held_trees()
+            _body_trees(out, f"/writes/{i}", w)
+        _held_trees(out, doc)
     elif kind == "object":
         out.append(("/tree", doc.get("tree")))
     elif kind == ITEM_KIND:
         out.append(("/value", doc.get("value")))
     return out
+
+
+def _body_trees(out: list[tuple[str, Any]], pointer: str, body: Any) -> None:
+    """The trees of one value body at ``pointer`` (``_stored_trees``), added to ``out``."""
+    if not isinstance(body, dict):
+        return
+    if isinstance(body.get("append"), dict) and isinstance(body["append"].get("items"), list):
+        out.append((f"{pointer}/append/items", body["append"]["items"]))
+    node = body.get("value")
+    if isinstance(node, dict) and "json" in node:
+        out.append((f"{pointer}/value/json", node["json"]))
+
+
+def _held_trees(out: list[tuple[str, Any]], doc: dict[str, Any]) -> None:
+    """The objects a file holds (format 4), added to ``out``."""
+    for digest, tree in (doc.get("objects") or {}).items():
+        out.append((f"/objects/{digest}", tree))
 
 
 def problem_text(exc: FileFormatError) -> str:

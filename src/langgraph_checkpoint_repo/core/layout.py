@@ -286,9 +286,10 @@ class Layout:
         """
         return f"{VALUES}/{encode_segment(channel, whole_name=False)}@{version_segment(version)}.json"
 
-    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
-    def checkpoint_rel(self, checkpoint_id: str) -> str:
-        """Path of a checkpoint file relative to its namespace folder (a value's location)."""
+    @staticmethod
+    def checkpoint_rel(checkpoint_id: str) -> str:
+        """Path of a checkpoint file relative to its namespace folder (a value's location).
+        Not cached per Layout: hashing the Layout cost more than encode_segment's own cache."""
         return f"{CHECKPOINTS}/{encode_segment(checkpoint_id)}.json"
 
     @staticmethod

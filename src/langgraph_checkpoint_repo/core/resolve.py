@@ -317,7 +317,8 @@ class ValueResolver:
                     )
                 return self._checked(path, digest, tree, tdir, doc), str(path)
         else:
-            kind = _HOLDS_OBJECTS.get(os.path.basename(os.path.dirname(holder)))
+            # the name of its folder (os.path.basename(os.path.dirname(holder)), in one step)
+            kind = _HOLDS_OBJECTS.get(holder.rpartition(os.sep)[0].rpartition(os.sep)[2])
             if kind is not None:
                 hpath = referrer if holder == str(referrer) else Path(holder)
                 try:
