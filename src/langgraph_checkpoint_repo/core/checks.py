@@ -59,16 +59,19 @@ from .layout import (
     value_file_kind,
 )
 from .masking import mask_secrets
-from .objects import EDITED, REF, large_ref, location_of, names_object, ref_nodes, without_refs
+from .objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
 from .snapshot import SnapshotDocuments, check_threads
-from .tree import MARKS, named_types, plain_value, type_pointer
+from .tree import MARKS, plain_value, type_pointer
 from .typenames import never_constructed
 from .validation import pointer_part
 
 Progress = Callable[[int], None]
+# a stored tree walked once (``types_and_refs``): its pointer, the tree, the types it names
+# and its reference nodes
+_Walked = tuple[str, Any, list[tuple[str, ...]], list[dict[str, Any]]]
 #: a stored tree -> (JSON pointer inside it, why) of the first value its type rejects, or None
 Revival = Callable[[Any], "tuple[str, str] | None"]
 
@@ -137,6 +140,7 @@ class Validator:
         # be named; whether objects/<digest>.json is a file
         self._held: dict[tuple[str, tuple[str, str]], tuple[Path, dict[str, Any] | bool | None] | str] = {}
         self._in_objects: dict[tuple[str, str], bool] = {}
+        self._tdirs: dict[str, Path] = {}  # thread folder name -> its folder (_holder)
         self._threads_prefix = str(self.layout.threads_dir) + os.sep
         self._progress = progress
 
@@ -155,11 +159,12 @@ class Validator:
             doc = self.store.read_doc(path, kind)
             if self.secrets:
                 self._secrets(path, doc)
-            trees = list(_stored_trees(doc))
-            self._named_types(path, trees)
+            trees = _stored_trees(doc)
+            walked = [(pointer, tree, *types_and_refs(tree)) for pointer, tree in trees]  # one walk each
+            self._named_types(path, walked)
             if self.revival is not None:
                 self._revivable(path, trees, self.revival)
-            self._object_refs(path, doc, trees)
+            self._object_refs(path, doc, walked)
             return doc
         except FileFormatError as exc:
             self.bad_files.add(exc.path)
@@ -169,14 +174,14 @@ class Validator:
             self.problem(path, "/", f"cannot read: {exc.strerror or exc}")
         return None
 
-    def _named_types(self, path: Path, trees: list[tuple[str, Any]]) -> None:
+    def _named_types(self, path: Path, trees: list[_Walked]) -> None:
         """Every type a stored tree names that no reader constructs, whatever it allows: a name
         from Python itself outside LangGraph's safe types (``os.system``), a method outside
         LangGraph's safe methods, an unknown msgpack extension. A graph's own types are not
         judged here (validate has no graph). Nothing is imported. ``trees``: the document's
-        (``_stored_trees``)."""
-        for pointer, tree in trees:
-            for key in dict.fromkeys(named_types(tree)):
+        (``_stored_trees``), each with what it names and refers to (``types_and_refs``)."""
+        for pointer, tree, types, _ in trees:
+            for key in dict.fromkeys(types):
                 problem = never_constructed(key)
                 if problem is not None:
                     at = type_pointer(tree, key) if len(key) >= 2 and key[0] not in MARKS else None
@@ -191,7 +196,7 @@ class Validator:
             if found is not None:
                 self.problem(path, pointer + found[0], found[1])
 
-    def _object_refs(self, path: Path, doc: dict[str, Any], trees: list[tuple[str, Any]]) -> None:
+    def _object_refs(self, path: Path, doc: dict[str, Any], trees: list[_Walked]) -> None:
         """Every object a stored tree refers to is where the reference says: the objects the
         file holds (format 4), those of the checkpoint ``$in`` names (or, when prune removed
         it, ``objects/``), else ``objects/``; each object's content is checked once, where it
@@ -203,8 +208,8 @@ class Validator:
                 self.bad_files.add(str(path))
                 self.problem(path, f"/objects/{digest}", EDITED)
         tname: str | None = None  # the thread folder's name, found once a tree refers to an object
-        for pointer, tree in trees:
-            for node in ref_nodes(tree):
+        for pointer, _, _, refs in trees:
+            for node in refs:
                 if tname is None:
                     spath = str(path)
                     if not spath.startswith(self._threads_prefix):
@@ -239,13 +244,18 @@ class Validator:
         got = self._held.get((tname, loc))
         if got is not None:
             return got
+        tdir = self._tdirs.get(tname)
+        if tdir is None:
+            tdir = self._tdirs[tname] = self.layout.threads_dir / tname
+        values = self._snapshot.values
         try:
-            target = self.layout.checkpoint_in(self.layout.threads_dir / tname, *loc)
+            target = values.checkpoint_in(tdir, *loc)
         except FileFormatError as exc:
             got = problem_text(exc)
         else:
             there: dict[str, Any] | bool | None = None
-            if target.is_file():
+            # a file read in this snapshot is one (snapshot.py): no stat again
+            if values.read_paths.get(str(target)) is target or target.is_file():
                 try:
                     there = self.store.read_doc(target, "checkpoint").get("objects") or {}
                 except (FileFormatError, OSError):
@@ -395,6 +405,7 @@ class Validator:
                 self.entry_memo.clear()
                 self._held.clear()
                 self._in_objects.clear()
+                self._tdirs.clear()
 
     def _decoded(self, folder: Path, what: str) -> str | None:
         """The id a folder name stands for; None when it is a hash (read from the files)."""
@@ -564,44 +575,49 @@ class Validator:
             self.problem(path, "/sha256", EDITED)
 
 
-def _stored_trees(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def _stored_trees(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """(JSON pointer, tree) of every readable value tree a document holds: each stored once,
     so an append chain's items are checked in the file that holds them."""
-
-    def body_trees(pointer: str, body: Any) -> Iterator[tuple[str, Any]]:
-        if not isinstance(body, dict):
-            return
-        if isinstance(body.get("append"), dict) and isinstance(body["append"].get("items"), list):
-            yield f"{pointer}/append/items", body["append"]["items"]
-        node = body.get("value")
-        if isinstance(node, dict) and "json" in node:
-            yield f"{pointer}/value/json", node["json"]
-
-    def held_trees() -> Iterator[tuple[str, Any]]:
-        for digest, tree in (doc.get("objects") or {}).items():
-            yield f"/objects/{digest}", tree
-
+    out: list[tuple[str, Any]] = []
     kind = doc.get("kind")
     if kind == "checkpoint":
-        yield "/metadata", doc.get("metadata")
+        out.append(("/metadata", doc.get("metadata")))
         for key, tree in (doc.get("checkpoint", {}).get("extra") or {}).items():
-            yield f"/checkpoint/extra/{pointer_part(key)}", tree
+            out.append((f"/checkpoint/extra/{pointer_part(key)}", tree))
         for channel, body in (doc.get("new_values") or {}).items():
-            yield from body_trees(f"/new_values/{pointer_part(channel)}", body)
+            _body_trees(out, f"/new_values/{pointer_part(channel)}", body)
         for key, record in (doc.get("parent_writes") or {}).items():
             for i, w in enumerate(record.get("writes") or []):
-                yield from body_trees(f"/parent_writes/{pointer_part(key)}/writes/{i}", w)
-        yield from held_trees()
+                _body_trees(out, f"/parent_writes/{pointer_part(key)}/writes/{i}", w)
+        _held_trees(out, doc)
     elif kind in ("value", "large_value"):
-        yield from body_trees("", doc)
+        _body_trees(out, "", doc)
     elif kind == "writes":
         for i, w in enumerate(doc.get("writes") or []):
-            yield from body_trees(f"/writes/{i}", w)
-        yield from held_trees()
+            _body_trees(out, f"/writes/{i}", w)
+        _held_trees(out, doc)
     elif kind == "object":
-        yield "/tree", doc.get("tree")
+        out.append(("/tree", doc.get("tree")))
     elif kind == ITEM_KIND:
-        yield "/value", doc.get("value")
+        out.append(("/value", doc.get("value")))
+    return out
+
+
+def _body_trees(out: list[tuple[str, Any]], pointer: str, body: Any) -> None:
+    """The trees of one value body at ``pointer`` (``_stored_trees``), added to ``out``."""
+    if not isinstance(body, dict):
+        return
+    if isinstance(body.get("append"), dict) and isinstance(body["append"].get("items"), list):
+        out.append((f"{pointer}/append/items", body["append"]["items"]))
+    node = body.get("value")
+    if isinstance(node, dict) and "json" in node:
+        out.append((f"{pointer}/value/json", node["json"]))
+
+
+def _held_trees(out: list[tuple[str, Any]], doc: dict[str, Any]) -> None:
+    """The objects a file holds (format 4), added to ``out``."""
+    for digest, tree in (doc.get("objects") or {}).items():
+        out.append((f"/objects/{digest}", tree))
 
 
 def problem_text(exc: FileFormatError) -> str:

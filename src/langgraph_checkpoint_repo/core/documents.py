@@ -864,7 +864,7 @@ class Documents:
         where = f"{link.pointer}/append"
         if not parent:
             raise FileFormatError(str(path), where, "appends to its parent's list, but names no parent")
-        ppath = path.parent / f"{encode_segment(parent)}.json"
+        ppath = self.values.sibling(path, f"{encode_segment(parent)}.json")
         try:
             own = self.read_doc(ppath, "checkpoint")
             ref, versions = own["values"].get(channel), own["checkpoint"].get("channel_versions") or {}

@@ -59,8 +59,10 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
     if st.st_size > MAX_FILE_BYTES:
         raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as fh:
-        raw = read_bounded(fh, st.st_size)
+    try:
+        raw = _read_fd_bounded(fd, st.st_size)
+    finally:
+        os.close(fd)
     if len(raw) > MAX_FILE_BYTES:  # grown since the stat
         raise FileFormatError(str(path), "/", f"file is over {MAX_FILE_BYTES} bytes, over the limit")
     too_big = json_bounds_problem(raw)
@@ -75,6 +77,24 @@ def read_bounded(fh: Any, size: int) -> bytes:
     raw: bytes = fh.read(min(size, MAX_FILE_BYTES + 1))
     while len(raw) <= MAX_FILE_BYTES:
         more = fh.read(min(1 << 20, MAX_FILE_BYTES + 1 - len(raw)))
+        if not more:
+            break
+        raw += more
+    return raw
+
+
+def _read_fd_bounded(fd: int, size: int) -> bytes:
+    """``read_bounded`` on a descriptor, without a file object per file (validate reads
+    thousands): the ``size`` its stat gave (a short read is read on), then what it grew by."""
+    want = min(size, MAX_FILE_BYTES + 1)
+    raw = os.read(fd, want)
+    while len(raw) < want:
+        more = os.read(fd, want - len(raw))
+        if not more:
+            return raw  # shorter than its stat said: all there is
+        raw += more
+    while len(raw) <= MAX_FILE_BYTES:
+        more = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - len(raw)))
         if not more:
             break
         raw += more

@@ -286,9 +286,10 @@ class Layout:
         """
         return f"{VALUES}/{encode_segment(channel, whole_name=False)}@{version_segment(version)}.json"
 
-    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
-    def checkpoint_rel(self, checkpoint_id: str) -> str:
-        """Path of a checkpoint file relative to its namespace folder (a value's location)."""
+    @staticmethod
+    def checkpoint_rel(checkpoint_id: str) -> str:
+        """Path of a checkpoint file relative to its namespace folder (a value's location).
+        Not cached per Layout: hashing the Layout cost more than encode_segment's own cache."""
         return f"{CHECKPOINTS}/{encode_segment(checkpoint_id)}.json"
 
     @staticmethod
@@ -435,7 +436,7 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         want = f"@{encode_segment(doc['checkpoint_id'], whole_name=False)}.json"
         if path.parent.name != VALUES or path.name != want:
             return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} belongs in {VALUES}/{want}"
-        return _ns_problem(path.parent, doc)
+        return _ns_problem(path, doc)
     if kind == "item":
         return item_place_problem(path, doc)
     if kind in ("large_value", "object"):
@@ -445,20 +446,33 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
         return None
     if kind == "checkpoint" and path.name != encode_segment(doc["checkpoint_id"]) + ".json":
         return "/checkpoint_id", f"checkpoint_id {doc['checkpoint_id']!r} does not match the file name"
-    return _ns_problem(path.parent, doc)
+    return _ns_problem(path, doc)
 
 
-def _ns_problem(folder: Path, doc: dict[str, Any]) -> tuple[str, str] | None:
-    """A document's thread and namespace against the namespace folder holding ``folder``."""
-    ns, ns_dir = doc["checkpoint_ns"], folder.parent
-    if ns:
-        tdir = ns_dir.parent.parent
-        ns_ok = ns_dir.name == encode_segment(ns) and ns_dir.parent.name == NAMESPACES
+def _ns_problem(path: Path, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """A document's thread and namespace against the namespace folder holding the folder of
+    ``path`` (its file)."""
+    ns = doc["checkpoint_ns"]
+    parts = path.parts
+    if len(parts) >= (7 if ns else 5):
+        # the folder names looked at are the path's own parts (none is its anchor): no Path
+        # made per file read (validate reads thousands)
+        if ns:
+            ns_ok = parts[-3] == encode_segment(ns) and parts[-4] == NAMESPACES
+            tname, above = parts[-5], parts[-6]
+        else:
+            ns_ok, tname, above = True, parts[-3], parts[-4]
     else:
-        tdir, ns_ok = ns_dir, True
-    if not ns_ok or tdir.parent.name != THREADS:
+        ns_dir = path.parent.parent
+        if ns:
+            tdir = ns_dir.parent.parent
+            ns_ok = ns_dir.name == encode_segment(ns) and ns_dir.parent.name == NAMESPACES
+        else:
+            tdir, ns_ok = ns_dir, True
+        tname, above = tdir.name, tdir.parent.name
+    if not ns_ok or above != THREADS:
         return "/checkpoint_ns", f"checkpoint_ns {ns!r} does not match its folder"
-    if tdir.name != encode_segment(doc["thread_id"]):
+    if tname != encode_segment(doc["thread_id"]):
         return "/thread_id", f"thread_id {doc['thread_id']!r} does not match its folder"
     return None
 

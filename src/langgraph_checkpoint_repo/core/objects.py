@@ -40,7 +40,7 @@ import orjson
 
 from .errors import FileFormatError
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_VALUES
-from .tree import json_objects
+from .tree import json_objects, node_types
 
 REF = "$ref"
 ID = "$id"
@@ -293,6 +293,26 @@ def ref_nodes(tree: Any) -> Iterator[dict[str, Any]]:
     for node in json_objects(tree):
         if REF in node and any_ref_of(node) is not None:
             yield node
+
+
+def types_and_refs(tree: Any) -> tuple[list[tuple[str, ...]], list[dict[str, Any]]]:
+    """``(tree.named_types(tree), list(ref_nodes(tree)))`` in one walk: validate asks both of
+    every stored tree of every file."""
+    found: list[tuple[str, ...]] = []
+    refs: list[dict[str, Any]] = []
+    stack = [tree]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if isinstance(node, list):
+            push(node)
+        elif isinstance(node, dict):
+            if "$type" in node or "$ext" in node or "$numpy" in node or "$delta_snapshot" in node:
+                node_types(node, found)
+            if REF in node and any_ref_of(node) is not None:
+                refs.append(node)
+            push(node.values())
+    return found, refs
 
 
 def without_refs(tree: Any) -> Any:

@@ -67,7 +67,7 @@ def _value_refs(v: Reporter, ns_dir: Path, path: Path, doc: dict[str, Any]) -> s
     versions = fields.channel_versions(doc)
     empty: set[str] = set()
     for channel, ref in doc["values"].items():
-        pointer = "/values/" + pointer_part(channel)
+        pointer = f"/values/{pointer_part(channel) if '~' in channel or '/' in channel else channel}"
         if channel not in versions:
             v.problem(path, pointer, f"channel {channel!r} has a value but no version")
             continue

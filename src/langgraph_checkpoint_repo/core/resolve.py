@@ -65,6 +65,9 @@ class ValueResolver:
         # while trust_kept: id of a held object's tree -> (that tree, the name it was found to
         # match): the checks check every object a file holds, then resolve values through them
         self._named: dict[int, tuple[Any, str]] = {}
+        # while trust_kept: each file read in the snapshot, by its path's text (snapshot.py
+        # fills it): a reference to it is found without a Path made per reference (``child``)
+        self.read_paths: dict[str, Path] = {}
 
     def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
@@ -128,6 +131,7 @@ class ValueResolver:
             self._values.clear()
         self._places.clear()
         self._named.clear()
+        self.read_paths.clear()
         self._objects.clear()
         self.located.clear()
 
@@ -163,7 +167,7 @@ class ValueResolver:
             got = self._places.get((ns_dir, ref))
             if got is not None:
                 return got[0], got[1], ref
-        path = ns_dir / ref
+        path = self.child(ns_dir, ref)
         try:
             st = os.lstat(path)
             if self.trust_kept:
@@ -224,15 +228,16 @@ class ValueResolver:
             typed = not self.trust_kept
             return append_entry(channel, app, path, pointer, where, base, items_weight, typed=typed)
         stored, holder = self._follow_large(body["value"], path, pointer)
-        node, weight = self._expanded_weighed(stored, holder, pointer if holder == path else "")
-        where = where if holder == path else f"{holder}, referenced from {where}"
+        # ``is``: the very path unless it is a large value's (large/ is never a checkpoint's)
+        node, weight = self._expanded_weighed(stored, holder, pointer if holder is path else "")
+        where = where if holder is path else f"{holder}, referenced from {where}"
         # a snapshot's entries only tell the checks whether a value resolves (snapshot.py):
         # the types a value names are judged in the trees that store them (checks.py)
         entry = entry_from_node(node, where, typed=not self.trust_kept)
         entry.weight = weight
         entry.file = str(holder)
-        entry.root = f"{pointer}/value/json" if holder == path else "/value/json"
-        if holder != path:  # a large value: its file is one more this entry comes from
+        entry.root = f"{pointer}/value/json" if holder is path else "/value/json"
+        if holder is not path:  # a large value: its file is one more this entry comes from
             ldoc = self._docs.doc(holder)
             entry.deps = (
                 self._docs.dep(holder, ldoc if ldoc is not None and ldoc["value"] is stored else None),
@@ -299,7 +304,7 @@ class ValueResolver:
         ``objects/`` (format 3, and where prune keeps the objects of a checkpoint it removes)."""
         loc = location_of(node)
         if loc is not None:
-            path = self.layout.checkpoint_in(tdir, *loc)
+            path = self.checkpoint_in(tdir, *loc)
             try:
                 doc = self._read_doc(path, "checkpoint")
             except FileNotFoundError:
@@ -312,7 +317,8 @@ class ValueResolver:
                     )
                 return self._checked(path, digest, tree, tdir, doc), str(path)
         else:
-            kind = _HOLDS_OBJECTS.get(os.path.basename(os.path.dirname(holder)))
+            # the name of its folder (os.path.basename(os.path.dirname(holder)), in one step)
+            kind = _HOLDS_OBJECTS.get(holder.rpartition(os.sep)[0].rpartition(os.sep)[2])
             if kind is not None:
                 hpath = referrer if holder == str(referrer) else Path(holder)
                 try:
@@ -356,6 +362,33 @@ class ValueResolver:
             return False
         self._named[id(tree)] = (tree, digest)
         return True
+
+    def child(self, folder: Path, rel: str) -> Path:
+        """``folder / rel``: in a snapshot, a file read there already is found by its text
+        (``read_paths``), without a Path parsed per reference (validate asks for every value
+        and object of every checkpoint). A text that is no read file's, as pathlib spells it
+        (another separator, a ``..``, an absolute ``rel``), is joined as before."""
+        if self.read_paths:
+            got = self.read_paths.get(f"{folder}{os.sep}{rel}")
+            if got is not None:
+                return got
+        return folder / rel
+
+    def sibling(self, path: Path, name: str) -> Path:
+        """``path.parent / name`` (``name``: one segment), found as ``child`` finds a file."""
+        if self.read_paths:
+            head, sep, _ = str(path).rpartition(os.sep)
+            if sep:
+                got = self.read_paths.get(f"{head}{sep}{name}")
+                if got is not None:
+                    return got
+        return path.parent / name
+
+    def checkpoint_in(self, tdir: Path, ns: str, cid: str) -> Path:
+        """``Layout.checkpoint_in``, a file read in the snapshot found as ``child`` finds it."""
+        if ns == "" and self.read_paths:
+            return self.child(tdir, f"{CHECKPOINTS}{os.sep}{encode_segment(cid)}.json")
+        return self.layout.checkpoint_in(tdir, ns, cid)
 
     def _thread_dir(self, path: Path) -> Path:
         """The thread folder ``path`` lies in; by its name, without a Path made per call

@@ -84,6 +84,7 @@ class SnapshotDocuments(Documents):
         if got is None:
             got = super().read_doc(path, kind, inside or self._contains)
             self._read[key] = got
+            self.values.read_paths[key[0]] = path
         return got
 
     def _contains(self, folder: Path) -> bool:
@@ -110,7 +111,8 @@ class SnapshotDocuments(Documents):
         parent = raw["parent_checkpoint_id"]
         below = None
         if parent:
-            pkey = os.path.join(os.path.dirname(key), encode_segment(parent) + ".json")
+            head, sep, _ = key.rpartition(os.sep)  # os.path.join(os.path.dirname(key), ...), in one step
+            pkey = f"{head}{sep}{encode_segment(parent)}.json"
             below = self._wholes.get(pkey) if pkey != key else None
         if below is not None and below[1] is not None and below[1] < MAX_DELTA_CHAIN:
             whole, deltas = materialize(raw, below[0]), below[1] + 1

@@ -43,6 +43,7 @@ EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2, EXT_NUMPY, EXT_DELT
 CONSTRUCTOR_CODES = frozenset({EXT_SINGLE, EXT_POS, EXT_KW, EXT_METHOD, EXT_PYD1, EXT_PYD2})
 ARG_KEY = {EXT_SINGLE: "$arg", EXT_POS: "$args", EXT_KW: "$kwargs"}
 
+
 class _Ext:
     __slots__ = ("code", "payload", "raw")
 
@@ -146,13 +147,7 @@ def _ext_to_tree(ext: _Ext) -> Any:
                 return node
             if len(p) == 3:
                 return node
-        if (
-            code == EXT_NUMPY
-            and len(p) == 4
-            and is_name(p[0])
-            and is_name(p[2])
-            and isinstance(p[3], bytes)
-        ):
+        if code == EXT_NUMPY and len(p) == 4 and is_name(p[0]) and is_name(p[2]) and isinstance(p[3], bytes):
             return {"$numpy": {"dtype": p[0], "shape": p[1], "order": p[2], "data": b64(p[3])}}
     return {"$ext": code, "$data": b64(ext.raw)}
 
@@ -242,19 +237,25 @@ def named_types(tree: Any) -> list[tuple[str, ...]]:
     """Every (module, name[, method]) a tree asks the serde to construct."""
     found: list[tuple[str, ...]] = []
     for node in json_objects(tree):
-        if "$type" in node:
-            mod, name = node["$type"]
-            if "$method" in node and "$pydantic" not in node:
-                found.append((mod, name, node["$method"]))
-            else:
-                found.append((mod, name))
-        if "$ext" in node:
-            found.append((EXT_MARK, str(node["$ext"])))
-        if "$numpy" in node:
-            found.append((NUMPY_MARK,))
-        if "$delta_snapshot" in node:
-            found.append((DELTA_MARK,))
+        node_types(node, found)
     return found
+
+
+def node_types(node: dict[str, Any], found: list[tuple[str, ...]]) -> None:
+    """What one JSON object of a tree asks the serde to construct, added to ``found`` (in
+    ``named_types``' order; objects.types_and_refs walks a tree once for it and its references)."""
+    if "$type" in node:
+        mod, name = node["$type"]
+        if "$method" in node and "$pydantic" not in node:
+            found.append((mod, name, node["$method"]))
+        else:
+            found.append((mod, name))
+    if "$ext" in node:
+        found.append((EXT_MARK, str(node["$ext"])))
+    if "$numpy" in node:
+        found.append((NUMPY_MARK,))
+    if "$delta_snapshot" in node:
+        found.append((DELTA_MARK,))
 
 
 def readable(tree: Any, revive: Callable[[Any], Any]) -> Any:
@@ -365,4 +366,3 @@ def _map_children(pointer: str, pairs: Any) -> list[tuple[str, Any]]:
         if isinstance(pair, list):
             out.extend((f"{pointer}/$map/{i}/{j}", x) for j, x in enumerate(pair))
     return out
-
