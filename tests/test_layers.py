@@ -271,19 +271,59 @@ def test_thread_locks_are_dropped_when_no_one_holds_them(tmp_path: Path) -> None
     assert saver.store.locks.kept == IDLE_LOCKS  # the last few, for the next call; no more
 
 
-def test_reading_the_derived_index_leaves_the_garbage_collector_alone(tmp_path: Path) -> None:
-    """index.py once paused the process-wide collector while decoding; nothing of the package
-    may switch it (a caller's own gc settings are theirs)."""
-    offenders = [
-        f"{path.relative_to(PACKAGE)}: gc.{node.attr}"
-        for path in PACKAGE.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+def gc_switches(tree: ast.AST) -> list[str]:
+    return [
+        f"gc.{node.attr}"
+        for node in ast.walk(tree)
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == "gc"
-        and node.attr in ("disable", "enable", "freeze", "set_threshold")
+        and node.attr in ("disable", "enable", "freeze", "unfreeze", "set_threshold", "set_debug")
     ]
+
+
+def test_reading_the_derived_index_leaves_the_garbage_collector_alone(tmp_path: Path) -> None:
+    """index.py once paused the process-wide collector while decoding; nothing of the package
+    may switch it in the caller's process (a caller's own gc settings are theirs). The one
+    exception is a process the package forked itself: the whole-root check's worker freezes
+    what it inherited (snapshot._quiet, the pool's initializer, nowhere else)."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        worker = (
+            [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "_quiet"]
+            if path.name == "snapshot.py"
+            else []
+        )
+        allowed = {id(n) for f in worker for n in ast.walk(f)}
+        offenders += [
+            f"{path.relative_to(PACKAGE)}: {switch}"
+            for node in ast.walk(tree)
+            if id(node) not in allowed
+            for switch in gc_switches(node if isinstance(node, ast.Attribute) else ast.Pass())
+        ]
     assert offenders == []
+    snapshot = (PACKAGE / "core" / "snapshot.py").read_text(encoding="utf-8")
+    assert "initializer=_quiet" in snapshot
+    assert snapshot.count("_quiet") == 2  # defined, and handed to the pool: no one else calls it
+
+
+def test_a_check_in_worker_processes_leaves_the_callers_collector_as_it_was(tmp_path: Path) -> None:
+    """The workers freeze their own copy of the heap; the caller's collector (enabled or not,
+    its thresholds, what it had frozen) is the same after a check that forked them."""
+    import gc
+
+    from graphs import chat_root
+    from langgraph_checkpoint_repo.core.checks import Validator
+
+    root = tmp_path / "root"
+    for thread in ("a", "b", "c"):
+        chat_root(root, thread, 2)
+    before = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
+    done: list[int] = []
+    assert Validator(root, done.append, workers=2).run() == []
+    assert len(done) == 3  # a thread at a time: checked in the workers (one process: a file at a time)
+    assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == before
 
 
 async def test_alist_yields_the_first_checkpoint_before_reading_the_rest(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ outlives it (a later lineage or listing index is never derived from it).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -237,9 +238,15 @@ def _workers(folders: list[Path], asked: int | None) -> int:
 
 def _quiet() -> None:
     """A worker reports no progress itself (the parent does, a thread at a time): a progress
-    bar's lock may have been held by another thread of the parent when it forked."""
+    bar's lock may have been held by another thread of the parent when it forked.
+
+    Everything it inherited is frozen out of the cyclic collector's reach: each collection
+    would rescan the parent's objects and copy every page it touched (a fifth of a
+    whole-root validate). The worker is a process of ours that ends with the check; the
+    caller's process and its collector settings are never touched."""
     assert _FORKED is not None
     _FORKED[0]._progress = None
+    gc.freeze()
 
 
 def _check_one(index: int) -> tuple[list[Any], list[Any], set[str], int, int] | None:
