@@ -19,7 +19,7 @@ from graphs import RELAY_TURNS, cfg, line_graph, numbered_reply, question, relay
 from helpers import cli, load, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, MissingReferenceError
-from langgraph_checkpoint_repo.core.objects import location_of, names_object, object_digest, ref_nodes
+from langgraph_checkpoint_repo.core.objects import Sharer, location_of, names_object, object_digest, ref_nodes
 from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 
@@ -106,6 +106,46 @@ def test_each_message_is_stored_once_however_often_it_appears(tmp_path: Path) ->
 def test_bytes_per_turn_stay_flat_when_sends_and_subgraphs_carry_the_conversation(tmp_path: Path) -> None:
     sizes = run_turns(tmp_path / ".langgraph", 30)
     assert sizes[29] <= 1.3 * sizes[2], sizes
+
+
+def chunk_shape(top: dict[str, Any], objects: dict[str, Any]) -> Any:
+    """The cuts of a chunked list: nested lists of the names of the items (the messages)."""
+
+    def expand(ref: dict[str, str]) -> Any:
+        tree = objects[ref["$ref"]]
+        return [expand(r) for r in tree["$chunks"]] if isinstance(tree, dict) else [r["$ref"] for r in tree]
+
+    return [expand(r) for r in top["$chunks"]]
+
+
+def test_a_conversation_is_cut_at_the_same_places_whichever_checkpoints_hold_its_messages() -> None:
+    """Where a list's chunks end depends on its messages alone. Which checkpoint of a turn
+    stores a message first can differ from run to run (LangGraph saves a step's checkpoints
+    from threads of its own), and the chunks' names cover those ``$in``; cut by names, the
+    same conversation was chunked differently each time, and the bytes a turn wrote went up
+    and down with it (test_bytes_per_turn_stay_flat... failed on a loaded machine)."""
+    messages = [
+        {"$type": "HumanMessage", "$fields": {"content": f"message {i} " + "x" * 120, "id": None}}
+        for i in range(120)
+    ]
+    names = [object_digest(m)[:16] for m in messages]
+    shapes = []
+    for run in range(4):
+        # each run finds the messages stored in other checkpoints
+        where = {name: f"1f1edf00-0000-6000-8000-{(i * 7 + run) % 5:012d}" for i, name in enumerate(names)}
+        sharer = Sharer(
+            lambda name, _digest, where=where: {"$ref": name, "$in": where[name]} if name in where else None
+        )
+        top = sharer.share(messages)
+        shape = chunk_shape(top, sharer.objects)
+        assert len(shape) < 4 and all(isinstance(chunk[0], list) for chunk in shape), shape  # cut again
+        shapes.append(shape)
+
+    def flat(shape: Any) -> list[str]:
+        return [name for part in shape for name in (flat(part) if isinstance(part, list) else [part])]
+
+    assert flat(shapes[0]) == names
+    assert shapes[1] == shapes[0] and shapes[2] == shapes[0] and shapes[3] == shapes[0]
 
 
 def test_long_lists_are_chunked_and_read_back_whole_by_a_fresh_saver(tmp_path: Path) -> None:

@@ -262,20 +262,30 @@ class Sharer:
         return {REF: name}
 
     def _chunked(self, refs: list[Any]) -> tuple[dict[str, Any], int]:
+        """Cut after an item whose key's first byte is below the cut. An item's key is what it
+        holds, wherever that is stored: a message's digest; a chunk's, the digest of its items'
+        keys. (A chunk's own name covers the ``$in`` of its items, which can differ from run to
+        run: which checkpoint of a turn stored a message first; cut by names, the same
+        conversation was chunked differently each time.)"""
         level, upper = refs, False
+        keys = [r[REF] for r in refs]
         lean = self._locate is not None  # format 4: smaller chunks, a turn rewrites less
         most, cut = (CHUNK_MAX_4, CUT_4) if lean else (CHUNK_MAX, CUT)
         while True:
             chunks: list[list[Any]] = [[]]
-            for r in level:
+            chunk_keys: list[list[str]] = [[]]
+            for r, key in zip(level, keys, strict=True):
                 chunks[-1].append(r)
-                if len(chunks[-1]) >= most or int(r[REF][:2], 16) < cut:
+                chunk_keys[-1].append(key)
+                if len(chunks[-1]) >= most or int(key[:2], 16) < cut:
                     chunks.append([])
+                    chunk_keys.append([])
             level = [
                 self._store({CHUNKS: c} if upper else c, 1 + max(self._heights[r[REF]] for r in c))
                 for c in chunks
                 if c
             ]
+            keys = [hashlib.sha256(" ".join(k).encode()).hexdigest() for k in chunk_keys if k]
             upper = True
             if len(level) < (UPPER_MIN if self._locate is not None else CHUNK_MIN):
                 return {CHUNKS: level}, max(self._heights[r[REF]] for r in level)
