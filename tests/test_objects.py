@@ -118,34 +118,44 @@ def chunk_shape(top: dict[str, Any], objects: dict[str, Any]) -> Any:
     return [expand(r) for r in top["$chunks"]]
 
 
-def test_a_conversation_is_cut_at_the_same_places_whichever_checkpoints_hold_its_messages() -> None:
+def test_a_conversation_is_cut_at_the_same_places_wherever_its_messages_are_stored() -> None:
     """Where a list's chunks end depends on its messages alone. Which checkpoint of a turn
     stores a message first can differ from run to run (LangGraph saves a step's checkpoints
     from threads of its own), and the chunks' names cover those ``$in``; cut by names, the
     same conversation was chunked differently each time, and the bytes a turn wrote went up
-    and down with it (test_bytes_per_turn_stay_flat... failed on a loaded machine)."""
+    and down with it (test_bytes_per_turn_stay_flat... failed on a loaded machine). The same
+    whether a message is found in a checkpoint, in ``objects/`` (what prune keeps) or in
+    ``objects/`` under format 3's 64-digit name (a migrated thread)."""
     messages = [
         {"$type": "HumanMessage", "$fields": {"content": f"message {i} " + "x" * 120, "id": None}}
         for i in range(120)
     ]
-    names = [object_digest(m)[:16] for m in messages]
+    digests = [object_digest(m) for m in messages]
+    names = [d[:16] for d in digests]
+
+    def in_checkpoints(run: int) -> dict[str, dict[str, str]]:
+        return {
+            d[:16]: {"$ref": d[:16], "$in": f"1f1edf00-0000-6000-8000-{(i * 7 + run) % 5:012d}"}
+            for i, d in enumerate(digests)
+        }
+
+    places = [in_checkpoints(run) for run in range(4)]
+    places.append({d[:16]: {"$ref": d[:16]} for d in digests})  # objects/, 16 digits
+    places.append({d[:16]: {"$ref": d} for d in digests})  # objects/, format 3's 64 digits
     shapes = []
-    for run in range(4):
-        # each run finds the messages stored in other checkpoints
-        where = {name: f"1f1edf00-0000-6000-8000-{(i * 7 + run) % 5:012d}" for i, name in enumerate(names)}
-        sharer = Sharer(
-            lambda name, _digest, where=where: {"$ref": name, "$in": where[name]} if name in where else None
-        )
+    for where in places:
+        sharer = Sharer(lambda name, _digest, where=where: where.get(name))
         top = sharer.share(messages)
         shape = chunk_shape(top, sharer.objects)
         assert len(shape) < 4 and all(isinstance(chunk[0], list) for chunk in shape), shape  # cut again
         shapes.append(shape)
 
     def flat(shape: Any) -> list[str]:
-        return [name for part in shape for name in (flat(part) if isinstance(part, list) else [part])]
+        return [name[:16] for part in shape for name in (flat(part) if isinstance(part, list) else [part])]
 
     assert flat(shapes[0]) == names
-    assert shapes[1] == shapes[0] and shapes[2] == shapes[0] and shapes[3] == shapes[0]
+    normalised = [[[flat(chunk) for chunk in upper] for upper in shape] for shape in shapes]
+    assert all(shape == normalised[0] for shape in normalised), normalised
 
 
 def test_long_lists_are_chunked_and_read_back_whole_by_a_fresh_saver(tmp_path: Path) -> None:

@@ -266,9 +266,10 @@ class Sharer:
         holds, wherever that is stored: a message's digest; a chunk's, the digest of its items'
         keys. (A chunk's own name covers the ``$in`` of its items, which can differ from run to
         run: which checkpoint of a turn stored a message first; cut by names, the same
-        conversation was chunked differently each time.)"""
+        conversation was chunked differently each time.) An item that itself holds references
+        (a ``Send`` carrying messages) is named with their ``$in``: its cut is not stable."""
         level, upper = refs, False
-        keys = [r[REF] for r in refs]
+        keys = [r[REF][:NAME_HEX] for r in refs]  # format 3's objects/ files: 64 digits
         lean = self._locate is not None  # format 4: smaller chunks, a turn rewrites less
         most, cut = (CHUNK_MAX_4, CUT_4) if lean else (CHUNK_MAX, CUT)
         while True:
