@@ -675,3 +675,38 @@ def test_a_file_reads_the_same_through_orjson_as_through_the_strict_parse() -> N
     for raw in twice:
         with pytest.raises(FileFormatError, match=r"f\.json: at /: duplicate key '[ac]'"):
             parse_strict(raw, "f.json")
+
+
+def test_a_file_that_grew_since_its_stat_is_read_on_to_one_byte_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file longer than its stat said (it grew between the two) is read on in blocks, by a
+    descriptor and by a file object, and no further than one byte past the limit, which the
+    reader then refuses; a file shorter than its stat is read as it is. (The blocks were
+    joined by ``raw += block``, a copy of all read so far at every block: 22 s and 525 MB for
+    a file growing past the real 256 MiB limit. Here under a 3 MiB limit.)"""
+    import io
+
+    from langgraph_checkpoint_repo.core import jsonread
+
+    limit = 3 * 1024 * 1024 + 17
+    monkeypatch.setattr(jsonread, "MAX_FILE_BYTES", limit)
+    data = os.urandom(limit + 5000)
+    path = tmp_path / "grown.json"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert jsonread._read_fd_bounded(fd, 10) == data[: limit + 1]
+    finally:
+        os.close(fd)
+    assert jsonread.read_bounded(io.BytesIO(data), 10) == data[: limit + 1]
+    assert jsonread.read_bounded(io.BytesIO(data[:100]), 5000) == data[:100]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(fd, limit + 4000, os.SEEK_SET)  # 1,000 bytes left: shorter than the stat's 5,000
+        assert jsonread._read_fd_bounded(fd, 5000) == data[limit + 4000 :]
+    finally:
+        os.close(fd)
+    with pytest.raises(FileFormatError, match="over the limit") as err:
+        jsonread.load_json(path, os.lstat(path), lambda _folder: True)
+    assert err.value.path == str(path)

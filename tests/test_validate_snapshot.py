@@ -151,3 +151,35 @@ def test_a_worker_that_dies_leaves_its_threads_to_the_main_process(tmp_path: Pat
     runner.join(120)  # far longer than the run; a hang fails here instead of stalling the suite
     assert not runner.is_alive(), "validate waited for the dead worker for ever"
     assert (result[0], got.files, got.checkpoints) == expected
+
+
+def test_a_package_without_its_schemas_says_so_and_blames_no_data_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed without its schemas/ folder, validate reported "cannot read: No such file or
+    directory" on every data file, none of which was at fault. It now stops with one error
+    naming the schema it could not read, by the checks and by the command line (exit 6, the
+    code of a failure that is not the files')."""
+    import helpers
+    from langgraph_checkpoint_repo.cli.exits import FAILED
+    from langgraph_checkpoint_repo.core import validation
+    from langgraph_checkpoint_repo.core.errors import InstallationError
+
+    root = tmp_path / "root"
+    chat_root(root, "a", 2)
+    missing = tmp_path / "site-packages" / "langgraph_checkpoint_repo" / "schemas"
+    monkeypatch.setattr(helpers, "CLI_MODE", "in-process")  # a child would find the real schemas
+    monkeypatch.setattr(validation, "schemas_dir", lambda: missing)
+    validation._registry.cache_clear()
+    validation._validator.cache_clear()
+    try:
+        with pytest.raises(InstallationError) as err:
+            Validator(root, workers=1).run()
+        assert str(missing) in str(err.value) and "reinstall" in str(err.value)
+        got = helpers.cli(root, "validate")
+        assert got.returncode == FAILED, (got.stdout, got.stderr)  # not BAD_FILE: no file is bad
+        assert str(missing) in got.stderr and "Traceback" not in got.stderr
+        assert str(root) not in got.stderr.replace(str(missing), "")  # no data file named
+    finally:
+        validation._registry.cache_clear()  # built again from the real schemas on next use
+        validation._validator.cache_clear()

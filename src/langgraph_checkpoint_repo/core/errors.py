@@ -93,6 +93,11 @@ class SaverSpecError(RepoCheckpointError):
     """A SOURCE/TARGET that names no saver we can open."""
 
 
+class InstallationError(RepoCheckpointError):
+    """The package cannot read a file of its own (a schema): the installation is broken, not
+    the state; no data file is blamed for it."""
+
+
 class ItemChangedError(RepoCheckpointError):
     """A store item was changed (or added, or removed) since the caller read it: the
     compare-and-swap of ``RepoStore.put(..., if_updated_at=...)`` refused the write."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from .errors import FileFormatError, InvalidWriteError, SchemaVersionError
+from .errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
 
 SCHEMA_VERSION = 4
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
@@ -40,7 +40,17 @@ def schemas_dir() -> Path:
 
 
 def _schema(name: str) -> dict[str, Any]:
-    return json.loads((schemas_dir() / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    """A schema of the package. Unreadable, it is the installation's fault: said so, naming
+    the schema (a plain OSError was reported as "cannot read" on every data file)."""
+    path = schemas_dir() / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InstallationError(
+            f"cannot read the package's schema {path}: {exc.strerror or exc} "
+            "(installed without its schemas/ folder? reinstall langgraph-checkpoint-repo)"
+        ) from exc
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
