@@ -185,7 +185,8 @@ _NOTES = (
     "trees: every commit writes a new version of each folder on the path to the files it "
     "changed (5 for `create_agent`, 8 with a new subgraph namespace each turn), 13.3 and 20.7 KB "
     "packed against SqliteSaver's 2.5 KB for its one file. Fewer folders would undo the layout "
-    "people read (a thread, its namespaces, its checkpoints).\n")
+    "people read (a thread, its namespaces, its checkpoints).\n"
+)
 
 
 def _machine(m: dict[str, Any]) -> str:
@@ -193,8 +194,11 @@ def _machine(m: dict[str, Any]) -> str:
         f"- CPUs: {m['cpu_count']} (usable: {m['affinity_cpus']}), {m['processor']}, {m['machine']}",
         f"- Platform: {m['platform']}",
         f"- Python: {m['python']} ({m['python_implementation']})"
-        + ("" if m.get("bytecode_written", True) else "; .pyc writing off (PYTHONDONTWRITEBYTECODE): "
-           "every fresh process compiled what it imported"),
+        + (
+            ""
+            if m.get("bytecode_written", True)
+            else "; .pyc writing off (PYTHONDONTWRITEBYTECODE): every fresh process compiled what it imported"
+        ),
         f"- Temp folder: `{m['tmp_dir']}`, filesystem {m['fs_type']} (`stat -f`: {m['stat_f']})",
         "- Filesystem probe (median µs, 2 KB files): "
         + ", ".join(f"{k} {v:,.0f}" for k, v in m["fs_probe_us"].items()),
