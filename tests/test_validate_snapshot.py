@@ -7,6 +7,7 @@ during the run is reported, not skipped."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -153,33 +154,54 @@ def test_a_worker_that_dies_leaves_its_threads_to_the_main_process(tmp_path: Pat
     assert (result[0], got.files, got.checkpoints) == expected
 
 
-def test_a_package_without_its_schemas_says_so_and_blames_no_data_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+BROKEN_SCHEMAS = {
+    # how the installed schemas/ folder is broken: (the file broken, its new bytes); None: no folder
+    "no folder": None,
+    "not JSON": ("checkpoint.schema.json", b'{"type": "object", '),
+    "empty": ("checkpoint.schema.json", b""),
+    "not a schema": ("checkpoint.schema.json", b'{"type": 5}'),
+    "defs without $id": ("defs.schema.json", b'{"$defs": {}}'),
+}
+
+
+@pytest.mark.parametrize("how", sorted(BROKEN_SCHEMAS))
+def test_a_package_with_missing_or_broken_schemas_says_so_and_blames_no_data_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """Installed without its schemas/ folder, validate reported "cannot read: No such file or
-    directory" on every data file, none of which was at fault. It now stops with one error
-    naming the schema it could not read, by the checks and by the command line (exit 6, the
-    code of a failure that is not the files')."""
+    directory" on every data file, none of which was at fault; with a damaged schema, "cannot
+    be validated" on every data file, a refused write blaming the state, or a traceback. It now
+    stops with one error naming the schema, in the checks, the command line and a write (exit
+    6, the code of a failure that is not the files')."""
     import helpers
+    from graphs import cfg, chat_graph
+    from langgraph_checkpoint_repo import RepoSaver
     from langgraph_checkpoint_repo.cli.exits import FAILED
     from langgraph_checkpoint_repo.core import validation
     from langgraph_checkpoint_repo.core.errors import InstallationError
 
     root = tmp_path / "root"
     chat_root(root, "a", 2)
-    missing = tmp_path / "site-packages" / "langgraph_checkpoint_repo" / "schemas"
+    installed = tmp_path / "site-packages" / "langgraph_checkpoint_repo" / "schemas"
+    broken = BROKEN_SCHEMAS[how]
+    if broken is not None:
+        shutil.copytree(validation.schemas_dir(), installed)
+        (installed / broken[0]).write_bytes(broken[1])
+    named = installed / broken[0] if broken is not None else installed
     monkeypatch.setattr(helpers, "CLI_MODE", "in-process")  # a child would find the real schemas
-    monkeypatch.setattr(validation, "schemas_dir", lambda: missing)
+    monkeypatch.setattr(validation, "schemas_dir", lambda: installed)
     validation._registry.cache_clear()
     validation._validator.cache_clear()
     try:
         with pytest.raises(InstallationError) as err:
             Validator(root, workers=1).run()
-        assert str(missing) in str(err.value) and "reinstall" in str(err.value)
+        assert str(named) in str(err.value) and "reinstall" in str(err.value)
         got = helpers.cli(root, "validate")
         assert got.returncode == FAILED, (got.stdout, got.stderr)  # not BAD_FILE: no file is bad
-        assert str(missing) in got.stderr and "Traceback" not in got.stderr
-        assert str(root) not in got.stderr.replace(str(missing), "")  # no data file named
+        assert str(named) in got.stderr and "Traceback" not in got.stderr
+        assert str(root) not in got.stderr.replace(str(installed), "")  # no data file named
+        with pytest.raises(InstallationError):
+            chat_graph(RepoSaver(root)).invoke({"messages": [("user", "hi")]}, cfg("a"))
     finally:
         validation._registry.cache_clear()  # built again from the real schemas on next use
         validation._validator.cache_clear()

@@ -40,31 +40,45 @@ def schemas_dir() -> Path:
 
 
 def _schema(name: str) -> dict[str, Any]:
-    """A schema of the package. Unreadable, it is the installation's fault: said so, naming
-    the schema (a plain OSError was reported as "cannot read" on every data file)."""
+    """A schema of the package. Unreadable or not JSON, it is the installation's fault: said
+    so, naming the schema (an OSError was reported as "cannot read" on every data file, a
+    parse error as "cannot be validated" on every data file and every write)."""
     path = schemas_dir() / name
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InstallationError(
-            f"cannot read the package's schema {path}: {exc.strerror or exc} "
-            "(installed without its schemas/ folder? reinstall langgraph-checkpoint-repo)"
-        ) from exc
-    return json.loads(text)  # type: ignore[no-any-return]
+        tree = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _broken(path, getattr(exc, "strerror", None) or str(exc)) from exc
+    if not isinstance(tree, dict):
+        raise _broken(path, "not a JSON object")
+    return tree
+
+
+def _broken(path: Path, why: str) -> InstallationError:
+    return InstallationError(
+        f"cannot use the package's schema {path}: {why} "
+        "(installed without its schemas/ folder, or with a damaged one? reinstall langgraph-checkpoint-repo)"
+    )
 
 
 @lru_cache(maxsize=1)
 def _registry() -> Any:
     """Every kind refers only to the shared definitions (defs.schema.json)."""
     defs = _schema("defs.schema.json")
-    return jsonschema_rs.Registry([(defs["$id"], defs)])
+    try:
+        return jsonschema_rs.Registry([(defs["$id"], defs)])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _broken(schemas_dir() / "defs.schema.json", f"not a valid schema ({exc!r})") from exc
 
 
 @lru_cache(maxsize=len(KINDS))
 def _validator(kind: str) -> Any:
     """Built on first use, one kind at a time: a fresh process reading one checkpoint
     (a CLI call, a serverless handler) reads and compiles only that schema and the defs."""
-    return jsonschema_rs.validator_for(_schema(f"{kind}.schema.json"), registry=_registry())
+    schema, registry = _schema(f"{kind}.schema.json"), _registry()
+    try:
+        return jsonschema_rs.validator_for(schema, registry=registry)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _broken(schemas_dir() / f"{kind}.schema.json", f"not a valid schema ({exc})") from exc
 
 
 def pointer_part(part: str) -> str:
