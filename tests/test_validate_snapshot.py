@@ -171,8 +171,8 @@ def test_a_package_with_missing_or_broken_schemas_says_so_and_blames_no_data_fil
     """Installed without its schemas/ folder, validate reported "cannot read: No such file or
     directory" on every data file, none of which was at fault; with a damaged schema, "cannot
     be validated" on every data file, a refused write blaming the state, or a traceback. It now
-    stops with one error naming the schema, in the checks, the command line and a write (exit
-    6, the code of a failure that is not the files')."""
+    stops with one error naming the schema, in the checks, the command line (once, not once per
+    thread) and a write (exit 6, the code of a failure that is not the files')."""
     import helpers
     from graphs import cfg, chat_graph
     from langgraph_checkpoint_repo import RepoSaver
@@ -182,6 +182,7 @@ def test_a_package_with_missing_or_broken_schemas_says_so_and_blames_no_data_fil
 
     root = tmp_path / "root"
     chat_root(root, "a", 2)
+    chat_root(root, "b", 1)
     installed = tmp_path / "site-packages" / "langgraph_checkpoint_repo" / "schemas"
     broken = BROKEN_SCHEMAS[how]
     if broken is not None:
@@ -200,6 +201,9 @@ def test_a_package_with_missing_or_broken_schemas_says_so_and_blames_no_data_fil
         assert got.returncode == FAILED, (got.stdout, got.stderr)  # not BAD_FILE: no file is bad
         assert str(named) in got.stderr and "Traceback" not in got.stderr
         assert str(root) not in got.stderr.replace(str(installed), "")  # no data file named
+        listed = helpers.cli(root, "threads")  # it goes on past a thread that does not read
+        assert listed.returncode == FAILED and listed.stderr.count(str(named)) == 1, listed.stderr
+        assert "thread a" not in listed.stderr and "thread b" not in listed.stderr, listed.stderr
         with pytest.raises(InstallationError):
             chat_graph(RepoSaver(root)).invoke({"messages": [("user", "hi")]}, cfg("a"))
     finally:

@@ -59,6 +59,7 @@ from .core.entries import ValueEntry, entry_from_node
 from .core.errors import (
     BadInputError,
     FileFormatError,
+    InstallationError,
     MissingReferenceError,
     NotFoundError,
     RepoCheckpointError,
@@ -557,6 +558,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         tree = self.store.values.expand(node["json"], path, f"/writes/{i}/value/json")
                         node = writer.stored_node(thread_id, {"json": tree}, large, (target, pointer))
                     entries.append({**w, "value": node})
+            except InstallationError:
+                raise
             except RepoCheckpointError:
                 return {}, []  # it does not read: every file stays, for readers to report
             taken[key] = {"task_id": doc["task_id"], "task_path": doc["task_path"], "writes": entries}

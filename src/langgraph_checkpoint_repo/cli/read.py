@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
+from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
 from .app import (
     CheckpointOpt,
     JsonOpt,
@@ -118,6 +118,8 @@ def _matching_threads(
             s = reader.summary(tid)
         except NotFoundError:
             continue  # a folder without checkpoints (fsck reports it)
+        except InstallationError:
+            raise  # not the thread's fault: said once, for the whole command
         except RepoCheckpointError as exc:  # one broken thread: said on its own line, the rest go on
             broken.append((tid, exc))
             continue

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
+from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
 from .app import DryRunOpt, JsonOpt, ThreadsArg, _reader, _settings, command_group
 from .exits import FAILED, PROBLEMS, CliError
 from .output import _print_json, _rel
@@ -126,6 +126,8 @@ def _local_entry(reader: Reader, tid: str, graph: str | None) -> Entry | None:
         entry.graph_id = _graph_of(reader, tid, latest) or graph
     except NotFoundError:
         return None
+    except InstallationError:
+        raise  # not the thread's fault: said once, for the whole command
     except RepoCheckpointError as exc:  # one thread that does not read: said on its line
         entry.action, entry.reason, entry.problem = FAILED_, str(exc), True
         return entry

@@ -27,7 +27,7 @@ from typing import Any
 
 from .documents import Documents
 from .durable import digest_node, write_files
-from .errors import FileFormatError, RepoCheckpointError
+from .errors import FileFormatError, InstallationError, RepoCheckpointError
 from .index import index_files, index_problem, is_plain
 from .items import KIND as ITEM_KIND
 from .items import SUFFIX as ITEM_SUFFIX
@@ -711,6 +711,8 @@ def rebuild_index(store: Documents) -> None:
             try:
                 for cid in store.checkpoint_ids(thread_id, ns):
                     store.metadata(thread_id, ns, cid, _plain_metadata)
+            except InstallationError:
+                raise
             except (RepoCheckpointError, OSError):
                 pass  # a file that does not read is fsck's "invalid" finding; the index can wait
             store.meta.persist()
