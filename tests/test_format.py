@@ -39,6 +39,8 @@ def kind_of(path: Path) -> str:
     if path.parent.name == "values" and path.name.startswith("@"):
         return "base"
     return KIND_OF_FOLDER[path.parent.name]
+
+
 TOPIC = "TOPIC-7f3a-only-once"
 BIG_REPORT = "".join(f"line {i:05d}: the quarterly numbers, in full detail\n" for i in range(400))
 
@@ -121,10 +123,7 @@ def schema_validators() -> dict[str, Draft202012Validator]:
     registry: Registry[Any] = Registry().with_resources(
         (doc["$id"], Resource.from_contents(doc)) for doc in docs.values()
     )
-    return {
-        kind: Draft202012Validator(docs[f"{kind}.schema.json"], registry=registry)
-        for kind in KINDS
-    }
+    return {kind: Draft202012Validator(docs[f"{kind}.schema.json"], registry=registry) for kind in KINDS}
 
 
 @pytest.fixture(scope="module")

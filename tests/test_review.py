@@ -211,7 +211,6 @@ def test_review_imports_no_langgraph(repo: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1] == "LOADED 0 -", proc.stderr
 
 
-
 def test_diff_from_and_history_since_take_a_git_revision(repo: Path) -> None:
     """``diff --from main`` compares with the checkpoint that continued the thread at that
     revision; ``history --since main`` lists only the checkpoints it did not have."""

@@ -61,7 +61,7 @@ def test_review_lists_each_store_item_as_its_changed_fields(repo: Path) -> None:
     assert {f["pointer"] for f in cy["fields"]} == {"/value/text", "/ttl_minutes"}
     assert items[(("users", "bob"), "prefs")]["status"] == "removed"
     markdown = cli(repo / ".langgraph", "review", "HEAD", "--markdown").stdout
-    assert "### Store: 3 items changed" in markdown and '`/value/theme`: `dark` → `light`' in markdown
+    assert "### Store: 3 items changed" in markdown and "`/value/theme`: `dark` → `light`" in markdown
     text = cli(repo / ".langgraph", "review", "HEAD").stdout
     assert "store item users.ada prefs (changed)" in text and "/value/theme: " in text
 

@@ -40,6 +40,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool, Path], 
 
     return copy
 
+
 HISTORY_FIRST = """
 import asyncio
 import sys

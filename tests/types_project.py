@@ -19,7 +19,7 @@ import pytest
 
 import helpers
 
-STATE = '''
+STATE = """
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
@@ -75,9 +75,9 @@ class NestedState(TypedDict):
     customers: dict[str, Customer]
     log: Annotated[list[Address], DeltaChannel(extend, snapshot_frequency=2)]
     n: int
-'''
+"""
 
-AGENT = '''
+AGENT = """
 from datetime import timedelta
 
 from langgraph.graph import END, START, StateGraph
@@ -127,10 +127,10 @@ INPUTS = {
     "pydantic": PydState(),
     "nested": {"customers": {}, "log": [], "n": 0},
 }
-'''
+"""
 
 # checks that a state read back holds the real types, per kind
-CHECKS = '''
+CHECKS = """
 from datetime import timedelta
 
 from myapp.state import Address, Color, Customer
@@ -148,7 +148,7 @@ def check(kind, values):
     else:
         assert type(values["customers"]["ada"]) is Customer, values
         assert values["log"] and {type(a) for a in values["log"]} == {Address}, values
-'''
+"""
 
 
 def make_project(tmp_path: Path, *, pyproject: str = "") -> Path:

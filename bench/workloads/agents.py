@@ -334,8 +334,7 @@ def _forms(result: Result) -> str:
                 cells.append(_spread(got))
             rows_.append([graph, name, *cells])
     intro = (
-        "Copies of the turn's text in what the turn wrote, by how the text was given "
-        "(min-max over turns).\n"
+        "Copies of the turn's text in what the turn wrote, by how the text was given (min-max over turns).\n"
     )
     return intro + "\n" + md_table(head, "ll" + "r" * len(INPUT_FORMS), rows_)
 

@@ -83,6 +83,7 @@ PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
 # allowlist), is refused before a serde sees it
 LOADED_SERDE_TYPES = PLAIN_SERDE_TYPES | {"msgpack"}
 
+
 def rename_main(data: bytes) -> bytes:
     """msgpack whose types named ``__main__.X`` are named by the main module's importable
     name (``typenames.main_module_name``), so another program can read them; unchanged when
@@ -345,7 +346,6 @@ class ValueCodec:
             ) from cause
         return value
 
-
     def revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
         """A resolved value (core/entries.py) as a Python value, refusing (before any import)
         types outside the allowlist; ``where`` names it in errors.
@@ -556,12 +556,11 @@ def run_strict(load: Callable[[], Any]) -> tuple[Any, tuple[int, str, BaseExcept
 
 
 def locate_type(entry: Any, key: TypeKey) -> str | None:
-    """"file at pointer" of the first value naming type ``key`` in a ``store.ValueEntry``."""
+    """ "file at pointer" of the first value naming type ``key`` in a ``store.ValueEntry``."""
     if entry.tree is None:
         return None
     index = type_index(entry.tree, key)
     return None if index is None else entry.locate(index)  # type: ignore[no-any-return]
-
 
 
 _SAFE_ONLY_HOOK = strict_ext_hook(SAFE_TYPES, {}, others=False)
@@ -583,8 +582,6 @@ def check_revival(tree: Any) -> tuple[str, str] | None:
         return None
     index, label, cause = failed
     return ext_pointer(tree, index) or "", rejection(label, cause)
-
-
 
 
 def reader_codec(allowlist: Collection[TypeKey] = (), fix: Fix | None = None) -> ValueCodec:

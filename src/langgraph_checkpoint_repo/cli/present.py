@@ -50,9 +50,7 @@ def short_reason(reason: str) -> str:
     return tail.split(". ", 1)[0].split(" (named at ", 1)[0]
 
 
-def not_revived_note(
-    types: Iterable[tuple[str, ...]], fix: Fix
-) -> list[str]:
+def not_revived_note(types: Iterable[tuple[str, ...]], fix: Fix) -> list[str]:
     """What a command says after showing values it could not construct: which types, and how
     to allow them (the reader's ``fix``: the option and the pyproject entry)."""
     keys = list(types)

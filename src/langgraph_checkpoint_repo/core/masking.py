@@ -144,8 +144,6 @@ def _loose_decode(run: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
-
-
 #: C0 controls, DEL, C1 controls, the bidirectional overrides and isolates (they reorder
 #: what a person sees: "Trojan Source") and lone surrogates (no terminal can print them)
 CONTROL_CODES = (

@@ -120,4 +120,3 @@ def root_link_error(doing: str, link: Path) -> RepoCheckpointError:
         "project's state; RepoSaver reads and writes only a root that is a real folder "
         f"(give the folder it points to, or remove the link: rm {link})"
     )
-

@@ -190,7 +190,6 @@ def rejection(label: str, exc: BaseException) -> str:
     return f"{label} rejects the stored data ({type(exc).__name__}: {text})"
 
 
-
 @cache
 def main_module_name() -> str | None:
     """The name the running program's main module can be imported by, or None.

@@ -32,7 +32,6 @@ class ChannelChange:
     keys_removed: dict[str, Any] = field(default_factory=dict)
 
 
-
 def _key(tree: Any) -> bytes:
     return orjson.dumps(tree, option=orjson.OPT_SORT_KEYS)
 
@@ -158,5 +157,3 @@ def diff_trees(old: dict[str, Any], new: dict[str, Any], *, internal: bool = Fal
         else:
             changes.append(ChannelChange(channel, "changed", old=a, new=b))
     return changes
-
-

@@ -73,7 +73,7 @@ class StateView:
 
     @property
     def ts(self) -> str:
-        return (fields.ts(self.doc))
+        return fields.ts(self.doc)
 
     @property
     def interrupts(self) -> list[InterruptView]:

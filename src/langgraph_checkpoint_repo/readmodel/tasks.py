@@ -275,5 +275,3 @@ def _interrupts(write: WriteView, task: TaskView) -> list[InterruptView]:
             InterruptView(id=iid, value=value, tree=payload_tree, task_name=task.name, task_id=task.id or "")
         )
     return out
-
-
