@@ -69,13 +69,14 @@ from .core.layout import find_default_root
 from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.sends import TASKS
 from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
 from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
 from .core.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
 from .core.writes import merged_writes, write_idx
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
-from .readmodel.tasks import PULL, PUSH, TASKS, derive_tasks
+from .readmodel.tasks import PULL, PUSH, derive_tasks
 from .serde import ValueCodec
 from .values import ListState, ValueWriter
 

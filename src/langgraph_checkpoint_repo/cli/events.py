@@ -9,6 +9,7 @@ import orjson
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
+    from ..review.model import PendingTask
 
 SHORT = 160  # characters of a message shown inline; the rest folds into <details>
 LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
@@ -64,3 +65,49 @@ def turns_of(events: list[Event]) -> list[list[Event]]:
             turns.append([])
         turns[-1].append(e)
     return [t for t in turns if t]
+
+
+#: what a pending task's status means when the thread continues
+TASK_STATUS = {
+    "done": "finished: its writes are applied as stored, it does not run again",
+    "failed": "failed: runs again",
+    "interrupted": "waits for an answer",
+    "not started": "runs",
+    "may have run": "runs (its step had started: side effects possible)",
+}
+
+
+def task_lines(task: PendingTask) -> list[tuple[str, str]]:
+    """(label, text) lines of one pending task (review's "next"): what it runs, what its
+    pending writes hold, what it asks and was answered, and a mismatch first when there is one."""
+    from ..core.sends import packet_arg, packet_tool_calls
+    from ..readmodel.turns import message_event
+
+    status = TASK_STATUS.get(task.status, task.status)
+    if task.answered and task.status == "interrupted":
+        status = "answered: runs again with the answer"
+    out: list[tuple[str, str]] = []
+    if task.mismatch:
+        out.append(("✗ flagged", task.mismatch))
+    head = f"{task.name} ({task.kind})"
+    if task.packet is not None:
+        calls = packet_tool_calls(task.packet)
+        if calls:
+            said = ", ".join(
+                f"{c.get('name')}({compact(c.get('args'))}) [id {compact(c.get('id'))}]" for c in calls
+            )
+            out.append((head, f"{status}; calls {said}"))
+        else:
+            out.append((head, f"{status}; Send argument {compact(packet_arg(task.packet))}"))
+    else:
+        out.append((head, status))
+    for channel, tree in task.writes:
+        items = tree if isinstance(tree, list) else [tree]
+        for item in items:
+            label, text, _ = event_parts(message_event(item, "", None))
+            out.append((f"  writes {channel}", f"{label}: {text}" if label != "value" else text))
+    for asked in task.interrupts:
+        out.append(("  asks", compact(asked)))
+    if task.answer is not None:
+        out.append(("  answered with", compact(task.answer)))
+    return out

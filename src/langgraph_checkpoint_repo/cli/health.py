@@ -62,6 +62,15 @@ def validate(
             "docs/forks.md).",
         ),
     ] = False,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            metavar="REV",
+            help="Also fail when a state file that existed at git revision REV was changed since (files "
+            "are never changed once written: history rewritten). CI passes the pull request's base.",
+        ),
+    ] = None,
     revive: Annotated[
         bool,
         typer.Option(
@@ -104,6 +113,10 @@ def validate(
 
         where = None if folders is None else sorted({*folders, *(_thread_of(root, f) for f in found.files)})
         problems = sorted(set(problems) | set(unsettled_problems(validator.store, where)))
+    if base is not None:
+        from ..review.immutable import rewritten_since
+
+        problems = sorted(set(problems) | set(rewritten_since(root, base)))
     _report_validation(settings, validator, problems, as_json)
     if problems:
         raise typer.Exit(PROBLEMS)

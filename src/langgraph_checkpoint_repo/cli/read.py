@@ -326,7 +326,7 @@ def _at_revision(
     reader: Reader, thread: str, ns: str, rev: str, not_a_checkpoint: Exception
 ) -> tuple[str, dict[str, Any]]:
     """The checkpoint that continued ``thread`` at git revision ``rev``, and its stored trees,
-    read from git (``git archive`` of that thread only); the error of a bad checkpoint id
+    read from git's objects (that thread only); the error of a bad checkpoint id
     when ``rev`` is no revision either (outside git, ``not_a_checkpoint`` itself: there is no
     revision to mean)."""
     import tempfile
@@ -343,7 +343,7 @@ def _at_revision(
     rel = reader.root.resolve().relative_to(top.resolve()).as_posix()
     folder = reader.layout.thread_dir(thread).relative_to(reader.root).as_posix()
     with tempfile.TemporaryDirectory(prefix="langgraph-diff-") as tmp:
-        root = materialize(top, resolve(top, rev), rel, [folder], Path(tmp))
+        root = materialize(top, resolve(top, rev), rel, [folder], Path(tmp)).root
         then = Read(root)
         if not (root / folder).is_dir() or ns not in then.namespaces(thread):
             return f"{rev} (no such thread then)", {}

@@ -14,12 +14,12 @@ import typer
 from rich.text import Text
 
 from .app import JsonOpt, _check_root, _settings, app
-from .events import compact, event_parts, turns_of
+from .events import compact, event_parts, task_lines, turns_of
 from .output import _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
-    from ..review.report import ItemReport, Line, NamespaceReport, Report, ThreadReport
+    from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, ThreadReport
 
 
 @app.command()
@@ -54,7 +54,7 @@ def review(
     else:
         for line in report_lines(report):
             settings.out.print(line)
-    if any(t.problems for t in report.threads) or any(i.problems for i in report.items):
+    if report.flags or report.problems:
         raise typer.Exit(1)
 
 
@@ -70,6 +70,8 @@ def report_json(report: Report) -> dict[str, Any]:
         "threads": [_thread_json(t) for t in report.threads],
         "items": [_item_json(i) for i in report.items],
         "other_files": report.other,
+        "flags": [record_json(f, "kind path message") for f in report.flags],
+        "files": [record_json(f, "path change account flagged") for f in report.files],
     }
 
 
@@ -90,14 +92,31 @@ def _thread_json(t: ThreadReport) -> dict[str, Any]:
         namespaces=[
             record_json(
                 n,
-                "checkpoint_ns=ns added removed continues=current heads lines",
+                "checkpoint_ns=ns added removed continues=current heads lines next",
                 heads=[record_json(h, "checkpoint_id settled") for h in n.heads],
                 lines=[_line_json(line) for line in n.lines],
+                next=_next_json(n.next),
             )
             for n in t.namespaces
         ],
         problems=problems_json(t.problems),
     )
+
+
+def _next_json(nxt: Next | None) -> dict[str, Any] | None:
+    if nxt is None:
+        return None
+    return {
+        "checkpoint_id": nxt.checkpoint_id,
+        "tasks": [
+            record_json(
+                t,
+                "name kind status packet writes interrupts answered answer mismatch",
+                writes=[{"channel": c, "value": v} for c, v in t.writes],
+            )
+            for t in nxt.tasks
+        ],
+    }
 
 
 def _line_json(line: Line) -> dict[str, Any]:
@@ -139,6 +158,23 @@ def _line_title(n: NamespaceReport, line: Line, many: bool, code: Any = str) -> 
 # ----------------------------------------------------------------------------
 # terminal
 # ----------------------------------------------------------------------------
+#: how each kind of flag is named, first on its line
+FLAG_LABEL = {
+    "rewritten": "history rewritten",
+    "head": "continues elsewhere",
+    "send": "runs what was not asked",
+    "unexplained": "unexplained change",
+    "layout": "not part of the layout",
+    "attributes": "attributes changed",
+    "not-read": "not read",
+}
+
+
+def _flag_title(report: Report) -> str:
+    n = len(report.flags)
+    return f"{n} flagged: the app would load or run what this review does not show"
+
+
 def report_lines(report: Report) -> list[Text]:
     out = [
         Text.assemble(
@@ -148,7 +184,13 @@ def report_lines(report: Report) -> list[Text]:
             (f"  root {report.root}", "dim"),
         )
     ]
-    if not report.threads and not report.items:
+    if report.flags:
+        out.append(Text(_flag_title(report), style="bold red"))
+        for flagged in report.flags:
+            where = f"{flagged.path}: " if flagged.path else ""
+            label = FLAG_LABEL.get(flagged.kind, flagged.kind)
+            out.append(Text(f"  {label}: {where}{flagged.message}", style="red"))
+    if not report.threads and not report.items and not report.files:
         out.append(Text("no thread changed", style="dim"))
     for t in report.threads:
         out.append(Text())
@@ -168,6 +210,14 @@ def report_lines(report: Report) -> list[Text]:
                 for c in line.channels:
                     change = f"    {c.channel}: {compact(c.old)} -> {compact(c.new)}"
                     out.append(Text(change, style="yellow"))
+            if n.next is not None:
+                out.append(
+                    Text(f"  next, when the thread continues from {n.next.checkpoint_id}:", style="cyan")
+                )
+                for task in n.next.tasks:
+                    for label, text in task_lines(task):
+                        style = "red" if label.startswith("✗") else ""
+                        out.append(Text.assemble(("    " + label + ": ", "bold " + style), (text, style)))
         for p in t.problems:
             out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
     for i in report.items:
@@ -202,6 +252,13 @@ def report_markdown(report: Report) -> str:
         f"{'s' if len(report.threads) != 1 else ''} changed.",
         "",
     ]
+    if report.flags:
+        parts += [f"**⚠ {_md(_flag_title(report))}**", ""]
+        for flagged in report.flags:
+            where = f"{_md(flagged.path, code=True)}: " if flagged.path else ""
+            label = FLAG_LABEL.get(flagged.kind, flagged.kind)
+            parts.append(f"- **{label}**: {where}{_md(flagged.message, code=True)}")
+        parts.append("")
     for t in report.threads:
         flag = " — **heads to settle**" if t.unsettled else ""
         parts += [f"### Thread {_md(t.thread_id, code=True)} ({t.status}){flag}", ""]
@@ -232,6 +289,13 @@ def report_markdown(report: Report) -> str:
                     parts.append(f"- {_md(c.channel, code=True)}: {old} → {new}")
                 if line.channels:
                     parts.append("")
+            if n.next is not None:
+                parts += [f"Next, when the thread continues from {_md(n.next.checkpoint_id, code=True)}:", ""]
+                for task in n.next.tasks:
+                    for label, text in task_lines(task):
+                        indent = "  " if label.startswith("  ") else ""
+                        parts.append(f"{indent}- **{_md(label.strip())}**: {_md(text, code=True)}")
+                parts.append("")
             if n.heads and sum(not h.settled for h in n.heads) > 1:
                 ids = ", ".join(_md(h.checkpoint_id, code=True) for h in n.heads if not h.settled)
                 where = f" --ns {n.ns}" if n.ns else ""

@@ -59,10 +59,12 @@ from .layout import (
     value_file_kind,
 )
 from .masking import mask_secrets
+from .messages import MESSAGES
 from .objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
+from .sends import TASKS, send_problems
 from .snapshot import SnapshotDocuments, check_threads
 from .tree import MARKS, plain_value, type_pointer
 from .typenames import never_constructed
@@ -95,6 +97,14 @@ def count_files(root: Path, folders: list[Path] | None = None) -> int:
         for _, _, files in os.walk(top):
             total += len(files)
     return total
+
+
+#: what validate says of a file or folder the layout does not define (a ``.gitattributes``
+#: among the state's files changes what ``git archive`` and a checkout make of them)
+NOT_IN_LAYOUT = (
+    "not part of the layout (docs/format.md): RepoSaver never writes it; remove it (a hidden "
+    "file such as .gitattributes here changes what git shows of the state)"
+)
 
 
 # ----------------------------------------------------------------------
@@ -317,10 +327,17 @@ class Validator:
         return out
 
     def run(self, folders: list[Path] | None = None) -> list[Problem]:
-        """The thread folders given, or (None) every thread and every store item."""
+        """The thread folders given, or (None) every thread and every store item, and every
+        entry among them that the layout does not define."""
         check_threads(self, self.thread_folders() if folders is None else folders, self.workers)
         if folders is None:
             self.store_items(self.layout.store_dir)
+            found = _temp_findings(self.layout.root)
+        else:
+            found = [f for folder in folders for f in _thread_temp_findings(folder)]
+        for f in found:
+            if f.kind == "foreign":
+                self.problem(f.path, "/", NOT_IN_LAYOUT)
         return sorted(set(self.problems))
 
     # -- the store (RepoStore's items, core/items.py) -------------------------------
@@ -447,6 +464,8 @@ class Validator:
         present = {p.name[:-5] for p in files}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
+            if TASKS in (doc.get("new_values") or {}):
+                self._sends(path, doc)
         parent_cycles(self, docs)
         for path in self._json_files(ns_dir / WRITES):
             self.writes(thread_folder, ns_dir, path, present)
@@ -463,6 +482,21 @@ class Validator:
         if not self.checkpoint_named(path, doc, thread_folder, ns_dir):
             return None
         return self.whole(path)
+
+    def _sends(self, path: Path, doc: dict[str, Any]) -> None:
+        """The ``Send`` packets a checkpoint adds run only the tool calls its conversation
+        asked for (core/sends.py); a value that does not read is reported where it is checked."""
+        trees: dict[str, Any] = {}
+        for channel in (TASKS, MESSAGES):
+            if channel not in doc["values"]:
+                continue  # no such channel here: no conversation asked for anything
+            try:
+                entry = self.store.channel_value(doc, channel)
+            except (FileFormatError, OSError):
+                return
+            trees[channel] = None if entry.empty or entry.raw is not None else entry.tree
+        for idx, why in send_problems(trees):
+            self.problem(path, f"/new_values/{TASKS}", f"item {idx}: {why}")
 
     def values_file(self, ns_dir: Path, path: Path) -> None:
         """A file of values/: a ``base`` prune left (its schema is its check) or a value."""

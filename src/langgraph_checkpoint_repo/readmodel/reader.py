@@ -22,6 +22,7 @@ from ..core import fields
 from ..core.documents import Documents
 from ..core.entries import ValueEntry, entry_from_node
 from ..core.errors import BadInputError, NotFoundError, UnrevivableValueError
+from ..core.sends import TASKS, send_node
 from ..core.tree import b64, named_types, plain_value
 from ..core.tree import readable as readable_tree
 from ..core.typenames import Fix, TypeKey, python_fix
@@ -29,7 +30,6 @@ from ..core.writes import merged_writes
 from .tasks import (
     CONTROL_WRITES,
     NULL_TASK_ID,
-    TASKS,
     InterruptView,
     Raw,
     TaskView,
@@ -37,7 +37,6 @@ from .tasks import (
     attach_writes,
     derive_tasks,
     parse_task_path,
-    send_node,
 )
 
 _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")

@@ -26,10 +26,10 @@ from typing import Any
 import xxhash
 
 from ..core import fields
+from ..core.sends import TASKS, send_node
 from ..core.versions import for_langgraph
 
 START = "__start__"
-TASKS = "__pregel_tasks"
 PUSH = "__pregel_push"
 PULL = "__pregel_pull"
 INTERRUPT = "__interrupt__"
@@ -138,18 +138,6 @@ def _newer(version: Any, seen: Any) -> bool:
         return bool(version > seen)
     except TypeError:  # versions of different types (a thread moved between savers)
         return str(version) > str(seen)
-
-
-def send_node(packet: Any) -> str | None:
-    """The node a stored ``Send`` tree goes to."""
-    if isinstance(packet, dict) and packet.get("$type") == ["langgraph.types", "Send"]:
-        args = packet.get("$args")
-        if isinstance(args, list) and args and isinstance(args[0], str):
-            return args[0]
-        kwargs = packet.get("$kwargs")
-        if isinstance(kwargs, dict) and isinstance(kwargs.get("node"), str):
-            return str(kwargs["node"])
-    return None
 
 
 def parse_task_path(path: str) -> tuple[str, str | int | None]:

@@ -1,100 +1,61 @@
-"""What a pull request did to the state: per thread, the new turns as a conversation.
+"""What a pull request did to the state: per thread, the new turns as a conversation, and an
+account of every file it changed.
 
-For each thread with a changed file: was it added or removed; per namespace the checkpoints
-added and removed; each new line of checkpoints (a new head back to where the other side left
-off) as ``turns.Event``s in order; the channels other than ``messages`` that changed along it
-(old -> new); the heads of the namespace when more than one is in play (each branch's turns,
-which one continues); and what ``validate`` finds in the changed files. Only the checkpoints
-the change added are read, plus each line's starting point and the namespace's lineage.
+The rule (docs/review.md, "What the review covers"): **everything the app can load from the
+head side is either shown or flagged.** Both sides are read as they are in git's objects
+(review/revisions.py: no ``.gitattributes`` applies) and through the same documents the saver
+reads (``Reader``). For each thread with a changed file: was it added or removed; per
+namespace the checkpoints added and removed; each new line of checkpoints (a new head back to
+where the other side left off) as ``turns.Event``s in order, other channels old -> new at the
+checkpoint that changed them; what runs next from the head that continues (tasks, the
+``Send`` packets they run, pending writes, interrupts); the heads in play; and what
+``validate`` finds. Then every changed file is accounted for (``account.py``): what explains
+it, or a flag (history rewritten, a file the layout does not define, pending writes no turn
+explains, a head that moved back).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core import fields
 from ..core.checks import Problem, Validator
-from ..core.errors import FileFormatError
-from ..core.filechecks import check_files
-from ..core.layout import CHECKPOINTS, NAMESPACES, STORE, THREADS, decode_segment, is_hashed_segment
-from ..core.lineage import HeadState
-from ..readmodel.diff import ChannelChange, diff_trees
+from ..core.errors import FileFormatError, RepoCheckpointError
+from ..core.layout import (
+    CHECKPOINTS,
+    GITIGNORE_TEXT,
+    NAMESPACES,
+    STORE,
+    THREADS,
+    decode_segment,
+    is_hashed_segment,
+)
+from ..core.sends import TASKS, send_problems
+from ..readmodel.diff import diff_trees
 from ..readmodel.reader import Reader
-from ..readmodel.turns import Event, events_along, line_to, state_channels
-from .revisions import Changes, Range, changes, git_top, materialize
-
-
-@dataclass(kw_only=True)
-class Line:
-    """A run of new checkpoints: from just after ``start`` (None: the thread's beginning) to ``head``."""
-
-    head: str
-    start: str | None
-    checkpoints: list[str]
-    events: list[Event]
-    channels: list[ChannelChange]
-    continues: bool = False
-    settled: bool = True
-
-
-@dataclass(kw_only=True)
-class NamespaceReport:
-    ns: str
-    added: list[str] = field(default_factory=list)  # checkpoint ids
-    removed: list[str] = field(default_factory=list)
-    lines: list[Line] = field(default_factory=list)
-    heads: list[HeadState] = field(default_factory=list)  # when more than one is in play
-    current: str | None = None
-
-
-@dataclass(kw_only=True)
-class ThreadReport:
-    thread_id: str
-    status: str  # added | removed | changed
-    namespaces: list[NamespaceReport] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def unsettled(self) -> bool:
-        return any(sum(not h.settled for h in n.heads) > 1 for n in self.namespaces)
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    """One field of a store item: its JSON pointer, before and after (None: absent)."""
-
-    pointer: str
-    old: Any
-    new: Any
-
-
-@dataclass(kw_only=True)
-class ItemReport:
-    """A store item the change added, removed or changed, as field changes."""
-
-    namespace: tuple[str, ...]
-    key: str
-    path: str  # below the root
-    status: str  # added | removed | changed
-    fields: list[FieldChange] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-
-
-@dataclass(kw_only=True)
-class Report:
-    range: Range
-    root: str  # the root, relative to the top of the repository
-    threads: list[ThreadReport] = field(default_factory=list)
-    items: list[ItemReport] = field(default_factory=list)  # store items (RepoStore)
-    other: list[str] = field(default_factory=list)  # changed files under the root, not in a thread
+from ..readmodel.turns import events_along, line_to, state_channels
+from .model import (
+    FieldChange,
+    Flag,
+    ItemReport,
+    Line,
+    NamespaceReport,
+    Next,
+    PendingTask,
+    Report,
+    ThreadReport,
+)
+from .revisions import Changes, Range, changes, git, git_top, materialize
 
 
 def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Report:
     """Compare the two sides of ``rng`` (or of ``spec``, parsed as git's range) for ``root``."""
+    from .account import account_files
     from .revisions import parse_range
 
     top = git_top(root)
@@ -102,19 +63,85 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
     rng = rng or parse_range(top, spec)
     found = changes(top, rel, rng)
     report = Report(range=rng, root=rel)
+    report.flags.extend(_attributes(top, rel, rng))
     by_thread = _by_thread(found, report)
     _store_items(root, top, rel, rng, found, report)
-    if not by_thread:
-        return report
+    sides: dict[str, tuple[Reader | None, Reader | None]] = {}
     with tempfile.TemporaryDirectory(prefix="langgraph-review-") as tmp:
-        folders = [f"{THREADS}/{t}" for t in sorted(by_thread)]
-        base_root = materialize(top, rng.base, rel, folders, Path(tmp) / "base")
-        head_root = root if rng.head is None else materialize(top, rng.head, rel, folders, Path(tmp) / "head")
-        base = Reader(base_root) if (base_root / THREADS).is_dir() else None
-        head = Reader(head_root) if (head_root / THREADS).is_dir() else None
-        for folder in sorted(by_thread):
-            report.threads.append(_thread(base, head, folder, by_thread[folder]))
+        if by_thread:
+            folders = [f"{THREADS}/{t}" for t in sorted(by_thread)]
+            made = materialize(top, rng.base, rel, folders, Path(tmp) / "base")
+            base_root = made.root
+            _not_read(report, made.skipped, "base")
+            if rng.head is None:
+                head_root = root
+            else:
+                made = materialize(top, rng.head, rel, folders, Path(tmp) / "head")
+                head_root = made.root
+                _not_read(report, made.skipped, "head")
+            base = Reader(base_root) if (base_root / THREADS).is_dir() else None
+            head = Reader(head_root) if (head_root / THREADS).is_dir() else None
+            for folder in sorted(by_thread):
+                report.threads.append(_thread(base, head, folder, by_thread[folder], report))
+                sides[folder] = (base, head)
+        gitignore = None
+        if ".gitignore" in found.added:
+            if rng.head is None:
+                kept = root / ".gitignore"
+            else:
+                kept = (
+                    materialize(top, rng.head, rel, [".gitignore"], Path(tmp) / "gitignore").root
+                    / ".gitignore"
+                )
+            gitignore = _small_file(kept, len(GITIGNORE_TEXT) + 1)
+        account_files(report, found, sides, gitignore)
+    report.flags = sorted(set(report.flags), key=_flag_order)
     return report
+
+
+def _small_file(path: Path, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of a regular file (never through a link), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        os.close(fd)
+
+
+_FLAG_ORDER = ("rewritten", "head", "send", "unexplained", "layout", "attributes", "not-read")
+
+
+def _flag_order(flag: Flag) -> tuple[int, str, str]:
+    kind = _FLAG_ORDER.index(flag.kind) if flag.kind in _FLAG_ORDER else len(_FLAG_ORDER)
+    return kind, flag.path, flag.message
+
+
+def _not_read(report: Report, skipped: dict[str, str], side: str) -> None:
+    for path, why in sorted(skipped.items()):
+        report.flags.append(Flag("not-read", path, f"not read on the {side} side: {why}"))
+
+
+def _attributes(top: Path, rel: str, rng: Range) -> list[Flag]:
+    """``.gitattributes`` files that apply to the root and changed in the range: they decide
+    how a checkout writes the files the app then reads (line endings, ``ident``, filters,
+    encodings), which the review, reading git's objects, does not see."""
+    folders = [""]
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    folders += ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    paths = [f"{f}/.gitattributes" if f else ".gitattributes" for f in folders]
+    args = ["diff", "--name-only", "--no-renames", "-z", rng.base, *([rng.head] if rng.head else [])]
+    changed = [p for p in git(top, "--literal-pathspecs", *args, "--", *paths).split("\0") if p]
+    return [
+        Flag(
+            "attributes",
+            "",
+            f"{p} changed: its attributes decide how a checkout writes the state files the app reads",
+        )
+        for p in changed
+    ]
 
 
 def _by_thread(found: Changes, report: Report) -> dict[str, Changes]:
@@ -144,22 +171,109 @@ def _thread_id(reader: Reader | None, folder: str) -> str | None:
     return None
 
 
-def _thread(base: Reader | None, head: Reader | None, folder: str, changed: Changes) -> ThreadReport:
+def _thread(
+    base: Reader | None, head: Reader | None, folder: str, changed: Changes, report: Report
+) -> ThreadReport:
     thread_id = _thread_id(head, folder) or _thread_id(base, folder) or folder
     in_base = base is not None and (base.layout.threads_dir / folder).is_dir()
     in_head = head is not None and (head.layout.threads_dir / folder).is_dir()
     status = "changed" if in_base and in_head else ("added" if in_head else "removed")
-    report = ThreadReport(thread_id=thread_id, status=status)
+    out = ThreadReport(thread_id=thread_id, status=status, folder=folder)
+    namespaces: dict[str, NamespaceReport] = {}
     for ns_rel, added, removed in _checkpoints_by_ns(changed):
         ns = _ns_name(head if in_head else base, thread_id, ns_rel)
-        part = NamespaceReport(ns=ns, added=sorted(added), removed=sorted(removed))
-        if in_head and head is not None and added:
-            _lines(head, thread_id, ns, part)
-        report.namespaces.append(part)
-    report.namespaces.sort(key=lambda n: (n.ns != "", n.ns))
+        namespaces[ns] = NamespaceReport(ns=ns, added=sorted(added), removed=sorted(removed))
     if in_head and head is not None:
-        report.problems = _problems(head, folder, changed)
-    return report
+        _guarded(
+            out, report, folder, lambda: _head_side(head, base if in_base else None, thread_id, namespaces)
+        )
+    out.namespaces = sorted(namespaces.values(), key=lambda n: (n.ns != "", n.ns))
+    if in_head and head is not None:
+        out.problems = _problems(head, folder)
+    return out
+
+
+def _guarded(out: ThreadReport, report: Report, folder: str, work: Any) -> None:
+    """Run one reading of the head side; a file that does not read is a problem of the
+    thread (validate names it too), never a review that stops."""
+    try:
+        work()
+    except (RepoCheckpointError, OSError) as exc:
+        report.flags.append(
+            Flag("unexplained", f"{THREADS}/{folder}", "the thread does not read (see its problems)")
+        )
+        del exc
+
+
+def _head_side(
+    head: Reader, base: Reader | None, thread_id: str, namespaces: dict[str, NamespaceReport]
+) -> None:
+    """The lines of new checkpoints, what runs next from the head that continues, per namespace."""
+    for ns, part in namespaces.items():
+        if part.added and ns in _namespaces(head, thread_id):
+            _lines(head, thread_id, ns, part)
+    for ns, view in head.live_states(
+        thread_id, _namespaces(head, thread_id), _root_ns(head, thread_id)
+    ).items():
+        nxt = _next(head, thread_id, ns, view.checkpoint_id)
+        if nxt is None:
+            continue
+        if base is not None and _same_next(base, thread_id, ns, nxt):
+            continue  # where the thread waited before: its files did not change (else: flagged)
+        namespaces.setdefault(ns, NamespaceReport(ns=ns)).next = nxt
+
+
+def _namespaces(reader: Reader, thread_id: str) -> list[str]:
+    try:
+        return reader.namespaces(thread_id)
+    except RepoCheckpointError:
+        return []
+
+
+def _root_ns(reader: Reader, thread_id: str) -> str:
+    namespaces = _namespaces(reader, thread_id)
+    return "" if "" in namespaces or not namespaces else namespaces[0]
+
+
+def _same_next(base: Reader, thread_id: str, ns: str, nxt: Next) -> bool:
+    try:
+        return base.resolve(thread_id, ns, None) == nxt.checkpoint_id
+    except RepoCheckpointError:
+        return False
+
+
+def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
+    """The tasks of the step after ``cid``, which the thread takes up when it continues: each
+    with its ``Send`` packet (checked against the tool calls it answers), pending writes
+    (a finished task's are applied as they are, its node does not run again), interrupts and
+    the answer saved for them; None when there is none."""
+    view = reader.state(thread_id, ns, cid, revive=False)
+    sends = view.trees.get(TASKS)
+    mismatches = dict(send_problems(view.trees))
+    tasks = []
+    for task in view.tasks:
+        packet = None
+        if task.kind.startswith("push ") and isinstance(sends, list):
+            idx = int(task.kind.split()[1])
+            packet = sends[idx] if idx < len(sends) else None
+            mismatch = mismatches.get(idx, "")
+        else:
+            mismatch = ""
+        answer = next((w.tree for w in task.writes if w.channel == "__resume__"), None)
+        tasks.append(
+            PendingTask(
+                name=task.name,
+                kind=task.kind,
+                status=task.status,
+                packet=packet,
+                writes=[(w.channel, w.tree) for w in task.writes if w.channel != "__resume__"],
+                interrupts=[i.tree for i in task.interrupts],
+                answer=answer,
+                answered=task.answered,
+                mismatch=mismatch,
+            )
+        )
+    return Next(checkpoint_id=cid, tasks=tasks) if tasks else None
 
 
 def _checkpoints_by_ns(changed: Changes) -> list[tuple[str, set[str], set[str]]]:
@@ -174,7 +288,9 @@ def _checkpoints_by_ns(changed: Changes) -> list[tuple[str, set[str], set[str]]]
                 ns_rel = parts[1]
             else:
                 continue
-            stem = parts[-1].removesuffix(".json")
+            if not parts[-1].endswith(".json"):
+                continue
+            stem = decode_segment(parts[-1].removesuffix(".json"))
             got = out.setdefault(ns_rel, (set(), set()))
             (got[0] if kind == "added" else got[1]).add(stem)
     return [(ns_rel, a, r) for ns_rel, (a, r) in sorted(out.items())]
@@ -209,6 +325,10 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
         start = parents.get(ids[0]) if ids else None
         start = start if start in present else None
         events = events_along(head, thread_id, ns, ids, start)
+        for cid in ids:
+            if TASKS in (head.header(thread_id, ns, cid).get("new_values") or {}):
+                trees = head.state(thread_id, ns, cid, revive=False).trees
+                part.sends.extend((cid, why) for _, why in send_problems(trees))
         old = state_channels(head.state(thread_id, ns, start, revive=False).trees) if start else {}
         now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
         state = states.get(tip)
@@ -226,15 +346,26 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
     part.lines.sort(key=lambda line: not line.continues)
 
 
-def _problems(head: Reader, folder: str, changed: Changes) -> list[Problem]:
-    """What validate finds in the files the change added or modified (and what they refer to)."""
-    tdir = head.layout.threads_dir / folder
-    files = [tdir / p for p in sorted(changed.added | changed.modified) if (tdir / p).is_file()]
-    if not files:
-        return []
+def _problems(head: Reader, folder: str) -> list[Problem]:
+    """What validate finds in the changed thread, whole: a change can break what an unchanged
+    file refers to (a removed object or writes file), and a file the layout does not define
+    anywhere in the folder is a problem."""
     validator = Validator(head.root)
-    check_files(validator, files)
-    return sorted(set(validator.problems))
+    validator.run([head.layout.threads_dir / folder])
+    return relative(validator.problems, head.root)
+
+
+def relative(problems: list[Problem], root: Path) -> list[Problem]:
+    """Problems with the paths of a root (a temporary one for a revision) said below it, as
+    every path of the report is."""
+    prefixes = sorted({str(root) + "/", str(root.resolve()) + "/"}, key=len, reverse=True)
+
+    def cut(text: str) -> str:
+        for prefix in prefixes:
+            text = text.replace(prefix, "")
+        return text
+
+    return sorted({Problem(cut(p.path), p.pointer, cut(p.message)) for p in problems})
 
 
 # ----------------------------------------------------------------------
@@ -252,8 +383,15 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
     if not paths:
         return
     with tempfile.TemporaryDirectory(prefix="langgraph-review-store-") as tmp:
-        base_root = materialize(top, rng.base, rel, paths, Path(tmp) / "base")
-        head_root = root if rng.head is None else materialize(top, rng.head, rel, paths, Path(tmp) / "head")
+        made = materialize(top, rng.base, rel, paths, Path(tmp) / "base")
+        base_root = made.root
+        _not_read(report, made.skipped, "base")
+        if rng.head is None:
+            head_root = root
+        else:
+            made = materialize(top, rng.head, rel, paths, Path(tmp) / "head")
+            head_root = made.root
+            _not_read(report, made.skipped, "head")
         for path in paths:
             old, _ = _item_doc(base_root, path)
             new, problems = _item_doc(head_root, path)
@@ -277,7 +415,7 @@ def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Proble
         return None, []
     validator = Validator(root, secrets=True)
     validator.item_file(file)
-    problems = sorted(set(validator.problems))
+    problems = relative(validator.problems, root)
     try:
         doc = validator.store.read_doc(file, "item")
     except (FileFormatError, OSError):
@@ -287,12 +425,54 @@ def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Proble
 
 def item_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[FieldChange]:
     """The fields that differ: the value key by key through nested objects (anything else is
-    one field), then the TTL and index; the timestamps are not listed (every write moves them)."""
+    one field), then the TTL and index, then the times when they are not what a plain write
+    makes (``created_at`` kept, ``updated_at`` later, ``expires_at`` following it)."""
     out: list[FieldChange] = []
     _diff("/value", (old or {}).get("value", _ABSENT), (new or {}).get("value", _ABSENT), out)
     for name in ("ttl_minutes", "index"):
         _diff(f"/{name}", (old or {}).get(name, _ABSENT), (new or {}).get(name, _ABSENT), out)
+    for name in _odd_times(old, new):
+        _diff(f"/{name}", (old or {}).get(name, _ABSENT), (new or {}).get(name, _ABSENT), out)
     return out
+
+
+TIMES = ("created_at", "updated_at", "expires_at")
+
+
+def _odd_times(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """The time fields a plain write would not have made: on a new item, ``created_at`` other
+    than ``updated_at``; on a changed one, ``created_at`` moved, ``updated_at`` not later; and
+    ``expires_at`` other than ``updated_at`` plus the TTL (ISO times in UTC compare as text)."""
+    if new is None:
+        return []
+    odd = []
+    if old is None:
+        if new.get("created_at") != new.get("updated_at"):
+            odd += ["created_at", "updated_at"]
+    else:
+        if new.get("created_at") != old.get("created_at"):
+            odd.append("created_at")
+        if str(new.get("updated_at")) <= str(old.get("updated_at")) and new != old:
+            odd.append("updated_at")
+    if not _plain_expiry(new):
+        odd.append("expires_at")
+    return odd
+
+
+def _plain_expiry(doc: dict[str, Any]) -> bool:
+    """Whether ``expires_at`` is what a write gives an item: none without a TTL, else its
+    ``updated_at`` plus the TTL, within a second (a refresh on read moves it later)."""
+    from datetime import datetime, timedelta
+
+    ttl, expires = doc.get("ttl_minutes"), doc.get("expires_at")
+    if ttl is None:
+        return expires is None
+    try:
+        start = datetime.fromisoformat(str(doc.get("updated_at")))
+        end = datetime.fromisoformat(str(expires))
+        return abs((end - start) - timedelta(minutes=float(ttl))) <= timedelta(seconds=1)
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 _ABSENT: Any = object()

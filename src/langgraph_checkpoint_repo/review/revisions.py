@@ -3,19 +3,23 @@
 ``RANGE`` is git's: ``BASE..HEAD`` compares two revisions, ``BASE`` compares a revision with
 the work tree (files not yet committed, and not yet added, included), and no range compares
 the merge-base of ``HEAD`` and the default branch with the work tree. What changed is asked
-of git (``git diff --name-status``, ``git ls-files --others``); the files of a revision are
-read from ``git archive`` into a temporary folder, only for the threads that changed.
+of git: between two commits, their trees as git stores them (``git ls-tree``); between a
+commit and the work tree, ``git diff --name-status`` and ``git ls-files --others``. The files
+of a revision are read from git's objects as they are (``git cat-file --batch``) into a
+temporary folder, only for the threads that changed: no ``.gitattributes`` of the pull
+request (``export-ignore``, ``export-subst``, filters) changes what the review reads.
 """
 
 from __future__ import annotations
 
-import io
+import os
 import subprocess
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import BadInputError, NotFoundError
+from ..core.jsonread import MAX_FILE_BYTES
 
 WORK_TREE = "work tree"
 
@@ -127,59 +131,201 @@ def is_revision(top: Path, text: str) -> bool:
 
 
 def changes(top: Path, rel: str, rng: Range) -> Changes:
-    """The files below ``rel`` (the root, relative to ``top``) that differ: from git's diff of
-    the two commits, or of the base and the work tree plus the files git does not track yet."""
+    """The files below ``rel`` (the root, relative to ``top``) that differ: between two
+    commits, from their trees as git stores them (``tree_entries``: no attribute of any
+    ``.gitattributes`` applies); between a commit and the work tree, from git's diff plus the
+    files git does not track yet."""
+    if rng.head is not None:
+        return diff_entries(tree_entries(top, rng.base, rel), tree_entries(top, rng.head, rel))
     out = Changes()
     args = ["diff", "--name-status", "--no-renames", "-z", rng.base]
-    if rng.head is not None:
-        args.append(rng.head)
-    fields = git(top, *args, "--", rel).split("\0")
+    fields = git(top, "--literal-pathspecs", *args, "--", rel).split("\0")
     for status, path in zip(fields[0::2], fields[1::2], strict=False):
         below = _below(path, rel)
         if below is None:
             continue
         {"A": out.added, "D": out.removed}.get(status[:1], out.modified).add(below)
-    if rng.head is None:
-        for path in git(top, "ls-files", "--others", "--exclude-standard", "-z", "--", rel).split("\0"):
-            below = _below(path, rel) if path else None
-            if below is not None:
-                out.added.add(below)
+    others = git(top, "--literal-pathspecs", "ls-files", "--others", "--exclude-standard", "-z", "--", rel)
+    for path in others.split("\0"):
+        below = _below(path, rel) if path else None
+        if below is not None:
+            out.added.add(below)
+    return out
+
+
+def diff_entries(base: dict[str, Entry], head: dict[str, Entry]) -> Changes:
+    """What differs between two listings of the root: a path on one side only is added or
+    removed; on both, modified when its object or its mode (a file that became a link) differs."""
+    out = Changes()
+    out.added = {p for p in head if p not in base}
+    out.removed = {p for p in base if p not in head}
+    out.modified = {p for p in head if p in base and head[p] != base[p]}
     return out
 
 
 def _below(path: str, rel: str) -> str | None:
+    if rel in ("", "."):
+        return path
     prefix = rel.rstrip("/") + "/"
     return path[len(prefix) :] if path.startswith(prefix) else None
 
 
-def materialize(top: Path, rev: str, rel: str, folders: list[str], dest: Path) -> Path:
+def _under(rel: str, path: str) -> str:
+    return path if rel in ("", ".") else f"{rel.rstrip('/')}/{path}"
+
+
+# ----------------------------------------------------------------------------
+# a commit's files, read from git's objects as they are
+# ----------------------------------------------------------------------------
+#: the modes git stores: a file, an executable file, a symbolic link, a submodule
+FILE_MODES = ("100644", "100755")
+LINK_MODE = "120000"
+MAX_LINK_BYTES = 4096  # a symbolic link's target: longer is no link a file system makes
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a commit's tree below the root, as git stores it."""
+
+    mode: str
+    oid: str
+    size: int  # bytes; -1 where git gives none (a submodule)
+
+    @property
+    def kind(self) -> str:
+        """file, link or submodule (anything else git may hold is a submodule's commit)."""
+        if self.mode in FILE_MODES:
+            return "file"
+        return "link" if self.mode == LINK_MODE else "submodule"
+
+
+def tree_entries(top: Path, rev: str, rel: str, folders: list[str] | None = None) -> dict[str, Entry]:
+    """Every file of ``rev`` below the root ``rel`` (or below ``folders`` of it), by path below
+    the root: ``git ls-tree -r``, which reads the tree objects themselves (no attribute,
+    filter or ``export-ignore`` applies, unlike ``git archive`` or a checkout)."""
+    paths = [_under(rel, f) for f in folders] if folders is not None else [rel or "."]
+    if not paths:
+        return {}
+    out: dict[str, Entry] = {}
+    listing = git(top, "--literal-pathspecs", "ls-tree", "-r", "-l", "-z", "--full-tree", rev, "--", *paths)
+    for record in listing.split("\0"):
+        if not record:
+            continue
+        info, _, path = record.partition("\t")
+        mode, _kind, oid, size = info.split(maxsplit=3)
+        below = _below(path, rel)
+        if below is not None:
+            out[below] = Entry(mode=mode, oid=oid, size=int(size) if size.strip().isdigit() else -1)
+    return out
+
+
+@dataclass(kw_only=True)
+class Materialized:
+    """A revision's files written out as a root of their own, and those that were not."""
+
+    root: Path
+    skipped: dict[str, str] = field(default_factory=dict)  # path below the root -> why not written
+
+
+def materialize(top: Path, rev: str, rel: str, folders: list[str], dest: Path) -> Materialized:
     """The files of ``folders`` (below the root ``rel``) at ``rev``, written under ``dest`` as
-    a root of their own (git archive, extracted with tarfile's "data" filter: no absolute or
-    escaping path, no device; links are refused by every read anyway). A folder the revision
-    does not have is left out."""
+    a root of their own, from git's objects as they are (``tree_entries``, then ``git cat-file
+    --batch``, each blob streamed to its file: nothing held whole in memory). A file over the
+    size limit of a state file, a submodule, or a path no checkout would write (``..``,
+    ``.git``) is not written and is named in ``skipped``; a symbolic link is written as one
+    (every read refuses links, as on a checkout). A folder the revision lacks is left out."""
     root = dest / "root"
     root.mkdir(parents=True, exist_ok=True)
-    paths = [f"{rel}/{f}" for f in folders]
-    present = set(git(top, "ls-tree", "--name-only", "-z", rev, "--", *paths).split("\0"))
-    wanted = [f"{rel}/{f}" for f in folders if f"{rel}/{f}" in present]
-    if not wanted:
-        return root
-    proc = subprocess.run(
-        ["git", "-C", str(top), "archive", "--format=tar", rev, "--", *wanted],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
+    out = Materialized(root=root)
+    wanted: list[tuple[str, Entry]] = []
+    for path, entry in sorted(tree_entries(top, rev, rel, folders).items()):
+        why = _not_written(path, entry)
+        if why is not None:
+            out.skipped[path] = why
+        else:
+            wanted.append((path, entry))
+    if wanted:
+        _write_blobs(top, root, wanted, out.skipped)
+    return out
+
+
+def _not_written(path: str, entry: Entry) -> str | None:
+    parts = path.split("/")
+    if any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
+        return "a path no checkout writes"
+    if entry.kind == "submodule":
+        return "a submodule (a commit of another repository), not a file"
+    if entry.kind == "file" and entry.size > MAX_FILE_BYTES:
+        return f"a file of {entry.size} bytes, over the {MAX_FILE_BYTES}-byte limit of a state file"
+    if entry.kind == "link" and entry.size > MAX_LINK_BYTES:
+        return "a symbolic link with a target too long for a file system"
+    return None
+
+
+CHUNK = 1 << 20
+
+
+def _write_blobs(top: Path, root: Path, wanted: list[tuple[str, Entry]], skipped: dict[str, str]) -> None:
+    """Stream each blob from one ``git cat-file --batch`` into its file below ``root``."""
+    proc = subprocess.Popen(
+        ["git", "-C", str(top), "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
-    if proc.returncode != 0:
-        raise BadInputError(f"git archive {rev}: {proc.stderr.decode('utf-8', 'replace').strip()}")
-    depth = len(Path(rel).parts)
-    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-        members = []
-        for member in tar.getmembers():
-            parts = Path(member.name).parts
-            if len(parts) <= depth:
+    assert proc.stdin is not None and proc.stdout is not None
+    links: set[str] = set()  # written as symbolic links: nothing is written below one
+    try:
+        for path, entry in wanted:
+            parts = path.split("/")
+            if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+                skipped[path] = "below a symbolic link: never followed"
                 continue
-            member.name = str(Path(*parts[depth:]))
-            members.append(member)
-        tar.extractall(root, members=members, filter="data")
-    return root
+            proc.stdin.write(entry.oid.encode("ascii") + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise BadInputError(f"git cat-file: object {entry.oid} of {path} is not a blob")
+            size = int(header[2])
+            target = root / path
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file where a folder must be: a tree no checkout writes
+                skipped[path] = f"cannot be written: {exc.strerror or exc}"
+                _drain(proc.stdout, size + 1)
+                continue
+            if entry.kind == "link":
+                link = proc.stdout.read(size)
+                proc.stdout.read(1)
+                try:
+                    os.symlink(os.fsdecode(link), target)
+                    links.add(path)
+                except OSError as exc:
+                    skipped[path] = f"cannot be written: {exc.strerror or exc}"
+                continue
+            try:
+                with open(target, "xb") as fh:
+                    left = size
+                    while left:
+                        block = proc.stdout.read(min(CHUNK, left))
+                        if not block:
+                            raise BadInputError(f"git cat-file: {path} ended early")
+                        fh.write(block)
+                        left -= len(block)
+            except OSError as exc:
+                skipped[path] = f"cannot be written: {exc.strerror or exc}"
+                _drain(proc.stdout, size + 1)
+                continue
+            proc.stdout.read(1)  # the newline after each object
+    finally:
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.wait()
+
+
+def _drain(stream: Any, size: int) -> None:
+    while size > 0:
+        got = stream.read(min(CHUNK, size))
+        if not got:
+            return
+        size -= len(got)

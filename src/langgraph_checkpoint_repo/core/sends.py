@@ -1,0 +1,107 @@
+"""Checks of what a checkpoint means, beyond each file's schema: what runs is what was asked.
+
+A tool-calling agent answers an AI message's tool calls with ``Send`` packets (kept in
+``__pregel_tasks``): on resume, LangGraph runs the packet, not the AI message. So a packet
+whose tool call is not one of the calls of the AI message it answers (a hand edit, a pull
+request) would run a call nobody reviewed. ``validate`` refuses it and ``review`` flags it.
+Read off the stored trees, no LangGraph (in the core: ``validate`` checks it with the rest).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .messages import MESSAGES, message_fields
+
+#: the channel LangGraph keeps a step's ``Send`` packets in
+TASKS = "__pregel_tasks"
+
+
+def send_node(packet: Any) -> str | None:
+    """The node a stored ``Send`` tree goes to."""
+    if isinstance(packet, dict) and packet.get("$type") == ["langgraph.types", "Send"]:
+        args = packet.get("$args")
+        if isinstance(args, list) and args and isinstance(args[0], str):
+            return args[0]
+        kwargs = packet.get("$kwargs")
+        if isinstance(kwargs, dict) and isinstance(kwargs.get("node"), str):
+            return str(kwargs["node"])
+    return None
+
+
+def send_problems(trees: dict[str, Any]) -> list[tuple[int, str]]:
+    """(index in ``__pregel_tasks``, why) for each ``Send`` carrying a tool call that the last
+    AI message in ``messages`` does not make (same name, arguments and id)."""
+    sends = trees.get(TASKS)
+    if not isinstance(sends, list):
+        return []
+    asked: list[dict[str, Any]] | None = None
+    out = []
+    for idx, packet in enumerate(sends):
+        if send_node(packet) is None:
+            continue
+        calls = packet_tool_calls(packet)
+        if not calls:
+            continue
+        if asked is None:
+            asked = _asked(trees.get(MESSAGES))
+        for call in calls:
+            if not any(_same_call(call, a) for a in asked):
+                name = call.get("name")
+                out.append(
+                    (
+                        idx,
+                        f"Send to {send_node(packet)!r} runs tool call {name!r} "
+                        f"(id {call.get('id')!r}) that no AI message in the conversation makes",
+                    )
+                )
+                break
+    return out
+
+
+def packet_arg(packet: Any) -> Any:
+    """The argument a stored ``Send`` passes to its node."""
+    if not isinstance(packet, dict):
+        return None
+    args = packet.get("$args")
+    if isinstance(args, list) and len(args) >= 2:
+        return args[1]
+    kwargs = packet.get("$kwargs")
+    return kwargs.get("arg") if isinstance(kwargs, dict) else None
+
+
+def packet_tool_calls(packet: Any) -> list[dict[str, Any]]:
+    """The tool calls a ``Send`` makes a tool node run, as LangGraph's ``ToolNode`` reads its
+    input (``_parse_input``): a list ending in a tool call is all tool calls; a
+    ``ToolCallWithContext`` (``create_react_agent``) runs its ``tool_call``; a list of
+    messages, or a state with ``messages``, runs the calls of the last AI message it carries."""
+    arg = packet_arg(packet)
+    if isinstance(arg, list) and arg and is_tool_call(arg[-1]):
+        return [c if isinstance(c, dict) else {"name": c} for c in arg]
+    if isinstance(arg, dict) and arg.get("__type") == "tool_call_with_context":
+        call = arg.get("tool_call")
+        return [call if isinstance(call, dict) else {"name": call}]
+    if isinstance(arg, dict):
+        arg = arg.get(MESSAGES)
+    return _asked(arg) if isinstance(arg, list) else []
+
+
+def is_tool_call(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "tool_call"
+
+
+def _asked(messages: Any) -> list[dict[str, Any]]:
+    """The tool calls of the last AI message (none when it makes none), as ``ToolNode`` takes them."""
+    if not isinstance(messages, list):
+        return []
+    for tree in reversed(messages):
+        got = message_fields(tree)
+        if got is None or got.get("type") not in ("ai", "AIMessageChunk"):
+            continue
+        calls = got.get("tool_calls")
+        return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+    return []
+
+
+def _same_call(call: dict[str, Any], asked: dict[str, Any]) -> bool:
+    return all(call.get(k) == asked.get(k) for k in ("name", "args", "id"))

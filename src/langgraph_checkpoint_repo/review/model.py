@@ -1,0 +1,129 @@
+"""The review's records: what ``report.review`` finds and the command line draws."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.checks import Problem
+from ..core.lineage import HeadState
+from ..readmodel.diff import ChannelChange
+from ..readmodel.turns import Event
+from .revisions import Range
+
+
+@dataclass(frozen=True, order=True)
+class Flag:
+    """Something the app would load that the review does not explain: shown first, in red."""
+
+    kind: str  # rewritten | unexplained | layout | attributes | not-read | head | send | problem
+    path: str  # below the root ("" when it is no one file)
+    message: str
+
+
+@dataclass(kw_only=True)
+class Line:
+    """A run of new checkpoints: from just after ``start`` (None: the thread's beginning) to ``head``."""
+
+    head: str
+    start: str | None
+    checkpoints: list[str]
+    events: list[Event]
+    channels: list[ChannelChange]
+    continues: bool = False
+    settled: bool = True
+
+
+@dataclass(kw_only=True)
+class PendingTask:
+    """A task that runs when the thread continues, and what its pending writes say already."""
+
+    name: str
+    kind: str  # pull | push N | the stored task path
+    status: str
+    packet: Any = None  # a push task's Send argument, as stored
+    triggers: list[str] = field(default_factory=list)
+    writes: list[tuple[str, Any]] = field(default_factory=list)  # (channel, stored tree)
+    interrupts: list[Any] = field(default_factory=list)  # values asked
+    answer: Any = None  # the resume value saved for it
+    answered: bool = False
+    mismatch: str = ""  # why its packet is not what the conversation asked for
+
+
+@dataclass(kw_only=True)
+class Next:
+    """What runs when the thread continues from ``checkpoint_id``."""
+
+    checkpoint_id: str
+    tasks: list[PendingTask] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class NamespaceReport:
+    ns: str
+    added: list[str] = field(default_factory=list)  # checkpoint ids
+    removed: list[str] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    heads: list[HeadState] = field(default_factory=list)  # when more than one is in play
+    current: str | None = None
+    next: Next | None = None
+    sends: list[tuple[str, str]] = field(default_factory=list)  # (checkpoint, why) of a Send on a line
+
+
+@dataclass(kw_only=True)
+class ThreadReport:
+    thread_id: str
+    status: str  # added | removed | changed
+    folder: str = ""  # the thread's folder below threads/
+    namespaces: list[NamespaceReport] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def unsettled(self) -> bool:
+        return any(sum(not h.settled for h in n.heads) > 1 for n in self.namespaces)
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field of a store item: its JSON pointer, before and after (None: absent)."""
+
+    pointer: str
+    old: Any
+    new: Any
+
+
+@dataclass(kw_only=True)
+class ItemReport:
+    """A store item the change added, removed or changed, as field changes."""
+
+    namespace: tuple[str, ...]
+    key: str
+    path: str  # below the root
+    status: str  # added | removed | changed
+    fields: list[FieldChange] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FileAccount:
+    """One changed file under the root and what the review says of it."""
+
+    path: str  # below the root
+    change: str  # added | removed | modified
+    account: str  # what explains it ("" when flagged)
+    flagged: bool = False
+
+
+@dataclass(kw_only=True)
+class Report:
+    range: Range
+    root: str  # the root, relative to the top of the repository
+    threads: list[ThreadReport] = field(default_factory=list)
+    items: list[ItemReport] = field(default_factory=list)  # store items (RepoStore)
+    other: list[str] = field(default_factory=list)  # changed files under the root, not in a thread
+    flags: list[Flag] = field(default_factory=list)
+    files: list[FileAccount] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for t in self.threads for p in t.problems] + [p for i in self.items for p in i.problems]
