@@ -382,7 +382,18 @@ CLI_VALIDATE = Goal(
     measure=_wall("validate"),
 )
 
-GOALS += (FRESH_GET_TUPLE, FRESH_LIST, CLI_THREADS, CLI_HELP, CLI_PRECOMMIT, CLI_VALIDATE)
+CLI_REVIEW = Goal(
+    key="cli_review",
+    workload="cli",
+    subject="`langgraph-repo review` of a {review_turns}-turn branch, root of {checkpoints:,} "
+    "checkpoints (wall)",
+    compare="<=",
+    threshold=2.0,  # issue 34's goal
+    unit=" s",
+    measure=_wall("review"),
+)
+
+GOALS += (FRESH_GET_TUPLE, FRESH_LIST, CLI_THREADS, CLI_HELP, CLI_PRECOMMIT, CLI_VALIDATE, CLI_REVIEW)
 
 
 # ----------------------------------------------------------------------------

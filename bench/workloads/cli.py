@@ -8,6 +8,7 @@ and ``validate`` of that whole root. Each command is run ``cli_runs`` times, rou
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +37,10 @@ COMMANDS = {
     "threads": "`langgraph-repo --root SMALL threads`",
     "precommit": "`langgraph-repo --root .langgraph validate FILE...` (one turn's files)",
     "validate": "`langgraph-repo --root .langgraph validate` (whole root)",
+    "review": "`langgraph-repo review main..pr` (a branch of {review_turns} turns of one thread)",
 }
+REVIEW_TURNS = 30
+"""Turns the reviewed branch adds to one thread of the validate root (a copy of it, in git)."""
 
 
 def script() -> tuple[list[str], str]:
@@ -97,6 +101,26 @@ def one_turn(root: Path, i: int) -> list[Path]:
     return sorted(p for p, key in after.items() if before.get(p) != key)
 
 
+def review_repo(work: Path, dest: Path, turns: int, i: int) -> Path:
+    """A copy of the validate root's checkout as a git repository: ``main`` holds it, branch
+    ``pr`` adds ``turns`` turns of thread ``i`` (what a pull request of an agent's work holds)."""
+    shutil.copytree(work, dest, ignore=shutil.ignore_patterns(".cache"))
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(dest), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "add", "-A")
+    git("-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "-m", "main")
+    git("checkout", "-q", "-b", "pr")
+    graph = reply_graph(RepoSaver(dest / ".langgraph", durable=False))
+    for turn in range(turns):
+        graph.invoke({"messages": [HumanMessage(content=f"question {turn} of the branch")]}, thread(i))
+    git("add", "-A")
+    git("-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "-m", "pr")
+    return dest
+
+
 def small_root(root: Path) -> None:
     graph = build_chat_graph(RepoSaver(root))
     for t in range(SMALL_THREADS):
@@ -119,11 +143,14 @@ def run(tmp: Path, sizes: Sizes) -> Result:
     validate_root(root, sizes)
     progress(f"cli: validate root written in {time.perf_counter() - t0:.0f} s")
     changed = [str(p.relative_to(work)) for p in one_turn(root, sizes.validate_threads // 2)]
+    turns = min(REVIEW_TURNS, sizes.validate_turns)
+    reviewed = review_repo(work, tmp / "cli-review", turns, sizes.validate_threads // 3)
     commands: dict[str, tuple[list[str], Path]] = {
         "help": ([*cmd, "--help"], tmp),
         "threads": ([*cmd, "--root", str(small), "threads"], tmp),
         "precommit": ([*cmd, "--root", ".langgraph", "validate", *changed], work),
         "validate": ([*cmd, "--root", ".langgraph", "validate"], work),
+        "review": ([*cmd, "--root", ".langgraph", "review", "main..pr"], reviewed),
     }
     return {
         "script": how,
@@ -132,6 +159,7 @@ def run(tmp: Path, sizes: Sizes) -> Result:
         "root_files": len(snapshot(root)),
         "changed_files": len(changed),
         "changed": changed,
+        "review_turns": turns,
         "commands": _time(commands, sizes.cli_runs),
     }
 
@@ -168,6 +196,7 @@ _GOALS = {
     "threads": goals.CLI_THREADS,
     "precommit": goals.CLI_PRECOMMIT,
     "validate": goals.CLI_VALIDATE,
+    "review": goals.CLI_REVIEW,
 }
 
 
@@ -175,7 +204,7 @@ def rows(result: Result) -> list[Row]:
     return [
         Row(
             "8 command line",
-            f"{COMMANDS[name]}, wall, median",
+            f"{COMMANDS[name].format(review_turns=result.get('review_turns', REVIEW_TURNS))}, wall, median",
             {REPO: c["median_s"]},
             "s",
             _GOALS[name].column(result),
@@ -198,13 +227,20 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         "it), then one more turn of one thread by a default `RepoSaver`: the files it added or changed "
         f"(listing the root before and after, `.cache/` aside) are the {result['changed_files']} paths "
         "given to `validate FILE...`, relative to the checkout, as pre-commit passes them. The OS page "
-        "cache is warm.\n"
+        "cache is warm. review: a copy of that checkout as a git repository, `main` holding it and a "
+        "branch `pr` adding turns to one thread (the review reads both sides from git's objects and "
+        "validates the changed thread).\n"
     )
     table = md_table(
         ["Command", "median s", "runs s", "output"],
         "lrll",
         [
-            [COMMANDS[name], f"{c['median_s']:.3f}", ", ".join(f"{s:.2f}" for s in c["all_s"]), c["output"]]
+            [
+                COMMANDS[name].format(review_turns=result.get("review_turns", REVIEW_TURNS)),
+                f"{c['median_s']:.3f}",
+                ", ".join(f"{s:.2f}" for s in c["all_s"]),
+                c["output"],
+            ]
             for name, c in result["commands"].items()
         ],
     )

@@ -66,7 +66,12 @@ def _key(tree: Any, position: int) -> Any:
 
 def message_changes(before: Sequence[Any], after: Sequence[Any], cid: str, step: int | None) -> list[Event]:
     """The messages ``after`` adds to ``before`` (in their order), those it replaces (same id,
-    other content) and those it drops; linear in the lists' lengths."""
+    other content) and those it drops; linear in the lists' lengths (and only the new tail
+    is looked at when ``after`` starts with ``before``, as a conversation that grew does)."""
+    if len(after) >= len(before) and all(
+        a is b or a == b for a, b in zip(before, after[: len(before)], strict=True)
+    ):
+        return [message_event(tree, cid, step) for tree in after[len(before) :]]
     old = {_key(t, i): t for i, t in enumerate(before)}
     seen: set[Any] = set()
     out: list[Event] = []

@@ -278,14 +278,16 @@ def _head_moves(thread: ThreadReport, base: Reader | None, head: Reader | None) 
         return []
     out = []
     for ns in head.namespaces(thread.thread_id) if _has(head, thread.thread_id) else []:
+        where = f" namespace {ns}" if ns else ""
         try:
             before = base.resolve(thread.thread_id, ns, None)
             after = head.resolve(thread.thread_id, ns, None)
-        except RepoCheckpointError:
+            if before == after or _descends(head, thread.thread_id, ns, after, before):
+                continue
+        except (RepoCheckpointError, OSError):
+            why = f"thread {thread.thread_id}{where}: where it continues does not read (its problems say why)"
+            out.append(Flag("unexplained", f"{THREADS}/{thread.folder}", why))
             continue
-        if before == after or _descends(head, thread.thread_id, ns, after, before):
-            continue
-        where = f" namespace {ns}" if ns else ""
         out.append(
             Flag(
                 "head",

@@ -219,7 +219,7 @@ def _head_side(
         if nxt is None:
             continue
         if base is not None and _same_next(base, thread_id, ns, nxt):
-            continue  # where the thread waited before: its files did not change (else: flagged)
+            continue  # waiting where it waited before, for the same: nothing new to review
         namespaces.setdefault(ns, NamespaceReport(ns=ns)).next = nxt
 
 
@@ -236,8 +236,11 @@ def _root_ns(reader: Reader, thread_id: str) -> str:
 
 
 def _same_next(base: Reader, thread_id: str, ns: str, nxt: Next) -> bool:
+    """Whether the base side waited at the same checkpoint with the same pending tasks."""
     try:
-        return base.resolve(thread_id, ns, None) == nxt.checkpoint_id
+        if base.resolve(thread_id, ns, None) != nxt.checkpoint_id:
+            return False
+        return _next(base, thread_id, ns, nxt.checkpoint_id) == nxt
     except RepoCheckpointError:
         return False
 

@@ -132,12 +132,20 @@ def is_revision(top: Path, text: str) -> bool:
 
 def changes(top: Path, rel: str, rng: Range) -> Changes:
     """The files below ``rel`` (the root, relative to ``top``) that differ: between two
-    commits, from their trees as git stores them (``tree_entries``: no attribute of any
+    commits, from their trees as git stores them (``git diff-tree``: no attribute of any
     ``.gitattributes`` applies); between a commit and the work tree, from git's diff plus the
     files git does not track yet."""
-    if rng.head is not None:
-        return diff_entries(tree_entries(top, rng.base, rel), tree_entries(top, rng.head, rel))
     out = Changes()
+    if rng.head is not None:
+        # the two trees as git stores them: diff-tree compares their objects (no attribute,
+        # filter or textconv is involved in telling a path changed)
+        args = ["diff-tree", "-r", "--no-renames", "--name-status", "-z", rng.base, rng.head]
+        fields = git(top, "--literal-pathspecs", *args, "--", rel or ".").split("\0")
+        for status, path in zip(fields[0::2], fields[1::2], strict=False):
+            below = _below(path, rel)
+            if below is not None:
+                {"A": out.added, "D": out.removed}.get(status[:1], out.modified).add(below)
+        return out
     args = ["diff", "--name-status", "--no-renames", "-z", rng.base]
     fields = git(top, "--literal-pathspecs", *args, "--", rel).split("\0")
     for status, path in zip(fields[0::2], fields[1::2], strict=False):
