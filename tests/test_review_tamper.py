@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_review_faithful import AGENT, ASK, agent, build_repo
 
 from graphs import ask_graph, cfg
 from helpers import LONG, cli
@@ -35,6 +34,7 @@ from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.durable import dump_json
 from langgraph_checkpoint_repo.core.objects import object_digest
 from test_git import git
+from test_review_faithful import AGENT, ASK, agent, build_repo
 
 CASES = 500 if LONG else 12
 
