@@ -33,6 +33,11 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         if e.calls:
             calls = ", ".join(f"{name}({compact(args)})" for name, args in e.calls)
             text = f"{text} → calls {calls}" if text else f"→ calls {calls}"
+        if e.kind == "edited" and e.old is not None:
+            from ..readmodel.turns import message_event
+
+            _, before, _ = event_parts(message_event(e.old, e.checkpoint_id, e.step))
+            text = f"{before} ⟶ {text}" if before != text else f"{text} (other fields changed)"
     elif e.kind == "interrupt":
         label, text = f"interrupt at {e.name}" if e.name else "interrupt", compact(e.tree)
     elif e.kind == "resume":

@@ -170,6 +170,16 @@ FLAG_LABEL = {
 }
 
 
+def _files_line(report: Report) -> str:
+    """How many files changed under the root and how many of them are flagged (the rest are
+    explained: ``--json`` says by what)."""
+    n, flagged = len(report.files), sum(f.flagged for f in report.files)
+    said = f"{n} changed file{'s' if n != 1 else ''}"
+    if not flagged:
+        return f"{said}, none flagged"
+    return f"{said}, {flagged} flagged"
+
+
 def _flag_title(report: Report) -> str:
     n = len(report.flags)
     return f"{n} flagged: the app would load or run what this review does not show"
@@ -184,6 +194,8 @@ def report_lines(report: Report) -> list[Text]:
             (f"  root {report.root}", "dim"),
         )
     ]
+    if report.files:
+        out.append(Text(_files_line(report), style="dim"))
     if report.flags:
         out.append(Text(_flag_title(report), style="bold red"))
         for flagged in report.flags:
@@ -233,8 +245,6 @@ def report_lines(report: Report) -> list[Text]:
             out.append(Text(f"    {f.pointer}: {compact(f.old)} -> {compact(f.new)}", style="yellow"))
         for p in i.problems:
             out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
-    for path in report.other:
-        out.append(Text(f"also changed: {path}", style="dim"))
     return out
 
 
@@ -249,7 +259,7 @@ def report_markdown(report: Report) -> str:
         f"## State review: {_md(report.range.base[:12], code=True)} .. {head}",
         "",
         f"Root {_md(report.root, code=True)}; {len(report.threads)} thread"
-        f"{'s' if len(report.threads) != 1 else ''} changed.",
+        f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",
         "",
     ]
     if report.flags:
@@ -318,8 +328,6 @@ def report_markdown(report: Report) -> str:
             for p in i.problems:
                 parts.append(f"  - {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
         parts.append("")
-    if report.other:
-        parts += ["Other files changed: " + ", ".join(_md(p, code=True) for p in report.other), ""]
     parts += ["_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._", ""]
     return "\n".join(parts)
 
