@@ -44,6 +44,8 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         label, text = "resumed with", compact(e.tree)
     elif e.kind == "error":
         label, text = f"error in {e.name}" if e.name else "error", compact(e.tree)
+    elif e.kind == "metadata":
+        label, text = "metadata", compact(e.tree)
     elif e.kind == "update":
         label, text = "edit", "update_state wrote this checkpoint"
     elif e.kind in ("choice", "merge"):

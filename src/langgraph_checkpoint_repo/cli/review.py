@@ -122,9 +122,17 @@ def _next_json(nxt: Next | None) -> dict[str, Any] | None:
 def _line_json(line: Line) -> dict[str, Any]:
     return record_json(
         line,
-        "head start continues settled checkpoints events channels",
+        "head start continues settled checkpoints events channels steps",
         events=[_event_json(e) for e in line.events],
         channels=[record_json(c, "channel kind old new") for c in line.channels],
+        steps=[
+            record_json(
+                s,
+                "checkpoint_id parent metadata bookkeeping writes",
+                writes=[{"task_path": p, "channel": c, "value": v} for p, c, v in s.writes],
+            )
+            for s in line.steps
+        ],
     )
 
 
@@ -138,7 +146,7 @@ def _event_json(e: Event) -> dict[str, Any]:
         out["tool_calls"] = [{"name": n, "args": a} for n, a in e.calls]
     if e.name:
         out["name"] = e.name
-    if e.kind in ("interrupt", "resume", "error", "choice", "merge") or e.role == "value":
+    if e.kind in ("interrupt", "resume", "error", "choice", "merge", "metadata") or e.role == "value":
         out["value"] = e.tree
     return out
 

@@ -17,7 +17,7 @@ from typing import Any
 from ..core import fields
 from ..core.lineage import CHOICE_KEY
 from ..core.messages import MESSAGES, content_text, message_fields, tool_calls
-from .reader import Reader
+from .reader import Reader, StateView
 from .tasks import ERROR, INTERRUPT, RESUME, is_internal
 
 
@@ -105,18 +105,28 @@ def line_to(reader: Reader, thread_id: str, ns: str, head: str, stop: Iterable[s
 
 
 def events_along(
-    reader: Reader, thread_id: str, ns: str, ids: Sequence[str], start: str | None
+    reader: Reader,
+    thread_id: str,
+    ns: str,
+    ids: Sequence[str],
+    start: str | None,
+    views: list[StateView] | None = None,
 ) -> list[Event]:
     """What happened at each checkpoint of ``ids`` (oldest first), after ``start`` (the
-    checkpoint they continue, or None from the beginning)."""
+    checkpoint they continue, or None from the beginning); ``views`` gets the state of each."""
     previous: list[Any] = []
     if start is not None and start in set(reader.checkpoint_ids(thread_id, ns)):
         previous = _messages(reader.state(thread_id, ns, start, revive=False).trees)
     out: list[Event] = []
     for cid in ids:
         view = reader.state(thread_id, ns, cid, revive=False)
+        if views is not None:
+            views.append(view)
         step = view.step
         meta = view.doc["metadata"]
+        extra = own_metadata(meta)
+        if extra:
+            out.append(Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra))
         if view.source == "update":
             out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state"))
         elif view.source == "fork":
@@ -141,6 +151,20 @@ def events_along(
                 name = next((t.name for t in view.tasks if t.id == w.task_id), "")
                 out.append(Event(kind="error", checkpoint_id=cid, step=step, name=name, tree=w.tree))
     return out
+
+
+#: the metadata LangGraph (and LangChain, and this package) write on every checkpoint; the rest
+#: is the app's own (``config["metadata"]``), shown as an event of its checkpoint
+OWN_METADATA_SKIPS = frozenset(
+    {"source", "step", "parents", "run_id", "thread_id", "checkpoint_ns", "ls_integration", CHOICE_KEY}
+)
+
+
+def own_metadata(meta: Any) -> dict[str, Any]:
+    """The keys of a checkpoint's metadata that are the app's own, not LangGraph's."""
+    if not isinstance(meta, dict):
+        return {}
+    return {k: v for k, v in meta.items() if k not in OWN_METADATA_SKIPS}
 
 
 def _messages(trees: dict[str, Any]) -> list[Any]:

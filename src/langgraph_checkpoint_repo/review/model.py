@@ -21,6 +21,19 @@ class Flag:
     message: str
 
 
+@dataclass(frozen=True)
+class Step:
+    """One checkpoint of a line as the app loads it, beside what the turns show of it: its
+    metadata, a digest of LangGraph's bookkeeping (channel versions, versions seen), and the
+    pending writes it was left with (what its child was made of)."""
+
+    checkpoint_id: str
+    parent: str | None
+    metadata: Any
+    bookkeeping: str
+    writes: list[tuple[str, str, Any]]  # (task path, channel, stored tree)
+
+
 @dataclass(kw_only=True)
 class Line:
     """A run of new checkpoints: from just after ``start`` (None: the thread's beginning) to ``head``."""
@@ -32,6 +45,7 @@ class Line:
     channels: list[ChannelChange]
     continues: bool = False
     settled: bool = True
+    steps: list[Step] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -16,6 +16,7 @@ explains, a head that moved back).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -37,7 +38,7 @@ from ..core.layout import (
 )
 from ..core.sends import TASKS, send_problems
 from ..readmodel.diff import diff_trees
-from ..readmodel.reader import Reader
+from ..readmodel.reader import Reader, StateView
 from ..readmodel.turns import events_along, line_to, state_channels
 from .model import (
     FieldChange,
@@ -48,6 +49,7 @@ from .model import (
     Next,
     PendingTask,
     Report,
+    Step,
     ThreadReport,
 )
 from .revisions import Changes, Range, changes, git, git_top, materialize
@@ -327,11 +329,11 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
         ids = line_to(head, thread_id, ns, tip, [c for c in present if c not in new])
         start = parents.get(ids[0]) if ids else None
         start = start if start in present else None
-        events = events_along(head, thread_id, ns, ids, start)
-        for cid in ids:
-            if TASKS in (head.header(thread_id, ns, cid).get("new_values") or {}):
-                trees = head.state(thread_id, ns, cid, revive=False).trees
-                part.sends.extend((cid, why) for _, why in send_problems(trees))
+        views: list[StateView] = []
+        events = events_along(head, thread_id, ns, ids, start, views)
+        for view in views:
+            if TASKS in (view.doc.get("new_values") or {}):
+                part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
         old = state_channels(head.state(thread_id, ns, start, revive=False).trees) if start else {}
         now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
         state = states.get(tip)
@@ -344,9 +346,18 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
                 channels=diff_trees(old, now),
                 continues=tip == part.current,
                 settled=state.settled if state is not None else True,
+                steps=[_step(v) for v in views],
             )
         )
     part.lines.sort(key=lambda line: not line.continues)
+
+
+def _step(view: StateView) -> Step:
+    cp = fields.checkpoint_fields(view.doc)
+    kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
+    digest = hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    writes = [(w.task_path, w.channel, w.tree) for w in view.writes]
+    return Step(view.checkpoint_id, view.parent_id, view.doc["metadata"], digest, writes)
 
 
 def _problems(head: Reader, folder: str) -> list[Problem]:
