@@ -6,6 +6,8 @@ reader meets it:
 
 * a value nested past the depth JSON is written at (in a ``large/`` file, or through objects
   that nest inside each other) is one error naming the file, in every reader;
+* a store item's times are bounded by ``validate`` and never the base of a new time: a forged
+  ``9999-12-31`` made every later put raise OverflowError;
 * ...
 """
 
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +27,9 @@ from typing_extensions import TypedDict
 
 from graphs import BIG_TEXT, big_graph, cfg, line_graph
 from helpers import cli, load, one_line_error
-from langgraph_checkpoint_repo import FileFormatError, RepoSaver
+from langgraph_checkpoint_repo import FileFormatError, ItemChangedError, RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.objects import object_digest
+from test_git import commit_all, git, init_repo
 
 
 def copy_of(source: Path, tmp_path: Path) -> Path:
@@ -65,7 +70,8 @@ def big_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def forge_deep_large_file(root: Path) -> Path:
     """The ``large/`` file of the document, its value nested ``DEEP`` levels, renamed by the
     sha256 of its new content (as the reader computes it) and every reference re-pointed."""
-    (large,) = [p for p in (root / "threads" / "t" / "large").glob("*.json") if load(p)["value"]["json"] == BIG_TEXT]
+    files = (root / "threads" / "t" / "large").glob("*.json")
+    (large,) = [p for p in files if load(p)["value"]["json"] == BIG_TEXT]
     doc = load(large)
     doc["value"]["json"] = nest(DEEP, "deep")
     body = json.dumps(doc["value"], indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -92,7 +98,7 @@ def test_a_large_file_nested_past_the_written_depth_is_one_error_naming_it_in_ev
         proc = cli(root, *command)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         (line,) = [x for x in proc.stdout.splitlines() if forged.name in x]
-        assert f"nested deeper than a file can hold (JSON is written at most {MAX_JSON_DEPTH} levels deep)" in line
+        assert f"nested deeper than a file can hold (JSON is written at most {MAX_JSON_DEPTH} levels" in line
     one_line_error(cli(root, "show", "t"), 4, forged.name, "nested deeper than a file can hold")
 
 
@@ -139,3 +145,146 @@ def test_objects_nested_inside_objects_past_the_written_depth_are_one_error_nami
     assert proc.returncode == 1 and forged.name in proc.stdout and words in proc.stdout, proc.stdout
     for command in (["show", "t"], ["diff", "t"], ["render", "t"]):
         one_line_error(cli(root, *command), 4, forged.name, words)
+
+
+# ----------------------------------------------------------------------------
+# store timestamps
+# ----------------------------------------------------------------------------
+NS = ("users", "ada")
+FORGED = "9999-12-31T23:59:59.999999+00:00"
+
+
+@pytest.fixture(scope="module")
+def store_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository whose root a real RepoStore wrote and which is committed (read-only:
+    each test copies it and commits its forgery on top, as a pull request would)."""
+    repo = init_repo(tmp_path_factory.mktemp("store") / "repo")
+    store = RepoStore(repo / ".langgraph", durable=False)
+    store.put(NS, "policy", {"text": "refunds above 100 EUR need a second approval"})
+    store.put(NS, "session", {"n": 1}, ttl=60)
+    commit_all(repo, "memories")
+    return repo
+
+
+def forged_commit(store_repo: Path, tmp_path: Path, key: str, **fields: Any) -> tuple[Path, Path]:
+    """A clone of the repository with one item's fields set by hand and committed (the pull
+    request); the root and the item's file."""
+    repo = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(store_repo), str(repo))
+    root = repo / ".langgraph"
+    path = RepoStore(root).path(NS, key)
+    doc = load(path)
+    doc.update(fields)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    git(repo, "config", "user.name", "PR")
+    git(repo, "config", "user.email", "pr@example.invalid")
+    git(repo, "config", "commit.gpgsign", "false")
+    commit_all(repo, "a harmless change")
+    return root, path
+
+
+def validate_lines(root: Path) -> list[str]:
+    proc = cli(root, "validate")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [line for line in proc.stdout.splitlines() if ": /" in line]
+
+
+def test_a_forged_future_updated_at_fails_validate_and_a_put_after_it_writes_a_sane_stamp(
+    store_repo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """validate passed 9999-12-31, then every put raised OverflowError (one microsecond after
+    it); now validate names it, and a put stamps now (logged), compare-and-swap intact."""
+    root, path = forged_commit(store_repo, tmp_path, "policy", updated_at=FORGED)
+    (line,) = validate_lines(root)
+    assert str(path) in line and "/updated_at" in line and "in the future" in line
+    store = RepoStore(root, durable=False)
+    read = store.get(NS, "policy")
+    assert read is not None and read.updated_at.year == 9999
+    before = datetime.now(timezone.utc)
+    with caplog.at_level(logging.WARNING, logger="langgraph_checkpoint_repo.core.items"):
+        store.put(NS, "policy", {"text": "v2"}, if_updated_at=read.updated_at)  # the version read
+    assert any(FORGED in r.getMessage() and "stamps now" in r.getMessage() for r in caplog.records)
+    after = store.get(NS, "policy")
+    assert after is not None and after.value == {"text": "v2"}
+    assert before <= after.updated_at <= datetime.now(timezone.utc)
+    assert after.created_at <= after.updated_at
+    with pytest.raises(ItemChangedError):  # the forged version is gone: holding it fails now
+        store.put(NS, "policy", {"text": "v3"}, if_updated_at=read.updated_at)
+    store.put(NS, "policy", {"text": "v3"}, if_updated_at=after.updated_at)
+    assert validate_lines(root) == []
+
+
+def test_times_no_write_makes_fail_validate_and_the_writer_keeps_none_of_them(
+    store_repo: Path, tmp_path: Path
+) -> None:
+    """created_at after updated_at (or in the future), an expiry later than any refresh could
+    set, a TTL no date can hold: each one validate line naming the field; a put afterwards
+    writes times validate accepts."""
+    future = (datetime.now(timezone.utc) + timedelta(days=30)).isoformat(timespec="microseconds")
+    root, path = forged_commit(
+        store_repo,
+        tmp_path,
+        "session",
+        created_at=future,
+        expires_at="9000-01-01T00:00:00.000000+00:00",
+    )
+    lines = validate_lines(root)
+    assert {line.split(": ")[1] for line in lines} == {"/created_at", "/updated_at", "/expires_at"}, lines
+    assert all(str(path) in line for line in lines)
+    RepoStore(root, durable=False).put(NS, "session", {"n": 2}, ttl=60)
+    assert validate_lines(root) == []
+
+
+def test_a_forged_ttl_fails_validate_and_a_refreshing_read_still_returns_the_item(
+    store_repo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``now + ttl`` of a TTL of 1e300 minutes raised OverflowError in the refresh every get
+    and search does; now the item is returned, the refresh skipped and logged."""
+    root, path = forged_commit(store_repo, tmp_path, "session", ttl_minutes=1e300)
+    (line,) = validate_lines(root)
+    assert str(path) in line and "/ttl_minutes" in line
+    store = RepoStore(root, durable=False)
+    with caplog.at_level(logging.WARNING, logger="langgraph_checkpoint_repo.core.items"):
+        got = store.get(NS, "session")
+        found = store.search(NS)
+    assert got is not None and got.value == {"n": 1}
+    assert {i.key for i in found} == {"policy", "session"}
+    assert any("expiry not refreshed" in r.getMessage() for r in caplog.records)
+    with pytest.raises(Exception, match="at most"):  # nor does a put take one
+        store.put(NS, "other", {"n": 1}, ttl=1e300)
+
+
+def test_a_time_outside_the_dates_utc_can_hold_is_an_error_naming_the_file(
+    store_repo: Path, tmp_path: Path
+) -> None:
+    """Year 1 at +01:00 is a valid string whose UTC form no date holds: a put of the item
+    raised OverflowError writing it back; now the read refuses it, naming file and field."""
+    root, path = forged_commit(store_repo, tmp_path, "policy", created_at="0001-01-01T00:00:00.000000+01:00")
+    (line,) = validate_lines(root)
+    assert str(path) in line and "/created_at" in line and "out of the range of dates" in line
+    with pytest.raises(FileFormatError) as info:
+        RepoStore(root, durable=False).put(NS, "policy", {"text": "v2"})
+    assert info.value.path == str(path) and info.value.pointer == "/created_at"
+
+
+def test_the_merge_driver_merges_a_side_with_a_forged_time_as_text(
+    store_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Merging a branch whose item says 9999-12-31 raised OverflowError in the driver (a merge
+    of two changes is one microsecond after the later side); now that side is merged as text,
+    as any item validate refuses, so the forged time never becomes the merged item's."""
+    from langgraph_checkpoint_repo.review.mergeitem import main
+
+    _, path = forged_commit(store_repo, tmp_path, "policy", updated_at=FORGED)
+    base = RepoStore(store_repo / ".langgraph").path(NS, "policy")
+    theirs, ours = load(path), load(base)
+    theirs["value"]["theirs"] = 1  # two different fields: field by field, a clean merge
+    ours["value"]["ours"] = 1
+    files = []
+    for name, doc in (("base", load(base)), ("ours", ours), ("theirs", theirs)):
+        file = tmp_path / name
+        file.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        files.append(str(file))
+    main(*files, "store/users/ada/policy.json")
+    said = capsys.readouterr().err
+    assert "not merged field by field" in said and "/updated_at" in said and "in the future" in said

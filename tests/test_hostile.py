@@ -295,7 +295,10 @@ CASES: dict[str, tuple[str, Mutation]] = {
         ),
     ),
     # refused on read, before the schema (whose validator's own limit moves between versions)
-    "nested-300-deep-wrong-type": ("chat", at_latest(_doc(_deep_wrong_type), "nested deeper than a file can hold")),
+    "nested-300-deep-wrong-type": (
+        "chat",
+        at_latest(_doc(_deep_wrong_type), "nested deeper than a file can hold"),
+    ),
     # valid JSON, wrong types for known fields
     "metadata-a-list": (
         "chat",
