@@ -8,6 +8,8 @@ reader meets it:
   that nest inside each other) is one error naming the file, in every reader;
 * a store item's times are bounded by ``validate`` and never the base of a new time: a forged
   ``9999-12-31`` made every later put raise OverflowError;
+* a read on a read-only root or a full disk answers: the writes a read makes (the TTL refresh,
+  its lock file, the embeddings cache, the derived index) are logged when they fail;
 * ...
 """
 
@@ -16,7 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +35,7 @@ from graphs import BIG_TEXT, big_graph, cfg, line_graph
 from helpers import cli, load, one_line_error
 from langgraph_checkpoint_repo import FileFormatError, ItemChangedError, RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.objects import object_digest
+from storeref import fake_embed
 from test_git import commit_all, git, init_repo
 
 
@@ -288,3 +295,113 @@ def test_the_merge_driver_merges_a_side_with_a_forged_time_as_text(
     main(*files, "store/users/ada/policy.json")
     said = capsys.readouterr().err
     assert "not merged field by field" in said and "/updated_at" in said and "in the future" in said
+
+
+# ----------------------------------------------------------------------------
+# the writes a read makes, on a read-only root or a full disk
+# ----------------------------------------------------------------------------
+def _mount(*args: str) -> bool:
+    return subprocess.run(["mount", *args], capture_output=True, check=False).returncode == 0
+
+
+@contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """``folder`` read-only for this process: a read-only bind mount of it over itself as
+    root (permissions stop nobody then: every write fails with EROFS), else every folder
+    0o555 and file 0o444 (EACCES)."""
+    if os.geteuid() != 0:
+        paths = [folder, *folder.rglob("*")]
+        for path in paths:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            for path in paths:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+        return
+    if not _mount("--bind", str(folder), str(folder)):
+        pytest.skip("as root, a read-only folder needs a bind mount (CAP_SYS_ADMIN)")
+    try:
+        if not _mount("-o", "remount,ro,bind", str(folder)):
+            pytest.skip("as root, a read-only folder needs a bind mount (CAP_SYS_ADMIN)")
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@contextmanager
+def full_disk(folder: Path) -> Iterator[Path]:
+    """A filesystem of 4 MiB mounted at ``folder`` (root only), for the test to fill."""
+    folder.mkdir()
+    if os.geteuid() != 0 or not _mount("-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)):
+        pytest.skip("a full disk is a small tmpfs: it needs root and mount")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def fill(folder: Path) -> None:
+    with (folder / "filler").open("wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+
+
+INDEX = {"dims": 8, "embed": fake_embed, "fields": ["text"]}
+
+
+def write_memories(root: Path) -> None:
+    store = RepoStore(root, durable=False)
+    store.put(NS, "session", {"text": "the session of today"}, ttl=60)
+    store.put(NS, "policy", {"text": "refunds above 100 EUR need a second approval"})
+
+
+def data_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in (root / "store").rglob("*") if p.is_file()}
+
+
+def assert_reads_answer(root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """get, search and a semantic search return what the files hold; the refresh that could
+    not be written is one warning of the store's logger; nothing under store/ changed."""
+    before = data_files(root)
+    store = RepoStore(root, index=INDEX, durable=False)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="langgraph_checkpoint_repo"):
+        got = store.get(NS, "session")
+        found = store.search(NS)
+        ranked = store.search(NS, query="refunds above 100 EUR need a second approval")
+    assert got is not None and got.value == {"text": "the session of today"}
+    assert {i.key for i in found} == {"session", "policy"}
+    assert ranked[0].key == "policy" and ranked[0].score == pytest.approx(1.0)
+    refresh = [r for r in caplog.records if r.name == "langgraph_checkpoint_repo.repostore"]
+    assert refresh and all("TTL refresh" in r.getMessage() and r.levelno == logging.WARNING for r in refresh)
+    assert any(r.name.endswith("vectors") and "embeddings not kept" in r.getMessage() for r in caplog.records)
+    assert data_files(root) == before
+
+
+def test_reads_on_a_read_only_root_answer_and_log_the_writes_they_could_not_make(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fresh checkout deployed read-only (no .cache/ yet): get and search of an item with a
+    TTL raised OSError (the refresh of expires_at writes the file under a lock file); a
+    semantic search raised it too (the embeddings cache)."""
+    root = tmp_path / "root"
+    write_memories(root)
+    shutil.rmtree(root / ".cache")
+    with read_only(root):
+        assert_reads_answer(root, caplog)
+
+
+def test_reads_on_a_full_disk_answer_and_log_the_writes_they_could_not_make(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same with the disk full (ENOSPC) and .cache/ already there (its lock files too)."""
+    with full_disk(tmp_path / "disk") as disk:
+        root = disk / "root"
+        write_memories(root)
+        RepoStore(root, durable=False).get(NS, "session")  # the lock files of a refresh exist
+        fill(disk)
+        assert_reads_answer(root, caplog)

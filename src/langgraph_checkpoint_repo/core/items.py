@@ -663,36 +663,45 @@ class ItemFiles:
                 raise
             folder = folder.parent
 
-    def refresh(self, items: Sequence[StoredItem]) -> None:
+    def refresh(self, items: Sequence[StoredItem]) -> list[tuple[tuple[str, ...], OSError]]:
         """Expire each item with a TTL ``ttl_minutes`` from now (a read that refreshes): written
-        only when the item is still the version read and its expiry moves."""
+        only when the item is still the version read and its expiry moves.
+
+        The write is a side effect of a read: a namespace whose refresh cannot be written (a
+        read-only root, a full disk, a lock not taken in time) is returned with the error,
+        for the caller to log, and the others are still refreshed (each file written whole or not
+        at all)."""
         by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
         for item in items:
             if item.ttl_minutes is not None:
                 by_namespace.setdefault(item.namespace, []).append(item)
+        failed: list[tuple[tuple[str, ...], OSError]] = []
         for namespace, group in by_namespace.items():
-            with self.lock(namespace):
-                now = self.now()
-                for item in group:
-                    current = self._current(item.path)
-                    if (
-                        current is None
-                        or current.updated_at != item.updated_at
-                        or current.ttl_minutes is None
-                    ):
-                        continue  # removed or written since it was read: that write set its expiry
-                    expires = later_by(now, current.ttl_minutes)
-                    if expires is None:  # a TTL from a hand-made file: no date holds it
-                        _log.warning(
-                            "%s: ttl_minutes %r: no date is that far from now; expiry not refreshed",
-                            item.path,
-                            current.ttl_minutes,
-                        )
-                        continue
-                    if current.expires_at is not None and expires <= current.expires_at:
-                        continue
-                    doc = dict(current.doc, expires_at=iso(expires))
-                    self._write(item.path, doc)
+            try:
+                self._refresh(namespace, group)
+            except OSError as exc:
+                failed.append((namespace, exc))
+        return failed
+
+    def _refresh(self, namespace: tuple[str, ...], group: list[StoredItem]) -> None:
+        with self.lock(namespace):
+            now = self.now()
+            for item in group:
+                current = self._current(item.path)
+                if current is None or current.updated_at != item.updated_at or current.ttl_minutes is None:
+                    continue  # removed or written since it was read: that write set its expiry
+                expires = later_by(now, current.ttl_minutes)
+                if expires is None:  # a TTL from a hand-made file: no date holds it
+                    _log.warning(
+                        "%s: ttl_minutes %r: no date is that far from now; expiry not refreshed",
+                        item.path,
+                        current.ttl_minutes,
+                    )
+                    continue
+                if current.expires_at is not None and expires <= current.expires_at:
+                    continue
+                doc = dict(current.doc, expires_at=iso(expires))
+                self._write(item.path, doc)
 
     def sweep(self, now: datetime | None = None) -> int:
         """Remove every item expired at ``now`` (default: the clock), each judged again under

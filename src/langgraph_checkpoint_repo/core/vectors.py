@@ -141,6 +141,9 @@ class VectorCache:
         self._seen = (st.st_ino, base + whole)
 
     def _append(self, records: list[tuple[bytes, list[float]]]) -> None:
+        """Keep new records in the file too. A cache, written on reads (a search embeds what
+        it meets): a root that cannot take it (read-only, full, a lock not taken in time)
+        costs embedding calls in the next process, never the read; the records stay in memory."""
         if not self._usable_folder():
             _log.info("embeddings not kept: %s leads outside the root", self.path.parent)
             return
@@ -150,19 +153,19 @@ class VectorCache:
             if sys.byteorder == "big":
                 vector.byteswap()
             blob += digest + vector.tobytes()
-        self.docs.writer.ensure_gitignore()  # before the first file under .cache/: git never sees one
-        self.docs.writer.check_inside(self._lock_path.parent)
-        with self.docs.locks.hold(self._lock_path, self.embedder, exclusive=True, what="embeddings of"):
-            self._append_locked(bytes(blob))
+        try:
+            self.docs.writer.ensure_gitignore()  # before the first file under .cache/: git never sees one
+            self.docs.writer.check_inside(self._lock_path.parent)
+            with self.docs.locks.hold(self._lock_path, self.embedder, exclusive=True, what="embeddings of"):
+                self._append_locked(bytes(blob))
+        except OSError as exc:
+            self._seen = None  # a write cut short: read the file whole next time
+            _log.info("embeddings not kept in %s: %s", self.path, exc)
 
     def _append_locked(self, blob: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(self.path, flags, 0o644)
-        except OSError as exc:  # a cache: a root that cannot take it costs embedding calls later
-            _log.info("embeddings not kept in %s: %s", self.path, exc)
-            return
+        fd = os.open(self.path, flags, 0o644)
         with os.fdopen(fd, "r+b") as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
