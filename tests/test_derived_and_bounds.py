@@ -10,6 +10,9 @@ reader meets it:
   ``9999-12-31`` made every later put raise OverflowError;
 * a read on a read-only root or a full disk answers: the writes a read makes (the TTL refresh,
   its lock file, the embeddings cache, the derived index) are logged when they fail;
+* ``edit`` continues a thread only from its head: a form made from an older checkpoint (or a
+  head that moved while the editor was open) silently dropped the turns since; now it is
+  refused naming both ids, unless ``--fork``;
 * ...
 """
 
@@ -21,6 +24,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -28,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.agent_graphs import build_create_agent, user_message
 from langchain_core.messages import HumanMessage
 from typing_extensions import TypedDict
 
 from graphs import BIG_TEXT, big_graph, cfg, line_graph
-from helpers import cli, load, one_line_error
+from helpers import checkpoint_files, cli, load, one_line_error
 from langgraph_checkpoint_repo import FileFormatError, ItemChangedError, RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.objects import object_digest
 from storeref import fake_embed
@@ -405,3 +410,107 @@ def test_reads_on_a_full_disk_answer_and_log_the_writes_they_could_not_make(
         RepoStore(root, durable=False).get(NS, "session")  # the lock files of a refresh exist
         fill(disk)
         assert_reads_answer(root, caplog)
+
+
+# ----------------------------------------------------------------------------
+# edit: only from the head, unless --fork
+# ----------------------------------------------------------------------------
+AGENT = "refund-1"
+
+
+def agent_turns(root: Path, *turns: int) -> None:
+    agent = build_create_agent(RepoSaver(root, durable=False))
+    for n in turns:
+        agent.invoke({"messages": [user_message(n)]}, cfg(AGENT))
+
+
+@pytest.fixture(scope="module")
+def agent_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A create_agent thread of three turns and the edit form ``--show`` printed after two."""
+    root = tmp_path_factory.mktemp("agent") / "root"
+    agent_turns(root, 1, 2)
+    proc = cli(root, "edit", AGENT, "--show")
+    assert proc.returncode == 0, proc.stderr
+    agent_turns(root, 3)
+    return root, json.loads(proc.stdout)
+
+
+def edited(form: dict[str, Any], tmp_path: Path) -> Path:
+    """The form with the first answer corrected by hand, saved."""
+    data = json.loads(json.dumps(form))
+    answer = next(m for m in data["values"]["messages"] if m["role"] == "ai" and m["content"])
+    answer["content"] = "corrected by hand"
+    path = tmp_path / "form.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_edit_refuses_a_form_made_from_an_older_checkpoint_naming_both_ids(
+    agent_root: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The form was printed after turn 2, the graph then ran turn 3: applied to the head, it
+    wrote a checkpoint without turn 3 (the form's list lacks its messages); now nothing is
+    written and the error names the form's checkpoint and the head."""
+    root = copy_of(agent_root[0], tmp_path)
+    form = agent_root[1]
+    head = checkpoint_files(root, AGENT)[-1].stem
+    before = {p.name for p in checkpoint_files(root, AGENT)}
+    one_line_error(
+        cli(root, "edit", AGENT, "--file", edited(form, tmp_path)), 2, form["checkpoint"], head, "--fork"
+    )
+    assert {p.name for p in checkpoint_files(root, AGENT)} == before
+    other = dict(form, thread="another")
+    (tmp_path / "other.json").write_text(json.dumps(other), encoding="utf-8")
+    one_line_error(cli(root, "edit", AGENT, "--file", tmp_path / "other.json"), 2, "thread 'another'")
+    # --checkpoint of an older one is refused before the editor opens (EDITOR=false would fail)
+    older = cli(
+        root, "edit", AGENT, "--checkpoint", form["checkpoint"], env={"EDITOR": "false", "VISUAL": None}
+    )
+    one_line_error(older, 2, form["checkpoint"], head)
+
+
+def test_edit_with_fork_writes_the_edit_as_a_fork_of_the_forms_checkpoint(
+    agent_root: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    root = copy_of(agent_root[0], tmp_path)
+    form = agent_root[1]
+    proc = cli(root, "edit", AGENT, "--file", edited(form, tmp_path), "--fork")
+    assert proc.returncode == 0, proc.stderr
+    new = load(root / "threads" / AGENT / "checkpoints" / f"{proc.stdout.strip()}.json")
+    assert new["parent_checkpoint_id"] == form["checkpoint"]
+    state = build_create_agent(RepoSaver(root)).get_state(cfg(AGENT, checkpoint_id=proc.stdout.strip()))
+    assert "corrected by hand" in [m.content for m in state.values["messages"]]
+    assert [m.id for m in state.values["messages"] if m.type == "human"] == ["user-1", "user-2"]
+    assert cli(root, "validate").returncode == 0
+
+
+def test_edit_whose_head_moved_while_the_editor_was_open_is_refused_and_the_form_kept(
+    agent_root: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The graph ran a turn while the person edited: the edit would have continued from the
+    checkpoint before it, dropping the turn. Refused, naming the file the edited form is kept
+    in; given back with --fork it is written."""
+    root = copy_of(agent_root[0], tmp_path)
+    editor = tmp_path / "editor.py"
+    top = Path(__file__).resolve().parents[1]
+    editor.write_text(
+        "import json, sys\n"
+        f"sys.path[:0] = [{str(top)!r}, {str(top / 'tests')!r}]\n"
+        "from bench.agent_graphs import build_create_agent, user_message\n"
+        "from langgraph_checkpoint_repo import RepoSaver\n"
+        "data = json.load(open(sys.argv[1]))\n"
+        "data['values']['messages'][0]['content'] = 'edited while the graph ran'\n"
+        "json.dump(data, open(sys.argv[1], 'w'))\n"
+        f"agent = build_create_agent(RepoSaver({str(root)!r}, durable=False))\n"
+        f"agent.invoke({{'messages': [user_message(4)]}}, {{'configurable': {{'thread_id': {AGENT!r}}}}})\n",
+        encoding="utf-8",
+    )
+    proc = cli(root, "edit", AGENT, env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": None})
+    line = one_line_error(proc, 2, "kept in", "--fork")
+    kept = Path(line.split("kept in ")[1].split(")")[0])
+    try:
+        assert load(kept)["values"]["messages"][0]["content"] == "edited while the graph ran"
+        again = cli(root, "edit", AGENT, "--file", kept, "--fork")
+        assert again.returncode == 0, again.stderr
+    finally:
+        kept.unlink()
