@@ -6,12 +6,28 @@ modules import the shared builders as ``graphs`` and ``helpers``.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from langgraph_checkpoint_repo import RepoSaver
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``XDG_CACHE_HOME`` of the tests (and of the processes they start): the embeddings key
+    (core/vectors.py) is made there, not in the home folder of whoever runs the tests."""
+    folder = tmp_path_factory.mktemp("user-cache")
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture

@@ -360,7 +360,7 @@ def test_a_damaged_embeddings_file_is_ignored_and_started_again(tmp_path: Path) 
     vec.write_bytes(b"garbage" * 100)
     fresh = RepoStore(root, index=index_of(fake_embed), durable=False)
     assert fresh.search(("docs",), query="kiwi lime")[0].score == pytest.approx(1.0)
-    assert vec.read_bytes().startswith(b'{"format":1')
+    assert vec.read_bytes().startswith(b'{"format":2')
     with vec.open("ab") as fh:
         fh.write(b"\x01" * 17)  # a record cut short by a killed process
     third = RepoStore(root, index=index_of(fake_embed), durable=False)

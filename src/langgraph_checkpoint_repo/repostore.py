@@ -378,8 +378,20 @@ class RepoStore(BaseStore):
                 found = self.files.namespaces(now if self._omit_expired else None)
                 conditions = [(c.match_type, tuple(c.path)) for c in op.match_conditions or ()]
                 results[i] = select_namespaces(found, conditions, op.max_depth, op.limit, op.offset)
-        self.files.refresh(refresh)
+        self._refresh(refresh)
         return results
+
+    def _refresh(self, items: list[StoredItem]) -> None:
+        """The TTL refresh of what a read returns: a side effect, so a refresh that cannot be
+        written (a read-only root, a full disk, a lock not taken in time) is logged and the
+        read still answers; the items expire at their old time."""
+        for namespace, exc in self.files.refresh(items):
+            _log.warning(
+                "TTL refresh of store items in namespace %r under %s not written: %s",
+                dotted(namespace),
+                self.root,
+                exc,
+            )
 
     def _candidates(self, op: SearchOp, now: datetime) -> list[tuple[StoredItem, dict[str, Any]]]:
         """Every item under the prefix that passes the filter, newest ``updated_at`` first
@@ -471,7 +483,7 @@ class RepoStore(BaseStore):
             ]
             if op.refresh_ttl:
                 refresh.extend(item for _, item, _ in kept)
-        self.files.refresh(refresh)
+        self._refresh(refresh)
 
     def _scored(
         self, op: SearchOp, candidates: list[tuple[StoredItem, dict[str, Any]]], query: list[float]

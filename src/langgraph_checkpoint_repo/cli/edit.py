@@ -7,6 +7,11 @@ writes: a new checkpoint whose parent is the edited one (``source: "update"``), 
 channel at a new version, a message replaced in place by its id. Nothing already written is
 changed, so the fix is itself reviewable and history keeps the state before it. It writes, so
 it imports LangGraph; it constructs LangGraph's safe types and what ``--allow`` names.
+
+The edit continues the thread only from the checkpoint that continues it (its head): a form
+made from an older checkpoint (``--file``, ``--checkpoint``, or a head that moved while the
+editor was open) would drop every turn since, so it is refused naming both ids, unless
+``--fork`` says to write it as a fork of the older checkpoint (docs/forks.md).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -47,6 +53,14 @@ def edit(
         typer.Option("--file", metavar="FILE", help="The edited form, instead of opening an editor."),
     ] = None,
     show: Annotated[bool, typer.Option("--show", help="Print the editable form and exit.")] = False,
+    fork: Annotated[
+        bool,
+        typer.Option(
+            "--fork",
+            help="Write the edit as a fork of the form's checkpoint when it is not the one the "
+            "thread continues from (else refused: the turns since would be dropped).",
+        ),
+    ] = False,
 ) -> None:
     """Edit the state as a new checkpoint, as update_state does: readable values in $EDITOR
     (or --file), the changes written with new versions; validate passes and the graph goes on
@@ -54,12 +68,19 @@ def edit(
     settings = _settings(ctx)
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
-    cid = reader.resolve(thread, ns, checkpoint)
-    before = editable(reader, thread, ns, cid)
-    if show:
-        settings.out.file.write(json.dumps(before, indent=2, ensure_ascii=False) + "\n")
-        return
-    after = _read_form(file) if file is not None else _in_editor(before)
+    if file is not None and not show:
+        after = _read_form(file)
+        cid = _form_checkpoint(reader, thread, ns, checkpoint, after, file)
+        _check_head(reader, thread, ns, cid, fork, f"the form {file}")
+        before = editable(reader, thread, ns, cid)
+    else:
+        cid = reader.resolve(thread, ns, checkpoint)
+        before = editable(reader, thread, ns, cid)
+        if show:
+            settings.out.file.write(json.dumps(before, indent=2, ensure_ascii=False) + "\n")
+            return
+        _check_head(reader, thread, ns, cid, fork, f"checkpoint {cid}")
+        after = _in_editor(before, lambda form: _check_head(reader, thread, ns, cid, fork, form))
     changed = changes(before, after)
     if not changed:
         settings.err.print(Text("nothing changed: nothing written", style="dim"))
@@ -100,6 +121,39 @@ def message_form(tree: Any) -> Any:
     return out
 
 
+def _form_checkpoint(
+    reader: Reader, thread: str, ns: str, given: str | None, form: dict[str, Any], path: Path
+) -> str:
+    """The checkpoint a form was made from (its ``checkpoint``, as ``--show`` writes it): the
+    one its values are compared with. A form of another thread or namespace, or one naming no
+    checkpoint, or another than ``--checkpoint``, is refused."""
+    for key, want in (("thread", thread), ("checkpoint_ns", ns)):
+        if key in form and form[key] != want:
+            raise BadInputError(f"{path}: the form is of {key} {form[key]!r}, not {want!r}")
+    named = form.get("checkpoint")
+    if not isinstance(named, str) or not named:
+        raise BadInputError(
+            f"{path}: the form names no checkpoint it was made from: make it with `edit {thread} --show`"
+        )
+    cid = reader.resolve(thread, ns, named)
+    if given is not None and reader.resolve(thread, ns, given) != cid:
+        raise BadInputError(f"{path}: the form was made from checkpoint {cid}, not from --checkpoint {given}")
+    return cid
+
+
+def _check_head(reader: Reader, thread: str, ns: str, cid: str, fork: bool, what: str) -> None:
+    """Refuse, naming both ids, to continue the thread from ``cid`` when another checkpoint
+    continues it (the turns since would be dropped from the new head), unless ``--fork``."""
+    head = reader.resolve(thread, ns, None)
+    if head == cid or fork:
+        return
+    raise BadInputError(
+        f"{what} was made from checkpoint {cid}, but thread {thread!r} continues from {head}: "
+        f"editing it would drop what came since. Make a fresh form (`edit {thread}`), or pass "
+        "--fork to write the edit as a fork of the older checkpoint"
+    )
+
+
 def _read_form(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -110,8 +164,10 @@ def _read_form(path: Path) -> dict[str, Any]:
     return data
 
 
-def _in_editor(before: dict[str, Any]) -> dict[str, Any]:
-    """The form after the person's editor saved it ($VISUAL, $EDITOR, else vi)."""
+def _in_editor(before: dict[str, Any], still_head: Callable[[str], None]) -> dict[str, Any]:
+    """The form after the person's editor saved it ($VISUAL, $EDITOR, else vi). ``still_head``
+    is asked again once the editor is closed (the graph may have gone on meanwhile): when it
+    refuses, the edited form is kept in a file the error names, so nothing typed is lost."""
     command = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     with tempfile.TemporaryDirectory(prefix="langgraph-edit-") as tmp:
         path = Path(tmp) / "state.json"
@@ -119,7 +175,13 @@ def _in_editor(before: dict[str, Any]) -> dict[str, Any]:
         done = subprocess.run([*shlex.split(command), str(path)], check=False)
         if done.returncode != 0:
             raise BadInputError(f"the editor ({command}) exited with {done.returncode}: nothing written")
-        return _read_form(path)
+        after = _read_form(path)
+        fd, kept = tempfile.mkstemp(prefix="langgraph-edit-", suffix=".json")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(path.read_bytes())
+    still_head(f"the edited form (kept in {kept})")  # refused: the file stays for --file
+    os.unlink(kept)
+    return after
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

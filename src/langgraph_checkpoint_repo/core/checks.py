@@ -31,7 +31,7 @@ from .errors import FileFormatError, InstallationError, RepoCheckpointError
 from .index import index_files, index_problem, is_plain
 from .items import KIND as ITEM_KIND
 from .items import SUFFIX as ITEM_SUFFIX
-from .items import item_path, stored_item
+from .items import item_path, stored_item, time_problems, utc_now
 from .jsonread import MAX_FILE_BYTES
 from .layout import (
     CACHE,
@@ -383,9 +383,12 @@ class Validator:
             )
             return
         try:
-            stored_item(doc, path)
+            item = stored_item(doc, path)
         except FileFormatError as exc:
             self.problem(exc.path, exc.pointer, problem_text(exc))
+            return
+        for pointer, why in time_problems(item, utc_now()):  # a forged time broke every later put
+            self.problem(path, pointer, why)
 
     def thread(self, folder: Path) -> None:
         expected_tid = self._decoded(folder, "thread")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported where a lock is first taken: the reading commands 
     from filelock import FileLock
 
 from .errors import LockTimeoutError, RepoCheckpointError
+from .jsonread import TOO_DEEP as _TOO_DEEP
 
 _INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 LINE_WIDTH = 120  # an array or object whose compact JSON fits in this (indent included) is one line
@@ -95,8 +96,9 @@ def digest_node(node: Any) -> str:
     return hashlib.sha256(orjson.dumps(node, option=_INDENT_OPTIONS)).hexdigest()
 
 
-#: what a write that orjson cannot encode for its depth is refused with (values.py, writing.py)
-TOO_DEEP = "nested deeper than a file can hold (JSON is written at most 254 levels deep)"
+#: what a write that orjson cannot encode for its depth is refused with (values.py, writing.py),
+#: as a read refuses a file nested deeper (jsonread.MAX_JSON_DEPTH)
+TOO_DEEP = _TOO_DEEP
 
 
 def too_deep(exc: BaseException) -> bool:

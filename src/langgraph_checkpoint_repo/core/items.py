@@ -18,7 +18,12 @@ LangGraph in sight. Invariants:
   nothing outside the root, the cache rule of caches.py), so hand edits and ``git pull`` are
   seen on the next call;
 * ``updated_at`` grows with every write of an item, so it names one version of the item
-  (compare-and-swap compares it).
+  (compare-and-swap compares it);
+* a stored time is data like any other field: a reader accepts only a time it can compute
+  with (``_time``), ``validate`` bounds them (``time_problems``: none after now plus
+  ``CLOCK_SKEW``, ``updated_at`` not before ``created_at``), and the writer never derives a
+  new time from one past those bounds (a forged ``9999-12-31`` made every later put raise
+  OverflowError): it stamps now instead, and says so in a log line.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import math
 import os
 import stat
@@ -51,11 +57,17 @@ from .validation import SCHEMA_VERSION, validate_read
 if TYPE_CHECKING:
     from .redaction import Redactor
 
+_log = logging.getLogger(__name__)
+
 KIND: Final = "item"
 SUFFIX: Final = ".json"
 MAX_DEPTH = 64  # namespace labels: deeper paths pass what filesystems allow for a path
 MAX_PATH_CHARS = 2048  # an item's path below the root, encoded; Linux allows 4,096 for the whole
 INDEX_AFTER_READS = 16  # a walk that read at least this many files records the folder (index.py)
+#: how far past now a stored time may lie (another machine's clock): docs/store.md, "Times"
+CLOCK_SKEW: Final = timedelta(days=1)
+#: the longest TTL a put takes or a file may hold: a century, far within what a date can hold
+MAX_TTL_MINUTES: Final = 100 * 36_525 * 24 * 60
 
 
 class _Any:
@@ -208,11 +220,75 @@ class StoredItem:
 
 
 def _time(doc: dict[str, Any], field: str, path: Path) -> datetime:
+    """A stored time, as an aware time in UTC: one whose UTC form no date can hold (year 1 at
+    ``+01:00``, year 9999 at ``-01:00``) is refused, naming the file, not an OverflowError
+    later (``iso`` of it, or a microsecond added)."""
     try:
         moment = datetime.fromisoformat(doc[field])
+        if moment.tzinfo is None:  # the schema wants an offset; a hand-made document may lack one
+            raise ValueError("no UTC offset")
+        return moment.astimezone(timezone.utc)
     except ValueError as exc:
         raise FileFormatError(str(path), f"/{field}", f"not a date and time: {exc}") from None
-    return moment
+    except OverflowError:
+        raise FileFormatError(str(path), f"/{field}", "out of the range of dates (in UTC)") from None
+
+
+def ttl_problem(minutes: Any) -> str | None:
+    """Why a TTL (minutes) cannot be stored, or None: not a finite number, or past a century
+    (``now + ttl`` must stay a date)."""
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not math.isfinite(minutes):
+        return f"ttl {minutes!r}: expected a finite number of minutes"
+    if abs(minutes) > MAX_TTL_MINUTES:
+        return f"ttl {minutes!r} minutes: at most {MAX_TTL_MINUTES:,} (a century) is kept"
+    return None
+
+
+def time_problems(item: StoredItem, now: datetime) -> list[tuple[str, str]]:
+    """(pointer, why) of each time of an item that no write made at ``now`` or before on a clock
+    within ``CLOCK_SKEW`` of ours (``validate``; the merge driver refuses to merge such an item
+    field by field). Well-formed and in range is ``stored_item``'s check already."""
+    out: list[tuple[str, str]] = []
+    latest = now + CLOCK_SKEW
+    for name, moment in (("created_at", item.created_at), ("updated_at", item.updated_at)):
+        if moment > latest:
+            out.append((f"/{name}", f"{iso(moment)} is in the future (after now plus {_skew()})"))
+    if item.updated_at < item.created_at:
+        out.append(("/updated_at", f"{iso(item.updated_at)} is before created_at {iso(item.created_at)}"))
+    if item.ttl_minutes is not None:
+        problem = ttl_problem(item.ttl_minutes)
+        if problem is not None:
+            out.append(("/ttl_minutes", problem))
+        elif item.expires_at is not None and item.expires_at > latest + timedelta(
+            minutes=max(item.ttl_minutes, 0)
+        ):
+            out.append(
+                (
+                    "/expires_at",
+                    f"{iso(item.expires_at)} is later than a read now could set (now plus {_skew()} "
+                    f"plus ttl_minutes {item.ttl_minutes})",
+                )
+            )
+    return out
+
+
+def _skew() -> str:
+    hours = CLOCK_SKEW.total_seconds() / 3600
+    return f"{hours:g} hours of clock skew"
+
+
+def trusted_time(moment: datetime, now: datetime) -> bool:
+    """Whether the writer may derive a new time from a stored one: not after now plus
+    ``CLOCK_SKEW`` (``stored_item`` made sure it is a date in range)."""
+    return moment <= now + CLOCK_SKEW
+
+
+def later_by(moment: datetime, minutes: float) -> datetime | None:
+    """``moment`` plus ``minutes``, None when no date can hold it (a TTL from a forged file)."""
+    try:
+        return moment + timedelta(minutes=minutes)
+    except (OverflowError, ValueError):
+        return None
 
 
 def stored_item(doc: dict[str, Any], path: Path) -> StoredItem:
@@ -474,14 +550,28 @@ class ItemFiles:
         just after the replaced one's, so it always grows). ``expect``: the ``updated_at`` the
         caller read (None: there was no item); anything else is an ``ItemChangedError``."""
         path = self._checked_path(namespace, key)
+        if ttl_minutes is not None:
+            problem = ttl_problem(ttl_minutes)
+            if problem is not None:
+                raise BadInputError(f"item {key!r} of namespace {namespace!r}: {problem}")
         with self.lock(namespace):
             current = self._current(path)
             self._compare(namespace, key, path, current, expect)
             now = self.now()
             updated = now
             if current is not None and updated <= current.updated_at:
-                updated = current.updated_at + timedelta(microseconds=1)
-            created = updated if current is None else current.created_at
+                if trusted_time(current.updated_at, now):
+                    updated = current.updated_at + timedelta(microseconds=1)
+                else:  # forged, or a clock far ahead: never a base for this write's time
+                    _log.warning(
+                        "%s: updated_at %s is after now plus %s; this write stamps now",
+                        path,
+                        iso(current.updated_at),
+                        _skew(),
+                    )
+            created = updated
+            if current is not None and current.created_at <= updated:
+                created = current.created_at
             expires = None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
             doc = item_doc(namespace, key, tree, created, updated, ttl_minutes, expires, index)
             return self._write(path, doc)
@@ -573,29 +663,45 @@ class ItemFiles:
                 raise
             folder = folder.parent
 
-    def refresh(self, items: Sequence[StoredItem]) -> None:
+    def refresh(self, items: Sequence[StoredItem]) -> list[tuple[tuple[str, ...], OSError]]:
         """Expire each item with a TTL ``ttl_minutes`` from now (a read that refreshes): written
-        only when the item is still the version read and its expiry moves."""
+        only when the item is still the version read and its expiry moves.
+
+        The write is a side effect of a read: a namespace whose refresh cannot be written (a
+        read-only root, a full disk, a lock not taken in time) is returned with the error,
+        for the caller to log, and the others are still refreshed (each file written whole or not
+        at all)."""
         by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
         for item in items:
             if item.ttl_minutes is not None:
                 by_namespace.setdefault(item.namespace, []).append(item)
+        failed: list[tuple[tuple[str, ...], OSError]] = []
         for namespace, group in by_namespace.items():
-            with self.lock(namespace):
-                now = self.now()
-                for item in group:
-                    current = self._current(item.path)
-                    if (
-                        current is None
-                        or current.updated_at != item.updated_at
-                        or current.ttl_minutes is None
-                    ):
-                        continue  # removed or written since it was read: that write set its expiry
-                    expires = now + timedelta(minutes=current.ttl_minutes)
-                    if current.expires_at is not None and expires <= current.expires_at:
-                        continue
-                    doc = dict(current.doc, expires_at=iso(expires))
-                    self._write(item.path, doc)
+            try:
+                self._refresh(namespace, group)
+            except OSError as exc:
+                failed.append((namespace, exc))
+        return failed
+
+    def _refresh(self, namespace: tuple[str, ...], group: list[StoredItem]) -> None:
+        with self.lock(namespace):
+            now = self.now()
+            for item in group:
+                current = self._current(item.path)
+                if current is None or current.updated_at != item.updated_at or current.ttl_minutes is None:
+                    continue  # removed or written since it was read: that write set its expiry
+                expires = later_by(now, current.ttl_minutes)
+                if expires is None:  # a TTL from a hand-made file: no date holds it
+                    _log.warning(
+                        "%s: ttl_minutes %r: no date is that far from now; expiry not refreshed",
+                        item.path,
+                        current.ttl_minutes,
+                    )
+                    continue
+                if current.expires_at is not None and expires <= current.expires_at:
+                    continue
+                doc = dict(current.doc, expires_at=iso(expires))
+                self._write(item.path, doc)
 
     def sweep(self, now: datetime | None = None) -> int:
         """Remove every item expired at ``now`` (default: the clock), each judged again under

@@ -6,6 +6,9 @@ Invariants:
   at most ``MAX_FILE_BYTES`` long, and its JSON expands to at most ``MAX_JSON_CONTAINERS``
   arrays and objects and ``MAX_JSON_VALUES`` values and keys (counted on the bytes, before
   parsing);
+* it nests at most ``MAX_JSON_DEPTH`` arrays and objects deep: what orjson writes, so every
+  reader can serialise a tree of it again (hash it, compare it, diff it) and the schema
+  validator can check it, whichever version of it is installed;
 * it parses only as strict JSON: UTF-8, no duplicate key, no ``NaN``/``Infinity`` literal,
   no number too large for a float, and every string and key valid Unicode (a ``\ud83d``
   escape alone is valid JSON but no text: ``lone_surrogate``, which the writer applies too);
@@ -38,6 +41,9 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 # a read. The saver refuses to write past these limits, so it never writes what it refuses.
 MAX_JSON_CONTAINERS = 1_000_000  # arrays and objects
 MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , : [ { that introduce them
+# levels of arrays and objects: what orjson writes (the writer refuses deeper: durable.TOO_DEEP)
+MAX_JSON_DEPTH = 254
+TOO_DEEP = f"nested deeper than a file can hold (JSON is written at most {MAX_JSON_DEPTH} levels deep)"
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
 _STRUCTURED_STRING = re.compile(rb'"[^"]+"')
 # the only way a UTF-8 file can give a string a surrogate: a \uD800-\uDFFF escape (a pair of them
@@ -111,7 +117,37 @@ def parse_strict(raw: bytes, where: str) -> Any:
     """Strict JSON of ``raw``; errors name ``where`` and say what is wrong."""
     doc = _parse_plain(raw)
     if doc is not _NOT_PLAIN:
-        return doc
+        return doc  # orjson wrote it back whole: no deeper than MAX_JSON_DEPTH
+    doc = _parse_strictly(raw, where)
+    if too_deep_tree(doc):
+        raise FileFormatError(where, "/", TOO_DEEP)
+    return doc
+
+
+def too_deep_tree(tree: Any) -> bool:
+    """Whether a tree nests arrays and objects more than ``MAX_JSON_DEPTH`` levels deep: orjson
+    says so when it is loaded (it refuses to write such a tree), else a walk without recursion."""
+    orjson = sys.modules.get("orjson")
+    if orjson is not None:
+        try:
+            orjson.dumps(tree)
+            return False
+        except TypeError as exc:  # JSONEncodeError: too deep, or an integer past 64 bits
+            if "Recursion" in str(exc):
+                return True
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if level > MAX_JSON_DEPTH:
+            return True
+        stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _parse_strictly(raw: bytes, where: str) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

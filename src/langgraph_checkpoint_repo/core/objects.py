@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from .errors import FileFormatError
-from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_VALUES
+from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_VALUES
 from .tree import json_objects, node_types
 
 REF = "$ref"
@@ -346,8 +346,9 @@ LoadObject = Callable[[str, "dict[str, Any]", str], "tuple[Any, str]"]
 # (arrays and objects, values of any kind, characters of every string and key) a tree expands to
 Weight = tuple[int, int, int]
 # what an Expander keeps of an object: its expanded tree, weight, height (objects on the
-# longest path through it, itself included) and whether it expands to a list
-Known = tuple[Any, Weight, int, bool]
+# longest path through it, itself included), whether it expands to a list, and its depth
+# (levels of arrays and objects once expanded: ``depth_problem``)
+Known = tuple[Any, Weight, int, bool, int]
 
 
 def weight_problem(weight: Weight) -> str | None:
@@ -370,6 +371,37 @@ def nesting_problem(levels: int) -> str | None:
     if levels > MAX_NESTING:
         return f"objects refer to objects more than {MAX_NESTING} levels deep"
     return None
+
+
+def depth_problem(depth: int) -> str | None:
+    """Why a value that expands ``depth`` levels of arrays and objects deep is refused, else
+    None: a file holds at most ``MAX_JSON_DEPTH`` (jsonread), so every reader can serialise any
+    one file's tree again (hash it, compare it, diff it); through objects/ a value could nest
+    one file's depth inside another's, and a reader's ``orjson.dumps`` would fail on it."""
+    if depth > MAX_JSON_DEPTH:
+        return (
+            f"expands to more than {MAX_JSON_DEPTH} levels of nesting through objects/ "
+            f"(JSON is written at most {MAX_JSON_DEPTH} levels deep)"
+        )
+    return None
+
+
+def tree_depth(tree: Any) -> int:
+    """Levels of arrays and objects of a tree as it is (0 for a string, number ...)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if level > deepest:
+            deepest = level
+        stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
+    return deepest
 
 
 def tree_weight(tree: Any) -> Weight:
@@ -412,13 +444,14 @@ class Expander:
         # object never changes under its name, so what was checked once stays true
         self._done: dict[str, Known] = {} if done is None else done
         self._stored: dict[str, Any] = {}  # digest -> its tree as stored, loaded by _weigh
-        self._weights: dict[str, tuple[Weight, int, bool]] = {}  # digest -> weight, height, list?
+        # digest -> weight, height, expands to a list, depth
+        self._weights: dict[str, tuple[Weight, int, bool, int]] = {}
         self.weight: Weight = (0, 0, 0)  # of the tree last expanded (an append chain adds them up)
 
     def expand(self, tree: Any) -> Any:
         try:
-            weight, height = self._weigh(tree, 0, self._path)
-            problem = weight_problem(weight)
+            weight, height, depth = self._weigh(tree, 0, self._path)
+            problem = weight_problem(weight) or depth_problem(depth)
             if problem is not None:
                 raise self._error(problem)
             self.weight = weight
@@ -427,79 +460,86 @@ class Expander:
             raise self._error("nested too deeply to expand") from None
 
     # -- weighing: nothing is built -------------------------------------------------
-    def _weigh(self, tree: Any, nesting: int, holder: str) -> tuple[Weight, int]:
-        """(weight, height) of a tree once expanded, ``nesting`` objects deep, held in ``holder``.
-        Height 0: the tree refers to no object, so it expands to itself (``_build`` is skipped)."""
+    def _weigh(self, tree: Any, nesting: int, holder: str) -> tuple[Weight, int, int]:
+        """(weight, height, depth) of a tree once expanded, ``nesting`` objects deep, held in
+        ``holder``. Height 0: the tree refers to no object, so it expands to itself (``_build``
+        is skipped). Depth: its levels of arrays and objects once expanded."""
         if isinstance(tree, str):
-            return (0, 1, len(tree)), 0
+            return (0, 1, len(tree)), 0, 0
         if isinstance(tree, list):
             c = v = 1
-            t = h = 0
+            t = h = d = 0
             for x in tree:
                 if isinstance(x, str):
                     v, t = v + 1, t + len(x)
                 elif isinstance(x, dict | list):
-                    (wc, wv, wt), wh = self._weigh(x, nesting, holder)
+                    (wc, wv, wt), wh, wd = self._weigh(x, nesting, holder)
                     c, v, t = c + wc, v + wv, t + wt
                     if wh > h:
                         h = wh
+                    if wd > d:
+                        d = wd
                 else:
                     v += 1
-            return (c, v, t), h
+            return (c, v, t), h, d + 1
         if not isinstance(tree, dict):
-            return (0, 1, 0), 0
+            return (0, 1, 0), 0, 0
         if REF in tree:  # a reference or a message input (both hold $ref), else a plain object
             digest = ref_of(tree)
             if digest is not None:
-                (wc, wv, wt), height, _ = self._object(digest, tree, nesting, holder)
+                (wc, wv, wt), height, _, depth = self._object(digest, tree, nesting, holder)
                 ident = tree.get(ID)
-                return (wc, wv, wt + (len(ident) if isinstance(ident, str) else 0)), height
+                return (wc, wv, wt + (len(ident) if isinstance(ident, str) else 0)), height, depth
             digest = message_ref_of(tree)
             if digest is not None:
                 height = self._object(digest, tree, nesting, holder)[1]
-                return _input_weight(tree, tree_weight(self._content(digest, tree))), height
+                content = self._content(digest, tree)
+                return _input_weight(tree, tree_weight(content)), height, 1 + tree_depth(content)
         elif CHUNKS in tree and len(tree) == 1:
             return self._weigh_chunks(tree[CHUNKS], nesting, holder)
         c = v = 1
-        t = h = 0
+        t = h = d = 0
         for k, val in tree.items():
             t += len(k)  # the key counts, as in a file
             if isinstance(val, str):
                 v, t = v + 2, t + len(val)
             elif isinstance(val, dict | list):
-                (wc, wv, wt), wh = self._weigh(val, nesting, holder)
+                (wc, wv, wt), wh, wd = self._weigh(val, nesting, holder)
                 c, v, t = c + wc, v + wv + 1, t + wt
                 if wh > h:
                     h = wh
+                if wd > d:
+                    d = wd
             else:
                 v += 2
-        return (c, v, t), h
+        return (c, v, t), h, d + 1
 
-    def _weigh_chunks(self, refs: Any, nesting: int, holder: str) -> tuple[Weight, int]:
+    def _weigh_chunks(self, refs: Any, nesting: int, holder: str) -> tuple[Weight, int, int]:
         if not isinstance(refs, list):
             raise self._error("$chunks is not a list of references")
         c = v = 1
         t = h = 0
+        d = 1  # the chunks' lists make one list: as deep as the deepest chunk
         for r in refs:
             digest = ref_of(r)
             if digest is None or ID in r:
                 raise self._error("$chunks holds something other than a reference")
-            (wc, wv, wt), wh, is_list = self._object(digest, r, nesting, holder)
+            (wc, wv, wt), wh, is_list, wd = self._object(digest, r, nesting, holder)
             if not is_list:
                 raise self._error(f"chunk object {digest} is not a list")
             # the chunk's own list is not a list of the value
-            c, v, t, h = c + wc - 1, v + wv - 1, t + wt, max(h, wh)
-        return (c, v, t), h
+            c, v, t, h, d = c + wc - 1, v + wv - 1, t + wt, max(h, wh), max(d, wd)
+        return (c, v, t), h, d
 
     def _object(
         self, digest: str, node: dict[str, Any], nesting: int, holder: str
-    ) -> tuple[Weight, int, bool]:
-        """An object's (weight, height, expands to a list) when used ``nesting`` deep."""
+    ) -> tuple[Weight, int, bool, int]:
+        """An object's (weight, height, expands to a list, depth) when used ``nesting`` deep."""
         got = self._weights.get(digest)
         if got is None:
             known = self._done.get(digest)
             if known is not None:
-                got = known[1], known[2], known[3]
+                got = known[1], known[2], known[3], known[4]
             else:
                 if not _DIGEST.fullmatch(digest):
                     raise self._error(f"{digest!r} is not a sha256 digest")
@@ -508,11 +548,11 @@ class Expander:
                     raise self._error(too_deep)
                 stored, found = self._load(digest, node, holder)
                 self._stored[digest] = stored
-                weight, inner = self._weigh(stored, nesting + 1, found)
-                problem = weight_problem(weight)
+                weight, inner, depth = self._weigh(stored, nesting + 1, found)
+                problem = weight_problem(weight) or depth_problem(depth)
                 if problem is not None:  # stop a blow-up at the first object that is too big
                     raise self._error(problem)
-                got = weight, inner + 1, self._is_list(stored, nesting + 1, found)
+                got = weight, inner + 1, self._is_list(stored, nesting + 1, found), depth
             self._weights[digest] = got
         # each use counts its weight again in the parent: it is a copy once revived
         too_deep = nesting_problem(nesting + got[1])
@@ -587,11 +627,11 @@ class Expander:
     def _built(self, digest: str) -> Any:
         known = self._done.get(digest)
         if known is None:
-            weight, height, is_list = self._weights[digest]
+            weight, height, is_list, depth = self._weights[digest]
             stored = self._stored[digest]
             # height 1: the object refers to no other, so it expands to itself
             tree = self._build(stored) if height > 1 else stored
-            known = self._done[digest] = (tree, weight, height, is_list)
+            known = self._done[digest] = (tree, weight, height, is_list, depth)
         return known[0]
 
     def _error(self, message: str) -> FileFormatError:

@@ -10,7 +10,9 @@ a conflict: the file gets git's conflict markers around that field only (every o
 already merged) and the exit status is 1, so ``git merge`` stops there as for any conflict.
 ``updated_at`` is the later of the two, and one microsecond later still when the result is
 neither side's, so a compare-and-swap holding either side's version fails on the merged one;
-``created_at`` the earlier; ``expires_at`` the later.
+``created_at`` the earlier; ``expires_at`` the later. A side whose times ``validate`` refuses
+(in the future past the clock skew, ``updated_at`` before ``created_at``) is not merged field by
+field: its times would become the merged item's.
 
 A file that is not a valid item on our or their side (hand-broken, another kind) is merged as
 text by ``git merge-file``, as git would without this driver. Nothing here imports LangGraph or
@@ -31,7 +33,7 @@ import orjson
 
 from ..core.durable import dump_json
 from ..core.errors import FileFormatError, InvalidWriteError
-from ..core.items import KIND, iso
+from ..core.items import KIND, iso, stored_item, time_problems, utc_now
 from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, parse_strict
 from ..core.masking import escape_controls
 from ..core.validation import pointer_part, validate_read, validate_write
@@ -149,6 +151,10 @@ def _read(path: str) -> dict[str, Any] | None:
         raise FileFormatError(path, "/", too_big)
     doc = parse_strict(data, path)
     validate_read(doc, KIND, path)
+    # times it cannot compute with, or that no clock made (a forged 9999-12-31): merged as text
+    item = stored_item(doc, Path(path))
+    for pointer, why in time_problems(item, utc_now()):
+        raise FileFormatError(path, pointer, why)
     return doc  # type: ignore[no-any-return]
 
 
