@@ -341,3 +341,16 @@ def test_every_changed_file_is_accounted_for(repo: Path) -> None:
     changed = git(repo, "diff", "--name-only", "main..work", "--", ".langgraph").stdout.split()
     assert sorted(f"{data['root']}/{f['path']}" for f in data["files"]) == sorted(changed)
     assert all(f["account"] and not f["flagged"] for f in data["files"])
+
+
+def test_derived_data_committed_under_cache_is_flagged_and_fails_validate(repo: Path) -> None:
+    planted = repo / ".langgraph/.cache/embeddings/users/ada/prefs.vec"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("[1.0, 0.0]\n")
+    git(repo, "add", "-f", "--", str(planted))
+    commit_all(repo, "plant a vector")
+    code, data = review(repo)
+    (flag,) = flags(data, "layout")
+    assert flag["path"] == ".cache/embeddings/users/ada/prefs.vec" and "derived data" in flag["message"]
+    failed, said = validate(repo)
+    assert failed == 1 and "prefs.vec: /: derived data committed to git" in said

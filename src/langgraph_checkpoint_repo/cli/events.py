@@ -106,6 +106,8 @@ def task_lines(task: PendingTask) -> list[tuple[str, str]]:
             out.append((head, f"{status}; calls {said}"))
         else:
             out.append((head, f"{status}; Send argument {compact(packet_arg(task.packet))}"))
+    elif task.input is not None:
+        out.append((head, f"{status}; applies the input {compact(task.input)}"))
     else:
         out.append((head, status))
     for channel, tree in task.writes:

@@ -111,7 +111,7 @@ def _next_json(nxt: Next | None) -> dict[str, Any] | None:
         "tasks": [
             record_json(
                 t,
-                "name kind status packet writes interrupts answered answer mismatch",
+                "name kind status packet input writes interrupts answered answer mismatch",
                 writes=[{"channel": c, "value": v} for c, v in t.writes],
             )
             for t in nxt.tasks
@@ -128,7 +128,7 @@ def _line_json(line: Line) -> dict[str, Any]:
         steps=[
             record_json(
                 s,
-                "checkpoint_id parent metadata bookkeeping writes",
+                "checkpoint_id parent metadata bookkeeping internal writes",
                 writes=[{"task_path": p, "channel": c, "value": v} for p, c, v in s.writes],
             )
             for s in line.steps

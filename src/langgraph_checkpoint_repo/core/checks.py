@@ -66,6 +66,7 @@ from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
 from .sends import TASKS, send_problems
 from .snapshot import SnapshotDocuments, check_threads
+from .tracked import tracked_cache_files
 from .tree import MARKS, plain_value, type_pointer
 from .typenames import never_constructed
 from .validation import pointer_part
@@ -104,6 +105,13 @@ def count_files(root: Path, folders: list[Path] | None = None) -> int:
 NOT_IN_LAYOUT = (
     "not part of the layout (docs/format.md): RepoSaver never writes it; remove it (a hidden "
     "file such as .gitattributes here changes what git shows of the state)"
+)
+
+
+#: what validate says of a file under ``.cache/`` that git tracks (core/tracked.py)
+TRACKED_CACHE = (
+    "derived data committed to git: .cache/ is made on each machine and never taken from a "
+    "commit; remove it from git (git rm --cached) and keep .cache/ ignored"
 )
 
 
@@ -333,6 +341,8 @@ class Validator:
         if folders is None:
             self.store_items(self.layout.store_dir)
             found = _temp_findings(self.layout.root)
+            for path in tracked_cache_files(self.layout.root):
+                self.problem(path, "/", TRACKED_CACHE)
         else:
             found = [f for folder in folders for f in _thread_temp_findings(folder)]
         for f in found:

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from ..core import fields
+from ..core.checks import TRACKED_CACHE
 from ..core.documents import writes_key
 from ..core.errors import RepoCheckpointError
 from ..core.layout import (
@@ -85,11 +86,7 @@ def _account(
     if parts[0] == STORE and len(parts) >= 3 and path.endswith(".json"):
         return "", Flag("unexplained", path, "a store file that reads as no item on either side")
     if parts[0] == CACHE:
-        return "", Flag(
-            "layout",
-            path,
-            "derived data committed to git: .cache/ is made on each machine and never taken from git",
-        )
+        return "", Flag("layout", path, TRACKED_CACHE)
     if parts == [".gitignore"]:
         return "", Flag(
             "layout", path, "the root's .gitignore changed (the saver writes it to keep .cache/ out)"

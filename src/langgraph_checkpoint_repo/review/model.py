@@ -24,14 +24,16 @@ class Flag:
 @dataclass(frozen=True)
 class Step:
     """One checkpoint of a line as the app loads it, beside what the turns show of it: its
-    metadata, a digest of LangGraph's bookkeeping (channel versions, versions seen), and the
-    pending writes it was left with (what its child was made of)."""
+    metadata, a digest of LangGraph's bookkeeping (channel versions, versions seen) and of
+    each of LangGraph's own channels (an input waiting in ``__start__``, the ``Send`` packets),
+    and the pending writes it was left with (what its child was made of)."""
 
     checkpoint_id: str
     parent: str | None
     metadata: Any
     bookkeeping: str
     writes: list[tuple[str, str, Any]]  # (task path, channel, stored tree)
+    internal: dict[str, str] = field(default_factory=dict)  # LangGraph's own channels: digests
 
 
 @dataclass(kw_only=True)
@@ -56,6 +58,7 @@ class PendingTask:
     kind: str  # pull | push N | the stored task path
     status: str
     packet: Any = None  # a push task's Send argument, as stored
+    input: Any = None  # the graph's input a ``__start__`` task applies, as stored
     triggers: list[str] = field(default_factory=list)
     writes: list[tuple[str, Any]] = field(default_factory=list)  # (channel, stored tree)
     interrupts: list[Any] = field(default_factory=list)  # values asked

@@ -39,6 +39,7 @@ from ..core.layout import (
 from ..core.sends import TASKS, send_problems
 from ..readmodel.diff import diff_trees
 from ..readmodel.reader import Reader, StateView
+from ..readmodel.tasks import START, is_internal
 from ..readmodel.turns import events_along, line_to, state_channels
 from .model import (
     FieldChange,
@@ -271,6 +272,7 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
                 kind=task.kind,
                 status=task.status,
                 packet=packet,
+                input=view.trees.get(START) if task.name == START else None,
                 writes=[(w.channel, w.tree) for w in task.writes if w.channel != "__resume__"],
                 interrupts=[i.tree for i in task.interrupts],
                 answer=answer,
@@ -355,9 +357,14 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
 def _step(view: StateView) -> Step:
     cp = fields.checkpoint_fields(view.doc)
     kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
-    digest = hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
     writes = [(w.task_path, w.channel, w.tree) for w in view.writes]
-    return Step(view.checkpoint_id, view.parent_id, view.doc["metadata"], digest, writes)
+    internal = {c: _digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
+    return Step(view.checkpoint_id, view.parent_id, view.doc["metadata"], _digest(kept), writes, internal)
+
+
+def _digest(value: Any) -> str:
+    """8 hex digits of the sha256 of a tree's sorted JSON: it stands for what is not shown."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 def _problems(head: Reader, folder: str) -> list[Problem]:
