@@ -354,3 +354,17 @@ def test_derived_data_committed_under_cache_is_flagged_and_fails_validate(repo: 
     assert flag["path"] == ".cache/embeddings/users/ada/prefs.vec" and "derived data" in flag["message"]
     failed, said = validate(repo)
     assert failed == 1 and "prefs.vec: /: derived data committed to git" in said
+
+
+def test_a_memorys_times_that_no_plain_write_makes_are_shown_old_and_new(repo: Path) -> None:
+    item = repo / ".langgraph/store/users/ada/prefs.json"
+    doc = load(item)
+    old = doc["created_at"]
+    doc["created_at"] = "2020-01-01T00:00:00.000000+00:00"
+    write(item, doc)
+    commit_all(repo, "backdate the memory")
+    _, data = review(repo)
+    (changed,) = data["items"]
+    fields = {f["pointer"]: (f["old"], f["new"]) for f in changed["fields"]}
+    assert fields["/created_at"] == (old, "2020-01-01T00:00:00.000000+00:00")
+    assert "/updated_at" not in fields and fields["/value/theme"] == ("dark", "light")

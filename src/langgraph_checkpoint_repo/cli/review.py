@@ -14,7 +14,7 @@ import typer
 from rich.text import Text
 
 from .app import JsonOpt, _check_root, _settings, app
-from .events import compact, event_parts, task_lines, turns_of
+from .events import compact, event_parts, task_lines, tree_digest, turns_of
 from .output import _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def _line_json(line: Line) -> dict[str, Any]:
             record_json(
                 s,
                 "checkpoint_id parent metadata bookkeeping internal writes",
-                writes=[{"task_path": p, "channel": c, "value": v} for p, c, v in s.writes],
+                writes=[{"task_id": i, "task_path": p, "channel": c, "value": v} for i, p, c, v in s.writes],
             )
             for s in line.steps
         ],
@@ -148,6 +148,12 @@ def _event_json(e: Event) -> dict[str, Any]:
         out["name"] = e.name
     if e.kind in ("interrupt", "resume", "error", "choice", "merge", "metadata") or e.role == "value":
         out["value"] = e.tree
+    elif e.kind in ("message", "edited", "removed"):
+        # what the text does not show (the message's id, its provider's metadata ...): summed up
+        fields = e.tree.get("$fields") if isinstance(e.tree, dict) else None
+        if isinstance(fields, dict) and fields.get("id") is not None:
+            out["id"] = fields["id"]
+        out["digest"] = tree_digest(e.tree)
     return out
 
 

@@ -32,7 +32,7 @@ class Step:
     parent: str | None
     metadata: Any
     bookkeeping: str
-    writes: list[tuple[str, str, Any]]  # (task path, channel, stored tree)
+    writes: list[tuple[str, str, str, Any]]  # (task id, task path, channel, stored tree)
     internal: dict[str, str] = field(default_factory=dict)  # LangGraph's own channels: digests
 
 

@@ -357,7 +357,7 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
 def _step(view: StateView) -> Step:
     cp = fields.checkpoint_fields(view.doc)
     kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
-    writes = [(w.task_path, w.channel, w.tree) for w in view.writes]
+    writes = [(w.task_id, w.task_path, w.channel, w.tree) for w in view.writes]
     internal = {c: _digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
     return Step(view.checkpoint_id, view.parent_id, view.doc["metadata"], _digest(kept), writes, internal)
 
