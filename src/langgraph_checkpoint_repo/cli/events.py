@@ -21,14 +21,6 @@ def compact(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def tree_digest(tree: Any) -> str:
-    """8 hex digits of the sha256 of a stored tree's sorted JSON: what a view leaves out of it."""
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()[:8]
-
-
 def event_parts(e: Event) -> tuple[str, str, str]:
     """(label, short text, the whole text when it is longer than the short one)."""
     if e.kind in ("message", "edited", "removed"):

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
+from ..core.digest import short_digest
 from .app import JsonOpt, _check_root, _settings, app
-from .events import compact, event_parts, task_lines, tree_digest, turns_of
+from .events import compact, event_parts, task_lines, turns_of
 from .output import _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _event_json(e: Event) -> dict[str, Any]:
         fields = e.tree.get("$fields") if isinstance(e.tree, dict) else None
         if isinstance(fields, dict) and fields.get("id") is not None:
             out["id"] = fields["id"]
-        out["digest"] = tree_digest(e.tree)
+        out["digest"] = short_digest(e.tree)
     return out
 
 

@@ -16,7 +16,6 @@ explains, a head that moved back).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -26,6 +25,7 @@ from typing import Any
 
 from ..core import fields
 from ..core.checks import Problem, Validator
+from ..core.digest import short_digest
 from ..core.errors import FileFormatError, RepoCheckpointError
 from ..core.layout import (
     CHECKPOINTS,
@@ -358,13 +358,10 @@ def _step(view: StateView) -> Step:
     cp = fields.checkpoint_fields(view.doc)
     kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
     writes = [(w.task_id, w.task_path, w.channel, w.tree) for w in view.writes]
-    internal = {c: _digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
-    return Step(view.checkpoint_id, view.parent_id, view.doc["metadata"], _digest(kept), writes, internal)
-
-
-def _digest(value: Any) -> str:
-    """8 hex digits of the sha256 of a tree's sorted JSON: it stands for what is not shown."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    internal = {c: short_digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
+    return Step(
+        view.checkpoint_id, view.parent_id, view.doc["metadata"], short_digest(kept), writes, internal
+    )
 
 
 def _problems(head: Reader, folder: str) -> list[Problem]:
