@@ -179,6 +179,9 @@ def _writes_file(
             return f"pending writes of {owner}, where the thread continues (shown under next)", None
         if taken_by:
             return f"not read: checkpoint {taken_by} holds these writes", None
+        made = {step.parent for line in (part.lines if part else []) for step in line.steps}
+        if owner in made:  # kept beside the child (format 3, or a root migrated from it)
+            return f"pending writes of {owner}, which a new checkpoint was made of (shown above)", None
         return "", Flag(
             "unexplained",
             path,
