@@ -220,7 +220,7 @@ def report_markdown(report: Report) -> str:
                         label = event_parts(e)[0]
                         parts += [
                             "",
-                            f"   <details><summary>{_md(label)} (full text)</summary>",
+                            f"   <details><summary>{_md(label, html=True)} (full text)</summary>",
                             "",
                             _indent(_fence(whole), "   "),
                             "",
