@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from ..review.report import ItemReport, Line, NamespaceReport, Report, ThreadReport
 
 
+#: the last line of ``--markdown``: a review without it was cut short (the example workflow
+#: posts only a review that ends with it)
+MARKDOWN_END = "_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._"
+
+
 @app.command()
 def review(
     ctx: typer.Context,
@@ -256,7 +261,7 @@ def report_markdown(report: Report) -> str:
         parts.append("")
     if report.other:
         parts += ["Other files changed: " + ", ".join(_md(p, code=True) for p in report.other), ""]
-    parts += ["_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._", ""]
+    parts += [MARKDOWN_END, ""]
     return "\n".join(parts)
 
 
