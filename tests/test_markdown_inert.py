@@ -21,12 +21,19 @@ validate says, no command ends in an unexpected error (exit 7, cli/exits.py).
 from __future__ import annotations
 
 import html
+import json
 import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from bench.agent_graphs import build_create_agent, user_message
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -40,13 +47,15 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from typing_extensions import TypedDict
 
-from graphs import cfg
-from helpers import cli
+from graphs import ask_graph, cfg
+from helpers import cli, examples
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.cli.output import screen
-from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.layout import Layout, decode_segment
+from langgraph_checkpoint_repo.core.objects import names_object, object_digest
 from langgraph_checkpoint_repo.readmodel.reader import Reader
-from test_git import commit_all, init_repo
+from test_git import commit_all, git, init_repo
 
 # ----------------------------------------------------------------------------
 # what the data may not do to the Markdown
@@ -91,19 +100,21 @@ class _Html(HTMLParser):
         self.other: list[str] = []
         self.text: list[str] = []
         self.code: list[str] = []
+        self.in_code = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(f"{tag}{attrs}" if attrs else tag)
+        self.in_code = tag == "code"
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(f"{tag}/{attrs}")
 
     def handle_endtag(self, tag: str) -> None:
         self.tags.append(f"/{tag}")
+        self.in_code = False
 
     def handle_data(self, data: str) -> None:
-        inside = self.tags[-2:] == ["details", "summary"] or not self.tags or self.tags[-1] != "code"
-        (self.text if inside else self.code).append(data)
+        (self.code if self.in_code else self.text).append(data)
 
     def handle_comment(self, data: str) -> None:
         self.other.append(f"<!--{data}-->")
@@ -371,3 +382,472 @@ def test_render_of_a_namespace_under_a_hostile_node_is_inert(hostile: Path) -> N
     (ns,) = [n for n in Reader(hostile / FOLDER / ".langgraph").namespaces(f"{THREAD} sub") if n]
     assert ns.startswith(f"{NODE}:")
     assert_inert(run(hostile, "render", f"{THREAD} sub", "--ns", ns), ns, NODE)
+
+
+# ----------------------------------------------------------------------------
+# a corpus of hostile texts, through real runs: hypothesis
+# ----------------------------------------------------------------------------
+#: pieces of Markdown, HTML and GitHub syntax, and characters the screen escapes
+PIECES = [
+    *"<>/&\"'`*_~[]()!#@|\\:=-.+ \n\t\r",
+    *(
+        "</",
+        "/>",
+        "<!--",
+        "-->",
+        "<![CDATA[",
+        "&lt;",
+        "&#60;",
+        "&amp;",
+        "``",
+        "```",
+        "~~~",
+        "**",
+        "- ",
+        "1. ",
+    ),
+    *("](", "![", "<img src=x>", "<details>", "</details>", "<summary>", "</summary>", "<code>", "</code>"),
+    *("<script>", "<a href=//e.vil>", "</td><td>", "<h2>", "https://e.vil/x", "//e.vil", "www.e.vil"),
+    *("javascript:", "@octocat", "#1", "GH-1", "deadbeefcafe", ":+1:", ":100:", "(input)", "\x1b[2J"),
+    *("\u2028", "\u202e", "\x00", "\x7f", "\x85", "é", "\U0001f600"),
+]
+TEXT = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), min_size=1, max_size=12).map("".join)
+NAME = TEXT.filter(lambda s: bool(s.strip()))
+
+
+@pytest.fixture(scope="module")
+def corpus_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = init_repo(tmp_path_factory.mktemp("corpus") / "repo")
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+    return repo
+
+
+@settings(
+    max_examples=examples(4),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    tool=NAME.filter(lambda s: "\x00" not in s),  # a tool's args model is named after it
+    thread=NAME.filter(lambda s: s.isprintable()),
+    text=TEXT,
+    key=NAME,
+    label=NAME.filter(lambda s: "\x00" not in s and s.replace(".", "")),
+)
+def test_hostile_texts_from_a_real_run_stay_inert_in_review_and_render(
+    corpus_repo: Path, tool: str, thread: str, text: str, key: str, label: str
+) -> None:
+    """Any text as a tool's name, a thread id, what the user, the model and the tool say
+    (folded: over 160 characters), a store namespace, key and field, from a real
+    ``create_agent`` run and a store put, committed: review --markdown and render show each
+    name and keep all of it inert."""
+    repo, root = corpus_repo, corpus_repo / ".langgraph"
+    thread = f"t {thread}"  # never an option's "-" first
+    long = (text + " ") * (170 // (len(text) + 1) + 1)
+    agent_turn(root, thread, tool, long)
+    RepoStore(root).put(("n", label.replace(".", "")), key, {key: long, "short": text})
+    commit_all(repo, "hostile run")
+    try:
+        review = cli(root, "review", "HEAD~1..HEAD", "--markdown", cwd=repo)
+        assert review.returncode == 0, review.stderr
+        assert_inert(review.stdout, thread, tool, f"tool {tool}", key)
+        render = cli(root, "render", thread, cwd=repo)
+        assert render.returncode == 0, render.stderr
+        assert_inert(render.stdout, thread)
+    finally:
+        git(repo, "reset", "-q", "--hard", "HEAD~1")
+
+
+# ----------------------------------------------------------------------------
+# a review that fails loudly: any shape validate accepts, review renders
+# ----------------------------------------------------------------------------
+def _nodes(tree: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    yield path, tree
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield from _nodes(value, (*path, key))
+    elif isinstance(tree, list):
+        for i, value in enumerate(tree):
+            yield from _nodes(value, (*path, i))
+
+
+def reseal(tdir: Path) -> None:
+    """Name every object of the files below ``tdir`` by its content again, as a pull request
+    that edits an object must (objects are named by their sha256, core/objects.py), and point
+    each reference to a renamed object at its new name: a reference without ``$in`` in the
+    file that holds the object, one with ``$in`` (and ``$ns``) naming that checkpoint anywhere."""
+    docs = {p: json.loads(p.read_bytes()) for p in sorted(tdir.rglob("*.json"))}
+    renamed = True
+    while renamed:  # a renamed object changes the objects that refer to it: again until none
+        renamed = False
+        for path, doc in docs.items():
+            held = doc.get("objects") if isinstance(doc, dict) else None
+            for name in list(held) if isinstance(held, dict) else []:
+                if names_object(name, held[name]):
+                    continue
+                new = object_digest(held[name])[: len(name)]
+                held[new] = held.pop(name)
+                here = (doc.get("checkpoint_id"), doc.get("checkpoint_ns", ""))
+                for other, tree in docs.items():
+                    for _, node in _nodes(tree):
+                        if not isinstance(node, dict) or node.get("$ref") != name:
+                            continue
+                        if ("$in" in node and (node["$in"], node.get("$ns", "")) == here) or (
+                            "$in" not in node and other == path
+                        ):
+                            node["$ref"] = new
+                renamed = True
+    for path, doc in docs.items():
+        data = dump_json(doc)
+        if path.read_bytes() != data:
+            path.write_bytes(data)
+
+
+def is_message(tree: Any) -> bool:
+    kind = tree.get("$type") if isinstance(tree, dict) else None
+    return isinstance(kind, list) and len(kind) == 2 and str(kind[0]).startswith("langchain_core.messages")
+
+
+def free_places(doc: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Where a file holds what validate does not type, by kind: a stored message's fields
+    (each also where it is absent: ``+key``), a channel's or a write's value (not the tags and
+    references the format puts in it), the metadata's own keys (and new ones), a store item's
+    value."""
+    out: dict[str, list[tuple[Any, ...]]] = {"message": [], "value": [], "metadata": [], "store": []}
+    for path, node in _nodes(doc):
+        if is_message(node):
+            fields = node.get("$fields")
+            if isinstance(fields, dict):
+                keys = [*fields, *(f"+{k}" for k in ADDED_KEYS if k not in fields)]
+                out["message"] += [(*path, "$fields", k) for k in keys]
+                calls = (*path, "$fields", "tool_calls")  # and inside the calls, which readers take apart
+                out["message"] += [
+                    p for p, _ in _nodes(fields.get("tool_calls"), calls) if len(p) > len(calls)
+                ]
+        elif path[:1] == ("value",):
+            out["store"].append(path)
+        elif "json" in path and any(p in path for p in ("new_values", "writes", "parent_writes")):
+            parent = _at(doc, path[:-1])
+            tagged = isinstance(parent, dict) and any(str(k).startswith("$") for k in parent)
+            if path[-1] != "json" and not tagged and not (isinstance(node, dict) and "$ref" in node):
+                out["value"].append(path)
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    if isinstance(meta, dict):
+        own = [k for k in meta if k not in ("step", "source", "parents")]
+        out["metadata"] = [("metadata", k) for k in own] + [("metadata", f"+{k}") for k in ADDED_KEYS]
+    return {kind: places for kind, places in out.items() if places}
+
+
+def _current(file: Path, place: tuple[Any, ...]) -> Any:
+    """What the file holds at ``place`` (None where a ``+key`` is not there yet)."""
+    *parents, last = place
+    node = _at(json.loads(file.read_bytes()), tuple(parents))
+    return None if isinstance(last, str) and last.startswith("+") else node[last]
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+#: keys a mutation adds: a message's own (LangChain reads them), LangGraph's and ours
+ADDED_KEYS = (
+    "tool_calls",
+    "content",
+    "type",
+    "name",
+    "id",
+    "tool_call_id",
+    "status",
+    "langgraph_repo_choice",
+)
+
+#: JSON shaped like what the files hold: tags, references, calls, content blocks
+SHAPED = st.sampled_from(
+    [
+        {"$type": ["langchain_core.messages.human", "HumanMessage"], "$fields": {"content": 5}},
+        {"$type": 5},
+        {"$ref": "0" * 16},
+        [{"name": 5, "args": 5}],
+        [{"type": "text", "text": 5}, {"type": 7}, 5],
+        {"chose": 5, "over": 5, "merged": 5},
+        {"$kwargs": 5},
+        {"$kwargs": {"value": [5], "id": 5}},
+    ]
+)
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT
+    | SHAPED,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(TEXT | st.sampled_from(ADDED_KEYS), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+#: one value of each JSON type
+OF_EACH_TYPE = (5, 2.5, True, "x", None, [5], {"a": 5})
+
+
+def values_for(current: Any) -> st.SearchStrategy[Any]:
+    """A value of another type than ``current``, half the time (a number where a reader takes
+    a list apart, a list where it reads text): what a reader assuming a field's type trips
+    on; else any JSON."""
+    other = [v for v in OF_EACH_TYPE if type(v) is not type(current)]
+    return st.one_of(st.sampled_from(other), JSON)
+
+
+def mutate(doc: Any, path: tuple[Any, ...], value: Any) -> None:
+    *parents, last = path
+    node = doc
+    for step in parents:
+        node = node[step]
+    if isinstance(last, str) and last.startswith("+"):
+        node[last[1:]] = value
+    else:
+        node[last] = value
+
+
+@pytest.fixture(scope="module")
+def accepted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """main: the agent's first turn; HEAD: its second turn, a graph's interrupt answered
+    (thread ``ask``), and a store item. Every file validates."""
+    repo = init_repo(tmp_path_factory.mktemp("accepted") / "repo")
+    root = repo / ".langgraph"
+    build_create_agent(RepoSaver(root, durable=False)).invoke(
+        {"messages": [user_message(1)]}, cfg("support-1")
+    )
+    commit_all(repo, "turn 1")
+    build_create_agent(RepoSaver(root, durable=False)).invoke(
+        {"messages": [user_message(2)]}, cfg("support-1")
+    )
+    ask_graph(RepoSaver(root, durable=False)).invoke({}, cfg("ask"))
+    ask_graph(RepoSaver(root, durable=False)).invoke(Command(resume="Ada"), cfg("ask"))
+    RepoStore(root).put(
+        ("memories", "u1"), "policy", {"text": "refunds over 100 need approval", "tags": ["a"]}
+    )
+    commit_all(repo, "turn 2")
+    git(repo, "tag", "turn-2")  # each test's forgeries are undone back to it
+    assert cli(root, "validate", cwd=repo).returncode == 0
+    return repo
+
+
+def changed_files(repo: Path) -> list[str]:
+    names = git(repo, "diff", "--name-only", "HEAD~1", "HEAD").stdout.split()
+    return sorted(n for n in names if n.endswith(".json"))
+
+
+def commands_for(path: str) -> list[list[str]]:
+    """review (each form) and, for a thread's file, render and show of the thread."""
+    out = [
+        ["review", "HEAD~2..HEAD", "--markdown"],
+        ["review", "HEAD~2..HEAD", "--json"],
+        ["review", "HEAD~2..HEAD"],
+    ]
+    parts = path.split("/")
+    if parts[1] == "threads":
+        thread = decode_segment(parts[2])
+        out += [["render", thread], ["show", thread]]
+    return out
+
+
+def forge(repo: Path, path: str, change: Any) -> None:
+    """A hand edit of the file at ``path``, with the objects of its thread named again."""
+    file = repo / path
+    doc = json.loads(file.read_bytes())
+    change(doc)
+    file.write_bytes(dump_json(doc))
+    parts = path.split("/")
+    if parts[1] == "threads":
+        reseal(repo / "/".join(parts[:3]))
+
+
+def commit_forged(repo: Path) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "forged")  # the same value again: no change
+
+
+def check_commands(repo: Path, *paths: str) -> tuple[int, list[str]]:
+    """validate's exit code and, for every command, what went wrong: an unexpected error
+    always, any exit but 0 when validate accepted the files (review's Markdown also inert)."""
+    from langgraph_checkpoint_repo.cli.exits import INTERNAL
+
+    root = repo / ".langgraph"
+    valid = cli(root, "validate", cwd=repo).returncode
+    wrong = []
+    commands = {tuple(args): args for path in paths for args in commands_for(path)}
+    for args in commands.values():
+        proc = cli(root, *args, cwd=repo)
+        if proc.returncode == INTERNAL or "Traceback" in proc.stderr:
+            wrong.append(f"{args}: unexpected error (exit {proc.returncode}): {proc.stderr[-1500:]}")
+        elif valid == 0 and proc.returncode != 0:
+            wrong.append(f"{args}: exit {proc.returncode} on files validate accepts: {proc.stderr[-1500:]}")
+        elif valid == 0 and "--markdown" in args:
+            wrong += [f"{args}: {p}" for p in markdown_problems(proc.stdout)]
+    return valid, wrong
+
+
+def _user_message_2(doc: dict[str, Any]) -> dict[str, Any]:
+    (message,) = [
+        t
+        for t in doc.get("objects", {}).values()
+        if is_message(t) and "turn-2" in str(t["$fields"].get("content"))
+    ]
+    return message
+
+
+def _tool_calls_5(doc: dict[str, Any]) -> None:
+    _user_message_2(doc)["$fields"]["tool_calls"] = 5
+
+
+def _choice_over_5(doc: dict[str, Any]) -> None:
+    doc["metadata"]["source"] = "fork"
+    doc["metadata"]["langgraph_repo_choice"] = {"chose": doc["parent_checkpoint_id"], "over": 5, "merged": 5}
+
+
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        pytest.param(_tool_calls_5, "[turn-2-meadow] → calls ?(5)", id="tool_calls-5-on-a-user-message"),
+        pytest.param(_choice_over_5, "merge: continues", id="a-merge-over-5"),
+    ],
+)
+def test_a_field_of_another_type_that_validate_accepts_is_shown_not_raised(
+    accepted: Path, change: Any, shown: str
+) -> None:
+    """The issue's case, ``tool_calls: 5`` on the user's message of turn 2, and a recorded
+    choice whose ``over`` and ``merged`` are 5 on the newest checkpoint (made a fork): validate
+    accepts both, and review, render and show raised (a traceback and exit 1, "problems found"
+    to CI). Now each renders them, the odd field shown as it is."""
+    repo = accepted
+    if change is _tool_calls_5:
+        (path,) = [p for p in changed_files(repo) if _holds_user_message_2(repo / p)]
+    else:
+        path = max(p for p in changed_files(repo) if "/support-1/checkpoints/" in p)
+    try:
+        forge(repo, path, change)
+        commit_forged(repo)
+        valid, wrong = check_commands(repo, path)
+        assert valid == 0 and not wrong, "\n".join(wrong)
+        assert shown in cli(repo / ".langgraph", "review", "HEAD~2..HEAD", cwd=repo).stdout
+    finally:
+        git(repo, "reset", "-q", "--hard", "turn-2")
+
+
+def _holds_user_message_2(file: Path) -> bool:
+    try:
+        _user_message_2(json.loads(file.read_bytes()))
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("where", ["metadata", "channel"])
+def test_a_tag_no_reader_can_read_is_refused_by_validate(accepted: Path, where: str) -> None:
+    """``{"$kwargs": …}`` without ``$type`` (a tag's part without the tag) in the metadata or
+    in a channel's value: validate accepted it, then show and render of the thread failed
+    (exit 4: "unknown tag") and so does the app's read. Validate now refuses it, naming the
+    file and the pointer; no command fails unexpectedly."""
+    repo = accepted
+    path = max(p for p in changed_files(repo) if "/ask/checkpoints/" in p)
+
+    def change(doc: dict[str, Any]) -> None:
+        if where == "metadata":
+            doc["metadata"]["note"] = {"$kwargs": {"value": 5}}
+        else:
+            (body,) = [b for b in doc["new_values"].values() if "json" in b.get("value", {})][:1]
+            body["value"]["json"] = {"$kwargs": {"value": 5}}
+
+    try:
+        forge(repo, path, change)
+        commit_forged(repo)
+        valid, wrong = check_commands(repo, path)
+        assert not wrong, "\n".join(wrong)
+        proc = cli(repo / ".langgraph", "validate", cwd=repo)
+        assert valid == 1 and Path(path).name in proc.stdout and "$kwargs" not in proc.stdout.split(":", 1)[0]
+    finally:
+        git(repo, "reset", "-q", "--hard", "turn-2")
+
+
+def test_a_store_item_validate_refuses_is_in_the_review_with_its_problems(accepted: Path) -> None:
+    """RepoStore redacts values, not keys: an item whose key looks like an API key is written,
+    and validate refuses it. The review listed it among "other files" with exit 0, its
+    problem dropped; now it is a store item, refused, with the problem, and exit 1."""
+    repo, root = accepted, accepted / ".langgraph"
+    key = "sk-ant-" + "a" * 30
+    try:
+        RepoStore(root).put(("memories", "u1"), key, {"text": "x"})
+        commit_all(repo, "an item with a key like a secret")
+        assert cli(root, "validate", cwd=repo).returncode == 1
+        proc = cli(root, "review", "HEAD~1..HEAD", "--markdown", cwd=repo)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "(refused)" in proc.stdout and "looks like an Anthropic API key" in proc.stdout
+        assert "store/" not in proc.stdout.partition("Other files changed")[2]
+        assert key not in proc.stdout
+    finally:
+        git(repo, "reset", "-q", "--hard", "turn-2")
+
+
+@settings(
+    max_examples=examples(5),
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
+@given(data=st.data())
+def test_no_shape_validate_accepts_makes_review_render_or_show_fail(
+    accepted: Path, data: st.DataObject
+) -> None:
+    """A pull request changes, in files the head commit added, one to four values validate does
+    not type (a message's field, a channel's or a write's value, the metadata, a store value),
+    or adds such a key, re-hashing what must be; when validate accepts the result, review in
+    each form, render and show exit 0 (review's Markdown inert); whatever validate says, none
+    ends in an unexpected error."""
+    repo = accepted
+    paths = []
+    try:
+        for _ in range(data.draw(st.integers(1, 4), label="changes")):
+            path = data.draw(st.sampled_from(changed_files(repo)), label="file")
+            places = free_places(json.loads((repo / path).read_bytes()))
+            kinds = [k for k in sorted(places) for _ in range(3 if k == "message" else 1)]
+            kind = data.draw(st.sampled_from(kinds), label="kind")  # messages, what readers most take apart
+            place = data.draw(st.sampled_from(places[kind]), label="place")
+            value = data.draw(values_for(_current(repo / path, place)), label="value")
+            forge(repo, path, lambda d, place=place, value=value: mutate(d, place, value))
+            paths.append(path)
+        commit_forged(repo)
+        _, wrong = check_commands(repo, *paths)
+        assert not wrong, "\n".join(wrong)
+    finally:
+        git(repo, "reset", "-q", "--hard", "turn-2")
+
+
+def test_an_unexpected_error_is_exit_7_and_one_line_never_a_traceback(accepted: Path) -> None:
+    """A bug (here: review's report raises a RuntimeError, as ``tool_calls: 5`` made it raise
+    a TypeError) is exit 7 and one line naming the error and where it was raised, in a real
+    process: never exit 1 with a traceback, which CI reads as "problems found"."""
+    bug = (
+        "import sys, langgraph_checkpoint_repo.review.report as r\n"
+        "def broken(*a, **k): raise RuntimeError('a bug')\n"
+        "r.review = broken\n"
+        "from langgraph_checkpoint_repo.cli import main\n"
+        "sys.argv[0] = 'langgraph-repo'\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", bug, "--root", ".langgraph", "review", "HEAD~1..HEAD", "--markdown"],
+        cwd=accepted,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 7 and proc.stdout == "", proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "unexpected RuntimeError at" in proc.stderr and "a bug" in proc.stderr
