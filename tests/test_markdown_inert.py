@@ -513,8 +513,14 @@ def free_places(doc: Any) -> dict[str, list[tuple[Any, ...]]]:
     """Where a file holds what validate does not type, by kind: a stored message's fields
     (each also where it is absent: ``+key``), a channel's or a write's value (not the tags and
     references the format puts in it), the metadata's own keys (and new ones), a store item's
-    value."""
-    out: dict[str, list[tuple[Any, ...]]] = {"message": [], "value": [], "metadata": [], "store": []}
+    value, and the bookkeeping the schema types loosely (the time, the versions)."""
+    out: dict[str, list[tuple[Any, ...]]] = {
+        "message": [],
+        "value": [],
+        "metadata": [],
+        "store": [],
+        "bookkeeping": [],
+    }
     for path, node in _nodes(doc):
         if is_message(node):
             fields = node.get("$fields")
@@ -527,6 +533,11 @@ def free_places(doc: Any) -> dict[str, list[tuple[Any, ...]]]:
                 ]
         elif path[:1] == ("value",):
             out["store"].append(path)
+        elif path[:2] == ("checkpoint", "ts") or (
+            path[:2] in (("checkpoint", "channel_versions"), ("checkpoint", "versions_seen"))
+            and len(path) >= 3
+        ):
+            out["bookkeeping"].append(path)  # typed loosely: a version is a string or a number
         elif "json" in path and any(p in path for p in ("new_values", "writes", "parent_writes")):
             parent = _at(doc, path[:-1])
             tagged = isinstance(parent, dict) and any(str(k).startswith("$") for k in parent)
