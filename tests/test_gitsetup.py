@@ -197,6 +197,70 @@ def test_a_root_in_a_subfolder_gets_its_own_line_at_the_top(repo: Path) -> None:
     assert any(c.startswith("diff.langgraph-repo.textconv=") for c in local_config(repo))
 
 
+#: line breaks of every kind (git's: \n; Python's splitlines: all of them), and a tab
+BREAKS = {"lf": "\n", "cr": "\r", "crlf": "\r\n", "vt": "\x0b", "nel": "\x85", "ls": "\u2028", "tab": "\t"}
+
+
+@pytest.mark.parametrize("brk", BREAKS.values(), ids=BREAKS.keys())
+def test_a_line_break_in_the_roots_path_stays_inside_its_gitattributes_line(repo: Path, brk: str) -> None:
+    """A root in a folder named ``state<break>README.md export-ignore x``: its line was
+    C-quoted with the break raw, so git read the rest as a line of its own, giving README.md
+    ``export-ignore`` and the driver, and Python's splitlines cut the block apart (a second
+    run added the line again, --undo left pieces). Now every character that is not printable
+    is an octal escape: each line of the block is one line, git matches the root's files with
+    it, README.md gets nothing, a second run changes nothing and --undo removes the file."""
+    folder = repo / f"state{brk}README.md export-ignore x"
+    root = folder / ".langgraph"
+    turn(root, 1, thread="odd")
+    commit_all(repo, "a root whose folder name holds a line break")
+    setup(repo, root=root)
+    text = (repo / ".gitattributes").read_bytes().decode("utf-8")
+    lines = text.split("\n")
+    assert lines[0].startswith(BEGIN) and lines[3] == END and lines[4:] == [""], text
+    assert all(line.isprintable() for line in lines), text
+    assert attribute_line(root.relative_to(repo).as_posix()) == lines[1]
+    state = min((root / "threads" / "odd" / "checkpoints").glob("*.json")).relative_to(repo).as_posix()
+    assert (
+        attrs(repo, state)["linguist-generated"] == "true" and attrs(repo, state)["diff"] == "langgraph-repo"
+    )
+    readme = git(repo, "check-attr", "export-ignore", "linguist-generated", "diff", "--", "README.md").stdout
+    assert readme.count("unspecified") == 3, readme
+    assert "nothing to change: already set up" in setup(repo, root=root)
+    setup(repo, "--undo", root=root)
+    assert not (repo / ".gitattributes").exists()
+
+
+def test_git_config_values_from_a_path_cannot_add_config(tmp_path: Path, repo: Path) -> None:
+    """The driver commands name this install's scripts by absolute path: a folder named with a
+    line break and a config section (``bin\n[core]\n\tfsmonitor = …``) stays inside its value,
+    which git quotes; no key is added and the value reads back whole. (git quotes it itself:
+    this checks the class, it did not fail before.)"""
+    from langgraph_checkpoint_repo.cli.gitsetup import _set_config, merge_command
+
+    scripts = tmp_path / "bin\n[core]\n\tfsmonitor = touch pwned\n"
+    scripts.mkdir()
+    for name in ("langgraph-repo-textconv", "langgraph-repo-merge-item"):
+        (scripts / name).write_text("#!/bin/sh\n", encoding="utf-8")
+        (scripts / name).chmod(0o755)
+
+    def keys() -> set[str]:
+        return set(git(repo, "config", "--local", "--list", "--name-only", "-z").stdout.split("\0")) - {""}
+
+    before = keys()
+    command, merge = driver_command([scripts]), merge_command([scripts])
+    assert str(scripts) in command
+    _set_config(repo, command, merge)
+    assert keys() - before == {
+        "diff.langgraph-repo.textconv",
+        "diff.langgraph-repo.cachetextconv",
+        "merge.langgraph-repo-item.name",
+        "merge.langgraph-repo-item.driver",
+    }
+    assert "core.fsmonitor" not in keys()
+    got = git(repo, "config", "--local", "--get", "diff.langgraph-repo.textconv").stdout
+    assert got == command + "\n"
+
+
 def test_git_setup_outside_a_git_work_tree_is_one_line_and_exit_3(tmp_path: Path) -> None:
     loose = tmp_path / "loose"
     turn(loose / ".langgraph", 1)

@@ -12,11 +12,14 @@ real ``jq``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +120,11 @@ class Runner:
         git(work, "merge", "-q", "--no-ff", "--no-edit", self.head_sha)
         return work
 
-    def step(self, work: Path, step_id: str) -> subprocess.CompletedProcess[str]:
-        """The step's ``run:`` script, as the runner runs it."""
-        (step,) = [s for s in self.workflow["jobs"]["review"]["steps"] if s.get("id") == step_id]
+    def step(
+        self, work: Path, step_id: str, env_over: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The step's ``run:`` script, as the runner runs it; ``env_over`` over the step's own."""
+        step = workflow_step(self.workflow, step_id)
         context = {
             "github.event.pull_request.number": "7",
             "github.server_url": "https://github.com",
@@ -140,6 +145,7 @@ class Runner:
             GITHUB_WORKSPACE=str(work),
             FAKE_FORGE=str(self.forge),
         )
+        env.update(env_over or {})
         assert self.workflow["defaults"]["run"]["shell"] == "bash"
         script = work.parent / f"{step_id}.sh"
         script.write_text(step["run"], encoding="utf-8")
@@ -157,6 +163,11 @@ class Runner:
 
     def calls(self) -> list[list[str]]:
         return list(json.loads(self.forge.read_text())["calls"])
+
+
+def workflow_step(workflow: dict[str, Any], step_id: str) -> dict[str, Any]:
+    (step,) = [s for s in workflow["jobs"]["review"]["steps"] if s.get("id") == step_id]
+    return step  # type: ignore[no-any-return]
 
 
 def _expand(text: str, context: dict[str, str]) -> str:
@@ -282,3 +293,167 @@ def test_a_review_too_long_for_a_comment_points_to_the_job_summary(tmp_path: Pat
     assert "https://github.com/acme/agent/actions/runs/1001" in body
     summary = (work.parent / "summary.md").read_text(encoding="utf-8")
     assert len(summary) > 60000 and "a very long question" in summary
+
+
+# ----------------------------------------------------------------------------
+# installing outside the checkout, failing loudly, posting only a complete review
+# ----------------------------------------------------------------------------
+def tiny_wheel(folder: Path) -> Path:
+    """A wheel of an empty package, for pip to resolve without an index (``--dry-run``)."""
+    name, version = "planted_check", "0.1"
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": b"",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(
+        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+        for path, data in files.items()
+    )
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+    return wheel
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        pytest.param(("pip/__init__.py", "pip/__main__.py"), id="pip-package"),
+        pytest.param(("pip.py",), id="pip.py"),
+    ],
+)
+def test_the_install_step_never_runs_a_pip_the_pull_request_adds(
+    tmp_path: Path, origin: Path, planted: tuple[str, ...]
+) -> None:
+    """A pull request adds ``pip/__main__.py`` (or ``pip.py``) at the top of the repository.
+    The install step ran ``python -m pip`` in the checkout, so that file ran instead of pip,
+    with the job's token still in .git/config. It runs pip from $RUNNER_TEMP with ``-I``: the
+    real pip resolves the package (here a local wheel, ``--dry-run``, no index) and the
+    planted file never runs. The checkout keeps no credentials."""
+    ran = tmp_path / "planted-ran"
+    dev = clone(origin, tmp_path / "dev", "feature")
+    for name in planted:
+        (dev / name).parent.mkdir(exist_ok=True)
+        code = f"open({str(ran)!r}, 'w').write('ran')\n" if not name.endswith("__init__.py") else ""
+        (dev / name).write_text(code, encoding="utf-8")
+    turn(dev, 2)
+    commit_all(dev, "turn 2, and a pip of its own")
+    git(dev, "push", "-q", "origin", "feature")
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    assert all((work / name).is_file() for name in planted)
+    wheel = tiny_wheel(tmp_path)
+    pip_env = {
+        "PACKAGE": str(wheel),
+        "PIP_DRY_RUN": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    proc = runner.step(work, "install", pip_env)
+    assert not ran.exists(), "the pull request's pip ran"
+    assert proc.returncode == 0 and "Would install planted_check-0.1" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )
+    checkout = next(
+        s
+        for s in runner.workflow["jobs"]["review"]["steps"]
+        if s.get("uses", "").startswith("actions/checkout")
+    )
+    assert checkout["with"]["persist-credentials"] is False
+
+
+def broken_review(bin_dir: Path, how: str) -> None:
+    """A ``langgraph-repo`` first on the PATH that fails as ``how`` says: ``crash`` (review's
+    report raises: a bug, in the real command line), ``cut`` (the real review's output cut
+    short, exit 0: a killed pipe), ``empty`` (nothing printed, exit 0)."""
+    real = Path(sys.executable).parent / "langgraph-repo"
+    wrapper = bin_dir / "langgraph-repo"
+    if how == "crash":
+        wrapper.write_text(
+            f"#!{sys.executable}\n"
+            "import sys, langgraph_checkpoint_repo.review.report as report\n"
+            "def broken(*args, **kwargs): raise RuntimeError('a bug in review')\n"
+            "report.review = broken\n"
+            "from langgraph_checkpoint_repo.cli import main\n"
+            "main()\n",
+            encoding="utf-8",
+        )
+    elif how == "cut":
+        wrapper.write_text(
+            f'#!/bin/bash\nstatus=0\n"{real}" "$@" > "$0.out" || status=$?\n'
+            'head -c 300 "$0.out"\nexit "$status"\n',
+            encoding="utf-8",
+        )
+    else:
+        wrapper.write_text(f'#!/bin/bash\n"{real}" "$@" > /dev/null\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+
+
+@pytest.mark.parametrize("how", ["crash", "cut", "empty"])
+def test_a_review_that_fails_or_is_cut_short_fails_the_job_and_posts_nothing(
+    tmp_path: Path, origin: Path, how: str
+) -> None:
+    """A review is posted; after the next push review crashes (exit 7: before, a traceback and
+    exit 1, read as "problems shown", so the job was green and an empty comment replaced the
+    review), or prints a review cut short, or nothing, with exit 0. The review step fails,
+    the comment step (whose condition is the review step's success) posts nothing even when
+    run, and the last review stays; the job summary says nothing was posted."""
+    dev = clone(origin, tmp_path / "dev", "feature")
+    turn(dev, 2)
+    commit_all(dev, "turn 2")
+    git(dev, "push", "-q", "origin", "feature")
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    for step_id in ("review", "comment"):
+        assert runner.step(work, step_id).returncode == 0
+    (posted,) = runner.comments()
+
+    turn(dev, 3)
+    commit_all(dev, "turn 3")
+    git(dev, "push", "-q", "origin", "feature")
+    work = runner.checkout()
+    broken_review(runner.bin, how)
+    review = runner.step(work, "review")
+    assert review.returncode != 0, review.stdout + review.stderr
+    if how == "crash":
+        assert review.returncode == 7 and "unexpected RuntimeError" in review.stderr
+        assert "Traceback" not in review.stderr
+    assert "steps.review.outcome == 'success'" in workflow_step(runner.workflow, "comment")["if"]
+    assert runner.step(work, "comment").returncode != 0  # run anyway: it has nothing to post
+    assert runner.comments() == [posted]
+    assert [c[0] for c in runner.calls()] == ["GET", "POST"]  # the first push's, nothing since
+    summary = (work.parent / "summary.md").read_text(encoding="utf-8")
+    assert "nothing was posted" in summary and "State review" not in summary
+
+
+def test_the_workflow_knows_the_last_line_of_a_complete_review() -> None:
+    from langgraph_checkpoint_repo.cli.review import MARKDOWN_END
+
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    assert workflow["env"]["REVIEW_END"] == MARKDOWN_END
+
+
+def test_a_hostile_pull_request_cannot_rewrite_the_comment_or_the_job_summary(
+    tmp_path: Path, origin: Path
+) -> None:
+    """A pull request whose agent called a tool named to close the fold, fake an approval and
+    hide the rest: the comment and the job summary the workflow writes are its review, inert
+    (tests/test_markdown_inert.py's rules), the tool's name shown."""
+    from test_markdown_inert import LONG, TOOL, agent_turn, assert_inert
+
+    dev = clone(origin, tmp_path / "dev", "feature")
+    agent_turn(dev / ".langgraph", "hostile", TOOL, LONG)
+    commit_all(dev, "a hostile turn")
+    git(dev, "push", "-q", "origin", "feature")
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    for step_id in ("review", "comment"):
+        assert runner.step(work, step_id).returncode == 0
+    ((comment),) = runner.comments()
+    body = comment["body"].removeprefix(MARKER + "\n")
+    assert body == (work.parent / "summary.md").read_text(encoding="utf-8")
+    assert_inert(body, TOOL, f"tool {TOOL}")

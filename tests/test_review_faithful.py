@@ -352,6 +352,7 @@ def test_derived_data_committed_under_cache_is_flagged_and_fails_validate(repo: 
     code, data = review(repo)
     (flag,) = flags(data, "layout")
     assert flag["path"] == ".cache/embeddings/users/ada/prefs.vec" and "derived data" in flag["message"]
+    assert code == 1
     failed, said = validate(repo)
     assert failed == 1 and "prefs.vec: /: derived data committed to git" in said
 

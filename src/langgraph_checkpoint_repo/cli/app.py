@@ -3,14 +3,15 @@ options, settings, root checks and the option types the commands share.
 
 Exit codes (docs/cli.md): 0 ok, 1 problems found, 2 usage error or malformed/ambiguous
 id, 3 not found, 4 a file that cannot be read as its kind, 5 refused or not confirmed,
-6 any other error (I/O, lock timeout); ``exits.EXIT_CODES`` maps each error type to its
-code. Errors are one line on stderr, never a traceback."""
+6 any other error (I/O, lock timeout), 7 an unexpected error (a bug); ``exits.EXIT_CODES``
+maps each error type to its code. Errors are one line on stderr, never a traceback."""
 
 from __future__ import annotations
 
 import os
 import re
 import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from copy import copy as _shallow_copy
@@ -27,7 +28,7 @@ from typer.models import CommandInfo, TyperInfo
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from ..core.layout import find_default_root, holds_state
-from .exits import OK, exit_code
+from .exits import INTERNAL, OK, exit_code
 from .output import (
     _err_console,
     _out_console,
@@ -67,6 +68,22 @@ def _rel_path(path: Path) -> Path:
         return path.relative_to(Path.cwd())
     except ValueError:
         return path
+
+
+def unexpected(exc: BaseException) -> str:
+    """The one line of an error nobody expected: its type, its text and where it was raised
+    (the innermost frame of this package), so a report of it can be acted on."""
+    where = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        parts = Path(frame.filename).parts
+        if "langgraph_checkpoint_repo" in parts:
+            rel = "/".join(parts[len(parts) - parts[::-1].index("langgraph_checkpoint_repo") :])
+            where = f" at {rel}:{frame.lineno} ({frame.name})"
+            break
+    return (
+        f"unexpected {type(exc).__name__}{where}: {exc} "
+        f"(a bug of {PROG}: please report it with the command that raised it)"
+    )
 
 
 class _Group(TyperGroup):
@@ -109,6 +126,10 @@ class _Group(TyperGroup):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             _fail(f"{where}{exc.strerror or exc}", exit_code(exc))
+        except (typer.Exit, typer.Abort, typer.exceptions.TyperException):
+            raise  # typer's own: an exit code asked for, a usage error, ^C at a prompt
+        except Exception as exc:  # a bug: exit 7, never 1 ("problems found") with a traceback
+            _fail(unexpected(exc), INTERNAL)
 
 
 #: the options of the top group that take a value (``_main``'s; tests/test_cli_speed.py checks)

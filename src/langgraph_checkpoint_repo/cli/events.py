@@ -50,10 +50,10 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         label, text = "edit", "update_state wrote this checkpoint"
     elif e.kind in ("choice", "merge"):
         choice = e.tree if isinstance(e.tree, dict) else {}
-        over = ", ".join(str(i) for i in choice.get("over") or [])
+        over = ", ".join(str(i) for i in _listed(choice.get("over")))
         text = f"continues {choice.get('chose')} over {over}"
         if e.kind == "merge":
-            merged = ", ".join(str(i) for i in choice.get("merged") or [])
+            merged = ", ".join(str(i) for i in _listed(choice.get("merged")))
             text = f"continues {choice.get('chose')} with the messages of {merged}"
         label = e.kind
     else:
@@ -62,6 +62,14 @@ def event_parts(e: Event) -> tuple[str, str, str]:
     if len(one_line) <= SHORT:
         return label, one_line, ""
     return label, one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)", text
+
+
+def _listed(value: Any) -> list[Any]:
+    """A stored field read as a list: a list as it is, nothing as none, any other value as
+    the one item it is (shown, never raised on)."""
+    if isinstance(value, list):
+        return value
+    return [] if value is None else [value]
 
 
 def turns_of(events: list[Event]) -> list[list[Event]]:

@@ -1,8 +1,10 @@
 """The command line's exit codes (docs/cli.md, "Exit codes"): one table, here.
 
-0 ok, 1 problems found (validate, fsck), 2 usage error or a malformed/ambiguous id, 3 not
-found, 4 a file that cannot be read as its kind, 5 refused or not confirmed, 6 any other
-error (I/O, lock timeout). An error takes the entry of the nearest type in its MRO.
+0 ok, 1 problems found (validate, fsck, review), 2 usage error or a malformed/ambiguous id, 3
+not found, 4 a file that cannot be read as its kind, 5 refused or not confirmed, 6 any other
+error (I/O, lock timeout), 7 an unexpected error: a bug of this program, never to be read as
+"problems found" (a CI job that posts ``review``'s output tells the two apart by it). An error
+takes the entry of the nearest type in its MRO.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..core.errors import (
     UnrevivableValueError,
 )
 
-OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED = 0, 1, 2, 3, 4, 5, 6
+OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED, INTERNAL = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 class CliError(RepoCheckpointError):

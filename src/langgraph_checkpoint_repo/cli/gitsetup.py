@@ -152,12 +152,28 @@ def merge_line(rel: str) -> str:
 
 def _pattern(rel: str, folder: str) -> str:
     """Every file below ``folder`` of the root ``rel``. Glob characters in the root's path are
-    escaped to match themselves; a path with a space or a quote is written C-quoted, as
-    gitattributes reads it."""
+    escaped to match themselves; a path with a space, a quote or a character that is not
+    printable is written C-quoted, as gitattributes reads it (``_c_quoted``), so a line break
+    in the path (a folder named ``x\\n* filter=evil``) stays inside its one line."""
     pattern = "/" + re.sub(r"([*?\[\\])", r"\\\1", f"{rel}/{folder}" if rel else folder) + "/**"
-    if any(ch in pattern for ch in ' "\t') or not pattern.isprintable():
-        pattern = '"' + pattern.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t") + '"'
+    if any(ch in pattern for ch in ' "') or not pattern.isprintable():
+        pattern = _c_quoted(pattern)
     return pattern
+
+
+def _c_quoted(text: str) -> str:
+    """``text`` in C-style quotes as git reads them in .gitattributes: ``\\`` and ``"``
+    escaped, every character that is not printable (a line break of any kind, a tab, a
+    control character, an undecodable byte of the path) as the octal escapes of its bytes."""
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out += [f"\\{byte:03o}" for byte in ch.encode("utf-8", "surrogateescape")]
+    return '"' + "".join(out) + '"'
 
 
 def driver_command(search: list[Path] | None = None) -> str:

@@ -1,7 +1,20 @@
-"""The Markdown view ``render`` prints, and the escaping that keeps file contents inert in it."""
+"""The Markdown view ``render`` prints, and the one rule that keeps file contents inert in
+every Markdown this program writes (``render``, ``review --markdown``, the workflow's comment
+and job summary, which are ``review``'s Markdown).
+
+The rule: a string from the files (a thread id, a namespace, a node, tool or channel name, a
+task path, message text, an interrupt or resume value, a store namespace, key or field, a
+problem message, a file path, a checkpoint id) reaches Markdown only through ``_md`` (one
+line: a code span, or in a table ``cell``, or ``html=True`` inside an HTML block, where it is
+HTML-escaped in a ``<code>`` element) or ``_fence`` (a block: a fence it cannot close). Only
+the program's own words are written bare; the only HTML it writes is ``<details>``,
+``<summary>`` and ``<code>``, without attributes. tests/test_markdown_inert.py renders the
+outputs with markdown-it-py over hostile names and texts and checks that nothing else survives.
+"""
 
 from __future__ import annotations
 
+import html as _html
 import re
 from collections.abc import Sequence
 
@@ -44,20 +57,33 @@ def _backtick_runs(line: str) -> list[str]:
 
 #: text that means nothing to Markdown or GitHub (no link, mention, HTML or emphasis in it)
 _MD_INERT = re.compile(r"[A-Za-z0-9 .:+-]*")
+#: what GitHub makes live in plain text although Markdown does not: ``www.`` (an autolink),
+#: a run of seven hex digits (a commit), a word joined to a number (``GH-12``, a repository's
+#: own autolink references such as ``JIRA-12`` or ``T12``), a colon that is not a time's
+#: (``:+1:``, an emoji)
+_LIVE = re.compile(r"(?i)www\.|[a-z]-?[0-9]|[0-9][a-z]|[0-9a-f]{7}|:(?![0-9]{2}(?![0-9]))")
 
 
-def _md(value: object, *, cell: bool = False, code: bool = False) -> str:
-    """A string from the files, made inert for its place in ``render``'s Markdown.
+def _md(value: object, *, cell: bool = False, code: bool = False, html: bool = False) -> str:
+    """A string from the files, made inert for its place: the one rule of every Markdown this
+    program writes (the module's docstring).
 
     Screened first (secrets masked, control characters and newlines escaped: one line).
     Inert text (``loop``, a timestamp) stays as it is unless ``code``; anything else is a
     code span whose fence is longer than any backtick run inside, so it cannot close early
     and nothing inside is a link, HTML, a mention or a table cell. In a table ``cell`` a
     ``|`` is escaped as GFM wants (``\\|``); a backslash right before one is shown as ``\\x5c``,
-    since GFM would read ``\\\\|`` as a cell boundary.
+    since GFM would read ``\\\\|`` as a cell boundary. With ``html`` the text goes inside an
+    HTML block (``<summary>``), where Markdown is not parsed and a code span would not hold:
+    HTML-escaped (``&``, ``<``, ``>``, quotes), and in a ``<code>`` element unless inert, where
+    GitHub makes no link, mention or emoji of it either.
     """
     text = screen(str(value), keep="")
-    if not code and _MD_INERT.fullmatch(text) and "://" not in text and "www." not in text.lower():
+    inert = not code and _MD_INERT.fullmatch(text) is not None and _LIVE.search(text) is None
+    if html:
+        escaped = _html.escape(text, quote=True)
+        return escaped if inert else f"<code>{escaped}</code>"
+    if inert:
         return text
     if cell:
         text = text.replace("\\|", "\\x5c|").replace("|", "\\|")
@@ -70,8 +96,12 @@ def _md_cell(text: str) -> str:
     return _md(text, cell=True, code=True)
 
 
-def _md_writers(writers: list[str]) -> str:
-    return ", ".join(w if w.startswith("(") else _md_cell(w) for w in writers)
+def _md_writers(row: HistoryRow) -> str:
+    """Who wrote a checkpoint: the reader's own word for an input, update or fork checkpoint
+    (``(input)``); node names, from the files' task paths, as cells whatever they look like."""
+    if row.source in ("input", "update", "fork"):
+        return ", ".join(row.writers)
+    return ", ".join(_md_cell(w) for w in row.writers)
 
 
 def _markdown(
@@ -159,7 +189,7 @@ def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
     for r in rows[:limit]:
         parts.append(
             f"| {'' if r.step is None else r.step} | {_md(r.source or '', cell=True)} | "
-            f"{_md_writers(r.writers)} | {_md_cell(r.checkpoint_id)} | "
+            f"{_md_writers(r)} | {_md_cell(r.checkpoint_id)} | "
             f"{_md_cell(r.parent_id) if r.parent_id else ''} |"
         )
     if len(rows) > limit:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.masking import mask_secrets
-from ..core.messages import content_text
+from ..core.messages import content_text, tool_calls
 from ..core.typenames import Fix, refusal_fix
 from ..readmodel.tasks import Raw
 
@@ -88,7 +88,7 @@ def _message_fields(value: Any) -> dict[str, Any] | None:
             return {
                 "role": fields.get("type") or str(kind[1]).removesuffix("Message").lower(),
                 "content": fields.get("content"),
-                "tool_calls": fields.get("tool_calls") or [],
+                "tool_calls": tool_calls(fields),
                 "name": fields.get("name"),
                 "tool_call_id": fields.get("tool_call_id"),
                 "id": fields.get("id"),
@@ -101,7 +101,7 @@ def _message_fields(value: Any) -> dict[str, Any] | None:
         return {
             "role": getattr(value, "type", None),
             "content": getattr(value, "content", None),
-            "tool_calls": getattr(value, "tool_calls", None) or [],
+            "tool_calls": tool_calls({"tool_calls": getattr(value, "tool_calls", None)}),
             "name": getattr(value, "name", None),
             "tool_call_id": getattr(value, "tool_call_id", None),
             "id": getattr(value, "id", None),
@@ -128,11 +128,7 @@ def message_line(value: Any, limit: int = FOLD_CHARS) -> str:
     if role == "tool":
         role = f"tool[{fields['name'] or fields['tool_call_id'] or '?'}]"
     text = fold(_content_text(fields["content"]), limit)
-    calls = [
-        f"{c.get('name', '?')}({inline(c.get('args', {}), 60)})"
-        for c in fields["tool_calls"]
-        if isinstance(c, Mapping)
-    ]
+    calls = [f"{name}({inline(args, 60)})" for name, args in fields["tool_calls"]]
     if calls:
         text = f"{text} → calls {', '.join(calls)}" if text else f"→ calls {', '.join(calls)}"
     return f"{role}: {text}"

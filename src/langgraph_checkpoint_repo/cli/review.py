@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, ThreadReport
 
 
+#: the last line of ``--markdown``: a review without it was cut short (the example workflow
+#: posts only a review that ends with it)
+MARKDOWN_END = "_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._"
+
+
 @app.command()
 def review(
     ctx: typer.Context,
@@ -302,7 +307,7 @@ def report_markdown(report: Report) -> str:
                         label = event_parts(e)[0]
                         parts += [
                             "",
-                            f"   <details><summary>{_md(label)} (full text)</summary>",
+                            f"   <details><summary>{_md(label, html=True)} (full text)</summary>",
                             "",
                             _indent(_fence(whole), "   "),
                             "",
@@ -343,7 +348,7 @@ def report_markdown(report: Report) -> str:
             for p in i.problems:
                 parts.append(f"  - {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
         parts.append("")
-    parts += ["_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._", ""]
+    parts += [MARKDOWN_END, ""]
     return "\n".join(parts)
 
 

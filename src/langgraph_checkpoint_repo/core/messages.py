@@ -42,10 +42,16 @@ def content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def tool_calls(fields: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(tool name, arguments) of each tool call an AI message makes."""
+def tool_calls(fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(tool name, arguments) of each tool call an AI message makes. Whatever the field holds
+    is shown, never dropped and never raised on: an entry that is not a call, or a field that
+    is not a list (``tool_calls: 5``, which validate lets through on any message), is a call
+    named ``?`` with that value as its arguments."""
+    calls = fields.get("tool_calls")
+    if calls is None or calls == []:
+        return []
+    if not isinstance(calls, list):
+        return [("?", calls)]
     return [
-        (str(c.get("name", "?")), c.get("args", {}))
-        for c in fields.get("tool_calls") or []
-        if isinstance(c, dict)
+        (str(c.get("name", "?")), c.get("args", {})) if isinstance(c, Mapping) else ("?", c) for c in calls
     ]

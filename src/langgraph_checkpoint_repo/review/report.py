@@ -415,7 +415,13 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
             new, problems = _item_doc(head_root, path)
             doc = new or old
             status = "changed" if old and new else "added" if new else "removed"
-            if doc is None:  # unreadable on both sides: the head's problems say why
+            if doc is None and problems:  # refused on the head: its problems, never dropped
+                namespace, key = _item_place(path)
+                report.items.append(
+                    ItemReport(namespace=namespace, key=key, path=path, status="refused", problems=problems)
+                )
+                continue
+            if doc is None:  # not on either side as an item (a file of another kind)
                 report.other.append(path)
                 continue
             item = ItemReport(
@@ -423,6 +429,20 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
             )
             item.fields = item_changes(old, new)
             report.items.append(item)
+
+
+def _item_place(path: str) -> tuple[tuple[str, ...], str]:
+    """The namespace and key an item's path names (``store/<ns>.../<key>.json``), for an item
+    whose file says nothing trustworthy; a segment that does not decode is shown as it is."""
+
+    def name(segment: str) -> str:
+        try:
+            return segment if is_hashed_segment(segment) else decode_segment(segment)
+        except ValueError:
+            return segment
+
+    *namespace, key = path.removesuffix(".json").split("/")[1:]
+    return tuple(name(s) for s in namespace), name(key)
 
 
 def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Problem]]:
