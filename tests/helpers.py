@@ -34,6 +34,7 @@ from typer.testing import CliRunner, Result
 
 from langgraph_checkpoint_repo.cli import app
 from langgraph_checkpoint_repo.cli.app import PROG
+from langgraph_checkpoint_repo.cli.exits import INTERNAL
 from langgraph_checkpoint_repo.core.layout import Layout
 
 #: ``LANGGRAPH_REPO_LONG=1``: the long mode (docs/reliability.md, "The default run and the long
@@ -106,8 +107,20 @@ def cli(
     run_env = cli_env(env)
     terminal = any((env or {}).get(k) is not None for k in TERMINAL_ENV)
     if CLI_MODE == "process" or stdin or terminal or _needs_a_process(run_env):
-        return _process(argv, stdin=stdin, cwd=cwd, env=run_env, timeout=timeout)
-    return _in_process(argv, cwd=cwd, env=run_env, timeout=timeout)
+        return no_bug(argv, _process(argv, stdin=stdin, cwd=cwd, env=run_env, timeout=timeout))
+    return no_bug(argv, _in_process(argv, cwd=cwd, env=run_env, timeout=timeout))
+
+
+def no_bug(argv: Sequence[str], proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """A run, unless it ended in exit 7: an unexpected error is a bug of the program, never an
+    outcome a test of the command line accepts (``returncode != 0`` would pass on it), so it
+    fails the test here, with the line the program printed. A test of exit 7 itself runs the
+    program without this helper."""
+    if proc.returncode == INTERNAL:
+        raise AssertionError(
+            f"langgraph-repo {' '.join(argv)}: a bug (exit {INTERNAL}): {proc.stderr.strip()}"
+        )
+    return proc
 
 
 def cli_process(
@@ -123,7 +136,7 @@ def cli_process(
     on stdin, an environment read at import time, which modules a fresh interpreter imports,
     and a second process reading files another wrote (no cache of this one can help it)."""
     argv = [*(["--root", str(root)] if root is not None else []), *map(str, args)]
-    return _process(argv, stdin=stdin, cwd=cwd, env=cli_env(env), timeout=timeout)
+    return no_bug(argv, _process(argv, stdin=stdin, cwd=cwd, env=cli_env(env), timeout=timeout))
 
 
 def cli_in_process(*args: Any, env: Mapping[str, str | None] | None = None) -> Result:
@@ -135,6 +148,9 @@ def cli_in_process(*args: Any, env: Mapping[str, str | None] | None = None) -> R
         if CLI_MODE == "both"
         else _invoke(argv, cwd=None, env=run_env)
     )
+    if ran.code == INTERNAL:
+        stderr = ran.stderr.decode("utf-8", "replace").strip()
+        raise AssertionError(f"langgraph-repo {' '.join(argv)}: a bug (exit {INTERNAL}): {stderr}")
     return Result(
         runner=CliRunner(),
         stdout_bytes=ran.stdout,

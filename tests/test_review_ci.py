@@ -457,3 +457,27 @@ def test_a_hostile_pull_request_cannot_rewrite_the_comment_or_the_job_summary(
     body = comment["body"].removeprefix(MARKER + "\n")
     assert body == (work.parent / "summary.md").read_text(encoding="utf-8")
     assert_inert(body, TOOL, f"tool {TOOL}")
+
+
+def test_a_pull_request_that_edits_a_checkpoint_of_main_in_place_fails_validate_and_is_flagged(
+    tmp_path: Path, origin: Path
+) -> None:
+    """History rewritten: the branch changes a file main has (here its metadata, a valid edit
+    that needs no re-hashing). ``validate --base`` fails the job, naming the file; the comment
+    (still posted) says so first, before any thread."""
+    dev = clone(origin, tmp_path / "dev", "feature")
+    first = sorted((dev / ".langgraph/threads/support-1/checkpoints").glob("*.json"))[1]
+    doc = json.loads(first.read_text(encoding="utf-8"))
+    doc["metadata"]["source"] = "update"
+    first.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    commit_all(dev, "rewrite history")
+    git(dev, "push", "-q", "origin", "feature")
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    validate = runner.step(work, "validate")
+    assert validate.returncode == 1 and f"{first.name}: /: changed since" in validate.stdout
+    assert runner.step(work, "review").returncode == 0  # 1 from review: problems shown, not a failure
+    assert runner.step(work, "comment").returncode == 0
+    ((comment),) = runner.comments()
+    body = comment["body"]
+    assert body.index("history rewritten") < body.index("### Thread")
