@@ -34,6 +34,7 @@ from ._compat import (
 )
 from .core.entries import ValueEntry
 from .core.errors import FileFormatError, InvalidWriteError, UnrevivableValueError
+from .core.messages import refusals
 from .core.tree import (
     CONSTRUCTOR_CODES,
     EXT_DELTA,
@@ -297,6 +298,10 @@ class ValueCodec:
             except (ValueError, TypeError, RecursionError) as exc:
                 raise UnrevivableValueError(f"{where}: not a msgpack payload: {exc}") from None
             self.check_allowed(tree, where)
+            found = refusals(tree, changes_only=True)
+            if found:  # as a stored tree is (core/entries.py): the views cannot show another text
+                pointer, refusal = found[0]
+                raise UnrevivableValueError(f"{where}: at {pointer}: message refused: {refusal.text()}")
             return self.loads_checked(data, where, locate)
         if type_ in REFUSED_SERDE_TYPES:
             if not self.unsafe_allow_pickle:
