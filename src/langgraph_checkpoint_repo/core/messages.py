@@ -23,9 +23,8 @@ import json
 import math
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 from .jsontext import digest, sorted_json
 
@@ -39,8 +38,7 @@ _AI = (*_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")
 _TOOL = (*_BASE, "tool_call_id", "artifact", "status")
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """A LangChain message class: its ``type``, the role a person reads, its fields."""
 
     name: str
@@ -99,8 +97,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """A tool call as LangChain builds it (``args``: the stored tree of its arguments)."""
 
     name: str
@@ -108,8 +105,7 @@ class Call:
     id: str | None
 
 
-@dataclass(frozen=True)
-class BadCall:
+class BadCall(NamedTuple):
     """An invalid tool call: the model's call LangChain could not parse (kept as text)."""
 
     name: str | None
@@ -118,15 +114,24 @@ class BadCall:
     error: str | None
 
 
-@dataclass(frozen=True)
 class Message:
-    """A stored message as LangChain builds it."""
+    """A stored message as LangChain builds it. (Plain classes and named tuples here, no
+    dataclass: the driver git starts once per file would pay for importing and making them.)"""
 
-    kind: Kind
-    fields: dict[str, Any]  # as stored
-    content: Any  # str, or a list of str and blocks (trees)
-    calls: tuple[Call, ...] = ()
-    invalid: tuple[BadCall, ...] = ()
+    __slots__ = ("calls", "content", "fields", "invalid", "kind")
+
+    def __init__(
+        self,
+        kind: Kind,
+        fields: dict[str, Any],  # as stored
+        content: Any,  # str, or a list of str and blocks (trees)
+        calls: tuple[Call, ...] = (),
+        invalid: tuple[BadCall, ...] = (),
+    ) -> None:
+        self.kind, self.fields, self.content, self.calls, self.invalid = kind, fields, content, calls, invalid
+
+    def __repr__(self) -> str:
+        return f"Message({self.kind.name}, calls={self.calls!r}, invalid={self.invalid!r})"
 
     @property
     def role(self) -> str:
@@ -200,8 +205,7 @@ class Message:
         return got if isinstance(got, str) else None
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(NamedTuple):
     """A stored message refused: the field that would change meaning when it is built
     (``changes``), or that LangChain would refuse to build (the serde's strict read fails
     on it too, with its own words)."""
