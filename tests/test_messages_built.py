@@ -41,7 +41,7 @@ from langgraph.graph import MessagesState
 
 from graphs import cfg, line_graph
 from helpers import cli, examples, load
-from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver, RepoStore, UnrevivableValueError
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.durable import dump_json
 from langgraph_checkpoint_repo.core.entries import entry_from_node
@@ -429,6 +429,16 @@ def test_the_writer_refuses_a_message_a_read_would_build_as_another(tmp_path: Pa
     with pytest.raises(InvalidWriteError) as err:
         graph.invoke({"messages": [HumanMessage("hello", id="h")]}, cfg("t"))
     assert "a message the app would read back as another" in str(err.value), err.value
+
+
+def test_the_store_refuses_an_item_holding_a_message_a_read_would_build_as_another(tmp_path: Path) -> None:
+    """A RepoStore item is stored as a readable tree, not shared: the same rule on its way in."""
+    store = RepoStore(tmp_path / "root", durable=False)
+    with pytest.raises(InvalidWriteError) as err:
+        store.put(("notes",), "n1", {"said": HumanMessage(content="hi", tool_calls=[EVIL_CALL])})
+    assert "a message the app would read back as another" in str(err.value), err.value
+    store.put(("notes",), "n2", {"said": HumanMessage(content="hi")})  # what LangChain writes
+    assert RepoStore(tmp_path / "root").get(("notes",), "n2") is not None
 
 
 # ----------------------------------------------------------------------------

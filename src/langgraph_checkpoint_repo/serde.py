@@ -169,7 +169,13 @@ class ValueCodec:
         type_, data = self._dumps(self._plain, value, kind, target, pointer)
         if type_ != "msgpack":
             raise InvalidWriteError(kind, target, pointer, f"must serialise as msgpack, not {type_}")
-        return msgpack_to_tree(data)
+        tree = msgpack_to_tree(data)
+        found = refusals(tree, changes_only=True) if b"langchain_core.messages" in data else []
+        if found:  # values are checked as they are shared (core/storing.py); metadata, items here
+            where, refusal = found[0]
+            why = f"a message the app would read back as another: {refusal.text()}"
+            raise InvalidWriteError(kind, target, pointer + where, why)
+        return tree
 
     def _dumps(
         self, serde: SerializerProtocol, value: Any, kind: str, target: str, pointer: str
