@@ -831,3 +831,20 @@ def test_partial_json_is_langchains(text: str) -> None:
     except Exception as exc:
         have = ("error", type(exc))
     assert have == want
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(tree=written(), data=st.data())
+def test_the_drivers_line_of_a_message_changes_with_any_field(
+    tree: dict[str, Any], data: st.DataObject
+) -> None:
+    """Every field of a stored message is shown on its driver line or summed up by a digest
+    there: a message LangChain wrote, any one field given another value, reads differently
+    (another text, role, call, the digest of the fields not shown, or refused)."""
+    fields = tree["$fields"]
+    field = data.draw(st.sampled_from(sorted(fields)))
+    value = data.draw(st.one_of(_JSON, st.sampled_from([{}, [], "", None, "error", "last", {"k": 1}])))
+    assume(value != fields[field])
+    before = textconv._message(tree)
+    changed = {**tree, "$fields": {**fields, field: value}}
+    assert textconv._message(changed) != before, (field, value, before)
