@@ -32,7 +32,21 @@ from langgraph_checkpoint_repo.core.jsonread import parse_strict
 from langgraph_checkpoint_repo.review import textconv
 
 SIZE = 1_000_000
-SHAPES = shapes(SIZE)
+
+
+def _texts(size: int) -> dict[str, str]:
+    """Each shape's file as text: the trees are not kept (a test process holding ten of them
+    makes every collection of the garbage collector walk millions of lists)."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)
+    try:
+        return {name: json.dumps(doc, separators=(",", ":")) for name, doc in shapes(size).items()}
+    finally:
+        sys.setrecursionlimit(saved)
+
+
+SHAPES = _texts(SIZE)
+SMALL = _texts(SIZE // 5)  # for the digests: a fifth of the size shows the same
 #: the longest line a view may hold: a message's text budget, its label, tool calls and digests
 LINE = textconv.TEXT + textconv.CALLS * (textconv.FOLD + 80) + 1_000
 
@@ -70,14 +84,28 @@ def deep_stack() -> Iterator[None]:
 def forged(tmp_path: Path, shape: str, doc: dict[str, Any] | None = None) -> Path:
     path = tmp_path / f"{shape.replace(' ', '-')}.json"
     with deep_stack():
-        path.write_text(json.dumps(doc or SHAPES[shape], separators=(",", ":")), encoding="utf-8")
+        text = SHAPES[shape] if doc is None else json.dumps(doc, separators=(",", ":"))
+    path.write_text(text, encoding="utf-8")
     return path
+
+
+@contextmanager
+def as_the_driver() -> Iterator[None]:
+    """This process as the driver's: orjson not imported (the file reader parses with the
+    standard library then, as in the driver; orjson is slow on deep nesting, then refused)."""
+    saved = sys.modules.get("orjson")
+    sys.modules["orjson"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.modules["orjson"] = saved  # type: ignore[assignment]
 
 
 def rendered(path: Path) -> list[str]:
     """The view as the driver makes it, the file parsed first (at the usual limit: the
     parse is the file reader's), then rendered under a shallow stack."""
-    doc = parse_strict(path.read_bytes(), str(path))
+    with as_the_driver():
+        doc = parse_strict(path.read_bytes(), str(path))
     with shallow_stack():
         lines = textconv.render(doc)
         assert lines is not None, "read as a state file"
@@ -96,7 +124,8 @@ def test_a_1mb_file_of_any_shape_gets_a_bounded_view_without_recursion(tmp_path:
     assert path.stat().st_size > SIZE * 0.8
     lines = rendered(path)
     assert_bounded(lines)
-    whole = textconv.view(str(path))  # as git runs it: read, parsed, rendered, screened
+    with as_the_driver():
+        whole = textconv.view(str(path))  # as git runs it: read, parsed, rendered, screened
     assert_bounded(whole)
     assert len(whole) == len(lines)
 
@@ -120,8 +149,10 @@ def test_a_change_the_view_does_not_show_still_changes_a_line(tmp_path: Path, sh
     """The deepest, last leaf of the file's value changed: folded away or past the budget,
     it changes a digest on a line of the view."""
     with deep_stack():
-        doc = json.loads(json.dumps(SHAPES[shape]))
-    before = rendered(forged(tmp_path, shape))
+        doc = json.loads(SMALL[shape])
+    path = tmp_path / "before.json"
+    path.write_text(SMALL[shape], encoding="utf-8")
+    before = rendered(path)
     channel = next(iter(doc["new_values"].values()))
     body = channel["append"]["items"] if "append" in channel else channel["value"]["json"]
     if shape == "many messages":
@@ -146,7 +177,8 @@ def test_a_change_the_view_does_not_show_still_changes_a_line(tmp_path: Path, sh
 
 def test_the_files_are_as_deep_as_the_reader_accepts() -> None:
     """The deep shapes nest ``DEPTH`` levels, within a hundred of what the file reader parses."""
-    deep = SHAPES["deep lists"]["new_values"]["deep"]["value"]["json"][0]
+    with deep_stack():
+        deep = json.loads(SHAPES["deep lists"])["new_values"]["deep"]["value"]["json"][0]
     levels = 0
     while isinstance(deep, list):
         deep, levels = deep[0], levels + 1
