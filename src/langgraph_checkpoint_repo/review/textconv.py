@@ -497,6 +497,11 @@ def _text(tree: Any) -> str:
     (its compact JSON has no ``"$``), else an explicit stack of parts."""
     if isinstance(tree, str):
         return _quote(tree)
+    if type(tree) is dict and tree.keys() <= _REF_KEYS and all(type(v) is str for v in tree.values()):
+        if "$ref" in tree:  # a reference, the commonest item of a list: as _dict_parts writes it
+            return f"-> object {tree['$ref'][:12]}" + "".join(
+                f" ({_REF_WORDS[k]} {tree[k]})" for k in _REF_WORDS if k in tree
+            )
     try:
         text = json.dumps(tree, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     except (RecursionError, TypeError, ValueError):
@@ -573,16 +578,19 @@ def _joined(items: list[Any]) -> list[Any]:
     return out
 
 
+_REF_WORDS = {"$id": "id", "$in": "in", "$ns": "ns", "$role": "role", "$pair": "pair"}
+_REF_KEYS = {"$ref", *_REF_WORDS}
+
+
 def _dict_parts(tree: dict[str, Any]) -> list[Any]:
     """The parts of an object's one-line form: literals (``_Lit``) and trees."""
     if isinstance(tree.get("$ref"), str):
         parts: list[Any] = [_Lit(f"-> object {tree['$ref'][:12]}")]
-        for key in ("$id", "$in", "$ns", "$role", "$pair"):
+        for key, word in _REF_WORDS.items():
             if key in tree:
                 value = tree[key]
-                word = key[1:] if key != "$id" else "id"
                 parts += [_Lit(f" ({word} "), _Lit(value) if isinstance(value, str) else value, _Lit(")")]
-        return parts + _others(tree, {"$ref", "$id", "$in", "$ns", "$role", "$pair"})
+        return parts + _others(tree, _REF_KEYS)
     if isinstance(tree.get("$chunks"), list):
         return [_Lit("chunks["), *_joined(tree["$chunks"]), _Lit("]"), *_others(tree, {"$chunks"})]
     if is_message_type(tree):
