@@ -29,7 +29,7 @@ ATTRS = "linguist-generated=true gitlab-generated diff=langgraph-repo"
 TURN_2 = [
     "user: Where is my order A-1002? It was due last week. [turn-2-meadow]",
     'ai: → calls lookup_order({"order_id":"A-1002"})',
-    "tool lookup_order: Order A-1002: shipped, arriving in 3 days.",
+    "tool lookup_order [call-2]: Order A-1002: shipped, arriving in 3 days.",
     "ai: Good news: Order A-1002: shipped, arriving in 3 days.",
 ]
 

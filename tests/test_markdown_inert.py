@@ -723,7 +723,9 @@ def _choice_over_5(doc: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("change", "shown"),
     [
-        pytest.param(_tool_calls_5, "[turn-2-meadow] → calls ?(5)", id="tool_calls-5-on-a-user-message"),
+        pytest.param(
+            _tool_calls_5, "refused message: HumanMessage tool_calls", id="tool_calls-5-on-a-user-message"
+        ),
         pytest.param(_choice_over_5, "merge: continues", id="a-merge-over-5"),
     ],
 )
@@ -743,8 +745,11 @@ def test_a_field_of_another_type_that_validate_accepts_is_shown_not_raised(
         forge(repo, path, change)
         commit_forged(repo)
         valid, wrong = check_commands(repo, path)
-        assert valid == 0 and not wrong, "\n".join(wrong)
-        assert shown in cli(repo / ".langgraph", "review", "HEAD~2..HEAD", cwd=repo).stdout
+        # a user message with tool calls is one LangChain's tools see: validate refuses it now
+        # (core/messages.py); what matters here is that every view still renders it
+        assert valid == (1 if change is _tool_calls_5 else 0) and not wrong, "\n".join(wrong)
+        out = cli(repo / ".langgraph", "review", "HEAD~2..HEAD", cwd=repo).stdout
+        assert shown in out, out
     finally:
         git(repo, "reset", "-q", "--hard", "turn-2")
 

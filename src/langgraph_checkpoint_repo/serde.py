@@ -34,6 +34,7 @@ from ._compat import (
 )
 from .core.entries import ValueEntry
 from .core.errors import FileFormatError, InvalidWriteError, UnrevivableValueError
+from .core.messages import refusals
 from .core.tree import (
     CONSTRUCTOR_CODES,
     EXT_DELTA,
@@ -168,7 +169,13 @@ class ValueCodec:
         type_, data = self._dumps(self._plain, value, kind, target, pointer)
         if type_ != "msgpack":
             raise InvalidWriteError(kind, target, pointer, f"must serialise as msgpack, not {type_}")
-        return msgpack_to_tree(data)
+        tree = msgpack_to_tree(data)
+        found = refusals(tree, changes_only=True) if b"langchain_core.messages" in data else []
+        if found:  # values are checked as they are shared (core/storing.py); metadata, items here
+            where, refusal = found[0]
+            why = f"a message the app would read back as another: {refusal.text()}"
+            raise InvalidWriteError(kind, target, pointer + where, why)
+        return tree
 
     def _dumps(
         self, serde: SerializerProtocol, value: Any, kind: str, target: str, pointer: str
@@ -297,6 +304,10 @@ class ValueCodec:
             except (ValueError, TypeError, RecursionError) as exc:
                 raise UnrevivableValueError(f"{where}: not a msgpack payload: {exc}") from None
             self.check_allowed(tree, where)
+            found = refusals(tree, changes_only=True)
+            if found:  # as a stored tree is (core/entries.py): the views cannot show another text
+                pointer, refusal = found[0]
+                raise UnrevivableValueError(f"{where}: at {pointer}: message refused: {refusal.text()}")
             return self.loads_checked(data, where, locate)
         if type_ in REFUSED_SERDE_TYPES:
             if not self.unsafe_allow_pickle:

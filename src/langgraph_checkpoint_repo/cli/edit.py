@@ -29,7 +29,7 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError
-from ..core.messages import MESSAGES, message_fields
+from ..core.messages import MESSAGES, Message, read_message
 from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
 
 if TYPE_CHECKING:
@@ -108,16 +108,17 @@ def editable(reader: Reader, thread: str, ns: str, cid: str) -> dict[str, Any]:
 
 
 def message_form(tree: Any) -> Any:
-    """A stored message as ``{id, role, content, ...}`` (a value that is none: as stored)."""
-    got = message_fields(tree)
-    if got is None:
+    """A stored message as ``{id, role, content, ...}``, as LangChain builds it
+    (core/messages.py); a value that is none, or a message the rule refuses: as stored."""
+    got = read_message(tree)
+    if not isinstance(got, Message):
         return tree
-    out: dict[str, Any] = {"id": got.get("id"), "role": got.get("type"), "content": got.get("content")}
-    if got.get("tool_calls"):
-        out["tool_calls"] = [{k: c.get(k) for k in ("name", "args", "id")} for c in got["tool_calls"]]
-    for key in ("name", "tool_call_id"):
-        if got.get(key) is not None:
-            out[key] = got[key]
+    out: dict[str, Any] = {"id": got.id, "role": got.kind.type, "content": got.content}
+    if got.calls:
+        out["tool_calls"] = [{"name": c.name, "args": c.args, "id": c.id} for c in got.calls]
+    for key, value in (("name", got.name), ("tool_call_id", got.tool_call_id)):
+        if value is not None:
+            out[key] = value
     return out
 
 

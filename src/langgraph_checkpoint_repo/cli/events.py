@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..review.model import PendingTask
 
 SHORT = 160  # characters of a message shown inline; the rest folds into <details>
-LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
+LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system", "refused": "refused message"}
 
 
 def compact(value: Any) -> str:
@@ -25,14 +25,19 @@ def event_parts(e: Event) -> tuple[str, str, str]:
     """(label, short text, the whole text when it is longer than the short one)."""
     if e.kind in ("message", "edited", "removed"):
         label = LABEL.get(e.role, e.role or "value")
-        if e.role == "tool":
-            label = f"tool {e.name}" if e.name else "tool"
+        if e.role in ("tool", "chat", "function") and e.name:
+            label = f"{label} {e.name}"
+        if e.status:
+            label = f"{label} ({e.status})"
         if e.kind != "message":
             label = f"{label} ({e.kind})"
         text = e.text if e.role != "value" else compact(e.tree)
         if e.calls:
             calls = ", ".join(f"{name}({compact(args)})" for name, args in e.calls)
             text = f"{text} → calls {calls}" if text else f"→ calls {calls}"
+        if e.invalid:
+            calls = ", ".join(f"{name}({compact(args)})" for name, args in e.invalid)
+            text = f"{text} → invalid calls {calls}" if text else f"→ invalid calls {calls}"
         if e.kind == "edited" and e.old is not None:
             from ..readmodel.turns import message_event
 

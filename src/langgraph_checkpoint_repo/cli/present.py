@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.masking import mask_secrets
-from ..core.messages import content_text, tool_calls
+from ..core.messages import Refusal, content_text, read_message
 from ..core.typenames import Fix, refusal_fix
 from ..readmodel.tasks import Raw
 
@@ -75,35 +75,39 @@ def python_text(value: Any) -> str:
 # messages, revived or as trees
 # ----------------------------------------------------------------------
 def _message_fields(value: Any) -> dict[str, Any] | None:
-    """Role, text and tool calls of a message (a LangChain message object or its stored tree)."""
+    """Role, text and tool calls of a message: a LangChain message object, or a stored tree
+    read as LangChain will build it (core/messages.py; one the rule refuses says why)."""
     if isinstance(value, Mapping):
-        kind = value.get("$type")
-        fields = value.get("$fields")
-        if (
-            isinstance(kind, list)
-            and len(kind) == 2
-            and str(kind[0]).startswith("langchain_core.messages")
-            and isinstance(fields, Mapping)
-        ):
-            return {
-                "role": fields.get("type") or str(kind[1]).removesuffix("Message").lower(),
-                "content": fields.get("content"),
-                "tool_calls": tool_calls(fields),
-                "name": fields.get("name"),
-                "tool_call_id": fields.get("tool_call_id"),
-                "id": fields.get("id"),
-            }
-        return None
+        got = read_message(value)
+        if got is None:
+            return None
+        if isinstance(got, Refusal):
+            return {"role": "refused", "content": got.text(), "tool_calls": [], "id": None}
+        return {
+            "role": got.role if got.role != "chat" else f"chat {got.speaker}",
+            "content": got.content,
+            "tool_calls": [{"name": c.name, "args": c.args} for c in got.calls],
+            "invalid_tool_calls": [{"name": c.name, "args": c.args} for c in got.invalid],
+            "name": got.name,
+            "tool_call_id": got.tool_call_id,
+            "status": got.status,
+            "id": got.id,
+        }
     # never imported here: a value can only be a LangChain message when LangChain is loaded
     messages = sys.modules.get("langchain_core.messages")
     base = getattr(messages, "BaseMessage", None) if messages is not None else None
     if isinstance(base, type) and isinstance(value, base):
+        role = getattr(value, "type", None)
+        if role == "chat":
+            role = f"chat {getattr(value, 'role', '?')}"
         return {
-            "role": getattr(value, "type", None),
+            "role": role,
             "content": getattr(value, "content", None),
-            "tool_calls": tool_calls({"tool_calls": getattr(value, "tool_calls", None)}),
+            "tool_calls": getattr(value, "tool_calls", None) or [],
+            "invalid_tool_calls": getattr(value, "invalid_tool_calls", None) or [],
             "name": getattr(value, "name", None),
             "tool_call_id": getattr(value, "tool_call_id", None),
+            "status": getattr(value, "status", None),
             "id": getattr(value, "id", None),
         }
     return None
@@ -127,10 +131,17 @@ def message_line(value: Any, limit: int = FOLD_CHARS) -> str:
         return f"remove: message {fields['id']}"
     if role == "tool":
         role = f"tool[{fields['name'] or fields['tool_call_id'] or '?'}]"
+        if fields.get("status") == "error":
+            role += " (error)"
     text = fold(_content_text(fields["content"]), limit)
-    calls = [f"{name}({inline(args, 60)})" for name, args in fields["tool_calls"]]
-    if calls:
-        text = f"{text} → calls {', '.join(calls)}" if text else f"→ calls {', '.join(calls)}"
+    for key, arrow in (("tool_calls", "→ calls"), ("invalid_tool_calls", "→ invalid calls")):
+        calls = [
+            f"{c.get('name', '?')}({inline(c.get('args', {}), 60)})"
+            for c in fields.get(key) or []
+            if isinstance(c, Mapping)
+        ]
+        if calls:
+            text = f"{text} {arrow} {', '.join(calls)}" if text else f"{arrow} {', '.join(calls)}"
     return f"{role}: {text}"
 
 

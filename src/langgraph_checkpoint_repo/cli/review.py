@@ -152,7 +152,14 @@ def _event_json(e: Event) -> dict[str, Any]:
         out["tool_calls"] = [{"name": n, "args": a} for n, a in e.calls]
     if e.name:
         out["name"] = e.name
-    if e.kind in ("interrupt", "resume", "error", "choice", "merge", "metadata") or e.role == "value":
+    if e.status:
+        out["status"] = e.status
+    if e.invalid:
+        out["invalid_tool_calls"] = [{"name": n, "args": a} for n, a in e.invalid]
+    if e.kind in ("interrupt", "resume", "error", "choice", "merge", "metadata") or e.role in (
+        "value",
+        "refused",
+    ):
         out["value"] = e.tree
     elif e.kind in ("message", "edited", "removed"):
         # what the text does not show (the message's id, its provider's metadata ...): summed up

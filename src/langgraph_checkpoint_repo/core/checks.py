@@ -59,7 +59,7 @@ from .layout import (
     value_file_kind,
 )
 from .masking import mask_secrets
-from .messages import MESSAGES
+from .messages import MESSAGE_TYPES, MESSAGES, refusals
 from .objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
@@ -180,8 +180,8 @@ class Validator:
             trees = _stored_trees(doc)
             walked = [(pointer, tree, *types_and_refs(tree)) for pointer, tree in trees]  # one walk each
             self._named_types(path, walked)
-            if self.revival is not None:
-                self._revivable(path, trees, self.revival)
+            rejected = self._revivable(path, trees, self.revival) if self.revival is not None else set()
+            self._messages(path, walked, rejected)
             self._object_refs(path, doc, walked)
             return doc
         except FileFormatError as exc:
@@ -205,14 +205,28 @@ class Validator:
                     at = type_pointer(tree, key) if len(key) >= 2 and key[0] not in MARKS else None
                     self.problem(path, pointer + (at or ""), problem)
 
-    def _revivable(self, path: Path, trees: list[tuple[str, Any]], revival: Revival) -> None:
+    def _revivable(self, path: Path, trees: list[tuple[str, Any]], revival: Revival) -> set[str]:
         """Every stored tree whose LangGraph types (messages, datetimes, ``Send`` ...) reject
         their data, as the saver would find on reading it: one problem at the JSON pointer of
-        the value. The graph's own types are not imported here (validate has no graph)."""
+        the value. The graph's own types are not imported here (validate has no graph).
+        Returns the pointers of the trees rejected."""
+        rejected = set()
         for pointer, tree in trees:
             found = revival(without_refs(tree))
             if found is not None:
                 self.problem(path, pointer + found[0], found[1])
+                rejected.add(pointer)
+        return rejected
+
+    def _messages(self, path: Path, trees: list[_Walked], rejected: set[str]) -> None:
+        """Every stored message LangChain would build other than the views show it, or not
+        at all (core/messages.py): a problem at the refused field. A tree the revival check
+        rejected already is not reported twice."""
+        for pointer, tree, types, _ in trees:
+            if pointer in rejected or not any(key[:2] in MESSAGE_TYPES for key in types):
+                continue
+            for inner, refusal in refusals(tree):
+                self.problem(path, pointer + inner, f"message refused: {refusal.text()}")
 
     def _object_refs(self, path: Path, doc: dict[str, Any], trees: list[_Walked]) -> None:
         """Every object a stored tree refers to is where the reference says: the objects the

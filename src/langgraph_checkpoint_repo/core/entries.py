@@ -22,6 +22,7 @@ import ormsgpack
 from .caches import Dep
 from .chains import MAX_APPEND_DEPTH, too_long
 from .errors import FileFormatError
+from .messages import MESSAGE_TYPES, refusals
 from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .tree import TypeSet, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
@@ -78,7 +79,25 @@ class ValueEntry:
             return self.raw
         if isinstance(self.tree, list):
             return ("msgpack", msgpack_array_header(len(self.tree)) + self.list_body())
+        self.check_messages(self.tree)
         return ("msgpack", _tree_bytes(self.tree, self.where))
+
+    def check_messages(self, tree: Any) -> None:
+        """Refuse (naming the file and pointer) a message LangChain would build as another
+        message than every view shows (core/messages.py); one it refuses to build at all is
+        left to the serde, whose strict read says why. ``tree``: this entry's own tree or
+        items, checked before they are turned into msgpack (once per link of a list)."""
+        if not self.types or not any(key[:2] in MESSAGE_TYPES for key in self.types):
+            return
+        found = refusals(tree, changes_only=True)
+        if found:
+            inner, refusal = found[0]
+            raise FileFormatError(
+                self.file or self.where,
+                f"{self.root}{inner}",
+                f"message refused: {refusal.text()}; the views show another message than the app "
+                "would load (docs/format.md, Messages)",
+            )
 
     def list_body(self) -> bytes:
         """The msgpack of a list's items without the array header (appends reuse the base's).
@@ -92,6 +111,7 @@ class ValueEntry:
             link = node.base is not None and node.items is not None
             if node._body is None:
                 own: list[Any] = node.items if link and node.items is not None else node.tree
+                node.check_messages(own)
                 node._body = _items_body(own, node.where)
             parts.append(node._body)
             node = node.base if link else None

@@ -40,6 +40,7 @@ import orjson
 
 from .errors import FileFormatError
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_VALUES
+from .messages import Refusal, is_message_type, read_message
 from .tree import json_objects, node_types
 
 REF = "$ref"
@@ -183,6 +184,8 @@ class Sharer:
         self._locate = locate
         self._convert = convert
         self._held: Mapping[str, Any] = held if held is not None else {}
+        # the first message a read would refuse (core/messages.py): the writer refuses it
+        self.refused: Refusal | None = None
 
     def share(self, tree: Any) -> Any:
         """The tree with its shared parts replaced (a new tree; the input is not changed)."""
@@ -219,6 +222,10 @@ class Sharer:
                 out[k], h = self._share(v)
                 height = max(height, h)
             if "$type" in out:
+                if self.refused is None and is_message_type(out):
+                    read = read_message(out)
+                    if isinstance(read, Refusal) and read.changes:
+                        self.refused = read
                 anon, ident = _without_id(out)
                 data = orjson.dumps(anon, option=orjson.OPT_SORT_KEYS)
                 if len(data) >= SHARE_BYTES:

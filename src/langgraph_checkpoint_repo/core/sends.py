@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .messages import MESSAGES, message_fields
+from .messages import MESSAGES, Message, read_message
 
 #: the channel LangGraph keeps a step's ``Send`` packets in
 TASKS = "__pregel_tasks"
@@ -91,15 +91,14 @@ def is_tool_call(value: Any) -> bool:
 
 
 def _asked(messages: Any) -> list[dict[str, Any]]:
-    """The tool calls of the last AI message (none when it makes none), as ``ToolNode`` takes them."""
+    """The tool calls of the last AI message (none when it makes none), as LangChain builds
+    them (core/messages.py) and ``ToolNode`` takes them."""
     if not isinstance(messages, list):
         return []
     for tree in reversed(messages):
-        got = message_fields(tree)
-        if got is None or got.get("type") not in ("ai", "AIMessageChunk"):
-            continue
-        calls = got.get("tool_calls")
-        return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+        got = read_message(tree)
+        if isinstance(got, Message) and got.role == "ai":
+            return [{"name": c.name, "args": c.args, "id": c.id} for c in got.calls]
     return []
 
 

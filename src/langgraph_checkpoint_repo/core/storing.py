@@ -106,6 +106,10 @@ def shared_tree(
         why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         raise InvalidWriteError("value", target, pointer, why)
+    if sharer.refused is not None:  # a read refuses it (core/entries.py): never written
+        target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
+        why = f"a message the app would read back as another: {sharer.refused.text()}"
+        raise InvalidWriteError("value", target, pointer, why)
     if host is None or not embed:
         for digest, obj in sharer.objects.items():
             _object_file(store, thread_id, digest, obj, large)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core import fields
 from ..core.lineage import CHOICE_KEY
-from ..core.messages import MESSAGES, content_text, message_fields, tool_calls
+from ..core.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
 from .reader import Reader, StateView
 from .tasks import ERROR, INTERRUPT, RESUME, is_internal
 
@@ -32,26 +32,41 @@ class Event:
     text: str = ""
     calls: list[tuple[str, Any]] = field(default_factory=list)  # (tool name, arguments) of an AI message
     name: str = ""  # the tool of a tool result, the node of an interrupt
+    status: str = ""  # a tool result's status when it is not success ("error")
+    invalid: list[tuple[str, Any]] = field(default_factory=list)  # an AI message's invalid tool calls
     tree: Any = None  # the stored tree (a message, an interrupt's value, a resume value)
     old: Any = None  # an edited message before the edit
 
 
 def message_event(tree: Any, checkpoint_id: str, step: int | None, kind: str = "message") -> Event:
-    """The event of one stored message (or of a value that is not one, as text)."""
-    got = message_fields(tree)
+    """The event of one stored message, as LangChain will build it (core/messages.py): a
+    message the rule refuses as ``refused`` with why, a value that is none as ``value``."""
+    got = read_message(tree)
     if got is None:
         return Event(kind=kind, checkpoint_id=checkpoint_id, step=step, role="value", tree=tree)
-    role = str(got.get("type") or "")
-    calls = tool_calls(got)
-    name = str(got.get("name") or "") if role == "tool" else ""
+    if isinstance(got, Refusal):
+        refused = got.text()
+        return Event(
+            kind=kind, checkpoint_id=checkpoint_id, step=step, role="refused", text=refused, tree=tree
+        )
+    text = got.shown_text()
+    name = ""
+    if got.role in ("tool", "function"):
+        name = got.name or ""
+    elif got.role == "chat":
+        name = got.speaker or ""
+    elif got.role == "remove":
+        text = "all messages" if got.id == REMOVE_ALL else f"message {got.id}"
     return Event(
         kind=kind,
         checkpoint_id=checkpoint_id,
         step=step,
-        role=role,
-        text=content_text(got.get("content")),
-        calls=calls,
+        role=got.role,
+        text=text,
+        calls=[(c.name, c.args) for c in got.calls],
         name=name,
+        status=got.status if got.status not in (None, "success") else "",
+        invalid=[(c.name or "", c.args) for c in got.invalid],
         tree=tree,
     )
 

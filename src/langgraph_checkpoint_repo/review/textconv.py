@@ -11,30 +11,40 @@ first place the file refers to it; format 3: its file in ``objects/``), and else
 ``-> object <hash>``.
 
 Every part of a file is either shown or summed up by a digest on a line that is shown (a
-folded value, the bookkeeping), so a change anywhere in a file changes some line of its view.
-A file that is not a state file, or not strict JSON, is printed as it is. Whatever is printed
-is screened: git prints it to a terminal, so control characters are escaped and secrets masked.
+folded value, the fields of a message a line does not show, the bookkeeping), so a change
+anywhere in a file changes some line of its view. A message is shown as LangChain will build
+it (core/messages.py), or as refused, with its fields. A file that is not a state file, or not
+strict JSON, is printed as it is. Whatever is printed is screened: git prints it to a terminal,
+so control characters are escaped and secrets masked.
+
+Bounded and linear whatever a file holds: values are rendered with an explicit stack (no
+recursion, however deep a file nests), each value, name and message text is folded past its
+budget, and the lines past ``BUDGET`` characters are summed up by one line and a digest.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any
 
 from ..core.errors import FileFormatError
 from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, parse_strict
+from ..core.jsontext import digest
 from ..core.masking import escape_controls, mask_message
-from ..core.messages import content_text, message_fields, tool_calls
+from ..core.messages import DEFAULTS, Message, Refusal, is_message_type, read_message
 
 #: the version of this view; git-setup puts it in the driver's command line, so a release that
 #: changes the view (and bumps it) invalidates the text git cached (``cachetextconv``)
-VIEW = 2
+VIEW = 3
 FOLD = 200  # characters of a value shown before the rest is folded into a digest
+TEXT = 4000  # characters of a message's text shown before the rest is folded into a digest
+CALLS = 20  # tool calls of one message shown; the rest are summed up with its other fields
+NAMES = 5  # names of a message's other fields listed beside their digest
+BUDGET = 256_000  # characters of a file's view; the lines past it are summed up by a digest
 KINDS = ("checkpoint", "writes", "object", "value", "large_value", "base")
 LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
 #: metadata LangGraph and LangChain write on every checkpoint: counted with the bookkeeping
@@ -68,8 +78,9 @@ def view(path: str) -> list[str]:
         lines = _lines(raw, path)
     except (RecursionError, ValueError, TypeError, KeyError, AttributeError):
         lines = None  # a shape no view expects: the file as it is
-    if lines is None:
-        lines = raw.decode("utf-8", "backslashreplace").splitlines()
+    if lines is None:  # as it is, within the same budgets (a long line folded with its digest)
+        lines = [_fold(line, TEXT) for line in raw.decode("utf-8", "backslashreplace").splitlines()]
+    lines = budgeted(lines)
     return [_screen(line) for line in lines]
 
 
@@ -101,6 +112,11 @@ def _lines(raw: bytes, path: str) -> list[str] | None:
         doc = parse_strict(raw, path)
     except FileFormatError:
         return None
+    return render(doc)
+
+
+def render(doc: Any) -> list[str] | None:
+    """The lines of a parsed state file (before the budget), or None when it is not one."""
     ours = isinstance(doc, dict) and doc.get("kind") in KINDS and isinstance(doc.get("schema_version"), int)
     if not ours:
         return None
@@ -113,13 +129,28 @@ def _lines(raw: bytes, path: str) -> list[str] | None:
         return _object(doc)
     if kind == "base":
         head = f"bookkeeping of removed checkpoint {_plain(doc.get('checkpoint_id'))}"
-        return [f"{head} ({_digest(doc)})"]
+        return [f"{head} ({digest(doc)})"]
     if kind == "value":  # the body's keys (value, empty, append) sit at the top of the file
         head = f"value of channel {_plain(doc.get('channel'))} at version {_plain(doc.get('version'))}"
-        body, _ = _body(str(doc.get("channel")), doc)
-        return [f"{head} ({_digest(_append_base(doc))})", *body]
-    head = f"large value {str(doc.get('sha256'))[:12]}"
+        body, _ = _body(_plain(doc.get("channel")), doc)
+        return [f"{head} ({digest(_append_base(doc))})", *body]
+    head = f"large value {_plain(doc.get('sha256'))[:12]}"
     return [head, *_node_lines("value", doc.get("value"))]
+
+
+def budgeted(lines: list[str]) -> list[str]:
+    """The lines up to ``BUDGET`` characters; the rest as one line with their digest."""
+    total = 0
+    for i, line in enumerate(lines):
+        total += len(line) + 1
+        if total > BUDGET:
+            rest = lines[i:]
+            chars = sum(len(x) + 1 for x in rest)
+            return [
+                *lines[:i],
+                f"… (+{len(rest)} lines, {chars} chars not shown; {digest(chr(10).join(rest))})",
+            ]
+    return lines
 
 
 # ----------------------------------------------------------------------------
@@ -142,7 +173,7 @@ def _checkpoint(doc: dict[str, Any]) -> list[str]:
     held = _Held(_dict(doc.get("objects")))
     new_values = _dict(doc.get("new_values"))
     for channel in sorted(new_values, key=lambda c: (_internal(c), c)):
-        lines, trigger = _body(channel, new_values[channel], held)
+        lines, trigger = _body(_plain(channel), new_values[channel], held)
         if trigger and _internal(channel):
             triggers[channel] = new_values[channel]
         else:
@@ -154,8 +185,8 @@ def _checkpoint(doc: dict[str, Any]) -> list[str]:
         out.extend(INDENT + line for line in _taken(record))
     for name in held.unshown():  # held for another file, or only for the parent's writes
         tree = held.objects[name]
-        first, *rest = _message(tree) if message_fields(tree) is not None else [_compact(tree)]
-        out.extend([INDENT + f"object {name[:12]}: {first}", *(INDENT * 2 + line for line in rest)])
+        first, *rest = _message(tree) if is_message_type(tree) else [_compact(tree)]
+        out.extend([INDENT + f"object {_plain(name)[:12]}: {first}", *(INDENT * 2 + line for line in rest)])
     out.append(INDENT + _bookkeeping(doc, quiet, triggers))
     return out
 
@@ -186,8 +217,8 @@ def _taken(record: Any) -> list[str]:
     channels it wrote (what it wrote is what the values above show), a digest for the rest."""
     record = _dict(record)
     writes = [w for w in _list(record.get("writes")) if isinstance(w, dict)]
-    channels = ", ".join(_plain(w.get("channel")) for w in writes)
-    return [f"(parent's writes, task {_plain(record.get('task_path'))}: {channels}; {_digest(record)})"]
+    channels = _fold(", ".join(_plain(w.get("channel")) for w in writes))
+    return [f"(parent's writes, task {_plain(record.get('task_path'))}: {channels}; {digest(record)})"]
 
 
 def _bookkeeping(doc: dict[str, Any], quiet: dict[str, Any], triggers: dict[str, Any]) -> str:
@@ -218,7 +249,7 @@ def _bookkeeping(doc: dict[str, Any], quiet: dict[str, Any], triggers: dict[str,
     }
     if doc.get("delta"):
         parts.insert(0, "changes since parent")
-    return f"(bookkeeping: {', '.join(parts)}; {_digest(folded)})"
+    return f"(bookkeeping: {', '.join(parts)}; {digest(folded)})"
 
 
 def _writes(doc: dict[str, Any]) -> list[str]:
@@ -232,9 +263,13 @@ def _writes(doc: dict[str, Any]) -> list[str]:
         if not isinstance(write, dict):
             out.append(INDENT + _compact(write))
             continue
-        out.extend(INDENT + line for line in _node_lines(str(write.get("channel")), write.get("value"), held))
+        out.extend(
+            INDENT + line for line in _node_lines(_plain(write.get("channel")), write.get("value"), held)
+        )
     for name in held.unshown():
-        out.append(INDENT + f"object {name[:12]}: " + _compact(held.objects[name]))
+        tree = held.objects[name]
+        first, *rest = _message(tree) if is_message_type(tree) else [_compact(tree)]
+        out.extend([INDENT + f"object {_plain(name)[:12]}: {first}", *(INDENT * 2 + line for line in rest)])
     # the task id and each write's index are LangGraph's bookkeeping: a digest stands for them
     unshown = {
         "idx": [w.get("idx") for w in writes if isinstance(w, dict)],
@@ -242,12 +277,12 @@ def _writes(doc: dict[str, Any]) -> list[str]:
         "task_id": doc.get("task_id"),
         "thread_id": doc.get("thread_id"),
     }
-    return [f"{head} ({_digest(unshown)})", *out]
+    return [f"{head} ({digest(unshown)})", *out]
 
 
 def _object(doc: dict[str, Any]) -> list[str]:
     tree = doc.get("tree")
-    if message_fields(tree) is not None:
+    if is_message_type(tree):
         return _message(tree)
     if isinstance(tree, list):
         return [f"{_count(len(tree), 'item')}: " + _compact(tree)]
@@ -282,7 +317,7 @@ def _node_lines(channel: str, node: Any, held: _Held | None = None) -> list[str]
     if not isinstance(node, dict):
         return [f"{channel}: {_compact(node)}"]
     if "large" in node:
-        return [f"{channel}: -> large {str(node['large'])[:12]}"]
+        return [f"{channel}: -> large {_plain(node['large'])[:12]}"]
     if "json" in node:
         tree = node["json"]
         if isinstance(tree, list) and tree and all(_is_item(t) for t in tree):
@@ -291,7 +326,7 @@ def _node_lines(channel: str, node: Any, held: _Held | None = None) -> list[str]
             items = tree["messages"]
             if items and all(_is_item(t) for t in items) and set(tree) == {"messages"}:
                 return _items(f"{channel}: messages {_count(len(items), 'item')}", items, held)
-        if message_fields(tree) is not None or (held is not None and _is_item(tree)):
+        if is_message_type(tree) or (held is not None and _is_item(tree)):
             first, *rest = _item(tree, held)
             return [f"{channel}: {first}", *rest]
         return [f"{channel}: {_compact(tree)}"]
@@ -299,7 +334,7 @@ def _node_lines(channel: str, node: Any, held: _Held | None = None) -> list[str]
         return [f"{channel}: null"]
     payload = node.get("base64")
     size = len(payload) * 3 // 4 if isinstance(payload, str) else 0
-    return [f"{channel}: <{_plain(node.get('serde'))} payload, about {size} bytes; {_digest(node)}>"]
+    return [f"{channel}: <{_plain(node.get('serde'))} payload, about {size} bytes; {digest(node)}>"]
 
 
 def _items(head: str, items: list[Any], held: _Held | None = None) -> list[str]:
@@ -315,124 +350,315 @@ def _item(tree: Any, held: _Held | None = None) -> list[str]:
     """One item: a message as ``role: text``; a reference to a message this file holds (format
     4), the first time, as that message (a message input as the input it stands for)."""
     found = held.take(tree) if held is not None else None
-    if found is not None and message_fields(found) is not None:
-        lines = _message({**found, **({"$id": tree["$id"]} if "$id" in tree else {})})
+    if found is not None and is_message_type(found):
+        ident = tree.get("$id") if "$id" in tree else None
+        lines = _message(found, ident)
+        extra = {k: v for k, v in tree.items() if k not in ("$ref", "$id", "$role", "$pair")}
         if "$role" in tree or "$pair" in tree:
             lines[0] = f"({_plain(tree.get('$role', tree.get('$pair')))} input) " + lines[0]
+        if extra:
+            lines[0] += f" ({_compact(extra)})"
         return lines
     if found is not None:
-        return [f"object {str(tree['$ref'])[:12]}: " + _compact(found)]
-    if message_fields(tree) is not None:
+        return [f"object {_plain(tree['$ref'])[:12]}: " + _compact(found)]
+    if is_message_type(tree):
         return _message(tree)
     return [_compact(tree)]
 
 
 def _is_item(tree: Any) -> bool:
-    return message_fields(tree) is not None or (isinstance(tree, dict) and "$ref" in tree)
+    return is_message_type(tree) or (isinstance(tree, dict) and "$ref" in tree)
 
 
 def _is_null(node: Any) -> bool:
     return isinstance(node, dict) and node.get("serde") == "null"
 
 
-def _message(tree: Any) -> list[str]:
-    """``role: text`` (tool calls as ``→ calls name(args)``), the text's further lines below."""
-    fields = message_fields(tree) or {}
-    role = str(fields.get("type") or "message")
-    label = LABEL.get(role, role)
-    if role == "tool" and fields.get("name"):
-        label = f"tool {fields['name']}"
-    text = content_text(fields.get("content"))
-    calls = tool_calls(fields)
+# ----------------------------------------------------------------------------
+# messages, as LangChain will build them (core/messages.py)
+# ----------------------------------------------------------------------------
+class _Node:
+    """A tree inside a message's line, rendered compactly where the line is made."""
+
+    __slots__ = ("tree",)
+
+    def __init__(self, tree: Any) -> None:
+        self.tree = tree
+
+
+_BREAK = _Node(None)  # where a message's text starts a new line
+
+
+def _message(tree: Any, ident: Any = None) -> list[str]:
+    """``role: text`` (tool calls as ``→ calls name(args) [id]``), the text's further lines
+    below; a message refused by the rule as what is refused, and its fields."""
+    lines = [""]
+    for part in _message_parts(tree, ident):
+        if part is _BREAK:
+            lines.append(INDENT)
+        else:
+            lines[-1] += part if isinstance(part, str) else _compact(part.tree)
+    return lines
+
+
+def _message_parts(tree: Any, ident: Any = None) -> list[str | _Node]:
+    """A message's line in parts: text, the trees (tool call arguments, a refused message's
+    fields) to render compactly, and ``_BREAK`` where its text starts a new line."""
+    got = read_message(tree)
+    if got is None:  # not a message class (is_message_type said it is: never so)
+        return [_Node(tree)]
+    if isinstance(got, Refusal):
+        # what it holds, without the type that made it a message (so never read again as one)
+        fields = {k: v for k, v in tree.items() if k != "$type"}
+        head = f"refused message: {got.text()} ({digest(tree)})"
+        return [_fold(head, FOLD + 200), _BREAK, _Node(fields)]
+    first, *more = _fold(got.shown_text(), TEXT).split("\n")
+    ident = ident if ident is not None else got.fields.get("id")
+    parts: list[str | _Node] = [f"{_label(got)}: {first}"]
+    for line in more:
+        parts += [_BREAK, line]
+    calls = got.calls[:CALLS]
     if calls:
-        said = ", ".join(f"{name}({_compact(args)})" for name, args in calls)
-        text = f"{text} → calls {said}" if text else f"→ calls {said}"
-    first, *rest = text.split("\n") if text else [""]
-    out = [f"{label}: {first}".rstrip()]
-    if isinstance(tree, dict) and isinstance(tree.get("$id"), str):
-        out[0] += f" (id {tree['$id']})"
-    return out + [INDENT + line for line in rest]
+        parts.append(" → calls " if first or more else "→ calls ")
+        for i, call in enumerate(calls):
+            parts += [", " if i else "", f"{_plain(call.name)}(", _Node(call.args), ")"]
+            if call.id is not None:
+                parts.append(f" [{_plain(call.id)}]")
+    if got.invalid:
+        said = ", ".join(f"{_plain(c.name or '')}({_compact(c.args)})" for c in got.invalid[:CALLS])
+        parts.append(f" → invalid calls {said}")
+    if ident is not None:  # at the end of the first line
+        parts.insert(parts.index(_BREAK) if _BREAK in parts else len(parts), f" (id {_plain(ident)})")
+    rest = _unshown(got, ident)
+    if rest:
+        names = sorted(rest, key=str)
+        listed = ", ".join(_fold(str(n), 40) for n in names[:NAMES]) + (", …" if len(names) > NAMES else "")
+        parts.append(f" (+{listed}; {digest(rest)})")
+    return parts
+
+
+def _label(got: Message) -> str:
+    role = got.role
+    if role == "tool":
+        label = f"tool {_plain(got.name)}" if got.name else "tool"
+        label += f" [{_plain(got.tool_call_id)}]"
+        return label + (" (error)" if got.status == "error" else "")
+    if role == "chat":
+        return f"chat {_plain(got.speaker)}"
+    if role == "function":
+        return f"function {_plain(got.name)}"
+    if role == "remove":
+        return "remove"
+    return LABEL.get(role, role)
+
+
+def _unshown(got: Message, ident: Any) -> dict[str, Any]:
+    """A message's fields its line does not show; a field at its default (or left out, which
+    LangChain builds as the default) is shown by its absence."""
+    fields, kind = got.fields, got.kind
+    shown = {"type"} if fields.get("type") == kind.type else set()
+    if isinstance(fields.get("content"), str):
+        shown.add("content")
+    if isinstance(fields.get("id"), str) and fields["id"] == ident:
+        shown.add("id")
+    if kind.role in ("tool", "function"):
+        shown.add("name")
+    if kind.role == "tool":
+        shown |= {"tool_call_id", "status"}
+    if kind.role == "chat":
+        shown.add("role")
+    if kind.name != "AIMessageChunk" and len(got.calls) <= CALLS:
+        stored = fields.get("tool_calls") or []
+        if all(isinstance(c, dict) and set(c) - {"name", "args", "id"} <= {"type"} for c in stored):
+            if all(c.get("type", "tool_call") == "tool_call" for c in stored):
+                shown.add("tool_calls")
+    return {k: v for k, v in fields.items() if k not in shown and (k not in DEFAULTS or v != DEFAULTS[k])}
 
 
 def _compact(tree: Any) -> str:
     """A tree on one line, references as ``-> object <hash>``, folded after FOLD characters
     with a digest of the rest (so a change there still changes the line)."""
-    text = "".join(_parts(tree))
-    if len(text) <= FOLD:
+    return _fold(_text(tree))
+
+
+def _fold(text: str, limit: int = FOLD) -> str:
+    if len(text) <= limit:
         return text
-    return f"{text[:FOLD]}… (+{len(text) - FOLD} chars; {_digest(text)})"
+    return f"{text[:limit]}… (+{len(text) - limit} chars; {digest(text)})"
 
 
-def _parts(tree: Any) -> Iterable[str]:
-    if isinstance(tree, dict):
-        if "$ref" in tree and isinstance(tree["$ref"], str):
-            yield f"-> object {tree['$ref'][:12]}"
-            if "$id" in tree:
-                yield f" (id {_plain(tree['$id'])})"
-            return
-        if "$chunks" in tree and isinstance(tree["$chunks"], list):
-            yield "chunks["
-            yield from _join(tree["$chunks"])
-            yield "]"
-            return
-        if message_fields(tree) is not None:
-            yield "<" + " / ".join(_message(tree)) + ">"
-            return
-        kind = tree.get("$type")
-        if isinstance(kind, list) and len(kind) == 2 and all(isinstance(k, str) for k in kind):
-            yield from _tagged(kind[1], tree)
-            return
-        if "$bytes" in tree and isinstance(tree["$bytes"], str):
-            yield f"<{len(tree['$bytes']) * 3 // 4} bytes; {_digest(tree)}>"
-            return
-        if "$map" in tree and isinstance(tree["$map"], list):
-            pairs = [p for p in tree["$map"] if isinstance(p, list) and len(p) == 2]
-            yield "{"
-            for i, (key, value) in enumerate(pairs):
-                yield "," if i else ""
-                yield from _parts(key)
-                yield ":"
-                yield from _parts(value)
-            yield "}"
-            return
-        yield "{"
-        for i, key in enumerate(sorted(tree, key=str)):
-            yield "," if i else ""
-            yield _quote(str(key)) + ":"
-            yield from _parts(tree[key])
-        yield "}"
-    elif isinstance(tree, list):
-        yield "["
-        yield from _join(tree)
-        yield "]"
-    elif isinstance(tree, str):
-        yield _quote(tree)
-    else:
-        yield json.dumps(tree)
+def _text(tree: Any) -> str:
+    """A tree on one line, whole: the standard library's JSON where the tree holds no tag
+    (its compact JSON has no ``"$``), else an explicit stack of parts."""
+    if isinstance(tree, str):
+        return _quote(tree)
+    if type(tree) is dict and tree.keys() <= _REF_KEYS and all(type(v) is str for v in tree.values()):
+        if "$ref" in tree:  # a reference, the commonest item of a list: as _dict_parts writes it
+            return f"-> object {tree['$ref'][:12]}" + "".join(
+                f" ({_REF_WORDS[k]} {tree[k]})" for k in _REF_WORDS if k in tree
+            )
+    try:
+        text = json.dumps(tree, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (RecursionError, TypeError, ValueError):
+        text = '"$'
+    if '"$' not in text:
+        return text
+    return "".join(_pieces(tree))
 
 
-def _tagged(name: str, tree: dict[str, Any]) -> Iterable[str]:
-    """``Name(...)`` for a tree that names a type (a Send, a dataclass, a datetime ...)."""
-    yield name + "("
-    if "$arg" in tree:
-        yield from _parts(tree["$arg"])
-    elif isinstance(tree.get("$args"), list):
-        yield from _join(tree["$args"])
-    else:
-        kwargs = tree.get("$kwargs", tree.get("$fields"))
-        if isinstance(kwargs, dict):
-            for i, key in enumerate(sorted(kwargs, key=str)):
-                yield ("," if i else "") + f"{key}="
-                yield from _parts(kwargs[key])
-        elif kwargs is not None:
-            yield from _parts(kwargs)
-    yield ")"
+class _Lit(str):
+    """Text to write as it is (a ``str`` that is not one is a string value of the tree)."""
+
+    __slots__ = ()
 
 
-def _join(items: list[Any]) -> Iterable[str]:
+_CLOSE_LIST, _CLOSE_DICT, _COMMA = _Lit("]"), _Lit("}"), _Lit(",")
+
+
+def _pieces(tree: Any) -> list[str]:
+    """The one-line form of a tree in pieces, with an explicit stack: time linear in the
+    tree, however deep it nests (lists and plain objects here, tags by ``_dict_parts``)."""
+    out: list[str] = []
+    add = out.append
+    stack: list[Any] = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is _Lit:
+            add(node)
+        elif kind is str:
+            add(encode_basestring(node))
+        elif kind is list:
+            if not node:
+                add("[]")
+                continue
+            add("[")
+            push(_CLOSE_LIST)
+            for i in range(len(node) - 1, 0, -1):
+                push(node[i])
+                push(_COMMA)
+            push(node[0])
+        elif kind is dict:
+            if any(k[:1] == "$" for k in node):
+                stack.extend(reversed(_dict_parts(node)))
+            elif not node:
+                add("{}")
+            else:
+                keys = sorted(node)
+                add("{")
+                push(_CLOSE_DICT)
+                for i in range(len(keys) - 1, -1, -1):
+                    push(node[keys[i]])
+                    push(_Lit(("," if i else "") + encode_basestring(keys[i]) + ":"))
+        elif node is None:
+            add("null")
+        elif node is True:
+            add("true")
+        elif node is False:
+            add("false")
+        elif kind is int:
+            add(int.__repr__(node))
+        else:
+            add(json.dumps(node, default=str))
+    return out
+
+
+def _joined(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
     for i, item in enumerate(items):
-        yield "," if i else ""
-        yield from _parts(item)
+        if i:
+            out.append(_Lit(","))
+        out.append(item)
+    return out
+
+
+_REF_WORDS = {"$id": "id", "$in": "in", "$ns": "ns", "$role": "role", "$pair": "pair"}
+_REF_KEYS = {"$ref", *_REF_WORDS}
+
+
+def _dict_parts(tree: dict[str, Any]) -> list[Any]:
+    """The parts of an object's one-line form: literals (``_Lit``) and trees."""
+    if isinstance(tree.get("$ref"), str):
+        parts: list[Any] = [_Lit(f"-> object {tree['$ref'][:12]}")]
+        for key, word in _REF_WORDS.items():
+            if key in tree:
+                value = tree[key]
+                parts += [_Lit(f" ({word} "), _Lit(value) if isinstance(value, str) else value, _Lit(")")]
+        return parts + _others(tree, _REF_KEYS)
+    if isinstance(tree.get("$chunks"), list):
+        return [_Lit("chunks["), *_joined(tree["$chunks"]), _Lit("]"), *_others(tree, {"$chunks"})]
+    if is_message_type(tree):
+        return _inline_message(tree)
+    kind = tree.get("$type")
+    if isinstance(kind, list) and len(kind) == 2 and all(isinstance(k, str) for k in kind):
+        return _tagged(kind[1], tree)
+    if isinstance(tree.get("$bytes"), str):
+        return [_Lit(f"<{len(tree['$bytes']) * 3 // 4} bytes; {digest(tree)}>")]
+    if isinstance(tree.get("$map"), list):
+        parts = [_Lit("{")]
+        for i, pair in enumerate(tree["$map"]):
+            if i:
+                parts.append(_Lit(","))
+            if isinstance(pair, list) and len(pair) == 2:
+                parts += [pair[0], _Lit(":"), pair[1]]
+            else:
+                parts.append(pair)
+        return [*parts, _Lit("}"), *_others(tree, {"$map"})]
+    parts = [_Lit("{")]
+    for i, key in enumerate(sorted(tree, key=str)):
+        parts += [_Lit(("," if i else "") + _quote(str(key)) + ":"), tree[key]]
+    return [*parts, _Lit("}")]
+
+
+def _others(tree: dict[str, Any], used: set[str]) -> list[Any]:
+    """The keys of a tag a form does not show, as an object after it (never dropped)."""
+    rest = {k: v for k, v in tree.items() if k not in used}
+    if not rest:
+        return []
+    parts: list[Any] = [_Lit(" +{")]
+    for i, key in enumerate(sorted(rest, key=str)):
+        parts += [_Lit(("," if i else "") + _quote(str(key)) + ":"), rest[key]]
+    return [*parts, _Lit("}")]
+
+
+def _tagged(name: str, tree: dict[str, Any]) -> list[Any]:
+    """``Name(...)`` for a tree that names a type (a Send, a dataclass, a datetime ...)."""
+    parts: list[Any] = [_Lit(name + "(")]
+    used = {"$type", "$pydantic", "$method"}
+    if "$arg" in tree:
+        parts.append(tree["$arg"])
+        used.add("$arg")
+    elif isinstance(tree.get("$args"), list):
+        parts += _joined(tree["$args"])
+        used.add("$args")
+    else:
+        key = "$kwargs" if "$kwargs" in tree else "$fields"
+        used.add(key)
+        kwargs = tree.get(key)
+        if isinstance(kwargs, dict):
+            for i, k in enumerate(sorted(kwargs, key=str)):
+                parts += [_Lit(("," if i else "") + f"{k}="), kwargs[k]]
+        elif kwargs is not None:
+            parts.append(kwargs)
+    parts.append(_Lit(")"))
+    if "$method" in tree and "$pydantic" not in tree:
+        parts.insert(1, _Lit(f".{tree['$method']}") if isinstance(tree["$method"], str) else tree["$method"])
+    return parts + _others(tree, used)
+
+
+def _inline_message(tree: dict[str, Any]) -> list[Any]:
+    """``<role: text / more text → calls name(args)>`` inside a value's one-line form: the
+    same parts as the message's own line, its trees left to the same stack."""
+    out: list[Any] = [_Lit("<")]
+    for part in _message_parts(tree):
+        if part is _BREAK:
+            out.append(_Lit(" / "))
+        elif isinstance(part, _Node):
+            out.append(part.tree)
+        else:
+            out.append(_Lit(part))
+    return [*out, _Lit(">")]
 
 
 # ----------------------------------------------------------------------------
@@ -456,18 +682,12 @@ def _count(n: int, noun: str) -> str:
 
 
 def _plain(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    """A name or id as it is (folded past FOLD characters); anything else compactly."""
+    return _fold(value) if isinstance(value, str) else _compact(value)
 
 
 def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _digest(value: Any) -> str:
-    """The first 8 hex digits of the sha256 of a value's sorted JSON: it stands for what is not shown."""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    data = text.encode("utf-8", "surrogatepass")
-    return "#" + hashlib.sha256(data).hexdigest()[:8]
+    return encode_basestring(text)  # json.dumps(text, ensure_ascii=False)
 
 
 def _screen(line: str) -> str:

@@ -1,0 +1,113 @@
+"""JSON text of a tree at any depth, and the short digest that stands for a value not shown.
+
+The standard library's encoder recurses in C and raises RecursionError on a tree as deep as
+a file may hold (the reader accepts what ``json.loads`` parses, about a thousand levels) when
+it is called from a stack already some frames deep. These functions give the same text as
+``json.dumps`` and fall back to an explicit stack when it cannot, so a reader that shows a
+file (the textconv driver, the message rule) never fails on its shape and costs time
+linear in it. Standard library only: the driver git starts once per file imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterator
+from json.encoder import encode_basestring, encode_basestring_ascii
+from typing import Any
+
+
+def sorted_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, default=str)``, at any depth."""
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except RecursionError:
+        return "".join(_pieces(value, ", ", ": ", encode_basestring_ascii))
+
+
+def compact_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    default=str)``, at any depth."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    except RecursionError:
+        return "".join(_pieces(value, ",", ":", encode_basestring))
+
+
+def digest(value: Any) -> str:
+    """``#`` and the first 8 hex digits of the sha256 of a value's sorted JSON (of a string:
+    of the string itself)."""
+    text = value if isinstance(value, str) else sorted_json(value)
+    return "#" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+class _Piece(str):
+    """Text to write as it is (a plain ``str`` on the stack is a value to encode)."""
+
+    __slots__ = ()
+
+
+def _pieces(value: Any, comma: str, colon: str, quote: Callable[[str], str]) -> Iterator[str]:
+    """The JSON text of ``value`` in pieces, with an explicit stack (no recursion)."""
+    close_list, close_dict, sep = _Piece("]"), _Piece("}"), _Piece(comma)
+    stack: list[Any] = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is _Piece:
+            yield node
+        elif isinstance(node, str):
+            yield quote(node)
+        elif isinstance(node, dict):
+            if not node:
+                yield "{}"
+                continue
+            yield "{"
+            push(close_dict)
+            keys = sorted(node, key=_key_text)
+            for i in range(len(keys) - 1, -1, -1):
+                push(node[keys[i]])
+                push(_Piece((comma if i else "") + quote(_key_text(keys[i])) + colon))
+        elif isinstance(node, (list, tuple)):
+            if not node:
+                yield "[]"
+                continue
+            yield "["
+            push(close_list)
+            for i in range(len(node) - 1, 0, -1):
+                push(node[i])
+                push(sep)
+            push(node[0])
+        else:
+            yield _scalar(node, quote)
+
+
+def _key_text(key: Any) -> str:
+    """A mapping key as ``json.dumps`` writes it (it converts scalars to text)."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False or key is None:
+        return json.dumps(key)
+    if isinstance(key, (int, float)):
+        return _scalar(key, encode_basestring)
+    return str(key)
+
+
+def _scalar(value: Any, quote: Callable[[str], str]) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    return quote(str(value))  # default=str
