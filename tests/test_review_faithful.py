@@ -369,3 +369,35 @@ def test_a_memorys_times_that_no_plain_write_makes_are_shown_old_and_new(repo: P
     fields = {f["pointer"]: (f["old"], f["new"]) for f in changed["fields"]}
     assert fields["/created_at"] == (old, "2020-01-01T00:00:00.000000+00:00")
     assert "/updated_at" not in fields and fields["/value/theme"] == ("dark", "light")
+
+
+def test_a_branch_of_a_graph_with_subgraph_calls_and_an_approval_is_accounted_for_unflagged(
+    tmp_path: Path,
+) -> None:
+    """The support desk (bench/support_desk.py): each call of its ``create_agent`` subgraph is
+    a namespace of its own, new on the branch. Every file the branch adds is explained, none
+    flagged (a namespace the base does not have continued nothing before), and the approval,
+    the memory and what runs next read as they happened."""
+    from bench.support_desk import approve, build_support_desk, user_turn
+
+    repo = init_repo(tmp_path / "repo")
+    root = repo / ".langgraph"
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+
+    def desk() -> Any:
+        return build_support_desk(RepoSaver(root, durable=False), RepoStore(root))
+
+    for n in (1, 2):
+        user_turn(desk(), n)
+    commit_all(repo, "two turns")
+    git(repo, "checkout", "-q", "-b", "feature")
+    user_turn(desk(), 3)
+    approve(desk())
+    user_turn(desk(), 4)
+    commit_all(repo, "refund approved, a memory")
+    code, data = review(repo, "main..feature")
+    assert code == 0 and data["flags"] == [] and all(f["account"] for f in data["files"])
+    assert [i["key"] for i in data["items"]] == ["preferences"]
+    text = review_text(repo, "main..feature")
+    assert "resumed with" in text and "Refund of $18.50 for A-1001 issued." in text

@@ -277,7 +277,8 @@ def _head_moves(thread: ThreadReport, base: Reader | None, head: Reader | None) 
     if base is None or head is None or thread.status != "changed":
         return []
     out = []
-    for ns in head.namespaces(thread.thread_id) if _has(head, thread.thread_id) else []:
+    namespaces = set(_namespaces(base, thread.thread_id)) & set(_namespaces(head, thread.thread_id))
+    for ns in sorted(namespaces):  # a namespace new on the head side continued nothing before
         where = f" namespace {ns}" if ns else ""
         try:
             before = base.resolve(thread.thread_id, ns, None)
@@ -299,12 +300,11 @@ def _head_moves(thread: ThreadReport, base: Reader | None, head: Reader | None) 
     return out
 
 
-def _has(reader: Reader, thread_id: str) -> bool:
+def _namespaces(reader: Reader, thread_id: str) -> list[str]:
     try:
-        reader.namespaces(thread_id)
-        return True
+        return reader.namespaces(thread_id)
     except RepoCheckpointError:
-        return False
+        return []
 
 
 def _descends(reader: Reader, thread_id: str, ns: str, cid: str, ancestor: str) -> bool:
