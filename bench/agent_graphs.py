@@ -70,16 +70,16 @@ def lookup_order(order_id: str, tool_call_id: Annotated[str, InjectedToolCallId]
 TOOLS: tuple[BaseTool, ...] = (lookup_order,)
 
 
-class ToolCallingFakeModel(BaseChatModel):
-    """Answers each user turn with one ``lookup_order`` call, then (after the tool's result) a reply.
+class FakeToolModel(BaseChatModel):
+    """A chat model whose reply is a pure function of the conversation it is shown
+    (``respond``), so the same object serves every saver alike; binding tools changes nothing."""
 
-    Which turn it is comes from the number of user messages shown, so ids and text depend on
-    the input only.
-    """
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        raise NotImplementedError
 
     @property
     def _llm_type(self) -> str:
-        return "tool-calling-fake"
+        return type(self).__name__
 
     def bind_tools(
         self,
@@ -88,7 +88,6 @@ class ToolCallingFakeModel(BaseChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bound tools change nothing here: the model knows its one tool."""
         return self.bind(**kwargs)
 
     def _generate(
@@ -98,7 +97,18 @@ class ToolCallingFakeModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=reply(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+
+class ToolCallingFakeModel(FakeToolModel):
+    """Answers each user turn with one ``lookup_order`` call, then (after the tool's result) a reply.
+
+    Which turn it is comes from the number of user messages shown, so ids and text depend on
+    the input only.
+    """
+
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        return reply(messages)
 
 
 def reply(messages: Sequence[BaseMessage]) -> AIMessage:

@@ -14,21 +14,20 @@ come from the number of user turns, so two savers see the same messages.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Command, interrupt
+
+from bench.agent_graphs import FakeToolModel
 
 THREAD = "desk-1"
 MEMORY = ("customers", "ada")
@@ -112,30 +111,11 @@ def reply(messages: Sequence[BaseMessage]) -> AIMessage:
     return AIMessage(content="", tool_calls=[call], id=f"ai-call-{turn}")
 
 
-class DeskModel(BaseChatModel):
+class DeskModel(FakeToolModel):
     """The support desk's fake chat model (``reply``)."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "support-desk-fake"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(**kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=reply(messages))])
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        return reply(messages)
 
 
 class DeskState(MessagesState):

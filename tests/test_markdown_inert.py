@@ -25,21 +25,17 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from bench.agent_graphs import build_create_agent, user_message
+from bench.agent_graphs import FakeToolModel, build_create_agent, user_message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
@@ -225,34 +221,17 @@ FOLDER = "<img src=x> @octocat :+1:"
 STRAY = "<img src=x> @octocat [x](https:\\e.vil) #1 :+1: GH-1"
 
 
-class ScriptedModel(BaseChatModel):
+class ScriptedModel(FakeToolModel):
     """Calls the tool ``tool_name`` once with ``say`` as its argument, then answers ``say``."""
 
     tool_name: str
     say: str
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(
-        self, tools: Any, *, tool_choice: str | None = None, **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(**kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
         if isinstance(messages[-1], ToolMessage):
-            reply = AIMessage(content=f"answer {self.say}", id="ai-answer")
-        else:
-            call = {"name": self.tool_name, "args": {"q": self.say}, "id": "call-1"}
-            reply = AIMessage(content=self.say, tool_calls=[call], id="ai-call")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+            return AIMessage(content=f"answer {self.say}", id="ai-answer")
+        call = {"name": self.tool_name, "args": {"q": self.say}, "id": "call-1"}
+        return AIMessage(content=self.say, tool_calls=[call], id="ai-call")
 
 
 def named_tool(name: str, result: str) -> BaseTool:
