@@ -175,7 +175,8 @@ def _inline_problems(children: list[Token]) -> list[str]:
 
 def shown(markdown: str) -> str:
     """Everything ``markdown`` shows as code (code spans, fenced blocks, ``<code>`` in a
-    fold's label), one item per line: where the data must be."""
+    fold's label) or as plain text (a name with no markup, such as a tool named ``0``, is
+    shown bare), one item per line: where the data must be."""
     out: list[str] = []
     for tok in MD.parse(markdown):
         if tok.type == "fence":
@@ -185,7 +186,7 @@ def shown(markdown: str) -> str:
             parsed.feed(tok.content)
             out += parsed.code
         for child in tok.children or []:
-            if child.type == "code_inline":
+            if child.type in ("code_inline", "text"):
                 out.append(child.content)
     return "\n".join(out)
 
@@ -771,7 +772,8 @@ def test_a_tag_no_reader_can_read_is_refused_by_validate(accepted: Path, where: 
 def test_a_store_item_validate_refuses_is_in_the_review_with_its_problems(accepted: Path) -> None:
     """RepoStore redacts values, not keys: an item whose key looks like an API key is written,
     and validate refuses it. The review listed it among "other files" with exit 0, its
-    problem dropped; now it is a store item, refused, with the problem, and exit 1."""
+    problem dropped; now it is a store item, refused, with the problem, what the store would
+    load, and exit 1."""
     repo, root = accepted, accepted / ".langgraph"
     key = "sk-ant-" + "a" * 30
     try:
@@ -780,7 +782,10 @@ def test_a_store_item_validate_refuses_is_in_the_review_with_its_problems(accept
         assert cli(root, "validate", cwd=repo).returncode == 1
         proc = cli(root, "review", "HEAD~1..HEAD", "--markdown", cwd=repo)
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "(refused)" in proc.stdout and "looks like an Anthropic API key" in proc.stdout
+        assert (
+            "(added, refused by validate)" in proc.stdout and "looks like an Anthropic API key" in proc.stdout
+        )
+        assert "`/value/text`: `null` → `x`" in proc.stdout and "none flagged" not in proc.stdout
         assert "store/" not in proc.stdout.partition("Other files changed")[2]
         assert key not in proc.stdout
     finally:

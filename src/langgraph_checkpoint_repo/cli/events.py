@@ -94,6 +94,7 @@ TASK_STATUS = {
     "interrupted": "waits for an answer",
     "not started": "runs",
     "may have run": "runs (its step had started: side effects possible)",
+    "unmatched": "matches no task of the next step: LangGraph does not apply these writes",
 }
 
 
@@ -128,6 +129,8 @@ def task_lines(task: PendingTask) -> list[tuple[str, str]]:
         for item in items:
             label, text, _ = event_parts(message_event(item, "", None))
             out.append((f"  writes {channel}", f"{label}: {text}" if label != "value" else text))
+    if task.error is not None:
+        out.append(("  failed with", compact(task.error)))
     for asked in task.interrupts:
         out.append(("  asks", compact(asked)))
     if task.answer is not None:

@@ -20,7 +20,7 @@ from .output import _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
-    from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, ThreadReport
+    from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, Step, ThreadReport
 
 
 #: the last line of ``--markdown``: a review without it was cut short (the example workflow
@@ -117,7 +117,7 @@ def _next_json(nxt: Next | None) -> dict[str, Any] | None:
         "tasks": [
             record_json(
                 t,
-                "name kind status packet input writes interrupts answered answer mismatch",
+                "name kind status packet input writes interrupts error answered answer mismatch",
                 writes=[{"channel": c, "value": v} for c, v in t.writes],
             )
             for t in nxt.tasks
@@ -125,20 +125,22 @@ def _next_json(nxt: Next | None) -> dict[str, Any] | None:
     }
 
 
+def _step_json(step: Step) -> dict[str, Any]:
+    return record_json(
+        step,
+        "checkpoint_id parent metadata bookkeeping internal writes",
+        writes=[{"task_id": i, "task_path": p, "channel": c, "value": v} for i, p, c, v in step.writes],
+    )
+
+
 def _line_json(line: Line) -> dict[str, Any]:
     return record_json(
         line,
-        "head start continues settled checkpoints events channels steps",
+        "head start continues settled checkpoints events channels steps start_step",
         events=[_event_json(e) for e in line.events],
         channels=[record_json(c, "channel kind old new") for c in line.channels],
-        steps=[
-            record_json(
-                s,
-                "checkpoint_id parent metadata bookkeeping internal writes",
-                writes=[{"task_id": i, "task_path": p, "channel": c, "value": v} for i, p, c, v in s.writes],
-            )
-            for s in line.steps
-        ],
+        steps=[_step_json(s) for s in line.steps],
+        start_step=_step_json(line.start_step) if line.start_step is not None else None,
     )
 
 
@@ -202,9 +204,9 @@ def _files_line(report: Report) -> str:
     explained: ``--json`` says by what)."""
     n, flagged = len(report.files), sum(f.flagged for f in report.files)
     said = f"{n} changed file{'s' if n != 1 else ''}"
-    if not flagged:
-        return f"{said}, none flagged"
-    return f"{said}, {flagged} flagged"
+    if flagged:
+        return f"{said}, {flagged} of them flagged"
+    return said if report.flags or report.problems else f"{said}, none flagged"
 
 
 def _flag_title(report: Report) -> str:

@@ -116,6 +116,16 @@ def is_hashed_segment(seg: str) -> bool:
     return seg.startswith("~")
 
 
+def segment_name(seg: str) -> str:
+    """The id a path segment stands for, or the segment itself when it is none the layout
+    makes (a hash, an escape it never writes): for readers that show names from a checkout,
+    where a name must never stop them (validate reports the file)."""
+    try:
+        return decode_segment(seg)
+    except ValueError:
+        return seg
+
+
 def decode_segment(seg: str) -> str:
     """Inverse of ``encode_segment``; hashed segments cannot be decoded here."""
     if is_verbatim(seg):

@@ -30,8 +30,9 @@ def send_node(packet: Any) -> str | None:
 
 
 def send_problems(trees: dict[str, Any]) -> list[tuple[int, str]]:
-    """(index in ``__pregel_tasks``, why) for each ``Send`` carrying a tool call that the last
-    AI message in ``messages`` does not make (same name, arguments and id)."""
+    """(index in ``__pregel_tasks``, why) for each ``Send`` carrying a state other than the
+    thread's (a channel it holds with another value), or a tool call that the last AI message
+    in ``messages`` does not make (same name, arguments and id)."""
     sends = trees.get(TASKS)
     if not isinstance(sends, list):
         return []
@@ -40,6 +41,18 @@ def send_problems(trees: dict[str, Any]) -> list[tuple[int, str]]:
     for idx, packet in enumerate(sends):
         if send_node(packet) is None:
             continue
+        state = packet_state(packet)
+        if state is not None:
+            odd = sorted(k for k, v in state.items() if k in trees and trees[k] != v)
+            if odd:
+                out.append(
+                    (
+                        idx,
+                        f"Send to {send_node(packet)!r} carries a state whose {', '.join(map(repr, odd))} "
+                        "is not the thread's: the tool it runs reads that state",
+                    )
+                )
+                continue
         calls = packet_tool_calls(packet)
         if not calls:
             continue
@@ -84,6 +97,18 @@ def packet_tool_calls(packet: Any) -> list[dict[str, Any]]:
     if isinstance(arg, dict):
         arg = arg.get(MESSAGES)
     return _asked(arg) if isinstance(arg, list) else []
+
+
+def packet_state(packet: Any) -> dict[str, Any] | None:
+    """The state a ``Send`` hands its node in place of the thread's: a ``ToolCallWithContext``'s
+    ``state``, or a state-shaped argument (one with ``messages``); None for any other."""
+    arg = packet_arg(packet)
+    if isinstance(arg, dict) and arg.get("__type") == "tool_call_with_context":
+        state = arg.get("state")
+        return state if isinstance(state, dict) else None
+    if isinstance(arg, dict) and MESSAGES in arg:
+        return arg
+    return None
 
 
 def is_tool_call(value: Any) -> bool:

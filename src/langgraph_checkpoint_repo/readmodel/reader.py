@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..core import fields
 from ..core.documents import Documents
 from ..core.entries import ValueEntry, entry_from_node
-from ..core.errors import BadInputError, NotFoundError, UnrevivableValueError
+from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError, UnrevivableValueError
 from ..core.sends import TASKS, send_node
 from ..core.tree import b64, named_types, plain_value
 from ..core.tree import readable as readable_tree
@@ -190,6 +190,15 @@ class Reader:
 
     def checkpoint_ids(self, thread_id: str, ns: str) -> list[str]:
         return self.store.checkpoint_ids(thread_id, ns)
+
+    def ids_by_file_name(self, thread_id: str, ns: str) -> dict[str, str]:
+        """A namespace's checkpoint ids by their file's name (an id too long for a name is in
+        a file named by its hash); none for a thread or namespace that does not read."""
+        try:
+            ids = self.checkpoint_ids(thread_id, ns)
+        except (RepoCheckpointError, OSError):
+            return {}
+        return {self.layout.checkpoint_path(thread_id, ns, c).name: c for c in ids}
 
     def resolve(self, thread_id: str, ns: str, given: str | None) -> str:
         """The latest checkpoint, or the one ``given`` names (a full id or a unique prefix)."""

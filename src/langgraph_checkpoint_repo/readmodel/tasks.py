@@ -198,8 +198,8 @@ def attach_writes(tasks: list[TaskView], writes: list[WriteView]) -> list[TaskVi
         task = by_id.get(tid)
         if task is None:
             kind, key = parse_task_path(ws[0].task_path)
-            for cand in tasks:
-                if cand.writes or cand.id in by_task:
+            for cand in tasks:  # only a task whose id could not be derived: LangGraph matches by id
+                if cand.id is not None or cand.writes:
                     continue
                 if (kind == "pull" and cand.kind == "pull" and cand.name == key) or (
                     kind == "push" and cand.kind == f"push {key}"

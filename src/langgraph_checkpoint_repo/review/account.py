@@ -34,8 +34,8 @@ from ..core.layout import (
     VALUES,
     WRITES,
     Layout,
-    decode_segment,
     is_temp_name,
+    segment_name,
 )
 from ..core.validation import pointer_part
 from ..readmodel.reader import Reader
@@ -119,9 +119,10 @@ def _thread_file(
         )
     ns = _ns_of(thread, ns_seg, head or base)
     part = next((n for n in thread.namespaces if n.ns == ns), None)
-    stem = decode_segment(name.removesuffix(".json")) if folder == CHECKPOINTS else name
     if folder == CHECKPOINTS:
-        return _checkpoint_file(path, stem, change, part)
+        side = head if change == "added" else base
+        names = side.ids_by_file_name(thread.thread_id, ns) if side is not None else {}
+        return _checkpoint_file(path, names.get(name, segment_name(name.removesuffix(".json"))), change, part)
     if folder == WRITES:
         return _writes_file(path, name, change, thread.thread_id, ns, part, base, head)
     if folder == VALUES:
@@ -147,7 +148,7 @@ def _ns_of(thread: ThreadReport, ns_seg: str, reader: Reader | None) -> str:
     for n in thread.namespaces:
         if reader is not None and reader.layout.ns_dir(thread.thread_id, n.ns).name == ns_seg:
             return n.ns
-    return decode_segment(ns_seg)
+    return segment_name(ns_seg)
 
 
 def _checkpoint_file(
@@ -171,7 +172,10 @@ def _writes_file(
     base: Reader | None,
     head: Reader | None,
 ) -> tuple[str, Flag | None]:
-    owner = decode_segment(Layout.writes_owner(name)) if "~" in name else ""
+    segment = Layout.writes_owner(name) if "~" in name else ""
+    side = head if change == "added" else base
+    names = side.ids_by_file_name(thread_id, ns) if side is not None else {}
+    owner = names.get(segment + ".json", segment_name(segment)) if segment else ""
     key = writes_key(name) if "~" in name else ""
     taken_by = _taken_by(head, thread_id, ns, owner, key)
     if change == "added":
@@ -179,9 +183,13 @@ def _writes_file(
             return f"pending writes of {owner}, where the thread continues (shown under next)", None
         if taken_by:
             return f"not read: checkpoint {taken_by} holds these writes", None
-        made = {step.parent for line in (part.lines if part else []) for step in line.steps}
-        if owner in made:  # kept beside the child (format 3, or a root migrated from it)
-            return f"pending writes of {owner}, which a new checkpoint was made of (shown above)", None
+        children = [
+            s.checkpoint_id for line in (part.lines if part else []) for s in line.steps if s.parent == owner
+        ]
+        if children and not _took_writes(head, thread_id, ns, children):
+            # kept beside the child made of them (format 3, or a root migrated from it); a child
+            # that took its parent's writes (format 4) took every file there was
+            return f"pending writes of {owner}, which a new checkpoint was made of (in --json)", None
         return "", Flag(
             "unexplained",
             path,
@@ -200,6 +208,16 @@ def _writes_file(
     )
 
 
+def _took_writes(head: Reader | None, thread_id: str, ns: str, children: list[str]) -> bool:
+    """Whether a child checkpoint holds its parent's writes (``parent_writes``, format 4)."""
+    if head is None:
+        return True
+    try:
+        return any(head.header(thread_id, ns, c).get("parent_writes") for c in children)
+    except (RepoCheckpointError, OSError):
+        return True
+
+
 def _taken_by(head: Reader | None, thread_id: str, ns: str, owner: str, key: str) -> str:
     """The checkpoint on the head side that holds the writes of ``key`` as its parent's."""
     if head is None or not owner:
@@ -207,7 +225,7 @@ def _taken_by(head: Reader | None, thread_id: str, ns: str, owner: str, key: str
     try:
         for record in head.store.writes_records(thread_id, ns, owner):
             if record.pointer == f"/parent_writes/{pointer_part(key)}":
-                return decode_segment(record.path.name.removesuffix(".json"))
+                return segment_name(record.path.name.removesuffix(".json"))
     except (RepoCheckpointError, OSError):
         return ""
     return ""
@@ -245,7 +263,7 @@ def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: s
     kept = [c for c in head.checkpoint_ids(thread_id, ns) if c in before]
     read: Callable[[Reader, str], Any]
     if name.startswith("@"):  # the bookkeeping the removed checkpoint's children build on
-        removed = decode_segment(name[1:].removesuffix(".json"))
+        removed = segment_name(name[1:].removesuffix(".json"))
         readers = [c for c in kept if fields.parent_id(head.header(thread_id, ns, c)) == removed]
         read = partial(_bookkeeping, thread_id, ns)
     else:  # a value: what the checkpoints at its version read

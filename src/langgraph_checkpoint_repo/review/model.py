@@ -48,6 +48,9 @@ class Line:
     continues: bool = False
     settled: bool = True
     steps: list[Step] = field(default_factory=list)
+    start_step: Step | None = (
+        None  # the checkpoint the line continues: its pending writes made the first step
+    )
 
 
 @dataclass(kw_only=True)
@@ -62,6 +65,7 @@ class PendingTask:
     triggers: list[str] = field(default_factory=list)
     writes: list[tuple[str, Any]] = field(default_factory=list)  # (channel, stored tree)
     interrupts: list[Any] = field(default_factory=list)  # values asked
+    error: Any = None  # what it failed with (its ``__error__`` write)
     answer: Any = None  # the resume value saved for it
     answered: bool = False
     mismatch: str = ""  # why its packet is not what the conversation asked for

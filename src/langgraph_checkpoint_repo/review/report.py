@@ -33,13 +33,13 @@ from ..core.layout import (
     NAMESPACES,
     STORE,
     THREADS,
-    decode_segment,
     is_hashed_segment,
+    segment_name,
 )
 from ..core.sends import TASKS, send_problems
 from ..readmodel.diff import diff_trees
 from ..readmodel.reader import Reader, StateView
-from ..readmodel.tasks import START, is_internal
+from ..readmodel.tasks import CONTROL_WRITES, ERROR, NULL_TASK_ID, RESUME, START, is_internal
 from ..readmodel.turns import events_along, line_to, state_channels
 from .model import (
     FieldChange,
@@ -167,10 +167,13 @@ def _thread_id(reader: Reader | None, folder: str) -> str | None:
     if reader is None:
         return None
     if not is_hashed_segment(folder):
-        return decode_segment(folder)
-    for tid in reader.thread_ids():
-        if reader.layout.thread_dir(tid).name == folder:
-            return tid
+        return segment_name(folder)
+    try:
+        for tid in reader.thread_ids():
+            if reader.layout.thread_dir(tid).name == folder:
+                return tid
+    except RepoCheckpointError:
+        return None
     return None
 
 
@@ -185,7 +188,13 @@ def _thread(
     namespaces: dict[str, NamespaceReport] = {}
     for ns_rel, added, removed in _checkpoints_by_ns(changed):
         ns = _ns_name(head if in_head else base, thread_id, ns_rel)
-        namespaces[ns] = NamespaceReport(ns=ns, added=sorted(added), removed=sorted(removed))
+        now = head.ids_by_file_name(thread_id, ns) if head is not None else {}
+        then = base.ids_by_file_name(thread_id, ns) if base is not None else {}
+        namespaces[ns] = NamespaceReport(
+            ns=ns,
+            added=sorted(now.get(n, segment_name(n.removesuffix(".json"))) for n in added),
+            removed=sorted(then.get(n, segment_name(n.removesuffix(".json"))) for n in removed),
+        )
     if in_head and head is not None:
         _guarded(
             out, report, folder, lambda: _head_side(head, base if in_base else None, thread_id, namespaces)
@@ -249,14 +258,34 @@ def _same_next(base: Reader, thread_id: str, ns: str, nxt: Next) -> bool:
 
 
 def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
-    """The tasks of the step after ``cid``, which the thread takes up when it continues: each
-    with its ``Send`` packet (checked against the tool calls it answers), pending writes
-    (a finished task's are applied as they are, its node does not run again), interrupts and
-    the answer saved for them; None when there is none."""
+    """The tasks of the step after ``cid``, which the thread takes up when it continues: first
+    the writes LangGraph applies before that step (the null task's: a ``Command``'s update,
+    ``goto`` sends and resume values), then each task with its ``Send`` packet (checked
+    against the tool calls it answers), pending writes (a finished task's are applied as they
+    are, its node does not run again), interrupts and the answer saved for them; None when
+    there is none."""
     view = reader.state(thread_id, ns, cid, revive=False)
     sends = view.trees.get(TASKS)
     mismatches = dict(send_problems(view.trees))
+    null = [w for w in view.writes if w.task_id == NULL_TASK_ID]
+    given = next((w.tree for w in null if w.channel == RESUME), None)
     tasks = []
+    if null:
+        packets = [
+            p for w in null if w.channel == TASKS for p in (w.tree if isinstance(w.tree, list) else [w.tree])
+        ]
+        why = [m for _, m in send_problems({**view.trees, TASKS: packets})] if packets else []
+        tasks.append(
+            PendingTask(
+                name="(applied first)",
+                kind="null",
+                status="applied to the state before the next step runs",
+                writes=[(w.channel, w.tree) for w in null if w.channel != RESUME],
+                answer=given,
+                answered=given is not None,
+                mismatch="; ".join(why),
+            )
+        )
     for task in view.tasks:
         packet = None
         if task.kind.startswith("push ") and isinstance(sends, list):
@@ -265,17 +294,18 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
             mismatch = mismatches.get(idx, "")
         else:
             mismatch = ""
-        answer = next((w.tree for w in task.writes if w.channel == "__resume__"), None)
+        answer = next((w.tree for w in task.writes if w.channel == RESUME), None)
         tasks.append(
             PendingTask(
                 name=task.name,
                 kind=task.kind,
-                status=task.status,
+                status=task.status if task.derived else "unmatched",
                 packet=packet,
                 input=view.trees.get(START) if task.name == START else None,
-                writes=[(w.channel, w.tree) for w in task.writes if w.channel != "__resume__"],
+                writes=[(w.channel, w.tree) for w in task.writes if w.channel not in CONTROL_WRITES],
                 interrupts=[i.tree for i in task.interrupts],
-                answer=answer,
+                error=next((w.tree for w in task.writes if w.channel == ERROR), None),
+                answer=answer if answer is not None or not task.interrupts else given,
                 answered=task.answered,
                 mismatch=mismatch,
             )
@@ -284,7 +314,7 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
 
 
 def _checkpoints_by_ns(changed: Changes) -> list[tuple[str, set[str], set[str]]]:
-    """(namespace folder below the thread, or "", checkpoint ids added, ids removed)."""
+    """(namespace folder below the thread, or "", checkpoint file names added, removed)."""
     out: dict[str, tuple[set[str], set[str]]] = {}
     for kind, paths in (("added", changed.added), ("removed", changed.removed)):
         for path in paths:
@@ -297,9 +327,8 @@ def _checkpoints_by_ns(changed: Changes) -> list[tuple[str, set[str], set[str]]]
                 continue
             if not parts[-1].endswith(".json"):
                 continue
-            stem = decode_segment(parts[-1].removesuffix(".json"))
             got = out.setdefault(ns_rel, (set(), set()))
-            (got[0] if kind == "added" else got[1]).add(stem)
+            (got[0] if kind == "added" else got[1]).add(parts[-1])
     return [(ns_rel, a, r) for ns_rel, (a, r) in sorted(out.items())]
 
 
@@ -307,8 +336,8 @@ def _ns_name(reader: Reader | None, thread_id: str, ns_rel: str) -> str:
     if not ns_rel or reader is None:
         return ""
     if not is_hashed_segment(ns_rel):
-        return decode_segment(ns_rel)
-    for ns in reader.namespaces(thread_id):
+        return segment_name(ns_rel)
+    for ns in _namespaces(reader, thread_id):
         if reader.layout.ns_dir(thread_id, ns).name == ns_rel:
             return ns
     return ns_rel
@@ -336,7 +365,8 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
         for view in views:
             if TASKS in (view.doc.get("new_values") or {}):
                 part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
-        old = state_channels(head.state(thread_id, ns, start, revive=False).trees) if start else {}
+        begun = head.state(thread_id, ns, start, revive=False) if start else None
+        old = state_channels(begun.trees) if begun is not None else {}
         now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
         state = states.get(tip)
         part.lines.append(
@@ -349,6 +379,7 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
                 continues=tip == part.current,
                 settled=state.settled if state is not None else True,
                 steps=[_step(v) for v in views],
+                start_step=_step(begun) if begun is not None else None,
             )
         )
     part.lines.sort(key=lambda line: not line.continues)
@@ -415,6 +446,8 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
             new, problems = _item_doc(head_root, path)
             doc = new or old
             status = "changed" if old and new else "added" if new else "removed"
+            if new is not None and problems:
+                status += ", refused by validate"
             if doc is None and problems:  # refused on the head: its problems, never dropped
                 namespace, key = _item_place(path)
                 report.items.append(
@@ -435,19 +468,13 @@ def _item_place(path: str) -> tuple[tuple[str, ...], str]:
     """The namespace and key an item's path names (``store/<ns>.../<key>.json``), for an item
     whose file says nothing trustworthy; a segment that does not decode is shown as it is."""
 
-    def name(segment: str) -> str:
-        try:
-            return segment if is_hashed_segment(segment) else decode_segment(segment)
-        except ValueError:
-            return segment
-
     *namespace, key = path.removesuffix(".json").split("/")[1:]
-    return tuple(name(s) for s in namespace), name(key)
+    return tuple(segment_name(s) for s in namespace), segment_name(key)
 
 
 def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """The item document at ``path`` below ``root`` (None when absent or unreadable), and what
-    validate finds in it."""
+    """The item document at ``path`` below ``root`` as the store reads it (None when absent or
+    unreadable), and what validate finds in it."""
     file = root / path
     if not file.is_file() or file.is_symlink():
         return None, []
@@ -458,7 +485,7 @@ def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Proble
         doc = validator.store.read_doc(file, "item")
     except (FileFormatError, OSError):
         return None, problems
-    return (None if problems else doc), problems
+    return doc, problems  # what validate finds is shown beside what the store loads
 
 
 def item_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[FieldChange]:
