@@ -29,7 +29,7 @@ import typer
 from rich.text import Text
 
 from ..core.errors import BadInputError
-from ..core.messages import MESSAGES, Message, read_message
+from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
 from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
 
 if TYPE_CHECKING:
@@ -40,6 +40,9 @@ NOTE = (
     "or delete it from the list); a message without an id is added. Other channels are their "
     "stored JSON. Nothing is written if nothing changes."
 )
+#: a tool result's ``status`` as the form shows it: the marker every view uses (core/messages.py)
+STATUS_SHOWN = {"error": ERROR_MARK}
+STATUS_READ = {"success": "success", "error": "error", ERROR_MARK: "error"}
 
 
 @app.command()
@@ -119,6 +122,8 @@ def message_form(tree: Any) -> Any:
     for key, value in (("name", got.name), ("tool_call_id", got.tool_call_id)):
         if value is not None:
             out[key] = value
+    if got.status in STATUS_SHOWN:
+        out["status"] = STATUS_SHOWN[got.status]
     return out
 
 
@@ -234,6 +239,12 @@ def _messages(old: list[Any], shown: list[Any], forms: list[Any]) -> list[Any]:
             out.append(known)  # not edited: the very message, as stored
             continue
         update = {k: form[k] for k in ("content", "tool_calls", "name", "tool_call_id") if k in form}
+        if "tool_calls" in update:
+            update["tool_calls"] = _tool_calls(update["tool_calls"], i)
+        if "status" in form:
+            if form["status"] not in STATUS_READ:
+                raise BadInputError(f"messages[{i}]: status must be success or error ({ERROR_MARK})")
+            update["status"] = STATUS_READ[form["status"]]
         if known is not None:
             if form.get("role") not in (None, known.type):
                 raise BadInputError(
@@ -247,7 +258,27 @@ def _messages(old: list[Any], shown: list[Any], forms: list[Any]) -> list[Any]:
         fields = {"content": form["content"], **({"id": form["id"]} if form.get("id") else {})}
         if role == "tool":
             fields["tool_call_id"] = form.get("tool_call_id") or ""
+            fields["status"] = update.get("status", "success")
         if role == "ai" and form.get("tool_calls"):
-            fields["tool_calls"] = form["tool_calls"]
+            fields["tool_calls"] = update["tool_calls"]
         out.append(classes[role](**fields))
+    return out
+
+
+def _tool_calls(forms: Any, i: int) -> list[dict[str, Any]]:
+    """The edited tool calls of messages[i] as LangChain stores them (``type: "tool_call"``,
+    which ``ToolNode`` needs to take a call for one), each with a name and its arguments."""
+    if not isinstance(forms, list):
+        raise BadInputError(f"messages[{i}].tool_calls: expected a list of {{name, args, id}}")
+    out = []
+    for j, c in enumerate(forms):
+        if (
+            not isinstance(c, dict)
+            or not isinstance(c.get("name"), str)
+            or not isinstance(c.get("args"), dict)
+        ):
+            raise BadInputError(f"messages[{i}].tool_calls[{j}]: expected {{name, args, id}}")
+        if c.get("id") is not None and not isinstance(c["id"], str):
+            raise BadInputError(f"messages[{i}].tool_calls[{j}].id: expected a string")
+        out.append({"name": c["name"], "args": c["args"], "id": c.get("id"), "type": "tool_call"})
     return out
