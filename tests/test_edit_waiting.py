@@ -94,6 +94,38 @@ def refund_of(amount: float) -> Callable[[dict[str, Any]], None]:
 
 
 # ----------------------------------------------------------------------------
+# validate: a packet that runs what the conversation no longer asks
+# ----------------------------------------------------------------------------
+def test_validate_refuses_an_edited_call_whose_packet_still_runs_the_old_one(root: Path) -> None:
+    """The AI message's call edited in a new checkpoint that carries the packet as it was (what
+    ``edit`` wrote before): approving would run the old call. validate checked the packets only
+    of a checkpoint that added packets, so it passed."""
+    saver = RepoSaver(root)
+    head = saver.get_tuple(cfg(FLAT))
+    assert head is not None
+    values = head.checkpoint["channel_values"]
+    ai = values["messages"][-1]
+    call = {**ai.tool_calls[0], "args": {"order_id": "A-9999"}}
+    messages = [*values["messages"][:-1], ai.model_copy(update={"tool_calls": [call]})]
+    version = saver.get_next_version(str(head.checkpoint["channel_versions"]["messages"]), None)
+    forged: Any = {
+        **head.checkpoint,
+        "id": "1f200000-0000-6000-8002-000000000001",
+        "channel_values": {**values, "messages": messages},
+        "channel_versions": {**head.checkpoint["channel_versions"], "messages": version},
+        "updated_channels": ["messages"],
+    }
+    saver.put(head.config, forged, {"source": "update", "step": 2, "parents": {}}, {"messages": version})
+    proc = cli(root, "validate")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if forged["id"] in x]
+    assert "/new_values/messages" in line and "'lookup_order' (id 'call-1')" in line
+    # the threat is real: the graph runs the packet, not the message
+    after = flat_graph(RepoSaver(root)).invoke(None, cfg(FLAT))
+    assert "Order A-1001: shipped" in after["messages"][-2].content
+
+
+# ----------------------------------------------------------------------------
 # one marker for a failure, in every view
 # ----------------------------------------------------------------------------
 def test_every_view_marks_the_tool_error(root: Path) -> None:
