@@ -1,15 +1,24 @@
-"""The one failure marker (issue 35, item 3) and ``edit`` on a thread that waits (item 8).
+"""``edit`` on a thread that waits (issue 35, item 8), and the one failure marker (item 3).
 
-Every view marks a tool result that failed (``status: "error"``) and a task that failed (an
-``__error__`` write) with ``ERROR_MARK`` (core/messages.py), words ``grep`` and a screen reader
-both find. The support desk of bench/support_desk.py has both kinds of thread: turn 2's
-``check_stock`` failed, turn 3 waits for a person to approve a refund.
+The support desk of bench/support_desk.py waits for a person to approve a refund: its
+``create_agent`` subgraph's ``issue_refund`` tool called ``interrupt()``, and the call is a
+``Send`` packet in the subgraph's checkpoint. An edit of that state used to drop the interrupt
+silently and leave the packet as it was: the AI message said ``issue_refund(9.25)`` and the
+refund issued after the approval was $18.50. ``edit`` now refuses such a thread, naming what
+waits; ``--force`` writes the edit as ``update_state`` does, and every test of it compares the
+states, next tasks, interrupts and scheduled calls, and what the graph then does, with
+``update_state`` of the same edit on ``InMemorySaver`` (LangGraph's reference).
+
+Every view marks a tool result that failed (``status: "error"``, turn 2's ``check_stock``)
+and a task that failed (an ``__error__`` write) with ``ERROR_MARK`` (core/messages.py), words
+``grep`` and a screen reader both find.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,11 +27,14 @@ import pytest
 from bench.agent_graphs import TOOLS, ToolCallingFakeModel, user_message
 from bench.support_desk import THREAD, approve, build_support_desk, config, user_turn
 from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Send
 
-from graphs import cfg, fan_graph
-from helpers import checkpoint_files, cli, one_line_error
-from langgraph_checkpoint_repo import RepoSaver
+from graphs import ask_graph, cfg, fan_graph
+from helpers import checkpoint_files, cli, file_bytes, one_line_error
+from langgraph_checkpoint_repo import RepoSaver, ThreadWaitsError
 from langgraph_checkpoint_repo.core.messages import ERROR_MARK
+from langgraph_checkpoint_repo.edits import packet_calls
 
 FLAT = "flat"  # a create_agent stopped before its tools
 
@@ -91,6 +103,262 @@ def edited(root: Path, thread: str, ns: str, change: Callable[[dict[str, Any]], 
 
 def refund_of(amount: float) -> Callable[[dict[str, Any]], None]:
     return lambda data: call_of(data, "ai-call-3")["args"].update(amount=amount)
+
+
+# ----------------------------------------------------------------------------
+# what both savers are compared on
+# ----------------------------------------------------------------------------
+def message(m: Any) -> Any:
+    """A message without its id (ToolNode gives a tool result a random one)."""
+    calls = [(c["name"], c["args"], c["id"]) for c in getattr(m, "tool_calls", None) or []]
+    return (m.type, m.content, calls, getattr(m, "status", None))
+
+
+def snapshot(state: Any, saver: Any) -> dict[str, Any]:
+    """What get_state says (values, next tasks, interrupts, each task's subgraph state) and
+    the tool calls the checkpoint's Send packets make a node run."""
+    tup = saver.get_tuple(state.config)  # None: a subgraph call that has not started
+    sends = tup.checkpoint["channel_values"].get("__pregel_tasks") or [] if tup else []
+    values = {k: [message(m) for m in v] if k == "messages" else v for k, v in state.values.items()}
+    return {
+        "values": values,
+        "next": state.next,
+        "interrupts": [i.value for i in state.interrupts],
+        "scheduled": [(p.node, packet_calls(p.arg)) for p in sends if isinstance(p, Send)],
+        "tasks": [
+            (t.name, [i.value for i in t.interrupts], snapshot(t.state, saver) if t.state else None)
+            for t in state.tasks
+        ],
+    }
+
+
+def state_of(graph: Any, saver: Any, thread: str) -> dict[str, Any]:
+    return snapshot(graph.get_state(cfg(thread), subgraphs=True), saver)
+
+
+def said(out: dict[str, Any]) -> list[Any]:
+    """What a run returned: the interrupts it stopped at, the messages."""
+    return [[i.value for i in out.get("__interrupt__", [])], [message(m) for m in out["messages"]]]
+
+
+def reference_desk(change: Callable[[Any, dict[str, Any]], tuple[Any, dict[str, Any]]]) -> tuple[Any, Any]:
+    """The support desk on InMemorySaver with the same edit made through update_state."""
+    saver = InMemorySaver()
+    graph = desk(saver)
+    where, values = change(graph, graph.get_state(config(), subgraphs=True))
+    graph.update_state(where, values)
+    return graph, saver
+
+
+def refund_edit(amount: float) -> Callable[[Any, Any], tuple[Any, dict[str, Any]]]:
+    """update_state of the agent call's AI message with the refund's amount changed."""
+
+    def change(graph: Any, state: Any) -> tuple[Any, dict[str, Any]]:
+        sub = state.tasks[0].state
+        (ai,) = [m for m in sub.values["messages"] if m.id == "ai-call-3"]
+        call = {**ai.tool_calls[0], "args": {**ai.tool_calls[0]["args"], "amount": amount}}
+        return sub.config, {"messages": [ai.model_copy(update={"tool_calls": [call]})]}
+
+    return change
+
+
+# ----------------------------------------------------------------------------
+# refused, naming what waits
+# ----------------------------------------------------------------------------
+def test_edit_refuses_the_desk_waiting_for_approval_naming_the_interrupt_and_the_call(root: Path) -> None:
+    before = file_bytes(root)
+    path = edited(root, THREAD, agent_ns(root), refund_of(9.25))
+    line = one_line_error(
+        cli(root, "edit", THREAD, "--ns", agent_ns(root), "--file", path),
+        5,
+        "interrupt at tools",
+        "Approve a refund of $18.50 for A-1001?",
+        "dropped: tools runs again from its first line and asks again",
+        "scheduled tool call issue_refund({amount: 18.5, order_id: A-1001}) [id call-3]",
+        "--force",
+    )
+    assert agent_ns(root) in line
+    assert file_bytes(root) == before  # nothing written
+
+
+def test_edit_of_the_parent_is_refused_before_the_editor_opens(root: Path, tmp_path: Path) -> None:
+    """The parent's edit starts the agent call over: what waits below it is named, and the
+    person is not given an editor to type into for nothing."""
+    opened = tmp_path / "opened"
+    editor = tmp_path / "editor.py"
+    editor.write_text(f"open({str(opened)!r}, 'w').close()\n", encoding="utf-8")
+    before = file_bytes(root)
+    proc = cli(root, "edit", THREAD, env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": None})
+    one_line_error(proc, 5, "interrupt at tools", "issue_refund", "dropped with the subgraph call")
+    assert not opened.exists() and file_bytes(root) == before
+
+
+def test_edit_refuses_an_agent_stopped_before_its_tools_naming_the_scheduled_call(root: Path) -> None:
+    path = edited(root, FLAT, "", lambda d: call_of(d, "ai-call-1")["args"].update(order_id="A-9999"))
+    one_line_error(
+        cli(root, "edit", FLAT, "--file", path),
+        5,
+        "scheduled tool call lookup_order({order_id: A-1001}) [id call-1] (root namespace)",
+        "runs as the edited AI message makes it",
+    )
+
+
+def test_edit_refuses_a_step_that_failed_half_way_naming_the_saved_writes(tmp_path: Path) -> None:
+    """A fan-out where two tasks finished and one raised: their saved writes would be dropped
+    (and the two tasks run again)."""
+    root = tmp_path / "root"
+    with pytest.raises(RuntimeError, match="boom on bad"):
+        fan_graph(RepoSaver(root), fail=True).invoke({"items": ["a", "b", "bad"]}, cfg("fan"))
+    path = edited(root, "fan", "", lambda d: d["values"].update(items=["a"]))
+    line = one_line_error(cli(root, "edit", "fan", "--file", path), 5, "dropped: work runs again")
+    assert line.count("saved writes of work [") == 2 and "results" in line
+
+
+def test_a_thread_that_began_to_wait_while_the_editor_was_open_is_refused_and_the_form_kept(
+    tmp_path: Path,
+) -> None:
+    """Stopped before ``ask`` (nothing waits: the edit may go on), the graph is resumed while
+    the editor is open and ``ask`` raises its interrupt on the same checkpoint: the edit is
+    refused once the editor closes, and what was typed is kept for --file."""
+    root = tmp_path / "root"
+    ask_graph(RepoSaver(root)).invoke({"log": []}, cfg("ask"), interrupt_before=["ask"])
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import json, sys\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent)!r}]\n"
+        "from graphs import ask_graph, cfg\n"
+        "from langgraph_checkpoint_repo import RepoSaver\n"
+        f"ask_graph(RepoSaver({str(root)!r})).invoke(None, cfg('ask'))  # meanwhile: it asks\n"
+        "data = json.load(open(sys.argv[1]))\n"
+        "data['values']['question'] = 'Your name, please?'\n"
+        "json.dump(data, open(sys.argv[1], 'w'))\n",
+        encoding="utf-8",
+    )
+    proc = cli(root, "edit", "ask", env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": None})
+    line = one_line_error(proc, 5, "interrupt at ask", "What is your name?", "can be given with --file")
+    kept = Path(line.split("(kept in ")[1].split(")")[0])
+    assert json.loads(kept.read_text(encoding="utf-8"))["values"]["question"] == "Your name, please?"
+
+
+def test_python_edit_state_refuses_the_waiting_head_unless_force(root: Path) -> None:
+    saver = RepoSaver(root)
+    head = build_support_desk(saver).get_state(config(), subgraphs=True).tasks[0].state
+    with pytest.raises(ThreadWaitsError, match="1 interrupt waiting for an answer") as info:
+        saver.edit_state(head.config, {"messages": head.values["messages"]})
+    assert "issue_refund (id call-3)" in str(info.value)
+    assert saver.edit_state(head.config, {"messages": head.values["messages"]}, force=True)
+
+
+# ----------------------------------------------------------------------------
+# the form shows what waits; nothing of it is read back
+# ----------------------------------------------------------------------------
+def test_the_form_lists_what_waits_and_the_parser_ignores_it(root: Path) -> None:
+    data = form(root, THREAD, agent_ns(root))
+    assert "--force" in data["note"]
+    assert [w.split(" (namespace")[0] for w in data["waiting"]] == [
+        "interrupt at tools: {order: A-1001, question: Approve a refund of $18.50 for A-1001?}",
+        "scheduled tool call issue_refund({amount: 18.5, order_id: A-1001}) [id call-3]",
+    ]
+    assert list(data)[-1] == "values"  # the section a person edits is last, as before
+    before = file_bytes(root)
+    data["waiting"] = ["nothing waits"]
+    path = root.parent / "form.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    proc = cli(root, "edit", THREAD, "--ns", agent_ns(root), "--file", path, "--force")
+    assert proc.returncode == 0 and "nothing changed: nothing written" in proc.stderr
+    assert file_bytes(root) == before
+    approve(build_support_desk(RepoSaver(root)))  # answered: nothing waits any more
+    done = form(root, THREAD)
+    assert "waiting" not in done and "--force" not in done["note"]
+
+
+# ----------------------------------------------------------------------------
+# --force: as update_state on InMemorySaver
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("resume", ["answer", "ask again"])
+def test_forced_edit_of_the_waiting_refund_matches_update_state(root: Path, resume: str) -> None:
+    """The refund's amount edited while it waits: the call that runs is the edited one, the
+    interrupt is dropped and asked again; resumed with an answer, that answer is given to the
+    question asked again (LangGraph's rule), resumed without one, the question is asked."""
+    path = edited(root, THREAD, agent_ns(root), refund_of(9.25))
+    proc = cli(root, "edit", THREAD, "--ns", agent_ns(root), "--file", path, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert cli(root, "validate").returncode == 0
+    saver = RepoSaver(root)
+    graph = build_support_desk(saver)
+    ref_graph, ref_saver = reference_desk(refund_edit(9.25))
+    ours, theirs = state_of(graph, saver, THREAD), state_of(ref_graph, ref_saver, THREAD)
+    assert ours == theirs
+    (agent,) = ours["tasks"]
+    call = {"name": "issue_refund", "args": {"order_id": "A-1001", "amount": 9.25}, "id": "call-3"}
+    assert agent[2]["scheduled"] == [("tools", [{**call, "type": "tool_call"}])]
+    assert agent[2]["tasks"] == [("tools", [], None)]  # the subgraph's interrupt: dropped
+    assert ours["interrupts"]  # the parent lists the old question until it is resumed, as LangGraph's
+
+    def go(g: Any) -> Any:
+        return approve(g) if resume == "answer" else g.invoke(None, config())
+
+    after, expected = said(go(graph)), said(go(ref_graph))
+    assert after == expected
+    if resume == "answer":
+        assert ("tool", "Refund of $9.25 for A-1001 issued.", [], "success") in after[1]
+    else:
+        assert after[0] == [{"question": "Approve a refund of $9.25 for A-1001?", "order": "A-1001"}]
+        assert said(approve(graph)) == said(approve(ref_graph))
+
+
+def test_forced_edit_of_the_parent_while_the_agent_waits_matches_update_state(root: Path) -> None:
+    """The parent's channel edited: the agent's call starts over (its task id is the new
+    checkpoint's), nothing is lost from what runs next, and the run goes on as LangGraph's."""
+    path = edited(root, THREAD, "", lambda d: d["values"].update(category="billing"))
+    proc = cli(root, "edit", THREAD, "--file", path, "--force")
+    assert proc.returncode == 0, proc.stderr
+    saver = RepoSaver(root)
+    graph = build_support_desk(saver)
+    ref_graph, ref_saver = reference_desk(lambda g, s: (config(), {"category": "billing"}))
+    ours = state_of(graph, saver, THREAD)
+    assert ours == state_of(ref_graph, ref_saver, THREAD)
+    assert ours["next"] == ("agent",) and ours["interrupts"] == []
+    # the agent runs again: it asks again (the answer given to the new question)
+    after = said(approve(graph))
+    assert after == said(approve(ref_graph))
+    assert ("tool", "Refund of $18.50 for A-1001 issued.", [], "success") in after[1]
+
+
+CHANGES: dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = {
+    "changed": lambda calls: [{**calls[0], "args": {"order_id": "A-9999"}}],
+    "removed": lambda calls: [],
+    "added": lambda calls: [
+        *calls,
+        {"name": "lookup_order", "args": {"order_id": "A-7777"}, "id": "call-extra"},
+    ],
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_forced_edit_of_scheduled_calls_matches_update_state(root: Path, change: str) -> None:
+    """create_agent stopped before its tools: a call the edit changed runs changed, one it
+    removed does not run, one it added runs too, as under update_state."""
+
+    def edit_form(data: dict[str, Any]) -> None:
+        (ai,) = [m for m in data["values"]["messages"] if m["id"] == "ai-call-1"]
+        ai["tool_calls"] = CHANGES[change](ai["tool_calls"])
+
+    proc = cli(root, "edit", FLAT, "--file", edited(root, FLAT, "", edit_form), "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert cli(root, "validate").returncode == 0
+    saver, ref_saver = RepoSaver(root), InMemorySaver()
+    graph, ref_graph = flat_graph(saver), flat(ref_saver)
+    ai = ref_graph.get_state(cfg(FLAT)).values["messages"][-1]
+    calls = [
+        {**c, "type": "tool_call"} for c in CHANGES[change](list(ai.tool_calls))
+    ]  # as LangChain makes them
+    ref_graph.update_state(cfg(FLAT), {"messages": [ai.model_copy(update={"tool_calls": calls})]})
+    ours = state_of(graph, saver, FLAT)
+    assert ours == state_of(ref_graph, ref_saver, FLAT)
+    asked = [c["args"]["order_id"] for _, calls in ours["scheduled"] for c in calls]
+    assert asked == {"changed": ["A-9999"], "removed": [], "added": ["A-1001", "A-7777"]}[change]
+    assert said(graph.invoke(None, cfg(FLAT))) == said(ref_graph.invoke(None, cfg(FLAT)))
 
 
 # ----------------------------------------------------------------------------
