@@ -27,10 +27,11 @@ import pytest
 from bench.agent_graphs import TOOLS, ToolCallingFakeModel, user_message
 from bench.support_desk import THREAD, approve, build_support_desk, config, user_turn
 from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Send
 
-from graphs import ask_graph, cfg, fan_graph
+from graphs import ask_graph, cfg, chat_graph, fan_graph
 from helpers import checkpoint_files, cli, file_bytes, one_line_error
 from langgraph_checkpoint_repo import RepoSaver, ThreadWaitsError
 from langgraph_checkpoint_repo.core.messages import ERROR_MARK
@@ -359,6 +360,25 @@ def test_forced_edit_of_scheduled_calls_matches_update_state(root: Path, change:
     asked = [c["args"]["order_id"] for _, calls in ours["scheduled"] for c in calls]
     assert asked == {"changed": ["A-9999"], "removed": [], "added": ["A-1001", "A-7777"]}[change]
     assert said(graph.invoke(None, cfg(FLAT))) == said(ref_graph.invoke(None, cfg(FLAT)))
+
+
+def test_a_merge_of_a_head_stopped_before_a_node_still_runs_it(tmp_path: Path) -> None:
+    """``heads --merge`` writes a continuation by hand too: it named only ``messages`` as
+    updated, so LangGraph's loop never looked at the node the kept head stopped before (the
+    same loss as an edit's), though get_state listed it as next."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root)
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage("one")]}, cfg("t"))
+    graph.invoke({"messages": [HumanMessage("two")]}, cfg("t"), interrupt_before=["reply"])
+    first = next(t for t in saver.list(cfg("t")) if t.metadata["step"] == 1)
+    other = graph.update_state(first.config, {"messages": [HumanMessage("fork text")]})["configurable"]
+    (line,) = {h.checkpoint_id for h in saver.heads(cfg("t"))} - {other["checkpoint_id"]}
+    assert cli(root, "heads", "t", "--merge", line, other["checkpoint_id"]).returncode == 0
+    merged = chat_graph(RepoSaver(root))
+    assert merged.get_state(cfg("t")).next == ("reply",)
+    said = [m.content for m in merged.invoke(None, cfg("t"))["messages"]]
+    assert said == ["one", "echo: one", "two", "fork text", "echo: fork text"]
 
 
 # ----------------------------------------------------------------------------

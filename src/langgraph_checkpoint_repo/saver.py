@@ -962,7 +962,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "ts": datetime.now(timezone.utc).isoformat(),
                 "channel_versions": versions,
                 "channel_values": {**kept.checkpoint["channel_values"], MERGED_CHANNEL: own + added},
-                "updated_channels": [MERGED_CHANNEL],
+                # as edit_state: none named, so what the kept head scheduled stays scheduled
+                "updated_channels": None,
             }
             over = sorted(heads - {keep})
             choice = {"chose": keep, "over": over, "merged": [other]}
