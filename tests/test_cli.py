@@ -422,7 +422,7 @@ def test_tasks_failed_fan_out_done_failed_and_what_runs_again(root: Path) -> Non
     assert "boom on bad" in failed["error"]
     text = as_text.stdout
     assert "on resume: 1 task runs (work), 2 keep their saved writes" in text
-    assert "work: failed with RuntimeError('boom on bad')" in text
+    assert "work ✗ error: failed with RuntimeError('boom on bad')" in text
 
 
 def test_tasks_subgraph_interrupt_shows_parent_and_subgraph(root: Path) -> None:

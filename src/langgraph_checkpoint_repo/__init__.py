@@ -20,6 +20,7 @@ from .core.errors import (
     SchemaVersionError,
     ThreadExistsError,
     ThreadNotFoundError,
+    ThreadWaitsError,
     UnrevivableValueError,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "SchemaVersionError",
     "ThreadExistsError",
     "ThreadNotFoundError",
+    "ThreadWaitsError",
     "UnrevivableValueError",
     "acopy_threads",
     "copy_threads",

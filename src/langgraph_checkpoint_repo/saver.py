@@ -63,6 +63,7 @@ from .core.errors import (
     MissingReferenceError,
     NotFoundError,
     RepoCheckpointError,
+    ThreadWaitsError,
 )
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
@@ -76,7 +77,7 @@ from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
 from .core.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
 from .core.writes import merged_writes, write_idx
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
-from .readmodel.tasks import PULL, PUSH, derive_tasks
+from .readmodel.tasks import CONTROL_WRITES, INTERRUPT, PULL, PUSH, derive_tasks
 from .serde import ValueCodec
 from .values import ListState, ValueWriter
 
@@ -826,13 +827,30 @@ class RepoSaver(BaseCheckpointSaver[str]):
         """``choose_head`` in a worker thread."""
         return await asyncio.to_thread(self.choose_head, config)
 
-    def edit_state(self, config: RunnableConfig, values: Mapping[str, Any]) -> RunnableConfig:
+    def edit_state(
+        self, config: RunnableConfig, values: Mapping[str, Any], *, force: bool = False
+    ) -> RunnableConfig:
         """A supported edit (``langgraph-repo edit``): a new checkpoint whose parent is the one
-        ``config`` names, holding ``values`` (channel -> new value) and every other channel as
-        it was, each changed channel at a new version, metadata ``source: "update"`` and the
-        next step, as LangGraph's ``update_state`` writes one; the next tasks stay the parent's.
-        Nothing is changed in place: the fix is a checkpoint a reviewer sees, and history
-        keeps the state before it."""
+        ``config`` names, holding ``values`` (channel -> new value, whole) and every other
+        channel as it was, each changed channel at a new version, metadata ``source: "update"``
+        and the next step, as LangGraph's ``update_state`` writes one (InMemorySaver's result
+        is the reference: tests/test_edit_waiting.py):
+
+        - ``updated_channels`` unset, as ``update_state`` leaves it: LangGraph then looks at
+          every node for the next step, so what the parent scheduled stays scheduled (naming
+          only the edited channels made the loop skip the parent's pull tasks: the thread
+          stopped without running them);
+        - the ``Send`` packets run the tool calls as the edited messages make them (edits.py);
+        - the parent's pending writes are not carried (they are the parent's tasks'): an
+          interrupt waiting there is dropped, its task runs again from its first line and asks
+          again (a ``Command(resume=...)`` answers that new question); a finished task's writes
+          are dropped, it runs again.
+
+        So the edit of a head with pending writes or scheduled tool calls is refused
+        (``ThreadWaitsError``, naming them) unless ``force``. Nothing is changed in place: the
+        fix is a checkpoint a reviewer sees, and history keeps the state before it."""
+        from .edits import scheduled_calls, sends_after_edit
+
         thread_id, ns = _thread_ns(config)
         with self.store.thread_lock(thread_id):
             parent = self.get_tuple(config)
@@ -842,6 +860,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
             unknown = sorted(set(values) - set(parent.checkpoint["channel_versions"]))
             if unknown:
                 raise BadInputError(f"{where_of(thread_id, ns)} has no channel {unknown[0]!r} to edit")
+            sends = parent.checkpoint["channel_values"].get(TASKS)
+            head = self.store.current(thread_id, ns) == parent.checkpoint["id"]
+            if head and not force:
+                _refuse_waiting(thread_id, ns, parent, scheduled_calls(sends))
+            values = dict(values)
+            if isinstance(sends, list) and sends and TASKS not in values:
+                followed = sends_after_edit(sends, parent.checkpoint["channel_values"], values)
+                if followed is not None:
+                    values[TASKS] = followed
             versions = dict(parent.checkpoint["channel_versions"])
             new_versions: dict[str, Any] = {}
             for channel in values:
@@ -857,7 +884,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "ts": datetime.now(timezone.utc).isoformat(),
                 "channel_versions": versions,
                 "channel_values": {**parent.checkpoint["channel_values"], **values},
-                "updated_channels": sorted(values),
+                "updated_channels": None,
             }
             parents = dict(parent.metadata.get("parents") or {})
             metadata: Any = {"source": "update", "step": new_step, "parents": parents}
@@ -935,7 +962,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 "ts": datetime.now(timezone.utc).isoformat(),
                 "channel_versions": versions,
                 "channel_values": {**kept.checkpoint["channel_values"], MERGED_CHANNEL: own + added},
-                "updated_channels": [MERGED_CHANNEL],
+                # as edit_state: none named, so what the kept head scheduled stays scheduled
+                "updated_channels": None,
             }
             over = sorted(heads - {keep})
             choice = {"chose": keep, "over": over, "merged": [other]}
@@ -1199,6 +1227,29 @@ def _fork_point(links: Mapping[str, Any], a: str, b: str) -> str | None:
         visited.add(walk)
         walk = links[walk].parent if walk in links else None
     return None
+
+
+def _refuse_waiting(
+    thread_id: str, ns: str, parent: CheckpointTuple, calls: builtins.list[tuple[str, dict[str, Any]]]
+) -> None:
+    """``edit_state`` without ``force``: refused, naming them, when the head has pending writes
+    (an interrupt waiting for an answer, a finished task's writes) or scheduled tool calls."""
+    writes = parent.pending_writes or []
+    asked = sum(1 for _, channel, _ in writes if channel == INTERRUPT)
+    tasks = {t for t, channel, _ in writes if channel not in CONTROL_WRITES}  # a failed one runs again anyway
+    parts = [f"{asked} interrupt{'s' if asked > 1 else ''} waiting for an answer (dropped: asked again)"]
+    parts = parts if asked else []
+    if tasks:
+        parts.append(f"saved writes of {len(tasks)} task{'s' if len(tasks) > 1 else ''} (dropped: run again)")
+    if calls:
+        said = ", ".join(f"{c.get('name')} (id {c.get('id')})" for _, c in calls)
+        parts.append(f"scheduled tool calls {said} (they run as the edit leaves them)")
+    if parts:
+        raise ThreadWaitsError(
+            f"{where_of(thread_id, ns)} checkpoint {parent.checkpoint['id']} waits: {'; '.join(parts)}. "
+            "An edit writes a checkpoint without them, as update_state does: resume the thread "
+            'first, or pass force=True (docs/cli.md, "edit")'
+        )
 
 
 def _message_key(message: Any) -> Any:

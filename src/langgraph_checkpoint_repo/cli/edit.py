@@ -12,6 +12,13 @@ The edit continues the thread only from the checkpoint that continues it (its he
 made from an older checkpoint (``--file``, ``--checkpoint``, or a head that moved while the
 editor was open) would drop every turn since, so it is refused naming both ids, unless
 ``--fork`` says to write it as a fork of the older checkpoint (docs/forks.md).
+
+A thread that waits (an interrupt for an answer, scheduled tool calls, a finished task's saved
+writes, in the edited namespace or a subgraph call below it) is refused too, naming what
+waits and what the edit would do to it, unless ``--force``: the new checkpoint does not carry
+the pending writes, as ``update_state`` does (the interrupted task asks again), and the
+scheduled calls run as the edit leaves them (edits.py). The form lists what waits
+(``waiting``, never read back).
 """
 
 from __future__ import annotations
@@ -21,25 +28,46 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 from rich.text import Text
 
-from ..core.errors import BadInputError
-from ..core.messages import MESSAGES, Message, read_message
+from ..core.errors import BadInputError, ThreadWaitsError
+from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
+from . import present
 from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
 
 if TYPE_CHECKING:
-    from ..readmodel.reader import Reader
+    from ..readmodel.reader import Reader, StateView
 
 NOTE = (
     "Edit the values below and save. A message keeps its id (change its content or tool calls, "
     "or delete it from the list); a message without an id is added. Other channels are their "
     "stored JSON. Nothing is written if nothing changes."
 )
+WAITING_NOTE = (
+    ' The thread waits ("waiting", not read back): saving an edit needs --force, and then each '
+    'item goes as it says (docs/cli.md, "edit").'
+)
+#: a tool result's ``status`` as the form shows it: the marker every view uses (core/messages.py)
+STATUS_SHOWN = {"error": ERROR_MARK}
+STATUS_READ = {"success": "success", "error": "error", ERROR_MARK: "error"}
+
+
+class Waiting(NamedTuple):
+    """One thing the thread waits on, and what an edit of namespace ``ns`` does to it."""
+
+    ns: str
+    what: str
+    fate: str
+    touched: bool  # the edit drops or changes it
+
+    def text(self) -> str:
+        where = f"namespace {self.ns}" if self.ns else "root namespace"
+        return f"{self.what} ({where}) → {self.fate}"
 
 
 @app.command()
@@ -61,6 +89,15 @@ def edit(
             "thread continues from (else refused: the turns since would be dropped).",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write the edit although the thread waits (an interrupt, scheduled tool calls, "
+            "saved writes): the interrupted task asks again, the calls run as edited, as "
+            "update_state does (else refused, naming them).",
+        ),
+    ] = False,
 ) -> None:
     """Edit the state as a new checkpoint, as update_state does: readable values in $EDITOR
     (or --file), the changes written with new versions; validate passes and the graph goes on
@@ -68,24 +105,32 @@ def edit(
     settings = _settings(ctx)
     reader = _reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+
+    def check(cid: str, what: str, kept: bool = False) -> None:
+        _check_head(reader, thread, ns, cid, fork, what)
+        if not force:
+            _check_waiting(thread, waiting(reader, thread, ns), what if kept else "")
+
     if file is not None and not show:
         after = _read_form(file)
         cid = _form_checkpoint(reader, thread, ns, checkpoint, after, file)
         _check_head(reader, thread, ns, cid, fork, f"the form {file}")
         before = editable(reader, thread, ns, cid)
+        if changes(before, after):
+            check(cid, f"the form {file}")
     else:
         cid = reader.resolve(thread, ns, checkpoint)
         before = editable(reader, thread, ns, cid)
         if show:
             settings.out.file.write(json.dumps(before, indent=2, ensure_ascii=False) + "\n")
             return
-        _check_head(reader, thread, ns, cid, fork, f"checkpoint {cid}")
-        after = _in_editor(before, lambda form: _check_head(reader, thread, ns, cid, fork, form))
+        check(cid, f"checkpoint {cid}")
+        after = _in_editor(before, lambda form: check(cid, form, kept=True))
     changed = changes(before, after)
     if not changed:
         settings.err.print(Text("nothing changed: nothing written", style="dim"))
         return
-    new_id = write(settings, thread, ns, cid, changed, before)
+    new_id = write(settings, thread, ns, cid, changed, before, force=force)
     settings.out.print(new_id)
     settings.err.print(Text(f"edited {', '.join(sorted(changed))}: {new_id} continues {cid}", style="green"))
 
@@ -104,7 +149,72 @@ def editable(reader: Reader, thread: str, ns: str, cid: str) -> dict[str, Any]:
             values[channel] = [message_form(m) for m in tree]
         else:
             values[channel] = tree
-    return {"thread": thread, "checkpoint_ns": ns, "checkpoint": cid, "note": NOTE, "values": values}
+    form: dict[str, Any] = {"thread": thread, "checkpoint_ns": ns, "checkpoint": cid, "note": NOTE}
+    waits = waiting(reader, thread, ns)
+    if waits:
+        form["note"] += WAITING_NOTE
+        form["waiting"] = [w.text() for w in waits]
+    form["values"] = values
+    return form
+
+
+def waiting(reader: Reader, thread: str, ns: str) -> list[Waiting]:
+    """What the thread waits on, in every namespace still in play (``live_states``), and what
+    an edit of ``ns`` does to each: in ``ns`` an interrupt is dropped (its task asks again), a
+    scheduled call runs as the edit leaves it, a finished task's writes are dropped (it runs
+    again); below ``ns`` (a subgraph call of one of its tasks) all of it goes with the call,
+    which starts over (the task's id comes from the new checkpoint's); elsewhere nothing is
+    touched. An interrupt raised in a subgraph is listed once, where it was asked."""
+    live = reader.live_states(thread, reader.namespaces(thread))
+    asked: set[str] = set()
+    out: list[Waiting] = []
+    for space in sorted(live, key=lambda n: (-_depth(n), n)):  # deepest first: where it was asked
+        here, below = space == ns, space != ns and (ns == "" or space.startswith(ns + "|"))
+        gone = "dropped with the subgraph call, which starts over"
+        for what, fate, elsewhere in _waits(live[space], asked):
+            out.append(Waiting(space, what, fate if here else gone if below else elsewhere, here or below))
+    return sorted(out, key=lambda w: _depth(w.ns))
+
+
+def _waits(view: StateView, asked: set[str]) -> Iterator[tuple[str, str, str]]:
+    """(what, its fate in the edited namespace, its fate elsewhere) for each thing a namespace
+    waits on; ``asked``: the interrupts listed already (a subgraph's, its parent task's too)."""
+    from ..core.sends import TASKS, packet_tool_calls
+
+    sends = view.trees.get(TASKS)
+    for t in view.tasks:
+        for i in t.interrupts if t.status == "interrupted" else []:
+            if i.id is None or i.id not in asked:
+                asked.add(i.id or "")
+                again = f"dropped: {t.name} runs again from its first line and asks again"
+                yield f"interrupt at {t.name}: {present.inline(i.value, 200)}", again, "stays"
+        if t.kind.startswith("push ") and t.runs_on_resume and isinstance(sends, list):
+            idx = int(t.kind.split()[1])
+            for c in packet_tool_calls(sends[idx]) if idx < len(sends) else []:
+                call = f"{c.get('name')}({present.inline(c.get('args'), 120)}) [id {c.get('id')}]"
+                runs = "runs as the edited AI message makes it"
+                yield f"scheduled tool call {call}", runs, "stays scheduled"
+        if t.status == "done" and t.writes:
+            said = ", ".join(dict.fromkeys(w.channel for w in t.writes))
+            what = f"saved writes of {t.name} [{(t.id or '?')[:8]}]: {said}"
+            yield what, f"dropped: {t.name} runs again", "kept"
+
+
+def _depth(ns: str) -> int:
+    return ns.count("|") + 1 if ns else 0
+
+
+def _check_waiting(thread: str, waits: list[Waiting], kept: str = "") -> None:
+    """Refuse, naming each, an edit that would drop or change what the thread waits on;
+    ``kept``: where the edited form is kept, when the thread began to wait while it was open."""
+    touched = [w for w in waits if w.touched]
+    if touched:
+        raise ThreadWaitsError(
+            f"edit refused: thread {thread!r} waits, and an edit writes a new checkpoint without "
+            f"what waits, as update_state does: {'; '.join(w.text() for w in touched)}. Answer or "
+            'resume first, or pass --force to write the edit anyway (docs/cli.md, "edit")'
+            + (f"; {kept} can be given with --file" if kept else "")
+        )
 
 
 def message_form(tree: Any) -> Any:
@@ -119,6 +229,8 @@ def message_form(tree: Any) -> Any:
     for key, value in (("name", got.name), ("tool_call_id", got.tool_call_id)):
         if value is not None:
             out[key] = value
+    if got.status in STATUS_SHOWN:
+        out["status"] = STATUS_SHOWN[got.status]
     return out
 
 
@@ -195,7 +307,14 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(
-    settings: Any, thread: str, ns: str, cid: str, changed: dict[str, Any], before: dict[str, Any]
+    settings: Any,
+    thread: str,
+    ns: str,
+    cid: str,
+    changed: dict[str, Any],
+    before: dict[str, Any],
+    *,
+    force: bool = False,
 ) -> str:
     """The changed channels as values, written as a new checkpoint through the saver."""
     from ..project_types import cli_types
@@ -212,7 +331,7 @@ def write(
             values[channel] = _messages(old, before["values"][MESSAGES], form)
         else:
             values[channel] = saver.codec.revive_tree(form, f"the edited value of channel {channel!r}")
-    new = saver.edit_state(config, values)
+    new = saver.edit_state(config, values, force=force)
     return str(new["configurable"]["checkpoint_id"])
 
 
@@ -234,6 +353,12 @@ def _messages(old: list[Any], shown: list[Any], forms: list[Any]) -> list[Any]:
             out.append(known)  # not edited: the very message, as stored
             continue
         update = {k: form[k] for k in ("content", "tool_calls", "name", "tool_call_id") if k in form}
+        if "tool_calls" in update:
+            update["tool_calls"] = _tool_calls(update["tool_calls"], i)
+        if "status" in form:
+            if form["status"] not in STATUS_READ:
+                raise BadInputError(f"messages[{i}]: status must be success or error ({ERROR_MARK})")
+            update["status"] = STATUS_READ[form["status"]]
         if known is not None:
             if form.get("role") not in (None, known.type):
                 raise BadInputError(
@@ -247,7 +372,27 @@ def _messages(old: list[Any], shown: list[Any], forms: list[Any]) -> list[Any]:
         fields = {"content": form["content"], **({"id": form["id"]} if form.get("id") else {})}
         if role == "tool":
             fields["tool_call_id"] = form.get("tool_call_id") or ""
+            fields["status"] = update.get("status", "success")
         if role == "ai" and form.get("tool_calls"):
-            fields["tool_calls"] = form["tool_calls"]
+            fields["tool_calls"] = update["tool_calls"]
         out.append(classes[role](**fields))
+    return out
+
+
+def _tool_calls(forms: Any, i: int) -> list[dict[str, Any]]:
+    """The edited tool calls of messages[i] as LangChain stores them (``type: "tool_call"``,
+    which ``ToolNode`` needs to take a call for one), each with a name and its arguments."""
+    if not isinstance(forms, list):
+        raise BadInputError(f"messages[{i}].tool_calls: expected a list of {{name, args, id}}")
+    out = []
+    for j, c in enumerate(forms):
+        if (
+            not isinstance(c, dict)
+            or not isinstance(c.get("name"), str)
+            or not isinstance(c.get("args"), dict)
+        ):
+            raise BadInputError(f"messages[{i}].tool_calls[{j}]: expected {{name, args, id}}")
+        if c.get("id") is not None and not isinstance(c["id"], str):
+            raise BadInputError(f"messages[{i}].tool_calls[{j}].id: expected a string")
+        out.append({"name": c["name"], "args": c["args"], "id": c.get("id"), "type": "tool_call"})
     return out

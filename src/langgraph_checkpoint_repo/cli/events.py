@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..core.messages import ERROR_MARK
+
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
     from ..review.model import PendingTask
@@ -28,7 +30,7 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         if e.role in ("tool", "chat", "function") and e.name:
             label = f"{label} {e.name}"
         if e.status:
-            label = f"{label} ({e.status})"
+            label = f"{label} {ERROR_MARK}" if e.status == "error" else f"{label} ({e.status})"
         if e.kind != "message":
             label = f"{label} ({e.kind})"
         text = e.text if e.role != "value" else compact(e.tree)

@@ -19,6 +19,7 @@ from ..core.errors import (
     SaverSpecError,
     ThreadExistsError,
     ThreadNotFoundError,
+    ThreadWaitsError,
     UnrevivableValueError,
 )
 
@@ -46,6 +47,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     UnrevivableValueError: BAD_FILE,
     ThreadExistsError: REFUSED,
     ItemChangedError: REFUSED,
+    ThreadWaitsError: REFUSED,
     LockTimeoutError: FAILED,
     RepoCheckpointError: FAILED,
     OSError: FAILED,

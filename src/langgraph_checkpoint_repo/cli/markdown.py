@@ -18,6 +18,7 @@ import html as _html
 import re
 from collections.abc import Sequence
 
+from ..core.messages import ERROR_MARK
 from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
 from ..readmodel.tasks import is_internal
 from ..readmodel.turns import Branch, Event
@@ -137,7 +138,10 @@ def _markdown(
             resume = "keeps its saved writes" if not t.runs_on_resume else "runs again"
             if t.may_have_run:
                 resume += " (may have run already: check side effects)"
-            parts.append(f"| {_md_cell(t.name)} | {t.status} | {resume} |")
+            status = t.status
+            if t.error is not None:
+                status = f"{status}, {ERROR_MARK}: {_md_cell(present.inline(t.error, 200))}"
+            parts.append(f"| {_md_cell(t.name)} | {status} | {resume} |")
         parts.append("")
     if note:
         parts += [_lines_block(note), ""]

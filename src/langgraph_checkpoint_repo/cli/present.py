@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.masking import mask_secrets
-from ..core.messages import Refusal, content_text, read_message
+from ..core.messages import ERROR_MARK, Refusal, content_text, read_message
 from ..core.typenames import Fix, refusal_fix
 from ..readmodel.tasks import Raw
 
@@ -132,7 +132,7 @@ def message_line(value: Any, limit: int = FOLD_CHARS) -> str:
     if role == "tool":
         role = f"tool[{fields['name'] or fields['tool_call_id'] or '?'}]"
         if fields.get("status") == "error":
-            role += " (error)"
+            role += f" {ERROR_MARK}"
     text = fold(_content_text(fields["content"]), limit)
     for key, arrow in (("tool_calls", "→ calls"), ("invalid_tool_calls", "→ invalid calls")):
         calls = [

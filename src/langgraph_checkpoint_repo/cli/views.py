@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..core.messages import ERROR_MARK
 from ..core.plans import PrunePlan
 from ..readmodel.diff import ChannelChange
 from ..readmodel.reader import Reader, StateView
-from ..readmodel.tasks import InterruptView, Raw, TaskView
+from ..readmodel.tasks import ERROR, InterruptView, Raw, TaskView
 from . import present
 from .output import (
     _print_table,
@@ -93,7 +94,7 @@ def _task_cells(t: TaskView) -> list[Text | str]:
         resume = "runs"
     writes = ", ".join(dict.fromkeys(w.channel for w in t.writes)) or "-"
     if t.error is not None:
-        writes = f"{writes} ({present.inline(t.error, 60)})"
+        writes = f"{writes} ({ERROR_MARK}: {present.inline(t.error, 60)})"
     name = t.name + ("" if t.derived else " (from writes)")
     status = Text(t.status, style=_STATUS_STYLE[t.status])
     return [
@@ -208,6 +209,8 @@ def _writes_table(view: StateView) -> Table:
             )
         else:
             value = present.inline(w.value, 100)
+            if w.channel == ERROR:
+                value = f"{ERROR_MARK}: {value}"
         table.add_row(
             f"{task} {w.task_id[:8]}",
             w.channel,
@@ -236,7 +239,8 @@ def _print_recovery(out: Console, thread: str, view: StateView) -> None:
     _print_table(out, _tasks_table(view))
     for t in view.tasks:
         if t.status == "failed":
-            out.print(Text(f"  {t.name}: failed with {present.inline(t.error, 200)}", style="red"))
+            failed = f"  {t.name} {ERROR_MARK}: failed with {present.inline(t.error, 200)}"
+            out.print(Text(failed, style="red"))
     again = [t for t in view.tasks if t.runs_on_resume]
     kept = [t for t in view.tasks if not t.runs_on_resume]
     out.print(

@@ -491,7 +491,8 @@ class Validator:
         present = {p.name[:-5] for p in files}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
-            if TASKS in (doc.get("new_values") or {}):
+            new = doc.get("new_values") or {}
+            if TASKS in new or (MESSAGES in new and TASKS in doc["values"]):  # either side changed
                 self._sends(path, doc)
         parent_cycles(self, docs)
         for path in self._json_files(ns_dir / WRITES):
@@ -511,8 +512,10 @@ class Validator:
         return self.whole(path)
 
     def _sends(self, path: Path, doc: dict[str, Any]) -> None:
-        """The ``Send`` packets a checkpoint adds run only the tool calls its conversation
-        asked for (core/sends.py); a value that does not read is reported where it is checked."""
+        """The ``Send`` packets of a checkpoint that changes them or its conversation run only
+        the tool calls the conversation asks for (core/sends.py: an edit of the AI message that
+        leaves the packets as they were is caught too); a value that does not read is reported
+        where it is checked."""
         trees: dict[str, Any] = {}
         for channel in (TASKS, MESSAGES):
             if channel not in doc["values"]:
@@ -522,8 +525,11 @@ class Validator:
             except (FileFormatError, OSError):
                 return
             trees[channel] = None if entry.empty or entry.raw is not None else entry.tree
+            if not trees.get(TASKS):
+                return  # no packets, nothing runs: the messages need not be read
+        changed = TASKS if TASKS in (doc.get("new_values") or {}) else MESSAGES
         for idx, why in send_problems(trees):
-            self.problem(path, f"/new_values/{TASKS}", f"item {idx}: {why}")
+            self.problem(path, f"/new_values/{changed}", f"{TASKS} item {idx}: {why}")
 
     def values_file(self, ns_dir: Path, path: Path) -> None:
         """A file of values/: a ``base`` prune left (its schema is its check) or a value."""

@@ -85,6 +85,12 @@ class ThreadExistsError(RepoCheckpointError):
     """The target already holds a thread being copied; nothing was written."""
 
 
+class ThreadWaitsError(RepoCheckpointError):
+    """An edit refused: the checkpoint it continues has pending work (an interrupt waiting for
+    an answer, scheduled tool calls, saved writes) that a new checkpoint would not carry;
+    ``force`` writes it anyway (docs/cli.md, "edit"). Nothing was written."""
+
+
 class ThreadNotFoundError(RepoCheckpointError):
     """A thread asked for is not in the source; nothing was written."""
 

@@ -32,6 +32,9 @@ from .jsontext import digest, sorted_json
 MESSAGES = "messages"
 #: the id a RemoveMessage gives to remove every message (langgraph's REMOVE_ALL_MESSAGES)
 REMOVE_ALL = "__remove_all__"
+#: the one marker of a failure in every view (a tool result with ``status: "error"``, a task
+#: with an ``__error__`` write): words a screen reader says and ``grep`` finds, not a colour
+ERROR_MARK = "✗ error"
 
 _BASE = ("content", "additional_kwargs", "response_metadata", "type", "name", "id")
 _AI = (*_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")
