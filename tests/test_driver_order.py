@@ -166,10 +166,10 @@ def test_a_checkpoint_that_only_restates_is_one_line(desk: Path) -> None:
 
 
 def test_a_support_desk_turn_adds_at_most_25_lines_to_gits_own_headers(desk: Path) -> None:
-    """Ten checkpoint files a turn, six lines of git's each: what the view adds was 55 lines a
-    turn (47% of the output: the bookkeeping line of each file, its parent's writes, each
-    object a file holds only to group references); now each file's bookkeeping is its first
-    line's digest."""
+    """Ten checkpoint files a turn, six lines of git's each: what the view adds was 51 lines a
+    turn (the bookkeeping line of each file, a line for each of its parent's writes, each
+    list a file holds only to group references); now 19: each file's bookkeeping is its first
+    line's digest, a checkpoint that restates is that line."""
     out = git(desk, "diff", "main...feature", "--", f".langgraph/threads/{DESK}").stdout
     files = per_file(out)
     assert len(files) == 30

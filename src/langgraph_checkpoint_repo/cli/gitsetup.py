@@ -347,7 +347,7 @@ def _set_order(top: Path, rel: str) -> list[str]:
         return [f"{ORDER_KEY} is {current}: left as it is (git-setup would order the state's files: {path})"]
     lines = _read_order(path)
     added = [ln for ln in order_lines(rel) if ln not in lines]
-    said = [f"{path.name}: added {ln}" for ln in added]
+    said = [f"{_shown(top, path)}: added {ln}" for ln in added]
     if added:
         _write_order(path, sorted([*lines, *added], key=_order_rank))
     if not current:
@@ -364,7 +364,7 @@ def _remove_order(top: Path, rel: str) -> list[str]:
     path = _order_path(top)
     lines = _read_order(path)
     mine = order_lines(rel)
-    said = [f"{path.name}: removed {ln}" for ln in mine if ln in lines]
+    said = [f"{_shown(top, path)}: removed {ln}" for ln in mine if ln in lines]
     left = [ln for ln in lines if ln not in mine]
     if left:
         if said:
@@ -375,6 +375,15 @@ def _remove_order(top: Path, rel: str) -> list[str]:
         _git(top, "config", "--local", "--unset", ORDER_KEY)
         said.append(f"git config: removed {ORDER_KEY}")
     return said
+
+
+def _shown(top: Path, path: Path) -> str:
+    """The order file as a person finds it: below the top of the work tree (``.git/…``), else
+    (a worktree's shared git folder) whole."""
+    try:
+        return path.relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _read_order(path: Path) -> list[str]:

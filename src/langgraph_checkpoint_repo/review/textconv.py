@@ -24,6 +24,7 @@ budget, and the lines past ``BUDGET`` characters are summed up by one line and a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -115,11 +116,13 @@ def _lines(raw: bytes, path: str) -> list[str] | None:
         doc = parse_strict(raw, path)
     except FileFormatError:
         return None
-    return render(doc)
+    return render(doc, raw)
 
 
-def render(doc: Any) -> list[str] | None:
-    """The lines of a parsed state file (before the budget), or None when it is not one."""
+def render(doc: Any, raw: bytes | None = None) -> list[str] | None:
+    """The lines of a parsed state file (before the budget), or None when it is not one.
+    ``raw``: the file's bytes, whose digest stands for the whole file (else the parsed
+    document's)."""
     ours = isinstance(doc, dict) and doc.get("kind") in KINDS and isinstance(doc.get("schema_version"), int)
     if not ours:
         return None
@@ -131,20 +134,21 @@ def render(doc: Any) -> list[str] | None:
         return [head, *_node_lines("value", doc.get("value"))]
     # the first line of these ends with the digest of the whole file: a reference is shown
     # short (its message id, else its hash), where it is held summed up by that digest
+    whole = "#" + hashlib.sha256(raw).hexdigest()[:8] if raw is not None else digest(doc)
     global _SHORT_REFS
     _SHORT_REFS = True
     try:
         if kind == "checkpoint":
-            return _checkpoint(doc)
+            return _checkpoint(doc, whole)
         if kind == "writes":
-            return _writes(doc)
+            return _writes(doc, whole)
         if kind == "base":
             head = f"bookkeeping of removed checkpoint {_plain(doc.get('checkpoint_id'))}"
-            return [f"{head} ({digest(doc)})"]
+            return [f"{head} ({whole})"]
         # value: the body's keys (value, empty, append) sit at the top of the file
         head = f"value of channel {_plain(doc.get('channel'))} at version {_plain(doc.get('version'))}"
         body, _ = _body(_plain(doc.get("channel")), doc)
-        return [f"{head} ({digest(doc)})", *body]
+        return [f"{head} ({whole})", *body]
     finally:
         _SHORT_REFS = False
 
@@ -167,7 +171,7 @@ def budgeted(lines: list[str]) -> list[str]:
 # ----------------------------------------------------------------------------
 # the kinds of file
 # ----------------------------------------------------------------------------
-def _checkpoint(doc: dict[str, Any]) -> list[str]:
+def _checkpoint(doc: dict[str, Any], d: str) -> list[str]:
     """A checkpoint as what happened at its step: the interrupts, answers and errors its
     parent's tasks wrote (format 4 holds them), then the values the step made, its messages
     as text where this file holds them. What only restates values held elsewhere (a list of
@@ -209,7 +213,6 @@ def _checkpoint(doc: dict[str, Any]) -> list[str]:
     if extra:
         shown.append("extra: " + _compact(extra))
     shown.extend(_unshown_lines(held))
-    d = digest(doc)
     if not shown:  # only bookkeeping and what other files hold: one line
         said = "; ".join(restated)
         return [f"{head}: {said} (file {d})" if said else f"{head} (file {d})"]
@@ -305,6 +308,10 @@ def _restated(body: Any, held: _Held) -> str | None:
         prefix = f"+{_count(len(items), 'item')}: "
     elif isinstance(body.get("value"), dict) and "json" in body["value"] and len(body) == 1:
         items, prefix = body["value"]["json"], ""
+        if isinstance(items, dict) and set(items) == {"messages"}:  # a graph's input
+            items, prefix = items["messages"], "messages "
+        if isinstance(items, list):
+            prefix += f"{_count(len(items), 'item')}: "
     else:
         return None
     labels = _ref_labels(items, held)
@@ -423,7 +430,7 @@ class _Held:
         return self._pure[name]
 
 
-def _writes(doc: dict[str, Any]) -> list[str]:
+def _writes(doc: dict[str, Any], d: str) -> list[str]:
     """A task's pending writes: interrupts, answers and errors as what they say, each other
     write as its channel's value; the first line ends with the digest of the whole file."""
     head = f"writes of checkpoint {_plain(doc.get('checkpoint_id'))} task {_plain(doc.get('task_path'))}"
@@ -444,7 +451,7 @@ def _writes(doc: dict[str, Any]) -> list[str]:
             INDENT + line for line in _node_lines(_plain(write.get("channel")), write.get("value"), held)
         )
     out.extend(INDENT + line for line in _unshown_lines(held))
-    return [f"{head} (file {digest(doc)})", *out]
+    return [f"{head} (file {d})", *out]
 
 
 def _object(doc: dict[str, Any]) -> list[str]:
