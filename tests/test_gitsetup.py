@@ -396,7 +396,7 @@ def test_the_driver_shows_each_kind_of_file(tmp_path: Path) -> None:
             assert body == [f"{doc['channel']}: (empty)"]
     doc = json.loads(writes.read_text())
     assert run_driver(writes).startswith(
-        f"writes of checkpoint {doc['checkpoint_id']} task {doc['task_path']} (#"
+        f"writes of checkpoint {doc['checkpoint_id']} task {doc['task_path']} (file #"
     )
 
 
@@ -444,7 +444,8 @@ def test_the_driver_never_follows_a_symlink(tmp_path: Path) -> None:
 
 def test_a_change_the_view_folds_away_still_changes_a_line(repo: Path, tmp_path: Path) -> None:
     """Every part of a file is shown or stands in a digest on a shown line: an edit of a
-    channel version (bookkeeping) or of the end of a long value changes the view."""
+    channel version (bookkeeping) changes the digest of the whole file on the first line, an
+    edit of the end of a long value changes the view."""
     doc = json.loads((repo / state_file(repo)).read_text())
     before = tmp_path / "before.json"
     before.write_text(json.dumps(doc))
@@ -453,7 +454,7 @@ def test_a_change_the_view_folds_away_still_changes_a_line(repo: Path, tmp_path:
     after = tmp_path / "after.json"
     after.write_text(json.dumps(doc))
     old, new = run_driver(before).splitlines(), run_driver(after).splitlines()
-    assert old[:-1] == new[:-1] and old[-1] != new[-1] and new[-1].startswith("  (bookkeeping: ")
+    assert old[1:] == new[1:] and old[0] != new[0] and " (file #" in new[0]
     long = {"kind": "checkpoint", "schema_version": 3, "checkpoint_id": "c", "metadata": {}, "checkpoint": {}}
     views = []
     for end in ("a", "b"):

@@ -326,7 +326,7 @@ def test_a_tool_error_stays_visible_in_every_view(repo: Path) -> None:
     assert cli(root, "validate", cwd=repo).returncode == 0
     review = cli(root, "review", "main..work", cwd=repo)
     assert "tool lookup_order ✗ error: Order A-1002" in review.stdout, review.stdout
-    assert "tool lookup_order [call-2] (error): Order A-1002" in "\n".join(textconv.view(str(holder)))
+    assert "tool lookup_order [call-2] ✗ error: Order A-1002" in "\n".join(textconv.view(str(holder)))
     assert "tool[lookup_order] ✗ error: Order A-1002" in cli(root, "show", THREAD).stdout
     rendered = cli(root, "render", THREAD).stdout
     assert "tool[lookup_order] ✗ error: Order A-1002" in rendered, rendered

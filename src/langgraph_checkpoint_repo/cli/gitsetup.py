@@ -79,12 +79,14 @@ def git_setup(
     if undo:
         after = _with_block(before, others)
         said = [f".gitattributes: removed {ln}" for ln in mine if ln in lines]
+        said += _remove_order(top, rel)
         if not others:
             said += _remove_config(top)
     else:
         after = _with_block(before, [*lines, *(ln for ln in mine if ln not in lines)])
         said = [f".gitattributes: added {ln}" for ln in mine if ln not in lines]
         said += _set_config(top, driver_command(), merge_command())
+        said += _set_order(top, rel)
     if after != before:
         write_attributes(path, after)
     nothing = "nothing of git-setup's is here" if undo else "already set up"
@@ -293,6 +295,114 @@ def _set_config(top: Path, command: str, merge: str) -> list[str]:
             raise CliError(f"git config {name}: {proc.stderr.strip()}", REFUSED)
         said.append(f"git config {name} {value}")
     return said
+
+
+# ----------------------------------------------------------------------------
+# diff.orderFile: the state's checkpoints first, in time order within a namespace
+# ----------------------------------------------------------------------------
+ORDER_NAME = "langgraph-repo.order"  # in the repository's git folder, shared by its worktrees
+ORDER_KEY = "diff.orderFile"
+
+
+def order_lines(rel: str) -> list[str]:
+    """The ``diff.orderFile`` lines of the root ``rel``: its threads' checkpoints (in a
+    namespace, a checkpoint's file name is its time-ordered id: git's path order is the time
+    order), then their pending writes, then their other files; git prints any file no line
+    matches after them. A glob character of the path is escaped; a character that cannot
+    stand in a line of the file (git takes each line as it is) is matched by ``?``."""
+    threads = _order_glob(f"{rel}/threads" if rel else "threads")
+    return [f"{threads}/*/checkpoints/*", f"{threads}/*/writes/*", threads]
+
+
+def _order_glob(path: str) -> str:
+    out = []
+    for ch in path:
+        if ch in "*?[\\":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:  # ? matches one byte
+            out.append("?" * len(ch.encode("utf-8", "surrogateescape")))
+    glob = "".join(out)
+    return "\\" + glob if glob.startswith("#") else glob  # a line starting with # is a comment
+
+
+def _order_rank(line: str) -> int:
+    return 0 if line.endswith("/*/checkpoints/*") else 1 if line.endswith("/*/writes/*") else 2
+
+
+def _order_path(top: Path) -> Path:
+    proc = _git(top, "rev-parse", "--git-common-dir")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise CliError(f"git rev-parse --git-common-dir: {proc.stderr.strip()}", REFUSED)
+    return (top / proc.stdout.strip()).resolve() / ORDER_NAME
+
+
+def _set_order(top: Path, rel: str) -> list[str]:
+    """Add the root's lines to git-setup's order file, and name it ``diff.orderFile`` unless
+    the repository names its own (left as it is: git-setup says so)."""
+    path = _order_path(top)
+    current = _git(top, "config", "--local", "--get", ORDER_KEY).stdout.rstrip("\n")
+    if current and current != str(path):
+        return [f"{ORDER_KEY} is {current}: left as it is (git-setup would order the state's files: {path})"]
+    lines = _read_order(path)
+    added = [ln for ln in order_lines(rel) if ln not in lines]
+    said = [f"{_shown(top, path)}: added {ln}" for ln in added]
+    if added:
+        _write_order(path, sorted([*lines, *added], key=_order_rank))
+    if not current:
+        proc = _git(top, "config", "--local", ORDER_KEY, str(path))
+        if proc.returncode != 0:
+            raise CliError(f"git config {ORDER_KEY}: {proc.stderr.strip()}", REFUSED)
+        said.append(f"git config {ORDER_KEY} {path}")
+    return said
+
+
+def _remove_order(top: Path, rel: str) -> list[str]:
+    """Take the root's lines out of git-setup's order file; with none left, the file and the
+    ``diff.orderFile`` that names it."""
+    path = _order_path(top)
+    lines = _read_order(path)
+    mine = order_lines(rel)
+    said = [f"{_shown(top, path)}: removed {ln}" for ln in mine if ln in lines]
+    left = [ln for ln in lines if ln not in mine]
+    if left:
+        if said:
+            _write_order(path, left)
+        return said
+    path.unlink(missing_ok=True)
+    if _git(top, "config", "--local", "--get", ORDER_KEY).stdout.rstrip("\n") == str(path):
+        _git(top, "config", "--local", "--unset", ORDER_KEY)
+        said.append(f"git config: removed {ORDER_KEY}")
+    return said
+
+
+def _shown(top: Path, path: Path) -> str:
+    """The order file as a person finds it: below the top of the work tree (``.git/…``), else
+    (a worktree's shared git folder) whole."""
+    try:
+        return path.relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read_order(path: Path) -> list[str]:
+    try:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return []
+    return [ln for ln in text.split("\n") if ln]
+
+
+def _write_order(path: Path, lines: list[str]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{ORDER_NAME}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write("".join(ln + "\n" for ln in lines).encode("utf-8", "surrogateescape"))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _remove_config(top: Path) -> list[str]:

@@ -192,7 +192,10 @@ def history(
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", metavar="REV", help="Only the checkpoints a git revision does not have (--since main)."
+            "--since",
+            metavar="REV",
+            help="Only the checkpoints a git revision does not have (--since main; --since main... "
+            "from where HEAD left main).",
         ),
     ] = None,
     as_json: JsonOpt = False,
@@ -312,43 +315,53 @@ def _diff_base(reader: Reader, thread: str, ns: str, new: StateView, from_id: st
 
 
 def _ids_at_revision(reader: Reader, thread: str, ns: str, rev: str) -> set[str]:
-    """The checkpoint ids of a namespace that git revision ``rev`` has (from ``git ls-tree``)."""
-    from ..review.revisions import git, git_top, resolve
+    """The checkpoint ids of a namespace that git revision ``rev`` has (from ``git ls-tree``;
+    ``REV...``: where HEAD left it, which a ``REV`` that moved on and pruned may not have)."""
+    from ..review.revisions import git, git_top, resolve_base
 
     top = git_top(reader.root)
+    commit, _ = resolve_base(top, rev)
     folder = reader.layout.checkpoints_dir(thread, ns).resolve().relative_to(top.resolve()).as_posix()
-    names = git(top, "ls-tree", "--name-only", "-z", resolve(top, rev), "--", folder + "/").split("\0")
+    names = git(top, "ls-tree", "--name-only", "-z", commit, "--", folder + "/").split("\0")
     ids = set(reader.checkpoint_ids(thread, ns))
-    return {cid for cid in ids if f"{folder}/{reader.layout.checkpoint_path(thread, ns, cid).name}" in names}
+    name = reader.layout.checkpoint_path
+    return {cid for cid in ids if f"{folder}/{name(thread, ns, cid).name}" in names}
 
 
 def _at_revision(
     reader: Reader, thread: str, ns: str, rev: str, not_a_checkpoint: Exception
-) -> tuple[str, dict[str, Any]]:
-    """The checkpoint that continued ``thread`` at git revision ``rev``, and its stored trees,
-    read from git's objects (that thread only); the error of a bad checkpoint id
-    when ``rev`` is no revision either (outside git, ``not_a_checkpoint`` itself: there is no
-    revision to mean)."""
+) -> tuple[str, dict[str, Any], str]:
+    """The checkpoint that continued ``thread`` at git revision ``rev`` (``REV...``: where
+    HEAD left it), its stored trees, read from git's objects (that thread only), and what to
+    know when ``rev`` moved on since; the error of a bad checkpoint id when ``rev`` is no
+    revision either (outside git, ``not_a_checkpoint`` itself: there is no revision to mean)."""
     import tempfile
 
     from ..readmodel.reader import Reader as Read
-    from ..review.revisions import git_top, is_revision, materialize, resolve
+    from ..review.revisions import git_top, materialize, resolve_base
 
     try:
         top = git_top(reader.root)
     except NotFoundError:
         raise not_a_checkpoint from None
-    if not is_revision(top, rev):
-        raise BadInputError(f"{rev!r} is neither a checkpoint of thread {thread!r} nor a git revision")
-    rel = reader.root.resolve().relative_to(top.resolve()).as_posix()
     folder = reader.layout.thread_dir(thread).relative_to(reader.root).as_posix()
+    rel = reader.root.resolve().relative_to(top.resolve()).as_posix()
+    try:
+        commit, moved = resolve_base(top, rev, f"{rel}/{folder}" if rel != "." else folder)
+    except NotFoundError:
+        said = f"{rev!r} is neither a checkpoint of thread {thread!r} nor a git revision"
+        raise BadInputError(said) from None
+    note = ""
+    if moved:
+        note = f"{rev} moved on since HEAD left it: its new work shows as removed here; "
+        note += f"--from {rev}... compares with where HEAD left it"
     with tempfile.TemporaryDirectory(prefix="langgraph-diff-") as tmp:
-        root = materialize(top, resolve(top, rev), rel, [folder], Path(tmp)).root
+        root = materialize(top, commit, rel, [folder], Path(tmp)).root
         then = Read(root)
         if not (root / folder).is_dir() or ns not in then.namespaces(thread):
-            return f"{rev} (no such thread then)", {}
+            return f"{rev} (no such thread then)", {}, note
         cid = then.resolve(thread, ns, None)
-        return cid, then.state(thread, ns, cid, revive=False).trees
+        return cid, then.state(thread, ns, cid, revive=False).trees, note
 
 
 @app.command()
@@ -361,7 +374,7 @@ def diff(
             "--from",
             metavar="ID|REV",
             help="Older checkpoint, or a git revision (the checkpoint that continued the thread "
-            "there: --from main). Default: the parent of --to.",
+            "there: --from main; --from main... where HEAD left main). Default: the parent of --to.",
         ),
     ] = None,
     to_id: Annotated[
@@ -382,13 +395,14 @@ def diff(
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     new_id = reader.resolve(thread, ns, to_id)
     new = reader.state(thread, ns, new_id, revive=False)
+    note = ""
     try:
         old_id = _diff_base(reader, thread, ns, new, from_id)
         old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
     except (BadInputError, NotFoundError) as not_a_checkpoint:
         if from_id is None:
             raise
-        old_id, old_trees = _at_revision(reader, thread, ns, from_id, not_a_checkpoint)  # --from main
+        old_id, old_trees, note = _at_revision(reader, thread, ns, from_id, not_a_checkpoint)  # --from main
     changes = diff_trees(old_trees, new.trees, internal=show_all)
     if as_json:
         _print_json(
@@ -398,6 +412,7 @@ def diff(
                 "from": old_id,
                 "to": new_id,
                 "changes": [_change_json(c) for c in changes],
+                **({"note": note} if note else {}),
             }
         )
         return
@@ -412,6 +427,8 @@ def diff(
             new_id,
         )
     )
+    if note:
+        out.print(Text(note, style="yellow"))
     if not changes:
         out.print(
             Text(

@@ -35,8 +35,9 @@ def review(
         str | None,
         typer.Argument(
             metavar="[RANGE]",
-            help="git's BASE..HEAD, or BASE (to the work tree, uncommitted files included). Default: the "
-            "merge-base of HEAD and the default branch, to the work tree.",
+            help="git's BASE...HEAD (what HEAD adds since it left BASE, as a pull request shows it), "
+            "BASE..HEAD (the two as they are), or BASE (to the work tree, uncommitted files included). "
+            "Default: the merge-base of HEAD and the default branch, to the work tree.",
         ),
     ] = None,
     markdown: Annotated[

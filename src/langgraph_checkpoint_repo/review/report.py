@@ -63,7 +63,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
 
     top = git_top(root)
     rel = root.resolve().relative_to(top.resolve()).as_posix()
-    rng = rng or parse_range(top, spec)
+    rng = rng or parse_range(top, spec, rel)
     found = changes(top, rel, rng)
     report = Report(range=rng, root=rel)
     report.flags.extend(_attributes(top, rel, rng))

@@ -1,8 +1,10 @@
 """Git revisions of a state root, read without a checkout and without touching the work tree.
 
-``RANGE`` is git's: ``BASE..HEAD`` compares two revisions, ``BASE`` compares a revision with
-the work tree (files not yet committed, and not yet added, included), and no range compares
-the merge-base of ``HEAD`` and the default branch with the work tree. What changed is asked
+``RANGE`` is git's: ``BASE...HEAD`` compares the merge-base of the two with ``HEAD`` (what
+``HEAD`` adds since it left ``BASE``, as a pull request shows it), ``BASE..HEAD`` compares the
+two revisions as they are, ``BASE`` compares a revision with the work tree (files not yet
+committed, and not yet added, included), and no range compares the merge-base of ``HEAD``
+and the default branch with the work tree. What changed is asked
 of git: between two commits, their trees as git stores them (``git ls-tree``); between a
 commit and the work tree, ``git diff --name-status`` and ``git ls-files --others``. The files
 of a revision are read from git's objects as they are (``git cat-file --batch``) into a
@@ -31,6 +33,9 @@ class Range:
     base: str
     head: str | None  # None: the work tree
     spec: str  # as the user gave it (or how the default was found), for the report
+    #: what the report says under its title when the range is not what it may look like: a
+    #: two-dot base that moved on since the head left it (its new work reads as removed)
+    note: str = ""
 
     @property
     def head_label(self) -> str:
@@ -90,9 +95,12 @@ def default_branch(top: Path) -> str | None:
     return None
 
 
-def parse_range(top: Path, spec: str | None) -> Range:
-    """``BASE..HEAD``, ``BASE`` (to the work tree), or None: the merge-base of HEAD with the
-    default branch, to the work tree. Each revision is resolved to a commit here."""
+def parse_range(top: Path, spec: str | None, rel: str = "") -> Range:
+    """``BASE...HEAD`` (the merge-base of the two, to ``HEAD``), ``BASE..HEAD``, ``BASE`` (to
+    the work tree), or None: the merge-base of HEAD with the default branch, to the work tree.
+    Each revision is resolved to a commit here; an empty side is ``HEAD``, as in git. A
+    two-dot (or one-revision) range whose base moved on since the head left it, with new
+    work under the root ``rel``, gets a note saying so."""
     if spec is None:
         branch = default_branch(top)
         if branch is None:
@@ -103,12 +111,74 @@ def parse_range(top: Path, spec: str | None) -> Range:
         return Range(base=base, head=None, spec=f"merge-base of HEAD and {branch}")
     if spec.startswith("-"):
         raise BadInputError(f"bad range {spec!r}: a revision cannot start with '-'")
+    if "..." in spec:
+        left, _, right = spec.partition("...")
+        if right.startswith("."):
+            raise BadInputError(f"bad range {spec!r}: BASE...HEAD or BASE..HEAD")
+        tip = resolve(top, right or "HEAD")
+        return Range(base=merge_base(top, left or "HEAD", right or "HEAD"), head=tip, spec=spec)
     left, dots, right = spec.partition("..")
-    if dots and right.startswith("."):
-        raise BadInputError(f"bad range {spec!r}: use BASE..HEAD (the three-dot form is not taken)")
     base = resolve(top, left or "HEAD")
     head = resolve(top, right or "HEAD") if dots else None
-    return Range(base=base, head=head, spec=spec)
+    note = ""
+    if moved_on(top, base, head or resolve(top, "HEAD"), rel):
+        base_rev, head_rev = left or "HEAD", right or "HEAD"
+        note = f"{base_rev} moved on since {head_rev} left it: its new work shows as removed here; "
+        note += f"{base_rev}...{head_rev} shows what {head_rev} adds"
+        note += "" if head else " (committed)"
+    return Range(base=base, head=head, spec=spec, note=note)
+
+
+def merge_base(top: Path, rev: str, other: str) -> str:
+    """The best common ancestor of the revisions ``rev`` and ``other``: where ``other``'s line
+    left ``rev``'s (what a forge compares a pull request with)."""
+    base, head = resolve(top, rev), resolve(top, other)
+    try:
+        return git(top, "merge-base", base, head).strip()
+    except BadInputError:
+        raise BadInputError(
+            f"{rev!r} and {other!r} have no common ancestor: compare the two tips with {rev}..{other}"
+        ) from None
+
+
+def moved_on(top: Path, base: str, head: str, path: str = "") -> bool:
+    """Whether the commit ``base`` moved on since ``head`` left it (it is not an ancestor of
+    ``head``) with new work under ``path`` (the top: ''): comparing the two tips then shows
+    that work as removed."""
+    if _git_ok(top, "merge-base", "--is-ancestor", base, head):
+        return False
+    try:
+        fork = git(top, "merge-base", base, head).strip()
+    except BadInputError:  # no common ancestor: nothing moved on, they are apart
+        return False
+    return not _git_ok(
+        top, "--literal-pathspecs", "diff-tree", "--quiet", "-r", fork, base, "--", path or "."
+    )
+
+
+def _git_ok(top: Path, *args: str) -> bool:
+    """Whether a git command that answers by its exit code (0: yes, 1: no) says yes."""
+    proc = subprocess.run(
+        ["git", "-C", str(top), *args], capture_output=True, stdin=subprocess.DEVNULL, check=False
+    )
+    if proc.returncode not in (0, 1):
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise BadInputError(f"git {' '.join(args[:2])}: {message[-1] if message else 'failed'}")
+    return proc.returncode == 0
+
+
+def resolve_base(top: Path, rev: str, path: str = "") -> tuple[str, bool]:
+    """A revision the work tree is compared with (``history --since``, ``diff --from``) as a
+    commit: ``REV``, or ``REV...`` / ``REV...OTHER``, the merge-base of ``REV`` and ``OTHER``
+    (``HEAD``), where the branch left ``REV``; and whether a plain ``REV`` moved on since
+    ``HEAD`` left it, with new work under ``path`` (``moved_on``)."""
+    if "..." in rev:
+        left, _, right = rev.partition("...")
+        if right.startswith("."):
+            raise BadInputError(f"bad revision {rev!r}: REV or REV...")
+        return merge_base(top, left or "HEAD", right or "HEAD"), False
+    commit = resolve(top, rev)
+    return commit, moved_on(top, commit, resolve(top, "HEAD"), path)
 
 
 def resolve(top: Path, rev: str) -> str:
@@ -119,15 +189,6 @@ def resolve(top: Path, rev: str) -> str:
         return git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
     except BadInputError:
         raise NotFoundError(f"unknown revision {rev!r} in {top}") from None
-
-
-def is_revision(top: Path, text: str) -> bool:
-    """Whether git knows ``text`` as a commit (a branch, a tag, a commit id)."""
-    try:
-        resolve(top, text)
-        return True
-    except (BadInputError, NotFoundError):
-        return False
 
 
 def changes(top: Path, rel: str, rng: Range) -> Changes:

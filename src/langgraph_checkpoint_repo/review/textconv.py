@@ -24,6 +24,7 @@ budget, and the lines past ``BUDGET`` characters are summed up by one line and a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -35,11 +36,11 @@ from ..core.errors import FileFormatError
 from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, parse_strict
 from ..core.jsontext import digest
 from ..core.masking import escape_controls, mask_message
-from ..core.messages import DEFAULTS, Message, Refusal, is_message_type, read_message
+from ..core.messages import DEFAULTS, ERROR_MARK, Message, Refusal, is_message_type, read_message
 
 #: the version of this view; git-setup puts it in the driver's command line, so a release that
 #: changes the view (and bumps it) invalidates the text git cached (``cachetextconv``)
-VIEW = 3
+VIEW = 4
 FOLD = 200  # characters of a value shown before the rest is folded into a digest
 TEXT = 4000  # characters of a message's text shown before the rest is folded into a digest
 CALLS = 20  # tool calls of one message shown; the rest are summed up with its other fields
@@ -50,6 +51,9 @@ LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
 #: metadata LangGraph and LangChain write on every checkpoint: counted with the bookkeeping
 QUIET_METADATA = ("parents", "ls_integration", "run_id", "thread_id", "checkpoint_ns")
 INDENT = "  "
+#: references shown short (``-> <message id>``, else ``-> object <hash>``): set while a kind of
+#: file whose first line carries the digest of the whole file is rendered
+_SHORT_REFS = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,30 +116,41 @@ def _lines(raw: bytes, path: str) -> list[str] | None:
         doc = parse_strict(raw, path)
     except FileFormatError:
         return None
-    return render(doc)
+    return render(doc, raw)
 
 
-def render(doc: Any) -> list[str] | None:
-    """The lines of a parsed state file (before the budget), or None when it is not one."""
+def render(doc: Any, raw: bytes | None = None) -> list[str] | None:
+    """The lines of a parsed state file (before the budget), or None when it is not one.
+    ``raw``: the file's bytes, whose digest stands for the whole file (else the parsed
+    document's)."""
     ours = isinstance(doc, dict) and doc.get("kind") in KINDS and isinstance(doc.get("schema_version"), int)
     if not ours:
         return None
     kind = doc["kind"]
-    if kind == "checkpoint":
-        return _checkpoint(doc)
-    if kind == "writes":
-        return _writes(doc)
     if kind == "object":
         return _object(doc)
-    if kind == "base":
-        head = f"bookkeeping of removed checkpoint {_plain(doc.get('checkpoint_id'))}"
-        return [f"{head} ({digest(doc)})"]
-    if kind == "value":  # the body's keys (value, empty, append) sit at the top of the file
+    if kind == "large_value":
+        head = f"large value {_plain(doc.get('sha256'))[:12]}"
+        return [head, *_node_lines("value", doc.get("value"))]
+    # the first line of these ends with the digest of the whole file: a reference is shown
+    # short (its message id, else its hash), where it is held summed up by that digest
+    whole = "#" + hashlib.sha256(raw).hexdigest()[:8] if raw is not None else digest(doc)
+    global _SHORT_REFS
+    _SHORT_REFS = True
+    try:
+        if kind == "checkpoint":
+            return _checkpoint(doc, whole)
+        if kind == "writes":
+            return _writes(doc, whole)
+        if kind == "base":
+            head = f"bookkeeping of removed checkpoint {_plain(doc.get('checkpoint_id'))}"
+            return [f"{head} ({whole})"]
+        # value: the body's keys (value, empty, append) sit at the top of the file
         head = f"value of channel {_plain(doc.get('channel'))} at version {_plain(doc.get('version'))}"
         body, _ = _body(_plain(doc.get("channel")), doc)
-        return [f"{head} ({digest(_append_base(doc))})", *body]
-    head = f"large value {_plain(doc.get('sha256'))[:12]}"
-    return [head, *_node_lines("value", doc.get("value"))]
+        return [f"{head} ({whole})", *body]
+    finally:
+        _SHORT_REFS = False
 
 
 def budgeted(lines: list[str]) -> list[str]:
@@ -156,38 +171,215 @@ def budgeted(lines: list[str]) -> list[str]:
 # ----------------------------------------------------------------------------
 # the kinds of file
 # ----------------------------------------------------------------------------
-def _checkpoint(doc: dict[str, Any]) -> list[str]:
+def _checkpoint(doc: dict[str, Any], d: str) -> list[str]:
+    """A checkpoint as what happened at its step: the interrupts, answers and errors its
+    parent's tasks wrote (format 4 holds them), then the values the step made, its messages
+    as text where this file holds them. What only restates values held elsewhere (a list of
+    references) shares the first line; a checkpoint with nothing else is that one line. The
+    first line ends with the digest of the whole file: LangGraph's bookkeeping, the writes the
+    values show, the references shown short."""
     meta = _dict(doc.get("metadata"))
+    records = [_dict(r) for _, r in sorted(_dict(doc.get("parent_writes")).items())]
     head = (
         f"checkpoint {_plain(doc.get('checkpoint_id'))} step {_plain(meta.get('step'))} "
-        f"source {_plain(meta.get('source'))} parent {_plain(doc.get('parent_checkpoint_id') or '-')}"
+        f"source {_plain(meta.get('source'))}"
     )
+    writers = _writers(records)
+    if writers:
+        head += f" by {writers}"
+    head += f" parent {_plain(doc.get('parent_checkpoint_id') or '-')}"
     if doc.get("checkpoint_ns"):
         head += f" ns {_plain(doc['checkpoint_ns'])}"
-    out = [head]
-    shown = {k: v for k, v in meta.items() if k not in ("step", "source", *QUIET_METADATA)}
-    if shown:
-        out.append(INDENT + "metadata: " + _compact(shown))
-    quiet: dict[str, Any] = {k: meta[k] for k in QUIET_METADATA if k in meta}
-    triggers: dict[str, Any] = {}
     held = _Held(_dict(doc.get("objects")))
+    shown: list[str] = []
+    shown_meta = {k: v for k, v in meta.items() if k not in ("step", "source", *QUIET_METADATA)}
+    if shown_meta:
+        shown.append("metadata: " + _compact(shown_meta))
+    for record in records:  # what happened to the tasks, before the values they made
+        shown.extend(_special_lines(record.get("task_path"), _list(record.get("writes")), held))
+    restated: list[str] = []
     new_values = _dict(doc.get("new_values"))
     for channel in sorted(new_values, key=lambda c: (_internal(c), c)):
-        lines, trigger = _body(_plain(channel), new_values[channel], held)
-        if trigger and _internal(channel):
-            triggers[channel] = new_values[channel]
-        else:
-            out.extend(INDENT + line for line in lines)
+        body = new_values[channel]
+        refs = _restated(body, held)
+        if refs is not None:
+            restated.append(f"{_plain(channel)}: {refs}")
+            continue
+        lines, trigger = _body(_plain(channel), body, held)
+        if _internal(channel) and (trigger or _cleared(body)):
+            continue  # a trigger, the Send packets taken: bookkeeping, in the digest
+        shown.extend(lines)
     extra = _dict(doc.get("checkpoint")).get("extra")
     if extra:
-        out.append(INDENT + "extra: " + _compact(extra))
-    for _, record in sorted(_dict(doc.get("parent_writes")).items()):
-        out.extend(INDENT + line for line in _taken(record))
-    for name in held.unshown():  # held for another file, or only for the parent's writes
+        shown.append("extra: " + _compact(extra))
+    shown.extend(_unshown_lines(held))
+    if not shown:  # only bookkeeping and what other files hold: one line
+        said = "; ".join(restated)
+        return [f"{head}: {said} (file {d})" if said else f"{head} (file {d})"]
+    return [f"{head} (file {d})", *(INDENT + line for line in [*shown, *restated])]
+
+
+#: the pending writes LangGraph makes for what happened to a task, shown as what they say
+SPECIAL = {"__interrupt__": "interrupt", "__resume__": "resumed with", "__error__": ERROR_MARK}
+
+
+def _task_name(path: Any) -> str | None:
+    """The node a task ran (``~__pregel_pull, model``), ``a Send`` for a pushed task, None for
+    the input's own (the empty path: a resume given to the graph)."""
+    if not isinstance(path, str) or not path:
+        return None
+    if path.startswith("~__pregel_pull, "):
+        return _plain(path.removeprefix("~__pregel_pull, "))
+    if path.startswith("~__pregel_push"):
+        return "a Send"
+    return _plain(path)
+
+
+def _writers(records: list[dict[str, Any]]) -> str:
+    """Who wrote what a checkpoint applied: the tasks of its parent's writes, in order."""
+    names: list[str] = []
+    for record in records:
+        name = _task_name(record.get("task_path"))
+        if name is not None and name not in names:
+            names.append(name)
+    return _fold(", ".join(names))
+
+
+def _special_lines(path: Any, writes: list[Any], held: _Held) -> list[str]:
+    """The interrupts a task raised, the answers it got and its errors, as what they say."""
+    task = _task_name(path)
+    out: list[str] = []
+    for write in writes:
+        if not isinstance(write, dict) or not isinstance(write.get("channel"), str):
+            continue
+        label = SPECIAL.get(write["channel"])
+        if label is None:
+            continue
+        node = write.get("value")
+        tree = node["json"] if isinstance(node, dict) and "json" in node else None
+        if tree is None:  # not a tree: as a value is shown
+            first, *rest = _node_lines(label, node, held)
+            out += [first, *rest]
+        elif label == "interrupt":
+            for item in tree if isinstance(tree, list) else [tree]:
+                where = f" in {task}" if task else ""
+                value = _interrupt_value(item, held)
+                said = _compact(value)
+                if isinstance(value, dict) and isinstance(value.get("$ns"), str):  # where to read it
+                    said += f" (in namespace {_plain(value['$ns'])})"
+                out.append(f"interrupt{where}: {said}")
+        elif label == "resumed with":
+            items = tree if isinstance(tree, list) and tree else [tree]
+            out.append("resumed with: " + _fold("; ".join(_text(t) for t in items)))
+        else:
+            where = f" in {task}" if task else ""
+            out.append(f"{label}{where}: " + _compact(tree))
+    return out
+
+
+def _interrupt_value(tree: Any, held: _Held) -> Any:
+    """What an interrupt asks: the ``value`` of the ``Interrupt`` (held here, or inline); a
+    reference to one held elsewhere as the reference."""
+    found = held.take(tree)
+    if found is not None:
+        tree = found
+    if isinstance(tree, dict) and isinstance(tree.get("$type"), list) and tree["$type"][-1:] == ["Interrupt"]:
+        for key in ("$kwargs", "$fields"):
+            fields = tree.get(key)
+            if isinstance(fields, dict) and "value" in fields:
+                return fields["value"]
+    return tree
+
+
+def _cleared(body: Any) -> bool:
+    """An internal channel set to an empty list (the Send packets taken)."""
+    node = _dict(body).get("value")
+    return isinstance(node, dict) and node.get("json") == []
+
+
+def _restated(body: Any, held: _Held) -> str | None:
+    """A channel's value that is only references to what other files hold (a list of
+    messages a subgraph made, a list the input restates), as those references on one line;
+    None for anything else. Lists this file holds only to group such references are
+    followed, once each, without recursion."""
+    body = _dict(body)
+    if isinstance(body.get("append"), dict) and isinstance(body["append"].get("items"), list):
+        items = body["append"]["items"]
+        prefix = f"+{_count(len(items), 'item')}: "
+    elif isinstance(body.get("value"), dict) and "json" in body["value"] and len(body) == 1:
+        items, prefix = body["value"]["json"], ""
+        if isinstance(items, dict) and set(items) == {"messages"}:  # a graph's input
+            items, prefix = items["messages"], "messages "
+        if isinstance(items, list):
+            prefix += f"{_count(len(items), 'item')}: "
+    else:
+        return None
+    labels = _ref_labels(items, held)
+    return prefix + _fold(", ".join(labels)) if labels else None
+
+
+def _ref_labels(tree: Any, held: _Held) -> list[str] | None:
+    """The references a tree is made of, in order (through lists, ``$chunks`` and the lists
+    of references this file holds, each of those once), or None when it holds anything
+    else: a value, a message held here (shown as itself). Linear, without recursion: the
+    tree is checked first, what it refers to here by ``_Held.pure``, then expanded."""
+    ok, kids = _shallow_refs(tree, held.objects)
+    if not ok or not all(held.pure(k) for k in kids):
+        return None
+    labels: list[str] = []
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+        elif "$chunks" in node:
+            stack.extend(reversed(node["$chunks"]))
+        elif "$in" not in node and node["$ref"] in held.objects and node["$ref"] not in held.shown:
+            held.shown.add(node["$ref"])
+            stack.append(held.objects[node["$ref"]])
+        else:
+            labels.append(_text(node))
+    return labels
+
+
+def _is_ref(node: Any) -> bool:
+    return (
+        isinstance(node, dict)
+        and "$ref" in node
+        and node.keys() <= _REF_KEYS
+        and all(type(v) is str for v in node.values())
+    )
+
+
+def _shallow_refs(tree: Any, objects: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Whether ``tree`` is only references (in lists and ``$chunks``), and the objects held
+    here it names (not followed)."""
+    kids: list[str] = []
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict) and set(node) == {"$chunks"} and isinstance(node["$chunks"], list):
+            stack.extend(node["$chunks"])
+        elif _is_ref(node):
+            if "$in" not in node and node["$ref"] in objects:
+                kids.append(node["$ref"])
+        else:
+            return False, []
+    return True, kids
+
+
+def _unshown_lines(held: _Held) -> list[str]:
+    """The objects a file holds that no line above showed: a message as text, a list of
+    references only counted (the file's digest stands for it), anything else compactly."""
+    out: list[str] = []
+    for name in held.unshown():
+        if name in held.shown or held.pure(name):
+            continue
         tree = held.objects[name]
         first, *rest = _message(tree) if is_message_type(tree) else [_compact(tree)]
-        out.extend([INDENT + f"object {_plain(name)[:12]}: {first}", *(INDENT * 2 + line for line in rest)])
-    out.append(INDENT + _bookkeeping(doc, quiet, triggers))
+        out += [f"object {_plain(name)[:12]}: {first}", *(INDENT + line for line in rest)]
     return out
 
 
@@ -197,6 +389,7 @@ class _Held:
     def __init__(self, objects: dict[str, Any]) -> None:
         self.objects = objects
         self.shown: set[str] = set()
+        self._pure: dict[str, bool] = {}
 
     def take(self, tree: Any) -> Any:
         """The object a reference in this file names, the first time it is shown; else None."""
@@ -211,48 +404,35 @@ class _Held:
     def unshown(self) -> list[str]:
         return sorted(n for n in self.objects if n not in self.shown)
 
-
-def _taken(record: Any) -> list[str]:
-    """The parent's writes a checkpoint holds (format 4): one line naming the task and the
-    channels it wrote (what it wrote is what the values above show), a digest for the rest."""
-    record = _dict(record)
-    writes = [w for w in _list(record.get("writes")) if isinstance(w, dict)]
-    channels = _fold(", ".join(_plain(w.get("channel")) for w in writes))
-    return [f"(parent's writes, task {_plain(record.get('task_path'))}: {channels}; {digest(record)})"]
-
-
-def _bookkeeping(doc: dict[str, Any], quiet: dict[str, Any], triggers: dict[str, Any]) -> str:
-    """One line for what LangGraph keeps to schedule nodes, with a digest of all of it (a
-    delta, format 4, counts what changed since its parent)."""
-    ckpt = _dict(doc.get("checkpoint"))
-    versions = _dict(ckpt.get("channel_versions"))
-    seen = _dict(ckpt.get("versions_seen"))
-    refs = _dict(doc.get("values"))
-    parts = [
-        _count(len(versions), "channel version"),
-        _count(len(seen), "node") + " seen",
-        _count(len(refs), "value") + " kept elsewhere",
-    ]
-    if triggers:
-        parts.append(_count(len(triggers), "trigger"))
-    folded = {
-        "appends": {c: _append_base(body) for c, body in _dict(doc.get("new_values")).items()},
-        "checkpoint": {k: v for k, v in ckpt.items() if k != "extra"},
-        "metadata": quiet,
-        "schema_version": doc.get("schema_version"),
-        "thread_id": doc.get("thread_id"),
-        "triggers": triggers,
-        "values": refs,
-        "delta": doc.get("delta"),
-        "version": doc.get("version"),
-        "ids": [doc.get("checkpoint_ns"), doc.get("checkpoint_id")],
-    }
-    if doc.get("delta"):
-        parts.insert(0, "changes since parent")
-    return f"(bookkeeping: {', '.join(parts)}; {digest(folded)})"
+    def pure(self, name: str) -> bool:
+        """Whether the object ``name`` holds only references, through other such objects held
+        here (a message, a value or a cycle is not): each object scanned once, without
+        recursion."""
+        if name in self._pure:
+            return self._pure[name]
+        scans: dict[str, tuple[bool, list[str]]] = {}
+        stack: list[tuple[str, bool]] = [(name, False)]
+        while stack:
+            current, done = stack.pop()
+            if done:
+                ok, kids = scans[current]
+                self._pure[current] = ok and all(self._pure.get(k, False) for k in kids)
+                continue
+            if current in self._pure or current in scans:  # known, or in progress (a cycle)
+                continue
+            tree = self.objects.get(current)
+            ok, kids = _shallow_refs(tree, self.objects)
+            ok = ok and isinstance(tree, list | dict) and not is_message_type(tree)
+            scans[current] = (ok, kids)
+            stack.append((current, True))
+            if ok:
+                stack.extend((k, False) for k in kids)
+        return self._pure[name]
 
 
-def _writes(doc: dict[str, Any]) -> list[str]:
+def _writes(doc: dict[str, Any], d: str) -> list[str]:
+    """A task's pending writes: interrupts, answers and errors as what they say, each other
+    write as its channel's value; the first line ends with the digest of the whole file."""
     head = f"writes of checkpoint {_plain(doc.get('checkpoint_id'))} task {_plain(doc.get('task_path'))}"
     if doc.get("checkpoint_ns"):
         head += f" ns {_plain(doc['checkpoint_ns'])}"
@@ -263,21 +443,15 @@ def _writes(doc: dict[str, Any]) -> list[str]:
         if not isinstance(write, dict):
             out.append(INDENT + _compact(write))
             continue
+        special = _special_lines(doc.get("task_path"), [write], held)
+        if special:
+            out.extend(INDENT + line for line in special)
+            continue
         out.extend(
             INDENT + line for line in _node_lines(_plain(write.get("channel")), write.get("value"), held)
         )
-    for name in held.unshown():
-        tree = held.objects[name]
-        first, *rest = _message(tree) if is_message_type(tree) else [_compact(tree)]
-        out.extend([INDENT + f"object {_plain(name)[:12]}: {first}", *(INDENT * 2 + line for line in rest)])
-    # the task id and each write's index are LangGraph's bookkeeping: a digest stands for them
-    unshown = {
-        "idx": [w.get("idx") for w in writes if isinstance(w, dict)],
-        "schema_version": doc.get("schema_version"),
-        "task_id": doc.get("task_id"),
-        "thread_id": doc.get("thread_id"),
-    }
-    return [f"{head} ({digest(unshown)})", *out]
+    out.extend(INDENT + line for line in _unshown_lines(held))
+    return [f"{head} (file {d})", *out]
 
 
 def _object(doc: dict[str, Any]) -> list[str]:
@@ -304,12 +478,6 @@ def _body(channel: str, body: Any, held: _Held | None = None) -> tuple[list[str]
     node = body.get("value")
     lines = _node_lines(channel, node, held)
     return lines, _is_null(node)
-
-
-def _append_base(body: Any) -> dict[str, Any]:
-    """What an appended list's view leaves out: the list it extends (base, length, depth)."""
-    append = _dict(body).get("append")
-    return {k: v for k, v in append.items() if k != "items"} if isinstance(append, dict) else {}
 
 
 def _node_lines(channel: str, node: Any, held: _Held | None = None) -> list[str]:
@@ -442,7 +610,7 @@ def _label(got: Message) -> str:
     if role == "tool":
         label = f"tool {_plain(got.name)}" if got.name else "tool"
         label += f" [{_plain(got.tool_call_id)}]"
-        return label + (" (error)" if got.status == "error" else "")
+        return label + (f" {ERROR_MARK}" if got.status == "error" else "")
     if role == "chat":
         return f"chat {_plain(got.speaker)}"
     if role == "function":
@@ -494,6 +662,8 @@ def _text(tree: Any) -> str:
         return _quote(tree)
     if type(tree) is dict and tree.keys() <= _REF_KEYS and all(type(v) is str for v in tree.values()):
         if "$ref" in tree:  # a reference, the commonest item of a list: as _dict_parts writes it
+            if _SHORT_REFS:
+                return _short_ref(tree)
             return f"-> object {tree['$ref'][:12]}" + "".join(
                 f" ({_REF_WORDS[k]} {tree[k]})" for k in _REF_WORDS if k in tree
             )
@@ -577,9 +747,21 @@ _REF_WORDS = {"$id": "id", "$in": "in", "$ns": "ns", "$role": "role", "$pair": "
 _REF_KEYS = {"$ref", *_REF_WORDS}
 
 
+def _short_ref(tree: dict[str, str]) -> str:
+    """A reference as a person follows it: the message id it carries, else the object's hash
+    (where it is held, ``$in`` and ``$ns``, is in the digest of the file)."""
+    said = f"-> {_fold(tree['$id'], 60)}" if "$id" in tree else f"-> object {tree['$ref'][:12]}"
+    for key in ("$role", "$pair"):
+        if key in tree:
+            said += f" ({_REF_WORDS[key]} {tree[key]})"
+    return said
+
+
 def _dict_parts(tree: dict[str, Any]) -> list[Any]:
     """The parts of an object's one-line form: literals (``_Lit``) and trees."""
     if isinstance(tree.get("$ref"), str):
+        if _SHORT_REFS and tree.keys() <= _REF_KEYS and all(type(v) is str for v in tree.values()):
+            return [_Lit(_short_ref(tree))]
         parts: list[Any] = [_Lit(f"-> object {tree['$ref'][:12]}")]
         for key, word in _REF_WORDS.items():
             if key in tree:
