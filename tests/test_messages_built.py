@@ -325,7 +325,7 @@ def test_a_tool_error_stays_visible_in_every_view(repo: Path) -> None:
     commit_forgery(repo)
     assert cli(root, "validate", cwd=repo).returncode == 0
     review = cli(root, "review", "main..work", cwd=repo)
-    assert "tool lookup_order (error): Order A-1002" in review.stdout, review.stdout
+    assert "tool lookup_order ✗ error: Order A-1002" in review.stdout, review.stdout
     assert "tool lookup_order [call-2] (error): Order A-1002" in "\n".join(textconv.view(str(holder)))
     assert "tool[lookup_order] (error): Order A-1002" in cli(root, "show", THREAD).stdout
     rendered = cli(root, "render", THREAD).stdout
@@ -397,7 +397,7 @@ def test_a_reply_with_the_providers_raw_tool_calls_is_read_as_langchain_wrote_it
     assert review.returncode == 0, review.stdout + review.stderr
     said = review.stdout
     assert 'ai: → calls lookup_order({"order_id":"A-1001"}) → invalid calls lookup_order({)' in said, said
-    assert "tool lookup_order (error): Tool call lookup_order with id call-bad could not be executed" in said
+    assert "tool lookup_order ✗ error: Tool call lookup_order with id call-bad could not be executed" in said
     state = build_create_agent(RepoSaver(root)).get_state(cfg(THREAD))
     (call,) = [m for m in state.values["messages"] if isinstance(m, AIMessage) and m.tool_calls]
     assert call.tool_calls[0]["args"] == {"order_id": "A-1001"} and call.invalid_tool_calls[0]["args"] == "{"

@@ -200,6 +200,8 @@ def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
 def md_event(e: Event) -> str:
     """One event of a conversation as a list item's text, every string from the files inert."""
     label, text, _ = event_parts(e)
+    if not text and e.kind == "call":
+        return f"**{_md(label)}**"
     return f"**{_md(label)}**: {_md(text, code=True)}"
 
 
