@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class Desk:
     repo: Path
     main: list[BaseMessage]  # the conversation on main
     feature: list[BaseMessage]  # on the branch
+    reviews: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     @property
     def root(self) -> Path:
@@ -87,9 +88,13 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Desk:
 
 
 def review(desk: Desk, rng: str, *more: str) -> str:
-    proc = cli(desk.root, "review", rng, *more, cwd=desk.repo)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+    """``review RANGE`` of the desk's repository (each once: the repository does not change)."""
+    key = (rng, *more)
+    if key not in desk.reviews:
+        proc = cli(desk.root, "review", rng, *more, cwd=desk.repo)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        desk.reviews[key] = proc.stdout
+    return desk.reviews[key]
 
 
 def said(message: BaseMessage) -> Iterator[str]:
@@ -274,3 +279,72 @@ def test_a_hand_edit_shows_the_old_text_and_the_new(desk: Desk, tmp_path: Path) 
     (line,) = [line for line in out.splitlines() if "ai (edited)" in line]
     assert old[:40] in line and "⟶ The red teapot is out of stock until Friday" in line, out
     assert out.splitlines()[0].startswith("0 turns · 0 approvals · 0 tool errors · 1 hand edit")
+
+
+# ----------------------------------------------------------------------------
+# the same agent as the graph itself (no subgraph), and render's branches
+# ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def flat(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The desk's agent as the graph itself (``create_agent``, no parent): main, turn 1;
+    branch ``feature``, the refund asked (``feature~1``) then approved (``feature``)."""
+    from bench.support_desk import TOOLS, DeskModel
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.types import Command
+
+    repo = init_repo(tmp_path_factory.mktemp("flat") / "repo")
+    root = repo / ".langgraph"
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+
+    def graph() -> Any:
+        return create_agent(DeskModel(), list(TOOLS), checkpointer=RepoSaver(root, durable=False))
+
+    graph().invoke({"messages": [HumanMessage("Where is my order A-1001?", id="user-1")]}, config())
+    commit_all(repo, "turn 1")
+    git(repo, "checkout", "-q", "-b", "feature")
+    refund = HumanMessage("Please refund order A-1001, it arrived broken: $18.50.", id="user-2")
+    graph().invoke({"messages": [refund]}, config())
+    commit_all(repo, "turn 2 asks")
+    graph().invoke(Command(resume={"approved": True}), config())
+    commit_all(repo, "approved")
+    return repo
+
+
+@pytest.mark.parametrize("rng", ["main..feature", "feature~1..feature"])
+def test_the_answer_given_to_the_graph_and_taken_by_its_task_is_shown_once(flat: Path, rng: str) -> None:
+    """``Command(resume=...)`` is saved twice: for the thread (the value) and by the task that
+    took it (a list of the values its ``interrupt()`` calls took, ``[{…}]``). One answer."""
+    proc = cli(flat / ".langgraph", "review", rng, cwd=flat)
+    out = proc.stdout
+    assert out.count(QUESTION) == 1 and out.count(ANSWER) == 1 and "[{" not in out, out
+    assert out.index(QUESTION) < out.index(ANSWER) < out.index("Refund of $18.50 for A-1001 issued.")
+    assert out.startswith(("1 turn · 1 approval (resumed with approved=true)", "0 turns · 1 approval"))
+
+
+def test_render_nests_each_branchs_subgraph_calls_under_the_turn_that_ran_them(tmp_path: Path) -> None:
+    """Two branches continue turn 2 and both are merged: render's heads to settle shows each
+    branch's agent call as a section of its own (``agent (turn 3)``), its messages under it."""
+    repo = init_repo(tmp_path / "repo")
+    root = repo / ".langgraph"
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+
+    def graph() -> Any:
+        return build_support_desk(RepoSaver(root, durable=False), RepoStore(root))
+
+    user_turn(graph(), 1)
+    commit_all(repo, "turn 1")
+    for branch, n in (("left", 2), ("right", 3)):
+        git(repo, "checkout", "-q", "-b", branch, "main")
+        user_turn(graph(), n, text="Where is my order A-1002?" if n == 3 else None)
+        commit_all(repo, branch)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-edit", "left", "right")
+    out = cli(root, "render", "desk-1", cwd=repo).stdout
+    heads = out[out.index("## Heads to settle") : out.index("## State")]
+    calls = [line for line in heads.splitlines() if line.strip().startswith("- **`agent (turn 2)`**")]
+    assert len(calls) == 2, heads
+    assert "    - **ai**: `→ calls check_stock" in heads and "    - **ai**: `→ calls lookup_order" in heads
+    assert "Where is my order A-1001?" not in heads  # the conversation a call was handed

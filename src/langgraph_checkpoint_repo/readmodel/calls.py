@@ -14,7 +14,7 @@ nests its events there (``Event.depth``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -109,7 +109,7 @@ def handed(reader: Reader, site: Site, thread_id: str) -> dict[str, Any] | None:
 
 
 def nest(
-    parts: dict[str, Sequence[Part]], sites: dict[str, Site], returned: dict[str, list[Any]]
+    parts: Mapping[str, Sequence[Part]], sites: Mapping[str, Site], returned: Mapping[str, list[Any]]
 ) -> dict[int, Site]:
     """Move each subgraph namespace's parts into its parent's part that holds the checkpoint
     it ran from (deepest namespaces first), as a ``call`` event followed by its events one
@@ -205,3 +205,42 @@ def call_namespaces(namespaces: Iterable[str], parent: str) -> list[str]:
         if ns != parent and up == parent and node and task:
             out.append(ns)
     return out
+
+
+def with_calls(reader: Reader, thread_id: str, ns: str, parts: Sequence[Part]) -> None:
+    """Nest in ``parts`` (lines of namespace ``ns``: ``render``'s branches) the subgraph calls
+    that ran from their checkpoints, and the calls those made, each as only what it added."""
+    from .turns import events_along
+
+    try:
+        namespaces = reader.namespaces(thread_id)
+    except (RepoCheckpointError, OSError):
+        return
+    top = "" if "" in namespaces else namespaces[0]
+    held = {c for p in parts for c in p.checkpoints}
+    found: dict[str, list[Part]] = {ns: list(parts)}
+    sites: dict[str, Site] = {}
+    returned: dict[str, list[Any]] = {}
+    below = [n for n in namespaces if n != ns and n.startswith(f"{ns}|" if ns else "")]
+    for sub in sorted(below, key=lambda n: n.count("|")):
+        site = site_of(reader, thread_id, sub, top)
+        if site is None or site.at is None or site.parent_ns not in found:
+            continue
+        if site.parent_ns == ns and site.at not in held:
+            continue
+        ids = reader.checkpoint_ids(thread_id, sub)
+        if not ids:
+            continue
+        events = events_along(reader, thread_id, sub, ids, None, given=handed(reader, site, thread_id))
+        found[sub] = [_Run(start=None, checkpoints=ids, events=events)]
+        sites[sub] = site
+        last = reader.state(thread_id, sub, ids[-1], revive=False).trees.get(MESSAGES)
+        returned[sub] = last if isinstance(last, list) else []
+    nest(found, sites, returned)
+
+
+@dataclass
+class _Run:
+    start: str | None
+    checkpoints: list[str]
+    events: list[Event]

@@ -411,6 +411,7 @@ class Branch:
     start: str | None  # the checkpoint where it parted (None: it shares nothing with the others)
     continues: bool
     events: list[Event]
+    checkpoints: list[str] = field(default_factory=list)  # its own, oldest first
 
 
 def open_branches(reader: Reader, thread_id: str, ns: str) -> list[Branch]:
@@ -441,6 +442,7 @@ def open_branches(reader: Reader, thread_id: str, ns: str) -> list[Branch]:
                 start=start,
                 continues=head == current,
                 events=events_along(reader, thread_id, ns, ids, start),
+                checkpoints=ids,
             )
         )
     out.sort(key=lambda b: not b.continues)
