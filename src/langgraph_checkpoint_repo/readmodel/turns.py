@@ -166,6 +166,7 @@ def events_along(
     previous = _messages(before.trees) if before is not None else []
     channels = state_channels(before.trees) if before is not None else {}
     out: list[Event] = []
+    handed = _by_id(_messages(given)) if given is not None else None
     if before is not None and start_seen is not None:
         out.extend(_answered_since(before, start_seen))
     for cid in ids:
@@ -190,7 +191,7 @@ def events_along(
         for e in message_changes(previous, current, cid, step):
             e.ns = ns
             e.task, e.node = _writer_of(e, writers)
-            if given is not None and e.node == START and e.kind == "message" and _handed(e.tree, given):
+            if handed is not None and e.node == START and e.kind == "message" and _handed(e.tree, handed):
                 continue  # the parent's message, handed to the call as its input
             out.append(e)
         previous = current
@@ -226,14 +227,22 @@ def events_along(
 _ABSENT: Any = object()
 
 
+def _by_id(messages: list[Any]) -> dict[str, Any]:
+    """Messages by their id (those with one)."""
+    out = {}
+    for m in messages:
+        got = message_fields(m)
+        key = got.get("id") if got is not None else None
+        if isinstance(key, str):
+            out[key] = m
+    return out
+
+
 def _handed(tree: Any, given: dict[str, Any]) -> bool:
-    """Whether a message is one of the parent's, as the parent held it (same id, same fields)."""
+    """Whether a message is one of the parent's (``given``: by id), as the parent held it."""
     got = message_fields(tree)
     key = got.get("id") if got is not None else None
-    return isinstance(key, str) and any(
-        isinstance(m, dict) and (message_fields(m) or {}).get("id") == key and m == tree
-        for m in _messages(given)
-    )
+    return isinstance(key, str) and key in given and given[key] == tree
 
 
 def _writers(view: StateView) -> dict[str, list[tuple[str, str, Any]]]:
@@ -255,18 +264,17 @@ def _path_node(path: str) -> str:
 
 
 def _writer_of(e: Event, writers: dict[str, list[tuple[str, str, Any]]]) -> tuple[str, str]:
-    """The task and node that wrote a message: the one whose write holds its id, else the one
-    task that wrote messages at all."""
+    """The task and node that wrote a message: the one task that wrote messages, else the one
+    whose write holds its id."""
     wrote = writers.get(MESSAGES, [])
+    if len({task for task, _, _ in wrote}) == 1:
+        return wrote[0][0], wrote[0][1]
     got = message_fields(e.tree)
     key = got.get("id") if got is not None else None
     if isinstance(key, str):
         for task, node, tree in wrote:
-            for item in tree if isinstance(tree, list) else [tree]:
-                if (message_fields(item) or {}).get("id") == key:
-                    return task, node
-    if len({task for task, _, _ in wrote}) == 1:
-        return wrote[0][0], wrote[0][1]
+            if key in _by_id(tree if isinstance(tree, list) else [tree]):
+                return task, node
     return "", ""
 
 
