@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from bench.support_desk import approve, build_support_desk, config, user_turn
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
@@ -348,3 +348,23 @@ def test_render_nests_each_branchs_subgraph_calls_under_the_turn_that_ran_them(t
     assert len(calls) == 2, heads
     assert "    - **ai**: `→ calls check_stock" in heads and "    - **ai**: `→ calls lookup_order" in heads
     assert "Where is my order A-1001?" not in heads  # the conversation a call was handed
+
+
+def test_a_memory_written_between_runs_stays_in_the_list_of_store_items(desk: Desk, tmp_path: Path) -> None:
+    """A script's write to the store before a turn runs is no step's: it is listed after the
+    turns, not put in the turn that follows it. The run's own metadata (on each of its 10
+    checkpoints, the subgraph call's too) is said once, in its turn after the user's message."""
+    repo = tmp_path / "repo"
+    git(desk.repo, "worktree", "add", "-q", "-b", "script", str(repo), "feature")
+    root = repo / ".langgraph"
+    RepoStore(root).put(("customers", "ada"), "tier", {"level": "gold"})
+    graph = build_support_desk(RepoSaver(root, durable=False), RepoStore(root))
+    run = {**config(), "metadata": {"channel": "web"}}  # shown on each checkpoint, the input's too
+    graph.invoke({"messages": [HumanMessage("Where is my order A-1006?", id="user-6")]}, run)
+    commit_all(repo, "a script's memory, then a turn")
+    out = cli(root, "review", "feature..script", cwd=repo).stdout
+    turn = out[out.index("    turn 6") : out.index("store item")]
+    assert "memory" not in turn and "store item customers.ada tier (added)" in out, out
+    assert out.count('metadata: {"channel":"web"}') == 1 and turn.index("user: ") < turn.index(
+        "metadata: "
+    ), out

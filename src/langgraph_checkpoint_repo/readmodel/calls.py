@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from ..core.errors import RepoCheckpointError
 from ..core.messages import MESSAGES, Refusal, message_fields, read_message
-from .reader import Reader
+from .reader import Reader, StateView
 from .turns import Event
 
 
@@ -98,12 +98,12 @@ def count_users(messages: Any) -> int:
     return count
 
 
-def handed(reader: Reader, site: Site, thread_id: str) -> dict[str, Any] | None:
-    """The parent's state where the call ran (what it was handed), or None when not known."""
+def handed(reader: Reader, site: Site, thread_id: str) -> StateView | None:
+    """The parent's checkpoint where the call ran (what it was handed), or None when not known."""
     if site.at is None:
         return None
     try:
-        return reader.state(thread_id, site.parent_ns, site.at, revive=False).trees
+        return reader.state(thread_id, site.parent_ns, site.at, revive=False)
     except (RepoCheckpointError, OSError):
         return None
 

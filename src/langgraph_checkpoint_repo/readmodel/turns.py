@@ -146,7 +146,7 @@ def events_along(
     start: str | None,
     views: list[StateView] | None = None,
     *,
-    given: dict[str, Any] | None = None,
+    given: StateView | None = None,
     start_seen: set[tuple[str, str, int]] | None = None,
 ) -> list[Event]:
     """What happened at each checkpoint of ``ids`` (oldest first), after ``start`` (the
@@ -154,9 +154,11 @@ def events_along(
 
     Each checkpoint's events in the order they happened: the messages and channel changes the
     tasks of the step before it wrote (each with the node that wrote it), then what its own
-    tasks asked (interrupts), were answered (resumes) and failed with. ``given``: the state a
-    subgraph call was handed (its parent's channels where it ran): what its input step copies
-    from it is its parent's, not the call's, so it is left out. ``start_seen``: the pending
+    tasks asked (interrupts), were answered (resumes) and failed with; the app's own metadata
+    where it changes (a run's ``config["metadata"]`` is on each of its checkpoints: shown once,
+    after the run's input). ``given``: the state a subgraph call was handed (its parent's
+    checkpoint where it ran): what its input step copies from it (messages, channels,
+    metadata) is its parent's, not the call's, so it is left out. ``start_seen``: the pending
     writes of ``start`` the other side of a comparison had (task id, channel, index); a
     resume saved at ``start`` since (a range that holds only the answer) is shown with the
     question it answers. None: ``start``'s writes are not looked at."""
@@ -166,7 +168,11 @@ def events_along(
     previous = _messages(before.trees) if before is not None else []
     channels = state_channels(before.trees) if before is not None else {}
     out: list[Event] = []
-    handed = _by_id(_messages(given)) if given is not None else None
+    handed = _by_id(_messages(given.trees)) if given is not None else None
+    known = given.trees if given is not None else {}
+    said = before if before is not None else given
+    metadata = own_metadata(said.doc["metadata"]) if said is not None else None
+    held: list[Event] = []  # an input checkpoint's metadata, shown after the input it brings
     if before is not None and start_seen is not None:
         out.extend(_answered_since(before, start_seen))
     for cid in ids:
@@ -176,8 +182,10 @@ def events_along(
         step = view.step
         meta = view.doc["metadata"]
         extra = own_metadata(meta)
-        if extra:
-            out.append(Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra, ns=ns))
+        if extra != metadata and (extra or metadata is not None):
+            event = Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra, ns=ns)
+            (held if view.source == "input" else out).append(event)
+        metadata = extra
         if view.source == "update":
             out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state", ns=ns))
         elif view.source == "fork":
@@ -194,6 +202,9 @@ def events_along(
             if handed is not None and e.node == START and e.kind == "message" and _handed(e.tree, handed):
                 continue  # the parent's message, handed to the call as its input
             out.append(e)
+        if view.source != "input":
+            out.extend(held)
+            held = []
         previous = current
         now = state_channels(view.trees)
         for channel in sorted(set(channels) | set(now)):
@@ -201,7 +212,7 @@ def events_along(
             if old is new or old == new:
                 continue
             task, node, _ = next(iter(writers.get(channel, [])), ("", "", None))
-            if given is not None and node == START and given.get(channel, _ABSENT) == new:
+            if given is not None and node == START and known.get(channel, _ABSENT) == new:
                 continue  # the parent's value, handed to the call
             how = "added" if old is _ABSENT else "removed" if new is _ABSENT else "changed"
             out.append(
@@ -221,7 +232,7 @@ def events_along(
         channels = now
         out.extend(_asked_and_answered(view, view.writes))
         before = view
-    return out
+    return out + held
 
 
 _ABSENT: Any = object()

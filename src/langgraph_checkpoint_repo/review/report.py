@@ -352,7 +352,7 @@ def _lines(
     thread_id: str,
     ns: str,
     part: NamespaceReport,
-    given: dict[str, Any] | None = None,
+    given: StateView | None = None,
 ) -> None:
     """Each new head's line back to where the base left off, and the heads in play; ``given``:
     a subgraph call's input (its parent's state), which is not the call's own."""

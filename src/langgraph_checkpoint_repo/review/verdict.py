@@ -34,8 +34,8 @@ def verdict_of(report: Report) -> Verdict:
                 if line.call:
                     continue  # its events are in the line of the call that holds it
                 for e in line.events:
-                    if e.kind == "message" and e.role == "human" and e.depth == 0:
-                        v.turns += 1
+                    if e.kind == "message" and e.role == "human" and e.depth == 0 and not n.label:
+                        v.turns += 1  # a user message of the thread, not one a subgraph was handed
                     elif e.kind == "message" and e.role == "tool" and e.status == "error":
                         v.tool_errors += 1
                     elif e.kind == "resume":
@@ -87,6 +87,8 @@ def tie_memories(report: Report) -> None:
             for n in t.namespaces:
                 for line in n.lines:
                     for step in line.steps:
+                        if isinstance(step.metadata, dict) and step.metadata.get("source") == "input":
+                            continue  # the time before an input is between runs: no step ran
                         after, before = _time(step.parent_ts), _time(step.ts)
                         if after is None or before is None or not after <= when <= before:
                             continue
