@@ -222,7 +222,7 @@ def attention(report: Report) -> list[tuple[str, str, str]]:
 #: what a pending task's status means when the thread continues
 TASK_STATUS = {
     "done": "finished: its writes are applied as stored, it does not run again",
-    "failed": "failed: runs again",
+    "failed": "✗ error: failed, runs again",
     "interrupted": "waits for an answer",
     "not started": "runs",
     "may have run": "runs (its step had started: side effects possible)",

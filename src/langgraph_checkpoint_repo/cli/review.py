@@ -289,17 +289,7 @@ def _flag_title(report: Report) -> str:
 
 
 def report_lines(report: Report) -> list[Text]:
-    out = [
-        Text(verdict_line(report.verdict), style="bold"),
-        Text.assemble(
-            ("review ", "bold"),
-            (report.range.spec, "bold"),
-            (f"  {report.range.base[:12]} .. {report.range.head_label[:12]}", "dim"),
-            (f"  root {report.root}", "dim"),
-        ),
-    ]
-    if report.files:
-        out.append(Text(_files_line(report), style="dim"))
+    out = [Text(verdict_line(report.verdict), style="bold")]
     if report.flags:
         out.append(Text(_flag_title(report), style="bold red"))
         for flagged in report.flags:
@@ -309,6 +299,16 @@ def report_lines(report: Report) -> list[Text]:
     for label, what, where in attention(report):
         said = f"{what} ({where})" if where else what
         out.append(Text.assemble((f"{label}: ", "bold yellow"), (said, "yellow")))
+    out.append(
+        Text.assemble(
+            ("review ", "bold"),
+            (report.range.spec, "bold"),
+            (f"  {report.range.base[:12]} .. {report.range.head_label[:12]}", "dim"),
+            (f"  root {report.root}", "dim"),
+        )
+    )
+    if report.files:
+        out.append(Text(_files_line(report), style="dim"))
     if not report.threads and not report.items and not report.files:
         out.append(Text("no thread changed", style="dim"))
     for t in report.threads:
@@ -379,9 +379,6 @@ def report_markdown(report: Report) -> str:
         "",
         f"**{verdict_line(report.verdict, code)}**",
         "",
-        f"Root {code(report.root)}; {len(report.threads)} thread"
-        f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",
-        "",
     ]
     if report.flags:
         parts += [f"**⚠ {_md(_flag_title(report))}**", ""]
@@ -395,6 +392,11 @@ def report_markdown(report: Report) -> str:
         for label, what, where in needs:
             parts.append(f"- **{label}**: {code(what)}" + (f" ({code(where)})" if where else ""))
         parts.append("")
+    parts += [
+        f"Root {code(report.root)}; {len(report.threads)} thread"
+        f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",
+        "",
+    ]
     for t in report.threads:
         parts += _md_thread(t)
     items = [i for i in report.items if i.shown_in is None]
