@@ -368,3 +368,36 @@ def test_a_memory_written_between_runs_stays_in_the_list_of_store_items(desk: De
     assert out.count('metadata: {"channel":"web"}') == 1 and turn.index("user: ") < turn.index(
         "metadata: "
     ), out
+
+
+def test_a_failed_task_is_marked_as_a_failed_tool_is_and_counted(tmp_path: Path) -> None:
+    """A node that raised (its ``__error__`` write): marked in its turn and in what runs next,
+    counted in the verdict."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        order: str
+
+    def charge(state: State) -> State:
+        raise ValueError(f"the payment service refused {state['order']}")
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+    builder = StateGraph(State)
+    builder.add_node("charge", charge)
+    builder.add_edge(START, "charge")
+    builder.add_edge("charge", END)
+    graph = builder.compile(checkpointer=RepoSaver(repo / ".langgraph", durable=False))
+    with pytest.raises(ValueError):
+        graph.invoke({"order": "A-1001"}, {"configurable": {"thread_id": "pay-1"}})
+    commit_all(repo, "a charge that failed")
+    for fmt in ((), ("--markdown",)):
+        out = cli(repo / ".langgraph", "review", "HEAD~1..HEAD", *fmt, cwd=repo).stdout
+        marked = [line for line in out.splitlines() if "✗ error" in line]
+        assert len(marked) == 2 and all("charge" in line for line in marked), out
+        assert (
+            "the payment service refused A-1001" in marked[0]
+            and "1 failed task" in out.splitlines()[0 if not fmt else 2]
+        )

@@ -147,7 +147,7 @@ class Turn:
     @property
     def title(self) -> str:
         if self.number == 0:
-            return "before the first turn"
+            return "(no user message)"
         return f"turn {self.number}" + (" (continued)" if self.continued else "")
 
 

@@ -467,7 +467,7 @@ def _md_turn(turn: Turn) -> list[str]:
 
     first, *rest = turn.events
     if turn.continued:
-        title = "_(before the first turn)_" if turn.number == 0 else f"_(turn {turn.number} continued)_"
+        title = "_(no user message)_" if turn.number == 0 else f"_(turn {turn.number} continued)_"
         parts = [f"{turn.number}. {title}"]
         rest = turn.events
     else:
