@@ -283,9 +283,9 @@ def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str]]:
         sub = f"{ns}|{task.name}:{task.task_id}" if ns else f"{task.name}:{task.task_id}"
         return sub if task.task_id and sub in by_ns else None
 
-    def asks(ns: str) -> bool:
+    def asks(ns: str) -> set[str]:
         nxt = by_ns[ns].next
-        return nxt is not None and any(x.interrupts for x in nxt.tasks)
+        return {compact(i) for x in nxt.tasks for i in x.interrupts} if nxt is not None else set()
 
     def walk(ns: str, depth: int) -> None:
         n = by_ns[ns]
@@ -295,10 +295,10 @@ def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str]]:
         out.append((depth, "next", n.label or ns, n.next.checkpoint_id))
         for task in n.next.tasks:
             sub = called(ns, task)
-            below = sub is not None and asks(sub)
+            below = asks(sub) if sub is not None else set()
             for label, text in task_lines(task):
-                if below and label.strip() == "asks":
-                    continue
+                if label.strip() == "asks" and text in below:
+                    continue  # the call asks it, below
                 out.append((depth + (2 if label.startswith("  ") else 1), "task", label.strip(), text))
             if sub is not None and sub not in done:
                 walk(sub, depth + 2)

@@ -172,14 +172,14 @@ def _insert(host: Part, at: str, block: list[Event]) -> None:
 def _drop_shown(host: Part, block: list[Event], site: Site, returned: list[Any]) -> None:
     """What the parent has of a call that the call's block shows already: the interrupt it
     raised (same id), the answer it took, the messages it handed back unchanged."""
-    idents = {e.ident for e in block if e.kind == "interrupt" and e.ident}
+    asked = [(e.ident, e.tree) for e in block if e.kind == "interrupt" and e.ident]
     answers = [e.tree for e in block if e.kind == "resume"]
     handed_back = {_id(m): m for m in returned if _id(m) is not None}
 
     def shown(e: Event) -> bool:
         if e.ns != site.parent_ns:
             return False
-        if e.kind == "interrupt" and e.ident and e.ident in idents and e.checkpoint_id == site.at:
+        if e.kind == "interrupt" and e.checkpoint_id == site.at and (e.ident, e.tree) in asked:
             return True
         if e.kind == "resume" and e.checkpoint_id == site.at and e.tree in answers:
             return True
