@@ -88,7 +88,8 @@ def _call(turn: int, text: str) -> dict[str, Any]:
         amount = float(re.search(r"\$(\d+(?:\.\d+)?)", text).group(1))  # type: ignore[union-attr]
         name, args = "issue_refund", {"order_id": order.group(0) if order else "?", "amount": amount}
     elif "stock" in text.lower():
-        name, args = "check_stock", {"item": "blue mug"}
+        item = re.search(r"the (.+?) in stock", text)
+        name, args = "check_stock", {"item": item.group(1) if item else "?"}
     elif "remember" in text.lower():
         name, args = "remember", {"fact": "prefers email updates"}
     else:
@@ -102,7 +103,10 @@ def reply(messages: Sequence[BaseMessage]) -> AIMessage:
     last = messages[-1] if messages else None
     if isinstance(last, ToolMessage):
         if last.status == "error":
-            text = "Sorry, I could not check that right now: the warehouse is not answering."
+            asked = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+            call = next((c for c in asked if c["id"] == last.tool_call_id), None)
+            item = call["args"].get("item", "that") if call else "that"
+            text = f"Sorry, I could not check the {item} right now: the warehouse is not answering."
         else:
             text = f"Done: {last.content}"
         return AIMessage(content=text, id=f"ai-answer-{turn}")
@@ -152,9 +156,10 @@ def config(thread: str = THREAD) -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 
-def user_turn(graph: Any, n: int, thread: str = THREAD) -> Any:
-    """User turn ``n`` (1-based) of ``TURNS``; a refund stops at the human's approval."""
-    return graph.invoke({"messages": [HumanMessage(content=TURNS[n - 1], id=f"user-{n}")]}, config(thread))
+def user_turn(graph: Any, n: int, thread: str = THREAD, text: str | None = None) -> Any:
+    """User turn ``n`` (1-based) of ``TURNS`` (or ``text``); a refund stops at the human's approval."""
+    said = TURNS[n - 1] if text is None else text
+    return graph.invoke({"messages": [HumanMessage(content=said, id=f"user-{n}")]}, config(thread))
 
 
 def approve(graph: Any, approved: bool = True, thread: str = THREAD) -> Any:

@@ -14,6 +14,10 @@ what RepoSaver wrote under docs/example-state/ (committed, so every example prin
 - ``review-1``, ``review-2``, ``review-3`` (docs/review.md): a ``create_agent`` agent
   (bench/agent_graphs.py, a fake chat model) after its first turn; the files its second turn
   added on branch ``work``; the files another second turn added on ``main`` meanwhile.
+- ``desk-1`` ... ``desk-4`` (docs/review.md, the README): the support desk (bench/support_desk.py:
+  a parent graph with a ``create_agent`` subgraph, an approval, a failing tool, a memory)
+  after turns 1 and 2; the files turn 3 added, up to its question; the approval's; turns 4
+  and 5's (the stock check fails again).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ def build_all(made: Path) -> None:
     forks(made / "forks")
     secrets(made / "secrets")
     review(made / "review-1", made / "review-2", made / "review-3")
+    desk(made, "desk-1", "desk-2", "desk-3", "desk-4")
 
 
 # ----------------------------------------------------------------------------
@@ -346,3 +351,33 @@ def added(before: Path, after: Path, into: Path) -> None:
                 continue
             (into / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, into / rel)
+
+
+# ----------------------------------------------------------------------------
+# desk: docs/review.md's support desk and the README's first screen
+# ----------------------------------------------------------------------------
+def desk(made: Path, *names: str) -> None:
+    """The support desk of issue 35 (bench/support_desk.py), one root in ``made / "desk"``; into
+    each of ``names`` go the files one stage added: turns 1 and 2; turn 3 up to its question;
+    the approval; turns 4 and 5."""
+    from bench.support_desk import approve, build_support_desk, user_turn
+
+    from langgraph_checkpoint_repo import RepoStore
+
+    root = made / "desk"
+
+    def graph() -> Any:
+        return build_support_desk(RepoSaver(root), RepoStore(root))
+
+    stages = [
+        lambda: (user_turn(graph(), 1), user_turn(graph(), 2)),
+        lambda: user_turn(graph(), 3),
+        lambda: approve(graph()),
+        lambda: (user_turn(graph(), 4), user_turn(graph(), 5, text="Is the red teapot in stock?")),
+    ]
+    before = made / "desk-before"
+    before.mkdir()
+    for name, stage in zip(names, stages, strict=True):
+        stage()
+        added(before, root, made / name)
+        shutil.copytree(made / name, before, dirs_exist_ok=True)

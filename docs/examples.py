@@ -212,6 +212,25 @@ def setup_review_merge(project: Path) -> None:
     git(project, "merge", "-q", "--no-ff", "-m", "Merge branch 'work'", "work", when=4)
 
 
+def setup_desk(project: Path) -> None:
+    """docs/review.md's support desk: ``main`` holds turns 1 and 2, branch ``feature`` (checked
+    out) turn 3 asking for approval, the approval, then turns 4 and 5, a commit each."""
+    new_repo(project)
+    copy_root("desk-1", project)
+    commit(project, "turns 1 and 2", when=1)
+    git(project, "checkout", "-q", "-b", "feature")
+    for when, (name, message) in enumerate(
+        (
+            ("desk-2", "turn 3: a refund, asked"),
+            ("desk-3", "the refund approved"),
+            ("desk-4", "turns 4 and 5"),
+        ),
+        2,
+    ):
+        copy_root(name, project)
+        commit(project, message, when=when)
+
+
 def setup_v2(project: Path) -> None:
     """A root an older release wrote (schema_version 2: tests/fixtures/v2), to migrate."""
     new_repo(project)
@@ -240,6 +259,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "secrets": setup_secrets,
     "review": setup_review,
     "review-merge": setup_review_merge,
+    "desk": setup_desk,
     "v2": setup_v2,
     "sqlite": setup_sqlite,
 }
@@ -577,9 +597,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path, help="default: README.md and docs/*.md")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block differs")
     parser.add_argument("--build", action="store_true", help="make docs/example-state/ again first")
+    parser.add_argument("--build-desk", action="store_true", help="make only the support desk's state again")
     given = parser.parse_args(argv)
     if given.build:
         build()
+    elif given.build_desk:
+        build_desk()
     failed = 0
     with scratch() as tmp:
         for doc in [p.resolve() for p in given.files] or docs():
@@ -597,6 +620,22 @@ def main(argv: list[str] | None = None) -> int:
 # ----------------------------------------------------------------------------
 # --build: the example state, from real graphs
 # ----------------------------------------------------------------------------
+DESK = ("desk-1", "desk-2", "desk-3", "desk-4")
+
+
+def build_desk() -> None:
+    """Only the support desk's state (``--build-desk``): the other states and their ids stay."""
+    with tempfile.TemporaryDirectory(prefix="langgraph-docs-build-") as tmp:
+        made = Path(tmp)
+        sys.path.insert(0, str(HERE))
+        import example_graphs
+
+        example_graphs.desk(made, *DESK)
+        for name in DESK:
+            shutil.rmtree(STATE / name, ignore_errors=True)
+            shutil.copytree(made / name, STATE / name, ignore=shutil.ignore_patterns(".cache"))
+
+
 def build() -> None:
     """Run the example graphs and keep what RepoSaver wrote under docs/example-state/."""
     with tempfile.TemporaryDirectory(prefix="langgraph-docs-build-") as tmp:
@@ -605,7 +644,7 @@ def build() -> None:
         import example_graphs
 
         example_graphs.build_all(made)
-        for name in ("demo", "forks", "secrets", "review-1", "review-2", "review-3"):
+        for name in ("demo", "forks", "secrets", "review-1", "review-2", "review-3", *DESK):
             shutil.rmtree(STATE / name, ignore_errors=True)
             shutil.copytree(made / name, STATE / name, ignore=shutil.ignore_patterns(".cache"))
 

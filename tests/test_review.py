@@ -98,7 +98,7 @@ def test_review_to_the_work_tree_includes_files_git_does_not_track_yet(repo: Pat
     assert said(out) == third
     assert git(repo, "status", "--porcelain").stdout == status
     terminal = review(repo, "HEAD")
-    assert "user: Where is my order A-1003?" in terminal and "turn 1" in terminal
+    assert "user: Where is my order A-1003?" in terminal and "turn 3" in terminal  # the thread's third turn
 
 
 def test_default_range_is_the_merge_base_with_the_default_branch(repo: Path) -> None:

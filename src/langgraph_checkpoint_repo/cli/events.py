@@ -1,8 +1,17 @@
 """What each event of a conversation says (readmodel/turns.py), once for every output:
-``review`` (terminal, Markdown, JSON) and ``render``'s section on heads to settle."""
+``review`` (terminal, Markdown, JSON) and ``render``'s section on heads to settle.
+
+The one model every output draws: a line's events cut into the thread's turns
+(``numbered_turns``), each event as (label, text) (``event_parts``) at its depth (a subgraph
+call's events one level under the call, an interrupt's question and answer one level under
+the tool call that raised it); the verdict and what needs a person (``verdict_line``,
+``attention``); what runs next, a subgraph's tasks under the task that runs it (``next_rows``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -11,7 +20,7 @@ from ..core.messages import ERROR_MARK
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
-    from ..review.model import PendingTask
+    from ..review.model import PendingTask, Report, ThreadReport, Verdict
 
 SHORT = 160  # characters of a message shown inline; the rest folds into <details>
 LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system", "refused": "refused message"}
@@ -43,14 +52,46 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         if e.kind == "edited" and e.old is not None:
             from ..readmodel.turns import message_event
 
-            _, before, _ = event_parts(message_event(e.old, e.checkpoint_id, e.step))
-            text = f"{before} ⟶ {text}" if before != text else f"{text} (other fields changed)"
+            _, before, whole_before = event_parts(message_event(e.old, e.checkpoint_id, e.step))
+            if before == text:
+                text = f"{text} (other fields changed)"
+            else:
+                # both sides stay in sight on the line: the old text is cut first
+                before = " ".join((whole_before or before).split())
+                after = " ".join(text.split())
+                if len(before) + len(after) + 3 > SHORT and len(before) > SHORT // 3:
+                    cut = max(SHORT // 3, SHORT - len(after) - 3)
+                    shown = before[:cut] + "…" if len(before) > cut else before
+                    one = f"{shown} ⟶ {after}"
+                    if len(one) <= SHORT + SHORT // 3 + 4:
+                        return label, one, f"{before} ⟶ {after}"
+                text = f"{before} ⟶ {after}"
     elif e.kind == "interrupt":
         label, text = f"interrupt at {e.name}" if e.name else "interrupt", compact(e.tree)
+        if e.text == "earlier":
+            label += " (asked earlier)"
     elif e.kind == "resume":
         label, text = "resumed with", compact(e.tree)
     elif e.kind == "error":
-        label, text = f"error in {e.name}" if e.name else "error", compact(e.tree)
+        label, text = f"{ERROR_MARK} in {e.name}" if e.name else ERROR_MARK, compact(e.tree)
+    elif e.kind == "call":
+        label, text = e.text or e.name, ""
+    elif e.kind == "channel":
+        who = "input" if e.node == "__start__" else e.node
+        label = f"{who} set {e.name}" if who else f"{e.name} set"
+        old = "(none)" if e.text == "added" else compact(e.old)
+        new = "(removed)" if e.text == "removed" else compact(e.tree)
+        text = f"{old} → {new}"
+    elif e.kind == "memory":
+        tree = e.tree if isinstance(e.tree, dict) else {}
+        where = ".".join(str(n) for n in _listed(tree.get("namespace")))
+        by = f" by {e.node}" if e.node else ""
+        label = f"memory {where} {e.name} ({e.text}{by})"
+        text = "; ".join(
+            f"{f[0]}: {compact(f[1])} → {compact(f[2])}"
+            for f in _listed(tree.get("fields"))
+            if isinstance(f, list) and len(f) == 3
+        )
     elif e.kind == "metadata":
         label, text = "metadata", compact(e.tree)
     elif e.kind == "update":
@@ -80,19 +121,104 @@ def _listed(value: Any) -> list[Any]:
 
 
 def turns_of(events: list[Event]) -> list[list[Event]]:
-    """The events cut into turns: a new turn starts at each user message."""
+    """The events cut into turns: a new turn starts at each user message of the thread (not
+    one a subgraph call was handed)."""
     turns: list[list[Event]] = [[]]
     for e in events:
-        if e.kind == "message" and e.role == "human" and turns[-1]:
+        if e.kind == "message" and e.role == "human" and e.depth == 0 and turns[-1]:
             turns.append([])
         turns[-1].append(e)
     return [t for t in turns if t]
 
 
+@dataclass
+class Turn:
+    """A turn of the thread: its number (its user message's place in the conversation),
+    whether it began before the range (``continued``: no user message in it), its events."""
+
+    number: int
+    continued: bool
+    events: list[Event]
+
+    @property
+    def title(self) -> str:
+        if self.number == 0:
+            return "(no user message)"
+        return f"turn {self.number}" + (" (continued)" if self.continued else "")
+
+
+def numbered_turns(events: list[Event], before: int = 0) -> list[Turn]:
+    """``turns_of`` numbered as the thread's turns: ``before`` user messages came earlier."""
+    out = []
+    number = before
+    for chunk in turns_of(events):
+        first = chunk[0]
+        starts = first.kind == "message" and first.role == "human" and first.depth == 0
+        number += 1 if starts else 0
+        out.append(Turn(number=number, continued=not starts, events=chunk))
+    return out
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def answer_text(value: Any) -> str:
+    """A resume value for the verdict: an object of plain fields as ``approved=true``."""
+    if isinstance(value, dict) and value and all(not isinstance(v, (dict, list)) for v in value.values()):
+        text = ", ".join(f"{k}={compact(v) if not isinstance(v, str) else v}" for k, v in value.items())
+    else:
+        text = compact(value)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def question_text(value: Any) -> str:
+    """What an interrupt asks, for one line: a text as it is; an object's question (or
+    message, prompt, text ...) when it has one; anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("question", "message", "prompt", "text", "description", "action", "title"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return compact(value)
+
+
+def verdict_line(v: Verdict, code: Callable[[str], str] = str) -> str:
+    """``3 turns · 1 approval (resumed with approved=true) · 1 tool error · ...``: what the
+    range holds, counted, on one line; ``code`` marks what comes from the files (Markdown
+    makes it inert)."""
+    answers = plural(len(v.answers), "approval")
+    if v.answers:
+        answers += f" (resumed with {'; '.join(code(answer_text(a)) for a in v.answers)})"
+    parts = [plural(v.turns, "turn"), answers, plural(v.tool_errors, "tool error")]
+    if v.failures:
+        parts.append(plural(v.failures, "failed task"))
+    if v.edits:
+        parts.append(plural(v.edits, "hand edit"))
+    parts += [plural(v.memories, "memory change"), plural(v.forks, "fork"), plural(v.rewrites, "rewrite")]
+    if v.waiting:
+        parts.append(f"{len(v.waiting)} waiting")
+    return " · ".join(parts)
+
+
+def attention(report: Report) -> list[tuple[str, str, str]]:
+    """What needs a person beside the flags, for right under them: (label, what, where) of
+    each question a thread waits on (``waiting``, its question, the tool or node and call
+    that asks) and each namespace with heads nobody chose (``heads to settle``)."""
+    threads = len(report.threads) > 1
+    out = []
+    for thread, where, asked in report.verdict.waiting:
+        out.append(("waiting", question_text(asked), f"thread {thread}, {where}" if threads else where))
+    for thread, where in report.verdict.unsettled:
+        out.append(("heads to settle", f"thread {thread}", where))
+    return out
+
+
 #: what a pending task's status means when the thread continues
 TASK_STATUS = {
     "done": "finished: its writes are applied as stored, it does not run again",
-    "failed": "failed: runs again",
+    "failed": "✗ error: failed, runs again",
     "interrupted": "waits for an answer",
     "not started": "runs",
     "may have run": "runs (its step had started: side effects possible)",
@@ -127,6 +253,8 @@ def task_lines(task: PendingTask) -> list[tuple[str, str]]:
     else:
         out.append((head, status))
     for channel, tree in task.writes:
+        if channel == "__interrupt__" and task.interrupts:
+            continue  # what it asks, below
         items = tree if isinstance(tree, list) else [tree]
         for item in items:
             label, text, _ = event_parts(message_event(item, "", None))
@@ -137,4 +265,44 @@ def task_lines(task: PendingTask) -> list[tuple[str, str]]:
         out.append(("  asks", compact(asked)))
     if task.answer is not None:
         out.append(("  answered with", compact(task.answer)))
+    return out
+
+
+def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str]]:
+    """What runs when the thread continues, as (depth, kind, label, text) rows: per namespace
+    with a next step, from the top, a ``next`` row (label: the subgraph call, "" for the
+    thread; text: the checkpoint it continues from), then a ``task`` row per line of each
+    task (``task_lines``); a task that runs a subgraph call has the call's own next step under
+    it (``agent (turn 3)``), and what the call asks is said there, not again by the task."""
+    by_ns = {n.ns: n for n in t.namespaces if n.next is not None}
+    done: set[str] = set()
+    out: list[tuple[int, str, str, str]] = []
+
+    def called(ns: str, task: PendingTask) -> str | None:
+        sub = f"{ns}|{task.name}:{task.task_id}" if ns else f"{task.name}:{task.task_id}"
+        return sub if task.task_id and sub in by_ns else None
+
+    def asks(ns: str) -> set[str]:
+        nxt = by_ns[ns].next
+        return {compact(i) for x in nxt.tasks for i in x.interrupts} if nxt is not None else set()
+
+    def walk(ns: str, depth: int) -> None:
+        n = by_ns[ns]
+        done.add(ns)
+        if n.next is None:
+            return
+        out.append((depth, "next", n.label or ns, n.next.checkpoint_id))
+        for task in n.next.tasks:
+            sub = called(ns, task)
+            below = asks(sub) if sub is not None else set()
+            for label, text in task_lines(task):
+                if label.strip() == "asks" and text in below:
+                    continue  # the call asks it, below
+                out.append((depth + (2 if label.startswith("  ") else 1), "task", label.strip(), text))
+            if sub is not None and sub not in done:
+                walk(sub, depth + 2)
+
+    for ns in sorted(by_ns, key=lambda n: (n.count("|") + (1 if n else 0), n)):
+        if ns not in done:
+            walk(ns, 0)
     return out

@@ -204,6 +204,8 @@ def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
 def md_event(e: Event) -> str:
     """One event of a conversation as a list item's text, every string from the files inert."""
     label, text, _ = event_parts(e)
+    if not text and e.kind == "call":
+        return f"**{_md(label)}**"
     return f"**{_md(label)}**: {_md(text, code=True)}"
 
 
@@ -215,7 +217,7 @@ def _md_branches(thread_id: str, ns: str, branches: Sequence[Branch]) -> list[st
         state = "continues (the newest)" if b.continues else "does not continue"
         since = f", since {_md(b.start, code=True)}" if b.start else ""
         parts.append(f"- head {_md(b.head, code=True)} {state}{since}:")
-        parts += [f"  - {md_event(e)}" for e in b.events] or ["  - (nothing new)"]
+        parts += [f"  {'  ' * e.depth}- {md_event(e)}" for e in b.events] or ["  - (nothing new)"]
     where = f" --ns {ns}" if ns else ""
     command = _md(f"langgraph-repo heads {thread_id}{where} --choose ID", code=True)
     parts += ["", f"Settle: {command}, or keep both branches' messages with `--merge KEEP OTHER`.", ""]

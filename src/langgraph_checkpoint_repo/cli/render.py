@@ -33,6 +33,7 @@ def render(
     as_json: JsonOpt = False,
 ) -> None:
     """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
+    from ..readmodel.calls import with_calls
     from ..readmodel.tasks import is_internal
     from ..readmodel.turns import open_branches
     from . import present
@@ -59,4 +60,5 @@ def render(
         return
     note = present.not_revived_note(reader.not_revived, reader.fix)
     branches = open_branches(reader, thread, ns)
+    with_calls(reader, thread, ns, branches)
     sys.stdout.write(screen(_markdown(summary, view, rows, limit, note, branches), keep="\n\t"))

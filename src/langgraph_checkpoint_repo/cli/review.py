@@ -14,8 +14,18 @@ import typer
 from rich.text import Text
 
 from ..core.digest import short_digest
+from ..core.messages import ERROR_MARK
 from .app import JsonOpt, _check_root, _settings, app
-from .events import compact, event_parts, task_lines, turns_of
+from .events import (
+    Turn,
+    attention,
+    compact,
+    event_parts,
+    next_rows,
+    numbered_turns,
+    plural,
+    verdict_line,
+)
 from .output import _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
@@ -79,16 +89,36 @@ def report_json(report: Report) -> dict[str, Any]:
         "other_files": report.other,
         "flags": [record_json(f, "kind path message") for f in report.flags],
         "files": [record_json(f, "path change account flagged") for f in report.files],
+        "verdict": _verdict_json(report),
+    }
+
+
+def _verdict_json(report: Report) -> dict[str, Any]:
+    v = report.verdict
+    return {
+        "line": verdict_line(v),
+        "turns": v.turns,
+        "approvals": v.answers,
+        "tool_errors": v.tool_errors,
+        "failed_tasks": v.failures,
+        "memory_changes": v.memories,
+        "forks": v.forks,
+        "rewrites": v.rewrites,
+        "waiting": [{"thread_id": t, "where": w, "question": q} for t, w, q in v.waiting],
+        "unsettled": [{"thread_id": t, "where": w} for t, w in v.unsettled],
     }
 
 
 def _item_json(i: ItemReport) -> dict[str, Any]:
     return record_json(
         i,
-        "namespace key path status fields problems",
+        "namespace key path status fields problems shown_in",
         namespace=list(i.namespace),
         fields=[record_json(f, "pointer old new") for f in i.fields],
         problems=problems_json(i.problems),
+        shown_in=None
+        if i.shown_in is None
+        else {"thread_id": i.shown_in[0], "checkpoint_ns": i.shown_in[1], "checkpoint_id": i.shown_in[2]},
     )
 
 
@@ -99,7 +129,7 @@ def _thread_json(t: ThreadReport) -> dict[str, Any]:
         namespaces=[
             record_json(
                 n,
-                "checkpoint_ns=ns added removed continues=current heads lines next",
+                "checkpoint_ns=ns label added removed continues=current heads lines next",
                 heads=[record_json(h, "checkpoint_id settled") for h in n.heads],
                 lines=[_line_json(line) for line in n.lines],
                 next=_next_json(n.next),
@@ -118,7 +148,7 @@ def _next_json(nxt: Next | None) -> dict[str, Any] | None:
         "tasks": [
             record_json(
                 t,
-                "name kind status packet input writes interrupts error answered answer mismatch",
+                "name kind status packet input writes interrupts error answered answer mismatch task_id",
                 writes=[{"channel": c, "value": v} for c, v in t.writes],
             )
             for t in nxt.tasks
@@ -129,7 +159,7 @@ def _next_json(nxt: Next | None) -> dict[str, Any] | None:
 def _step_json(step: Step) -> dict[str, Any]:
     return record_json(
         step,
-        "checkpoint_id parent metadata bookkeeping internal writes",
+        "checkpoint_id parent metadata bookkeeping internal writes ts",
         writes=[{"task_id": i, "task_path": p, "channel": c, "value": v} for i, p, c, v in step.writes],
     )
 
@@ -137,7 +167,7 @@ def _step_json(step: Step) -> dict[str, Any]:
 def _line_json(line: Line) -> dict[str, Any]:
     return record_json(
         line,
-        "head start continues settled checkpoints events channels steps start_step",
+        "head start continues settled checkpoints events channels steps start_step turns_before call forks",
         events=[_event_json(e) for e in line.events],
         channels=[record_json(c, "channel kind old new") for c in line.channels],
         steps=[_step_json(s) for s in line.steps],
@@ -159,7 +189,24 @@ def _event_json(e: Event) -> dict[str, Any]:
         out["status"] = e.status
     if e.invalid:
         out["invalid_tool_calls"] = [{"name": n, "args": a} for n, a in e.invalid]
-    if e.kind in ("interrupt", "resume", "error", "choice", "merge", "metadata") or e.role in (
+    if e.ns:
+        out["ns"] = e.ns
+    if e.node:
+        out["node"] = e.node
+    if e.depth:
+        out["depth"] = e.depth
+    if e.kind == "channel":
+        out["old"] = e.old
+    if e.kind in (
+        "interrupt",
+        "resume",
+        "error",
+        "choice",
+        "merge",
+        "metadata",
+        "channel",
+        "memory",
+    ) or e.role in (
         "value",
         "refused",
     ):
@@ -175,14 +222,43 @@ def _event_json(e: Event) -> dict[str, Any]:
 
 def _line_title(n: NamespaceReport, line: Line, many: bool, code: Any = str) -> str:
     """What a line is, in words; ``code`` marks the ids (Markdown makes them inert)."""
-    turns = len(turns_of(line.events))
-    title = f"{turns} new turn{'s' if turns != 1 else ''}, {len(line.checkpoints)} checkpoints"
+    turns = numbered_turns(line.events, line.turns_before)
+    new = sum(not t.continued for t in turns)
+    title = f"{plural(new, 'new turn')}, {plural(len(line.checkpoints), 'checkpoint')}"
+    if turns and turns[0].continued and turns[0].number:
+        title = f"turn {turns[0].number} continued" + (f", {plural(new, 'new turn')}" if new else "")
+        title += f", {plural(len(line.checkpoints), 'checkpoint')}"
     if many:
         state = "continues" if line.continues else ("settled" if line.settled else "unsettled")
         title = f"head {code(line.head)} ({state}): {title}"
     if line.start:
         title += f", continuing {code(line.start)}"
     return title
+
+
+def _shown_lines(n: NamespaceReport) -> list[Line]:
+    """The lines a namespace shows itself: not those of a subgraph call its caller's line holds."""
+    return [line for line in n.lines if not line.call]
+
+
+def _own_section(n: NamespaceReport) -> bool:
+    """Whether a namespace needs a section of its own: the top one, or a subgraph's with a
+    line no caller holds, checkpoints removed, or heads to settle (its next step is shown
+    under the task that runs it)."""
+    return not n.ns or bool(
+        _shown_lines(n) or n.removed or (n.heads and sum(not h.settled for h in n.heads) > 1)
+    )
+
+
+def _counts(t: ThreadReport, n: NamespaceReport) -> str:
+    """``+15 checkpoints``, and for the top namespace the subgraph calls its lines hold."""
+    said = f"+{plural(len(n.added), 'checkpoint')}" + (f", -{len(n.removed)}" if n.removed else "")
+    if not n.ns or n is t.namespaces[0]:
+        held = [m for m in t.namespaces if m is not n and m.lines and not _shown_lines(m)]
+        if held:
+            added = sum(len(m.added) for m in held)
+            said += f"; {plural(len(held), 'subgraph call')}, +{plural(added, 'checkpoint')}"
+    return said
 
 
 # ----------------------------------------------------------------------------
@@ -216,22 +292,26 @@ def _flag_title(report: Report) -> str:
 
 
 def report_lines(report: Report) -> list[Text]:
-    out = [
-        Text.assemble(
-            ("review ", "bold"),
-            (report.range.spec, "bold"),
-            (f"  {report.range.base[:12]} .. {report.range.head_label[:12]}", "dim"),
-            (f"  root {report.root}", "dim"),
-        )
-    ]
-    if report.files:
-        out.append(Text(_files_line(report), style="dim"))
+    out = [Text(verdict_line(report.verdict), style="bold")]
     if report.flags:
         out.append(Text(_flag_title(report), style="bold red"))
         for flagged in report.flags:
             where = f"{flagged.path}: " if flagged.path else ""
             label = FLAG_LABEL.get(flagged.kind, flagged.kind)
             out.append(Text(f"  {label}: {where}{flagged.message}", style="red"))
+    for label, what, where in attention(report):
+        said = f"{what} ({where})" if where else what
+        out.append(Text.assemble((f"{label}: ", "bold yellow"), (said, "yellow")))
+    out.append(
+        Text.assemble(
+            ("review ", "bold"),
+            (report.range.spec, "bold"),
+            (f"  {report.range.base[:12]} .. {report.range.head_label[:12]}", "dim"),
+            (f"  root {report.root}", "dim"),
+        )
+    )
+    if report.files:
+        out.append(Text(_files_line(report), style="dim"))
     if not report.threads and not report.items and not report.files:
         out.append(Text("no thread changed", style="dim"))
     for t in report.threads:
@@ -239,30 +319,31 @@ def report_lines(report: Report) -> list[Text]:
         flag = ", heads to settle" if t.unsettled else ""
         out.append(Text.assemble(("thread ", "dim"), (t.thread_id, "bold"), (f" ({t.status}{flag})", "dim")))
         for n in t.namespaces:
-            where = f"  namespace {n.ns}" if n.ns else ""
-            counts = f"  +{len(n.added)} checkpoints" + (f", -{len(n.removed)}" if n.removed else "")
-            out.append(Text(where + counts, style="dim"))
-            for line in n.lines:
-                out.append(Text("  " + _line_title(n, line, len(n.lines) > 1), style="cyan"))
-                for number, turn in enumerate(turns_of(line.events), 1):
-                    out.append(Text(f"    turn {number}", style="bold"))
-                    for e in turn:
-                        label, text, _ = event_parts(e)
-                        out.append(Text.assemble(("      " + label + ": ", "bold"), text))
-                for c in line.channels:
-                    change = f"    {c.channel}: {compact(c.old)} -> {compact(c.new)}"
-                    out.append(Text(change, style="yellow"))
-            if n.next is not None:
+            if not _own_section(n):
+                continue
+            where = f"  {n.label or n.ns}" if n.ns else ""
+            out.append(Text(f"{where}  {_counts(t, n)}", style="dim"))
+            lines = _shown_lines(n)
+            for line in lines:
+                out.append(Text("  " + _line_title(n, line, len(lines) > 1), style="cyan"))
+                for turn in numbered_turns(line.events, line.turns_before):
+                    out.append(Text(f"    {turn.title}", style="bold"))
+                    for e in turn.events:
+                        out.append(_event_text(e, "      " + "  " * e.depth))
+        for depth, kind, label, text in next_rows(t):
+            indent = "  " + "  " * depth
+            if kind == "next":
                 out.append(
-                    Text(f"  next, when the thread continues from {n.next.checkpoint_id}:", style="cyan")
+                    Text(f"{indent}next, when {label or 'the thread'} continues from {text}:", style="cyan")
                 )
-                for task in n.next.tasks:
-                    for label, text in task_lines(task):
-                        style = "red" if label.startswith("✗") else ""
-                        out.append(Text.assemble(("    " + label + ": ", "bold " + style), (text, style)))
+                continue
+            style = "red" if label.startswith("✗") else ""
+            out.append(Text.assemble((f"{indent}{label}: ", "bold " + style), (text, style)))
         for p in t.problems:
             out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
     for i in report.items:
+        if i.shown_in is not None:
+            continue  # in the turn whose step wrote it
         out.append(Text())
         out.append(
             Text.assemble(
@@ -278,88 +359,136 @@ def report_lines(report: Report) -> list[Text]:
     return out
 
 
+def _event_text(e: Event, indent: str) -> Text:
+    label, text, _ = event_parts(e)
+    if e.kind == "call":
+        return Text(f"{indent}{label}", style="bold magenta")
+    style = "red" if ERROR_MARK in label else "yellow" if e.kind in ("channel", "memory") else ""
+    return Text.assemble((f"{indent}{label}: ", "bold " + style), (text, style))
+
+
 # ----------------------------------------------------------------------------
 # Markdown
 # ----------------------------------------------------------------------------
 def report_markdown(report: Report) -> str:
-    from .markdown import _fence, _md, md_event
+    from .markdown import _md
 
-    head = _md(report.range.head[:12], code=True) if report.range.head else "the work tree"
+    def code(text: str) -> str:
+        return _md(text, code=True)
+
+    head = code(report.range.head[:12]) if report.range.head else "the work tree"
     parts = [
-        f"## State review: {_md(report.range.base[:12], code=True)} .. {head}",
+        f"## State review: {code(report.range.base[:12])} .. {head}",
         "",
-        f"Root {_md(report.root, code=True)}; {len(report.threads)} thread"
-        f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",
+        f"**{verdict_line(report.verdict, code)}**",
         "",
     ]
     if report.flags:
         parts += [f"**⚠ {_md(_flag_title(report))}**", ""]
         for flagged in report.flags:
-            where = f"{_md(flagged.path, code=True)}: " if flagged.path else ""
+            where = f"{code(flagged.path)}: " if flagged.path else ""
             label = FLAG_LABEL.get(flagged.kind, flagged.kind)
-            parts.append(f"- **{label}**: {where}{_md(flagged.message, code=True)}")
+            parts.append(f"- **{label}**: {where}{code(flagged.message)}")
         parts.append("")
+    needs = attention(report)
+    if needs:
+        for label, what, where in needs:
+            parts.append(f"- **{label}**: {code(what)}" + (f" ({code(where)})" if where else ""))
+        parts.append("")
+    parts += [
+        f"Root {code(report.root)}; {len(report.threads)} thread"
+        f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",
+        "",
+    ]
     for t in report.threads:
-        flag = " — **heads to settle**" if t.unsettled else ""
-        parts += [f"### Thread {_md(t.thread_id, code=True)} ({t.status}){flag}", ""]
-        for n in t.namespaces:
-            if n.ns:
-                parts += [f"Namespace {_md(n.ns, code=True)}", ""]
-            if n.removed:
-                parts += [f"{len(n.removed)} checkpoint{'s' if len(n.removed) != 1 else ''} removed.", ""]
-            for line in n.lines:
-                parts += [_line_title(n, line, len(n.lines) > 1, lambda i: _md(i, code=True)), ""]
-                for number, turn in enumerate(turns_of(line.events), 1):
-                    parts.append(f"{number}. " + md_event(turn[0]))
-                    parts += [f"   - {md_event(e)}" for e in turn[1:]]
-                    folded = [(e, event_parts(e)[2]) for e in turn if event_parts(e)[2]]
-                    for e, whole in folded:
-                        label = event_parts(e)[0]
-                        parts += [
-                            "",
-                            f"   <details><summary>{_md(label, html=True)} (full text)</summary>",
-                            "",
-                            _indent(_fence(whole), "   "),
-                            "",
-                            "   </details>",
-                        ]
-                parts.append("")
-                for c in line.channels:
-                    old, new = _md(compact(c.old), code=True), _md(compact(c.new), code=True)
-                    parts.append(f"- {_md(c.channel, code=True)}: {old} → {new}")
-                if line.channels:
-                    parts.append("")
-            if n.next is not None:
-                parts += [f"Next, when the thread continues from {_md(n.next.checkpoint_id, code=True)}:", ""]
-                for task in n.next.tasks:
-                    for label, text in task_lines(task):
-                        indent = "  " if label.startswith("  ") else ""
-                        parts.append(f"{indent}- **{_md(label.strip())}**: {_md(text, code=True)}")
-                parts.append("")
-            if n.heads and sum(not h.settled for h in n.heads) > 1:
-                ids = ", ".join(_md(h.checkpoint_id, code=True) for h in n.heads if not h.settled)
-                where = f" --ns {n.ns}" if n.ns else ""
-                command = _md(f"langgraph-repo heads {t.thread_id}{where} --choose ID", code=True)
-                current = _md(n.current or "", code=True)
-                settle = f"Settle with {command} (or --merge)."
-                parts += [f"Heads nobody chose: {ids}; {current} continues. {settle}", ""]
-        if t.problems:
-            parts += ["Validation problems:", ""]
-            for p in t.problems:
-                parts.append(f"- {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
-            parts.append("")
-    if report.items:
-        parts += [f"### Store: {len(report.items)} item{'s' if len(report.items) != 1 else ''} changed", ""]
-        for i in report.items:
-            parts.append(f"- {_md('.'.join(i.namespace), code=True)} {_md(i.key, code=True)} ({i.status})")
+        parts += _md_thread(t)
+    items = [i for i in report.items if i.shown_in is None]
+    if items:
+        shown = len(report.items) - len(items)
+        also = f" ({shown} more in the turns that wrote them)" if shown else ""
+        parts += [f"### Store: {plural(len(items), 'item')} changed{also}", ""]
+        for i in items:
+            parts.append(f"- {code('.'.join(i.namespace))} {code(i.key)} ({i.status})")
             for f in i.fields:
-                old, new = _md(compact(f.old), code=True), _md(compact(f.new), code=True)
-                parts.append(f"  - {_md(f.pointer, code=True)}: {old} → {new}")
+                parts.append(f"  - {code(f.pointer)}: {code(compact(f.old))} → {code(compact(f.new))}")
             for p in i.problems:
-                parts.append(f"  - {_md(p.path, code=True)} {_md(p.pointer, code=True)}: {_md(p.message)}")
+                parts.append(f"  - {code(p.path)} {code(p.pointer)}: {_md(p.message)}")
         parts.append("")
     parts += [MARKDOWN_END, ""]
     return "\n".join(parts)
+
+
+def _md_thread(t: ThreadReport) -> list[str]:
+    from .markdown import _md
+
+    def code(text: str) -> str:
+        return _md(text, code=True)
+
+    flag = " — **heads to settle**" if t.unsettled else ""
+    parts = [f"### Thread {code(t.thread_id)} ({t.status}){flag}", ""]
+    for n in t.namespaces:
+        if not _own_section(n):
+            continue
+        if n.ns:
+            parts += [f"Subgraph call {code(n.label)}" if n.label else f"Namespace {code(n.ns)}", ""]
+        if n.removed:
+            parts += [f"{plural(len(n.removed), 'checkpoint')} removed.", ""]
+        lines = _shown_lines(n)
+        for line in lines:
+            parts += [_line_title(n, line, len(lines) > 1, code), ""]
+            for turn in numbered_turns(line.events, line.turns_before):
+                parts += _md_turn(turn)
+            parts.append("")
+        if n.heads and sum(not h.settled for h in n.heads) > 1:
+            ids = ", ".join(code(h.checkpoint_id) for h in n.heads if not h.settled)
+            where = f" --ns {n.ns}" if n.ns else ""
+            command = code(f"langgraph-repo heads {t.thread_id}{where} --choose ID")
+            current = code(n.current or "")
+            settle = f"Settle with {command} (or --merge)."
+            parts += [f"Heads nobody chose: {ids}; {current} continues. {settle}", ""]
+    rows = next_rows(t)
+    for depth, kind, label, text in rows:
+        if kind == "next":
+            said = f"Next, when {code(label) if label else 'the thread'} continues from {code(text)}:"
+            parts += [f"{'  ' * (depth - 1)}- {said}"] if depth else [said, ""]
+        else:
+            parts.append(f"{'  ' * (depth - 1)}- **{_md(label)}**: {code(text)}")
+    if rows:
+        parts.append("")
+    if t.problems:
+        parts += ["Validation problems:", ""]
+        for p in t.problems:
+            parts.append(f"- {code(p.path)} {code(p.pointer)}: {_md(p.message)}")
+        parts.append("")
+    return parts
+
+
+def _md_turn(turn: Turn) -> list[str]:
+    """One turn as a numbered item (its number the thread's), its events nested below it as
+    deep as they are (a subgraph call's under the call), long texts whole in ``<details>``."""
+    from .markdown import _fence, _md, md_event
+
+    first, *rest = turn.events
+    if turn.continued:
+        title = "_(no user message)_" if turn.number == 0 else f"_(turn {turn.number} continued)_"
+        parts = [f"{turn.number}. {title}"]
+        rest = turn.events
+    else:
+        parts = [f"{turn.number}. {md_event(first)}"]
+    for e in rest:
+        parts.append("   " + "  " * e.depth + "- " + md_event(e))
+    for e in turn.events:
+        label, _, whole = event_parts(e)
+        if whole:
+            parts += [
+                "",
+                f"   <details><summary>{_md(label, html=True)} (full text)</summary>",
+                "",
+                _indent(_fence(whole), "   "),
+                "",
+                "   </details>",
+            ]
+    return parts
 
 
 def _indent(block: str, by: str) -> str:

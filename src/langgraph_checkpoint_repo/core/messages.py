@@ -100,11 +100,6 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-#: how every view marks a tool result whose ``status`` says the tool failed: a word a screen
-#: reader says and ``grep error`` finds, after a sign the eye catches
-ERROR_MARK = "✗ error"
-
-
 class Call(NamedTuple):
     """A tool call as LangChain builds it (``args``: the stored tree of its arguments)."""
 

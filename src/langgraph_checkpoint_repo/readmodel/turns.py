@@ -17,8 +17,20 @@ from typing import Any
 from ..core import fields
 from ..core.lineage import CHOICE_KEY
 from ..core.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
+from ..core.sends import TASKS, packet_tool_calls
 from .reader import Reader, StateView
-from .tasks import ERROR, INTERRUPT, RESUME, is_internal
+from .tasks import (
+    CONTROL_WRITES,
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    START,
+    TaskView,
+    WriteView,
+    is_internal,
+    parse_task_path,
+)
 
 
 @dataclass(kw_only=True)
@@ -26,16 +38,23 @@ class Event:
     """One thing that happened at a checkpoint, for a person."""
 
     kind: str  # message | edited | removed | interrupt | resume | error | update | fork | choice | merge
+    # | channel (a channel other than messages changed) | call (a subgraph call starts: the events
+    # after it one level deeper are its own) | memory (a store item a step wrote)
     checkpoint_id: str
     step: int | None
     role: str = ""  # a message's role: human, ai, tool, system
     text: str = ""
     calls: list[tuple[str, Any]] = field(default_factory=list)  # (tool name, arguments) of an AI message
-    name: str = ""  # the tool of a tool result, the node of an interrupt
+    name: str = ""  # the tool of a tool result, the node of an interrupt, a channel, a called node
     status: str = ""  # a tool result's status when it is not success ("error")
     invalid: list[tuple[str, Any]] = field(default_factory=list)  # an AI message's invalid tool calls
-    tree: Any = None  # the stored tree (a message, an interrupt's value, a resume value)
-    old: Any = None  # an edited message before the edit
+    tree: Any = None  # the stored tree (a message, an interrupt's value, a resume value, a channel's value)
+    old: Any = None  # an edited message before the edit, a channel's value before the change
+    ns: str = ""  # the namespace of the checkpoint
+    node: str = ""  # the node whose writes made it ("" when the files do not say)
+    task: str = ""  # the id of the task that wrote it, raised it, or (a call) ran the subgraph
+    ident: str = ""  # an interrupt's id: a subgraph's interrupt reaches its parent with the same
+    depth: int = 0  # how deep in subgraph calls (and under a tool call, for its question and answer)
 
 
 def message_event(tree: Any, checkpoint_id: str, step: int | None, kind: str = "message") -> Event:
@@ -126,13 +145,36 @@ def events_along(
     ids: Sequence[str],
     start: str | None,
     views: list[StateView] | None = None,
+    *,
+    given: StateView | None = None,
+    start_seen: set[tuple[str, str, int]] | None = None,
 ) -> list[Event]:
     """What happened at each checkpoint of ``ids`` (oldest first), after ``start`` (the
-    checkpoint they continue, or None from the beginning); ``views`` gets the state of each."""
-    previous: list[Any] = []
+    checkpoint they continue, or None from the beginning); ``views`` gets the state of each.
+
+    Each checkpoint's events in the order they happened: the messages and channel changes the
+    tasks of the step before it wrote (each with the node that wrote it), then what its own
+    tasks asked (interrupts), were answered (resumes) and failed with; the app's own metadata
+    where it changes (a run's ``config["metadata"]`` is on each of its checkpoints: shown once,
+    after the run's input). ``given``: the state a subgraph call was handed (its parent's
+    checkpoint where it ran): what its input step copies from it (messages, channels,
+    metadata) is its parent's, not the call's, so it is left out. ``start_seen``: the pending
+    writes of ``start`` the other side of a comparison had (task id, channel, index); a
+    resume saved at ``start`` since (a range that holds only the answer) is shown with the
+    question it answers. None: ``start``'s writes are not looked at."""
+    before: StateView | None = None
     if start is not None and start in set(reader.checkpoint_ids(thread_id, ns)):
-        previous = _messages(reader.state(thread_id, ns, start, revive=False).trees)
+        before = reader.state(thread_id, ns, start, revive=False)
+    previous = _messages(before.trees) if before is not None else []
+    channels = state_channels(before.trees) if before is not None else {}
     out: list[Event] = []
+    handed = _by_id(_messages(given.trees)) if given is not None else None
+    known = given.trees if given is not None else {}
+    said = before if before is not None else given
+    metadata = own_metadata(said.doc["metadata"]) if said is not None else None
+    held: list[Event] = []  # an input checkpoint's metadata, shown after the input it brings
+    if before is not None and start_seen is not None:
+        out.extend(_answered_since(before, start_seen))
     for cid in ids:
         view = reader.state(thread_id, ns, cid, revive=False)
         if views is not None:
@@ -140,32 +182,220 @@ def events_along(
         step = view.step
         meta = view.doc["metadata"]
         extra = own_metadata(meta)
-        if extra:
-            out.append(Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra))
+        if extra != metadata and (extra or metadata is not None):
+            event = Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra, ns=ns)
+            (held if view.source == "input" else out).append(event)
+        metadata = extra
         if view.source == "update":
-            out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state"))
+            out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state", ns=ns))
         elif view.source == "fork":
             choice = meta.get(CHOICE_KEY) if isinstance(meta, dict) else None
             kind = "fork"
             if isinstance(choice, dict):
                 kind = "merge" if choice.get("merged") else "choice"
-            out.append(Event(kind=kind, checkpoint_id=cid, step=step, tree=choice))
+            out.append(Event(kind=kind, checkpoint_id=cid, step=step, tree=choice, ns=ns))
+        writers = _writers(before) if before is not None and before.checkpoint_id == view.parent_id else {}
         current = _messages(view.trees)
-        out.extend(message_changes(previous, current, cid, step))
+        for e in message_changes(previous, current, cid, step):
+            e.ns = ns
+            e.task, e.node = _writer_of(e, writers)
+            if handed is not None and e.node == START and e.kind == "message" and _handed(e.tree, handed):
+                continue  # the parent's message, handed to the call as its input
+            out.append(e)
+        if view.source != "input":
+            out.extend(held)
+            held = []
         previous = current
-        for w in view.writes:
-            if w.channel == INTERRUPT:
-                for item in w.tree if isinstance(w.tree, list) else [w.tree]:
-                    kwargs = item.get("$kwargs") if isinstance(item, dict) else None
-                    value = kwargs.get("value", item) if isinstance(kwargs, dict) else item
-                    name = next((t.name for t in view.tasks if t.id == w.task_id), "")
-                    out.append(Event(kind="interrupt", checkpoint_id=cid, step=step, name=name, tree=value))
-            elif w.channel == RESUME:
-                out.append(Event(kind="resume", checkpoint_id=cid, step=step, tree=w.tree))
-            elif w.channel == ERROR:
-                name = next((t.name for t in view.tasks if t.id == w.task_id), "")
-                out.append(Event(kind="error", checkpoint_id=cid, step=step, name=name, tree=w.tree))
+        now = state_channels(view.trees)
+        for channel in sorted(set(channels) | set(now)):
+            old, new = channels.get(channel, _ABSENT), now.get(channel, _ABSENT)
+            if old is new or old == new:
+                continue
+            task, node, _ = next(iter(writers.get(channel, [])), ("", "", None))
+            if given is not None and node == START and known.get(channel, _ABSENT) == new:
+                continue  # the parent's value, handed to the call
+            how = "added" if old is _ABSENT else "removed" if new is _ABSENT else "changed"
+            out.append(
+                Event(
+                    kind="channel",
+                    checkpoint_id=cid,
+                    step=step,
+                    name=channel,
+                    text=how,
+                    old=None if old is _ABSENT else old,
+                    tree=None if new is _ABSENT else new,
+                    ns=ns,
+                    node=node,
+                    task=task,
+                )
+            )
+        channels = now
+        out.extend(_asked_and_answered(view, view.writes))
+        before = view
+    return out + held
+
+
+_ABSENT: Any = object()
+
+
+def _by_id(messages: list[Any]) -> dict[str, Any]:
+    """Messages by their id (those with one)."""
+    out = {}
+    for m in messages:
+        got = message_fields(m)
+        key = got.get("id") if got is not None else None
+        if isinstance(key, str):
+            out[key] = m
     return out
+
+
+def _handed(tree: Any, given: dict[str, Any]) -> bool:
+    """Whether a message is one of the parent's (``given``: by id), as the parent held it."""
+    got = message_fields(tree)
+    key = got.get("id") if got is not None else None
+    return isinstance(key, str) and key in given and given[key] == tree
+
+
+def _writers(view: StateView) -> dict[str, list[tuple[str, str, Any]]]:
+    """Per channel, the tasks of ``view``'s step whose pending writes (its child's values)
+    wrote it: (task id, node, the written tree)."""
+    names = {t.id: t.name for t in view.tasks if t.id}
+    out: dict[str, list[tuple[str, str, Any]]] = {}
+    for w in view.writes:
+        if w.task_id == NULL_TASK_ID or w.channel in CONTROL_WRITES:
+            continue
+        node = names.get(w.task_id) or _path_node(w.task_path)
+        out.setdefault(w.channel, []).append((w.task_id, node, w.tree))
+    return out
+
+
+def _path_node(path: str) -> str:
+    kind, key = parse_task_path(path)
+    return key if kind == "pull" and isinstance(key, str) else ""
+
+
+def _writer_of(e: Event, writers: dict[str, list[tuple[str, str, Any]]]) -> tuple[str, str]:
+    """The task and node that wrote a message: the one task that wrote messages, else the one
+    whose write holds its id."""
+    wrote = writers.get(MESSAGES, [])
+    if len({task for task, _, _ in wrote}) == 1:
+        return wrote[0][0], wrote[0][1]
+    got = message_fields(e.tree)
+    key = got.get("id") if got is not None else None
+    if isinstance(key, str):
+        for task, node, tree in wrote:
+            if key in _by_id(tree if isinstance(tree, list) else [tree]):
+                return task, node
+    return "", ""
+
+
+def _asked_and_answered(view: StateView, writes: Sequence[WriteView]) -> list[Event]:
+    """What the tasks of ``view``'s step asked, were answered and failed with (``writes``, of
+    its pending writes): per task its questions, then its answers, in that order; a question
+    and answer of a task that runs tool calls one level under the call. A resume given to the
+    whole thread (``Command(resume=...)``, the null task's) that a task took is shown once, as
+    that task's answer."""
+    cid, step = view.checkpoint_id, view.step
+    tasks = {t.id: t for t in view.tasks if t.id}
+    sends = view.trees.get(TASKS)
+    order: list[str] = []
+    asked: dict[str, list[Event]] = {}
+    answered: dict[str, list[Event]] = {}
+    failed: list[Event] = []
+    taken: list[Any] = []
+    for w in writes:
+        if w.channel not in (INTERRUPT, RESUME, ERROR):
+            continue
+        task = tasks.get(w.task_id)
+        name = task.name if task is not None else _path_node(w.task_path)
+        depth = 1 if task is not None and _runs_tool_calls(task, sends) else 0
+        if w.task_id not in order:
+            order.append(w.task_id)
+        if w.channel == INTERRUPT:
+            for item in w.tree if isinstance(w.tree, list) else [w.tree]:
+                kwargs = item.get("$kwargs") if isinstance(item, dict) else None
+                value = kwargs.get("value", item) if isinstance(kwargs, dict) else item
+                iid = kwargs.get("id") if isinstance(kwargs, dict) else None
+                asked.setdefault(w.task_id, []).append(
+                    Event(
+                        kind="interrupt",
+                        checkpoint_id=cid,
+                        step=step,
+                        name=name,
+                        tree=value,
+                        ns=view.ns,
+                        task=w.task_id,
+                        ident=iid if isinstance(iid, str) else "",
+                        depth=depth,
+                    )
+                )
+        elif w.channel == RESUME:
+            # a task's own resume write is the list of answers its interrupt() calls took
+            items = w.tree if isinstance(w.tree, list) and w.task_id != NULL_TASK_ID else [w.tree]
+            if w.task_id != NULL_TASK_ID:
+                taken.extend(items)
+            answered.setdefault(w.task_id, []).extend(
+                Event(
+                    kind="resume",
+                    checkpoint_id=cid,
+                    step=step,
+                    tree=item,
+                    ns=view.ns,
+                    task=w.task_id,
+                    depth=depth,
+                )
+                for item in items
+            )
+        else:
+            failed.append(
+                Event(
+                    kind="error",
+                    checkpoint_id=cid,
+                    step=step,
+                    name=name,
+                    tree=w.tree,
+                    ns=view.ns,
+                    task=w.task_id,
+                )
+            )
+    out: list[Event] = []
+    for task_id in order:
+        out.extend(asked.get(task_id, []))
+        for e in answered.get(task_id, []):
+            if task_id == NULL_TASK_ID and e.tree in taken:
+                continue  # the thread's resume, shown as the answer the task took
+            out.append(e)
+    return out + failed
+
+
+def _answered_since(view: StateView, seen: set[tuple[str, str, int]]) -> list[Event]:
+    """The answers saved at ``view`` that ``seen`` (the other side's writes there) lacks,
+    each after the question it answers, which was asked before (marked ``earlier``)."""
+    fresh = [w for w in view.writes if (w.task_id, w.channel, w.idx) not in seen]
+    answered = {w.task_id for w in fresh if w.channel == RESUME}
+    if not answered:
+        return []
+    to_all = NULL_TASK_ID in answered
+    asked = [
+        w
+        for w in view.writes
+        if w.channel == INTERRUPT and w not in fresh and (to_all or w.task_id in answered)
+    ]
+    earlier = _asked_and_answered(view, asked)
+    for e in earlier:
+        e.text = "earlier"
+    out = earlier + _asked_and_answered(view, fresh)
+    for e in out:
+        e.depth = 0  # the tool call that asked is not in the range to stand under
+    return out
+
+
+def _runs_tool_calls(task: TaskView, sends: Any) -> bool:
+    """Whether a task runs tool calls (a ``Send`` of tool calls, as a tool node's are)."""
+    if not task.kind.startswith("push ") or not isinstance(sends, list):
+        return False
+    idx = int(task.kind.split()[1])
+    return idx < len(sends) and bool(packet_tool_calls(sends[idx]))
 
 
 #: the metadata LangGraph (and LangChain, and this package) write on every checkpoint; the rest
@@ -200,6 +430,7 @@ class Branch:
     start: str | None  # the checkpoint where it parted (None: it shares nothing with the others)
     continues: bool
     events: list[Event]
+    checkpoints: list[str] = field(default_factory=list)  # its own, oldest first
 
 
 def open_branches(reader: Reader, thread_id: str, ns: str) -> list[Branch]:
@@ -230,6 +461,7 @@ def open_branches(reader: Reader, thread_id: str, ns: str) -> list[Branch]:
                 start=start,
                 continues=head == current,
                 events=events_along(reader, thread_id, ns, ids, start),
+                checkpoints=ids,
             )
         )
     out.sort(key=lambda b: not b.continues)

@@ -34,6 +34,8 @@ class Step:
     bookkeeping: str
     writes: list[tuple[str, str, str, Any]]  # (task id, task path, channel, stored tree)
     internal: dict[str, str] = field(default_factory=dict)  # LangGraph's own channels: digests
+    ts: str = ""  # when it was taken
+    parent_ts: str = ""  # when its parent was (a step's writes happened between the two)
 
 
 @dataclass(kw_only=True)
@@ -51,6 +53,9 @@ class Line:
     start_step: Step | None = (
         None  # the checkpoint the line continues: its pending writes made the first step
     )
+    turns_before: int = 0  # user messages at ``start``: the thread's turn the line continues
+    call: str = ""  # a subgraph call's line: the call (``agent (turn 3)``) whose events hold it
+    forks: int = 0  # other children ``start`` has: the line forks from it
 
 
 @dataclass(kw_only=True)
@@ -69,6 +74,7 @@ class PendingTask:
     answer: Any = None  # the resume value saved for it
     answered: bool = False
     mismatch: str = ""  # why its packet is not what the conversation asked for
+    task_id: str = ""  # a subgraph namespace it runs is ``name:<task_id>``
 
 
 @dataclass(kw_only=True)
@@ -82,6 +88,7 @@ class Next:
 @dataclass(kw_only=True)
 class NamespaceReport:
     ns: str
+    label: str = ""  # a subgraph call's namespace: by node and turn, ``agent (turn 3)``
     added: list[str] = field(default_factory=list)  # checkpoint ids
     removed: list[str] = field(default_factory=list)
     lines: list[Line] = field(default_factory=list)
@@ -123,6 +130,24 @@ class ItemReport:
     status: str  # added | removed | changed
     fields: list[FieldChange] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    updated_at: str = ""  # the head side's, to tie the write to the step that made it
+    shown_in: tuple[str, str, str] | None = None  # (thread, namespace, checkpoint) of the step
+
+
+@dataclass(kw_only=True)
+class Verdict:
+    """What the range holds, counted, and what needs a person, for the first lines."""
+
+    turns: int = 0
+    answers: list[Any] = field(default_factory=list)  # resume values given (approvals)
+    tool_errors: int = 0
+    failures: int = 0  # tasks that failed (an ``__error__`` write)
+    edits: int = 0  # checkpoints written by ``update_state`` (a hand edit, ``edit``)
+    memories: int = 0
+    forks: int = 0
+    rewrites: int = 0
+    waiting: list[tuple[str, str, Any]] = field(default_factory=list)  # (thread, where, question)
+    unsettled: list[tuple[str, str]] = field(default_factory=list)  # (thread, where): heads to settle
 
 
 @dataclass(frozen=True)
@@ -144,6 +169,7 @@ class Report:
     other: list[str] = field(default_factory=list)  # changed files under the root, not in a thread
     flags: list[Flag] = field(default_factory=list)
     files: list[FileAccount] = field(default_factory=list)
+    verdict: Verdict = field(default_factory=Verdict)
 
     @property
     def problems(self) -> list[Problem]:

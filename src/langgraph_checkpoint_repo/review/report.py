@@ -37,6 +37,7 @@ from ..core.layout import (
     segment_name,
 )
 from ..core.sends import TASKS, send_problems
+from ..readmodel.calls import Site, count_users, handed, nest, site_of
 from ..readmodel.diff import diff_trees
 from ..readmodel.reader import Reader, StateView
 from ..readmodel.tasks import CONTROL_WRITES, ERROR, NULL_TASK_ID, RESUME, START, is_internal
@@ -54,6 +55,7 @@ from .model import (
     ThreadReport,
 )
 from .revisions import Changes, Range, changes, git, git_top, materialize
+from .verdict import tie_memories, verdict_of
 
 
 def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Report:
@@ -99,6 +101,8 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
             gitignore = _small_file(kept, len(GITIGNORE_TEXT) + 1)
         account_files(report, found, sides, gitignore)
     report.flags = sorted(set(report.flags), key=_flag_order)
+    tie_memories(report)
+    report.verdict = verdict_of(report)
     return report
 
 
@@ -220,19 +224,46 @@ def _guarded(out: ThreadReport, report: Report, folder: str, work: Any) -> None:
 def _head_side(
     head: Reader, base: Reader | None, thread_id: str, namespaces: dict[str, NamespaceReport]
 ) -> None:
-    """The lines of new checkpoints, what runs next from the head that continues, per namespace."""
+    """The lines of new checkpoints, each subgraph call's nested where it ran (readmodel/calls.py),
+    and what runs next from the head that continues, per namespace."""
+    known = _namespaces(head, thread_id)
+    top = _root_ns(head, thread_id)
+    sites: dict[str, Site] = {}
     for ns, part in namespaces.items():
-        if part.added and ns in _namespaces(head, thread_id):
-            _lines(head, thread_id, ns, part)
-    for ns, view in head.live_states(
-        thread_id, _namespaces(head, thread_id), _root_ns(head, thread_id)
-    ).items():
+        if part.added and ns in known:
+            site = site_of(head, thread_id, ns, top)
+            if site is not None:
+                sites[ns] = site
+            given = handed(head, site, thread_id) if site is not None else None
+            _lines(head, base, thread_id, ns, part, given)
+    live = head.live_states(thread_id, known, top)
+    for ns, view in live.items():
         nxt = _next(head, thread_id, ns, view.checkpoint_id)
         if nxt is None:
             continue
         if base is not None and _same_next(base, thread_id, ns, nxt):
             continue  # waiting where it waited before, for the same: nothing new to review
         namespaces.setdefault(ns, NamespaceReport(ns=ns)).next = nxt
+    for ns, part in namespaces.items():
+        site = sites.get(ns) or (site_of(head, thread_id, ns, top) if ns in known else None)
+        if site is not None:
+            sites[ns] = site
+            part.label = site.label
+    returned = {
+        ns: _messages_at(head, thread_id, ns, namespaces[ns].current or namespaces[ns].lines[0].head)
+        for ns in sites
+        if namespaces[ns].lines
+    }
+    moved = nest({ns: part.lines for ns, part in namespaces.items()}, sites, returned)
+    for part in namespaces.values():
+        for line in part.lines:
+            if id(line) in moved:
+                line.call = moved[id(line)].label
+
+
+def _messages_at(reader: Reader, thread_id: str, ns: str, cid: str) -> list[Any]:
+    got = reader.state(thread_id, ns, cid, revive=False).trees.get("messages")
+    return got if isinstance(got, list) else []
 
 
 def _namespaces(reader: Reader, thread_id: str) -> list[str]:
@@ -308,6 +339,7 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
                 answer=answer if answer is not None or not task.interrupts else given,
                 answered=task.answered,
                 mismatch=mismatch,
+                task_id=task.id or "",
             )
         )
     return Next(checkpoint_id=cid, tasks=tasks) if tasks else None
@@ -343,8 +375,16 @@ def _ns_name(reader: Reader | None, thread_id: str, ns_rel: str) -> str:
     return ns_rel
 
 
-def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None:
-    """Each new head's line back to where the base left off, and the heads in play."""
+def _lines(
+    head: Reader,
+    base: Reader | None,
+    thread_id: str,
+    ns: str,
+    part: NamespaceReport,
+    given: StateView | None = None,
+) -> None:
+    """Each new head's line back to where the base left off, and the heads in play; ``given``:
+    a subgraph call's input (its parent's state), which is not the call's own."""
     present = set(head.checkpoint_ids(thread_id, ns))
     added = [c for c in part.added if c in present]
     part.added = added
@@ -361,14 +401,25 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
         start = parents.get(ids[0]) if ids else None
         start = start if start in present else None
         views: list[StateView] = []
-        events = events_along(head, thread_id, ns, ids, start, views)
+        events = events_along(
+            head,
+            thread_id,
+            ns,
+            ids,
+            start,
+            views,
+            given=given,
+            start_seen=_seen_writes(base, thread_id, ns, start),
+        )
         for view in views:
             if TASKS in (view.doc.get("new_values") or {}):
                 part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
-        begun = head.state(thread_id, ns, start, revive=False) if start else None
-        old = state_channels(begun.trees) if begun is not None else {}
+        before = head.state(thread_id, ns, start, revive=False) if start else None
+        old = state_channels(before.trees) if before is not None else {}
         now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
         state = states.get(tip)
+        priors = [before.ts if before is not None else "", *(v.ts for v in views)]
+        steps = [_step(v, prior) for v, prior in zip(views, priors, strict=False)]
         part.lines.append(
             Line(
                 head=tip,
@@ -378,20 +429,44 @@ def _lines(head: Reader, thread_id: str, ns: str, part: NamespaceReport) -> None
                 channels=diff_trees(old, now),
                 continues=tip == part.current,
                 settled=state.settled if state is not None else True,
-                steps=[_step(v) for v in views],
-                start_step=_step(begun) if begun is not None else None,
+                steps=steps,
+                turns_before=count_users(before.trees.get("messages")) if before is not None else 0,
+                forks=len(lineage.children(start)) - 1 if start else 0,
+                start_step=_step(before) if before is not None else None,
             )
         )
     part.lines.sort(key=lambda line: not line.continues)
 
 
-def _step(view: StateView) -> Step:
+def _seen_writes(
+    base: Reader | None, thread_id: str, ns: str, start: str | None
+) -> set[tuple[str, str, int]]:
+    """The pending writes the base had at the checkpoint a line continues (an answer saved
+    there since is part of the range)."""
+    if base is None or start is None:
+        return set()
+    try:
+        return {
+            (w.task_id, w.channel, w.idx) for w in base.pending_writes(thread_id, ns, start, revive=False)
+        }
+    except (RepoCheckpointError, OSError):
+        return set()
+
+
+def _step(view: StateView, parent_ts: str = "") -> Step:
     cp = fields.checkpoint_fields(view.doc)
     kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
     writes = [(w.task_id, w.task_path, w.channel, w.tree) for w in view.writes]
     internal = {c: short_digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
     return Step(
-        view.checkpoint_id, view.parent_id, view.doc["metadata"], short_digest(kept), writes, internal
+        view.checkpoint_id,
+        view.parent_id,
+        view.doc["metadata"],
+        short_digest(kept),
+        writes,
+        internal,
+        ts=view.ts,
+        parent_ts=parent_ts,
     )
 
 
@@ -458,7 +533,12 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
                 report.other.append(path)
                 continue
             item = ItemReport(
-                namespace=tuple(doc["namespace"]), key=doc["key"], path=path, status=status, problems=problems
+                namespace=tuple(doc["namespace"]),
+                key=doc["key"],
+                path=path,
+                status=status,
+                problems=problems,
+                updated_at=str((new or {}).get("updated_at") or ""),
             )
             item.fields = item_changes(old, new)
             report.items.append(item)

@@ -1,0 +1,152 @@
+"""The review's first lines: what the range holds, counted, and what needs a person; and each
+memory a step wrote, shown in the turn of that step.
+
+The verdict counts what the turns show (readmodel/turns.py events, subgraph calls nested in
+their callers' lines, so nothing is counted twice): the user's turns, the answers given to
+interrupts, the tool results that say the tool failed, the tasks that failed, the store items
+changed, the forks, the files rewritten in place (issue 34's flag). What needs a person beside
+the flags: a thread waiting for an answer (its question), heads nobody chose.
+
+A memory is tied to a step when its ``updated_at`` falls between the step's checkpoint and its
+parent's (the narrowest such step, so a tool's step inside a subgraph call wins over the call's
+step in its parent): the step's tool (or node) wrote it. Otherwise it stays in the list of store
+items after the threads.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..core.sends import packet_tool_calls
+from ..readmodel.turns import Event
+from .model import ItemReport, Line, Report, ThreadReport, Verdict
+
+
+def verdict_of(report: Report) -> Verdict:
+    v = Verdict(memories=len(report.items))
+    v.rewrites = sum(1 for f in report.flags if f.kind == "rewritten")
+    for t in report.threads:
+        for n in t.namespaces:
+            for start in {line.start for line in n.lines if line.forks > 0}:
+                v.forks += next(line.forks for line in n.lines if line.start == start)
+            for line in n.lines:
+                if line.call:
+                    continue  # its events are in the line of the call that holds it
+                for e in line.events:
+                    if e.kind == "message" and e.role == "human" and e.depth == 0 and not n.label:
+                        v.turns += 1  # a user message of the thread, not one a subgraph was handed
+                    elif e.kind == "message" and e.role == "tool" and e.status == "error":
+                        v.tool_errors += 1
+                    elif e.kind == "resume":
+                        v.answers.append(e.tree)
+                    elif e.kind == "error":
+                        v.failures += 1
+                    elif e.kind == "update":
+                        v.edits += 1
+            if n.heads and sum(not h.settled for h in n.heads) > 1:
+                v.unsettled.append((t.thread_id, n.label or n.ns))
+        v.waiting.extend(_waiting(t))
+    return v
+
+
+def _waiting(t: ThreadReport) -> list[tuple[str, str, Any]]:
+    """The questions a thread waits on, each once (a subgraph's question reaches its parent's
+    task too), where it was asked: the deepest namespace that asks it."""
+    out: dict[str, tuple[str, str, Any]] = {}
+    for n in sorted(t.namespaces, key=lambda n: -n.ns.count("|") - (1 if n.ns else 0)):
+        if n.next is None:
+            continue
+        for task in n.next.tasks:
+            if task.status != "interrupted" or task.answered:
+                continue
+            tools = ", ".join(str(c.get("name")) for c in packet_tool_calls(task.packet))
+            asker = tools or task.name
+            for asked in task.interrupts:
+                key = repr(asked)
+                if key not in out:
+                    where = f"{asker} in {n.label}" if n.label else asker
+                    out[key] = (t.thread_id, where, asked)
+    return list(out.values())
+
+
+# ----------------------------------------------------------------------------
+# memories in the turn that wrote them
+# ----------------------------------------------------------------------------
+def tie_memories(report: Report) -> None:
+    """Put each store item a step of a reviewed line wrote in that step's turn (a ``memory``
+    event after the step's own events); ``shown_in`` says where."""
+    for item in report.items:
+        if item.problems or item.status not in ("added", "changed") or not item.updated_at:
+            continue
+        when = _time(item.updated_at)
+        if when is None:
+            continue
+        best: tuple[float, ThreadReport, str, str] | None = None
+        for t in report.threads:
+            for n in t.namespaces:
+                for line in n.lines:
+                    for step in line.steps:
+                        if isinstance(step.metadata, dict) and step.metadata.get("source") == "input":
+                            continue  # the time before an input is between runs: no step ran
+                        after, before = _time(step.parent_ts), _time(step.ts)
+                        if after is None or before is None or not after <= when <= before:
+                            continue
+                        span = (before - after).total_seconds()
+                        if best is None or span < best[0]:
+                            best = (span, t, n.ns, step.checkpoint_id)
+        if best is not None and _insert(best[1], best[2], best[3], item):
+            item.shown_in = (best[1].thread_id, best[2], best[3])
+
+
+def _insert(t: ThreadReport, ns: str, cid: str, item: ItemReport) -> bool:
+    """Add the memory event after the events of checkpoint ``cid`` of ``ns`` in the line that
+    shows them (the caller's line for a nested call)."""
+    for n in t.namespaces:
+        for line in n.lines:
+            if line.call:
+                continue
+            at = _last_at(line, ns, cid)
+            if at is None:
+                continue
+            anchor = line.events[at]
+            node = next(
+                (e.name for e in line.events if e.ns == ns and e.checkpoint_id == cid and e.role == "tool"),
+                anchor.node,
+            )
+            line.events.insert(
+                at + 1,
+                Event(
+                    kind="memory",
+                    checkpoint_id=cid,
+                    step=anchor.step,
+                    name=item.key,
+                    text=item.status,
+                    tree={
+                        "namespace": list(item.namespace),
+                        "key": item.key,
+                        "fields": [[f.pointer, f.old, f.new] for f in item.fields],
+                    },
+                    ns=ns,
+                    node=node,
+                    depth=anchor.depth,
+                ),
+            )
+            return True
+    return False
+
+
+def _last_at(line: Line, ns: str, cid: str) -> int | None:
+    found = None
+    for i, e in enumerate(line.events):
+        if e.ns == ns and e.checkpoint_id == cid and e.kind != "call":
+            found = i
+    return found
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        got = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return got if got.tzinfo is not None else None
