@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .events import compact, event_parts, task_lines, turns_of
+from .events import SHORT, compact, event_parts, task_lines, turns_of
 from .output import screen
 
 if TYPE_CHECKING:
@@ -113,6 +113,14 @@ def _pre(text: str) -> str:
 
 def _code(value: object) -> str:
     return f"<code>{_h(value)}</code>"
+
+
+def _short(text: str) -> str:
+    """A text cut as the conversation cuts it (its whole is where the item links to)."""
+    one_line = " ".join(text.split())
+    if len(one_line) <= SHORT:
+        return one_line
+    return one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)"
 
 
 def _pretty(value: Any) -> str:
@@ -297,8 +305,9 @@ def tree_html(rows: Sequence[TreeRow], left_out: int = 0) -> str:
         if r.anchor and label:
             label = f'<a href="#{r.anchor}">{label}</a>'
         step = "" if r.step is None else str(r.step)
+        attr = f' class="{cls}"' if cls else ""
         parts.append(
-            f'<tr class="{cls}"><td class="lanes">{_h(r.graph)}</td><td class="dim">{_h(step)}</td>'
+            f'<tr{attr}><td class="lanes">{_h(r.graph)}</td><td class="dim">{_h(step)}</td>'
             f'<td class="dim">{_h(r.source or "")}</td><td>{_code(r.checkpoint_id)}</td>'
             f"<td>{marks.get(r.mark, '')}{label}</td></tr>"
         )
@@ -513,7 +522,7 @@ def _next_html(n: NamespaceReport, anchor: str, attention: Attention) -> str:
     for task in n.next.tasks:
         if task.status == "interrupted" and not task.answered:
             asked = "; ".join(compact(a) for a in task.interrupts) or "(no value)"
-            attention.add("waiting", f"{_code(task.name)} asks {_h(asked)}", anchor)
+            attention.add("waiting", f"{_code(task.name)} asks {_h(_short(asked))}", anchor)
         for label, text in task_lines(task):
             bad = label.startswith("✗")
             if bad:
@@ -585,7 +594,7 @@ def render_html(
     attention = Attention()
 
     for i in view.interrupts:
-        attention.add("waiting", f"{_code(i.task_name)} asks {_h(compact(i.tree))}", "waiting")
+        attention.add("waiting", f"{_code(i.task_name)} asks {_h(_short(compact(i.tree)))}", "waiting")
     if branches:
         attention.add(
             "heads to settle", f"{len(branches)} heads continue this thread; nobody chose", "branches"
