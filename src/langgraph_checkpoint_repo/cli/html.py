@@ -18,7 +18,9 @@ tests/test_html_view.py parses pages of hostile runs and checks that only ``OWN_
 
 from __future__ import annotations
 
+import bisect
 import html as _html
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +32,7 @@ from .output import screen
 
 if TYPE_CHECKING:
     from ..readmodel.diff import ChannelChange
-    from ..readmodel.reader import HistoryRow, Reader
+    from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary
     from ..readmodel.turns import Event
     from ..review.model import ItemReport, Line, NamespaceReport, Report, ThreadReport
 
@@ -460,10 +462,11 @@ def _review_tree(n: NamespaceReport, anchors: dict[int, str]) -> str:
     events: list[Event] = []
     for line in n.lines:
         events += line.events
+        steps = {s.checkpoint_id: s for s in line.steps}
         parents = {s.checkpoint_id: s.parent for s in line.steps}
         previous = line.start
         for cid in line.checkpoints:
-            step = next((s for s in line.steps if s.checkpoint_id == cid), None)
+            step = steps.get(cid)
             meta = step.metadata if step is not None and isinstance(step.metadata, dict) else {}
             parent = parents.get(cid, previous)
             rows[cid] = HistoryRow(
@@ -573,19 +576,23 @@ MAX_OTHER_LINES = 50
 
 
 def render_html(
-    reader: Reader, thread_id: str, ns: str, *, limit: int = MAX_TREE_ROWS, note: Sequence[str] = ()
+    reader: Reader,
+    summary: ThreadSummary,
+    view: StateView,
+    rows: list[HistoryRow],
+    *,
+    limit: int = MAX_TREE_ROWS,
+    note: Sequence[str] = (),
 ) -> str:
-    """A thread as one page: what needs attention, its status, the conversation of the line
-    that continues turn by turn (tool calls folded, the subgraph calls each turn made, the
-    channels it changed), what it waits for and runs next, its state, the heads to settle and
-    the whole history as a fork tree (the newest ``limit`` checkpoints)."""
+    """A thread as one page, from what ``render`` read (its summary, the state that continues,
+    its history): what needs attention, its status, the conversation of the line that
+    continues turn by turn (tool calls folded, the subgraph calls each turn made, the channels
+    and memories it changed), what it waits for and runs next, its state, the heads to settle
+    and the whole history as a fork tree (the newest ``limit`` checkpoints)."""
     from ..readmodel.turns import events_along, line_to, open_branches
     from . import present
 
-    summary = reader.summary(thread_id)
-    head = reader.resolve(thread_id, ns, None)
-    view = reader.state(thread_id, ns, head)
-    rows = reader.history(thread_id, ns)
+    thread_id, ns, head = view.thread_id, view.ns, view.checkpoint_id
     branches = open_branches(reader, thread_id, ns)
     ids = line_to(reader, thread_id, ns, head, [])
     views: list[Any] = []
@@ -739,11 +746,19 @@ def _memories(reader: Reader, turns: Sequence[Sequence[Event]], by_id: dict[str,
     for turn in turns:
         view = by_id.get(turn[0].checkpoint_id)
         try:
-            starts.append(datetime.fromisoformat(view.ts) if view is not None else datetime.max)
+            starts.append(_aware(datetime.fromisoformat(view.ts)) if view is not None else starts[-1])
+        except (TypeError, ValueError, IndexError):
+            starts.append(starts[-1] if starts else _aware(datetime.min))
+    starts = list(itertools.accumulate(starts, max))  # a forged time never goes back: sorted
+    ends = []
+    for view in by_id.values():
+        try:
+            ends.append(_aware(datetime.fromisoformat(view.ts)))
         except (TypeError, ValueError):
-            starts.append(datetime.max)
-    if not starts or not reader.layout.store_dir.is_dir():
+            continue
+    if not starts or not ends or not reader.layout.store_dir.is_dir():
         return {}
+    end = max(ends)  # the thread's last checkpoint: a later write is not of this line
     found: dict[int, list[str]] = {}
     note = ""
     try:
@@ -752,8 +767,8 @@ def _memories(reader: Reader, turns: Sequence[Sequence[Event]], by_id: dict[str,
                 note = f"only the first {MAX_ITEMS} store items were looked at"
                 break
             at = item.updated_at
-            k = next((i for i in range(len(starts) - 1, -1, -1) if _aware(starts[i]) <= at), None)
-            if k is None:
+            k = bisect.bisect_right(starts, at) - 1  # the last turn that began before it
+            if k < 0 or at > end:
                 continue
             when = at.strftime("%H:%M:%S")
             found.setdefault(k, []).append(

@@ -65,7 +65,9 @@ def render(
     if html_file is not None:
         from .html import MAX_TREE_ROWS, render_html, write_page
 
-        write_page(html_file, render_html(reader, thread, ns, limit=limit or MAX_TREE_ROWS, note=note))
+        write_page(
+            html_file, render_html(reader, summary, view, rows, limit=limit or MAX_TREE_ROWS, note=note)
+        )
     limit = limit or 20
     if as_json:
         _print_json(
