@@ -627,15 +627,13 @@ def render_html(
         ("Forks", str(summary.forks)),
         ("Turns", str(len(turns))),
     ]
-    body = [
-        "<header>",
-        f"<h1>Thread {_code(thread_id)}{ns_note}</h1>",
+    body = ["<header>", f"<h1>Thread {_code(thread_id)}{ns_note}</h1>", "</header>"]
+    facts_html = (
         '<table class="facts"><tbody>'
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
-        + "</tbody></table>",
-        "</header>",
-    ]
-    main = ["<main>", '<section id="conversation"><h2>Conversation</h2>']
+        + "</tbody></table>"
+    )
+    main = ["<main>", facts_html, '<section id="conversation"><h2>Conversation</h2>']
     main.append(conversation or '<p class="dim">No messages.</p>')
     if not turns:
         main.append(_steps_changes(views))
