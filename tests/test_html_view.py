@@ -13,6 +13,7 @@ must still be shown, as text.
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,17 +22,21 @@ from typing import Any
 import pytest
 from bench.agent_graphs import build_create_agent, user_message
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import test_markdown_inert as inert
 from graphs import cfg
 from helpers import cli, examples
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
+from langgraph_checkpoint_repo.cli.exits import INTERNAL
 from langgraph_checkpoint_repo.cli.html import CSP, CSS
 from langgraph_checkpoint_repo.cli.output import screen
+from langgraph_checkpoint_repo.core.layout import decode_segment
 from test_git import commit_all, git, init_repo
 
 hostile = inert.hostile  # the fixture: a repository of hostile names from real runs
 corpus_repo = inert.corpus_repo
+accepted = inert.accepted  # main: an agent's turn; HEAD: a second, an answered interrupt, a memory
 
 # ----------------------------------------------------------------------------
 # what the data may not do to the page
@@ -259,6 +264,50 @@ def test_a_key_in_a_thread_id_is_masked_in_both_pages(corpus_repo: Path, tmp_pat
         git(repo, "reset", "-q", "--hard", "HEAD~1")
 
 
+@settings(
+    max_examples=examples(3),
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
+@given(data=st.data())
+def test_no_shape_validate_accepts_makes_a_page_fail_or_hold_markup_of_its_own(
+    accepted: Path, tmp_path: Path, data: st.DataObject
+) -> None:
+    """test_markdown_inert's mutations of what validate does not type (a message's field, a
+    channel's or a write's value, the metadata, a store value), committed: when validate
+    accepts the files, both pages are written (exit 0) and hold only the program's markup;
+    whatever validate says, neither ends in an unexpected error."""
+    repo, root = accepted, accepted / ".langgraph"
+    paths = []
+    try:
+        for _ in range(data.draw(st.integers(1, 3), label="changes")):
+            path = data.draw(st.sampled_from(inert.changed_files(repo)), label="file")
+            places = inert.free_places(json.loads((repo / path).read_bytes()))
+            kind = data.draw(st.sampled_from(sorted(places)), label="kind")
+            place = data.draw(st.sampled_from(places[kind]), label="place")
+            value = data.draw(inert.values_for(inert._current(repo / path, place)), label="value")
+            inert.forge(repo, path, lambda d, place=place, value=value: inert.mutate(d, place, value))
+            paths.append(path)
+        inert.commit_forged(repo)
+        valid = cli(root, "validate", cwd=repo).returncode
+        threads = {decode_segment(p.split("/")[2]) for p in paths if p.split("/")[1] == "threads"}
+        for args in [["review", "HEAD~2..HEAD"], *(["render", t] for t in sorted(threads))]:
+            out = tmp_path / "page.html"
+            out.unlink(missing_ok=True)
+            proc = cli(root, *args, "--html", out, cwd=repo)
+            assert proc.returncode != INTERNAL and "Traceback" not in proc.stderr, proc.stderr
+            if valid == 0:
+                assert proc.returncode == 0, proc.stderr
+                problems = page_problems(out.read_text(encoding="utf-8"))
+                assert not problems, "\n".join(problems)
+    finally:
+        git(repo, "reset", "-q", "--hard", "turn-2")
+
+
 def test_what_needs_attention_comes_first_and_links_to_where_it_is(hostile: Path, tmp_path: Path) -> None:
     """The review of the hostile commit: a stray file (flagged), validate's problems, a thread
     waiting for an answer. Each is listed in the attention box before any thread, and the
@@ -348,6 +397,37 @@ def test_the_support_desk_render_page_shows_subgraph_calls_the_approval_the_tool
     assert "memories written during this turn" in memory and "prefers email updates" in memory
     assert "memories" not in text_of(turns[4][2])
     assert page.count('<tr class="head continues">') == 1
+
+
+def test_a_subgraph_call_inside_a_subgraph_call_is_folded_inside_it(tmp_path: Path) -> None:
+    """A parent graph whose node ``outer`` is a graph whose node ``inner`` is a graph: each
+    call has its namespace (``outer:<task>``, ``outer:<task>|inner:<task>``). render --html
+    folds the inner call inside the outer one, under the turn, each with what it added."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    def graph(name: str, node: Any) -> Any:
+        builder = StateGraph(MessagesState)
+        builder.add_node(name, node)
+        builder.add_edge(START, name)
+        builder.add_edge(name, END)
+        return builder
+
+    def say(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="said deep inside", id="deep")]}
+
+    inner = graph("speak", say).compile()
+    outer = graph("inner", inner).compile()
+    root = tmp_path / ".langgraph"
+    parent = graph("outer", outer).compile(checkpointer=RepoSaver(root, durable=False))
+    parent.invoke({"messages": [HumanMessage(content="go", id="u1")]}, cfg("nest"))
+    page = write(root, tmp_path, tmp_path / "n.html", "render", "nest")
+    assert_own_page(page, "nest")
+    (turn,) = re.findall(r'<li class="turn" id="turn-1">(.*?)</li>\n', page, re.S)
+    outer_call = turn[turn.index("subgraph call <code>outer</code>") :]
+    assert "subgraph call <code>inner</code>" in outer_call
+    inner_call = outer_call[outer_call.index("subgraph call <code>inner</code>") :]
+    assert "said deep inside" in text_of(inner_call) and "go" not in text_of(inner_call)
 
 
 # ----------------------------------------------------------------------------

@@ -685,26 +685,11 @@ def _turn_extras(
     extra: dict[int, list[str]] = {}
     turn_of = _turn_of(ids, turns)
     by_id = {v.checkpoint_id: v for v in views}
-    ran_at: dict[str, str] = {}  # task id -> the checkpoint its step ran after
-    for v in views:
-        for t in v.tasks:
-            if t.id:
-                ran_at.setdefault(t.id, v.checkpoint_id)
     for k, html in _memories(reader, turns, by_id).items():
         extra.setdefault(k, []).append(html)
     left: list[str] = []
-    for child in _children(ns, namespaces):
-        task = child.rpartition("|")[2].rpartition(":")[2]
-        cid = ran_at.get(task)
-        parent_view = by_id.get(cid) if cid else None
-        folded = _call_html(
-            reader,
-            thread_id,
-            child,
-            parent_view,
-            attention,
-            f"turn-{turn_of[cid] + 1}" if cid in turn_of else "",
-        )
+    anchor_of = {cid: f"turn-{k + 1}" for cid, k in turn_of.items()}
+    for cid, folded in _calls(reader, thread_id, ns, views, namespaces, attention, anchor_of):
         if cid in turn_of and turns:
             extra.setdefault(turn_of[cid], []).append(folded)
         else:
@@ -800,11 +785,43 @@ def _children(ns: str, namespaces: Sequence[str]) -> list[str]:
     return [c for c in namespaces if c != ns and c.rpartition("|")[0] == ns and (ns or "|" not in c)]
 
 
+def _calls(
+    reader: Reader,
+    thread_id: str,
+    ns: str,
+    views: Sequence[Any],
+    namespaces: Sequence[str],
+    attention: Attention,
+    anchor_of: dict[str, str],
+) -> list[tuple[str | None, str]]:
+    """The subgraph calls made from ``ns``: for each, the checkpoint of ``views`` after which
+    its task ran (None: on none of them) and the call, folded."""
+    by_id = {v.checkpoint_id: v for v in views}
+    ran_at: dict[str, str] = {}  # task id -> the checkpoint its step ran after
+    for v in views:
+        for t in v.tasks:
+            if t.id:
+                ran_at.setdefault(t.id, v.checkpoint_id)
+    out: list[tuple[str | None, str]] = []
+    for child in _children(ns, namespaces):
+        cid = ran_at.get(child.rpartition("|")[2].rpartition(":")[2])
+        parent = by_id.get(cid) if cid else None
+        anchor = anchor_of.get(cid, "") if cid else ""
+        out.append((cid, _call_html(reader, thread_id, child, parent, namespaces, attention, anchor)))
+    return out
+
+
 def _call_html(
-    reader: Reader, thread_id: str, child: str, parent_view: Any, attention: Attention, anchor: str
+    reader: Reader,
+    thread_id: str,
+    child: str,
+    parent_view: Any,
+    namespaces: Sequence[str],
+    attention: Attention,
+    anchor: str,
 ) -> str:
     """One subgraph call, folded: its node, and what it added: the events of its line less the
-    messages the parent already had when it called (its input)."""
+    messages the parent already had when it called (its input); the calls it made in turn."""
     from ..core.messages import message_fields
     from ..readmodel.turns import events_along, line_to
 
@@ -823,14 +840,16 @@ def _call_html(
         got = message_fields(e.tree)
         return got is None or got.get("id") not in had or got.get("id") is None
 
-    events = [e for e in events_along(reader, thread_id, child, ids, None) if new(e)]
+    views: list[Any] = []
+    events = [e for e in events_along(reader, thread_id, child, ids, None, views) if new(e)]
     for e in events:
         _event_attention(e, anchor, attention)
     items = "".join(event_html(e) for e in events) or '<li class="other">(nothing new)</li>'
+    inner = _calls(reader, thread_id, child, views, namespaces, attention, dict.fromkeys(ids, anchor))
     return (
         f'<details class="subgraph"><summary>subgraph call {_code(node)} '
         f'<span class="dim">({len(ids)} checkpoints, namespace {_code(child)})</span></summary>'
-        f'<ul class="events">{items}</ul></details>'
+        f'<ul class="events">{items}</ul>{"".join(html for _, html in inner)}</details>'
     )
 
 
