@@ -22,7 +22,7 @@ import bisect
 import html as _html
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -342,22 +342,25 @@ def _footer(what: str) -> str:
 # ----------------------------------------------------------------------------
 # review --html
 # ----------------------------------------------------------------------------
-def review_html(report: Report) -> str:
+def review_html(
+    report: Report, flag_label: Mapping[str, str], files_line: str, line_title: Callable[..., str]
+) -> str:
     """The review as one page: what needs attention, then per thread the fork tree of its new
-    lines, the turns of each line, what runs next, its problems; then the memories."""
-    from .review import FLAG_LABEL, _files_line
+    lines, the turns of each line, what runs next, its problems; then the memories. The
+    review's own words come from cli/review.py (``flag_label``: each kind of flag's name,
+    ``files_line``: the count of changed files, ``line_title``: a line's title), which imports
+    this module."""
 
     head = report.range.head[:12] if report.range.head else "the work tree"
     title = f"State review {_h(report.range.base[:12])} .. {_h(head)}"
     attention = Attention()
     for flagged in report.flags:
         where = f"{_code(flagged.path)}: " if flagged.path else ""
-        attention.add(_h(FLAG_LABEL.get(flagged.kind, flagged.kind)), f"{where}{_h(flagged.message)}")
-    threads = [_thread_html(t, ti, attention) for ti, t in enumerate(report.threads, 1)]
+        attention.add(_h(flag_label.get(flagged.kind, flagged.kind)), f"{where}{_h(flagged.message)}")
+    threads = [_thread_html(t, ti, attention, line_title) for ti, t in enumerate(report.threads, 1)]
     items = _items_html(report.items, attention)
     counts = (
-        f"{len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} changed; "
-        f"{_h(_files_line(report))}"
+        f"{len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} changed; {_h(files_line)}"
     )
     body = [
         "<header>",
@@ -377,7 +380,7 @@ def review_html(report: Report) -> str:
     return page(title, body)
 
 
-def _thread_html(t: ThreadReport, ti: int, attention: Attention) -> str:
+def _thread_html(t: ThreadReport, ti: int, attention: Attention, line_title: Callable[..., str]) -> str:
     anchor = f"t{ti}"
     flag = ' <span class="tag warn">heads to settle</span>' if t.unsettled else ""
     parts = [
@@ -395,9 +398,8 @@ def _thread_html(t: ThreadReport, ti: int, attention: Attention) -> str:
         lines_html = []
         for li, line in enumerate(n.lines, 1):
             turns = turns_of(line.events)
-            lines_html.append(
-                _line_html(n, line, turns, f"{where}-l{li}", len(n.lines) > 1, attention, anchors)
-            )
+            title = line_title(n, line, len(n.lines) > 1, _code)
+            lines_html.append(_line_html(line, turns, f"{where}-l{li}", title, attention, anchors))
         if n.lines:
             tree = _review_tree(n, anchors)
             forked = len(n.lines) > 1 or bool(n.heads)
@@ -429,21 +431,17 @@ def _thread_html(t: ThreadReport, ti: int, attention: Attention) -> str:
 
 
 def _line_html(
-    n: NamespaceReport,
     line: Line,
     turns: list[list[Event]],
     anchor: str,
-    many: bool,
+    title: str,
     attention: Attention,
     anchors: dict[int, str],
 ) -> str:
-    """One new line of checkpoints: its title, its turns, the channels it changed."""
-    from .review import _line_title
-
+    """One new line of checkpoints: its title (HTML), its turns, the channels it changed."""
     for i, turn in enumerate(turns, 1):
         for e in turn:
             anchors[id(e)] = f"{anchor}-{i}"
-    title = _line_title(n, line, many, _code)
     return (
         f'<div class="line" id="{anchor}"><p><strong>{title}</strong></p>'
         + turns_html(turns, anchor, attention)

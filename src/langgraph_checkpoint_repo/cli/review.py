@@ -65,7 +65,7 @@ def review(
     if html_file is not None:
         from .html import review_html, write_page
 
-        write_page(html_file, review_html(report))
+        write_page(html_file, review_html(report, FLAG_LABEL, _files_line(report), _line_title))
     if as_json:
         _print_json(report_json(report))
     elif markdown:
