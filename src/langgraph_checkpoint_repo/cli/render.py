@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,8 +30,21 @@ def render(
     thread: ThreadArg,
     fmt: Annotated[str, typer.Option("--format", help="Output format (only markdown).")] = "markdown",
     ns: NsOpt = "",
-    limit: Annotated[int, typer.Option("--limit", min=1, help="History rows to include.")] = 20,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit", min=1, help="History rows to include (default: 20; 1,000 in the --html page)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
+    html_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write the thread as one self-contained HTML page to FILE (docs/cli.md, render).",
+        ),
+    ] = None,
 ) -> None:
     """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
     from ..readmodel.calls import with_calls
@@ -48,6 +62,14 @@ def render(
     summary = reader.summary(thread)
     view = reader.state(thread, ns, reader.resolve(thread, ns, None))
     rows = reader.history(thread, ns)
+    note = present.not_revived_note(reader.not_revived, reader.fix)
+    if html_file is not None:
+        from .html import MAX_TREE_ROWS, render_html, write_page
+
+        write_page(
+            html_file, render_html(reader, summary, view, rows, limit=limit or MAX_TREE_ROWS, note=note)
+        )
+    limit = limit or 20
     if as_json:
         _print_json(
             {
@@ -58,7 +80,6 @@ def render(
             }
         )
         return
-    note = present.not_revived_note(reader.not_revived, reader.fix)
     branches = open_branches(reader, thread, ns)
     with_calls(reader, thread, ns, branches)
     sys.stdout.write(screen(_markdown(summary, view, rows, limit, note, branches), keep="\n\t"))

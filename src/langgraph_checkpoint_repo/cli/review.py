@@ -8,6 +8,7 @@ is screened (secrets masked, control characters escaped) and, in Markdown, made 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -54,6 +55,14 @@ def review(
         bool, typer.Option("--markdown", help="GitHub-flavoured Markdown, for a pull-request comment.")
     ] = False,
     as_json: JsonOpt = False,
+    html_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write the review as one self-contained HTML page to FILE (docs/review.md).",
+        ),
+    ] = None,
 ) -> None:
     """What changed in the state between two git revisions, per thread: the new turns in order
     (messages, tool calls and results, interrupts and answers, edits), other channels old -> new,
@@ -64,6 +73,10 @@ def review(
     settings = _settings(ctx)
     _check_root(settings.root)
     report = make_report(settings.root, spec=range_)
+    if html_file is not None:
+        from .html import review_html, write_page
+
+        write_page(html_file, review_html(report, FLAG_LABEL, _files_line(report), _line_title))
     if as_json:
         _print_json(report_json(report))
     elif markdown:
