@@ -24,8 +24,6 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -46,9 +44,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
-from langgraph.types import Send
 
+from . import forks
 from ._compat import with_msgpack_allowlist
+from .configs import checkpoint_config, thread_ns
 from .core import fields
 from .core.bookkeeping import compact
 from .core.bookkeeping import depth as delta_depth
@@ -57,27 +56,22 @@ from .core.documents import Documents, writes_key
 from .core.durable import check_lock_timeout
 from .core.entries import ValueEntry, entry_from_node
 from .core.errors import (
-    BadInputError,
     FileFormatError,
     InstallationError,
     MissingReferenceError,
-    NotFoundError,
     RepoCheckpointError,
-    ThreadWaitsError,
 )
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
-from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
-from .core.sends import TASKS
 from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
 from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
 from .core.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
 from .core.writes import merged_writes, write_idx
+from .forks import Head
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
-from .readmodel.tasks import CONTROL_WRITES, INTERRUPT, PULL, PUSH, derive_tasks
 from .serde import ValueCodec
 from .values import ListState, ValueWriter
 
@@ -108,23 +102,6 @@ DECIDE_AGAIN = 3
 
 
 _S = TypeVar("_S", bound="RepoSaver")
-
-
-@dataclass(frozen=True)
-class Head:
-    """What ``RepoSaver.heads`` returns per head: its checkpoint as ``get_tuple`` reads it."""
-
-    checkpoint_tuple: CheckpointTuple
-    settled: bool
-    continues: bool = False  # the head the graph continues from (docs/forks.md, "The rule")
-
-    @property
-    def config(self) -> RunnableConfig:
-        return self.checkpoint_tuple.config
-
-    @property
-    def checkpoint_id(self) -> str:
-        return str(self.checkpoint_tuple.checkpoint["id"])
 
 
 class _WritesCall(NamedTuple):
@@ -270,7 +247,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return self._learn_graph_types(0)._get_tuple(config)
 
     def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns = _thread_ns(config)
+        thread_id, ns = thread_ns(config)
         checkpoint_id = get_checkpoint_id(config)
         for attempt in range(5):
             cid = checkpoint_id
@@ -393,10 +370,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         metadata = self.codec.revive_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
         parent = doc["parent_checkpoint_id"]
         return CheckpointTuple(
-            config=_config(thread_id, ns, cid),
+            config=checkpoint_config(thread_id, ns, cid),
             checkpoint=checkpoint,  # type: ignore[arg-type]
             metadata=metadata,
-            parent_config=_config(thread_id, ns, parent) if parent else None,
+            parent_config=checkpoint_config(thread_id, ns, parent) if parent else None,
             pending_writes=self._pending_writes(thread_id, ns, cid),
         )
 
@@ -441,7 +418,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         checkpoint's file (a list that grew as the items appended, a large value in a file of
         its own, values.py); the others are referred to where their version already lives.
         Large files are written first, the checkpoint file (the commit point) last."""
-        thread_id, ns = _thread_ns(config)
+        thread_id, ns = thread_ns(config)
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         checkpoint, new_versions = _versions_for_file(checkpoint, new_versions)
@@ -452,7 +429,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 again = attempt < DECIDE_AGAIN
                 if self._put_file(thread_id, ns, config, checkpoint, metadata, new_versions, again=again):
                     break
-        return _config(thread_id, ns, cid)
+        return checkpoint_config(thread_id, ns, cid)
 
     def _put_file(
         self,
@@ -616,7 +593,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
     ) -> None:
         """As the base class: per task and ``idx`` the first regular write wins and a special
         one replaces; each call adds one writes file, never changing one already written."""
-        thread_id, ns = _thread_ns(config)
+        thread_id, ns = thread_ns(config)
         cid = config["configurable"]["checkpoint_id"]
         key = (thread_id, ns, str(cid))
         with self._busy(key, writes=True):
@@ -756,72 +733,20 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return self.checkpoint_metadata(thread_id, ns, cid, fresh=True)
 
     # ------------------------------------------------------------------
-    # heads (core/heads.py finds them; docs/forks.md)
+    # forks: heads, choose, edit, merge (forks.py; docs/forks.md)
     # ------------------------------------------------------------------
     def heads(self, config: RunnableConfig) -> builtins.list[Head]:
         """The heads of ``config``'s namespace, settled or not: the one that continues first,
         then the others newest first (docs/forks.md)."""
-        view = self._learn_graph_types(0)
-        thread_id, ns = _thread_ns(config)
-        lineage = view.store.lineage(thread_id, ns)
-        current = lineage.current()
-        out = []
-        for state in sorted(lineage.heads(), key=lambda h: h.checkpoint_id != current):
-            tup = view.get_tuple(_config(thread_id, ns, state.checkpoint_id))
-            if tup is not None:  # None: removed since it was listed
-                out.append(Head(tup, state.settled, state.checkpoint_id == current))
-        return out
+        return forks.heads(self._learn_graph_types(0), config)
 
     def choose_head(self, config: RunnableConfig) -> RunnableConfig:
-        """Make the head ``config`` names continue, the choice recorded: a new checkpoint, child
-        of the chosen head, holding the same values and versions, the head's metadata (source
-        "fork") with the choice over every other head, and the head's pending writes under the
-        task ids the new checkpoint gives the same tasks (docs/forks.md). A head that continues
-        already while no other waits for a choice is returned as it is: nothing is written."""
-        thread_id, ns = _thread_ns(config)
-        cid = (config.get("configurable") or {}).get("checkpoint_id")
-        if not cid:
-            raise BadInputError(
-                "choose_head needs config['configurable']['checkpoint_id']: the head that is to continue"
-            )
-        cid = str(cid)
-        with self.store.thread_lock(thread_id):
-            lineage = self.store.lineage(thread_id, ns)
-            heads = lineage.heads()
-            if not heads:
-                raise NotFoundError(f"{where_of(thread_id, ns)} has no checkpoints under {self.root}")
-            ids = [h.checkpoint_id for h in heads]
-            if cid not in ids:
-                known = cid in self.store.checkpoint_ids(thread_id, ns)
-                what = "is not a head (a later checkpoint continues it)" if known else "is not there"
-                raise (BadInputError if known else NotFoundError)(
-                    f"checkpoint {cid!r} of {where_of(thread_id, ns)} {what}; its heads are {', '.join(ids)}"
-                )
-            over = [i for i in ids if i != cid]
-            waiting = [h.checkpoint_id for h in heads if h.checkpoint_id != cid and not h.settled]
-            if cid == lineage.current() and not waiting:
-                return _config(thread_id, ns, cid)  # it continues already, and no fork is open
-            head = self.get_tuple(_config(thread_id, ns, cid))
-            if head is None:
-                raise NotFoundError(f"checkpoint {cid!r} of {where_of(thread_id, ns)} was removed meanwhile")
-            step = head.metadata.get("step")
-            # the choice continues whatever the clocks say: it passes over every other head
-            new_id = str(uuid6(clock_seq=step if isinstance(step, int) else None))
-            checkpoint: Any = {**head.checkpoint, "id": new_id, "ts": datetime.now(timezone.utc).isoformat()}
-            metadata: Any = {**head.metadata, "source": "fork", CHOICE_KEY: {"chose": cid, "over": over}}
-            new_config = self.put(head.config, checkpoint, metadata, {})
-            renamed = _task_ids(head, new_id)
-            by_task: dict[str, builtins.list[tuple[str, Any]]] = {}
-            for task_id, channel, value in head.pending_writes or []:
-                by_task.setdefault(task_id, []).append((channel, value))
-            for task_id, writes in by_task.items():
-                new_task, path = renamed.get(task_id, (task_id, ""))
-                self.put_writes(new_config, writes, new_task, path)
-            return new_config
+        """Make the head ``config`` names continue, the choice recorded (forks.choose_head)."""
+        return forks.choose_head(self, config)
 
     async def aheads(self, config: RunnableConfig) -> builtins.list[Head]:
         """``heads`` in a worker thread."""
-        return await asyncio.to_thread(self._learn_graph_types(0).heads, config)
+        return await asyncio.to_thread(self.heads, config)
 
     async def achoose_head(self, config: RunnableConfig) -> RunnableConfig:
         """``choose_head`` in a worker thread."""
@@ -830,145 +755,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
     def edit_state(
         self, config: RunnableConfig, values: Mapping[str, Any], *, force: bool = False
     ) -> RunnableConfig:
-        """A supported edit (``langgraph-repo edit``): a new checkpoint whose parent is the one
-        ``config`` names, holding ``values`` (channel -> new value, whole) and every other
-        channel as it was, each changed channel at a new version, metadata ``source: "update"``
-        and the next step, as LangGraph's ``update_state`` writes one (InMemorySaver's result
-        is the reference: tests/test_edit_waiting.py):
-
-        - ``updated_channels`` unset, as ``update_state`` leaves it: LangGraph then looks at
-          every node for the next step, so what the parent scheduled stays scheduled (naming
-          only the edited channels made the loop skip the parent's pull tasks: the thread
-          stopped without running them);
-        - the ``Send`` packets run the tool calls as the edited messages make them (edits.py);
-        - the parent's pending writes are not carried (they are the parent's tasks'): an
-          interrupt waiting there is dropped, its task runs again from its first line and asks
-          again (a ``Command(resume=...)`` answers that new question); a finished task's writes
-          are dropped, it runs again.
-
-        So the edit of a head with pending writes or scheduled tool calls is refused
-        (``ThreadWaitsError``, naming them) unless ``force``. Nothing is changed in place: the
-        fix is a checkpoint a reviewer sees, and history keeps the state before it."""
-        from .edits import scheduled_calls, sends_after_edit
-
-        thread_id, ns = _thread_ns(config)
-        with self.store.thread_lock(thread_id):
-            parent = self.get_tuple(config)
-            if parent is None:
-                missing = get_checkpoint_id(config)
-                raise NotFoundError(f"no checkpoint {missing!r} in {where_of(thread_id, ns)}")
-            unknown = sorted(set(values) - set(parent.checkpoint["channel_versions"]))
-            if unknown:
-                raise BadInputError(f"{where_of(thread_id, ns)} has no channel {unknown[0]!r} to edit")
-            sends = parent.checkpoint["channel_values"].get(TASKS)
-            head = self.store.current(thread_id, ns) == parent.checkpoint["id"]
-            if head and not force:
-                _refuse_waiting(thread_id, ns, parent, scheduled_calls(sends))
-            values = dict(values)
-            if isinstance(sends, list) and sends and TASKS not in values:
-                followed = sends_after_edit(sends, parent.checkpoint["channel_values"], values)
-                if followed is not None:
-                    values[TASKS] = followed
-            versions = dict(parent.checkpoint["channel_versions"])
-            new_versions: dict[str, Any] = {}
-            for channel in values:
-                current = versions.get(channel)
-                versions[channel] = new_versions[channel] = self.get_next_version(
-                    None if current is None else str(current), None
-                )
-            step = parent.metadata.get("step")
-            new_step = step + 1 if isinstance(step, int) else None
-            checkpoint: Any = {
-                **parent.checkpoint,
-                "id": str(uuid6(clock_seq=new_step)),
-                "ts": datetime.now(timezone.utc).isoformat(),
-                "channel_versions": versions,
-                "channel_values": {**parent.checkpoint["channel_values"], **values},
-                "updated_channels": None,
-            }
-            parents = dict(parent.metadata.get("parents") or {})
-            metadata: Any = {"source": "update", "step": new_step, "parents": parents}
-            return self.put(parent.config, checkpoint, metadata, new_versions)
+        """A supported edit, as LangGraph's ``update_state`` writes one (forks.edit_state);
+        refused on a head that waits unless ``force``."""
+        return forks.edit_state(self, config, values, force=force)
 
     def merge_heads(self, config: RunnableConfig, other: str) -> RunnableConfig:
-        """Keep both branches' turns (``langgraph-repo heads --merge``): a new checkpoint
-        continuing the head ``config`` names, its ``messages`` that head's followed by the
-        messages ``other`` added since the two branches parted, in order, and every other
-        channel as the kept head has it; recorded as a choice over ``other`` (docs/forks.md).
-        Refused, naming why, where a merge cannot be right: a head with pending writes (in the
-        middle of a step, or waiting on an interrupt), or other channels that differ."""
-        thread_id, ns = _thread_ns(config)
-        keep = str((config.get("configurable") or {}).get("checkpoint_id") or "")
-        where = where_of(thread_id, ns)
-        with self.store.thread_lock(thread_id):
-            lineage = self.store.lineage(thread_id, ns)
-            heads = {h.checkpoint_id for h in lineage.heads()}
-            for cid in (keep, other):
-                if cid not in heads:
-                    listed = ", ".join(sorted(heads))
-                    raise BadInputError(f"checkpoint {cid!r} of {where} is not a head; the heads: {listed}")
-            if keep == other:
-                raise BadInputError("--merge takes two different heads")
-            fork = _fork_point(lineage.links, keep, other)
-            kept = self.get_tuple(_config(thread_id, ns, keep))
-            merged = self.get_tuple(_config(thread_id, ns, other))
-            start = self.get_tuple(_config(thread_id, ns, fork)) if fork else None
-            if kept is None or merged is None:
-                raise NotFoundError(f"a head of {where} was removed meanwhile")
-            for head in (kept, merged):
-                if head.pending_writes:
-                    raise RepoCheckpointError(
-                        f"cannot merge in {where}: head {head.checkpoint['id']} has pending writes (it is "
-                        "in the middle of a step or waits on an interrupt); choose one with --choose instead"
-                    )
-            differ = sorted(
-                c
-                for c in set(kept.checkpoint["channel_values"]) | set(merged.checkpoint["channel_values"])
-                if c != MERGED_CHANNEL
-                and not c.startswith(("__", "branch:to:", "join:"))
-                and kept.checkpoint["channel_values"].get(c) != merged.checkpoint["channel_values"].get(c)
-            )
-            if differ:
-                raise RepoCheckpointError(
-                    f"cannot merge in {where}: the heads differ in {', '.join(differ)}, not only in "
-                    "messages; choose one with --choose instead"
-                )
-            own = list(kept.checkpoint["channel_values"].get(MERGED_CHANNEL) or [])
-            parted = start.checkpoint["channel_values"].get(MERGED_CHANNEL) or [] if start else []
-            before = {_message_key(m) for m in parted}
-            have = {_message_key(m): m for m in own}
-            added = []
-            for m in merged.checkpoint["channel_values"].get(MERGED_CHANNEL) or []:
-                key = _message_key(m)
-                if key in before:
-                    continue
-                if key in have:
-                    if have[key] != m:  # one id, two messages: add_messages would keep only one
-                        raise RepoCheckpointError(
-                            f"cannot merge in {where}: both heads hold a different message with id {key!r}; "
-                            "choose one with --choose instead"
-                        )
-                    continue
-                added.append(m)
-            versions = dict(kept.checkpoint["channel_versions"])
-            current = versions.get(MERGED_CHANNEL)
-            version = self.get_next_version(None if current is None else str(current), None)
-            versions[MERGED_CHANNEL] = version
-            step = kept.metadata.get("step")
-            new_id = str(uuid6(clock_seq=step if isinstance(step, int) else None))
-            checkpoint: Any = {
-                **kept.checkpoint,
-                "id": new_id,
-                "ts": datetime.now(timezone.utc).isoformat(),
-                "channel_versions": versions,
-                "channel_values": {**kept.checkpoint["channel_values"], MERGED_CHANNEL: own + added},
-                # as edit_state: none named, so what the kept head scheduled stays scheduled
-                "updated_channels": None,
-            }
-            over = sorted(heads - {keep})
-            choice = {"chose": keep, "over": over, "merged": [other]}
-            metadata: Any = {**kept.metadata, "source": "fork", CHOICE_KEY: choice}
-            return self.put(kept.config, checkpoint, metadata, {MERGED_CHANNEL: version})
+        """Keep both branches' turns (forks.merge_heads)."""
+        return forks.merge_heads(self, config, other)
 
     # ------------------------------------------------------------------
     # history and versions
@@ -983,7 +776,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         view = self._learn_graph_types(0)
         if view is not self:
             return view.get_delta_channel_history(config=config, channels=channels)
-        thread_id, ns = _thread_ns(config)
+        thread_id, ns = thread_ns(config)
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         cid = get_checkpoint_id(config)
         if not cid:
@@ -1122,14 +915,6 @@ def _versions_for_file(
     return stored, {k: for_file(v) for k, v in new_versions.items()}
 
 
-def _thread_ns(config: RunnableConfig) -> tuple[str, str]:
-    conf = config["configurable"]
-    thread_id = conf.get("thread_id")
-    if thread_id is None:
-        raise RepoCheckpointError("config['configurable']['thread_id'] is required")
-    return str(thread_id), str(conf.get("checkpoint_ns") or "")
-
-
 def _listed(
     store: Documents, config: RunnableConfig | None, before: RunnableConfig | None
 ) -> Iterable[tuple[str, str, str]]:
@@ -1176,86 +961,11 @@ def _check_int_option(name: str, value: Any, low: int, high: int) -> None:
         raise ValueError(f"{name}={value!r}: expected an integer from {low} to {high}")
 
 
-def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
-
-
 def _allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
     """Allowlist entries as (module, name) keys; a class stands for its own."""
     return frozenset(
         (item.__module__, item.__name__) if isinstance(item, type) else tuple(item) for item in items
     )
-
-
-def _task_ids(head: CheckpointTuple, new_id: str) -> dict[str, tuple[str, str]]:
-    """Old task id -> (new task id, task path): LangGraph derives a task's id from its
-    checkpoint's id, so the same task of the copy has another id; its writes must move with it.
-    Tasks that cannot be derived from the checkpoint alone keep their id (docs/forks.md)."""
-    cp: Any = head.checkpoint
-    values = cp["channel_values"]
-    sends = [
-        {"$type": ["langgraph.types", "Send"], "$args": [p.node]} if isinstance(p, Send) else p
-        for p in values.get(TASKS) or []
-    ]
-    ns = str(head.config["configurable"].get("checkpoint_ns") or "")
-
-    def tasks(cid: str) -> builtins.list[Any]:
-        doc = {"checkpoint_ns": ns, "checkpoint_id": cid, "metadata": dict(head.metadata), "checkpoint": cp}
-        return derive_tasks(doc, set(values), sends)
-
-    out: dict[str, tuple[str, str]] = {}
-    for old, new in zip(tasks(str(cp["id"])), tasks(new_id), strict=True):
-        if old.id is None or new.id is None:
-            continue
-        kind, _, idx = old.kind.partition(" ")
-        path = f"~{PULL}, {old.name}" if kind == "pull" else f"~{PUSH}, {int(idx):010d}"
-        out[old.id] = (new.id, path)
-    return out
-
-
-def _fork_point(links: Mapping[str, Any], a: str, b: str) -> str | None:
-    """The nearest checkpoint both ``a`` and ``b`` descend from (None: they share none)."""
-    seen: set[str] = set()
-    walk: str | None = a
-    while walk is not None and walk not in seen:
-        seen.add(walk)
-        walk = links[walk].parent if walk in links else None
-    walk, visited = b, set()
-    while walk is not None and walk not in visited:
-        if walk in seen:
-            return walk
-        visited.add(walk)
-        walk = links[walk].parent if walk in links else None
-    return None
-
-
-def _refuse_waiting(
-    thread_id: str, ns: str, parent: CheckpointTuple, calls: builtins.list[tuple[str, dict[str, Any]]]
-) -> None:
-    """``edit_state`` without ``force``: refused, naming them, when the head has pending writes
-    (an interrupt waiting for an answer, a finished task's writes) or scheduled tool calls."""
-    writes = parent.pending_writes or []
-    asked = sum(1 for _, channel, _ in writes if channel == INTERRUPT)
-    tasks = {t for t, channel, _ in writes if channel not in CONTROL_WRITES}  # a failed one runs again anyway
-    parts = [f"{asked} interrupt{'s' if asked > 1 else ''} waiting for an answer (dropped: asked again)"]
-    parts = parts if asked else []
-    if tasks:
-        parts.append(f"saved writes of {len(tasks)} task{'s' if len(tasks) > 1 else ''} (dropped: run again)")
-    if calls:
-        said = ", ".join(f"{c.get('name')} (id {c.get('id')})" for _, c in calls)
-        parts.append(f"scheduled tool calls {said} (they run as the edit leaves them)")
-    if parts:
-        raise ThreadWaitsError(
-            f"{where_of(thread_id, ns)} checkpoint {parent.checkpoint['id']} waits: {'; '.join(parts)}. "
-            "An edit writes a checkpoint without them, as update_state does: resume the thread "
-            'first, or pass force=True (docs/cli.md, "edit")'
-        )
-
-
-def _message_key(message: Any) -> Any:
-    """A message's identity across branches: its id, else its content."""
-    got = getattr(message, "id", None)
-    return got if got else repr(message)
 
 
 _log = logging.getLogger(__name__)
