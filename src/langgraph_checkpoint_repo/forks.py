@@ -232,35 +232,14 @@ def merge_heads(saver: ForkSaver, config: RunnableConfig, other: str) -> Runnabl
                     f"cannot merge in {where}: head {head.checkpoint['id']} has pending writes (it is "
                     "in the middle of a step or waits on an interrupt); choose one with --choose instead"
                 )
-        differ = sorted(
-            c
-            for c in set(kept.checkpoint["channel_values"]) | set(merged.checkpoint["channel_values"])
-            if c != MERGED_CHANNEL
-            and not c.startswith(("__", "branch:to:", "join:"))
-            and kept.checkpoint["channel_values"].get(c) != merged.checkpoint["channel_values"].get(c)
-        )
+        differ = _other_channels_differ(kept, merged)
         if differ:
             raise RepoCheckpointError(
                 f"cannot merge in {where}: the heads differ in {', '.join(differ)}, not only in "
                 "messages; choose one with --choose instead"
             )
         own = list(kept.checkpoint["channel_values"].get(MERGED_CHANNEL) or [])
-        parted = start.checkpoint["channel_values"].get(MERGED_CHANNEL) or [] if start else []
-        before = {_message_key(m) for m in parted}
-        have = {_message_key(m): m for m in own}
-        added = []
-        for m in merged.checkpoint["channel_values"].get(MERGED_CHANNEL) or []:
-            key = _message_key(m)
-            if key in before:
-                continue
-            if key in have:
-                if have[key] != m:  # one id, two messages: add_messages would keep only one
-                    raise RepoCheckpointError(
-                        f"cannot merge in {where}: both heads hold a different message with id {key!r}; "
-                        "choose one with --choose instead"
-                    )
-                continue
-            added.append(m)
+        added = _added_since(merged, start, own, where)
         versions = dict(kept.checkpoint["channel_versions"])
         current = versions.get(MERGED_CHANNEL)
         version = saver.get_next_version(None if current is None else str(current), None)
@@ -351,3 +330,39 @@ def _message_key(message: Any) -> Any:
     """A message's identity across branches: its id, else its content."""
     got = getattr(message, "id", None)
     return got if got else repr(message)
+
+
+def _other_channels_differ(kept: CheckpointTuple, merged: CheckpointTuple) -> list[str]:
+    """The channels besides ``messages`` (and LangGraph's own) the two heads hold differently:
+    a merge of those would have to pick one, so it is refused."""
+    a, b = kept.checkpoint["channel_values"], merged.checkpoint["channel_values"]
+    return sorted(
+        c
+        for c in set(a) | set(b)
+        if c != MERGED_CHANNEL and not c.startswith(("__", "branch:to:", "join:")) and a.get(c) != b.get(c)
+    )
+
+
+def _added_since(
+    merged: CheckpointTuple, start: CheckpointTuple | None, own: list[Any], where: str
+) -> list[Any]:
+    """The messages ``merged`` added since the branches parted at ``start``, in order, less
+    those the kept head has already; one id holding two messages is refused (add_messages
+    would keep only one)."""
+    parted = start.checkpoint["channel_values"].get(MERGED_CHANNEL) or [] if start else []
+    before = {_message_key(m) for m in parted}
+    have = {_message_key(m): m for m in own}
+    added = []
+    for m in merged.checkpoint["channel_values"].get(MERGED_CHANNEL) or []:
+        key = _message_key(m)
+        if key in before:
+            continue
+        if key in have:
+            if have[key] != m:  # one id, two messages: add_messages would keep only one
+                raise RepoCheckpointError(
+                    f"cannot merge in {where}: both heads hold a different message with id {key!r}; "
+                    "choose one with --choose instead"
+                )
+            continue
+        added.append(m)
+    return added
