@@ -114,6 +114,7 @@ def _verdict_json(report: Report) -> dict[str, Any]:
         "approvals": v.answers,
         "tool_errors": v.tool_errors,
         "failed_tasks": v.failures,
+        "hand_edits": v.edits,
         "memory_changes": v.memories,
         "forks": v.forks,
         "rewrites": v.rewrites,

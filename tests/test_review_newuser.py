@@ -1,0 +1,143 @@
+"""What tripped a new user reviewing their own agent's branch (issue 35, a user's first hour).
+
+A travel agent as a LangGraph user writes one: ``create_agent`` with a fake chat model and
+three tools, ``get_weather`` (raises for a city it does not know: the run stops, a failed
+task), ``book_flight`` (asks for approval with ``interrupt()``) and ``remember`` (a memory in
+``RepoStore``), compiled with ``RepoSaver``, in a real git repository. ``main`` holds turn 1;
+branch ``trip``:
+
+    trip~3  turn 2 asks to book a flight (waits for the approval)
+    trip~2  a hand edit while it waits (``edit --force``: the price 120 -> 99)
+    trip~1  the approval, then turn 3, whose tool raised
+    trip    turn 4 (a memory)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.agent_graphs import FakeToolModel
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.types import Command, interrupt
+
+from helpers import cli
+from langgraph_checkpoint_repo import RepoSaver, RepoStore
+from test_git import commit_all, git, init_repo
+
+THREAD = "trip-1"
+CONFIG: RunnableConfig = {"configurable": {"thread_id": THREAD}}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city; the service does not know every city."""
+    if city == "Atlantis":
+        raise ValueError(f"weather service: unknown city {city!r}")
+    return f"Sunny, 21 degrees in {city}."
+
+
+@tool
+def book_flight(city: str, price: float) -> str:
+    """Book a flight once the traveller approved its price."""
+    answer = interrupt({"question": f"Book the flight to {city} for {price:.0f} EUR?"})
+    return f"Booked: flight to {city}, {price:.0f} EUR." if answer == "yes" else "Not booked."
+
+
+@tool
+def remember(fact: str, runtime: ToolRuntime) -> str:
+    """Remember a fact about the traveller."""
+    assert runtime.store is not None
+    runtime.store.put(("travellers", "ada"), "prefs", {"fact": fact})
+    return f"Noted: {fact}"
+
+
+class TravelModel(FakeToolModel):
+    """Calls the tool the user's words ask for, then answers from its result."""
+
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        n = sum(isinstance(m, HumanMessage) for m in messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            return AIMessage(content=f"Here you go: {last.content}", id=f"ai-{n}-answer")
+        text = str(last.content)
+        if "weather" in text:
+            name, args = "get_weather", {"city": text.rsplit(" ", 1)[-1].strip("?")}
+        elif "book" in text:
+            name, args = "book_flight", {"city": "Paris", "price": 120}
+        else:
+            name, args = "remember", {"fact": text}
+        call = {"name": name, "args": args, "id": f"call-{n}"}
+        return AIMessage(content="", tool_calls=[call], id=f"ai-{n}-call")
+
+
+@dataclass
+class Trip:
+    repo: Path
+
+    @property
+    def root(self) -> Path:
+        return self.repo / ".langgraph"
+
+    def run(self, *args: str, code: int = 0) -> str:
+        proc = cli(self.root, *args, cwd=self.repo)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        return proc.stdout
+
+
+def _agent(root: Path) -> Any:
+    return create_agent(
+        TravelModel(),
+        [get_weather, book_flight, remember],
+        checkpointer=RepoSaver(root, durable=False),
+        store=RepoStore(root),
+    )
+
+
+def _say(root: Path, text: str) -> None:
+    _agent(root).invoke({"messages": [("user", text)]}, CONFIG)
+
+
+@pytest.fixture(scope="module")
+def trip(tmp_path_factory: pytest.TempPathFactory) -> Trip:
+    repo = init_repo(tmp_path_factory.mktemp("newuser") / "app")
+    t = Trip(repo)
+    _say(t.root, "What is the weather in Paris?")
+    commit_all(repo, "turn 1")
+    git(repo, "checkout", "-q", "-b", "trip")
+    _say(t.root, "Please book a flight to Paris")
+    commit_all(repo, "turn 2 asks to book")
+    form = json.loads(t.run("edit", THREAD, "--show"))
+    for message in form["values"]["messages"]:
+        for call in message.get("tool_calls", []):
+            if call["name"] == "book_flight":
+                call["args"]["price"] = 99
+    edited = repo.parent / "form.json"
+    edited.write_text(json.dumps(form), encoding="utf-8")
+    t.run("edit", THREAD, "--file", str(edited), "--force")
+    commit_all(repo, "hand edit: the price")
+    _agent(t.root).invoke(Command(resume="yes"), CONFIG)
+    with pytest.raises(ValueError, match="Atlantis"):
+        _say(t.root, "What is the weather in Atlantis?")
+    commit_all(repo, "approved; turn 3 fails")
+    _say(t.root, "Remember I like window seats")
+    commit_all(repo, "turn 4 remembers")
+    return t
+
+
+def test_json_verdict_counts_the_hand_edit_the_verdict_line_counts(trip: Trip) -> None:
+    """``--json``'s verdict is "its line and each count": the line said ``1 hand edit`` and
+    the JSON had no count of it."""
+    verdict = json.loads(trip.run("review", "main...trip", "--json"))["verdict"]
+    assert "1 hand edit" in verdict["line"] and "1 failed task" in verdict["line"], verdict
+    assert verdict["hand_edits"] == 1 and verdict["failed_tasks"] == 1, verdict
+    # a range with no edit counts none
+    assert json.loads(trip.run("review", "trip~1..trip", "--json"))["verdict"]["hand_edits"] == 0
