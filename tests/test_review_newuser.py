@@ -15,6 +15,7 @@ branch ``trip``:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,3 +142,25 @@ def test_json_verdict_counts_the_hand_edit_the_verdict_line_counts(trip: Trip) -
     assert verdict["hand_edits"] == 1 and verdict["failed_tasks"] == 1, verdict
     # a range with no edit counts none
     assert json.loads(trip.run("review", "trip~1..trip", "--json"))["verdict"]["hand_edits"] == 0
+
+
+def _page_turns(page: str) -> list[str]:
+    return re.findall(r"<h3>(turn [^<]*)</h3>", page)
+
+
+@pytest.mark.parametrize(
+    ("rng", "turns"),
+    [
+        ("main...trip", ["turn 2", "turn 3", "turn 4"]),
+        ("trip~2..trip~1", ["turn 2 (continued)", "turn 3"]),
+    ],
+)
+def test_html_page_numbers_the_turns_as_the_thread_and_the_terminal_do(
+    trip: Trip, tmp_path: Path, rng: str, turns: list[str]
+) -> None:
+    """The page numbered each line's turns from 1 (``turn 1`` for the branch's first turn,
+    the thread's turn 2); the terminal and the comment number them as the thread's."""
+    page = tmp_path / "review.html"
+    text = trip.run("review", rng, "--html", str(page))
+    assert re.findall(r"^ {4}(turn .*)$", text, re.M) == turns, text
+    assert _page_turns(page.read_text(encoding="utf-8")) == turns

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .events import SHORT, compact, event_parts, task_lines, turns_of
+from .events import SHORT, compact, event_parts, numbered_turns, task_lines, turns_of
 from .output import screen
 
 if TYPE_CHECKING:
@@ -254,9 +254,11 @@ def turns_html(
     attention: Attention,
     extra: dict[int, list[str]] | None = None,
     first: int = 1,
+    titles: Sequence[str] = (),
 ) -> str:
     """The turns as an ordered list, each turn an anchor ``{anchor}-{n}``; ``extra``: more
-    HTML under a turn (its changes, the subgraph calls it made), by index."""
+    HTML under a turn (its changes, the subgraph calls it made), by index; ``titles``: each
+    turn's title (``turn 3 (continued)``, numbered as the thread's), else ``turn {n}``."""
     if not turns:
         return ""
     parts = ['<ol class="turns">']
@@ -268,7 +270,8 @@ def turns_html(
         events = "".join(event_html(e) for e in turn)
         more = "".join((extra or {}).get(i, []))
         parts.append(
-            f'<li class="turn" id="{here}"><h3>turn {number}</h3><ul class="events">{events}</ul>{more}</li>'
+            f'<li class="turn" id="{here}"><h3>{_h(titles[i] if i < len(titles) else f"turn {number}")}</h3>'
+            f'<ul class="events">{events}</ul>{more}</li>'
         )
     parts.append("</ol>")
     return "\n".join(parts)
@@ -444,7 +447,9 @@ def _line_html(
             anchors[id(e)] = f"{anchor}-{i}"
     return (
         f'<div class="line" id="{anchor}"><p><strong>{title}</strong></p>'
-        + turns_html(turns, anchor, attention)
+        + turns_html(
+            turns, anchor, attention, titles=[t.title for t in numbered_turns(line.events, line.turns_before)]
+        )
         + changes_html(line.channels, "channels changed on this line")
         + "</div>"
     )
