@@ -164,3 +164,33 @@ def test_html_page_numbers_the_turns_as_the_thread_and_the_terminal_do(
     text = trip.run("review", rng, "--html", str(page))
     assert re.findall(r"^ {4}(turn .*)$", text, re.M) == turns, text
     assert _page_turns(page.read_text(encoding="utf-8")) == turns
+
+
+def test_git_setup_says_to_commit_gitattributes_on_the_default_branch_as_review_flags_it(
+    trip: Trip, tmp_path: Path
+) -> None:
+    """``git-setup`` said "commit .gitattributes"; a user who committed it with the branch's
+    turns got a review flagged ``attributes changed`` (exit 1, a red CI job). It now says
+    where: on the default branch, on its own; done so, the branch's review is clean."""
+    repo = tmp_path / "clone"
+    git(trip.repo, "clone", "-q", "-b", "main", str(trip.repo), str(repo))
+    for line in ("user.name Test Author", "user.email test@example.invalid", "commit.gpgsign false"):
+        git(repo, "config", *line.split(" ", 1))
+    git(repo, "checkout", "-q", "trip")
+    said = cli(repo / ".langgraph", "git-setup", cwd=repo)
+    assert said.returncode == 0, said.stderr
+    advice = said.stdout.strip().splitlines()[-1]
+    assert "default branch" in advice and "attributes changed" in advice, advice
+    # the user's mistake: committed with the branch's work, the review is flagged
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-q", "-m", "git-setup on the branch")
+    flagged = cli(repo / ".langgraph", "review", "main...trip", cwd=repo)
+    assert flagged.returncode == 1 and "attributes changed" in flagged.stdout, flagged.stdout
+    # as advised: on main, on its own; the branch's review says nothing of it
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "checkout", "-q", "main")
+    assert cli(repo / ".langgraph", "git-setup", cwd=repo).returncode == 0
+    commit_all(repo, "git-setup")
+    git(repo, "checkout", "-q", "trip")
+    clean = cli(repo / ".langgraph", "review", "main...trip", cwd=repo)
+    assert clean.returncode == 0 and "none flagged" in clean.stdout, clean.stdout
