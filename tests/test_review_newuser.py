@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,3 +195,30 @@ def test_git_setup_says_to_commit_gitattributes_on_the_default_branch_as_review_
     git(repo, "checkout", "-q", "trip")
     clean = cli(repo / ".langgraph", "review", "main...trip", cwd=repo)
     assert clean.returncode == 0 and "none flagged" in clean.stdout, clean.stdout
+
+
+def test_render_html_numbers_the_turns_of_each_head_to_settle_as_the_threads(
+    trip: Trip, tmp_path: Path
+) -> None:
+    """``render --html``'s heads to settle numbered each branch's turns from 1: run again
+    from the end of turn 1, the new branch's turn read ``turn 1`` and the old one's ``turn 1,
+    2, 3``; they are the thread's turns 2, and 2 to 4."""
+    repo = tmp_path / "app"
+    shutil.copytree(trip.repo, repo)
+    at_main = max(
+        Path(name).stem
+        for name in git(
+            repo, "ls-tree", "--name-only", "main", f".langgraph/threads/{THREAD}/checkpoints/"
+        ).stdout.split()
+    )
+    forked: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_id": at_main}}
+    _agent(repo / ".langgraph").invoke({"messages": [("user", "What is the weather in Rome?")]}, forked)
+    page = tmp_path / "render.html"
+    proc = cli(repo / ".langgraph", "render", THREAD, "--html", str(page), cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text(encoding="utf-8")
+    branches = text[text.index('<section id="branches">') :]
+    per_head = [_page_turns(part) for part in branches.split('<h3 id="branch-')[1:]]
+    assert per_head == [["turn 2"], ["turn 2", "turn 3", "turn 4"]], per_head
+    # the conversation of the line that continues: from the thread's start
+    assert _page_turns(text[: text.index('<section id="branches">')]) == ["turn 1", "turn 2"]

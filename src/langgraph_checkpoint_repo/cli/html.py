@@ -647,7 +647,7 @@ def render_html(
     if note:
         main.append(f'<p class="dim">Not revived:</p>{_pre(chr(10).join(note))}')
     if branches:
-        main += _branches_html(thread_id, ns, branches, attention, anchors)
+        main += _branches_html(reader, thread_id, ns, branches, attention, anchors)
     main.append(_render_tree(reader, thread_id, ns, rows, head, ids, events, branches, anchors, limit))
     main.append("</main>")
     body.append(attention.html("nothing waits, failed or was refused"))
@@ -924,8 +924,17 @@ def _state_html(view: Any) -> list[str]:
 
 
 def _branches_html(
-    thread_id: str, ns: str, branches: Sequence[Any], attention: Attention, anchors: dict[int, str]
+    reader: Reader,
+    thread_id: str,
+    ns: str,
+    branches: Sequence[Any],
+    attention: Attention,
+    anchors: dict[int, str],
 ) -> list[str]:
+    """The heads to settle, each with the turns its branch added since it parted, titled as
+    the thread's turns (the user messages at the parting checkpoint came before)."""
+    from ..readmodel.calls import count_users
+
     count = f"{len(branches)} heads continue this thread; nobody chose between them."
     parts = ['<section id="branches"><h2>Heads to settle</h2>', f"<p>{count}</p>"]
     for k, b in enumerate(branches, 1):
@@ -938,8 +947,11 @@ def _branches_html(
         parts.append(f'<h3 id="branch-{k}">head {_code(b.head)} {state}{since}</h3>')
         for e in b.events:
             anchors.setdefault(id(e), f"branch-{k}")
+        parted = reader.state(thread_id, ns, b.start, revive=False).trees.get("messages") if b.start else None
+        titles = [t.title for t in numbered_turns(b.events, count_users(parted))]
         parts.append(
-            turns_html(turns_of(b.events), f"branch-{k}", attention) or '<p class="dim">(nothing new)</p>'
+            turns_html(turns_of(b.events), f"branch-{k}", attention, titles=titles)
+            or '<p class="dim">(nothing new)</p>'
         )
     where = f" --ns {ns}" if ns else ""
     command = _code(f"langgraph-repo heads {thread_id}{where} --choose ID")
