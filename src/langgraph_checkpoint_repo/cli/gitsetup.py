@@ -64,7 +64,8 @@ def git_setup(
     the top-level .gitattributes (GitHub and GitLab collapse them) and register a textconv driver
     in this repository's git config (git diff, log -p and show print each file as a few lines),
     and a merge driver for RepoStore items (two branches' changes to different fields merge).
-    Running it again changes nothing; --undo removes exactly what it wrote."""
+    Commit .gitattributes on the default branch, on its own: review flags a range that changes
+    it. Running it again changes nothing; --undo removes exactly what it wrote."""
     settings = _settings(ctx)
     root = settings.root
     if not undo:
