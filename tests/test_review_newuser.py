@@ -222,3 +222,10 @@ def test_render_html_numbers_the_turns_of_each_head_to_settle_as_the_threads(
     assert per_head == [["turn 2"], ["turn 2", "turn 3", "turn 4"]], per_head
     # the conversation of the line that continues: from the thread's start
     assert _page_turns(text[: text.index('<section id="branches">')]) == ["turn 1", "turn 2"]
+
+
+def test_validate_counts_one_store_item_in_the_singular(trip: Trip) -> None:
+    """The app's one memory: validate said ``1 store items``."""
+    proc = cli(trip.root, "validate", cwd=trip.repo)
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(r"ok: \d+ files, 1 store item, \d+ checkpoints valid\n", proc.stderr), proc.stderr
