@@ -166,6 +166,7 @@ def _report_validation(
         return
     for p in problems:
         settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
+
     def count(n: int, what: str) -> str:
         return f"{n} {what}{'' if n == 1 else 's'}"
 
