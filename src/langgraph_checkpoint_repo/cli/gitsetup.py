@@ -64,7 +64,8 @@ def git_setup(
     the top-level .gitattributes (GitHub and GitLab collapse them) and register a textconv driver
     in this repository's git config (git diff, log -p and show print each file as a few lines),
     and a merge driver for RepoStore items (two branches' changes to different fields merge).
-    Running it again changes nothing; --undo removes exactly what it wrote."""
+    Commit .gitattributes on the default branch, on its own: review flags a range that changes
+    it. Running it again changes nothing; --undo removes exactly what it wrote."""
     settings = _settings(ctx)
     root = settings.root
     if not undo:
@@ -93,9 +94,14 @@ def git_setup(
     for text in said or [f"nothing to change: {nothing}"]:
         settings.out.print(text)
     if said and not undo:
+        # review flags a range that changes .gitattributes (it decides how a checkout writes
+        # the state): committed with a branch's turns, it made that branch's review exit 1
         settings.out.print(
-            "commit .gitattributes so pull requests collapse the state files; each clone runs "
-            "`langgraph-repo git-setup` once for the readable local diff"
+            "commit .gitattributes on the default branch, on its own (a review of a branch that "
+            "changes it is flagged: attributes changed), so pull requests collapse the state "
+            "files; each clone runs `langgraph-repo git-setup` once for the readable local diff"
+            if after != before
+            else "each clone runs `langgraph-repo git-setup` once for the readable local diff"
         )
 
 

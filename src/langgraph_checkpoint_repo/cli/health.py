@@ -166,8 +166,12 @@ def _report_validation(
         return
     for p in problems:
         settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
-    items = f"{validator.items} store items, " if validator.items else ""
-    summary = f"{validator.files} files, {items}{validator.checkpoints} checkpoints"
+
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    items = f"{count(validator.items, 'store item')}, " if validator.items else ""
+    summary = f"{count(validator.files, 'file')}, {items}{count(validator.checkpoints, 'checkpoint')}"
     if problems:
         settings.err.print(
             Text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} ({summary})", style="red")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .events import SHORT, compact, event_parts, task_lines, turns_of
+from .events import SHORT, compact, event_parts, numbered_turns, task_lines, turns_of
 from .output import screen
 
 if TYPE_CHECKING:
@@ -254,9 +254,11 @@ def turns_html(
     attention: Attention,
     extra: dict[int, list[str]] | None = None,
     first: int = 1,
+    titles: Sequence[str] = (),
 ) -> str:
     """The turns as an ordered list, each turn an anchor ``{anchor}-{n}``; ``extra``: more
-    HTML under a turn (its changes, the subgraph calls it made), by index."""
+    HTML under a turn (its changes, the subgraph calls it made), by index; ``titles``: each
+    turn's title (``turn 3 (continued)``, numbered as the thread's), else ``turn {n}``."""
     if not turns:
         return ""
     parts = ['<ol class="turns">']
@@ -268,7 +270,8 @@ def turns_html(
         events = "".join(event_html(e) for e in turn)
         more = "".join((extra or {}).get(i, []))
         parts.append(
-            f'<li class="turn" id="{here}"><h3>turn {number}</h3><ul class="events">{events}</ul>{more}</li>'
+            f'<li class="turn" id="{here}"><h3>{_h(titles[i] if i < len(titles) else f"turn {number}")}</h3>'
+            f'<ul class="events">{events}</ul>{more}</li>'
         )
     parts.append("</ol>")
     return "\n".join(parts)
@@ -444,7 +447,9 @@ def _line_html(
             anchors[id(e)] = f"{anchor}-{i}"
     return (
         f'<div class="line" id="{anchor}"><p><strong>{title}</strong></p>'
-        + turns_html(turns, anchor, attention)
+        + turns_html(
+            turns, anchor, attention, titles=[t.title for t in numbered_turns(line.events, line.turns_before)]
+        )
         + changes_html(line.channels, "channels changed on this line")
         + "</div>"
     )
@@ -642,7 +647,7 @@ def render_html(
     if note:
         main.append(f'<p class="dim">Not revived:</p>{_pre(chr(10).join(note))}')
     if branches:
-        main += _branches_html(thread_id, ns, branches, attention, anchors)
+        main += _branches_html(reader, thread_id, ns, branches, attention, anchors)
     main.append(_render_tree(reader, thread_id, ns, rows, head, ids, events, branches, anchors, limit))
     main.append("</main>")
     body.append(attention.html("nothing waits, failed or was refused"))
@@ -919,8 +924,17 @@ def _state_html(view: Any) -> list[str]:
 
 
 def _branches_html(
-    thread_id: str, ns: str, branches: Sequence[Any], attention: Attention, anchors: dict[int, str]
+    reader: Reader,
+    thread_id: str,
+    ns: str,
+    branches: Sequence[Any],
+    attention: Attention,
+    anchors: dict[int, str],
 ) -> list[str]:
+    """The heads to settle, each with the turns its branch added since it parted, titled as
+    the thread's turns (the user messages at the parting checkpoint came before)."""
+    from ..readmodel.calls import count_users
+
     count = f"{len(branches)} heads continue this thread; nobody chose between them."
     parts = ['<section id="branches"><h2>Heads to settle</h2>', f"<p>{count}</p>"]
     for k, b in enumerate(branches, 1):
@@ -933,8 +947,11 @@ def _branches_html(
         parts.append(f'<h3 id="branch-{k}">head {_code(b.head)} {state}{since}</h3>')
         for e in b.events:
             anchors.setdefault(id(e), f"branch-{k}")
+        parted = reader.state(thread_id, ns, b.start, revive=False).trees.get("messages") if b.start else None
+        titles = [t.title for t in numbered_turns(b.events, count_users(parted))]
         parts.append(
-            turns_html(turns_of(b.events), f"branch-{k}", attention) or '<p class="dim">(nothing new)</p>'
+            turns_html(turns_of(b.events), f"branch-{k}", attention, titles=titles)
+            or '<p class="dim">(nothing new)</p>'
         )
     where = f" --ns {ns}" if ns else ""
     command = _code(f"langgraph-repo heads {thread_id}{where} --choose ID")

@@ -66,8 +66,9 @@ def review(
 ) -> None:
     """What changed in the state between two git revisions, per thread: the new turns in order
     (messages, tool calls and results, interrupts and answers, edits), other channels old -> new,
-    heads still to settle, and what validate finds in the changed files. Reads git, never
-    checks out, never constructs a value."""
+    memories (store items), heads still to settle, and what validate finds in the changed files;
+    a verdict line first. Exit 1 when something is flagged or invalid. Reads git, never checks
+    out, never constructs a value."""
     from ..review.report import review as make_report
 
     settings = _settings(ctx)
@@ -114,6 +115,7 @@ def _verdict_json(report: Report) -> dict[str, Any]:
         "approvals": v.answers,
         "tool_errors": v.tool_errors,
         "failed_tasks": v.failures,
+        "hand_edits": v.edits,
         "memory_changes": v.memories,
         "forks": v.forks,
         "rewrites": v.rewrites,
