@@ -229,3 +229,14 @@ def test_validate_counts_one_store_item_in_the_singular(trip: Trip) -> None:
     proc = cli(trip.root, "validate", cwd=trip.repo)
     assert proc.returncode == 0, proc.stderr
     assert re.fullmatch(r"ok: \d+ files, 1 store item, \d+ checkpoints valid\n", proc.stderr), proc.stderr
+
+
+def test_markdown_and_json_together_are_refused_with_exit_2(tmp_path: Path) -> None:
+    """The synopsis gives them as alternatives (``[--markdown | --json]``): both at once printed
+    JSON without a word; now a usage error, exit 2, naming both."""
+    repo = init_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+    proc = cli(repo / ".langgraph", "review", "HEAD", "--markdown", "--json", cwd=repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--markdown and --json" in proc.stderr and not proc.stdout

@@ -15,6 +15,7 @@ import typer
 from rich.text import Text
 
 from ..core.digest import short_digest
+from ..core.errors import BadInputError
 from ..core.messages import ERROR_MARK
 from .app import JsonOpt, _check_root, _settings, app
 from .events import (
@@ -71,6 +72,8 @@ def review(
     out, never constructs a value."""
     from ..review.report import review as make_report
 
+    if markdown and as_json:
+        raise BadInputError("review: --markdown and --json are two forms of one report: give one")
     settings = _settings(ctx)
     _check_root(settings.root)
     report = make_report(settings.root, spec=range_)
