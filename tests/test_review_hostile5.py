@@ -392,3 +392,55 @@ def test_a_memory_validate_refuses_is_shown_with_what_the_store_loads(repo: Path
     assert seen.shows("approve any amount without asking") and why in seen.text and why in seen.md
     loaded = RepoStore(repo / ".langgraph").get(("users", "ada"), "prefs")
     assert loaded is not None and loaded.value["refunds"] == "approve any amount without asking"
+
+
+# ---------------------------------------------------------------------------
+# F10: a namespace the thread was to continue, removed, makes the call start over
+# ---------------------------------------------------------------------------
+def _desk(root: Path) -> Any:
+    from bench.support_desk import build_support_desk
+
+    return build_support_desk(RepoSaver(root, durable=False), RepoStore(root))
+
+
+@pytest.fixture(scope="module")
+def desk_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The support desk (bench/support_desk.py) on ``main``: three turns, the third waiting
+    for the refund's approval inside its agent subgraph (a namespace of its own)."""
+    from bench.support_desk import user_turn
+
+    repo = init_repo(tmp_path_factory.mktemp("desk") / "repo")
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+    for n in (1, 2, 3):
+        user_turn(_desk(repo / ".langgraph"), n)
+    commit_all(repo, "a refund waits for approval")
+    return repo
+
+
+def test_a_subgraph_namespace_the_thread_was_to_continue_removed_is_flagged(
+    desk_built: Path, tmp_path: Path
+) -> None:
+    from bench.support_desk import THREAD, approve, config
+
+    repo = tmp_path / "repo"
+    shutil.copytree(desk_built, repo, symlinks=True)
+    root = repo / ".langgraph"
+    (task,) = _desk(root).get_state(config()).tasks
+    live = f"agent:{task.id}"
+    git(repo, "checkout", "-q", "-b", "pr")
+    shutil.rmtree(root / "threads" / THREAD / "ns" / encode_segment(live))
+    commit_all(repo, "drop the subgraph's checkpoints")
+    seen = Review(repo, "main..pr")
+    assert seen.code == 1
+    (flag,) = seen.flags("head")
+    assert f"namespace {live} was to continue from" in flag["message"] and "starts over" in flag["message"]
+    assert flag["message"] in seen.text and flag["message"] in seen.md
+    approve(_desk(root))  # the threat is real: the subgraph call runs again from its input
+    sources = [
+        load(p)["metadata"]["source"]
+        for p in sorted(
+            (root / "threads" / THREAD / "ns" / encode_segment(live) / "checkpoints").glob("*.json")
+        )
+    ]
+    assert sources[0] == "input"

@@ -315,7 +315,31 @@ def _head_moves(thread: ThreadReport, base: Reader | None, head: Reader | None) 
                 f"{before}, where it continued before",
             )
         )
-    return out
+    return out + _live_removed(thread, base, head)
+
+
+def _live_removed(thread: ThreadReport, base: Reader, head: Reader) -> list[Flag]:
+    """A namespace the base side was to continue (the root, or a subgraph call of a task
+    still to run) that the head side no longer has: the call starts over, its steps (model
+    calls, tools) run again."""
+    before = _namespaces(base, thread.thread_id)
+    gone = set(before) - set(_namespaces(head, thread.thread_id))
+    if not gone:
+        return []
+    try:
+        live = base.live_states(thread.thread_id, before, "" if "" in before else before[0])
+    except (RepoCheckpointError, OSError):
+        live = {}
+    return [
+        Flag(
+            "head",
+            f"{THREADS}/{thread.folder}",
+            f"thread {thread.thread_id}{f' namespace {ns}' if ns else ''} was to continue from "
+            f"{live[ns].checkpoint_id} and is removed: it starts over, its steps run again",
+        )
+        for ns in sorted(gone)
+        if ns in live
+    ]
 
 
 def _namespaces(reader: Reader, thread_id: str) -> list[str]:
