@@ -54,7 +54,7 @@ from .model import (
     Step,
     ThreadReport,
 )
-from .revisions import Changes, Range, changes, git, git_top, materialize
+from .revisions import Changes, Range, changes, git, git_top, materialize, root_replaced
 from .verdict import tie_memories, verdict_of
 
 
@@ -69,6 +69,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
     found = changes(top, rel, rng)
     report = Report(range=rng, root=rel)
     report.flags.extend(_attributes(top, rel, rng))
+    report.flags.extend(Flag("root", "", why) for why in root_replaced(top, rel, rng))
     by_thread = _by_thread(found, report)
     _store_items(root, top, rel, rng, found, report)
     sides: dict[str, tuple[Reader | None, Reader | None]] = {}
@@ -118,7 +119,7 @@ def _small_file(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-_FLAG_ORDER = ("rewritten", "head", "send", "unexplained", "layout", "attributes", "not-read")
+_FLAG_ORDER = ("root", "rewritten", "head", "send", "unexplained", "layout", "attributes", "not-read")
 
 
 def _flag_order(flag: Flag) -> tuple[int, str, str]:

@@ -398,3 +398,83 @@ def _drain(stream: Any, size: int) -> None:
         if not got:
             return
         size -= len(got)
+
+
+# ----------------------------------------------------------------------------
+# the root itself: a folder on both sides, or something a checkout fills from elsewhere
+# ----------------------------------------------------------------------------
+TREE_MODE = "040000"
+#: what a root that is not a folder on a side gives the app (the state files below it show as removed)
+_ROOT_AS = {
+    "submodule": "a submodule on the {side} side (commit {oid} of another repository): a checkout "
+    "puts that repository's files there (git submodule update), which this review does not read",
+    "link": "a symbolic link on the {side} side: RepoSaver refuses a linked root, the app does not "
+    "start, and this review does not read what it points to",
+    "file": "a file on the {side} side: there is no state there for the app to read",
+}
+
+
+def root_replaced(top: Path, rel: str, rng: Range) -> list[str]:
+    """Why the root is not the folder of files the review reads, one sentence each: the root
+    or a folder above it held by a side as a submodule (a commit of another repository, which
+    ``git submodule update`` checks out in its place) or a symbolic link (git diff-tree and
+    ls-tree below the root see neither: the files below it just look removed); and a changed
+    ``.gitmodules`` naming a submodule at, above or below the root (where its files come from)."""
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    folders = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    out = []
+    for label, rev in (("base", rng.base), ("head", rng.head)):
+        if rev is None:
+            continue
+        for folder in folders:
+            listing = git(top, "--literal-pathspecs", "ls-tree", "--full-tree", "-z", rev, "--", folder)
+            for record in listing.split("\0"):
+                info, _, path = record.partition("\t")
+                if path != folder or not info or info.split()[0] == TREE_MODE:
+                    continue
+                entry = Entry(mode=info.split()[0], oid=info.split()[2], size=-1)
+                where = "the root" if folder == rel else f"{folder}, a folder above the root,"
+                out.append(f"{where} is {_ROOT_AS[entry.kind].format(oid=entry.oid[:12], side=label)}")
+    args = ["diff", "--name-only", "--no-renames", "-z", rng.base, *([rng.head] if rng.head else [])]
+    if git(top, "--literal-pathspecs", *args, "--", ".gitmodules").strip("\0"):
+        sides = [_submodule_paths(top, rng.base), _submodule_paths(top, rng.head)]
+        near = sorted({p for paths in sides for p in paths or () if _overlaps(p, rel)})
+        if near:
+            out.append(
+                f".gitmodules changed and names a submodule at, above or below the root ({', '.join(near)}): "
+                "it says which repository a checkout takes those files from"
+            )
+        elif None in sides:
+            out.append(
+                ".gitmodules changed and does not read as git's config: where a checkout takes a "
+                "submodule's files from is not known"
+            )
+    return out
+
+
+def _submodule_paths(top: Path, rev: str | None) -> set[str] | None:
+    """The paths ``.gitmodules`` gives its submodules at ``rev`` (the work tree: None); None
+    when it is there and does not read."""
+    if rev is None:
+        if not (top / ".gitmodules").is_file():
+            return set()
+        source = ["--file", str(top / ".gitmodules")]
+    else:
+        if not git(top, "--literal-pathspecs", "ls-tree", "--full-tree", rev, "--", ".gitmodules").strip():
+            return set()
+        source = ["--blob", f"{rev}:.gitmodules"]
+    proc = subprocess.run(
+        ["git", "-C", str(top), "config", *source, "-z", "--get-regexp", r"^submodule\..*\.path$"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):  # 1: no such key
+        return None
+    listing = proc.stdout.decode("utf-8", "surrogateescape")
+    return {record.partition("\n")[2] for record in listing.split("\0") if record}
+
+
+def _overlaps(path: str, rel: str) -> bool:
+    path, rel = path.strip("/"), rel.strip("/")
+    return rel in ("", ".") or path == rel or rel.startswith(path + "/") or path.startswith(rel + "/")
