@@ -574,3 +574,15 @@ def test_a_work_tree_checked_out_with_crlf_line_endings_is_not_history_rewritten
     seen = Review(repo, "main")
     assert seen.flags() == [] and seen.data["files"] == []
     assert validate(repo, "--base", "main")[0] == 0
+
+
+def test_an_attributes_file_git_is_told_not_to_look_at_is_flagged_in_the_work_tree(repo: Path) -> None:
+    (repo / ".gitattributes").write_text("# nothing yet\n", encoding="utf-8")
+    commit_all(repo, "attributes")
+    git(repo, "branch", "-f", "main", "HEAD")
+    (repo / ".gitattributes").write_text(".langgraph/** ident\n", encoding="utf-8")
+    git(repo, "update-index", "--assume-unchanged", ".gitattributes")
+    assert git(repo, "status", "--short").stdout == ""
+    seen = Review(repo, "main")
+    (flag,) = seen.flags("attributes")
+    assert ".gitattributes changed" in flag["message"] and flag["message"] in seen.text

@@ -54,7 +54,7 @@ from .model import (
     Step,
     ThreadReport,
 )
-from .revisions import Changes, Range, changes, git, git_top, materialize, root_replaced
+from .revisions import Changes, Range, changed_files, changes, git_top, materialize, root_replaced
 from .verdict import tie_memories, verdict_of
 
 
@@ -140,8 +140,7 @@ def _attributes(top: Path, rel: str, rng: Range) -> list[Flag]:
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     folders += ["/".join(parts[: i + 1]) for i in range(len(parts))]
     paths = [f"{f}/.gitattributes" if f else ".gitattributes" for f in folders]
-    args = ["diff", "--name-only", "--no-renames", "-z", rng.base, *([rng.head] if rng.head else [])]
-    changed = [p for p in git(top, "--literal-pathspecs", *args, "--", *paths).split("\0") if p]
+    changed = changed_files(top, rng, paths)
     return [
         Flag(
             "attributes",

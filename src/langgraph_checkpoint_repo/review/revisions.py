@@ -427,8 +427,7 @@ def root_replaced(top: Path, rel: str, rng: Range) -> list[str]:
                 entry = Entry(mode=info.split()[0], oid=info.split()[2], size=-1)
                 where = "the root" if folder == rel else f"{folder}, a folder above the root,"
                 out.append(f"{where} is {_ROOT_AS[entry.kind].format(oid=entry.oid[:12], side=label)}")
-    args = ["diff", "--name-only", "--no-renames", "-z", rng.base, *([rng.head] if rng.head else [])]
-    if git(top, "--literal-pathspecs", *args, "--", ".gitmodules").strip("\0"):
+    if changed_files(top, rng, [".gitmodules"]):
         sides = [_submodule_paths(top, rng.base), _submodule_paths(top, rng.head)]
         near = sorted({p for paths in sides for p in paths or () if _overlaps(p, rel)})
         if near:
@@ -555,3 +554,23 @@ def _blob_id(blocks: Iterable[bytes], like: str, size: int) -> str:
     for block in blocks:
         digest.update(block)
     return digest.hexdigest()
+
+
+def changed_files(top: Path, rng: Range, paths: list[str]) -> list[str]:
+    """Which of ``paths`` (from the top) differ between the two sides: the commits' trees, or
+    the base and the file on disk by its bytes (as ``work_tree_changes``: git's index is not
+    asked, a file it is told to skip counts too)."""
+    if rng.head is not None:
+        args = ["diff", "--name-only", "--no-renames", "-z", rng.base, rng.head]
+        return [p for p in git(top, "--literal-pathspecs", *args, "--", *paths).split("\0") if p]
+    out = []
+    for path in paths:
+        listing = git(top, "--literal-pathspecs", "ls-tree", "-l", "-z", "--full-tree", rng.base, "--", path)
+        info = listing.split("\0")[0].partition("\t")[0].split()
+        entry = (
+            Entry(mode=info[0], oid=info[2], size=int(info[3]) if info[3].isdigit() else -1) if info else None
+        )
+        there = os.path.lexists(top / path)
+        if (entry is None and there) or (entry is not None and not _same_object(top / path, entry)):
+            out.append(path)
+    return out
