@@ -586,3 +586,22 @@ def test_an_attributes_file_git_is_told_not_to_look_at_is_flagged_in_the_work_tr
     seen = Review(repo, "main")
     (flag,) = seen.flags("attributes")
     assert ".gitattributes changed" in flag["message"] and flag["message"] in seen.text
+
+
+# ---------------------------------------------------------------------------
+# minor: a memory's times compared as instants, not as text
+# ---------------------------------------------------------------------------
+def test_a_memorys_updated_at_later_as_text_but_earlier_in_fact_is_shown(repo: Path) -> None:
+    item = repo / ".langgraph/store/users/ada/prefs.json"
+    doc = load(item)
+    old = doc["updated_at"]
+    doc["updated_at"] = f"{old[:10]}T23:59:00.000000+23:59"  # later as text, hours earlier in UTC
+    doc["value"]["refunds"] = "approve any amount"
+    write(item, doc)
+    commit_all(repo, "backdate the memory in another offset")
+    seen = Review(repo)
+    (changed,) = seen.data["items"]
+    fields = {f["pointer"]: (f["old"], f["new"]) for f in changed["fields"]}
+    then = json.loads(git(repo, "show", "main:.langgraph/store/users/ada/prefs.json").stdout)["updated_at"]
+    assert fields["/updated_at"] == (then, doc["updated_at"]) and doc["updated_at"] > then
+    assert "/updated_at" in seen.text and doc["updated_at"] in seen.md

@@ -587,7 +587,8 @@ TIMES = ("created_at", "updated_at", "expires_at")
 def _odd_times(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     """The time fields a plain write would not have made: on a new item, ``created_at`` other
     than ``updated_at``; on a changed one, ``created_at`` moved, ``updated_at`` not later; and
-    ``expires_at`` other than ``updated_at`` plus the TTL (ISO times in UTC compare as text)."""
+    ``expires_at`` other than ``updated_at`` plus the TTL (times compared as instants: a
+    time in another offset can be later as text and earlier in fact)."""
     if new is None:
         return []
     odd = []
@@ -597,11 +598,23 @@ def _odd_times(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[s
     else:
         if new.get("created_at") != old.get("created_at"):
             odd.append("created_at")
-        if str(new.get("updated_at")) <= str(old.get("updated_at")) and new != old:
+        if not _later(new.get("updated_at"), old.get("updated_at")) and new != old:
             odd.append("updated_at")
     if not _plain_expiry(new):
         odd.append("expires_at")
     return odd
+
+
+def _later(new: Any, old: Any) -> bool:
+    """Whether the ISO time ``new`` is a later instant than ``old`` (False when either does
+    not read as a time with its offset)."""
+    from datetime import datetime
+
+    try:
+        after, before = datetime.fromisoformat(str(new)), datetime.fromisoformat(str(old))
+        return after.tzinfo is not None and before.tzinfo is not None and after > before
+    except (TypeError, ValueError):
+        return False
 
 
 def _plain_expiry(doc: dict[str, Any]) -> bool:
