@@ -257,8 +257,8 @@ def _values_file(
 
 
 def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: str) -> bool | None:
-    """Whether the checkpoints on both sides that read the kept file ``name`` read the same
-    state through it (None: no such checkpoint)."""
+    """Whether every checkpoint kept on both sides that reads the kept file ``name`` reads
+    the same state through it (None: no such checkpoint)."""
     before = set(base.checkpoint_ids(thread_id, ns))
     kept = [c for c in head.checkpoint_ids(thread_id, ns) if c in before]
     read: Callable[[Reader, str], Any]
@@ -273,7 +273,7 @@ def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: s
         read = partial(_channel, thread_id, ns, channel)
     if not readers:
         return None
-    return bool(read(base, readers[-1]) == read(head, readers[-1]))
+    return all(read(base, c) == read(head, c) for c in readers)  # each: a fork reads its own chain
 
 
 def _version(reader: Reader, thread_id: str, ns: str, cid: str, channel: str) -> Any:
@@ -281,7 +281,10 @@ def _version(reader: Reader, thread_id: str, ns: str, cid: str, channel: str) ->
 
 
 def _bookkeeping(thread_id: str, ns: str, reader: Reader, cid: str) -> Any:
-    return fields.checkpoint_fields(reader.header(thread_id, ns, cid))
+    """What a child of a removed checkpoint reads through its base file: the bookkeeping it
+    builds on and the values the file refers to (its state)."""
+    state = reader.state(thread_id, ns, cid, revive=False)
+    return fields.checkpoint_fields(reader.header(thread_id, ns, cid)), state.trees
 
 
 def _channel(thread_id: str, ns: str, channel: str, reader: Reader, cid: str) -> Any:
