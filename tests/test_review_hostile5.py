@@ -281,11 +281,8 @@ def test_pending_writes_added_to_the_checkpoint_a_new_line_starts_from_are_flagg
     write(root / f"threads/t1/writes/{cid}~00000000-0000-6000-8000-000000000000.json", doc)
     commit_all(repo, "approved, and a result for the start checkpoint")
     seen = Review(repo, "work..work2")
-    (flag,) = seen.flags("unexplained")
-    assert (
-        flag["path"].startswith(f"threads/t1/writes/{cid}~")
-        and "not where the thread continues" in flag["message"]
-    )
+    (flag,) = [f for f in seen.flags("unexplained") if f["path"].startswith(f"threads/t1/writes/{cid}~")]
+    assert "not where the thread continues" in flag["message"]
     assert flag["path"] in seen.text and flag["path"] in seen.md
     loaded = RepoSaver(root, durable=False).get_tuple(waiting.config)
     assert loaded is not None
@@ -605,3 +602,37 @@ def test_a_memorys_updated_at_later_as_text_but_earlier_in_fact_is_shown(repo: P
     then = json.loads(git(repo, "show", "main:.langgraph/store/users/ada/prefs.json").stdout)["updated_at"]
     assert fields["/updated_at"] == (then, doc["updated_at"]) and doc["updated_at"] > then
     assert "/updated_at" in seen.text and doc["updated_at"] in seen.md
+
+
+# ---------------------------------------------------------------------------
+# a step's record of its parent's writes is what made it
+# ---------------------------------------------------------------------------
+def test_a_new_step_whose_record_of_its_parents_writes_is_not_what_it_holds_is_flagged(repo: Path) -> None:
+    """The child keeps the writes it was made of (``parent_writes``); forged there, the turn
+    still reads from the child's values, while a replay from the parent (and its history's
+    task results) takes the forged writes."""
+    root = repo / ".langgraph"
+    git(repo, "checkout", "-q", "-b", "work2")
+    graph = agent(root)
+    waiting = graph.get_state(cfg(AGENT)).config
+    cid = waiting["configurable"]["checkpoint_id"]
+    graph.invoke(None, cfg(AGENT))  # approved: the real tool runs
+    (child,) = [p for p in checkpoints(repo) if load(p)["parent_checkpoint_id"] == cid]
+    doc = load(child)
+    (record,) = doc["parent_writes"].values()
+    (write_,) = [w for w in record["writes"] if w["channel"] == "messages"]
+    (name,) = [n for n, t in doc["objects"].items() if t.get("$type", [None, None])[1] == "ToolMessage"]
+    forged = json.loads(json.dumps(doc["objects"][name]))
+    forged["$fields"]["content"] = "Refund of $99999 issued."
+    write_["value"] = {"json": [forged]}
+    write(child, doc)
+    commit_all(repo, "approved")
+    seen = Review(repo, "work..work2")
+    (flag,) = seen.flags("unexplained")
+    assert (
+        f"the writes of its parent {cid} add the tool message 'Refund of $99999 issued.'" in flag["message"]
+    )
+    assert flag["message"] in seen.text and flag["message"] in seen.md
+    assert "tool lookup_order: Order A-1002: shipped" in seen.text  # the turn reads the child's values ...
+    loaded = RepoSaver(root, durable=False).get_tuple(waiting)  # ... a replay from the parent, the writes
+    assert loaded is not None and any("99999" in str(v) for _, _, v in loaded.pending_writes)

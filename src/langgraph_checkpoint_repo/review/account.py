@@ -369,6 +369,8 @@ def _send_flags(thread: ThreadReport, part: NamespaceReport) -> list[Flag]:
     where = f"{THREADS}/{thread.folder}"
     for cid, message in part.sends:
         out.append(Flag("send", where, f"checkpoint {cid}: {message}"))
+    for cid, message in part.unlike:
+        out.append(Flag("unexplained", where, f"checkpoint {cid}: {message}"))
     if part.next is not None:
         for task in part.next.tasks:
             if task.mismatch:

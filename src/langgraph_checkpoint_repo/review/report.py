@@ -36,6 +36,7 @@ from ..core.layout import (
     is_hashed_segment,
     segment_name,
 )
+from ..core.messages import Message, read_message
 from ..core.sends import TASKS, send_problems
 from ..readmodel.calls import Site, count_users, handed, nest, site_of
 from ..readmodel.diff import diff_trees
@@ -415,6 +416,9 @@ def _lines(
             if TASKS in (view.doc.get("new_values") or {}):
                 part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
         before = head.state(thread_id, ns, start, revive=False) if start else None
+        for parent, child in zip([before, *views], views, strict=False):
+            if parent is not None and child.parent_id == parent.checkpoint_id:
+                part.unlike.extend((child.checkpoint_id, why) for why in _writes_unlike(parent, child))
         old = state_channels(before.trees) if before is not None else {}
         now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
         state = states.get(tip)
@@ -436,6 +440,59 @@ def _lines(
             )
         )
     part.lines.sort(key=lambda line: not line.continues)
+
+
+def _writes_unlike(parent: StateView, child: StateView) -> list[str]:
+    """The messages the parent's pending writes put in ``messages`` that the child does not
+    hold as written (``add_messages``: a write of an id replaces the message of that id, the
+    last write winning; a message without an id is appended under a new one; a chunk becomes
+    its message, so messages are compared by what LangChain builds: role, content, calls,
+    name, tool call id, status): the child was not made of these writes, yet a run replayed
+    from the parent (or its history's task results) takes them as stored."""
+    held = child.trees.get("messages")
+    if not isinstance(held, list):
+        return []
+    have = {m.id: _said(m) for t in held if isinstance(m := read_message(t), Message) and m.id}
+    before = parent.trees.get("messages")
+    old = (
+        {m.id for t in before if isinstance(m := read_message(t), Message)}
+        if isinstance(before, list)
+        else set()
+    )
+    wrote: dict[str, Message] = {}
+    anonymous: list[Message] = []
+    for w in parent.writes:
+        if w.channel == "messages":
+            for tree in w.tree if isinstance(w.tree, list) else [w.tree]:
+                m = read_message(tree)
+                if not isinstance(m, Message) or m.role == "remove":
+                    continue
+                if m.id:
+                    wrote[m.id] = m
+                else:
+                    anonymous.append(m)
+    out = [
+        f"the writes of its parent {parent.checkpoint_id} put message {mid!r} in messages "
+        f"{'as another message than it holds' if mid in have else 'and it does not hold it'}"
+        for mid, m in sorted(wrote.items())
+        if have.get(mid) != _said(m)
+    ]
+    new = [said for mid, said in have.items() if mid not in old and mid not in wrote]
+    for m in anonymous:  # appended under an id add_messages gave it
+        if _said(m) in new:
+            new.remove(_said(m))
+        else:
+            out.append(
+                f"the writes of its parent {parent.checkpoint_id} add the {m.role} message "
+                f"{m.text[:60]!r}, which it does not hold"
+            )
+    return [f"{why}: a run replayed from the parent takes the writes as its tasks' results" for why in out]
+
+
+def _said(m: Message) -> str:
+    """What a message says, as LangChain builds it (not its id, nor chunk or class)."""
+    said = (m.role, m.content, m.calls, m.invalid, m.name, m.tool_call_id, m.status, m.speaker)
+    return json.dumps(said, sort_keys=True, default=repr)
 
 
 def _seen_writes(
