@@ -284,6 +284,7 @@ def _counts(t: ThreadReport, n: NamespaceReport) -> str:
 # ----------------------------------------------------------------------------
 #: how each kind of flag is named, first on its line
 FLAG_LABEL = {
+    "root": "state from elsewhere",
     "rewritten": "history rewritten",
     "head": "continues elsewhere",
     "send": "runs what was not asked",

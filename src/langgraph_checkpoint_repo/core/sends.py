@@ -31,8 +31,9 @@ def send_node(packet: Any) -> str | None:
 
 def send_problems(trees: dict[str, Any]) -> list[tuple[int, str]]:
     """(index in ``__pregel_tasks``, why) for each ``Send`` carrying a state other than the
-    thread's (a channel it holds with another value), or a tool call that the last AI message
-    in ``messages`` does not make (same name, arguments and id)."""
+    thread's (a channel it holds with another value; for a ``ToolCallWithContext``, also a key
+    it does not hold), or a tool call that the last AI message in ``messages`` does not make
+    (same name, arguments and id)."""
     sends = trees.get(TASKS)
     if not isinstance(sends, list):
         return []
@@ -44,6 +45,10 @@ def send_problems(trees: dict[str, Any]) -> list[tuple[int, str]]:
         state = packet_state(packet)
         if state is not None:
             odd = sorted(k for k, v in state.items() if k in trees and trees[k] != v)
+            if _in_context(packet):  # the thread's own state: a key it does not hold is forged
+                odd += sorted(
+                    k for k, v in state.items() if k not in trees and k not in MANAGED and v is not None
+                )
             if odd:
                 out.append(
                     (
@@ -97,6 +102,16 @@ def packet_tool_calls(packet: Any) -> list[dict[str, Any]]:
     if isinstance(arg, dict):
         arg = arg.get(MESSAGES)
     return _asked(arg) if isinstance(arg, list) else []
+
+
+#: values LangGraph computes for each step rather than keeps in a channel (``RemainingSteps``,
+#: ``IsLastStep``): a ``ToolCallWithContext`` state carries them, the thread's channels do not
+MANAGED = frozenset({"remaining_steps", "is_last_step"})
+
+
+def _in_context(packet: Any) -> bool:
+    arg = packet_arg(packet)
+    return isinstance(arg, dict) and arg.get("__type") == "tool_call_with_context"
 
 
 def packet_state(packet: Any) -> dict[str, Any] | None:

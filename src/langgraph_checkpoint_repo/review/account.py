@@ -257,8 +257,8 @@ def _values_file(
 
 
 def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: str) -> bool | None:
-    """Whether the checkpoints on both sides that read the kept file ``name`` read the same
-    state through it (None: no such checkpoint)."""
+    """Whether every checkpoint kept on both sides that reads the kept file ``name`` reads
+    the same state through it (None: no such checkpoint)."""
     before = set(base.checkpoint_ids(thread_id, ns))
     kept = [c for c in head.checkpoint_ids(thread_id, ns) if c in before]
     read: Callable[[Reader, str], Any]
@@ -273,7 +273,7 @@ def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: s
         read = partial(_channel, thread_id, ns, channel)
     if not readers:
         return None
-    return bool(read(base, readers[-1]) == read(head, readers[-1]))
+    return all(read(base, c) == read(head, c) for c in readers)  # each: a fork reads its own chain
 
 
 def _version(reader: Reader, thread_id: str, ns: str, cid: str, channel: str) -> Any:
@@ -281,7 +281,10 @@ def _version(reader: Reader, thread_id: str, ns: str, cid: str, channel: str) ->
 
 
 def _bookkeeping(thread_id: str, ns: str, reader: Reader, cid: str) -> Any:
-    return fields.checkpoint_fields(reader.header(thread_id, ns, cid))
+    """What a child of a removed checkpoint reads through its base file: the bookkeeping it
+    builds on and the values the file refers to (its state)."""
+    state = reader.state(thread_id, ns, cid, revive=False)
+    return fields.checkpoint_fields(reader.header(thread_id, ns, cid)), state.trees
 
 
 def _channel(thread_id: str, ns: str, channel: str, reader: Reader, cid: str) -> Any:
@@ -315,7 +318,31 @@ def _head_moves(thread: ThreadReport, base: Reader | None, head: Reader | None) 
                 f"{before}, where it continued before",
             )
         )
-    return out
+    return out + _live_removed(thread, base, head)
+
+
+def _live_removed(thread: ThreadReport, base: Reader, head: Reader) -> list[Flag]:
+    """A namespace the base side was to continue (the root, or a subgraph call of a task
+    still to run) that the head side no longer has: the call starts over, its steps (model
+    calls, tools) run again."""
+    before = _namespaces(base, thread.thread_id)
+    gone = set(before) - set(_namespaces(head, thread.thread_id))
+    if not gone:
+        return []
+    try:
+        live = base.live_states(thread.thread_id, before, "" if "" in before else before[0])
+    except (RepoCheckpointError, OSError):
+        live = {}
+    return [
+        Flag(
+            "head",
+            f"{THREADS}/{thread.folder}",
+            f"thread {thread.thread_id}{f' namespace {ns}' if ns else ''} was to continue from "
+            f"{live[ns].checkpoint_id} and is removed: it starts over, its steps run again",
+        )
+        for ns in sorted(gone)
+        if ns in live
+    ]
 
 
 def _namespaces(reader: Reader, thread_id: str) -> list[str]:
@@ -342,6 +369,8 @@ def _send_flags(thread: ThreadReport, part: NamespaceReport) -> list[Flag]:
     where = f"{THREADS}/{thread.folder}"
     for cid, message in part.sends:
         out.append(Flag("send", where, f"checkpoint {cid}: {message}"))
+    for cid, message in part.unlike:
+        out.append(Flag("unexplained", where, f"checkpoint {cid}: {message}"))
     if part.next is not None:
         for task in part.next.tasks:
             if task.mismatch:

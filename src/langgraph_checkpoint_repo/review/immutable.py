@@ -13,30 +13,25 @@ from pathlib import Path
 
 from ..core.checks import Problem
 from ..core.layout import THREADS
-from .revisions import git, git_top, resolve
+from .revisions import git_top, resolve, work_tree_changes
 
 
 def rewritten_since(root: Path, rev: str) -> list[Problem]:
     """One problem per file under the root's ``threads/`` that ``rev`` has and the work tree
-    holds with other content (or as another kind of file: a symlink, a folder)."""
+    holds with other content (or as another kind of file: a symlink), read from disk by its
+    bytes (a file marked assume-unchanged or skip-worktree is no exception)."""
     top = git_top(root)
     commit = resolve(top, rev)
     rel = root.resolve().relative_to(top.resolve()).as_posix()
-    folder = f"{rel}/{THREADS}" if rel not in ("", ".") else THREADS
     out = []
-    fields = git(
-        top, "--literal-pathspecs", "diff", "--name-status", "--no-renames", "-z", commit, "--", folder
-    )
-    parts = fields.split("\0")
-    for status, path in zip(parts[0::2], parts[1::2], strict=False):
-        if status[:1] in ("M", "T"):
-            out.append(
-                Problem(
-                    str(top / path),
-                    "/",
-                    f"changed since {rev}: state files are never changed once written (history "
-                    "rewritten); restore it from git and make the change as a new checkpoint "
-                    "(`langgraph-repo edit`)",
-                )
+    for path in sorted(work_tree_changes(top, rel, commit, THREADS).modified):
+        out.append(
+            Problem(
+                str(root / path),
+                "/",
+                f"changed since {rev}: state files are never changed once written (history "
+                "rewritten); restore it from git and make the change as a new checkpoint "
+                "(`langgraph-repo edit`)",
             )
+        )
     return out

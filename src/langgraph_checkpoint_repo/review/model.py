@@ -96,6 +96,9 @@ class NamespaceReport:
     current: str | None = None
     next: Next | None = None
     sends: list[tuple[str, str]] = field(default_factory=list)  # (checkpoint, why) of a Send on a line
+    #: (checkpoint, why) of a step whose parent's writes (what a replay from the parent takes
+    #: as its tasks' results) are not what the step holds
+    unlike: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

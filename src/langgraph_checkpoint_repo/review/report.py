@@ -36,6 +36,7 @@ from ..core.layout import (
     is_hashed_segment,
     segment_name,
 )
+from ..core.messages import Message, read_message
 from ..core.sends import TASKS, send_problems
 from ..readmodel.calls import Site, count_users, handed, nest, site_of
 from ..readmodel.diff import diff_trees
@@ -54,7 +55,7 @@ from .model import (
     Step,
     ThreadReport,
 )
-from .revisions import Changes, Range, changes, git, git_top, materialize
+from .revisions import Changes, Range, changed_files, changes, git_top, materialize, root_replaced
 from .verdict import tie_memories, verdict_of
 
 
@@ -69,6 +70,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
     found = changes(top, rel, rng)
     report = Report(range=rng, root=rel)
     report.flags.extend(_attributes(top, rel, rng))
+    report.flags.extend(Flag("root", "", why) for why in root_replaced(top, rel, rng))
     by_thread = _by_thread(found, report)
     _store_items(root, top, rel, rng, found, report)
     sides: dict[str, tuple[Reader | None, Reader | None]] = {}
@@ -118,7 +120,7 @@ def _small_file(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-_FLAG_ORDER = ("rewritten", "head", "send", "unexplained", "layout", "attributes", "not-read")
+_FLAG_ORDER = ("root", "rewritten", "head", "send", "unexplained", "layout", "attributes", "not-read")
 
 
 def _flag_order(flag: Flag) -> tuple[int, str, str]:
@@ -139,8 +141,7 @@ def _attributes(top: Path, rel: str, rng: Range) -> list[Flag]:
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     folders += ["/".join(parts[: i + 1]) for i in range(len(parts))]
     paths = [f"{f}/.gitattributes" if f else ".gitattributes" for f in folders]
-    args = ["diff", "--name-only", "--no-renames", "-z", rng.base, *([rng.head] if rng.head else [])]
-    changed = [p for p in git(top, "--literal-pathspecs", *args, "--", *paths).split("\0") if p]
+    changed = changed_files(top, rng, paths)
     return [
         Flag(
             "attributes",
@@ -415,6 +416,9 @@ def _lines(
             if TASKS in (view.doc.get("new_values") or {}):
                 part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
         before = head.state(thread_id, ns, start, revive=False) if start else None
+        for parent, child in zip([before, *views], views, strict=False):
+            if parent is not None and child.parent_id == parent.checkpoint_id:
+                part.unlike.extend((child.checkpoint_id, why) for why in _writes_unlike(parent, child))
         old = state_channels(before.trees) if before is not None else {}
         now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
         state = states.get(tip)
@@ -436,6 +440,59 @@ def _lines(
             )
         )
     part.lines.sort(key=lambda line: not line.continues)
+
+
+def _writes_unlike(parent: StateView, child: StateView) -> list[str]:
+    """The messages the parent's pending writes put in ``messages`` that the child does not
+    hold as written (``add_messages``: a write of an id replaces the message of that id, the
+    last write winning; a message without an id is appended under a new one; a chunk becomes
+    its message, so messages are compared by what LangChain builds: role, content, calls,
+    name, tool call id, status): the child was not made of these writes, yet a run replayed
+    from the parent (or its history's task results) takes them as stored."""
+    held = child.trees.get("messages")
+    if not isinstance(held, list):
+        return []
+    have = {m.id: _said(m) for t in held if isinstance(m := read_message(t), Message) and m.id}
+    before = parent.trees.get("messages")
+    old = (
+        {m.id for t in before if isinstance(m := read_message(t), Message)}
+        if isinstance(before, list)
+        else set()
+    )
+    wrote: dict[str, Message] = {}
+    anonymous: list[Message] = []
+    for w in parent.writes:
+        if w.channel == "messages":
+            for tree in w.tree if isinstance(w.tree, list) else [w.tree]:
+                m = read_message(tree)
+                if not isinstance(m, Message) or m.role == "remove":
+                    continue
+                if m.id:
+                    wrote[m.id] = m
+                else:
+                    anonymous.append(m)
+    out = [
+        f"the writes of its parent {parent.checkpoint_id} put message {mid!r} in messages "
+        f"{'as another message than it holds' if mid in have else 'and it does not hold it'}"
+        for mid, m in sorted(wrote.items())
+        if have.get(mid) != _said(m)
+    ]
+    new = [said for mid, said in have.items() if mid not in old and mid not in wrote]
+    for m in anonymous:  # appended under an id add_messages gave it
+        if _said(m) in new:
+            new.remove(_said(m))
+        else:
+            out.append(
+                f"the writes of its parent {parent.checkpoint_id} add the {m.role} message "
+                f"{m.text[:60]!r}, which it does not hold"
+            )
+    return [f"{why}: a run replayed from the parent takes the writes as its tasks' results" for why in out]
+
+
+def _said(m: Message) -> str:
+    """What a message says, as LangChain builds it (not its id, nor chunk or class)."""
+    said = (m.role, m.content, m.calls, m.invalid, m.name, m.tool_call_id, m.status, m.speaker)
+    return json.dumps(said, sort_keys=True, default=repr)
 
 
 def _seen_writes(
@@ -587,7 +644,8 @@ TIMES = ("created_at", "updated_at", "expires_at")
 def _odd_times(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     """The time fields a plain write would not have made: on a new item, ``created_at`` other
     than ``updated_at``; on a changed one, ``created_at`` moved, ``updated_at`` not later; and
-    ``expires_at`` other than ``updated_at`` plus the TTL (ISO times in UTC compare as text)."""
+    ``expires_at`` other than ``updated_at`` plus the TTL (times compared as instants: a
+    time in another offset can be later as text and earlier in fact)."""
     if new is None:
         return []
     odd = []
@@ -597,11 +655,23 @@ def _odd_times(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[s
     else:
         if new.get("created_at") != old.get("created_at"):
             odd.append("created_at")
-        if str(new.get("updated_at")) <= str(old.get("updated_at")) and new != old:
+        if not _later(new.get("updated_at"), old.get("updated_at")) and new != old:
             odd.append("updated_at")
     if not _plain_expiry(new):
         odd.append("expires_at")
     return odd
+
+
+def _later(new: Any, old: Any) -> bool:
+    """Whether the ISO time ``new`` is a later instant than ``old`` (False when either does
+    not read as a time with its offset)."""
+    from datetime import datetime
+
+    try:
+        after, before = datetime.fromisoformat(str(new)), datetime.fromisoformat(str(old))
+        return after.tzinfo is not None and before.tzinfo is not None and after > before
+    except (TypeError, ValueError):
+        return False
 
 
 def _plain_expiry(doc: dict[str, Any]) -> bool:

@@ -6,7 +6,8 @@ two revisions as they are, ``BASE`` compares a revision with the work tree (file
 committed, and not yet added, included), and no range compares the merge-base of ``HEAD``
 and the default branch with the work tree. What changed is asked
 of git: between two commits, their trees as git stores them (``git ls-tree``); between a
-commit and the work tree, ``git diff --name-status`` and ``git ls-files --others``. The files
+commit and the work tree, every file under the root on disk, compared by its bytes with the
+commit's blob (``work_tree_changes``: nothing git's index hides is missed). The files
 of a revision are read from git's objects as they are (``git cat-file --batch``) into a
 temporary folder, only for the threads that changed: no ``.gitattributes`` of the pull
 request (``export-ignore``, ``export-subst``, filters) changes what the review reads.
@@ -14,8 +15,11 @@ request (``export-ignore``, ``export-subst``, filters) changes what the review r
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,8 +198,8 @@ def resolve(top: Path, rev: str) -> str:
 def changes(top: Path, rel: str, rng: Range) -> Changes:
     """The files below ``rel`` (the root, relative to ``top``) that differ: between two
     commits, from their trees as git stores them (``git diff-tree``: no attribute of any
-    ``.gitattributes`` applies); between a commit and the work tree, from git's diff plus the
-    files git does not track yet."""
+    ``.gitattributes`` applies); between a commit and the work tree, every file on disk by
+    its bytes (``work_tree_changes``: not git's index, which a file can be hidden from)."""
     out = Changes()
     if rng.head is not None:
         # the two trees as git stores them: diff-tree compares their objects (no attribute,
@@ -207,19 +211,7 @@ def changes(top: Path, rel: str, rng: Range) -> Changes:
             if below is not None:
                 {"A": out.added, "D": out.removed}.get(status[:1], out.modified).add(below)
         return out
-    args = ["diff", "--name-status", "--no-renames", "-z", rng.base]
-    fields = git(top, "--literal-pathspecs", *args, "--", rel).split("\0")
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        below = _below(path, rel)
-        if below is None:
-            continue
-        {"A": out.added, "D": out.removed}.get(status[:1], out.modified).add(below)
-    others = git(top, "--literal-pathspecs", "ls-files", "--others", "--exclude-standard", "-z", "--", rel)
-    for path in others.split("\0"):
-        below = _below(path, rel) if path else None
-        if below is not None:
-            out.added.add(below)
-    return out
+    return work_tree_changes(top, rel, rng.base)
 
 
 def diff_entries(base: dict[str, Entry], head: dict[str, Entry]) -> Changes:
@@ -398,3 +390,187 @@ def _drain(stream: Any, size: int) -> None:
         if not got:
             return
         size -= len(got)
+
+
+# ----------------------------------------------------------------------------
+# the root itself: a folder on both sides, or something a checkout fills from elsewhere
+# ----------------------------------------------------------------------------
+TREE_MODE = "040000"
+#: what a root that is not a folder on a side gives the app (the state files below it show as removed)
+_ROOT_AS = {
+    "submodule": "a submodule on the {side} side (commit {oid} of another repository): a checkout "
+    "puts that repository's files there (git submodule update), which this review does not read",
+    "link": "a symbolic link on the {side} side: RepoSaver refuses a linked root, the app does not "
+    "start, and this review does not read what it points to",
+    "file": "a file on the {side} side: there is no state there for the app to read",
+}
+
+
+def root_replaced(top: Path, rel: str, rng: Range) -> list[str]:
+    """Why the root is not the folder of files the review reads, one sentence each: the root
+    or a folder above it held by a side as a submodule (a commit of another repository, which
+    ``git submodule update`` checks out in its place) or a symbolic link (git diff-tree and
+    ls-tree below the root see neither: the files below it just look removed); and a changed
+    ``.gitmodules`` naming a submodule at, above or below the root (where its files come from)."""
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    folders = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    out = []
+    for label, rev in (("base", rng.base), ("head", rng.head)):
+        if rev is None:
+            continue
+        for folder in folders:
+            listing = git(top, "--literal-pathspecs", "ls-tree", "--full-tree", "-z", rev, "--", folder)
+            for record in listing.split("\0"):
+                info, _, path = record.partition("\t")
+                if path != folder or not info or info.split()[0] == TREE_MODE:
+                    continue
+                entry = Entry(mode=info.split()[0], oid=info.split()[2], size=-1)
+                where = "the root" if folder == rel else f"{folder}, a folder above the root,"
+                out.append(f"{where} is {_ROOT_AS[entry.kind].format(oid=entry.oid[:12], side=label)}")
+    if changed_files(top, rng, [".gitmodules"]):
+        sides = [_submodule_paths(top, rng.base), _submodule_paths(top, rng.head)]
+        near = sorted({p for paths in sides for p in paths or () if _overlaps(p, rel)})
+        if near:
+            out.append(
+                f".gitmodules changed and names a submodule at, above or below the root ({', '.join(near)}): "
+                "it says which repository a checkout takes those files from"
+            )
+        elif None in sides:
+            out.append(
+                ".gitmodules changed and does not read as git's config: where a checkout takes a "
+                "submodule's files from is not known"
+            )
+    return out
+
+
+def _submodule_paths(top: Path, rev: str | None) -> set[str] | None:
+    """The paths ``.gitmodules`` gives its submodules at ``rev`` (the work tree: None); None
+    when it is there and does not read."""
+    if rev is None:
+        if not (top / ".gitmodules").is_file():
+            return set()
+        source = ["--file", str(top / ".gitmodules")]
+    else:
+        if not git(top, "--literal-pathspecs", "ls-tree", "--full-tree", rev, "--", ".gitmodules").strip():
+            return set()
+        source = ["--blob", f"{rev}:.gitmodules"]
+    proc = subprocess.run(
+        ["git", "-C", str(top), "config", *source, "-z", "--get-regexp", r"^submodule\..*\.path$"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):  # 1: no such key
+        return None
+    listing = proc.stdout.decode("utf-8", "surrogateescape")
+    return {record.partition("\n")[2] for record in listing.split("\0") if record}
+
+
+def _overlaps(path: str, rel: str) -> bool:
+    path, rel = path.strip("/"), rel.strip("/")
+    return rel in ("", ".") or path == rel or rel.startswith(path + "/") or path.startswith(rel + "/")
+
+
+# ----------------------------------------------------------------------------
+# the work tree as the app reads it: every file, by its bytes
+# ----------------------------------------------------------------------------
+#: what the saver's own .gitignore keeps out of git (layout.GITIGNORE_TEXT): derived data and
+#: temp files, made on each machine and never read as state; left out of a work-tree review
+#: unless the base commit holds them
+_LOCAL_ONLY = (".cache/",)
+
+
+def work_tree_changes(top: Path, rel: str, base: str, under: str = "") -> Changes:
+    """The files below the root (or below its folder ``under``) that differ between the
+    commit ``base`` and the work tree as the app reads it: every file on disk walked and
+    compared by its bytes with the base's blob (the object id git would give them, with no
+    filter: ``git hash-object --no-filters``), never through git's index, so nothing marked
+    assume-unchanged or skip-worktree, ignored, or made to look unchanged by an attribute
+    (``ident``, an encoding, a clean filter) is missed. A text file checked out with CRLF
+    line endings (``core.autocrlf``) is the same file: JSON reads the same either way."""
+    entries = tree_entries(top, base, rel, [under] if under else None)
+    disk = _disk_files(top / rel if rel not in ("", ".") else top, under)
+    out = Changes()
+    for path, full in disk.items():
+        entry = entries.get(path)
+        if entry is None:
+            if not path.startswith(_LOCAL_ONLY) and not path.endswith(".tmp"):
+                out.added.add(path)
+        elif not _same_object(full, entry):
+            out.modified.add(path)
+    out.removed = {p for p in entries if p not in disk}
+    return out
+
+
+def _disk_files(root: Path, under: str) -> dict[str, Path]:
+    """Every file and symbolic link below ``root`` (or its folder ``under``), by path below
+    ``root``; links are never followed, ``.git`` (a nested repository's) is left out."""
+    start = root / under if under else root
+    out: dict[str, Path] = {}
+    if start.is_symlink() or not start.is_dir():
+        return out
+    for folder, dirs, files in os.walk(start):
+        here = Path(folder)
+        for name in [d for d in dirs if (here / d).is_symlink()]:
+            dirs.remove(name)
+            files.append(name)
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            if name != ".git":
+                out[(here / name).relative_to(root).as_posix()] = here / name
+    return out
+
+
+def _same_object(path: Path, entry: Entry) -> bool:
+    """Whether the file at ``path`` (not followed) is what git stores as ``entry``."""
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            target = os.fsencode(os.readlink(path))
+            return entry.kind == "link" and _blob_id([target], entry.oid, len(target)) == entry.oid
+        if not stat.S_ISREG(info.st_mode) or entry.kind != "file":
+            return False
+        if info.st_size == entry.size:
+            with open(path, "rb") as fh:
+                if _blob_id(iter(lambda: fh.read(CHUNK), b""), entry.oid, info.st_size) == entry.oid:
+                    return True
+        if not entry.size < info.st_size <= 2 * entry.size:  # CRLF can only make it longer
+            return False
+        with open(path, "rb") as fh:  # CRLF as a checkout with core.autocrlf writes it
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return False
+    if b"\r\n" not in data:
+        return False
+    plain = data.replace(b"\r\n", b"\n")
+    return len(plain) == entry.size and _blob_id([plain], entry.oid, len(plain)) == entry.oid
+
+
+def _blob_id(blocks: Iterable[bytes], like: str, size: int) -> str:
+    """The id git gives a blob of ``size`` bytes read from ``blocks`` (SHA-1, or SHA-256 in a
+    repository whose object ids, like ``like``, are 64 hex digits)."""
+    digest = hashlib.sha256() if len(like) == 64 else hashlib.sha1()  # git's object id
+    digest.update(b"blob %d\0" % size)
+    for block in blocks:
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def changed_files(top: Path, rng: Range, paths: list[str]) -> list[str]:
+    """Which of ``paths`` (from the top) differ between the two sides: the commits' trees, or
+    the base and the file on disk by its bytes (as ``work_tree_changes``: git's index is not
+    asked, a file it is told to skip counts too)."""
+    if rng.head is not None:
+        args = ["diff", "--name-only", "--no-renames", "-z", rng.base, rng.head]
+        return [p for p in git(top, "--literal-pathspecs", *args, "--", *paths).split("\0") if p]
+    out = []
+    for path in paths:
+        listing = git(top, "--literal-pathspecs", "ls-tree", "-l", "-z", "--full-tree", rng.base, "--", path)
+        info = listing.split("\0")[0].partition("\t")[0].split()
+        entry = (
+            Entry(mode=info[0], oid=info[2], size=int(info[3]) if info[3].isdigit() else -1) if info else None
+        )
+        there = os.path.lexists(top / path)
+        if (entry is None and there) or (entry is not None and not _same_object(top / path, entry)):
+            out.append(path)
+    return out
