@@ -66,6 +66,16 @@ def review(
             help="Also write the review as one self-contained HTML page to FILE (docs/review.md).",
         ),
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            metavar="CHARS",
+            min=1000,
+            help="With --markdown: a review longer than CHARS characters is cut to fit a comment "
+            "(its header, verdict, flags and problems kept; the turns left out, and it says so).",
+        ),
+    ] = None,
 ) -> None:
     """What changed in the state between two git revisions, per thread: the new turns in order
     (messages, tool calls and results, interrupts and answers, edits), other channels old -> new,
@@ -83,7 +93,12 @@ def review(
     if as_json:
         _print_json(bounded_tree(report_json(report)))
     elif markdown:
-        settings.out.file.write(screen(report_markdown(report), keep="\n\t"))
+        text = report_markdown(report)
+        if limit is not None:
+            from .reviewcut import cut_markdown
+
+            text = cut_markdown(report, text, limit)
+        settings.out.file.write(screen(text, keep="\n\t"))
     else:
         for line in report_lines(report):
             settings.out.print(line)
