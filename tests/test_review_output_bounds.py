@@ -292,3 +292,34 @@ def test_the_size_rule_is_one_constant_every_output_reads() -> None:
     for made in (markdown._fence(text), html._pre(text)):
         assert "x" * WHOLE in made and "x" * (WHOLE + 1) not in made and "5 more characters left out" in made
     assert review.bounded is markdown.bounded is html.bounded
+
+
+def test_a_review_cut_for_a_comment_keeps_its_verdict_and_flags_and_counts_what_did_not_fit(
+    repo: Path,
+) -> None:
+    """``review --markdown --limit N`` (the workflow's comment when the review is too long):
+    within N characters, the header, the verdict, the note that it was cut and the footer
+    always; the flags first, as many as fit, and the number of those that did not; inert as
+    every Markdown of the review. Under the limit the review is printed whole."""
+    from langgraph_checkpoint_repo.cli.review import MARKDOWN_END
+    from test_markdown_inert import markdown_problems
+
+    strays = repo / ".langgraph/threads/t1/checkpoints"
+    for n in range(30):
+        (strays / f"notes-{n:02d}-<img src=x>.txt").write_text("x\n", encoding="utf-8")
+    commit_all(repo, "thirty stray files")
+    whole = cli(repo / ".langgraph", "review", "main..work", "--markdown", cwd=repo)
+    cut = cli(repo / ".langgraph", "review", "main..work", "--markdown", "--limit", "3000", cwd=repo)
+    assert whole.returncode == cut.returncode == 1
+    assert len(whole.stdout) > 3000 >= len(cut.stdout)
+    lines = cut.stdout.splitlines()
+    assert (
+        lines[0] == whole.stdout.splitlines()[0] and lines[2] == whole.stdout.splitlines()[2]
+    )  # header, verdict
+    assert f"the whole is {len(whole.stdout):,} characters, over 3,000" in cut.stdout
+    listed = [line for line in lines if line.startswith("- **not part of the layout**")]
+    assert 0 < len(listed) < 30 and all(line in whole.stdout for line in listed)
+    assert f"**Not listed here for want of room**: {30 - len(listed)} flags" in cut.stdout
+    assert lines[-1] == MARKDOWN_END and markdown_problems(cut.stdout) == []
+    roomy = cli(repo / ".langgraph", "review", "main..work", "--markdown", "--limit", "200000", cwd=repo)
+    assert roomy.stdout == whole.stdout
