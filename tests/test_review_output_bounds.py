@@ -27,6 +27,7 @@ from graphs import ask_graph, cfg
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.cli.events import WHOLE
+from langgraph_checkpoint_repo.review import textconv
 from test_git import commit_all, git, init_repo
 from test_review_faithful import AGENT, agent, build_repo
 
@@ -90,9 +91,10 @@ class SecretModel(FakeToolModel):
 
 def test_a_private_key_in_a_tool_argument_masks_only_the_key_not_the_calls_after_it(tmp_path: Path) -> None:
     """A PEM header (bare, with a key, or percent-encoded) in one tool call's argument masked
-    the rest of the line in every output: the arguments and the tool calls after it, here a
-    refund of 99999 to A-666, in the turn and in what runs next. Now only the key's body is
-    masked (its first characters kept); a header with no key, encoded or not, is shown."""
+    the rest of the line in every output, the git diff driver's too: the arguments and the
+    tool calls after it, here a refund of 99999 to A-666, in the turn and in what runs next.
+    Now only the key's body is masked (its first characters kept); a header with no key,
+    encoded or not, is shown."""
     repo = init_repo(tmp_path / "repo")
     (repo / "README.md").write_text("app\n", encoding="utf-8")
     commit_all(repo, "start")
@@ -109,6 +111,10 @@ def test_a_private_key_in_a_tool_argument_masks_only_the_key_not_the_calls_after
     commit_all(repo, "turn 2 waits for approval")
 
     seen = outputs(repo)
+    changed = git(repo, "diff", "--name-only", "main", "work").stdout.split()
+    seen["driver"] = "\n".join(  # the git diff driver, as git runs it on each new checkpoint
+        line for path in changed if "/checkpoints/" in path for line in textconv.view(str(repo / path))
+    )
     for name, text in seen.items():
         assert BODY[:16] not in text, name  # the key is masked ...
         assert "MIIE…" in text or "MIIE\\u2026" in text, name
