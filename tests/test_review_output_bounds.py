@@ -329,3 +329,28 @@ def test_a_review_cut_for_a_comment_keeps_its_verdict_and_flags_and_counts_what_
     assert lines[-1] == MARKDOWN_END and markdown_problems(cut.stdout) == []
     roomy = cli(repo / ".langgraph", "review", "main..work", "--markdown", "--limit", "200000", cwd=repo)
     assert roomy.stdout == whole.stdout
+
+
+def test_a_stored_value_of_many_small_items_is_cut_in_json_and_says_how_many_were_left_out(
+    repo: Path,
+) -> None:
+    """A message of 4,000 content blocks: every string is short, so a rule on strings alone
+    left ``--json`` (its pending writes and steps hold the stored message) at megabytes. A
+    stored value is cut after ``WHOLE`` characters of its items: one string says how many
+    items were left out and where to read them."""
+    root = repo / ".langgraph"
+    git(repo, "checkout", "-q", "-b", "blocks")
+    graph = agent(root)
+    graph.invoke(None, cfg(AGENT))
+    blocks = [{"type": "text", "text": "x"}] * 4_000
+    graph.invoke({"messages": [HumanMessage(content=blocks, id="user-blocks")]}, cfg(AGENT))  # type: ignore[arg-type]
+    commit_all(repo, "a message of many blocks")
+    proc = cli(root, "review", "work..blocks", "--json", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) < 40 * WHOLE
+    cut = [
+        s
+        for s in strings(json.loads(proc.stdout))
+        if re.fullmatch(r"… [0-9,]+ more items left out here; .*", s)
+    ]
+    assert cut and all(int(s.split()[1].replace(",", "")) > 1_000 for s in cut)

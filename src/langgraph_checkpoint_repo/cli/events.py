@@ -45,28 +45,70 @@ def fold(text: str) -> tuple[str, str]:
     return one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)", text
 
 
-_LEFT_OUT = " more characters left out here; "
+_LEFT_OUT = " left out here; "
+_READ = "langgraph-repo show THREAD --checkpoint ID"
 
 
 def bounded(text: str, read: str = "") -> str:
     """``text`` as a block shows it whole: at most ``WHOLE`` characters, then a line saying
     how many were left out and where to read them (``read``, a command; by default ``show``).
     A text it already cut is left as it is."""
-    if len(text) <= WHOLE or (len(text) <= WHOLE + 400 and _LEFT_OUT in text[WHOLE:]):
+    if len(text) <= WHOLE or (len(text) <= WHOLE + 400 and " more characters" + _LEFT_OUT in text[WHOLE:]):
         return text
-    read = read or "langgraph-repo show THREAD --checkpoint ID"
-    return text[:WHOLE] + f"\n… {len(text) - WHOLE:,}{_LEFT_OUT}`{read}` prints it whole"
+    read = read or _READ
+    return text[:WHOLE] + f"\n… {len(text) - WHOLE:,} more characters{_LEFT_OUT}`{read}` prints it whole"
+
+
+#: the keys of ``review --json`` whose value is a stored value (a write, a channel's old and
+#: new value, a packet, an interrupt, a memory's field, a tool call's arguments, metadata):
+#: each is shown within ``WHOLE`` characters, as a text is
+VALUE_KEYS = frozenset(
+    {"value", "old", "new", "packet", "input", "interrupts", "error", "answer", "args", "metadata"}
+)
 
 
 def bounded_tree(tree: Any, read: str = "") -> Any:
-    """``tree`` (a JSON document) with every string ``bounded``: ``--json`` holds the stored
-    values a review shows (pending writes, channels, memories), under the same size rule."""
+    """``tree`` (a JSON document) with every string ``bounded`` and every stored value (under
+    a key of ``VALUE_KEYS``) cut after ``WHOLE`` characters of its items: the rest of a list
+    is one string saying how many items were left out, the rest of an object one key ``…``
+    saying how many keys (a message of 70,000 content blocks made an 11 MB ``--json``)."""
     if isinstance(tree, str):
         return bounded(tree, read)
     if isinstance(tree, list):
         return [bounded_tree(x, read) for x in tree]
     if isinstance(tree, dict):
-        return {k: bounded_tree(v, read) for k, v in tree.items()}
+        return {
+            k: _budgeted(v, [WHOLE], read) if k in VALUE_KEYS else bounded_tree(v, read)
+            for k, v in tree.items()
+        }
+    return tree
+
+
+def _budgeted(tree: Any, left: list[int], read: str) -> Any:
+    """``tree`` as far as ``left[0]`` characters (about: strings, keys, 8 for any other
+    leaf) go; what is past it is counted in one marker per list or object."""
+    if isinstance(tree, str):
+        text = bounded(tree, read)
+        left[0] -= len(text)
+        return text
+    if isinstance(tree, list):
+        items: list[Any] = []
+        for i, x in enumerate(tree):
+            if left[0] <= 0:
+                items.append(f"… {len(tree) - i:,} more items{_LEFT_OUT}`{read or _READ}` prints them whole")
+                break
+            items.append(_budgeted(x, left, read))
+        return items
+    if isinstance(tree, dict):
+        out: dict[Any, Any] = {}
+        for i, (k, v) in enumerate(tree.items()):
+            if left[0] <= 0:
+                out["…"] = f"{len(tree) - i:,} more keys{_LEFT_OUT}`{read or _READ}` prints them whole"
+                break
+            left[0] -= len(k) if isinstance(k, str) else 8
+            out[k] = _budgeted(v, left, read)
+        return out
+    left[0] -= 8
     return tree
 
 
