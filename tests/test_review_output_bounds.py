@@ -347,7 +347,7 @@ def test_a_stored_value_of_many_small_items_is_cut_in_json_and_says_how_many_wer
     commit_all(repo, "a message of many blocks")
     proc = cli(root, "review", "work..blocks", "--json", cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    assert len(proc.stdout) < 40 * WHOLE
+    assert len(proc.stdout) < 15 * WHOLE, len(proc.stdout)  # 648 KB before
     cut = [
         s
         for s in strings(json.loads(proc.stdout))
