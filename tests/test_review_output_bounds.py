@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -154,9 +155,12 @@ def test_thread_ids_that_differ_by_a_control_character_print_distinct_in_the_ter
 
 
 def test_every_terminal_print_is_screened_before_rich_builds_its_text() -> None:
-    """The class: a Text, an assembled Text, an appended piece and a plain string all reach
-    the terminal with their control characters escaped; and no module of the command line
-    makes a rich Text of its own (rich's would drop them first)."""
+    """The class: a Text, an assembled Text, an appended piece, a plain string and a progress
+    bar's label all reach the terminal with their control characters escaped; and no module
+    of the command line makes a rich Text of its own (rich's would drop them first)."""
+    from rich.progress import Task, TaskID
+
+    from langgraph_checkpoint_repo.cli.app import progress_columns
     from langgraph_checkpoint_repo.cli.output import SafeConsole, Text
 
     console = SafeConsole(file=io.StringIO(), width=200, highlight=False, markup=False, emoji=False)
@@ -164,8 +168,10 @@ def test_every_terminal_print_is_screened_before_rich_builds_its_text() -> None:
     console.print(Text.assemble(("c\bd", "bold"), " e\af"))
     console.print(Text("g").append("\vh"))
     console.print("i\fj")
+    label = progress_columns()[0].render(Task(TaskID(0), "t1\r", 10, 0, _get_time=time.monotonic))
+    console.print(label)  # a progress bar's label (a thread id, as copy and import show it)
     printed = console.file.getvalue()  # type: ignore[attr-defined]
-    assert printed.split("\n")[:4] == ["a\\x0db", "c\\x08d e\\x07f", "g\\x0bh", "i\\x0cj"]
+    assert printed.split("\n")[:5] == ["a\\x0db", "c\\x08d e\\x07f", "g\\x0bh", "i\\x0cj", "t1\\x0d"]
     cli_dir = Path(__file__).resolve().parents[1] / "src/langgraph_checkpoint_repo/cli"
     own = [
         p.name

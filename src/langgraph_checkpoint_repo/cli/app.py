@@ -405,11 +405,16 @@ def parse_date(text: str) -> datetime:
 
 
 def progress_columns() -> tuple[Any, ...]:
-    """The columns of every progress bar; a label from a file is plain text, never markup."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    """The columns of every progress bar; a label from a file is plain text, never markup,
+    and screened (rich's own column would make a Text that drops ``\\r`` and ``\\b``)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TimeElapsedColumn
+
+    class LabelColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(task.description)
 
     return (
-        TextColumn("{task.description}", markup=False),
+        LabelColumn(),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
