@@ -17,12 +17,16 @@ import re
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench.agent_graphs import FakeToolModel, lookup_order, user_message
 from bench.support_desk import issue_refund
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.graph import START, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
 
 from graphs import ask_graph, cfg
 from helpers import cli
@@ -360,3 +364,33 @@ def test_a_stored_value_of_many_small_items_is_cut_in_json_and_says_how_many_wer
         if re.fullmatch(r"… [0-9,]+ more items left out here; .*", s)
     ]
     assert cut and all(int(s.split()[1].replace(",", "")) > 1_000 for s in cut)
+
+
+class Asking(TypedDict):
+    q: str
+
+
+def test_a_long_question_a_thread_waits_on_is_one_line_under_the_verdict_and_whole_in_next(
+    repo: Path,
+) -> None:
+    """What needs a person (right under the verdict) printed a question whole on its line: a
+    PR's interrupt of any length filled the top of the review. It is cut as a message is,
+    and what runs next folds it whole."""
+
+    def ask(state: Asking) -> dict[str, Any]:
+        interrupt(state["q"])
+        return {}
+
+    graph = StateGraph(Asking).add_node("ask", ask).add_edge(START, "ask")
+    question = "Approve the refund? " + "Details follow. " * 200 + "THE END"
+    graph.compile(checkpointer=RepoSaver(repo / ".langgraph", durable=False)).invoke(
+        {"q": question}, cfg("long-q")
+    )
+    commit_all(repo, "a long question")
+    seen = outputs(repo)
+    (line,) = [x for x in seen["text"].splitlines() if x.startswith("waiting: Approve the refund?")]
+    assert len(line) < 250 and "THE END" not in line
+    (top,) = [x for x in seen["md"].splitlines() if x.startswith("- **waiting**: `Approve the refund?")]
+    assert len(top) < 300
+    fold = seen["md"][seen["md"].index("<details><summary>asks (full text)</summary>") :]
+    assert "THE END" in fold[: fold.index("</details>")]

@@ -293,7 +293,8 @@ def attention(report: Report) -> list[tuple[str, str, str]]:
     threads = len(report.threads) > 1
     out = []
     for thread, where, asked in report.verdict.waiting:
-        out.append(("waiting", question_text(asked), f"thread {thread}, {where}" if threads else where))
+        said = fold(question_text(asked))[0]  # on one line, as a message (what runs next has it whole)
+        out.append(("waiting", said, f"thread {thread}, {where}" if threads else where))
     for thread, where in report.verdict.unsettled:
         out.append(("heads to settle", f"thread {thread}", where))
     return out
