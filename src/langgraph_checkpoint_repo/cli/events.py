@@ -348,8 +348,9 @@ def task_lines(task: PendingTask) -> list[tuple[str, str, str]]:
         for item in items:
             e = message_event(item, "", None)
             fields = item.get("$fields") if isinstance(item, dict) else None
-            mid = str(fields.get("id")) if isinstance(fields, dict) else ""
-            replaced = e.role not in ("remove", "value") and mid in task.replaces
+            given = fields.get("id") if isinstance(fields, dict) else None
+            mid = given if isinstance(given, str) else ""
+            replaced = bool(mid) and e.role not in ("remove", "value") and mid in task.replaces
             if replaced:
                 e.kind, e.old = "edited", task.replaces[mid]
             label, text, whole = event_parts(e)
