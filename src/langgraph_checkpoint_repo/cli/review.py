@@ -97,7 +97,16 @@ def review(
         if limit is not None:
             from .reviewcut import cut_markdown
 
-            text = cut_markdown(report, text, limit)
+            flagged = _flag_title(report)
+            text = cut_markdown(
+                report,
+                text,
+                limit,
+                labels=FLAG_LABEL,
+                files=_files_line(report),
+                flagged=flagged,
+                end=MARKDOWN_END,
+            )
         settings.out.file.write(screen(text, keep="\n\t"))
     else:
         for line in report_lines(report):

@@ -1,4 +1,5 @@
-"""``review --markdown --limit N``: the review cut to fit a pull-request comment.
+"""``review --markdown --limit N``: the review cut to fit a pull-request comment (cli/review.py
+hands it its words: this module imports nothing of it).
 
 A forge refuses a comment over its limit (GitHub: 65,536 characters), and the example
 workflow posted a review too long for one as its title and a link: a flagged change was then
@@ -9,11 +10,11 @@ leaves out the turns, saying so and how long the whole review is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .events import attention, plural, verdict_line
 from .markdown import _md
-from .review import FLAG_LABEL, MARKDOWN_END, _files_line, _flag_title
 
 if TYPE_CHECKING:
     from ..review.model import Report
@@ -23,10 +24,13 @@ def _code(text: str) -> str:
     return _md(text, code=True)
 
 
-def cut_markdown(report: Report, whole: str, limit: int) -> str:
+def cut_markdown(
+    report: Report, whole: str, limit: int, *, labels: Mapping[str, str], files: str, flagged: str, end: str
+) -> str:
     """``whole`` (the review's Markdown) when it fits in ``limit`` characters, else the cut
-    review: always its header, verdict, the cut's own note and footer; then every flag, what
-    needs a person, each problem and one line per thread, as many as fit (with the flags
+    review: always its header, verdict, the cut's own note and footer (``end``); then every
+    flag (``flagged`` its title, ``labels`` their names), what needs a person, each problem
+    and one line per thread (``files``: the changed files, said), as many as fit (the flags
     first); what did not fit is counted, never dropped silently."""
     if len(whole) <= limit:
         return whole
@@ -42,14 +46,14 @@ def cut_markdown(report: Report, whole: str, limit: int) -> str:
         " prints it whole.",
         "",
     ]
-    end = ["", MARKDOWN_END, ""]
+    footer = ["", end, ""]
     rows: list[tuple[str, str]] = []  # (kind of row, the row)
     if report.flags:
-        rows.append(("", f"**⚠ {_md(_flag_title(report))}**\n"))
-        for flagged in report.flags:
-            where = f"{_code(flagged.path)}: " if flagged.path else ""
-            label = FLAG_LABEL.get(flagged.kind, flagged.kind)
-            rows.append(("flag", f"- **{label}**: {where}{_code(flagged.message)}"))
+        rows.append(("", f"**⚠ {_md(flagged)}**\n"))
+        for flag in report.flags:
+            where = f"{_code(flag.path)}: " if flag.path else ""
+            label = labels.get(flag.kind, flag.kind)
+            rows.append(("flag", f"- **{label}**: {where}{_code(flag.message)}"))
         rows.append(("", ""))
     for label, what, where in attention(report):
         rows.append(("need", f"- **{label}**: {_code(what)}" + (f" ({_code(where)})" if where else "")))
@@ -58,10 +62,10 @@ def cut_markdown(report: Report, whole: str, limit: int) -> str:
         rows += [("", ""), ("", f"**Validation problems** ({len(problems)}):"), ("", "")]
         rows += [("problem", f"- {_code(p.path)} {_code(p.pointer)}: {_md(p.message)}") for p in problems]
     if report.threads:
-        changed = f"{plural(len(report.threads), 'thread')} changed; {_files_line(report)}:"
+        changed = f"{plural(len(report.threads), 'thread')} changed; {files}:"
         rows += [("", ""), ("", changed), ("", "")]
         rows += [("thread", f"- {_code(t.thread_id)} ({t.status})") for t in report.threads]
-    budget = limit - len("\n".join(top + end)) - 200  # room for the line saying what was left out
+    budget = limit - len("\n".join(top + footer)) - 200  # room for the line saying what was left out
     kept: list[str] = []
     left: dict[str, int] = {}
     for kind, row in rows:
@@ -74,4 +78,4 @@ def cut_markdown(report: Report, whole: str, limit: int) -> str:
         words = {"flag": "flag", "need": "item needing a person", "problem": "problem", "thread": "thread"}
         said = ", ".join(plural(n, words[k]) for k, n in left.items())
         kept += ["", f"**Not listed here for want of room**: {said}; the whole review lists them."]
-    return "\n".join(top + kept + end)
+    return "\n".join(top + kept + footer)
