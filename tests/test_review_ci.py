@@ -105,10 +105,12 @@ class Runner:
         gh.chmod(0o755)
         self.runs = 0
         self.workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+        self.outputs: dict[str, str] = {}  # ``steps.<id>.outputs.<name>`` of this run's steps
 
     def checkout(self) -> Path:
         """What actions/checkout gives a pull request: the merge of head into base, all history."""
         self.runs += 1
+        self.outputs = {}
         work = self.tmp / f"run{self.runs}" / "workspace"
         work.parent.mkdir()
         subprocess.run(["git", "clone", "-q", str(self.origin), str(work)], check=True, env=_git_env())
@@ -131,6 +133,7 @@ class Runner:
             "github.repository": "acme/agent",
             "github.run_id": str(1000 + self.runs),
             "github.token": "not-a-token",
+            **self.outputs,
         }
         env = {**os.environ, **_git_env()}
         env["PATH"] = os.pathsep.join([str(self.bin), str(Path(sys.executable).parent), env["PATH"]])
@@ -138,8 +141,11 @@ class Runner:
         env.update({k: _expand(str(v), context) for k, v in step.get("env", {}).items()})
         temp = work.parent / "runner-temp"
         temp.mkdir(exist_ok=True)
+        outputs = work.parent / f"{step_id}.outputs"
+        outputs.write_text("", encoding="utf-8")
         env.update(
             RUNNER_TEMP=str(temp),
+            GITHUB_OUTPUT=str(outputs),
             GITHUB_STEP_SUMMARY=str(work.parent / "summary.md"),
             GITHUB_REPOSITORY="acme/agent",
             GITHUB_WORKSPACE=str(work),
@@ -149,7 +155,7 @@ class Runner:
         assert self.workflow["defaults"]["run"]["shell"] == "bash"
         script = work.parent / f"{step_id}.sh"
         script.write_text(step["run"], encoding="utf-8")
-        return subprocess.run(
+        proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
             cwd=work,
             env=env,
@@ -157,6 +163,10 @@ class Runner:
             text=True,
             timeout=600,
         )
+        for line in outputs.read_text(encoding="utf-8").splitlines():  # ``name=value`` lines
+            name, _, value = line.partition("=")
+            self.outputs[f"steps.{step_id}.outputs.{name}"] = value
+        return proc
 
     def comments(self) -> list[dict[str, Any]]:
         return list(json.loads(self.forge.read_text())["comments"])
@@ -278,10 +288,19 @@ def test_a_merge_that_leaves_two_heads_fails_validate_and_the_comment_says_so(
     assert "heads to settle" in body and "Heads nobody chose" in body
 
 
-def test_a_review_too_long_for_a_comment_points_to_the_job_summary(tmp_path: Path, origin: Path) -> None:
+def test_a_review_too_long_for_a_comment_is_posted_cut_with_its_verdict_and_every_flag(
+    tmp_path: Path, origin: Path
+) -> None:
+    """Four turns of long questions (each shown whole up to the size rule) and a stray file
+    the review flags: the review is over 60,000 characters. The comment was its title and a
+    link, the flag nowhere in the pull request; it is the cut review: header, verdict, the
+    flag, a line saying it was cut, the link to the whole in the job summary. The job fails
+    on the flag, after the comment is posted."""
     dev = clone(origin, tmp_path / "dev", "feature")
-    turn(dev, 2, text="a very long question " * 4000)
-    commit_all(dev, "long")
+    for n in range(2, 6):
+        turn(dev, n, text=f"a very long question number {n} " * 1000)
+    (dev / ".langgraph/threads/support-1/checkpoints/notes.txt").write_text("x\n", encoding="utf-8")
+    commit_all(dev, "long, and a stray file")
     git(dev, "push", "-q", "origin", "feature")
     runner = Runner(tmp_path / "runner", origin, "main", "feature")
     work = runner.checkout()
@@ -289,10 +308,53 @@ def test_a_review_too_long_for_a_comment_points_to_the_job_summary(tmp_path: Pat
     assert runner.step(work, "comment").returncode == 0
     ((comment),) = runner.comments()
     body = comment["body"]
-    assert body.startswith(MARKER + "\n## State review: ") and len(body) < 1000
-    assert "https://github.com/acme/agent/actions/runs/1001" in body
+    assert body.startswith(MARKER + "\n## State review: ") and len(body) <= 60000 + 200
+    lines = body.splitlines()
+    assert lines[3].startswith("**4 turns · ")  # the verdict
+    assert "**This review is cut to fit a comment**" in body
+    flag = [line for line in lines if line.startswith("- **not part of the layout**")]
+    assert len(flag) == 1 and "notes.txt" in flag[0]
+    assert "a very long question" not in body  # the turns are left out
+    assert (
+        lines[-1]
+        == "Read the whole review in the [job summary](https://github.com/acme/agent/actions/runs/1001)."
+    )
     summary = (work.parent / "summary.md").read_text(encoding="utf-8")
-    assert len(summary) > 60000 and "a very long question" in summary
+    assert len(summary) > 60000 and all(f"a very long question number {n}" in summary for n in range(2, 6))
+    gate = runner.step(work, "gate")
+    assert gate.returncode == 1 and "flagged" in gate.stdout
+
+
+def test_the_job_fails_on_a_flagged_change_after_the_comment_is_posted(tmp_path: Path, origin: Path) -> None:
+    """A pull request that changes the repository's ``.gitattributes`` (how a checkout writes
+    the files the app reads): flagged, not a problem ``validate`` reports, so every step passed
+    and the job was green. The review step passes (the review is complete), the comment is
+    posted with the flag, and the last step fails the job; a clean pull request's passes."""
+    dev = clone(origin, tmp_path / "dev", "feature")
+    turn(dev, 2)
+    commit_all(dev, "turn 2")
+    git(dev, "push", "-q", "origin", "feature")
+    runner = Runner(tmp_path / "runner", origin, "main", "feature")
+    work = runner.checkout()
+    for step_id in ("validate", "review", "comment", "gate"):
+        assert runner.step(work, step_id).returncode == 0, step_id
+
+    (dev / ".gitattributes").write_text("*.json ident\n", encoding="utf-8")
+    commit_all(dev, "attributes")
+    git(dev, "push", "-q", "origin", "feature")
+    work = runner.checkout()
+    assert runner.step(work, "validate").returncode == 0
+    review = runner.step(work, "review")
+    assert review.returncode == 0, review.stderr
+    assert runner.outputs["steps.review.outputs.status"] == "1"
+    assert runner.step(work, "comment").returncode == 0
+    ((comment),) = runner.comments()
+    assert "**attributes changed**" in comment["body"]
+    steps = [s.get("id") for s in runner.workflow["jobs"]["review"]["steps"]]
+    assert steps[-2:] == ["comment", "gate"]
+    assert "steps.review.outcome == 'success'" in workflow_step(runner.workflow, "gate")["if"]
+    gate = runner.step(work, "gate")
+    assert gate.returncode == 1 and "::error::the review flagged" in gate.stdout
 
 
 # ----------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
 from typer.main import get_command_name
 from typer.models import CommandInfo, TyperInfo
@@ -30,6 +29,7 @@ from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from ..core.layout import find_default_root, holds_state
 from .exits import INTERNAL, OK, exit_code
 from .output import (
+    Text,
     _err_console,
     _out_console,
 )
@@ -405,11 +405,16 @@ def parse_date(text: str) -> datetime:
 
 
 def progress_columns() -> tuple[Any, ...]:
-    """The columns of every progress bar; a label from a file is plain text, never markup."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    """The columns of every progress bar; a label from a file is plain text, never markup,
+    and screened (rich's own column would make a Text that drops ``\\r`` and ``\\b``)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TimeElapsedColumn
+
+    class LabelColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(task.description)
 
     return (
-        TextColumn("{task.description}", markup=False),
+        LabelColumn(),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
-from rich.text import Text
 
 from ..core.errors import BadInputError, ThreadWaitsError
 from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
 from . import present
 from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
+from .output import Text
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader, StateView

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from ..review.model import PendingTask, Report, ThreadReport, Verdict
 
 SHORT = 160  # characters of a message shown inline; the rest folds into <details>
+#: characters of one text shown whole (a ``<details>`` block of the Markdown, a block of the
+#: HTML page, an event's text in ``--json``): the one size rule of every output. Past it, the
+#: text is cut and says how much was left out and which command prints it whole (``bounded``)
+WHOLE = 20_000
 LABEL = {"human": "user", "ai": "ai", "tool": "tool", "system": "system", "refused": "refused message"}
 
 
@@ -30,6 +34,88 @@ def compact(value: Any) -> str:
     if isinstance(value, str):
         return value
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def fold(text: str) -> tuple[str, str]:
+    """(the text on one line, cut after ``SHORT`` characters; the whole text when it was cut,
+    else ""): how a line of every output says a long text."""
+    one_line = " ".join(text.split())
+    if len(one_line) <= SHORT:
+        return one_line, ""
+    return one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)", text
+
+
+_LEFT_OUT = " left out here; "
+_READ = "langgraph-repo show THREAD --checkpoint ID"
+
+
+def bounded(text: str, read: str = "") -> str:
+    """``text`` as a block shows it whole: at most ``WHOLE`` characters, then a line saying
+    how many were left out and where to read them (``read``, a command; by default ``show``).
+    A text it already cut is left as it is."""
+    if len(text) <= WHOLE or (len(text) <= WHOLE + 400 and " more characters" + _LEFT_OUT in text[WHOLE:]):
+        return text
+    read = read or _READ
+    return text[:WHOLE] + f"\n… {len(text) - WHOLE:,} more characters{_LEFT_OUT}`{read}` prints it whole"
+
+
+#: the keys of ``review --json`` whose value is a stored value (a write, a channel's old and
+#: new value, a packet, an interrupt, a memory's field, a tool call's arguments, metadata):
+#: each is shown within ``WHOLE`` characters, as a text is
+VALUE_KEYS = frozenset(
+    {"value", "old", "new", "packet", "input", "interrupts", "error", "answer", "args", "metadata"}
+)
+
+
+def bounded_tree(tree: Any, read: str = "") -> Any:
+    """``tree`` (a JSON document) with every string ``bounded`` and every stored value (under
+    a key of ``VALUE_KEYS``) cut after ``WHOLE`` characters of its items: the rest of a list
+    is one string saying how many items were left out, the rest of an object one key ``…``
+    saying how many keys (a message of 70,000 content blocks made an 11 MB ``--json``)."""
+    if isinstance(tree, str):
+        return bounded(tree, read)
+    if isinstance(tree, list):
+        return [bounded_tree(x, read) for x in tree]
+    if isinstance(tree, dict):
+        return {
+            k: _budgeted(v, [WHOLE], read) if k in VALUE_KEYS else bounded_tree(v, read)
+            for k, v in tree.items()
+        }
+    return tree
+
+
+def _budgeted(tree: Any, left: list[int], read: str) -> Any:
+    """``tree`` as far as ``left[0]`` characters (about: strings, keys, 8 for any other
+    leaf) go; what is past it is counted in one marker per list or object."""
+    if isinstance(tree, str):
+        text = bounded(tree, read)
+        left[0] -= len(text)
+        return text
+    if isinstance(tree, list):
+        items: list[Any] = []
+        for i, x in enumerate(tree):
+            if left[0] <= 0:
+                items.append(f"… {len(tree) - i:,} more items{_LEFT_OUT}`{read or _READ}` prints them whole")
+                break
+            items.append(_budgeted(x, left, read))
+        return items
+    if isinstance(tree, dict):
+        out: dict[Any, Any] = {}
+        for i, (k, v) in enumerate(tree.items()):
+            if left[0] <= 0:
+                out["…"] = f"{len(tree) - i:,} more keys{_LEFT_OUT}`{read or _READ}` prints them whole"
+                break
+            left[0] -= len(k) if isinstance(k, str) else 8
+            out[k] = _budgeted(v, left, read)
+        return out
+    left[0] -= 8
+    return tree
+
+
+def show_command(thread_id: str, ns: str, checkpoint_id: str) -> str:
+    """The command that prints the state at a checkpoint whole, for ``bounded``."""
+    where = f" --ns {ns}" if ns else ""
+    return f"langgraph-repo show {thread_id}{where} --checkpoint {checkpoint_id}"
 
 
 def event_parts(e: Event) -> tuple[str, str, str]:
@@ -106,10 +192,8 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         label = e.kind
     else:
         label, text = e.kind, f"new line from checkpoint {e.checkpoint_id}"
-    one_line = " ".join(text.split())
-    if len(one_line) <= SHORT:
-        return label, one_line, ""
-    return label, one_line[:SHORT] + f"… (+{len(one_line) - SHORT} chars)", text
+    short, whole = fold(text)
+    return label, short, whole
 
 
 def _listed(value: Any) -> list[Any]:
@@ -209,7 +293,8 @@ def attention(report: Report) -> list[tuple[str, str, str]]:
     threads = len(report.threads) > 1
     out = []
     for thread, where, asked in report.verdict.waiting:
-        out.append(("waiting", question_text(asked), f"thread {thread}, {where}" if threads else where))
+        said = fold(question_text(asked))[0]  # on one line, as a message (what runs next has it whole)
+        out.append(("waiting", said, f"thread {thread}, {where}" if threads else where))
     for thread, where in report.verdict.unsettled:
         out.append(("heads to settle", f"thread {thread}", where))
     return out
@@ -226,9 +311,12 @@ TASK_STATUS = {
 }
 
 
-def task_lines(task: PendingTask) -> list[tuple[str, str]]:
-    """(label, text) lines of one pending task (review's "next"): what it runs, what its
-    pending writes hold, what it asks and was answered, and a mismatch first when there is one."""
+def task_lines(task: PendingTask) -> list[tuple[str, str, str]]:
+    """(label, text, whole text when the line cuts it) lines of one pending task (review's
+    "next"): what it runs, what its pending writes hold (a message written with the id of one
+    the state holds as ``(replaces <id>)``, old ⟶ new: ``add_messages`` replaces it in place),
+    what it asks and was answered, and a mismatch first when there is one. Each text is cut
+    and folded as a message is (``fold``)."""
     from ..core.sends import packet_arg, packet_tool_calls
     from ..readmodel.turns import message_event
 
@@ -252,31 +340,44 @@ def task_lines(task: PendingTask) -> list[tuple[str, str]]:
         out.append((head, f"{status}; applies the input {compact(task.input)}"))
     else:
         out.append((head, status))
+    folded = [(label, *fold(text)) for label, text in out]
     for channel, tree in task.writes:
         if channel == "__interrupt__" and task.interrupts:
             continue  # what it asks, below
         items = tree if isinstance(tree, list) else [tree]
         for item in items:
-            label, text, _ = event_parts(message_event(item, "", None))
-            out.append((f"  writes {channel}", f"{label}: {text}" if label != "value" else text))
+            e = message_event(item, "", None)
+            fields = item.get("$fields") if isinstance(item, dict) else None
+            given = fields.get("id") if isinstance(fields, dict) else None
+            mid = given if isinstance(given, str) else ""
+            replaced = bool(mid) and e.role not in ("remove", "value") and mid in task.replaces
+            if replaced:
+                e.kind, e.old = "edited", task.replaces[mid]
+            label, text, whole = event_parts(e)
+            if replaced:
+                label = label.replace(" (edited)", f" (replaces {mid})")
+            said = f"{label}: " if label != "value" else ""
+            folded.append((f"  writes {channel}", said + text, said + whole if whole else ""))
+    tail = []
     if task.error is not None:
-        out.append(("  failed with", compact(task.error)))
+        tail.append(("  failed with", compact(task.error)))
     for asked in task.interrupts:
-        out.append(("  asks", compact(asked)))
+        tail.append(("  asks", compact(asked)))
     if task.answer is not None:
-        out.append(("  answered with", compact(task.answer)))
-    return out
+        tail.append(("  answered with", compact(task.answer)))
+    return folded + [(label, *fold(text)) for label, text in tail]
 
 
-def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str]]:
-    """What runs when the thread continues, as (depth, kind, label, text) rows: per namespace
+def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str, str]]:
+    """What runs when the thread continues, as (depth, kind, label, text, whole) rows (whole:
+    the text a ``task`` row cuts, to fold below, else ""): per namespace
     with a next step, from the top, a ``next`` row (label: the subgraph call, "" for the
     thread; text: the checkpoint it continues from), then a ``task`` row per line of each
     task (``task_lines``); a task that runs a subgraph call has the call's own next step under
     it (``agent (turn 3)``), and what the call asks is said there, not again by the task."""
     by_ns = {n.ns: n for n in t.namespaces if n.next is not None}
     done: set[str] = set()
-    out: list[tuple[int, str, str, str]] = []
+    out: list[tuple[int, str, str, str, str]] = []
 
     def called(ns: str, task: PendingTask) -> str | None:
         sub = f"{ns}|{task.name}:{task.task_id}" if ns else f"{task.name}:{task.task_id}"
@@ -284,21 +385,21 @@ def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str]]:
 
     def asks(ns: str) -> set[str]:
         nxt = by_ns[ns].next
-        return {compact(i) for x in nxt.tasks for i in x.interrupts} if nxt is not None else set()
+        return {fold(compact(i))[0] for x in nxt.tasks for i in x.interrupts} if nxt is not None else set()
 
     def walk(ns: str, depth: int) -> None:
         n = by_ns[ns]
         done.add(ns)
         if n.next is None:
             return
-        out.append((depth, "next", n.label or ns, n.next.checkpoint_id))
+        out.append((depth, "next", n.label or ns, n.next.checkpoint_id, ""))
         for task in n.next.tasks:
             sub = called(ns, task)
             below = asks(sub) if sub is not None else set()
-            for label, text in task_lines(task):
+            for label, text, whole in task_lines(task):
                 if label.strip() == "asks" and text in below:
                     continue  # the call asks it, below
-                out.append((depth + (2 if label.startswith("  ") else 1), "task", label.strip(), text))
+                out.append((depth + (2 if label.startswith("  ") else 1), "task", label.strip(), text, whole))
             if sub is not None and sub not in done:
                 walk(sub, depth + 2)
 

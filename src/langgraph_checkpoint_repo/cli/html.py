@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .events import SHORT, compact, event_parts, numbered_turns, task_lines, turns_of
+from .events import SHORT, bounded, compact, event_parts, numbered_turns, show_command, task_lines, turns_of
 from .output import screen
 
 if TYPE_CHECKING:
@@ -108,9 +108,10 @@ def _h(value: object) -> str:
     return _html.escape(screen(str(value), keep=""), quote=True)
 
 
-def _pre(text: str) -> str:
-    """A block of text from the files (its newlines kept), in a ``<pre>``."""
-    return f"<pre>{_html.escape(screen(text, keep=chr(10) + chr(9)), quote=True)}</pre>"
+def _pre(text: str, read: str = "") -> str:
+    """A block of text from the files (its newlines kept), in a ``<pre>``: at most ``WHOLE``
+    characters of it, as every output (``bounded``: ``read`` says where the rest is)."""
+    return f"<pre>{_html.escape(screen(bounded(text, read), keep=chr(10) + chr(9)), quote=True)}</pre>"
 
 
 def _code(value: object) -> str:
@@ -203,11 +204,12 @@ def _event_class(e: Event) -> str:
     return "other"
 
 
-def event_html(e: Event) -> str:
+def event_html(e: Event, thread: str = "THREAD") -> str:
     """One event as a list item: its label and text; an AI message's tool calls folded
     (the summary says what is called, the fold holds each call's arguments indented), a long
     text folded after its first 160 characters."""
     label, short, whole = event_parts(e)
+    read = show_command(thread, e.ns, e.checkpoint_id) if e.checkpoint_id else ""
     mark = ""
     if (e.status or e.kind == "error") and "✗" not in label:
         mark = f'<span class="tag bad">✗ {_h(e.status or "error")}</span>'
@@ -222,9 +224,9 @@ def event_html(e: Event) -> str:
     if e.calls or e.invalid:
         calls = [("calls", name, args) for name, args in e.calls]
         calls += [("invalid call", name, args) for name, args in e.invalid]
-        body = [_pre(e.text)] if e.text else []
+        body = [_pre(e.text, read)] if e.text else []
         for what, name, args in calls:
-            body.append(f"<h4>{what} {_code(name)}</h4>{_pre(_pretty(args))}")
+            body.append(f"<h4>{what} {_code(name)}</h4>{_pre(_pretty(args), read)}")
         return (
             f'<li class="{cls}"><details class="call"><summary>{head}{_h(short)}</summary>'
             + "".join(body)
@@ -233,7 +235,7 @@ def event_html(e: Event) -> str:
     if whole:
         return (
             f'<li class="{cls}"><details class="fold"><summary>{head}{_h(short)}</summary>'
-            f"{_pre(whole)}</details></li>"
+            f"{_pre(whole, read)}</details></li>"
         )
     return f'<li class="{cls}">{head}{_h(short)}</li>'
 
@@ -243,7 +245,8 @@ def changes_html(channels: Sequence[ChannelChange], title: str = "changed") -> s
     if not channels:
         return ""
     rows = [
-        f"<li>{_code(c.channel)}: {_code(compact(c.old))} → {_code(compact(c.new))}</li>" for c in channels
+        f"<li>{_code(c.channel)}: {_code(_short(compact(c.old)))} → {_code(_short(compact(c.new)))}</li>"
+        for c in channels
     ]
     return f'<div class="changes"><strong>{title}</strong><ul>{"".join(rows)}</ul></div>'
 
@@ -255,6 +258,7 @@ def turns_html(
     extra: dict[int, list[str]] | None = None,
     first: int = 1,
     titles: Sequence[str] = (),
+    thread: str = "THREAD",
 ) -> str:
     """The turns as an ordered list, each turn an anchor ``{anchor}-{n}``; ``extra``: more
     HTML under a turn (its changes, the subgraph calls it made), by index; ``titles``: each
@@ -267,7 +271,7 @@ def turns_html(
         here = f"{anchor}-{number}"
         for e in turn:
             _event_attention(e, here, attention)
-        events = "".join(event_html(e) for e in turn)
+        events = "".join(event_html(e, thread) for e in turn)
         more = "".join((extra or {}).get(i, []))
         parts.append(
             f'<li class="turn" id="{here}"><h3>{_h(titles[i] if i < len(titles) else f"turn {number}")}</h3>'
@@ -402,7 +406,9 @@ def _thread_html(t: ThreadReport, ti: int, attention: Attention, line_title: Cal
         for li, line in enumerate(n.lines, 1):
             turns = turns_of(line.events)
             title = line_title(n, line, len(n.lines) > 1, _code)
-            lines_html.append(_line_html(line, turns, f"{where}-l{li}", title, attention, anchors))
+            lines_html.append(
+                _line_html(line, turns, f"{where}-l{li}", title, attention, anchors, t.thread_id)
+            )
         if n.lines:
             tree = _review_tree(n, anchors)
             forked = len(n.lines) > 1 or bool(n.heads)
@@ -440,6 +446,7 @@ def _line_html(
     title: str,
     attention: Attention,
     anchors: dict[int, str],
+    thread: str = "THREAD",
 ) -> str:
     """One new line of checkpoints: its title (HTML), its turns, the channels it changed."""
     for i, turn in enumerate(turns, 1):
@@ -448,7 +455,11 @@ def _line_html(
     return (
         f'<div class="line" id="{anchor}"><p><strong>{title}</strong></p>'
         + turns_html(
-            turns, anchor, attention, titles=[t.title for t in numbered_turns(line.events, line.turns_before)]
+            turns,
+            anchor,
+            attention,
+            titles=[t.title for t in numbered_turns(line.events, line.turns_before)],
+            thread=thread,
         )
         + changes_html(line.channels, "channels changed on this line")
         + "</div>"
@@ -529,7 +540,7 @@ def _next_html(n: NamespaceReport, anchor: str, attention: Attention) -> str:
         if task.status == "interrupted" and not task.answered:
             asked = "; ".join(compact(a) for a in task.interrupts) or "(no value)"
             attention.add("waiting", f"{_code(task.name)} asks {_h(_short(asked))}", anchor)
-        for label, text in task_lines(task):
+        for label, text, whole in task_lines(task):
             bad = label.startswith("✗")
             if bad:
                 attention.add(_h(label), f"{_code(task.name)}: {_h(text)}", anchor)
@@ -537,7 +548,10 @@ def _next_html(n: NamespaceReport, anchor: str, attention: Attention) -> str:
                 c for c in ("failed" if bad else "", "nested" if label.startswith("  ") else "") if c
             )
             cls = f' class="{classes}"' if classes else ""
-            items.append(f'<li{cls}><span class="who">{_h(label.strip())}</span>{_h(text)}</li>')
+            said = f'<span class="who">{_h(label.strip())}</span>{_h(text)}'
+            if whole:  # folded as a message is
+                said = f'<details class="fold"><summary>{said}</summary>{_pre(whole)}</details>'
+            items.append(f"<li{cls}>{said}</li>")
     return (
         f'<div class="next" id="{anchor}"><p><strong>Next, when the thread continues from '
         f'{_code(n.next.checkpoint_id)}:</strong></p><ul class="events">{"".join(items)}</ul></div>'
@@ -555,7 +569,7 @@ def _items_html(items: Sequence[ItemReport], attention: Attention) -> str:
     for k, i in enumerate(items, 1):
         here = f"store-{k}"
         fields = "".join(
-            f"<li>{_code(f.pointer)}: {_code(compact(f.old))} → {_code(compact(f.new))}</li>"
+            f"<li>{_code(f.pointer)}: {_code(_short(compact(f.old)))} → {_code(_short(compact(f.new)))}</li>"
             for f in i.fields
         )
         problems = ""
@@ -612,7 +626,7 @@ def render_html(
 
     extra, calls_left = _turn_extras(reader, thread_id, ns, ids, views, turns, summary.namespaces, attention)
     anchors = {id(e): f"turn-{k}" for k, turn in enumerate(turns, 1) for e in turn}
-    conversation = turns_html(turns, "turn", attention, extra)
+    conversation = turns_html(turns, "turn", attention, extra, thread=thread_id)
 
     ns_note = f" (namespace {_code(view.ns)})" if view.ns else ""
     if summary.waiting:
@@ -757,8 +771,9 @@ def _memories(reader: Reader, turns: Sequence[Sequence[Event]], by_id: dict[str,
             if k < 0 or at > end:
                 continue
             when = at.strftime("%H:%M:%S")
+            value = _code(_short(compact(item.tree)))
             found.setdefault(k, []).append(
-                f"<li>{_code('.'.join(item.namespace))} {_code(item.key)}: {_code(compact(item.tree))} "
+                f"<li>{_code('.'.join(item.namespace))} {_code(item.key)}: {value} "
                 f'<span class="dim">at {when}</span></li>'
             )
     except (RepoCheckpointError, OSError) as exc:
@@ -847,7 +862,7 @@ def _call_html(
     events = [e for e in events_along(reader, thread_id, child, ids, None, views) if new(e)]
     for e in events:
         _event_attention(e, anchor, attention)
-    items = "".join(event_html(e) for e in events) or '<li class="other">(nothing new)</li>'
+    items = "".join(event_html(e, thread_id) for e in events) or '<li class="other">(nothing new)</li>'
     inner = _calls(reader, thread_id, child, views, namespaces, attention, dict.fromkeys(ids, anchor))
     return (
         f'<details class="subgraph"><summary>subgraph call {_code(node)} '

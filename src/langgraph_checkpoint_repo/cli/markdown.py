@@ -23,15 +23,17 @@ from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
 from ..readmodel.tasks import is_internal
 from ..readmodel.turns import Branch, Event
 from . import present
-from .events import event_parts
+from .events import bounded, event_parts
 from .output import (
     screen,
 )
 
 
-def _fence(text: str, lang: str = "text") -> str:
-    """A fenced block that the text inside cannot close (screened: masked, no control characters)."""
-    text = screen(text, keep="\n\t")
+def _fence(text: str, lang: str = "text", read: str = "") -> str:
+    """A fenced block that the text inside cannot close (screened: masked, no control
+    characters), at most ``WHOLE`` characters of it (``bounded``: ``read`` says where the
+    rest is)."""
+    text = screen(bounded(text, read), keep="\n\t")
     longest = max((len(run) for run in text.split("\n") for run in _backtick_runs(run)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"

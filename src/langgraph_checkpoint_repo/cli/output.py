@@ -11,12 +11,13 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook
 from rich.segment import Segment
 from rich.table import Table
-from rich.text import Span, Text
+from rich.text import Span
+from rich.text import Text as RichText
 
 from .._compat import set_table_cells, table_cells
 from ..core.masking import CONTROL_CODES, escape_controls, mask_message
@@ -30,7 +31,25 @@ def screen(text: str, keep: str = "\t") -> str:
     return escape_controls(mask_message(text), keep=keep)
 
 
-def _screen_text(text: Text) -> Text:
+class Text(RichText):
+    """rich's ``Text``, screened as it is made: rich drops ``\\r \\b \\a \\v \\f`` when it
+    builds a Text, so screening at print time came too late (``t1\\r`` printed as ``t1``, as
+    another thread). The command line makes every Text from this class (a test checks that
+    no module imports rich's), and ``SafeConsole`` screens a plain string before rich does."""
+
+    def __init__(self, text: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(screen(text), *args, **kwargs)
+
+    @classmethod
+    def assemble(cls, *parts: Any, **kwargs: Any) -> Text:
+        return cast(Text, super().assemble(*parts, **kwargs))  # cls(...), then append: screened
+
+    def append(self, text: str | RichText, style: Any = None) -> Text:
+        super().append(screen(text) if isinstance(text, str) else text, style)
+        return self
+
+
+def _screen_text(text: RichText) -> RichText:
     """A rich Text screened piece by piece, so each piece keeps its style."""
     plain = text.plain
     if screen(plain) == plain:
@@ -41,7 +60,7 @@ def _screen_text(text: Text) -> Text:
     for start, end in itertools.pairwise(cuts):
         piece = screen(plain[start:end])
         styles = [span.style for span in text.spans if span.start <= start and span.end >= end]
-        out.append_text(Text(piece, spans=[Span(0, len(piece), style) for style in styles]))
+        out.append_text(RichText(piece, spans=[Span(0, len(piece), style) for style in styles]))
     return out
 
 
@@ -50,7 +69,7 @@ def _screen_renderable(renderable: Any) -> Any:
     from its cells: screened late, an escaped id would be cut to fit)."""
     if isinstance(renderable, str):
         return screen(renderable)
-    if isinstance(renderable, Text):
+    if isinstance(renderable, RichText):
         return _screen_text(renderable)
     if isinstance(renderable, Table):
         for column in renderable.columns:
@@ -76,11 +95,12 @@ class SafeConsole(Console):
         super().__init__(*args, **kwargs)
         self.push_render_hook(_ScreenHook())
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        return _screen_text(super().render_str(text, **kwargs))
+    def render_str(self, text: str, **kwargs: Any) -> RichText:
+        # screened before rich builds its Text, which would drop \r \b \a \v \f
+        return _screen_text(super().render_str(screen(text), **kwargs))
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        if isinstance(renderable, Text):
+        if isinstance(renderable, RichText):
             renderable = _screen_text(renderable)
         return super().render(renderable, options)
 

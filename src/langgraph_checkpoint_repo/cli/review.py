@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
@@ -21,14 +20,18 @@ from .app import JsonOpt, _check_root, _settings, app
 from .events import (
     Turn,
     attention,
+    bounded,
+    bounded_tree,
     compact,
     event_parts,
+    fold,
     next_rows,
     numbered_turns,
     plural,
+    show_command,
     verdict_line,
 )
-from .output import _print_json, problems_json, record_json, screen
+from .output import Text, _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
@@ -64,6 +67,16 @@ def review(
             help="Also write the review as one self-contained HTML page to FILE (docs/review.md).",
         ),
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            metavar="CHARS",
+            min=1000,
+            help="With --markdown: a review longer than CHARS characters is cut to fit a comment "
+            "(its header, verdict, flags and problems kept; the turns left out, and it says so).",
+        ),
+    ] = None,
 ) -> None:
     """What changed in the state between two git revisions, per thread: the new turns in order
     (messages, tool calls and results, interrupts and answers, edits), other channels old -> new,
@@ -82,9 +95,23 @@ def review(
 
         write_page(html_file, review_html(report, FLAG_LABEL, _files_line(report), _line_title))
     if as_json:
-        _print_json(report_json(report))
+        _print_json(bounded_tree(report_json(report)))
     elif markdown:
-        settings.out.file.write(screen(report_markdown(report), keep="\n\t"))
+        text = report_markdown(report)
+        if limit is not None:
+            from .reviewcut import cut_markdown
+
+            flagged = _flag_title(report)
+            text = cut_markdown(
+                report,
+                text,
+                limit,
+                labels=FLAG_LABEL,
+                files=_files_line(report),
+                flagged=flagged,
+                end=MARKDOWN_END,
+            )
+        settings.out.file.write(screen(text, keep="\n\t"))
     else:
         for line in report_lines(report):
             settings.out.print(line)
@@ -149,7 +176,7 @@ def _thread_json(t: ThreadReport) -> dict[str, Any]:
                 n,
                 "checkpoint_ns=ns label added removed continues=current heads lines next",
                 heads=[record_json(h, "checkpoint_id settled") for h in n.heads],
-                lines=[_line_json(line) for line in n.lines],
+                lines=[_line_json(line, t.thread_id) for line in n.lines],
                 next=_next_json(n.next),
             )
             for n in t.namespaces
@@ -182,23 +209,23 @@ def _step_json(step: Step) -> dict[str, Any]:
     )
 
 
-def _line_json(line: Line) -> dict[str, Any]:
+def _line_json(line: Line, thread_id: str) -> dict[str, Any]:
     return record_json(
         line,
         "head start continues settled checkpoints events channels steps start_step turns_before call forks",
-        events=[_event_json(e) for e in line.events],
+        events=[_event_json(e, thread_id) for e in line.events],
         channels=[record_json(c, "channel kind old new") for c in line.channels],
         steps=[_step_json(s) for s in line.steps],
         start_step=_step_json(line.start_step) if line.start_step is not None else None,
     )
 
 
-def _event_json(e: Event) -> dict[str, Any]:
+def _event_json(e: Event, thread_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": e.kind, "checkpoint_id": e.checkpoint_id, "step": e.step}
     if e.role:
         out["role"] = e.role
-    if e.text:
-        out["text"] = e.text
+    if e.text:  # as every output bounds a text (the rest: ``show``)
+        out["text"] = bounded(e.text, show_command(thread_id, e.ns, e.checkpoint_id))
     if e.calls:
         out["tool_calls"] = [{"name": n, "args": a} for n, a in e.calls]
     if e.name:
@@ -349,7 +376,7 @@ def report_lines(report: Report) -> list[Text]:
                     out.append(Text(f"    {turn.title}", style="bold"))
                     for e in turn.events:
                         out.append(_event_text(e, "      " + "  " * e.depth))
-        for depth, kind, label, text in next_rows(t):
+        for depth, kind, label, text, _ in next_rows(t):
             indent = "  " + "  " * depth
             if kind == "next":
                 out.append(
@@ -372,7 +399,7 @@ def report_lines(report: Report) -> list[Text]:
             )
         )
         for f in i.fields:
-            out.append(Text(f"    {f.pointer}: {compact(f.old)} -> {compact(f.new)}", style="yellow"))
+            out.append(Text(f"    {f.pointer}: {_field(f.old)} -> {_field(f.new)}", style="yellow"))
         for p in i.problems:
             out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
     return out
@@ -429,7 +456,7 @@ def report_markdown(report: Report) -> str:
         for i in items:
             parts.append(f"- {code('.'.join(i.namespace))} {code(i.key)} ({i.status})")
             for f in i.fields:
-                parts.append(f"  - {code(f.pointer)}: {code(compact(f.old))} → {code(compact(f.new))}")
+                parts.append(f"  - {code(f.pointer)}: {code(_field(f.old))} → {code(_field(f.new))}")
             for p in i.problems:
                 parts.append(f"  - {code(p.path)} {code(p.pointer)}: {_md(p.message)}")
         parts.append("")
@@ -456,7 +483,7 @@ def _md_thread(t: ThreadReport) -> list[str]:
         for line in lines:
             parts += [_line_title(n, line, len(lines) > 1, code), ""]
             for turn in numbered_turns(line.events, line.turns_before):
-                parts += _md_turn(turn)
+                parts += _md_turn(turn, t.thread_id)
             parts.append("")
         if n.heads and sum(not h.settled for h in n.heads) > 1:
             ids = ", ".join(code(h.checkpoint_id) for h in n.heads if not h.settled)
@@ -466,13 +493,22 @@ def _md_thread(t: ThreadReport) -> list[str]:
             settle = f"Settle with {command} (or --merge)."
             parts += [f"Heads nobody chose: {ids}; {current} continues. {settle}", ""]
     rows = next_rows(t)
-    for depth, kind, label, text in rows:
+    folds: list[tuple[str, str, str]] = []  # (label, whole text, where to read it whole)
+    at = ""
+    for depth, kind, label, text, whole in rows:
         if kind == "next":
+            at = text
             said = f"Next, when {code(label) if label else 'the thread'} continues from {code(text)}:"
             parts += [f"{'  ' * (depth - 1)}- {said}"] if depth else [said, ""]
         else:
             parts.append(f"{'  ' * (depth - 1)}- **{_md(label)}**: {code(text)}")
+            if whole:
+                folds.append((label, whole, show_command(t.thread_id, "", at)))
     if rows:
+        parts.append("")
+    for label, whole, read in folds:  # folded as a turn's long messages are
+        parts += _md_details(label, whole, read, "")
+    if folds:
         parts.append("")
     if t.problems:
         parts += ["Validation problems:", ""]
@@ -482,10 +518,11 @@ def _md_thread(t: ThreadReport) -> list[str]:
     return parts
 
 
-def _md_turn(turn: Turn) -> list[str]:
+def _md_turn(turn: Turn, thread_id: str) -> list[str]:
     """One turn as a numbered item (its number the thread's), its events nested below it as
-    deep as they are (a subgraph call's under the call), long texts whole in ``<details>``."""
-    from .markdown import _fence, _md, md_event
+    deep as they are (a subgraph call's under the call), long texts whole in ``<details>``
+    (at most ``WHOLE`` characters each, then where to read the rest)."""
+    from .markdown import md_event
 
     first, *rest = turn.events
     if turn.continued:
@@ -499,15 +536,28 @@ def _md_turn(turn: Turn) -> list[str]:
     for e in turn.events:
         label, _, whole = event_parts(e)
         if whole:
-            parts += [
-                "",
-                f"   <details><summary>{_md(label, html=True)} (full text)</summary>",
-                "",
-                _indent(_fence(whole), "   "),
-                "",
-                "   </details>",
-            ]
+            parts += _md_details(label, whole, show_command(thread_id, e.ns, e.checkpoint_id))
     return parts
+
+
+def _md_details(label: str, whole: str, read: str, indent: str = "   ") -> list[str]:
+    """A long text whole in a ``<details>`` block, in a fence it cannot close, cut after
+    ``WHOLE`` characters with how much was left out and ``read``, the command that prints it."""
+    from .markdown import _fence, _md
+
+    return [
+        "",
+        f"{indent}<details><summary>{_md(label, html=True)} (full text)</summary>",
+        "",
+        _indent(_fence(whole, read=read), indent),
+        "",
+        f"{indent}</details>",
+    ]
+
+
+def _field(value: Any) -> str:
+    """A store field's value on its line: cut as a message is (``--json`` has it whole)."""
+    return fold(compact(value))[0]
 
 
 def _indent(block: str, by: str) -> str:

@@ -89,15 +89,43 @@ def mask(secret: str) -> str:
     return secret[:4] + "…"
 
 
+#: What output masks: the default patterns, but a PEM block only as far as its key goes. The
+#: saver's pattern takes an unterminated block to the end of the string (one stored value:
+#: safest); a printed line joins many values, and there it hid every argument and tool call
+#: after the header. Shown: the header and the end line, the body (base64, line breaks, JSON's
+#: ``\n``) masked; a header with no body of a key's length (16 base64 characters) is no key.
+_PEM_BODY = r"(?:[A-Za-z0-9+/=]|\s|\\[nr])*"
+SHOWN_PATTERNS: Mapping[str, str] = {
+    **DEFAULT_PATTERNS,
+    "private-key": r"(?P<pem_head>-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)"
+    rf"(?P<pem_body>{_PEM_BODY})(?P<pem_end>-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?",
+}
+SHOWN_REGEX = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in SHOWN_PATTERNS.items()))
+_PEM_SEPARATORS = re.compile(r"(?:\s|\\[nr])+")
+
+
+def _mask_shown(m: re.Match[str]) -> str:
+    head = m.group("pem_head")
+    if head is None:
+        return mask(m.group())
+    body = m.group("pem_body")
+    key = _PEM_SEPARATORS.sub("", body)
+    if len(key) < 16:
+        return m.group()  # a header, no key: nothing secret to hide
+    lead = _PEM_SEPARATORS.match(body)
+    return head + (lead.group() if lead else "") + mask(key) + (m.group("pem_end") or "")
+
+
 def mask_secrets(text: str) -> str:
-    """``text`` with every default-pattern match masked: for messages that quote values.
+    """``text`` with every match of the shown patterns masked (``SHOWN_PATTERNS``: the
+    secret only, never what follows it): for messages that quote values.
 
     The bytes search first (``might_contain_secret``): the combined regex costs seconds per
     megabyte, and the command line masks everything it prints, whole states in ``--json``.
     """
     if not might_contain_secret(text.encode("utf-8", "surrogatepass")):
         return text
-    return DEFAULT_REGEX.sub(lambda m: mask(m.group()), text)
+    return SHOWN_REGEX.sub(_mask_shown, text)
 
 
 # a run of the characters encoded path segments are made of (linear: no backtracking)

@@ -75,6 +75,9 @@ class PendingTask:
     answered: bool = False
     mismatch: str = ""  # why its packet is not what the conversation asked for
     task_id: str = ""  # a subgraph namespace it runs is ``name:<task_id>``
+    #: message id -> the message the state holds under it, for each written message with that
+    #: id: ``add_messages`` replaces it in place (it is not appended)
+    replaces: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)

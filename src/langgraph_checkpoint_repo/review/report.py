@@ -316,6 +316,7 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
                 answer=given,
                 answered=given is not None,
                 mismatch="; ".join(why),
+                replaces=_replaced(view.trees, [w for w in null if w.channel != RESUME]),
             )
         )
     for task in view.tasks:
@@ -341,9 +342,32 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
                 answered=task.answered,
                 mismatch=mismatch,
                 task_id=task.id or "",
+                replaces=_replaced(view.trees, task.writes),
             )
         )
     return Next(checkpoint_id=cid, tasks=tasks) if tasks else None
+
+
+def _message_id(tree: Any) -> str | None:
+    fields_ = tree.get("$fields") if isinstance(tree, dict) else None
+    mid = fields_.get("id") if isinstance(fields_, dict) else None
+    return mid if isinstance(mid, str) else None
+
+
+def _replaced(trees: dict[str, Any], writes: Any) -> dict[str, Any]:
+    """The messages a task's writes replace: a written message whose id a message of the
+    channel already has (``add_messages`` merges by id: the old one is replaced in place)."""
+    out: dict[str, Any] = {}
+    for w in writes:
+        held = trees.get(w.channel)
+        if not isinstance(held, list):
+            continue
+        by_id = {mid: t for t in held if (mid := _message_id(t)) is not None}
+        for item in w.tree if isinstance(w.tree, list) else [w.tree]:
+            mid = _message_id(item)
+            if mid is not None and mid in by_id:
+                out[mid] = by_id[mid]
+    return out
 
 
 def _checkpoints_by_ns(changed: Changes) -> list[tuple[str, set[str], set[str]]]:
