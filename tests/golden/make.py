@@ -1,0 +1,309 @@
+"""Write the golden copies tests/test_format_golden.py compares with: ``python tests/golden/make.py``.
+
+For every committed root (tests/fixtures/v1 ... v4, the states under docs/example-state/) the
+golden test migrates a copy, re-puts every thread of it through the saver's own put path
+(``copy_threads``: ``list``, then ``put`` and ``put_writes`` under the same ids, into a new
+root) and compares, byte for byte, with the files here:
+
+- ``<source>/migrated.txt``: every file of the migrated copy (only for a source of an older
+  version; a current one must come out of ``migrate`` unchanged, byte for byte);
+- ``<source>/reput.txt``: every file the saver wrote for it;
+- ``<source>/reads.json``: what ``list``, ``get_tuple`` and the store read from both.
+
+**When regenerating is legitimate.** Only when a change is *meant* to change the bytes on disk:
+a new ``schema_version`` (with its migration step and fixture tree), a deliberate change of how
+the writer lays a file out, or a new or rebuilt source (a fixture tree, ``docs/examples.py
+--build``). Then regenerate in the same commit and say in its message why the bytes changed; the
+diff of these files is the review of that change. A change that only moves code (issue 36: the
+format behind one seam) must leave them as they are: if the golden test fails after such a
+change, the change is wrong, not the goldens.
+
+``--trees DIR`` also writes the migrated and re-put roots as folders under DIR, to compare
+two checkouts with ``diff -r``.
+
+Ids the re-put mints (a writes record's id is a fresh uuid6, the time it was written) are the
+only bytes that differ from run to run: each is replaced, in the files and their names, by
+``00000000-0000-6000-8000-<n>`` (n counting them in the order they were minted), same length.
+Every other byte is as the saver wrote it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+TOP = TESTS.parent
+STATE = TOP / "docs" / "example-state"
+#: the example application whose own types a thread of ``demo`` holds (docs/types.md)
+PROJECT = STATE / "project"
+ALLOW = [("myapp.state", "*")]
+
+#: each source: the folders laid over one another to make its root (later ones add files,
+#: as the docs' examples commit them one after another on a branch)
+SOURCES: dict[str, tuple[Path, ...]] = {
+    **{f"v{n}": (TESTS / "fixtures" / f"v{n}",) for n in range(1, 5)},
+    "demo": (STATE / "demo",),
+    "forks": (STATE / "forks",),
+    "secrets": (STATE / "secrets",),
+    # both branches of docs/review.md, merged (setup_review_merge): two heads of one thread
+    "review": (STATE / "review-1", STATE / "review-2", STATE / "review-3"),
+    # the support desk of docs/review.md after turn 5 (setup_desk), store items included
+    "desk": tuple(STATE / f"desk-{n}" for n in range(1, 5)),
+}
+
+#: sources written with other options than the defaults, re-put with the same
+OPTIONS: dict[str, dict[str, Any]] = {"secrets": {"redact": False}}  # docs/secrets.md: a key kept on purpose
+
+UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{6})?\+00:00")
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    """Every file of a root, by path, as the saver or migrate left it: not the cache (not
+    state), not lock files (empty, there to be locked)."""
+    out: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and rel.parts[0] != ".cache" and not path.name.endswith(".lock"):
+            out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def pack(files: dict[str, bytes]) -> bytes:
+    """Files as one text file a ``git diff`` shows line by line: a header naming each file and
+    its length, then its bytes exactly."""
+    parts = [b"=== %s %d\n%s\n" % (rel.encode(), len(data), data) for rel, data in sorted(files.items())]
+    return b"".join(parts)
+
+
+def unpack(data: bytes) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    at = 0
+    while at < len(data):
+        end = data.index(b"\n", at)
+        marker, rel, size = data[at:end].split(b" ")
+        if marker != b"===":
+            raise ValueError(f"golden file damaged at byte {at}: regenerate it with tests/golden/make.py")
+        at = end + 1 + int(size)
+        out[rel.decode()] = data[end + 1 : at]
+        at += 1  # the newline after the bytes
+    return out
+
+
+def minted(pattern: re.Pattern[bytes], written: dict[str, bytes], before: dict[str, bytes]) -> list[bytes]:
+    """What ``pattern`` finds in ``written`` (names and bytes) that no file of ``before`` holds,
+    in the order it was minted: uuid6 ids and ISO times sort as they were made."""
+
+    def found(files: dict[str, bytes]) -> set[bytes]:
+        texts = (rel.encode() + b"\n" + data for rel, data in files.items())
+        return {m.group(0) for text in texts for m in pattern.finditer(text)}
+
+    return sorted(found(written) - found(before))
+
+
+def steady(written: dict[str, bytes], before: dict[str, bytes]) -> dict[str, bytes]:
+    """``written`` with the ids and times minted while it was written replaced by stand-ins."""
+    ids, times = minted(UUID, written, before), minted(TIME, written, before)
+    stand_in = {m: b"00000000-0000-6000-8000-%012d" % n for n, m in enumerate(ids, 1)}
+    stand_in.update({m: b"2000-01-01T00:00:00.%06d+00:00" % n for n, m in enumerate(times, 1)})
+
+    def sub(data: bytes) -> bytes:
+        for pattern in (UUID, TIME):
+            data = pattern.sub(lambda m: stand_in.get(m.group(0), m.group(0)), data)
+        return data
+
+    return {sub(rel.encode()).decode(): sub(data) for rel, data in written.items()}
+
+
+def _reads_module() -> Any:
+    """tests/fixtures/reads.py: the project's canonical form of what a checkpoint reads as."""
+    spec = importlib.util.spec_from_file_location("fixture_reads", TESTS / "fixtures" / "reads.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+READS = _reads_module()
+SERDE = JsonPlusSerializer()
+
+
+def _digest(value: Any) -> str:
+    """A value by the digest of LangGraph's own serialisation of it (``repr`` of a message is
+    slow): equal for equal values built the same way."""
+    kind, data = SERDE.dumps_typed(value)
+    return f"{kind}:{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def _tuple_reads(tup: Any) -> dict[str, Any]:
+    """One checkpoint as ``list``/``get_tuple`` return it: small parts whole, values by digest."""
+    checkpoint = dict(tup.checkpoint)
+    values = checkpoint.pop("channel_values", {})
+    parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    return {
+        "parent": parent,
+        "metadata": READS.canonical(dict(tup.metadata)),
+        "checkpoint": READS.canonical(checkpoint),
+        "values": {channel: _digest(value) for channel, value in sorted(values.items())},
+        "writes": [[task, channel, _digest(value)] for task, channel, value in tup.pending_writes or []],
+    }
+
+
+def reads(root: Path) -> dict[str, Any]:
+    """What a saver and a store read from ``root``: every thread and namespace's listing (its
+    order), each checkpoint as listed and as ``get_tuple`` gives it by id, the latest one, and
+    the store's items (their times are the files': a re-put would stamp new ones)."""
+    from langgraph_checkpoint_repo import RepoSaver, RepoStore
+
+    saver = RepoSaver(root, allowlist=ALLOW, durable=False)
+    listings: dict[str, list[str]] = {}
+    checkpoints: dict[str, Any] = {}
+    latest: dict[str, str | None] = {}
+    for tup in saver.list(None):
+        conf = tup.config["configurable"]
+        place = f"{conf['thread_id']}|{conf['checkpoint_ns']}"
+        listings.setdefault(place, []).append(conf["checkpoint_id"])
+        checkpoints[f"{place}|{conf['checkpoint_id']}"] = listed = _tuple_reads(tup)
+        got = saver.get_tuple(tup.config)
+        assert got is not None and _tuple_reads(got) == listed, f"get_tuple differs from list at {place}"
+    for place in listings:
+        thread_id, ns = place.split("|", 1)
+        got = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        latest[place] = got.config["configurable"]["checkpoint_id"] if got is not None else None
+    items = [
+        {
+            "namespace": list(item.namespace),
+            "key": item.key,
+            "value": READS.canonical(item.value),
+            "created_at": item.created_at.isoformat(),
+            "updated_at": item.updated_at.isoformat(),
+        }
+        for item in RepoStore(root).search((), limit=10_000, refresh_ttl=False)
+    ]
+    return {"listings": listings, "latest": latest, "checkpoints": checkpoints, "store": items}
+
+
+@contextmanager
+def example_project() -> Iterator[None]:
+    """The example application importable while ``demo``'s own types are revived and put
+    again, and forgotten after (tests in this process must not see its ``myapp``)."""
+    sys.path.insert(0, str(PROJECT))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(PROJECT))
+        for name in [n for n in sys.modules if n == "myapp" or n.startswith("myapp.")]:
+            del sys.modules[name]
+
+
+@dataclass
+class Made:
+    """What one source gives: its files as committed, migrated, re-put; and the reads."""
+
+    source: dict[str, bytes]
+    migrated: dict[str, bytes]
+    reput: dict[str, bytes]
+    migrated_reads: dict[str, Any]
+    reput_reads: dict[str, Any]
+
+
+def reput_items(root: Path, target: Path) -> None:
+    """Every store item of ``root`` put again into ``target`` through ``RepoStore.put``, in the
+    order of their namespaces and keys (their times are the put's: minted)."""
+    from langgraph_checkpoint_repo import RepoStore
+
+    source, store = RepoStore(root), RepoStore(target)
+    items = source.search((), limit=10_000, refresh_ttl=False)
+    for item in sorted(items, key=lambda i: (i.namespace, i.key)):
+        store.put(item.namespace, item.key, item.value)
+
+
+def make(name: str, work: Path) -> Made:
+    """Migrate a copy of source ``name`` and re-put it, under ``work``."""
+    from langgraph_checkpoint_repo import RepoSaver, copy_threads
+    from langgraph_checkpoint_repo.core.migrations import migrate_root
+
+    root, target = work / name / "migrated", work / name / "reput"
+    for folder in SOURCES[name]:
+        shutil.copytree(folder, root, dirs_exist_ok=True)
+    source = tree_files(root)
+    migrate_root(root, durable=False)
+    migrated = tree_files(root)
+    with example_project():
+        options = {"durable": False, **OPTIONS.get(name, {})}
+        copy_threads(RepoSaver(root, allowlist=ALLOW, **options), RepoSaver(target, **options))
+        reput_items(root, target)
+        reput = steady(tree_files(target), migrated)
+        return Made(source, migrated, reput, reads(root), reads(target))
+
+
+def timeless(got: dict[str, Any]) -> dict[str, Any]:
+    """Reads without the items' times (a re-put item has the put's, and ``search`` orders by them)."""
+    items = [{k: v for k, v in item.items() if not k.endswith("_at")} for item in got["store"]]
+    items.sort(key=lambda item: (item["namespace"], item["key"]))
+    return {**got, "store": items}
+
+
+def dumps(got: dict[str, Any]) -> bytes:
+    """Reads as JSON a ``git diff`` shows one checkpoint (one listing, one item) a line."""
+    parts = []
+    for part, value in sorted(got.items()):
+        if isinstance(value, dict):
+            rows = [f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(value.items())]
+            opening, closing = "{", "}"
+        else:
+            rows = [f" {json.dumps(v, sort_keys=True)}" for v in value]
+            opening, closing = "[", "]"
+        body = [",\n".join(rows)] if rows else []
+        parts.append(f"{json.dumps(part)}: " + "\n".join([opening, *body, closing]))
+    return ("{\n" + ",\n".join(parts) + "\n}\n").encode()
+
+
+def write(name: str, made: Made) -> None:
+    folder = HERE / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    if made.migrated != made.source:
+        (folder / "migrated.txt").write_bytes(pack(made.migrated))
+    (folder / "reput.txt").write_bytes(pack(made.reput))
+    (folder / "reads.json").write_bytes(dumps(made.migrated_reads))
+
+
+def write_tree(files: dict[str, bytes], folder: Path) -> None:
+    for rel, data in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+
+
+def main(argv: list[str]) -> int:
+    trees = Path(argv[argv.index("--trees") + 1]) if "--trees" in argv else None
+    with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
+        for name in SOURCES:
+            made = make(name, Path(tmp))
+            if timeless(made.migrated_reads) != timeless(made.reput_reads):
+                sys.exit(f"{name}: the re-put root reads differently from the migrated one; fix that first")
+            write(name, made)
+            if trees is not None:
+                write_tree(made.migrated, trees / name / "migrated")
+                write_tree(made.reput, trees / name / "reput")
+            digest = hashlib.sha256(pack(made.reput)).hexdigest()[:12]
+            print(f"{name}: {len(made.migrated)} files migrated, {len(made.reput)} re-put ({digest})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
