@@ -12,19 +12,21 @@ root) and compares, byte for byte, with the files here:
 
 **When regenerating is legitimate.** Only when a change is *meant* to change the bytes on disk:
 a new ``schema_version`` (with its migration step and fixture tree), a deliberate change of how
-the writer lays a file out, or a new or rebuilt source (a fixture tree, ``docs/examples.py
---build``). Then regenerate in the same commit and say in its message why the bytes changed; the
-diff of these files is the review of that change. A change that only moves code (issue 36: the
-format behind one seam) must leave them as they are: if the golden test fails after such a
-change, the change is wrong, not the goldens.
+the writer lays a file out, a new or rebuilt source (a fixture tree, ``docs/examples.py
+--build``), or an upgrade of LangGraph or LangChain that changes what their serializer gives
+for the same values (the stored trees are built from it). Then regenerate in the same commit
+and say in its message why the bytes changed; the diff of these files is the review of that
+change. A change that only moves code (issue 36: the format behind one seam) must leave them as
+they are: if the golden test fails after such a change, the change is wrong, not the goldens.
 
 ``--trees DIR`` also writes the migrated and re-put roots as folders under DIR, to compare
 two checkouts with ``diff -r``.
 
 Ids the re-put mints (a writes record's id is a fresh uuid6, the time it was written) are the
 only bytes that differ from run to run: each is replaced, in the files and their names, by
-``00000000-0000-6000-8000-<n>`` (n counting them in the order they were minted), same length.
-Every other byte is as the saver wrote it.
+``00000000-0000-6000-8000-<n>`` (n counting them in the order they first show in the files),
+same length; the times ``RepoStore.put`` stamps on an item likewise. Every other byte is as the
+saver wrote it.
 """
 
 from __future__ import annotations
@@ -105,14 +107,21 @@ def unpack(data: bytes) -> dict[str, bytes]:
 
 
 def minted(pattern: re.Pattern[bytes], written: dict[str, bytes], before: dict[str, bytes]) -> list[bytes]:
-    """What ``pattern`` finds in ``written`` (names and bytes) that no file of ``before`` holds,
-    in the order it was minted: uuid6 ids and ISO times sort as they were made."""
+    """What ``pattern`` finds in ``written`` that no file of ``before`` holds, in the order it
+    first shows in the files (by path, each name before its bytes): the same on every run,
+    whatever the clock said (two writes records of one checkpoint are named by their uuid6
+    ids, which a process mints in increasing order)."""
 
-    def found(files: dict[str, bytes]) -> set[bytes]:
-        texts = (rel.encode() + b"\n" + data for rel, data in files.items())
-        return {m.group(0) for text in texts for m in pattern.finditer(text)}
+    def texts(files: dict[str, bytes]) -> list[bytes]:
+        return [rel.encode() + b"\n" + data for rel, data in sorted(files.items())]
 
-    return sorted(found(written) - found(before))
+    known = {m.group(0) for text in texts(before) for m in pattern.finditer(text)}
+    out: dict[bytes, None] = {}
+    for text in texts(written):
+        for m in pattern.finditer(text):
+            if m.group(0) not in known:
+                out.setdefault(m.group(0), None)
+    return list(out)
 
 
 def steady(written: dict[str, bytes], before: dict[str, bytes]) -> dict[str, bytes]:
