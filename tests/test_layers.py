@@ -570,8 +570,41 @@ def marker_uses(modules: Modules | None = None) -> dict[str, dict[str, int]]:
     return out
 
 
-def marker_report() -> str:
-    """The count per module, for ``python tests/test_layers.py``."""
+def private_imports(modules: Modules | None = None) -> dict[str, list[str]]:
+    """Per module: the private names (``_x``, not a module) it imports from another module of
+    the package, inside functions too (issue 36: none)."""
+    modules = MODULES if modules is None else modules
+    out: dict[str, list[str]] = {}
+    for module, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                target = _from_target(node, module, path)
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if private and target.startswith(NAME) and f"{target}.{alias.name}" not in modules:
+                        short = target.removeprefix(NAME + ".")
+                        out.setdefault(module.removeprefix(NAME + "."), []).append(f"{short}.{alias.name}")
+    return out
+
+
+LONGEST_FUNCTION = 60  # lines, docstring included (issue 36: none longer)
+
+
+def long_functions(modules: Modules | None = None) -> dict[str, list[str]]:
+    """Per module: its functions longer than ``LONGEST_FUNCTION`` lines, with their length."""
+    modules = MODULES if modules is None else modules
+    out: dict[str, list[str]] = {}
+    for module, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > LONGEST_FUNCTION:
+                    out.setdefault(module.removeprefix(NAME + "."), []).append(f"{node.name} ({lines})")
+    return out
+
+
+def seam_report() -> str:
+    """The counts per module, for ``python tests/test_layers.py``."""
     uses = marker_uses()
     naming = [m for m, n in uses.items() if n["named"] or n["imported"]]
     columns = ("named", "in text", "imported")
@@ -579,6 +612,14 @@ def marker_report() -> str:
     rows += [f"{m:<28}" + "".join(f"{n[c]:>10}" for c in columns) for m, n in uses.items()]
     rows.append(f"{'total':<28}" + "".join(f"{sum(n[c] for n in uses.values()):>10}" for c in columns))
     rows.append(f"{len(naming)} modules outside core/format name a marker or import a marker constant today")
+    private = private_imports()
+    rows += ["", "private names imported from another module:"]
+    rows += [f"{m:<28} {len(names):>3}  {', '.join(names)}" for m, names in private.items()]
+    rows.append(f"{sum(map(len, private.values()))} imports in {len(private)} modules")
+    long = long_functions()
+    rows += ["", f"functions over {LONGEST_FUNCTION} lines:"]
+    rows += [f"{m:<28} {', '.join(names)}" for m, names in long.items()]
+    rows.append(f"{sum(map(len, long.values()))} functions in {len(long)} modules")
     return "\n".join(rows)
 
 
@@ -600,10 +641,30 @@ def test_only_the_format_package_names_the_formats_markers() -> None:
     pytest.fail("no module outside core/format names a marker: remove the xfail and enforce the rule")
 
 
-def test_the_marker_scan_counts_a_marker_an_imported_constant_and_a_pointer(tmp_path: Path) -> None:
-    """The scan can fail: a module naming ``"$ref"``, one importing ``REF`` from it (by name,
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """Issue 36's goal, measured as the markers are: an expected failure with today's count
+    until none is left, then a failure until the xfail is taken out."""
+    private = private_imports()
+    if private:
+        count = sum(map(len, private.values()))
+        pytest.xfail(f"{count} private names imported across modules in {len(private)} modules today")
+    pytest.fail("no private name is imported across modules: remove the xfail and enforce the rule")
+
+
+def test_no_function_is_longer_than_sixty_lines() -> None:
+    """Issue 36's goal, measured as the markers are."""
+    long = long_functions()
+    if long:
+        count = sum(map(len, long.values()))
+        pytest.xfail(f"{count} functions over {LONGEST_FUNCTION} lines in {len(long)} modules today")
+    pytest.fail(f"no function is over {LONGEST_FUNCTION} lines: remove the xfail and enforce the rule")
+
+
+def test_the_seam_scans_count_what_they_look_for(tmp_path: Path) -> None:
+    """The scans can fail: a module naming ``"$ref"``, one importing ``REF`` from it (by name,
     through a re-export, as ``objects.REF``) and one holding ``"/parent_writes/x"`` are each
-    counted; a docstring is not, nor anything under ``core/format/``."""
+    counted; a docstring is not, nor anything under ``core/format/``; a private name imported
+    is (a private module, ``_compat``, is not); a 61-line function is."""
     files = {
         "core/__init__.py": "",
         "core/objects.py": '"""About $ref."""\nREF = "$ref"\n',
@@ -611,6 +672,9 @@ def test_the_marker_scan_counts_a_marker_an_imported_constant_and_a_pointer(tmp_
         "core/user.py": "from .again import REF\nfrom . import objects\nx = (REF, objects.REF)\n",
         "core/pointer.py": 'def f(c: str) -> str:\n    """new_values."""\n    return f"/parent_writes/{c}"\n',
         "core/format/__init__.py": 'IN = "$in"\n',
+        "core/private.py": "from .objects import _hidden\nfrom . import _compat\n",
+        "core/_compat.py": "",
+        "core/long.py": "def f() -> None:\n" + "    pass\n" * 60,
     }
     modules = {}
     for rel, text in files.items():
@@ -624,7 +688,9 @@ def test_the_marker_scan_counts_a_marker_an_imported_constant_and_a_pointer(tmp_
         "core.user": {"named": 0, "in text": 0, "imported": 2},
         "core.pointer": {"named": 0, "in text": 1, "imported": 0},
     }
+    assert private_imports(modules) == {"core.private": ["core.objects._hidden"]}
+    assert long_functions(modules) == {"core.long": ["f (61)"]}
 
 
 if __name__ == "__main__":
-    print(marker_report())
+    print(seam_report())
