@@ -2,7 +2,9 @@
 
 Issue 36 moves the format behind one seam without changing a byte on disk; this is the check
 that it did not. Each committed root (tests/fixtures/v1 ... v4, written by the release that
-introduced each format; docs/example-state, written by the docs' real graphs) is copied,
+introduced each format; docs/example-state, written by the docs' real graphs; tests/golden/sources,
+written by real graphs for what those do not hold: inputs given as a dict and as a pair, a
+pruned thread with its base file) is copied,
 migrated, and every thread of it re-put through the saver's own put path (``copy_threads``:
 ``list``, then ``put``/``put_writes`` under the same ids; store items through
 ``RepoStore.put``). The migrated files, the re-put files and what ``list``/``get_tuple``/the
@@ -67,13 +69,15 @@ def differences(expected: dict[str, bytes], got: dict[str, bytes], lines: int = 
 
 def test_every_committed_root_has_a_golden_copy() -> None:
     """A new fixture tree (a new format) or a new example state is pinned too: the sources are
-    every tests/fixtures/v<N> and every root under docs/example-state, and each has its
-    golden folder; no golden folder is left for a source that is gone."""
+    every tests/fixtures/v<N>, every root under docs/example-state and under tests/golden/sources
+    (what those do not hold), and each has its golden folder; none is left for a source that
+    is gone."""
     fixtures = {p for p in (HERE / "fixtures").iterdir() if p.is_dir() and p.name.startswith("v")}
     states = {p for p in make.STATE.iterdir() if p.is_dir() and p != make.PROJECT}
+    own = {p for p in (GOLDEN / "sources").iterdir() if p.is_dir()}
     used = {folder for folders in make.SOURCES.values() for folder in folders}
-    assert fixtures | states == used
-    folders = {p.name for p in GOLDEN.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert fixtures | states | own == used
+    folders = {p.name for p in GOLDEN.iterdir() if p.is_dir() and p.name not in ("__pycache__", "sources")}
     assert folders == set(make.SOURCES)
     assert all((GOLDEN / name / "reput.txt").is_file() for name in make.SOURCES)
 

@@ -19,8 +19,8 @@ and say in its message why the bytes changed; the diff of these files is the rev
 change. A change that only moves code (issue 36: the format behind one seam) must leave them as
 they are: if the golden test fails after such a change, the change is wrong, not the goldens.
 
-``--trees DIR`` also writes the migrated and re-put roots as folders under DIR, to compare
-two checkouts with ``diff -r``.
+``--build-lean`` first builds ``sources/lean`` (see ``build_lean``). ``--trees DIR`` also writes
+the migrated and re-put roots as folders under DIR, to compare two checkouts with ``diff -r``.
 
 Ids the re-put mints (a writes record's id is a fresh uuid6, the time it was written) are the
 only bytes that differ from run to run: each is replaced, in the files and their names, by
@@ -65,6 +65,8 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "review": (STATE / "review-1", STATE / "review-2", STATE / "review-3"),
     # the support desk of docs/review.md after turn 5 (setup_desk), store items included
     "desk": tuple(STATE / f"desk-{n}" for n in range(1, 5)),
+    # what no root above holds: inputs given as a dict and as a pair, a pruned thread
+    "lean": (HERE / "sources" / "lean",),
 }
 
 #: sources written with other options than the defaults, re-put with the same
@@ -292,6 +294,28 @@ def write(name: str, made: Made) -> None:
     (folder / "reads.json").write_bytes(dumps(made.migrated_reads))
 
 
+def build_lean(target: Path) -> None:
+    """``sources/lean``, written by real graphs (bench/agent_graphs.py's ``create_agent`` agent
+    with a fake chat model) for what the fixture trees and the docs' states do not hold: thread
+    ``inputs`` takes its three turns as a message, a dict and a pair (``$role``, ``$pair``);
+    thread ``pruned`` the same, then ``prune`` (keep_latest): a delta whose parent's
+    bookkeeping is a base file (``values/@<id>.json``) and its objects in ``objects/``. Built
+    once (``--build-lean``) and committed like a fixture tree; building it again is a new
+    source, a reason to regenerate the goldens."""
+    sys.path.insert(0, str(TOP))
+    from bench.agent_graphs import BUILDERS, turn_input
+
+    from langgraph_checkpoint_repo import RepoSaver
+
+    saver = RepoSaver(target)
+    graph = BUILDERS["create_agent"](saver)
+    for thread_id in ("inputs", "pruned"):
+        for turn in range(1, 4):
+            graph.invoke(turn_input(turn)[1], {"configurable": {"thread_id": thread_id}})
+    saver.prune(["pruned"])
+    shutil.rmtree(target / ".cache", ignore_errors=True)
+
+
 def write_tree(files: dict[str, bytes], folder: Path) -> None:
     for rel, data in files.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -299,6 +323,12 @@ def write_tree(files: dict[str, bytes], folder: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if "--build-lean" in argv:
+        lean = HERE / "sources" / "lean"
+        if lean.exists() and "--force" not in argv:
+            sys.exit(f"{lean} exists; a committed source is not rebuilt (--force to replace it)")
+        shutil.rmtree(lean, ignore_errors=True)
+        build_lean(lean)
     trees = Path(argv[argv.index("--trees") + 1]) if "--trees" in argv else None
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
         for name in SOURCES:
