@@ -7,9 +7,9 @@ written by real graphs for what those do not hold: inputs given as a dict and as
 pruned thread with its base file) is copied,
 migrated, and every thread of it re-put through the saver's own put path (``copy_threads``:
 ``list``, then ``put``/``put_writes`` under the same ids; store items through
-``RepoStore.put``). The migrated files, the re-put files and what ``list``/``get_tuple``/the
-store read from both must equal tests/golden/<source>/, byte for byte. tests/golden/make.py
-makes those files and says when making them again is legitimate.
+``RepoStore.put``), then pruned (keep_latest). The migrated, re-put and pruned files and what
+``list``/``get_tuple``/the store read from them must equal tests/golden/<source>/, byte for
+byte. tests/golden/make.py makes those files and says when making them again is legitimate.
 """
 
 from __future__ import annotations
@@ -104,15 +104,29 @@ def test_reputting_gives_the_golden_bytes(made: tuple[str, Any]) -> None:
 
 def test_the_migrated_and_reput_roots_read_as_the_golden_reads(made: tuple[str, Any]) -> None:
     """``list`` (its order, each checkpoint whole: metadata, versions, parent, values, pending
-    writes), ``get_tuple`` by id and latest, and the store's items read the same from the
-    migrated root as the golden reads, and the same from the re-put root (but the items' times,
-    which the re-put stamps)."""
+    writes), ``get_tuple`` by id and latest, and the store's items read from the migrated root
+    as the golden reads say; from the re-put root, the latest checkpoint of every thread and
+    namespace and the items (but their times, which the re-put stamps) read the same."""
     name, got = made
     expected = json.loads((GOLDEN / name / "reads.json").read_bytes())
     migrated = json.loads(make.dumps(got.migrated_reads))
     assert migrated == expected, f"{name}: the migrated root reads other than {GOLDEN / name / 'reads.json'}"
-    reput = json.loads(make.dumps(got.reput_reads))
-    assert make.timeless(reput) == make.timeless(expected), f"{name}: the re-put root reads other"
+    reput = json.loads(json.dumps(got.reput_reads))
+    assert make.unlike(expected, reput["latest"]) == [], f"{name}: the re-put root reads other"
+    assert not make.store_unlike(expected, reput["store"]), f"{name}: the re-put items read other"
+
+
+def test_pruning_the_reput_root_gives_the_golden_bytes_and_reads_as_before(made: tuple[str, Any]) -> None:
+    """``prune`` (keep_latest) of every thread of the re-put root writes exactly the golden
+    files (base files, ``values/`` files, what it keeps), and the latest checkpoint of every
+    thread and namespace reads as it did before (as in the golden reads)."""
+    name, got = made
+    golden = GOLDEN / name / "pruned.txt"
+    problems = differences(make.unpack(golden.read_bytes()), got.pruned)
+    assert not problems, f"{name}: prune wrote other bytes than {golden}:\n{problems}"
+    expected = json.loads((GOLDEN / name / "reads.json").read_bytes())
+    pruned = json.loads(json.dumps(got.pruned_reads))
+    assert pruned and make.unlike(expected, pruned) == [], f"{name}: prune changed what these read"
 
 
 def test_a_golden_copy_holds_each_file_byte_for_byte() -> None:

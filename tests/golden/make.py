@@ -8,7 +8,10 @@ root) and compares, byte for byte, with the files here:
 - ``<source>/migrated.txt``: every file of the migrated copy (only for a source of an older
   version; a current one must come out of ``migrate`` unchanged, byte for byte);
 - ``<source>/reput.txt``: every file the saver wrote for it;
-- ``<source>/reads.json``: what ``list``, ``get_tuple`` and the store read from both.
+- ``<source>/reads.json``: what ``list``, ``get_tuple`` and the store read from both;
+- ``<source>/pruned.txt``: the re-put root after ``prune`` (keep_latest) of every thread: the
+  kept checkpoints, base files and ``values/`` files it writes (each kept checkpoint must
+  still read as in ``reads.json``).
 
 **When regenerating is legitimate.** Only when a change is *meant* to change the bytes on disk:
 a new ``schema_version`` (with its migration step and fixture tree), a deliberate change of how
@@ -178,7 +181,7 @@ def reads(root: Path) -> dict[str, Any]:
     """What a saver and a store read from ``root``: every thread and namespace's listing (its
     order), each checkpoint as listed and as ``get_tuple`` gives it by id, the latest one, and
     the store's items (their times are the files': a re-put would stamp new ones)."""
-    from langgraph_checkpoint_repo import RepoSaver, RepoStore
+    from langgraph_checkpoint_repo import RepoSaver
 
     saver = RepoSaver(root, allowlist=ALLOW, durable=False)
     listings: dict[str, list[str]] = {}
@@ -195,7 +198,14 @@ def reads(root: Path) -> dict[str, Any]:
         thread_id, ns = place.split("|", 1)
         got = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
         latest[place] = got.config["configurable"]["checkpoint_id"] if got is not None else None
-    items = [
+    return {"listings": listings, "latest": latest, "checkpoints": checkpoints, "store": store_reads(root)}
+
+
+def store_reads(root: Path) -> list[dict[str, Any]]:
+    """The store's items as ``search`` gives them, in its order."""
+    from langgraph_checkpoint_repo import RepoStore
+
+    return [
         {
             "namespace": list(item.namespace),
             "key": item.key,
@@ -205,7 +215,6 @@ def reads(root: Path) -> dict[str, Any]:
         }
         for item in RepoStore(root).search((), limit=10_000, refresh_ttl=False)
     ]
-    return {"listings": listings, "latest": latest, "checkpoints": checkpoints, "store": items}
 
 
 @contextmanager
@@ -223,13 +232,17 @@ def example_project() -> Iterator[None]:
 
 @dataclass
 class Made:
-    """What one source gives: its files as committed, migrated, re-put; and the reads."""
+    """What one source gives: its files as committed, migrated, re-put and pruned; what the
+    migrated root reads (``reads``), and what the re-put and pruned roots read where a graph
+    resumes (``latest_reads``; the re-put one's store items too)."""
 
     source: dict[str, bytes]
     migrated: dict[str, bytes]
     reput: dict[str, bytes]
     migrated_reads: dict[str, Any]
     reput_reads: dict[str, Any]
+    pruned: dict[str, bytes]
+    pruned_reads: dict[str, Any]
 
 
 def reput_items(root: Path, target: Path) -> None:
@@ -247,6 +260,7 @@ def make(name: str, work: Path) -> Made:
     """Migrate a copy of source ``name`` and re-put it, under ``work``."""
     from langgraph_checkpoint_repo import RepoSaver, copy_threads
     from langgraph_checkpoint_repo.core.migrations import migrate_root
+    from langgraph_checkpoint_repo.transfer import thread_ids_of
 
     root, target = work / name / "migrated", work / name / "reput"
     for folder in SOURCES[name]:
@@ -259,7 +273,42 @@ def make(name: str, work: Path) -> Made:
         copy_threads(RepoSaver(root, allowlist=ALLOW, **options), RepoSaver(target, **options))
         reput_items(root, target)
         reput = steady(tree_files(target), migrated)
-        return Made(source, migrated, reput, reads(root), reads(target))
+        migrated_reads = reads(root)
+        places = sorted(migrated_reads["listings"])
+        # the latest checkpoints, not every one: listing a root revives every value, and the
+        # re-put files' bytes are pinned anyway
+        reput_reads = {"latest": latest_reads(target, places), "store": store_reads(target)}
+        saver = RepoSaver(target, **options)
+        saver.prune(thread_ids_of(saver))  # keep_latest: base files, values/ files
+        pruned, kept = steady(tree_files(target), migrated), latest_reads(target, places)
+        return Made(source, migrated, reput, migrated_reads, reput_reads, pruned, kept)
+
+
+def latest_reads(root: Path, places: list[str]) -> dict[str, Any]:
+    """The latest checkpoint of each place (``thread|namespace``) as ``get_tuple`` reads it
+    (what a graph resumes from: what ``prune`` must keep), keyed as in ``reads``."""
+    from langgraph_checkpoint_repo import RepoSaver
+
+    saver = RepoSaver(root, allowlist=ALLOW, durable=False)
+    out: dict[str, Any] = {}
+    for place in places:
+        thread_id, ns = place.split("|", 1)
+        got = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        if got is not None:
+            out[f"{place}|{got.config['configurable']['checkpoint_id']}"] = _tuple_reads(got)
+    return out
+
+
+def unlike(expected: dict[str, Any], latest: dict[str, Any]) -> list[str]:
+    """The latest checkpoints (``place|id``) that ``latest`` reads other than ``expected``
+    (a migrated root's ``reads``) says, or does not have."""
+    wanted = {f"{place}|{cid}" for place, cid in expected["latest"].items() if cid is not None}
+    return sorted(key for key in wanted | set(latest) if expected["checkpoints"].get(key) != latest.get(key))
+
+
+def store_unlike(expected: dict[str, Any], got: list[dict[str, Any]]) -> bool:
+    """Whether re-put items read other than ``expected`` says, but for their times."""
+    return bool(timeless({"store": got}) != timeless({"store": expected["store"]}))
 
 
 def timeless(got: dict[str, Any]) -> dict[str, Any]:
@@ -291,6 +340,7 @@ def write(name: str, made: Made) -> None:
     if made.migrated != made.source:
         (folder / "migrated.txt").write_bytes(pack(made.migrated))
     (folder / "reput.txt").write_bytes(pack(made.reput))
+    (folder / "pruned.txt").write_bytes(pack(made.pruned))
     (folder / "reads.json").write_bytes(dumps(made.migrated_reads))
 
 
@@ -333,8 +383,11 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
         for name in SOURCES:
             made = make(name, Path(tmp))
-            if timeless(made.migrated_reads) != timeless(made.reput_reads):
+            reput, store = made.reput_reads, made.reput_reads["store"]
+            if unlike(made.migrated_reads, reput["latest"]) or store_unlike(made.migrated_reads, store):
                 sys.exit(f"{name}: the re-put root reads differently from the migrated one; fix that first")
+            if unlike(made.migrated_reads, made.pruned_reads):
+                sys.exit(f"{name}: prune changed what {unlike(made.migrated_reads, made.pruned_reads)} read")
             write(name, made)
             if trees is not None:
                 write_tree(made.migrated, trees / name / "migrated")
