@@ -8,7 +8,8 @@ root) and compares, byte for byte, with the files here:
 - ``<source>/migrated.txt``: every file of the migrated copy (only for a source of an older
   version; a current one must come out of ``migrate`` unchanged, byte for byte);
 - ``<source>/reput.txt``: every file the saver wrote for it;
-- ``<source>/reads.json``: what ``list``, ``get_tuple`` and the store read from both;
+- ``<source>/reads.json``: what ``list``, ``get_tuple`` and the store read from the migrated
+  root (the re-put root must read the same at each latest checkpoint and item);
 - ``<source>/pruned.txt``: the re-put root after ``prune`` (keep_latest) of every thread: the
   kept checkpoints, base files and ``values/`` files it writes (each kept checkpoint must
   still read as in ``reads.json``).
