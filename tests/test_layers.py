@@ -447,3 +447,250 @@ def test_show_imports_langgraph_to_revive_values(fixture_root: Path) -> None:
     """The guard above can fail: a command that constructs values does load LangGraph."""
     code, names = loaded(fixture_root, "show", "chat")
     assert code == 0 and "langgraph" in names.split()
+
+
+# ----------------------------------------------------------------------------
+# the format's markers: the seam issue 36 builds, measured before it is enforced
+# ----------------------------------------------------------------------------
+#: the words of the on-disk format (docs/format.md) only the format package is to know
+MARKERS = frozenset(
+    {
+        "$ref",
+        "$in",
+        "$ns",
+        "$chunks",
+        "$id",
+        "$role",
+        "$pair",
+        "$fields",
+        "base_ref",
+        "new_values",
+        "parent_writes",
+        "updated_channels",
+    }
+)
+FORMAT_PACKAGE = f"{NAME}.core.format"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The docstrings of a module, its classes and functions: prose, not code that knows."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+Modules = dict[str, Path]  # module name -> its file
+
+
+def _from_target(node: ast.ImportFrom, module: str, path: Path) -> str:
+    """The module a ``from ... import`` in ``module`` names, relative imports resolved."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def marker_constants(modules: Modules, trees: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Module-level names bound to a marker (``REF = "$ref"``), or imported as one and so
+    importable from there too, per module: what an importer of the marker constants imports."""
+    out: dict[str, set[str]] = {}
+    for module, tree in trees.items():
+        for node in tree.body:
+            value = node.value if isinstance(node, ast.Assign) else None
+            if isinstance(node, ast.Assign) and isinstance(value, ast.Constant) and value.value in MARKERS:
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                out.setdefault(module, set()).update(names)
+    grown = True
+    while grown:  # re-exports: ``from .objects import REF`` at module level makes REF importable here
+        grown = False
+        for module, tree in trees.items():
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom):
+                    known = out.get(_from_target(node, module, modules[module]), set())
+                    names = {a.asname or a.name for a in node.names if a.name in known}
+                    if names - out.get(module, set()):
+                        out.setdefault(module, set()).update(names)
+                        grown = True
+    return out
+
+
+def _imported_markers(module: str, modules: Modules, tree: ast.Module, constants: dict[str, set[str]]) -> int:
+    """How many marker constants a module takes from another: ``from .objects import REF``
+    counts each name, ``objects.REF`` each use."""
+    count = 0
+    bound: dict[str, str] = {}  # local name -> the package module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _from_target(node, module, modules[module])
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    bound[alias.asname or alias.name] = f"{target}.{alias.name}"
+                elif alias.name in constants.get(target, ()) and target != module:
+                    count += 1
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in modules:
+                    bound[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.attr in constants.get(bound.get(node.value.id, ""), ()):
+                count += 1
+    return count
+
+
+def marker_uses(modules: Modules | None = None) -> dict[str, dict[str, int]]:
+    """Per module outside the format package that knows a marker: how many string constants
+    are one (``named``: the issue's rule), how many other strings hold one (``in text``: a
+    JSON pointer such as ``/parent_writes/...``, a message; docstrings left out), how many
+    marker constants it takes from another module (``imported``)."""
+    modules = MODULES if modules is None else modules
+    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in modules.items()}
+    constants = marker_constants(modules, trees)
+    out: dict[str, dict[str, int]] = {}
+    for module, tree in sorted(trees.items()):
+        if module == FORMAT_PACKAGE or module.startswith(FORMAT_PACKAGE + "."):
+            continue
+        prose = _docstrings(tree)
+        strings = [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose
+        ]
+        named = sum(text in MARKERS for text in strings)
+        in_text = sum(text not in MARKERS and any(m in text for m in MARKERS) for text in strings)
+        imported = _imported_markers(module, modules, tree, constants)
+        if named or in_text or imported:
+            out[module.removeprefix(NAME + ".")] = {"named": named, "in text": in_text, "imported": imported}
+    return out
+
+
+def private_imports(modules: Modules | None = None) -> dict[str, list[str]]:
+    """Per module: the private names (``_x``, not a module) it imports from another module of
+    the package, inside functions too (issue 36: none)."""
+    modules = MODULES if modules is None else modules
+    out: dict[str, list[str]] = {}
+    for module, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                target = _from_target(node, module, path)
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if private and target.startswith(NAME) and f"{target}.{alias.name}" not in modules:
+                        short = target.removeprefix(NAME + ".")
+                        out.setdefault(module.removeprefix(NAME + "."), []).append(f"{short}.{alias.name}")
+    return out
+
+
+LONGEST_FUNCTION = 60  # lines, docstring included (issue 36: none longer)
+
+
+def long_functions(modules: Modules | None = None) -> dict[str, list[str]]:
+    """Per module: its functions longer than ``LONGEST_FUNCTION`` lines, with their length."""
+    modules = MODULES if modules is None else modules
+    out: dict[str, list[str]] = {}
+    for module, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > LONGEST_FUNCTION:
+                    out.setdefault(module.removeprefix(NAME + "."), []).append(f"{node.name} ({lines})")
+    return out
+
+
+def seam_report() -> str:
+    """The counts per module, for ``python tests/test_layers.py``."""
+    uses = marker_uses()
+    naming = [m for m, n in uses.items() if n["named"] or n["imported"]]
+    columns = ("named", "in text", "imported")
+    rows = [f"{'module':<28}" + "".join(f"{c:>10}" for c in columns)]
+    rows += [f"{m:<28}" + "".join(f"{n[c]:>10}" for c in columns) for m, n in uses.items()]
+    rows.append(f"{'total':<28}" + "".join(f"{sum(n[c] for n in uses.values()):>10}" for c in columns))
+    rows.append(f"{len(naming)} modules outside core/format name a marker or import a marker constant today")
+    private = private_imports()
+    rows += ["", "private names imported from another module:"]
+    rows += [f"{m:<28} {len(names):>3}  {', '.join(names)}" for m, names in private.items()]
+    rows.append(f"{sum(map(len, private.values()))} imports in {len(private)} modules")
+    long = long_functions()
+    rows += ["", f"functions over {LONGEST_FUNCTION} lines:"]
+    rows += [f"{m:<28} {', '.join(names)}" for m, names in long.items()]
+    rows.append(f"{sum(map(len, long.values()))} functions in {len(long)} modules")
+    return "\n".join(rows)
+
+
+def test_only_the_format_package_names_the_formats_markers() -> None:
+    """Issue 36's goal: the markers appear as string constants, and their constants are
+    imported, only under ``core/format/``. Not enforced until the move is done: while modules
+    outside it name them, the test is an expected failure whose reason gives the count (in
+    every run's summary: ``-ra``); once none does, it fails until this xfail is taken out,
+    so the rule is enforced from the day it holds. ``python tests/test_layers.py`` prints the
+    count per module."""
+    uses = marker_uses()
+    naming = sorted(m for m, n in uses.items() if n["named"] or n["imported"])
+    if naming:
+        named = sum(uses[m]["named"] for m in naming)
+        pytest.xfail(
+            f"{len(naming)} modules outside core/format name the format's markers today "
+            f"({named} string constants; python tests/test_layers.py lists them)"
+        )
+    pytest.fail("no module outside core/format names a marker: remove the xfail and enforce the rule")
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """Issue 36's goal, measured as the markers are: an expected failure with today's count
+    until none is left, then a failure until the xfail is taken out."""
+    private = private_imports()
+    if private:
+        count = sum(map(len, private.values()))
+        pytest.xfail(f"{count} private names imported across modules in {len(private)} modules today")
+    pytest.fail("no private name is imported across modules: remove the xfail and enforce the rule")
+
+
+def test_no_function_is_longer_than_sixty_lines() -> None:
+    """Issue 36's goal, measured as the markers are."""
+    long = long_functions()
+    if long:
+        count = sum(map(len, long.values()))
+        pytest.xfail(f"{count} functions over {LONGEST_FUNCTION} lines in {len(long)} modules today")
+    pytest.fail(f"no function is over {LONGEST_FUNCTION} lines: remove the xfail and enforce the rule")
+
+
+def test_the_seam_scans_count_what_they_look_for(tmp_path: Path) -> None:
+    """The scans can fail: a module naming ``"$ref"``, one importing ``REF`` from it (by name,
+    through a re-export, as ``objects.REF``) and one holding ``"/parent_writes/x"`` are each
+    counted; a docstring is not, nor anything under ``core/format/``; a private name imported
+    is (a private module, ``_compat``, is not); a 61-line function is."""
+    files = {
+        "core/__init__.py": "",
+        "core/objects.py": '"""About $ref."""\nREF = "$ref"\n',
+        "core/again.py": "from .objects import REF\n",
+        "core/user.py": "from .again import REF\nfrom . import objects\nx = (REF, objects.REF)\n",
+        "core/pointer.py": 'def f(c: str) -> str:\n    """new_values."""\n    return f"/parent_writes/{c}"\n',
+        "core/format/__init__.py": 'IN = "$in"\n',
+        "core/private.py": "from .objects import _hidden\nfrom . import _compat\n",
+        "core/_compat.py": "",
+        "core/long.py": "def f() -> None:\n" + "    pass\n" * 60,
+    }
+    modules = {}
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        modules[f"{NAME}." + rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")] = path
+    assert marker_uses(modules) == {
+        "core.objects": {"named": 1, "in text": 0, "imported": 0},
+        "core.again": {"named": 0, "in text": 0, "imported": 1},
+        "core.user": {"named": 0, "in text": 0, "imported": 2},
+        "core.pointer": {"named": 0, "in text": 1, "imported": 0},
+    }
+    assert private_imports(modules) == {"core.private": ["core.objects._hidden"]}
+    assert long_functions(modules) == {"core.long": ["f (61)"]}
+
+
+if __name__ == "__main__":
+    print(seam_report())
