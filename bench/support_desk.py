@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Durability, interrupt
 
 from bench.agent_graphs import FakeToolModel
 
@@ -156,12 +156,20 @@ def config(thread: str = THREAD) -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 
-def user_turn(graph: Any, n: int, thread: str = THREAD, text: str | None = None) -> Any:
-    """User turn ``n`` (1-based) of ``TURNS`` (or ``text``); a refund stops at the human's approval."""
+def user_turn(
+    graph: Any, n: int, thread: str = THREAD, text: str | None = None, durability: Durability | None = None
+) -> Any:
+    """User turn ``n`` (1-based) of ``TURNS`` (or ``text``); a refund stops at the human's approval.
+    ``durability="sync"`` makes the files a turn writes the same on every run (LangGraph's
+    default saves a step's checkpoint while the next step runs: where a message is stored
+    once then depends on which put comes first)."""
     said = TURNS[n - 1] if text is None else text
-    return graph.invoke({"messages": [HumanMessage(content=said, id=f"user-{n}")]}, config(thread))
+    message = HumanMessage(content=said, id=f"user-{n}")
+    return graph.invoke({"messages": [message]}, config(thread), durability=durability)
 
 
-def approve(graph: Any, approved: bool = True, thread: str = THREAD) -> Any:
+def approve(
+    graph: Any, approved: bool = True, thread: str = THREAD, durability: Durability | None = None
+) -> Any:
     """The human's answer to the refund's question."""
-    return graph.invoke(Command(resume={"approved": approved}), config(thread))
+    return graph.invoke(Command(resume={"approved": approved}), config(thread), durability=durability)

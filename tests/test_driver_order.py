@@ -51,18 +51,18 @@ def build_desk(path: Path) -> Path:
     def desk() -> Any:
         return build_support_desk(RepoSaver(root, durable=False), RepoStore(root))
 
-    user_turn(desk(), 1)
+    user_turn(desk(), 1, durability="sync")
     commit_all(repo, "turn 1")
-    user_turn(desk(), 2)
+    user_turn(desk(), 2, durability="sync")
     commit_all(repo, "turn 2: the warehouse is down")
     git(repo, "checkout", "-q", "-b", "feature")
-    user_turn(desk(), 3)
+    user_turn(desk(), 3, durability="sync")
     commit_all(repo, "turn 3: a refund waits for approval")
-    approve(desk())
+    approve(desk(), durability="sync")
     commit_all(repo, "the refund approved")
-    user_turn(desk(), 4)
+    user_turn(desk(), 4, durability="sync")
     commit_all(repo, "turn 4: a memory")
-    user_turn(desk(), 5)
+    user_turn(desk(), 5, durability="sync")
     commit_all(repo, "turn 5")
     return repo
 
