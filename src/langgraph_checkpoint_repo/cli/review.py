@@ -112,6 +112,7 @@ def _verdict_json(report: Report) -> dict[str, Any]:
         "line": verdict_line(v),
         "turns": v.turns,
         "approvals": v.answers,
+        "approvals_saved": v.saved,
         "tool_errors": v.tool_errors,
         "failed_tasks": v.failures,
         "memory_changes": v.memories,

@@ -140,6 +140,7 @@ class Verdict:
 
     turns: int = 0
     answers: list[Any] = field(default_factory=list)  # resume values given (approvals)
+    saved: list[Any] = field(default_factory=list)  # answers saved, applied when the thread continues
     tool_errors: int = 0
     failures: int = 0  # tasks that failed (an ``__error__`` write)
     edits: int = 0  # checkpoints written by ``update_state`` (a hand edit, ``edit``)

@@ -18,9 +18,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..core.messages import MESSAGES
 from ..core.sends import packet_tool_calls
-from ..readmodel.turns import Event
-from .model import ItemReport, Line, Report, ThreadReport, Verdict
+from ..readmodel.turns import Event, message_event
+from .model import ItemReport, Line, PendingTask, Report, ThreadReport, Verdict
 
 
 def verdict_of(report: Report) -> Verdict:
@@ -36,7 +37,7 @@ def verdict_of(report: Report) -> Verdict:
                 for e in line.events:
                     if e.kind == "message" and e.role == "human" and e.depth == 0 and not n.label:
                         v.turns += 1  # a user message of the thread, not one a subgraph was handed
-                    elif e.kind == "message" and e.role == "tool" and e.status == "error":
+                    elif _new_tool_error(e):
                         v.tool_errors += 1
                     elif e.kind == "resume":
                         v.answers.append(e.tree)
@@ -46,8 +47,50 @@ def verdict_of(report: Report) -> Verdict:
                         v.edits += 1
             if n.heads and sum(not h.settled for h in n.heads) > 1:
                 v.unsettled.append((t.thread_id, n.label or n.ns))
+            for task in n.next.tasks if n.next is not None else ():
+                v.tool_errors += sum(_new_tool_error(e) for e in _written(task))
         v.waiting.extend(_waiting(t))
+        v.saved.extend(_saved_answers(t))
     return v
+
+
+def _new_tool_error(e: Event) -> bool:
+    """A tool result that says the tool failed: a new one, or one edited to say so."""
+    if e.role != "tool" or e.status != "error":
+        return False
+    if e.kind == "message":
+        return True
+    return e.kind == "edited" and message_event(e.old, "", None).status != "error"
+
+
+def _written(task: PendingTask) -> list[Event]:
+    """The messages a finished task's pending writes hold: resuming applies them as stored."""
+    return [
+        message_event(item, "", None)
+        for channel, tree in task.writes
+        if channel == MESSAGES
+        for item in (tree if isinstance(tree, list) else [tree])
+    ]
+
+
+def _saved_answers(t: ThreadReport) -> list[Any]:
+    """The answers saved for questions a thread waits on, not applied yet (the thread takes
+    them when it continues), each question once: the answer the deepest task that asks it
+    gets (its own ``__resume__`` write, item by item, wins over ``Command(resume=...)``'s, as
+    in LangGraph's ``interrupt()``)."""
+    out: dict[str, Any] = {}
+    for n in sorted(t.namespaces, key=lambda n: -n.ns.count("|") - (1 if n.ns else 0)):
+        if n.next is None:
+            continue
+        given = next((x.answer for x in n.next.tasks if x.kind == "null"), None)
+        for task in n.next.tasks:
+            if not task.answered or not task.interrupts or task.answer is None:
+                continue
+            own = task.answer is not given and isinstance(task.answer, list)
+            answers = task.answer if own else [task.answer]
+            for asked, answer in zip(task.interrupts, answers, strict=False):
+                out.setdefault(repr(asked), answer)
+    return list(out.values())
 
 
 def _waiting(t: ThreadReport) -> list[tuple[str, str, Any]]:

@@ -1,0 +1,183 @@
+"""Issue 35's new surfaces attacked as a hostile pull request and a careless user would.
+
+The verdict line, the nesting of subgraph calls, the approvals, the three-dot range and the
+HTML page each say something a reviewer takes in at a glance; each case here made one of them
+say less than the files hold (docs/review.md, "What the review covers": everything the app
+can load from the head side is shown in the review or flagged in it).
+
+The repository is the support desk's (bench/support_desk.py: a parent graph whose ``agent``
+node is a ``create_agent`` subgraph): ``main`` holds turn 1 (``t1``), then a refund that waits
+for a human's approval. Each case is a branch in a worktree of its own, made by the real
+graph or saver and, for a forgery, by the saver's own ``put_writes`` (what a pull request can
+commit), then committed and reviewed; where it matters, the app is run on the result to show
+what it really does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.support_desk import build_support_desk, config, user_turn
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from helpers import cli
+from langgraph_checkpoint_repo import RepoSaver, RepoStore
+from test_git import commit_all, git, init_repo
+
+QUESTION = "Approve a refund of $18.50 for A-1001?"
+STOCK = "Is the blue mug in stock?"
+
+
+@dataclass
+class Base:
+    repo: Path
+
+    def branch(self, tmp_path: Path, name: str, at: str) -> Path:
+        """A worktree on a new branch ``name`` from ``at``."""
+        path = tmp_path / name
+        git(self.repo, "worktree", "add", "-q", "-b", name, str(path), at)
+        return path
+
+
+def desk(repo: Path) -> Any:
+    root = repo / ".langgraph"
+    return build_support_desk(RepoSaver(root, durable=False), RepoStore(root))
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
+    repo = init_repo(tmp_path_factory.mktemp("hostile35") / "repo")
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+    user_turn(desk(repo), 1)
+    commit_all(repo, "turn 1")
+    git(repo, "tag", "t1")
+    user_turn(desk(repo), 3)  # the refund: waits for a human
+    commit_all(repo, "the refund asks")
+    return Base(repo)
+
+
+def review(repo: Path, rng: str, *more: str) -> str:
+    proc = cli(repo / ".langgraph", "review", rng, *more, cwd=repo)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def first_line(out: str) -> str:
+    return out.splitlines()[0]
+
+
+def waiting_tasks(repo: Path) -> tuple[Any, Any, Any]:
+    """The parent's waiting state, and the subgraph call's state and its waiting tool task."""
+    state = desk(repo).get_state(config(), subgraphs=True)
+    (task,) = state.tasks
+    (tool,) = task.state.tasks
+    return state, task.state, tool
+
+
+NULL_TASK = "00000000-0000-0000-0000-000000000000"
+TOOL_PATH = "~__pregel_push, 0000000000, 0000000000"
+
+
+# ----------------------------------------------------------------------------
+# approvals the verdict must count, with the answer that applies
+# ----------------------------------------------------------------------------
+def test_an_approval_saved_for_the_waiting_refund_is_counted_in_the_verdict(
+    base: Base, tmp_path: Path
+) -> None:
+    """A pull request that only saves ``Command(resume=...)``'s answer where the thread waits
+    (the app issues the refund when it continues) said ``0 approvals``."""
+    repo = base.branch(tmp_path, "approve", "main")
+    state, _, _ = waiting_tasks(repo)
+    RepoSaver(repo / ".langgraph").put_writes(
+        state.config, [("__resume__", {"approved": True})], NULL_TASK, ""
+    )
+    commit_all(repo, "approve, without running")
+    for fmt in ((), ("--markdown",)):
+        out = review(repo, "main..approve", *fmt)
+        verdict = re.sub(r"`|\*\*", "", next(line for line in out.splitlines() if " · " in line))
+        assert verdict.startswith(
+            "0 turns · 1 approval (saved, applied when the thread continues: approved=true) · "
+        ), out
+    data = json.loads(review(repo, "main..approve", "--json"))
+    assert data["verdict"]["approvals_saved"] == [{"approved": True}]
+    said = [m.content for m in desk(repo).invoke(None, config())["messages"]]
+    assert "Refund of $18.50 for A-1001 issued." in said  # what the saved answer does
+
+
+def test_the_verdict_names_the_answer_the_tool_gets_not_the_one_saved_for_the_thread(
+    base: Base, tmp_path: Path
+) -> None:
+    """``approved=true`` saved for the thread and ``approved=false`` for the waiting tool's
+    task in the subgraph call: ``interrupt()`` returns the task's own answer, and the refund is
+    declined. The verdict and the parent's task said nothing of it, or the thread's answer."""
+    repo = base.branch(tmp_path, "two-answers", "main")
+    state, call, tool = waiting_tasks(repo)
+    saver = RepoSaver(repo / ".langgraph")
+    saver.put_writes(state.config, [("__resume__", {"approved": True})], NULL_TASK, "")
+    saver.put_writes(call.config, [("__resume__", [{"approved": False}])], tool.id, TOOL_PATH)
+    commit_all(repo, "two answers")
+    out = review(repo, "main..two-answers")
+    assert first_line(out).startswith(
+        "0 turns · 1 approval (saved, applied when the thread continues: approved=false) · "
+    ), out
+    lines = out.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.strip().startswith("agent (pull):")]
+    assert "answered with" not in lines[at + 1], out  # the call's own answer is said below it
+    assert lines[-1].strip() == 'answered with: [{"approved":false}]', out
+    said = [m.content for m in desk(repo).invoke(None, config())["messages"]]
+    assert "Refund for A-1001 declined by the reviewer." in said
+
+
+# ----------------------------------------------------------------------------
+# tool errors the verdict must count
+# ----------------------------------------------------------------------------
+def test_a_failed_result_saved_for_the_waiting_tool_counts_as_a_tool_error(
+    base: Base, tmp_path: Path
+) -> None:
+    """A forged finished result for the waiting refund, ``status: "error"``: resuming applies
+    it as stored (the tool never runs). The verdict said ``0 tool errors``."""
+    repo = base.branch(tmp_path, "failed-result", "main")
+    _, call, tool = waiting_tasks(repo)
+    forged = ToolMessage(
+        "Refund failed: card blocked.",
+        name="issue_refund",
+        tool_call_id="call-2",
+        status="error",
+        id="forged",
+    )
+    RepoSaver(repo / ".langgraph").put_writes(call.config, [("messages", [forged])], tool.id, TOOL_PATH)
+    commit_all(repo, "a failed result for the waiting tool")
+    out = review(repo, "main..failed-result")
+    assert " · 1 tool error · " in first_line(out) and "✗ error: Refund failed: card blocked." in out, out
+    after = desk(repo).invoke(None, config())["messages"]
+    assert any(getattr(m, "status", "") == "error" and m.id == "forged" for m in after)
+
+
+def test_a_tool_result_edited_to_say_the_tool_failed_counts_as_a_tool_error(
+    base: Base, tmp_path: Path
+) -> None:
+    """``update_state`` replacing turn 1's successful lookup (same id) with a failed one: the
+    conversation the app loads now holds a tool error; the verdict said ``0 tool errors``."""
+    repo = base.branch(tmp_path, "edited-error", "t1")
+    graph = desk(repo)
+    (result,) = [m for m in graph.get_state(config()).values["messages"] if m.type == "tool"]
+    failed = ToolMessage(
+        "Order service down.",
+        name=result.name,
+        tool_call_id=result.tool_call_id,
+        status="error",
+        id=result.id,
+    )
+    graph.update_state(config(), {"messages": [failed]}, as_node="wrap_up")
+    commit_all(repo, "the lookup failed, says a hand edit")
+    out = review(repo, "t1..edited-error")
+    assert first_line(out).startswith("0 turns · 0 approvals · 1 tool error · 1 hand edit"), out
+    assert "tool lookup_order ✗ error (edited)" in out
+
+
