@@ -181,3 +181,31 @@ def test_a_tool_result_edited_to_say_the_tool_failed_counts_as_a_tool_error(
     assert "tool lookup_order ✗ error (edited)" in out
 
 
+# ----------------------------------------------------------------------------
+# a fork inside the range
+# ----------------------------------------------------------------------------
+def test_a_fork_from_a_checkpoint_the_branch_made_is_counted_and_its_turn_shown_once(
+    base: Base, tmp_path: Path
+) -> None:
+    """Turn 2 (a stock check that fails) and turn 3, then the thread run again from the end of
+    turn 2: the fork point is new in the range. Both lines were read back to the base, so
+    turn 2 was shown (and counted) twice and its fork not at all: ``4 turns · 2 tool errors ·
+    0 forks``."""
+    repo = base.branch(tmp_path, "forked", "t1")
+    user_turn(desk(repo), 2, text=STOCK)
+    graph = desk(repo)
+    end_of_2 = next(
+        s for s in graph.get_state_history(config()) if len(s.values.get("messages", [])) == 10 and not s.next
+    )
+    user_turn(desk(repo), 3, text="Remember that I prefer email updates.")
+    retry = HumanMessage(content="Where is my order A-1002?", id="user-again")
+    desk(repo).invoke({"messages": [retry]}, end_of_2.config)
+    commit_all(repo, "turn 2, turn 3, and turn 3 again from the end of turn 2")
+    for fmt in ((), ("--markdown",)):
+        out = review(repo, "t1..forked", *fmt)
+        verdict = re.sub(r"`|\*\*", "", next(line for line in out.splitlines() if " · " in line))
+        expected = "3 turns · 0 approvals · 1 tool error · 1 memory change · 1 fork · 0 rewrites"
+        assert verdict == expected, out
+        assert out.count(STOCK) == 1 and out.count("Warehouse API timed out") == 1, out
+
+

@@ -396,8 +396,11 @@ def _lines(
     part.current = lineage.current()
     if len(lineage.heads()) > 1 and len([h for h in lineage.heads() if not h.settled]) > 1:
         part.heads = lineage.heads()
-    for tip in sorted((c for c in added if c not in named), reverse=True):
-        ids = line_to(head, thread_id, ns, tip, [c for c in present if c not in new])
+    shown: set[str] = set()  # new checkpoints a line already holds: a later line forks from them
+    tips = sorted((c for c in added if c not in named), reverse=True)
+    for tip in sorted(tips, key=lambda c: c != part.current):
+        ids = line_to(head, thread_id, ns, tip, [c for c in present if c not in new or c in shown])
+        shown.update(ids)
         start = parents.get(ids[0]) if ids else None
         start = start if start in present else None
         views: list[StateView] = []
@@ -409,7 +412,7 @@ def _lines(
             start,
             views,
             given=given,
-            start_seen=_seen_writes(base, thread_id, ns, start),
+            start_seen=None if start in new else _seen_writes(base, thread_id, ns, start),
         )
         for view in views:
             if TASKS in (view.doc.get("new_values") or {}):
