@@ -209,3 +209,48 @@ def test_a_fork_from_a_checkpoint_the_branch_made_is_counted_and_its_turn_shown_
         assert out.count(STOCK) == 1 and out.count("Warehouse API timed out") == 1, out
 
 
+# ----------------------------------------------------------------------------
+# ranges: what the range is, said in every output
+# ----------------------------------------------------------------------------
+def test_two_dots_after_main_moved_on_say_so_in_every_output(base: Base, tmp_path: Path) -> None:
+    """``main..alice`` when main moved on (the refund turn, after alice left at turn 1):
+    main's work reads as removed. The report's range had a note saying so and which range to
+    use, and no output printed it."""
+    repo = base.branch(tmp_path, "alice", "t1")
+    user_turn(desk(repo), 2, text=STOCK)
+    commit_all(repo, "alice: turn 2")
+    note = "main moved on since alice left it: its new work shows as removed here"
+    terminal = review(repo, "main..alice")
+    assert f"note: {note}; main...alice shows what alice adds" in terminal.splitlines()[:6], terminal
+    assert note in review(repo, "main..alice", "--markdown")
+    assert json.loads(review(repo, "main..alice", "--json"))["note"].startswith(note)
+    review(repo, "main..alice", "--html", str(tmp_path / "page.html"))
+    assert note in (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "note:" not in review(repo, "main...alice")
+
+
+def test_three_dots_with_several_merge_bases_say_which_one_they_compare_with(
+    base: Base, tmp_path: Path
+) -> None:
+    """A criss-cross merge gives two merge-bases; git picks one and so did the review, saying
+    nothing: what the other brought in reads as the branch's work."""
+    x = base.branch(tmp_path, "x", "t1")
+    y = base.branch(tmp_path, "y", "t1")
+    (x / "x.txt").write_text("x\n", encoding="utf-8")
+    commit_all(x, "x")
+    (y / "y.txt").write_text("y\n", encoding="utf-8")
+    commit_all(y, "y")
+    git(x, "tag", "x1")
+    git(y, "merge", "-q", "--no-edit", "x1")
+    git(x, "merge", "-q", "--no-edit", "y~0^1")
+    user_turn(desk(y), 2, text=STOCK)
+    commit_all(y, "y: turn 2")
+    bases = git(y, "merge-base", "--all", "x", "y").stdout.split()
+    assert len(bases) == 2
+    data = json.loads(review(y, "x...y", "--json"))
+    assert data["base"] in bases
+    other = next(b for b in bases if b != data["base"])
+    assert "have 2 merge-bases" in data["note"] and other[:12] in data["note"], data["note"]
+    assert "have 2 merge-bases" in review(y, "x...y")
+
+

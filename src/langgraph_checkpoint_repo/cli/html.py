@@ -367,6 +367,7 @@ def review_html(
         f"<h1>State review {_code(report.range.spec)}</h1>",
         f'<p class="meta">{_code(report.range.base[:12])} .. {_code(head)} · root {_code(report.root)} · '
         f"{counts}</p>",
+        *([f"<p><strong>Note:</strong> {_h(report.range.note)}</p>"] if report.range.note else []),
         "</header>",
         attention.html("nothing flagged: every changed file is explained"),
         "<main>",

@@ -96,6 +96,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "base": report.range.base,
         "head": report.range.head,
         "range": report.range.spec,
+        "note": report.range.note,
         "root": report.root,
         "threads": [_thread_json(t) for t in report.threads],
         "items": [_item_json(i) for i in report.items],
@@ -324,6 +325,8 @@ def report_lines(report: Report) -> list[Text]:
             (f"  root {report.root}", "dim"),
         )
     )
+    if report.range.note:
+        out.append(Text(f"note: {report.range.note}", style="yellow"))
     if report.files:
         out.append(Text(_files_line(report), style="dim"))
     if not report.threads and not report.items and not report.files:
@@ -409,6 +412,8 @@ def report_markdown(report: Report) -> str:
         for label, what, where in needs:
             parts.append(f"- **{label}**: {code(what)}" + (f" ({code(where)})" if where else ""))
         parts.append("")
+    if report.range.note:
+        parts += [f"_Note_: {code(report.range.note)}", ""]
     parts += [
         f"Root {code(report.root)}; {len(report.threads)} thread"
         f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",

@@ -108,7 +108,8 @@ def parse_range(top: Path, spec: str | None, rel: str = "") -> Range:
                 "no default branch (origin/HEAD, main or master) to review against: give a RANGE"
             )
         base = git(top, "merge-base", "HEAD", branch).strip()
-        return Range(base=base, head=None, spec=f"merge-base of HEAD and {branch}")
+        note = several_bases(top, "HEAD", branch, base)
+        return Range(base=base, head=None, spec=f"merge-base of HEAD and {branch}", note=note)
     if spec.startswith("-"):
         raise BadInputError(f"bad range {spec!r}: a revision cannot start with '-'")
     if "..." in spec:
@@ -116,7 +117,9 @@ def parse_range(top: Path, spec: str | None, rel: str = "") -> Range:
         if right.startswith("."):
             raise BadInputError(f"bad range {spec!r}: BASE...HEAD or BASE..HEAD")
         tip = resolve(top, right or "HEAD")
-        return Range(base=merge_base(top, left or "HEAD", right or "HEAD"), head=tip, spec=spec)
+        base = merge_base(top, left or "HEAD", right or "HEAD")
+        note = several_bases(top, left or "HEAD", right or "HEAD", base)
+        return Range(base=base, head=tip, spec=spec, note=note)
     left, dots, right = spec.partition("..")
     base = resolve(top, left or "HEAD")
     head = resolve(top, right or "HEAD") if dots else None
@@ -139,6 +142,20 @@ def merge_base(top: Path, rev: str, other: str) -> str:
         raise BadInputError(
             f"{rev!r} and {other!r} have no common ancestor: compare the two tips with {rev}..{other}"
         ) from None
+
+
+def several_bases(top: Path, rev: str, other: str, chosen: str) -> str:
+    """What to say when ``rev`` and ``other`` have several merge-bases (a criss-cross merge):
+    git picks one, as ``git diff rev...other`` does, and what the others hold that it lacks
+    reads as the branch's own work; empty when there is one."""
+    bases = git(top, "merge-base", "--all", resolve(top, rev), resolve(top, other)).split()
+    if len(bases) < 2:
+        return ""
+    others = ", ".join(b[:12] for b in bases if b != chosen)
+    return (
+        f"{rev} and {other} have {len(bases)} merge-bases; compared with {chosen[:12]}, as git "
+        f"diff {rev}...{other} is: what {others} brought in may show as {other}'s own work"
+    )
 
 
 def moved_on(top: Path, base: str, head: str, path: str = "") -> bool:
