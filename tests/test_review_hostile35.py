@@ -254,3 +254,26 @@ def test_three_dots_with_several_merge_bases_say_which_one_they_compare_with(
     assert "have 2 merge-bases" in review(y, "x...y")
 
 
+# ----------------------------------------------------------------------------
+# the HTML page: the verdict first, the Markdown's escaping rule
+# ----------------------------------------------------------------------------
+def test_the_html_page_has_the_verdict_line_first_its_answers_escaped(base: Base, tmp_path: Path) -> None:
+    """The page had no verdict at all; the answer in it is data, so it is escaped as text."""
+    repo = base.branch(tmp_path, "html", "main")
+    state, _, _ = waiting_tasks(repo)
+    hostile = {"approved": "<img src=https://evil.example/p.png>"}
+    RepoSaver(repo / ".langgraph").put_writes(state.config, [("__resume__", hostile)], NULL_TASK, "")
+    commit_all(repo, "an answer with markup")
+    page = tmp_path / "review.html"
+    review(repo, "main..html", "--html", str(page))
+    text = page.read_text(encoding="utf-8")
+    assert "<img" not in text
+    body = text[text.index("<body>") :]
+    first = re.search(r"<p><strong>(.*?)</strong></p>", body)
+    assert first is not None and body.index(first.group(0)) < body.index('<section class="attention')
+    assert first.group(1).startswith(
+        "0 turns · 1 approval (saved, applied when the thread continues: "
+        "<code>approved=&lt;img src=https://evil.example/p.png&gt;</code>)"
+    ), first.group(1)
+
+

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .events import SHORT, compact, event_parts, task_lines, turns_of
+from .events import SHORT, compact, event_parts, task_lines, turns_of, verdict_line
 from .output import screen
 
 if TYPE_CHECKING:
@@ -365,6 +365,7 @@ def review_html(
     body = [
         "<header>",
         f"<h1>State review {_code(report.range.spec)}</h1>",
+        f"<p><strong>{verdict_line(report.verdict, _code)}</strong></p>",
         f'<p class="meta">{_code(report.range.base[:12])} .. {_code(head)} · root {_code(report.root)} · '
         f"{counts}</p>",
         *([f"<p><strong>Note:</strong> {_h(report.range.note)}</p>"] if report.range.note else []),
