@@ -277,3 +277,30 @@ def test_the_html_page_has_the_verdict_line_first_its_answers_escaped(base: Base
     ), first.group(1)
 
 
+# ----------------------------------------------------------------------------
+# edit: what --force drops is named first
+# ----------------------------------------------------------------------------
+def test_edit_names_the_answers_saved_for_a_waiting_thread_before_it_drops_them(
+    base: Base, tmp_path: Path
+) -> None:
+    """Answers saved where the thread waits (for the thread, and for the subgraph's tool) are
+    pending writes an edit's new checkpoint does not carry: the form and the refusal named the
+    question and the scheduled call, never the approval that ``--force`` throws away."""
+    repo = base.branch(tmp_path, "edit-answers", "main")
+    root = repo / ".langgraph"
+    state, call, tool = waiting_tasks(repo)
+    saver = RepoSaver(root)
+    saver.put_writes(state.config, [("__resume__", {"approved": True})], NULL_TASK, "")
+    saver.put_writes(call.config, [("__resume__", [{"approved": False}])], tool.id, TOOL_PATH)
+    form = json.loads(cli(root, "edit", "desk-1", "--show", cwd=repo).stdout)
+    assert (
+        "answer saved for the thread: {approved: true} (root namespace) → dropped: not applied"
+        in form["waiting"]
+    ), form["waiting"]
+    assert any(w.startswith("answer saved for tools: [{approved: false}]") for w in form["waiting"])
+    form["values"]["category"] = "billing"
+    (tmp_path / "form.json").write_text(json.dumps(form), encoding="utf-8")
+    proc = cli(root, "edit", "desk-1", "--file", str(tmp_path / "form.json"), cwd=repo)
+    assert proc.returncode != 0 and "answer saved for the thread: {approved: true}" in proc.stderr, (
+        proc.stderr
+    )
