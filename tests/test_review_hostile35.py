@@ -304,3 +304,21 @@ def test_edit_names_the_answers_saved_for_a_waiting_thread_before_it_drops_them(
     assert proc.returncode != 0 and "answer saved for the thread: {approved: true}" in proc.stderr, (
         proc.stderr
     )
+
+
+# ----------------------------------------------------------------------------
+# the terminal: a control character is shown, never dropped
+# ----------------------------------------------------------------------------
+def test_a_bell_and_a_backspace_in_a_message_are_shown_in_the_terminal_as_in_the_markdown(
+    base: Base, tmp_path: Path
+) -> None:
+    """rich drops BEL, backspace, CR, VT and FF from a Text as it is made, before the console
+    could escape them: the terminal review and ``show`` read ``A-1002`` where the Markdown
+    (and the model) read ``A-1001\\x08\\x082``."""
+    repo = base.branch(tmp_path, "controls", "t1")
+    user_turn(desk(repo), 2, text="Where is my order A-1001\x08\x082?\x07")
+    commit_all(repo, "a turn with a bell and two backspaces")
+    shown = "Where is my order A-1001\\x08\\x082?\\x07"
+    assert shown in review(repo, "t1..controls", "--markdown")
+    assert f"user: {shown}" in review(repo, "t1..controls")
+    assert shown in cli(repo / ".langgraph", "show", "desk-1", cwd=repo).stdout

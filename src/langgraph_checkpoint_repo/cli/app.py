@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
 from typer.main import get_command_name
 from typer.models import CommandInfo, TyperInfo
@@ -30,6 +29,7 @@ from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from ..core.layout import find_default_root, holds_state
 from .exits import INTERNAL, OK, exit_code
 from .output import (
+    Text,
     _err_console,
     _out_console,
 )

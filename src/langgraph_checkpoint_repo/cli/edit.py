@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
-from rich.text import Text
 
 from ..core.errors import BadInputError, ThreadWaitsError
 from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
 from . import present
 from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
+from .output import Text
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader, StateView
@@ -186,7 +186,8 @@ def _waits(view: StateView, asked: set[str]) -> Iterator[tuple[str, str, str]]:
     for w in view.writes:  # Command(resume=..., update=..., goto=...) saved, not applied yet
         if w.task_id == NULL_TASK_ID:
             said = present.inline(w.value, 200)
-            what = f"answer saved for the thread: {said}" if w.channel == RESUME else f"{w.channel} saved: {said}"
+            what = f"{w.channel} saved: {said}"
+            what = f"answer saved for the thread: {said}" if w.channel == RESUME else what
             yield what, "dropped: not applied", "kept"
     for t in view.tasks:
         for i in t.interrupts if t.status == "interrupted" else []:

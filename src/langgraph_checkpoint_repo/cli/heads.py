@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from ..core import fields
 from ..core.errors import BadInputError
 from .app import JsonOpt, NsOpt, Settings, ThreadArg, _reader, _settings, app
-from .output import _print_json, _print_table
+from .output import Text, _print_json, _print_table
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig

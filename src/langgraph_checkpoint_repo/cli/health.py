@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.text import Text
 
 from ..core.errors import (
     BadInputError,
@@ -26,6 +25,7 @@ from .app import (
 )
 from .exits import PROBLEMS
 from .output import (
+    Text,
     _print_json,
     _rel,
     problems_json,

@@ -10,7 +10,6 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from ..core.errors import BadInputError
 from .app import (
@@ -29,6 +28,7 @@ from .app import (
 )
 from .exits import REFUSED, CliError
 from .output import (
+    Text,
     _print_json,
     _rel,
     screen,

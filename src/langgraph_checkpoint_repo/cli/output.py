@@ -15,13 +15,35 @@ from typing import Any
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook
 from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
-from rich.text import Span, Text
+from rich.text import Span
+from rich.text import Text as RichText
 
 from .._compat import set_table_cells, table_cells
 from ..core.masking import CONTROL_CODES, escape_controls, mask_message
 
 PIPE_WIDTH = 160  # width of output that goes to a file or a pipe (no terminal to ask)
+
+
+class Text(RichText):
+    """rich's ``Text``, each string screened as it comes in (``Text(...)``, ``append``,
+    ``Text.assemble``). rich drops BEL, backspace, CR, VT and FF from a Text when it is made,
+    before the console's screening could show them: ``A\x08B`` read ``AB`` in the terminal
+    while the Markdown said ``A\x08B``. Screened first, they show as ``\x08`` as every other
+    control character does. The commands make their Texts with this one."""
+
+    def __init__(self, text: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(text if kwargs.get("spans") else screen(text), *args, **kwargs)
+
+    def append(self, text: RichText | str, style: str | Style | None = None) -> RichText:
+        return super().append(screen(text) if isinstance(text, str) else text, style)
+
+    @classmethod
+    def assemble(cls, *parts: str | RichText | tuple[str, str | Style], **kwargs: Any) -> Text:
+        made = super().assemble(*parts, **kwargs)
+        assert isinstance(made, Text)  # rich makes it with cls
+        return made
 
 
 def screen(text: str, keep: str = "\t") -> str:
@@ -30,7 +52,7 @@ def screen(text: str, keep: str = "\t") -> str:
     return escape_controls(mask_message(text), keep=keep)
 
 
-def _screen_text(text: Text) -> Text:
+def _screen_text(text: RichText) -> RichText:
     """A rich Text screened piece by piece, so each piece keeps its style."""
     plain = text.plain
     if screen(plain) == plain:
@@ -50,7 +72,7 @@ def _screen_renderable(renderable: Any) -> Any:
     from its cells: screened late, an escaped id would be cut to fit)."""
     if isinstance(renderable, str):
         return screen(renderable)
-    if isinstance(renderable, Text):
+    if isinstance(renderable, RichText):
         return _screen_text(renderable)
     if isinstance(renderable, Table):
         for column in renderable.columns:
@@ -76,11 +98,11 @@ class SafeConsole(Console):
         super().__init__(*args, **kwargs)
         self.push_render_hook(_ScreenHook())
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:
+    def render_str(self, text: str, **kwargs: Any) -> RichText:
         return _screen_text(super().render_str(text, **kwargs))
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        if isinstance(renderable, Text):
+        if isinstance(renderable, RichText):
             renderable = _screen_text(renderable)
         return super().render(renderable, options)
 

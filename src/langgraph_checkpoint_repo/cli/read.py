@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
 from .app import (
@@ -22,6 +21,7 @@ from .app import (
     parse_date,
 )
 from .output import (
+    Text,
     _print_json,
     _print_table,
     _rel,

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from ..core.digest import short_digest
 from ..core.messages import ERROR_MARK
@@ -27,7 +26,7 @@ from .events import (
     plural,
     verdict_line,
 )
-from .output import _print_json, problems_json, record_json, screen
+from .output import Text, _print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event

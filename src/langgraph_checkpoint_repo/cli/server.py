@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
 from .app import DryRunOpt, JsonOpt, ThreadsArg, _reader, _settings, command_group
 from .exits import FAILED, PROBLEMS, CliError
-from .output import _print_json, _rel
+from .output import Text, _print_json, _rel
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader

@@ -15,11 +15,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from ..core.errors import BadInputError, NotFoundError
 from .app import DryRunOpt, JsonOpt, _check_root, _settings, command_group, parse_date
-from .output import _print_json
+from .output import Text, _print_json
 
 if TYPE_CHECKING:
     from ..core.items import ItemFiles, StoredItem

@@ -7,7 +7,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from ..core.messages import ERROR_MARK
 from ..core.plans import PrunePlan
@@ -16,6 +15,7 @@ from ..readmodel.reader import Reader, StateView
 from ..readmodel.tasks import ERROR, InterruptView, Raw, TaskView
 from . import present
 from .output import (
+    Text,
     _print_table,
     _rel,
 )
