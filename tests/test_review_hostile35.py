@@ -322,3 +322,32 @@ def test_a_bell_and_a_backspace_in_a_message_are_shown_in_the_terminal_as_in_the
     assert shown in review(repo, "t1..controls", "--markdown")
     assert f"user: {shown}" in review(repo, "t1..controls")
     assert shown in cli(repo / ".langgraph", "show", "desk-1", cwd=repo).stdout
+
+
+# ----------------------------------------------------------------------------
+# subgraph calls: placed where their task ran, not where their metadata says
+# ----------------------------------------------------------------------------
+def test_a_call_whose_metadata_names_another_turns_checkpoint_is_not_moved_into_that_turn(
+    base: Base, tmp_path: Path
+) -> None:
+    """Turn 2's agent call (the stock check that fails) with ``metadata.parents`` pointing at
+    the checkpoint turn 3's call ran from: its messages were shown under turn 3 as a second
+    ``agent`` call, and taken out of turn 2 as "shown in the call". A call runs the task its
+    namespace names (``agent:<task id>``), which LangGraph derives from the checkpoint it ran
+    from: a checkpoint whose tasks do not hold it is not where the call ran."""
+    repo = base.branch(tmp_path, "moved-call", "t1")
+    user_turn(desk(repo), 2, text=STOCK)
+    user_turn(desk(repo), 3, text="Where is my order A-1002?")
+    thread = repo / ".langgraph" / "threads" / "desk-1"
+    calls = [min(p.glob("checkpoints/*.json")) for p in (thread / "ns").iterdir() if "%3a" in p.name]
+    first, second = sorted(calls, key=lambda path: path.name)[-2:]  # by checkpoint id: by time
+    later = json.loads(second.read_text(encoding="utf-8"))["metadata"]["parents"][""]
+    for path in first.parent.glob("*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["metadata"]["parents"][""] = later
+        path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    commit_all(repo, "turns 2 and 3, turn 2's call said to run from turn 3's checkpoint")
+    out = review(repo, "t1..moved-call")
+    turn2, turn3 = re.split(r"^    turn \d+", out, flags=re.M)[1:3]
+    assert "Warehouse API timed out" in turn2 and "Warehouse API timed out" not in turn3, out
+    assert out.count("Warehouse API timed out") == 1 and " · 1 tool error · " in first_line(out), out
