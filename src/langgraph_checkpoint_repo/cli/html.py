@@ -827,18 +827,20 @@ def _call_html(
 
     node = child.rpartition("|")[2].rpartition(":")[0]
     ids = line_to(reader, thread_id, child, reader.resolve(thread_id, child, None), [])
-    had: set[Any] = set()
+    had: dict[str, Any] = {}  # the parent's messages when it called, by id
     if parent_view is not None:
         for tree in parent_view.trees.get("messages") or []:
             got = message_fields(tree)
             if got is not None and isinstance(got.get("id"), str):
-                had.add(got["id"])
+                had[got["id"]] = tree
 
     def new(e: Event) -> bool:
+        """Not a message the parent had, as it had it (one changed under its id is new)."""
         if e.kind != "message":
             return True
         got = message_fields(e.tree)
-        return got is None or got.get("id") not in had or got.get("id") is None
+        key = got.get("id") if got is not None else None
+        return not isinstance(key, str) or key not in had or had[key] != e.tree
 
     views: list[Any] = []
     events = [e for e in events_along(reader, thread_id, child, ids, None, views) if new(e)]
