@@ -70,6 +70,7 @@ class PendingTask:
     triggers: list[str] = field(default_factory=list)
     writes: list[tuple[str, Any]] = field(default_factory=list)  # (channel, stored tree)
     interrupts: list[Any] = field(default_factory=list)  # values asked
+    interrupt_ids: list[str] = field(default_factory=list)  # their ids ("" when not stored)
     error: Any = None  # what it failed with (its ``__error__`` write)
     answer: Any = None  # the resume value saved for it
     answered: bool = False

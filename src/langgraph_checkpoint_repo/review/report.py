@@ -335,6 +335,7 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
                 input=view.trees.get(START) if task.name == START else None,
                 writes=[(w.channel, w.tree) for w in task.writes if w.channel not in CONTROL_WRITES],
                 interrupts=[i.tree for i in task.interrupts],
+                interrupt_ids=[i.id or "" for i in task.interrupts],
                 error=next((w.tree for w in task.writes if w.channel == ERROR), None),
                 answer=answer if answer is not None or not task.interrupts else given,
                 answered=task.answered,

@@ -28,6 +28,8 @@ def verdict_of(report: Report) -> Verdict:
     v = Verdict(memories=len(report.items))
     v.rewrites = sum(1 for f in report.flags if f.kind == "rewritten")
     for t in report.threads:
+        # an answer saved where a namespace waits is not applied yet: counted as saved, below
+        waits = {(n.ns, n.next.checkpoint_id) for n in t.namespaces if n.next is not None}
         for n in t.namespaces:
             for start in {line.start for line in n.lines if line.forks > 0}:
                 v.forks += next(line.forks for line in n.lines if line.start == start)
@@ -39,7 +41,7 @@ def verdict_of(report: Report) -> Verdict:
                         v.turns += 1  # a user message of the thread, not one a subgraph was handed
                     elif _new_tool_error(e):
                         v.tool_errors += 1
-                    elif e.kind == "resume":
+                    elif e.kind == "resume" and (e.ns, e.checkpoint_id) not in waits:
                         v.answers.append(e.tree)
                     elif e.kind == "error":
                         v.failures += 1
@@ -88,14 +90,24 @@ def _saved_answers(t: ThreadReport) -> list[Any]:
                 continue
             own = task.answer is not given and isinstance(task.answer, list)
             answers = task.answer if own else [task.answer]
-            for asked, answer in zip(task.interrupts, answers, strict=False):
-                out.setdefault(repr(asked), answer)
+            for key, answer in zip(_keys(task), answers, strict=False):
+                out.setdefault(key, answer)
     return list(out.values())
+
+
+def _keys(task: PendingTask) -> list[str]:
+    """What tells a task's questions apart: each interrupt's id, which a subgraph's question
+    keeps as it reaches its parent's task (two tool calls asking the same are two questions);
+    the value when the id is not stored."""
+    ids = task.interrupt_ids if len(task.interrupt_ids) == len(task.interrupts) else []
+    return [
+        i or repr(asked) for i, asked in zip(ids or [""] * len(task.interrupts), task.interrupts, strict=True)
+    ]
 
 
 def _waiting(t: ThreadReport) -> list[tuple[str, str, Any]]:
     """The questions a thread waits on, each once (a subgraph's question reaches its parent's
-    task too), where it was asked: the deepest namespace that asks it."""
+    task too, with the same id), where it was asked: the deepest namespace that asks it."""
     out: dict[str, tuple[str, str, Any]] = {}
     for n in sorted(t.namespaces, key=lambda n: -n.ns.count("|") - (1 if n.ns else 0)):
         if n.next is None:
@@ -105,8 +117,7 @@ def _waiting(t: ThreadReport) -> list[tuple[str, str, Any]]:
                 continue
             tools = ", ".join(str(c.get("name")) for c in packet_tool_calls(task.packet))
             asker = tools or task.name
-            for asked in task.interrupts:
-                key = repr(asked)
+            for asked, key in zip(task.interrupts, _keys(task), strict=True):
                 if key not in out:
                     where = f"{asker} in {n.label}" if n.label else asker
                     out[key] = (t.thread_id, where, asked)
