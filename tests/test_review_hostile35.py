@@ -422,3 +422,6 @@ def test_two_tool_calls_asking_the_same_question_are_two_waiting(base: Base, tmp
     out = review(repo, "t1..twice")
     assert "1 approval (saved, applied when the thread continues: approved=true)" in first_line(out), out
     assert first_line(out).endswith(" · 1 waiting"), out
+    # not applied yet: the turn says the answer is saved, not that the thread was resumed
+    assert 'answer saved, applied when the thread continues: {"approved":true}' in out, out
+    assert "resumed with" not in out, out

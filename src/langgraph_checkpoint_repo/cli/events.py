@@ -71,7 +71,8 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         if e.text == "earlier":
             label += " (asked earlier)"
     elif e.kind == "resume":
-        label, text = "resumed with", compact(e.tree)
+        label = "answer saved, applied when the thread continues" if e.text == "saved" else "resumed with"
+        text = compact(e.tree)
     elif e.kind == "error":
         label, text = f"{ERROR_MARK} in {e.name}" if e.name else ERROR_MARK, compact(e.tree)
     elif e.kind == "call":

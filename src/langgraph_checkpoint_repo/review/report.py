@@ -55,7 +55,7 @@ from .model import (
     ThreadReport,
 )
 from .revisions import Changes, Range, changes, git, git_top, materialize
-from .verdict import tie_memories, verdict_of
+from .verdict import mark_saved, tie_memories, verdict_of
 
 
 def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Report:
@@ -102,6 +102,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
         account_files(report, found, sides, gitignore)
     report.flags = sorted(set(report.flags), key=_flag_order)
     tie_memories(report)
+    mark_saved(report)
     report.verdict = verdict_of(report)
     return report
 

@@ -24,12 +24,22 @@ from ..readmodel.turns import Event, message_event
 from .model import ItemReport, Line, PendingTask, Report, ThreadReport, Verdict
 
 
+def mark_saved(report: Report) -> None:
+    """An answer at the checkpoint a namespace waits at is saved, not applied yet (the thread
+    has not continued): its event says so (``text`` ``saved``) rather than "resumed with"."""
+    for t in report.threads:
+        waits = {(n.ns, n.next.checkpoint_id) for n in t.namespaces if n.next is not None}
+        for n in t.namespaces:
+            for line in n.lines:
+                for e in line.events:
+                    if e.kind == "resume" and (e.ns, e.checkpoint_id) in waits:
+                        e.text = "saved"
+
+
 def verdict_of(report: Report) -> Verdict:
     v = Verdict(memories=len(report.items))
     v.rewrites = sum(1 for f in report.flags if f.kind == "rewritten")
     for t in report.threads:
-        # an answer saved where a namespace waits is not applied yet: counted as saved, below
-        waits = {(n.ns, n.next.checkpoint_id) for n in t.namespaces if n.next is not None}
         for n in t.namespaces:
             for start in {line.start for line in n.lines if line.forks > 0}:
                 v.forks += next(line.forks for line in n.lines if line.start == start)
@@ -41,7 +51,7 @@ def verdict_of(report: Report) -> Verdict:
                         v.turns += 1  # a user message of the thread, not one a subgraph was handed
                     elif _new_tool_error(e):
                         v.tool_errors += 1
-                    elif e.kind == "resume" and (e.ns, e.checkpoint_id) not in waits:
+                    elif e.kind == "resume" and e.text != "saved":  # a saved one: _saved_answers
                         v.answers.append(e.tree)
                     elif e.kind == "error":
                         v.failures += 1
