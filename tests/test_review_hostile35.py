@@ -425,3 +425,25 @@ def test_two_tool_calls_asking_the_same_question_are_two_waiting(base: Base, tmp
     # not applied yet: the turn says the answer is saved, not that the thread was resumed
     assert 'answer saved, applied when the thread continues: {"approved":true}' in out, out
     assert "resumed with" not in out, out
+
+
+def test_the_driver_says_an_answer_in_a_writes_file_is_saved_not_that_the_thread_resumed(
+    base: Base, tmp_path: Path
+) -> None:
+    """A writes file holds what no checkpoint took yet: the answers saved for the thread and
+    for the subgraph's tool read ``answer saved``, not ``resumed with`` (what a checkpoint's
+    ``parent_writes`` says, taken), and the thread's own task (an empty path) is named."""
+    from langgraph_checkpoint_repo.review import textconv
+
+    repo = base.branch(tmp_path, "driver-saved", "main")
+    state, call, tool = waiting_tasks(repo)
+    saver = RepoSaver(repo / ".langgraph")
+    saver.put_writes(state.config, [("__resume__", {"approved": True})], NULL_TASK, "")
+    saver.put_writes(call.config, [("__resume__", [{"approved": False}])], tool.id, TOOL_PATH)
+    commit_all(repo, "two answers")
+    added = git(repo, "diff", "--name-only", "--diff-filter=A", "main", "driver-saved").stdout.split()
+    views = {path: textconv.view(str(repo / path)) for path in added}
+    assert len(views) == 2 and all("/writes/" in path for path in views), views
+    said = sorted(line.strip() for lines in views.values() for line in lines[1:])
+    assert said == ['answer saved: {"approved":false}', 'answer saved: {"approved":true}'], views
+    assert any("task (the whole thread's: a Command) (file #" in lines[0] for lines in views.values())
