@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from weakref import WeakKeyDictionary
 
 from ..core.errors import RepoCheckpointError
 from ..core.messages import MESSAGES, Refusal, message_fields, read_message
@@ -96,13 +97,25 @@ def _runs(reader: Reader, thread_id: str, ns: str, cid: str, node: str, task: st
     return any(t.id == task and t.name == node for t in tasks)
 
 
+#: per reader, thread and namespace: the checkpoint each task (node, id) runs after, read once
+#: (a pull request naming many calls wrongly costs one pass over the parent, not one per call)
+_SITES: WeakKeyDictionary[Reader, dict[tuple[str, str], dict[tuple[str, str], str]]] = WeakKeyDictionary()
+
+
 def _ran_from(reader: Reader, thread_id: str, ns: str, node: str, task: str) -> str | None:
-    """The checkpoint of ``ns`` whose next step has the task (the newest first), or None."""
-    try:
-        ids = reader.checkpoint_ids(thread_id, ns)
-    except (RepoCheckpointError, OSError):
-        return None
-    return next((cid for cid in reversed(ids) if _runs(reader, thread_id, ns, cid, node, task)), None)
+    """The checkpoint of ``ns`` whose next step has the task (the newest one), or None."""
+    known = _SITES.setdefault(reader, {})
+    if (thread_id, ns) not in known:
+        found: dict[tuple[str, str], str] = {}
+        try:
+            for cid in reader.checkpoint_ids(thread_id, ns):
+                for t in reader.state(thread_id, ns, cid, revive=False).tasks:
+                    if t.id:
+                        found[(t.name, t.id)] = cid
+        except (RepoCheckpointError, OSError):
+            pass
+        known[(thread_id, ns)] = found
+    return known[(thread_id, ns)].get((node, task))
 
 
 def users_at(reader: Reader, thread_id: str, ns: str, cid: str) -> int:
