@@ -447,3 +447,26 @@ def test_the_driver_says_an_answer_in_a_writes_file_is_saved_not_that_the_thread
     said = sorted(line.strip() for lines in views.values() for line in lines[1:])
     assert said == ['answer saved: {"approved":false}', 'answer saved: {"approved":true}'], views
     assert any("task (the whole thread's: a Command) (file #" in lines[0] for lines in views.values())
+
+
+# ----------------------------------------------------------------------------
+# removals: the verdict says them
+# ----------------------------------------------------------------------------
+def test_a_deleted_thread_and_removed_checkpoints_are_in_the_verdict(base: Base, tmp_path: Path) -> None:
+    """``delete`` of the desk's thread (2 turns, a refund waiting) read ``0 turns · 0 approvals
+    · 0 tool errors · 0 memory changes · 0 forks · 0 rewrites`` and ``none flagged``: nothing
+    happened, at a glance. And ``main..alice`` after main moved on shows main's new
+    checkpoints as removed: the verdict said nothing of them either."""
+    repo = base.branch(tmp_path, "deleted", "main")
+    assert cli(repo / ".langgraph", "delete", "desk-1", "--yes", cwd=repo).returncode == 0
+    commit_all(repo, "delete the thread")
+    out = review(repo, "main..deleted")
+    assert first_line(out).endswith(" · 0 rewrites · 1 thread deleted"), out
+    assert json.loads(review(repo, "main..deleted", "--json"))["verdict"]["threads_deleted"] == 1
+    alice = base.branch(tmp_path, "alice2", "t1")
+    user_turn(desk(alice), 2, text=STOCK)
+    commit_all(alice, "alice: turn 2")
+    data = json.loads(review(alice, "main..alice2", "--json"))
+    removed = sum(len(n["removed"]) for t in data["threads"] for n in t["namespaces"])
+    assert removed > 0 and data["verdict"]["checkpoints_removed"] == removed
+    assert first_line(review(alice, "main..alice2")).endswith(f" · {removed} checkpoints removed")

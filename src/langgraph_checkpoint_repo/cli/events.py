@@ -204,6 +204,10 @@ def verdict_line(v: Verdict, code: Callable[[str], str] = str) -> str:
     if v.edits:
         parts.append(plural(v.edits, "hand edit"))
     parts += [plural(v.memories, "memory change"), plural(v.forks, "fork"), plural(v.rewrites, "rewrite")]
+    if v.threads_removed:
+        parts.append(f"{plural(v.threads_removed, 'thread')} deleted")
+    if v.removed:
+        parts.append(f"{plural(v.removed, 'checkpoint')} removed")
     if v.waiting:
         parts.append(f"{len(v.waiting)} waiting")
     return " · ".join(parts)

@@ -118,6 +118,8 @@ def _verdict_json(report: Report) -> dict[str, Any]:
         "memory_changes": v.memories,
         "forks": v.forks,
         "rewrites": v.rewrites,
+        "threads_deleted": v.threads_removed,
+        "checkpoints_removed": v.removed,
         "waiting": [{"thread_id": t, "where": w, "question": q} for t, w, q in v.waiting],
         "unsettled": [{"thread_id": t, "where": w} for t, w in v.unsettled],
     }

@@ -148,6 +148,8 @@ class Verdict:
     memories: int = 0
     forks: int = 0
     rewrites: int = 0
+    threads_removed: int = 0  # threads the range deletes
+    removed: int = 0  # checkpoints removed from the threads that stay (prune, a head moved back)
     waiting: list[tuple[str, str, Any]] = field(default_factory=list)  # (thread, where, question)
     unsettled: list[tuple[str, str]] = field(default_factory=list)  # (thread, where): heads to settle
 

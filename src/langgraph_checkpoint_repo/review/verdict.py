@@ -40,6 +40,10 @@ def verdict_of(report: Report) -> Verdict:
     v = Verdict(memories=len(report.items))
     v.rewrites = sum(1 for f in report.flags if f.kind == "rewritten")
     for t in report.threads:
+        if t.status == "removed":
+            v.threads_removed += 1
+        else:
+            v.removed += sum(len(n.removed) for n in t.namespaces)
         for n in t.namespaces:
             for start in {line.start for line in n.lines if line.forks > 0}:
                 v.forks += next(line.forks for line in n.lines if line.start == start)
