@@ -255,6 +255,25 @@ def test_three_dots_with_several_merge_bases_say_which_one_they_compare_with(
     assert "have 2 merge-bases" in review(y, "x...y")
 
 
+def test_the_sides_given_the_other_way_round_say_which_range_shows_the_branch(
+    base: Base, tmp_path: Path
+) -> None:
+    """``review feature...main`` (main an ancestor of feature) is empty, and said nothing:
+    a careless reviewer read "0 turns, no thread changed" for a branch of a turn. Two dots the
+    other way round suggested ``feature...main``, which is that empty range."""
+    repo = base.branch(tmp_path, "ahead", "main")
+    user_turn(desk(repo), 2, text=STOCK)
+    commit_all(repo, "a turn on the branch")
+    three = review(repo, "ahead...main")
+    assert "note: main is an ancestor of ahead: nothing is new on it; main...ahead shows what ahead adds" in (
+        three
+    ), three
+    two = review(repo, "ahead..main")
+    assert "note: main is an ancestor of ahead: ahead's own work shows as removed here; " in two, two
+    assert "main...ahead shows what ahead adds" in two and "ahead...main" not in two, two
+    assert "note:" not in review(repo, "main...ahead") + review(repo, "main..ahead")
+
+
 # ----------------------------------------------------------------------------
 # the HTML page: the verdict first, the Markdown's escaping rule
 # ----------------------------------------------------------------------------

@@ -119,15 +119,25 @@ def parse_range(top: Path, spec: str | None, rel: str = "") -> Range:
         tip = resolve(top, right or "HEAD")
         base = merge_base(top, left or "HEAD", right or "HEAD")
         note = several_bases(top, left or "HEAD", right or "HEAD", base)
+        if base == tip != resolve(top, left or "HEAD"):  # the sides given the other way round
+            note = (
+                f"{right or 'HEAD'} is an ancestor of {left or 'HEAD'}: nothing is new on it; "
+                f"{right or 'HEAD'}...{left or 'HEAD'} shows what {left or 'HEAD'} adds"
+            )
         return Range(base=base, head=tip, spec=spec, note=note)
     left, dots, right = spec.partition("..")
     base = resolve(top, left or "HEAD")
     head = resolve(top, right or "HEAD") if dots else None
     note = ""
-    if moved_on(top, base, head or resolve(top, "HEAD"), rel):
+    tip = head or resolve(top, "HEAD")
+    if moved_on(top, base, tip, rel):
         base_rev, head_rev = left or "HEAD", right or "HEAD"
-        note = f"{base_rev} moved on since {head_rev} left it: its new work shows as removed here; "
-        note += f"{base_rev}...{head_rev} shows what {head_rev} adds"
+        if _git_ok(top, "merge-base", "--is-ancestor", tip, base):  # the other way round
+            note = f"{head_rev} is an ancestor of {base_rev}: {base_rev}'s own work shows as removed "
+            note += f"here; {head_rev}...{base_rev} shows what {base_rev} adds"
+        else:
+            note = f"{base_rev} moved on since {head_rev} left it: its new work shows as removed here; "
+            note += f"{base_rev}...{head_rev} shows what {head_rev} adds"
         note += "" if head else " (committed)"
     return Range(base=base, head=head, spec=spec, note=note)
 
