@@ -489,3 +489,16 @@ def test_a_deleted_thread_and_removed_checkpoints_are_in_the_verdict(base: Base,
     removed = sum(len(n["removed"]) for t in data["threads"] for n in t["namespaces"])
     assert removed > 0 and data["verdict"]["checkpoints_removed"] == removed
     assert first_line(review(alice, "main..alice2")).endswith(f" · {removed} checkpoints removed")
+
+
+def test_the_drivers_line_of_a_tool_result_named_empty_is_not_the_line_of_one_named_none() -> None:
+    """``name: ""`` and ``name: null`` build two different ToolMessages; the driver's line of
+    both read ``tool [c1]: `` (tests/test_messages_built.py's property found it)."""
+    from langgraph_checkpoint_repo.review import textconv
+
+    def stored(name: str | None) -> dict[str, Any]:
+        fields = {"content": "", "type": "tool", "name": name, "id": None, "tool_call_id": "c1"}
+        return {"$type": ["langchain_core.messages.tool", "ToolMessage"], "$fields": fields}
+
+    assert textconv._message(stored(None)) == ["tool [c1]: "]
+    assert textconv._message(stored("")) == ['tool "" [c1]: ']

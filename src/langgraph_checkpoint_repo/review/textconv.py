@@ -616,7 +616,8 @@ def _message_parts(tree: Any, ident: Any = None) -> list[str | _Node]:
 def _label(got: Message) -> str:
     role = got.role
     if role == "tool":
-        label = f"tool {_plain(got.name)}" if got.name else "tool"
+        # a name "" is not None: LangChain builds another message, so it reads otherwise
+        label = "tool" if got.name is None else f"tool {_plain(got.name) if got.name else _quote('')}"
         label += f" [{_plain(got.tool_call_id)}]"
         return label + (f" {ERROR_MARK}" if got.status == "error" else "")
     if role == "chat":
