@@ -180,14 +180,25 @@ def _waits(view: StateView, asked: set[str]) -> Iterator[tuple[str, str, str]]:
     """(what, its fate in the edited namespace, its fate elsewhere) for each thing a namespace
     waits on; ``asked``: the interrupts listed already (a subgraph's, its parent task's too)."""
     from ..core.sends import TASKS, packet_tool_calls
+    from ..readmodel.tasks import NULL_TASK_ID, RESUME
 
     sends = view.trees.get(TASKS)
+    for w in view.writes:  # Command(resume=..., update=..., goto=...) saved, not applied yet
+        if w.task_id == NULL_TASK_ID:
+            said = present.inline(w.value, 200)
+            what = f"{w.channel} saved: {said}"
+            what = f"answer saved for the thread: {said}" if w.channel == RESUME else what
+            yield what, "dropped: not applied", "kept"
     for t in view.tasks:
         for i in t.interrupts if t.status == "interrupted" else []:
             if i.id is None or i.id not in asked:
                 asked.add(i.id or "")
                 again = f"dropped: {t.name} runs again from its first line and asks again"
                 yield f"interrupt at {t.name}: {present.inline(i.value, 200)}", again, "stays"
+        for w in t.writes if t.status == "interrupted" else []:
+            if w.channel == RESUME:
+                said = present.inline(w.value, 200)
+                yield f"answer saved for {t.name}: {said}", "dropped: the question is asked again", "kept"
         if t.kind.startswith("push ") and t.runs_on_resume and isinstance(sends, list):
             idx = int(t.kind.split()[1])
             for c in packet_tool_calls(sends[idx]) if idx < len(sends) else []:

@@ -157,7 +157,8 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         if e.text == "earlier":
             label += " (asked earlier)"
     elif e.kind == "resume":
-        label, text = "resumed with", compact(e.tree)
+        label = "answer saved, applied when the thread continues" if e.text == "saved" else "resumed with"
+        text = compact(e.tree)
     elif e.kind == "error":
         label, text = f"{ERROR_MARK} in {e.name}" if e.name else ERROR_MARK, compact(e.tree)
     elif e.kind == "call":
@@ -272,15 +273,25 @@ def verdict_line(v: Verdict, code: Callable[[str], str] = str) -> str:
     """``3 turns · 1 approval (resumed with approved=true) · 1 tool error · ...``: what the
     range holds, counted, on one line; ``code`` marks what comes from the files (Markdown
     makes it inert)."""
-    answers = plural(len(v.answers), "approval")
+    answers = plural(len(v.answers) + len(v.saved), "approval")
+    said = []
     if v.answers:
-        answers += f" (resumed with {'; '.join(code(answer_text(a)) for a in v.answers)})"
+        said.append(f"resumed with {'; '.join(code(answer_text(a)) for a in v.answers)}")
+    if v.saved:
+        saved = "; ".join(code(answer_text(a)) for a in v.saved)
+        said.append(f"saved, applied when the thread continues: {saved}")
+    if said:
+        answers += f" ({'; '.join(said)})"
     parts = [plural(v.turns, "turn"), answers, plural(v.tool_errors, "tool error")]
     if v.failures:
         parts.append(plural(v.failures, "failed task"))
     if v.edits:
         parts.append(plural(v.edits, "hand edit"))
     parts += [plural(v.memories, "memory change"), plural(v.forks, "fork"), plural(v.rewrites, "rewrite")]
+    if v.threads_removed:
+        parts.append(f"{plural(v.threads_removed, 'thread')} deleted")
+    if v.removed:
+        parts.append(f"{plural(v.removed, 'checkpoint')} removed")
     if v.waiting:
         parts.append(f"{len(v.waiting)} waiting")
     return " · ".join(parts)
@@ -387,6 +398,10 @@ def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str, str]]:
         nxt = by_ns[ns].next
         return {fold(compact(i))[0] for x in nxt.tasks for i in x.interrupts} if nxt is not None else set()
 
+    def answers(ns: str) -> bool:
+        nxt = by_ns[ns].next
+        return nxt is not None and any(x.answer is not None for x in nxt.tasks if x.interrupts)
+
     def walk(ns: str, depth: int) -> None:
         n = by_ns[ns]
         done.add(ns)
@@ -399,6 +414,8 @@ def next_rows(t: ThreadReport) -> list[tuple[int, str, str, str, str]]:
             for label, text, whole in task_lines(task):
                 if label.strip() == "asks" and text in below:
                     continue  # the call asks it, below
+                if label.strip() == "answered with" and sub is not None and answers(sub):
+                    continue  # the call's question gets the call's answer, below
                 out.append((depth + (2 if label.startswith("  ") else 1), "task", label.strip(), text, whole))
             if sub is not None and sub not in done:
                 walk(sub, depth + 2)

@@ -27,7 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .events import SHORT, bounded, compact, event_parts, numbered_turns, show_command, task_lines, turns_of
+from .events import (
+    SHORT,
+    bounded,
+    compact,
+    event_parts,
+    numbered_turns,
+    show_command,
+    task_lines,
+    turns_of,
+    verdict_line,
+)
 from .output import screen
 
 if TYPE_CHECKING:
@@ -372,8 +382,10 @@ def review_html(
     body = [
         "<header>",
         f"<h1>State review {_code(report.range.spec)}</h1>",
+        f"<p><strong>{verdict_line(report.verdict, _code)}</strong></p>",
         f'<p class="meta">{_code(report.range.base[:12])} .. {_code(head)} · root {_code(report.root)} · '
         f"{counts}</p>",
+        *([f"<p><strong>Note:</strong> {_h(report.range.note)}</p>"] if report.range.note else []),
         "</header>",
         attention.html("nothing flagged: every changed file is explained"),
         "<main>",
@@ -845,18 +857,20 @@ def _call_html(
 
     node = child.rpartition("|")[2].rpartition(":")[0]
     ids = line_to(reader, thread_id, child, reader.resolve(thread_id, child, None), [])
-    had: set[Any] = set()
+    had: dict[str, Any] = {}  # the parent's messages when it called, by id
     if parent_view is not None:
         for tree in parent_view.trees.get("messages") or []:
             got = message_fields(tree)
             if got is not None and isinstance(got.get("id"), str):
-                had.add(got["id"])
+                had[got["id"]] = tree
 
     def new(e: Event) -> bool:
+        """Not a message the parent had, as it had it (one changed under its id is new)."""
         if e.kind != "message":
             return True
         got = message_fields(e.tree)
-        return got is None or got.get("id") not in had or got.get("id") is None
+        key = got.get("id") if got is not None else None
+        return not isinstance(key, str) or key not in had or had[key] != e.tree
 
     views: list[Any] = []
     events = [e for e in events_along(reader, thread_id, child, ids, None, views) if new(e)]

@@ -38,7 +38,8 @@ class Text(RichText):
     no module imports rich's), and ``SafeConsole`` screens a plain string before rich does."""
 
     def __init__(self, text: str = "", *args: Any, **kwargs: Any) -> None:
-        super().__init__(screen(text), *args, **kwargs)
+        # a Text given spans is rich's own copy of a screened one: screening again would move them
+        super().__init__(text if kwargs.get("spans") else screen(text), *args, **kwargs)
 
     @classmethod
     def assemble(cls, *parts: Any, **kwargs: Any) -> Text:

@@ -127,6 +127,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "base": report.range.base,
         "head": report.range.head,
         "range": report.range.spec,
+        "note": report.range.note,
         "root": report.root,
         "threads": [_thread_json(t) for t in report.threads],
         "items": [_item_json(i) for i in report.items],
@@ -143,12 +144,15 @@ def _verdict_json(report: Report) -> dict[str, Any]:
         "line": verdict_line(v),
         "turns": v.turns,
         "approvals": v.answers,
+        "approvals_saved": v.saved,
         "tool_errors": v.tool_errors,
         "failed_tasks": v.failures,
         "hand_edits": v.edits,
         "memory_changes": v.memories,
         "forks": v.forks,
         "rewrites": v.rewrites,
+        "threads_deleted": v.threads_removed,
+        "checkpoints_removed": v.removed,
         "waiting": [{"thread_id": t, "where": w, "question": q} for t, w, q in v.waiting],
         "unsettled": [{"thread_id": t, "where": w} for t, w in v.unsettled],
     }
@@ -356,6 +360,8 @@ def report_lines(report: Report) -> list[Text]:
             (f"  root {report.root}", "dim"),
         )
     )
+    if report.range.note:
+        out.append(Text(f"note: {report.range.note}", style="yellow"))
     if report.files:
         out.append(Text(_files_line(report), style="dim"))
     if not report.threads and not report.items and not report.files:
@@ -441,6 +447,8 @@ def report_markdown(report: Report) -> str:
         for label, what, where in needs:
             parts.append(f"- **{label}**: {code(what)}" + (f" ({code(where)})" if where else ""))
         parts.append("")
+    if report.range.note:
+        parts += [f"_Note_: {code(report.range.note)}", ""]
     parts += [
         f"Root {code(report.root)}; {len(report.threads)} thread"
         f"{'s' if len(report.threads) != 1 else ''} changed; {_files_line(report)}.",

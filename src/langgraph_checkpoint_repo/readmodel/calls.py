@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from weakref import WeakKeyDictionary
 
 from ..core.errors import RepoCheckpointError
 from ..core.messages import MESSAGES, Refusal, message_fields, read_message
@@ -58,7 +59,13 @@ def split_ns(ns: str) -> tuple[str, str, str]:
 
 def site_of(reader: Reader, thread_id: str, ns: str, top: str = "") -> Site | None:
     """Where ``ns`` was called from, from its first checkpoint's ``metadata.parents``; None
-    for the thread's top namespace or a namespace whose checkpoints do not say."""
+    for the thread's top namespace or a namespace whose checkpoints do not say.
+
+    The metadata only says so: the call runs the task its namespace names (``node:<task
+    id>``), and LangGraph derives a task's id from the checkpoint it runs from. A parent
+    checkpoint whose tasks do not hold that task is not where the call ran (a hand-edited
+    ``parents`` would move a call into another turn): the one whose tasks do is taken, or
+    none."""
     if ns == top or not ns:
         return None
     parent, node, task = split_ns(ns)
@@ -72,10 +79,43 @@ def site_of(reader: Reader, thread_id: str, ns: str, top: str = "") -> Site | No
     at = parents.get(parent)
     at = at if isinstance(at, str) else None
     root_at = parents.get(top)
+    if at is not None and not _runs(reader, thread_id, parent, at, node, task):
+        at = _ran_from(reader, thread_id, parent, node, task)
+        root_at = at if parent == top else root_at
     turn = 0
     if isinstance(root_at, str):
         turn = users_at(reader, thread_id, top, root_at)
     return Site(ns=ns, parent_ns=parent, node=node, task=task, at=at, turn=turn)
+
+
+def _runs(reader: Reader, thread_id: str, ns: str, cid: str, node: str, task: str) -> bool:
+    """Whether the step after checkpoint ``cid`` of ``ns`` has the task ``task`` of ``node``."""
+    try:
+        tasks = reader.state(thread_id, ns, cid, revive=False).tasks
+    except (RepoCheckpointError, OSError):
+        return False
+    return any(t.id == task and t.name == node for t in tasks)
+
+
+#: per reader, thread and namespace: the checkpoint each task (node, id) runs after, read once
+#: (a pull request naming many calls wrongly costs one pass over the parent, not one per call)
+_SITES: WeakKeyDictionary[Reader, dict[tuple[str, str], dict[tuple[str, str], str]]] = WeakKeyDictionary()
+
+
+def _ran_from(reader: Reader, thread_id: str, ns: str, node: str, task: str) -> str | None:
+    """The checkpoint of ``ns`` whose next step has the task (the newest one), or None."""
+    known = _SITES.setdefault(reader, {})
+    if (thread_id, ns) not in known:
+        found: dict[tuple[str, str], str] = {}
+        try:
+            for cid in reader.checkpoint_ids(thread_id, ns):
+                for t in reader.state(thread_id, ns, cid, revive=False).tasks:
+                    if t.id:
+                        found[(t.name, t.id)] = cid
+        except (RepoCheckpointError, OSError):
+            pass
+        known[(thread_id, ns)] = found
+    return known[(thread_id, ns)].get((node, task))
 
 
 def users_at(reader: Reader, thread_id: str, ns: str, cid: str) -> int:

@@ -70,6 +70,7 @@ class PendingTask:
     triggers: list[str] = field(default_factory=list)
     writes: list[tuple[str, Any]] = field(default_factory=list)  # (channel, stored tree)
     interrupts: list[Any] = field(default_factory=list)  # values asked
+    interrupt_ids: list[str] = field(default_factory=list)  # their ids ("" when not stored)
     error: Any = None  # what it failed with (its ``__error__`` write)
     answer: Any = None  # the resume value saved for it
     answered: bool = False
@@ -146,12 +147,15 @@ class Verdict:
 
     turns: int = 0
     answers: list[Any] = field(default_factory=list)  # resume values given (approvals)
+    saved: list[Any] = field(default_factory=list)  # answers saved, applied when the thread continues
     tool_errors: int = 0
     failures: int = 0  # tasks that failed (an ``__error__`` write)
     edits: int = 0  # checkpoints written by ``update_state`` (a hand edit, ``edit``)
     memories: int = 0
     forks: int = 0
     rewrites: int = 0
+    threads_removed: int = 0  # threads the range deletes
+    removed: int = 0  # checkpoints removed from the threads that stay (prune, a head moved back)
     waiting: list[tuple[str, str, Any]] = field(default_factory=list)  # (thread, where, question)
     unsettled: list[tuple[str, str]] = field(default_factory=list)  # (thread, where): heads to settle
 

@@ -56,7 +56,7 @@ from .model import (
     ThreadReport,
 )
 from .revisions import Changes, Range, changed_files, changes, git_top, materialize, root_replaced
-from .verdict import tie_memories, verdict_of
+from .verdict import mark_saved, tie_memories, verdict_of
 
 
 def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Report:
@@ -104,6 +104,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
         account_files(report, found, sides, gitignore)
     report.flags = sorted(set(report.flags), key=_flag_order)
     tie_memories(report)
+    mark_saved(report)
     report.verdict = verdict_of(report)
     return report
 
@@ -337,6 +338,7 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
                 input=view.trees.get(START) if task.name == START else None,
                 writes=[(w.channel, w.tree) for w in task.writes if w.channel not in CONTROL_WRITES],
                 interrupts=[i.tree for i in task.interrupts],
+                interrupt_ids=[i.id or "" for i in task.interrupts],
                 error=next((w.tree for w in task.writes if w.channel == ERROR), None),
                 answer=answer if answer is not None or not task.interrupts else given,
                 answered=task.answered,
@@ -421,8 +423,11 @@ def _lines(
     part.current = lineage.current()
     if len(lineage.heads()) > 1 and len([h for h in lineage.heads() if not h.settled]) > 1:
         part.heads = lineage.heads()
-    for tip in sorted((c for c in added if c not in named), reverse=True):
-        ids = line_to(head, thread_id, ns, tip, [c for c in present if c not in new])
+    shown: set[str] = set()  # new checkpoints a line already holds: a later line forks from them
+    tips = sorted((c for c in added if c not in named), reverse=True)
+    for tip in sorted(tips, key=lambda c: c != part.current):
+        ids = line_to(head, thread_id, ns, tip, [c for c in present if c not in new or c in shown])
+        shown.update(ids)
         start = parents.get(ids[0]) if ids else None
         start = start if start in present else None
         views: list[StateView] = []
@@ -434,7 +439,7 @@ def _lines(
             start,
             views,
             given=given,
-            start_seen=_seen_writes(base, thread_id, ns, start),
+            start_seen=None if start in new else _seen_writes(base, thread_id, ns, start),
         )
         for view in views:
             if TASKS in (view.doc.get("new_values") or {}):

@@ -112,7 +112,8 @@ def parse_range(top: Path, spec: str | None, rel: str = "") -> Range:
                 "no default branch (origin/HEAD, main or master) to review against: give a RANGE"
             )
         base = git(top, "merge-base", "HEAD", branch).strip()
-        return Range(base=base, head=None, spec=f"merge-base of HEAD and {branch}")
+        note = several_bases(top, "HEAD", branch, base)
+        return Range(base=base, head=None, spec=f"merge-base of HEAD and {branch}", note=note)
     if spec.startswith("-"):
         raise BadInputError(f"bad range {spec!r}: a revision cannot start with '-'")
     if "..." in spec:
@@ -120,15 +121,27 @@ def parse_range(top: Path, spec: str | None, rel: str = "") -> Range:
         if right.startswith("."):
             raise BadInputError(f"bad range {spec!r}: BASE...HEAD or BASE..HEAD")
         tip = resolve(top, right or "HEAD")
-        return Range(base=merge_base(top, left or "HEAD", right or "HEAD"), head=tip, spec=spec)
+        base = merge_base(top, left or "HEAD", right or "HEAD")
+        note = several_bases(top, left or "HEAD", right or "HEAD", base)
+        if base == tip != resolve(top, left or "HEAD"):  # the sides given the other way round
+            note = (
+                f"{right or 'HEAD'} is an ancestor of {left or 'HEAD'}: nothing is new on it; "
+                f"{right or 'HEAD'}...{left or 'HEAD'} shows what {left or 'HEAD'} adds"
+            )
+        return Range(base=base, head=tip, spec=spec, note=note)
     left, dots, right = spec.partition("..")
     base = resolve(top, left or "HEAD")
     head = resolve(top, right or "HEAD") if dots else None
     note = ""
-    if moved_on(top, base, head or resolve(top, "HEAD"), rel):
+    tip = head or resolve(top, "HEAD")
+    if moved_on(top, base, tip, rel):
         base_rev, head_rev = left or "HEAD", right or "HEAD"
-        note = f"{base_rev} moved on since {head_rev} left it: its new work shows as removed here; "
-        note += f"{base_rev}...{head_rev} shows what {head_rev} adds"
+        if _git_ok(top, "merge-base", "--is-ancestor", tip, base):  # the other way round
+            note = f"{head_rev} is an ancestor of {base_rev}: {base_rev}'s own work shows as removed "
+            note += f"here; {head_rev}...{base_rev} shows what {base_rev} adds"
+        else:
+            note = f"{base_rev} moved on since {head_rev} left it: its new work shows as removed here; "
+            note += f"{base_rev}...{head_rev} shows what {head_rev} adds"
         note += "" if head else " (committed)"
     return Range(base=base, head=head, spec=spec, note=note)
 
@@ -143,6 +156,20 @@ def merge_base(top: Path, rev: str, other: str) -> str:
         raise BadInputError(
             f"{rev!r} and {other!r} have no common ancestor: compare the two tips with {rev}..{other}"
         ) from None
+
+
+def several_bases(top: Path, rev: str, other: str, chosen: str) -> str:
+    """What to say when ``rev`` and ``other`` have several merge-bases (a criss-cross merge):
+    git picks one, as ``git diff rev...other`` does, and what the others hold that it lacks
+    reads as the branch's own work; empty when there is one."""
+    bases = git(top, "merge-base", "--all", resolve(top, rev), resolve(top, other)).split()
+    if len(bases) < 2:
+        return ""
+    others = ", ".join(b[:12] for b in bases if b != chosen)
+    return (
+        f"{rev} and {other} have {len(bases)} merge-bases; compared with {chosen[:12]}, as git "
+        f"diff {rev}...{other} is: what {others} brought in may show as {other}'s own work"
+    )
 
 
 def moved_on(top: Path, base: str, head: str, path: str = "") -> bool:

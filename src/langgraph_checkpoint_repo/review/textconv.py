@@ -219,6 +219,10 @@ def _checkpoint(doc: dict[str, Any], d: str) -> list[str]:
     return [f"{head} (file {d})", *(INDENT + line for line in [*shown, *restated])]
 
 
+#: LangGraph's NULL_TASK_ID: the task of what a ``Command`` gives the whole thread (a resume,
+#: an update); readmodel/tasks.py has it too, but the driver imports the core only
+NULL_TASK = "00000000-0000-0000-0000-000000000000"
+
 #: the pending writes LangGraph makes for what happened to a task, shown as what they say
 SPECIAL = {"__interrupt__": "interrupt", "__resume__": "resumed with", "__error__": ERROR_MARK}
 
@@ -245,8 +249,9 @@ def _writers(records: list[dict[str, Any]]) -> str:
     return _fold(", ".join(names))
 
 
-def _special_lines(path: Any, writes: list[Any], held: _Held) -> list[str]:
-    """The interrupts a task raised, the answers it got and its errors, as what they say."""
+def _special_lines(path: Any, writes: list[Any], held: _Held, pending: bool = False) -> list[str]:
+    """The interrupts a task raised, the answers it got and its errors, as what they say;
+    ``pending``: writes of a writes file, which no checkpoint took yet (an answer is saved)."""
     task = _task_name(path)
     out: list[str] = []
     for write in writes:
@@ -270,7 +275,8 @@ def _special_lines(path: Any, writes: list[Any], held: _Held) -> list[str]:
                 out.append(f"interrupt{where}: {said}")
         elif label == "resumed with":
             items = tree if isinstance(tree, list) and tree else [tree]
-            out.append("resumed with: " + _fold("; ".join(_text(t) for t in items)))
+            said = "answer saved" if pending else label
+            out.append(f"{said}: " + _fold("; ".join(_text(t) for t in items)))
         else:
             where = f" in {task}" if task else ""
             out.append(f"{label}{where}: " + _compact(tree))
@@ -433,7 +439,9 @@ class _Held:
 def _writes(doc: dict[str, Any], d: str) -> list[str]:
     """A task's pending writes: interrupts, answers and errors as what they say, each other
     write as its channel's value; the first line ends with the digest of the whole file."""
-    head = f"writes of checkpoint {_plain(doc.get('checkpoint_id'))} task {_plain(doc.get('task_path'))}"
+    task = _plain(doc.get("task_path"))
+    task = "(the whole thread's: a Command)" if doc.get("task_id") == NULL_TASK else task
+    head = f"writes of checkpoint {_plain(doc.get('checkpoint_id'))} task {task}"
     if doc.get("checkpoint_ns"):
         head += f" ns {_plain(doc['checkpoint_ns'])}"
     writes = _list(doc.get("writes"))
@@ -443,7 +451,7 @@ def _writes(doc: dict[str, Any], d: str) -> list[str]:
         if not isinstance(write, dict):
             out.append(INDENT + _compact(write))
             continue
-        special = _special_lines(doc.get("task_path"), [write], held)
+        special = _special_lines(doc.get("task_path"), [write], held, pending=True)
         if special:
             out.extend(INDENT + line for line in special)
             continue
@@ -608,7 +616,8 @@ def _message_parts(tree: Any, ident: Any = None) -> list[str | _Node]:
 def _label(got: Message) -> str:
     role = got.role
     if role == "tool":
-        label = f"tool {_plain(got.name)}" if got.name else "tool"
+        # a name "" is not None: LangChain builds another message, so it reads otherwise
+        label = "tool" if got.name is None else f"tool {_plain(got.name) if got.name else _quote('')}"
         label += f" [{_plain(got.tool_call_id)}]"
         return label + (f" {ERROR_MARK}" if got.status == "error" else "")
     if role == "chat":

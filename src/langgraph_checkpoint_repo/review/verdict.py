@@ -18,15 +18,32 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..core.messages import MESSAGES
 from ..core.sends import packet_tool_calls
-from ..readmodel.turns import Event
-from .model import ItemReport, Line, Report, ThreadReport, Verdict
+from ..readmodel.turns import Event, message_event
+from .model import ItemReport, Line, PendingTask, Report, ThreadReport, Verdict
+
+
+def mark_saved(report: Report) -> None:
+    """An answer at the checkpoint a namespace waits at is saved, not applied yet (the thread
+    has not continued): its event says so (``text`` ``saved``) rather than "resumed with"."""
+    for t in report.threads:
+        waits = {(n.ns, n.next.checkpoint_id) for n in t.namespaces if n.next is not None}
+        for n in t.namespaces:
+            for line in n.lines:
+                for e in line.events:
+                    if e.kind == "resume" and (e.ns, e.checkpoint_id) in waits:
+                        e.text = "saved"
 
 
 def verdict_of(report: Report) -> Verdict:
     v = Verdict(memories=len(report.items))
     v.rewrites = sum(1 for f in report.flags if f.kind == "rewritten")
     for t in report.threads:
+        if t.status == "removed":
+            v.threads_removed += 1
+        else:
+            v.removed += sum(len(n.removed) for n in t.namespaces)
         for n in t.namespaces:
             for start in {line.start for line in n.lines if line.forks > 0}:
                 v.forks += next(line.forks for line in n.lines if line.start == start)
@@ -36,9 +53,9 @@ def verdict_of(report: Report) -> Verdict:
                 for e in line.events:
                     if e.kind == "message" and e.role == "human" and e.depth == 0 and not n.label:
                         v.turns += 1  # a user message of the thread, not one a subgraph was handed
-                    elif e.kind == "message" and e.role == "tool" and e.status == "error":
+                    elif _new_tool_error(e):
                         v.tool_errors += 1
-                    elif e.kind == "resume":
+                    elif e.kind == "resume" and e.text != "saved":  # a saved one: _saved_answers
                         v.answers.append(e.tree)
                     elif e.kind == "error":
                         v.failures += 1
@@ -46,13 +63,65 @@ def verdict_of(report: Report) -> Verdict:
                         v.edits += 1
             if n.heads and sum(not h.settled for h in n.heads) > 1:
                 v.unsettled.append((t.thread_id, n.label or n.ns))
+            for task in n.next.tasks if n.next is not None else ():
+                v.tool_errors += sum(_new_tool_error(e) for e in _written(task))
         v.waiting.extend(_waiting(t))
+        v.saved.extend(_saved_answers(t))
     return v
+
+
+def _new_tool_error(e: Event) -> bool:
+    """A tool result that says the tool failed: a new one, or one edited to say so."""
+    if e.role != "tool" or e.status != "error":
+        return False
+    if e.kind == "message":
+        return True
+    return e.kind == "edited" and message_event(e.old, "", None).status != "error"
+
+
+def _written(task: PendingTask) -> list[Event]:
+    """The messages a finished task's pending writes hold: resuming applies them as stored."""
+    return [
+        message_event(item, "", None)
+        for channel, tree in task.writes
+        if channel == MESSAGES
+        for item in (tree if isinstance(tree, list) else [tree])
+    ]
+
+
+def _saved_answers(t: ThreadReport) -> list[Any]:
+    """The answers saved for questions a thread waits on, not applied yet (the thread takes
+    them when it continues), each question once: the answer the deepest task that asks it
+    gets (its own ``__resume__`` write, item by item, wins over ``Command(resume=...)``'s, as
+    in LangGraph's ``interrupt()``)."""
+    out: dict[str, Any] = {}
+    for n in sorted(t.namespaces, key=lambda n: -n.ns.count("|") - (1 if n.ns else 0)):
+        if n.next is None:
+            continue
+        given = next((x.answer for x in n.next.tasks if x.kind == "null"), None)
+        for task in n.next.tasks:
+            if not task.answered or not task.interrupts or task.answer is None:
+                continue
+            own = task.answer is not given and isinstance(task.answer, list)
+            answers = task.answer if own else [task.answer]
+            for key, answer in zip(_keys(task), answers, strict=False):
+                out.setdefault(key, answer)
+    return list(out.values())
+
+
+def _keys(task: PendingTask) -> list[str]:
+    """What tells a task's questions apart: each interrupt's id, which a subgraph's question
+    keeps as it reaches its parent's task (two tool calls asking the same are two questions);
+    the value when the id is not stored."""
+    ids = task.interrupt_ids if len(task.interrupt_ids) == len(task.interrupts) else []
+    return [
+        i or repr(asked) for i, asked in zip(ids or [""] * len(task.interrupts), task.interrupts, strict=True)
+    ]
 
 
 def _waiting(t: ThreadReport) -> list[tuple[str, str, Any]]:
     """The questions a thread waits on, each once (a subgraph's question reaches its parent's
-    task too), where it was asked: the deepest namespace that asks it."""
+    task too, with the same id), where it was asked: the deepest namespace that asks it."""
     out: dict[str, tuple[str, str, Any]] = {}
     for n in sorted(t.namespaces, key=lambda n: -n.ns.count("|") - (1 if n.ns else 0)):
         if n.next is None:
@@ -62,8 +131,7 @@ def _waiting(t: ThreadReport) -> list[tuple[str, str, Any]]:
                 continue
             tools = ", ".join(str(c.get("name")) for c in packet_tool_calls(task.packet))
             asker = tools or task.name
-            for asked in task.interrupts:
-                key = repr(asked)
+            for asked, key in zip(task.interrupts, _keys(task), strict=True):
                 if key not in out:
                     where = f"{asker} in {n.label}" if n.label else asker
                     out[key] = (t.thread_id, where, asked)
