@@ -29,6 +29,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
 from helpers import cli
@@ -240,3 +241,30 @@ def test_markdown_and_json_together_are_refused_with_exit_2(tmp_path: Path) -> N
     proc = cli(repo / ".langgraph", "review", "HEAD", "--markdown", "--json", cwd=repo)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--markdown and --json" in proc.stderr and not proc.stdout
+
+
+def test_a_tool_that_raises_inside_a_subgraph_call_is_one_failed_task(tmp_path: Path) -> None:
+    """A parent graph runs the agent as a node; the agent's tool raises, so LangGraph records
+    the failure for the tool's task and again for the parent's ``agent`` task. The verdict
+    said ``2 failed tasks`` for one failure; it counts it once, where it happened."""
+    repo = init_repo(tmp_path / "app")
+    root = repo / ".langgraph"
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+
+    def parent() -> Any:
+        agent = create_agent(TravelModel(), [get_weather, book_flight, remember])
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", agent)
+        builder.add_edge(START, "agent")
+        builder.add_edge("agent", END)
+        return builder.compile(checkpointer=RepoSaver(root, durable=False), store=RepoStore(root))
+
+    with pytest.raises(ValueError, match="Atlantis"):
+        parent().invoke({"messages": [("user", "What is the weather in Atlantis?")]}, CONFIG)
+    commit_all(repo, "the tool raised")
+    proc = cli(root, "review", "HEAD~1..HEAD", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdict = proc.stdout.splitlines()[0]
+    assert "1 failed task" in verdict and "2 failed tasks" not in verdict, proc.stdout
+    assert proc.stdout.count("✗ error") >= 1, proc.stdout

@@ -50,6 +50,7 @@ def verdict_of(report: Report) -> Verdict:
             for line in n.lines:
                 if line.call:
                     continue  # its events are in the line of the call that holds it
+                raised = _raised_below(line.events)
                 for e in line.events:
                     if e.kind == "message" and e.role == "human" and e.depth == 0 and not n.label:
                         v.turns += 1  # a user message of the thread, not one a subgraph was handed
@@ -57,7 +58,7 @@ def verdict_of(report: Report) -> Verdict:
                         v.tool_errors += 1
                     elif e.kind == "resume" and e.text != "saved":  # a saved one: _saved_answers
                         v.answers.append(e.tree)
-                    elif e.kind == "error":
+                    elif e.kind == "error" and id(e) not in raised:
                         v.failures += 1
                     elif e.kind == "update":
                         v.edits += 1
@@ -68,6 +69,16 @@ def verdict_of(report: Report) -> Verdict:
         v.waiting.extend(_waiting(t))
         v.saved.extend(_saved_answers(t))
     return v
+
+
+def _raised_below(events: list[Event]) -> set[int]:
+    """The failures a subgraph call's own failing task raised into the task that ran the call:
+    LangGraph writes the same error for both (a tool that raises inside an agent fails the
+    agent's node too), and one failure is counted once, where it happened."""
+    errors = [e for e in events if e.kind == "error"]
+    return {
+        id(e) for e in errors if any(o.depth > e.depth and o.text == e.text and o.ns != e.ns for o in errors)
+    }
 
 
 def _new_tool_error(e: Event) -> bool:
