@@ -268,3 +268,21 @@ def test_a_tool_that_raises_inside_a_subgraph_call_is_one_failed_task(tmp_path: 
     verdict = proc.stdout.splitlines()[0]
     assert "1 failed task" in verdict and "2 failed tasks" not in verdict, proc.stdout
     assert proc.stdout.count("✗ error") >= 1, proc.stdout
+
+
+def test_the_driver_says_by_only_for_a_step_that_applied_its_parents_writes(
+    trip: Trip, tmp_path: Path
+) -> None:
+    """The hand edit and the input after the failed turn were labelled ``source update by a
+    Send`` and ``source input by a Send``: the writes of the parent's tasks are kept in the
+    child's file, but only a ``loop`` step applies them. Now an input or an edit names them as
+    its parent's tasks."""
+    repo = tmp_path / "app"
+    shutil.copytree(trip.repo, repo, symlinks=True)  # git-setup changes the clone's config
+    proc = cli(repo / ".langgraph", "git-setup", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = git(repo, "diff", "main...trip").stdout
+    heads = [line for line in out.splitlines() if line.startswith("+checkpoint ")]
+    assert any(" source update (its parent's tasks: " in line for line in heads), heads
+    assert not any(re.search(r" source (update|input|fork) by ", line) for line in heads), heads
+    assert any(" source loop by " in line for line in heads), heads

@@ -36,7 +36,6 @@ import typer
 
 from ..core.errors import BadInputError, ThreadWaitsError
 from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
-from . import present
 from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
 from .output import Text
 
@@ -181,6 +180,7 @@ def _waits(view: StateView, asked: set[str]) -> Iterator[tuple[str, str, str]]:
     waits on; ``asked``: the interrupts listed already (a subgraph's, its parent task's too)."""
     from ..core.sends import TASKS, packet_tool_calls
     from ..readmodel.tasks import NULL_TASK_ID, RESUME
+    from . import present
 
     sends = view.trees.get(TASKS)
     for w in view.writes:  # Command(resume=..., update=..., goto=...) saved, not applied yet

@@ -185,8 +185,10 @@ def _checkpoint(doc: dict[str, Any], d: str) -> list[str]:
         f"source {_plain(meta.get('source'))}"
     )
     writers = _writers(records)
-    if writers:
-        head += f" by {writers}"
+    if writers and meta.get("source") == "loop":
+        head += f" by {writers}"  # the step applied what those tasks wrote
+    elif writers:  # an input, an edit, a fork: the step applied none of it
+        head += f" (its parent's tasks: {writers})"
     head += f" parent {_plain(doc.get('parent_checkpoint_id') or '-')}"
     if doc.get("checkpoint_ns"):
         head += f" ns {_plain(doc['checkpoint_ns'])}"
