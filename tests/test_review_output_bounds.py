@@ -305,7 +305,7 @@ def test_the_size_rule_is_one_constant_every_output_reads() -> None:
     from langgraph_checkpoint_repo.cli import html, markdown, review
 
     text = "x" * (WHOLE + 5)
-    for made in (markdown._fence(text), html._pre(text)):
+    for made in (markdown.md_fence(text), html._pre(text)):
         assert "x" * WHOLE in made and "x" * (WHOLE + 1) not in made and "5 more characters left out" in made
     assert review.bounded is markdown.bounded is html.bounded
 

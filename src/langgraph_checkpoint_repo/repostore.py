@@ -58,7 +58,7 @@ from .core.itemsearch import filter_problem, matches, select_namespaces
 from .core.layout import find_default_root
 from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.vectors import VectorCache, text_digest
-from .saver import _allow_keys, _serde_with
+from .saver import allow_keys, serde_with
 from .serde import ValueCodec
 
 _log = logging.getLogger(__name__)
@@ -123,11 +123,11 @@ class RepoStore(BaseStore):
         self.documents = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
         self.files = ItemFiles(self.documents, clock)
         self.redactor: Redactor | None = resolve_redactor(redact)
-        self.serde = _serde_with(serde, allowlist)
+        self.serde = serde_with(serde, allowlist)
         self.codec = ValueCodec(
             self.serde,
             self.redactor,
-            allowlist=_allow_keys(allowlist or ()),
+            allowlist=allow_keys(allowlist or ()),
             unsafe_allow_pickle=unsafe_allow_pickle,
         )
         self.ttl_config = ttl

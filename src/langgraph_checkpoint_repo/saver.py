@@ -171,11 +171,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
         check_lock_timeout(lock_timeout)
-        super().__init__(serde=_serde_with(serde, allowlist))
+        super().__init__(serde=serde_with(serde, allowlist))
         self.unsafe_allow_pickle = unsafe_allow_pickle
         self.keep_request_metadata = keep_request_metadata
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
-        self._allowlist: frozenset[tuple[str, ...]] = _allow_keys(allowlist or ())
+        self._allowlist: frozenset[tuple[str, ...]] = allow_keys(allowlist or ())
         path = Path(root) if root is not None else _default_root()
         self.root = path.absolute()
         self.store = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
@@ -227,7 +227,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         """As the base class, and the saver's own allowlist (checked whatever the serde) grows too."""
         clone = super().with_allowlist(extra_allowlist)
         assert isinstance(clone, type(self))
-        extra = _allow_keys(extra_allowlist)
+        extra = allow_keys(extra_allowlist)
         if clone is self and extra <= self.codec.allowed:
             return self
         grown = copy.copy(self) if clone is self else clone  # a serde allowing every type returns self
@@ -942,7 +942,7 @@ def _listed(
     return sorted(((c, t, n) for t, n, ids in groups for c in ids), reverse=True)
 
 
-def _serde_with(
+def serde_with(
     serde: SerializerProtocol | None, allowlist: Collection[tuple[str, ...]] | None
 ) -> SerializerProtocol:
     """LangGraph's serde allowing ``allowlist``; a strict serde of the caller's must construct
@@ -961,7 +961,7 @@ def _check_int_option(name: str, value: Any, low: int, high: int) -> None:
         raise ValueError(f"{name}={value!r}: expected an integer from {low} to {high}")
 
 
-def _allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
+def allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
     """Allowlist entries as (module, name) keys; a class stands for its own."""
     return frozenset(
         (item.__module__, item.__name__) if isinstance(item, type) else tuple(item) for item in items

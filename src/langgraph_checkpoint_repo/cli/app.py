@@ -30,8 +30,8 @@ from ..core.layout import find_default_root, holds_state
 from .exits import INTERNAL, OK, exit_code
 from .output import (
     Text,
-    _err_console,
-    _out_console,
+    err_console,
+    out_console,
 )
 from .restore import restore_hint
 
@@ -44,7 +44,7 @@ PROG = "langgraph-repo"
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    _err_console().print(Text.assemble((f"{PROG}: error: ", "bold red"), message.replace("\n", " ")))
+    err_console().print(Text.assemble((f"{PROG}: error: ", "bold red"), message.replace("\n", " ")))
     raise typer.Exit(code)
 
 
@@ -274,7 +274,7 @@ def _main(
 ) -> None:
     """Inspect, check and tidy LangGraph state kept by RepoSaver in a repository."""
     path, found_by = (root, "--root") if root is not None else default_root()
-    ctx.obj = Settings(path.absolute(), _out_console(), _err_console(), list(allow or []), found_by)
+    ctx.obj = Settings(path.absolute(), out_console(), err_console(), list(allow or []), found_by)
 
 
 def default_root(cwd: Path | None = None) -> tuple[Path, str]:
@@ -314,7 +314,7 @@ def other_roots(root: Path, cwd: Path | None = None, most: int = 3) -> list[Path
     return found
 
 
-def _check_root(root: Path, *, creating: bool = False) -> None:
+def require_root(root: Path, *, creating: bool = False) -> None:
     """Refuse a root that holds no RepoSaver state (docs/cli.md, "Root"), so a command run at
     the wrong folder (the repository top) fails instead of finding nothing and passing.
 
@@ -355,21 +355,21 @@ def _check_root(root: Path, *, creating: bool = False) -> None:
     )
 
 
-def _settings(ctx: typer.Context) -> Settings:
+def settings_of(ctx: typer.Context) -> Settings:
     settings = ctx.obj
     assert isinstance(settings, Settings)
     return settings
 
 
-def _reader(ctx: typer.Context, *, revive: bool = False) -> Reader:
+def open_reader(ctx: typer.Context, *, revive: bool = False) -> Reader:
     """A reader of the root. By default it constructs nothing and imports no LangGraph (the
     files are read, validated and shown as stored). ``revive`` (show, diff, render): values are
     constructed as a graph would read them, LangGraph's safe types and what ``--allow`` names;
     never what the checkout's own files name (docs/types.md)."""
     from ..readmodel.reader import Reader
 
-    settings = _settings(ctx)
-    _check_root(settings.root)
+    settings = settings_of(ctx)
+    require_root(settings.root)
     if not revive:
         return Reader(settings.root)
     from ..project_types import cli_types
@@ -422,7 +422,7 @@ def progress_columns() -> tuple[Any, ...]:
 
 
 @contextmanager
-def _progress(settings: Settings, label: str, total: int) -> Iterator[Any]:
+def progress_bar(settings: Settings, label: str, total: int) -> Iterator[Any]:
     """A progress bar on stderr when it is a terminal; nothing otherwise."""
     if not settings.err.is_terminal:
         yield None

@@ -36,7 +36,7 @@ import typer
 
 from ..core.errors import BadInputError, ThreadWaitsError
 from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
-from .app import CheckpointOpt, NsOpt, ThreadArg, _reader, _settings, app
+from .app import CheckpointOpt, NsOpt, ThreadArg, app, open_reader, settings_of
 from .output import Text
 
 if TYPE_CHECKING:
@@ -101,8 +101,8 @@ def edit(
     """Edit the state as a new checkpoint, as update_state does: readable values in $EDITOR
     (or --file), the changes written with new versions; validate passes and the graph goes on
     from it."""
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
 
     def check(cid: str, what: str, kept: bool = False) -> None:

@@ -29,7 +29,7 @@ import typer
 
 from ..core.errors import BadInputError
 from ..review.textconv import VIEW
-from .app import _check_root, _settings, app
+from .app import app, require_root, settings_of
 from .exits import NOT_FOUND, REFUSED, CliError
 
 DRIVER = "langgraph-repo"
@@ -66,10 +66,10 @@ def git_setup(
     and a merge driver for RepoStore items (two branches' changes to different fields merge).
     Commit .gitattributes on the default branch, on its own: review flags a range that changes
     it. Running it again changes nothing; --undo removes exactly what it wrote."""
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     root = settings.root
     if not undo:
-        _check_root(root, creating=True)  # before any state exists is fine; a wrong folder is not
+        require_root(root, creating=True)  # before any state exists is fine; a wrong folder is not
     top = work_tree_top(root)
     rel = relative_root(root, top)
     mine = [attribute_line(rel), merge_line(rel)]

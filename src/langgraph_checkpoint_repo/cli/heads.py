@@ -11,8 +11,8 @@ from rich.table import Table
 
 from ..core import fields
 from ..core.errors import BadInputError
-from .app import JsonOpt, NsOpt, Settings, ThreadArg, _reader, _settings, app
-from .output import Text, _print_json, _print_table
+from .app import JsonOpt, NsOpt, Settings, ThreadArg, app, open_reader, settings_of
+from .output import Text, print_json, print_table
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -92,8 +92,8 @@ def heads_command(
     ``--choose`` picks another (docs/forks.md)."""
     from ..core.heads import scan, unsettled
 
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     if choose is not None and merge is not None:
         raise BadInputError("give --choose or --merge, not both")
@@ -107,7 +107,7 @@ def heads_command(
         new_id = str(merged["configurable"]["checkpoint_id"])
         if as_json:
             shape = {"thread_id": thread, "checkpoint_ns": ns, "kept": keep, "merged": other}
-            _print_json({**shape, "checkpoint_id": new_id})
+            print_json({**shape, "checkpoint_id": new_id})
             return
         settings.out.print(new_id)
         settings.err.print(Text(f"merged {other} into {keep}: {new_id} continues both", style="green"))
@@ -115,7 +115,7 @@ def heads_command(
     rows = head_rows(reader, thread, ns)
     waiting = unsettled(scan(reader.store, thread, ns))
     if as_json:
-        _print_json(
+        print_json(
             {
                 "thread_id": thread,
                 "checkpoint_ns": ns,
@@ -130,7 +130,7 @@ def heads_command(
     if len(waiting) > 1:
         title += f", {len(waiting)} unsettled"
     settings.out.print(Text(title, style="bold"))
-    _print_table(settings.out, table)
+    print_table(settings.out, table)
     if len(waiting) > 1:
         settings.err.print(
             Text(
@@ -154,7 +154,7 @@ def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: st
         new_id = str(_saver(settings).choose_head(config)["configurable"]["checkpoint_id"])
     if as_json:
         shape = {"thread_id": thread, "checkpoint_ns": ns, "chose": cid, "checkpoint_id": new_id}
-        _print_json({**shape, "wrote": new_id != cid})
+        print_json({**shape, "wrote": new_id != cid})
         return
     settings.out.print(new_id)
     what = "continues already; nothing written" if new_id == cid else f"chosen: {new_id} continues it"

@@ -17,18 +17,18 @@ from ..core.errors import (
 from .app import (
     JsonOpt,
     Settings,
-    _check_root,
-    _progress,
-    _reader,
-    _settings,
     app,
+    open_reader,
+    progress_bar,
+    require_root,
+    settings_of,
 )
 from .exits import PROBLEMS
 from .output import (
     Text,
-    _print_json,
-    _rel,
+    print_json,
     problems_json,
+    relative_to_root,
 )
 
 if TYPE_CHECKING:
@@ -85,12 +85,12 @@ def validate(
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
     from ..core.checks import Validator
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     root = settings.root
-    _check_root(root)
+    require_root(root)
     found = _targets(root, list(paths or []))
     folders = None if found.whole or not paths else found.folders
-    with _progress(settings, "validating", _count(root, folders, found.files + found.store)) as advance:
+    with progress_bar(settings, "validating", _count(root, folders, found.files + found.store)) as advance:
         revival = None
         if revive:
             from ..serde import check_revival
@@ -153,7 +153,7 @@ def _report_validation(
 ) -> None:
     """One line per problem (file and JSON pointer) and a summary, or the same as JSON."""
     if as_json:
-        _print_json(
+        print_json(
             {
                 "ok": not problems,
                 "root": str(settings.root),
@@ -165,7 +165,7 @@ def _report_validation(
         )
         return
     for p in problems:
-        settings.out.print(Text(f"{_rel(p.path)}: {p.pointer}: {p.message}"))
+        settings.out.print(Text(f"{relative_to_root(p.path)}: {p.pointer}: {p.message}"))
 
     def count(n: int, what: str) -> str:
         return f"{n} {what}{'' if n == 1 else 's'}"
@@ -193,37 +193,41 @@ def fsck_command(
 ) -> None:
     """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
     from ..core.checks import count_files, fsck, repair
-    from .shape import _finding_json
+    from .shape import finding_json
 
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     total = count_files(reader.root)
-    with _progress(settings, "checking", total) as advance:
+    with progress_bar(settings, "checking", total) as advance:
         findings = fsck(reader.store, advance)
     if do_repair:
         repair(reader.store, findings)
     left = [f for f in findings if not f.repaired and f.kind != "foreign"]  # foreign: reported only
     if as_json:
-        _print_json(
-            {"root": str(reader.root), "findings": [_finding_json(f) for f in findings], "ok": not left}
+        print_json(
+            {"root": str(reader.root), "findings": [finding_json(f) for f in findings], "ok": not left}
         )
     else:
         out = settings.out
         for f in findings:
             if f.repaired:
                 verb = "rebuilt" if f.kind == "gitignore" else "removed"
-                out.print(Text.assemble((verb, "green"), f" {f.kind}: {_rel(f.path)} ({f.message})"))
+                out.print(
+                    Text.assemble((verb, "green"), f" {f.kind}: {relative_to_root(f.path)} ({f.message})")
+                )
             elif f.repairable or f.kind != "invalid":
-                out.print(Text.assemble((f.kind, "yellow"), f": {_rel(f.path)}: {f.message}"))
+                out.print(Text.assemble((f.kind, "yellow"), f": {relative_to_root(f.path)}: {f.message}"))
             else:
                 out.print(
                     Text.assemble(
                         ("invalid", "red"),
-                        f": {_rel(f.path)}: {f.message} (fsck never touches it; see validate)",
+                        f": {relative_to_root(f.path)}: {f.message} (fsck never touches it; see validate)",
                     )
                 )
         if not findings:
-            settings.err.print(Text(f"clean: {total} files under {_rel(reader.root)}", style="green"))
+            settings.err.print(
+                Text(f"clean: {total} files under {relative_to_root(reader.root)}", style="green")
+            )
         elif left and not do_repair and any(f.repairable for f in left):
             settings.err.print(
                 Text("run with --repair to remove or rebuild what is marked repairable", style="dim")

@@ -6,7 +6,7 @@ It draws the same model the terminal and the Markdown draw (review's ``Report``,
 and turns of cli/events.py and readmodel/turns.py, ``Reader.history`` and ``fork_graph``), so
 a change to the model shows in every view.
 
-The rule, as ``_md`` is for the Markdown: a string from the files (an id, a name, a message,
+The rule, as ``md_code`` is for the Markdown: a string from the files (an id, a name, a message,
 a value, a path, a problem) reaches the page only through ``_h`` (one line) or ``_pre`` (a
 block): screened (secrets masked, control characters escaped) and HTML-escaped, quotes
 included, and only ever as text. No tag, attribute or URL is made from data: the only

@@ -19,18 +19,18 @@ from .app import (
     ThreadArg,
     ThreadsArg,
     YesOpt,
-    _check_root,
-    _progress,
-    _reader,
-    _settings,
     app,
+    open_reader,
     parse_age,
+    progress_bar,
+    require_root,
+    settings_of,
 )
 from .exits import REFUSED, CliError
 from .output import (
     Text,
-    _print_json,
-    _rel,
+    print_json,
+    relative_to_root,
     screen,
 )
 
@@ -60,8 +60,8 @@ def delete(
     yes: YesOpt = False,
 ) -> None:
     """Delete a thread and all its files."""
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     summary = reader.summary(thread)
     files = reader.thread_files(thread)
     note = ""
@@ -70,7 +70,7 @@ def delete(
     _confirm(
         settings,
         f"Delete thread {thread!r}: {summary.checkpoints} checkpoints, {len(files)} files in "
-        f"{_rel(reader.layout.thread_dir(thread))}?{note}",
+        f"{relative_to_root(reader.layout.thread_dir(thread))}?{note}",
         yes,
     )
     store = reader.store
@@ -90,8 +90,8 @@ def copy(
     from ..core.plans import copy_thread_files
     from ..readmodel.reader import check_thread_id
 
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     summary = reader.summary(source)
     check_thread_id(target)
     if reader.layout.thread_dir(target).exists():
@@ -122,14 +122,14 @@ def prune(
 ) -> None:
     """Remove old checkpoints. Never a thread waiting on an interrupt, never what a DeltaChannel
     or an appended list still needs, never a hole in the middle of a history."""
-    from .shape import _plan_json
-    from .views import _print_plan
+    from .shape import plan_json
+    from .views import print_plan
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     if keep_last is None and older_than is None:
         raise BadInputError("give --keep-last N, --older-than AGE, or both")
     age = parse_age(older_than) if older_than is not None else None
-    reader = _reader(ctx)
+    reader = open_reader(ctx)
     now = datetime.now(timezone.utc)
     ids = list(thread_ids or [])
     for tid in ids:
@@ -139,19 +139,19 @@ def prune(
     doing = [p for p in plans if p.doomed]
     if dry_run or not doing:
         if as_json:
-            _print_json({"dry_run": dry_run, "threads": [_plan_json(p) for p in plans]})
+            print_json({"dry_run": dry_run, "threads": [plan_json(p) for p in plans]})
         else:
             for plan in plans:
-                _print_plan(settings.out, plan, "would remove")
+                print_plan(settings.out, plan, "would remove")
         return
     if not as_json:
         for plan in plans:
-            _print_plan(settings.out, plan, "removes")
+            print_plan(settings.out, plan, "removes")
     files = sum(len(p.removed) for p in doing)
     _confirm(settings, f"Remove {files} files from {len(doing)} thread{'s' if len(doing) != 1 else ''}?", yes)
     results, changed = _run_plans(settings, reader, plans, keep_last, age, now, as_json)
     if as_json:
-        _print_json({"dry_run": False, "threads": results})
+        print_json({"dry_run": False, "threads": results})
     if changed:
         raise CliError(
             f"thread {', '.join(changed)} changed while asking; nothing removed there, run prune again",
@@ -182,13 +182,13 @@ def _run_plans(
     lock and only if the thread still plans the same (files and contents); the JSON of each
     (what was removed and written, as found on disk) and the threads that changed meanwhile."""
     from ..core.plans import carry_out
-    from .shape import _plan_json
+    from .shape import plan_json
 
     results: list[dict[str, Any]] = []
     changed: list[str] = []
     for plan in plans:
         if not plan.doomed:
-            results.append(_plan_json(plan))
+            results.append(plan_json(plan))
             continue
         with reader.store.thread_lock(plan.thread_id, exclusive=True):
             if _plan(reader, plan.thread_id, keep_last, age, now) != plan:
@@ -198,7 +198,7 @@ def _run_plans(
             carry_out(reader.store, plan)
             after = set(reader.thread_files(plan.thread_id))
         removed, written = sorted(before - after), sorted(after - before)
-        results.append({**_plan_json(plan, written), "remove": [str(p) for p in removed]})
+        results.append({**plan_json(plan, written), "remove": [str(p) for p in removed]})
         if not as_json:
             settings.out.print(
                 Text(
@@ -224,12 +224,12 @@ def migrate(
     from ..core.migrations import migrate_root
     from ..core.validation import SCHEMA_VERSION
 
-    settings = _settings(ctx)
-    _check_root(settings.root)
-    with _progress(settings, "migrating", 2 * count_files(settings.root)) as advance:
+    settings = settings_of(ctx)
+    require_root(settings.root)
+    with progress_bar(settings, "migrating", 2 * count_files(settings.root)) as advance:
         report = migrate_root(settings.root, dry_run=dry_run, progress=advance)
     if json_out:
-        _print_json(report.to_json())
+        print_json(report.to_json())
         return
     out = settings.out
     olds = ", ".join(f"{n} from version {v}" for v, n in sorted(report.from_versions.items()))

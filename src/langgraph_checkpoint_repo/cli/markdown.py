@@ -4,9 +4,9 @@ and job summary, which are ``review``'s Markdown).
 
 The rule: a string from the files (a thread id, a namespace, a node, tool or channel name, a
 task path, message text, an interrupt or resume value, a store namespace, key or field, a
-problem message, a file path, a checkpoint id) reaches Markdown only through ``_md`` (one
+problem message, a file path, a checkpoint id) reaches Markdown only through ``md_code`` (one
 line: a code span, or in a table ``cell``, or ``html=True`` inside an HTML block, where it is
-HTML-escaped in a ``<code>`` element) or ``_fence`` (a block: a fence it cannot close). Only
+HTML-escaped in a ``<code>`` element) or ``md_fence`` (a block: a fence it cannot close). Only
 the program's own words are written bare; the only HTML it writes is ``<details>``,
 ``<summary>`` and ``<code>``, without attributes. tests/test_markdown_inert.py renders the
 outputs with markdown-it-py over hostile names and texts and checks that nothing else survives.
@@ -29,7 +29,7 @@ from .output import (
 )
 
 
-def _fence(text: str, lang: str = "text", read: str = "") -> str:
+def md_fence(text: str, lang: str = "text", read: str = "") -> str:
     """A fenced block that the text inside cannot close (screened: masked, no control
     characters), at most ``WHOLE`` characters of it (``bounded``: ``read`` says where the
     rest is)."""
@@ -42,7 +42,7 @@ def _fence(text: str, lang: str = "text", read: str = "") -> str:
 def _lines_block(lines: Sequence[str]) -> str:
     """A fenced block of lines: a newline inside one line (a type or field name from a file)
     is shown as ``\\x0a``, as ``show`` shows it, so it cannot add a line of its own."""
-    return _fence("\n".join(screen(line) for line in lines))
+    return md_fence("\n".join(screen(line) for line in lines))
 
 
 def _backtick_runs(line: str) -> list[str]:
@@ -67,7 +67,7 @@ _MD_INERT = re.compile(r"[A-Za-z0-9 .:+-]*")
 _LIVE = re.compile(r"(?i)www\.|[a-z]-?[0-9]|[0-9][a-z]|[0-9a-f]{7}|:(?![0-9]{2}(?![0-9]))")
 
 
-def _md(value: object, *, cell: bool = False, code: bool = False, html: bool = False) -> str:
+def md_code(value: object, *, cell: bool = False, code: bool = False, html: bool = False) -> str:
     """A string from the files, made inert for its place: the one rule of every Markdown this
     program writes (the module's docstring).
 
@@ -96,7 +96,7 @@ def _md(value: object, *, cell: bool = False, code: bool = False, html: bool = F
 
 
 def _md_cell(text: str) -> str:
-    return _md(text, cell=True, code=True)
+    return md_code(text, cell=True, code=True)
 
 
 def _md_writers(row: HistoryRow) -> str:
@@ -107,7 +107,7 @@ def _md_writers(row: HistoryRow) -> str:
     return ", ".join(_md_cell(w) for w in row.writers)
 
 
-def _markdown(
+def markdown_doc(
     summary: ThreadSummary,
     view: StateView,
     rows: list[HistoryRow],
@@ -124,12 +124,12 @@ def _markdown(
     if not channels:
         parts += ["_empty_", ""]
     for c in channels:
-        parts += [f"**{_md(c, code=True)}**", "", _lines_block(present.lines(view.values[c])), ""]
+        parts += [f"**{md_code(c, code=True)}**", "", _lines_block(present.lines(view.values[c])), ""]
     if view.interrupts:
         parts += ["## Waiting for input", ""]
         for i in view.interrupts:
             parts += [
-                f"{_md(i.task_name, code=True)} asks (interrupt {_md(i.id, code=True)}):",
+                f"{md_code(i.task_name, code=True)} asks (interrupt {md_code(i.id, code=True)}):",
                 "",
                 _lines_block(present.lines(i.value)),
                 "",
@@ -157,9 +157,9 @@ def _markdown(
 
 
 def _md_head(summary: ThreadSummary, view: StateView) -> list[str]:
-    """The title and the summary table of ``_markdown``, up to the State heading."""
-    ns_note = f" (namespace {_md(view.ns, code=True)})" if view.ns else ""
-    parts = [f"# Thread {_md(summary.thread_id, code=True)}{ns_note}", ""]
+    """The title and the summary table of ``markdown_doc``, up to the State heading."""
+    ns_note = f" (namespace {md_code(view.ns, code=True)})" if view.ns else ""
+    parts = [f"# Thread {md_code(summary.thread_id, code=True)}{ns_note}", ""]
     if summary.waiting:
         status = "waiting for input at " + ", ".join(_md_cell(i.task_name) for i in summary.waiting)
     elif summary.next:
@@ -171,8 +171,8 @@ def _md_head(summary: ThreadSummary, view: StateView) -> list[str]:
         "|---|---|",
         f"| Status | {status} |",
         f"| Latest checkpoint | {_md_cell(view.checkpoint_id)} (step {view.step}, "
-        f"{_md(view.source, cell=True)}) |",
-        f"| Last updated | {_md(present.short_time(view.ts), cell=True)} UTC |",
+        f"{md_code(view.source, cell=True)}) |",
+        f"| Last updated | {md_code(present.short_time(view.ts), cell=True)} UTC |",
         f"| Checkpoints | {summary.checkpoints} in {len(summary.namespaces)} namespace"
         f"{'s' if len(summary.namespaces) != 1 else ''} |",
         f"| Forks | {summary.forks} |",
@@ -184,7 +184,7 @@ def _md_head(summary: ThreadSummary, view: StateView) -> list[str]:
 
 
 def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
-    """The History section of ``_markdown``: the newest ``limit`` checkpoints."""
+    """The History section of ``markdown_doc``: the newest ``limit`` checkpoints."""
     parts: list[str] = []
     parts += [
         "## History",
@@ -194,7 +194,7 @@ def _md_history(rows: list[HistoryRow], limit: int) -> list[str]:
     ]
     for r in rows[:limit]:
         parts.append(
-            f"| {'' if r.step is None else r.step} | {_md(r.source or '', cell=True)} | "
+            f"| {'' if r.step is None else r.step} | {md_code(r.source or '', cell=True)} | "
             f"{_md_writers(r)} | {_md_cell(r.checkpoint_id)} | "
             f"{_md_cell(r.parent_id) if r.parent_id else ''} |"
         )
@@ -207,8 +207,8 @@ def md_event(e: Event) -> str:
     """One event of a conversation as a list item's text, every string from the files inert."""
     label, text, _ = event_parts(e)
     if not text and e.kind == "call":
-        return f"**{_md(label)}**"
-    return f"**{_md(label)}**: {_md(text, code=True)}"
+        return f"**{md_code(label)}**"
+    return f"**{md_code(label)}**: {md_code(text, code=True)}"
 
 
 def _md_branches(thread_id: str, ns: str, branches: Sequence[Branch]) -> list[str]:
@@ -217,10 +217,10 @@ def _md_branches(thread_id: str, ns: str, branches: Sequence[Branch]) -> list[st
     parts = ["## Heads to settle", "", count, ""]
     for b in branches:
         state = "continues (the newest)" if b.continues else "does not continue"
-        since = f", since {_md(b.start, code=True)}" if b.start else ""
-        parts.append(f"- head {_md(b.head, code=True)} {state}{since}:")
+        since = f", since {md_code(b.start, code=True)}" if b.start else ""
+        parts.append(f"- head {md_code(b.head, code=True)} {state}{since}:")
         parts += [f"  {'  ' * e.depth}- {md_event(e)}" for e in b.events] or ["  - (nothing new)"]
     where = f" --ns {ns}" if ns else ""
-    command = _md(f"langgraph-repo heads {thread_id}{where} --choose ID", code=True)
+    command = md_code(f"langgraph-repo heads {thread_id}{where} --choose ID", code=True)
     parts += ["", f"Settle: {command}, or keep both branches' messages with `--merge KEEP OTHER`.", ""]
     return parts

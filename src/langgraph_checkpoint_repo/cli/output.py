@@ -1,6 +1,6 @@
 """What reaches a person or a script: the screening console, tables, JSON printing.
 
-Everything printed goes through a ``SafeConsole`` (or ``_print_json``): secrets are masked
+Everything printed goes through a ``SafeConsole`` (or ``print_json``): secrets are masked
 and control characters escaped, so output can neither leak a key nor drive a terminal."""
 
 from __future__ import annotations
@@ -106,12 +106,12 @@ class SafeConsole(Console):
         return super().render(renderable, options)
 
 
-def _err_console() -> Console:
+def err_console() -> Console:
     """Messages on stderr: never wrapped, so an error stays one line."""
     return SafeConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 
-def _out_console() -> Console:
+def out_console() -> Console:
     """Colour and the terminal's width on a terminal; plain and wide into a pipe or file."""
     console = SafeConsole(highlight=False, markup=False, emoji=False)
     if not console.is_terminal:
@@ -120,7 +120,7 @@ def _out_console() -> Console:
     return console
 
 
-def _print_table(out: Console, table: Table) -> None:
+def print_table(out: Console, table: Table) -> None:
     """A table; into a pipe or file one line per row, as wide as its cells (a script reads it
     line by line), without the padding rich puts at the end of each line."""
     if out.is_terminal:
@@ -143,7 +143,7 @@ def _print_table(out: Console, table: Table) -> None:
 _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in CONTROL_CODES if c >= 0x7F}
 
 
-def _print_json(data: Any) -> None:
+def print_json(data: Any) -> None:
     """JSON for scripts: secrets masked like every other output, and every control character
     a JSON escape, so the document reads back the same and never acts on a terminal."""
     text = json.dumps(_masked_tree(data), indent=2, ensure_ascii=False)
@@ -186,7 +186,7 @@ def problems_json(problems: Iterable[Any]) -> list[dict[str, str]]:
     return [record_json(p, "path pointer message") for p in problems]
 
 
-def _rel(path: Path | str) -> str:
+def relative_to_root(path: Path | str) -> str:
     """A path as short as it can be said: relative to the current folder when inside it."""
     text = str(path)
     cwd = os.getcwd()

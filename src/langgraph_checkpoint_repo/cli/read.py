@@ -15,16 +15,16 @@ from .app import (
     JsonOpt,
     NsOpt,
     ThreadArg,
-    _reader,
-    _settings,
     app,
+    open_reader,
     parse_date,
+    settings_of,
 )
 from .output import (
     Text,
-    _print_json,
-    _print_table,
-    _rel,
+    print_json,
+    print_table,
+    relative_to_root,
     report_broken,
 )
 
@@ -79,22 +79,22 @@ def threads(
 ) -> None:
     """One row per thread: namespaces, checkpoints, latest step, last update, forks, waiting interrupts."""
     from ..core.heads import unsettled_namespaces
-    from .shape import _summary_json
+    from .shape import summary_json
 
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     pairs = _meta_pairs(meta or [])
     after = parse_date(since) if since else None
     broken: list[tuple[str, RepoCheckpointError]] = []
     rows = _matching_threads(reader, waiting_at, has, pairs, after, broken)
     forked = {s.thread_id: unsettled_namespaces(reader.store, s.thread_id) for s in rows}
     if as_json:
-        _print_json([{**_summary_json(s), "unsettled_heads": forked[s.thread_id]} for s in rows])
+        print_json([{**summary_json(s), "unsettled_heads": forked[s.thread_id]} for s in rows])
     elif rows:
-        _print_table(settings.out, _threads_table(rows, forked))
+        print_table(settings.out, _threads_table(rows, forked))
     elif not broken:
         settings.err.print(
-            f"no threads under {_rel(reader.root)}"
+            f"no threads under {relative_to_root(reader.root)}"
             + (" match the filters" if (waiting_at or has or pairs or after) else "")
         )
     report_broken(settings, broken)
@@ -202,10 +202,10 @@ def history(
 ) -> None:
     """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
     from . import present
-    from .shape import _history_json
+    from .shape import history_json
 
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     rows = reader.history(thread, ns)
     if since is not None:
@@ -213,11 +213,11 @@ def history(
         rows = [r for r in rows if r.checkpoint_id not in old]
     shown = rows[:limit] if limit else rows
     if as_json:
-        _print_json(
+        print_json(
             {
                 "thread_id": thread,
                 "checkpoint_ns": ns,
-                "checkpoints": [_history_json(r) for r in shown],
+                "checkpoints": [history_json(r) for r in shown],
             }
         )
         return
@@ -242,7 +242,7 @@ def history(
     if leaves > 1:
         title += f", {leaves - 1} fork{'s' if leaves > 2 else ''}"
     settings.out.print(Text(title, style="bold"))
-    _print_table(settings.out, table)
+    print_table(settings.out, table)
     if limit and len(rows) > limit:
         settings.out.print(
             Text(f"… {len(rows) - limit} older checkpoints (drop --limit to see them)", style="dim")
@@ -261,10 +261,10 @@ def show(
     """The state at a checkpoint: values for a person, next tasks, pending writes, interrupts."""
     from ..readmodel.tasks import is_internal
     from . import views
-    from .shape import _state_json
+    from .shape import state_json
 
-    settings = _settings(ctx)
-    reader = _reader(ctx, revive=True)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx, revive=True)
     namespaces = reader.namespaces(thread)
     ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
     cid = reader.resolve(thread, ns, checkpoint)
@@ -272,7 +272,7 @@ def show(
     channels = [c for c in sorted(view.trees) if show_all or not is_internal(c)]
     subgraphs = [n for n in namespaces if n != ns and n.startswith(f"{ns}|" if ns else "")]
     if as_json:
-        _print_json(_state_json(thread, ns, cid, view, channels, subgraphs))
+        print_json(state_json(thread, ns, cid, view, channels, subgraphs))
         return
     out = settings.out
     views._header(out, view)
@@ -283,7 +283,7 @@ def show(
         views._value_block(out, c, view.values[c])
     views._section(out, "Next tasks")
     if view.tasks:
-        _print_table(out, views._tasks_table(view))
+        print_table(out, views._tasks_table(view))
     else:
         out.print(Text("none: the graph has finished at this checkpoint", style="dim"))
     if view.interrupts:
@@ -294,13 +294,13 @@ def show(
     if not view.writes:
         out.print(Text("none", style="dim"))
     else:
-        _print_table(out, views._writes_table(view))
+        print_table(out, views._writes_table(view))
     if subgraphs:
         views._section(out, "Subgraph namespaces (see them with --ns)")
         for n in subgraphs:
             out.print("  " + n)
     views._print_stored_json(out, view, channels)
-    views._print_not_revived(out, reader)
+    views.print_not_revived(out, reader)
 
 
 def _diff_base(reader: Reader, thread: str, ns: str, new: StateView, from_id: str | None) -> str | None:
@@ -387,11 +387,11 @@ def diff(
     """What changed between two checkpoints, by channel: items added or removed, keys changed,
     values removed."""
     from ..readmodel.diff import diff_trees
-    from .shape import _change_json
-    from .views import _print_change, _print_not_revived
+    from .shape import change_json
+    from .views import print_change, print_not_revived
 
-    settings = _settings(ctx)
-    reader = _reader(ctx, revive=True)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx, revive=True)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     new_id = reader.resolve(thread, ns, to_id)
     new = reader.state(thread, ns, new_id, revive=False)
@@ -405,13 +405,13 @@ def diff(
         old_id, old_trees, note = _at_revision(reader, thread, ns, from_id, not_a_checkpoint)  # --from main
     changes = diff_trees(old_trees, new.trees, internal=show_all)
     if as_json:
-        _print_json(
+        print_json(
             {
                 "thread_id": thread,
                 "checkpoint_ns": ns,
                 "from": old_id,
                 "to": new_id,
-                "changes": [_change_json(c) for c in changes],
+                "changes": [change_json(c) for c in changes],
                 **({"note": note} if note else {}),
             }
         )
@@ -437,8 +437,8 @@ def diff(
             )
         )
     for c in changes:
-        _print_change(out, c, reader.readable)
-    _print_not_revived(out, reader)
+        print_change(out, c, reader.readable)
+    print_not_revived(out, reader)
 
 
 @app.command()
@@ -450,17 +450,17 @@ def tasks(
 ) -> None:
     """Recovery view of the latest checkpoint: which tasks are done, failed, interrupted or not started,
     which run again on resume, and which may have run without their writes being saved."""
-    from .shape import _task_json
-    from .views import _print_not_revived, _print_recovery
+    from .shape import task_json
+    from .views import print_not_revived, print_recovery
 
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     namespaces = reader.namespaces(thread)
     root_ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
     live = reader.live_states(thread, namespaces, root_ns)
     views = [reader.state(thread, n, s.checkpoint_id) for n, s in live.items()]
     if as_json:
-        _print_json(
+        print_json(
             {
                 "thread_id": thread,
                 "namespaces": [
@@ -468,7 +468,7 @@ def tasks(
                         "checkpoint_ns": v.ns,
                         "checkpoint_id": v.checkpoint_id,
                         "step": v.step,
-                        "tasks": [_task_json(t, v.ns) for t in v.tasks],
+                        "tasks": [task_json(t, v.ns) for t in v.tasks],
                     }
                     for v in views
                 ],
@@ -479,5 +479,5 @@ def tasks(
     for n, view in enumerate(views):
         if n:
             out.print()
-        _print_recovery(out, thread, view)
-    _print_not_revived(out, reader)
+        print_recovery(out, thread, view)
+    print_not_revived(out, reader)

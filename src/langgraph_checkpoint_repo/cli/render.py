@@ -15,11 +15,11 @@ from .app import (
     JsonOpt,
     NsOpt,
     ThreadArg,
-    _reader,
     app,
+    open_reader,
 )
 from .output import (
-    _print_json,
+    print_json,
     screen,
 )
 
@@ -51,12 +51,12 @@ def render(
     from ..readmodel.tasks import is_internal
     from ..readmodel.turns import open_branches
     from . import present
-    from .markdown import _markdown
-    from .shape import _history_json, _summary_json, _task_json
+    from .markdown import markdown_doc
+    from .shape import history_json, summary_json, task_json
 
     if fmt != "markdown":
         raise BadInputError(f"unknown format {fmt!r}: only markdown is supported")
-    reader = _reader(ctx, revive=True)
+    reader = open_reader(ctx, revive=True)
     namespaces = reader.namespaces(thread)
     ns = reader.resolve_ns(thread, ns) if ns else namespaces[0]
     summary = reader.summary(thread)
@@ -71,15 +71,15 @@ def render(
         )
     limit = limit or 20
     if as_json:
-        _print_json(
+        print_json(
             {
-                **_summary_json(summary),
+                **summary_json(summary),
                 "state": {c: view.trees[c] for c in sorted(view.trees) if not is_internal(c)},
-                "next": [_task_json(t, ns) for t in view.tasks],
-                "history": [_history_json(r) for r in rows[:limit]],
+                "next": [task_json(t, ns) for t in view.tasks],
+                "history": [history_json(r) for r in rows[:limit]],
             }
         )
         return
     branches = open_branches(reader, thread, ns)
     with_calls(reader, thread, ns, branches)
-    sys.stdout.write(screen(_markdown(summary, view, rows, limit, note, branches), keep="\n\t"))
+    sys.stdout.write(screen(markdown_doc(summary, view, rows, limit, note, branches), keep="\n\t"))

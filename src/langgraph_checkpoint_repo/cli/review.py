@@ -16,7 +16,7 @@ import typer
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
 from ..core.messages import ERROR_MARK
-from .app import JsonOpt, _check_root, _settings, app
+from .app import JsonOpt, app, require_root, settings_of
 from .events import (
     Turn,
     attention,
@@ -31,7 +31,7 @@ from .events import (
     show_command,
     verdict_line,
 )
-from .output import Text, _print_json, problems_json, record_json, screen
+from .output import Text, print_json, problems_json, record_json, screen
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event
@@ -87,15 +87,15 @@ def review(
 
     if markdown and as_json:
         raise BadInputError("review: --markdown and --json are two forms of one report: give one")
-    settings = _settings(ctx)
-    _check_root(settings.root)
+    settings = settings_of(ctx)
+    require_root(settings.root)
     report = make_report(settings.root, spec=range_)
     if html_file is not None:
         from .html import review_html, write_page
 
         write_page(html_file, review_html(report, FLAG_LABEL, _files_line(report), _line_title))
     if as_json:
-        _print_json(bounded_tree(report_json(report)))
+        print_json(bounded_tree(report_json(report)))
     elif markdown:
         text = report_markdown(report)
         if limit is not None:
@@ -423,10 +423,10 @@ def _event_text(e: Event, indent: str) -> Text:
 # Markdown
 # ----------------------------------------------------------------------------
 def report_markdown(report: Report) -> str:
-    from .markdown import _md
+    from .markdown import md_code
 
     def code(text: str) -> str:
-        return _md(text, code=True)
+        return md_code(text, code=True)
 
     head = code(report.range.head[:12]) if report.range.head else "the work tree"
     parts = [
@@ -436,7 +436,7 @@ def report_markdown(report: Report) -> str:
         "",
     ]
     if report.flags:
-        parts += [f"**⚠ {_md(_flag_title(report))}**", ""]
+        parts += [f"**⚠ {md_code(_flag_title(report))}**", ""]
         for flagged in report.flags:
             where = f"{code(flagged.path)}: " if flagged.path else ""
             label = FLAG_LABEL.get(flagged.kind, flagged.kind)
@@ -466,17 +466,17 @@ def report_markdown(report: Report) -> str:
             for f in i.fields:
                 parts.append(f"  - {code(f.pointer)}: {code(_field(f.old))} → {code(_field(f.new))}")
             for p in i.problems:
-                parts.append(f"  - {code(p.path)} {code(p.pointer)}: {_md(p.message)}")
+                parts.append(f"  - {code(p.path)} {code(p.pointer)}: {md_code(p.message)}")
         parts.append("")
     parts += [MARKDOWN_END, ""]
     return "\n".join(parts)
 
 
 def _md_thread(t: ThreadReport) -> list[str]:
-    from .markdown import _md
+    from .markdown import md_code
 
     def code(text: str) -> str:
-        return _md(text, code=True)
+        return md_code(text, code=True)
 
     flag = " — **heads to settle**" if t.unsettled else ""
     parts = [f"### Thread {code(t.thread_id)} ({t.status}){flag}", ""]
@@ -509,7 +509,7 @@ def _md_thread(t: ThreadReport) -> list[str]:
             said = f"Next, when {code(label) if label else 'the thread'} continues from {code(text)}:"
             parts += [f"{'  ' * (depth - 1)}- {said}"] if depth else [said, ""]
         else:
-            parts.append(f"{'  ' * (depth - 1)}- **{_md(label)}**: {code(text)}")
+            parts.append(f"{'  ' * (depth - 1)}- **{md_code(label)}**: {code(text)}")
             if whole:
                 folds.append((label, whole, show_command(t.thread_id, "", at)))
     if rows:
@@ -521,7 +521,7 @@ def _md_thread(t: ThreadReport) -> list[str]:
     if t.problems:
         parts += ["Validation problems:", ""]
         for p in t.problems:
-            parts.append(f"- {code(p.path)} {code(p.pointer)}: {_md(p.message)}")
+            parts.append(f"- {code(p.path)} {code(p.pointer)}: {md_code(p.message)}")
         parts.append("")
     return parts
 
@@ -551,13 +551,13 @@ def _md_turn(turn: Turn, thread_id: str) -> list[str]:
 def _md_details(label: str, whole: str, read: str, indent: str = "   ") -> list[str]:
     """A long text whole in a ``<details>`` block, in a fence it cannot close, cut after
     ``WHOLE`` characters with how much was left out and ``read``, the command that prints it."""
-    from .markdown import _fence, _md
+    from .markdown import md_code, md_fence
 
     return [
         "",
-        f"{indent}<details><summary>{_md(label, html=True)} (full text)</summary>",
+        f"{indent}<details><summary>{md_code(label, html=True)} (full text)</summary>",
         "",
-        _indent(_fence(whole, read=read), indent),
+        _indent(md_fence(whole, read=read), indent),
         "",
         f"{indent}</details>",
     ]

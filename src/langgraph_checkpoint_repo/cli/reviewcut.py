@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .events import attention, plural, verdict_line
-from .markdown import _md
+from .markdown import md_code
 
 if TYPE_CHECKING:
     from ..review.model import Report
 
 
 def _code(text: str) -> str:
-    return _md(text, code=True)
+    return md_code(text, code=True)
 
 
 def cut_markdown(
@@ -49,7 +49,7 @@ def cut_markdown(
     footer = ["", end, ""]
     rows: list[tuple[str, str]] = []  # (kind of row, the row)
     if report.flags:
-        rows.append(("", f"**⚠ {_md(flagged)}**\n"))
+        rows.append(("", f"**⚠ {md_code(flagged)}**\n"))
         for flag in report.flags:
             where = f"{_code(flag.path)}: " if flag.path else ""
             label = labels.get(flag.kind, flag.kind)
@@ -60,7 +60,7 @@ def cut_markdown(
     problems = report.problems
     if problems:
         rows += [("", ""), ("", f"**Validation problems** ({len(problems)}):"), ("", "")]
-        rows += [("problem", f"- {_code(p.path)} {_code(p.pointer)}: {_md(p.message)}") for p in problems]
+        rows += [("problem", f"- {_code(p.path)} {_code(p.pointer)}: {md_code(p.message)}") for p in problems]
     if report.threads:
         changed = f"{plural(len(report.threads), 'thread')} changed; {files}:"
         rows += [("", ""), ("", changed), ("", "")]

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
-from .app import DryRunOpt, JsonOpt, ThreadsArg, _reader, _settings, command_group
+from .app import DryRunOpt, JsonOpt, ThreadsArg, command_group, open_reader, settings_of
 from .exits import FAILED, PROBLEMS, CliError
-from .output import Text, _print_json, _rel
+from .output import Text, print_json, relative_to_root
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader
@@ -85,8 +85,8 @@ def sync(
     checkpoints name; the server then reads its state from the files and runs continue it.
     Threads already on the server are left alone, so a second sync creates nothing.
     """
-    settings = _settings(ctx)
-    reader = _reader(ctx)
+    settings = settings_of(ctx)
+    reader = open_reader(ctx)
     named = list(dict.fromkeys(thread_ids or []))
     for tid in named:
         reader.namespaces(tid)  # a thread that is not under the root: an error before any request
@@ -97,11 +97,11 @@ def sync(
         for entry in entries:
             entry.problem = entry.problem or entry.action in (SKIPPED, FAILED_)
     if as_json:
-        _print_json([e.json() for e in entries])
+        print_json([e.json() for e in entries])
     else:
         for entry in entries:
             settings.out.print(_line(entry), soft_wrap=True)
-    said = _summary(entries, url, dry_run) if entries else f"no threads under {_rel(reader.root)}"
+    said = _summary(entries, url, dry_run) if entries else f"no threads under {relative_to_root(reader.root)}"
     settings.err.print(said)
     if any(e.problem for e in entries):
         raise typer.Exit(PROBLEMS)

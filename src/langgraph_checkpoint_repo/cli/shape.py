@@ -17,7 +17,7 @@ def _interrupt_json(i: InterruptView) -> dict[str, Any]:
     return record_json(i, "node=task_name task_id interrupt_id=id value=tree")
 
 
-def _task_json(t: TaskView, ns: str) -> dict[str, Any]:
+def task_json(t: TaskView, ns: str) -> dict[str, Any]:
     error = next((w.tree for w in t.writes if w.channel == "__error__"), None)
     return record_json(
         t,
@@ -30,7 +30,7 @@ def _task_json(t: TaskView, ns: str) -> dict[str, Any]:
     )
 
 
-def _summary_json(s: ThreadSummary) -> dict[str, Any]:
+def summary_json(s: ThreadSummary) -> dict[str, Any]:
     return record_json(
         s,
         "thread_id namespaces checkpoints latest_checkpoint_id=latest_id latest_step last_updated "
@@ -39,7 +39,7 @@ def _summary_json(s: ThreadSummary) -> dict[str, Any]:
     )
 
 
-def _history_json(r: HistoryRow) -> dict[str, Any]:
+def history_json(r: HistoryRow) -> dict[str, Any]:
     return record_json(
         r,
         "checkpoint_id step source ts written_by=writers parent_checkpoint_id=parent_id parent_present "
@@ -47,7 +47,7 @@ def _history_json(r: HistoryRow) -> dict[str, Any]:
     )
 
 
-def _change_json(c: ChannelChange) -> dict[str, Any]:
+def change_json(c: ChannelChange) -> dict[str, Any]:
     data: dict[str, Any] = {"channel": c.channel, "kind": c.kind}
     if c.kind in ("added", "changed"):
         data["new"] = c.new
@@ -63,11 +63,11 @@ def _change_json(c: ChannelChange) -> dict[str, Any]:
     return data
 
 
-def _finding_json(f: Finding) -> dict[str, Any]:
+def finding_json(f: Finding) -> dict[str, Any]:
     return record_json(f, "kind path message repairable repaired thread_id")
 
 
-def _plan_json(plan: PrunePlan, written: list[Path] | None = None) -> dict[str, Any]:
+def plan_json(plan: PrunePlan, written: list[Path] | None = None) -> dict[str, Any]:
     return {
         "thread_id": plan.thread_id,
         "skipped": plan.skipped,
@@ -77,7 +77,7 @@ def _plan_json(plan: PrunePlan, written: list[Path] | None = None) -> dict[str, 
     }
 
 
-def _state_json(
+def state_json(
     thread: str, ns: str, cid: str, view: StateView, channels: list[str], subgraphs: list[str]
 ) -> dict[str, Any]:
     """What ``show --json`` prints: the state at checkpoint ``cid``."""
@@ -93,7 +93,7 @@ def _state_json(
         "metadata": view.doc["metadata"],
         "values": {c: view.trees[c] for c in channels},
         "not_revived": {c: v.reason for c, v in view.values.items() if isinstance(v, Raw) and c in channels},
-        "next": [_task_json(t, ns) for t in view.tasks],
+        "next": [task_json(t, ns) for t in view.tasks],
         "interrupts": [_interrupt_json(i) for i in view.interrupts],
         "pending_writes": [
             {"task_id": w.task_id, "task_path": w.task_path, "channel": w.channel, "value": w.tree}

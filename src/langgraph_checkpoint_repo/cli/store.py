@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import BadInputError, NotFoundError
-from .app import DryRunOpt, JsonOpt, _check_root, _settings, command_group, parse_date
-from .output import Text, _print_json
+from .app import DryRunOpt, JsonOpt, command_group, parse_date, require_root, settings_of
+from .output import Text, print_json
 
 if TYPE_CHECKING:
     from ..core.items import ItemFiles, StoredItem
@@ -55,8 +55,8 @@ def _files(ctx: typer.Context, *, writing: bool = False) -> ItemFiles:
     from ..core.documents import Documents
     from ..core.items import ItemFiles
 
-    root = _settings(ctx).root
-    _check_root(root, creating=writing)
+    root = settings_of(ctx).root
+    require_root(root, creating=writing)
     return ItemFiles(Documents(root))
 
 
@@ -110,10 +110,10 @@ def ls(
         conditions.append(("suffix", suffix.split(".")))
     found = select_namespaces(files.namespaces(), conditions, max_depth, limit, offset)
     if as_json:
-        _print_json([list(ns) for ns in found])
+        print_json([list(ns) for ns in found])
         return
     for ns in found:
-        _settings(ctx).out.print(Text(".".join(ns)))
+        settings_of(ctx).out.print(Text(".".join(ns)))
 
 
 @store_app.command("get")
@@ -124,7 +124,7 @@ def get(ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, as_json: JsonO
     item = files.get(ns, key)
     if item is None:
         raise NotFoundError(f"no item {key!r} in namespace {namespace!r} ({files.path(ns, key)})")
-    _print_json(_shown(item) if as_json else item.tree)
+    print_json(_shown(item) if as_json else item.tree)
 
 
 @store_app.command("search")
@@ -157,9 +157,9 @@ def search(
     found.sort(key=lambda i: i.updated_at, reverse=True)
     page = found[offset : offset + limit]
     if as_json:
-        _print_json([_shown(i) for i in page])
+        print_json([_shown(i) for i in page])
         return
-    out = _settings(ctx).out
+    out = settings_of(ctx).out
     for item in page:
         value = json.dumps(item.tree, ensure_ascii=False, sort_keys=True)
         out.print(Text(f"{'.'.join(item.namespace)} {item.key}: {value}"))
@@ -194,7 +194,7 @@ def put(
     files = _files(ctx, writing=True)
     ns = namespace_of(namespace)
     item = files.put(ns, key, tree, ttl_minutes=ttl, expect=_expect(if_updated_at))
-    _settings(ctx).err.print(Text(f"wrote {item.path} (updated_at {item.doc['updated_at']})"))
+    settings_of(ctx).err.print(Text(f"wrote {item.path} (updated_at {item.doc['updated_at']})"))
 
 
 @store_app.command("delete")
@@ -206,7 +206,7 @@ def delete(
     ns = namespace_of(namespace)
     if not files.delete(ns, key, expect=_expect(if_updated_at)):
         raise NotFoundError(f"no item {key!r} in namespace {namespace!r} ({files.path(ns, key)})")
-    _settings(ctx).err.print(Text(f"removed {files.path(ns, key)}"))
+    settings_of(ctx).err.print(Text(f"removed {files.path(ns, key)}"))
 
 
 @store_app.command("sweep")
@@ -225,12 +225,12 @@ def sweep(
     expired = [i for i in files.walk(()) if i.expired(moment)]
     removed = 0 if dry_run else files.sweep(moment)
     if as_json:
-        _print_json({"expired": [_shown(i) for i in expired], "removed": removed})
+        print_json({"expired": [_shown(i) for i in expired], "removed": removed})
         return
-    out = _settings(ctx).out
+    out = settings_of(ctx).out
     for item in expired:
         out.print(Text(f"{'expired' if dry_run else 'removed'} {'.'.join(item.namespace)} {item.key}"))
-    _settings(ctx).err.print(Text(f"{len(expired) if dry_run else removed} expired item(s)"))
+    settings_of(ctx).err.print(Text(f"{len(expired) if dry_run else removed} expired item(s)"))
 
 
 def _json_arg(text: str, what: str) -> Any:

@@ -17,15 +17,15 @@ from ..core.errors import RepoCheckpointError
 from .app import (
     JsonOpt,
     Settings,
-    _check_root,
-    _settings,
     app,
     progress_columns,
+    require_root,
+    settings_of,
 )
 from .exits import FAILED, CliError
 from .output import (
-    _print_json,
-    _rel,
+    print_json,
+    relative_to_root,
     report_broken,
 )
 
@@ -59,8 +59,8 @@ def _transfer(
     from ..saver import RepoSaver
     from ..transfer import copy_threads, open_saver, thread_ids_of
 
-    settings = _settings(ctx)
-    _check_root(settings.root, creating=to_repo)
+    settings = settings_of(ctx)
+    require_root(settings.root, creating=to_repo)
     allowed = project_types(settings.root, settings.allow) if trust_project else cli_types(settings.allow)
     repo = RepoSaver(settings.root, allowlist=sorted(allowed.types) or None)
     repo.codec.fix = allowed.fix
@@ -77,9 +77,9 @@ def _transfer(
     except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback
         raise CliError(f"{other}: {type(exc).__name__}: {' '.join(str(exc).split())}", FAILED) from None
     if json_out:
-        _print_json(report.to_json())
+        print_json(report.to_json())
     else:
-        here = _rel(settings.root)
+        here = relative_to_root(settings.root)
         where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
         settings.out.print(
             f"copied {len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} "

@@ -16,8 +16,8 @@ from ..readmodel.tasks import ERROR, InterruptView, Raw, TaskView
 from . import present
 from .output import (
     Text,
-    _print_table,
-    _rel,
+    print_table,
+    relative_to_root,
 )
 
 
@@ -43,7 +43,7 @@ def _header(out: Console, view: StateView) -> None:
             view.parent_id or "-",
         )
     )
-    out.print(Text(_rel(view.path), style="dim"))
+    out.print(Text(relative_to_root(view.path), style="dim"))
 
 
 def _section(out: Console, title: str) -> None:
@@ -112,7 +112,7 @@ def _interrupt_block(out: Console, i: InterruptView) -> None:
         out.print(Text("  " + line))
 
 
-def _print_change(out: Console, c: ChannelChange, shown: Callable[[Any], Any] = lambda tree: tree) -> None:
+def print_change(out: Console, c: ChannelChange, shown: Callable[[Any], Any] = lambda tree: tree) -> None:
     """One channel of ``diff``; ``shown`` turns a stored tree into what a person reads (the
     reader's ``readable``, so a value reads as it does in ``show``)."""
 
@@ -150,7 +150,7 @@ def _print_change(out: Console, c: ChannelChange, shown: Callable[[Any], Any] = 
             line("+", "\n".join(present.lines(shown(c.new))), "green")
 
 
-def _print_not_revived(out: Console, reader: Reader) -> None:
+def print_not_revived(out: Console, reader: Reader) -> None:
     """After values are shown: the types left as stored and how to allow them."""
     note = present.not_revived_note(reader.not_revived, reader.fix)
     if note:
@@ -175,7 +175,7 @@ def _count(items: list[Any], one: str, many: str) -> str:
     return f"{len(items)} {one if len(items) == 1 else many}"
 
 
-def _print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
+def print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
     if plan.skipped:
         out.print(Text.assemble((f"thread {plan.thread_id}", "bold"), f": kept whole, {plan.skipped}"))
         return
@@ -190,9 +190,9 @@ def _print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
         )
     )
     for p in plan.rescued:
-        out.print(Text(f"  + {_rel(p)}  (value still used, written first)", style="green"))
+        out.print(Text(f"  + {relative_to_root(p)}  (value still used, written first)", style="green"))
     for p in plan.removed:
-        out.print(Text(f"  - {_rel(p)}", style="red"))
+        out.print(Text(f"  - {relative_to_root(p)}", style="red"))
 
 
 def _writes_table(view: StateView) -> Table:
@@ -219,7 +219,7 @@ def _writes_table(view: StateView) -> Table:
     return table
 
 
-def _print_recovery(out: Console, thread: str, view: StateView) -> None:
+def print_recovery(out: Console, thread: str, view: StateView) -> None:
     """``tasks``' recovery view of one namespace: its tasks and what resuming does."""
     next_step = "?" if view.step is None else str(view.step + 1)
     out.print(
@@ -236,7 +236,7 @@ def _print_recovery(out: Console, thread: str, view: StateView) -> None:
     if not view.tasks:
         out.print(Text("nothing to run: the graph has finished at this checkpoint", style="dim"))
         return
-    _print_table(out, _tasks_table(view))
+    print_table(out, _tasks_table(view))
     for t in view.tasks:
         if t.status == "failed":
             failed = f"  {t.name} {ERROR_MARK}: failed with {present.inline(t.error, 200)}"
