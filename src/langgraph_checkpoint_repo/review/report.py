@@ -77,15 +77,7 @@ def review(root: Path, rng: Range | None = None, spec: str | None = None) -> Rep
     with tempfile.TemporaryDirectory(prefix="langgraph-review-") as tmp:
         if by_thread:
             folders = [f"{THREADS}/{t}" for t in sorted(by_thread)]
-            made = materialize(top, rng.base, rel, folders, Path(tmp) / "base")
-            base_root = made.root
-            _not_read(report, made.skipped, "base")
-            if rng.head is None:
-                head_root = root
-            else:
-                made = materialize(top, rng.head, rel, folders, Path(tmp) / "head")
-                head_root = made.root
-                _not_read(report, made.skipped, "head")
+            base_root, head_root = _both_sides(report, top, rng, rel, folders, Path(tmp), root)
             base = Reader(base_root) if (base_root / THREADS).is_dir() else None
             head = Reader(head_root) if (head_root / THREADS).is_dir() else None
             for folder in sorted(by_thread):
@@ -593,15 +585,7 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
     if not paths:
         return
     with tempfile.TemporaryDirectory(prefix="langgraph-review-store-") as tmp:
-        made = materialize(top, rng.base, rel, paths, Path(tmp) / "base")
-        base_root = made.root
-        _not_read(report, made.skipped, "base")
-        if rng.head is None:
-            head_root = root
-        else:
-            made = materialize(top, rng.head, rel, paths, Path(tmp) / "head")
-            head_root = made.root
-            _not_read(report, made.skipped, "head")
+        base_root, head_root = _both_sides(report, top, rng, rel, paths, Path(tmp), root)
         for path in paths:
             old, _ = _item_doc(base_root, path)
             new, problems = _item_doc(head_root, path)
@@ -628,6 +612,20 @@ def _store_items(root: Path, top: Path, rel: str, rng: Range, found: Changes, re
             )
             item.fields = item_changes(old, new)
             report.items.append(item)
+
+
+def _both_sides(
+    report: Report, top: Path, rng: Range, rel: str, paths: list[str], tmp: Path, root: Path
+) -> tuple[Path, Path]:
+    """The base's and the head's copies of ``paths`` read from git's objects into ``tmp`` (the
+    work tree itself when the range ends there); what could not be read is flagged."""
+    made = materialize(top, rng.base, rel, paths, tmp / "base")
+    _not_read(report, made.skipped, "base")
+    if rng.head is None:
+        return made.root, root
+    head = materialize(top, rng.head, rel, paths, tmp / "head")
+    _not_read(report, head.skipped, "head")
+    return made.root, head.root
 
 
 def _item_place(path: str) -> tuple[tuple[str, ...], str]:
