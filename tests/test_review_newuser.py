@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from bench.agent_graphs import FakeToolModel
@@ -286,3 +286,36 @@ def test_the_driver_says_by_only_for_a_step_that_applied_its_parents_writes(
     assert any(" source update (its parent's tasks: " in line for line in heads), heads
     assert not any(re.search(r" source (update|input|fork) by ", line) for line in heads), heads
     assert any(" source loop by " in line for line in heads), heads
+
+
+def test_a_node_failing_with_the_same_words_as_an_earlier_subgraph_call_is_its_own_failure(
+    tmp_path: Path,
+) -> None:
+    """The count above merges a call's failure with the task that ran the call, and nothing
+    else: a subgraph call failing in one turn and a plain node failing with the same words in
+    the next are two failures (a check by text alone counted them as one)."""
+
+    class Mode(TypedDict):
+        mode: str
+
+    def boom(state: Mode) -> dict[str, Any]:
+        raise ValueError("boom")
+
+    inner = StateGraph(Mode)
+    inner.add_node("inner", boom)
+    inner.add_edge(START, "inner")
+    builder = StateGraph(Mode)
+    builder.add_node("sub", inner.compile())
+    builder.add_node("plain", boom)
+    builder.add_conditional_edges(START, lambda s: s["mode"], ["sub", "plain"])
+    repo = init_repo(tmp_path / "app")
+    root = repo / ".langgraph"
+    (repo / "README.md").write_text("app\n", encoding="utf-8")
+    commit_all(repo, "start")
+    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
+    for mode in ("sub", "plain"):
+        with pytest.raises(ValueError, match="boom"):
+            graph.invoke({"mode": mode}, CONFIG)
+    commit_all(repo, "two failures")
+    proc = cli(root, "review", "HEAD~1..HEAD", "--json", cwd=repo)
+    assert json.loads(proc.stdout)["verdict"]["failed_tasks"] == 2, proc.stdout

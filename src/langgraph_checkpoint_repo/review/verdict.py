@@ -77,8 +77,14 @@ def _raised_below(events: list[Event]) -> set[int]:
     agent's node too), and one failure is counted once, where it happened."""
     errors = [e for e in events if e.kind == "error"]
     return {
-        id(e) for e in errors if any(o.depth > e.depth and o.text == e.text and o.ns != e.ns for o in errors)
+        id(e) for e in errors if e.task and any(o.text == e.text and _called_by(o.ns, e.task) for o in errors)
     }
+
+
+def _called_by(ns: str, task_id: str) -> bool:
+    """Whether namespace ``ns`` is (inside) a subgraph call the task ``task_id`` made: LangGraph
+    names a call's namespace ``node:<the task's id>``."""
+    return any(segment.endswith(f":{task_id}") for segment in ns.split("|") if segment)
 
 
 def _new_tool_error(e: Event) -> bool:
