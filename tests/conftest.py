@@ -49,7 +49,8 @@ def container_bound(monkeypatch: pytest.MonkeyPatch) -> int:
     small address space) keep the real bound. The command line runs in this process for such
     a test whatever LANGGRAPH_REPO_TEST_CLI says: a child would have the real bound."""
     import helpers
-    from langgraph_checkpoint_repo.core import jsonread, objects
+    from langgraph_checkpoint_repo.core import jsonread
+    from langgraph_checkpoint_repo.core.format import objects
 
     monkeypatch.setattr(helpers, "CLI_MODE", "in-process")
     monkeypatch.setattr(objects, "MAX_CONTAINERS", SMALL_CONTAINER_BOUND)

@@ -39,7 +39,7 @@ from graphs import (
 from helpers import checkpoint_files, cli_env, cli_process, file_digests, one_line_error
 from helpers import cli as run_cli
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 LONG_TEXT = "lorem ipsum " * 100  # 1,200 characters: folded by show

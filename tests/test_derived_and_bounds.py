@@ -43,7 +43,7 @@ from typing_extensions import TypedDict
 from graphs import BIG_TEXT, big_graph, cfg, line_graph
 from helpers import checkpoint_files, cli, load, one_line_error
 from langgraph_checkpoint_repo import FileFormatError, ItemChangedError, RepoSaver, RepoStore
-from langgraph_checkpoint_repo.core.objects import object_digest
+from langgraph_checkpoint_repo.core.format.objects import object_digest
 from langgraph_checkpoint_repo.core.tracked import tracked_cache_files
 from storeref import DIMS, fake_embed
 from test_git import commit_all, git, init_repo

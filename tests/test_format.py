@@ -20,7 +20,7 @@ from referencing import Registry, Resource
 from graphs import cfg, line_graph
 from helpers import checkpoint_files, file_bytes
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoSaver, SchemaVersionError
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
 KIND_OF_FOLDER = {

@@ -30,8 +30,8 @@ from forkserver import Parent
 from graphs import ask_graph, cfg, chain_graph, chat_graph, chat_root, make_checkpoint
 from helpers import checkpoint_files, cli, load, rewrite
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.core.bookkeeping import DELTA_EVERY
 from langgraph_checkpoint_repo.core.documents import LINEAGE_REREADS
+from langgraph_checkpoint_repo.core.format.bookkeeping import DELTA_EVERY
 
 CONFIG: Any = cfg("t")
 
@@ -350,7 +350,7 @@ def test_prune_keeps_a_delta_readable_through_the_base_of_its_removed_parent(tmp
 SHORT = re.compile(r"\d{8}\.[0-9a-f]{8}")
 # a short version as LangGraph is shown it: widened to the long form's 32-digit counter, so the
 # long versions another saver (the Agent Server's adapter, SqliteSaver...) continues with count
-# as newer (core/versions.py)
+# as newer (core/format/versions.py)
 WIDE = re.compile(r"0{24}\d{8}\.[0-9a-f]{8}")
 HAND_WIDE = {"x": "0" * 24 + "00000001.00000000"}  # the hand edit's {"x": "00000001.00000000"}, read
 
@@ -474,7 +474,7 @@ def test_a_hand_edit_is_seen_by_every_reader(tmp_path: Path) -> None:
     """An item of a list edited by hand in a checkpoint in the middle of the history, and a
     parent's bookkeeping edited under a delta: the saver that wrote them (warm), a fresh
     saver, the graph, the read model and the command line all see both on their next read."""
-    from langgraph_checkpoint_repo.core import fields
+    from langgraph_checkpoint_repo.core.format import fields
     from langgraph_checkpoint_repo.readmodel.reader import Reader
 
     root = tmp_path / "root"

@@ -35,10 +35,10 @@ import langgraph_checkpoint_repo.core.jsonread as jsonread_mod
 from graphs import cfg, chat_graph, chat_root, delta_graph
 from helpers import checkpoint_files, cli_in_process, dump, file_bytes, load
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.core.chains import MAX_APPEND_DEPTH
-from langgraph_checkpoint_repo.core.entries import ValueEntry
 from langgraph_checkpoint_repo.core.errors import FileFormatError, InvalidWriteError, LockTimeoutError
-from langgraph_checkpoint_repo.core.migrations import migrate_root
+from langgraph_checkpoint_repo.core.format.chains import MAX_APPEND_DEPTH
+from langgraph_checkpoint_repo.core.format.entries import ValueEntry
+from langgraph_checkpoint_repo.core.format.migrations import migrate_root
 from langgraph_checkpoint_repo.transfer import copy_threads
 
 T = TypeVar("T")

@@ -48,9 +48,9 @@ from langgraph_checkpoint_repo import (
     RepoSaver,
     UnrevivableValueError,
 )
+from langgraph_checkpoint_repo.core.format.tree import tree_to_msgpack
+from langgraph_checkpoint_repo.core.format.validation import RESERVED_EXTRA_KEYS
 from langgraph_checkpoint_repo.core.jsonread import MAX_JSON_CONTAINERS, MAX_JSON_VALUES
-from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
-from langgraph_checkpoint_repo.core.validation import RESERVED_EXTRA_KEYS
 from langgraph_checkpoint_repo.transfer import copy_threads
 
 KEY = b"0123456789abcdef0123456789abcdef"

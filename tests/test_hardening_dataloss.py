@@ -34,7 +34,7 @@ from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, copy_threa
 from langgraph_checkpoint_repo.core.checks import fsck, repair
 from langgraph_checkpoint_repo.core.documents import Documents
 from langgraph_checkpoint_repo.core.durable import write_files
-from langgraph_checkpoint_repo.core.migrations import migrate_root
+from langgraph_checkpoint_repo.core.format.migrations import migrate_root
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 

@@ -44,9 +44,9 @@ from langgraph_checkpoint_repo import (
     RepoStore,
     review,
 )
+from langgraph_checkpoint_repo.core.format.objects import MAX_NESTING, object_digest
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.core.layout import Layout
-from langgraph_checkpoint_repo.core.objects import MAX_NESTING, object_digest
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 MEMORY_LIMIT_MB = 1500  # far below what the blow-ups needed (24 GB), far above a normal run
@@ -865,7 +865,7 @@ def plant_in_sqlite_write(db: Path, marker: Path) -> None:
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
+    from langgraph_checkpoint_repo.core.format.tree import tree_to_msgpack
 
     with sqlite3.connect(db, check_same_thread=False) as conn:
         saver = SqliteSaver(conn)

@@ -37,9 +37,9 @@ from langgraph_checkpoint_repo import (
     RepoSaver,
     UnrevivableValueError,
 )
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES, parse_strict
 from langgraph_checkpoint_repo.core.layout import Layout
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 
 JUNK_BYTES = 60 * 1024 * 1024  # "oversized": well past any real checkpoint, under the 256 MiB read limit
 

@@ -196,7 +196,7 @@ def test_the_core_safe_types_are_langgraphs() -> None:
 def test_the_core_extension_codes_are_langgraphs() -> None:
     from langgraph.checkpoint.serde import jsonplus
 
-    from langgraph_checkpoint_repo.core import tree
+    from langgraph_checkpoint_repo.core.format import tree
 
     assert (tree.EXT_SINGLE, tree.EXT_POS, tree.EXT_KW) == (
         jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG,

@@ -48,8 +48,8 @@ from helpers import cli, examples
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.cli.output import screen
 from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.objects import names_object, object_digest
 from langgraph_checkpoint_repo.core.layout import Layout, decode_segment
-from langgraph_checkpoint_repo.core.objects import names_object, object_digest
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 from test_git import commit_all, git, init_repo
 
@@ -454,7 +454,7 @@ def _nodes(tree: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, .
 
 def reseal(tdir: Path) -> None:
     """Name every object of the files below ``tdir`` by its content again, as a pull request
-    that edits an object must (objects are named by their sha256, core/objects.py), and point
+    that edits an object must (objects are named by their sha256, core/format/objects.py), and point
     each reference to a renamed object at its new name: a reference without ``$in`` in the
     file that holds the object, one with ``$in`` (and ``$ns``) naming that checkpoint anywhere."""
     docs = {p: json.loads(p.read_bytes()) for p in sorted(tdir.rglob("*.json"))}

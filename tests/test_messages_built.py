@@ -44,7 +44,10 @@ from helpers import cli, examples, load
 from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver, RepoStore, UnrevivableValueError
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.durable import dump_json
-from langgraph_checkpoint_repo.core.entries import entry_from_node
+from langgraph_checkpoint_repo.core.format.entries import entry_from_node
+from langgraph_checkpoint_repo.core.format.objects import object_digest
+from langgraph_checkpoint_repo.core.format.tree import msgpack_to_tree
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.core.messages import (
     BASES,
     CLASSES,
@@ -54,10 +57,7 @@ from langgraph_checkpoint_repo.core.messages import (
     partial_json,
     read_message,
 )
-from langgraph_checkpoint_repo.core.objects import object_digest
-from langgraph_checkpoint_repo.core.tree import msgpack_to_tree
 from langgraph_checkpoint_repo.core.typenames import SAFE_TYPES
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.review import textconv
 from langgraph_checkpoint_repo.serde import reader_codec
 from test_git import commit_all, git, init_repo

@@ -26,8 +26,8 @@ from graphs import build_fixture_tree, cfg, chat_graph, normalised, resume_fixtu
 from helpers import cli
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, RepoStore, SchemaVersionError
 from langgraph_checkpoint_repo.core.durable import dump_json
-from langgraph_checkpoint_repo.core.migrations import STEPS, migrate_root, upgrade, v1_to_v2
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION, validate_read
+from langgraph_checkpoint_repo.core.format.migrations import STEPS, migrate_root, upgrade, v1_to_v2
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION, validate_read
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_TREES = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name.startswith("v"))

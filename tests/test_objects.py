@@ -19,8 +19,14 @@ from graphs import RELAY_TURNS, cfg, line_graph, numbered_reply, question, relay
 from helpers import cli, load, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, MissingReferenceError
-from langgraph_checkpoint_repo.core.objects import Sharer, location_of, names_object, object_digest, ref_nodes
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.format.objects import (
+    Sharer,
+    location_of,
+    names_object,
+    object_digest,
+    ref_nodes,
+)
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 
 
 def data_files(root: Path) -> dict[Path, bytes]:

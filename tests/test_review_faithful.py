@@ -28,7 +28,7 @@ from graphs import ask_graph, cfg
 from helpers import cli, load
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.durable import dump_json
-from langgraph_checkpoint_repo.core.objects import object_digest
+from langgraph_checkpoint_repo.core.format.objects import object_digest
 from langgraph_checkpoint_repo.review import revisions
 from test_git import commit_all, git, init_repo
 

@@ -27,8 +27,8 @@ from graphs import ask_graph, cfg
 from helpers import cli, load
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.errors import MissingReferenceError
+from langgraph_checkpoint_repo.core.format.objects import object_digest
 from langgraph_checkpoint_repo.core.layout import encode_segment
-from langgraph_checkpoint_repo.core.objects import object_digest
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 from test_git import commit_all, git, init_repo
 from test_review_faithful import AGENT, ASK, agent, build_repo, rehash, write

@@ -24,9 +24,9 @@ from graphs import ask_graph, cfg, fan_graph, line_graph, numbered_reply, questi
 from helpers import LONG, checkpoint_files, cli, dump, load, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError, RepoCheckpointError
-from langgraph_checkpoint_repo.core.objects import object_digest
-from langgraph_checkpoint_repo.core.tree import json_objects
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.format.objects import object_digest
+from langgraph_checkpoint_repo.core.format.tree import json_objects
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 
 
 # ----------------------------------------------------------------------------

@@ -26,8 +26,8 @@ from langgraph.graph.state import CompiledStateGraph
 from graphs import cfg, chat_root, line_graph
 from helpers import checkpoint_files, cli, dump, load, tree
 from langgraph_checkpoint_repo import FileFormatError, RepoCheckpointError, RepoSaver, UnrevivableValueError
-from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.format.tree import tree_to_msgpack
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 
 BIG_REPORT = "".join(f"line {i:05d} of a report long enough to be stored on its own\n" for i in range(300))
 

@@ -23,7 +23,7 @@ import pytest
 from helpers import cli
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator
-from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.review.mergeitem import main
 from storeref import Clock
 

@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_checkpoint_repo.core.errors import BadInputError, UnrevivableValueError
-from langgraph_checkpoint_repo.core.tree import tree_to_msgpack
+from langgraph_checkpoint_repo.core.format.tree import tree_to_msgpack
 from langgraph_checkpoint_repo.project_types import cli_types, find_pyproject, project_types
 from langgraph_checkpoint_repo.serde import ValueCodec
 

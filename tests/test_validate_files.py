@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 from graphs import cfg, chat_root
 from helpers import checkpoint_files, cli_in_process, one_line_error, rewrite, writes_files
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core.objects import EDITED, ref_nodes
+from langgraph_checkpoint_repo.core.format.objects import EDITED, ref_nodes
 
 TURNS = 4
 

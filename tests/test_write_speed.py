@@ -26,8 +26,8 @@ from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import durable as durable_mod
 from langgraph_checkpoint_repo.core.checks import Validator, fsck
 from langgraph_checkpoint_repo.core.errors import RepoCheckpointError
+from langgraph_checkpoint_repo.core.format.objects import ref_nodes
 from langgraph_checkpoint_repo.core.layout import Layout
-from langgraph_checkpoint_repo.core.objects import ref_nodes
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 

@@ -48,27 +48,27 @@ from langgraph.pregel import Pregel
 from . import forks
 from ._compat import with_msgpack_allowlist
 from .configs import checkpoint_config, thread_ns
-from .core import fields
-from .core.bookkeeping import compact
-from .core.bookkeeping import depth as delta_depth
-from .core.chains import MAX_APPEND_DEPTH
 from .core.documents import Documents, writes_key
 from .core.durable import check_lock_timeout
-from .core.entries import ValueEntry, entry_from_node
 from .core.errors import (
     FileFormatError,
     InstallationError,
     MissingReferenceError,
     RepoCheckpointError,
 )
+from .core.format import fields
+from .core.format.bookkeeping import compact
+from .core.format.bookkeeping import depth as delta_depth
+from .core.format.chains import MAX_APPEND_DEPTH
+from .core.format.entries import ValueEntry, entry_from_node
+from .core.format.storing import LARGE_VALUE_BYTES
+from .core.format.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
+from .core.format.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
-from .core.storing import LARGE_VALUE_BYTES
 from .core.typenames import Fix, graph_fix
-from .core.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
-from .core.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
 from .core.writes import merged_writes, write_idx
 from .forks import Head
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
@@ -350,7 +350,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             "id": cid,
             "ts": stored["ts"],
             "channel_values": values,
-            # widened: another saver's next version must compare above them (core/versions.py)
+            # widened: another saver's next version must compare above them (core/format/versions.py)
             "channel_versions": {k: for_langgraph(v) for k, v in stored["channel_versions"].items()},
             "versions_seen": seen_for_langgraph(stored["versions_seen"]),
         }
@@ -823,7 +823,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """``"00000017.9f3a61c2"``: short, increasing as LangGraph compares versions (as
-        strings), greater than every older form it continues (core/versions.py); the random
+        strings), greater than every older form it continues (core/format/versions.py); the random
         part keeps versions written on two git branches apart. Reads show LangGraph the
         versions widened (``for_langgraph``), so another saver continues them too."""
         return next_version(current)
@@ -905,7 +905,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
 def _versions_for_file(
     checkpoint: Checkpoint, new_versions: ChannelVersions
 ) -> tuple[Checkpoint, ChannelVersions]:
-    """The versions of a put as the files keep them (short, core/versions.py); the caller's
+    """The versions of a put as the files keep them (short, core/format/versions.py); the caller's
     checkpoint is LangGraph's, still in use, and is not changed."""
     stored: Any = dict(checkpoint)
     if "channel_versions" in checkpoint:

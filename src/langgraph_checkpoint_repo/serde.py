@@ -1,6 +1,6 @@
 """How values are written and revived: LangGraph's serializer under the saver's policy.
 
-The serializer (JsonPlusSerializer by default) turns a value into msgpack; core/tree.py
+The serializer (JsonPlusSerializer by default) turns a value into msgpack; core/format/tree.py
 turns those bytes into a readable JSON tree and back, so whatever the serializer
 round-trips, we round-trip. Reviving stays the serializer's job, under this module's
 policy: before anything is handed to it, every type a tree names is checked against the
@@ -32,10 +32,9 @@ from ._compat import (
     send_from_args,
     set_ext_hook,
 )
-from .core.entries import ValueEntry
 from .core.errors import FileFormatError, InvalidWriteError, UnrevivableValueError
-from .core.messages import refusals
-from .core.tree import (
+from .core.format.entries import ValueEntry
+from .core.format.tree import (
     CONSTRUCTOR_CODES,
     EXT_DELTA,
     EXT_MARK,
@@ -56,6 +55,7 @@ from .core.tree import (
     type_index,
     type_pointer,
 )
+from .core.messages import refusals
 from .core.typenames import (
     MAIN,
     SAFE_METHODS,
@@ -171,7 +171,7 @@ class ValueCodec:
             raise InvalidWriteError(kind, target, pointer, f"must serialise as msgpack, not {type_}")
         tree = msgpack_to_tree(data)
         found = refusals(tree, changes_only=True) if b"langchain_core.messages" in data else []
-        if found:  # values are checked as they are shared (core/storing.py); metadata, items here
+        if found:  # values are checked as they are shared (core/format/storing.py); metadata, items here
             where, refusal = found[0]
             why = f"a message the app would read back as another: {refusal.text()}"
             raise InvalidWriteError(kind, target, pointer + where, why)
@@ -305,7 +305,7 @@ class ValueCodec:
                 raise UnrevivableValueError(f"{where}: not a msgpack payload: {exc}") from None
             self.check_allowed(tree, where)
             found = refusals(tree, changes_only=True)
-            if found:  # as a stored tree is (core/entries.py): the views cannot show another text
+            if found:  # as a stored tree is (core/format/entries.py): the views cannot show another text
                 pointer, refusal = found[0]
                 raise UnrevivableValueError(f"{where}: at {pointer}: message refused: {refusal.text()}")
             return self.loads_checked(data, where, locate)
@@ -358,7 +358,7 @@ class ValueCodec:
         return value
 
     def revive(self, entry: ValueEntry, where: str, *, readable: bool = False) -> Any:
-        """A resolved value (core/entries.py) as a Python value, refusing (before any import)
+        """A resolved value (core/format/entries.py) as a Python value, refusing (before any import)
         types outside the allowlist; ``where`` names it in errors.
 
         Every kind of stored payload passes these checks before the serde sees it: a JSON tree

@@ -13,7 +13,7 @@ Each channel version a put brings (``new_versions``) is stored in the new checkp
 
 A node whose JSON is over ``large_value_bytes`` goes to ``large/<sha256>.json`` and the body
 keeps ``{"large": digest}`` (``ValueWriter.maybe_large``); ``large_digest`` is the one reader of
-that rule (core/objects.py). Every other channel is referred to where its version already lives
+that rule (core/format/objects.py). Every other channel is referred to where its version already lives
 (``ValueWriter.carried_refs``), found by version as InMemorySaver finds it.
 """
 
@@ -27,16 +27,16 @@ import orjson
 from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
-from .core import fields
 from .core.caches import Dep, refresh, stat_key_of
 from .core.documents import Documents
 from .core.durable import TOO_DEEP, json_size, too_deep
-from .core.entries import appended_weight
 from .core.errors import InvalidWriteError, RepoCheckpointError
-from .core.objects import PAIR, ROLE, large_digest, weight_problem
-from .core.packed import msgpack_array_header, msgpack_array_split
-from .core.storing import Host, Prepared, shared_tree, stored_node
-from .core.tree import b64, msgpack_to_tree
+from .core.format import fields
+from .core.format.entries import appended_weight
+from .core.format.objects import PAIR, ROLE, large_digest, weight_problem
+from .core.format.packed import msgpack_array_header, msgpack_array_split
+from .core.format.storing import Host, Prepared, shared_tree, stored_node
+from .core.format.tree import b64, msgpack_to_tree
 from .serde import ValueCodec
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
@@ -389,7 +389,7 @@ class ValueWriter:
     def stored_node(
         self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
     ) -> dict[str, Any]:
-        """A node as stored (core/storing.py); remembers the weight of its shared tree. A node
+        """A node as stored (core/format/storing.py); remembers the weight of its shared tree. A node
         the serializer took but JSON cannot hold for its depth is refused, naming where."""
         try:
             stored, weight = stored_node(
@@ -413,7 +413,7 @@ class ValueWriter:
         *,
         items: bool = False,
     ) -> Any:
-        """The tree with its shared subtrees replaced by references (core/storing.py)."""
+        """The tree with its shared subtrees replaced by references (core/format/storing.py)."""
         out, self.shared_weight, new = shared_tree(
             self.store, thread_id, tree, large, where, items=items, host=self.host
         )

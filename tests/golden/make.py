@@ -260,7 +260,7 @@ def reput_items(root: Path, target: Path) -> None:
 def make(name: str, work: Path) -> Made:
     """Migrate a copy of source ``name`` and re-put it, under ``work``."""
     from langgraph_checkpoint_repo import RepoSaver, copy_threads
-    from langgraph_checkpoint_repo.core.migrations import migrate_root
+    from langgraph_checkpoint_repo.core.format.migrations import migrate_root
     from langgraph_checkpoint_repo.transfer import thread_ids_of
 
     root, target = work / name / "migrated", work / name / "reput"

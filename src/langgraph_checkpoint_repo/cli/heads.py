@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from ..core import fields
 from ..core.errors import BadInputError
+from ..core.format import fields
 from .app import JsonOpt, NsOpt, Settings, ThreadArg, app, open_reader, settings_of
 from .output import Text, print_json, print_table
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     """What a head ends on: the text of the last message in ``messages``, else the channel
     whose version changed last, shortly (values as stored; what may be constructed is)."""
-    from ..core.versions import for_langgraph
+    from ..core.format.versions import for_langgraph
     from ..readmodel.tasks import is_internal
     from . import present
 

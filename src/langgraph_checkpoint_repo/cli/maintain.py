@@ -221,8 +221,8 @@ def migrate(
     atomically under its thread's lock, so an interrupted run is finished by running it again.
     """
     from ..core.checks import count_files
-    from ..core.migrations import migrate_root
-    from ..core.validation import SCHEMA_VERSION
+    from ..core.format.migrations import migrate_root
+    from ..core.format.validation import SCHEMA_VERSION
 
     settings = settings_of(ctx)
     require_root(settings.root)

@@ -188,7 +188,7 @@ def put(
     if tree is None:  # "$" keys: stored as the serializer stores a dict, a $map
         import ormsgpack
 
-        from ..core.tree import msgpack_to_tree
+        from ..core.format.tree import msgpack_to_tree
 
         tree = msgpack_to_tree(redactor.redact_msgpack(ormsgpack.packb(data)))
     files = _files(ctx, writing=True)

@@ -28,6 +28,9 @@ from typing import Any
 from .documents import Documents
 from .durable import digest_node, write_files
 from .errors import FileFormatError, InstallationError, RepoCheckpointError
+from .format.objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
+from .format.tree import MARKS, plain_value, type_pointer
+from .format.validation import pointer_part
 from .index import index_files, index_problem, is_plain
 from .items import KIND as ITEM_KIND
 from .items import SUFFIX as ITEM_SUFFIX
@@ -60,16 +63,13 @@ from .layout import (
 )
 from .masking import mask_secrets
 from .messages import MESSAGE_TYPES, MESSAGES, refusals
-from .objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
 from .sends import TASKS, send_problems
 from .snapshot import SnapshotDocuments, check_threads
 from .tracked import tracked_cache_files
-from .tree import MARKS, plain_value, type_pointer
 from .typenames import never_constructed
-from .validation import pointer_part
 
 Progress = Callable[[int], None]
 # a stored tree walked once (``types_and_refs``): its pointer, the tree, the types it names

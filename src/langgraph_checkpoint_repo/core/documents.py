@@ -28,8 +28,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import fields
-from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
 from .caches import (
     CACHE_ENTRIES,
     LRU,
@@ -42,10 +40,15 @@ from .caches import (
     stat_key,
     stat_key_of,
 )
-from .chains import Link, read_link, walk_chain
 from .durable import ThreadLocks, digest_node
-from .entries import ValueEntry
 from .errors import FileFormatError, LockTimeoutError, MissingReferenceError, RepoCheckpointError
+from .format import fields
+from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
+from .format.chains import Link, read_link, walk_chain
+from .format.entries import ValueEntry
+from .format.objects import REF, location_ref, names_object
+from .format.resolve import ValueResolver
+from .format.validation import pointer_part, validate_read
 from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
 from .jsonread import load_json
 from .layout import (
@@ -65,10 +68,7 @@ from .layout import (
     place_problem,
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
-from .objects import REF, location_ref, names_object
 from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
-from .resolve import ValueResolver
-from .validation import pointer_part, validate_read
 from .writing import Writer, prepare
 
 # a fresh process records the lineage it read again when it had to read at least this many

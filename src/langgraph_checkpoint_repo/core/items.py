@@ -48,11 +48,11 @@ import orjson
 from .caches import CACHE_ENTRIES, LRU, StatKey, settled, stat_key
 from .documents import Documents
 from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError
+from .format.validation import SCHEMA_VERSION, validate_read
 from .index import is_plain, load_items, save_items
 from .jsonread import SURROGATE_MESSAGE, lone_surrogate
 from .layout import STORE, Layout, encode_segment
 from .removal import remove_files
-from .validation import SCHEMA_VERSION, validate_read
 
 if TYPE_CHECKING:
     from .redaction import Redactor

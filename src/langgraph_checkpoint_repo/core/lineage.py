@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fields
 from .errors import FileFormatError
+from .format import fields
 
 CHOICE_KEY = "langgraph_repo_choice"
 

@@ -276,7 +276,7 @@ def read_message(tree: Any) -> Message | Refusal | None:
             "apart by class knows no role for it"
         )
         return Refusal(name, "", why, True, "$type")
-    if "$pydantic" in tree:  # how core/tree.py's from_tree reads a type node
+    if "$pydantic" in tree:  # how core/format/tree.py's from_tree reads a type node
         key = "$fields"
     elif "$method" in tree:
         why = "a message made by calling a method, not built from its fields (refused by the reader)"

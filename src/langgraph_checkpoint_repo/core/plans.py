@@ -30,16 +30,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import fields
-from .bookkeeping import depth
-from .chains import Link, walk_chain
 from .documents import Documents, writes_key
 from .errors import FileFormatError, MissingReferenceError
+from .format import fields
+from .format.bookkeeping import depth
+from .format.chains import Link, walk_chain
+from .format.objects import REF, large_in, location_of, ref_nodes
+from .format.storing import LARGE_VALUE_BYTES, Prepared, stored_node
+from .format.validation import SCHEMA_VERSION
 from .layout import CHECKPOINTS, LARGE, OBJECTS, encode_segment, value_file_kind
 from .lineage import Lineage
-from .objects import REF, large_in, location_of, ref_nodes
-from .storing import LARGE_VALUE_BYTES, Prepared, stored_node
-from .validation import SCHEMA_VERSION
 
 #: (thread_id, checkpoint_ns, checkpoint_id) -> the checkpoint's metadata, read from its file
 Metadata = Callable[[str, str, str], Mapping[str, Any]]
@@ -314,7 +314,7 @@ class _ChainMarks:
 
     def whole_list(self, version: Any, ref: str, vpath: Path) -> dict[str, Any]:
         """The body of a list stored whole, rebuilt from its append chain, stored the way a put
-        stores a whole value (core/storing.py: the same messages are the same objects); the
+        stores a whole value (core/format/storing.py: the same messages are the same objects); the
         objects and large file it needs that are not on disk join ``out.rescued_first``."""
         entry = self.store.value_entry(self.ns_dir, self.channel, version, ref)
         node = {"json": entry.tree}  # format 4: a json node is msgpack's

@@ -30,6 +30,9 @@ from typing import Any
 
 import orjson
 
+from .format.packed import msgpack_array_header, msgpack_array_split
+from .format.tree import msgpack_to_tree, tree_to_msgpack
+from .format.validation import pointer_part
 from .masking import (
     DEFAULT_KINDS,
     DEFAULT_PATTERNS,
@@ -39,9 +42,6 @@ from .masking import (
     mask,
     might_contain_secret,
 )
-from .packed import msgpack_array_header, msgpack_array_split
-from .tree import msgpack_to_tree, tree_to_msgpack
-from .validation import pointer_part
 
 RedactFunction = Callable[[str], str]
 PatternLike = str | re.Pattern[str]

@@ -13,11 +13,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import fields
 from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
+from .format import fields
+from .format.validation import pointer_part
 from .layout import CHECKPOINTS, Layout, encode_segment
-from .validation import pointer_part
 
 
 class Reporter(Protocol):

@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from .bookkeeping import MAX_DELTA_CHAIN, depth, materialize
 from .documents import Documents
+from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize
 from .layout import CHECKPOINTS, encode_segment
 
 

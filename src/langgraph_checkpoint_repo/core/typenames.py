@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from pathlib import Path
 
-from .tree import EXT_MARK, MARKS
+from .format.tree import EXT_MARK, MARKS
 
 TypeKey = tuple[str, ...]
 

@@ -24,10 +24,10 @@ from typing import Any
 from .caches import StatKey, folder_key
 from .durable import TOO_DEEP, dump_json, ensure_dir, fsync_dir, too_deep, write_batches, write_files
 from .errors import InvalidWriteError, RepoCheckpointError
+from .format.validation import validate_write
 from .jsonread import SURROGATE_MESSAGE, lone_surrogate, write_problem
 from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem
 from .removal import root_link_error
-from .validation import validate_write
 
 # told of each file written: (its path, its folder's stat key just before the write)
 Written = Callable[[Path, StatKey | None], None]

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core import fields
 from ..core.documents import Documents
-from ..core.entries import ValueEntry, entry_from_node
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError, UnrevivableValueError
+from ..core.format import fields
+from ..core.format.entries import ValueEntry, entry_from_node
+from ..core.format.tree import b64, named_types, plain_value
+from ..core.format.tree import readable as readable_tree
 from ..core.sends import TASKS, send_node
-from ..core.tree import b64, named_types, plain_value
-from ..core.tree import readable as readable_tree
 from ..core.typenames import Fix, TypeKey, python_fix
 from ..core.writes import merged_writes
 from .tasks import (

@@ -25,9 +25,9 @@ from typing import Any
 
 import xxhash
 
-from ..core import fields
+from ..core.format import fields
+from ..core.format.versions import for_langgraph
 from ..core.sends import TASKS, send_node
-from ..core.versions import for_langgraph
 
 START = "__start__"
 PUSH = "__pregel_push"
@@ -132,7 +132,7 @@ def trigger_node(channel: str) -> str | None:
 
 def _newer(version: Any, seen: Any) -> bool:
     """As LangGraph compares them once read: a short version and a long one a server or
-    another saver continued it with, by their counters (core/versions.py)."""
+    another saver continued it with, by their counters (core/format/versions.py)."""
     version, seen = for_langgraph(version), for_langgraph(seen)
     try:
         return bool(version > seen)

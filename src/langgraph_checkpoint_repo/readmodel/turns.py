@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import fields
+from ..core.format import fields
 from ..core.lineage import CHOICE_KEY
 from ..core.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
 from ..core.sends import TASKS, packet_tool_calls

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ..core import fields
 from ..core.checks import TRACKED_CACHE
 from ..core.documents import writes_key
 from ..core.errors import RepoCheckpointError
+from ..core.format import fields
+from ..core.format.validation import pointer_part
 from ..core.layout import (
     CACHE,
     CHECKPOINTS,
@@ -37,7 +38,6 @@ from ..core.layout import (
     is_temp_name,
     segment_name,
 )
-from ..core.validation import pointer_part
 from ..readmodel.reader import Reader
 from .model import FileAccount, Flag, NamespaceReport, Report, ThreadReport
 from .revisions import Changes

@@ -23,10 +23,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..core import fields
 from ..core.checks import Problem, Validator
 from ..core.digest import short_digest
 from ..core.errors import FileFormatError, RepoCheckpointError
+from ..core.format import fields
 from ..core.layout import (
     CHECKPOINTS,
     GITIGNORE_TEXT,

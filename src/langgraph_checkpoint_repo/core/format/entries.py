@@ -19,10 +19,10 @@ from typing import Any
 
 import ormsgpack
 
-from .caches import Dep
+from ..caches import Dep
+from ..errors import FileFormatError
+from ..messages import MESSAGE_TYPES, refusals
 from .chains import MAX_APPEND_DEPTH, too_long
-from .errors import FileFormatError
-from .messages import MESSAGE_TYPES, refusals
 from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .tree import TypeSet, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack

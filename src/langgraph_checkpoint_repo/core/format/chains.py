@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import FileFormatError
-from .layout import CHECKPOINTS, Layout
+from ..errors import FileFormatError
+from ..layout import CHECKPOINTS, Layout
 
 # the longest append chain a read follows (RepoSaver's snapshot_every is at most this, so every
 # chain it writes reads back); a longer or deeper one is a FileFormatError, never a recursion

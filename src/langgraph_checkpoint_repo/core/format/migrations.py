@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .documents import Documents
-from .durable import dump_json, write_files
-from .errors import FileFormatError, RepoCheckpointError, SchemaVersionError
-from .items import ItemFiles
-from .layout import (
+from ..documents import Documents
+from ..durable import dump_json, write_files
+from ..errors import FileFormatError, RepoCheckpointError, SchemaVersionError
+from ..items import ItemFiles
+from ..layout import (
     CHECKPOINTS,
     LARGE,
     OBJECTS,

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .layout import Layout
+from ..layout import Layout
 
 #: a whole copy after this many deltas in a row (the writer's rule; a read follows at most
 #: MAX_DELTA_CHAIN)

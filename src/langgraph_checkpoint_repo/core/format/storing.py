@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .documents import Documents
-from .durable import digest_node, json_size
-from .errors import InvalidWriteError
+from ..documents import Documents
+from ..durable import digest_node, json_size
+from ..errors import InvalidWriteError
 from .objects import (
     REF,
     Convert,
@@ -106,7 +106,7 @@ def shared_tree(
         why = problem.replace("expands", "would expand").replace("objects refer", "objects would refer")
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         raise InvalidWriteError("value", target, pointer, why)
-    if sharer.refused is not None:  # a read refuses it (core/entries.py): never written
+    if sharer.refused is not None:  # a read refuses it (core/format/entries.py): never written
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         why = f"a message the app would read back as another: {sharer.refused.text()}"
         raise InvalidWriteError("value", target, pointer, why)

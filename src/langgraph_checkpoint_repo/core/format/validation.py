@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from .errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
+from ..errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
 
 SCHEMA_VERSION = 4
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
@@ -32,7 +32,7 @@ RESERVED_EXTRA_KEYS = frozenset(
 
 def schemas_dir() -> Path:
     """Packaged schemas in a wheel, the repository's schemas/ in a checkout."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]
     packaged = package / "schemas"
     if packaged.is_dir():
         return packaged

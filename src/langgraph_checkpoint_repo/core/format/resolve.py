@@ -20,13 +20,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
+from ..durable import digest_node
+from ..errors import FileFormatError, MissingReferenceError
+from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
-from .caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
 from .chains import Link, walk_chain
-from .durable import digest_node
 from .entries import ValueEntry, append_entry, entry_from_node
-from .errors import FileFormatError, MissingReferenceError
-from .layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]

@@ -38,9 +38,9 @@ from typing import Any
 
 import orjson
 
-from .errors import FileFormatError
-from .jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_VALUES
-from .messages import Refusal, is_message_type, read_message
+from ..errors import FileFormatError
+from ..jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_VALUES
+from ..messages import Refusal, is_message_type, read_message
 from .tree import json_objects, node_types
 
 REF = "$ref"

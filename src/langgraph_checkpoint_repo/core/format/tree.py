@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 import ormsgpack
 
-from .errors import UnrevivableValueError
+from ..errors import UnrevivableValueError
 from .validation import pointer_part
 
 _OPT = ormsgpack.OPT_NON_STR_KEYS
