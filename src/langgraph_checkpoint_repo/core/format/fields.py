@@ -58,3 +58,14 @@ def value_refs(doc: Doc) -> dict[str, str]:
 def new_values(doc: Doc) -> dict[str, Any]:
     """The bodies of the channels this checkpoint changed."""
     return doc.get("new_values") or {}
+
+
+def parent_writes(doc: Doc) -> dict[str, Any]:
+    """The parent's pending writes this checkpoint took in (format 4), by write key."""
+    return doc.get("parent_writes") or {}
+
+
+def updated_channels(doc: Doc) -> list[str] | None:
+    """The channels the step that made this checkpoint updated, as LangGraph recorded them."""
+    value = doc["checkpoint"].get("updated_channels")
+    return list(value) if value is not None else None

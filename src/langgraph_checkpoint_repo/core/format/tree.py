@@ -289,6 +289,21 @@ class TypeSet(frozenset[tuple[str, ...]]):
     origins: dict[tuple[str, ...], str]
 
 
+def model_fields(node: Any) -> dict[str, Any] | None:
+    """The fields of a pydantic model (a LangChain message) as a tree stores them, or None:
+    readers of messages ask here rather than naming the key."""
+    got = node.get("$fields") if isinstance(node, dict) else None
+    return got if isinstance(got, dict) else None
+
+
+def object_fields(node: Any) -> dict[str, Any] | None:
+    """The fields of a constructed object: a model's, else its keyword arguments, or None."""
+    if not isinstance(node, dict):
+        return None
+    got = node.get("$fields", node.get("$kwargs"))
+    return got if isinstance(got, dict) else None
+
+
 def plain_value(tree: Any) -> Any:
     """A tree without constructed types, as fresh Python objects (no serde needed)."""
     return from_tree_bounded(tree)
