@@ -32,7 +32,7 @@ from graphs import cfg
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.cli.gitsetup import ORDER_NAME, order_lines
-from langgraph_checkpoint_repo.core.messages import ERROR_MARK
+from langgraph_checkpoint_repo.core.format.messages import ERROR_MARK
 from langgraph_checkpoint_repo.review import textconv
 from test_git import commit_all, git, init_repo
 

@@ -10,7 +10,7 @@ states, next tasks, interrupts and scheduled calls, and what the graph then does
 ``update_state`` of the same edit on ``InMemorySaver`` (LangGraph's reference).
 
 Every view marks a tool result that failed (``status: "error"``, turn 2's ``check_stock``)
-and a task that failed (an ``__error__`` write) with ``ERROR_MARK`` (core/messages.py), words
+and a task that failed (an ``__error__`` write) with ``ERROR_MARK`` (core/format/messages.py), words
 ``grep`` and a screen reader both find.
 """
 
@@ -34,7 +34,7 @@ from langgraph.types import Send
 from graphs import ask_graph, cfg, chat_graph, fan_graph
 from helpers import checkpoint_files, cli, file_bytes, one_line_error
 from langgraph_checkpoint_repo import RepoSaver, ThreadWaitsError
-from langgraph_checkpoint_repo.core.messages import ERROR_MARK
+from langgraph_checkpoint_repo.core.format.messages import ERROR_MARK
 from langgraph_checkpoint_repo.edits import packet_calls
 
 FLAT = "flat"  # a create_agent stopped before its tools

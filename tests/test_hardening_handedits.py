@@ -32,7 +32,7 @@ from typing_extensions import TypedDict
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph, line_graph
 from helpers import checkpoint_files, cli, load
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, UnrevivableValueError
-from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.canonical import dump_json
 from langgraph_checkpoint_repo.core.format.objects import object_digest
 
 # ---------------------------------------------------------------------------

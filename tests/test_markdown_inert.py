@@ -47,7 +47,7 @@ from graphs import ask_graph, cfg
 from helpers import cli, examples
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.cli.output import screen
-from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.canonical import dump_json
 from langgraph_checkpoint_repo.core.format.objects import names_object, object_digest
 from langgraph_checkpoint_repo.core.layout import Layout, decode_segment
 from langgraph_checkpoint_repo.readmodel.reader import Reader
@@ -726,7 +726,7 @@ def test_a_field_of_another_type_that_validate_accepts_is_shown_not_raised(
         commit_forged(repo)
         valid, wrong = check_commands(repo, path)
         # a user message with tool calls is one LangChain's tools see: validate refuses it now
-        # (core/messages.py); what matters here is that every view still renders it
+        # (core/format/messages.py); what matters here is that every view still renders it
         assert valid == (1 if change is _tool_calls_5 else 0) and not wrong, "\n".join(wrong)
         out = cli(repo / ".langgraph", "review", "HEAD~2..HEAD", cwd=repo).stdout
         assert shown in out, out

@@ -1,4 +1,4 @@
-"""A stored message is shown as LangChain will build it, or refused (core/messages.py).
+"""A stored message is shown as LangChain will build it, or refused (core/format/messages.py).
 
 The app never reads a message's stored fields: the serde hands them to the message's class,
 and LangChain's constructors and validators build the message. A field that changes what is
@@ -43,12 +43,9 @@ from graphs import cfg, line_graph
 from helpers import cli, examples, load
 from langgraph_checkpoint_repo import InvalidWriteError, RepoSaver, RepoStore, UnrevivableValueError
 from langgraph_checkpoint_repo.core.checks import Validator
-from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.canonical import dump_json
 from langgraph_checkpoint_repo.core.format.entries import entry_from_node
-from langgraph_checkpoint_repo.core.format.objects import object_digest
-from langgraph_checkpoint_repo.core.format.tree import msgpack_to_tree
-from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
-from langgraph_checkpoint_repo.core.messages import (
+from langgraph_checkpoint_repo.core.format.messages import (
     BASES,
     CLASSES,
     Message,
@@ -57,6 +54,9 @@ from langgraph_checkpoint_repo.core.messages import (
     partial_json,
     read_message,
 )
+from langgraph_checkpoint_repo.core.format.objects import object_digest
+from langgraph_checkpoint_repo.core.format.tree import msgpack_to_tree
+from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.core.typenames import SAFE_TYPES
 from langgraph_checkpoint_repo.review import textconv
 from langgraph_checkpoint_repo.serde import reader_codec

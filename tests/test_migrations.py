@@ -25,7 +25,7 @@ from langchain_core.messages import HumanMessage
 from graphs import build_fixture_tree, cfg, chat_graph, normalised, resume_fixture_tree
 from helpers import cli
 from langgraph_checkpoint_repo import FileFormatError, RepoSaver, RepoStore, SchemaVersionError
-from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.canonical import dump_json
 from langgraph_checkpoint_repo.core.format.migrations import STEPS, migrate_root, upgrade, v1_to_v2
 from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION, validate_read
 

@@ -27,7 +27,7 @@ from langchain_core.messages import ToolMessage
 from graphs import ask_graph, cfg
 from helpers import cli, load
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
-from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.canonical import dump_json
 from langgraph_checkpoint_repo.core.format.objects import object_digest
 from langgraph_checkpoint_repo.review import revisions
 from test_git import commit_all, git, init_repo

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from graphs import ask_graph, cfg
 from helpers import LONG, cli
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
-from langgraph_checkpoint_repo.core.durable import dump_json
+from langgraph_checkpoint_repo.core.format.canonical import dump_json
 from langgraph_checkpoint_repo.core.format.objects import object_digest
 from test_git import git
 from test_review_faithful import AGENT, ASK, agent, build_repo

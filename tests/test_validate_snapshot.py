@@ -177,8 +177,8 @@ def test_a_package_with_missing_or_broken_schemas_says_so_and_blames_no_data_fil
     from graphs import cfg, chat_graph
     from langgraph_checkpoint_repo import RepoSaver
     from langgraph_checkpoint_repo.cli.exits import FAILED
-    from langgraph_checkpoint_repo.core.format import validation
     from langgraph_checkpoint_repo.core.errors import InstallationError
+    from langgraph_checkpoint_repo.core.format import validation
 
     root = tmp_path / "root"
     chat_root(root, "a", 2)

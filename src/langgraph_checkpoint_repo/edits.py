@@ -21,7 +21,7 @@ from typing import Any
 from langgraph.types import Send
 
 from .core.errors import BadInputError
-from .core.messages import MESSAGES
+from .core.format.messages import MESSAGES
 
 _CONTEXT = "tool_call_with_context"  # langgraph.prebuilt's ToolCallWithContext
 

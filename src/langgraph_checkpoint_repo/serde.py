@@ -34,6 +34,7 @@ from ._compat import (
 )
 from .core.errors import FileFormatError, InvalidWriteError, UnrevivableValueError
 from .core.format.entries import ValueEntry
+from .core.format.messages import refusals
 from .core.format.tree import (
     CONSTRUCTOR_CODES,
     EXT_DELTA,
@@ -55,7 +56,6 @@ from .core.format.tree import (
     type_index,
     type_pointer,
 )
-from .core.messages import refusals
 from .core.typenames import (
     MAIN,
     SAFE_METHODS,

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 import typer
 
 from ..core.errors import BadInputError, ThreadWaitsError
-from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
+from ..core.format.messages import ERROR_MARK, MESSAGES, Message, read_message
 from .app import CheckpointOpt, NsOpt, ThreadArg, app, open_reader, settings_of
 from .output import Text
 
@@ -51,7 +51,7 @@ WAITING_NOTE = (
     ' The thread waits ("waiting", not read back): saving an edit needs --force, and then each '
     'item goes as it says (docs/cli.md, "edit").'
 )
-#: a tool result's ``status`` as the form shows it: the marker every view uses (core/messages.py)
+#: a tool result's ``status`` as the form shows it: the marker every view uses (core/format/messages.py)
 STATUS_SHOWN = {"error": ERROR_MARK}
 STATUS_READ = {"success": "success", "error": "error", ERROR_MARK: "error"}
 
@@ -230,7 +230,7 @@ def _check_waiting(thread: str, waits: list[Waiting], kept: str = "") -> None:
 
 def message_form(tree: Any) -> Any:
     """A stored message as ``{id, role, content, ...}``, as LangChain builds it
-    (core/messages.py); a value that is none, or a message the rule refuses: as stored."""
+    (core/format/messages.py); a value that is none, or a message the rule refuses: as stored."""
     got = read_message(tree)
     if not isinstance(got, Message):
         return tree

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..core.messages import ERROR_MARK
+from ..core.format.messages import ERROR_MARK
 
 if TYPE_CHECKING:
     from ..readmodel.turns import Event

@@ -852,7 +852,7 @@ def _call_html(
 ) -> str:
     """One subgraph call, folded: its node, and what it added: the events of its line less the
     messages the parent already had when it called (its input); the calls it made in turn."""
-    from ..core.messages import message_fields
+    from ..core.format.messages import message_fields
     from ..readmodel.turns import events_along, line_to
 
     node = child.rpartition("|")[2].rpartition(":")[0]

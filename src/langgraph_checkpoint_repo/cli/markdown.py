@@ -18,7 +18,7 @@ import html as _html
 import re
 from collections.abc import Sequence
 
-from ..core.messages import ERROR_MARK
+from ..core.format.messages import ERROR_MARK
 from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
 from ..readmodel.tasks import is_internal
 from ..readmodel.turns import Branch, Event

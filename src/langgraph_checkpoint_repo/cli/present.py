@@ -17,8 +17,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..core.format.messages import ERROR_MARK, Refusal, content_text, read_message
 from ..core.masking import mask_secrets
-from ..core.messages import ERROR_MARK, Refusal, content_text, read_message
 from ..core.typenames import Fix, refusal_fix
 from ..readmodel.tasks import Raw
 
@@ -76,7 +76,7 @@ def python_text(value: Any) -> str:
 # ----------------------------------------------------------------------
 def _message_fields(value: Any) -> dict[str, Any] | None:
     """Role, text and tool calls of a message: a LangChain message object, or a stored tree
-    read as LangChain will build it (core/messages.py; one the rule refuses says why)."""
+    read as LangChain will build it (core/format/messages.py; one the rule refuses says why)."""
     if isinstance(value, Mapping):
         got = read_message(value)
         if got is None:

@@ -15,7 +15,7 @@ import typer
 
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
-from ..core.messages import ERROR_MARK
+from ..core.format.messages import ERROR_MARK
 from .app import JsonOpt, app, require_root, settings_of
 from .events import (
     Turn,

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..core.messages import ERROR_MARK
+from ..core.format.messages import ERROR_MARK
 from ..core.plans import PrunePlan
 from ..readmodel.diff import ChannelChange
 from ..readmodel.reader import Reader, StateView

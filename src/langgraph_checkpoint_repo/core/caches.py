@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .durable import dump_json
+from .format.canonical import dump_json
 from .layout import is_temp_name
 
 RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change again unseen

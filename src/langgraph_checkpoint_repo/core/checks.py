@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from .documents import Documents
-from .durable import digest_node, write_files
+from .durable import write_files
 from .errors import FileFormatError, InstallationError, RepoCheckpointError
+from .format.canonical import digest_node
+from .format.messages import MESSAGE_TYPES, MESSAGES, refusals
 from .format.objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
 from .format.tree import MARKS, plain_value, type_pointer
 from .format.validation import pointer_part
@@ -62,7 +64,6 @@ from .layout import (
     value_file_kind,
 )
 from .masking import mask_secrets
-from .messages import MESSAGE_TYPES, MESSAGES, refusals
 from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
@@ -220,7 +221,7 @@ class Validator:
 
     def _messages(self, path: Path, trees: list[_Walked], rejected: set[str]) -> None:
         """Every stored message LangChain would build other than the views show it, or not
-        at all (core/messages.py): a problem at the refused field. A tree the revival check
+        at all (core/format/messages.py): a problem at the refused field. A tree the revival check
         rejected already is not reported twice."""
         for pointer, tree, types, _ in trees:
             if pointer in rejected or not any(key[:2] in MESSAGE_TYPES for key in types):

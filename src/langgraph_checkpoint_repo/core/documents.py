@@ -40,10 +40,11 @@ from .caches import (
     stat_key,
     stat_key_of,
 )
-from .durable import ThreadLocks, digest_node
+from .durable import ThreadLocks
 from .errors import FileFormatError, LockTimeoutError, MissingReferenceError, RepoCheckpointError
 from .format import fields
 from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
+from .format.canonical import digest_node
 from .format.chains import Link, read_link, walk_chain
 from .format.entries import ValueEntry
 from .format.objects import REF, location_ref, names_object

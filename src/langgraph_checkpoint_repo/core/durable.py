@@ -8,8 +8,6 @@ no file or the whole file. Batches fsync each touched folder once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import secrets
 import stat
@@ -28,73 +26,6 @@ if TYPE_CHECKING:  # imported where a lock is first taken: the reading commands 
 
 from .errors import LockTimeoutError, RepoCheckpointError
 from .jsonread import TOO_DEEP as _TOO_DEEP
-
-_INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-LINE_WIDTH = 120  # an array or object whose compact JSON fits in this (indent included) is one line
-# what json.dumps(sort_keys=True, ensure_ascii=False, separators=(", ", ": ")) builds on every
-# call, built once (it keeps no state between calls)
-_FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
-
-
-def dump_json(doc: Any) -> bytes:
-    """The one canonical byte form: sorted keys, 2-space indent, UTF-8, final newline, and
-    every array or object that fits in ``LINE_WIDTH`` columns on one line.
-
-    The one-line rule keeps bookkeeping (versions, references, empty bodies) to a line per
-    entry, so the diff of a turn is about the turn. Each decision is taken on orjson's
-    compact output, so the bytes depend on the document alone.
-    """
-    if not isinstance(doc, dict | list) or not doc:
-        return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
-    out: list[bytes] = []
-    _emit(doc, 0, out)
-    out.append(b"\n")
-    return b"".join(out)
-
-
-def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
-    """One value at ``indent`` after ``lead`` columns of key: an array or object on one line
-    (``", "`` and ``": "`` between members, as a person writes it) when it fits, and a
-    reference to an object (``{"$ref": ...}``, all its members strings) always: one line
-    names one thing."""
-    if isinstance(node, dict | list) and node:
-        if len(node) * 4 <= LINE_WIDTH or (isinstance(node, dict) and _is_reference(node)):
-            room = LINE_WIDTH - indent - lead
-            if isinstance(node, dict) and _is_reference(node):
-                room = 1 << 30
-            if len(orjson.dumps(node)) <= room:  # compact is never longer: a cheap test first
-                data = _FLAT.encode(node).encode("utf-8")
-                if len(data) <= room:
-                    out.append(data)
-                    return
-        pad = b"\n" + b" " * (indent + 2)
-        if isinstance(node, list):
-            out.append(b"[")
-            for i, item in enumerate(node):
-                out.append(pad if i == 0 else b"," + pad)
-                _emit(item, indent + 2, out)
-            out.append(b"\n" + b" " * indent + b"]")
-            return
-        out.append(b"{")
-        for i, key in enumerate(sorted(node)):
-            out.append(pad if i == 0 else b"," + pad)
-            name = orjson.dumps(key) + b": "
-            out.append(name)
-            _emit(node[key], indent + 2, out, len(name))
-        out.append(b"\n" + b" " * indent + b"}")
-        return
-    out.append(orjson.dumps(node))
-
-
-def _is_reference(node: dict[str, Any]) -> bool:
-    return "$ref" in node and all(isinstance(v, str) for v in node.values())
-
-
-def digest_node(node: Any) -> str:
-    """sha256 of a node's indented JSON: the name of a ``large/`` file (the form format 2
-    wrote, kept so every large file keeps its name)."""
-    return hashlib.sha256(orjson.dumps(node, option=_INDENT_OPTIONS)).hexdigest()
-
 
 #: what a write that orjson cannot encode for its depth is refused with (values.py, writing.py),
 #: as a read refuses a file nested deeper (jsonread.MAX_JSON_DEPTH)

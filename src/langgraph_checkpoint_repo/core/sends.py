@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .messages import MESSAGES, Message, read_message
+from .format.messages import MESSAGES, Message, read_message
 
 #: the channel LangGraph keeps a step's ``Send`` packets in
 TASKS = "__pregel_tasks"
@@ -132,7 +132,7 @@ def is_tool_call(value: Any) -> bool:
 
 def _asked(messages: Any) -> list[dict[str, Any]]:
     """The tool calls of the last AI message (none when it makes none), as LangChain builds
-    them (core/messages.py) and ``ToolNode`` takes them."""
+    them (core/format/messages.py) and ``ToolNode`` takes them."""
     if not isinstance(messages, list):
         return []
     for tree in reversed(messages):

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .caches import StatKey, folder_key
-from .durable import TOO_DEEP, dump_json, ensure_dir, fsync_dir, too_deep, write_batches, write_files
+from .durable import TOO_DEEP, ensure_dir, fsync_dir, too_deep, write_batches, write_files
 from .errors import InvalidWriteError, RepoCheckpointError
+from .format.canonical import dump_json
 from .format.validation import validate_write
 from .jsonread import SURROGATE_MESSAGE, lone_surrogate, write_problem
 from .layout import CHECKPOINTS, GITIGNORE_TEXT, WRITES, Layout, place_problem

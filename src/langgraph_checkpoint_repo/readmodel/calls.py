@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from weakref import WeakKeyDictionary
 
 from ..core.errors import RepoCheckpointError
-from ..core.messages import MESSAGES, Refusal, message_fields, read_message
+from ..core.format.messages import MESSAGES, Refusal, message_fields, read_message
 from .reader import Reader, StateView
 from .turns import Event
 

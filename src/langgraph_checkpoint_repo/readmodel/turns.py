@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.format import fields
+from ..core.format.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
 from ..core.lineage import CHOICE_KEY
-from ..core.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
 from ..core.sends import TASKS, packet_tool_calls
 from .reader import Reader, StateView
 from .tasks import (
@@ -58,7 +58,7 @@ class Event:
 
 
 def message_event(tree: Any, checkpoint_id: str, step: int | None, kind: str = "message") -> Event:
-    """The event of one stored message, as LangChain will build it (core/messages.py): a
+    """The event of one stored message, as LangChain will build it (core/format/messages.py): a
     message the rule refuses as ``refused`` with why, a value that is none as ``value``."""
     got = read_message(tree)
     if got is None:

@@ -31,8 +31,8 @@ from typing import Any
 
 import orjson
 
-from ..core.durable import dump_json
 from ..core.errors import FileFormatError, InvalidWriteError
+from ..core.format.canonical import dump_json
 from ..core.format.validation import pointer_part, validate_read, validate_write
 from ..core.items import KIND, iso, stored_item, time_problems, utc_now
 from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, parse_strict

@@ -27,6 +27,7 @@ from ..core.checks import Problem, Validator
 from ..core.digest import short_digest
 from ..core.errors import FileFormatError, RepoCheckpointError
 from ..core.format import fields
+from ..core.format.messages import Message, read_message
 from ..core.layout import (
     CHECKPOINTS,
     GITIGNORE_TEXT,
@@ -36,7 +37,6 @@ from ..core.layout import (
     is_hashed_segment,
     segment_name,
 )
-from ..core.messages import Message, read_message
 from ..core.sends import TASKS, send_problems
 from ..readmodel.calls import Site, count_users, handed, nest, site_of
 from ..readmodel.diff import diff_trees

@@ -13,7 +13,7 @@ first place the file refers to it; format 3: its file in ``objects/``), and else
 Every part of a file is either shown or summed up by a digest on a line that is shown (a
 folded value, the fields of a message a line does not show, the bookkeeping), so a change
 anywhere in a file changes some line of its view. A message is shown as LangChain will build
-it (core/messages.py), or as refused, with its fields. A file that is not a state file, or not
+it (core/format/messages.py), or as refused, with its fields. A file that is not a state file, or not
 strict JSON, is printed as it is. Whatever is printed is screened: git prints it to a terminal,
 so control characters are escaped and secrets masked.
 
@@ -33,10 +33,10 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from ..core.errors import FileFormatError
+from ..core.format.messages import DEFAULTS, ERROR_MARK, Message, Refusal, is_message_type, read_message
 from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, parse_strict
 from ..core.jsontext import digest
 from ..core.masking import escape_controls, mask_message
-from ..core.messages import DEFAULTS, ERROR_MARK, Message, Refusal, is_message_type, read_message
 
 #: the version of this view; git-setup puts it in the driver's command line, so a release that
 #: changes the view (and bumps it) invalidates the text git cached (``cachetextconv``)
@@ -553,7 +553,7 @@ def _is_null(node: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------
-# messages, as LangChain will build them (core/messages.py)
+# messages, as LangChain will build them (core/format/messages.py)
 # ----------------------------------------------------------------------------
 class _Node:
     """A tree inside a message's line, rendered compactly where the line is made."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..core.messages import MESSAGES
+from ..core.format.messages import MESSAGES
 from ..core.sends import packet_tool_calls
 from ..readmodel.turns import Event, message_event
 from .model import ItemReport, Line, PendingTask, Report, ThreadReport, Verdict

@@ -21,8 +21,8 @@ import ormsgpack
 
 from ..caches import Dep
 from ..errors import FileFormatError
-from ..messages import MESSAGE_TYPES, refusals
 from .chains import MAX_APPEND_DEPTH, too_long
+from .messages import MESSAGE_TYPES, refusals
 from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
 from .tree import TypeSet, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
@@ -84,7 +84,7 @@ class ValueEntry:
 
     def check_messages(self, tree: Any) -> None:
         """Refuse (naming the file and pointer) a message LangChain would build as another
-        message than every view shows (core/messages.py); one it refuses to build at all is
+        message than every view shows (core/format/messages.py); one it refuses to build at all is
         left to the serde, whose strict read says why. ``tree``: this entry's own tree or
         items, checked before they are turned into msgpack (once per link of a list)."""
         if not self.types or not any(key[:2] in MESSAGE_TYPES for key in self.types):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Documents
-from ..durable import dump_json, write_files
+from ..durable import write_files
 from ..errors import FileFormatError, RepoCheckpointError, SchemaVersionError
 from ..items import ItemFiles
 from ..layout import (
@@ -39,6 +39,7 @@ from ..layout import (
     is_temp_name,
     item_place_problem,
 )
+from .canonical import dump_json
 from .validation import SCHEMA_VERSION, check_version, validate_read
 
 Doc = dict[str, Any]

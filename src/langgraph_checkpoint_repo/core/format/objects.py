@@ -40,7 +40,7 @@ import orjson
 
 from ..errors import FileFormatError
 from ..jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_VALUES
-from ..messages import Refusal, is_message_type, read_message
+from .messages import Refusal, is_message_type, read_message
 from .tree import json_objects, node_types
 
 REF = "$ref"
@@ -184,7 +184,7 @@ class Sharer:
         self._locate = locate
         self._convert = convert
         self._held: Mapping[str, Any] = held if held is not None else {}
-        # the first message a read would refuse (core/messages.py): the writer refuses it
+        # the first message a read would refuse (core/format/messages.py): the writer refuses it
         self.refused: Refusal | None = None
 
     def share(self, tree: Any) -> Any:

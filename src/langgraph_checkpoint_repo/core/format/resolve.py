@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
-from ..durable import digest_node
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
+from .canonical import digest_node
 from .chains import Link, walk_chain
 from .entries import ValueEntry, append_entry, entry_from_node
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Documents
-from ..durable import digest_node, json_size
+from ..durable import json_size
 from ..errors import InvalidWriteError
+from .canonical import digest_node
 from .objects import (
     REF,
     Convert,

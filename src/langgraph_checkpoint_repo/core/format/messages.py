@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from .jsontext import digest, sorted_json
+from ..jsontext import digest, sorted_json
 
 #: the channel a conversation lives in (MessagesState's, create_agent's)
 MESSAGES = "messages"
