@@ -188,17 +188,28 @@ def edit_state(
             )
         step = parent.metadata.get("step")
         new_step = step + 1 if isinstance(step, int) else None
-        checkpoint: Any = {
-            **parent.checkpoint,
-            "id": str(uuid6(clock_seq=new_step)),
-            "ts": datetime.now(timezone.utc).isoformat(),
-            "channel_versions": versions,
-            "channel_values": {**parent.checkpoint["channel_values"], **values},
-            "updated_channels": None,
-        }
+        checkpoint = _continued(parent.checkpoint, new_step, versions, values)
         parents = dict(parent.metadata.get("parents") or {})
         metadata: Any = {"source": "update", "step": new_step, "parents": parents}
         return saver.put(parent.config, checkpoint, metadata, new_versions)
+
+
+def _continued(
+    parent: Checkpoint, step: int | None, versions: dict[str, Any], values: Mapping[str, Any]
+) -> Checkpoint:
+    """A checkpoint continuing ``parent`` with ``values`` changed (an edit, a merge): a new
+    id and time, every other field kept; it names no updated channels, so what the parent
+    scheduled stays scheduled."""
+    changed = Checkpoint(
+        v=parent["v"],
+        id=str(uuid6(clock_seq=step)),
+        ts=datetime.now(timezone.utc).isoformat(),
+        channel_values={**parent["channel_values"], **values},
+        channel_versions=versions,
+        versions_seen=parent["versions_seen"],
+        updated_channels=None,
+    )
+    return {**parent, **changed}
 
 
 def merge_heads(saver: ForkSaver, config: RunnableConfig, other: str) -> RunnableConfig:
@@ -245,16 +256,8 @@ def merge_heads(saver: ForkSaver, config: RunnableConfig, other: str) -> Runnabl
         version = saver.get_next_version(None if current is None else str(current), None)
         versions[MERGED_CHANNEL] = version
         step = kept.metadata.get("step")
-        new_id = str(uuid6(clock_seq=step if isinstance(step, int) else None))
-        checkpoint: Any = {
-            **kept.checkpoint,
-            "id": new_id,
-            "ts": datetime.now(timezone.utc).isoformat(),
-            "channel_versions": versions,
-            "channel_values": {**kept.checkpoint["channel_values"], MERGED_CHANNEL: own + added},
-            # as edit_state: none named, so what the kept head scheduled stays scheduled
-            "updated_channels": None,
-        }
+        step = step if isinstance(step, int) else None
+        checkpoint = _continued(kept.checkpoint, step, versions, {MERGED_CHANNEL: own + added})
         over = sorted(heads - {keep})
         choice = {"chose": keep, "over": over, "merged": [other]}
         metadata: Any = {**kept.metadata, "source": "fork", CHOICE_KEY: choice}

@@ -60,10 +60,12 @@ from .core.format import fields
 from .core.format.bookkeeping import compact
 from .core.format.bookkeeping import depth as delta_depth
 from .core.format.chains import MAX_APPEND_DEPTH
+from .core.format.decode import extra_trees, langgraph_checkpoint
+from .core.format.encode import checkpoint_document, extra_fields, stored_fields, writes_document
 from .core.format.entries import ValueEntry, entry_from_node
+from .core.format.records import CheckpointRecord, TaskWrites
 from .core.format.storing import LARGE_VALUE_BYTES
-from .core.format.validation import RESERVED_EXTRA_KEYS, SCHEMA_VERSION, pointer_part
-from .core.format.versions import for_file, for_langgraph, next_version, seen_for_file, seen_for_langgraph
+from .core.format.versions import for_file, next_version, seen_for_file
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
@@ -94,8 +96,6 @@ REQUEST_METADATA = frozenset(
 # the keys of parent_writes (schemas/checkpoint.schema.json): a writes file named otherwise stays a file
 _WRITES_KEY = re.compile(r"[0-9A-Za-z_.-]{1,100}")
 
-# the Checkpoint keys kept under "checkpoint"; its "id" is the file's checkpoint_id (format 2)
-_CHECKPOINT_KEYS = ("v", "ts", "channel_versions", "versions_seen", "updated_channels")
 # how many times a file is decided again when a put beside it, whose objects it referred to,
 # failed (each time it holds them itself); then that failure is its own
 DECIDE_AGAIN = 3
@@ -344,29 +344,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         deps=deps,
                     )
                     self._lists[key].weight = entry.weight
-        stored = fields.checkpoint_fields(doc)
-        checkpoint: dict[str, Any] = {
-            "v": stored["v"],
-            "id": cid,
-            "ts": stored["ts"],
-            "channel_values": values,
-            # widened: another saver's next version must compare above them (core/format/versions.py)
-            "channel_versions": {k: for_langgraph(v) for k, v in stored["channel_versions"].items()},
-            "versions_seen": seen_for_langgraph(stored["versions_seen"]),
-        }
-        if "updated_channels" in stored:
-            uc = stored["updated_channels"]
-            checkpoint["updated_channels"] = list(uc) if uc is not None else None
+        checkpoint = langgraph_checkpoint(doc, values)
         cpath = str(self.store.layout.checkpoint_path(thread_id, ns, cid))
-        for key, tree in stored.get("extra", {}).items():
-            if key in RESERVED_EXTRA_KEYS or key in checkpoint:
-                raise FileFormatError(
-                    cpath,
-                    f"/checkpoint/extra/{pointer_part(key)}",
-                    f"{key!r} is a key of the checkpoint itself and cannot come from extra",
-                )
-            pointer = f"/checkpoint/extra/{key}"
-            checkpoint[key] = self.codec.revive_tree(tree, self._where(doc, pointer), cpath, pointer)
+        for name, pointer, tree in extra_trees(doc, cpath):
+            checkpoint[name] = self.codec.revive_tree(tree, self._where(doc, pointer), cpath, pointer)
         metadata = self.codec.revive_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
         parent = doc["parent_checkpoint_id"]
         return CheckpointTuple(
@@ -456,34 +437,24 @@ class RepoSaver(BaseCheckpointSaver[str]):
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
             taken, taken_files = self._take_parent_writes(thread_id, ns, cid, parent_id, writer, stored.large)
             target = f"thread {thread_id!r} checkpoint {cid}"
-            kept: dict[str, Any] = {k: checkpoint[k] for k in _CHECKPOINT_KEYS if k in checkpoint}  # type: ignore[literal-required]
-            extra = {
-                k: writer.tree(v, target, f"/checkpoint/extra/{k}")
-                for k, v in checkpoint.items()
-                if k not in _CHECKPOINT_KEYS and k not in ("id", "channel_values")
-            }
-            if extra:
-                kept["extra"] = extra
-            cdoc: dict[str, Any] = {
-                "schema_version": SCHEMA_VERSION,
-                "kind": "checkpoint",
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": cid,
-                "parent_checkpoint_id": parent_id,
-                "metadata": writer.tree(self._metadata(config, metadata), target, "/metadata"),
-                "checkpoint": kept,
-                "values": stored.carried,
-            }
-            if stored.bodies:
-                cdoc["new_values"] = stored.bodies
-            if taken:
-                cdoc["parent_writes"] = taken
+            extra = {k: writer.tree(v, target, f"/checkpoint/extra/{k}") for k, v in extra_fields(checkpoint)}
             cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
-            objects = {**self._replaced_objects(cpath), **host.objects}
-            if objects:
-                cdoc["objects"] = objects
-            cdoc = compact(cdoc, *self._delta_base(thread_id, ns, parent_id, writer.parent))
+            record = CheckpointRecord(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=cid,
+                parent_id=parent_id,
+                checkpoint=stored_fields(checkpoint),
+                extra=extra,
+                metadata=writer.tree(self._metadata(config, metadata), target, "/metadata"),
+                values=stored.carried,
+                new_values=stored.bodies,
+                parent_writes=taken,
+                objects={**self._replaced_objects(cpath), **host.objects},
+            )
+            cdoc = compact(
+                checkpoint_document(record), *self._delta_base(thread_id, ns, parent_id, writer.parent)
+            )
             prepared = self.store.prepare("checkpoint", cdoc, cpath)
             done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
         written = False
@@ -662,18 +633,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return True
-            doc = {
-                "schema_version": SCHEMA_VERSION,
-                "kind": "writes",
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": cid,
-                "task_id": task_id,
-                "task_path": task_path,
-                "writes": entries,
-            }
-            if host.objects:
-                doc["objects"] = host.objects
+            doc = writes_document(TaskWrites(thread_id, ns, cid, task_id, task_path, entries, host.objects))
             layout = self.store.layout
             path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
             prepared = self.store.prepare("writes", doc, path)

@@ -32,11 +32,12 @@ from .core.documents import Documents
 from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format import fields
+from .core.format.chains import append_body
 from .core.format.entries import appended_weight
-from .core.format.objects import PAIR, ROLE, large_digest, weight_problem
+from .core.format.objects import input_tag, is_pair_tag, large_digest, weight_problem
 from .core.format.packed import msgpack_array_header, msgpack_array_split
 from .core.format.storing import Host, Prepared, shared_tree, stored_node
-from .core.format.tree import b64, msgpack_to_tree
+from .core.format.tree import b64, model_fields, msgpack_to_tree
 from .serde import ValueCodec
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
@@ -132,16 +133,16 @@ class ValueWriter:
                 or not isinstance(node.get("id", ""), str)
             ):
                 return None
-            tag, content, ident = {ROLE: role}, node["content"], node.get("id")
+            tag, content, ident = input_tag(role, pair=False), node["content"], node.get("id")
             given: Any = dict(node)
         elif isinstance(node, list):
             if len(node) != 2 or not all(isinstance(x, str) for x in node) or node[0] not in _ROLES:
                 return None
-            tag, content, ident = {PAIR: node[0]}, node[1], None
+            tag, content, ident = input_tag(node[0], pair=True), node[1], None
             given = (node[0], node[1])
         else:
             return None
-        key = orjson.dumps(node, option=orjson.OPT_SORT_KEYS).decode() + ("p" if PAIR in tag else "r")
+        key = orjson.dumps(node, option=orjson.OPT_SORT_KEYS).decode() + ("p" if is_pair_tag(tag) else "r")
         known = self.inputs.get(key)
         if known is not None:
             return known
@@ -153,12 +154,8 @@ class ValueWriter:
         if type_ != "msgpack":
             return None
         tree = msgpack_to_tree(data)
-        fields = tree.get("$fields") if isinstance(tree, dict) else None
-        if (
-            not isinstance(fields, dict)
-            or _canonical(fields.get("content")) != _canonical(content)
-            or fields.get("id") != ident
-        ):
+        got = model_fields(tree)
+        if got is None or _canonical(got.get("content")) != _canonical(content) or got.get("id") != ident:
             return None
         if len(self.inputs) >= 256:
             self.inputs.clear()
@@ -376,15 +373,14 @@ class ValueWriter:
                 items = full[state.count :]
         if items is None or json_size(items) > self.large_value_bytes:
             return None
-        out: dict[str, Any] = {"base_length": state.count, "items": items}
         parent = self.parent
         if (
             parent is None
             or parent["values"].get(channel) != state.ref
             or not _same_version(fields.channel_versions(parent).get(channel), state.version)
         ):  # not the list its parent holds: named (format 4 leaves the parent's unnamed)
-            out["base"], out["base_ref"] = state.version, state.ref
-        return out
+            return append_body(state.count, items, (state.version, state.ref))
+        return append_body(state.count, items)
 
     def stored_node(
         self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None

@@ -28,9 +28,19 @@ from typing import Any
 from .documents import Documents
 from .durable import write_files
 from .errors import FileFormatError, InstallationError, RepoCheckpointError
+from .format import fields
 from .format.canonical import digest_node
 from .format.messages import MESSAGE_TYPES, MESSAGES, refusals
-from .format.objects import EDITED, REF, large_ref, location_of, names_object, types_and_refs, without_refs
+from .format.needs import needed_files
+from .format.objects import (
+    EDITED,
+    large_ref,
+    location_of,
+    names_object,
+    ref_digest,
+    types_and_refs,
+    without_refs,
+)
 from .format.tree import MARKS, plain_value, type_pointer
 from .format.validation import pointer_part
 from .index import index_files, index_problem, is_plain
@@ -64,7 +74,6 @@ from .layout import (
     value_file_kind,
 )
 from .masking import mask_secrets
-from .plans import needed_files
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
 from .sends import TASKS, send_problems
@@ -248,7 +257,7 @@ class Validator:
                     if not spath.startswith(self._threads_prefix):
                         return
                     tname = spath[len(self._threads_prefix) :].split(os.sep, 1)[0]
-                digest = node[REF]
+                digest = ref_digest(node)
                 loc = location_of(node)
                 if loc is None and digest in held:
                     continue
@@ -492,7 +501,7 @@ class Validator:
         present = {p.name[:-5] for p in files}
         for path, doc in docs.values():
             checkpoint_refs(self, ns_dir, path, doc, docs, present)
-            new = doc.get("new_values") or {}
+            new = fields.new_values(doc)
             if TASKS in new or (MESSAGES in new and TASKS in doc["values"]):  # either side changed
                 self._sends(path, doc)
         parent_cycles(self, docs)
@@ -528,9 +537,9 @@ class Validator:
             trees[channel] = None if entry.empty or entry.raw is not None else entry.tree
             if not trees.get(TASKS):
                 return  # no packets, nothing runs: the messages need not be read
-        changed = TASKS if TASKS in (doc.get("new_values") or {}) else MESSAGES
+        changed = TASKS if TASKS in fields.new_values(doc) else MESSAGES
         for idx, why in send_problems(trees):
-            self.problem(path, f"/new_values/{changed}", f"{TASKS} item {idx}: {why}")
+            self.problem(path, fields.new_value_pointer(changed), f"{TASKS} item {idx}: {why}")
 
     def values_file(self, ns_dir: Path, path: Path) -> None:
         """A file of values/: a ``base`` prune left (its schema is its check) or a value."""
@@ -652,11 +661,11 @@ def _stored_trees(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         out.append(("/metadata", doc.get("metadata")))
         for key, tree in (doc.get("checkpoint", {}).get("extra") or {}).items():
             out.append((f"/checkpoint/extra/{pointer_part(key)}", tree))
-        for channel, body in (doc.get("new_values") or {}).items():
-            _body_trees(out, f"/new_values/{pointer_part(channel)}", body)
-        for key, record in (doc.get("parent_writes") or {}).items():
+        for channel, body in fields.new_values(doc).items():
+            _body_trees(out, fields.new_value_pointer(channel), body)
+        for key, record in fields.parent_writes(doc).items():
             for i, w in enumerate(record.get("writes") or []):
-                _body_trees(out, f"/parent_writes/{pointer_part(key)}/writes/{i}", w)
+                _body_trees(out, f"{fields.parent_write_pointer(key)}/writes/{i}", w)
         _held_trees(out, doc)
     elif kind in ("value", "large_value"):
         _body_trees(out, "", doc)

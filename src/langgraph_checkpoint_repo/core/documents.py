@@ -47,9 +47,9 @@ from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
 from .format.canonical import digest_node
 from .format.chains import Link, read_link, walk_chain
 from .format.entries import ValueEntry
-from .format.objects import REF, location_ref, names_object
+from .format.objects import names_object, object_ref
 from .format.resolve import ValueResolver
-from .format.validation import pointer_part, validate_read
+from .format.validation import validate_read
 from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
 from .jsonread import load_json
 from .layout import (
@@ -308,15 +308,15 @@ class Documents:
         if loc is not None and tuple(loc) != not_in:
             path = self.layout.checkpoint_in(tdir, *loc)
             if self.writer.durable_exists(path) and self._holds(path, name):
-                return {REF: name, **location_ref(*loc)}
+                return object_ref(name, (loc[0], loc[1]))
             located.pop(name, None)  # gone (prune) or changed: wherever it is stored next
         for held in (name, digest):
             if self.intact(self.layout.object_path(thread_id, held), "object"):
-                return {REF: held}
+                return object_ref(held)
         if found is not None and waits is not None:
             ns, cid, done = found
             waits[done] = (ns, cid)
-            return {REF: name, **location_ref(ns, cid)}
+            return object_ref(name, (ns, cid))
         return None
 
     def await_pending(self, thread_id: str, waits: dict[Any, Any], *, again: bool = False) -> bool:
@@ -592,8 +592,8 @@ class Documents:
                 doc = self.read_doc(path, "checkpoint")
             except FileNotFoundError:
                 continue  # removed since it was listed (prune): its parent's writes went with it
-            for key, record in (doc.get("parent_writes") or {}).items():
-                found.setdefault(key, WritesRecord(path, f"/parent_writes/{pointer_part(key)}", record))
+            for key, record in fields.parent_writes(doc).items():
+                found.setdefault(key, WritesRecord(path, fields.parent_write_pointer(key), record))
         for name in names:
             key = writes_key(name)
             if key in found:

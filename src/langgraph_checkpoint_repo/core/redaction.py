@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from .format.packed import msgpack_array_header, msgpack_array_split
-from .format.tree import msgpack_to_tree, tree_to_msgpack
+from .format.tree import msgpack_to_tree, object_parts, tree_to_msgpack
 from .format.validation import pointer_part
 from .masking import (
     DEFAULT_KINDS,
@@ -281,14 +281,9 @@ class Redactor:
             if self.defaults and is_pydantic_secret(tree):  # declared secret: the whole value goes
                 return {**tree, "$arg": _redacted_secret(tree["$arg"])}
             out = dict(tree)
-            for key in ("$arg", "$args"):
-                if key in tree:
-                    out[key] = self.redact_tree(tree[key])
-            for key in ("$kwargs", "$fields"):
-                if key in tree:
-                    v = tree[key]
-                    plain = type(v) is dict and not any(k[:1] == "$" for k in v)
-                    out[key] = self._members(v, keys=False) if plain else self.redact_tree(v)
+            for key, v, named in object_parts(tree):
+                plain = named and type(v) is dict and not any(k[:1] == "$" for k in v)
+                out[key] = self._members(v, keys=False) if plain else self.redact_tree(v)
             return out
         if "$map" in tree and type(tree["$map"]) is list:
             pairs = [[self.redact_tree(k), self.redact_tree(v)] for k, v in tree["$map"]]

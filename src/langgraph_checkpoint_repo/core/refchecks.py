@@ -54,10 +54,10 @@ def checkpoint_refs(
     namespace's oldest checkpoint id when ``docs`` does not hold them all (``validate FILE``)."""
     empty = _value_refs(v, ns_dir, path, doc)
     own = v.layout.checkpoint_rel(doc["checkpoint_id"])
-    for channel in doc.get("new_values", {}):
+    for channel in fields.new_values(doc):
         if doc["values"].get(channel) != own:
             v.problem(
-                path, "/new_values/" + pointer_part(channel), "value stored here but /values points elsewhere"
+                path, fields.new_value_pointer(channel), "value stored here but /values points elsewhere"
             )
     _parent_ref(v, path, doc, docs, present, empty, oldest)
 

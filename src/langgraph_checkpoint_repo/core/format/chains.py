@@ -117,6 +117,15 @@ def walk_chain(
         version, ref = base_of(link, implied)
 
 
+def append_body(base_length: int, items: Any, base: tuple[Any, str] | None = None) -> dict[str, Any]:
+    """The ``append`` of a list that grew: ``items`` after the first ``base_length``; ``base``
+    (version, ref) names the list it extends, left out when it is the one the parent holds."""
+    out: dict[str, Any] = {"base_length": base_length, "items": items}
+    if base is not None:
+        out["base"], out["base_ref"] = base
+    return out
+
+
 def base_of(link: Link, implied: ImpliedBase | None) -> tuple[Any, str]:
     """(version, ref) of the list an append link extends."""
     app = link.body["append"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .validation import pointer_part
+
 Doc = dict[str, Any]
 
 
@@ -58,6 +60,16 @@ def value_refs(doc: Doc) -> dict[str, str]:
 def new_values(doc: Doc) -> dict[str, Any]:
     """The bodies of the channels this checkpoint changed."""
     return doc.get("new_values") or {}
+
+
+def new_value_pointer(channel: str) -> str:
+    """Where a checkpoint file keeps the body of ``channel`` it changed (for errors)."""
+    return "/new_values/" + pointer_part(channel)
+
+
+def parent_write_pointer(key: str) -> str:
+    """Where a checkpoint file keeps the parent's pending write ``key`` it took in."""
+    return "/parent_writes/" + pointer_part(key)
 
 
 def parent_writes(doc: Doc) -> dict[str, Any]:

@@ -134,6 +134,27 @@ def location_of(tree: dict[str, Any]) -> tuple[str, str] | None:
     return (str(tree.get(NS, "")), str(cid)) if isinstance(cid, str) else None
 
 
+def object_ref(name: str, where: tuple[str, str] | None = None) -> dict[str, str]:
+    """A reference to the object ``name``: in ``objects/`` when ``where`` is None, else held
+    by that checkpoint (namespace, id) of the thread."""
+    return {REF: name} if where is None else {REF: name, **location_ref(*where)}
+
+
+def input_tag(role: str, pair: bool) -> dict[str, str]:
+    """What a reference to a message input keeps of the input besides the message: its role,
+    and whether it was a ``[role, content]`` pair or a ``{"role", "content"}`` object."""
+    return {PAIR: role} if pair else {ROLE: role}
+
+
+def is_pair_tag(tag: Mapping[str, str]) -> bool:
+    return PAIR in tag
+
+
+def ref_digest(node: Mapping[str, Any]) -> str:
+    """The object name a reference node (one ``ref_nodes`` yields) names."""
+    return str(node[REF])
+
+
 def location_ref(ns: str, cid: str) -> dict[str, str]:
     """The keys a reference carries to name the checkpoint whose objects hold it."""
     return {IN: cid, NS: ns} if ns else {IN: cid}

@@ -289,6 +289,17 @@ class TypeSet(frozenset[tuple[str, ...]]):
     origins: dict[tuple[str, ...], str]
 
 
+def object_parts(node: dict[str, Any]) -> list[tuple[str, Any, bool]]:
+    """The arguments a ``$type`` node is built from, as (key, value, named): ``named`` for an
+    object of fields or keyword arguments, else positional. What a walker over stored data
+    (redaction) needs without naming the keys."""
+    return [
+        (k, node[k], k in ("$kwargs", "$fields"))
+        for k in ("$arg", "$args", "$kwargs", "$fields")
+        if k in node
+    ]
+
+
 def model_fields(node: Any) -> dict[str, Any] | None:
     """The fields of a pydantic model (a LangChain message) as a tree stores them, or None:
     readers of messages ask here rather than naming the key."""
