@@ -30,8 +30,8 @@ from forkserver import Parent
 from graphs import ask_graph, cfg, chain_graph, chat_graph, chat_root, make_checkpoint
 from helpers import checkpoint_files, cli, load, rewrite
 from langgraph_checkpoint_repo import FileFormatError, InvalidWriteError, RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.core.documents import LINEAGE_REREADS
 from langgraph_checkpoint_repo.core.format.bookkeeping import DELTA_EVERY
+from langgraph_checkpoint_repo.core.threads import LINEAGE_REREADS
 
 CONFIG: Any = cfg("t")
 
@@ -152,7 +152,7 @@ def test_a_delta_reads_what_its_parent_says_and_sees_a_hand_edit_of_it(tmp_path:
 
 def _settled_line(tmp_path: Path) -> tuple[RepoSaver, list[Path]]:
     """A saver that has read its latest checkpoint with every file of its line settled (the
-    whole document kept against their stat keys: Documents._chains), and those files."""
+    whole document kept against their stat keys: ThreadStore._chains), and those files."""
     root = tmp_path / "root"
     saver = RepoSaver(root)
     app = chat_graph(saver)
@@ -284,7 +284,7 @@ def test_a_writes_file_removed_while_it_is_read_is_read_from_the_child(tmp_path:
     reader = RepoSaver(root)
     reader.get_tuple(waiting.config)  # lists the writes folder, caches the file
     store = reader.store
-    real = store.read_doc
+    real = store.files.read_doc
     taken = threading.Event()
 
     def read_doc(path: Path, kind: str) -> dict[str, Any]:
@@ -295,8 +295,8 @@ def test_a_writes_file_removed_while_it_is_read_is_read_from_the_child(tmp_path:
             app.invoke(Command(resume="yes"), CONFIG)  # the child takes the file now
         return real(path, kind)
 
-    store.docs.drop_under(root)
-    store.read_doc = read_doc  # type: ignore[method-assign]
+    store.files.docs.drop_under(root)
+    store.files.read_doc = read_doc  # type: ignore[method-assign]
     got = reader.get_tuple(waiting.config)
     assert taken.is_set() and got is not None
     fresh = RepoSaver(root).get_tuple(waiting.config)
@@ -604,13 +604,11 @@ def _first_then_second(
     up before either file is decided) or waits for the first to decide its file; then both
     finish. Their results and errors, first's then second's."""
     at_first, at_second = threading.Event(), threading.Event()
-    tdir = saver.store.layout.thread_dir("t")
-
     def hold_first() -> None:
         at_first.set()
         deadline = time.monotonic() + HELD
         while not at_second.wait(0.005):  # the second at its gate, or queued behind the first
-            if saver.store.pending.writers(tdir) >= 2:
+            if saver.store.deciders("t") >= 2:
                 return
             assert time.monotonic() < deadline, "the second put neither got in nor waited"
 
@@ -821,7 +819,7 @@ def _beside_a_put_of_the_same_checkpoint_again(
             cfg("t"), make_checkpoint(cid, {"messages": []}, {"messages": v}), {"step": 0}, {"messages": v}
         )
     a_writing, b_waiting = threading.Event(), threading.Event()
-    write, await_pending = saver.store.write, saver.store.await_pending
+    write, await_pending = saver.store.files.write, saver.store._overlap.await_pending
 
     def held_write(batches: Any, *rest: Any) -> None:
         if threading.current_thread().name == "A":
@@ -837,8 +835,8 @@ def _beside_a_put_of_the_same_checkpoint_again(
             b_waiting.set()
         return await_pending(thread_id, waits, **kw)
 
-    monkeypatch.setattr(saver.store, "write", held_write)
-    monkeypatch.setattr(saver.store, "await_pending", noting_wait)
+    monkeypatch.setattr(saver.store.files, "write", held_write)
+    monkeypatch.setattr(saver.store._overlap, "await_pending", noting_wait)
     out: dict[str, Any] = {}
 
     def a() -> None:

@@ -527,7 +527,7 @@ def test_reserved_key_in_checkpoint_extra_is_refused_on_write(root: Path, saver:
     doc = load(latest)
     doc["checkpoint"]["extra"] = {"channel_values": {}}
     with pytest.raises(InvalidWriteError, match="/checkpoint/extra/channel_values"):
-        saver.store.prepare("checkpoint", doc, latest)
+        saver.store.files.prepare("checkpoint", doc, latest)
     tup = saver.get_tuple(cfg("t"))
     assert tup is not None
     custom = {**tup.checkpoint, "id": str(uuid6(clock_seq=-2)), "note": {"kept": True}}

@@ -32,9 +32,9 @@ from graphs import BIG_TEXT, big_graph, cfg, chat_graph, chat_root
 from helpers import cli, cli_in_process, cli_process, one_line_error, tree
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver, copy_threads
 from langgraph_checkpoint_repo.core.checks import fsck, repair
-from langgraph_checkpoint_repo.core.documents import Documents
 from langgraph_checkpoint_repo.core.durable import write_files
 from langgraph_checkpoint_repo.core.format.migrations import migrate_root
+from langgraph_checkpoint_repo.core.threads import ThreadStore
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 
@@ -569,40 +569,40 @@ def test_store_removals_and_listings_refuse_any_symlink_on_the_way(tmp_path: Pat
     linked entry, remove_files a path through a link (checked for all paths before the first
     unlink), remove_tree a linked folder or a tree holding a link; each names the link."""
     chat_root(root)
-    store = Documents(root, durable=False)
+    store = ThreadStore(root, durable=False)
     tdir = root / "threads" / "t"
     outside = precious(tmp_path)
     before = tree(outside)
     os.symlink(outside, tdir / "large", target_is_directory=True)
     with pytest.raises(RepoCheckpointError, match="symlink") as info:
-        store.files_in(tdir / "large")
+        store.files.files_in(tdir / "large")
     assert str(tdir / "large") in str(info.value)
     own = sorted((tdir / "checkpoints").glob("*.json"))[0]
     with pytest.raises(RepoCheckpointError, match="symlink"):
-        store.remove_files([own, tdir / "large" / "thesis.txt"])
+        store.files.remove_files([own, tdir / "large" / "thesis.txt"])
     assert own.exists()  # checked before anything was removed
     with pytest.raises(RepoCheckpointError, match="outside"):
-        store.remove_files([tmp_path / "outside" / "thesis.txt"])
+        store.files.remove_files([tmp_path / "outside" / "thesis.txt"])
     with pytest.raises(RepoCheckpointError, match="symlink"):
-        store.remove_tree(tdir)
+        store.files.remove_tree(tdir)
     assert tdir.is_dir() and (tdir / "large").is_symlink()
     os.unlink(tdir / "large")
     os.symlink(outside, tdir / "values", target_is_directory=True)
     with pytest.raises(RepoCheckpointError, match="symlink"):
-        store.value_files(tdir)
+        store.files.value_files(tdir)
     os.unlink(tdir / "values")
     (tdir / "values").mkdir()
     os.symlink(outside / "thesis.txt", tdir / "values" / "x@1.json")
     with pytest.raises(RepoCheckpointError, match="symlink") as info:
-        store.value_files(tdir)
+        store.files.value_files(tdir)
     assert str(tdir / "values" / "x@1.json") in str(info.value)
     other = root / "threads" / "u"
     other.mkdir()
     os.symlink(outside, root / "threads" / "v", target_is_directory=True)
     with pytest.raises(RepoCheckpointError, match="symlink"):
-        store.remove_tree(root / "threads" / "v")
+        store.files.remove_tree(root / "threads" / "v")
     assert tree(outside) == before
-    store.remove_tree(other)  # an ordinary folder still goes
+    store.files.remove_tree(other)  # an ordinary folder still goes
     assert not other.exists()
 
 

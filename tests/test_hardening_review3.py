@@ -777,7 +777,7 @@ def test_a_symlinked_root_is_refused_by_every_command_and_the_saver(tmp_path: Pa
         chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage("hi")]}, cfg("t"))
     assert str(link) in str(err.value) and "symlink" in str(err.value)
     with pytest.raises(RepoCheckpointError):
-        RepoSaver(theirs).store.remove_tree(Path(str(root / "threads" / "t")))
+        RepoSaver(theirs).store.files.remove_tree(Path(str(root / "threads" / "t")))
     assert snapshot(theirs) == before
 
 
@@ -1004,7 +1004,7 @@ def test_fsck_repair_leaves_nothing_the_next_fsck_reports(tmp_path: Path) -> Non
     Repair used to remove those files and leave the folders, which the next fsck reported as
     empty (the crash harness met it). One repair now leaves a root the next fsck passes."""
     from langgraph_checkpoint_repo.core.checks import fsck, repair
-    from langgraph_checkpoint_repo.core.documents import Documents
+    from langgraph_checkpoint_repo.core.threads import ThreadStore
 
     root = tmp_path / ".langgraph"
     chat_root(root, "kept", turns=1)
@@ -1016,10 +1016,10 @@ def test_fsck_repair_leaves_nothing_the_next_fsck_reports(tmp_path: Path) -> Non
     folder = root / "store" / "users" / "ada"
     folder.mkdir(parents=True)
     (folder / ".theme.json.0123456789ab.tmp").write_text("{")
-    store = Documents(root)
+    store = ThreadStore(root)
     found = fsck(store)
     assert found and all(f.repairable for f in found), [(f.kind, f.path) for f in found]
     repair(store, found)
-    assert fsck(Documents(root)) == []
+    assert fsck(ThreadStore(root)) == []
     assert not tdir.exists() and not (root / "store" / "users").exists()
     assert RepoSaver(root).get_tuple(cfg("kept")) is not None

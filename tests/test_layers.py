@@ -266,9 +266,9 @@ def test_thread_locks_are_dropped_when_no_one_holds_them(tmp_path: Path) -> None
     for n in range(IDLE_LOCKS * 3):
         with saver.store.thread_lock(f"t{n}"):
             with saver.store.thread_lock(f"t{n}", exclusive=False):
-                assert len(saver.store.locks) == 1
-    assert len(saver.store.locks) == 0
-    assert saver.store.locks.kept == IDLE_LOCKS  # the last few, for the next call; no more
+                assert len(saver.store.files.locks) == 1
+    assert len(saver.store.files.locks) == 0
+    assert saver.store.files.locks.kept == IDLE_LOCKS  # the last few, for the next call; no more
 
 
 def gc_switches(tree: ast.AST) -> list[str]:

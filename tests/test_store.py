@@ -409,8 +409,8 @@ def test_a_fresh_instance_uses_the_derived_index_of_a_big_folder_and_still_sees_
     tmp_path: Path,
 ) -> None:
     from langgraph_checkpoint_repo.core.checks import fsck
-    from langgraph_checkpoint_repo.core.documents import Documents
     from langgraph_checkpoint_repo.core.index import decode_items
+    from langgraph_checkpoint_repo.core.threads import ThreadStore
 
     root = tmp_path / "root"
     writer = RepoStore(root, durable=False)
@@ -422,9 +422,9 @@ def test_a_fresh_instance_uses_the_derived_index_of_a_big_folder_and_still_sees_
         os.utime(path, (old, old))
     assert len(RepoStore(root).search(("big",), limit=100)) == 80
     index = root / ".cache" / "index" / "store" / "big.items"
-    recorded = decode_items(Documents(root).layout, folder, index.read_bytes())
+    recorded = decode_items(ThreadStore(root).layout, folder, index.read_bytes())
     assert recorded is not None and len(recorded) == 80
-    assert not [f for f in fsck(Documents(root)) if f.kind == "index"]
+    assert not [f for f in fsck(ThreadStore(root)) if f.kind == "index"]
 
     edited = folder / "k07.json"
     edited.write_text(edited.read_text().replace('"n": 7', '"n": 700'))  # a hand edit after the index
@@ -439,7 +439,9 @@ def test_a_fresh_instance_uses_the_derived_index_of_a_big_folder_and_still_sees_
     assert RepoStore(root).get(("big",), "k08").value == {"n": 8}  # type: ignore[union-attr]
     assert {i.key: i.value["n"] for i in RepoStore(root).search(("big",), limit=100)} == found
     index.write_bytes(b"garbage")
-    assert [f.kind for f in fsck(Documents(root)) if f.path == str(index)] == ["index"]
+    assert [f.kind for f in fsck(ThreadStore(root)) if f.path == str(index)] == ["index"]
     assert {i.key: i.value["n"] for i in RepoStore(root).search(("big",), limit=100)} == found
-    rewritten = decode_items(Documents(root).layout, folder, index.read_bytes())  # the read recorded it again
+    rewritten = decode_items(
+        ThreadStore(root).layout, folder, index.read_bytes()
+    )  # the read recorded it again
     assert rewritten is not None and len(rewritten) == 80

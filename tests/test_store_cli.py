@@ -13,7 +13,7 @@ import pytest
 from helpers import cli, cli_in_process, one_line_error
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
-from langgraph_checkpoint_repo.core.documents import Documents
+from langgraph_checkpoint_repo.core.threads import ThreadStore
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_fsck_removes_the_store_s_temp_files_and_empty_folders_only(root: Path) 
     (root / "store" / "gone" / "deeper").mkdir(parents=True)
     foreign = root / "store" / "docs" / ".hidden"
     foreign.write_text("mine")
-    store = Documents(root)
+    store = ThreadStore(root)
     found = {(f.kind, Path(f.path).name) for f in fsck(store)}
     assert {("temp", temp.name), ("empty-folder", "gone"), ("foreign", ".hidden")} <= found
     repair(store, fsck(store))

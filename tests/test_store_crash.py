@@ -30,7 +30,7 @@ from forkserver import Parent
 from helpers import LONG
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
-from langgraph_checkpoint_repo.core.documents import Documents
+from langgraph_checkpoint_repo.core.threads import ThreadStore
 
 CHILD = Path(__file__).with_name("store_crash_child.py")
 KILLS, OPS, MAX_DELAY = (40 if LONG else 5), 400, 0.4  # the long mode kills more
@@ -61,7 +61,7 @@ def allowed_values(entries: list[dict[str, Any]]) -> dict[tuple[tuple[str, ...],
 def check(root: Path, log: Path) -> int:
     problems = Validator(root).run()
     assert problems == [], "\n".join(p.line() for p in problems)
-    findings = fsck(Documents(root))
+    findings = fsck(ThreadStore(root))
     assert {f.kind for f in findings} <= DEBRIS, [(f.kind, f.path) for f in findings]
     store = RepoStore(root)  # nothing cached from before the kill
     entries = logged(log)
@@ -116,8 +116,8 @@ def test_sigkill_while_writing_items_loses_no_acknowledged_write_and_tears_no_fi
             verified += check(root, log)
     finally:
         parent.close()
-    store = Documents(root)
+    store = ThreadStore(root)
     repair(store, fsck(store))
-    assert fsck(Documents(root)) == []
+    assert fsck(ThreadStore(root)) == []
     print(f"store crash: {delivered} kills delivered, {verified} item checks")
     assert delivered >= KILLS // 2

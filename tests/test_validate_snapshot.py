@@ -17,7 +17,7 @@ import pytest
 
 from graphs import chat_root
 from helpers import checkpoint_files, rewrite
-from langgraph_checkpoint_repo.core import documents
+from langgraph_checkpoint_repo.core import files
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.errors import FileFormatError
 
@@ -30,7 +30,7 @@ def counted_run(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any],
     """A whole-root validate, with how often each file was lstat'ed and parsed."""
     stats: Counter[str] = Counter()
     parses: Counter[str] = Counter()
-    real_lstat, real_load = os.lstat, documents.load_json
+    real_lstat, real_load = os.lstat, files.load_json
 
     def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         stats[str(path)] += 1
@@ -42,7 +42,7 @@ def counted_run(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any],
 
     with monkeypatch.context() as m:
         m.setattr(os, "lstat", lstat)
-        m.setattr(documents, "load_json", load_json)
+        m.setattr(files, "load_json", load_json)
         problems = Validator(root).run()
     return problems, stats, parses
 
@@ -75,7 +75,7 @@ def test_a_second_run_of_one_validator_sees_a_file_edited_after_the_first(tmp_pa
     assert (str(edited), "/kind") in {(p.path, p.pointer) for p in problems}, problems
     # and outside a run the store reads the file as it is now, like any reader
     with pytest.raises(FileFormatError, match="expected kind 'checkpoint'"):
-        validator.store.read_doc(edited, "checkpoint")
+        validator.store.files.read_doc(edited, "checkpoint")
 
 
 def test_a_checkpoint_removed_during_the_run_is_reported_and_nothing_breaks(tmp_path: Path) -> None:

@@ -197,7 +197,7 @@ def test_an_object_renamed_but_not_yet_fsynced_into_its_folder_is_not_relied_on(
                 if what == "replace" and path.parent == folder and path.exists():
                     answer: list[bool] = []
                     asker = threading.Thread(
-                        target=lambda p=path, a=answer: a.append(saver.store.writer.durable_exists(p))
+                        target=lambda p=path, a=answer: a.append(saver.store.files.writer.durable_exists(p))
                     )
                     asker.start()
                     asker.join(0.3)

@@ -24,10 +24,10 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.types import Send
 
 from .configs import checkpoint_config, thread_ns
-from .core.documents import Documents
 from .core.errors import BadInputError, NotFoundError, RepoCheckpointError, ThreadWaitsError
 from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.sends import TASKS
+from .core.threads import ThreadStore
 from .edits import scheduled_calls, sends_after_edit
 from .readmodel.tasks import CONTROL_WRITES, INTERRUPT, PULL, PUSH, derive_tasks
 
@@ -41,7 +41,7 @@ class ForkSaver(Protocol):
     def root(self) -> Path: ...
 
     @property
-    def store(self) -> Documents: ...
+    def store(self) -> ThreadStore: ...
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None: ...
 

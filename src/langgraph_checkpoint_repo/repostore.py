@@ -50,9 +50,9 @@ from langgraph.store.base import (
 )
 
 from .core.caches import CACHE_ENTRIES, LRU
-from .core.documents import Documents
 from .core.durable import check_lock_timeout
 from .core.errors import InvalidWriteError, UnrevivableValueError
+from .core.files import Files
 from .core.items import ANY, ItemFiles, StoredItem, copy_plain, dotted, plain_tree
 from .core.itemsearch import filter_problem, matches, select_namespaces
 from .core.layout import find_default_root
@@ -120,7 +120,7 @@ class RepoStore(BaseStore):
         check_lock_timeout(lock_timeout)
         path = Path(root) if root is not None else find_default_root()
         self.root = path.absolute()
-        self.documents = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
+        self.documents = Files(self.root, durable=durable, lock_timeout=lock_timeout)
         self.files = ItemFiles(self.documents, clock)
         self.redactor: Redactor | None = resolve_redactor(redact)
         self.serde = serde_with(serde, allowlist)

@@ -48,20 +48,16 @@ from langgraph.pregel import Pregel
 from . import forks
 from ._compat import with_msgpack_allowlist
 from .configs import checkpoint_config, thread_ns
-from .core.documents import Documents, writes_key
 from .core.durable import check_lock_timeout
 from .core.errors import (
-    FileFormatError,
     InstallationError,
     MissingReferenceError,
     RepoCheckpointError,
 )
 from .core.format import fields
-from .core.format.bookkeeping import compact
-from .core.format.bookkeeping import depth as delta_depth
 from .core.format.chains import MAX_APPEND_DEPTH
 from .core.format.decode import extra_trees, langgraph_checkpoint
-from .core.format.encode import checkpoint_document, extra_fields, stored_fields, writes_document
+from .core.format.encode import extra_fields, stored_fields
 from .core.format.entries import ValueEntry, entry_from_node
 from .core.format.records import CheckpointRecord, TaskWrites
 from .core.format.storing import LARGE_VALUE_BYTES
@@ -70,6 +66,7 @@ from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.threads import ThreadStore, writes_key
 from .core.typenames import Fix, graph_fix
 from .core.writes import merged_writes, write_idx
 from .forks import Head
@@ -178,7 +175,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self._allowlist: frozenset[tuple[str, ...]] = allow_keys(allowlist or ())
         path = Path(root) if root is not None else _default_root()
         self.root = path.absolute()
-        self.store = Documents(self.root, durable=durable, lock_timeout=lock_timeout)
+        self.store = ThreadStore(self.root, durable=durable, lock_timeout=lock_timeout)
         # applied by the codec to every value, metadata and write before any tree is built
         self.redactor: Redactor | None = resolve_redactor(redact)
         self._fix: Fix | None = None  # how a refused type is allowed
@@ -264,7 +261,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     raise
                 if checkpoint_id:
                     return None
-                self.store.drop_listing(self.store.layout.checkpoints_dir(thread_id, ns))
+                self.store.files.drop_listing(self.store.layout.checkpoints_dir(thread_id, ns))
         return None
 
     def list(
@@ -311,7 +308,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def checkpoint_metadata(self, thread_id: str, ns: str, cid: str, fresh: bool = False) -> dict[str, Any]:
         """A checkpoint's decoded metadata, kept per checkpoint while its file is unchanged
-        (``Documents.metadata``); ``fresh``: read the file itself, never a cache."""
+        (``ThreadStore.metadata``); ``fresh``: read the file itself, never a cache."""
         meta = self.store.metadata(
             thread_id, ns, cid, self._decode_metadata, plain_ok=self.codec.revives_plain_trees, fresh=fresh
         )
@@ -431,14 +428,12 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         writer = self._value_writer()
-        tdir = self.store.layout.thread_dir(thread_id)
-        with self.store.pending.deciding(tdir, thread_id) as ticket:
+        with self.store.deciding(thread_id) as ticket:
             host = writer.for_file(thread_id, ticket, replacing=(ns, cid))
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
             taken, taken_files = self._take_parent_writes(thread_id, ns, cid, parent_id, writer, stored.large)
             target = f"thread {thread_id!r} checkpoint {cid}"
             extra = {k: writer.tree(v, target, f"/checkpoint/extra/{k}") for k, v in extra_fields(checkpoint)}
-            cpath = self.store.layout.checkpoint_path(thread_id, ns, cid)
             record = CheckpointRecord(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -450,26 +445,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 values=stored.carried,
                 new_values=stored.bodies,
                 parent_writes=taken,
-                objects={**self._replaced_objects(cpath), **host.objects},
+                objects=host.objects,
             )
-            cdoc = compact(
-                checkpoint_document(record), *self._delta_base(thread_id, ns, parent_id, writer.parent)
-            )
-            prepared = self.store.prepare("checkpoint", cdoc, cpath)
-            done = self.store.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
-        written = False
-        try:
-            if not self.store.await_pending(thread_id, host.waits, again=again):
-                return False
-            self.store.write([stored.large, [prepared]], {cpath: cdoc})
-            written = True
-            self.store.remember(cpath, cdoc, prepared[1])
-            self.store.note_objects(thread_id, ns, cid, list(host.objects))
-        finally:
-            self.store.pending.withdraw(tdir, done, ok=written)
+            staged = self.store.stage_checkpoint(record, host, stored.large, writer.parent)
+        if not self.store.commit(staged, again=again):
+            return False
         writer.remember(thread_id, ns, cid, stored)
         if taken_files:  # durable in the checkpoint now: the files go (format 4)
-            self.store.discard_files(taken_files)
+            self.store.files.discard_files(taken_files)
         return True
 
     def _take_parent_writes(
@@ -523,24 +506,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         key = (thread_id, ns, cid)
         counter = self._putting if puts else self._writing
         with self._writes_done:
-            self._writes_done.wait_for(lambda: counter[key] <= 0, timeout=self.store.locks.timeout)
-
-    def _delta_base(
-        self, thread_id: str, ns: str, parent_id: str | None, whole: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any] | None, int]:
-        """The parent a new checkpoint may be written as a delta on (its whole document) and
-        how many deltas it is itself from a whole one; (None, 0): write it whole. ``whole``:
-        the parent's whole document as this put read it already (``ValueWriter.parent``)."""
-        if not parent_id:
-            return None, 0
-        try:
-            path = self.store.layout.checkpoint_path(thread_id, ns, parent_id)
-            raw = self.store.read_doc(path, "checkpoint")
-            if whole is None:
-                whole = self.store.header(thread_id, ns, parent_id)
-            return whole, delta_depth(raw)
-        except (FileNotFoundError, RepoCheckpointError):
-            return None, 0  # not there, or not readable: a whole checkpoint needs neither
+            self._writes_done.wait_for(lambda: counter[key] <= 0, timeout=self.store.files.locks.timeout)
 
     def _metadata(self, config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
         """The checkpoint's metadata as LangGraph builds it, without what only says which request
@@ -595,25 +561,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     del counter[key]
                 self._writes_done.notify_all()
 
-    def _replaced_objects(self, cpath: Path) -> dict[str, Any]:
-        """The objects of the file a checkpoint put again replaces: kept in the new one, since
-        later files may refer to them there (``$in``); an object is named by its content, so
-        keeping one changes no value. None for a new checkpoint (the usual put)."""
-        try:
-            old = self.store.read_doc(cpath, "checkpoint")
-        except FileNotFoundError:
-            return {}
-        except FileFormatError:
-            return {}  # damaged: nothing in it could be read before either; validate names it
-        return dict(old.get("objects") or {})
-
     def _writes_file(self, call: _WritesCall, *, again: bool) -> bool:
         """Decide and write one writes file, as ``_put_file`` a checkpoint (its own objects
         are never referred to from elsewhere: the child checkpoint stores them again); False
         when a write it referred to failed and it must decide again."""
         thread_id, ns, cid, writes, task_id, task_path = call
         writer = self._value_writer()
-        with self.store.pending.deciding(self.store.layout.thread_dir(thread_id), thread_id) as ticket:
+        with self.store.deciding(thread_id) as ticket:
             host = writer.for_file(thread_id, ticket)
             existing = {
                 (w.task_id, w.idx) for w in merged_writes(self.store, thread_id, ns, cid) if w.idx >= 0
@@ -633,15 +587,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return True
-            doc = writes_document(TaskWrites(thread_id, ns, cid, task_id, task_path, entries, host.objects))
-            layout = self.store.layout
-            path = layout.writes_dir(thread_id, ns) / layout.writes_name(cid, str(uuid6()))
-            prepared = self.store.prepare("writes", doc, path)
-        if not self.store.await_pending(thread_id, host.waits, again=again):
-            return False
-        self.store.write([large, [prepared]])
-        self.store.remember(path, doc, prepared[1])
-        return True
+            record = TaskWrites(thread_id, ns, cid, task_id, task_path, entries, host.objects)
+            staged = self.store.stage_writes(record, str(uuid6()), host, large)
+        return self.store.commit(staged, again=again)
 
     # ------------------------------------------------------------------
     # maintenance (maintenance.py): each removal is a plan, carried out
@@ -649,7 +597,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """As the base class; the thread's folder is renamed away first, so no reader sees half."""
         with self.store.thread_lock(thread_id, exclusive=True):
-            self.store.remove_tree(self.store.layout.thread_dir(thread_id))
+            self.store.files.remove_tree(self.store.layout.thread_dir(thread_id))
             self._forget(thread_id)
 
     def _forget(self, thread_id: str) -> None:
@@ -876,7 +824,7 @@ def _versions_for_file(
 
 
 def _listed(
-    store: Documents, config: RunnableConfig | None, before: RunnableConfig | None
+    store: ThreadStore, config: RunnableConfig | None, before: RunnableConfig | None
 ) -> Iterable[tuple[str, str, str]]:
     """``list``'s checkpoints as (id, thread, namespace): newest first within one namespace,
     and across threads and namespaces newest first by id, as SqliteSaver orders them."""

@@ -390,7 +390,7 @@ def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None
 
     if isinstance(target, RepoSaver):
         folder = target.store.layout.thread_dir(thread_id)
-        target.store.check_tree(folder, f"replace thread {thread_id!r}")
+        target.store.files.check_tree(folder, f"replace thread {thread_id!r}")
 
 
 def _move(target: BaseCheckpointSaver[Any], staged: str, thread_id: str) -> None:

@@ -20,7 +20,6 @@ that rule (core/format/objects.py). Every other channel is referred to where its
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import orjson
@@ -28,7 +27,6 @@ from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
 from .core.caches import Dep, refresh, stat_key_of
-from .core.documents import Documents
 from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format import fields
@@ -38,6 +36,7 @@ from .core.format.objects import input_tag, is_pair_tag, large_digest, weight_pr
 from .core.format.packed import msgpack_array_header, msgpack_array_split
 from .core.format.storing import Host, Prepared, shared_tree, stored_node
 from .core.format.tree import b64, model_fields, msgpack_to_tree
+from .core.threads import ThreadStore
 from .serde import ValueCodec
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
@@ -77,7 +76,7 @@ class NewValues:
     @property
     def carried(self) -> dict[str, str]:
         """The refs a checkpoint file lists: those of channels it does not hold itself (a
-        channel in ``new_values`` is read from the same file; ``Documents`` fills it in)."""
+        channel in ``new_values`` is read from the same file; ``ThreadStore`` fills it in)."""
         return {ch: ref for ch, ref in self.refs.items() if ch not in self.bodies}
 
 
@@ -89,7 +88,7 @@ class ValueWriter:
     is the saver's own dict, shared, so what one put remembers the next one finds.
     """
 
-    store: Documents
+    store: ThreadStore
     codec: ValueCodec
     lists: dict[ListKey, ListState]
     large_value_bytes: int
@@ -109,12 +108,8 @@ class ValueWriter:
         ``ticket`` (``Pending.deciding``) says which files being written beside it it may
         refer to: those decided before it; never the checkpoint it is (``replacing``: the
         same checkpoint put again replaces the file, and what it held with it)."""
-        host = Host(convert=self.message_input, ticket=ticket)
-        host.locate = partial(
-            self.store.locate_object, thread_id, ticket=host.ticket, waits=host.waits, not_in=replacing
-        )
-        self.host = host
-        return host
+        self.host = self.store.sharing(thread_id, ticket, replacing, self.message_input)
+        return self.host
 
     def message_input(self, node: Any) -> tuple[dict[str, str], Any] | None:
         """A message input (``{"role": "user", "content": ...}``, optionally with ``id``, or
@@ -389,7 +384,7 @@ class ValueWriter:
         the serializer took but JSON cannot hold for its depth is refused, naming where."""
         try:
             stored, weight = stored_node(
-                self.store, thread_id, node, self.large_value_bytes, large, where, self.host
+                self.store.files, thread_id, node, self.large_value_bytes, large, where, self.host
             )
         except TypeError as exc:
             if not too_deep(exc):
@@ -411,10 +406,10 @@ class ValueWriter:
     ) -> Any:
         """The tree with its shared subtrees replaced by references (core/format/storing.py)."""
         out, self.shared_weight, new = shared_tree(
-            self.store, thread_id, tree, large, where, items=items, host=self.host
+            self.store.files, thread_id, tree, large, where, items=items, host=self.host
         )
         if self.host is not None:
-            self.host.adopt(self.store, thread_id, new, self.large_value_bytes, large)
+            self.host.adopt(self.store.files, thread_id, new, self.large_value_bytes, large)
         return out
 
 

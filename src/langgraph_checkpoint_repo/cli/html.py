@@ -774,7 +774,7 @@ def _memories(reader: Reader, turns: Sequence[Sequence[Event]], by_id: dict[str,
     found: dict[int, list[str]] = {}
     note = ""
     try:
-        for n, item in enumerate(ItemFiles(reader.store).walk()):
+        for n, item in enumerate(ItemFiles(reader.store.files).walk()):
             if n >= MAX_ITEMS:
                 note = f"only the first {MAX_ITEMS} store items were looked at"
                 break

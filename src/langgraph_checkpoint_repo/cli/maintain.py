@@ -75,7 +75,7 @@ def delete(
     )
     store = reader.store
     with store.thread_lock(thread, exclusive=True):
-        store.remove_tree(store.layout.thread_dir(thread))
+        store.files.remove_tree(store.layout.thread_dir(thread))
         store.forget_thread(thread)
     settings.out.print(f"deleted thread {thread!r} ({summary.checkpoints} checkpoints, {len(files)} files)")
 

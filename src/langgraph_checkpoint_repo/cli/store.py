@@ -52,12 +52,12 @@ def namespace_of(text: str, *, prefix: bool = False) -> tuple[str, ...]:
 
 
 def _files(ctx: typer.Context, *, writing: bool = False) -> ItemFiles:
-    from ..core.documents import Documents
+    from ..core.files import Files
     from ..core.items import ItemFiles
 
     root = settings_of(ctx).root
     require_root(root, creating=writing)
-    return ItemFiles(Documents(root))
+    return ItemFiles(Files(root))
 
 
 def _expect(text: str | None) -> Any:

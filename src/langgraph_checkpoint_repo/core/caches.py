@@ -17,7 +17,7 @@ Applied to:
 * parsed, validated documents (``DocCache``): against the file's stat;
 * resolved values (``resolve.py``): against every file a value is built from, its own, a
   ``large/`` file and each link of its append chain (``Dep``: one lstat per file on a hit);
-* decoded metadata for filters (``index.MetaCache``, ``Documents.meta``): against its
+* decoded metadata for filters (``index.MetaCache``, ``ThreadStore.meta``): against its
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
   chain it would append to; changed, the next value is written whole.

@@ -7,7 +7,7 @@ DeltaChannel needs) resolved. ``fsck`` looks for what is left over or derived (t
 orphaned writes, values and large values, the root's ``.gitignore``) and can remove or
 rebuild only that.
 
-Everything reads through ``Documents`` (the same validation and refusal of symlinks,
+Everything reads through ``ThreadStore`` (the same validation and refusal of symlinks,
 duplicate keys, oversized files as the saver); nothing here writes except ``repair``.
 Nothing here constructs a value: whether LangGraph's own types accept their stored data is
 a check the caller may pass in (``Revival``, from serde.py), since it needs LangGraph.
@@ -25,7 +25,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .documents import Documents
 from .durable import write_files
 from .errors import FileFormatError, InstallationError, RepoCheckpointError
 from .format import fields
@@ -77,7 +76,8 @@ from .masking import mask_secrets
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
 from .sends import TASKS, send_problems
-from .snapshot import SnapshotDocuments, check_threads
+from .snapshot import check_threads
+from .threads import ThreadStore
 from .tracked import tracked_cache_files
 from .typenames import never_constructed
 
@@ -152,8 +152,8 @@ class Validator:
         self.workers = workers
         self.secrets = secrets
         self.revival = revival
-        self._snapshot = SnapshotDocuments(root)
-        self.store: Documents = self._snapshot  # memoized inside ``snapshot()`` only
+        # the checks' cache policy: memoized inside ``snapshot()`` only (snapshot.py)
+        self.store = ThreadStore(root, snapshots=True)
         self.layout = self.store.layout
         self.problems: list[Problem] = []
         self.orphan_writes: list[Problem] = []  # also in problems; fsck may remove these files
@@ -184,7 +184,7 @@ class Validator:
     def read(self, path: Path, kind: str) -> dict[str, Any] | None:
         self.seen()
         try:
-            doc = self.store.read_doc(path, kind)
+            doc = self.store.files.read_doc(path, kind)
             if self.secrets:
                 self._secrets(path, doc)
             trees = _stored_trees(doc)
@@ -246,7 +246,7 @@ class Validator:
         held = doc.get("objects") if doc.get("kind") in ("checkpoint", "writes") else None
         held = held if isinstance(held, dict) else {}
         for digest, tree in held.items():
-            if not self._snapshot.values.names(digest, tree):  # once per snapshot (resolve.py)
+            if not self.store.values.names(digest, tree):  # once per snapshot (resolve.py)
                 self.bad_files.add(str(path))
                 self.problem(path, f"/objects/{digest}", EDITED)
         tname: str | None = None  # the thread folder's name, found once a tree refers to an object
@@ -289,7 +289,7 @@ class Validator:
         tdir = self._tdirs.get(tname)
         if tdir is None:
             tdir = self._tdirs[tname] = self.layout.threads_dir / tname
-        values = self._snapshot.values
+        values = self.store.values
         try:
             target = values.checkpoint_in(tdir, *loc)
         except FileFormatError as exc:
@@ -299,11 +299,11 @@ class Validator:
             # a file read in this snapshot is one (snapshot.py): no stat again
             if values.read_paths.get(str(target)) is target or target.is_file():
                 try:
-                    there = self.store.read_doc(target, "checkpoint").get("objects") or {}
+                    there = self.store.files.read_doc(target, "checkpoint").get("objects") or {}
                 except (FileFormatError, OSError):
                     there = False
             got = (target, there)
-        if self._snapshot.in_snapshot:
+        if self.store.in_snapshot:
             self._held[tname, loc] = got
         return got
 
@@ -312,7 +312,7 @@ class Validator:
         got = self._in_objects.get((tname, digest))
         if got is None:
             got = (self.layout.threads_dir / tname / OBJECTS / f"{digest}.json").is_file()
-            if self._snapshot.in_snapshot:
+            if self.store.in_snapshot:
                 self._in_objects[tname, digest] = got
         return got
 
@@ -452,10 +452,10 @@ class Validator:
         """Read the root as one snapshot (snapshot.py): each file read and checked once, what
         is made of it kept, until the outermost scope ends; then all that is dropped."""
         try:
-            with self._snapshot.snapshot():
+            with self.store.snapshot():
                 yield
         finally:
-            if not self._snapshot.in_snapshot:
+            if not self.store.in_snapshot:
                 self.entry_memo.clear()
                 self._held.clear()
                 self._in_objects.clear()
@@ -721,7 +721,7 @@ class Finding:
     repaired: bool = False
 
 
-def fsck(store: Documents, progress: Progress | None = None) -> list[Finding]:
+def fsck(store: ThreadStore, progress: Progress | None = None) -> list[Finding]:
     """Scan the root; report problems, never change anything (but the derived index, which
     any read may bring up to date: so it is judged first)."""
     root = store.root
@@ -749,7 +749,7 @@ def fsck(store: Documents, progress: Progress | None = None) -> list[Finding]:
         if others or tid is None:
             continue  # never decide what is orphaned from files that do not read
         try:  # nor through a symlink: listing a linked folder would judge files outside the root
-            store.check_tree(folder, f"judge what is orphaned in {folder}")
+            store.files.check_tree(folder, f"judge what is orphaned in {folder}")
         except RepoCheckpointError as exc:
             findings.append(Finding("invalid", str(folder), str(exc), False))
             continue
@@ -779,7 +779,7 @@ def _index_findings(layout: Layout) -> list[Finding]:
     return out
 
 
-def rebuild_index(store: Documents) -> None:
+def rebuild_index(store: ThreadStore) -> None:
     """Index every namespace now: its listing and its checkpoints' metadata (``fsck --repair``;
     only plain metadata is indexed, which is its own decoded value)."""
     for thread_id in store.thread_ids():
@@ -838,13 +838,13 @@ def _plain_metadata(doc: dict[str, Any], path: Path) -> Any:
     return plain_value(tree) if is_plain(tree) else tree
 
 
-def _thread_id_of(store: Documents, folder: Path) -> str | None:
+def _thread_id_of(store: ThreadStore, folder: Path) -> str | None:
     if not is_hashed_segment(folder.name):
         return decode_segment(folder.name)
-    return hashed_thread_id(folder, lambda path: store.read_doc(path, "checkpoint"))
+    return hashed_thread_id(folder, lambda path: store.files.read_doc(path, "checkpoint"))
 
 
-def _thread_of_path(store: Documents, path: Path) -> str | None:
+def _thread_of_path(store: ThreadStore, path: Path) -> str | None:
     try:
         rel = path.relative_to(store.layout.threads_dir)
     except ValueError:
@@ -980,20 +980,20 @@ def _holds_nothing(folder: Path) -> bool:
     return True
 
 
-def _orphan_findings(store: Documents, thread_id: str) -> list[Finding]:
+def _orphan_findings(store: ThreadStore, thread_id: str) -> list[Finding]:
     layout = store.layout
     need = needed_files(store, thread_id)
     out = []
     for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
-        for path in store.value_files(ns_dir):
+        for path in store.files.value_files(ns_dir):
             if path not in need.values:
                 out.append(
                     Finding("orphan-value", str(path), "value file no checkpoint refers to", True, thread_id)
                 )
-    for path in store.files_in(layout.thread_dir(thread_id) / LARGE):
+    for path in store.files.files_in(layout.thread_dir(thread_id) / LARGE):
         if path.name[:-5] not in need.large:
             out.append(Finding("orphan-large", str(path), "large value nothing refers to", True, thread_id))
-    for path in store.files_in(layout.thread_dir(thread_id) / OBJECTS):
+    for path in store.files.files_in(layout.thread_dir(thread_id) / OBJECTS):
         if path.name[:-5] not in need.objects:
             out.append(Finding("orphan-object", str(path), "object nothing refers to", True, thread_id))
     return out
@@ -1002,7 +1002,7 @@ def _orphan_findings(store: Documents, thread_id: str) -> list[Finding]:
 _REJUDGED = ("orphan-value", "orphan-large", "orphan-object")
 
 
-def repair(store: Documents, findings: list[Finding]) -> None:
+def repair(store: ThreadStore, findings: list[Finding]) -> None:
     """Remove or rebuild what the findings call repairable, each thread under its lock.
 
     What fsck found was judged without the lock, so every removal of a thread's file is

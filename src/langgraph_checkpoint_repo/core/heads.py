@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checks import Problem
-from .documents import Documents
 from .lineage import CHOICE_KEY, HeadState, unsettled, where_of
+from .threads import ThreadStore
 
 __all__ = [
     "CHOICE_KEY",
@@ -23,12 +23,12 @@ __all__ = [
 ]
 
 
-def scan(store: Documents, thread_id: str, ns: str) -> list[HeadState]:
+def scan(store: ThreadStore, thread_id: str, ns: str) -> list[HeadState]:
     """The heads of a namespace, newest first (headers only, no values)."""
     return store.lineage(thread_id, ns).heads()
 
 
-def unsettled_namespaces(store: Documents, thread_id: str) -> dict[str, list[str]]:
+def unsettled_namespaces(store: ThreadStore, thread_id: str) -> dict[str, list[str]]:
     """Per namespace of a thread that needs a choice, its unsettled heads (newest first)."""
     out: dict[str, list[str]] = {}
     for ns in store.namespaces(thread_id):
@@ -38,7 +38,7 @@ def unsettled_namespaces(store: Documents, thread_id: str) -> dict[str, list[str
     return out
 
 
-def unsettled_problems(store: Documents, folders: list[Path] | None = None) -> list[Problem]:
+def unsettled_problems(store: ThreadStore, folders: list[Path] | None = None) -> list[Problem]:
     """``validate --heads``: one problem per namespace with more than one unsettled head,
     naming thread, namespace and heads (only the threads in ``folders``, when given). A
     recorded choice that is malformed or is not what a choice writes is a problem at its file

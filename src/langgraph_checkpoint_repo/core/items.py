@@ -14,7 +14,7 @@ LangGraph in sight. Invariants:
 * every write is validated (schema, place, bounds) and atomic and durable (writing.py), under
   the namespace's lock (a filelock across processes, exclusive inside one): a read, modify,
   write (``created_at`` kept, compare-and-swap, a TTL refresh) never loses a concurrent write;
-* every read goes through ``Documents.read_doc`` (bounded strict JSON, its schema, no symlink,
+* every read goes through ``Files.read_doc`` (bounded strict JSON, its schema, no symlink,
   nothing outside the root, the cache rule of caches.py), so hand edits and ``git pull`` are
   seen on the next call;
 * ``updated_at`` grows with every write of an item, so it names one version of the item
@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import orjson
 
 from .caches import CACHE_ENTRIES, LRU, StatKey, settled, stat_key
-from .documents import Documents
 from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError
+from .files import Files
 from .format.validation import SCHEMA_VERSION, validate_read
 from .index import is_plain, load_items, save_items
 from .jsonread import SURROGATE_MESSAGE, lone_surrogate
@@ -337,9 +337,9 @@ def item_doc(
 
 
 class ItemFiles:
-    """The items of one root: read, written and removed through ``Documents``."""
+    """The items of one root: read, written and removed through ``Files``."""
 
-    def __init__(self, documents: Documents, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, documents: Files, clock: Callable[[], datetime] | None = None) -> None:
         """``clock``: what "now" is (timestamps, TTL); tests and simulations pass their own."""
         self.docs = documents
         self.layout = documents.layout
@@ -717,7 +717,7 @@ class ItemFiles:
 
 
 def _with_doc(item: StoredItem, doc: dict[str, Any]) -> StoredItem:
-    """The item as the cache keeps its document (``Documents.remember`` may keep a copy)."""
+    """The item as the cache keeps its document (``Files.remember`` may keep a copy)."""
     if item.doc is doc:
         return item
     return StoredItem(

@@ -435,7 +435,7 @@ def place_problem(path: Path, kind: str, doc: dict[str, Any]) -> tuple[str, str]
 
     Compared on the path's own segments (never resolved), so it holds however the root is
     spelled. A writes file's checkpoint id is matched to its name where writes are looked
-    up by that name (``Documents.writes_docs``, validate).
+    up by that name (``ThreadStore.writes_docs``, validate).
     """
     if kind == "value":
         want = f"{VALUES}/{encode_segment(doc['channel'])}@{version_segment(doc['version'])}.json"

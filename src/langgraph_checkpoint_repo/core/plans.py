@@ -27,12 +27,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .documents import Documents
 from .errors import FileFormatError
 from .format import fields
 from .format.needs import needed_files
 from .layout import LARGE, OBJECTS, encode_segment, value_file_kind
 from .lineage import Lineage
+from .threads import ThreadStore
 
 #: (thread_id, checkpoint_ns, checkpoint_id) -> the checkpoint's metadata, read from its file
 Metadata = Callable[[str, str, str], Mapping[str, Any]]
@@ -64,7 +64,7 @@ class PrunePlan:
         return sorted([*self.checkpoints, *self.writes, *self.values, *self.large, *self.objects])
 
 
-def plan_removal(store: Documents, thread_id: str, doomed: Mapping[str, Collection[str]]) -> PrunePlan:
+def plan_removal(store: ThreadStore, thread_id: str, doomed: Mapping[str, Collection[str]]) -> PrunePlan:
     """Every file that removing ``doomed`` (checkpoint ids per namespace) takes with it: the
     checkpoints, their writes, and the value and large files no kept checkpoint uses; plus
     the value files to write first for kept checkpoints whose values sit in a doomed one."""
@@ -82,7 +82,7 @@ def plan_removal(store: Documents, thread_id: str, doomed: Mapping[str, Collecti
         owners = {encode_segment(c) for c in gone}
         plan.writes.extend(
             p
-            for p in store.files_in(layout.writes_dir(thread_id, ns))
+            for p in store.files.files_in(layout.writes_dir(thread_id, ns))
             if layout.writes_owner(p.name) in owners
         )
     if not plan.doomed:
@@ -92,17 +92,19 @@ def plan_removal(store: Documents, thread_id: str, doomed: Mapping[str, Collecti
     plan.rescued = sorted([*values, *(p for p, _ in need.rescued_first)])
     plan.rescue = [sorted(need.rescued_first), [need.rescued[p] for p in values]]
     for _, ns_dir in store.namespace_folders(layout.thread_dir(thread_id)):
-        plan.values.extend(p for p in store.value_files(ns_dir) if p not in need.values)
+        plan.values.extend(p for p in store.files.value_files(ns_dir) if p not in need.values)
     plan.large = [
-        p for p in store.files_in(layout.thread_dir(thread_id) / LARGE) if p.name[:-5] not in need.large
+        p for p in store.files.files_in(layout.thread_dir(thread_id) / LARGE) if p.name[:-5] not in need.large
     ]
     plan.objects = [
-        p for p in store.files_in(layout.thread_dir(thread_id) / OBJECTS) if p.name[:-5] not in need.objects
+        p
+        for p in store.files.files_in(layout.thread_dir(thread_id) / OBJECTS)
+        if p.name[:-5] not in need.objects
     ]
     return plan
 
 
-def carry_out(store: Documents, plan: PrunePlan) -> None:
+def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
     """Do what the plan lists, nothing else; the caller holds the thread's exclusive lock.
 
     The rescued value files first (readers fall back to them), then the checkpoint files
@@ -111,18 +113,18 @@ def carry_out(store: Documents, plan: PrunePlan) -> None:
     if not plan.doomed:
         return
     thread_id = plan.thread_id
-    store.check_tree(store.layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
-    store.write(plan.rescue)
-    store.remove_files(plan.checkpoints)
-    store.remove_files(plan.writes)
-    store.remove_files([*plan.values, *plan.large, *plan.objects])
+    store.files.check_tree(store.layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
+    store.files.write(plan.rescue)
+    store.files.remove_files(plan.checkpoints)
+    store.files.remove_files(plan.writes)
+    store.files.remove_files([*plan.values, *plan.large, *plan.objects])
     store.forget_thread(thread_id)
 
 
 # ----------------------------------------------------------------------
 # which checkpoints go
 # ----------------------------------------------------------------------
-def parent_of(store: Documents, doc: dict[str, Any], walked: set[str]) -> str | None:
+def parent_of(store: ThreadStore, doc: dict[str, Any], walked: set[str]) -> str | None:
     """The parent to go to next on a walk up the history; one the walk has been through
     closes a cycle, which would walk forever: a FileFormatError naming the file instead."""
     walked.add(doc["checkpoint_id"])
@@ -135,13 +137,13 @@ def parent_of(store: Documents, doc: dict[str, Any], walked: set[str]) -> str | 
     return parent
 
 
-def stored_metadata(store: Documents) -> Metadata:
+def stored_metadata(store: ThreadStore) -> Metadata:
     """Metadata as stored (a JSON tree): for readers that construct no values."""
     return lambda thread_id, ns, cid: store.header(thread_id, ns, cid)["metadata"]  # type: ignore[no-any-return]
 
 
 def needed_for_latest(
-    store: Documents,
+    store: ThreadStore,
     metadata: Metadata,
     thread_id: str,
     ns: str,
@@ -190,7 +192,7 @@ def needed_for_latest(
     return keep
 
 
-def plan_keep_latest(store: Documents, metadata: Metadata, thread_id: str) -> PrunePlan:
+def plan_keep_latest(store: ThreadStore, metadata: Metadata, thread_id: str) -> PrunePlan:
     """``prune(strategy="keep_latest")``: per namespace the latest checkpoint and what a
     DeltaChannel needs of its ancestors (``needed_for_latest``) stay, the rest goes."""
     doomed: dict[str, list[str]] = {}
@@ -226,7 +228,7 @@ def no_new_heads(lineage: Lineage, keep: set[str]) -> set[str]:
     return keep
 
 
-def plan_runs(store: Documents, metadata: Metadata, thread_id: str, run_ids: Collection[str]) -> PrunePlan:
+def plan_runs(store: ThreadStore, metadata: Metadata, thread_id: str, run_ids: Collection[str]) -> PrunePlan:
     """``delete_for_runs``: the checkpoints whose metadata ``run_id`` is one of ``run_ids``
     (``metadata`` reads the files themselves: what decides a removal is never a cache)."""
     doomed = {
@@ -241,7 +243,7 @@ def plan_runs(store: Documents, metadata: Metadata, thread_id: str, run_ids: Col
 
 
 def plan_prune(
-    store: Documents,
+    store: ThreadStore,
     thread_id: str,
     *,
     keep_last: int | None,
@@ -296,7 +298,7 @@ def _age(doc: dict[str, Any], now: datetime) -> float:
 # ----------------------------------------------------------------------
 # copy
 # ----------------------------------------------------------------------
-def copy_thread_files(store: Documents, source_thread_id: str, target_thread_id: str) -> None:
+def copy_thread_files(store: ThreadStore, source_thread_id: str, target_thread_id: str) -> None:
     """Copy every file of a thread (whole parent chains, so DeltaChannels rebuild), rewriting
     the thread id; large files first, checkpoints (the commit points) last."""
     layout = store.layout
@@ -305,38 +307,38 @@ def copy_thread_files(store: Documents, source_thread_id: str, target_thread_id:
     first, second = sorted((source_thread_id, target_thread_id))
     # both locks, in id order: the source must hold still while it is read
     with store.thread_lock(first, exclusive=True), store.thread_lock(second, exclusive=True):
-        store.check_tree(src_dir, f"copy thread {source_thread_id!r}")
+        store.files.check_tree(src_dir, f"copy thread {source_thread_id!r}")
         large: list[tuple[Path, bytes]] = []
         for folder, kind in ((OBJECTS, "object"), (LARGE, "large_value")):
-            for p in store.files_in(src_dir / folder):
+            for p in store.files.files_in(src_dir / folder):
                 dst = dst_dir / folder / p.name
-                if store.intact(dst, kind):
+                if store.files.intact(dst, kind):
                     continue  # named by its content: the target's whole file is the same
-                if not store.intact(p, kind):  # never over the target's, never a new unreadable one
+                if not store.files.intact(p, kind):  # never over the target's, never a new unreadable one
                     raise FileFormatError(
                         str(p), "/sha256", "content does not match its sha256 name: refusing to copy it"
                     )
-                large.append(store.prepare(kind, store.read_doc(p, kind), dst))
+                large.append(store.files.prepare(kind, store.files.read_doc(p, kind), dst))
         values: list[tuple[Path, bytes]] = []
         writes: list[tuple[Path, bytes]] = []
         checkpoints: list[tuple[Path, bytes]] = []
         for ns, src_ns in store.namespace_folders(src_dir):
             dst_ns = layout.ns_dir(target_thread_id, ns)
-            for path in store.value_files(src_ns):
+            for path in store.files.value_files(src_ns):
                 kind = value_file_kind(path)
-                doc = store.read_doc(path, kind)
+                doc = store.files.read_doc(path, kind)
                 if kind == "base":
                     doc = {**doc, "thread_id": target_thread_id}
-                values.append(store.prepare(kind, doc, dst_ns / path.relative_to(src_ns)))
-            for path in store.files_in(layout.writes_dir(source_thread_id, ns)):
-                wdoc = {**store.read_doc(path, "writes"), "thread_id": target_thread_id}
-                writes.append(store.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
+                values.append(store.files.prepare(kind, doc, dst_ns / path.relative_to(src_ns)))
+            for path in store.files.files_in(layout.writes_dir(source_thread_id, ns)):
+                wdoc = {**store.files.read_doc(path, "writes"), "thread_id": target_thread_id}
+                writes.append(store.files.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
             for cid in store.checkpoint_ids(source_thread_id, ns):
                 store.header(source_thread_id, ns, cid)  # names checked, and a delta's line whole
                 cpath = layout.checkpoint_path(source_thread_id, ns, cid)
-                cdoc = {**store.read_doc(cpath, "checkpoint"), "thread_id": target_thread_id}
+                cdoc = {**store.files.read_doc(cpath, "checkpoint"), "thread_id": target_thread_id}
                 checkpoints.append(
-                    store.prepare("checkpoint", cdoc, layout.checkpoint_path(target_thread_id, ns, cid))
+                    store.files.prepare("checkpoint", cdoc, layout.checkpoint_path(target_thread_id, ns, cid))
                 )
-        store.write([large, values, writes, checkpoints])
+        store.files.write([large, values, writes, checkpoints])
         store.forget_thread(target_thread_id)

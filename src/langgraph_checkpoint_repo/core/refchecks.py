@@ -2,7 +2,7 @@
 
 Each check reports through the ``Reporter`` it is given (checks.py's ``Validator``): one
 problem per thing wrong, at the file and JSON pointer that is wrong, never stopping at the
-first. Values are resolved the way the saver resolves them (``Documents.value_entry``); a
+first. Values are resolved the way the saver resolves them (``ThreadStore.value_entry``); a
 missing one is explained by walking its chain (chains.walk_chain) to the first link that is gone.
 """
 
@@ -13,18 +13,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from .documents import Documents
 from .errors import FileFormatError, MissingReferenceError
 from .format import fields
 from .format.validation import pointer_part
 from .layout import CHECKPOINTS, Layout, encode_segment
+from .threads import ThreadStore
 
 
 class Reporter(Protocol):
     """Where the checks report (checks.py's ``Validator``): one problem per thing wrong."""
 
     layout: Layout
-    store: Documents
+    store: ThreadStore
     # per (namespace folder, channel, version, ref): whether that value is empty, or why it
     # does not read; consecutive checkpoints refer to the same values, and a chain is walked
     # once per run, not once per checkpoint that refers to it (only the flag is kept: whole
@@ -133,7 +133,7 @@ def _parent_ref(
 
 
 def missing_link(
-    store: Documents, ns_dir: Path, channel: str, version: Any, ref: str
+    store: ThreadStore, ns_dir: Path, channel: str, version: Any, ref: str
 ) -> tuple[str, str, int] | None:
     """The first checkpoint a value (or its append chain) needs that is gone with no value
     file in its place: (reference, value file it could have been, link depth). None for a

@@ -1,4 +1,4 @@
-"""A check of the files reads the root as one snapshot (``SnapshotDocuments``).
+"""A check of the files reads the root as one snapshot (``ThreadStore``).
 
 The saver's reads follow the cache rule of caches.py: whatever is kept is checked again
 against the stat of every file it came from, on every use, so a reader sees every edit. A
@@ -26,102 +26,11 @@ import gc
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .documents import Documents
-from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize
-from .layout import CHECKPOINTS, encode_segment
-
-
-class SnapshotDocuments(Documents):
-    """``Documents`` for the checks: reads only, memoized inside ``snapshot()`` (see above)."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self._depth = 0  # open snapshot() scopes
-        self._read: dict[tuple[str, str], dict[str, Any]] = {}  # (file, kind) -> its document
-        self._inside: dict[str, bool] = {}  # folder -> in the root with no symlink on the way
-        # checkpoint file -> (its whole document, its deltas back to a whole one; None when
-        # not counted: a checkpoint on it is made by the full walk, which counts them)
-        self._wholes: dict[str, tuple[dict[str, Any], int | None]] = {}
-
-    @property
-    def in_snapshot(self) -> bool:
-        return self._depth > 0
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """Read the root as one snapshot until the outermost scope ends, then forget it all.
-        Nothing read before it began is relied on either."""
-        if not self._depth:
-            self._forget()
-        self._depth += 1
-        self.values.trust_kept = True
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if not self._depth:
-                self.values.trust_kept = False
-                self._forget()
-
-    def _forget(self) -> None:
-        for memo in (self._read, self._wholes, self._inside):
-            memo.clear()
-        self.docs.clear()
-        self.values.clear()
-        for lru in (self._full, self._chains, self._intact):
-            with lru.lock:
-                lru.clear()
-
-    def read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None) -> dict[str, Any]:
-        if not self._depth:
-            return super().read_doc(path, kind, inside)
-        key = (str(path), kind)
-        got = self._read.get(key)
-        if got is None:
-            got = super().read_doc(path, kind, inside or self._contains)
-            self._read[key] = got
-            self.values.read_paths[key[0]] = path
-        return got
-
-    def _contains(self, folder: Path) -> bool:
-        key = str(folder)
-        got = self._inside.get(key)
-        if got is None:
-            got = self._inside[key] = self.layout.contains(folder)
-        return got
-
-    def checkpoint_doc(self, path: Path) -> dict[str, Any]:
-        """As ``Documents.checkpoint_doc``; in a snapshot a delta whose parent's whole is known
-        is that plus its changes, and anything else (a parent not made yet, a base file, a
-        line too long or broken) is walked in full, which raises what any reader would."""
-        if not self._depth:
-            return super().checkpoint_doc(path)
-        key = str(path)
-        got = self._wholes.get(key)
-        if got is not None:
-            return got[0]
-        raw = self.read_doc(path, "checkpoint")
-        if not depth(raw):
-            self._wholes[key] = (raw, 0)
-            return raw
-        parent = raw["parent_checkpoint_id"]
-        below = None
-        if parent:
-            head, sep, _ = key.rpartition(os.sep)  # os.path.join(os.path.dirname(key), ...), in one step
-            pkey = f"{head}{sep}{encode_segment(parent)}.json"
-            below = self._wholes.get(pkey) if pkey != key else None
-        if below is not None and below[1] is not None and below[1] < MAX_DELTA_CHAIN:
-            whole, deltas = materialize(raw, below[0]), below[1] + 1
-        else:
-            whole, deltas = super().checkpoint_doc(path), None
-        self._wholes[key] = (whole, deltas)
-        return whole
-
+from .layout import CHECKPOINTS
 
 # -- thread folders checked in worker processes ---------------------------------------
 #: a whole-root check forks workers only from this many checkpoint files on: below it,

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import orjson
 
-from .documents import Documents
+from .files import Files
 from .jsonread import MAX_FILE_BYTES, read_bounded
 
 _log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ def _load_or_make_key(folder: Path | None) -> bytes:
 class VectorCache:
     """The embeddings one embedder made, in memory and in its file under ``.cache/``."""
 
-    def __init__(self, documents: Documents, embedder: str, dims: int) -> None:
+    def __init__(self, documents: Files, embedder: str, dims: int) -> None:
         if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
             raise ValueError(f"index dims={dims!r}: expected a positive integer")
         self.docs = documents
@@ -341,6 +341,6 @@ class VectorCache:
                 self._seen = (st.st_ino, size + len(blob))
 
 
-def folder(documents: Documents) -> Path:
+def folder(documents: Files) -> Path:
     """Where every embedder's file lives (``fsck`` and the docs name it)."""
     return documents.layout.cache_dir / FOLDER

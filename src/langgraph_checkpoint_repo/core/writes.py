@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .documents import Documents
+from .threads import ThreadStore
 
 #: LangGraph's WRITES_IDX_MAP (langgraph.checkpoint.base): the idx of each special channel;
 #: a test checks it equals LangGraph's
@@ -49,7 +49,7 @@ class StoredWrite:
         return f"{self.record}/writes/{self.index}/value"
 
 
-def merged_writes(store: Documents, thread_id: str, ns: str, cid: str) -> list[StoredWrite]:
+def merged_writes(store: ThreadStore, thread_id: str, ns: str, cid: str) -> list[StoredWrite]:
     """A checkpoint's pending writes as ``get_tuple`` returns them: per task and ``idx`` the
     first regular write (``idx >= 0``) wins and a special one (``idx < 0``) is replaced by a
     later one, as the other savers do; ordered by LangGraph's ``writes_sort_key``."""

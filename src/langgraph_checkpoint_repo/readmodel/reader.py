@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.documents import Documents
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError, UnrevivableValueError
 from ..core.format import fields
 from ..core.format.entries import ValueEntry, entry_from_node
 from ..core.format.tree import b64, named_types, plain_value
 from ..core.format.tree import readable as readable_tree
 from ..core.sends import TASKS, send_node
+from ..core.threads import ThreadStore
 from ..core.typenames import Fix, TypeKey, python_fix
 from ..core.writes import merged_writes
 from .tasks import (
@@ -146,7 +146,7 @@ class Reader:
         if not root.is_dir():
             raise NotFoundError(f"root {root} does not exist")
         self.root = root
-        self.store = Documents(root)
+        self.store = ThreadStore(root)
         self.layout = self.store.layout
         self.reviver = reviver
         # (module, name) of every type a value shown so far named and the reviver may not construct

@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any
 
 from ..core.checks import TRACKED_CACHE
-from ..core.documents import writes_key
 from ..core.errors import RepoCheckpointError
 from ..core.format import fields
 from ..core.format.validation import pointer_part
@@ -38,6 +37,7 @@ from ..core.layout import (
     is_temp_name,
     segment_name,
 )
+from ..core.threads import writes_key
 from ..readmodel.reader import Reader
 from .model import FileAccount, Flag, NamespaceReport, Report, ThreadReport
 from .revisions import Changes
@@ -267,7 +267,7 @@ def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: s
         readers = [c for c in kept if fields.parent_id(head.header(thread_id, ns, c)) == removed]
         read = partial(_bookkeeping, thread_id, ns)
     else:  # a value: what the checkpoints at its version read
-        doc = head.store.read_doc(head.layout.ns_dir(thread_id, ns) / VALUES / name, "value")
+        doc = head.store.files.read_doc(head.layout.ns_dir(thread_id, ns) / VALUES / name, "value")
         channel, version = doc["channel"], doc["version"]
         readers = [c for c in kept if _version(head, thread_id, ns, c, channel) == version]
         read = partial(_channel, thread_id, ns, channel)

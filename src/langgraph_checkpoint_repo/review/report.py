@@ -646,7 +646,7 @@ def _item_doc(root: Path, path: str) -> tuple[dict[str, Any] | None, list[Proble
     validator.item_file(file)
     problems = relative(validator.problems, root)
     try:
-        doc = validator.store.read_doc(file, "item")
+        doc = validator.store.files.read_doc(file, "item")
     except (FileFormatError, OSError):
         return None, problems
     return doc, problems  # what validate finds is shown beside what the store loads

@@ -13,7 +13,7 @@ whole one) hold only what changed since their parent:
   in the file itself);
 * ``checkpoint.v``: only when it differs from the parent's.
 
-Every reader gets the whole document (``materialize``; ``Documents.header``): the parent's
+Every reader gets the whole document (``materialize``; ``ThreadStore.header``): the parent's
 whole bookkeeping with the changes applied. Reading the latest checkpoint therefore reads at
 most ``DELTA_EVERY`` earlier files, however long the history. When prune removes a parent that
 a kept checkpoint builds on, it first writes the parent's whole bookkeeping to

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..documents import Documents
 from ..durable import write_files
 from ..errors import FileFormatError, RepoCheckpointError, SchemaVersionError
 from ..items import ItemFiles
@@ -39,6 +38,7 @@ from ..layout import (
     is_temp_name,
     item_place_problem,
 )
+from ..threads import ThreadStore
 from .canonical import dump_json
 from .validation import SCHEMA_VERSION, check_version, validate_read
 
@@ -142,14 +142,14 @@ class MigrationReport:
         }
 
 
-def _thread_id(store: Documents, tdir: Path) -> str:
+def _thread_id(store: ThreadStore, tdir: Path) -> str:
     seg = tdir.name
     if not is_hashed_segment(seg):
         try:
             return decode_segment(seg)
         except ValueError as exc:
             raise FileFormatError(str(tdir), "/", f"not a thread folder name: {exc}") from None
-    tid = hashed_thread_id(tdir, store.load_unchecked)  # unchecked: older formats too
+    tid = hashed_thread_id(tdir, store.files.load_unchecked)  # unchecked: older formats too
     if tid is None:
         raise FileFormatError(str(tdir), "/", "cannot tell which thread this folder holds")
     return tid
@@ -212,7 +212,7 @@ def migrate_root(
     each file wholly old or wholly new: run it again to finish.
     ``progress`` is called with the number of files done in each pass.
     """
-    store = Documents(root, durable=durable, lock_timeout=lock_timeout)
+    store = ThreadStore(root, durable=durable, lock_timeout=lock_timeout)
     report = MigrationReport(root=root, dry_run=dry_run)
     threads_dir = store.layout.threads_dir
     tdirs = [threads_dir / n for n in data_names(threads_dir)]
@@ -230,7 +230,7 @@ def migrate_root(
         """The file upgraded and checked, or None when it is current (or, in the second pass,
         gone since the first: removed meanwhile, nothing left to upgrade); the first pass counts."""
         try:
-            doc = store.load_unchecked(path)
+            doc = store.files.load_unchecked(path)
         except FileNotFoundError:
             if pass_no == 1:
                 raise
@@ -263,7 +263,7 @@ def migrate_root(
                     if new is not None:
                         yield path, new
 
-    items = ItemFiles(store)
+    items = ItemFiles(store.files)
     folder = store.layout.store_dir
     if folder.is_symlink():
         raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")

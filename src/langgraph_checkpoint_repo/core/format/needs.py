@@ -15,9 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..documents import Documents, writes_key
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS
+from ..threads import ThreadStore, writes_key
 from . import fields
 from .bookkeeping import depth
 from .chains import Link, walk_chain
@@ -51,7 +51,7 @@ class Needed:
 
 
 def needed_files(
-    store: Documents, thread_id: str, keep: Mapping[str, Collection[str]] | None = None
+    store: ThreadStore, thread_id: str, keep: Mapping[str, Collection[str]] | None = None
 ) -> Needed:
     """What the kept checkpoints (per namespace; default: all) refer to, following append
     chains, deltas (format 4) and objects the way readers will once the others are gone."""
@@ -67,7 +67,7 @@ def needed_files(
         kept = kept_by_ns[ns]
         for cid in sorted(kept):
             path = layout.checkpoint_path(thread_id, ns, cid)
-            raw = store.read_doc(path, "checkpoint")
+            raw = store.files.read_doc(path, "checkpoint")
             doc = store.header(thread_id, ns, cid)
             held = raw.get("objects") or {}
             for body in raw.get("new_values", {}).values():
@@ -95,7 +95,7 @@ def needed_files(
             if digest in out.pending:
                 out.roots.append((out.pending[digest], None, None))
             else:
-                ldoc = store.read_doc(layout.large_path(thread_id, digest), "large_value")
+                ldoc = store.files.read_doc(layout.large_path(thread_id, digest), "large_value")
                 out.roots.append((ldoc, None, None))
         except FileNotFoundError:
             pass  # validate names the missing large file
@@ -113,10 +113,10 @@ def _builds_on_parent(raw: Mapping[str, Any]) -> bool:
     )
 
 
-def _mark_base(store: Documents, thread_id: str, ns: str, ns_dir: Path, parent: str, out: Needed) -> None:
+def _mark_base(store: ThreadStore, thread_id: str, ns: str, ns_dir: Path, parent: str, out: Needed) -> None:
     """A kept delta, or a kept checkpoint appending to its parent's list, whose parent goes
     (or is gone): the parent's whole bookkeeping, in the base file readers use in its place
-    (bookkeeping.py, Documents.implied_base), existing or written first."""
+    (bookkeeping.py, ThreadStore.implied_base), existing or written first."""
     bpath = ns_dir / store.layout.base_rel(parent)
     out.values.add(bpath)
     if bpath in out.rescued:
@@ -136,14 +136,14 @@ def _mark_base(store: Documents, thread_id: str, ns: str, ns_dir: Path, parent: 
         "values": whole["values"],
     }
     try:
-        if store.read_doc(bpath, "base") == doc:
+        if store.files.read_doc(bpath, "base") == doc:
             return  # written by an earlier removal, whole
     except (FileNotFoundError, FileFormatError):
         pass
-    out.rescued[bpath] = store.prepare("base", doc, bpath)
+    out.rescued[bpath] = store.files.prepare("base", doc, bpath)
 
 
-def _mark_taken_writes(store: Documents, thread_id: str, ns: str, kept: set[str], out: Needed) -> None:
+def _mark_taken_writes(store: ThreadStore, thread_id: str, ns: str, kept: set[str], out: Needed) -> None:
     """The pending writes a removed checkpoint took from a kept parent (format 4:
     ``parent_writes``), written back to a writes file of the parent unless a kept file or
     child holds them too."""
@@ -156,14 +156,14 @@ def _mark_taken_writes(store: Documents, thread_id: str, ns: str, kept: set[str]
         if parent is None or parent not in kept:
             continue
         path = layout.checkpoint_path(thread_id, ns, cid)
-        taken = store.read_doc(path, "checkpoint").get("parent_writes") or {}
+        taken = store.files.read_doc(path, "checkpoint").get("parent_writes") or {}
         if not taken:
             continue
-        held = store.read_doc(path, "checkpoint").get("objects") or {}
+        held = store.files.read_doc(path, "checkpoint").get("objects") or {}
         have = {writes_key(p.name) for p, _ in store.writes_docs(thread_id, ns, parent)}
         for child in lineage.children(parent):
             if child in kept:
-                cdoc = store.read_doc(layout.checkpoint_path(thread_id, ns, child), "checkpoint")
+                cdoc = store.files.read_doc(layout.checkpoint_path(thread_id, ns, child), "checkpoint")
                 have.update(cdoc.get("parent_writes") or {})
         for key, record in taken.items():
             wpath = layout.writes_dir(thread_id, ns) / layout.writes_name(parent, key)
@@ -180,10 +180,10 @@ def _mark_taken_writes(store: Documents, thread_id: str, ns: str, kept: set[str]
             for w in record["writes"]:
                 large_in(w, out.large)
             out.roots.append((record["writes"], None, held))
-            out.rescued[wpath] = store.prepare("writes", doc, wpath)
+            out.rescued[wpath] = store.files.prepare("writes", doc, wpath)
 
 
-def _mark_objects(store: Documents, thread_id: str, kept_files: set[Path], out: Needed) -> None:
+def _mark_objects(store: ThreadStore, thread_id: str, kept_files: set[Path], out: Needed) -> None:
     """The ``objects/`` files readers will read once the removal is done (``out.objects``),
     and those to write first (``out.rescued_first``): every reference is followed where a
     reader finds it then. One held by a kept checkpoint or writes file stays where it is; one
@@ -204,7 +204,7 @@ def _mark_objects(store: Documents, thread_id: str, kept_files: set[Path], out: 
                     continue  # held there, and followed from there
                 before_here: Mapping[str, Any] | None
                 try:
-                    before_here = store.read_doc(target, "checkpoint").get("objects")
+                    before_here = store.files.read_doc(target, "checkpoint").get("objects")
                 except (FileNotFoundError, FileFormatError):
                     before_here = None
             else:
@@ -216,15 +216,15 @@ def _mark_objects(store: Documents, thread_id: str, kept_files: set[Path], out: 
             out.objects.add(digest)
             opath = layout.object_path(thread_id, digest)
             found = before_here.get(digest) if before_here is not None else None
-            if found is not None and digest not in out.pending and not store.intact(opath, "object"):
+            if found is not None and digest not in out.pending and not store.files.intact(opath, "object"):
                 doc = {"schema_version": SCHEMA_VERSION, "kind": "object", "sha256": digest, "tree": found}
-                out.rescued_first.append(store.prepare("object", doc, opath))
+                out.rescued_first.append(store.files.prepare("object", doc, opath))
                 out.pending[digest] = found
             if found is None:
                 found = out.pending.get(digest)
             if found is None:
                 try:
-                    found = store.read_doc(opath, "object")["tree"]
+                    found = store.files.read_doc(opath, "object")["tree"]
                 except (FileNotFoundError, FileFormatError):
                     continue  # validate names what is missing
                 before_here = None
@@ -236,7 +236,7 @@ class _ChainMarks:
     """The walks of one channel's append chains in one namespace, for a removal: which files
     the kept checkpoints use, and what must be rescued for them (into ``out``)."""
 
-    store: Documents
+    store: ThreadStore
     thread_id: str
     ns_dir: Path
     channel: str
@@ -266,11 +266,11 @@ class _ChainMarks:
             out.values.add(vpath)
             if vpath in out.rescued:
                 return Link(version, ref, vpath, "", json.loads(out.rescued[vpath][1]))
-            vdoc = store.read_doc(vpath, "value")
+            vdoc = store.files.read_doc(vpath, "value")
             out.roots.append((vdoc, None, None))
             return Link(version, ref, vpath, "", vdoc)
         pointer = f"/new_values/{channel}"
-        host = store.read_doc(path, "checkpoint")
+        host = store.files.read_doc(path, "checkpoint")
         body = host.get("new_values", {}).get(channel)
         if body is None:
             raise MissingReferenceError(str(path), pointer, f"holds no value of channel {channel!r}")
@@ -301,7 +301,7 @@ class _ChainMarks:
         node = {"json": entry.tree}  # format 4: a json node is msgpack's
         first: Prepared = []
         where = (str(vpath), "/value")
-        stored, _ = stored_node(self.store, self.thread_id, node, LARGE_VALUE_BYTES, first, where)
+        stored, _ = stored_node(self.store.files, self.thread_id, node, LARGE_VALUE_BYTES, first, where)
         for path, data in first:
             doc = json.loads(data)
             self.out.pending[path.name[: -len(".json")]] = doc.get("tree", doc.get("value"))
@@ -310,7 +310,7 @@ class _ChainMarks:
 
 
 def _existing_value(
-    store: Documents,
+    store: ThreadStore,
     ns_dir: Path,
     vpath: Path,
     channel: str,
@@ -325,7 +325,7 @@ def _existing_value(
     read (damaged: rescued again, atomically). One that reads but holds another value is
     refused, naming it: removing the checkpoint would change what the kept ones read."""
     try:
-        doc = store.read_doc(vpath, "value")
+        doc = store.files.read_doc(vpath, "value")
     except FileNotFoundError:
         return None
     except FileFormatError:
@@ -341,7 +341,7 @@ def _existing_value(
     return doc
 
 
-def _same_value(store: Documents, ns_dir: Path, channel: str, version: Any, ref: str) -> bool:
+def _same_value(store: ThreadStore, ns_dir: Path, channel: str, version: Any, ref: str) -> bool:
     """Whether the value file of ``channel`` at ``version`` and the checkpoint ``ref`` hold
     the same value once each is resolved (a chain rebuilt, objects and large files read)."""
     try:
@@ -353,8 +353,8 @@ def _same_value(store: Documents, ns_dir: Path, channel: str, version: Any, ref:
 
 
 def _value_file(
-    store: Documents, vpath: Path, channel: str, version: Any, body: dict[str, Any]
+    store: ThreadStore, vpath: Path, channel: str, version: Any, body: dict[str, Any]
 ) -> tuple[Path, bytes]:
     """The value file that takes the place of a removed checkpoint's inline value."""
     doc = {"schema_version": SCHEMA_VERSION, "kind": "value", "channel": channel, "version": version, **body}
-    return store.prepare("value", doc, vpath)
+    return store.files.prepare("value", doc, vpath)

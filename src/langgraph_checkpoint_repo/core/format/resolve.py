@@ -52,7 +52,7 @@ class ValueResolver:
         # per thread folder, digest -> (namespace, checkpoint id) whose objects hold it: found
         # on a read or written by this process; what a writer refers to with $in (format 4)
         self.located: dict[Path, dict[str, tuple[str, str]]] = {}
-        # (channel, link) -> the base an append without ``base`` extends (Documents sets it)
+        # (channel, link) -> the base an append without ``base`` extends (ThreadStore sets it)
         self.implied_base: Callable[[str, Link], tuple[Any, str]] | None = None
         # a run of the checks reads the root as one snapshot (snapshot.py): a kept value is
         # reused without checking the files it was built from again

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..documents import Documents
 from ..durable import json_size
 from ..errors import InvalidWriteError
+from ..files import Files
 from .canonical import digest_node
 from .objects import (
     REF,
@@ -41,12 +41,12 @@ class Host:
     locate: Locate | None = None
     convert: Convert | None = None
     objects: dict[str, Any] = field(default_factory=dict)
-    ticket: int = 0  # when it was begun (Documents.Pending)
+    ticket: int = 0  # when it was begun (ThreadStore.Pending)
     # checkpoints being written beside it whose objects it refers to: to wait for first
     waits: dict[Any, tuple[str, str]] = field(default_factory=dict)
 
     def adopt(
-        self, store: Documents, thread_id: str, new: dict[str, Any], large_value_bytes: int, large: Prepared
+        self, store: Files, thread_id: str, new: dict[str, Any], large_value_bytes: int, large: Prepared
     ) -> None:
         """Take the objects a value introduced; one over ``large_value_bytes`` gets a file of
         its own in ``objects/`` instead (the file stays small), with what it refers to without
@@ -69,7 +69,7 @@ class Host:
                 self.objects[digest] = tree
 
 
-def _object_file(store: Documents, thread_id: str, name: str, tree: Any, large: Prepared) -> None:
+def _object_file(store: Files, thread_id: str, name: str, tree: Any, large: Prepared) -> None:
     """``objects/<name>.json`` joins ``large`` unless it is there, whole, or on its way."""
     path = store.layout.object_path(thread_id, name)
     if any(p == path for p, _ in large) or store.intact(path, "object"):
@@ -79,7 +79,7 @@ def _object_file(store: Documents, thread_id: str, name: str, tree: Any, large: 
 
 
 def shared_tree(
-    store: Documents,
+    store: Files,
     thread_id: str,
     tree: Any,
     large: Prepared,
@@ -119,7 +119,7 @@ def shared_tree(
 
 
 def stored_node(
-    store: Documents,
+    store: Files,
     thread_id: str,
     node: dict[str, Any],
     large_value_bytes: int,

@@ -1,29 +1,22 @@
-"""The documents of one root, found by id, validated both ways (``Documents``).
+"""The thread store: checkpoints by thread, namespace and id, over the files of one root.
 
-Invariants:
-
-* every document is validated against its schema and its place (``place_problem``) on
-  its way out (``prepare``: nothing is written otherwise, nor anything a read would
-  refuse) and on its way in (``read_doc``, through the bounds of jsonread.py);
-* what is read is kept only under the one cache rule of caches.py, so every read sees
-  every edit (by hand, by ``git pull``, by another process);
-* no folder is made, listed or removed through a symlink (removal.py).
-
-Values and append chains are resolved in values.py; this class hands those calls on.
+It answers in the logical terms readers and the saver ask in (thread ids, namespaces,
+checkpoint ids, lineage, a checkpoint's whole document and its values, a checkpoint's pending
+writes) and runs every put through the protocol that stores a message once when puts overlap
+(overlap.py). How a checkpoint is laid out in its files is the format's (format/); reading and
+writing those files, under the one cache rule, is files.py's.
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
 import logging
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,33 +25,29 @@ from .caches import (
     CACHE_ENTRIES,
     LRU,
     Dep,
-    DocCache,
     Listing,
-    Listings,
-    StatKey,
     settled,
     stat_key,
     stat_key_of,
 )
-from .durable import ThreadLocks
-from .errors import FileFormatError, LockTimeoutError, MissingReferenceError, RepoCheckpointError
+from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
+from .files import Files, Snapshot
 from .format import fields
-from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize, normalize
+from .format.bookkeeping import MAX_DELTA_CHAIN, compact, depth, materialize
 from .format.canonical import digest_node
 from .format.chains import Link, read_link, walk_chain
+from .format.encode import checkpoint_document, writes_document
 from .format.entries import ValueEntry
-from .format.objects import names_object, object_ref
+from .format.objects import Convert, names_object
+from .format.records import CheckpointRecord, TaskWrites
 from .format.resolve import ValueResolver
-from .format.validation import validate_read
-from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, load_listing, save_lineage, save_listing
-from .jsonread import load_json
+from .format.storing import Host, Prepared
+from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, save_lineage
 from .layout import (
     CHECKPOINTS,
     LARGE,
     NAMESPACES,
     OBJECTS,
-    VALUES,
-    Layout,
     data_names,
     decode_segment,
     encode_segment,
@@ -66,11 +55,9 @@ from .layout import (
     is_hashed_segment,
     is_temp_name,
     is_verbatim,
-    place_problem,
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
-from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
-from .writing import Writer, prepare
+from .overlap import Overlap, PutDone
 
 # a fresh process records the lineage it read again when it had to read at least this many
 LINEAGE_REREADS = 16
@@ -88,94 +75,6 @@ _CONTENT_NAMED: dict[str, tuple[str, Callable[[dict[str, Any], str], bool]]] = {
 }
 
 
-class PutDone(threading.Event):
-    """Set when a put that offered objects is over; ``ok`` once its file is durable (a file
-    under its name may be there without it: an older one, when the same checkpoint is put
-    again)."""
-
-    ok = False
-
-
-class Pending:
-    """The objects of checkpoints this process is writing, once decided, until they are
-    durable. LangGraph saves a thread's checkpoints, writes and subgraph checkpoints at once
-    (``durability="async"``): a file that needs a message a concurrent put is about to hold
-    refers to it there and waits for it, instead of holding the text a second time.
-
-    The files of one thread are decided one at a time (``deciding``: from the first lookup
-    of an object to the ``offer`` of those it will hold), each under a ticket drawn then: a
-    lookup sees every object a file decided before it will hold, so two puts at once never
-    both store one message, and only a later ticket waits for an earlier one, so no two
-    wait for each other. Writing, the slow part, is not serialised."""
-
-    def __init__(self, timeout: float = 60.0) -> None:
-        self.timeout = timeout
-        self._lock = threading.Lock()
-        self._tickets = itertools.count(1)
-        self._objects: dict[Path, dict[str, tuple[int, str, str, PutDone]]] = {}
-        # per thread folder: the lock files are decided under, and how many hold or wait for it
-        self._deciding: dict[Path, tuple[threading.Lock, int]] = {}
-
-    @contextmanager
-    def deciding(self, tdir: Path, thread_id: str) -> Iterator[int]:
-        """Decide a file of the thread in ``tdir``, alone among this process's writers of it:
-        its objects looked up, then offered (``offer``) before the next one looks. Yields the
-        file's ticket. Nothing here waits for another write (that comes after, outside)."""
-        with self._lock:
-            lock, users = self._deciding.get(tdir, (threading.Lock(), 0))
-            self._deciding[tdir] = (lock, users + 1)
-        try:
-            if not lock.acquire(timeout=self.timeout):
-                raise LockTimeoutError(
-                    f"could not decide a file of thread {thread_id!r} within {self.timeout}s: "
-                    "another write of this process has been deciding one all that time"
-                )
-            try:
-                yield next(self._tickets)
-            finally:
-                lock.release()
-        finally:
-            with self._lock:
-                lock, users = self._deciding[tdir]
-                if users == 1:
-                    del self._deciding[tdir]
-                else:
-                    self._deciding[tdir] = (lock, users - 1)
-
-    def writers(self, tdir: Path) -> int:
-        """How many files of the thread in ``tdir`` are being decided or wait to be."""
-        with self._lock:
-            return self._deciding.get(tdir, (None, 0))[1]
-
-    def offer(self, tdir: Path, names: list[str], ns: str, cid: str, ticket: int) -> PutDone:
-        """A checkpoint about to be written will hold ``names``; the event is set once it is done."""
-        done = PutDone()
-        with self._lock:
-            held = self._objects.setdefault(tdir, {})
-            for name in names:
-                held.setdefault(name, (ticket, ns, cid, done))
-        return done
-
-    def find(self, tdir: Path, name: str, ticket: int) -> tuple[str, str, PutDone] | None:
-        """(namespace, checkpoint, its event) of an earlier put that will hold ``name``."""
-        with self._lock:
-            got = self._objects.get(tdir, {}).get(name)
-        if got is None or got[0] >= ticket:
-            return None
-        return got[1], got[2], got[3]
-
-    def withdraw(self, tdir: Path, done: PutDone, *, ok: bool) -> None:
-        """The put of ``done`` is over: its file durable (``ok``) or not written."""
-        with self._lock:
-            held = self._objects.get(tdir, {})
-            for name in [n for n, entry in held.items() if entry[3] is done]:
-                del held[name]
-            if not held:
-                self._objects.pop(tdir, None)
-        done.ok = ok
-        done.set()
-
-
 @dataclass(frozen=True)
 class WritesRecord:
     """One ``put_writes`` call as stored: in a writes file (``pointer`` "") or in the child
@@ -187,191 +86,80 @@ class WritesRecord:
     record: dict[str, Any]
 
 
+#: a document as read from or written to a file (validated against its schema)
+Document = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A file decided, laid out and validated, to be written by ``ThreadStore.commit``."""
+
+    thread_id: str
+    host: Host
+    batches: list[Prepared]  # large values and objects first, the file itself last
+    file: tuple[Path, Document, bytes]  # the file, its document and its bytes
+    held: tuple[str, str] | None  # a checkpoint's (namespace, id): its objects are offered to others
+    done: PutDone | None
+
+
 def writes_key(name: str) -> str:
     """The unique part of a writes file's name (``<checkpoint>~<key>.json``): the key its
     record keeps in the child checkpoint that takes it."""
     return name[name.rindex("~") + 1 : -len(".json")]
 
 
-class Documents:
+class ThreadStore:
     """The documents under one root, with validation, caches and durable writes: what every
     reader and writer of the files (the saver, the command line, the checks) goes through."""
 
-    def __init__(self, root: Path, *, durable: bool = True, lock_timeout: float = 60.0) -> None:
-        if root.exists() and not root.is_dir():  # else the first write fails with a bare FileExistsError
-            raise RepoCheckpointError(f"root {root} is not a folder: give a folder (it is made when missing)")
-        self.layout = Layout(root)
-        link = self.layout.root_link()
-        if link is not None:  # checked again on every read, write and removal (Layout.off_the_way)
-            raise root_link_error(f"use {root}", link)
+    def __init__(
+        self, root: Path, *, durable: bool = True, lock_timeout: float = 60.0, snapshots: bool = False
+    ) -> None:
+        self.files = Files(root, durable=durable, lock_timeout=lock_timeout)
+        self.layout = self.files.layout
         self.root = root
-        self.durable = durable
-        self.locks = ThreadLocks(lock_timeout)
-        self.docs = DocCache()
-        self.listings = Listings(partial(load_listing, self.layout), partial(save_listing, self.layout))
-        self.values = ValueResolver(self.layout, self.read_doc, self.docs)
+        self.values = ValueResolver(self.layout, self.files.read_doc, self.files.docs)
         self.values.implied_base = self.implied_base
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
-        self.writer = Writer(self.layout, durable)
-        self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
         # checkpoint path -> (its parse, its parent's whole document, its whole document)
         self._full = LRU(CACHE_ENTRIES)
         # delta checkpoint path -> (its parse, the files of its line below, each settled
         # (root first), its whole document): checkpoint_doc checks their stat keys only
         self._chains = LRU(CACHE_ENTRIES)
-        self.pending = Pending(lock_timeout)  # objects of checkpoints this process is writing
+        self._overlap = Overlap(self.files, self.values, lock_timeout)
+        self.files.on_added = self._extend_derived
+        # the checks' cache policy (files.Snapshot): inside ``snapshot()`` each checkpoint's
+        # whole document is made once, with the count of deltas it took (None: not counted)
+        self._wholes: dict[str, tuple[dict[str, Any], int | None]] = {}
+        if snapshots:
+            self.files.snapshot = Snapshot(self._snapshot_changed)
+            self.values.read_paths = self.files.snapshot.read_paths
+
+    @property
+    def in_snapshot(self) -> bool:
+        return self.files.snapshot is not None and self.files.snapshot.active
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Read the root as one snapshot until the outermost scope ends, then forget it all
+        (snapshot.py says why the checks read so). Nothing read before it began is relied on."""
+        if self.files.snapshot is None:
+            raise RuntimeError("this store was not made with snapshots=True")
+        return self.files.snapshot.scope()
+
+    def _snapshot_changed(self, begins: bool) -> None:
+        self._wholes.clear()
+        self.files.clear()
+        self.values.clear()
+        self._overlap.clear()
+        for lru in (self._full, self._chains):
+            with lru.lock:
+                lru.clear()
+        self.values.trust_kept = begins
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
-        """The lock of one thread: shared by writers, ``exclusive`` for maintenance.
-
-        The root's .gitignore comes first, so the lock file is never picked up by git.
-        """
-        self.writer.ensure_gitignore()
-        lock_path = self.layout.lock_path(thread_id)
-        self.writer.check_inside(lock_path.parent)
-        return self.locks.hold(lock_path, thread_id, exclusive)
-
-    # -- documents ----------------------------------------------------------
-    def read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None = None) -> dict[str, Any]:
-        """A validated document; errors name the file and the JSON pointer.
-
-        ``inside``: how to tell that the file's folder lies in the root with no symlink on the
-        way (default ``Layout.contains``; a walk of many files of one folder checks it once).
-        Raises FileNotFoundError when there is no such file.
-        """
-        st = os.lstat(path)
-        kept = self.docs.fresh(path, st)
-        if kept is not None:
-            return kept  # type: ignore[no-any-return]
-        read_at = time.time_ns()
-        doc = load_json(path, st, inside or self.layout.contains)
-        validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
-        misplaced = place_problem(path, kind, doc)
-        if misplaced is not None:
-            raise FileFormatError(str(path), *misplaced)
-        self.docs.keep(path, st, normalize(self.layout, doc), read_at)
-        return doc  # type: ignore[no-any-return]
-
-    def intact(self, path: Path, kind: str) -> bool:
-        """Whether a file named by its content (``objects/``, ``large/``) is there for a writer
-        to refer to: durable (``Writer.durable_exists``) and holding what its name says. A
-        planted or damaged file under the name is not: the caller writes it again, atomically,
-        with the right bytes (known from the name's content), instead of making a checkpoint
-        that refers to it and reads back never. Each file is parsed and hashed once while its
-        stat (and, for a file just written, its bytes: the cache rule) stays the same."""
-        if not self.writer.durable_exists(path):
-            return False
-        try:
-            doc = self.read_doc(path, kind)
-        except FileNotFoundError:
-            return False
-        except FileFormatError as exc:
-            _log.warning("%s is damaged, not relied on: %s", path, exc)
-            return False
-        if self._intact.get(path) is doc:  # the very parse found whole before, still fresh
-            return True
-        if not _CONTENT_NAMED[kind][1](doc, path.name[: -len(".json")]):
-            _log.warning("%s does not hold what its name says, not relied on", path)
-            return False
-        self._intact.put(path, doc)
-        return True
-
-    def locate_object(
-        self,
-        thread_id: str,
-        name: str,
-        digest: str,
-        *,
-        ticket: int = 0,
-        waits: dict[Any, Any] | None = None,
-        not_in: tuple[str, str] | None = None,
-    ) -> dict[str, str] | None:
-        """The reference to an object a writer finds stored already (objects.Locate): with
-        ``$in`` for a checkpoint that holds it (read or written by this process, there and
-        whole), without for ``objects/`` (format 3 named it by its whole ``digest``), None when
-        it is in neither (the file being written takes it). Never a writes file: those go
-        once a child checkpoint has taken them. A checkpoint of this process that holds it
-        and is being written (``Pending``, an earlier ``ticket`` than the caller's) counts:
-        the caller waits for it (``waits``) before it writes its own file. ``not_in``: the
-        checkpoint the caller is writing (put again, its file is replaced): never referred to.
-
-        ``Pending`` is asked first: a put moves its objects from there to the places this
-        process knows (``note_objects``) only once written, so one missing from ``Pending``
-        here is found below; asked last, a put finishing in between would be in neither."""
-        tdir = self.layout.thread_dir(thread_id)
-        found = self.pending.find(tdir, name, ticket) if waits is not None else None
-        if found is not None and found[:2] == not_in:
-            found = None
-        located = self.values.located.get(tdir, {})
-        loc = located.get(name)
-        if loc is not None and tuple(loc) != not_in:
-            path = self.layout.checkpoint_in(tdir, *loc)
-            if self.writer.durable_exists(path) and self._holds(path, name):
-                return object_ref(name, (loc[0], loc[1]))
-            located.pop(name, None)  # gone (prune) or changed: wherever it is stored next
-        for held in (name, digest):
-            if self.intact(self.layout.object_path(thread_id, held), "object"):
-                return object_ref(held)
-        if found is not None and waits is not None:
-            ns, cid, done = found
-            waits[done] = (ns, cid)
-            return object_ref(name, (ns, cid))
-        return None
-
-    def await_pending(self, thread_id: str, waits: dict[Any, Any], *, again: bool = False) -> bool:
-        """Wait until the checkpoints a file about to be written refers to for objects are
-        durable (``locate_object``): a referent before its referrer. False when one was not
-        written (its put failed, its objects withdrawn): the file is to be decided again
-        (``again``), holding those objects itself; else that fails this write too, naming
-        it. Either way before anything is written."""
-        for done, (_ns, cid) in waits.items():
-            # no timeout: an earlier put of this process, already past deciding and writing,
-            # ends one way or the other (it waits only for earlier ones: no cycle); a slow one
-            # is not a reason to fail this write (lock_timeout is for other processes' locks)
-            done.wait()
-            if not done.ok:  # not "a file is there": the same checkpoint may be put again
-                if again:
-                    return False
-                raise RepoCheckpointError(
-                    f"refusing to write a file of thread {thread_id!r} that refers to objects of "
-                    f"checkpoint {cid}: that checkpoint's write, under way beside it, did not complete"
-                )
-        return True
-
-    def _holds(self, path: Path, name: str) -> bool:
-        """Whether the checkpoint at ``path`` holds the object ``name``, whole."""
-        try:
-            doc = self.read_doc(path, "checkpoint")
-        except (FileNotFoundError, FileFormatError):
-            return False
-        tree = (doc.get("objects") or {}).get(name)
-        if tree is None:
-            return False
-        key = (path, name)
-        if self._intact.get(key) is tree:
-            return True
-        if not names_object(name, tree):
-            return False
-        self._intact.put(key, tree)
-        return True
-
-    def note_objects(self, thread_id: str, ns: str, cid: str, names: Iterator[str] | list[str]) -> None:
-        """The objects a checkpoint just written holds (none of them stored before, as far as
-        this process knew): later writes refer to them there."""
-        located = self.values.located.setdefault(self.layout.thread_dir(thread_id), {})
-        if len(located) > LOCATED_PER_THREAD:
-            located.clear()  # found again on reads; only sharing with older files is lost
-        for name in names:
-            located[name] = (ns, cid)
-
-    def load_unchecked(self, path: Path) -> Any:
-        """A file's JSON, parsed as strictly as ``read_doc`` but not validated (for migrations)."""
-        return load_json(path, os.lstat(path), self.layout.contains)
-
-    def remember(self, path: Path, doc: dict[str, Any], data: bytes | None = None) -> None:
-        """Keep what we just wrote (``data``: its bytes), so the next read need not parse it."""
-        self.docs.remember(path, normalize(self.layout, doc), data)
+        """The lock of one thread (files.Files.thread_lock)."""
+        return self.files.thread_lock(thread_id, exclusive)
 
     def header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
         """The checkpoint document whole (``checkpoint_doc``), names checked against its place.
@@ -382,7 +170,7 @@ class Documents:
     def _own_header(self, path: Path, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
         """A checkpoint document as its own file holds it (a delta is not completed: what
         its parent line holds is not read), names checked against its place."""
-        return self._named(path, self.read_doc(path, "checkpoint"), thread_id, ns, cid)
+        return self._named(path, self.files.read_doc(path, "checkpoint"), thread_id, ns, cid)
 
     @staticmethod
     def _named(
@@ -406,37 +194,59 @@ class Documents:
         first, down to a whole document or the ``base`` file prune left for a removed parent.
         Each whole document is kept while every file of its line is unchanged (one lstat per
         file: a hand edit of any of them is seen). FileNotFoundError if the file is absent.
+        In a snapshot, a delta whose parent's whole is known is that plus its changes."""
+        if self.in_snapshot:
+            return self._snapshot_whole(path)
+        raw = self.files.read_doc(path, "checkpoint")
+        if not depth(raw):
+            return raw
+        links, full, below = self._walk_down(path, raw)
+        return self._build_up(links, full, below)
+
+    def _snapshot_whole(self, path: Path) -> dict[str, Any]:
+        """``checkpoint_doc`` inside a snapshot: each whole made once; anything but a delta on
+        a known parent (a parent not made yet, a base file, a line too long or broken) is
+        walked in full, which raises what any reader would."""
+        key = str(path)
+        got = self._wholes.get(key)
+        if got is not None:
+            return got[0]
+        raw = self.files.read_doc(path, "checkpoint")
+        if not depth(raw):
+            self._wholes[key] = (raw, 0)
+            return raw
+        parent = raw["parent_checkpoint_id"]
+        below = None
+        if parent:
+            head, sep, _ = key.rpartition(os.sep)  # os.path.join(os.path.dirname(key), ...), in one step
+            pkey = f"{head}{sep}{encode_segment(parent)}.json"
+            below = self._wholes.get(pkey) if pkey != key else None
+        if below is not None and below[1] is not None and below[1] < MAX_DELTA_CHAIN:
+            whole, deltas = materialize(raw, below[0]), below[1] + 1
+        else:
+            links, full, deps = self._walk_down(path, raw)
+            whole, deltas = self._build_up(links, full, deps), None
+        self._wholes[key] = (whole, deltas)
+        return whole
+
+    def _walk_down(
+        self, path: Path, raw: dict[str, Any]
+    ) -> tuple[list[tuple[Path, dict[str, Any]]], dict[str, Any], list[Dep]]:
+        """The deltas from ``path`` down (newest first), the whole document under them, and
+        the files that whole came from when they are settled (else none: nothing is kept).
 
         The walk reads each file of the line (``read_doc``: its stat, and the bytes of one
         not yet settled) until it comes to a checkpoint whose line below was found settled
         (``_chains``): the stat keys of those files are compared then, without reading them
         again (the cache rule, caches.py, one lstat per file)."""
-        raw = self.read_doc(path, "checkpoint")
-        if not depth(raw):
-            return raw
         links: list[tuple[Path, dict[str, Any]]] = []
         seen: set[Path] = set()
         here, cur = path, raw
-        below: list[Dep] | None = None  # the files under ``full`` (root first), when known
-        at_base = False  # the line ends at prune's base file: it holds only while the parent is absent
         while depth(cur):
             kept = self._kept_chain(here, cur, seen, len(links))
             if kept is not None:
-                full, below = kept
-                break
-            if here in seen:  # the same words as every other walk of parents (refchecks, plans)
-                raise FileFormatError(
-                    str(links[-1][0]),
-                    "/parent_checkpoint_id",
-                    f"parent chain cycles back to checkpoint {cur['checkpoint_id']}",
-                )
-            if len(links) >= MAX_DELTA_CHAIN:
-                raise FileFormatError(
-                    str(path),
-                    "/delta",
-                    f"more than {len(links)} deltas back to a whole checkpoint: this release "
-                    f"follows at most {MAX_DELTA_CHAIN}",
-                )
+                return links, kept[0], kept[1]
+            _check_line(path, here, cur, seen, links)
             seen.add(here)
             links.append((here, cur))
             parent = cur["parent_checkpoint_id"]
@@ -444,25 +254,33 @@ class Documents:
                 raise FileFormatError(str(here), "/delta", "a delta needs the parent it changes")
             ppath = here.parent / f"{encode_segment(parent)}.json"
             try:
-                here, cur = ppath, self.read_doc(ppath, "checkpoint")
+                here, cur = ppath, self.files.read_doc(ppath, "checkpoint")
                 continue
             except FileNotFoundError:
                 pass
-            bpath = here.parent.parent / self.layout.base_rel(parent)
-            try:
-                here, cur, at_base = bpath, self.read_doc(bpath, "base"), True
-            except FileNotFoundError:
-                raise MissingReferenceError(
-                    str(here),
-                    "/parent_checkpoint_id",
-                    f"holds only what changed since checkpoint {parent}, which is missing "
-                    f"(and so is {bpath}, where prune keeps a removed parent's bookkeeping)",
-                ) from None
-            break
-        if below is None:
             # a line ending at a base file is not kept: a stat key cannot tell that the parent
             # it stands for came back (git restore), which every later read must follow
-            full, below = cur, [] if at_base else [self.docs.dep(here, cur)]
+            return links, self._base_doc(here, parent), []
+        return links, cur, [self.files.docs.dep(here, cur)]
+
+    def _base_doc(self, here: Path, parent: str) -> dict[str, Any]:
+        """The bookkeeping prune kept for the removed ``parent`` of the checkpoint at ``here``."""
+        bpath = here.parent.parent / self.layout.base_rel(parent)
+        try:
+            return self.files.read_doc(bpath, "base")
+        except FileNotFoundError:
+            raise MissingReferenceError(
+                str(here),
+                "/parent_checkpoint_id",
+                f"holds only what changed since checkpoint {parent}, which is missing "
+                f"(and so is {bpath}, where prune keeps a removed parent's bookkeeping)",
+            ) from None
+
+    def _build_up(
+        self, links: list[tuple[Path, dict[str, Any]]], full: dict[str, Any], below: list[Dep]
+    ) -> dict[str, Any]:
+        """Apply the deltas of ``links`` to ``full``, oldest first, keeping each whole made
+        (``_full``) and, while every file below is settled, the line it was made from (``_chains``)."""
         for lpath, lraw in reversed(links):
             hit = self._full.get(lpath)
             if hit is not None and hit[0] is lraw and hit[1] is full:
@@ -475,7 +293,7 @@ class Documents:
             else:
                 below = []  # a file below not settled: nothing above it is kept either
             if below:
-                below.append(self.docs.dep(lpath, lraw))
+                below.append(self.files.docs.dep(lpath, lraw))
             full = whole
         return full
 
@@ -495,7 +313,7 @@ class Documents:
         for dep_path, key, _ in deps:
             if key != stat_key_of(dep_path) or dep_path in above_paths:
                 return None
-        return whole, [*deps, self.docs.dep(here, lraw)]
+        return whole, [*deps, self.files.docs.dep(here, lraw)]
 
     def metadata(
         self,
@@ -534,7 +352,7 @@ class Documents:
         out = []
         for name in self._writes_names(folder, encode_segment(checkpoint_id)):
             path = folder / name
-            doc = self.read_doc(path, "writes")
+            doc = self.files.read_doc(path, "writes")
             if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
                 thread_id,
                 checkpoint_ns,
@@ -557,8 +375,8 @@ class Documents:
             except FileNotFoundError:
                 if attempt == 4:
                     raise
-                self.drop_listing(self.layout.writes_dir(thread_id, ns))
-                self.drop_listing(self.layout.checkpoints_dir(thread_id, ns))
+                self.files.drop_listing(self.layout.writes_dir(thread_id, ns))
+                self.files.drop_listing(self.layout.checkpoints_dir(thread_id, ns))
         return []  # never reached
 
     def children(self, thread_id: str, ns: str, cid: str) -> list[str]:
@@ -569,13 +387,13 @@ class Documents:
         later = ids[bisect.bisect_right(ids, cid) :]
         if not later:
             return []  # the latest (the usual put_writes and get_tuple): nothing to look up
-        lst = self.listings.get(self.layout.checkpoints_dir(thread_id, ns))
+        lst = self.files.listings.get(self.layout.checkpoints_dir(thread_id, ns))
         if len(later) > CHILDREN_SCAN or (lst is not None and "lineage" in lst.derived):
             return [c for c in self.lineage(thread_id, ns).children(cid) if c > cid]
         out = []
         for child in later:
             try:
-                raw = self.read_doc(self.layout.checkpoint_path(thread_id, ns, child), "checkpoint")
+                raw = self.files.read_doc(self.layout.checkpoint_path(thread_id, ns, child), "checkpoint")
             except FileNotFoundError:
                 continue
             if raw["parent_checkpoint_id"] == cid:
@@ -589,7 +407,7 @@ class Documents:
         for child in self.children(thread_id, ns, cid):
             path = self.layout.checkpoint_path(thread_id, ns, child)
             try:
-                doc = self.read_doc(path, "checkpoint")
+                doc = self.files.read_doc(path, "checkpoint")
             except FileNotFoundError:
                 continue  # removed since it was listed (prune): its parent's writes went with it
             for key, record in fields.parent_writes(doc).items():
@@ -599,11 +417,107 @@ class Documents:
             if key in found:
                 continue
             path = folder / name
-            doc = self.read_doc(path, "writes")
+            doc = self.files.read_doc(path, "writes")
             if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (thread_id, ns, cid):
                 raise FileFormatError(str(path), "/checkpoint_id", "names do not match the file's place")
             found[key] = WritesRecord(path, "", doc)
         return [found[k] for k in sorted(found)]
+
+    # -- writing: each file decided alone, written once what it refers to is durable --
+    def deciding(self, thread_id: str) -> AbstractContextManager[int]:
+        """Decide a file of ``thread_id`` alone among this process's writers of it (overlap.py);
+        yields its ticket. Stage it (``stage_checkpoint``, ``stage_writes``) inside, commit after."""
+        return self._overlap.pending.deciding(self.layout.thread_dir(thread_id), thread_id)
+
+    def deciders(self, thread_id: str) -> int:
+        """How many files of ``thread_id`` this process is deciding or waits to decide."""
+        return self._overlap.pending.writers(self.layout.thread_dir(thread_id))
+
+    def sharing(
+        self,
+        thread_id: str,
+        ticket: int,
+        replacing: tuple[str, str] | None = None,
+        convert: Convert | None = None,
+    ) -> Host:
+        """What the file being decided holds of its own, and how it finds objects stored
+        before: in ``objects/``, in a checkpoint written, or in one being written beside it
+        (decided earlier: waited for at commit). Never the checkpoint it replaces."""
+        host = Host(convert=convert, ticket=ticket)
+        host.locate = partial(
+            self._overlap.locate_object, thread_id, ticket=ticket, waits=host.waits, not_in=replacing
+        )
+        return host
+
+    def stage_checkpoint(
+        self, record: CheckpointRecord, host: Host, large: Prepared, parent: Document | None = None
+    ) -> Staged:
+        """Lay ``record`` out (a delta on its parent where the line allows: ``parent``, its
+        whole document when the caller read it already), validate it, and offer the objects it
+        holds to the puts decided after it. A checkpoint put again keeps the objects of the
+        file it replaces: later files may refer to them there."""
+        thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
+        path = self.layout.checkpoint_path(thread_id, ns, cid)
+        record = replace(record, objects={**self._replaced_objects(path), **record.objects})
+        doc = compact(checkpoint_document(record), *self._delta_base(thread_id, ns, record.parent_id, parent))
+        prepared = self.files.prepare("checkpoint", doc, path)
+        tdir = self.layout.thread_dir(thread_id)
+        done = self._overlap.pending.offer(tdir, list(host.objects), ns, cid, host.ticket)
+        return Staged(thread_id, host, [large, [prepared]], (path, doc, prepared[1]), (ns, cid), done)
+
+    def stage_writes(self, record: TaskWrites, key: str, host: Host, large: Prepared) -> Staged:
+        """Lay one task's writes out as a new writes file, named by ``key`` (time-ordered: the
+        files of a checkpoint are read oldest first), and validate it (its objects are never
+        referred to from elsewhere: the child checkpoint stores them again)."""
+        doc = writes_document(record)
+        folder = self.layout.writes_dir(record.thread_id, record.checkpoint_ns)
+        path = folder / self.layout.writes_name(record.checkpoint_id, key)
+        prepared = self.files.prepare("writes", doc, path)
+        return Staged(record.thread_id, host, [large, [prepared]], (path, doc, prepared[1]), None, None)
+
+    def commit(self, staged: Staged, *, again: bool) -> bool:
+        """Write a staged file once the files it refers to are durable: its large values and
+        objects first, itself last. False, nothing written, when one of them failed and
+        ``again``: the caller decides the file again, holding those objects itself."""
+        written = False
+        try:
+            if not self._overlap.await_pending(staged.thread_id, staged.host.waits, again=again):
+                return False
+            path, doc, data = staged.file
+            self.files.write(staged.batches, {path: doc} if staged.held else None)
+            written = True
+            self.files.remember(path, doc, data)
+            if staged.held is not None:
+                self._overlap.note_objects(staged.thread_id, *staged.held, list(staged.host.objects))
+        finally:
+            if staged.done is not None:
+                tdir = self.layout.thread_dir(staged.thread_id)
+                self._overlap.pending.withdraw(tdir, staged.done, ok=written)
+        return True
+
+    def _replaced_objects(self, path: Path) -> dict[str, Any]:
+        try:
+            old = self.files.read_doc(path, "checkpoint")
+        except FileNotFoundError:
+            return {}
+        except FileFormatError:
+            return {}  # damaged: nothing in it could be read before either; validate names it
+        return dict(old.get("objects") or {})
+
+    def _delta_base(
+        self, thread_id: str, ns: str, parent_id: str | None, whole: Document | None
+    ) -> tuple[Document | None, int]:
+        """The parent a new checkpoint may be written as a delta on (its whole document) and
+        how many deltas it is itself from a whole one; (None, 0): write it whole."""
+        if not parent_id:
+            return None, 0
+        try:
+            raw = self.files.read_doc(self.layout.checkpoint_path(thread_id, ns, parent_id), "checkpoint")
+            if whole is None:
+                whole = self.header(thread_id, ns, parent_id)
+            return whole, depth(raw)
+        except (FileNotFoundError, RepoCheckpointError):
+            return None, 0  # not there, or not readable: a whole checkpoint needs neither
 
     # -- ids, from folder listings ------------------------------------------------
     def checkpoint_ids(self, thread_id: str, checkpoint_ns: str) -> list[str]:
@@ -614,7 +528,7 @@ class Documents:
     def _derived(self, folder: Path, key: str, derive: Callable[[Path, list[str]], Any]) -> Any:
         """What ``derive`` makes of a folder's names, kept with its listing (and brought up to
         date after our own writes, ``_extend_derived``); None when there is no such folder."""
-        lst = self.listings.get(folder)
+        lst = self.files.listings.get(folder)
         if lst is None:
             return None
         got = lst.derived.get(key)
@@ -625,9 +539,9 @@ class Documents:
             except FileFormatError:
                 if not lst.from_index:
                     raise
-                self.listings.drop(folder)  # the recorded names, not the folder: list it
+                self.files.listings.drop(folder)  # the recorded names, not the folder: list it
                 return self._derived(folder, key, derive)
-            self.listings.keep_derived(lst, key, got, names)
+            self.files.listings.keep_derived(lst, key, got, names)
         return got
 
     def _ids(self, folder: Path, names: list[str]) -> list[str]:
@@ -641,7 +555,7 @@ class Documents:
         """Names of the writes files of one checkpoint (encoded id ``owner``), in order: the
         sorted listing's range ``<owner>~...`` (``~`` is 0x7e), found by bisection, so a
         fresh process does not group thousands of names to find one checkpoint's few."""
-        lst = self.listings.get(folder)
+        lst = self.files.listings.get(folder)
         if lst is None:
             return []
         names = lst.names
@@ -649,14 +563,10 @@ class Documents:
         hi = bisect.bisect_left(names, owner + "\x7f", lo)
         return [n for n in names[lo:hi] if self.layout.writes_owner(n) == owner]
 
-    def drop_listing(self, folder: Path) -> None:
-        """Forget a folder's listing, so the next call lists it again."""
-        self.listings.drop(folder)
-
     def _id_of(self, folder: Path, name: str) -> str:
         stem = name[:-5]
         if is_hashed_segment(stem):
-            return str(self.read_doc(folder / name, "checkpoint")["checkpoint_id"])
+            return str(self.files.read_doc(folder / name, "checkpoint")["checkpoint_id"])
         try:
             return decode_segment(stem)
         except ValueError as exc:
@@ -676,7 +586,7 @@ class Documents:
                 cur.derived["ids"] = [*ids[:pos], cid, *ids[pos:]]
         lineage: Lineage | None = cur.derived.get("lineage")
         if lineage is not None and name.endswith(".json") and ids is not None:
-            doc = written if written is not None else self.read_doc(folder / name, "checkpoint")
+            doc = written if written is not None else self.files.read_doc(folder / name, "checkpoint")
             cid = str(doc["checkpoint_id"])
             lineage.add(cid, self._link(doc["thread_id"], doc["checkpoint_ns"], cid, doc))
 
@@ -688,7 +598,7 @@ class Documents:
         fresh one) is not read again, so a fresh process reads only the checkpoints added
         since (docs/forks.md, "The rule")."""
         folder = self.layout.checkpoints_dir(thread_id, checkpoint_ns)
-        lst = self.listings.get(folder)
+        lst = self.files.listings.get(folder)
         if lst is None:
             return Lineage()
         got: Lineage | None = lst.derived.get("lineage")
@@ -696,7 +606,7 @@ class Documents:
             names = lst.names  # as in _derived: kept only if no write changed them meanwhile
             ids = self.checkpoint_ids(thread_id, checkpoint_ns)
             got = self._read_lineage(thread_id, checkpoint_ns, folder, ids)
-            self.listings.keep_derived(lst, "lineage", got, names)
+            self.files.listings.keep_derived(lst, "lineage", got, names)
         return got
 
     def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
@@ -801,7 +711,7 @@ class Documents:
             return self._segment_name(folder)
         for name in sorted(os.listdir(folder / CHECKPOINTS)):
             if not is_temp_name(name):
-                return str(self.read_doc(folder / CHECKPOINTS / name, "checkpoint")["checkpoint_ns"])
+                return str(self.files.read_doc(folder / CHECKPOINTS / name, "checkpoint")["checkpoint_ns"])
         raise FileFormatError(str(folder), "/", "hashed namespace folder holds no checkpoint")
 
     def thread_ids(self) -> list[str]:
@@ -811,7 +721,7 @@ class Documents:
             if not is_hashed_segment(seg):
                 out.append(self._segment_name(tdir / seg))
                 continue
-            tid = hashed_thread_id(tdir / seg, lambda p: self.read_doc(p, "checkpoint"))
+            tid = hashed_thread_id(tdir / seg, lambda p: self.files.read_doc(p, "checkpoint"))
             if tid is not None:
                 out.append(tid)
         return out
@@ -851,7 +761,7 @@ class Documents:
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:
         """The links of a value's append chain as the whole-root walkers read them
         (chains.read_link), each file entered in the walk's guard (chains.walk_chain)."""
-        read = partial(read_link, self.read_doc, self.layout, ns_dir, channel)
+        read = partial(read_link, self.files.read_doc, self.layout, ns_dir, channel)
         return walk_chain(read, version, ref, partial(self.implied_base, channel))
 
     def implied_base(self, channel: str, link: Link) -> tuple[Any, str]:
@@ -867,7 +777,7 @@ class Documents:
             raise FileFormatError(str(path), where, "appends to its parent's list, but names no parent")
         ppath = self.values.sibling(path, f"{encode_segment(parent)}.json")
         try:
-            own = self.read_doc(ppath, "checkpoint")
+            own = self.files.read_doc(ppath, "checkpoint")
             ref, versions = own["values"].get(channel), own["checkpoint"].get("channel_versions") or {}
             if ref is not None and channel in versions:
                 return versions[channel], ref
@@ -875,7 +785,7 @@ class Documents:
         except FileNotFoundError:
             bpath = path.parent.parent / self.layout.base_rel(parent)
             try:
-                whole = self.read_doc(bpath, "base")
+                whole = self.files.read_doc(bpath, "base")
             except FileNotFoundError:
                 why = f"appends to the list of parent {parent}, which is missing (and so is {bpath})"
                 raise MissingReferenceError(str(path), where, why) from None
@@ -885,56 +795,34 @@ class Documents:
             raise MissingReferenceError(str(path), where, why)
         return whole["checkpoint"]["channel_versions"].get(channel), ref
 
-    # -- writing (writing.py) ---------------------------------------------------------
-    prepare = staticmethod(prepare)
-
-    def write(
-        self, batches: list[list[tuple[Path, bytes]]], docs: dict[Path, dict[str, Any]] | None = None
-    ) -> None:
-        """Write batches in order, each durable before the next; keep the listings current
-        (``docs``: documents of the batches by path, as written, so that keeping them current
-        need not read back what was just written)."""
-        self.writer.write(batches, partial(self._written, docs or {}))
-
-    def _written(self, docs: dict[Path, dict[str, Any]], path: Path, before: StatKey | None) -> None:
-        extend = partial(self._extend_derived, path.parent, written=docs.get(path))
-        self.listings.note_added(path.parent, path.name, before, extend)
-
     # -- forgetting and removing (removal.py) -----------------------------------------
     def forget_thread(self, thread_id: str) -> None:
-        self.writer.forget()
+        """Forget everything read of one thread (it was removed, replaced or copied over)."""
         tdir = self.layout.thread_dir(thread_id)
+        self.files.forget_under(tdir)
         self.meta.forget_thread(thread_id)
-        self.listings.drop_under(tdir)
-        self.docs.drop_under(tdir)
         self.values.drop_under(tdir)
         for folder in [f for f in list(self._lineages) if f.is_relative_to(tdir)]:
             self._lineages.pop(folder, None)
-        # keys: a document's path, or (a checkpoint's path, an object it holds)
-        self._intact.drop_where(lambda k: (k[0] if isinstance(k, tuple) else k).is_relative_to(tdir))
+        self._overlap.forget_under(tdir)
         self._full.drop_where(lambda p: p.is_relative_to(tdir))
         self._chains.drop_where(lambda p: p.is_relative_to(tdir))
 
-    def remove_tree(self, folder: Path) -> None:
-        """Remove a folder so readers never see it half-gone; refused if a symlink is in the way."""
-        remove_tree(self.layout, folder, self.durable)
 
-    def discard_files(self, paths: list[Path]) -> None:
-        """Unlink files whose content is durable elsewhere (writes files a child checkpoint
-        took): no fsync, a removal lost in a crash leaves a copy readers already dedupe."""
-        remove_files(self.layout, paths, False)
-
-    def remove_files(self, paths: list[Path]) -> None:
-        """Unlink files of the root; a symlink on the way refuses the call before any goes."""
-        remove_files(self.layout, paths, self.durable)
-
-    def files_in(self, folder: Path) -> list[Path]:
-        """The files of a layout folder; a symlink on the way or in it is refused."""
-        return files_in(self.layout, folder)
-
-    def value_files(self, ns_dir: Path) -> list[Path]:
-        return files_in(self.layout, ns_dir / VALUES)
-
-    def check_tree(self, folder: Path, doing: str) -> None:
-        """Refuse (RepoCheckpointError) a symlink on the way to ``folder`` or anywhere in it."""
-        check_tree(self.layout, folder, doing)
+def _check_line(
+    path: Path, here: Path, cur: dict[str, Any], seen: set[Path], links: list[tuple[Path, dict[str, Any]]]
+) -> None:
+    """A line of deltas that cycles or is longer than a reader follows is refused, naming the file."""
+    if here in seen:  # the same words as every other walk of parents (refchecks, plans)
+        raise FileFormatError(
+            str(links[-1][0]),
+            "/parent_checkpoint_id",
+            f"parent chain cycles back to checkpoint {cur['checkpoint_id']}",
+        )
+    if len(links) >= MAX_DELTA_CHAIN:
+        raise FileFormatError(
+            str(path),
+            "/delta",
+            f"more than {len(links)} deltas back to a whole checkpoint: this release "
+            f"follows at most {MAX_DELTA_CHAIN}",
+        )
