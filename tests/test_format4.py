@@ -190,7 +190,7 @@ def test_a_settled_ancestor_removed_after_its_line_was_kept_names_it(tmp_path: P
     line[1].unlink()
     latest = load(line[-1])["checkpoint_id"]
     with pytest.raises(FileFormatError, match=f"{gone}.*missing"):
-        saver.store.header("t", "", latest)  # the whole document alone, as every reader gets it
+        saver.store.docs.header("t", "", latest)  # the whole document alone, as every reader gets it
     with pytest.raises(FileFormatError, match=f"{gone}.*missing"):
         saver.get_tuple(CONFIG)
 
@@ -474,7 +474,6 @@ def test_a_hand_edit_is_seen_by_every_reader(tmp_path: Path) -> None:
     """An item of a list edited by hand in a checkpoint in the middle of the history, and a
     parent's bookkeeping edited under a delta: the saver that wrote them (warm), a fresh
     saver, the graph, the read model and the command line all see both on their next read."""
-    from langgraph_checkpoint_repo.core.format import fields
     from langgraph_checkpoint_repo.readmodel.reader import Reader
 
     root = tmp_path / "root"
@@ -510,7 +509,7 @@ def test_a_hand_edit_is_seen_by_every_reader(tmp_path: Path) -> None:
     model = Reader(root)
     cid = model.checkpoint_ids("t", "")[-1]
     assert "b, edited by hand" in json.dumps(model.state("t", "", cid, revive=False).trees["log"])
-    assert fields.versions_seen(model.header("t", "", cid))["__hand__"] == hand
+    assert model.get("t", "", cid).versions_seen["__hand__"] == hand
     shown = cli(root, "show", "t", "--json")
     assert shown.returncode == 0 and "b, edited by hand" in shown.stdout
     assert cli(root, "validate").returncode == 0
@@ -604,6 +603,7 @@ def _first_then_second(
     up before either file is decided) or waits for the first to decide its file; then both
     finish. Their results and errors, first's then second's."""
     at_first, at_second = threading.Event(), threading.Event()
+
     def hold_first() -> None:
         at_first.set()
         deadline = time.monotonic() + HELD

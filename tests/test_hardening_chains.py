@@ -494,7 +494,7 @@ def test_chain_one_link_past_the_limit_fails_cleanly_naming_the_file(long_root: 
     """One more link, made from the newest file: a FileFormatError, not a RecursionError."""
     shutil.copytree(long_root, root)
     newest = checkpoint_files(root, "t")[-1]
-    doc = RepoSaver(root).store.header("t", "", newest.stem)  # whole (format 4: newest is a delta)
+    doc = RepoSaver(root).store.docs.header("t", "", newest.stem)  # whole (format 4: newest is a delta)
     version = doc["checkpoint"]["channel_versions"]["messages"]
     new_version = f"{int(version.split('.')[0]) + 1:08}.00000005"
     new_id = str(uuid.UUID(int=uuid.UUID(doc["checkpoint_id"]).int + 1))

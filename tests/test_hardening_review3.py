@@ -536,7 +536,7 @@ def value_file_prune_will_write(root: Path) -> tuple[Path, str]:
     parent is a checkpoint prune removes), and the version it holds."""
     latest = load(checkpoints(root / "threads" / "t")[-1])
     assert "base" not in latest["new_values"]["messages"]["append"]  # it extends the parent's list
-    parent = Reader(root).store.header("t", "", latest["parent_checkpoint_id"])
+    parent = Reader(root).store.docs.header("t", "", latest["parent_checkpoint_id"])
     version = parent["checkpoint"]["channel_versions"]["messages"]
     return root / "threads" / "t" / Layout(root).value_rel("messages", version), version
 

@@ -77,7 +77,7 @@ def test_a_named_checkpoint_whose_value_file_is_gone_is_reported(root: Path) -> 
     loss is found by following the reference."""
     cps = checkpoint_files(root, "chat")
     named = cps[-1]
-    doc = RepoSaver(root).store.header("chat", "", named.stem)  # whole: a delta's refs are its parents'
+    doc = RepoSaver(root).store.docs.header("chat", "", named.stem)  # whole: a delta's refs are its parents'
     held_by = {ref for ref in doc["values"].values()}
     gone = next(c for c in cps[:-1] if f"checkpoints/{c.name}" in held_by)
     gone.unlink()

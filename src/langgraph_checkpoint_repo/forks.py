@@ -25,6 +25,7 @@ from langgraph.types import Send
 
 from .configs import checkpoint_config, thread_ns
 from .core.errors import BadInputError, NotFoundError, RepoCheckpointError, ThreadWaitsError
+from .core.format.records import CheckpointRecord
 from .core.lineage import CHOICE_KEY, MERGED_CHANNEL, where_of
 from .core.sends import TASKS
 from .core.threads import ThreadStore
@@ -277,8 +278,17 @@ def _task_ids(head: CheckpointTuple, new_id: str) -> dict[str, tuple[str, str]]:
     ns = str(head.config["configurable"].get("checkpoint_ns") or "")
 
     def tasks(cid: str) -> list[Any]:
-        doc = {"checkpoint_ns": ns, "checkpoint_id": cid, "metadata": dict(head.metadata), "checkpoint": cp}
-        return derive_tasks(doc, set(values), sends)
+        record = CheckpointRecord(
+            thread_id="",
+            checkpoint_ns=ns,
+            checkpoint_id=cid,
+            parent_id=None,
+            metadata=dict(head.metadata),
+            checkpoint=cp,
+            extra={},
+            values={},
+        )
+        return derive_tasks(record, set(values), sends)
 
     out: dict[str, tuple[str, str]] = {}
     for old, new in zip(tasks(str(cp["id"])), tasks(new_id), strict=True):

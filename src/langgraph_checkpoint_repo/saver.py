@@ -54,7 +54,6 @@ from .core.errors import (
     MissingReferenceError,
     RepoCheckpointError,
 )
-from .core.format import fields
 from .core.format.chains import MAX_APPEND_DEPTH
 from .core.format.decode import extra_trees, langgraph_checkpoint
 from .core.format.encode import extra_fields, stored_fields
@@ -64,7 +63,7 @@ from .core.format.storing import LARGE_VALUE_BYTES
 from .core.format.versions import for_file, next_version, seen_for_file
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
-from .core.plans import carry_out, copy_thread_files, parent_of, plan_keep_latest, plan_runs
+from .core.plans import carry_out, copy_thread_files, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.threads import ThreadStore, writes_key
 from .core.typenames import Fix, graph_fix
@@ -253,7 +252,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if cid is None:
                     return None
             try:
-                return self._tuple(self.store.header(thread_id, ns, cid), remember_lists=not checkpoint_id)
+                return self._tuple(self.store.get(thread_id, ns, cid), remember_lists=not checkpoint_id)
             except (FileNotFoundError, MissingReferenceError):
                 # removed while we read it (delete or prune in another process): that is
                 # "not found", or for the latest, look again; anything else is damage
@@ -292,7 +291,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         ok = all(meta.get(k) == v for k, v in wanted)
                     if not ok:
                         continue
-                tup = self._tuple(self.store.header(thread_id, ns, cid))
+                tup = self._tuple(self.store.get(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):
                 # removed since it was listed (prune or delete in another process): skip it;
                 # anything else missing is damage, and raises
@@ -314,39 +313,31 @@ class RepoSaver(BaseCheckpointSaver[str]):
         )
         return meta  # type: ignore[no-any-return]
 
-    def _decode_metadata(self, doc: dict[str, Any], path: Path) -> Any:
-        return self.codec.revive_tree(doc["metadata"], self._where(doc, "/metadata"), str(path), "/metadata")
+    def _decode_metadata(self, record: CheckpointRecord, path: Path) -> Any:
+        return self.codec.revive_tree(
+            record.metadata, self._where(record, "/metadata"), str(path), "/metadata"
+        )
 
-    def _tuple(self, doc: dict[str, Any], remember_lists: bool = False) -> CheckpointTuple:
-        thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
+    def _tuple(self, record: CheckpointRecord, remember_lists: bool = False) -> CheckpointTuple:
+        thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
         values: dict[str, Any] = {}
-        versions = fields.channel_versions(doc)
-        for channel, ref in doc["values"].items():
-            entry = self.store.channel_value(doc, channel)
+        versions = record.channel_versions
+        for channel, ref in record.values.items():
+            entry = self.store.channel_value(record, channel)
             if entry.empty:
                 continue
             where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
             values[channel] = self.revive(entry, where)
             if remember_lists and isinstance(entry.tree, list):
-                key = (thread_id, ns, channel)
-                known = self._lists.get(key)
-                if known is None or known.version != versions[channel]:
-                    deps = entry.deps if entry.checkable else ((entry.file, None, None),)
-                    self._lists[key] = ListState(
-                        version=versions[channel],
-                        ref=ref,
-                        count=len(entry.tree),
-                        depth=entry.depth,
-                        tree=entry.tree,
-                        deps=deps,
-                    )
-                    self._lists[key].weight = entry.weight
-        checkpoint = langgraph_checkpoint(doc, values)
+                self._remember_list((thread_id, ns, channel), versions[channel], ref, entry)
+        checkpoint = langgraph_checkpoint(record, values)
         cpath = str(self.store.layout.checkpoint_path(thread_id, ns, cid))
-        for name, pointer, tree in extra_trees(doc, cpath):
-            checkpoint[name] = self.codec.revive_tree(tree, self._where(doc, pointer), cpath, pointer)
-        metadata = self.codec.revive_tree(doc["metadata"], self._where(doc, "/metadata"), cpath, "/metadata")
-        parent = doc["parent_checkpoint_id"]
+        for name, pointer, tree in extra_trees(record, cpath):
+            checkpoint[name] = self.codec.revive_tree(tree, self._where(record, pointer), cpath, pointer)
+        metadata = self.codec.revive_tree(
+            record.metadata, self._where(record, "/metadata"), cpath, "/metadata"
+        )
+        parent = record.parent_id
         return CheckpointTuple(
             config=checkpoint_config(thread_id, ns, cid),
             checkpoint=checkpoint,  # type: ignore[arg-type]
@@ -354,6 +345,21 @@ class RepoSaver(BaseCheckpointSaver[str]):
             parent_config=checkpoint_config(thread_id, ns, parent) if parent else None,
             pending_writes=self._pending_writes(thread_id, ns, cid),
         )
+
+    def _remember_list(self, key: tuple[str, str, str], version: Any, ref: str, entry: ValueEntry) -> None:
+        """The list a channel holds at the latest checkpoint read, so the next put can append."""
+        known = self._lists.get(key)
+        if known is None or known.version != version:
+            deps = entry.deps if entry.checkable else ((entry.file, None, None),)
+            self._lists[key] = ListState(
+                version=version,
+                ref=ref,
+                count=len(entry.tree),
+                depth=entry.depth,
+                tree=entry.tree,
+                deps=deps,
+            )
+            self._lists[key].weight = entry.weight
 
     def _pending_writes(self, thread_id: str, ns: str, cid: str) -> builtins.list[PendingWrite]:
         out: builtins.list[PendingWrite] = []
@@ -366,12 +372,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
             out.append((w.task_id, w.channel, value))
         return out
 
-    def _where(self, doc: dict[str, Any], pointer: str) -> str:
-        path = self.store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
-        return f"thread {doc['thread_id']!r} checkpoint {doc['checkpoint_id']} ({path} at {pointer})"
+    def _where(self, record: CheckpointRecord, pointer: str) -> str:
+        thread_id, cid = record.thread_id, record.checkpoint_id
+        path = self.store.layout.checkpoint_path(thread_id, record.checkpoint_ns, cid)
+        return f"thread {thread_id!r} checkpoint {cid} ({path} at {pointer})"
 
     def _revive_node(self, node: dict[str, Any], path: Path, where: str, pointer: str = "") -> Any:
-        node, holder = self.store.resolve_node(node, path, pointer)
+        node, holder = self.store.values.resolve_node(node, path, pointer)
         if holder != path:
             where = f"{where} (value in {holder})"
         entry = entry_from_node(node, str(holder))
@@ -472,7 +479,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if not parent_id or cid <= parent_id:
             return {}, []  # a child whose id is not later stays apart: readers look after the parent
         try:
-            docs = self.store.writes_docs(thread_id, ns, parent_id)
+            docs = self.store.docs.writes(thread_id, ns, parent_id)
         except (FileNotFoundError, RepoCheckpointError):
             return {}, []
         taken: dict[str, Any] = {}
@@ -692,25 +699,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         collected: dict[str, builtins.list[PendingWrite]] = {c: [] for c in channels}
         seeds: dict[str, Any] = {}
         remaining = set(channels)
-        current: str | None = None
-        walked: set[str] = set()
-        if cid:
-            try:
-                current = parent_of(self.store, self.store.header(thread_id, ns, cid), walked)
-            except FileNotFoundError:
-                current = None
-        while current is not None and remaining:
-            try:
-                doc = self.store.header(thread_id, ns, current)
-            except FileNotFoundError:
-                break
-            versions = fields.channel_versions(doc)
+        for record in self.store.ancestors(thread_id, ns, cid) if cid and remaining else ():
+            current = record.checkpoint_id
             ended: dict[str, Any] = {}
             for ch in remaining:
-                ref = doc["values"].get(ch)
+                ref = record.values.get(ch)
                 if ref is None:
                     continue
-                entry = self.store.value_entry(ns_dir, ch, versions.get(ch), ref)
+                entry = self.store.values.value_entry(ns_dir, ch, record.channel_versions.get(ch), ref)
                 if not entry.empty:
                     where = f"thread {thread_id!r} checkpoint {current} channel {ch!r} ({entry.where})"
                     ended[ch] = self.revive(entry, where)
@@ -720,7 +716,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             for ch, value in ended.items():
                 seeds[ch] = value
                 remaining.discard(ch)
-            current = parent_of(self.store, doc, walked) if remaining else None
+            if not remaining:
+                break
         result: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
             entry_h: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}

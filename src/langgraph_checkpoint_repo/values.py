@@ -29,11 +29,11 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 from .core.caches import Dep, refresh, stat_key_of
 from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.errors import InvalidWriteError, RepoCheckpointError
-from .core.format import fields
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
 from .core.format.objects import input_tag, is_pair_tag, large_digest, weight_problem
 from .core.format.packed import msgpack_array_header, msgpack_array_split
+from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, Prepared, shared_tree, stored_node
 from .core.format.tree import b64, model_fields, msgpack_to_tree
 from .core.threads import ThreadStore
@@ -98,8 +98,8 @@ class ValueWriter:
     host: Host | None = None
     # message inputs already turned into their messages: (form, role, content, id) -> tree
     inputs: dict[str, tuple[dict[str, str], Any]] = field(default_factory=dict)
-    # the whole document of the parent of the checkpoint being written (None: none, or unread)
-    parent: dict[str, Any] | None = None
+    # the parent of the checkpoint being written, whole (None: none, or unread)
+    parent: CheckpointRecord | None = None
     # the file the checkpoint being written goes to (relative to its namespace)
     writing: str = ""
 
@@ -171,7 +171,7 @@ class ValueWriter:
         self.writing = self.store.layout.checkpoint_rel(checkpoint["id"])
         if parent_id:
             try:
-                self.parent = self.store.header(thread_id, ns, parent_id)
+                self.parent = self.store.get(thread_id, ns, parent_id)
             except (FileNotFoundError, RepoCheckpointError):
                 self.parent = None
         for channel, version in new_versions.items():
@@ -244,17 +244,17 @@ class ValueWriter:
         missing = [ch for ch in versions if ch not in refs]
         if not missing:
             return {}
-        parent: dict[str, Any] | None = self.parent if parent_id else None  # read by this put
+        parent: CheckpointRecord | None = self.parent if parent_id else None  # read by this put
         if parent_id and parent is None:
             try:
-                parent = self.store.header(thread_id, ns, parent_id)
+                parent = self.store.get(thread_id, ns, parent_id)
             except FileNotFoundError:
                 parent = None
         ns_dir = self.store.layout.ns_dir(thread_id, ns)
         unresolved: list[str] = []
         for channel in missing:
-            if parent is not None and fields.channel_versions(parent).get(channel) == versions[channel]:
-                ref = parent["values"].get(channel)
+            if parent is not None and parent.channel_versions.get(channel) == versions[channel]:
+                ref = parent.values.get(channel)
                 if ref is not None:
                     refs[channel] = ref
                     continue
@@ -282,10 +282,10 @@ class ValueWriter:
         """Find each channel's ref at its version in any checkpoint of the namespace, newest first."""
         wanted = set(channels)
         for cid in reversed(self.store.checkpoint_ids(thread_id, ns)):
-            doc = self.store.header(thread_id, ns, cid)
-            stored = fields.channel_versions(doc)
+            record = self.store.get(thread_id, ns, cid)
+            stored = record.channel_versions
             for channel in [ch for ch in wanted if stored.get(ch) == versions[ch]]:
-                ref = doc["values"].get(channel)
+                ref = record.values.get(channel)
                 if ref is not None:
                     refs[channel] = ref
                     wanted.discard(channel)
@@ -371,8 +371,8 @@ class ValueWriter:
         parent = self.parent
         if (
             parent is None
-            or parent["values"].get(channel) != state.ref
-            or not _same_version(fields.channel_versions(parent).get(channel), state.version)
+            or parent.values.get(channel) != state.ref
+            or not _same_version(parent.channel_versions.get(channel), state.version)
         ):  # not the list its parent holds: named (format 4 leaves the parent's unnamed)
             return append_body(state.count, items, (state.version, state.ref))
         return append_body(state.count, items)

@@ -90,7 +90,7 @@ def state_json(
         "source": view.source,
         "ts": view.ts,
         "file": str(view.path),
-        "metadata": view.doc["metadata"],
+        "metadata": view.record.metadata,
         "values": {c: view.trees[c] for c in channels},
         "not_revived": {c: v.reason for c, v in view.values.items() if isinstance(v, Raw) and c in channels},
         "next": [task_json(t, ns) for t in view.tasks],

@@ -29,6 +29,7 @@ from .durable import write_files
 from .errors import FileFormatError, InstallationError, RepoCheckpointError
 from .format import fields
 from .format.canonical import digest_node
+from .format.decode import checkpoint_record
 from .format.messages import MESSAGE_TYPES, MESSAGES, refusals
 from .format.needs import needed_files
 from .format.objects import (
@@ -40,6 +41,7 @@ from .format.objects import (
     types_and_refs,
     without_refs,
 )
+from .format.records import CheckpointRecord
 from .format.tree import MARKS, plain_value, type_pointer
 from .format.validation import pointer_part
 from .index import index_files, index_problem, is_plain
@@ -531,7 +533,7 @@ class Validator:
             if channel not in doc["values"]:
                 continue  # no such channel here: no conversation asked for anything
             try:
-                entry = self.store.channel_value(doc, channel)
+                entry = self.store.channel_value(checkpoint_record(doc), channel)
             except (FileFormatError, OSError):
                 return
             trees[channel] = None if entry.empty or entry.raw is not None else entry.tree
@@ -552,7 +554,7 @@ class Validator:
         """A checkpoint whole (a delta applied to its parent's bookkeeping, format 4), or None
         with a problem where its line breaks (a missing parent and no base file in its place)."""
         try:
-            return self.store.checkpoint_doc(path)
+            return self.store.docs.at(path)
         except FileFormatError as exc:
             if exc.path not in self.bad_files:
                 self.problem(exc.path, exc.pointer, problem_text(exc))
@@ -614,7 +616,9 @@ class Validator:
         for i, w in enumerate(doc["writes"]):
             node: dict[str, Any] = w["value"]
             if large_ref(node) is not None:
-                self.reference(path, f"/writes/{i}/value", partial(self.store.resolve_node, node, path))
+                self.reference(
+                    path, f"/writes/{i}/value", partial(self.store.values.resolve_node, node, path)
+                )
 
     def value_file(self, ns_dir: Path, path: Path) -> None:
         doc = self.read(path, "value")
@@ -624,7 +628,9 @@ class Validator:
         if ns_dir / rel != path:
             self.problem(path, "/version", f"channel {doc['channel']!r} at {doc['version']} belongs in {rel}")
             return
-        self.reference(path, "/", lambda: self.store.value_entry(ns_dir, doc["channel"], doc["version"], rel))
+        self.reference(
+            path, "/", lambda: self.store.values.value_entry(ns_dir, doc["channel"], doc["version"], rel)
+        )
 
     def large(self, thread_folder: Path) -> None:
         for path in self._json_files(thread_folder / LARGE):
@@ -832,9 +838,9 @@ def _gitignore_lacks(text: str) -> list[str]:
     return [ln for ln in GITIGNORE_TEXT.splitlines() if ln and not ln.startswith("#") and ln not in lines]
 
 
-def _plain_metadata(doc: dict[str, Any], path: Path) -> Any:
+def _plain_metadata(record: CheckpointRecord, path: Path) -> Any:
     """Stored metadata as its value when it names no type, else the tree: nothing is built."""
-    tree = doc["metadata"]
+    tree = record.metadata
     return plain_value(tree) if is_plain(tree) else tree
 
 

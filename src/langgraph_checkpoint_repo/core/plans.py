@@ -124,22 +124,9 @@ def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
 # ----------------------------------------------------------------------
 # which checkpoints go
 # ----------------------------------------------------------------------
-def parent_of(store: ThreadStore, doc: dict[str, Any], walked: set[str]) -> str | None:
-    """The parent to go to next on a walk up the history; one the walk has been through
-    closes a cycle, which would walk forever: a FileFormatError naming the file instead."""
-    walked.add(doc["checkpoint_id"])
-    parent: str | None = doc["parent_checkpoint_id"]
-    if parent is not None and parent in walked:
-        path = store.layout.checkpoint_path(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
-        raise FileFormatError(
-            str(path), "/parent_checkpoint_id", f"parent chain cycles back to checkpoint {parent}"
-        )
-    return parent
-
-
 def stored_metadata(store: ThreadStore) -> Metadata:
     """Metadata as stored (a JSON tree): for readers that construct no values."""
-    return lambda thread_id, ns, cid: store.header(thread_id, ns, cid)["metadata"]  # type: ignore[no-any-return]
+    return lambda thread_id, ns, cid: store.docs.header(thread_id, ns, cid)["metadata"]  # type: ignore[no-any-return]
 
 
 def needed_for_latest(
@@ -164,31 +151,26 @@ def needed_for_latest(
     ns_dir = store.layout.ns_dir(thread_id, ns)
     explored = {} if explored is None else explored
     keep = {latest}
-    doc = store.header(thread_id, ns, latest)
-    versions = fields.channel_versions(doc)
+    record = store.get(thread_id, ns, latest)
     delta = metadata(thread_id, ns, latest).get("counters_since_delta_snapshot") or {}
     unseeded = {
         ch
-        for ch, ref in doc["values"].items()
-        if ch in delta and store.value_entry(ns_dir, ch, versions.get(ch), ref).empty
+        for ch, ref in record.values.items()
+        if ch in delta and store.values.value_entry(ns_dir, ch, record.channel_versions.get(ch), ref).empty
     }
-    walked: set[str] = set()
-    parent = parent_of(store, doc, walked) if unseeded else None
-    while unseeded and parent:
+    for record in store.ancestors(thread_id, ns, latest) if unseeded else ():
+        parent = record.checkpoint_id
         if unseeded <= explored.get(parent, set()):
             break  # an earlier walk looked for these channels from here up: all it needs is kept
         explored.setdefault(parent, set()).update(unseeded)
-        try:
-            doc = store.header(thread_id, ns, parent)
-        except FileNotFoundError:
-            break
         keep.add(parent)
-        versions = fields.channel_versions(doc)
         for ch in list(unseeded):
-            ref = doc["values"].get(ch)
-            if ref is not None and not store.value_entry(ns_dir, ch, versions.get(ch), ref).empty:
+            ref = record.values.get(ch)
+            version = record.channel_versions.get(ch)
+            if ref is not None and not store.values.value_entry(ns_dir, ch, version, ref).empty:
                 unseeded.discard(ch)
-        parent = parent_of(store, doc, walked) if unseeded else None
+        if not unseeded:
+            break
     return keep
 
 
@@ -269,7 +251,7 @@ def plan_prune(
         keep = {store.current(thread_id, ns) or ids[-1]}
         for i, cid in enumerate(ids):
             recent = keep_last is not None and i >= len(ids) - keep_last
-            young = older_than is not None and _age(store.header(thread_id, ns, cid), now) < older_than
+            young = older_than is not None and _age(store.docs.header(thread_id, ns, cid), now) < older_than
             if recent or young:
                 keep.add(cid)
         explored: dict[str, set[str]] = {}
@@ -334,7 +316,7 @@ def copy_thread_files(store: ThreadStore, source_thread_id: str, target_thread_i
                 wdoc = {**store.files.read_doc(path, "writes"), "thread_id": target_thread_id}
                 writes.append(store.files.prepare("writes", wdoc, dst_ns / path.relative_to(src_ns)))
             for cid in store.checkpoint_ids(source_thread_id, ns):
-                store.header(source_thread_id, ns, cid)  # names checked, and a delta's line whole
+                store.docs.header(source_thread_id, ns, cid)  # names checked, and a delta's line whole
                 cpath = layout.checkpoint_path(source_thread_id, ns, cid)
                 cdoc = {**store.files.read_doc(cpath, "checkpoint"), "thread_id": target_thread_id}
                 checkpoints.append(

@@ -81,7 +81,7 @@ def _value_refs(v: Reporter, ns_dir: Path, path: Path, doc: dict[str, Any]) -> s
         got = v.entry_memo.get(key)
         if got is None:
             try:
-                got = v.store.value_entry(ns_dir, channel, version, ref).empty
+                got = v.store.values.value_entry(ns_dir, channel, version, ref).empty
             except (MissingReferenceError, FileFormatError, OSError) as exc:
                 got = exc
             v.entry_memo[key] = got

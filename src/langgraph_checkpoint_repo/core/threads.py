@@ -22,9 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from .caches import (
-    CACHE_ENTRIES,
-    LRU,
-    Dep,
     Listing,
     settled,
     stat_key,
@@ -33,9 +30,10 @@ from .caches import (
 from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
 from .files import Files, Snapshot
 from .format import fields
-from .format.bookkeeping import MAX_DELTA_CHAIN, compact, depth, materialize
+from .format.bookkeeping import compact, depth
 from .format.canonical import digest_node
 from .format.chains import Link, read_link, walk_chain
+from .format.decode import checkpoint_record
 from .format.encode import checkpoint_document, writes_document
 from .format.entries import ValueEntry
 from .format.objects import Convert, names_object
@@ -58,6 +56,7 @@ from .layout import (
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
 from .overlap import Overlap, PutDone
+from .wholes import WholeDocs, writes_names
 
 # a fresh process records the lineage it read again when it had to read at least this many
 LINEAGE_REREADS = 16
@@ -122,16 +121,9 @@ class ThreadStore:
         self.values.implied_base = self.implied_base
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
-        # checkpoint path -> (its parse, its parent's whole document, its whole document)
-        self._full = LRU(CACHE_ENTRIES)
-        # delta checkpoint path -> (its parse, the files of its line below, each settled
-        # (root first), its whole document): checkpoint_doc checks their stat keys only
-        self._chains = LRU(CACHE_ENTRIES)
+        self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
         self._overlap = Overlap(self.files, self.values, lock_timeout)
         self.files.on_added = self._extend_derived
-        # the checks' cache policy (files.Snapshot): inside ``snapshot()`` each checkpoint's
-        # whole document is made once, with the count of deltas it took (None: not counted)
-        self._wholes: dict[str, tuple[dict[str, Any], int | None]] = {}
         if snapshots:
             self.files.snapshot = Snapshot(self._snapshot_changed)
             self.values.read_paths = self.files.snapshot.read_paths
@@ -148,179 +140,49 @@ class ThreadStore:
         return self.files.snapshot.scope()
 
     def _snapshot_changed(self, begins: bool) -> None:
-        self._wholes.clear()
         self.files.clear()
+        self.docs.clear()
         self.values.clear()
         self._overlap.clear()
-        for lru in (self._full, self._chains):
-            with lru.lock:
-                lru.clear()
         self.values.trust_kept = begins
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
         """The lock of one thread (files.Files.thread_lock)."""
         return self.files.thread_lock(thread_id, exclusive)
 
-    def header(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
-        """The checkpoint document whole (``checkpoint_doc``), names checked against its place.
-        FileNotFoundError if absent."""
-        path = self.layout.checkpoint_path(thread_id, checkpoint_ns, checkpoint_id)
-        return self._named(path, self.checkpoint_doc(path), thread_id, checkpoint_ns, checkpoint_id)
+    def get(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointRecord:
+        """One checkpoint, whole (a delta built up on its line), its names checked against
+        its place. FileNotFoundError if absent."""
+        return checkpoint_record(self.docs.header(thread_id, checkpoint_ns, checkpoint_id))
 
-    def _own_header(self, path: Path, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        """A checkpoint document as its own file holds it (a delta is not completed: what
-        its parent line holds is not read), names checked against its place."""
-        return self._named(path, self.files.read_doc(path, "checkpoint"), thread_id, ns, cid)
-
-    @staticmethod
-    def _named(
-        path: Path, doc: dict[str, Any], thread_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> dict[str, Any]:
-        if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-        ):
-            raise FileFormatError(
-                str(path),
-                "/checkpoint_id",
-                "thread_id, checkpoint_ns or checkpoint_id does not match the file's place",
-            )
-        return doc
-
-    def checkpoint_doc(self, path: Path) -> dict[str, Any]:
-        """A checkpoint document whole, as every reader sees it: a delta (format 4,
-        bookkeeping.py) applied to its parent's whole bookkeeping, the parent's own delta
-        first, down to a whole document or the ``base`` file prune left for a removed parent.
-        Each whole document is kept while every file of its line is unchanged (one lstat per
-        file: a hand edit of any of them is seen). FileNotFoundError if the file is absent.
-        In a snapshot, a delta whose parent's whole is known is that plus its changes."""
-        if self.in_snapshot:
-            return self._snapshot_whole(path)
-        raw = self.files.read_doc(path, "checkpoint")
-        if not depth(raw):
-            return raw
-        links, full, below = self._walk_down(path, raw)
-        return self._build_up(links, full, below)
-
-    def _snapshot_whole(self, path: Path) -> dict[str, Any]:
-        """``checkpoint_doc`` inside a snapshot: each whole made once; anything but a delta on
-        a known parent (a parent not made yet, a base file, a line too long or broken) is
-        walked in full, which raises what any reader would."""
-        key = str(path)
-        got = self._wholes.get(key)
-        if got is not None:
-            return got[0]
-        raw = self.files.read_doc(path, "checkpoint")
-        if not depth(raw):
-            self._wholes[key] = (raw, 0)
-            return raw
-        parent = raw["parent_checkpoint_id"]
-        below = None
-        if parent:
-            head, sep, _ = key.rpartition(os.sep)  # os.path.join(os.path.dirname(key), ...), in one step
-            pkey = f"{head}{sep}{encode_segment(parent)}.json"
-            below = self._wholes.get(pkey) if pkey != key else None
-        if below is not None and below[1] is not None and below[1] < MAX_DELTA_CHAIN:
-            whole, deltas = materialize(raw, below[0]), below[1] + 1
-        else:
-            links, full, deps = self._walk_down(path, raw)
-            whole, deltas = self._build_up(links, full, deps), None
-        self._wholes[key] = (whole, deltas)
-        return whole
-
-    def _walk_down(
-        self, path: Path, raw: dict[str, Any]
-    ) -> tuple[list[tuple[Path, dict[str, Any]]], dict[str, Any], list[Dep]]:
-        """The deltas from ``path`` down (newest first), the whole document under them, and
-        the files that whole came from when they are settled (else none: nothing is kept).
-
-        The walk reads each file of the line (``read_doc``: its stat, and the bytes of one
-        not yet settled) until it comes to a checkpoint whose line below was found settled
-        (``_chains``): the stat keys of those files are compared then, without reading them
-        again (the cache rule, caches.py, one lstat per file)."""
-        links: list[tuple[Path, dict[str, Any]]] = []
-        seen: set[Path] = set()
-        here, cur = path, raw
-        while depth(cur):
-            kept = self._kept_chain(here, cur, seen, len(links))
-            if kept is not None:
-                return links, kept[0], kept[1]
-            _check_line(path, here, cur, seen, links)
-            seen.add(here)
-            links.append((here, cur))
-            parent = cur["parent_checkpoint_id"]
-            if not parent:
-                raise FileFormatError(str(here), "/delta", "a delta needs the parent it changes")
-            ppath = here.parent / f"{encode_segment(parent)}.json"
-            try:
-                here, cur = ppath, self.files.read_doc(ppath, "checkpoint")
-                continue
-            except FileNotFoundError:
-                pass
-            # a line ending at a base file is not kept: a stat key cannot tell that the parent
-            # it stands for came back (git restore), which every later read must follow
-            return links, self._base_doc(here, parent), []
-        return links, cur, [self.files.docs.dep(here, cur)]
-
-    def _base_doc(self, here: Path, parent: str) -> dict[str, Any]:
-        """The bookkeeping prune kept for the removed ``parent`` of the checkpoint at ``here``."""
-        bpath = here.parent.parent / self.layout.base_rel(parent)
+    def ancestors(self, thread_id: str, ns: str, cid: str) -> Iterator[CheckpointRecord]:
+        """The parent of ``cid``, its parent, and so on: the one walk up a history. It ends at
+        a checkpoint without a parent or one that is gone (pruned); a parent the walk has been
+        through closes a cycle, which would walk for ever: a FileFormatError naming the file."""
         try:
-            return self.files.read_doc(bpath, "base")
+            record = self.get(thread_id, ns, cid)
         except FileNotFoundError:
-            raise MissingReferenceError(
-                str(here),
-                "/parent_checkpoint_id",
-                f"holds only what changed since checkpoint {parent}, which is missing "
-                f"(and so is {bpath}, where prune keeps a removed parent's bookkeeping)",
-            ) from None
-
-    def _build_up(
-        self, links: list[tuple[Path, dict[str, Any]]], full: dict[str, Any], below: list[Dep]
-    ) -> dict[str, Any]:
-        """Apply the deltas of ``links`` to ``full``, oldest first, keeping each whole made
-        (``_full``) and, while every file below is settled, the line it was made from (``_chains``)."""
-        for lpath, lraw in reversed(links):
-            hit = self._full.get(lpath)
-            if hit is not None and hit[0] is lraw and hit[1] is full:
-                whole = hit[2]
-            else:
-                whole = materialize(lraw, full)
-                self._full.put(lpath, (lraw, full, whole))
-            if below and all(key is not None and digest is None for _, key, digest in below):
-                self._chains.put(lpath, (lraw, tuple(below), whole))
-            else:
-                below = []  # a file below not settled: nothing above it is kept either
-            if below:
-                below.append(self.files.docs.dep(lpath, lraw))
-            full = whole
-        return full
-
-    def _kept_chain(
-        self, here: Path, cur: dict[str, Any], seen: set[Path], above: int
-    ) -> tuple[dict[str, Any], list[Dep]] | None:
-        """The whole document of the checkpoint at ``here`` (just read: ``cur``) when its line
-        below was settled when it was kept and each of those files still has its stat key;
-        with those files and its own. None: walk the line (and raise what it finds)."""
-        kept = self._chains.get(here)
-        if kept is None or kept[0] is not cur:
-            return None
-        lraw, deps, whole = kept
-        if above + len(deps) > MAX_DELTA_CHAIN or here in seen:
-            return None  # the walk names what is wrong
-        above_paths = {str(p) for p in seen}
-        for dep_path, key, _ in deps:
-            if key != stat_key_of(dep_path) or dep_path in above_paths:
-                return None
-        return whole, [*deps, self.files.docs.dep(here, lraw)]
+            return
+        walked = {cid}
+        while record.parent_id is not None:
+            parent = record.parent_id
+            if parent in walked:
+                path = self.layout.checkpoint_path(thread_id, ns, record.checkpoint_id)
+                why = f"parent chain cycles back to checkpoint {parent}"
+                raise FileFormatError(str(path), "/parent_checkpoint_id", why)
+            walked.add(parent)
+            try:
+                record = self.get(thread_id, ns, parent)
+            except FileNotFoundError:
+                return
+            yield record
 
     def metadata(
         self,
         thread_id: str,
         ns: str,
         cid: str,
-        decode: Callable[[dict[str, Any], Path], Any],
+        decode: Callable[[CheckpointRecord, Path], Any],
         *,
         plain_ok: bool = True,
         fresh: bool = False,
@@ -336,31 +198,12 @@ class ThreadStore:
         path = self.layout.checkpoint_path(thread_id, ns, cid)
         read_at = time.time_ns()  # the cache rule (caches.py): both taken before the read
         st = os.lstat(path)
-        doc = self.header(thread_id, ns, cid)
-        meta = decode(doc, path)
-        tree = doc["metadata"] if plain_ok and is_plain(doc["metadata"]) else None
+        record = self.get(thread_id, ns, cid)
+        meta = decode(record, path)
+        tree = record.metadata if plain_ok and is_plain(record.metadata) else None
         kept = (str(path), stat_key(st), meta, tree) if settled(st, read_at) else None
         self.meta.keep(thread_id, ns, cid, kept)  # not settled: it may change again unseen
         return meta
-
-    def writes_docs(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[tuple[Path, dict[str, Any]]]:
-        """Writes files of one checkpoint, oldest first (only the files: ``writes_records``
-        also has what its children took from them)."""
-        folder = self.layout.writes_dir(thread_id, checkpoint_ns)
-        out = []
-        for name in self._writes_names(folder, encode_segment(checkpoint_id)):
-            path = folder / name
-            doc = self.files.read_doc(path, "writes")
-            if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-            ):
-                raise FileFormatError(str(path), "/checkpoint_id", "names do not match the file's place")
-            out.append((path, doc))
-        return out
 
     def writes_records(self, thread_id: str, ns: str, cid: str) -> list[WritesRecord]:
         """The pending writes of one checkpoint as stored, oldest first: its writes files, and
@@ -402,7 +245,7 @@ class ThreadStore:
 
     def _writes_records(self, thread_id: str, ns: str, cid: str) -> list[WritesRecord]:
         folder = self.layout.writes_dir(thread_id, ns)
-        names = self._writes_names(folder, encode_segment(cid))
+        names = writes_names(self.files, folder, encode_segment(cid))
         found: dict[str, WritesRecord] = {}
         for child in self.children(thread_id, ns, cid):
             path = self.layout.checkpoint_path(thread_id, ns, child)
@@ -450,7 +293,7 @@ class ThreadStore:
         return host
 
     def stage_checkpoint(
-        self, record: CheckpointRecord, host: Host, large: Prepared, parent: Document | None = None
+        self, record: CheckpointRecord, host: Host, large: Prepared, parent: CheckpointRecord | None = None
     ) -> Staged:
         """Lay ``record`` out (a delta on its parent where the line allows: ``parent``, its
         whole document when the caller read it already), validate it, and offer the objects it
@@ -505,8 +348,8 @@ class ThreadStore:
         return dict(old.get("objects") or {})
 
     def _delta_base(
-        self, thread_id: str, ns: str, parent_id: str | None, whole: Document | None
-    ) -> tuple[Document | None, int]:
+        self, thread_id: str, ns: str, parent_id: str | None, whole: CheckpointRecord | None
+    ) -> tuple[CheckpointRecord | None, int]:
         """The parent a new checkpoint may be written as a delta on (its whole document) and
         how many deltas it is itself from a whole one; (None, 0): write it whole."""
         if not parent_id:
@@ -514,7 +357,7 @@ class ThreadStore:
         try:
             raw = self.files.read_doc(self.layout.checkpoint_path(thread_id, ns, parent_id), "checkpoint")
             if whole is None:
-                whole = self.header(thread_id, ns, parent_id)
+                whole = self.get(thread_id, ns, parent_id)
             return whole, depth(raw)
         except (FileNotFoundError, RepoCheckpointError):
             return None, 0  # not there, or not readable: a whole checkpoint needs neither
@@ -550,18 +393,6 @@ class ThreadStore:
         if _HEX_IDS.fullmatch(joined) or all(map(is_verbatim, stems)):
             return sorted(stems)  # the usual case (uuid6 ids): the stem is the id
         return sorted(self._id_of(folder, f"{stem}.json") for stem in stems)
-
-    def _writes_names(self, folder: Path, owner: str) -> list[str]:
-        """Names of the writes files of one checkpoint (encoded id ``owner``), in order: the
-        sorted listing's range ``<owner>~...`` (``~`` is 0x7e), found by bisection, so a
-        fresh process does not group thousands of names to find one checkpoint's few."""
-        lst = self.files.listings.get(folder)
-        if lst is None:
-            return []
-        names = lst.names
-        lo = bisect.bisect_left(names, owner + "~")
-        hi = bisect.bisect_left(names, owner + "\x7f", lo)
-        return [n for n in names[lo:hi] if self.layout.writes_owner(n) == owner]
 
     def _id_of(self, folder: Path, name: str) -> str:
         stem = name[:-5]
@@ -651,7 +482,7 @@ class ThreadStore:
             if ref is None:
                 return None
             version = fields.channel_versions(d).get(MERGED_CHANNEL)
-            entry = self.value_entry(ns_dir, MERGED_CHANNEL, version, ref)
+            entry = self.values.value_entry(ns_dir, MERGED_CHANNEL, version, ref)
             return None if entry.empty else entry.tree
 
         return tree(parent), tree(doc)
@@ -663,7 +494,7 @@ class ThreadStore:
         a malformed or false choice no choice."""
         path = self.layout.checkpoint_path(thread_id, ns, cid)
         try:
-            doc = doc if doc is not None else self._own_header(path, thread_id, ns, cid)
+            doc = doc if doc is not None else self.docs.own(path, thread_id, ns, cid)
         except (FileFormatError, OSError):
             return Node(None, readable=False)  # validate names it; reading it raises
         try:
@@ -674,11 +505,11 @@ class ThreadStore:
         if choice is None:
             return Node(parent)
         try:
-            doc = self.header(thread_id, ns, cid)  # a choice is judged on whole documents
+            doc = self.docs.header(thread_id, ns, cid)  # a choice is judged on whole documents
         except (FileFormatError, OSError):
             return Node(None, readable=False)
         try:
-            parent_doc = self.header(thread_id, ns, choice.chose) if parent == choice.chose else None
+            parent_doc = self.docs.header(thread_id, ns, choice.chose) if parent == choice.chose else None
             messages = self._merged_messages(ns, doc, parent_doc) if choice.merged and parent_doc else None
         except (FileNotFoundError, FileFormatError, OSError):
             parent_doc, messages = None, None
@@ -727,20 +558,16 @@ class ThreadStore:
         return out
 
     # -- values (values.py) ---------------------------------------------------------
-    def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
-        """The value of ``channel`` at ``version`` that ``ref`` points to (ValueResolver)."""
-        return self.values.value_entry(ns_dir, channel, version, ref)
-
-    def channel_value(self, doc: dict[str, Any], channel: str) -> ValueEntry:
-        """The value of one channel of the checkpoint ``doc``. When another file it is read
+    def channel_value(self, record: CheckpointRecord, channel: str) -> ValueEntry:
+        """The value of one channel of a checkpoint. When another file it is read
         through does not read (a link of an append chain, an object), the error also names
         the checkpoint and thread that needed it and how to get it back: one damaged old file
         is otherwise a mystery to whoever reads the newest state."""
-        thread_id, ns, cid = doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]
+        thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
         ns_dir = self.layout.ns_dir(thread_id, ns)
-        version = fields.channel_versions(doc).get(channel)
+        version = record.channel_versions.get(channel)
         try:
-            return self.value_entry(ns_dir, channel, version, doc["values"][channel])
+            return self.values.value_entry(ns_dir, channel, version, record.values[channel])
         except FileFormatError as exc:
             if Path(exc.path) == self.layout.checkpoint_path(thread_id, ns, cid):
                 raise
@@ -751,12 +578,6 @@ class ThreadStore:
                 "through this file: restore it from git (`langgraph-repo fsck` lists every file "
                 "that does not read)",
             ) from exc
-
-    def resolve_node(
-        self, node: dict[str, Any], where: Path, pointer: str = ""
-    ) -> tuple[dict[str, Any], Path]:
-        """Follow a large-value reference: the node it stands for and the file holding it."""
-        return self.values.resolve_node(node, where, pointer)
 
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:
         """The links of a value's append chain as the whole-root walkers read them
@@ -781,7 +602,7 @@ class ThreadStore:
             ref, versions = own["values"].get(channel), own["checkpoint"].get("channel_versions") or {}
             if ref is not None and channel in versions:
                 return versions[channel], ref
-            whole = self.checkpoint_doc(ppath)
+            whole = self.docs.at(ppath)
         except FileNotFoundError:
             bpath = path.parent.parent / self.layout.base_rel(parent)
             try:
@@ -805,24 +626,4 @@ class ThreadStore:
         for folder in [f for f in list(self._lineages) if f.is_relative_to(tdir)]:
             self._lineages.pop(folder, None)
         self._overlap.forget_under(tdir)
-        self._full.drop_where(lambda p: p.is_relative_to(tdir))
-        self._chains.drop_where(lambda p: p.is_relative_to(tdir))
-
-
-def _check_line(
-    path: Path, here: Path, cur: dict[str, Any], seen: set[Path], links: list[tuple[Path, dict[str, Any]]]
-) -> None:
-    """A line of deltas that cycles or is longer than a reader follows is refused, naming the file."""
-    if here in seen:  # the same words as every other walk of parents (refchecks, plans)
-        raise FileFormatError(
-            str(links[-1][0]),
-            "/parent_checkpoint_id",
-            f"parent chain cycles back to checkpoint {cur['checkpoint_id']}",
-        )
-    if len(links) >= MAX_DELTA_CHAIN:
-        raise FileFormatError(
-            str(path),
-            "/delta",
-            f"more than {len(links)} deltas back to a whole checkpoint: this release "
-            f"follows at most {MAX_DELTA_CHAIN}",
-        )
+        self.docs.forget_under(tdir)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError, UnrevivableValueError
-from ..core.format import fields
 from ..core.format.entries import ValueEntry, entry_from_node
+from ..core.format.records import CheckpointRecord
 from ..core.format.tree import b64, named_types, plain_value
 from ..core.format.tree import readable as readable_tree
 from ..core.sends import TASKS, send_node
@@ -50,7 +50,7 @@ class StateView:
     thread_id: str
     ns: str
     checkpoint_id: str
-    doc: dict[str, Any]
+    record: CheckpointRecord
     path: Path
     trees: dict[str, Any]  # non-empty channels, stored JSON (append chains resolved)
     values: dict[str, Any]  # the same channels revived, or Raw
@@ -60,19 +60,19 @@ class StateView:
 
     @property
     def parent_id(self) -> str | None:
-        return fields.parent_id(self.doc)
+        return self.record.parent_id
 
     @property
     def step(self) -> int | None:
-        return fields.step(self.doc)
+        return self.record.step
 
     @property
     def source(self) -> str | None:
-        return fields.source(self.doc)
+        return self.record.source
 
     @property
     def ts(self) -> str:
-        return fields.ts(self.doc)
+        return self.record.ts
 
     @property
     def interrupts(self) -> list[InterruptView]:
@@ -226,13 +226,17 @@ class Reader:
     def checkpoint_path(self, thread_id: str, ns: str, cid: str) -> Path:
         return self.layout.checkpoint_path(thread_id, ns, cid)
 
+    def get(self, thread_id: str, ns: str, cid: str) -> CheckpointRecord:
+        """One checkpoint, whole, as a record (ThreadStore.get)."""
+        return self.store.get(thread_id, ns, cid)
+
     def header(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        return self.store.header(thread_id, ns, cid)
+        return self.store.docs.header(thread_id, ns, cid)
 
     def metadata(self, thread_id: str, ns: str, cid: str) -> Any:
         """A checkpoint's metadata: revived by the reviver, else as stored."""
         path = self.layout.checkpoint_path(thread_id, ns, cid)
-        tree = self.header(thread_id, ns, cid)["metadata"]
+        tree = self.get(thread_id, ns, cid).metadata
         where = f"thread {thread_id!r} checkpoint {cid} metadata ({path})"
         entry = ValueEntry(empty=False, tree=tree, types=frozenset(named_types(tree)), where=where)
         return self._revive(entry, where, tree, readable=True)
@@ -240,11 +244,11 @@ class Reader:
     # -- one checkpoint -------------------------------------------------------------
     def state(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> StateView:
         """A checkpoint's values, pending writes and next tasks."""
-        doc = self.store.header(thread_id, ns, cid)
+        record = self.store.get(thread_id, ns, cid)
         trees: dict[str, Any] = {}
         values: dict[str, Any] = {}
-        for channel in doc["values"]:
-            entry = self.store.channel_value(doc, channel)
+        for channel in record.values:
+            entry = self.store.channel_value(record, channel)
             if entry.empty:
                 continue
             trees[channel] = tree_of(entry)
@@ -252,14 +256,14 @@ class Reader:
                 where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
                 values[channel] = self._revive(entry, where, trees[channel])
         path = self.layout.checkpoint_path(thread_id, ns, cid)
-        metadata: Any = self.metadata(thread_id, ns, cid) if revive else doc["metadata"]
+        metadata: Any = self.metadata(thread_id, ns, cid) if revive else record.metadata
         writes = self.pending_writes(thread_id, ns, cid, revive=revive)
-        tasks = attach_writes(derive_tasks(doc, set(trees), trees.get(TASKS)), writes)
+        tasks = attach_writes(derive_tasks(record, set(trees), trees.get(TASKS)), writes)
         return StateView(
             thread_id=thread_id,
             ns=ns,
             checkpoint_id=cid,
-            doc=doc,
+            record=record,
             path=path,
             trees=trees,
             values=values,
@@ -309,7 +313,7 @@ class Reader:
         """Writes merged and ordered as ``get_tuple`` returns them, each value revived or Raw."""
         out = []
         for w in merged_writes(self.store, thread_id, ns, cid):
-            resolved, holder = self.store.resolve_node(w.node, w.path)
+            resolved, holder = self.store.values.resolve_node(w.node, w.path)
             entry = entry_from_node(resolved, str(holder))
             tree = tree_of(entry)
             value: Any = tree
@@ -334,7 +338,7 @@ class Reader:
 
     def finished_task_names(self, thread_id: str, ns: str, cid: str) -> list[str]:
         """Nodes whose tasks finished at ``cid`` (their writes made its child), from the files only."""
-        doc = self.header(thread_id, ns, cid)
+        record = self.get(thread_id, ns, cid)
         sends: Any = None
         names: dict[str, str] = {}
         done: set[str] = set()
@@ -347,19 +351,19 @@ class Reader:
                 names[wdoc["task_id"]] = key
             elif kind == "push" and isinstance(key, int):
                 if sends is None:
-                    sends = self._sends(thread_id, ns, doc)
+                    sends = self._sends(thread_id, ns, record)
                 node = send_node(sends[key]) if isinstance(sends, list) and key < len(sends) else None
                 names[wdoc["task_id"]] = node or "?"
             if any(w["channel"] not in CONTROL_WRITES for w in wdoc["writes"]):
                 done.add(wdoc["task_id"])
         return sorted({names.get(t, "?") for t in done})
 
-    def _sends(self, thread_id: str, ns: str, doc: dict[str, Any]) -> Any:
-        ref = doc["values"].get(TASKS)
+    def _sends(self, thread_id: str, ns: str, record: CheckpointRecord) -> Any:
+        ref = record.values.get(TASKS)
         if ref is None:
             return None
-        entry = self.store.value_entry(
-            self.layout.ns_dir(thread_id, ns), TASKS, fields.channel_versions(doc).get(TASKS), ref
+        entry = self.store.values.value_entry(
+            self.layout.ns_dir(thread_id, ns), TASKS, record.channel_versions.get(TASKS), ref
         )
         return None if entry.empty else entry.tree
 
@@ -371,9 +375,9 @@ class Reader:
         rows: dict[str, HistoryRow] = {}
         finished: dict[str, list[str]] = {}  # per parent: read once, however many children it has
         for cid in reversed(ids):
-            doc = self.header(thread_id, ns, cid)
-            meta = doc["metadata"]
-            parent = doc["parent_checkpoint_id"]
+            record = self.get(thread_id, ns, cid)
+            parent = record.parent_id
+            meta = record.metadata
             source = meta.get("source") if isinstance(meta.get("source"), str) else None
             step = meta.get("step") if isinstance(meta.get("step"), int) else None
             if source == "loop" and parent in present:
@@ -392,7 +396,7 @@ class Reader:
                 checkpoint_id=cid,
                 step=step,
                 source=source,
-                ts=fields.ts(doc),
+                ts=record.ts,
                 parent_id=parent,
                 parent_present=parent in present,
                 writers=writers,
@@ -413,7 +417,7 @@ class Reader:
         root_ns = "" if "" in namespaces else namespaces[0]
         ids = self.checkpoint_ids(thread_id, root_ns)
         total = sum(len(self.checkpoint_ids(thread_id, ns)) for ns in namespaces)
-        parents = {fields.parent_id(self.header(thread_id, root_ns, c)) for c in ids}
+        parents = {self.get(thread_id, root_ns, c).parent_id for c in ids}
         leaves = [c for c in ids if c not in parents]
         live = self.live_states(thread_id, namespaces, root_ns)
         latest = live[root_ns]
@@ -449,7 +453,7 @@ class Reader:
 
     def metadata_trees(self, thread_id: str, ns: str) -> Iterable[dict[str, Any]]:
         for cid in self.checkpoint_ids(thread_id, ns):
-            yield self.header(thread_id, ns, cid)["metadata"]
+            yield self.get(thread_id, ns, cid).metadata
 
     def thread_files(self, thread_id: str) -> list[Path]:
         tdir = self.layout.thread_dir(thread_id)

@@ -25,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from ..core.format import fields
+from ..core.format.records import CheckpointRecord
 from ..core.format.versions import for_langgraph
 from ..core.sends import TASKS, send_node
 
@@ -150,14 +150,13 @@ def parse_task_path(path: str) -> tuple[str, str | int | None]:
     return "other", None
 
 
-def derive_tasks(doc: dict[str, Any], available: set[str], sends: Any) -> list[TaskView]:
+def derive_tasks(record: CheckpointRecord, available: set[str], sends: Any) -> list[TaskView]:
     """The next tasks of a checkpoint, from its versions and trigger channels only."""
-    cp = fields.checkpoint_fields(doc)
-    versions: dict[str, Any] = cp["channel_versions"]
-    seen_all: dict[str, dict[str, Any]] = cp["versions_seen"]
-    meta_step = doc["metadata"].get("step")
+    versions = record.channel_versions
+    seen_all = record.versions_seen
+    meta_step = record.metadata.get("step")
     step = (meta_step if isinstance(meta_step, int) else -1) + 1
-    ns, cid, v = doc["checkpoint_ns"], doc["checkpoint_id"], int(cp["v"])
+    ns, cid, v = record.checkpoint_ns, record.checkpoint_id, int(record.checkpoint["v"])
     tasks: list[TaskView] = []
     if TASKS in available and isinstance(sends, list):
         for idx, packet in enumerate(sends):
@@ -169,7 +168,7 @@ def derive_tasks(doc: dict[str, Any], available: set[str], sends: Any) -> list[T
         node = trigger_node(channel)
         if node is not None:
             triggers.setdefault(node, []).append(channel)
-    updated = cp.get("updated_channels")
+    updated = record.updated_channels
     if updated:  # LangGraph looks only at nodes an updated channel triggers
         candidates = sorted(n for n, chans in triggers.items() if set(chans) & set(updated))
     else:

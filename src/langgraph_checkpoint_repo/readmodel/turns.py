@@ -171,7 +171,7 @@ def events_along(
     handed = _by_id(_messages(given.trees)) if given is not None else None
     known = given.trees if given is not None else {}
     said = before if before is not None else given
-    metadata = own_metadata(said.doc["metadata"]) if said is not None else None
+    metadata = own_metadata(said.record.metadata) if said is not None else None
     held: list[Event] = []  # an input checkpoint's metadata, shown after the input it brings
     if before is not None and start_seen is not None:
         out.extend(_answered_since(before, start_seen))
@@ -180,7 +180,7 @@ def events_along(
         if views is not None:
             views.append(view)
         step = view.step
-        meta = view.doc["metadata"]
+        meta = view.record.metadata
         extra = own_metadata(meta)
         if extra != metadata and (extra or metadata is not None):
             event = Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra, ns=ns)

@@ -434,7 +434,7 @@ def _lines(
             start_seen=None if start in new else _seen_writes(base, thread_id, ns, start),
         )
         for view in views:
-            if TASKS in (view.doc.get("new_values") or {}):
+            if TASKS in view.record.new_values:
                 part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
         before = head.state(thread_id, ns, start, revive=False) if start else None
         for parent, child in zip([before, *views], views, strict=False):
@@ -532,14 +532,14 @@ def _seen_writes(
 
 
 def _step(view: StateView, parent_ts: str = "") -> Step:
-    cp = fields.checkpoint_fields(view.doc)
+    cp = view.record.checkpoint
     kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
     writes = [(w.task_id, w.task_path, w.channel, w.tree) for w in view.writes]
     internal = {c: short_digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
     return Step(
         view.checkpoint_id,
         view.parent_id,
-        view.doc["metadata"],
+        view.record.metadata,
         short_digest(kept),
         writes,
         internal,

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..layout import Layout
+from .records import CheckpointRecord
 
 #: a whole copy after this many deltas in a row (the writer's rule; a read follows at most
 #: MAX_DELTA_CHAIN)
@@ -99,11 +100,11 @@ def step_version(versions: Mapping[str, Any], channels: Any) -> Any:
     return max(candidates, key=lambda v: (str(type(v).__name__), str(v)))
 
 
-def compact(doc: Doc, parent: Mapping[str, Any] | None, parent_depth: int) -> Doc:
+def compact(doc: Doc, parent: CheckpointRecord | None, parent_depth: int) -> Doc:
     """The document to write for a whole one (``doc``: format-3 shape, ``values`` without the
     channels it holds): a delta on ``parent`` (its whole document) when there is one to build
     on and the line has had fewer than ``DELTA_EVERY`` deltas, else whole; either way the
-    versions of its new values said once, as ``version``."""
+    versions of its new values said once, as ``version``. ``parent``: the parent, whole."""
     out = dict(doc)
     cp = dict(doc["checkpoint"])
     new_values = doc.get("new_values") or {}
@@ -116,13 +117,12 @@ def compact(doc: Doc, parent: Mapping[str, Any] | None, parent_depth: int) -> Do
     seen: dict[str, Any] = cp["versions_seen"]
     refs: dict[str, Any] = doc["values"]
     if parent is not None and parent_depth < DELTA_EVERY and _extends(parent, versions, seen):
-        pcp = parent["checkpoint"]
-        pversions, pseen, prefs = pcp["channel_versions"], pcp["versions_seen"], parent["values"]
+        pversions, pseen, prefs = parent.channel_versions, parent.versions_seen, parent.values
         cp["channel_versions"] = {
             c: v for c, v in explicit.items() if c in new_values or not _same(pversions.get(c), v)
         }
         cp["versions_seen"] = {n: m for n, m in seen.items() if not _same_map(pseen.get(n), m)}
-        if _same(cp.get("v"), pcp.get("v")):
+        if _same(cp.get("v"), parent.checkpoint.get("v")):
             cp.pop("v", None)
         for key in ("channel_versions", "versions_seen"):
             if not cp[key]:
@@ -137,10 +137,9 @@ def compact(doc: Doc, parent: Mapping[str, Any] | None, parent_depth: int) -> Do
     return out
 
 
-def _extends(parent: Mapping[str, Any], versions: Mapping[str, Any], seen: Mapping[str, Any]) -> bool:
+def _extends(parent: CheckpointRecord, versions: Mapping[str, Any], seen: Mapping[str, Any]) -> bool:
     """A delta can only add and change: every channel and node of the parent is still there."""
-    pcp = parent["checkpoint"]
-    return set(pcp["channel_versions"]) <= set(versions) and set(pcp["versions_seen"]) <= set(seen)
+    return set(parent.channel_versions) <= set(versions) and set(parent.versions_seen) <= set(seen)
 
 
 def _is_version(v: Any) -> bool:

@@ -68,7 +68,7 @@ def needed_files(
         for cid in sorted(kept):
             path = layout.checkpoint_path(thread_id, ns, cid)
             raw = store.files.read_doc(path, "checkpoint")
-            doc = store.header(thread_id, ns, cid)
+            doc = store.docs.header(thread_id, ns, cid)
             held = raw.get("objects") or {}
             for body in raw.get("new_values", {}).values():
                 large_in(body, out.large)
@@ -83,7 +83,7 @@ def needed_files(
             versions = fields.channel_versions(doc)
             for channel, ref in doc["values"].items():
                 _ChainMarks(store, thread_id, ns_dir, channel, kept, out).mark(versions.get(channel), ref)
-            for _, wdoc in store.writes_docs(thread_id, ns, cid):
+            for _, wdoc in store.docs.writes(thread_id, ns, cid):
                 wheld = wdoc.get("objects") or {}
                 for w in wdoc["writes"]:
                     large_in(w, out.large)
@@ -122,7 +122,7 @@ def _mark_base(store: ThreadStore, thread_id: str, ns: str, ns_dir: Path, parent
     if bpath in out.rescued:
         return
     try:
-        whole = store.header(thread_id, ns, parent)
+        whole = store.docs.header(thread_id, ns, parent)
     except FileNotFoundError:
         return  # gone already: its base file is what the delta reads (validate names a missing one)
     cp = whole["checkpoint"]
@@ -160,7 +160,7 @@ def _mark_taken_writes(store: ThreadStore, thread_id: str, ns: str, kept: set[st
         if not taken:
             continue
         held = store.files.read_doc(path, "checkpoint").get("objects") or {}
-        have = {writes_key(p.name) for p, _ in store.writes_docs(thread_id, ns, parent)}
+        have = {writes_key(p.name) for p, _ in store.docs.writes(thread_id, ns, parent)}
         for child in lineage.children(parent):
             if child in kept:
                 cdoc = store.files.read_doc(layout.checkpoint_path(thread_id, ns, child), "checkpoint")
@@ -297,7 +297,7 @@ class _ChainMarks:
         """The body of a list stored whole, rebuilt from its append chain, stored the way a put
         stores a whole value (core/format/storing.py: the same messages are the same objects); the
         objects and large file it needs that are not on disk join ``out.rescued_first``."""
-        entry = self.store.value_entry(self.ns_dir, self.channel, version, ref)
+        entry = self.store.values.value_entry(self.ns_dir, self.channel, version, ref)
         node = {"json": entry.tree}  # format 4: a json node is msgpack's
         first: Prepared = []
         where = (str(vpath), "/value")
@@ -345,8 +345,8 @@ def _same_value(store: ThreadStore, ns_dir: Path, channel: str, version: Any, re
     """Whether the value file of ``channel`` at ``version`` and the checkpoint ``ref`` hold
     the same value once each is resolved (a chain rebuilt, objects and large files read)."""
     try:
-        inline = store.value_entry(ns_dir, channel, version, ref)
-        stored = store.value_entry(ns_dir, channel, version, store.layout.value_rel(channel, version))
+        inline = store.values.value_entry(ns_dir, channel, version, ref)
+        stored = store.values.value_entry(ns_dir, channel, version, store.layout.value_rel(channel, version))
     except (FileFormatError, MissingReferenceError):
         return False
     return (inline.empty, inline.tree, inline.raw) == (stored.empty, stored.tree, stored.raw)

@@ -33,6 +33,39 @@ class CheckpointRecord:
     parent_writes: Mapping[str, Any] = field(default_factory=_empty)  # the parent's writes it took in
     objects: Mapping[str, Any] = field(default_factory=_empty)  # the shared subtrees it holds
 
+    @property
+    def ts(self) -> str:
+        """When the checkpoint was taken (ISO 8601, as LangGraph wrote it)."""
+        return str(self.checkpoint["ts"])
+
+    @property
+    def channel_versions(self) -> Mapping[str, Any]:
+        """The version of every channel at this checkpoint (short, as stored: versions.py)."""
+        return self.checkpoint["channel_versions"]  # type: ignore[no-any-return]
+
+    @property
+    def versions_seen(self) -> Mapping[str, Mapping[str, Any]]:
+        """Per node, the channel versions it had seen when this checkpoint was taken."""
+        return self.checkpoint["versions_seen"]  # type: ignore[no-any-return]
+
+    @property
+    def updated_channels(self) -> list[str] | None:
+        """The channels the step that made it updated, as LangGraph recorded them (None: unsaid)."""
+        value = self.checkpoint.get("updated_channels")
+        return list(value) if value is not None else None
+
+    @property
+    def step(self) -> int | None:
+        """The metadata's step, when it is an integer."""
+        value = self.metadata.get("step") if isinstance(self.metadata, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def source(self) -> str | None:
+        """The metadata's source (input, loop, update, fork), when it is a string."""
+        value = self.metadata.get("source") if isinstance(self.metadata, dict) else None
+        return value if isinstance(value, str) else None
+
 
 @dataclass(frozen=True, slots=True)
 class TaskWrites:
