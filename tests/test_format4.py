@@ -165,7 +165,7 @@ def _settled_line(tmp_path: Path) -> tuple[RepoSaver, list[Path]]:
     for _ in range(2):
         assert saver.get_tuple(CONFIG) is not None
     line = paths[len(paths) - 1 - depths[-1] :]
-    assert load(line[0]).get("delta", 0) == 0 and len(saver.store._chains) >= len(line) - 2
+    assert load(line[0]).get("delta", 0) == 0 and len(saver.store.docs._chains) >= len(line) - 2
     return saver, line
 
 

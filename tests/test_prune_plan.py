@@ -238,13 +238,13 @@ def test_prune_plan_reads_each_checkpoint_a_bounded_number_of_times_when_no_snap
         path.write_text(json.dumps(doc, indent=2, sort_keys=True))
     store = RepoSaver(root).store
     reads: list[str] = []
-    header = store.header
+    header = store.docs.header  # every read of a whole checkpoint, as a record or a document
 
     def counted(thread_id: str, ns: str, cid: str) -> Any:
         reads.append(cid)
         return header(thread_id, ns, cid)
 
-    store.header = counted  # type: ignore[method-assign]
+    store.docs.header = counted  # type: ignore[method-assign]
     now = datetime.now(timezone.utc)
     plan = plan_prune(store, "d", keep_last=len(files) // 2, older_than=None, now=now)
     most = max(reads.count(cid) for cid in set(reads))
