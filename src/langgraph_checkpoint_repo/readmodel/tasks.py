@@ -169,7 +169,7 @@ def derive_tasks(doc: dict[str, Any], available: set[str], sends: Any) -> list[T
         node = trigger_node(channel)
         if node is not None:
             triggers.setdefault(node, []).append(channel)
-    updated = cp.get("updated_channels")
+    updated = fields.updated_channels(doc)
     if updated:  # LangGraph looks only at nodes an updated channel triggers
         candidates = sorted(n for n, chans in triggers.items() if set(chans) & set(updated))
     else:

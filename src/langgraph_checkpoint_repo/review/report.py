@@ -27,6 +27,7 @@ from ..core.checks import Problem, Validator
 from ..core.digest import short_digest
 from ..core.errors import FileFormatError, RepoCheckpointError
 from ..core.format import fields
+from ..core.format.tree import model_fields
 from ..core.layout import (
     CHECKPOINTS,
     GITIGNORE_TEXT,
@@ -343,8 +344,8 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
 
 
 def _message_id(tree: Any) -> str | None:
-    fields_ = tree.get("$fields") if isinstance(tree, dict) else None
-    mid = fields_.get("id") if isinstance(fields_, dict) else None
+    fields_ = model_fields(tree)
+    mid = fields_.get("id") if fields_ is not None else None
     return mid if isinstance(mid, str) else None
 
 
@@ -434,7 +435,7 @@ def _lines(
             start_seen=None if start in new else _seen_writes(base, thread_id, ns, start),
         )
         for view in views:
-            if TASKS in (view.doc.get("new_values") or {}):
+            if TASKS in fields.new_values(view.doc):
                 part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
         before = head.state(thread_id, ns, start, revive=False) if start else None
         for parent, child in zip([before, *views], views, strict=False):
@@ -532,8 +533,7 @@ def _seen_writes(
 
 
 def _step(view: StateView, parent_ts: str = "") -> Step:
-    cp = fields.checkpoint_fields(view.doc)
-    kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
+    kept = fields.scheduling_fields(view.doc)
     writes = [(w.task_id, w.task_path, w.channel, w.tree) for w in view.writes]
     internal = {c: short_digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
     return Step(

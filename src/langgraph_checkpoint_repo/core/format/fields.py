@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .validation import pointer_part
+
 Doc = dict[str, Any]
 
 
@@ -69,3 +71,17 @@ def updated_channels(doc: Doc) -> list[str] | None:
     """The channels the step that made this checkpoint updated, as LangGraph recorded them."""
     value = doc["checkpoint"].get("updated_channels")
     return list(value) if value is not None else None
+
+
+def parent_write_pointer(key: str) -> str:
+    """Where, in the checkpoint file that took them in, the parent's writes of ``key`` sit
+    (a JSON pointer): a reader matching a writes record to its place asks here."""
+    return f"/parent_writes/{pointer_part(key)}"
+
+
+def scheduling_fields(doc: Doc) -> dict[str, Any]:
+    """The checkpoint fields that decide what runs next (channel versions, what each node had
+    seen, the channels the step updated), as stored, absent ones as None: a digest of them
+    tells whether two steps scheduled alike."""
+    cp = doc["checkpoint"]
+    return {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
