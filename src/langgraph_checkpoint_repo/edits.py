@@ -16,6 +16,7 @@ edit changed is refused: nothing could make it run the edited call.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.types import Send
@@ -59,65 +60,104 @@ def sends_after_edit(sends: list[Any], old: Mapping[str, Any], values: Mapping[s
         if i not in old_calls or i not in new_calls or not _same(old_calls[i], new_calls[i])
     }
     out: list[Any] = []
-    scheduled: set[str] = set()
-    # how each packet that runs calls is made: (node, "single" | "context" | "other"), and a
-    # packet of each form to copy for a call the edit adds
-    forms: set[tuple[str, str]] = set()
-    like: dict[str, Any] = {}
+    seen = _Scheduled()
     for packet in sends:
         if not isinstance(packet, Send):
             out.append(packet)
-            continue
-        arg = packet.arg
-        if _is_call_list(arg):
-            scheduled.update(c["id"] for c in arg if isinstance(c.get("id"), str))
-            forms.add((packet.node, "single" if len(arg) == 1 else "other"))
-            calls = [
-                _call(new_calls[c["id"]]) if c.get("id") in changed else c
-                for c in arg
-                if _kept(c, new_calls, changed)
-            ]
-            out.extend([packet] if calls == arg else [Send(packet.node, calls)] if calls else [])
-        elif isinstance(arg, dict) and arg.get("__type") == _CONTEXT:
-            call = arg.get("tool_call")
-            cid = call.get("id") if isinstance(call, dict) else None
-            if isinstance(cid, str):
-                scheduled.add(cid)
-            forms.add((packet.node, "context"))
-            state = arg.get("state")
-            if isinstance(state, dict):  # the state the router saw: the edited one now
-                state = {**state, **{k: v for k, v in values.items() if k in state}}
-            like["context"] = {**arg, "state": state}
-            if isinstance(call, dict) and not _kept(call, new_calls, changed):
-                continue  # the edit removed the call: it does not run
-            if isinstance(cid, str) and cid in changed:
-                call = _call(new_calls[cid])
-            new_arg = {**arg, "tool_call": call, "state": state}
-            out.append(packet if new_arg == arg else Send(packet.node, new_arg))
+        elif _is_call_list(packet.arg):
+            out.extend(_call_list_after_edit(packet, new_calls, changed, seen))
+        elif isinstance(packet.arg, dict) and packet.arg.get("__type") == _CONTEXT:
+            out.extend(_context_after_edit(packet, values, new_calls, changed, seen))
         else:
-            runs = packet_calls(arg)
-            hit = [c for c in runs if c.get("id") in changed]
-            if hit:
-                raise BadInputError(
-                    f"the Send to {packet.node!r} runs tool call {hit[0].get('name')!r} (id "
-                    f"{hit[0].get('id')!r}) from the conversation it carries, which the edit cannot "
-                    "change: resume the thread first, or edit another message"
-                )
-            scheduled.update(c["id"] for c in runs if isinstance(c.get("id"), str))
-            if runs:
-                forms.add((packet.node, "other"))
-            out.append(packet)
-    added = _added_to_scheduled(old.get(MESSAGES), values.get(MESSAGES), scheduled)
-    if added:
-        if len(forms) != 1 or next(iter(forms))[1] == "other":
-            raise BadInputError(
-                f"the edit adds tool call {added[0].get('name')!r} (id {added[0].get('id')!r}) to an AI "
-                "message whose calls are scheduled in a form it cannot extend: resume the thread first"
-            )
-        ((node, form),) = forms
-        for c in added:  # sent as its siblings are, as the router sends every call of the message
-            out.append(Send(node, [_call(c)] if form == "single" else {**like[form], "tool_call": _call(c)}))
+            out.append(_other_after_edit(packet, changed, seen))
+    out.extend(_sends_for_added(old.get(MESSAGES), values.get(MESSAGES), seen))
     return out if out != sends else None
+
+
+@dataclass
+class _Scheduled:
+    """What the packets schedule, gathered as each follows the edit: the tool call ids they
+    run, how each packet that runs calls is made ((node, "single" | "context" | "other")),
+    and a packet of each form to copy for a call the edit adds."""
+
+    ids: set[str] = field(default_factory=set)
+    forms: set[tuple[str, str]] = field(default_factory=set)
+    like: dict[str, Any] = field(default_factory=dict)
+
+
+def _call_list_after_edit(
+    packet: Send, new_calls: Mapping[str, Any], changed: set[str], seen: _Scheduled
+) -> list[Send]:
+    """A packet of tool calls (``create_agent``'s ``Send(node, [call])``): the calls the edit
+    changed as edited, those it removed left out, the packet dropped when none is left."""
+    arg = packet.arg
+    seen.ids.update(c["id"] for c in arg if isinstance(c.get("id"), str))
+    seen.forms.add((packet.node, "single" if len(arg) == 1 else "other"))
+    calls = [
+        _call(new_calls[c["id"]]) if c.get("id") in changed else c
+        for c in arg
+        if _kept(c, new_calls, changed)
+    ]
+    return [packet] if calls == arg else [Send(packet.node, calls)] if calls else []
+
+
+def _context_after_edit(
+    packet: Send, values: Mapping[str, Any], new_calls: Mapping[str, Any], changed: set[str], seen: _Scheduled
+) -> list[Send]:
+    """A ``ToolCallWithContext`` packet (``create_react_agent``'s): its call as edited (none
+    when the edit removed it), the state snapshot it carries with the edited channels."""
+    arg = packet.arg
+    call = arg.get("tool_call")
+    cid = call.get("id") if isinstance(call, dict) else None
+    if isinstance(cid, str):
+        seen.ids.add(cid)
+    seen.forms.add((packet.node, "context"))
+    state = arg.get("state")
+    if isinstance(state, dict):  # the state the router saw: the edited one now
+        state = {**state, **{k: v for k, v in values.items() if k in state}}
+    seen.like["context"] = {**arg, "state": state}
+    if isinstance(call, dict) and not _kept(call, new_calls, changed):
+        return []  # the edit removed the call: it does not run
+    if isinstance(cid, str) and cid in changed:
+        call = _call(new_calls[cid])
+    new_arg = {**arg, "tool_call": call, "state": state}
+    return [packet if new_arg == arg else Send(packet.node, new_arg)]
+
+
+def _other_after_edit(packet: Send, changed: set[str], seen: _Scheduled) -> Send:
+    """A packet in another form (messages, a state) kept as it is; refused when it runs a
+    call the edit changed, which nothing could make it run as edited."""
+    runs = packet_calls(packet.arg)
+    hit = [c for c in runs if c.get("id") in changed]
+    if hit:
+        raise BadInputError(
+            f"the Send to {packet.node!r} runs tool call {hit[0].get('name')!r} (id "
+            f"{hit[0].get('id')!r}) from the conversation it carries, which the edit cannot "
+            "change: resume the thread first, or edit another message"
+        )
+    seen.ids.update(c["id"] for c in runs if isinstance(c.get("id"), str))
+    if runs:
+        seen.forms.add((packet.node, "other"))
+    return packet
+
+
+def _sends_for_added(old: Any, new: Any, seen: _Scheduled) -> list[Send]:
+    """A packet for each call the edit added to an AI message whose calls are scheduled,
+    sent as its siblings are (as the router sends every call of the message); refused when
+    the siblings' packets are of more than one form, or of one that cannot be copied."""
+    added = _added_to_scheduled(old, new, seen.ids)
+    if not added:
+        return []
+    if len(seen.forms) != 1 or next(iter(seen.forms))[1] == "other":
+        raise BadInputError(
+            f"the edit adds tool call {added[0].get('name')!r} (id {added[0].get('id')!r}) to an AI "
+            "message whose calls are scheduled in a form it cannot extend: resume the thread first"
+        )
+    ((node, form),) = seen.forms
+    return [
+        Send(node, [_call(c)] if form == "single" else {**seen.like[form], "tool_call": _call(c)})
+        for c in added
+    ]
 
 
 def _added_to_scheduled(old: Any, new: Any, scheduled: set[str]) -> list[dict[str, Any]]:

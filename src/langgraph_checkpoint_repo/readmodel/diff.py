@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ..core.format.tree import object_fields
 from .tasks import is_internal
 
 
@@ -41,8 +42,7 @@ def _plain_object(tree: Any) -> bool:
 
 
 def _fields(tree: dict[str, Any]) -> dict[str, Any]:
-    fields = tree.get("$fields", tree.get("$kwargs"))
-    return fields if isinstance(fields, dict) else {}
+    return object_fields(tree) or {}
 
 
 def _same_type(a: Any, b: Any) -> bool:
@@ -53,8 +53,8 @@ def _same_type(a: Any, b: Any) -> bool:
         and "$type" in a
         and a.get("$type") == b.get("$type")
         and bool(_fields(a) or _fields(b))
-        and isinstance(a.get("$fields", a.get("$kwargs")), dict)
-        and isinstance(b.get("$fields", b.get("$kwargs")), dict)
+        and object_fields(a) is not None
+        and object_fields(b) is not None
     )
 
 

@@ -169,7 +169,7 @@ def events_along(
     channels = state_channels(before.trees) if before is not None else {}
     out: list[Event] = []
     handed = _by_id(_messages(given.trees)) if given is not None else None
-    known = given.trees if given is not None else {}
+    known = given.trees if given is not None else None
     said = before if before is not None else given
     metadata = own_metadata(said.record.metadata) if said is not None else None
     held: list[Event] = []  # an input checkpoint's metadata, shown after the input it brings
@@ -179,60 +179,97 @@ def events_along(
         view = reader.state(thread_id, ns, cid, revive=False)
         if views is not None:
             views.append(view)
-        step = view.step
-        meta = view.record.metadata
-        extra = own_metadata(meta)
+        extra = own_metadata(view.record.metadata)
         if extra != metadata and (extra or metadata is not None):
-            event = Event(kind="metadata", checkpoint_id=cid, step=step, tree=extra, ns=ns)
+            event = Event(kind="metadata", checkpoint_id=cid, step=view.step, tree=extra, ns=ns)
             (held if view.source == "input" else out).append(event)
         metadata = extra
-        if view.source == "update":
-            out.append(Event(kind="update", checkpoint_id=cid, step=step, text="update_state", ns=ns))
-        elif view.source == "fork":
-            choice = meta.get(CHOICE_KEY) if isinstance(meta, dict) else None
-            kind = "fork"
-            if isinstance(choice, dict):
-                kind = "merge" if choice.get("merged") else "choice"
-            out.append(Event(kind=kind, checkpoint_id=cid, step=step, tree=choice, ns=ns))
+        out.extend(_source_events(view))
         writers = _writers(before) if before is not None and before.checkpoint_id == view.parent_id else {}
         current = _messages(view.trees)
-        for e in message_changes(previous, current, cid, step):
-            e.ns = ns
-            e.task, e.node = _writer_of(e, writers)
-            if handed is not None and e.node == START and e.kind == "message" and _handed(e.tree, handed):
-                continue  # the parent's message, handed to the call as its input
-            out.append(e)
+        out.extend(_message_events(view, previous, current, writers, handed))
         if view.source != "input":
             out.extend(held)
             held = []
         previous = current
         now = state_channels(view.trees)
-        for channel in sorted(set(channels) | set(now)):
-            old, new = channels.get(channel, _ABSENT), now.get(channel, _ABSENT)
-            if old is new or old == new:
-                continue
-            task, node, _ = next(iter(writers.get(channel, [])), ("", "", None))
-            if given is not None and node == START and known.get(channel, _ABSENT) == new:
-                continue  # the parent's value, handed to the call
-            how = "added" if old is _ABSENT else "removed" if new is _ABSENT else "changed"
-            out.append(
-                Event(
-                    kind="channel",
-                    checkpoint_id=cid,
-                    step=step,
-                    name=channel,
-                    text=how,
-                    old=None if old is _ABSENT else old,
-                    tree=None if new is _ABSENT else new,
-                    ns=ns,
-                    node=node,
-                    task=task,
-                )
-            )
+        out.extend(_channel_events(view, channels, now, writers, known))
         channels = now
         out.extend(_asked_and_answered(view, view.writes))
         before = view
     return out + held
+
+
+def _source_events(view: StateView) -> list[Event]:
+    """How a checkpoint not made by a run's step came to be: an ``update_state`` edit, or a
+    fork (a choice or merge of heads, when its metadata records one)."""
+    cid, step, ns = view.checkpoint_id, view.step, view.ns
+    if view.source == "update":
+        return [Event(kind="update", checkpoint_id=cid, step=step, text="update_state", ns=ns)]
+    if view.source == "fork":
+        meta = view.record.metadata
+        choice = meta.get(CHOICE_KEY) if isinstance(meta, dict) else None
+        kind = "fork"
+        if isinstance(choice, dict):
+            kind = "merge" if choice.get("merged") else "choice"
+        return [Event(kind=kind, checkpoint_id=cid, step=step, tree=choice, ns=ns)]
+    return []
+
+
+def _message_events(
+    view: StateView,
+    previous: list[Any],
+    current: list[Any],
+    writers: dict[str, list[tuple[str, str, Any]]],
+    handed: dict[str, Any] | None,
+) -> list[Event]:
+    """The messages a checkpoint added, edited or removed, each with the task that wrote it;
+    ``handed`` (a subgraph call's input messages, by id): those the call's input step copied
+    from its parent are the parent's, left out."""
+    out: list[Event] = []
+    for e in message_changes(previous, current, view.checkpoint_id, view.step):
+        e.ns = view.ns
+        e.task, e.node = _writer_of(e, writers)
+        if handed is not None and e.node == START and e.kind == "message" and _handed(e.tree, handed):
+            continue  # the parent's message, handed to the call as its input
+        out.append(e)
+    return out
+
+
+def _channel_events(
+    view: StateView,
+    channels: dict[str, Any],
+    now: dict[str, Any],
+    writers: dict[str, list[tuple[str, str, Any]]],
+    known: dict[str, Any] | None,
+) -> list[Event]:
+    """The channels besides messages a checkpoint added, changed or removed (``channels``
+    before, ``now`` after), each with the task that wrote it; ``known`` (a subgraph call's
+    input channels): a value the call's input step copied from its parent is left out."""
+    out: list[Event] = []
+    for channel in sorted(set(channels) | set(now)):
+        old, new = channels.get(channel, _ABSENT), now.get(channel, _ABSENT)
+        if old is new or old == new:
+            continue
+        task, node, _ = next(iter(writers.get(channel, [])), ("", "", None))
+        if known is not None and node == START and known.get(channel, _ABSENT) == new:
+            continue  # the parent's value, handed to the call
+        how = "added" if old is _ABSENT else "removed" if new is _ABSENT else "changed"
+        out.append(
+            Event(
+                kind="channel",
+                checkpoint_id=view.checkpoint_id,
+                step=view.step,
+                name=channel,
+                text=how,
+                old=None if old is _ABSENT else old,
+                tree=None if new is _ABSENT else new,
+                ns=view.ns,
+                node=node,
+                task=task,
+            )
+        )
+    return out
 
 
 _ABSENT: Any = object()
@@ -295,7 +332,6 @@ def _asked_and_answered(view: StateView, writes: Sequence[WriteView]) -> list[Ev
     and answer of a task that runs tool calls one level under the call. A resume given to the
     whole thread (``Command(resume=...)``, the null task's) that a task took is shown once, as
     that task's answer."""
-    cid, step = view.checkpoint_id, view.step
     tasks = {t.id: t for t in view.tasks if t.id}
     sends = view.trees.get(TASKS)
     order: list[str] = []
@@ -312,52 +348,70 @@ def _asked_and_answered(view: StateView, writes: Sequence[WriteView]) -> list[Ev
         if w.task_id not in order:
             order.append(w.task_id)
         if w.channel == INTERRUPT:
-            for item in w.tree if isinstance(w.tree, list) else [w.tree]:
-                kwargs = item.get("$kwargs") if isinstance(item, dict) else None
-                value = kwargs.get("value", item) if isinstance(kwargs, dict) else item
-                iid = kwargs.get("id") if isinstance(kwargs, dict) else None
-                asked.setdefault(w.task_id, []).append(
-                    Event(
-                        kind="interrupt",
-                        checkpoint_id=cid,
-                        step=step,
-                        name=name,
-                        tree=value,
-                        ns=view.ns,
-                        task=w.task_id,
-                        ident=iid if isinstance(iid, str) else "",
-                        depth=depth,
-                    )
-                )
+            asked.setdefault(w.task_id, []).extend(_interrupt_events(view, w, name, depth))
         elif w.channel == RESUME:
             # a task's own resume write is the list of answers its interrupt() calls took
             items = w.tree if isinstance(w.tree, list) and w.task_id != NULL_TASK_ID else [w.tree]
             if w.task_id != NULL_TASK_ID:
                 taken.extend(items)
-            answered.setdefault(w.task_id, []).extend(
-                Event(
-                    kind="resume",
-                    checkpoint_id=cid,
-                    step=step,
-                    tree=item,
-                    ns=view.ns,
-                    task=w.task_id,
-                    depth=depth,
-                )
-                for item in items
-            )
+            answered.setdefault(w.task_id, []).extend(_resume_event(view, w, item, depth) for item in items)
         else:
             failed.append(
                 Event(
                     kind="error",
-                    checkpoint_id=cid,
-                    step=step,
+                    checkpoint_id=view.checkpoint_id,
+                    step=view.step,
                     name=name,
                     tree=w.tree,
                     ns=view.ns,
                     task=w.task_id,
                 )
             )
+    return _questions_then_answers(order, asked, answered, taken) + failed
+
+
+def _interrupt_events(view: StateView, w: WriteView, name: str, depth: int) -> list[Event]:
+    """The questions one interrupt write holds (one ``Interrupt`` or a list of them), each
+    with its value and id, as the node ``name`` asked them."""
+    out: list[Event] = []
+    for item in w.tree if isinstance(w.tree, list) else [w.tree]:
+        kwargs = item.get("$kwargs") if isinstance(item, dict) else None
+        value = kwargs.get("value", item) if isinstance(kwargs, dict) else item
+        iid = kwargs.get("id") if isinstance(kwargs, dict) else None
+        out.append(
+            Event(
+                kind="interrupt",
+                checkpoint_id=view.checkpoint_id,
+                step=view.step,
+                name=name,
+                tree=value,
+                ns=view.ns,
+                task=w.task_id,
+                ident=iid if isinstance(iid, str) else "",
+                depth=depth,
+            )
+        )
+    return out
+
+
+def _resume_event(view: StateView, w: WriteView, item: Any, depth: int) -> Event:
+    """One answer of a resume write, as the task that took it (or the thread) was given it."""
+    return Event(
+        kind="resume",
+        checkpoint_id=view.checkpoint_id,
+        step=view.step,
+        tree=item,
+        ns=view.ns,
+        task=w.task_id,
+        depth=depth,
+    )
+
+
+def _questions_then_answers(
+    order: list[str], asked: dict[str, list[Event]], answered: dict[str, list[Event]], taken: list[Any]
+) -> list[Event]:
+    """Per task in the order its writes came, its questions then its answers; the thread's
+    resume (the null task's) left out where a task's answers hold it (``taken``): shown once."""
     out: list[Event] = []
     for task_id in order:
         out.extend(asked.get(task_id, []))
@@ -365,7 +419,7 @@ def _asked_and_answered(view: StateView, writes: Sequence[WriteView]) -> list[Ev
             if task_id == NULL_TASK_ID and e.tree in taken:
                 continue  # the thread's resume, shown as the answer the task took
             out.append(e)
-    return out + failed
+    return out
 
 
 def _answered_since(view: StateView, seen: set[tuple[str, str, int]]) -> list[Event]:

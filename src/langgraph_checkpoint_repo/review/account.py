@@ -19,7 +19,6 @@ from typing import Any
 from ..core.checks import TRACKED_CACHE
 from ..core.errors import RepoCheckpointError
 from ..core.format import fields
-from ..core.format.validation import pointer_part
 from ..core.layout import (
     CACHE,
     CHECKPOINTS,
@@ -213,7 +212,7 @@ def _took_writes(head: Reader | None, thread_id: str, ns: str, children: list[st
     if head is None:
         return True
     try:
-        return any(head.header(thread_id, ns, c).get("parent_writes") for c in children)
+        return any(fields.parent_writes(head.header(thread_id, ns, c)) for c in children)
     except (RepoCheckpointError, OSError):
         return True
 
@@ -224,7 +223,7 @@ def _taken_by(head: Reader | None, thread_id: str, ns: str, owner: str, key: str
         return ""
     try:
         for record in head.store.writes_records(thread_id, ns, owner):
-            if record.pointer == f"/parent_writes/{pointer_part(key)}":
+            if record.pointer == fields.parent_write_pointer(key):
                 return segment_name(record.path.name.removesuffix(".json"))
     except (RepoCheckpointError, OSError):
         return ""

@@ -28,6 +28,7 @@ from ..core.digest import short_digest
 from ..core.errors import FileFormatError, RepoCheckpointError
 from ..core.format import fields
 from ..core.format.messages import Message, read_message
+from ..core.format.tree import model_fields
 from ..core.layout import (
     CHECKPOINTS,
     GITIGNORE_TEXT,
@@ -37,6 +38,7 @@ from ..core.layout import (
     is_hashed_segment,
     segment_name,
 )
+from ..core.lineage import Lineage
 from ..core.sends import TASKS, send_problems
 from ..readmodel.calls import Site, count_users, handed, nest, site_of
 from ..readmodel.diff import diff_trees
@@ -343,8 +345,8 @@ def _next(reader: Reader, thread_id: str, ns: str, cid: str) -> Next | None:
 
 
 def _message_id(tree: Any) -> str | None:
-    fields_ = tree.get("$fields") if isinstance(tree, dict) else None
-    mid = fields_.get("id") if isinstance(fields_, dict) else None
+    fields_ = model_fields(tree)
+    mid = fields_.get("id") if fields_ is not None else None
     return mid if isinstance(mid, str) else None
 
 
@@ -411,7 +413,6 @@ def _lines(
     parents = {c: fields.parent_id(head.header(thread_id, ns, c)) for c in added}
     named = {p for p in parents.values() if p is not None}
     lineage = head.store.lineage(thread_id, ns)
-    states = {h.checkpoint_id: h for h in lineage.heads()}
     part.current = lineage.current()
     if len(lineage.heads()) > 1 and len([h for h in lineage.heads() if not h.settled]) > 1:
         part.heads = lineage.heads()
@@ -422,45 +423,66 @@ def _lines(
         shown.update(ids)
         start = parents.get(ids[0]) if ids else None
         start = start if start in present else None
-        views: list[StateView] = []
-        events = events_along(
-            head,
-            thread_id,
-            ns,
-            ids,
-            start,
-            views,
-            given=given,
-            start_seen=None if start in new else _seen_writes(base, thread_id, ns, start),
-        )
-        for view in views:
-            if TASKS in view.record.new_values:
-                part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
-        before = head.state(thread_id, ns, start, revive=False) if start else None
-        for parent, child in zip([before, *views], views, strict=False):
-            if parent is not None and child.parent_id == parent.checkpoint_id:
-                part.unlike.extend((child.checkpoint_id, why) for why in _writes_unlike(parent, child))
-        old = state_channels(before.trees) if before is not None else {}
-        now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
-        state = states.get(tip)
-        priors = [before.ts if before is not None else "", *(v.ts for v in views)]
-        steps = [_step(v, prior) for v, prior in zip(views, priors, strict=False)]
-        part.lines.append(
-            Line(
-                head=tip,
-                start=start,
-                checkpoints=ids,
-                events=events,
-                channels=diff_trees(old, now),
-                continues=tip == part.current,
-                settled=state.settled if state is not None else True,
-                steps=steps,
-                turns_before=count_users(before.trees.get("messages")) if before is not None else 0,
-                forks=len(lineage.children(start)) - 1 if start else 0,
-                start_step=_step(before) if before is not None else None,
-            )
-        )
+        seen = None if start in new else _seen_writes(base, thread_id, ns, start)
+        part.lines.append(_line(head, thread_id, ns, part, lineage, tip, ids, start, given, seen))
     part.lines.sort(key=lambda line: not line.continues)
+
+
+def _line(
+    head: Reader,
+    thread_id: str,
+    ns: str,
+    part: NamespaceReport,
+    lineage: Lineage,
+    tip: str,
+    ids: list[str],
+    start: str | None,
+    given: StateView | None,
+    start_seen: set[tuple[str, str, int]] | None,
+) -> Line:
+    """One line of new checkpoints (``ids``, from just after ``start`` to ``tip``) as the review
+    shows it: its events and steps, every other channel from its start to its head, where it
+    stands among the heads; what its checkpoints hold that a run would take otherwise goes to
+    ``part`` (``_flag_sends``, ``_flag_unlike``). ``start_seen``: as ``events_along`` takes it."""
+    views: list[StateView] = []
+    events = events_along(head, thread_id, ns, ids, start, views, given=given, start_seen=start_seen)
+    _flag_sends(part, views)
+    before = head.state(thread_id, ns, start, revive=False) if start else None
+    _flag_unlike(part, before, views)
+    old = state_channels(before.trees) if before is not None else {}
+    now = state_channels(head.state(thread_id, ns, tip, revive=False).trees)
+    state = {h.checkpoint_id: h for h in lineage.heads()}.get(tip)
+    priors = [before.ts if before is not None else "", *(v.ts for v in views)]
+    return Line(
+        head=tip,
+        start=start,
+        checkpoints=ids,
+        events=events,
+        channels=diff_trees(old, now),
+        continues=tip == part.current,
+        settled=state.settled if state is not None else True,
+        steps=[_step(v, prior) for v, prior in zip(views, priors, strict=False)],
+        turns_before=count_users(before.trees.get("messages")) if before is not None else 0,
+        forks=len(lineage.children(start)) - 1 if start else 0,
+        start_step=_step(before) if before is not None else None,
+    )
+
+
+def _flag_sends(part: NamespaceReport, views: list[StateView]) -> None:
+    """The ``Send`` packets a line's checkpoints stored that would not run as stored
+    (``part.sends``): each checkpoint that wrote the packets channel is looked at."""
+    for view in views:
+        if TASKS in view.record.new_values:
+            part.sends.extend((view.checkpoint_id, why) for _, why in send_problems(view.trees))
+
+
+def _flag_unlike(part: NamespaceReport, before: StateView | None, views: list[StateView]) -> None:
+    """The steps of a line whose parent's pending writes are not what the step holds
+    (``part.unlike``): a run replayed from the parent would take those writes. ``before``:
+    the checkpoint the line continues, None from the thread's beginning."""
+    for parent, child in zip([before, *views], views, strict=False):
+        if parent is not None and child.parent_id == parent.checkpoint_id:
+            part.unlike.extend((child.checkpoint_id, why) for why in _writes_unlike(parent, child))
 
 
 def _writes_unlike(parent: StateView, child: StateView) -> list[str]:
@@ -532,8 +554,7 @@ def _seen_writes(
 
 
 def _step(view: StateView, parent_ts: str = "") -> Step:
-    cp = view.record.checkpoint
-    kept = {k: cp.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
+    kept = view.record.scheduling
     writes = [(w.task_id, w.task_path, w.channel, w.tree) for w in view.writes]
     internal = {c: short_digest(t) for c, t in sorted(view.trees.items()) if is_internal(c)}
     return Step(

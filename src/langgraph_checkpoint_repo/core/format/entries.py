@@ -154,6 +154,36 @@ def append_entry(
     The whole list is bounded like any one value (``objects.weight_problem``): each link may
     name the same big objects again, so 1,024 small files could otherwise rebuild a value of
     a thousand times what one value may be; the writer refuses the append that would pass it."""
+    base = _append_base(channel, app, path, pointer, base)
+    items = app["items"]
+    types = _appended_types(base, items, where) if typed else TypeSet()
+    weight = appended_weight(base.weight, items_weight)
+    problem = weight_problem(weight) if weight is not None else None
+    if problem is not None:
+        why = f"the list rebuilt from its append chain {problem}"
+        raise FileFormatError(str(path), f"{pointer}/append", why)
+    entry = ValueEntry(
+        empty=False,
+        tree=base.tree + items,
+        types=types,
+        depth=base.depth + 1,
+        where=where,
+        base=base,
+        items=items,
+        file=str(path),
+        root=f"{pointer}/append/items",
+        deps=base.deps,
+        weight=weight,
+    )
+    return entry
+
+
+def _append_base(
+    channel: str, app: dict[str, Any], path: Path, pointer: str, base: ValueEntry | None
+) -> ValueEntry:
+    """``base``, when an append may be made onto it: resolved, a list of exactly the length
+    the append was made on, and not the end of a chain already as long as one may be; else
+    the error names the file whose list it is."""
     referrer = f"{path} at {pointer}/append"
     if base is None:
         raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
@@ -174,33 +204,19 @@ def append_entry(
         )
     if base.depth + 1 > MAX_APPEND_DEPTH:
         raise too_long(path, pointer)
-    items = app["items"]
-    types = TypeSet()
-    if typed:  # (entry_from_node)
-        item_types = named_types(items)
-        types = TypeSet(base.types | frozenset(item_types))
-        types.origins = dict.fromkeys(base.types, base.where)
-        types.origins.update(getattr(base.types, "origins", {}))
-        types.origins.update((t, where) for t in item_types if t not in types.origins)
-    weight = appended_weight(base.weight, items_weight)
-    problem = weight_problem(weight) if weight is not None else None
-    if problem is not None:
-        why = f"the list rebuilt from its append chain {problem}"
-        raise FileFormatError(str(path), f"{pointer}/append", why)
-    entry = ValueEntry(
-        empty=False,
-        tree=base.tree + items,
-        types=types,
-        depth=base.depth + 1,
-        where=where,
-        base=base,
-        items=items,
-        file=str(path),
-        root=f"{pointer}/append/items",
-        deps=base.deps,
-        weight=weight,
-    )
-    return entry
+    return base
+
+
+def _appended_types(base: ValueEntry, items: Any, where: str) -> TypeSet:
+    """The types the appended list names: its base's and its items', each with where it was
+    first named (the base's own origins kept), so a refusal names the file that brought it
+    (as ``entry_from_node`` does for a whole value)."""
+    item_types = named_types(items)
+    types = TypeSet(base.types | frozenset(item_types))
+    types.origins = dict.fromkeys(base.types, base.where)
+    types.origins.update(getattr(base.types, "origins", {}))
+    types.origins.update((t, where) for t in item_types if t not in types.origins)
+    return types
 
 
 def appended_weight(

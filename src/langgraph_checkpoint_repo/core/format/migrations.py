@@ -213,7 +213,32 @@ def migrate_root(
     ``progress`` is called with the number of files done in each pass.
     """
     store = ThreadStore(root, durable=durable, lock_timeout=lock_timeout)
-    report = MigrationReport(root=root, dry_run=dry_run)
+    run = _Migration(store, MigrationReport(root=root, dry_run=dry_run), progress, _thread_dirs(store))
+    items = ItemFiles(store.files)
+    item_paths = _item_paths(store)
+    report = run.report
+    for _ in run.each(1):
+        pass
+    # each stale item with the namespace its checked upgrade names (and its folders spell)
+    pending = [
+        (p, tuple(new["namespace"])) for p in item_paths if (new := run.upgraded(p, "item", 1)) is not None
+    ]
+    report.changed.sort()  # one order whatever the walk: threads/ and store/ as paths sort
+    if dry_run or not report.changed:
+        return report
+    for path, new in run.each(2):
+        write_files([(path, dump_json(new))], durable=durable)
+    for path, namespace in pending:
+        with items.lock(namespace):  # as RepoStore's writers do: read, then replace, alone
+            again = run.upgraded(path, "item", 2)  # changed meanwhile: checked again, current or gone
+            if again is not None:
+                write_files([(path, dump_json(again))], durable=durable)
+    return report
+
+
+def _thread_dirs(store: ThreadStore) -> list[Path]:
+    """The thread folders, each checked to be one: anything else in the threads folder stops
+    the run before a file is read."""
     threads_dir = store.layout.threads_dir
     tdirs = [threads_dir / n for n in data_names(threads_dir)]
     for tdir in tdirs:
@@ -221,68 +246,73 @@ def migrate_root(
             raise FileFormatError(
                 str(tdir), "/", "stray entry in the threads folder (not part of the layout)"
             )
+    return tdirs
 
-    def locked(tdir: Path) -> AbstractContextManager[None]:
-        # a dry run writes nothing, not even a lock file
-        return nullcontext() if dry_run else store.thread_lock(_thread_id(store, tdir), exclusive=True)
 
-    def upgraded(path: Path, kind: str, pass_no: int) -> Doc | None:
+def _item_paths(store: ThreadStore) -> list[Path]:
+    """The store items' files, in a fixed order; a store folder that is a symlink is refused."""
+    folder = store.layout.store_dir
+    if folder.is_symlink():
+        raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
+    return list(_json_files(folder)) if folder.is_dir() else []
+
+
+@dataclass
+class _Migration:
+    """One run of ``migrate_root``: what its two passes share (the files, the report the
+    first pass fills, the progress callback, the thread folders found before it began)."""
+
+    store: ThreadStore
+    report: MigrationReport
+    progress: Callable[[int], None] | None
+    tdirs: list[Path]
+
+    def locked(self, tdir: Path) -> AbstractContextManager[None]:
+        """A thread's exclusive lock; a dry run writes nothing, not even a lock file."""
+        if self.report.dry_run:
+            return nullcontext()
+        return self.store.thread_lock(_thread_id(self.store, tdir), exclusive=True)
+
+    def each(self, pass_no: int) -> Iterator[tuple[Path, Doc]]:
+        """Every thread file that needs upgrading, with its upgrade, a thread at a time under
+        its lock (the second pass passes over a thread removed since the first)."""
+        for tdir in self.tdirs:
+            if pass_no == 2 and not tdir.is_dir():
+                continue  # deleted since the first pass
+            with self.locked(tdir):
+                for path in _json_files(tdir):
+                    new = self.upgraded(path, _kind_of(path), pass_no)
+                    if new is not None:
+                        yield path, new
+
+    def upgraded(self, path: Path, kind: str, pass_no: int) -> Doc | None:
         """The file upgraded and checked, or None when it is current (or, in the second pass,
         gone since the first: removed meanwhile, nothing left to upgrade); the first pass counts."""
         try:
-            doc = store.files.load_unchecked(path)
+            doc = self.store.files.load_unchecked(path)
         except FileNotFoundError:
             if pass_no == 1:
                 raise
             return None
         new = upgrade(doc, str(path))
         if pass_no == 1:
-            report.files += 1
-            if new is None:
-                report.current += 1
-            else:
-                old = doc["schema_version"]
-                report.from_versions[old] = report.from_versions.get(old, 0) + 1
-                report.changed.append(path.relative_to(root).as_posix())
+            self.count(path, doc, new)
         if new is not None:
             validate_read(new, kind, str(path))
             problem = item_place_problem(path, new) if kind == "item" else None
             if problem is not None:  # the namespace an item names is the lock taken for it
                 raise FileFormatError(str(path), *problem)
-        if progress is not None:
-            progress(1)
+        if self.progress is not None:
+            self.progress(1)
         return new
 
-    def each(pass_no: int) -> Iterator[tuple[Path, Doc]]:
-        for tdir in tdirs:
-            if pass_no == 2 and not tdir.is_dir():
-                continue  # deleted since the first pass
-            with locked(tdir):
-                for path in _json_files(tdir):
-                    new = upgraded(path, _kind_of(path), pass_no)
-                    if new is not None:
-                        yield path, new
-
-    items = ItemFiles(store.files)
-    folder = store.layout.store_dir
-    if folder.is_symlink():
-        raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
-    item_paths = list(_json_files(folder)) if folder.is_dir() else []
-
-    for _ in each(1):
-        pass
-    # each stale item with the namespace its checked upgrade names (and its folders spell)
-    pending = [
-        (p, tuple(new["namespace"])) for p in item_paths if (new := upgraded(p, "item", 1)) is not None
-    ]
-    report.changed.sort()  # one order whatever the walk: threads/ and store/ as paths sort
-    if dry_run or not report.changed:
-        return report
-    for path, new in each(2):
-        write_files([(path, dump_json(new))], durable=durable)
-    for path, namespace in pending:
-        with items.lock(namespace):  # as RepoStore's writers do: read, then replace, alone
-            again = upgraded(path, "item", 2)  # changed meanwhile: checked again, current or gone
-            if again is not None:
-                write_files([(path, dump_json(again))], durable=durable)
-    return report
+    def count(self, path: Path, doc: Doc, new: Doc | None) -> None:
+        """The first pass's tally of a file: current, or to change from its version."""
+        report = self.report
+        report.files += 1
+        if new is None:
+            report.current += 1
+        else:
+            old = doc["schema_version"]
+            report.from_versions[old] = report.from_versions.get(old, 0) + 1
+            report.changed.append(path.relative_to(report.root).as_posix())

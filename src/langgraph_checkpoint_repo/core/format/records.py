@@ -55,6 +55,13 @@ class CheckpointRecord:
         return list(value) if value is not None else None
 
     @property
+    def scheduling(self) -> dict[str, Any]:
+        """The fields that decide what runs next (channel versions, what each node had seen,
+        the channels the step updated), as stored, absent ones as None: a digest of them
+        tells whether two steps scheduled alike."""
+        return {k: self.checkpoint.get(k) for k in ("channel_versions", "versions_seen", "updated_channels")}
+
+    @property
     def step(self) -> int | None:
         """The metadata's step, when it is an integer."""
         value = self.metadata.get("step") if isinstance(self.metadata, dict) else None
