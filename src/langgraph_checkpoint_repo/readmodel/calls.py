@@ -71,7 +71,7 @@ def site_of(reader: Reader, thread_id: str, ns: str, top: str = "") -> Site | No
     parent, node, task = split_ns(ns)
     try:
         ids = reader.checkpoint_ids(thread_id, ns)
-        meta = reader.header(thread_id, ns, ids[0])["metadata"] if ids else {}
+        meta = reader.get(thread_id, ns, ids[0]).metadata if ids else {}
     except (RepoCheckpointError, OSError):
         return None
     parents = meta.get("parents") if isinstance(meta, dict) else None

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.format import fields
 from ..core.format.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
 from ..core.lineage import CHOICE_KEY
 from ..core.sends import TASKS, packet_tool_calls
@@ -133,7 +132,7 @@ def line_to(reader: Reader, thread_id: str, ns: str, head: str, stop: Iterable[s
     walk: str | None = head
     while walk is not None and walk not in ends and walk in present and walk not in out:
         out.append(walk)
-        walk = fields.parent_id(reader.header(thread_id, ns, walk))
+        walk = reader.get(thread_id, ns, walk).parent_id
     out.reverse()
     return out
 

@@ -212,7 +212,7 @@ def _took_writes(head: Reader | None, thread_id: str, ns: str, children: list[st
     if head is None:
         return True
     try:
-        return any(fields.parent_writes(head.header(thread_id, ns, c)) for c in children)
+        return any(head.get(thread_id, ns, c).parent_writes for c in children)
     except (RepoCheckpointError, OSError):
         return True
 
@@ -263,7 +263,7 @@ def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: s
     read: Callable[[Reader, str], Any]
     if name.startswith("@"):  # the bookkeeping the removed checkpoint's children build on
         removed = segment_name(name[1:].removesuffix(".json"))
-        readers = [c for c in kept if fields.parent_id(head.header(thread_id, ns, c)) == removed]
+        readers = [c for c in kept if head.get(thread_id, ns, c).parent_id == removed]
         read = partial(_bookkeeping, thread_id, ns)
     else:  # a value: what the checkpoints at its version read
         doc = head.store.files.read_doc(head.layout.ns_dir(thread_id, ns) / VALUES / name, "value")
@@ -276,14 +276,15 @@ def _reads_the_same(base: Reader, head: Reader, thread_id: str, ns: str, name: s
 
 
 def _version(reader: Reader, thread_id: str, ns: str, cid: str, channel: str) -> Any:
-    return fields.channel_versions(reader.header(thread_id, ns, cid)).get(channel)
+    return reader.get(thread_id, ns, cid).channel_versions.get(channel)
 
 
 def _bookkeeping(thread_id: str, ns: str, reader: Reader, cid: str) -> Any:
     """What a child of a removed checkpoint reads through its base file: the bookkeeping it
     builds on and the values the file refers to (its state)."""
     state = reader.state(thread_id, ns, cid, revive=False)
-    return fields.checkpoint_fields(reader.header(thread_id, ns, cid)), state.trees
+    record = reader.get(thread_id, ns, cid)
+    return (record.checkpoint, record.extra), state.trees
 
 
 def _channel(thread_id: str, ns: str, channel: str, reader: Reader, cid: str) -> Any:
@@ -359,7 +360,7 @@ def _descends(reader: Reader, thread_id: str, ns: str, cid: str, ancestor: str) 
         if walk == ancestor:
             return True
         seen.add(walk)
-        walk = fields.parent_id(reader.header(thread_id, ns, walk))
+        walk = reader.get(thread_id, ns, walk).parent_id
     return False
 
 

@@ -26,7 +26,6 @@ from typing import Any
 from ..core.checks import Problem, Validator
 from ..core.digest import short_digest
 from ..core.errors import FileFormatError, RepoCheckpointError
-from ..core.format import fields
 from ..core.format.messages import Message, read_message
 from ..core.format.tree import model_fields
 from ..core.layout import (
@@ -410,7 +409,7 @@ def _lines(
     added = [c for c in part.added if c in present]
     part.added = added
     new = set(added)
-    parents = {c: fields.parent_id(head.header(thread_id, ns, c)) for c in added}
+    parents = {c: head.get(thread_id, ns, c).parent_id for c in added}
     named = {p for p in parents.values() if p is not None}
     lineage = head.store.lineage(thread_id, ns)
     part.current = lineage.current()
