@@ -18,10 +18,10 @@ from typing import Any
 import jsonschema_rs
 
 from ..errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
+from .markers import KINDS
 
 SCHEMA_VERSION = 4
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
-KINDS = ("checkpoint", "value", "writes", "large_value", "object", "base", "item")
 MIGRATE_HINT = "langgraph-repo migrate"
 # keys of the Checkpoint itself: checkpoint.extra may not hold them, or a file could replace
 # the state a graph resumes from (channel_values) while every other view shows the real one
