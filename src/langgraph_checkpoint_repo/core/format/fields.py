@@ -81,3 +81,9 @@ def updated_channels(doc: Doc) -> list[str] | None:
     """The channels the step that made this checkpoint updated, as LangGraph recorded them."""
     value = doc["checkpoint"].get("updated_channels")
     return list(value) if value is not None else None
+
+
+def held_objects(doc: Doc) -> dict[str, Any]:
+    """The objects a checkpoint or writes file holds (format 4), by name: each stored once,
+    in the first file that needed it, and named by ``$ref`` (with ``$in`` from elsewhere)."""
+    return doc.get("objects") or {}

@@ -40,16 +40,16 @@ import orjson
 
 from ..errors import FileFormatError
 from ..jsonread import MAX_FILE_BYTES, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_VALUES
+from .markers import CHUNKS as CHUNKS
+from .markers import ID as ID
+from .markers import IN as IN
+from .markers import NS as NS
+from .markers import PAIR as PAIR
+from .markers import REF as REF
+from .markers import ROLE as ROLE
 from .messages import Refusal, is_message_type, read_message
 from .tree import json_objects, node_types
 
-REF = "$ref"
-ID = "$id"
-IN = "$in"  # with $ref: the checkpoint whose ``objects`` hold it (format 4)
-NS = "$ns"  # with $in: that checkpoint's namespace, when not the root one
-ROLE = "$role"  # with $ref: the dict {"role": <this>, "content": <the message's content>}
-PAIR = "$pair"  # with $ref: the pair [<this>, <the message's content>]
-CHUNKS = "$chunks"
 _REF_KEYS = frozenset({REF, ID, IN, NS})
 SHARE_BYTES = 128
 CHUNK_MIN = 16

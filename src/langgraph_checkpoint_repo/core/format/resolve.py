@@ -310,7 +310,7 @@ class ValueResolver:
             except FileNotFoundError:
                 doc = None  # removed by prune: the object was kept in objects/ first
             if doc is not None:
-                tree = (doc.get("objects") or {}).get(digest)
+                tree = fields.held_objects(doc).get(digest)
                 if tree is None:
                     raise MissingReferenceError(
                         str(referrer), pointer or "/", f"object {digest} is not among the objects of {path}"
@@ -327,7 +327,7 @@ class ValueResolver:
                     # a writes file goes once its child checkpoint has taken it; the record being
                     # resolved came from its last parse, which (files never change) still holds
                     doc = self._docs.doc(hpath) if kind == "writes" else None
-                tree = (doc.get("objects") or {}).get(digest) if doc is not None else None
+                tree = fields.held_objects(doc).get(digest) if doc is not None else None
                 if tree is not None and doc is not None:
                     return self._checked(hpath, digest, tree, tdir, doc), holder
         path = tdir / OBJECTS / f"{digest}.json"

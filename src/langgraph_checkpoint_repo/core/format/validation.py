@@ -15,13 +15,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema_rs
-
 from ..errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
+from .markers import KINDS
 
 SCHEMA_VERSION = 4
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
-KINDS = ("checkpoint", "value", "writes", "large_value", "object", "base", "item")
 MIGRATE_HINT = "langgraph-repo migrate"
 # keys of the Checkpoint itself: checkpoint.extra may not hold them, or a file could replace
 # the state a graph resumes from (channel_values) while every other view shows the real one
@@ -63,6 +61,8 @@ def _broken(path: Path, why: str) -> InstallationError:
 @lru_cache(maxsize=1)
 def _registry() -> Any:
     """Every kind refers only to the shared definitions (defs.schema.json)."""
+    import jsonschema_rs  # on first validation only (``_validator``)
+
     defs = _schema("defs.schema.json")
     try:
         return jsonschema_rs.Registry([(defs["$id"], defs)])
@@ -73,7 +73,12 @@ def _registry() -> Any:
 @lru_cache(maxsize=len(KINDS))
 def _validator(kind: str) -> Any:
     """Built on first use, one kind at a time: a fresh process reading one checkpoint
-    (a CLI call, a serverless handler) reads and compiles only that schema and the defs."""
+    (a CLI call, a serverless handler) reads and compiles only that schema and the defs.
+    The validator is imported here, not with the module (about 40 ms): the module's helpers
+    (``pointer_part``, the kinds) are read by code that never validates, the git diff
+    driver's view among them (tests/test_format_view.py)."""
+    import jsonschema_rs
+
     schema, registry = _schema(f"{kind}.schema.json"), _registry()
     try:
         return jsonschema_rs.validator_for(schema, registry=registry)
