@@ -36,7 +36,7 @@ import typer
 
 from ..core.errors import BadInputError, ThreadWaitsError
 from ..core.messages import ERROR_MARK, MESSAGES, Message, read_message
-from .app import CheckpointOpt, NsOpt, ThreadArg, app, open_reader, settings_of
+from .app import CheckpointOpt, NsOpt, ThreadArg, open_reader, settings_of
 from .output import Text
 
 if TYPE_CHECKING:
@@ -69,7 +69,6 @@ class Waiting(NamedTuple):
         return f"{self.what} ({where}) → {self.fate}"
 
 
-@app.command()
 def edit(
     ctx: typer.Context,
     thread: ThreadArg,

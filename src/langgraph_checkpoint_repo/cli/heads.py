@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..core.errors import BadInputError
 from ..core.format import fields
-from .app import JsonOpt, NsOpt, Settings, ThreadArg, app, open_reader, settings_of
+from .app import JsonOpt, NsOpt, Settings, ThreadArg, open_reader, settings_of
 from .output import Text, print_json, print_table
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     return rows
 
 
-@app.command(name="heads")
 def heads_command(
     ctx: typer.Context,
     thread: ThreadArg,

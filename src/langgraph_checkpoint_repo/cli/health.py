@@ -17,7 +17,6 @@ from ..core.errors import (
 from .app import (
     JsonOpt,
     Settings,
-    app,
     open_reader,
     progress_bar,
     require_root,
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
     from ..core.filechecks import Targets
 
 
-@app.command()
 def validate(
     ctx: typer.Context,
     paths: Annotated[
@@ -180,7 +178,6 @@ def _report_validation(
         settings.err.print(Text(f"ok: {summary} valid", style="green"))
 
 
-@app.command(name="fsck")
 def fsck_command(
     ctx: typer.Context,
     do_repair: Annotated[

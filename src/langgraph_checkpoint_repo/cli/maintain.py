@@ -19,7 +19,6 @@ from .app import (
     ThreadArg,
     ThreadsArg,
     YesOpt,
-    app,
     open_reader,
     parse_age,
     progress_bar,
@@ -53,7 +52,6 @@ def _confirm(settings: Settings, question: str, yes: bool) -> None:
         raise CliError("not confirmed: nothing was changed (pass --yes to skip the question)", REFUSED)
 
 
-@app.command()
 def delete(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -80,7 +78,6 @@ def delete(
     settings.out.print(f"deleted thread {thread!r} ({summary.checkpoints} checkpoints, {len(files)} files)")
 
 
-@app.command()
 def copy(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(help="Thread to copy.")],
@@ -102,7 +99,6 @@ def copy(
     settings.out.print(f"copied thread {source!r} to {target!r} ({summary.checkpoints} checkpoints)")
 
 
-@app.command()
 def prune(
     ctx: typer.Context,
     thread_ids: ThreadsArg = None,
@@ -209,7 +205,6 @@ def _run_plans(
     return results, changed
 
 
-@app.command()
 def migrate(
     ctx: typer.Context,
     dry_run: DryRunOpt = False,

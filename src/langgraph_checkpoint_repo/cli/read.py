@@ -15,7 +15,6 @@ from .app import (
     JsonOpt,
     NsOpt,
     ThreadArg,
-    app,
     open_reader,
     parse_date,
     settings_of,
@@ -53,7 +52,6 @@ def _meta_matches(tree: Any, raw: str) -> bool:
         return False
 
 
-@app.command()
 def threads(
     ctx: typer.Context,
     waiting_at: Annotated[
@@ -183,7 +181,6 @@ def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[s
     return table
 
 
-@app.command()
 def history(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -249,7 +246,6 @@ def history(
         )
 
 
-@app.command()
 def show(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -364,7 +360,6 @@ def _at_revision(
         return cid, then.state(thread, ns, cid, revive=False).trees, note
 
 
-@app.command()
 def diff(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -441,7 +436,6 @@ def diff(
     print_not_revived(out, reader)
 
 
-@app.command()
 def tasks(
     ctx: typer.Context,
     thread: ThreadArg,

@@ -15,7 +15,6 @@ from .app import (
     JsonOpt,
     NsOpt,
     ThreadArg,
-    app,
     open_reader,
 )
 from .output import (
@@ -24,7 +23,6 @@ from .output import (
 )
 
 
-@app.command()
 def render(
     ctx: typer.Context,
     thread: ThreadArg,

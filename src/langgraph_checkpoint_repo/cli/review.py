@@ -16,7 +16,7 @@ import typer
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
 from ..core.messages import ERROR_MARK
-from .app import JsonOpt, app, require_root, settings_of
+from .app import JsonOpt, require_root, settings_of
 from .events import (
     Turn,
     attention,
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 MARKDOWN_END = "_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._"
 
 
-@app.command()
 def review(
     ctx: typer.Context,
     range_: Annotated[

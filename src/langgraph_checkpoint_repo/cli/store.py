@@ -17,15 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import BadInputError, NotFoundError
-from .app import DryRunOpt, JsonOpt, command_group, parse_date, require_root, settings_of
+from .app import DryRunOpt, JsonOpt, parse_date, require_root, settings_of
 from .output import Text, print_json
 
 if TYPE_CHECKING:
     from ..core.items import ItemFiles, StoredItem
-
-store_app = command_group(
-    "store", "RepoStore's long-term memory: one JSON file per item under <root>/store/ (docs/store.md)."
-)
 
 NamespaceArg = Annotated[str, typer.Argument(help="Namespace labels joined by '.', e.g. users.alice.")]
 PrefixArg = Annotated[str, typer.Argument(help="Namespace prefix, labels joined by '.' (default: all).")]
@@ -85,7 +81,6 @@ def _shown(item: StoredItem) -> dict[str, Any]:
     return out
 
 
-@store_app.command("ls")
 def ls(
     ctx: typer.Context,
     prefix: PrefixArg = "",
@@ -116,7 +111,6 @@ def ls(
         settings_of(ctx).out.print(Text(".".join(ns)))
 
 
-@store_app.command("get")
 def get(ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, as_json: JsonOpt = False) -> None:
     """One item: its value as JSON (with --json: its namespace, key, times and file too)."""
     files = _files(ctx)
@@ -127,7 +121,6 @@ def get(ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, as_json: JsonO
     print_json(_shown(item) if as_json else item.tree)
 
 
-@store_app.command("search")
 def search(
     ctx: typer.Context,
     prefix: PrefixArg = "",
@@ -165,7 +158,6 @@ def search(
         out.print(Text(f"{'.'.join(item.namespace)} {item.key}: {value}"))
 
 
-@store_app.command("put")
 def put(
     ctx: typer.Context,
     namespace: NamespaceArg,
@@ -197,7 +189,6 @@ def put(
     settings_of(ctx).err.print(Text(f"wrote {item.path} (updated_at {item.doc['updated_at']})"))
 
 
-@store_app.command("delete")
 def delete(
     ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, if_updated_at: IfUpdatedOpt = None
 ) -> None:
@@ -209,7 +200,6 @@ def delete(
     settings_of(ctx).err.print(Text(f"removed {files.path(ns, key)}"))
 
 
-@store_app.command("sweep")
 def sweep(
     ctx: typer.Context,
     dry_run: DryRunOpt = False,
