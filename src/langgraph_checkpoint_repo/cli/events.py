@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..core.messages import ERROR_MARK
+from ..core.sends import packet_arg, packet_tool_calls
+from ..readmodel.turns import Event, message_event
 
 if TYPE_CHECKING:
-    from ..readmodel.turns import Event
     from ..review.model import PendingTask, Report, ThreadReport, Verdict
 
 SHORT = 160  # characters of a message shown inline; the rest folds into <details>
@@ -136,8 +137,6 @@ def event_parts(e: Event) -> tuple[str, str, str]:
             calls = ", ".join(f"{name}({compact(args)})" for name, args in e.invalid)
             text = f"{text} → invalid calls {calls}" if text else f"→ invalid calls {calls}"
         if e.kind == "edited" and e.old is not None:
-            from ..readmodel.turns import message_event
-
             _, before, whole_before = event_parts(message_event(e.old, e.checkpoint_id, e.step))
             if before == text:
                 text = f"{text} (other fields changed)"
@@ -328,9 +327,6 @@ def task_lines(task: PendingTask) -> list[tuple[str, str, str]]:
     the state holds as ``(replaces <id>)``, old ⟶ new: ``add_messages`` replaces it in place),
     what it asks and was answered, and a mismatch first when there is one. Each text is cut
     and folded as a message is (``fold``)."""
-    from ..core.sends import packet_arg, packet_tool_calls
-    from ..readmodel.turns import message_event
-
     status = TASK_STATUS.get(task.status, task.status)
     if task.answered and task.status == "interrupted":
         status = "answered: runs again with the answer"

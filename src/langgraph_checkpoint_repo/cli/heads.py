@@ -11,22 +11,21 @@ from rich.table import Table
 
 from ..core.errors import BadInputError
 from ..core.format import fields
+from ..core.format.versions import for_langgraph
+from ..core.heads import scan, unsettled
+from ..readmodel.reader import Reader
+from ..readmodel.tasks import is_internal
+from . import present
 from .app import JsonOpt, NsOpt, Settings, ThreadArg, open_reader, settings_of
 from .output import Text, print_json, print_table
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from ..readmodel.reader import Reader
-
 
 def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     """What a head ends on: the text of the last message in ``messages``, else the channel
     whose version changed last, shortly (values as stored; what may be constructed is)."""
-    from ..core.format.versions import for_langgraph
-    from ..readmodel.tasks import is_internal
-    from . import present
-
     trees = reader.state(thread, ns, cid, revive=False).trees
     messages = trees.get("messages")
     if isinstance(messages, list) and messages:
@@ -89,8 +88,6 @@ def heads_command(
     """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
     their last message, the one that continues first (the newest that no choice passed over).
     ``--choose`` picks another (docs/forks.md)."""
-    from ..core.heads import scan, unsettled
-
     settings = settings_of(ctx)
     reader = open_reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
@@ -170,8 +167,6 @@ def _saver(settings: Settings) -> Any:
 
 
 def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:
-    from . import present
-
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
         table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")

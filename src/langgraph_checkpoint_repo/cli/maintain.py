@@ -1,7 +1,9 @@
 """Commands that change the state: delete, copy, prune, migrate (they ask first).
 
 Each works on the files (core/plans.py, core/documents.py) under the thread's lock, as the
-saver's own methods do; none constructs a value or imports LangGraph."""
+saver's own methods do; none constructs a value or imports LangGraph. Their needs differ
+(plans, migrations, the checks), so each imports its own where it runs and the others start
+without it (cli/registry.py imports this module for any of them)."""
 
 from __future__ import annotations
 

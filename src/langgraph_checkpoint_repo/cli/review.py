@@ -3,19 +3,23 @@
 The report is review/report.py's; this module draws it for a terminal, as GitHub-flavoured
 Markdown for a pull-request comment (``--markdown``), or as JSON. Every string from the files
 is screened (secrets masked, control characters escaped) and, in Markdown, made inert as
-``render`` makes it; long content is folded into ``<details>``.
+``render`` makes it; long content is folded into ``<details>``. The Markdown and HTML views
+are imported only when asked for (``--markdown``, ``--html``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
 from ..core.messages import ERROR_MARK
+from ..readmodel.turns import Event
+from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, Step, ThreadReport
+from ..review.report import review as make_report
 from .app import JsonOpt, require_root, settings_of
 from .events import (
     Turn,
@@ -32,11 +36,6 @@ from .events import (
     verdict_line,
 )
 from .output import Text, print_json, problems_json, record_json, screen
-
-if TYPE_CHECKING:
-    from ..readmodel.turns import Event
-    from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, Step, ThreadReport
-
 
 #: the last line of ``--markdown``: a review without it was cut short (the example workflow
 #: posts only a review that ends with it)
@@ -82,8 +81,6 @@ def review(
     memories (store items), heads still to settle, and what validate finds in the changed files;
     a verdict line first. Exit 1 when something is flagged or invalid. Reads git, never checks
     out, never constructs a value."""
-    from ..review.report import review as make_report
-
     if markdown and as_json:
         raise BadInputError("review: --markdown and --json are two forms of one report: give one")
     settings = settings_of(ctx)

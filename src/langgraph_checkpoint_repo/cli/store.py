@@ -4,7 +4,9 @@ delete, sweep).
 Everything goes through the file layer (core/items.py), so no command imports LangGraph: a
 value is shown as stored (one the serializer built shows its tree, tags and all), and ``put``
 takes JSON, redacted as RepoStore redacts. A namespace is written with its labels joined by
-``.`` (``users.alice``), which no label holds; ``""`` is the whole store.
+``.`` (``users.alice``), which no label holds; ``""`` is the whole store. The search of
+``ls``/``search`` and the redaction of ``put`` are imported where they run, so the other
+commands start without them.
 """
 
 from __future__ import annotations
@@ -12,16 +14,16 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from ..core.errors import BadInputError, NotFoundError
+from ..core.documents import Documents
+from ..core.errors import BadInputError, FileFormatError, NotFoundError
+from ..core.items import ANY, ItemFiles, StoredItem, check_namespace, plain_tree
+from ..core.jsonread import parse_strict
 from .app import DryRunOpt, JsonOpt, parse_date, require_root, settings_of
 from .output import Text, print_json
-
-if TYPE_CHECKING:
-    from ..core.items import ItemFiles, StoredItem
 
 NamespaceArg = Annotated[str, typer.Argument(help="Namespace labels joined by '.', e.g. users.alice.")]
 PrefixArg = Annotated[str, typer.Argument(help="Namespace prefix, labels joined by '.' (default: all).")]
@@ -41,24 +43,17 @@ IfUpdatedOpt = Annotated[
 
 def namespace_of(text: str, *, prefix: bool = False) -> tuple[str, ...]:
     """``users.alice`` as ``("users", "alice")``; the labels checked as the store checks them."""
-    from ..core.items import check_namespace
-
     labels = tuple(text.split(".")) if text else ()
     return check_namespace(labels, of_item=not prefix)
 
 
 def _files(ctx: typer.Context, *, writing: bool = False) -> ItemFiles:
-    from ..core.documents import Documents
-    from ..core.items import ItemFiles
-
     root = settings_of(ctx).root
     require_root(root, creating=writing)
     return ItemFiles(Documents(root))
 
 
 def _expect(text: str | None) -> Any:
-    from ..core.items import ANY
-
     if text is None:
         return ANY
     if text == "absent":
@@ -169,7 +164,6 @@ def put(
     if_updated_at: IfUpdatedOpt = None,
 ) -> None:
     """Write an item (its created_at kept when it replaces one); secrets are redacted first."""
-    from ..core.items import plain_tree
     from ..core.redaction import Redactor
 
     data = _json_arg(sys.stdin.read() if value == "-" else value, "VALUE")
@@ -224,9 +218,6 @@ def sweep(
 
 
 def _json_arg(text: str, what: str) -> Any:
-    from ..core.errors import FileFormatError
-    from ..core.jsonread import parse_strict
-
     try:
         return parse_strict(text.encode("utf-8", "surrogatepass"), what)
     except FileFormatError as exc:  # it names the argument: a usage error here
