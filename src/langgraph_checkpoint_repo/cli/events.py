@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..core.format.tree import model_fields
 from ..core.messages import ERROR_MARK
 from ..core.sends import packet_arg, packet_tool_calls
 from ..readmodel.turns import Event, message_event
@@ -354,8 +355,8 @@ def task_lines(task: PendingTask) -> list[tuple[str, str, str]]:
         items = tree if isinstance(tree, list) else [tree]
         for item in items:
             e = message_event(item, "", None)
-            fields = item.get("$fields") if isinstance(item, dict) else None
-            given = fields.get("id") if isinstance(fields, dict) else None
+            fields = model_fields(item)
+            given = fields.get("id") if fields is not None else None
             mid = given if isinstance(given, str) else ""
             replaced = bool(mid) and e.role not in ("remove", "value") and mid in task.replaces
             if replaced:

@@ -16,6 +16,7 @@ import typer
 
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
+from ..core.format.tree import model_fields
 from ..core.messages import ERROR_MARK
 from ..readmodel.turns import Event
 from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, Step, ThreadReport
@@ -258,8 +259,8 @@ def _event_json(e: Event, thread_id: str) -> dict[str, Any]:
         out["value"] = e.tree
     elif e.kind in ("message", "edited", "removed"):
         # what the text does not show (the message's id, its provider's metadata ...): summed up
-        fields = e.tree.get("$fields") if isinstance(e.tree, dict) else None
-        if isinstance(fields, dict) and fields.get("id") is not None:
+        fields = model_fields(e.tree)
+        if fields is not None and fields.get("id") is not None:
             out["id"] = fields["id"]
         out["digest"] = short_digest(e.tree)
     return out
