@@ -152,7 +152,7 @@ def setup_broken(project: Path) -> None:
     parent a number), the latest of batch-1 truncated, account-1's latest from a newer release
     (schema_version one higher), the third and fourth checkpoints of support-42 lost, a temp
     file left by a crash in report-3."""
-    from langgraph_checkpoint_repo.core.validation import SCHEMA_VERSION
+    from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 
     setup_demo(project)
     threads = project / ".langgraph" / "threads"

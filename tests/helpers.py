@@ -245,7 +245,7 @@ def _invoke(argv: list[str], *, cwd: Path | str | None, env: dict[str, str]) -> 
     with _ONE_AT_A_TIME, _as_a_fresh_process(fresh, env, cwd):
         sys.stdin, sys.stdout, sys.stderr = streams
         try:
-            get_command(app.for_args(argv)).main(args=argv, prog_name=PROG)  # as main() builds it
+            get_command(app).main(args=argv, prog_name=PROG)  # as main() builds it
         except SystemExit as exc:  # what the interpreter makes of it
             if exc.code is None or isinstance(exc.code, int):
                 code = exc.code or 0

@@ -12,21 +12,21 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
-from copy import copy as _shallow_copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+import typer.main
 from rich.console import Console
-from typer.core import TyperGroup
-from typer.main import get_command_name
-from typer.models import CommandInfo, TyperInfo
+from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandInfo
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError
 from ..core.layout import find_default_root, holds_state
+from . import registry
 from .exits import INTERNAL, OK, exit_code
 from .output import (
     Text,
@@ -86,32 +86,62 @@ def unexpected(exc: BaseException) -> str:
     )
 
 
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands as the registry names them (its keys, in ``--help``'s order), each
+    built on first use: typer's own lookups (``get_command``, a typo's "did you mean") see
+    every name and import only the module of the one they take."""
+
+    def __init__(self, group: str | None) -> None:
+        self.group = group
+        self.built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.built:
+            entry = registry.find(self.group, name)
+            if entry is None:
+                raise KeyError(name)
+            self.built[name] = _build(entry)
+        return self.built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self.built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("the registry's commands cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([e.name for e in registry.entries(self.group)])
+
+    def __len__(self) -> int:
+        return len(registry.entries(self.group))
+
+
 class _Group(TyperGroup):
-    """Turns every expected error into one line on stderr and its exit code."""
+    """A group whose commands come from the registry, built when run; turns every expected
+    error into one line on stderr and its exit code."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _Commands(None)  # the top's; a sub-group's are set where it is built
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """click's lazy-group hook: the names, from the registry (nothing imported)."""
+        return list(self.commands)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """Every command also takes the global options after its name (``threads --root X``).
+        """click's lazy-group hook: the command, its module imported now; None if unknown."""
+        return self.commands.get(cmd_name)
 
-        They are copies of the group's own options that set what those set: a root given
-        after the command wins over one given before it and over LANGGRAPH_REPO_ROOT.
-        """
-        command = super().get_command(ctx, cmd_name)
-        if command is None or any(getattr(p, "_global_copy", False) for p in command.params):
-            return command
-        # the top group's options, also for a command of a sub-group (``server sync --root X``)
-        for param in ctx.find_root().command.params:
-            if param.name not in ("root", "version", "allow"):
-                continue
-            extra = _shallow_copy(param)
-            extra.expose_value = False
-            extra.envvar = None
-            if param.name == "root":
-                extra.callback = _root_after_command
-            elif param.name == "allow":
-                extra.callback = _allow_after_command
-            extra._global_copy = True  # type: ignore[attr-defined]
-            command.params.append(extra)
-        return command
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The list ``--help`` prints, from the registry's help lines: as typer prints it
+        from the built commands, without importing a command module."""
+        listed = registry.entries(self.commands.group if isinstance(self.commands, _Commands) else None)
+        if not listed:
+            return
+        limit = formatter.width - 6 - max(len(e.name) for e in listed)
+        rows = [(e.name, TyperCommand(name=e.name, help=e.help).get_short_help_str(limit)) for e in listed]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -132,58 +162,46 @@ class _Group(TyperGroup):
             _fail(unexpected(exc), INTERNAL)
 
 
-#: the options of the top group that take a value (``_main``'s; tests/test_cli_speed.py checks)
-TOP_VALUE_OPTIONS = frozenset({"--root", "--allow"})
+def _build(entry: registry.Entry) -> Any:
+    """The click command of a registry entry, as typer builds a registered one, with the
+    global options after it."""
+    if isinstance(entry, registry.Group):
+        group = typer.main.get_group(
+            typer.Typer(
+                cls=_Group,
+                name=entry.name,
+                help=entry.help,
+                no_args_is_help=True,
+                rich_markup_mode=None,
+                context_settings={"help_option_names": ["-h", "--help"]},
+            )
+        )
+        group.commands = _Commands(entry.name)
+        command: Any = group
+    else:
+        info = CommandInfo(name=entry.name, cls=TyperCommand, callback=registry.load(entry))
+        command = typer.main.get_command_from_info(
+            info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+        )
+    command.params.extend(_after_command_options())
+    return command
 
 
-class _Typer(typer.Typer):
-    """Builds only the command the command line runs. typer builds every command's click
-    parameters (signatures, type hints) at each start, about 30 ms for all of them, while a run
-    needs one. A command line whose command is not a known name (a typo, for "did you mean"),
-    or that asks for help before it, gets them all."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        given = kwargs["args"] if "args" in kwargs else args[0] if args else None  # click main's
-        narrowed = self.for_args([str(a) for a in (sys.argv[1:] if given is None else given)])
-        return typer.Typer.__call__(narrowed, *args, **kwargs)
-
-    def for_args(self, argv: list[str]) -> typer.Typer:
-        """The app a run with these arguments builds: only the command they name, else all.
-        (The tests' in-process runs take it too, so they build what a process builds.)"""
-        name = _command_token(argv)
-        commands = [c for c in self.registered_commands if _command_name(c) == name]
-        groups = [g for g in self.registered_groups if _group_name(g) == name]
-        if not commands and not groups:
-            return self
-        narrowed = _shallow_copy(self)  # this app is left as it is (a program may call it again)
-        narrowed.registered_commands, narrowed.registered_groups = commands, groups
-        return narrowed
+def _after_command_options() -> list[Any]:
+    """Every command also takes the global options after its name (``threads --root X``,
+    ``server sync --root X``): the top group's own (built afresh from ``_main``, so their help
+    is the same), setting what those set. A root given after the command wins over one given
+    before it and over LANGGRAPH_REPO_ROOT."""
+    params, _, _ = typer.main.get_params_convertors_ctx_param_name_from_function(_main)
+    after = {"root": _root_after_command, "allow": _allow_after_command}
+    for param in params:
+        param.expose_value = False
+        param.envvar = None
+        param.callback = after.get(param.name or "", param.callback)
+    return params
 
 
-def _command_token(argv: list[str]) -> str | None:
-    """The argument click takes as the command: the first that is neither an option of the
-    top group nor an option's value; None when help is asked for before it."""
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        if token in ("-h", "--help"):
-            return None
-        if token.startswith("-"):
-            i += 2 if token in TOP_VALUE_OPTIONS else 1
-            continue
-        return token
-    return None
-
-
-def _command_name(info: CommandInfo) -> str:
-    return info.name or get_command_name(info.callback.__name__ if info.callback else "")
-
-
-def _group_name(info: TyperInfo) -> str:
-    return str(info.name or (info.typer_instance.info.name if info.typer_instance else ""))
-
-
-app = _Typer(
+app = typer.Typer(
     cls=_Group,
     name=PROG,
     help="Inspect, check and tidy LangGraph state kept by RepoSaver in a repository.",
@@ -193,21 +211,6 @@ app = _Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-def command_group(name: str, help: str) -> typer.Typer:
-    """A group of subcommands (``server``, ``store``) under the top app: the same error
-    handling, help options and plain-text help as the top app's own commands."""
-    group = typer.Typer(
-        cls=_Group,
-        name=name,
-        help=help,
-        no_args_is_help=True,
-        rich_markup_mode=None,
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
-    app.add_typer(group)
-    return group
 
 
 @dataclass

@@ -30,17 +30,17 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
 from ..core.errors import BadInputError, ThreadWaitsError
 from ..core.format.messages import ERROR_MARK, MESSAGES, Message, read_message
-from .app import CheckpointOpt, NsOpt, ThreadArg, app, open_reader, settings_of
+from ..core.sends import TASKS, packet_tool_calls
+from ..readmodel.reader import Reader, StateView
+from ..readmodel.tasks import NULL_TASK_ID, RESUME, is_internal
+from .app import CheckpointOpt, NsOpt, ThreadArg, open_reader, settings_of
 from .output import Text
-
-if TYPE_CHECKING:
-    from ..readmodel.reader import Reader, StateView
 
 NOTE = (
     "Edit the values below and save. A message keeps its id (change its content or tool calls, "
@@ -69,7 +69,6 @@ class Waiting(NamedTuple):
         return f"{self.what} ({where}) → {self.fate}"
 
 
-@app.command()
 def edit(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -136,8 +135,6 @@ def edit(
 
 def editable(reader: Reader, thread: str, ns: str, cid: str) -> dict[str, Any]:
     """The state of a checkpoint in the form a person edits."""
-    from ..readmodel.tasks import is_internal
-
     trees = reader.state(thread, ns, cid, revive=False).trees
     values: dict[str, Any] = {}
     for channel in sorted(trees):
@@ -178,9 +175,7 @@ def waiting(reader: Reader, thread: str, ns: str) -> list[Waiting]:
 def _waits(view: StateView, asked: set[str]) -> Iterator[tuple[str, str, str]]:
     """(what, its fate in the edited namespace, its fate elsewhere) for each thing a namespace
     waits on; ``asked``: the interrupts listed already (a subgraph's, its parent task's too)."""
-    from ..core.sends import TASKS, packet_tool_calls
-    from ..readmodel.tasks import NULL_TASK_ID, RESUME
-    from . import present
+    from . import present  # here: an edit of a thread that waits on nothing starts without it
 
     sends = view.trees.get(TASKS)
     for w in view.writes:  # Command(resume=..., update=..., goto=...) saved, not applied yet

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..core.format.messages import ERROR_MARK
+from ..core.format.tree import model_fields
+from ..core.sends import packet_arg, packet_tool_calls
+from ..readmodel.turns import Event, message_event
 
 if TYPE_CHECKING:
-    from ..readmodel.turns import Event
     from ..review.model import PendingTask, Report, ThreadReport, Verdict
 
 SHORT = 160  # characters of a message shown inline; the rest folds into <details>
@@ -136,8 +138,6 @@ def event_parts(e: Event) -> tuple[str, str, str]:
             calls = ", ".join(f"{name}({compact(args)})" for name, args in e.invalid)
             text = f"{text} → invalid calls {calls}" if text else f"→ invalid calls {calls}"
         if e.kind == "edited" and e.old is not None:
-            from ..readmodel.turns import message_event
-
             _, before, whole_before = event_parts(message_event(e.old, e.checkpoint_id, e.step))
             if before == text:
                 text = f"{text} (other fields changed)"
@@ -328,9 +328,6 @@ def task_lines(task: PendingTask) -> list[tuple[str, str, str]]:
     the state holds as ``(replaces <id>)``, old ⟶ new: ``add_messages`` replaces it in place),
     what it asks and was answered, and a mismatch first when there is one. Each text is cut
     and folded as a message is (``fold``)."""
-    from ..core.sends import packet_arg, packet_tool_calls
-    from ..readmodel.turns import message_event
-
     status = TASK_STATUS.get(task.status, task.status)
     if task.answered and task.status == "interrupted":
         status = "answered: runs again with the answer"
@@ -358,8 +355,8 @@ def task_lines(task: PendingTask) -> list[tuple[str, str, str]]:
         items = tree if isinstance(tree, list) else [tree]
         for item in items:
             e = message_event(item, "", None)
-            fields = item.get("$fields") if isinstance(item, dict) else None
-            given = fields.get("id") if isinstance(fields, dict) else None
+            fields = model_fields(item)
+            given = fields.get("id") if fields is not None else None
             mid = given if isinstance(given, str) else ""
             replaced = bool(mid) and e.role not in ("remove", "value") and mid in task.replaces
             if replaced:

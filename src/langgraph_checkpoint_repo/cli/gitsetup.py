@@ -29,7 +29,7 @@ import typer
 
 from ..core.errors import BadInputError
 from ..review.textconv import VIEW
-from .app import app, require_root, settings_of
+from .app import require_root, settings_of
 from .exits import NOT_FOUND, REFUSED, CliError
 
 DRIVER = "langgraph-repo"
@@ -53,7 +53,6 @@ SNIPPET = (
 )
 
 
-@app.command("git-setup")
 def git_setup(
     ctx: typer.Context,
     undo: Annotated[

@@ -10,28 +10,26 @@ import typer
 from rich.table import Table
 
 from ..core.errors import BadInputError
-from ..core.format import fields
-from .app import JsonOpt, NsOpt, Settings, ThreadArg, app, open_reader, settings_of
+from ..core.format.versions import for_langgraph
+from ..core.heads import scan, unsettled
+from ..readmodel.reader import Reader
+from ..readmodel.tasks import is_internal
+from . import present
+from .app import JsonOpt, NsOpt, Settings, ThreadArg, open_reader, settings_of
 from .output import Text, print_json, print_table
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from ..readmodel.reader import Reader
-
 
 def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
     """What a head ends on: the text of the last message in ``messages``, else the channel
     whose version changed last, shortly (values as stored; what may be constructed is)."""
-    from ..core.format.versions import for_langgraph
-    from ..readmodel.tasks import is_internal
-    from . import present
-
     trees = reader.state(thread, ns, cid, revive=False).trees
     messages = trees.get("messages")
     if isinstance(messages, list) and messages:
         return present.message_line(reader.readable(messages[-1]), 120)
-    versions = fields.channel_versions(reader.header(thread, ns, cid))
+    versions = reader.get(thread, ns, cid).channel_versions
     shown = [c for c in trees if not is_internal(c)]
     if not shown:
         return ""
@@ -46,13 +44,13 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     rows = []
     for state in sorted(lineage.heads(), key=lambda h: h.checkpoint_id != current):
         cid = state.checkpoint_id
-        doc = reader.header(thread, ns, cid)
-        meta = doc["metadata"]
+        record = reader.get(thread, ns, cid)
+        meta = record.metadata
         rows.append(
             {
                 "checkpoint_id": cid,
-                "parent_checkpoint_id": doc["parent_checkpoint_id"],
-                "ts": (fields.ts(doc)),
+                "parent_checkpoint_id": record.parent_id,
+                "ts": record.ts,
                 "step": meta.get("step") if isinstance(meta.get("step"), int) else None,
                 "source": meta.get("source") if isinstance(meta.get("source"), str) else None,
                 "settled": state.settled,
@@ -63,7 +61,6 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     return rows
 
 
-@app.command(name="heads")
 def heads_command(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -90,8 +87,6 @@ def heads_command(
     """Heads of a namespace (checkpoints nothing continues) newest first, settled or not, with
     their last message, the one that continues first (the newest that no choice passed over).
     ``--choose`` picks another (docs/forks.md)."""
-    from ..core.heads import scan, unsettled
-
     settings = settings_of(ctx)
     reader = open_reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
@@ -171,8 +166,6 @@ def _saver(settings: Settings) -> Any:
 
 
 def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:
-    from . import present
-
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
         table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")

@@ -1,7 +1,9 @@
 """Check commands: validate and fsck (exit 1 when they find problems).
 
 Both read the files only (core/checks.py): no value is constructed and LangGraph is not
-imported, unless ``validate --revive`` asks to construct LangGraph's own types as a read would."""
+imported, unless ``validate --revive`` asks to construct LangGraph's own types as a read would.
+What only one of them or one option needs (``--heads``, ``--since``, named files) is imported
+where it is used, so the other starts without it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..core.checks import Problem, Validator, count_files, fsck, repair
 from ..core.errors import (
     BadInputError,
     NotFoundError,
@@ -17,7 +20,6 @@ from ..core.errors import (
 from .app import (
     JsonOpt,
     Settings,
-    app,
     open_reader,
     progress_bar,
     require_root,
@@ -32,11 +34,9 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from ..core.checks import Problem, Validator
     from ..core.filechecks import Targets
 
 
-@app.command()
 def validate(
     ctx: typer.Context,
     paths: Annotated[
@@ -83,8 +83,6 @@ def validate(
     """Check every file against its schema, every reference, names against contents, and
     that no string looks like an API key or token.
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
-    from ..core.checks import Validator
-
     settings = settings_of(ctx)
     root = settings.root
     require_root(root)
@@ -137,8 +135,6 @@ def _targets(root: Path, paths: list[Path]) -> Targets:
 
 def _count(root: Path, folders: list[Path] | None, files: list[Path]) -> int:
     """How many files the run reads itself (the progress bar's total)."""
-    from ..core.checks import count_files
-
     whole = count_files(root, folders) if folders is None or folders else 0
     return whole + (len(files) if folders is not None else 0)
 
@@ -180,7 +176,6 @@ def _report_validation(
         settings.err.print(Text(f"ok: {summary} valid", style="green"))
 
 
-@app.command(name="fsck")
 def fsck_command(
     ctx: typer.Context,
     do_repair: Annotated[
@@ -192,7 +187,6 @@ def fsck_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Find leftover temp files, orphaned writes, values and large values, and stale derived files."""
-    from ..core.checks import count_files, fsck, repair
     from .shape import finding_json
 
     settings = settings_of(ctx)

@@ -22,11 +22,22 @@ import bisect
 import html as _html
 import itertools
 import json
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import BadInputError, RepoCheckpointError
+from ..core.format.messages import message_fields
+from ..core.items import ItemFiles
+from ..readmodel.calls import count_users
+from ..readmodel.diff import ChannelChange, diff_trees
+from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary, fork_graph
+from ..readmodel.tasks import is_internal
+from ..readmodel.turns import Event, events_along, line_to, open_branches, state_channels
 from .events import (
     SHORT,
     bounded,
@@ -41,9 +52,6 @@ from .events import (
 from .output import screen
 
 if TYPE_CHECKING:
-    from ..readmodel.diff import ChannelChange
-    from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary
-    from ..readmodel.turns import Event
     from ..review.model import ItemReport, Line, NamespaceReport, Report, ThreadReport
 
 #: every tag the view writes (tests/test_html_view.py: a page holds no other)
@@ -481,8 +489,6 @@ def _line_html(
 def _review_tree(n: NamespaceReport, anchors: dict[int, str]) -> str:
     """The new lines of a namespace as a fork tree: every new checkpoint, and the base
     checkpoints the lines continue (marked ``base``); heads marked as the report says."""
-    from ..readmodel.reader import HistoryRow, fork_graph
-
     rows: dict[str, HistoryRow] = {}
     marks: dict[str, str] = {}
     events: list[Event] = []
@@ -618,8 +624,7 @@ def render_html(
     continues turn by turn (tool calls folded, the subgraph calls each turn made, the channels
     and memories it changed), what it waits for and runs next, its state, the heads to settle
     and the whole history as a fork tree (the newest ``limit`` checkpoints)."""
-    from ..readmodel.turns import events_along, line_to, open_branches
-    from . import present
+    from . import present  # here: review --html draws nothing with it
 
     thread_id, ns, head = view.thread_id, view.ns, view.checkpoint_id
     branches = open_branches(reader, thread_id, ns)
@@ -708,9 +713,6 @@ def _turn_extras(
     """Under each turn: the subgraph calls it made (what each call added, folded) and the
     channels it changed (old → new, from the state at the end of the turn before); and the
     calls made on no turn of the line (another fork's)."""
-    from ..readmodel.diff import diff_trees
-    from ..readmodel.turns import state_channels
-
     extra: dict[int, list[str]] = {}
     turn_of = _turn_of(ids, turns)
     by_id = {v.checkpoint_id: v for v in views}
@@ -749,11 +751,6 @@ def _memories(reader: Reader, turns: Sequence[Sequence[Event]], by_id: dict[str,
     """The store items (memories) last written while each turn ran: from the time of the
     turn's first checkpoint to the next turn's. The store does not record which thread wrote
     an item, so the page says they are matched by time."""
-    from datetime import datetime
-
-    from ..core.errors import RepoCheckpointError
-    from ..core.items import ItemFiles
-
     starts: list[datetime] = []
     for turn in turns:
         view = by_id.get(turn[0].checkpoint_id)
@@ -805,8 +802,6 @@ def _memories(reader: Reader, turns: Sequence[Sequence[Event]], by_id: dict[str,
 
 def _aware(moment: Any) -> Any:
     """A checkpoint's time as an aware datetime (the files write UTC)."""
-    from datetime import timezone
-
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
@@ -852,9 +847,6 @@ def _call_html(
 ) -> str:
     """One subgraph call, folded: its node, and what it added: the events of its line less the
     messages the parent already had when it called (its input); the calls it made in turn."""
-    from ..core.format.messages import message_fields
-    from ..readmodel.turns import events_along, line_to
-
     node = child.rpartition("|")[2].rpartition(":")[0]
     ids = line_to(reader, thread_id, child, reader.resolve(thread_id, child, None), [])
     had: dict[str, Any] = {}  # the parent's messages when it called, by id
@@ -887,9 +879,6 @@ def _call_html(
 
 def _steps_changes(views: Sequence[Any]) -> str:
     """A thread without messages: the channels each checkpoint changed, in order."""
-    from ..readmodel.diff import diff_trees
-    from ..readmodel.turns import state_channels
-
     before: dict[str, Any] = {}
     parts = []
     for v in views:
@@ -929,7 +918,7 @@ def _waiting_html(view: Any) -> list[str]:
 
 
 def _lines(value: Any) -> list[str]:
-    from . import present
+    from . import present  # here: review --html draws nothing with it
 
     return present.lines(value)
 
@@ -937,8 +926,6 @@ def _lines(value: Any) -> list[str]:
 def _state_html(view: Any) -> list[str]:
     """The channels of the state that continues, as ``show`` draws them; the conversation is
     the section above."""
-    from ..readmodel.tasks import is_internal
-
     channels = [c for c in sorted(view.values) if not is_internal(c) and c != "messages"]
     parts = ['<section id="state"><h2>State</h2>']
     if "messages" in view.values:
@@ -962,8 +949,6 @@ def _branches_html(
 ) -> list[str]:
     """The heads to settle, each with the turns its branch added since it parted, titled as
     the thread's turns (the user messages at the parting checkpoint came before)."""
-    from ..readmodel.calls import count_users
-
     count = f"{len(branches)} heads continue this thread; nobody chose between them."
     parts = ['<section id="branches"><h2>Heads to settle</h2>', f"<p>{count}</p>"]
     for k, b in enumerate(branches, 1):
@@ -1007,8 +992,6 @@ def _render_tree(
     marked, the other heads marked, and each checkpoint labelled with what happened there:
     the conversation's events, a branch's, and for the other lines (forks settled or not
     chosen) their own, read from where they part."""
-    from ..readmodel.turns import events_along, line_to
-
     unsettled = {b.head for b in branches}
     every: list[Event] = list(events)
     for b in branches:
@@ -1021,7 +1004,7 @@ def _render_tree(
         line = line_to(reader, thread_id, ns, r.checkpoint_id, covered)
         if not line:
             continue
-        start = reader.header(thread_id, ns, line[0]).get("parent_checkpoint_id")
+        start = reader.get(thread_id, ns, line[0]).parent_id
         every += events_along(reader, thread_id, ns, line, start if isinstance(start, str) else None)
         covered.update(line)
     label, anchor = _labels(every, anchors)
@@ -1057,11 +1040,6 @@ def _render_tree(
 def write_page(path: Path, text: str) -> None:
     """Write the page at once (a temporary file beside it, then a rename): a reader of
     ``path`` never sees half a page, and a failed run leaves the last one."""
-    import os
-    import tempfile
-
-    from ..core.errors import BadInputError
-
     folder = path.parent
     if not folder.is_dir():
         raise BadInputError(f"{path}: cannot write the HTML view: no folder {folder}")

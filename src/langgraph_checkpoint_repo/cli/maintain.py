@@ -1,7 +1,9 @@
 """Commands that change the state: delete, copy, prune, migrate (they ask first).
 
 Each works on the files (core/plans.py, core/documents.py) under the thread's lock, as the
-saver's own methods do; none constructs a value or imports LangGraph."""
+saver's own methods do; none constructs a value or imports LangGraph. Their needs differ
+(plans, migrations, the checks), so each imports its own where it runs and the others start
+without it (cli/registry.py imports this module for any of them)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from .app import (
     ThreadArg,
     ThreadsArg,
     YesOpt,
-    app,
     open_reader,
     parse_age,
     progress_bar,
@@ -53,7 +54,6 @@ def _confirm(settings: Settings, question: str, yes: bool) -> None:
         raise CliError("not confirmed: nothing was changed (pass --yes to skip the question)", REFUSED)
 
 
-@app.command()
 def delete(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -80,7 +80,6 @@ def delete(
     settings.out.print(f"deleted thread {thread!r} ({summary.checkpoints} checkpoints, {len(files)} files)")
 
 
-@app.command()
 def copy(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(help="Thread to copy.")],
@@ -102,7 +101,6 @@ def copy(
     settings.out.print(f"copied thread {source!r} to {target!r} ({summary.checkpoints} checkpoints)")
 
 
-@app.command()
 def prune(
     ctx: typer.Context,
     thread_ids: ThreadsArg = None,
@@ -209,7 +207,6 @@ def _run_plans(
     return results, changed
 
 
-@app.command()
 def migrate(
     ctx: typer.Context,
     dry_run: DryRunOpt = False,

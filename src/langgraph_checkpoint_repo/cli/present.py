@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.format.messages import ERROR_MARK, Refusal, content_text, read_message
+from ..core.format.tree import object_fields
 from ..core.masking import mask_secrets
 from ..core.typenames import Fix, refusal_fix
 from ..readmodel.tasks import Raw
@@ -165,9 +166,9 @@ def _object_fields(value: Any) -> tuple[str, dict[str, Any]] | None:
         name = _tag_name(value)
         if name is None:
             return None
-        for key in ("$fields", "$kwargs"):
-            if isinstance(value.get(key), Mapping):
-                return name, dict(value[key])
+        fields = object_fields(value)
+        if fields is not None:
+            return name, dict(fields)
         for key in ("$args", "$arg"):
             if key in value:
                 args = value[key] if key == "$args" else [value[key]]

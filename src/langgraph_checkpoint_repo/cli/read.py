@@ -1,8 +1,13 @@
-"""Read commands: threads, history, show, diff, tasks."""
+"""Read commands: threads, history, show, diff, tasks.
+
+An import that only one of them (or one option: ``--since``, ``--from REV``) needs stays
+in its function, so the others start without it (cli/registry.py imports this module for
+each of them); the rest are at the top."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -10,12 +15,15 @@ import typer
 from rich.table import Table
 
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
+from ..core.plans import parse_ts
+from ..readmodel.diff import diff_trees
+from ..readmodel.reader import Reader, StateView, ThreadSummary
+from ..readmodel.tasks import is_internal
 from .app import (
     CheckpointOpt,
     JsonOpt,
     NsOpt,
     ThreadArg,
-    app,
     open_reader,
     parse_date,
     settings_of,
@@ -27,11 +35,10 @@ from .output import (
     relative_to_root,
     report_broken,
 )
+from .shape import change_json, history_json, state_json, summary_json, task_json
 
-if TYPE_CHECKING:  # each command imports what it uses when it runs
+if TYPE_CHECKING:
     from datetime import datetime
-
-    from ..readmodel.reader import Reader, StateView, ThreadSummary
 
 
 def _meta_pairs(pairs: list[str]) -> list[tuple[str, str]]:
@@ -53,7 +60,6 @@ def _meta_matches(tree: Any, raw: str) -> bool:
         return False
 
 
-@app.command()
 def threads(
     ctx: typer.Context,
     waiting_at: Annotated[
@@ -79,7 +85,6 @@ def threads(
 ) -> None:
     """One row per thread: namespaces, checkpoints, latest step, last update, forks, waiting interrupts."""
     from ..core.heads import unsettled_namespaces
-    from .shape import summary_json
 
     settings = settings_of(ctx)
     reader = open_reader(ctx)
@@ -110,8 +115,6 @@ def _matching_threads(
 ) -> list[ThreadSummary]:
     """The summaries of the threads that pass ``threads``' filters; a thread that cannot be
     read goes to ``broken`` instead of stopping the others."""
-    from ..core.plans import parse_ts
-
     rows: list[ThreadSummary] = []
     for tid in reader.thread_ids():
         try:
@@ -183,7 +186,6 @@ def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[s
     return table
 
 
-@app.command()
 def history(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -202,7 +204,6 @@ def history(
 ) -> None:
     """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
     from . import present
-    from .shape import history_json
 
     settings = settings_of(ctx)
     reader = open_reader(ctx)
@@ -249,7 +250,6 @@ def history(
         )
 
 
-@app.command()
 def show(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -259,9 +259,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """The state at a checkpoint: values for a person, next tasks, pending writes, interrupts."""
-    from ..readmodel.tasks import is_internal
     from . import views
-    from .shape import state_json
 
     settings = settings_of(ctx)
     reader = open_reader(ctx, revive=True)
@@ -335,9 +333,6 @@ def _at_revision(
     HEAD left it), its stored trees, read from git's objects (that thread only), and what to
     know when ``rev`` moved on since; the error of a bad checkpoint id when ``rev`` is no
     revision either (outside git, ``not_a_checkpoint`` itself: there is no revision to mean)."""
-    import tempfile
-
-    from ..readmodel.reader import Reader as Read
     from ..review.revisions import git_top, materialize, resolve_base
 
     try:
@@ -357,14 +352,13 @@ def _at_revision(
         note += f"--from {rev}... compares with where HEAD left it"
     with tempfile.TemporaryDirectory(prefix="langgraph-diff-") as tmp:
         root = materialize(top, commit, rel, [folder], Path(tmp)).root
-        then = Read(root)
+        then = Reader(root)
         if not (root / folder).is_dir() or ns not in then.namespaces(thread):
             return f"{rev} (no such thread then)", {}, note
         cid = then.resolve(thread, ns, None)
         return cid, then.state(thread, ns, cid, revive=False).trees, note
 
 
-@app.command()
 def diff(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -386,8 +380,6 @@ def diff(
 ) -> None:
     """What changed between two checkpoints, by channel: items added or removed, keys changed,
     values removed."""
-    from ..readmodel.diff import diff_trees
-    from .shape import change_json
     from .views import print_change, print_not_revived
 
     settings = settings_of(ctx)
@@ -441,7 +433,6 @@ def diff(
     print_not_revived(out, reader)
 
 
-@app.command()
 def tasks(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -450,7 +441,6 @@ def tasks(
 ) -> None:
     """Recovery view of the latest checkpoint: which tasks are done, failed, interrupted or not started,
     which run again on resume, and which may have run without their writes being saved."""
-    from .shape import task_json
     from .views import print_not_revived, print_recovery
 
     settings = settings_of(ctx)

@@ -1,4 +1,5 @@
-"""The render command: a Markdown (or JSON) view of a thread."""
+"""The render command: a Markdown (or JSON) view of a thread; the HTML page's module is
+imported only for ``--html``."""
 
 from __future__ import annotations
 
@@ -11,20 +12,24 @@ import typer
 from ..core.errors import (
     BadInputError,
 )
+from ..readmodel.calls import with_calls
+from ..readmodel.tasks import is_internal
+from ..readmodel.turns import open_branches
+from . import present
 from .app import (
     JsonOpt,
     NsOpt,
     ThreadArg,
-    app,
     open_reader,
 )
+from .markdown import markdown_doc
 from .output import (
     print_json,
     screen,
 )
+from .shape import history_json, summary_json, task_json
 
 
-@app.command()
 def render(
     ctx: typer.Context,
     thread: ThreadArg,
@@ -47,13 +52,6 @@ def render(
     ] = None,
 ) -> None:
     """A Markdown view of a thread for a pull request or a person; made on demand, never stored."""
-    from ..readmodel.calls import with_calls
-    from ..readmodel.tasks import is_internal
-    from ..readmodel.turns import open_branches
-    from . import present
-    from .markdown import markdown_doc
-    from .shape import history_json, summary_json, task_json
-
     if fmt != "markdown":
         raise BadInputError(f"unknown format {fmt!r}: only markdown is supported")
     reader = open_reader(ctx, revive=True)

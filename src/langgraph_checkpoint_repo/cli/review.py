@@ -3,20 +3,25 @@
 The report is review/report.py's; this module draws it for a terminal, as GitHub-flavoured
 Markdown for a pull-request comment (``--markdown``), or as JSON. Every string from the files
 is screened (secrets masked, control characters escaped) and, in Markdown, made inert as
-``render`` makes it; long content is folded into ``<details>``.
+``render`` makes it; long content is folded into ``<details>``. The Markdown and HTML views
+are imported only when asked for (``--markdown``, ``--html``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from ..core.digest import short_digest
 from ..core.errors import BadInputError
 from ..core.format.messages import ERROR_MARK
-from .app import JsonOpt, app, require_root, settings_of
+from ..core.format.tree import model_fields
+from ..readmodel.turns import Event
+from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, Step, ThreadReport
+from ..review.report import review as make_report
+from .app import JsonOpt, require_root, settings_of
 from .events import (
     Turn,
     attention,
@@ -33,17 +38,11 @@ from .events import (
 )
 from .output import Text, print_json, problems_json, record_json, screen
 
-if TYPE_CHECKING:
-    from ..readmodel.turns import Event
-    from ..review.model import ItemReport, Line, NamespaceReport, Next, Report, Step, ThreadReport
-
-
 #: the last line of ``--markdown``: a review without it was cut short (the example workflow
 #: posts only a review that ends with it)
 MARKDOWN_END = "_Made from the JSON state files by `langgraph-repo review`; the files are authoritative._"
 
 
-@app.command()
 def review(
     ctx: typer.Context,
     range_: Annotated[
@@ -83,8 +82,6 @@ def review(
     memories (store items), heads still to settle, and what validate finds in the changed files;
     a verdict line first. Exit 1 when something is flagged or invalid. Reads git, never checks
     out, never constructs a value."""
-    from ..review.report import review as make_report
-
     if markdown and as_json:
         raise BadInputError("review: --markdown and --json are two forms of one report: give one")
     settings = settings_of(ctx)
@@ -262,8 +259,8 @@ def _event_json(e: Event, thread_id: str) -> dict[str, Any]:
         out["value"] = e.tree
     elif e.kind in ("message", "edited", "removed"):
         # what the text does not show (the message's id, its provider's metadata ...): summed up
-        fields = e.tree.get("$fields") if isinstance(e.tree, dict) else None
-        if isinstance(fields, dict) and fields.get("id") is not None:
+        fields = model_fields(e.tree)
+        if fields is not None and fields.get("id") is not None:
             out["id"] = fields["id"]
         out["digest"] = short_digest(e.tree)
     return out

@@ -18,16 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
-from .app import DryRunOpt, JsonOpt, ThreadsArg, command_group, open_reader, settings_of
+from .app import DryRunOpt, JsonOpt, ThreadsArg, open_reader, settings_of
 from .exits import FAILED, PROBLEMS, CliError
 from .output import Text, print_json, relative_to_root
 
 if TYPE_CHECKING:
     from ..readmodel.reader import Reader
-
-server_app = command_group(
-    "server", "A running Agent Server that uses RepoSaver: sync tells it the committed threads."
-)
 
 BATCH = 100  # thread ids per search request
 CREATED, KNOWN, WOULD_CREATE, SKIPPED, FAILED_ = "created", "known", "would create", "skipped", "failed"
@@ -54,7 +50,6 @@ class Entry:
         }
 
 
-@server_app.command("sync")
 def sync(
     ctx: typer.Context,
     url: Annotated[
@@ -144,7 +139,7 @@ def _graph_of(reader: Reader, tid: str, latest: str) -> str | None:
     """The graph_id the server wrote into the thread's checkpoints, the latest first."""
     ids = reader.checkpoint_ids(tid, "")
     for cid in (latest, *reversed(ids)):
-        found = reader.header(tid, "", cid)["metadata"].get("graph_id")
+        found = reader.get(tid, "", cid).metadata.get("graph_id")
         if isinstance(found, str) and found:
             return found
     return None

@@ -4,7 +4,9 @@ delete, sweep).
 Everything goes through the file layer (core/items.py), so no command imports LangGraph: a
 value is shown as stored (one the serializer built shows its tree, tags and all), and ``put``
 takes JSON, redacted as RepoStore redacts. A namespace is written with its labels joined by
-``.`` (``users.alice``), which no label holds; ``""`` is the whole store.
+``.`` (``users.alice``), which no label holds; ``""`` is the whole store. The search of
+``ls``/``search`` and the redaction of ``put`` are imported where they run, so the other
+commands start without them.
 """
 
 from __future__ import annotations
@@ -12,20 +14,16 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from ..core.errors import BadInputError, NotFoundError
-from .app import DryRunOpt, JsonOpt, command_group, parse_date, require_root, settings_of
+from ..core.errors import BadInputError, FileFormatError, NotFoundError
+from ..core.files import Files
+from ..core.items import ANY, ItemFiles, StoredItem, check_namespace, plain_tree
+from ..core.jsonread import parse_strict
+from .app import DryRunOpt, JsonOpt, parse_date, require_root, settings_of
 from .output import Text, print_json
-
-if TYPE_CHECKING:
-    from ..core.items import ItemFiles, StoredItem
-
-store_app = command_group(
-    "store", "RepoStore's long-term memory: one JSON file per item under <root>/store/ (docs/store.md)."
-)
 
 NamespaceArg = Annotated[str, typer.Argument(help="Namespace labels joined by '.', e.g. users.alice.")]
 PrefixArg = Annotated[str, typer.Argument(help="Namespace prefix, labels joined by '.' (default: all).")]
@@ -45,24 +43,17 @@ IfUpdatedOpt = Annotated[
 
 def namespace_of(text: str, *, prefix: bool = False) -> tuple[str, ...]:
     """``users.alice`` as ``("users", "alice")``; the labels checked as the store checks them."""
-    from ..core.items import check_namespace
-
     labels = tuple(text.split(".")) if text else ()
     return check_namespace(labels, of_item=not prefix)
 
 
 def _files(ctx: typer.Context, *, writing: bool = False) -> ItemFiles:
-    from ..core.files import Files
-    from ..core.items import ItemFiles
-
     root = settings_of(ctx).root
     require_root(root, creating=writing)
     return ItemFiles(Files(root))
 
 
 def _expect(text: str | None) -> Any:
-    from ..core.items import ANY
-
     if text is None:
         return ANY
     if text == "absent":
@@ -85,7 +76,6 @@ def _shown(item: StoredItem) -> dict[str, Any]:
     return out
 
 
-@store_app.command("ls")
 def ls(
     ctx: typer.Context,
     prefix: PrefixArg = "",
@@ -116,7 +106,6 @@ def ls(
         settings_of(ctx).out.print(Text(".".join(ns)))
 
 
-@store_app.command("get")
 def get(ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, as_json: JsonOpt = False) -> None:
     """One item: its value as JSON (with --json: its namespace, key, times and file too)."""
     files = _files(ctx)
@@ -127,7 +116,6 @@ def get(ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, as_json: JsonO
     print_json(_shown(item) if as_json else item.tree)
 
 
-@store_app.command("search")
 def search(
     ctx: typer.Context,
     prefix: PrefixArg = "",
@@ -165,7 +153,6 @@ def search(
         out.print(Text(f"{'.'.join(item.namespace)} {item.key}: {value}"))
 
 
-@store_app.command("put")
 def put(
     ctx: typer.Context,
     namespace: NamespaceArg,
@@ -177,7 +164,6 @@ def put(
     if_updated_at: IfUpdatedOpt = None,
 ) -> None:
     """Write an item (its created_at kept when it replaces one); secrets are redacted first."""
-    from ..core.items import plain_tree
     from ..core.redaction import Redactor
 
     data = _json_arg(sys.stdin.read() if value == "-" else value, "VALUE")
@@ -197,7 +183,6 @@ def put(
     settings_of(ctx).err.print(Text(f"wrote {item.path} (updated_at {item.doc['updated_at']})"))
 
 
-@store_app.command("delete")
 def delete(
     ctx: typer.Context, namespace: NamespaceArg, key: KeyArg, if_updated_at: IfUpdatedOpt = None
 ) -> None:
@@ -209,7 +194,6 @@ def delete(
     settings_of(ctx).err.print(Text(f"removed {files.path(ns, key)}"))
 
 
-@store_app.command("sweep")
 def sweep(
     ctx: typer.Context,
     dry_run: DryRunOpt = False,
@@ -234,9 +218,6 @@ def sweep(
 
 
 def _json_arg(text: str, what: str) -> Any:
-    from ..core.errors import FileFormatError
-    from ..core.jsonread import parse_strict
-
     try:
         return parse_strict(text.encode("utf-8", "surrogatepass"), what)
     except FileFormatError as exc:  # it names the argument: a usage error here

@@ -17,7 +17,6 @@ from ..core.errors import RepoCheckpointError
 from .app import (
     JsonOpt,
     Settings,
-    app,
     progress_columns,
     require_root,
     settings_of,
@@ -111,7 +110,6 @@ def _copy_progress(settings: Settings, threads: int) -> Iterator[Any]:
         yield step
 
 
-@app.command(name="import")
 def import_command(
     ctx: typer.Context,
     source: SaverArg,
@@ -123,7 +121,6 @@ def import_command(
     _transfer(ctx, source, True, thread, replace, json_out)
 
 
-@app.command()
 def export(
     ctx: typer.Context,
     target: SaverArg,

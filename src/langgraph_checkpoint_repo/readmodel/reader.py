@@ -230,9 +230,6 @@ class Reader:
         """One checkpoint, whole, as a record (ThreadStore.get)."""
         return self.store.get(thread_id, ns, cid)
 
-    def header(self, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
-        return self.store.docs.header(thread_id, ns, cid)
-
     def metadata(self, thread_id: str, ns: str, cid: str) -> Any:
         """A checkpoint's metadata: revived by the reviver, else as stored."""
         path = self.layout.checkpoint_path(thread_id, ns, cid)
