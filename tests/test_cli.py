@@ -601,7 +601,7 @@ def test_fsck_repair_removes_only_leftovers_and_orphans_never_a_checkpoint(copy_
     orphan_value.rename(tdir / "values" / "note@1.json")
     (tdir / "large").mkdir()
     node = {"serde": "msgpack", "json": "x" * 10}
-    from langgraph_checkpoint_repo.core.durable import digest_node
+    from langgraph_checkpoint_repo.core.format.canonical import digest_node
 
     digest = digest_node(node)
     (tdir / "large" / f"{digest}.json").write_text(

@@ -331,6 +331,7 @@ async def test_alist_yields_the_first_checkpoint_before_reading_the_rest(tmp_pat
     never makes the saver read the others."""
     from graphs import cfg, chain_graph
     from langgraph_checkpoint_repo import RepoSaver
+    from langgraph_checkpoint_repo.core.format.records import CheckpointRecord
 
     root = tmp_path / "root"
     saver = RepoSaver(root, durable=False)
@@ -339,13 +340,13 @@ async def test_alist_yields_the_first_checkpoint_before_reading_the_rest(tmp_pat
     assert len(ids) > 3
     fresh = RepoSaver(root)
     read: list[str] = []
-    real = fresh.store.header
+    real = fresh.store.get
 
-    def counting(thread_id: str, ns: str, cid: str) -> dict[str, object]:
+    def counting(thread_id: str, ns: str, cid: str) -> CheckpointRecord:
         read.append(cid)
         return real(thread_id, ns, cid)
 
-    fresh.store.header = counting  # type: ignore[method-assign]
+    fresh.store.get = counting  # type: ignore[method-assign]
     async for tup in fresh.alist(cfg("t")):
         first = tup.config["configurable"]["checkpoint_id"]
         break
@@ -624,21 +625,12 @@ def seam_report() -> str:
 
 
 def test_only_the_format_package_names_the_formats_markers() -> None:
-    """Issue 36's goal: the markers appear as string constants, and their constants are
-    imported, only under ``core/format/``. Not enforced until the move is done: while modules
-    outside it name them, the test is an expected failure whose reason gives the count (in
-    every run's summary: ``-ra``); once none does, it fails until this xfail is taken out,
-    so the rule is enforced from the day it holds. ``python tests/test_layers.py`` prints the
-    count per module."""
+    """Issue 36's goal, enforced since it holds: the markers appear as string constants, and
+    their constants are imported, only under ``core/format/`` (24 modules named them, 116
+    constants, when the scan was written). ``python tests/test_layers.py`` prints the counts."""
     uses = marker_uses()
-    naming = sorted(m for m, n in uses.items() if n["named"] or n["imported"])
-    if naming:
-        named = sum(uses[m]["named"] for m in naming)
-        pytest.xfail(
-            f"{len(naming)} modules outside core/format name the format's markers today "
-            f"({named} string constants; python tests/test_layers.py lists them)"
-        )
-    pytest.fail("no module outside core/format names a marker: remove the xfail and enforce the rule")
+    naming = {m: n for m, n in sorted(uses.items()) if n["named"] or n["imported"]}
+    assert not naming, "\n".join(f"{m}: {n}" for m, n in naming.items())
 
 
 def test_no_private_name_is_imported_from_another_module() -> None:
