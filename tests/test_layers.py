@@ -649,6 +649,45 @@ def test_no_function_is_longer_than_sixty_lines() -> None:
     pytest.fail(f"no function is over {LONGEST_FUNCTION} lines: remove the xfail and enforce the rule")
 
 
+#: the format's modules that walk a root or are handed its files; the rest is its codec
+FORMAT_OVER_A_ROOT = {"resolve", "storing", "needs", "migrations"}
+#: what the codec may import from the rest of the core: the leaves, which know bytes and places
+CORE_LEAVES = {"errors", "masking", "jsonread", "jsontext", "layout", "caches"}
+
+
+def test_the_formats_codec_imports_only_the_leaves_of_the_core() -> None:
+    """The format's codec (records, encode, decode, the view ...) sits below the files layer
+    and the thread store: it imports nothing of them, so the driver and every reader can use
+    it without a root (docs/design.md, "Layers")."""
+    wrong = []
+    for module, path in sorted(MODULES.items()):
+        if not module.startswith(FORMAT_PACKAGE + ".") or module.rpartition(".")[2] in FORMAT_OVER_A_ROOT:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                target = _from_target(node, module, path)
+                inside = target.startswith(FORMAT_PACKAGE) or not target.startswith(NAME)
+                if not inside and target.removeprefix(f"{NAME}.core.") not in CORE_LEAVES:
+                    wrong.append(f"{module} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_thread_stores_public_signatures_hold_no_plain_dicts() -> None:
+    """Issue 36's goal: ``ThreadStore`` hands out and takes records; documents are the business
+    of ``store.docs`` and ``store.files``."""
+    tree = ast.parse(MODULES[f"{NAME}.core.threads"].read_text(encoding="utf-8"))
+    (store,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ThreadStore"]
+    found = []
+    for fn in store.body:
+        if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_"):
+            args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+            notes = [a.annotation for a in args if a.annotation is not None] + [fn.returns]
+            text = " ".join(ast.unparse(n) for n in notes if n is not None)
+            if "dict[" in text or "Document" in text:
+                found.append(f"{fn.name}: {text}")
+    assert found == [], found
+
+
 def test_the_seam_scans_count_what_they_look_for(tmp_path: Path) -> None:
     """The scans can fail: a module naming ``"$ref"``, one importing ``REF`` from it (by name,
     through a re-export, as ``objects.REF``) and one holding ``"/parent_writes/x"`` are each

@@ -130,11 +130,11 @@ def _local_rows(saver: BaseCheckpointSaver[Any], thread_id: str) -> builtins.lis
     if isinstance(saver, RepoSaver):
         store = saver.store
         return [
-            (ns, cid, found.record["task_id"], found.record["task_path"], w["idx"])
+            (ns, cid, found.task.task_id, found.task.task_path, w["idx"])
             for ns in store.namespaces(thread_id)
             for cid in store.checkpoint_ids(thread_id, ns)
             for found in store.writes_records(thread_id, ns, cid)
-            for w in found.record["writes"]
+            for w in found.task.writes
         ]
     writes = getattr(saver, "writes", None)
     if isinstance(writes, dict):  # InMemorySaver: (thread, ns, id) -> (task, idx) -> (task, ch, value, path)

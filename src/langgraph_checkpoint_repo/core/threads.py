@@ -33,7 +33,7 @@ from .format import fields
 from .format.bookkeeping import compact, depth
 from .format.canonical import digest_node
 from .format.chains import Link, read_link, walk_chain
-from .format.decode import checkpoint_record
+from .format.decode import checkpoint_record, taken_writes, writes_record
 from .format.encode import checkpoint_document, writes_document
 from .format.entries import ValueEntry
 from .format.objects import Convert, names_object
@@ -77,12 +77,11 @@ _CONTENT_NAMED: dict[str, tuple[str, Callable[[dict[str, Any], str], bool]]] = {
 @dataclass(frozen=True)
 class WritesRecord:
     """One ``put_writes`` call as stored: in a writes file (``pointer`` "") or in the child
-    checkpoint that took it (``/parent_writes/<key>``); ``record`` has ``task_id``,
-    ``task_path`` and ``writes``."""
+    checkpoint that took it (``/parent_writes/<key>``)."""
 
     path: Path
     pointer: str
-    record: dict[str, Any]
+    task: TaskWrites
 
 
 #: a document as read from or written to a file (validated against its schema)
@@ -254,7 +253,12 @@ class ThreadStore:
             except FileNotFoundError:
                 continue  # removed since it was listed (prune): its parent's writes went with it
             for key, record in fields.parent_writes(doc).items():
-                found.setdefault(key, WritesRecord(path, fields.parent_write_pointer(key), record))
+                found.setdefault(
+                    key,
+                    WritesRecord(
+                        path, fields.parent_write_pointer(key), taken_writes(record, thread_id, ns, cid)
+                    ),
+                )
         for name in names:
             key = writes_key(name)
             if key in found:
@@ -263,7 +267,7 @@ class ThreadStore:
             doc = self.files.read_doc(path, "writes")
             if (doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"]) != (thread_id, ns, cid):
                 raise FileFormatError(str(path), "/checkpoint_id", "names do not match the file's place")
-            found[key] = WritesRecord(path, "", doc)
+            found[key] = WritesRecord(path, "", writes_record(doc))
         return [found[k] for k in sorted(found)]
 
     # -- writing: each file decided alone, written once what it refers to is durable --

@@ -55,14 +55,14 @@ def merged_writes(store: ThreadStore, thread_id: str, ns: str, cid: str) -> list
     later one, as the other savers do; ordered by LangGraph's ``writes_sort_key``."""
     merged: dict[tuple[str, int], StoredWrite] = {}
     for found in store.writes_records(thread_id, ns, cid):
-        doc = found.record
-        for i, w in enumerate(doc["writes"]):
-            key = (doc["task_id"], w["idx"])
+        task = found.task
+        for i, w in enumerate(task.writes):
+            key = (task.task_id, w["idx"])
             if w["idx"] >= 0 and key in merged:
                 continue
             merged[key] = StoredWrite(
-                task_id=doc["task_id"],
-                task_path=doc["task_path"],
+                task_id=task.task_id,
+                task_path=task.task_path,
                 channel=w["channel"],
                 idx=w["idx"],
                 node=w["value"],

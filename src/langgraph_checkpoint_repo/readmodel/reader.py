@@ -340,19 +340,19 @@ class Reader:
         names: dict[str, str] = {}
         done: set[str] = set()
         for found in self.store.writes_records(thread_id, ns, cid):
-            wdoc = found.record
-            if wdoc["task_id"] == NULL_TASK_ID:
+            task = found.task
+            if task.task_id == NULL_TASK_ID:
                 continue
-            kind, key = parse_task_path(wdoc["task_path"])
+            kind, key = parse_task_path(task.task_path)
             if kind == "pull" and isinstance(key, str):
-                names[wdoc["task_id"]] = key
+                names[task.task_id] = key
             elif kind == "push" and isinstance(key, int):
                 if sends is None:
                     sends = self._sends(thread_id, ns, record)
                 node = send_node(sends[key]) if isinstance(sends, list) and key < len(sends) else None
-                names[wdoc["task_id"]] = node or "?"
-            if any(w["channel"] not in CONTROL_WRITES for w in wdoc["writes"]):
-                done.add(wdoc["task_id"])
+                names[task.task_id] = node or "?"
+            if any(w["channel"] not in CONTROL_WRITES for w in task.writes):
+                done.add(task.task_id)
         return sorted({names.get(t, "?") for t in done})
 
     def _sends(self, thread_id: str, ns: str, record: CheckpointRecord) -> Any:

@@ -65,6 +65,19 @@ def checkpoint_record(doc: dict[str, Any]) -> CheckpointRecord:
     )
 
 
+def taken_writes(entry: dict[str, Any], thread_id: str, ns: str, cid: str) -> TaskWrites:
+    """The record of a parent's writes a child checkpoint took in (one entry of its
+    ``parent_writes``), for the parent ``cid``."""
+    return TaskWrites(
+        thread_id=thread_id,
+        checkpoint_ns=ns,
+        checkpoint_id=cid,
+        task_id=entry["task_id"],
+        task_path=entry["task_path"],
+        writes=entry["writes"],
+    )
+
+
 def writes_record(doc: dict[str, Any]) -> TaskWrites:
     """The record of a writes file's document."""
     return TaskWrites(
