@@ -29,6 +29,7 @@ import shlex
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
@@ -39,7 +40,7 @@ from ..core.format.messages import ERROR_MARK, MESSAGES, Message, read_message
 from ..core.sends import TASKS, packet_tool_calls
 from ..readmodel.reader import Reader, StateView
 from ..readmodel.tasks import NULL_TASK_ID, RESUME, is_internal
-from .app import CheckpointOpt, NsOpt, ThreadArg, open_reader, settings_of
+from .app import CheckpointOpt, NsOpt, Settings, ThreadArg, open_reader, settings_of
 from .output import Text
 
 NOTE = (
@@ -101,36 +102,65 @@ def edit(
     (or --file), the changes written with new versions; validate passes and the graph goes on
     from it."""
     settings = settings_of(ctx)
-    reader = open_reader(ctx)
-    ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
+    _edit(settings, open_reader(ctx), thread, EditOptions(checkpoint, ns, file, show, fork, force))
 
-    def check(cid: str, what: str, kept: bool = False) -> None:
-        _check_head(reader, thread, ns, cid, fork, what)
-        if not force:
-            _check_waiting(thread, waiting(reader, thread, ns), what if kept else "")
 
-    if file is not None and not show:
-        after = _read_form(file)
-        cid = _form_checkpoint(reader, thread, ns, checkpoint, after, file)
-        _check_head(reader, thread, ns, cid, fork, f"the form {file}")
-        before = editable(reader, thread, ns, cid)
-        if changes(before, after):
-            check(cid, f"the form {file}")
-    else:
-        cid = reader.resolve(thread, ns, checkpoint)
-        before = editable(reader, thread, ns, cid)
-        if show:
-            settings.out.file.write(json.dumps(before, indent=2, ensure_ascii=False) + "\n")
-            return
-        check(cid, f"checkpoint {cid}")
-        after = _in_editor(before, lambda form: check(cid, form, kept=True))
+@dataclass(frozen=True)
+class EditOptions:
+    """What ``edit`` was asked: which checkpoint and namespace, the form's file, and what it
+    may override (``--fork``, ``--force``)."""
+
+    checkpoint: str | None
+    ns: str
+    file: Path | None
+    show: bool
+    fork: bool
+    force: bool
+
+
+def _edit(settings: Settings, reader: Reader, thread: str, opts: EditOptions) -> None:
+    """``edit`` once its options are read: the form before and after, and what changed written."""
+    ns = reader.resolve_ns(thread, opts.ns) if opts.ns else reader.namespaces(thread)[0]
+    forms = _forms(settings, reader, thread, ns, opts)
+    if forms is None:
+        return  # --show printed it
+    cid, before, after = forms
     changed = changes(before, after)
     if not changed:
         settings.err.print(Text("nothing changed: nothing written", style="dim"))
         return
-    new_id = write(settings, thread, ns, cid, changed, before, force=force)
+    new_id = write(settings, thread, ns, cid, changed, before, force=opts.force)
     settings.out.print(new_id)
     settings.err.print(Text(f"edited {', '.join(sorted(changed))}: {new_id} continues {cid}", style="green"))
+
+
+def _forms(
+    settings: Settings, reader: Reader, thread: str, ns: str, opts: EditOptions
+) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    """The edited checkpoint, its form and the form edited (from ``--file`` or the editor),
+    each refused when the checkpoint is not the head or the thread waits (unless ``--fork``,
+    ``--force``); None when ``--show`` printed the form instead."""
+
+    def check(cid: str, what: str, kept: bool = False) -> None:
+        _check_head(reader, thread, ns, cid, opts.fork, what)
+        if not opts.force:
+            _check_waiting(thread, waiting(reader, thread, ns), what if kept else "")
+
+    if opts.file is not None and not opts.show:
+        after = _read_form(opts.file)
+        cid = _form_checkpoint(reader, thread, ns, opts.checkpoint, after, opts.file)
+        _check_head(reader, thread, ns, cid, opts.fork, f"the form {opts.file}")
+        before = editable(reader, thread, ns, cid)
+        if changes(before, after):
+            check(cid, f"the form {opts.file}")
+        return cid, before, after
+    cid = reader.resolve(thread, ns, opts.checkpoint)
+    before = editable(reader, thread, ns, cid)
+    if opts.show:
+        settings.out.file.write(json.dumps(before, indent=2, ensure_ascii=False) + "\n")
+        return None
+    check(cid, f"checkpoint {cid}")
+    return cid, before, _in_editor(before, lambda form: check(cid, form, kept=True))
 
 
 def editable(reader: Reader, thread: str, ns: str, cid: str) -> dict[str, Any]:

@@ -123,36 +123,63 @@ def show_command(thread_id: str, ns: str, checkpoint_id: str) -> str:
 def event_parts(e: Event) -> tuple[str, str, str]:
     """(label, short text, the whole text when it is longer than the short one)."""
     if e.kind in ("message", "edited", "removed"):
-        label = LABEL.get(e.role, e.role or "value")
-        if e.role in ("tool", "chat", "function") and e.name:
-            label = f"{label} {e.name}"
-        if e.status:
-            label = f"{label} {ERROR_MARK}" if e.status == "error" else f"{label} ({e.status})"
-        if e.kind != "message":
-            label = f"{label} ({e.kind})"
-        text = e.text if e.role != "value" else compact(e.tree)
-        if e.calls:
-            calls = ", ".join(f"{name}({compact(args)})" for name, args in e.calls)
-            text = f"{text} → calls {calls}" if text else f"→ calls {calls}"
-        if e.invalid:
-            calls = ", ".join(f"{name}({compact(args)})" for name, args in e.invalid)
-            text = f"{text} → invalid calls {calls}" if text else f"→ invalid calls {calls}"
+        label, text = _message_label(e), _message_text(e)
         if e.kind == "edited" and e.old is not None:
-            _, before, whole_before = event_parts(message_event(e.old, e.checkpoint_id, e.step))
-            if before == text:
-                text = f"{text} (other fields changed)"
-            else:
-                # both sides stay in sight on the line: the old text is cut first
-                before = " ".join((whole_before or before).split())
-                after = " ".join(text.split())
-                if len(before) + len(after) + 3 > SHORT and len(before) > SHORT // 3:
-                    cut = max(SHORT // 3, SHORT - len(after) - 3)
-                    shown = before[:cut] + "…" if len(before) > cut else before
-                    one = f"{shown} ⟶ {after}"
-                    if len(one) <= SHORT + SHORT // 3 + 4:
-                        return label, one, f"{before} ⟶ {after}"
-                text = f"{before} ⟶ {after}"
-    elif e.kind == "interrupt":
+            text, whole = _edited_text(e, text)
+            if whole is not None:
+                return label, text, whole
+    else:
+        label, text = _other_parts(e)
+    short, whole = fold(text)
+    return label, short, whole
+
+
+def _message_label(e: Event) -> str:
+    """A message's label: its role, the tool's name, its status, edited or removed."""
+    label = LABEL.get(e.role, e.role or "value")
+    if e.role in ("tool", "chat", "function") and e.name:
+        label = f"{label} {e.name}"
+    if e.status:
+        label = f"{label} {ERROR_MARK}" if e.status == "error" else f"{label} ({e.status})"
+    if e.kind != "message":
+        label = f"{label} ({e.kind})"
+    return label
+
+
+def _message_text(e: Event) -> str:
+    """A message's text, with the tool calls it makes (and those it makes invalid)."""
+    text = e.text if e.role != "value" else compact(e.tree)
+    if e.calls:
+        calls = ", ".join(f"{name}({compact(args)})" for name, args in e.calls)
+        text = f"{text} → calls {calls}" if text else f"→ calls {calls}"
+    if e.invalid:
+        calls = ", ".join(f"{name}({compact(args)})" for name, args in e.invalid)
+        text = f"{text} → invalid calls {calls}" if text else f"→ invalid calls {calls}"
+    return text
+
+
+def _edited_text(e: Event, text: str) -> tuple[str, str | None]:
+    """An edited message's text, old ⟶ new: (the short line, the whole) when the old text cut
+    first keeps both sides in sight on one line; else (the text to fold, None)."""
+    _, before, whole_before = event_parts(message_event(e.old, e.checkpoint_id, e.step))
+    if before == text:
+        return f"{text} (other fields changed)", None
+    # both sides stay in sight on the line: the old text is cut first
+    before = " ".join((whole_before or before).split())
+    after = " ".join(text.split())
+    if len(before) + len(after) + 3 > SHORT and len(before) > SHORT // 3:
+        cut = max(SHORT // 3, SHORT - len(after) - 3)
+        shown = before[:cut] + "…" if len(before) > cut else before
+        one = f"{shown} ⟶ {after}"
+        if len(one) <= SHORT + SHORT // 3 + 4:
+            return one, f"{before} ⟶ {after}"
+    return f"{before} ⟶ {after}", None
+
+
+def _other_parts(e: Event) -> tuple[str, str]:
+    """(label, text) of an event that is not a message: an interrupt, an answer, an error, a
+    call, a channel or memory change, metadata, an edit, a choice or merge of heads."""
+    if e.kind == "interrupt":
         label, text = f"interrupt at {e.name}" if e.name else "interrupt", compact(e.tree)
         if e.text == "earlier":
             label += " (asked earlier)"
@@ -193,8 +220,7 @@ def event_parts(e: Event) -> tuple[str, str, str]:
         label = e.kind
     else:
         label, text = e.kind, f"new line from checkpoint {e.checkpoint_id}"
-    short, whole = fold(text)
-    return label, short, whole
+    return label, text
 
 
 def _listed(value: Any) -> list[Any]:

@@ -96,17 +96,14 @@ def heads_command(
         _choose(settings, reader, thread, ns, choose, as_json)
         return
     if merge is not None:
-        keep, other = (reader.resolve(thread, ns, given) for given in merge)
-        ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": keep}
-        merged = _saver(settings).merge_heads({"configurable": ids}, other)
-        new_id = str(merged["configurable"]["checkpoint_id"])
-        if as_json:
-            shape = {"thread_id": thread, "checkpoint_ns": ns, "kept": keep, "merged": other}
-            print_json({**shape, "checkpoint_id": new_id})
-            return
-        settings.out.print(new_id)
-        settings.err.print(Text(f"merged {other} into {keep}: {new_id} continues both", style="green"))
+        _merge(settings, reader, thread, ns, merge, as_json)
         return
+    _list_heads(settings, reader, thread, ns, as_json)
+
+
+def _list_heads(settings: Settings, reader: Reader, thread: str, ns: str, as_json: bool) -> None:
+    """``heads`` without a choice: the table (or JSON) of the heads, and how to choose when
+    more than one waits."""
     rows = head_rows(reader, thread, ns)
     waiting = unsettled(scan(reader.store, thread, ns))
     if as_json:
@@ -134,6 +131,22 @@ def heads_command(
                 style="dim",
             )
         )
+
+
+def _merge(
+    settings: Settings, reader: Reader, thread: str, ns: str, merge: tuple[str, str], as_json: bool
+) -> None:
+    """``heads --merge KEEP OTHER``: write the merge, print the checkpoint that continues both."""
+    keep, other = (reader.resolve(thread, ns, given) for given in merge)
+    ids = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": keep}
+    merged = _saver(settings).merge_heads({"configurable": ids}, other)
+    new_id = str(merged["configurable"]["checkpoint_id"])
+    if as_json:
+        shape = {"thread_id": thread, "checkpoint_ns": ns, "kept": keep, "merged": other}
+        print_json({**shape, "checkpoint_id": new_id})
+        return
+    settings.out.print(new_id)
+    settings.err.print(Text(f"merged {other} into {keep}: {new_id} continues both", style="green"))
 
 
 def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: str, as_json: bool) -> None:

@@ -7,6 +7,7 @@ where it is used, so the other starts without it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -83,18 +84,56 @@ def validate(
     """Check every file against its schema, every reference, names against contents, and
     that no string looks like an API key or token.
     Exit 0 when clean, 1 with one line per problem (file and JSON pointer)."""
-    settings = settings_of(ctx)
+    _validate(settings_of(ctx), list(paths or []), ValidateOptions(as_json, secrets, heads, base, revive))
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    """What ``validate`` was asked beyond its paths: output, which checks, the git base."""
+
+    as_json: bool
+    secrets: bool
+    heads: bool
+    base: str | None
+    revive: bool
+
+
+def _validate(settings: Settings, paths: list[Path], opts: ValidateOptions) -> None:
+    """``validate`` once its options are read: the checks run, the problems printed, exit 1
+    when there are any."""
     root = settings.root
     require_root(root)
-    found = _targets(root, list(paths or []))
+    found = _targets(root, paths)
     folders = None if found.whole or not paths else found.folders
+    validator = _run_checks(settings, found, folders, opts)
+    problems = sorted(set(validator.problems))
+    if opts.heads:
+        from ..core.heads import unsettled_problems
+
+        where = None if folders is None else sorted({*folders, *(_thread_of(root, f) for f in found.files)})
+        problems = sorted(set(problems) | set(unsettled_problems(validator.store, where)))
+    if opts.base is not None:
+        from ..review.immutable import rewritten_since
+
+        problems = sorted(set(problems) | set(rewritten_since(root, opts.base)))
+    _report_validation(settings, validator, problems, opts.as_json)
+    if problems:
+        raise typer.Exit(PROBLEMS)
+
+
+def _run_checks(
+    settings: Settings, found: Targets, folders: list[Path] | None, opts: ValidateOptions
+) -> Validator:
+    """The file checks, under a progress bar: the folders' threads whole (``None``: the root),
+    and the named files with what they refer to."""
+    root = settings.root
     with progress_bar(settings, "validating", _count(root, folders, found.files + found.store)) as advance:
         revival = None
-        if revive:
+        if opts.revive:
             from ..serde import check_revival
 
             revival = check_revival
-        validator = Validator(root, advance, secrets=secrets, revival=revival)
+        validator = Validator(root, advance, secrets=opts.secrets, revival=revival)
         if folders is None or folders:
             validator.run(folders)
         if folders is not None and found.files:
@@ -105,19 +144,7 @@ def validate(
             from ..core.filechecks import check_store
 
             check_store(validator, found.store)
-    problems = sorted(set(validator.problems))
-    if heads:
-        from ..core.heads import unsettled_problems
-
-        where = None if folders is None else sorted({*folders, *(_thread_of(root, f) for f in found.files)})
-        problems = sorted(set(problems) | set(unsettled_problems(validator.store, where)))
-    if base is not None:
-        from ..review.immutable import rewritten_since
-
-        problems = sorted(set(problems) | set(rewritten_since(root, base)))
-    _report_validation(settings, validator, problems, as_json)
-    if problems:
-        raise typer.Exit(PROBLEMS)
+    return validator
 
 
 def _targets(root: Path, paths: list[Path]) -> Targets:

@@ -494,23 +494,7 @@ def _review_tree(n: NamespaceReport, anchors: dict[int, str]) -> str:
     events: list[Event] = []
     for line in n.lines:
         events += line.events
-        steps = {s.checkpoint_id: s for s in line.steps}
-        parents = {s.checkpoint_id: s.parent for s in line.steps}
-        previous = line.start
-        for cid in line.checkpoints:
-            step = steps.get(cid)
-            meta = step.metadata if step is not None and isinstance(step.metadata, dict) else {}
-            parent = parents.get(cid, previous)
-            rows[cid] = HistoryRow(
-                checkpoint_id=cid,
-                step=meta.get("step") if isinstance(meta.get("step"), int) else None,
-                source=meta.get("source") if isinstance(meta.get("source"), str) else None,
-                ts="",
-                parent_id=parent,
-                parent_present=False,
-                writers=[],
-            )
-            previous = cid
+        rows.update(_line_rows(line))
         if line.start is not None and line.start not in rows:
             marks.setdefault(line.start, "base")
         if line.continues:
@@ -547,6 +531,29 @@ def _review_tree(n: NamespaceReport, anchors: dict[int, str]) -> str:
         for r, g in zip(ordered[:MAX_TREE_ROWS], fork_graph(ordered[:MAX_TREE_ROWS]), strict=True)
     ]
     return tree_html(drawn, max(len(ordered) - MAX_TREE_ROWS, 0))
+
+
+def _line_rows(line: Line) -> dict[str, HistoryRow]:
+    """The fork tree's rows of a line's new checkpoints: each one's step and source from its
+    metadata, its parent (the one before it on the line when the step does not say)."""
+    rows: dict[str, HistoryRow] = {}
+    steps = {s.checkpoint_id: s for s in line.steps}
+    parents = {s.checkpoint_id: s.parent for s in line.steps}
+    previous = line.start
+    for cid in line.checkpoints:
+        step = steps.get(cid)
+        meta = step.metadata if step is not None and isinstance(step.metadata, dict) else {}
+        rows[cid] = HistoryRow(
+            checkpoint_id=cid,
+            step=meta.get("step") if isinstance(meta.get("step"), int) else None,
+            source=meta.get("source") if isinstance(meta.get("source"), str) else None,
+            ts="",
+            parent_id=parents.get(cid, previous),
+            parent_present=False,
+            writers=[],
+        )
+        previous = cid
+    return rows
 
 
 def _next_html(n: NamespaceReport, anchor: str, attention: Attention) -> str:
@@ -624,8 +631,6 @@ def render_html(
     continues turn by turn (tool calls folded, the subgraph calls each turn made, the channels
     and memories it changed), what it waits for and runs next, its state, the heads to settle
     and the whole history as a fork tree (the newest ``limit`` checkpoints)."""
-    from . import present  # here: review --html draws nothing with it
-
     thread_id, ns, head = view.thread_id, view.ns, view.checkpoint_id
     branches = open_branches(reader, thread_id, ns)
     ids = line_to(reader, thread_id, ns, head, [])
@@ -646,28 +651,9 @@ def render_html(
     conversation = turns_html(turns, "turn", attention, extra, thread=thread_id)
 
     ns_note = f" (namespace {_code(view.ns)})" if view.ns else ""
-    if summary.waiting:
-        status = "waiting for input at " + ", ".join(_code(i.task_name) for i in summary.waiting)
-    elif summary.next:
-        status = "stopped before " + ", ".join(_code(n) for n in summary.next)
-    else:
-        status = "finished"
-    plural = "s" if len(summary.namespaces) != 1 else ""
-    facts = [
-        ("Status", status),
-        ("Latest checkpoint", f"{_code(view.checkpoint_id)} (step {_h(view.step)}, {_h(view.source)})"),
-        ("Last updated", f"{_h(present.short_time(view.ts))} UTC"),
-        ("Checkpoints", f"{summary.checkpoints} in {len(summary.namespaces)} namespace{plural}"),
-        ("Forks", str(summary.forks)),
-        ("Turns", str(len(turns))),
-    ]
     body = ["<header>", f"<h1>Thread {_code(thread_id)}{ns_note}</h1>", "</header>"]
-    facts_html = (
-        '<table class="facts"><tbody>'
-        + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
-        + "</tbody></table>"
-    )
-    main = ["<main>", facts_html, '<section id="conversation"><h2>Conversation</h2>']
+    facts = _facts_html(summary, view, len(turns))
+    main = ["<main>", facts, '<section id="conversation"><h2>Conversation</h2>']
     main.append(conversation or '<p class="dim">No messages.</p>')
     if not turns:
         main.append(_steps_changes(views))
@@ -685,6 +671,33 @@ def render_html(
     body += main
     body.append(_footer("render"))
     return page(f"Thread {_h(thread_id)}", body)
+
+
+def _facts_html(summary: ThreadSummary, view: StateView, turns: int) -> str:
+    """The table of facts at the top of ``render``'s page: status, latest checkpoint, when,
+    how many checkpoints, forks and turns."""
+    from . import present  # here: review --html draws nothing with it
+
+    if summary.waiting:
+        status = "waiting for input at " + ", ".join(_code(i.task_name) for i in summary.waiting)
+    elif summary.next:
+        status = "stopped before " + ", ".join(_code(n) for n in summary.next)
+    else:
+        status = "finished"
+    plural = "s" if len(summary.namespaces) != 1 else ""
+    facts = [
+        ("Status", status),
+        ("Latest checkpoint", f"{_code(view.checkpoint_id)} (step {_h(view.step)}, {_h(view.source)})"),
+        ("Last updated", f"{_h(present.short_time(view.ts))} UTC"),
+        ("Checkpoints", f"{summary.checkpoints} in {len(summary.namespaces)} namespace{plural}"),
+        ("Forks", str(summary.forks)),
+        ("Turns", str(turns)),
+    ]
+    return (
+        '<table class="facts"><tbody>'
+        + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
+        + "</tbody></table>"
+    )
 
 
 def _turn_of(ids: Sequence[str], turns: Sequence[Sequence[Event]]) -> dict[str, int]:

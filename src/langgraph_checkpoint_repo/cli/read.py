@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
 from ..core.plans import parse_ts
-from ..readmodel.diff import diff_trees
-from ..readmodel.reader import Reader, StateView, ThreadSummary
+from ..readmodel.diff import ChannelChange, diff_trees
+from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary
 from ..readmodel.tasks import is_internal
 from .app import (
     CheckpointOpt,
@@ -203,8 +204,6 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Checkpoints newest first: step, source, the node(s) whose writes made it, parent; forks as a tree."""
-    from . import present
-
     settings = settings_of(ctx)
     reader = open_reader(ctx)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
@@ -222,6 +221,23 @@ def history(
             }
         )
         return
+    table = _history_table(rows, shown)
+    title = f"thread {thread}" + (f" namespace {ns}" if ns else "") + f": {len(rows)} checkpoints"
+    leaves = sum(1 for r in rows if not r.children)
+    if leaves > 1:
+        title += f", {leaves - 1} fork{'s' if leaves > 2 else ''}"
+    settings.out.print(Text(title, style="bold"))
+    print_table(settings.out, table)
+    if limit and len(rows) > limit:
+        settings.out.print(
+            Text(f"… {len(rows) - limit} older checkpoints (drop --limit to see them)", style="dim")
+        )
+
+
+def _history_table(rows: list[HistoryRow], shown: list[HistoryRow]) -> Table:
+    """``history``'s table of the rows shown (the newest of ``rows`` in bold)."""
+    from . import present
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("", "checkpoint", "step", "source", "written by", "parent", "time (UTC)"):
         table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "written by")
@@ -238,16 +254,7 @@ def history(
             Text(parent, style="dim"),
             present.short_time(r.ts),
         )
-    title = f"thread {thread}" + (f" namespace {ns}" if ns else "") + f": {len(rows)} checkpoints"
-    leaves = sum(1 for r in rows if not r.children)
-    if leaves > 1:
-        title += f", {leaves - 1} fork{'s' if leaves > 2 else ''}"
-    settings.out.print(Text(title, style="bold"))
-    print_table(settings.out, table)
-    if limit and len(rows) > limit:
-        settings.out.print(
-            Text(f"… {len(rows) - limit} older checkpoints (drop --limit to see them)", style="dim")
-        )
+    return table
 
 
 def show(
@@ -380,21 +387,12 @@ def diff(
 ) -> None:
     """What changed between two checkpoints, by channel: items added or removed, keys changed,
     values removed."""
-    from .views import print_change, print_not_revived
-
     settings = settings_of(ctx)
     reader = open_reader(ctx, revive=True)
     ns = reader.resolve_ns(thread, ns) if ns else reader.namespaces(thread)[0]
     new_id = reader.resolve(thread, ns, to_id)
     new = reader.state(thread, ns, new_id, revive=False)
-    note = ""
-    try:
-        old_id = _diff_base(reader, thread, ns, new, from_id)
-        old_trees = reader.state(thread, ns, old_id, revive=False).trees if old_id else {}
-    except (BadInputError, NotFoundError) as not_a_checkpoint:
-        if from_id is None:
-            raise
-        old_id, old_trees, note = _at_revision(reader, thread, ns, from_id, not_a_checkpoint)  # --from main
+    old_id, old_trees, note = _older(reader, thread, ns, new, from_id)
     changes = diff_trees(old_trees, new.trees, internal=show_all)
     if as_json:
         print_json(
@@ -408,7 +406,35 @@ def diff(
             }
         )
         return
-    out = settings.out
+    _print_diff(settings.out, reader, (thread, old_id, new_id), note, changes, show_all)
+
+
+def _older(
+    reader: Reader, thread: str, ns: str, new: StateView, from_id: str | None
+) -> tuple[str | None, dict[str, Any], str]:
+    """The older side of ``diff``: its checkpoint id, its stored trees, and what to know about
+    it; ``--from`` a git revision when it names no checkpoint (``--from main``)."""
+    try:
+        old_id = _diff_base(reader, thread, ns, new, from_id)
+        return old_id, reader.state(thread, ns, old_id, revive=False).trees if old_id else {}, ""
+    except (BadInputError, NotFoundError) as not_a_checkpoint:
+        if from_id is None:
+            raise
+        return _at_revision(reader, thread, ns, from_id, not_a_checkpoint)
+
+
+def _print_diff(
+    out: Console,
+    reader: Reader,
+    sides: tuple[str, str | None, str],
+    note: str,
+    changes: list[ChannelChange],
+    show_all: bool,
+) -> None:
+    """``diff``'s text: which checkpoints (``sides``: thread, older, newer), then each change."""
+    from .views import print_change, print_not_revived
+
+    thread, old_id, new_id = sides
     out.print(
         Text.assemble(
             ("thread ", "dim"),

@@ -94,26 +94,30 @@ def review(
     if as_json:
         print_json(bounded_tree(report_json(report)))
     elif markdown:
-        text = report_markdown(report)
-        if limit is not None:
-            from .reviewcut import cut_markdown
-
-            flagged = _flag_title(report)
-            text = cut_markdown(
-                report,
-                text,
-                limit,
-                labels=FLAG_LABEL,
-                files=_files_line(report),
-                flagged=flagged,
-                end=MARKDOWN_END,
-            )
-        settings.out.file.write(screen(text, keep="\n\t"))
+        settings.out.file.write(screen(_markdown_text(report, limit), keep="\n\t"))
     else:
         for line in report_lines(report):
             settings.out.print(line)
     if report.flags or report.problems:
         raise typer.Exit(1)
+
+
+def _markdown_text(report: Report, limit: int | None) -> str:
+    """``review --markdown``: the report as Markdown, cut to ``limit`` characters (``--limit``)."""
+    text = report_markdown(report)
+    if limit is None:
+        return text
+    from .reviewcut import cut_markdown
+
+    return cut_markdown(
+        report,
+        text,
+        limit,
+        labels=FLAG_LABEL,
+        files=_files_line(report),
+        flagged=_flag_title(report),
+        end=MARKDOWN_END,
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -339,6 +343,19 @@ def _flag_title(report: Report) -> str:
 
 
 def report_lines(report: Report) -> list[Text]:
+    """The report for a terminal: the verdict, the flags and what needs attention, the range,
+    then each thread and each store item no turn shows."""
+    out = _head_lines(report)
+    for t in report.threads:
+        out += _thread_lines(t)
+    for i in report.items:
+        if i.shown_in is None:  # else in the turn whose step wrote it
+            out += _item_lines(i)
+    return out
+
+
+def _head_lines(report: Report) -> list[Text]:
+    """The lines before the threads: verdict, flags, attention, the range and its files."""
     out = [Text(verdict_line(report.verdict), style="bold")]
     if report.flags:
         out.append(Text(_flag_title(report), style="bold red"))
@@ -363,48 +380,53 @@ def report_lines(report: Report) -> list[Text]:
         out.append(Text(_files_line(report), style="dim"))
     if not report.threads and not report.items and not report.files:
         out.append(Text("no thread changed", style="dim"))
-    for t in report.threads:
-        out.append(Text())
-        flag = ", heads to settle" if t.unsettled else ""
-        out.append(Text.assemble(("thread ", "dim"), (t.thread_id, "bold"), (f" ({t.status}{flag})", "dim")))
-        for n in t.namespaces:
-            if not _own_section(n):
-                continue
-            where = f"  {n.label or n.ns}" if n.ns else ""
-            out.append(Text(f"{where}  {_counts(t, n)}", style="dim"))
-            lines = _shown_lines(n)
-            for line in lines:
-                out.append(Text("  " + _line_title(n, line, len(lines) > 1), style="cyan"))
-                for turn in numbered_turns(line.events, line.turns_before):
-                    out.append(Text(f"    {turn.title}", style="bold"))
-                    for e in turn.events:
-                        out.append(_event_text(e, "      " + "  " * e.depth))
-        for depth, kind, label, text, _ in next_rows(t):
-            indent = "  " + "  " * depth
-            if kind == "next":
-                out.append(
-                    Text(f"{indent}next, when {label or 'the thread'} continues from {text}:", style="cyan")
-                )
-                continue
-            style = "red" if label.startswith("✗") else ""
-            out.append(Text.assemble((f"{indent}{label}: ", "bold " + style), (text, style)))
-        for p in t.problems:
-            out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
-    for i in report.items:
-        if i.shown_in is not None:
-            continue  # in the turn whose step wrote it
-        out.append(Text())
-        out.append(
-            Text.assemble(
-                ("store item ", "dim"),
-                (f"{'.'.join(i.namespace)} {i.key}", "bold"),
-                (f" ({i.status})", "dim"),
+    return out
+
+
+def _thread_lines(t: ThreadReport) -> list[Text]:
+    """A thread's section: its namespaces' new lines turn by turn, what runs next, its problems."""
+    flag = ", heads to settle" if t.unsettled else ""
+    out = [Text(), Text.assemble(("thread ", "dim"), (t.thread_id, "bold"), (f" ({t.status}{flag})", "dim"))]
+    for n in t.namespaces:
+        if not _own_section(n):
+            continue
+        where = f"  {n.label or n.ns}" if n.ns else ""
+        out.append(Text(f"{where}  {_counts(t, n)}", style="dim"))
+        lines = _shown_lines(n)
+        for line in lines:
+            out.append(Text("  " + _line_title(n, line, len(lines) > 1), style="cyan"))
+            for turn in numbered_turns(line.events, line.turns_before):
+                out.append(Text(f"    {turn.title}", style="bold"))
+                for e in turn.events:
+                    out.append(_event_text(e, "      " + "  " * e.depth))
+    for depth, kind, label, text, _ in next_rows(t):
+        indent = "  " + "  " * depth
+        if kind == "next":
+            out.append(
+                Text(f"{indent}next, when {label or 'the thread'} continues from {text}:", style="cyan")
             )
-        )
-        for f in i.fields:
-            out.append(Text(f"    {f.pointer}: {_field(f.old)} -> {_field(f.new)}", style="yellow"))
-        for p in i.problems:
-            out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
+            continue
+        style = "red" if label.startswith("✗") else ""
+        out.append(Text.assemble((f"{indent}{label}: ", "bold " + style), (text, style)))
+    for p in t.problems:
+        out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
+    return out
+
+
+def _item_lines(i: ItemReport) -> list[Text]:
+    """A store item's section: its fields old -> new and its problems."""
+    out = [
+        Text(),
+        Text.assemble(
+            ("store item ", "dim"),
+            (f"{'.'.join(i.namespace)} {i.key}", "bold"),
+            (f" ({i.status})", "dim"),
+        ),
+    ]
+    for f in i.fields:
+        out.append(Text(f"    {f.pointer}: {_field(f.old)} -> {_field(f.new)}", style="yellow"))
+    for p in i.problems:
+        out.append(Text(f"  {p.path}: {p.pointer}: {p.message}", style="red"))
     return out
 
 
