@@ -386,9 +386,7 @@ def test_diff_from_to_keys_changed_items_removed_values_removed(root: Path) -> N
     """Between two checkpoints: object keys added, changed, removed; list items removed; a
     channel absent on the newer side is reported removed."""
     reader = Reader(root)
-    step = {
-        reader.get("profile", "", c).metadata["step"]: c for c in reader.checkpoint_ids("profile", "")
-    }
+    step = {reader.get("profile", "", c).metadata["step"]: c for c in reader.checkpoint_ids("profile", "")}
     forward, backward, text = cli_many(
         (root, "diff", "profile", "--from", step[1], "--to", step[2], "--json"),
         (root, "diff", "profile", "--from", step[1], "--to", step[-1], "--json"),
