@@ -13,6 +13,7 @@ LangGraph's own here, so the two cannot drift apart unseen.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,12 @@ LANGGRAPH = ("langgraph", "langchain_core", "langchain", "langgraph_sdk")
 CORE_THIRD_PARTY = {"orjson", "ormsgpack", "jsonschema_rs", "filelock", "xxhash"}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per run: every scan below walks the same files."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -33,7 +40,7 @@ def module_name(path: Path) -> str:
 
 def imports(path: Path) -> list[tuple[str, bool]]:
     """(imported module, at module level?) for every import statement of a file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     here = module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     top_level = {id(node) for node in tree.body}
@@ -289,7 +296,7 @@ def test_reading_the_derived_index_leaves_the_garbage_collector_alone(tmp_path: 
     what it inherited (snapshot._quiet, the pool's initializer, nowhere else)."""
     offenders = []
     for path in PACKAGE.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         worker = (
             [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "_quiet"]
             if path.name == "snapshot.py"
@@ -551,7 +558,7 @@ def marker_uses(modules: Modules | None = None) -> dict[str, dict[str, int]]:
     JSON pointer such as ``/parent_writes/...``, a message; docstrings left out), how many
     marker constants it takes from another module (``imported``)."""
     modules = MODULES if modules is None else modules
-    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in modules.items()}
+    trees = {m: parsed(p) for m, p in modules.items()}
     constants = marker_constants(modules, trees)
     out: dict[str, dict[str, int]] = {}
     for module, tree in sorted(trees.items()):
@@ -577,7 +584,7 @@ def private_imports(modules: Modules | None = None) -> dict[str, list[str]]:
     modules = MODULES if modules is None else modules
     out: dict[str, list[str]] = {}
     for module, path in sorted(modules.items()):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom):
                 target = _from_target(node, module, path)
                 for alias in node.names:
@@ -596,7 +603,7 @@ def long_functions(modules: Modules | None = None) -> dict[str, list[str]]:
     modules = MODULES if modules is None else modules
     out: dict[str, list[str]] = {}
     for module, path in sorted(modules.items()):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > LONGEST_FUNCTION:
@@ -661,7 +668,7 @@ def test_the_formats_codec_imports_only_the_leaves_of_the_core() -> None:
     for module, path in sorted(MODULES.items()):
         if not module.startswith(FORMAT_PACKAGE + ".") or module.rpartition(".")[2] in FORMAT_OVER_A_ROOT:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom):
                 target = _from_target(node, module, path)
                 inside = target.startswith(FORMAT_PACKAGE) or not target.startswith(NAME)
@@ -673,7 +680,7 @@ def test_the_formats_codec_imports_only_the_leaves_of_the_core() -> None:
 def test_the_thread_stores_public_signatures_hold_no_plain_dicts() -> None:
     """Issue 36's goal: ``ThreadStore`` hands out and takes records; documents are the business
     of ``store.docs`` and ``store.files``."""
-    tree = ast.parse(MODULES[f"{NAME}.core.threads"].read_text(encoding="utf-8"))
+    tree = parsed(MODULES[f"{NAME}.core.threads"])
     (store,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ThreadStore"]
     found = []
     for fn in store.body:
