@@ -150,12 +150,38 @@ def test_importing_the_app_and_its_help_import_no_command_module() -> None:
     assert loaded_command_modules("store", "--help") == (0, [])
 
 
-@pytest.mark.parametrize("module", COMMAND_MODULES)
-def test_running_a_command_imports_its_module_and_no_other(module: str) -> None:
-    command = next(c for c in registry.COMMANDS if c.target.startswith(f"{module}:"))
-    words = [command.group, command.name] if command.group else [command.name]
-    code, modules = loaded_command_modules(*words, "--help")
-    assert (code, modules) == (0, [module])
+def test_running_a_command_imports_its_module_and_no_other() -> None:
+    """Each command module's first command, ``--help``, in one fresh interpreter: the command
+    modules a run imported are forgotten before the next, so each run shows what it imports
+    itself (one process for all, not one each: the suite's time)."""
+    words = {}
+    for module in COMMAND_MODULES:
+        command = next(c for c in registry.COMMANDS if c.target.startswith(f"{module}:"))
+        words[module] = [command.group, command.name] if command.group else [command.name]
+    probe = textwrap.dedent(
+        f"""
+        import contextlib, io, json, sys
+        from langgraph_checkpoint_repo.cli import app
+        modules, found = {COMMAND_MODULES!r}, {{}}
+        for module, words in {words!r}.items():
+            code = 0
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                try:
+                    app([*words, "--help"], prog_name="langgraph-repo")
+                except SystemExit as done:
+                    code = done.code
+            found[module] = [code, [m for m in modules if "{CLI}." + m in sys.modules]]
+            for m in modules:
+                sys.modules.pop("{CLI}." + m, None)
+        print(json.dumps(found))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(), timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout.splitlines()[-1])
+    assert found == {m: [0, [m]] for m in COMMAND_MODULES}
 
 
 def test_a_command_that_runs_whole_imports_only_its_module(tmp_path: Path) -> None:
