@@ -154,10 +154,13 @@ class ThreadStore:
         its place. FileNotFoundError if absent."""
         return checkpoint_record(self.docs.header(thread_id, checkpoint_ns, checkpoint_id))
 
-    def ancestors(self, thread_id: str, ns: str, cid: str) -> Iterator[CheckpointRecord]:
+    def ancestors(
+        self, thread_id: str, ns: str, cid: str, *, strict: bool = True
+    ) -> Iterator[CheckpointRecord]:
         """The parent of ``cid``, its parent, and so on: the one walk up a history. It ends at
         a checkpoint without a parent or one that is gone (pruned); a parent the walk has been
-        through closes a cycle, which would walk for ever: a FileFormatError naming the file."""
+        through closes a cycle, which would walk for ever: a FileFormatError naming the file,
+        or (``strict=False``: a view of a history that validate reports) the end of the walk."""
         try:
             record = self.get(thread_id, ns, cid)
         except FileNotFoundError:
@@ -166,6 +169,8 @@ class ThreadStore:
         while record.parent_id is not None:
             parent = record.parent_id
             if parent in walked:
+                if not strict:
+                    return
                 path = self.layout.checkpoint_path(thread_id, ns, record.checkpoint_id)
                 why = f"parent chain cycles back to checkpoint {parent}"
                 raise FileFormatError(str(path), "/parent_checkpoint_id", why)

@@ -128,11 +128,13 @@ def line_to(reader: Reader, thread_id: str, ns: str, head: str, stop: Iterable[s
     oldest first; a cycle or a missing parent ends the walk."""
     ends = set(stop)
     present = set(reader.checkpoint_ids(thread_id, ns))
-    out: list[str] = []
-    walk: str | None = head
-    while walk is not None and walk not in ends and walk in present and walk not in out:
-        out.append(walk)
-        walk = reader.get(thread_id, ns, walk).parent_id
+    if head in ends or head not in present:
+        return []
+    out = [head]
+    for record in reader.ancestors(thread_id, ns, head):
+        if record.checkpoint_id in ends or record.checkpoint_id not in present:
+            break
+        out.append(record.checkpoint_id)
     out.reverse()
     return out
 

@@ -354,13 +354,15 @@ def _namespaces(reader: Reader, thread_id: str) -> list[str]:
 
 def _descends(reader: Reader, thread_id: str, ns: str, cid: str, ancestor: str) -> bool:
     present = set(reader.checkpoint_ids(thread_id, ns))
-    seen: set[str] = set()
-    walk: str | None = cid
-    while walk is not None and walk in present and walk not in seen:
-        if walk == ancestor:
+    if cid not in present:
+        return False
+    if cid == ancestor:
+        return True
+    for record in reader.ancestors(thread_id, ns, cid):
+        if record.checkpoint_id not in present:
+            return False
+        if record.checkpoint_id == ancestor:
             return True
-        seen.add(walk)
-        walk = reader.get(thread_id, ns, walk).parent_id
     return False
 
 
