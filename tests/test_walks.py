@@ -16,6 +16,7 @@ import pytest
 from graphs import cfg, chain_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import FileFormatError
+from langgraph_checkpoint_repo.core.format.records import CheckpointRecord
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 from langgraph_checkpoint_repo.readmodel.turns import line_to
 
@@ -55,3 +56,20 @@ def test_a_view_walks_to_the_cycle_and_stops_there(cyclic: tuple[Path, list[str]
     assert walked == list(reversed(ids[:-1]))
     assert line_to(reader, "t", "", ids[-1], []) == ids
     assert line_to(reader, "t", "", ids[-1], [ids[1]]) == ids[2:]
+
+
+def test_a_walk_ends_before_reading_a_parent_it_is_told_to_stop_at(cyclic: tuple[Path, list[str]]) -> None:
+    """A view stops where the part it shows begins, without reading that checkpoint (prune's
+    walk stops where an earlier walk went: reading it again made the plan quadratic)."""
+    root, ids = cyclic
+    store = RepoSaver(root).store
+    real, read = store.get, []
+
+    def counting(thread_id: str, ns: str, cid: str) -> CheckpointRecord:
+        read.append(cid)
+        return real(thread_id, ns, cid)
+
+    store.get = counting  # type: ignore[method-assign]
+    walked = [r.checkpoint_id for r in store.ancestors("t", "", ids[-1], stop=lambda c: c == ids[1])]
+    assert walked == list(reversed(ids[2:-1]))
+    assert ids[1] not in read and ids[0] not in read

@@ -158,10 +158,13 @@ def needed_for_latest(
         for ch, ref in record.values.items()
         if ch in delta and store.values.value_entry(ns_dir, ch, record.channel_versions.get(ch), ref).empty
     }
-    for record in store.ancestors(thread_id, ns, latest) if unseeded else ():
+
+    def explored_already(parent: str) -> bool:
+        """An earlier walk looked for these channels from here up: all it needs is kept."""
+        return unseeded <= explored.get(parent, set())
+
+    for record in store.ancestors(thread_id, ns, latest, stop=explored_already) if unseeded else ():
         parent = record.checkpoint_id
-        if unseeded <= explored.get(parent, set()):
-            break  # an earlier walk looked for these channels from here up: all it needs is kept
         explored.setdefault(parent, set()).update(unseeded)
         keep.add(parent)
         for ch in list(unseeded):

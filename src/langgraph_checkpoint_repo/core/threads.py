@@ -155,10 +155,17 @@ class ThreadStore:
         return checkpoint_record(self.docs.header(thread_id, checkpoint_ns, checkpoint_id))
 
     def ancestors(
-        self, thread_id: str, ns: str, cid: str, *, strict: bool = True
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        *,
+        strict: bool = True,
+        stop: Callable[[str], bool] | None = None,
     ) -> Iterator[CheckpointRecord]:
         """The parent of ``cid``, its parent, and so on: the one walk up a history. It ends at
-        a checkpoint without a parent or one that is gone (pruned); a parent the walk has been
+        a checkpoint without a parent or one that is gone (pruned), and before reading a parent
+        ``stop`` names (what the caller has, or must not read); a parent the walk has been
         through closes a cycle, which would walk for ever: a FileFormatError naming the file,
         or (``strict=False``: a view of a history that validate reports) the end of the walk."""
         try:
@@ -174,6 +181,8 @@ class ThreadStore:
                 path = self.layout.checkpoint_path(thread_id, ns, record.checkpoint_id)
                 why = f"parent chain cycles back to checkpoint {parent}"
                 raise FileFormatError(str(path), "/parent_checkpoint_id", why)
+            if stop is not None and stop(parent):
+                return
             walked.add(parent)
             try:
                 record = self.get(thread_id, ns, parent)

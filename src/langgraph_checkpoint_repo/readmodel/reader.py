@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -230,10 +230,12 @@ class Reader:
         """One checkpoint, whole, as a record (ThreadStore.get)."""
         return self.store.get(thread_id, ns, cid)
 
-    def ancestors(self, thread_id: str, ns: str, cid: str) -> Iterator[CheckpointRecord]:
-        """The walk up from ``cid`` (ThreadStore.ancestors); a cycle ends it: a view shows
-        what it can, validate names the cycle."""
-        return self.store.ancestors(thread_id, ns, cid, strict=False)
+    def ancestors(
+        self, thread_id: str, ns: str, cid: str, stop: Callable[[str], bool] | None = None
+    ) -> Iterator[CheckpointRecord]:
+        """The walk up from ``cid`` (ThreadStore.ancestors), ending before a parent ``stop``
+        names; a cycle ends it: a view shows what it can, validate names the cycle."""
+        return self.store.ancestors(thread_id, ns, cid, strict=False, stop=stop)
 
     def metadata(self, thread_id: str, ns: str, cid: str) -> Any:
         """A checkpoint's metadata: revived by the reviver, else as stored."""

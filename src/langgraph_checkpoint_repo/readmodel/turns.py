@@ -131,9 +131,7 @@ def line_to(reader: Reader, thread_id: str, ns: str, head: str, stop: Iterable[s
     if head in ends or head not in present:
         return []
     out = [head]
-    for record in reader.ancestors(thread_id, ns, head):
-        if record.checkpoint_id in ends or record.checkpoint_id not in present:
-            break
+    for record in reader.ancestors(thread_id, ns, head, lambda c: c in ends or c not in present):
         out.append(record.checkpoint_id)
     out.reverse()
     return out

@@ -358,9 +358,7 @@ def _descends(reader: Reader, thread_id: str, ns: str, cid: str, ancestor: str) 
         return False
     if cid == ancestor:
         return True
-    for record in reader.ancestors(thread_id, ns, cid):
-        if record.checkpoint_id not in present:
-            return False
+    for record in reader.ancestors(thread_id, ns, cid, lambda c: c not in present):
         if record.checkpoint_id == ancestor:
             return True
     return False
