@@ -186,7 +186,6 @@ class RepoSaver(BaseCheckpointSaver[str]):
         # put_writes under way, per (thread, namespace, checkpoint): a put of a child waits for
         # them, to take them into itself (format 4); shared with the graphs' views
         self._writing: Counter[tuple[str, str, str]] = Counter()
-        self._putting: Counter[tuple[str, str, str]] = Counter()
         self._writes_done = threading.Condition()
         # one view per calling graph, with that graph's types (None: this is such a view)
         self._graph_views: GraphViews | None = GraphViews()
@@ -409,7 +408,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         checkpoint, new_versions = _versions_for_file(checkpoint, new_versions)
         if parent_id:
             self._writes_settle(thread_id, ns, parent_id)  # before the lock: they take it too
-        with self._busy((thread_id, ns, str(cid))), self.store.thread_lock(thread_id):
+        with self.store.thread_lock(thread_id):
             for attempt in range(DECIDE_AGAIN + 1):
                 again = attempt < DECIDE_AGAIN
                 if self._put_file(thread_id, ns, config, checkpoint, metadata, new_versions, again=again):
@@ -506,14 +505,16 @@ class RepoSaver(BaseCheckpointSaver[str]):
             files.append(path)
         return taken, files
 
-    def _writes_settle(self, thread_id: str, ns: str, cid: str, *, puts: bool = False) -> None:
-        """Wait for this process's ``put_writes`` of a checkpoint that are under way (``puts``:
-        for its ``put``): LangGraph saves a step's writes beside the next checkpoint, and
-        the checkpoint takes them. Never under the thread's lock (they take it too)."""
-        key = (thread_id, ns, cid)
-        counter = self._putting if puts else self._writing
+    def _writes_settle(self, thread_id: str, ns: str, cid: str) -> None:
+        """Wait for this process's ``put_writes`` of a checkpoint that are under way: LangGraph
+        saves a step's writes beside the next checkpoint, and the checkpoint takes them. Never
+        under the thread's lock (they take it too). A ``put_writes`` does not wait for its own
+        checkpoint's ``put`` (the two are decided one at a time, ``ThreadStore.deciding``, so a
+        message one decided to hold is referred to by the other, never stored twice): waiting
+        put one more call in line before the next checkpoint of every step."""
+        key, timeout = (thread_id, ns, cid), self.store.files.locks.timeout
         with self._writes_done:
-            self._writes_done.wait_for(lambda: counter[key] <= 0, timeout=self.store.files.locks.timeout)
+            self._writes_done.wait_for(lambda: self._writing[key] <= 0, timeout=timeout)
 
     def _metadata(self, config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
         """The checkpoint's metadata as LangGraph builds it, without what only says which request
@@ -540,11 +541,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         thread_id, ns = thread_ns(config)
         cid = config["configurable"]["checkpoint_id"]
         key = (thread_id, ns, str(cid))
-        with self._busy(key, writes=True):
-            # the checkpoint's own put may still be under way (LangGraph saves both at once):
-            # once it is durable, the writes refer to the messages it holds instead of holding
-            # them again (and their child takes them from here)
-            self._writes_settle(thread_id, ns, str(cid), puts=True)
+        with self._busy(key):
             call = _WritesCall(
                 thread_id=thread_id, ns=ns, cid=str(cid), writes=writes, task_id=task_id, task_path=task_path
             )
@@ -554,9 +551,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         return
 
     @contextmanager
-    def _busy(self, key: tuple[str, str, str], *, writes: bool = False) -> Iterator[None]:
-        """A put (or, ``writes``, a put_writes) of one checkpoint under way in this process."""
-        counter = self._writing if writes else self._putting
+    def _busy(self, key: tuple[str, str, str]) -> Iterator[None]:
+        """A put_writes of one checkpoint under way in this process (its child's put waits)."""
+        counter = self._writing
         with self._writes_done:
             counter[key] += 1
         try:

@@ -50,7 +50,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -260,6 +261,30 @@ class Listings:
         # not for a folder whose listing a reader found wrong (``drop``) until it is listed again
         self._load, self._save = load, save
         self._distrusted: set[Path] = set()
+        # folders a write of this process is changing now (``writing``): their temp files and
+        # renames change the folder's stat many times, and a listing taken meanwhile is not kept
+        self._writing: dict[Path, int] = {}
+
+    @contextmanager
+    def writing(self, folders: Iterable[Path]) -> Iterator[None]:
+        """While a write of this process changes ``folders``: a reader's listing of one of them
+        is used once, not kept. Kept, it would replace the listing the write brings up to date
+        (``note_added``) and the write would have to list the folder again, losing what was
+        derived from it (the lineage: one lstat per checkpoint to derive it again)."""
+        folders = list(folders)
+        with self._mutex:
+            for folder in folders:
+                self._writing[folder] = self._writing.get(folder, 0) + 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                for folder in folders:
+                    left = self._writing[folder] - 1
+                    if left:
+                        self._writing[folder] = left
+                    else:
+                        del self._writing[folder]
 
     def get(self, folder: Path) -> Listing | None:
         """Names in ``folder``, fresh against the folder's stat; None when it is gone."""
@@ -286,6 +311,8 @@ class Listings:
             self._by_folder.pop(folder, None)
             return None
         cur = Listing(names, key, settled(st, listed_at))
+        if folder in self._writing:
+            return cur  # taken while our own write changes the folder: used once, not kept
         self._by_folder[folder] = cur
         if cur.trusted and self._save is not None:
             self._save(folder, key, names)

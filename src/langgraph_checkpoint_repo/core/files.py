@@ -36,7 +36,7 @@ from .index import load_listing, save_listing
 from .jsonread import load_json
 from .layout import LARGE, OBJECTS, VALUES, Layout, place_problem
 from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
-from .writing import Writer, prepare
+from .writing import LISTED, Writer, prepare
 
 _log = logging.getLogger(__name__)
 # the two kinds of file named by their content: how to compute the name from the document
@@ -203,7 +203,9 @@ class Files:
         """Write batches in order, each durable before the next; keep the listings current
         (``docs``: documents of the batches by path, as written, so that keeping them current
         need not read back what was just written)."""
-        self.writer.write(batches, partial(self._written, docs or {}))
+        listed = {p.parent for batch in batches for p, _ in batch if p.parent.name in LISTED}
+        with self.listings.writing(listed):
+            self.writer.write(batches, partial(self._written, docs or {}))
 
     def _written(self, docs: dict[Path, dict[str, Any]], path: Path, before: StatKey | None) -> None:
         extend = partial(_call_on_added, self.on_added, path.parent, docs.get(path))
