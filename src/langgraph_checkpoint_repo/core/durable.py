@@ -17,15 +17,13 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-if TYPE_CHECKING:  # imported where a lock is first taken: the reading commands never take one
-    from filelock import FileLock
-
 from .errors import LockTimeoutError, RepoCheckpointError
 from .jsonread import TOO_DEEP as _TOO_DEEP
+from .lockfile import LockFile
 
 #: what a write that orjson cannot encode for its depth is refused with (values.py, writing.py),
 #: as a read refuses a file nested deeper (jsonread.MAX_JSON_DEPTH)
@@ -260,7 +258,7 @@ MAX_LOCK_TIMEOUT = 24 * 3600.0  # a day: longer, or negative, NaN or infinite, i
 
 
 def check_lock_timeout(timeout: Any) -> None:
-    """A lock timeout that ends: filelock waits forever on a negative or infinite one."""
+    """A lock timeout that ends: a negative or infinite one would wait forever."""
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, (int, float))
@@ -275,16 +273,16 @@ def check_lock_timeout(timeout: Any) -> None:
 def check_lock_file(lock_path: Path, thread_id: str, what: str = "thread") -> None:
     """Refuse a lock file that is not a plain file: the saver only ever makes regular ones.
 
-    A symlink planted at the lock's name would have filelock open (and, before 3.20.1,
-    truncate) whatever it points to; a hard link would have filelock 3.x truncate the file
-    it shares; a FIFO or device would hang or misbehave. Checked on every acquire, as every
-    other path is, since a checkout can plant one at any time; filelock>=3.20.3 also opens
-    it with O_NOFOLLOW, which closes the window after this check for symlinks.
+    A symlink planted at the lock's name would have the lock open whatever it points to; a
+    hard link shares its file with another name; a FIFO or device would hang or misbehave.
+    Checked on every acquire, as every other path is, since a checkout can plant one at any
+    time; the lock file is also opened with O_NOFOLLOW (lockfile.py), which closes the window
+    after this check for symlinks.
     """
     try:
         st = os.lstat(lock_path)
     except FileNotFoundError:
-        return  # made by filelock, as a regular file
+        return  # made by the lock (lockfile.py), as a regular file
     if stat.S_ISLNK(st.st_mode):
         raise RepoCheckpointError(
             f"refusing to lock {what} {thread_id!r}: its lock file {lock_path} is a symlink "
@@ -306,11 +304,11 @@ IDLE_LOCKS = 32  # locks kept after their last user left (ThreadLocks)
 
 
 class ThreadLocks:
-    """Per-thread locks: a lock file (filelock) across processes, a gate inside one.
+    """Per-thread locks: a lock file (lockfile.py) across processes, a gate inside one.
 
     Across processes every writer of a thread serialises on the lock file. Inside
     a process the file lock is held once for all the writers running at the same
-    time (``thread_local=False`` makes filelock count holders across threads).
+    time (``LockFile`` counts its holders across threads).
     """
 
     def __init__(self, timeout: float) -> None:
@@ -319,10 +317,10 @@ class ThreadLocks:
         # per lock file: its file lock, its in-process gate and how many callers hold or wait
         # for it; dropped when the last one leaves, so a long-lived saver over many threads
         # keeps no lock (nor open file) per thread it ever wrote
-        self._held: dict[Path, tuple[FileLock, _SharedExclusive, int]] = {}
-        # the few last let go of, kept for the next put of the same thread (no new FileLock,
-        # no mkdir of the lock folder per call); an idle FileLock holds no open file
-        self._idle: OrderedDict[Path, tuple[FileLock, _SharedExclusive]] = OrderedDict()
+        self._held: dict[Path, tuple[LockFile, _SharedExclusive, int]] = {}
+        # the few last let go of, kept for the next put of the same thread (the lock file's
+        # descriptor stays open, no mkdir of the lock folder per call); closed when dropped
+        self._idle: OrderedDict[Path, tuple[LockFile, _SharedExclusive]] = OrderedDict()
         self._mutex = threading.Lock()
 
     def __len__(self) -> int:
@@ -346,10 +344,8 @@ class ThreadLocks:
             if held is None:
                 idle = self._idle.pop(lock_path, None)
                 if idle is None:
-                    from filelock import FileLock
-
                     lock_path.parent.mkdir(parents=True, exist_ok=True)
-                    idle = (FileLock(str(lock_path), thread_local=False), _SharedExclusive())
+                    idle = (LockFile(lock_path), _SharedExclusive())
                 held = (*idle, 0)
             lock, gate, users = held
             self._held[lock_path] = (lock, gate, users + 1)
@@ -363,14 +359,14 @@ class ThreadLocks:
                     del self._held[lock_path]
                     self._idle[lock_path] = (lock, gate)
                     if len(self._idle) > IDLE_LOCKS:
-                        self._idle.popitem(last=False)
+                        self._idle.popitem(last=False)[1][0].close()
                 else:
                     self._held[lock_path] = (lock, gate, users - 1)
 
     @contextmanager
     def _holding(
         self,
-        lock: FileLock,
+        lock: LockFile,
         gate: _SharedExclusive,
         lock_path: Path,
         thread_id: str,
@@ -384,15 +380,11 @@ class ThreadLocks:
             )
         try:
             check_lock_file(lock_path, thread_id, what)
-            from filelock import Timeout
-
-            try:
-                lock.acquire(timeout=self.timeout)
-            except Timeout:
+            if not lock.acquire(self.timeout):
                 raise LockTimeoutError(
                     f"could not lock {what} {thread_id!r} within {self.timeout}s "
                     f"({lock_path}); another process is writing to it"
-                ) from None
+                )
             try:
                 yield
             finally:
