@@ -1,6 +1,6 @@
-"""The thread lock across processes (core/lockfile.py): its descriptor is kept open between
-holds, so the cases that keeping it open could get wrong are tested here with real
-processes: a lock file removed meanwhile, and a forked child.
+"""The thread lock across processes (core/lockfile.py), which replaced filelock on the hot
+path: the cases a lock of our own could get wrong, with real processes: a lock file removed
+between two puts while another process holds the new one, and a forked child.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ def _put(saver: RepoSaver, n: int) -> None:
     saver.put(config, checkpoint, {"source": "input", "step": n}, {})
 
 
-def test_a_lock_file_removed_while_its_descriptor_was_kept_is_locked_where_it_is_now(
+def test_a_lock_file_removed_between_two_puts_is_locked_where_it_is_now(
     tmp_path: Path,
 ) -> None:
     """``rm -r .cache`` or ``git clean -X`` between two puts: the next put must lock the file
-    now at the path, which another process may hold, not the removed file it kept open (two
-    writers would then each hold "the" lock)."""
+    now at the path, which another process holds, never a file no longer there (two writers
+    would then each hold "the" lock)."""
     saver = RepoSaver(tmp_path / "root", lock_timeout=0.3)
     _put(saver, 1)
     lock_path = saver.store.layout.lock_path("t")

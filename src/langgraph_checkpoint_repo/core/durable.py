@@ -318,8 +318,8 @@ class ThreadLocks:
         # for it; dropped when the last one leaves, so a long-lived saver over many threads
         # keeps no lock (nor open file) per thread it ever wrote
         self._held: dict[Path, tuple[LockFile, _SharedExclusive, int]] = {}
-        # the few last let go of, kept for the next put of the same thread (the lock file's
-        # descriptor stays open, no mkdir of the lock folder per call); closed when dropped
+        # the few last let go of, kept for the next put of the same thread (no new lock, no
+        # mkdir of the lock folder per call); an idle lock holds no open file
         self._idle: OrderedDict[Path, tuple[LockFile, _SharedExclusive]] = OrderedDict()
         self._mutex = threading.Lock()
 
@@ -359,7 +359,7 @@ class ThreadLocks:
                     del self._held[lock_path]
                     self._idle[lock_path] = (lock, gate)
                     if len(self._idle) > IDLE_LOCKS:
-                        self._idle.popitem(last=False)[1][0].close()
+                        self._idle.popitem(last=False)
                 else:
                     self._held[lock_path] = (lock, gate, users - 1)
 

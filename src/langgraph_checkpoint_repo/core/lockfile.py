@@ -2,15 +2,17 @@
 
 Why not filelock here: a put or put_writes takes its thread's lock once, seven times a chat
 turn, and filelock 4 spent about 165 µs of CPU on each take and release (resolving the path,
-its registry, fork checks with ``getpid``, opening and closing the file): 1.2 ms a turn,
-measured (docs/performance.md). This keeps the descriptor open between holds, so a take is an
-``flock`` and two stats, a release one ``flock``. filelock stays where ``fcntl`` is missing.
+its registry, fork checks with ``getpid``): about 1.2 ms a turn, measured. Here a take is an
+``open``, an ``flock`` and two stats, a release an ``flock`` and a ``close`` (nothing stays
+open between holds: a saver dropped holds no file of its root). filelock stays where
+``fcntl`` is missing.
 
 Invariants:
 
-* the lock is on the file that is at the path when the lock is taken: a lock file removed or
-  replaced while its descriptor was kept (``git clean -X``, ``rm -r .cache``) is opened again,
-  so two processes never hold locks on two different files of one name;
+* the lock is on the file that is at the path once it is taken: a lock file removed or
+  replaced between our open and our flock (``git clean -X``, ``rm -r .cache``, another
+  process) is opened again, so two processes never hold locks on two different files of one
+  name;
 * never through a symlink (``O_NOFOLLOW``), never truncating (a hard link is harmless, and
   refused before anyway: ``durable.check_lock_file``);
 * a forked child holds nothing: it closes the descriptors it inherited without unlocking
@@ -68,12 +70,7 @@ class LockFile:
                     self._fallback.release()
                 elif self._fd is not None:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        """Close the descriptor kept between holds (when nobody holds the lock)."""
-        with self._mutex:
-            if self._holders == 0:
-                self._close()
+                    self._close()
 
     def __del__(self) -> None:
         self._close()
@@ -87,6 +84,7 @@ class LockFile:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 if time.monotonic() >= deadline:
+                    self._close()
                     return False
                 time.sleep(POLL_SECONDS)
                 continue
