@@ -6,6 +6,8 @@ Real graphs on a real saver and filesystem; each test fails on the code before i
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -20,6 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs import cfg, chain_graph, chat_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import files as files_module
+from langgraph_checkpoint_repo.values import ValueWriter
 
 
 @contextmanager
@@ -151,3 +154,119 @@ def test_a_put_writes_does_not_wait_for_its_own_checkpoints_put(tmp_path: Path) 
 def _no_leftover_patches() -> Iterator[None]:
     yield
     assert files_module.Files.write.__name__ == "write"
+
+
+def _long_chat(root: Path, turns: int, **options: Any) -> tuple[RepoSaver, list[int]]:
+    """A chat of ``turns`` turns (messages long enough to be stored apart), and how many
+    objects each put looked up where they were stored before (``Overlap.locate_object``)."""
+    saver = RepoSaver(root, durable=False, **options)
+    overlap = saver.store._overlap
+    original = overlap.locate_object
+    counts: list[int] = []
+    current = [0]
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        current[0] += 1
+        return original(*args, **kwargs)
+
+    overlap.locate_object = counting  # type: ignore[method-assign]
+    put = saver.put
+
+    def counted_put(*args: Any, **kwargs: Any) -> Any:
+        current[0] = 0
+        try:
+            return put(*args, **kwargs)
+        finally:
+            counts.append(current[0])
+
+    saver.put = counted_put  # type: ignore[method-assign]
+    graph = chat_graph(saver)
+    for n in range(turns):
+        text = f"turn {n}: " + "please keep this message long enough to be stored as an object " * 2
+        graph.invoke({"messages": [HumanMessage(text, id=f"h{n}")]}, cfg("t"))
+    return saver, counts
+
+
+def test_a_whole_copy_of_a_long_list_looks_up_only_its_new_items(tmp_path: Path) -> None:
+    """Every ``snapshot_every`` appends a list is written whole again. It used to look every
+    item up again (one stat and a holder's read per message: a put 40x the median past 2,600
+    turns); the items the version written before already had keep the references they had,
+    so a whole copy looks up its new items and its chunks only."""
+    saver, counts = _long_chat(tmp_path / "root", 60, snapshot_every=8)
+    latest = saver.get_tuple(cfg("t"))
+    assert latest is not None and len(latest.checkpoint["channel_values"]["messages"]) == 120
+    # looking every item up again made it one per item and one per chunk (145 to 169 here);
+    # the chunks alone are about one in three items, on three levels (46 to 52)
+    assert max(counts[-40:]) <= 60, counts[-40:]
+
+
+class _Recorder(InMemorySaver):
+    """InMemorySaver that keeps every put and put_writes LangGraph made, to make again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.calls.append(("put", copy.deepcopy((_plain(config), checkpoint, metadata, new_versions))))
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.calls.append(("put_writes", copy.deepcopy((_plain(config), writes, task_id, task_path))))
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def _plain(config: Any) -> dict[str, Any]:
+    conf = config["configurable"]
+    return {
+        "configurable": {k: conf[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id") if k in conf}
+    }
+
+
+def _without_writes_names(path: Path) -> bytes:
+    """A checkpoint file's bytes with the names of the writes files it took left out."""
+    doc = json.loads(path.read_bytes())
+    doc["parent_writes"] = sorted(doc.get("parent_writes", {}).values(), key=json.dumps)
+    return json.dumps(doc, sort_keys=True, indent=1).encode()
+
+
+def test_a_whole_copy_from_known_items_is_the_bytes_sharing_the_whole_list_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same calls made into two savers, one building every whole copy on the items it
+    knew and one sharing the whole list each time, write the same files (byte for byte but
+    for the names of the writes files each took, which are random); and the thread reads as
+    InMemorySaver's."""
+    recorder = _Recorder()
+    graph = chat_graph(recorder)
+    for n in range(30):
+        text = f"turn {n}: " + "please keep this message long enough to be stored as an object " * 2
+        graph.invoke({"messages": [HumanMessage(text, id=f"h{n}")]}, cfg("t"))
+    roots = {}
+    built = []
+    original = ValueWriter.whole_by_items
+
+    def counted(self: ValueWriter, *args: Any, **kwargs: Any) -> Any:
+        got = original(self, *args, **kwargs)
+        built.append(got is not None and self.lists.get(("t", "", "messages")) is not None)
+        return got
+
+    for name in ("known", "whole"):
+        monkeypatch.setattr(
+            ValueWriter, "whole_by_items", counted if name == "known" else lambda *a, **k: None
+        )
+        saver = RepoSaver(tmp_path / name, durable=False, snapshot_every=8)
+        for method, args in recorder.calls:
+            getattr(saver, method)(*args)
+        roots[name] = saver
+    assert built.count(True) >= 3  # whole copies built on the items the last version had
+    folders = {name: saver.store.layout.checkpoints_dir("t", "") for name, saver in roots.items()}
+    names = sorted(p.name for p in folders["known"].iterdir())
+    assert names == sorted(p.name for p in folders["whole"].iterdir()) and len(names) >= 90
+    for file in names:  # the same bytes but for the names of the writes files taken (random)
+        known, whole = (_without_writes_names(folders[n] / file) for n in ("known", "whole"))
+        assert known == whole, file
+    ours = RepoSaver(tmp_path / "known").get_tuple(cfg("t"))
+    theirs = recorder.get_tuple(cfg("t"))
+    assert ours is not None and theirs is not None
+    assert ours.checkpoint["channel_values"] == theirs.checkpoint["channel_values"]

@@ -31,10 +31,10 @@ from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
-from .core.format.objects import input_tag, is_pair_tag, large_digest, weight_problem
+from .core.format.objects import input_tag, is_pair_tag, large_digest, named_from, weight_problem
 from .core.format.packed import msgpack_array_header, msgpack_array_split
 from .core.format.records import CheckpointRecord
-from .core.format.storing import Host, Prepared, shared_tree, stored_node
+from .core.format.storing import Host, Prepared, chunked_list, shared_tree, stored_node
 from .core.format.tree import b64, model_fields, msgpack_to_tree
 from .core.threads import ThreadStore
 from .serde import ValueCodec
@@ -61,6 +61,10 @@ class ListState:
     # what the whole list expands to (objects.weight_problem): an append may not take it past
     # what a read rebuilds (entries.append_entry); None: not known, written whole instead
     weight: tuple[int, int, int] | None = None
+    # each item as the files of this version store it (a reference names the file that holds
+    # it), with its height, when we wrote every one of them: the next whole copy of the list
+    # reuses them (``whole_by_items``) instead of looking each item up again
+    items: tuple[list[Any], list[int]] | None = None
 
 
 @dataclass
@@ -169,6 +173,7 @@ class ValueWriter:
         out = NewValues()
         self.parent = None
         self.writing = self.store.layout.checkpoint_rel(checkpoint["id"])
+        self.writing_id = str(checkpoint["id"])
         if parent_id:
             try:
                 self.parent = self.store.get(thread_id, ns, parent_id)
@@ -336,14 +341,96 @@ class ValueWriter:
                         body=body,
                         deps=base.deps,
                         weight=weight,
+                        items=self.extended(base.items, appended["items"], ns),
                     )
                     return {"append": appended}, state
+                packed = (count, body, data)
+                whole = self.whole_by_items(thread_id, ns, channel, version, packed, large, where)
+                if whole is not None:
+                    return whole
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)
         node = {"json": msgpack_to_tree(data)}  # format 4: a json node is msgpack's
         stored = self.stored_node(thread_id, node, large, where)
         if state is not None:
             state.weight = self.shared_weight
         return {"value": stored}, state
+
+    def whole_by_items(
+        self,
+        thread_id: str,
+        ns: str,
+        channel: str,
+        version: str | int | float,
+        packed: tuple[int, bytes, bytes],
+        large: Prepared,
+        where: tuple[str, str],
+    ) -> tuple[dict[str, Any], ListState] | None:
+        """A list written whole, item by item then chunked: the same bytes as sharing the whole
+        list (``Sharer.chunk_refs``), but the items the version we last wrote already had keep
+        the references they had there, so the periodic whole copy of a long conversation
+        looks up its new items and its chunks, not every message again. None (the list is
+        shared whole) for a message input or a list too big for its file."""
+        count, body, data = packed  # the item count, the items' msgpack, the whole msgpack
+        state = self.lists.get((thread_id, ns, channel))
+        known = self.known_items(state, count, body)
+        if known is not None and state is not None and state.body is not None:
+            (old_refs, old_heights), start = known, state.count
+            tree = msgpack_to_tree(msgpack_array_header(count - start) + body[len(state.body) :])
+        else:
+            old_refs, old_heights, tree = [], [], msgpack_to_tree(data)
+            if self.host is None or self.host.convert is None or self.host.convert(tree) is not None:
+                return None
+        host = self.host
+        assert host is not None
+        files = self.store.files
+        refs, weight, new = shared_tree(files, thread_id, tree, large, where, items=True, host=host)
+        heights = list(host.item_heights)
+        out, chunks = chunked_list(host, thread_id, [*old_refs, *refs], [*old_heights, *heights], where)
+        candidate = {"json": out}
+        whole_weight = appended_weight(state.weight, weight) if known is not None and state else weight
+        if whole_weight is None or json_size(candidate) > self.large_value_bytes:
+            return None
+        problem = weight_problem(whole_weight)
+        if problem is not None:  # entries.append_entry refuses the same on read
+            raise InvalidWriteError("value", where[0], where[1], problem.replace("expands", "would expand"))
+        host.adopt(files, thread_id, {**new, **chunks}, self.large_value_bytes, large)
+        items = self.extended((old_refs, old_heights), refs, ns)
+        after = ListState(version=version, ref="", count=count, depth=0, body=body, weight=whole_weight)
+        after.items = items
+        return {"value": candidate}, after
+
+    def known_items(
+        self, state: ListState | None, count: int, body: bytes
+    ) -> tuple[list[Any], list[int]] | None:
+        """The stored items of the version we last wrote, when this list extends it and every
+        file it was built from is unchanged (the cache rule); else None."""
+        if state is None or state.items is None or state.body is None or count < state.count:
+            return None
+        if state.ref == self.writing or not body.startswith(state.body):
+            return None
+        deps = refresh(state.deps) if state.deps else None
+        if deps is None:
+            return None
+        state.deps = deps
+        return state.items
+
+    def extended(
+        self, base: tuple[list[Any], list[int]] | None, refs: list[Any], ns: str
+    ) -> tuple[list[Any], list[int]] | None:
+        """``base``'s items and the items just shared (their heights from the host), each as
+        a later file refers to it: an object this file holds gets this file's ``$in``. None
+        when not every item is known, or an item is no reference and holds one (such an item
+        is not taken apart here: the next whole copy shares the list again)."""
+        host = self.host
+        if base is None or host is None or len(host.item_heights) != len(refs):
+            return None
+        out = list(base[0])
+        for ref in refs:
+            named = named_from(ref, host.objects, ns, self.writing_id)
+            if named is None:
+                return None
+            out.append(named)
+        return out, [*base[1], *host.item_heights]
 
     def as_append(
         self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes

@@ -202,6 +202,7 @@ class Sharer:
         self.containers = self.values = self.text = 0
         self.height = 0  # objects inside objects, on the longest path (``nesting_problem``)
         self._heights: dict[str, int] = {}  # digest -> its height
+        self.item_heights: list[int] = []  # of each item ``share_items`` shared, in order
         self._locate = locate
         self._convert = convert
         self._held: Mapping[str, Any] = held if held is not None else {}
@@ -270,10 +271,35 @@ class Sharer:
         return {**tag, **out}, height
 
     def share_items(self, items: list[Any]) -> list[Any]:
-        """Each item shared, the list itself kept whole (an append's ``items``)."""
+        """Each item shared, the list itself kept whole (an append's ``items``); the height
+        of each (``item_heights``), for ``chunk_refs`` to chunk them later as ``share`` would."""
         self.containers += 1
         self.values += 1
-        return [self.share(x) for x in items]
+        out = []
+        for x in items:
+            shared, height = self._share(x)
+            self.height = max(self.height, height)
+            self.item_heights.append(height)
+            out.append(shared)
+        return out
+
+    def chunk_refs(self, refs: list[Any], heights: list[int]) -> tuple[Any, int]:
+        """A whole list made of items already shared (``share_items``, this write's or an
+        earlier one's), with their heights: chunked exactly as ``share`` chunks a list whose
+        items came back as these references, so only its chunks are looked up, not each item
+        again. The list and its height."""
+        for ref, height in zip(refs, heights, strict=True):
+            name = ref_of(ref)
+            if name is not None:
+                self._heights[name] = height
+        least = UPPER_MIN if self._locate is not None else CHUNK_MIN
+        out: Any
+        if len(refs) >= least and all(ref_of(x) is not None for x in refs):
+            out, height = self._chunked(refs)
+        else:
+            out, height = list(refs), max(heights, default=0)
+        self.height = max(self.height, height)
+        return out, height
 
     def _store(self, tree: Any, height: int, digest: str | None = None) -> dict[str, str]:
         digest = digest or object_digest(tree)
@@ -324,6 +350,19 @@ def refs_in(tree: Any) -> Iterator[str]:
     """Every digest a tree refers to directly (not through the objects it names)."""
     for node in ref_nodes(tree):
         yield node[REF]
+
+
+def named_from(item: Any, held: Mapping[str, Any], ns: str, cid: str) -> Any | None:
+    """An item a file just stored, as a later file refers to it: a reference to an object the
+    file holds (``held``) gets the file's ``$in``; one elsewhere, or an item that is no
+    reference and holds none, stays as it is. None for an item that holds references but
+    is none itself (not taken apart: a later file shares it again)."""
+    name = ref_of(item)
+    if name is None:
+        return None if any(True for _ in ref_nodes(item)) else item
+    if IN not in item and name in held:
+        return {**item, **location_ref(ns, cid)}
+    return item
 
 
 def ref_nodes(tree: Any) -> Iterator[dict[str, Any]]:

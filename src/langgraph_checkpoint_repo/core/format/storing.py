@@ -44,6 +44,8 @@ class Host:
     ticket: int = 0  # when it was begun (ThreadStore.Pending)
     # checkpoints being written beside it whose objects it refers to: to wait for first
     waits: dict[Any, tuple[str, str]] = field(default_factory=dict)
+    # the height of each item of the last list shared item by item (``shared_tree(items=True)``)
+    item_heights: list[int] = field(default_factory=list)
 
     def adopt(
         self, store: Files, thread_id: str, new: dict[str, Any], large_value_bytes: int, large: Prepared
@@ -101,6 +103,8 @@ def shared_tree(
     else:
         sharer = Sharer()
     out = sharer.share_items(tree) if items else sharer.share(tree)
+    if host is not None:
+        host.item_heights = sharer.item_heights
     weight = (sharer.containers, sharer.values, sharer.text)
     problem = weight_problem(weight) or nesting_problem(sharer.height)
     if problem is not None:  # each file would be small; the value read back would not be
@@ -116,6 +120,22 @@ def shared_tree(
             _object_file(store, thread_id, digest, obj, large)
         return out, weight, {}
     return out, weight, sharer.objects
+
+
+def chunked_list(
+    host: Host, thread_id: str, refs: list[Any], heights: list[int], where: tuple[str, str] | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """A whole list made of items already shared, as ``shared_tree`` stores a list whose
+    items came back as ``refs`` (``Sharer.chunk_refs``): the list, and the chunk objects it
+    introduces, for the host to take. Refused as ``shared_tree`` refuses a list nested too deep."""
+    sharer = Sharer(host.locate, host.convert, host.objects)
+    out, height = sharer.chunk_refs(refs, heights)
+    problem = nesting_problem(height)
+    if problem is not None:
+        target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
+        why = problem.replace("objects refer", "objects would refer")
+        raise InvalidWriteError("value", target, pointer, why)
+    return out, sharer.objects
 
 
 def stored_node(
