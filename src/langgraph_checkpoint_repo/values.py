@@ -345,7 +345,12 @@ class ValueWriter:
                     )
                     return {"append": appended}, state
                 packed = (count, body, data)
-                whole = self.whole_by_items(thread_id, ns, channel, version, packed, large, where)
+                try:
+                    whole = self.whole_by_items(thread_id, ns, channel, version, packed, large, where)
+                except TypeError as exc:  # JSON cannot nest it that deep: refused below, naming it
+                    if not too_deep(exc):
+                        raise
+                    whole = None
                 if whole is not None:
                     return whole
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)
