@@ -1,0 +1,146 @@
+"""Big values at SqliteSaver's pace, with the same bytes: a 50,000-item list and a 5 MB string.
+
+What made them slow was work done once per item in Python, or once per level, per search
+literal, per call: the canonical bytes (one ``orjson`` call per member), the sharer (a call per
+node, the whole tree walked twice when it went to ``large/``), the unpacked msgpack (a call per
+node), the put reading back the ``large/`` file its ``put_writes`` had just written, and the
+redaction's search (15 literals over every byte, in the ``put_writes`` and again in the
+``put``). Each test here pins the bytes (against the way they were made before) or counts the
+work (never a time).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import examples
+from langgraph_checkpoint_repo.core.format import canonical
+from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
+
+# ----------------------------------------------------------------------------
+# the canonical bytes
+# ----------------------------------------------------------------------------
+_FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+def member_by_member(doc: Any) -> bytes:
+    """``dump_json`` as it was written before (every member of a long container on its own):
+    the reference the one-call way must equal, byte for byte."""
+    if not isinstance(doc, dict | list) or not doc:
+        return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
+    out: list[bytes] = []
+    _emit(doc, 0, out)
+    out.append(b"\n")
+    return b"".join(out)
+
+
+def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
+    if isinstance(node, dict | list) and node:
+        ref = isinstance(node, dict) and "$ref" in node and all(isinstance(v, str) for v in node.values())
+        if len(node) * 4 <= LINE_WIDTH or ref:
+            room = 1 << 30 if ref else LINE_WIDTH - indent - lead
+            if len(orjson.dumps(node)) <= room:
+                data = _FLAT.encode(node).encode("utf-8")
+                if len(data) <= room:
+                    out.append(data)
+                    return
+        pad = b"\n" + b" " * (indent + 2)
+        if isinstance(node, list):
+            out.append(b"[")
+            for i, item in enumerate(node):
+                out.append(pad if i == 0 else b"," + pad)
+                _emit(item, indent + 2, out)
+            out.append(b"\n" + b" " * indent + b"]")
+            return
+        out.append(b"{")
+        for i, key in enumerate(sorted(node)):
+            out.append(pad if i == 0 else b"," + pad)
+            name = orjson.dumps(key) + b": "
+            out.append(name)
+            _emit(node[key], indent + 2, out, len(name))
+        out.append(b"\n" + b" " * indent + b"}")
+        return
+    out.append(orjson.dumps(node))
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.text(alphabet=st.sampled_from('ab"\\\n\t\x00é\U0001f600 '), min_size=40, max_size=200),
+)
+KEYS = st.text(max_size=8)
+
+
+def trees(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """JSON trees with long containers of scalars (more members than fit on a line, each a
+    line) at every depth, beside short ones, references and empty ones."""
+    long_lists = st.lists(SCALARS, min_size=LINE_WIDTH // 4 + 1, max_size=70)
+    long_dicts = st.dictionaries(KEYS, SCALARS, min_size=LINE_WIDTH // 4 + 1, max_size=50)
+    refs = st.fixed_dictionaries({"$ref": st.text(max_size=70)}, optional={"$in": st.text(max_size=70)})
+    return st.recursive(
+        st.one_of(leaves, long_lists, long_dicts, refs),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=6), st.dictionaries(KEYS, inner, max_size=6), long_lists, long_dicts
+        ),
+        max_leaves=30,
+    )
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(trees(SCALARS))
+def test_the_canonical_bytes_are_those_written_member_by_member(doc: Any) -> None:
+    assert dump_json(doc) == member_by_member(doc)
+
+
+def test_a_long_list_of_scalars_is_written_in_one_call_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_calls(monkeypatch, canonical, "_emit")
+    items = [f"item {i}" for i in range(50_000)]
+    doc = {"kind": "large_value", "value": {"json": {"rows": items, "more": [1.5, None, *range(40)]}}}
+    assert dump_json(doc) == member_by_member(doc)
+    assert calls["_emit"] <= 12  # one per container above the scalars: it was one per item
+
+
+def test_a_member_of_5_mb_is_serialised_once_not_once_per_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "line of text\n" * 400_000
+    doc = {"a": {"b": {"c": {"d": {"json": text}}}}}
+    sizes: list[int] = []
+    dumps = orjson.dumps
+
+    def counted(obj: Any, *args: Any, **kwargs: Any) -> bytes:
+        data = dumps(obj, *args, **kwargs)
+        sizes.append(len(data))
+        return data
+
+    monkeypatch.setattr(canonical.orjson, "dumps", counted)
+    expected = member_by_member(doc)
+    sizes.clear()
+    assert dump_json(doc) == expected
+    assert sum(1 for n in sizes if n > len(text)) == 1  # the string itself; it was once a level
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, *names: str) -> dict[str, int]:
+    """Count the calls of ``owner``'s functions (a module's or a class's: recursive calls
+    go through the name too), for the rest of the test."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        original = getattr(owner, name)
+
+        def counted(*args: Any, _name: str = name, _call: Callable[..., Any] = original, **kw: Any) -> Any:
+            calls[_name] += 1
+            return _call(*args, **kw)
+
+        monkeypatch.setattr(owner, name, counted)
+    return calls
