@@ -13,16 +13,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
 
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph.message import add_messages
 
+from graphs import cfg, line_graph
 from helpers import examples
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical
+from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
+from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
 
 # ----------------------------------------------------------------------------
 # the canonical bytes
@@ -144,3 +152,56 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, *names: str) -> dic
 
         monkeypatch.setattr(owner, name, counted)
     return calls
+
+
+# ----------------------------------------------------------------------------
+# sharing and unpacking
+# ----------------------------------------------------------------------------
+class Items(TypedDict, total=False):
+    items: list[Any]
+    messages: Annotated[list[AnyMessage], add_messages]
+    rows: list[Any]
+
+
+LIST = [f"item {i}" for i in range(50_000)]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(trees(SCALARS), st.booleans())
+def test_a_tree_with_nothing_to_share_comes_back_as_it_is_weighed_as_tree_weight(
+    tree: Any, lean: bool
+) -> None:
+    sharer = Sharer(locate=(lambda name, digest: None) if lean else None)
+    assert sharer.share(tree) == tree
+    assert (sharer.containers, sharer.values, sharer.text) == tree_weight(tree)
+    assert sharer.objects == {} and sharer.height == 0
+
+
+def test_a_50000_item_list_is_unpacked_and_shared_in_a_few_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shares = count_calls(monkeypatch, Sharer, "_share")
+    unpacks = count_calls(monkeypatch, tree_module, "to_tree")
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"), durability="sync")
+    # the list in the step's writes and in the checkpoint: one call each (it was 50,001, twice
+    # each for the sharer, which walked a value going to large/ a second time)
+    assert shares["_share"] <= 10 and unpacks["to_tree"] <= 40
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def test_a_big_value_is_walked_once_and_what_its_file_held_goes_to_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = AIMessage(content="a message the writes file holds, then the big value refers to " * 4, id="m1")
+    rows = [message, *({"row": i} for i in range(3000))]
+    shares = count_calls(monkeypatch, Sharer, "_share")
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"messages": [message], "rows": rows})
+    graph.invoke({"messages": []}, cfg("t"), durability="sync")
+    # the rows in the writes and in the checkpoint, once each: 3,001 items and the message's parts
+    assert shares["_share"] <= 2 * 3050
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    refs = [node["$ref"] for node in ref_nodes(json.loads(large.read_text())["value"]["json"])]
+    assert refs and all((tmp_path / f"threads/t/objects/{name}.json").is_file() for name in refs)
+    assert graph.get_state(cfg("t")).values["rows"] == rows
+    assert Validator(tmp_path).run() == []

@@ -96,6 +96,18 @@ def shared_tree(
 
     Refused (``InvalidWriteError``, nothing written) when a reader would refuse it: the
     same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
+    sharer, out = _shared(thread_id, tree, where, items=items, host=host, embed=embed)
+    weight = (sharer.containers, sharer.values, sharer.text)
+    if host is None or not embed:
+        _object_files(store, thread_id, sharer.objects, large)
+        return out, weight, {}
+    return out, weight, sharer.objects
+
+
+def _shared(
+    thread_id: str, tree: Any, where: tuple[str, str] | None, *, items: bool, host: Host | None, embed: bool
+) -> tuple[Sharer, Any]:
+    """One walk of the tree (``Sharer``), refused as a reader would refuse what it stores."""
     if host is not None:
         sharer = Sharer(host.locate, host.convert, host.objects if embed else None)
     else:
@@ -111,11 +123,12 @@ def shared_tree(
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         why = f"a message the app would read back as another: {sharer.refused.text()}"
         raise InvalidWriteError("value", target, pointer, why)
-    if host is None or not embed:
-        for digest, obj in sharer.objects.items():
-            _object_file(store, thread_id, digest, obj, large)
-        return out, weight, {}
-    return out, weight, sharer.objects
+    return sharer, out
+
+
+def _object_files(store: Files, thread_id: str, objects: dict[str, Any], large: Prepared) -> None:
+    for digest, obj in objects.items():
+        _object_file(store, thread_id, digest, obj, large)
 
 
 def stored_node(
@@ -132,18 +145,22 @@ def stored_node(
     node in a file named by its content hash (``{"large": digest}``), its objects in
     ``objects/`` (a ``large/`` file is shared by whoever refers to it). Also the weight of
     the shared tree (None for a node with no JSON tree). ``where``: (what is written, JSON
-    pointer), for a refusal's message."""
+    pointer), for a refusal's message.
+
+    The tree is walked once: the references are the same whether its objects end up in the
+    host file or in ``objects/`` (``Sharer.found`` has those the host held already)."""
     weight: Weight | None = None
+    size: int | None = None
     if "json" in node:
-        if host is not None:
-            shared, weight, new = shared_tree(store, thread_id, node["json"], large, where, host=host)
-            candidate = {**node, "json": shared}
-            if json_size(candidate) <= large_value_bytes:
-                host.adopt(store, thread_id, new, large_value_bytes, large)
-                return candidate, weight
-        shared, weight, _ = shared_tree(store, thread_id, node["json"], large, where, host=host, embed=False)
+        sharer, shared = _shared(thread_id, node["json"], where, items=False, host=host, embed=True)
+        weight = (sharer.containers, sharer.values, sharer.text)
         node = {**node, "json": shared}
-    if json_size(node) <= large_value_bytes:
+        size = json_size(node)
+        if host is not None and size <= large_value_bytes:
+            host.adopt(store, thread_id, sharer.objects, large_value_bytes, large)
+            return node, weight
+        _object_files(store, thread_id, sharer.found, large)
+    if (json_size(node) if size is None else size) <= large_value_bytes:
         return node, weight
     digest = digest_node(node)
     path = store.layout.large_path(thread_id, digest)
