@@ -205,3 +205,40 @@ def test_a_big_value_is_walked_once_and_what_its_file_held_goes_to_objects(
     assert refs and all((tmp_path / f"threads/t/objects/{name}.json").is_file() for name in refs)
     assert graph.get_state(cfg("t")).values["rows"] == rows
     assert Validator(tmp_path).run() == []
+
+
+# ----------------------------------------------------------------------------
+# what the put_writes wrote, the put does not read back
+# ----------------------------------------------------------------------------
+def test_the_put_does_not_read_back_the_large_file_its_put_writes_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saver = RepoSaver(tmp_path)
+    reads: list[Path] = []
+    read_doc = saver.store.files.read_doc
+    monkeypatch.setattr(
+        saver.store.files, "read_doc", lambda path, *a: reads.append(path) or read_doc(path, *a)
+    )
+    line_graph(Items, saver, fill=lambda state: {"items": LIST}).invoke({}, cfg("t"), durability="sync")
+    (large,) = (tmp_path / "threads/t/large").iterdir()  # the writes and the checkpoint name it
+    assert large not in reads  # the put checked it by its stat key: it was parsed and hashed again
+
+
+def test_a_large_file_changed_after_its_write_is_written_again(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path)
+    put_writes = saver.put_writes
+    written: dict[Path, bytes] = {}
+
+    def put_writes_then_damage(*args: Any) -> None:  # the step's put waits for its put_writes
+        put_writes(*args)
+        for path in (tmp_path / "threads/t/large").glob("*.json"):
+            written[path] = path.read_bytes()
+            path.write_bytes(written[path].replace(b'"item 7"', b'"item 8"'))
+
+    saver.put_writes = put_writes_then_damage  # type: ignore[method-assign]
+    graph = line_graph(Items, saver, fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"), durability="sync")
+    (large,) = written
+    assert large.read_bytes() == written[large]  # the put found it changed, and wrote it again
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
