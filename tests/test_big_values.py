@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import orjson
+import ormsgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,11 +27,14 @@ from langgraph.graph.message import add_messages
 from graphs import cfg, line_graph
 from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
+from langgraph_checkpoint_repo.core.masking import TRIGGERS, might_contain_secret
+from langgraph_checkpoint_repo.core.redaction import Redactor
 
 # ----------------------------------------------------------------------------
 # the canonical bytes
@@ -242,3 +246,85 @@ def test_a_large_file_changed_after_its_write_is_written_again(tmp_path: Path) -
     assert large.read_bytes() == written[large]  # the put found it changed, and wrote it again
     assert graph.get_state(cfg("t")).values["items"] == LIST
     assert Validator(tmp_path).run() == []
+
+
+# ----------------------------------------------------------------------------
+# redaction: each byte searched once
+# ----------------------------------------------------------------------------
+def scan_of_every_literal(data: bytes) -> bool:
+    """``might_contain_secret`` as it was: each trigger's literal searched for in all the data."""
+    for literal, loose in TRIGGERS:
+        i = data.find(literal)
+        while i != -1:
+            if loose.match(data, i):
+                return True
+            i = data.find(literal, i + 1)
+    return False
+
+
+# matches of each trigger's loose pattern, and around them bytes that may or may not hold the
+# bytes the new scan looks for first
+_MATCHES = st.sampled_from(TRIGGERS).flatmap(lambda trigger: st.from_regex(trigger[1], fullmatch=True))
+_PIECES = st.sampled_from(
+    [literal for literal, _ in TRIGGERS]
+    + [
+        b"-",
+        b"_",
+        b"K",
+        b"S",
+        b"z",
+        b"J",
+        b"r",
+        b"B",
+        b"b",
+        b" ",
+        b"xoxb-",
+        b".eyJ",
+        b" PRIVATE KEY",
+        b"\xa5",
+    ]
+)
+_FILLER = st.text(alphabet="abcdefghijklmnopq0123456789 ", max_size=30).map(str.encode)
+SCANNED = st.lists(st.one_of(_MATCHES, _PIECES, _FILLER, st.binary(max_size=6)), max_size=12).map(b"".join)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(SCANNED)
+def test_the_scan_by_anchor_bytes_answers_as_the_search_of_every_literal(data: bytes) -> None:
+    assert might_contain_secret(data) == scan_of_every_literal(data)
+
+
+class Text(TypedDict, total=False):
+    text: str
+
+
+SECRET = "sk-" + "proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f"  # made up, assembled here
+
+
+def test_a_big_string_is_searched_once_for_the_step_writes_and_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "Many words - with Capitals, under_scores and a zebra. " * 20_000 + SECRET
+    searched: list[int] = []
+    search = redaction.might_contain_secret
+    monkeypatch.setattr(
+        redaction, "might_contain_secret", lambda data: searched.append(len(data)) or search(data)
+    )
+    graph = line_graph(Text, RepoSaver(tmp_path), fill=lambda state: {"text": text})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert sum(1 for n in searched if n > len(text)) == 1  # the put_writes'; it was twice
+    marked = text.replace(SECRET, "[REDACTED:openai-key]")
+    assert graph.get_state(cfg("t")).values["text"] == marked
+    assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
+
+
+def test_a_big_value_seen_again_gives_what_it_gave_and_another_like_it_is_searched() -> None:
+    redactor = Redactor()
+    plain = "x" * 100_000 + " "
+    with_secret = ormsgpack.packb(plain + SECRET)
+    without = ormsgpack.packb(plain + "y" * len(SECRET))  # the same length and first bytes
+    redacted = redactor.redact_msgpack(with_secret)
+    assert ormsgpack.unpackb(redacted) == plain + "[REDACTED:openai-key]"
+    assert redactor.redact_msgpack(without) == without
+    assert redactor.redact_msgpack(with_secret) == redacted
+    assert redactor.redact_msgpack(bytes(with_secret)) == redacted
