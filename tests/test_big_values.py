@@ -12,6 +12,7 @@ work (never a time).
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -29,7 +30,7 @@ from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import redaction
 from langgraph_checkpoint_repo.core.checks import Validator
-from langgraph_checkpoint_repo.core.format import canonical
+from langgraph_checkpoint_repo.core.format import canonical, storing
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
@@ -230,21 +231,68 @@ def test_the_put_does_not_read_back_the_large_file_its_put_writes_wrote(
 
 def test_a_large_file_changed_after_its_write_is_written_again(tmp_path: Path) -> None:
     saver = RepoSaver(tmp_path)
-    put_writes = saver.put_writes
+    writes_file = saver._writes_file
     written: dict[Path, bytes] = {}
 
-    def put_writes_then_damage(*args: Any) -> None:  # the step's put waits for its put_writes
-        put_writes(*args)
-        for path in (tmp_path / "threads/t/large").glob("*.json"):
-            written[path] = path.read_bytes()
-            path.write_bytes(written[path].replace(b'"item 7"', b'"item 8"'))
+    def then_damage(call: Any, **kwargs: Any) -> bool:  # inside the put_writes the put waits for
+        done = writes_file(call, **kwargs)
+        if any(channel == "items" for channel, _ in call.writes):
+            for path in (tmp_path / "threads/t/large").glob("*.json"):
+                written[path] = path.read_bytes()
+                path.write_bytes(written[path].replace(b'"item 7"', b'"item 8"'))
+        return done
 
-    saver.put_writes = put_writes_then_damage  # type: ignore[method-assign]
+    saver._writes_file = then_damage  # type: ignore[method-assign]
     graph = line_graph(Items, saver, fill=lambda state: {"items": LIST})
-    graph.invoke({}, cfg("t"), durability="sync")
+    graph.invoke({}, cfg("t"))
     (large,) = written
     assert large.read_bytes() == written[large]  # the put found it changed, and wrote it again
     assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
+
+
+def test_the_put_refers_to_the_large_file_its_put_writes_stored_and_hashes_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed = count_calls(monkeypatch, storing, "digest_node")
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert hashed["digest_node"] == 1  # the put_writes'; the put built, shared and hashed it again
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    checkpoint = max((tmp_path / "threads/t/checkpoints").iterdir())
+    assert large.stem in checkpoint.read_text()
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def test_an_object_of_a_large_file_gone_before_the_put_is_stored_again(tmp_path: Path) -> None:
+    message = AIMessage(content="a message the big value holds, in objects/ beside its file " * 4, id="m1")
+    rows = [message, *({"row": i} for i in range(3000))]
+    saver = RepoSaver(tmp_path)
+    writes_file = saver._writes_file
+
+    def then_remove(call: Any, **kwargs: Any) -> bool:  # inside the put_writes the put waits for
+        done = writes_file(call, **kwargs)
+        if any(channel == "rows" for channel, _ in call.writes):
+            for path in (tmp_path / "threads/t/objects").glob("*.json"):
+                path.unlink()
+        return done
+
+    saver._writes_file = then_remove  # type: ignore[method-assign]
+    graph = line_graph(Items, saver, fill=lambda state: {"rows": rows})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert list((tmp_path / "threads/t/objects").iterdir())  # the put found it gone: stored again
+    assert graph.get_state(cfg("t")).values["rows"] == rows
+
+
+class Grown(TypedDict, total=False):
+    items: Annotated[list[Any], operator.add]
+
+
+def test_a_big_value_unlike_the_one_its_put_writes_stored_is_stored_on_its_own(tmp_path: Path) -> None:
+    graph = line_graph(Grown, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({"items": ["before"]}, cfg("t"), durability="sync")
+    assert len(list((tmp_path / "threads/t/large").iterdir())) == 2  # the write's and the channel's
+    assert graph.get_state(cfg("t")).values["items"] == ["before", *LIST]
     assert Validator(tmp_path).run() == []
 
 

@@ -44,7 +44,6 @@ from .core.format.tree import (
     EXT_POS,
     EXT_SINGLE,
     MARKS,
-    b64,
     ext_pointer,
     hashable,
     is_name,
@@ -203,12 +202,6 @@ class ValueCodec:
             if self.redactor is not None:
                 data = self.redactor.redact_msgpack(data)
         return type_, data
-
-    def encode(self, value: Any, kind: str, target: str, pointer: str) -> dict[str, Any]:
-        type_, data = self.dumps(value, kind, target, pointer)
-        if type_ == "msgpack":
-            return {"serde": "msgpack", "json": msgpack_to_tree(data)}
-        return {"serde": type_, "base64": b64(data)}
 
     # -- decode -------------------------------------------------------
     @property

@@ -4,9 +4,11 @@ store a value the same way, so the same value becomes the same files."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..durable import json_size
 from ..errors import InvalidWriteError
@@ -131,6 +133,15 @@ def _object_files(store: Files, thread_id: str, objects: dict[str, Any], large: 
         _object_file(store, thread_id, digest, obj, large)
 
 
+class Stored(NamedTuple):
+    """A node as stored (``stored_value``), the weight of its shared tree (None: no JSON tree),
+    and, for a node in ``large/``, the files it lives in: (path, kind), that file first."""
+
+    node: dict[str, Any]
+    weight: Weight | None
+    files: tuple[tuple[Path, str], ...] = ()
+
+
 def stored_node(
     store: Files,
     thread_id: str,
@@ -140,6 +151,20 @@ def stored_node(
     where: tuple[str, str] | None = None,
     host: Host | None = None,
 ) -> tuple[dict[str, Any], Weight | None]:
+    """``stored_value``'s node and weight."""
+    got = stored_value(store, thread_id, node, large_value_bytes, large, where, host)
+    return got.node, got.weight
+
+
+def stored_value(
+    store: Files,
+    thread_id: str,
+    node: dict[str, Any],
+    large_value_bytes: int,
+    large: Prepared,
+    where: tuple[str, str] | None = None,
+    host: Host | None = None,
+) -> Stored:
     """A node as stored: its messages and long lists shared (format 4: into the ``host``
     file; without one, into ``objects/``), then, when still over ``large_value_bytes``, the
     node in a file named by its content hash (``{"large": digest}``), its objects in
@@ -151,6 +176,7 @@ def stored_node(
     host file or in ``objects/`` (``Sharer.found`` has those the host held already)."""
     weight: Weight | None = None
     size: int | None = None
+    names: set[str] = set()
     if "json" in node:
         sharer, shared = _shared(thread_id, node["json"], where, items=False, host=host, embed=True)
         weight = (sharer.containers, sharer.values, sharer.text)
@@ -158,13 +184,62 @@ def stored_node(
         size = json_size(node)
         if host is not None and size <= large_value_bytes:
             host.adopt(store, thread_id, sharer.objects, large_value_bytes, large)
-            return node, weight
+            return Stored(node, weight)
         _object_files(store, thread_id, sharer.found, large)
+        names = {*sharer.found, *sharer.elsewhere}
     if (json_size(node) if size is None else size) <= large_value_bytes:
-        return node, weight
+        return Stored(node, weight)
     digest = digest_node(node)
     path = store.layout.large_path(thread_id, digest)
     if all(p != path for p, _ in large) and not store.intact(path, "large_value"):
         doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
         large.append(store.prepare("large_value", doc, path))
-    return {"large": digest}, weight
+    objects = sorted((store.layout.object_path(thread_id, name), "object") for name in names)
+    return Stored({"large": digest}, weight, ((path, "large_value"), *objects))
+
+
+class LargeValues:
+    """The last few values stored in ``large/``, by their serialised bytes (a saver's, shared
+    by its puts): LangGraph saves a step's writes and the checkpoint that holds them at once,
+    so a channel's new value is most often the very value its ``put_writes`` has just stored.
+    The ``put`` then refers to the same file without building, sharing and hashing the value
+    again, while that file and the ``objects/`` files it refers to are intact (``Files.intact``:
+    the one cache rule; else it is stored again as before)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, str, int, bytes], tuple[bytes, Stored]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def find(self, store: Files, thread_id: str, serde: str, data: bytes, large: Prepared) -> Stored | None:
+        """What ``data`` (of the serde's type ``serde``) was stored as in the thread, if it is
+        still there (or about to be: in ``large``)."""
+        if type(data) is not bytes:
+            return None  # a serde's bytearray is never kept
+        with self._lock:
+            kept = self._kept.get((thread_id, serde, len(data), data[:_KEY_BYTES]))
+        if kept is None or kept[0] != data:
+            return None
+        coming = {p for p, _ in large}
+        if all(path in coming or store.intact(path, kind) for path, kind in kept[1].files):
+            return kept[1]
+        return None
+
+    def keep(self, thread_id: str, serde: str, data: bytes, stored: Stored) -> None:
+        """Remember a value stored in ``large/`` (others are not kept)."""
+        if not stored.files or type(data) is not bytes:
+            return
+        key = (thread_id, serde, len(data), data[:_KEY_BYTES])
+        with self._lock:
+            self._kept[key] = (data, stored)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+
+    def forget(self, thread_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._kept if k[0] == thread_id]:
+                del self._kept[key]
+
+
+_KEY_BYTES = 64  # a value's first bytes, with its length, find it among those kept
