@@ -169,7 +169,8 @@ class Files:
         planted or damaged file under the name is not: the caller writes it again, atomically,
         with the right bytes (known from the name's content), instead of making a checkpoint
         that refers to it and reads back never. Each file is parsed and hashed once while its
-        stat (and, for a file just written, its bytes: the cache rule) stays the same."""
+        stat (and, for a file just written, its bytes: the cache rule) stays the same; one
+        this process wrote (``write``) is not read back at all while it is so."""
         if not self.writer.durable_exists(path):
             return False
         if self._wrote_named.doc(path) is not None:
