@@ -20,6 +20,9 @@ _INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 # subclass takes the member-by-member way)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 LINE_WIDTH = 120  # an array or object whose compact JSON fits in this (indent included) is one line
+# a node over this many bytes of compact JSON may have members that are too: below it, a
+# short container is first weighed from a line's worth of its parts (``_surely_longer``)
+_BIG = 64 * 1024
 # what json.dumps(sort_keys=True, ensure_ascii=False, separators=(", ", ": ")) builds on every
 # call, built once (it keeps no state between calls)
 _FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
@@ -41,24 +44,28 @@ def dump_json(doc: Any) -> bytes:
     return b"".join(out)
 
 
-def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
+def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = False) -> None:
     """One value at ``indent`` after ``lead`` columns of key: an array or object on one line
     (``", "`` and ``": "`` between members, as a person writes it) when it fits, and a
     reference to an object (``{"$ref": ...}``, all its members strings) always: one line
-    names one thing."""
+    names one thing. ``big``: the node may be over ``_BIG`` bytes (its parent was)."""
     if isinstance(node, dict | list) and node:
-        if len(node) * 4 <= LINE_WIDTH or (isinstance(node, dict) and _is_reference(node)):
-            room = LINE_WIDTH - indent - lead
-            if isinstance(node, dict) and _is_reference(node):
-                room = 1 << 30
-            # compact is never longer: a cheap test first, cheaper still when a part is big
-            if not _surely_longer(node, room) and len(orjson.dumps(node)) <= room:
-                data = _FLAT.encode(node).encode("utf-8")
-                if len(data) <= room:
-                    out.append(data)
-                    return
-        members = node.values() if isinstance(node, dict) else node
-        if len(node) * 4 > LINE_WIDTH and _SCALARS.issuperset(map(type, members)):
+        inner = False  # whether its members may be big: only below a short container
+        ref = isinstance(node, dict) and _is_reference(node)
+        if len(node) * 4 <= LINE_WIDTH or ref:
+            room = 1 << 30 if ref else LINE_WIDTH - indent - lead
+            inner = big
+            # compact is never longer: a cheap test first, and for a big node a bounded one
+            # before it (a member of 5 MB was serialised whole at each level above it)
+            if not (big and _surely_longer(node, room)):
+                size = len(orjson.dumps(node))
+                if size <= room:
+                    data = _FLAT.encode(node).encode("utf-8")
+                    if len(data) <= room:
+                        out.append(data)
+                        return
+                inner = size > _BIG
+        elif _SCALARS.issuperset(map(type, node.values() if isinstance(node, dict) else node)):
             out.append(_indented(node, indent))
             return
         pad = b"\n" + b" " * (indent + 2)
@@ -66,7 +73,7 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
             out.append(b"[")
             for i, item in enumerate(node):
                 out.append(pad if i == 0 else b"," + pad)
-                _emit(item, indent + 2, out)
+                _emit(item, indent + 2, out, 0, inner)
             out.append(b"\n" + b" " * indent + b"]")
             return
         out.append(b"{")
@@ -74,7 +81,7 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
             out.append(pad if i == 0 else b"," + pad)
             name = orjson.dumps(key) + b": "
             out.append(name)
-            _emit(node[key], indent + 2, out, len(name))
+            _emit(node[key], indent + 2, out, len(name), inner)
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))
