@@ -204,7 +204,6 @@ class Sharer:
         # every object the trees use that is stored nowhere yet, in the order found: the new
         # ones and those ``held`` (a node too big for its file has them all in ``objects/``)
         self.found: dict[str, Any] = {}
-        self.elsewhere: set[str] = set()  # objects/ files (``locate``'s) the trees refer to
         # of the trees shared, whole: what a reader expands (``weight_problem``)
         self.containers = self.values = self.text = 0
         self.height = 0  # objects inside objects, on the longest path (``nesting_problem``)
@@ -310,8 +309,6 @@ class Sharer:
         where = self._locate(name, digest) if self._locate is not None else None
         if where is not None:
             self._heights[where[REF]] = height
-            if location_of(where) is None:
-                self.elsewhere.add(where[REF])
             return where
         self._heights[name] = height
         self.objects[name] = self.found[name] = tree

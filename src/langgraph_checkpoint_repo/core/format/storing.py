@@ -135,11 +135,12 @@ def _object_files(store: Files, thread_id: str, objects: dict[str, Any], large: 
 
 class Stored(NamedTuple):
     """A node as stored (``stored_value``), the weight of its shared tree (None: no JSON tree),
-    and, for a node in ``large/``, the files it lives in: (path, kind), that file first."""
+    and, for a node in ``large/`` whose tree refers to no object, that file: the same bytes
+    are stored the same way from any file of the thread (``LargeValues``)."""
 
     node: dict[str, Any]
     weight: Weight | None
-    files: tuple[tuple[Path, str], ...] = ()
+    alone: Path | None = None
 
 
 def stored_node(
@@ -176,7 +177,7 @@ def stored_value(
     host file or in ``objects/`` (``Sharer.found`` has those the host held already)."""
     weight: Weight | None = None
     size: int | None = None
-    names: set[str] = set()
+    refers = False
     if "json" in node:
         sharer, shared = _shared(thread_id, node["json"], where, items=False, host=host, embed=True)
         weight = (sharer.containers, sharer.values, sharer.text)
@@ -186,7 +187,7 @@ def stored_value(
             host.adopt(store, thread_id, sharer.objects, large_value_bytes, large)
             return Stored(node, weight)
         _object_files(store, thread_id, sharer.found, large)
-        names = {*sharer.found, *sharer.elsewhere}
+        refers = sharer.height > 0
     if (json_size(node) if size is None else size) <= large_value_bytes:
         return Stored(node, weight)
     digest = digest_node(node)
@@ -194,8 +195,7 @@ def stored_value(
     if all(p != path for p, _ in large) and not store.intact(path, "large_value"):
         doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
         large.append(store.prepare("large_value", doc, path))
-    objects = sorted((store.layout.object_path(thread_id, name), "object") for name in names)
-    return Stored({"large": digest}, weight, ((path, "large_value"), *objects))
+    return Stored({"large": digest}, weight, None if refers else path)
 
 
 class LargeValues:
@@ -203,8 +203,11 @@ class LargeValues:
     by its puts): LangGraph saves a step's writes and the checkpoint that holds them at once,
     so a channel's new value is most often the very value its ``put_writes`` has just stored.
     The ``put`` then refers to the same file without building, sharing and hashing the value
-    again, while that file and the ``objects/`` files it refers to are intact (``Files.intact``:
-    the one cache rule; else it is stored again as before)."""
+    again, while that file is intact (``Files.intact``: the one cache rule; else it is stored
+    again as before). Only values whose tree refers to no object are kept: the same bytes then
+    give the same tree, the same size and the same file wherever they are stored, so a value
+    found here is stored exactly as it would be again (one with references may be shared
+    otherwise from another file, and is stored again)."""
 
     def __init__(self, size: int = 4) -> None:
         self._size = size
@@ -218,16 +221,16 @@ class LargeValues:
             return None  # a serde's bytearray is never kept
         with self._lock:
             kept = self._kept.get((thread_id, serde, len(data), data[:_KEY_BYTES]))
-        if kept is None or kept[0] != data:
+        if kept is None or kept[0] != data or kept[1].alone is None:
             return None
-        coming = {p for p, _ in large}
-        if all(path in coming or store.intact(path, kind) for path, kind in kept[1].files):
+        path = kept[1].alone
+        if any(p == path for p, _ in large) or store.intact(path, "large_value"):
             return kept[1]
         return None
 
     def keep(self, thread_id: str, serde: str, data: bytes, stored: Stored) -> None:
-        """Remember a value stored in ``large/`` (others are not kept)."""
-        if not stored.files or type(data) is not bytes:
+        """Remember a value stored alone in ``large/`` (others are not kept)."""
+        if stored.alone is None or type(data) is not bytes:
             return
         key = (thread_id, serde, len(data), data[:_KEY_BYTES])
         with self._lock:
