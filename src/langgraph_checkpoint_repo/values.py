@@ -32,7 +32,7 @@ from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
 from .core.format.objects import input_tag, is_pair_tag, large_digest, named_from, weight_problem
-from .core.format.packed import msgpack_array_header, msgpack_array_split
+from .core.format.packed import msgpack_array_header, msgpack_array_split, starts_structured
 from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
 from .core.format.tree import b64, model_fields, msgpack_to_tree
@@ -376,7 +376,9 @@ class ValueWriter:
         if known is not None and state is not None and state.body is not None:
             (old_refs, old_heights), start = known, state.count
             tree = msgpack_to_tree(msgpack_array_header(count - start) + body[len(state.body) :])
-        else:
+        else:  # shared item by item once, so that the next whole copy knows them
+            if state is None or not starts_structured(body):
+                return None  # a first value, or numbers and strings: nothing to look up again
             old_refs, old_heights, tree = [], [], msgpack_to_tree(data)
             if self.host is None or self.host.convert is None or self.host.convert(tree) is not None:
                 return None
