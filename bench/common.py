@@ -67,6 +67,12 @@ class Sizes:
     """... items with embeddings (search with a query) ..."""
     store_calls: int = 200
     """... and puts and gets timed per store."""
+    big_list_items: int = 50_000
+    """The big values workload: a list of this many strings ..."""
+    big_text_bytes: int = 5_000_000
+    """... and a string of this many characters, each written by a graph ..."""
+    big_rounds: int = 9
+    """... this many times per saver (the median is reported)."""
     warm_up: bool = True
     """One untimed fresh process per call first (it leaves ``.cache/`` as an earlier process
     would); off in ``--tiny``, which only checks that the benchmark runs."""
@@ -112,6 +118,7 @@ QUICK = Sizes(
     store_items=1_000,
     store_query_items=200,
     store_calls=40,
+    big_rounds=3,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -132,6 +139,9 @@ TINY = Sizes(
     store_items=60,
     store_query_items=20,
     store_calls=6,
+    big_list_items=2_000,
+    big_text_bytes=100_000,
+    big_rounds=1,
     warm_up=False,
     forked_children=True,
 )

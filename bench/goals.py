@@ -429,3 +429,19 @@ STORE_GET = Goal(
 )
 
 GOALS += (STORE_PUT, STORE_GET)
+
+
+# ----------------------------------------------------------------------------
+# issue 37: big values
+# ----------------------------------------------------------------------------
+BIG_LIST_PUT = Goal(
+    key="big_list_put",
+    workload="big",
+    subject="first put of a {list_items:,}-item list, in a graph run (median)",
+    compare="<=",
+    threshold=3.0,
+    unit=f"x {SQLITE}",
+    measure=_vs_sqlite("list_put_median_ms", 2),
+)
+
+GOALS += (BIG_LIST_PUT,)

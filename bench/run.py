@@ -22,6 +22,8 @@ Workloads (``bench/workloads``):
    the report (``performance-depth.svg`` beside ``performance.md``).
 8. cli: wall time of ``langgraph-repo`` processes: ``--help``, ``threads``, the pre-commit
    ``validate FILE...`` and a whole-root ``validate`` of 5,000 checkpoints.
+9. store: RepoStore beside SqliteStore and InMemoryStore.
+10. big: the first put of a 50,000-item list and of a 5 MB string, written by a graph.
 
 The goals are in ``bench/goals.py``.
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from bench.common import Result, Sizes
 from bench.report import Row
-from bench.workloads import agents, chat, cli, depth, git, history, store
+from bench.workloads import agents, big, chat, cli, depth, git, history, store
 
 
 class Workload(Protocol):
@@ -27,5 +27,5 @@ class Workload(Protocol):
     def details(self, result: Result, sizes: dict[str, int]) -> str: ...
 
 
-WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli, store)
+WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli, store, big)
 """In the order they run and appear in the report."""

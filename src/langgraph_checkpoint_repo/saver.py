@@ -59,7 +59,7 @@ from .core.format.decode import extra_trees, langgraph_checkpoint
 from .core.format.encode import extra_fields, stored_fields
 from .core.format.entries import ValueEntry, entry_from_node
 from .core.format.records import CheckpointRecord, TaskWrites
-from .core.format.storing import LARGE_VALUE_BYTES
+from .core.format.storing import LARGE_VALUE_BYTES, LargeValues
 from .core.format.versions import for_file, next_version, seen_for_file
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
@@ -183,6 +183,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
         self._lists: dict[tuple[str, str, str], ListState] = {}
+        # the last values stored in large/: a put refers to what its put_writes just stored
+        self._large_values = LargeValues()
         # put_writes under way, per (thread, namespace, checkpoint): a put of a child waits for
         # them, to take them into itself (format 4); shared with the graphs' views
         self._writing: Counter[tuple[str, str, str]] = Counter()
@@ -527,7 +529,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def _value_writer(self) -> ValueWriter:
         """Value storage under the current codec (it changes when a graph's types are learnt)."""
-        return ValueWriter(self.store, self.codec, self._lists, self.large_value_bytes, self.snapshot_every)
+        return ValueWriter(
+            self.store,
+            self.codec,
+            self._lists,
+            self.large_value_bytes,
+            self.snapshot_every,
+            recent=self._large_values,
+        )
 
     def put_writes(
         self,
@@ -584,10 +593,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     continue  # first write wins for regular writes; special ones replace
                 target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
                 pointer = f"/writes/{len(entries)}/value"
-                encoded = self.codec.encode(value, "writes", target, pointer)
-                if "json" in encoded:
-                    encoded.pop("serde", None)  # format 4: a json node is msgpack's
-                node = writer.stored_node(thread_id, encoded, large, (target, pointer))
+                serde, data = self.codec.dumps(value, "writes", target, pointer)
+                node = writer.value_node(thread_id, serde, data, large, (target, pointer))
                 entries.append({"idx": idx, "channel": channel, "value": node})
             if not entries:
                 return True
@@ -608,6 +615,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.store.forget_thread(thread_id)
         for key in [k for k in list(self._lists) if k[0] == thread_id]:  # copied in one step
             self._lists.pop(key, None)
+        self._large_values.forget(thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """As the base class; values the remaining checkpoints use are first moved out of the

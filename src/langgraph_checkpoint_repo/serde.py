@@ -44,7 +44,6 @@ from .core.format.tree import (
     EXT_POS,
     EXT_SINGLE,
     MARKS,
-    b64,
     ext_pointer,
     hashable,
     is_name,
@@ -89,7 +88,7 @@ def rename_main(data: bytes) -> bytes:
     """msgpack whose types named ``__main__.X`` are named by the main module's importable
     name (``typenames.main_module_name``), so another program can read them; unchanged when
     that name cannot be told or no type is named so."""
-    if b"__main__" not in data:
+    if b"_" not in data or b"__main__" not in data:  # one byte first: memchr, for big values
         return data
     main = main_module_name()
     if main is None:
@@ -203,12 +202,6 @@ class ValueCodec:
             if self.redactor is not None:
                 data = self.redactor.redact_msgpack(data)
         return type_, data
-
-    def encode(self, value: Any, kind: str, target: str, pointer: str) -> dict[str, Any]:
-        type_, data = self.dumps(value, kind, target, pointer)
-        if type_ == "msgpack":
-            return {"serde": "msgpack", "json": msgpack_to_tree(data)}
-        return {"serde": type_, "base64": b64(data)}
 
     # -- decode -------------------------------------------------------
     @property

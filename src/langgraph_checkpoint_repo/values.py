@@ -32,9 +32,9 @@ from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
 from .core.format.objects import input_tag, is_pair_tag, large_digest, named_from, weight_problem
-from .core.format.packed import msgpack_array_header, msgpack_array_split
+from .core.format.packed import msgpack_array_header, msgpack_array_split, starts_structured
 from .core.format.records import CheckpointRecord
-from .core.format.storing import Host, Prepared, chunked_list, shared_tree, stored_node
+from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
 from .core.format.tree import b64, model_fields, msgpack_to_tree
 from .core.threads import ThreadStore
 from .serde import ValueCodec
@@ -106,6 +106,8 @@ class ValueWriter:
     parent: CheckpointRecord | None = None
     # the file the checkpoint being written goes to (relative to its namespace)
     writing: str = ""
+    # the saver's last values stored in large/, shared like ``lists`` (None: none kept)
+    recent: LargeValues | None = None
 
     def for_file(self, thread_id: str, ticket: int, replacing: tuple[str, str] | None = None) -> Host:
         """A new file of ``thread_id`` is written: it holds the objects it introduces. Its
@@ -317,8 +319,7 @@ class ValueWriter:
             return {"empty": True}, None
         type_, data = self.codec.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
-            node: dict[str, Any] = {"serde": type_, "base64": b64(data)}
-            return {"value": self.stored_node(thread_id, node, large, where)}, None
+            return {"value": self.value_node(thread_id, type_, data, large, where)}, None
         state: ListState | None = None
         if type(value) is list:
             split = msgpack_array_split(data)
@@ -354,8 +355,7 @@ class ValueWriter:
                 if whole is not None:
                     return whole
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)
-        node = {"json": msgpack_to_tree(data)}  # format 4: a json node is msgpack's
-        stored = self.stored_node(thread_id, node, large, where)
+        stored = self.value_node(thread_id, type_, data, large, where)
         if state is not None:
             state.weight = self.shared_weight
         return {"value": stored}, state
@@ -381,7 +381,9 @@ class ValueWriter:
         if known is not None and state is not None and state.body is not None:
             (old_refs, old_heights), start = known, state.count
             tree = msgpack_to_tree(msgpack_array_header(count - start) + body[len(state.body) :])
-        else:
+        else:  # shared item by item once, so that the next whole copy knows them
+            if state is None or not starts_structured(body):
+                return None  # a first value, or numbers and strings: nothing to look up again
             old_refs, old_heights, tree = [], [], msgpack_to_tree(data)
             if self.host is None or self.host.convert is None or self.host.convert(tree) is not None:
                 return None
@@ -469,22 +471,46 @@ class ValueWriter:
             return append_body(state.count, items, (state.version, state.ref))
         return append_body(state.count, items)
 
+    def value_node(
+        self, thread_id: str, serde: str, data: bytes, large: Prepared, where: tuple[str, str]
+    ) -> dict[str, Any]:
+        """The node the serializer's bytes are stored as (a JSON tree for msgpack, format 4;
+        base64 else). A big value this saver stored in the thread just before (the step's
+        ``put_writes`` of what the checkpoint now holds) is referred to where it is, its files
+        intact, instead of being built, shared and hashed again (``LargeValues``)."""
+        stored = self.recent.find(self.store.files, thread_id, serde, data, large) if self.recent else None
+        if stored is None:
+            node: dict[str, Any] = {"serde": serde, "base64": b64(data)}
+            if serde == "msgpack":
+                node = {"json": msgpack_to_tree(data)}  # format 4: a json node is msgpack's
+            stored = self.stored(thread_id, node, large, where)
+            if self.recent is not None:
+                self.recent.keep(thread_id, serde, data, stored)
+        elif stored.weight is not None:
+            self.shared_weight = stored.weight
+        return stored.node
+
     def stored_node(
         self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
     ) -> dict[str, Any]:
+        """``stored``'s node."""
+        return self.stored(thread_id, node, large, where).node
+
+    def stored(
+        self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
+    ) -> Stored:
         """A node as stored (core/format/storing.py); remembers the weight of its shared tree. A node
         the serializer took but JSON cannot hold for its depth is refused, naming where."""
         try:
-            stored, weight = stored_node(
-                self.store.files, thread_id, node, self.large_value_bytes, large, where, self.host
-            )
+            files, limit = self.store.files, self.large_value_bytes
+            stored = stored_value(files, thread_id, node, limit, large, where, self.host)
         except TypeError as exc:
             if not too_deep(exc):
                 raise
             target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
             raise InvalidWriteError("value", target, pointer, TOO_DEEP) from None
-        if weight is not None:
-            self.shared_weight = weight
+        if stored.weight is not None:
+            self.shared_weight = stored.weight
         return stored
 
     def shared(

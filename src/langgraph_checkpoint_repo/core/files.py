@@ -44,6 +44,7 @@ _CONTENT_NAMED: dict[str, tuple[str, Callable[[dict[str, Any], str], bool]]] = {
     "object": (OBJECTS, lambda doc, name: names_object(name, doc["tree"])),
     "large_value": (LARGE, lambda doc, name: digest_node(doc["value"]) == name),
 }
+_NAMED_FOLDERS = frozenset(folder for folder, _ in _CONTENT_NAMED.values())
 #: what a listing hears of a name just written: (folder, its listing, the name, the document)
 OnAdded = Callable[[Path, Listing, str, "dict[str, Any] | None"], None]
 
@@ -105,6 +106,10 @@ class Files:
         self.listings = Listings(partial(load_listing, self.layout), partial(save_listing, self.layout))
         self.writer = Writer(self.layout, durable)
         self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
+        # content-named files this process wrote (prepared: valid, named by their content),
+        # by stat key and, while not settled, the digest of the bytes written: ``intact``
+        # without reading them back (the one cache rule)
+        self._wrote_named = DocCache()
         self.on_added: OnAdded = _nothing_added  # what derives from listings hears of new names
         self.snapshot: Snapshot | None = None  # the cache policy: None for the cache rule
 
@@ -164,9 +169,16 @@ class Files:
         planted or damaged file under the name is not: the caller writes it again, atomically,
         with the right bytes (known from the name's content), instead of making a checkpoint
         that refers to it and reads back never. Each file is parsed and hashed once while its
-        stat (and, for a file just written, its bytes: the cache rule) stays the same."""
+        stat (and, for a file just written, its bytes: the cache rule) stays the same; one
+        this process wrote (``write``) is not read back at all while it is so."""
         if not self.writer.durable_exists(path):
             return False
+        if self._wrote_named.doc(path) is not None:
+            try:
+                if self._wrote_named.fresh(path, os.lstat(path)) is not None:
+                    return True
+            except FileNotFoundError:
+                return False
         try:
             doc = self.read_doc(path, kind)
         except FileNotFoundError:
@@ -206,6 +218,11 @@ class Files:
         listed = {p.parent for batch in batches for p, _ in batch if p.parent.name in LISTED}
         with self.listings.writing(listed):
             self.writer.write(batches, partial(self._written, docs or {}))
+        for batch in batches:
+            for path, data in batch:
+                folder = path.parent
+                if folder.name in _NAMED_FOLDERS and folder.parent.parent == self.layout.threads_dir:
+                    self._wrote_named.remember(path, True, data)
 
     def _written(self, docs: dict[Path, dict[str, Any]], path: Path, before: StatKey | None) -> None:
         extend = partial(_call_on_added, self.on_added, path.parent, docs.get(path))
@@ -217,11 +234,13 @@ class Files:
         self.writer.forget()
         self.listings.drop_under(folder)
         self.docs.drop_under(folder)
+        self._wrote_named.drop_under(folder)
         self._intact.drop_where(lambda p: p.is_relative_to(folder))
 
     def clear(self) -> None:
         """Forget every file read (a snapshot begins or ends)."""
         self.docs.clear()
+        self._wrote_named.clear()
         with self._intact.lock:
             self._intact.clear()
 

@@ -58,14 +58,48 @@ TRIGGERS: tuple[tuple[bytes, re.Pattern[bytes]], ...] = tuple(
 )
 
 
+#: A byte every match of a trigger's loose pattern holds (of its literal, the rarest in
+#: ordinary text; for ``xox``, the ``-`` it needs after it). Looking for one byte is ``memchr``, a small
+#: part of the cost of looking for a literal, so a trigger whose byte the data does not hold
+#: is not searched for, and the answer is the same: 15 searches of 5 MB of text become those
+#: of the bytes it holds.
+_ANCHORS: dict[bytes, bytes] = {
+    b"sk-": b"-",
+    b"k_live_": b"_",
+    b"AKIA": b"K",
+    b"ASIA": b"S",
+    b"ghp_": b"_",
+    b"gho_": b"_",
+    b"ghu_": b"_",
+    b"ghs_": b"_",
+    b"ghr_": b"_",
+    b"github_pat_": b"_",
+    b"xox": b"-",
+    b"AIza": b"z",
+    b"eyJ": b"J",
+    b"-----BEGIN": b"-",
+    b"earer ": b"r",
+}
+#: the triggers grouped by their bytes, in ``TRIGGERS``' order
+_BY_ANCHOR: tuple[tuple[bytes, tuple[tuple[bytes, re.Pattern[bytes]], ...]], ...] = tuple(
+    (anchor, tuple(t for t in TRIGGERS if _ANCHORS[t[0]] == anchor))
+    for anchor in dict.fromkeys(_ANCHORS[literal] for literal, _ in TRIGGERS)
+)
+
+
 def might_contain_secret(data: bytes) -> bool:
-    """False only when no default pattern can match any string inside ``data``."""
-    for literal, loose in TRIGGERS:
-        i = data.find(literal)
-        while i != -1:
-            if loose.match(data, i):
-                return True
-            i = data.find(literal, i + 1)
+    """False only when no default pattern can match any string inside ``data``: each trigger
+    its data holds the byte of (``_ANCHORS``) is looked for, and where it is found, whether
+    its loose pattern matches there."""
+    for anchor, triggers in _BY_ANCHOR:
+        if anchor not in data:
+            continue
+        for literal, loose in triggers:
+            i = data.find(literal)
+            while i != -1:
+                if loose.match(data, i):
+                    return True
+                i = data.find(literal, i + 1)
     return False
 
 

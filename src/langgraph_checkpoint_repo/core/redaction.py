@@ -11,8 +11,11 @@ and never ``$bytes``/``$numpy``/``$ext`` payloads (stored as base64, not as text
 The default patterns (``DEFAULT_PATTERNS``) are few and precise: each one matches a known
 key or token format by its prefix. The saver's cost for ordinary text is one search of the
 serializer's msgpack bytes for a few literals (``TRIGGERS``: each default pattern contains
-one); only on a hit is the value unpacked, rewritten and packed again. A list that grew by
-appending (a conversation) only has its new items searched.
+one), each only when the bytes hold a byte of it (``masking._ANCHORS``: one ``memchr``);
+only on a hit is the value unpacked, rewritten and packed again. A list that grew by
+appending (a conversation) only has its new items searched, and a big value seen just before
+(a channel's value in the ``put`` beside the ``put_writes`` that wrote it) is not searched
+again.
 
 ``langgraph-repo validate`` uses the same patterns (``find_secrets``) to report secrets
 already in files.
@@ -104,7 +107,7 @@ def might_hold_pydantic_secret(data: bytes) -> bool:
     The serde stores a secret as its class name and its value in clear; the names are the
     triggers: ``Secret`` (pydantic's own) and the name of each loaded subclass.
     """
-    if b"Secret" in data:
+    if b"S" in data and b"Secret" in data:  # one byte first: memchr (masking._ANCHORS)
         return True
     return any(cls.__name__.encode() in data for cls in _secret_classes() if "Secret" not in cls.__name__)
 
@@ -189,6 +192,8 @@ class Redactor:
         # lists that grow by appending: the last body seen (by its first bytes) and what we
         # made of it, so the next version only looks at the items it adds
         self._lists: OrderedDict[bytes, tuple[int, bytes, bytes]] = OrderedDict()
+        # big values that are not lists, by length and first bytes: (their bytes, what we made)
+        self._values: OrderedDict[tuple[int, bytes], tuple[bytes, bytes]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -223,7 +228,7 @@ class Redactor:
         """
         split = msgpack_array_split(data)
         if split is None or not split[1]:
-            return self._redact_packed(data)
+            return self._redact_value(data)
         count, body = split
         key = body[:_KEY_BYTES]
         with self._lock:
@@ -245,6 +250,24 @@ class Redactor:
             self._lists.move_to_end(key)
             while len(self._lists) > _LISTS_KEPT:
                 self._lists.popitem(last=False)
+        return out
+
+    def _redact_value(self, data: bytes) -> bytes:
+        """``_redact_packed``, once for a big value: the same bytes again (a channel's value in
+        the ``put`` beside the ``put_writes`` that wrote it) give what they gave, unsearched."""
+        if len(data) < _SEEN_BYTES:
+            return self._redact_packed(data)
+        key = (len(data), data[:_KEY_BYTES])
+        with self._lock:
+            known = self._values.get(key)
+        if known is not None and known[0] == data:
+            return data if known[1] is known[0] else known[1]
+        out = self._redact_packed(data)
+        with self._lock:
+            self._values[key] = (data, out)
+            self._values.move_to_end(key)
+            while len(self._values) > _VALUES_KEPT:
+                self._values.popitem(last=False)
         return out
 
     def _redact_packed(self, data: bytes) -> bytes:
@@ -304,6 +327,8 @@ class Redactor:
 
 _KEY_BYTES = 64  # a list's first bytes name it in the cache (its first item's start)
 _LISTS_KEPT = 64
+_SEEN_BYTES = 64 * 1024  # a value this big is searched once (cheaper ones are searched again)
+_VALUES_KEPT = 4
 
 
 def _as_list(patterns: Iterable[PatternLike]) -> list[PatternLike]:

@@ -15,7 +15,14 @@ import orjson
 from .objects import REF
 
 _INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+# members orjson prints as ``_emit`` does, compact and alone (exact types: a tuple or a dict
+# subclass takes the member-by-member way)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 LINE_WIDTH = 120  # an array or object whose compact JSON fits in this (indent included) is one line
+# a node over this many bytes of compact JSON may have members that are too: below it, a
+# short container is first weighed from a line's worth of its parts (``_surely_longer``)
+_BIG = 64 * 1024
 # what json.dumps(sort_keys=True, ensure_ascii=False, separators=(", ", ": ")) builds on every
 # call, built once (it keeps no state between calls)
 _FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
@@ -37,27 +44,36 @@ def dump_json(doc: Any) -> bytes:
     return b"".join(out)
 
 
-def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
+def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = False) -> None:
     """One value at ``indent`` after ``lead`` columns of key: an array or object on one line
     (``", "`` and ``": "`` between members, as a person writes it) when it fits, and a
     reference to an object (``{"$ref": ...}``, all its members strings) always: one line
-    names one thing."""
+    names one thing. ``big``: the node may be over ``_BIG`` bytes (its parent was)."""
     if isinstance(node, dict | list) and node:
-        if len(node) * 4 <= LINE_WIDTH or (isinstance(node, dict) and _is_reference(node)):
-            room = LINE_WIDTH - indent - lead
-            if isinstance(node, dict) and _is_reference(node):
-                room = 1 << 30
-            if len(orjson.dumps(node)) <= room:  # compact is never longer: a cheap test first
-                data = _FLAT.encode(node).encode("utf-8")
-                if len(data) <= room:
-                    out.append(data)
-                    return
+        inner = False  # whether its members may be big: only below a short container
+        ref = isinstance(node, dict) and _is_reference(node)
+        if len(node) * 4 <= LINE_WIDTH or ref:
+            room = 1 << 30 if ref else LINE_WIDTH - indent - lead
+            inner = big
+            # compact is never longer: a cheap test first, and for a big node a bounded one
+            # before it (a member of 5 MB was serialised whole at each level above it)
+            if not (big and _surely_longer(node, room)):
+                size = len(orjson.dumps(node))
+                if size <= room:
+                    data = _FLAT.encode(node).encode("utf-8")
+                    if len(data) <= room:
+                        out.append(data)
+                        return
+                inner = size > _BIG
+        elif _SCALARS.issuperset(map(type, node.values() if isinstance(node, dict) else node)):
+            out.append(_indented(node, indent))
+            return
         pad = b"\n" + b" " * (indent + 2)
         if isinstance(node, list):
             out.append(b"[")
             for i, item in enumerate(node):
                 out.append(pad if i == 0 else b"," + pad)
-                _emit(item, indent + 2, out)
+                _emit(item, indent + 2, out, 0, inner)
             out.append(b"\n" + b" " * indent + b"]")
             return
         out.append(b"{")
@@ -65,10 +81,48 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
             out.append(pad if i == 0 else b"," + pad)
             name = orjson.dumps(key) + b": "
             out.append(name)
-            _emit(node[key], indent + 2, out, len(name))
+            _emit(node[key], indent + 2, out, len(name), inner)
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))
+
+
+def _surely_longer(node: dict[str, Any] | list[Any], room: int) -> bool:
+    """Whether ``node``'s compact JSON is longer than ``room`` bytes for sure, from at most
+    ``room`` of its parts: a string is its characters and quotes, anything else at least one
+    byte, a container its brackets, separators and keys. Without it, a member holding 5 MB
+    was serialised whole at each level above it, to learn that the level does not fit."""
+    left = room
+    stack: list[Any] = [node]
+    while stack:
+        part = stack.pop()
+        if type(part) is str:
+            left -= len(part) + 2
+        elif isinstance(part, dict):
+            left -= 1 + len(part)
+            if left < 0:
+                return True
+            left -= sum(len(k) + 3 for k in part)
+            stack.extend(part.values())
+        elif isinstance(part, list):
+            left -= 1 + len(part)
+            if left < 0:
+                return True
+            stack.extend(part)
+        else:
+            left -= 1
+        if left < 0:
+            return True
+    return False
+
+
+def _indented(node: dict[str, Any] | list[Any], indent: int) -> bytes:
+    """A long container of scalars (one that may not fit on a line), one member a line: what the
+    member-by-member way of ``_emit`` writes (orjson's indented form, sorted keys, ``": "``),
+    in one call; a 50,000-item list took 50,000 calls. Moved ``indent`` columns right: a newline in
+    JSON is only ever between members (a string holds ``\\n``)."""
+    data = orjson.dumps(node, option=_INDENTED)
+    return data.replace(b"\n", b"\n" + b" " * indent) if indent else data
 
 
 def _is_reference(node: dict[str, Any]) -> bool:

@@ -51,6 +51,9 @@ from .messages import Refusal, is_message_type, read_message
 from .tree import json_objects, node_types
 
 _REF_KEYS = frozenset({REF, ID, IN, NS})
+# the types of a member ``Sharer`` has nothing to do with but count (exact: a subclass of
+# str or list takes the member-by-member way, as before)
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 SHARE_BYTES = 128
 CHUNK_MIN = 16
 CHUNK_MAX = 32
@@ -198,6 +201,9 @@ class Sharer:
         held: Mapping[str, Any] | None = None,
     ) -> None:
         self.objects: dict[str, Any] = {}  # digest -> tree, in the order found
+        # every object the trees use that is stored nowhere yet, in the order found: the new
+        # ones and those ``held`` (a node too big for its file has them all in ``objects/``)
+        self.found: dict[str, Any] = {}
         # of the trees shared, whole: what a reader expands (``weight_problem``)
         self.containers = self.values = self.text = 0
         self.height = 0  # objects inside objects, on the longest path (``nesting_problem``)
@@ -226,6 +232,10 @@ class Sharer:
             return tree, 0
         if isinstance(tree, list):
             self.containers += 1
+            kinds = set(map(type, tree))
+            if kinds <= _PLAIN:  # nothing in it to share: counted in C
+                self._count_plain(tree, kinds)
+                return list(tree), 0
             items, height = [], 0
             for x in tree:
                 item, h = self._share(x)
@@ -240,9 +250,14 @@ class Sharer:
             self.values += len(tree)
             self.text += sum(map(len, tree))
             out, height = {}, 0
-            for k, v in tree.items():
-                out[k], h = self._share(v)
-                height = max(height, h)
+            kinds = set(map(type, tree.values()))
+            if kinds <= _PLAIN:
+                self._count_plain(list(tree.values()), kinds)
+                out = dict(tree)
+            else:
+                for k, v in tree.items():
+                    out[k], h = self._share(v)
+                    height = max(height, h)
             if "$type" in out:
                 if self.refused is None and is_message_type(out):
                     read = read_message(out)
@@ -255,6 +270,15 @@ class Sharer:
                     return (ref if ident is None else {**ref, ID: ident}), height + 1
             return out, height
         return tree, 0
+
+    def _count_plain(self, members: list[Any], kinds: set[type]) -> None:
+        """Weigh scalars (of the types ``kinds``) as ``_share`` weighs each: a value each, a
+        string its characters."""
+        self.values += len(members)
+        if kinds == {str}:
+            self.text += sum(map(len, members))
+        elif str in kinds:
+            self.text += sum(len(x) for x in members if type(x) is str)
 
     def _message_input(self, tree: Any, tag: dict[str, str], message: Any) -> tuple[Any, int]:
         """A message input as a reference to its message: weighed as the input it expands to."""
@@ -306,13 +330,14 @@ class Sharer:
         name = digest[:NAME_HEX]
         if name in self.objects or name in self._held:
             self._heights[name] = height
+            self.found.setdefault(name, tree)
             return {REF: name}
         where = self._locate(name, digest) if self._locate is not None else None
         if where is not None:
             self._heights[where[REF]] = height
             return where
         self._heights[name] = height
-        self.objects[name] = tree
+        self.objects[name] = self.found[name] = tree
         return {REF: name}
 
     def _chunked(self, refs: list[Any]) -> tuple[dict[str, Any], int]:

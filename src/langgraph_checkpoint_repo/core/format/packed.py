@@ -30,3 +30,13 @@ def msgpack_array_header(count: int) -> bytes:
     if count < 0x10000:
         return b"\xdc" + count.to_bytes(2, "big")
     return b"\xdd" + count.to_bytes(4, "big")
+
+
+# the first byte of a msgpack map or extension (a message, a model): what a list of them
+# starts with, where a list of numbers or strings starts with anything else
+_STRUCTURED = frozenset([*range(0x80, 0x90), 0xDE, 0xDF, 0xC7, 0xC8, 0xC9, *range(0xD4, 0xD9)])
+
+
+def starts_structured(items: bytes) -> bool:
+    """Whether msgpack ``items`` (no array header) begin with a map or an extension."""
+    return bool(items) and items[0] in _STRUCTURED

@@ -4,9 +4,11 @@ store a value the same way, so the same value becomes the same files."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..durable import json_size
 from ..errors import InvalidWriteError
@@ -98,6 +100,18 @@ def shared_tree(
 
     Refused (``InvalidWriteError``, nothing written) when a reader would refuse it: the
     same rules, ``weight_problem`` and ``nesting_problem``, hold on both sides."""
+    sharer, out = _shared(thread_id, tree, where, items=items, host=host, embed=embed)
+    weight = (sharer.containers, sharer.values, sharer.text)
+    if host is None or not embed:
+        _object_files(store, thread_id, sharer.objects, large)
+        return out, weight, {}
+    return out, weight, sharer.objects
+
+
+def _shared(
+    thread_id: str, tree: Any, where: tuple[str, str] | None, *, items: bool, host: Host | None, embed: bool
+) -> tuple[Sharer, Any]:
+    """One walk of the tree (``Sharer``), refused as a reader would refuse what it stores."""
     if host is not None:
         sharer = Sharer(host.locate, host.convert, host.objects if embed else None)
     else:
@@ -115,11 +129,22 @@ def shared_tree(
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         why = f"a message the app would read back as another: {sharer.refused.text()}"
         raise InvalidWriteError("value", target, pointer, why)
-    if host is None or not embed:
-        for digest, obj in sharer.objects.items():
-            _object_file(store, thread_id, digest, obj, large)
-        return out, weight, {}
-    return out, weight, sharer.objects
+    return sharer, out
+
+
+def _object_files(store: Files, thread_id: str, objects: dict[str, Any], large: Prepared) -> None:
+    for digest, obj in objects.items():
+        _object_file(store, thread_id, digest, obj, large)
+
+
+class Stored(NamedTuple):
+    """A node as stored (``stored_value``), the weight of its shared tree (None: no JSON tree),
+    and, for a node in ``large/`` whose tree refers to no object, that file: the same bytes
+    are stored the same way from any file of the thread (``LargeValues``)."""
+
+    node: dict[str, Any]
+    weight: Weight | None
+    alone: Path | None = None
 
 
 def chunked_list(
@@ -147,27 +172,97 @@ def stored_node(
     where: tuple[str, str] | None = None,
     host: Host | None = None,
 ) -> tuple[dict[str, Any], Weight | None]:
+    """``stored_value``'s node and weight."""
+    got = stored_value(store, thread_id, node, large_value_bytes, large, where, host)
+    return got.node, got.weight
+
+
+def stored_value(
+    store: Files,
+    thread_id: str,
+    node: dict[str, Any],
+    large_value_bytes: int,
+    large: Prepared,
+    where: tuple[str, str] | None = None,
+    host: Host | None = None,
+) -> Stored:
     """A node as stored: its messages and long lists shared (format 4: into the ``host``
     file; without one, into ``objects/``), then, when still over ``large_value_bytes``, the
     node in a file named by its content hash (``{"large": digest}``), its objects in
     ``objects/`` (a ``large/`` file is shared by whoever refers to it). Also the weight of
     the shared tree (None for a node with no JSON tree). ``where``: (what is written, JSON
-    pointer), for a refusal's message."""
+    pointer), for a refusal's message.
+
+    The tree is walked once: the references are the same whether its objects end up in the
+    host file or in ``objects/`` (``Sharer.found`` has those the host held already)."""
     weight: Weight | None = None
+    size: int | None = None
+    refers = False
     if "json" in node:
-        if host is not None:
-            shared, weight, new = shared_tree(store, thread_id, node["json"], large, where, host=host)
-            candidate = {**node, "json": shared}
-            if json_size(candidate) <= large_value_bytes:
-                host.adopt(store, thread_id, new, large_value_bytes, large)
-                return candidate, weight
-        shared, weight, _ = shared_tree(store, thread_id, node["json"], large, where, host=host, embed=False)
+        sharer, shared = _shared(thread_id, node["json"], where, items=False, host=host, embed=True)
+        weight = (sharer.containers, sharer.values, sharer.text)
         node = {**node, "json": shared}
-    if json_size(node) <= large_value_bytes:
-        return node, weight
+        size = json_size(node)
+        if host is not None and size <= large_value_bytes:
+            host.adopt(store, thread_id, sharer.objects, large_value_bytes, large)
+            return Stored(node, weight)
+        _object_files(store, thread_id, sharer.found, large)
+        refers = sharer.height > 0
+    if (json_size(node) if size is None else size) <= large_value_bytes:
+        return Stored(node, weight)
     digest = digest_node(node)
     path = store.layout.large_path(thread_id, digest)
     if all(p != path for p, _ in large) and not store.intact(path, "large_value"):
         doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
         large.append(store.prepare("large_value", doc, path))
-    return {"large": digest}, weight
+    return Stored({"large": digest}, weight, None if refers else path)
+
+
+class LargeValues:
+    """The last few values stored in ``large/``, by their serialised bytes (a saver's, shared
+    by its puts): LangGraph saves a step's writes and the checkpoint that holds them at once,
+    so a channel's new value is most often the very value its ``put_writes`` has just stored.
+    The ``put`` then refers to the same file without building, sharing and hashing the value
+    again, while that file is intact (``Files.intact``: the one cache rule; else it is stored
+    again as before). Only values whose tree refers to no object are kept: the same bytes then
+    give the same tree, the same size and the same file wherever they are stored, so a value
+    found here is stored exactly as it would be again (one with references may be shared
+    otherwise from another file, and is stored again)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, str, int, bytes], tuple[bytes, Stored]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def find(self, store: Files, thread_id: str, serde: str, data: bytes, large: Prepared) -> Stored | None:
+        """What ``data`` (of the serde's type ``serde``) was stored as in the thread, if it is
+        still there (or about to be: in ``large``)."""
+        if type(data) is not bytes:
+            return None  # a serde's bytearray is never kept
+        with self._lock:
+            kept = self._kept.get((thread_id, serde, len(data), data[:_KEY_BYTES]))
+        if kept is None or kept[0] != data or kept[1].alone is None:
+            return None
+        path = kept[1].alone
+        if any(p == path for p, _ in large) or store.intact(path, "large_value"):
+            return kept[1]
+        return None
+
+    def keep(self, thread_id: str, serde: str, data: bytes, stored: Stored) -> None:
+        """Remember a value stored alone in ``large/`` (others are not kept)."""
+        if stored.alone is None or type(data) is not bytes:
+            return
+        key = (thread_id, serde, len(data), data[:_KEY_BYTES])
+        with self._lock:
+            self._kept[key] = (data, stored)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+
+    def forget(self, thread_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._kept if k[0] == thread_id]:
+                del self._kept[key]
+
+
+_KEY_BYTES = 64  # a value's first bytes, with its length, find it among those kept

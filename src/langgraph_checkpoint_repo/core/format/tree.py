@@ -69,6 +69,10 @@ def is_name(v: Any) -> bool:
     return isinstance(v, str)
 
 
+# what ``to_tree`` gives back as it is (a float may be nan or inf: looked at one by one)
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
 def to_tree(obj: Any) -> Any:
     """Unpacked msgpack (with ``_Ext`` markers) to a JSON tree."""
     t = type(obj)
@@ -78,8 +82,12 @@ def to_tree(obj: Any) -> Any:
         for k in obj:
             if type(k) is not str or k[:1] == "$":
                 return {"$map": [[to_tree(k), to_tree(v)] for k, v in obj.items()]}
+        if _AS_IS.issuperset(map(type, obj.values())):
+            return dict(obj)
         return {k: to_tree(v) for k, v in obj.items()}
     if t is list or t is tuple:  # non-string map keys come back as tuples
+        if _AS_IS.issuperset(map(type, obj)):  # each member its own tree: a list of strings
+            return list(obj)
         return [to_tree(x) for x in obj]
     if t is _Ext:
         return _ext_to_tree(obj)

@@ -1,0 +1,386 @@
+"""Big values at SqliteSaver's pace, with the same bytes: a 50,000-item list and a 5 MB string.
+
+What made them slow was work done once per item in Python, or once per level, per search
+literal, per call: the canonical bytes (one ``orjson`` call per member), the sharer (a call per
+node, the whole tree walked twice when it went to ``large/``), the unpacked msgpack (a call per
+node), the put reading back the ``large/`` file its ``put_writes`` had just written, and the
+redaction's search (15 literals over every byte, in the ``put_writes`` and again in the
+``put``). Each test here pins the bytes (against the way they were made before) or counts the
+work (never a time).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import orjson
+import ormsgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph.message import add_messages
+
+from graphs import cfg, line_graph
+from helpers import examples
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import redaction
+from langgraph_checkpoint_repo.core.checks import Validator
+from langgraph_checkpoint_repo.core.format import canonical, storing
+from langgraph_checkpoint_repo.core.format import tree as tree_module
+from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
+from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
+from langgraph_checkpoint_repo.core.masking import TRIGGERS, might_contain_secret
+from langgraph_checkpoint_repo.core.redaction import Redactor
+
+# ----------------------------------------------------------------------------
+# the canonical bytes
+# ----------------------------------------------------------------------------
+_FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+def member_by_member(doc: Any) -> bytes:
+    """``dump_json`` as it was written before (every member of a long container on its own):
+    the reference the one-call way must equal, byte for byte."""
+    if not isinstance(doc, dict | list) or not doc:
+        return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
+    out: list[bytes] = []
+    _emit(doc, 0, out)
+    out.append(b"\n")
+    return b"".join(out)
+
+
+def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0) -> None:
+    if isinstance(node, dict | list) and node:
+        ref = isinstance(node, dict) and "$ref" in node and all(isinstance(v, str) for v in node.values())
+        if len(node) * 4 <= LINE_WIDTH or ref:
+            room = 1 << 30 if ref else LINE_WIDTH - indent - lead
+            if len(orjson.dumps(node)) <= room:
+                data = _FLAT.encode(node).encode("utf-8")
+                if len(data) <= room:
+                    out.append(data)
+                    return
+        pad = b"\n" + b" " * (indent + 2)
+        if isinstance(node, list):
+            out.append(b"[")
+            for i, item in enumerate(node):
+                out.append(pad if i == 0 else b"," + pad)
+                _emit(item, indent + 2, out)
+            out.append(b"\n" + b" " * indent + b"]")
+            return
+        out.append(b"{")
+        for i, key in enumerate(sorted(node)):
+            out.append(pad if i == 0 else b"," + pad)
+            name = orjson.dumps(key) + b": "
+            out.append(name)
+            _emit(node[key], indent + 2, out, len(name))
+        out.append(b"\n" + b" " * indent + b"}")
+        return
+    out.append(orjson.dumps(node))
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.text(alphabet=st.sampled_from('ab"\\\n\t\x00é\U0001f600 '), min_size=40, max_size=200),
+)
+KEYS = st.text(max_size=8)
+
+
+def trees(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """JSON trees with long containers of scalars (more members than fit on a line, each a
+    line) at every depth, beside short ones, references and empty ones."""
+    long_lists = st.lists(SCALARS, min_size=LINE_WIDTH // 4 + 1, max_size=70)
+    long_dicts = st.dictionaries(KEYS, SCALARS, min_size=LINE_WIDTH // 4 + 1, max_size=50)
+    refs = st.fixed_dictionaries({"$ref": st.text(max_size=70)}, optional={"$in": st.text(max_size=70)})
+    return st.recursive(
+        st.one_of(leaves, long_lists, long_dicts, refs),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=6), st.dictionaries(KEYS, inner, max_size=6), long_lists, long_dicts
+        ),
+        max_leaves=30,
+    )
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(trees(SCALARS))
+def test_the_canonical_bytes_are_those_written_member_by_member(doc: Any) -> None:
+    assert dump_json(doc) == member_by_member(doc)
+
+
+def test_a_long_list_of_scalars_is_written_in_one_call_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_calls(monkeypatch, canonical, "_emit")
+    items = [f"item {i}" for i in range(50_000)]
+    doc = {"kind": "large_value", "value": {"json": {"rows": items, "more": [1.5, None, *range(40)]}}}
+    assert dump_json(doc) == member_by_member(doc)
+    assert calls["_emit"] <= 12  # one per container above the scalars: it was one per item
+
+
+def test_a_member_of_5_mb_is_serialised_once_not_once_per_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "line of text\n" * 400_000
+    doc = {"a": {"b": {"c": {"d": {"json": text}}}}}
+    sizes: list[int] = []
+    dumps = orjson.dumps
+
+    def counted(obj: Any, *args: Any, **kwargs: Any) -> bytes:
+        data = dumps(obj, *args, **kwargs)
+        sizes.append(len(data))
+        return data
+
+    monkeypatch.setattr(canonical.orjson, "dumps", counted)
+    expected = member_by_member(doc)
+    sizes.clear()
+    assert dump_json(doc) == expected
+    # the document's own one-line test and the string itself; it was once a level (6)
+    assert sum(1 for n in sizes if n > len(text)) == 2
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, *names: str) -> dict[str, int]:
+    """Count the calls of ``owner``'s functions (a module's or a class's: recursive calls
+    go through the name too), for the rest of the test."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        original = getattr(owner, name)
+
+        def counted(*args: Any, _name: str = name, _call: Callable[..., Any] = original, **kw: Any) -> Any:
+            calls[_name] += 1
+            return _call(*args, **kw)
+
+        monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+# ----------------------------------------------------------------------------
+# sharing and unpacking
+# ----------------------------------------------------------------------------
+class Items(TypedDict, total=False):
+    items: list[Any]
+    messages: Annotated[list[AnyMessage], add_messages]
+    rows: list[Any]
+
+
+LIST = [f"item {i}" for i in range(50_000)]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(trees(SCALARS), st.booleans())
+def test_a_tree_with_nothing_to_share_comes_back_as_it_is_weighed_as_tree_weight(
+    tree: Any, lean: bool
+) -> None:
+    sharer = Sharer(locate=(lambda name, digest: None) if lean else None)
+    assert sharer.share(tree) == tree
+    assert (sharer.containers, sharer.values, sharer.text) == tree_weight(tree)
+    assert sharer.objects == {} and sharer.height == 0
+
+
+def test_a_50000_item_list_is_unpacked_and_shared_in_a_few_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shares = count_calls(monkeypatch, Sharer, "_share")
+    unpacks = count_calls(monkeypatch, tree_module, "to_tree")
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"), durability="sync")
+    # the list in the step's writes and in the checkpoint: one call each (it was 50,001, twice
+    # each for the sharer, which walked a value going to large/ a second time)
+    assert shares["_share"] <= 10 and unpacks["to_tree"] <= 40
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def test_a_big_value_is_walked_once_and_what_its_file_held_goes_to_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = AIMessage(content="a message the writes file holds, then the big value refers to " * 4, id="m1")
+    rows = [message, *({"row": i} for i in range(3000))]
+    shares = count_calls(monkeypatch, Sharer, "_share")
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"messages": [message], "rows": rows})
+    graph.invoke({"messages": []}, cfg("t"), durability="sync")
+    # the rows in the writes and in the checkpoint, once each: 3,001 items and the message's parts
+    assert shares["_share"] <= 2 * 3050
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    refs = [node["$ref"] for node in ref_nodes(json.loads(large.read_text())["value"]["json"])]
+    assert refs and all((tmp_path / f"threads/t/objects/{name}.json").is_file() for name in refs)
+    assert graph.get_state(cfg("t")).values["rows"] == rows
+    assert Validator(tmp_path).run() == []
+
+
+# ----------------------------------------------------------------------------
+# what the put_writes wrote, the put does not read back
+# ----------------------------------------------------------------------------
+def test_the_put_does_not_read_back_the_large_file_its_put_writes_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saver = RepoSaver(tmp_path)
+    reads: list[Path] = []
+    read_doc = saver.store.files.read_doc
+    monkeypatch.setattr(
+        saver.store.files, "read_doc", lambda path, *a: reads.append(path) or read_doc(path, *a)
+    )
+    line_graph(Items, saver, fill=lambda state: {"items": LIST}).invoke({}, cfg("t"), durability="sync")
+    (large,) = (tmp_path / "threads/t/large").iterdir()  # the writes and the checkpoint name it
+    assert large not in reads  # the put checked it by its stat key: it was parsed and hashed again
+
+
+def test_a_large_file_changed_after_its_write_is_written_again(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path)
+    writes_file = saver._writes_file
+    written: dict[Path, bytes] = {}
+
+    def then_damage(call: Any, **kwargs: Any) -> bool:  # inside the put_writes the put waits for
+        done = writes_file(call, **kwargs)
+        if any(channel == "items" for channel, _ in call.writes):
+            for path in (tmp_path / "threads/t/large").glob("*.json"):
+                written[path] = path.read_bytes()
+                path.write_bytes(written[path].replace(b'"item 7"', b'"item 8"'))
+        return done
+
+    saver._writes_file = then_damage  # type: ignore[method-assign]
+    graph = line_graph(Items, saver, fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    (large,) = written
+    assert large.read_bytes() == written[large]  # the put found it changed, and wrote it again
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
+
+
+def test_the_put_refers_to_the_large_file_its_put_writes_stored_and_hashes_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed = count_calls(monkeypatch, storing, "digest_node")
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert hashed["digest_node"] == 1  # the put_writes'; the put built, shared and hashed it again
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    checkpoint = max((tmp_path / "threads/t/checkpoints").iterdir())
+    assert large.stem in checkpoint.read_text()
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def test_a_big_value_that_refers_to_objects_is_stored_again_by_the_put(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its references may be shared otherwise from the checkpoint than from the writes file
+    (``$in``), so it is not taken from the put_writes: stored as it would be, objects and all."""
+    message = AIMessage(content="a message the big value holds, in objects/ beside its file " * 4, id="m1")
+    rows = [message, *({"row": i} for i in range(3000))]
+    hashed = count_calls(monkeypatch, storing, "digest_node")
+    saver = RepoSaver(tmp_path)
+    writes_file = saver._writes_file
+
+    def then_remove(call: Any, **kwargs: Any) -> bool:  # inside the put_writes the put waits for
+        done = writes_file(call, **kwargs)
+        if any(channel == "rows" for channel, _ in call.writes):
+            for path in (tmp_path / "threads/t/objects").glob("*.json"):
+                path.unlink()
+        return done
+
+    saver._writes_file = then_remove  # type: ignore[method-assign]
+    graph = line_graph(Items, saver, fill=lambda state: {"rows": rows})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert hashed["digest_node"] == 2
+    assert list((tmp_path / "threads/t/objects").iterdir())  # the put stored its object again
+    assert graph.get_state(cfg("t")).values["rows"] == rows
+    assert Validator(tmp_path).run() == []
+
+
+class Grown(TypedDict, total=False):
+    items: Annotated[list[Any], operator.add]
+
+
+def test_a_big_value_unlike_the_one_its_put_writes_stored_is_stored_on_its_own(tmp_path: Path) -> None:
+    graph = line_graph(Grown, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({"items": ["before"]}, cfg("t"), durability="sync")
+    assert len(list((tmp_path / "threads/t/large").iterdir())) == 2  # the write's and the channel's
+    assert graph.get_state(cfg("t")).values["items"] == ["before", *LIST]
+    assert Validator(tmp_path).run() == []
+
+
+# ----------------------------------------------------------------------------
+# redaction: each byte searched once
+# ----------------------------------------------------------------------------
+def scan_of_every_literal(data: bytes) -> bool:
+    """``might_contain_secret`` as it was: each trigger's literal searched for in all the data."""
+    for literal, loose in TRIGGERS:
+        i = data.find(literal)
+        while i != -1:
+            if loose.match(data, i):
+                return True
+            i = data.find(literal, i + 1)
+    return False
+
+
+# matches of each trigger's loose pattern, and around them bytes that may or may not hold the
+# bytes the new scan looks for first
+_MATCHES = st.sampled_from(TRIGGERS).flatmap(lambda trigger: st.from_regex(trigger[1], fullmatch=True))
+_PIECES = st.sampled_from(
+    [literal for literal, _ in TRIGGERS]
+    + [
+        b"-",
+        b"_",
+        b"K",
+        b"S",
+        b"z",
+        b"J",
+        b"r",
+        b"B",
+        b"b",
+        b" ",
+        b"xoxb-",
+        b".eyJ",
+        b" PRIVATE KEY",
+        b"\xa5",
+    ]
+)
+_FILLER = st.text(alphabet="abcdefghijklmnopq0123456789 ", max_size=30).map(str.encode)
+SCANNED = st.lists(st.one_of(_MATCHES, _PIECES, _FILLER, st.binary(max_size=6)), max_size=12).map(b"".join)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(SCANNED)
+def test_the_scan_by_anchor_bytes_answers_as_the_search_of_every_literal(data: bytes) -> None:
+    assert might_contain_secret(data) == scan_of_every_literal(data)
+
+
+class Text(TypedDict, total=False):
+    text: str
+
+
+SECRET = "sk-" + "proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f"  # made up, assembled here
+
+
+def test_a_big_string_is_searched_once_for_the_step_writes_and_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "Many words - with Capitals, under_scores and a zebra. " * 20_000 + SECRET
+    searched: list[int] = []
+    search = redaction.might_contain_secret
+    monkeypatch.setattr(
+        redaction, "might_contain_secret", lambda data: searched.append(len(data)) or search(data)
+    )
+    graph = line_graph(Text, RepoSaver(tmp_path), fill=lambda state: {"text": text})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert sum(1 for n in searched if n > len(text)) == 1  # the put_writes'; it was twice
+    marked = text.replace(SECRET, "[REDACTED:openai-key]")
+    assert graph.get_state(cfg("t")).values["text"] == marked
+    assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
+
+
+def test_a_big_value_seen_again_gives_what_it_gave_and_another_like_it_is_searched() -> None:
+    redactor = Redactor()
+    plain = "x" * 100_000 + " "
+    with_secret = ormsgpack.packb(plain + SECRET)
+    without = ormsgpack.packb(plain + "y" * len(SECRET))  # the same length and first bytes
+    redacted = redactor.redact_msgpack(with_secret)
+    assert ormsgpack.unpackb(redacted) == plain + "[REDACTED:openai-key]"
+    assert redactor.redact_msgpack(without) == without
+    assert redactor.redact_msgpack(with_secret) == redacted
+    assert redactor.redact_msgpack(bytes(with_secret)) == redacted
