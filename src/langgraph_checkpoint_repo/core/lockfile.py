@@ -77,7 +77,13 @@ class LockFile:
 
     def _take(self, deadline: float) -> bool:
         if self._fallback is not None:
-            return bool(self._fallback.acquire(timeout=max(deadline - time.monotonic(), 0.0)))
+            from filelock import Timeout
+
+            try:
+                self._fallback.acquire(timeout=max(deadline - time.monotonic(), 0.0))
+            except Timeout:
+                return False
+            return True
         while True:
             fd = self._open()
             try:
