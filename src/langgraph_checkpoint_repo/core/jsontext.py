@@ -15,7 +15,10 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def sorted_json(value: Any) -> str:

@@ -18,12 +18,15 @@ import json
 from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from json.encoder import encode_basestring
-from typing import Any
 
 from ..jsontext import digest
 from .markers import CHUNKS, ID, IN, NS, PAIR, REF, ROLE
 from .messages import DEFAULTS, ERROR_MARK, Message, Refusal, is_message_type, read_message
 from .onefile import REF_KEYS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 FOLD = 200  # characters of a value shown before the rest is folded into a digest
 TEXT = 4000  # characters of a message's text shown before the rest is folded into a digest

@@ -18,7 +18,6 @@ and a digest. Standard library and core only: git starts the driver once per fil
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from ..jsontext import digest
 from .inline import INDENT, compact, fold, message, one_line, plain, short_refs
@@ -34,6 +33,10 @@ from .onefile import (
     shallow_refs,
     viewed_kind,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the version of this view; git-setup puts it in the driver's command line, so a release that
 #: changes the view (and bumps it) invalidates the text git cached (``cachetextconv``)
