@@ -346,10 +346,11 @@ DRIVER_MODULES = {
 }
 #: standard modules the driver has no use for and a careless import brings in: ``site`` (and
 #: with it every .pth file of the environment), typing (about a sixth of the driver's start),
-#: pathlib (and urllib.parse, ipaddress), importlib (the package's lazy names)
+#: pathlib (and urllib.parse, ipaddress), importlib (the package's lazy names), contextlib
 UNUSED = (
     "site",
     "typing",
+    "contextlib",
     "pathlib",
     "urllib",
     "ipaddress",

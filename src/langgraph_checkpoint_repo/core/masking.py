@@ -100,8 +100,15 @@ SHOWN_PATTERNS: Mapping[str, str] = {
     "private-key": r"(?P<pem_head>-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)"
     rf"(?P<pem_body>{_PEM_BODY})(?P<pem_end>-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?",
 }
-SHOWN_REGEX = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in SHOWN_PATTERNS.items()))
 _PEM_SEPARATORS = re.compile(r"(?:\s|\\[nr])+")
+
+
+@lru_cache(maxsize=1)
+def _shown_regex() -> re.Pattern[str]:
+    """The shown patterns in one regex, compiled when a text first might hold a secret: most
+    text holds none, and the git diff driver, which starts once per file version git prints,
+    would compile it (about a millisecond) on every start."""
+    return re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in SHOWN_PATTERNS.items()))
 
 
 def _mask_shown(m: re.Match[str]) -> str:
@@ -125,7 +132,7 @@ def mask_secrets(text: str) -> str:
     """
     if not might_contain_secret(text.encode("utf-8", "surrogatepass")):
         return text
-    return SHOWN_REGEX.sub(_mask_shown, text)
+    return _shown_regex().sub(_mask_shown, text)
 
 
 # a run of the characters encoded path segments are made of (linear: no backtracking)

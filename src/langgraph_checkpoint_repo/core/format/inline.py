@@ -15,8 +15,7 @@ file nests. Standard library and core only, like the whole view.
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Iterator
-from contextlib import contextmanager
+from collections.abc import Container
 from json.encoder import encode_basestring
 
 from ..jsontext import digest
@@ -39,16 +38,18 @@ INDENT = "  "
 _short = False
 
 
-@contextmanager
-def short_refs() -> Iterator[None]:
+class short_refs:  # lower case: called as the function it was, ``with short_refs():``
     """While the lines of a file whose first line ends with the digest of the whole file are
     made: a reference is shown as a person follows it (its message id, else its hash), where
-    it is held summed up by that digest."""
-    global _short
-    _short = True
-    try:
-        yield
-    finally:
+    it is held summed up by that digest. (A class, not contextlib's decorator: the git diff
+    driver would import contextlib for it on every start.)"""
+
+    def __enter__(self) -> None:
+        global _short
+        _short = True
+
+    def __exit__(self, *exc: object) -> None:
+        global _short
         _short = False
 
 
