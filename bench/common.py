@@ -67,6 +67,13 @@ class Sizes:
     """... items with embeddings (search with a query) ..."""
     store_calls: int = 200
     """... and puts and gets timed per store."""
+    git_log_turns: int = 250
+    """The git workload's history for the diff driver: chat turns of RepoSaver alone, a commit
+    each (four file versions a turn), for a cold ``git log -p`` through the driver ..."""
+    git_log_runs: int = 3
+    """... run this many times (git's cache of the driver's text removed before each) ..."""
+    driver_starts: int = 30
+    """... and starts of the driver alone on one file, interleaved with the interpreter's."""
     warm_up: bool = True
     """One untimed fresh process per call first (it leaves ``.cache/`` as an earlier process
     would); off in ``--tiny``, which only checks that the benchmark runs."""
@@ -112,6 +119,9 @@ QUICK = Sizes(
     store_items=1_000,
     store_query_items=200,
     store_calls=40,
+    git_log_turns=25,
+    git_log_runs=1,
+    driver_starts=5,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -132,6 +142,9 @@ TINY = Sizes(
     store_items=60,
     store_query_items=20,
     store_calls=6,
+    git_log_turns=2,
+    git_log_runs=1,
+    driver_starts=1,
     warm_up=False,
     forked_children=True,
 )
