@@ -7,6 +7,7 @@ what a person sees. The driver is also run on files of every kind, hostile ones 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
@@ -382,6 +383,8 @@ def test_the_driver_as_git_runs_it_imports_the_standard_library_and_its_own_modu
     assert ours == DRIVER_MODULES
     assert sorted(m for m in loaded - ours if m.split(".")[0] not in sys.stdlib_module_names) == []
     assert sorted(m for m in loaded if m.split(".")[0] in UNUSED) == []
+    if any(importlib.util.find_spec(name) for name in ("_sha2", "_sha256")):  # CPython's own SHA-256
+        assert sorted(loaded & {"hashlib", "_hashlib"}) == []  # OpenSSL, loaded for a few kilobytes
 
 
 PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"
