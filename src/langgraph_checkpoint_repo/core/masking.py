@@ -76,8 +76,20 @@ def _group(kind: str) -> str:
     return "g_" + kind.replace("-", "_").replace(".", "__")
 
 
-DEFAULT_REGEX = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in DEFAULT_PATTERNS.items()))
+#: the default patterns in one regex, for the redactor (redaction.py); compiled when first read
+#: (``__getattr__``): the git diff driver, which starts once per file version git prints and
+#: imports this module for its screen, never uses it, and compiling it is about a millisecond
+DEFAULT_REGEX: re.Pattern[str]
 DEFAULT_KINDS = {_group(k): k for k in DEFAULT_PATTERNS}
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """``DEFAULT_REGEX``, compiled on its first read and kept as the module's attribute."""
+    if name != "DEFAULT_REGEX":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    regex = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in DEFAULT_PATTERNS.items()))
+    globals()[name] = regex
+    return regex
 
 
 def marker(kind: str) -> str:
