@@ -73,6 +73,13 @@ class Sizes:
     """... and a string of this many characters, each written by a graph ..."""
     big_rounds: int = 9
     """... this many times per saver (the median is reported)."""
+    git_log_turns: int = 250
+    """The git workload's history for the diff driver: chat turns of RepoSaver alone, a commit
+    each (four file versions a turn), for a cold ``git log -p`` through the driver ..."""
+    git_log_runs: int = 3
+    """... run this many times (git's cache of the driver's text removed before each) ..."""
+    driver_starts: int = 30
+    """... and starts of the driver alone on one file, interleaved with the interpreter's."""
     warm_up: bool = True
     """One untimed fresh process per call first (it leaves ``.cache/`` as an earlier process
     would); off in ``--tiny``, which only checks that the benchmark runs."""
@@ -119,6 +126,9 @@ QUICK = Sizes(
     store_query_items=200,
     store_calls=40,
     big_rounds=3,
+    git_log_turns=25,
+    git_log_runs=1,
+    driver_starts=5,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -142,6 +152,9 @@ TINY = Sizes(
     big_list_items=2_000,
     big_text_bytes=100_000,
     big_rounds=1,
+    git_log_turns=2,
+    git_log_runs=1,
+    driver_starts=1,
     warm_up=False,
     forked_children=True,
 )

@@ -8,6 +8,7 @@ table) and its check are both made from that one definition, so the two cannot d
 from __future__ import annotations
 
 import operator
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -109,6 +110,17 @@ def _git_growth(git: Result) -> Measure:
     return Measure(growth, f"{growth:.2f} KB/turn growth; {raw:.2f} KB/turn counting the whole .git")
 
 
+def _git_log_driver(git: Result) -> Measure:
+    d = git["driver"]
+    per: float = d["per_version_ms"]
+    start, floor = (statistics.median(d["starts_ms"][k]) for k in ("driver", "python -c pass"))
+    return Measure(
+        per,
+        f"{per:.1f} ms per file version ({statistics.median(d['log_p_ms']) / 1000:.1f} s for "
+        f"{d['versions']:,}); the driver alone {start:.1f} ms, `python -c pass` {floor:.1f} ms",
+    )
+
+
 def _git_binary(git: Result) -> Measure:
     per = git["per_saver"]
     n: int = per[REPO]["binary_entries"]
@@ -179,6 +191,16 @@ GIT_TEXT = Goal(
     measure=_git_binary,
 )
 
+GIT_LOG_DRIVER = Goal(
+    key="git_log_driver",
+    workload="git",
+    subject="cold `git log -p` through the diff driver ({driver[versions]:,} file versions), per version",
+    compare="<=",
+    threshold=25,  # issue 37's goal
+    unit=" ms",
+    measure=_git_log_driver,
+)
+
 GOALS: tuple[Goal, ...] = (
     CHAT_TURN,
     DISK,
@@ -187,6 +209,7 @@ GOALS: tuple[Goal, ...] = (
     LIST_FILTER,
     GIT_GROWTH,
     GIT_TEXT,
+    GIT_LOG_DRIVER,
 )
 
 

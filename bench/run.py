@@ -13,7 +13,8 @@ Workloads (``bench/workloads``):
    the first call of a fresh saver instance).
 3. ``list(config, filter={"step": k})`` in the 5,000-checkpoint thread.
 4. bytes on disk after the chat workload.
-5. git growth: commit the saver's files to a fresh git repository after every turn.
+5. git growth: commit the saver's files to a fresh git repository after every turn; a cold
+   ``git log -p`` through the diff driver over a longer thread, per file version.
 6. agents: ``create_agent``, ``create_react_agent`` and a subgraph graph with a fake tool-calling
    model; what each turn writes (bytes, files, git lines, copies of the user's text), beside
    SqliteSaver, each turn committed to git (``--turns``).

@@ -4,7 +4,7 @@
 per shape (deep lists and objects up to the depth the file reader accepts, deep tags and
 messages, a wide object, long strings, many small values, many references, many messages)
 into a temporary folder, runs the driver on each as git does (a fresh process per file,
-the installed ``langgraph-repo-textconv`` or ``--driver``), and prints the best and median
+the command git-setup registers for this install, or ``--driver``), and prints the best and median
 wall time of ``--runs`` runs, the view's size and whether it is the view (``ok``) or the
 file printed as it is (``raw``). tests/test_textconv_bounds.py forges the same shapes.
 """
@@ -16,7 +16,6 @@ import json
 import shlex
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -132,11 +131,10 @@ def shapes(size: int) -> dict[str, dict[str, Any]]:
 
 
 def driver_command() -> list[str]:
-    """The installed driver beside this interpreter, as git-setup registers it."""
-    script = Path(sys.executable).with_name("langgraph-repo-textconv")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "langgraph_checkpoint_repo.review.textconv"]
+    """The driver's command as git-setup registers it for this install (``--view`` included)."""
+    from langgraph_checkpoint_repo.cli.gitsetup import driver_command as registered
+
+    return shlex.split(registered())
 
 
 def main() -> None:

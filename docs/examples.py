@@ -45,8 +45,9 @@ run to run is replaced, and only that:
 
 1. the temporary folder holding the copy is shown as ``/home/ada`` (``/home/ada/my-agent``
    is the project);
-2. the folder of this install's scripts (``git-setup`` registers one) is shown as
-   ``/path/to/.venv/bin``;
+2. the folder of this install's scripts (``git-setup`` registers the interpreter there) is
+   shown as ``/path/to/.venv/bin``, and the folder this package is imported from (the driver's
+   entry file is in it) as ``/path/to/site-packages``;
 3. a checkpoint a command writes while the examples run (``edit``, ``heads --choose``,
    ``heads --merge``) gets a time-based id and the current time: the n-th new id of a copy is
    shown as the id LangGraph's ``uuid6`` gives n minutes after the newest checkpoint of the
@@ -81,6 +82,7 @@ STATE = HERE / "example-state"
 PROJECT = "my-agent"  # the example project's folder; its parent is shown as /home/ada
 SHOWN_HOME = "/home/ada"
 SHOWN_SCRIPTS = "/path/to/.venv/bin"
+SHOWN_PACKAGES = "/path/to/site-packages"
 
 MARKER = re.compile(r"^<!-- langgraph-repo: run (?P<args>.+?) -->\s*$")
 NOT_RUN = re.compile(r"^<!-- langgraph-repo: not run: .+ -->\s*$")
@@ -107,6 +109,14 @@ STEERING = (
     "EDITOR",
     "NO_COLOR",
 )
+
+
+@cache
+def packages_folder() -> str:
+    """The folder this package is imported from: site-packages, or an editable install's src/."""
+    import langgraph_checkpoint_repo
+
+    return str(Path(langgraph_checkpoint_repo.__file__).parent.parent)
 
 
 def docs() -> list[Path]:
@@ -357,6 +367,7 @@ class Session:
             text = text.replace(real, stand_in)
         for base in {str(self.base), os.path.realpath(self.base)}:
             text = text.replace(base, SHOWN_HOME)
+        text = text.replace(packages_folder(), SHOWN_PACKAGES)
         return text.replace(sysconfig.get_path("scripts"), SHOWN_SCRIPTS)
 
     def run(self, line: str, answer: str | None) -> str:

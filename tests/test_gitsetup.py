@@ -7,8 +7,10 @@ what a person sees. The driver is also run on files of every kind, hostile ones 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -231,15 +233,16 @@ def test_a_line_break_in_the_roots_path_stays_inside_its_gitattributes_line(repo
 
 
 def test_git_config_values_from_a_path_cannot_add_config(tmp_path: Path, repo: Path) -> None:
-    """The driver commands name this install's scripts by absolute path: a folder named with a
-    line break and a config section (``bin\n[core]\n\tfsmonitor = …``) stays inside its value,
-    which git quotes; no key is added and the value reads back whole. (git quotes it itself:
-    this checks the class, it did not fail before.)"""
+    """The driver commands name this install's files (a script, the textconv's entry) by
+    absolute path: a folder named with a line break and a config section
+    (``bin\n[core]\n\tfsmonitor = …``) stays inside its value, which git quotes; no key is
+    added and the value reads back whole. (git quotes it itself: this checks the class, it did
+    not fail before.)"""
     from langgraph_checkpoint_repo.cli.gitsetup import _set_config, merge_command
 
     scripts = tmp_path / "bin\n[core]\n\tfsmonitor = touch pwned\n"
     scripts.mkdir()
-    for name in ("langgraph-repo-textconv", "langgraph-repo-merge-item"):
+    for name in ("langgraph-repo-textconv", "langgraph-repo-merge-item", "textconv_entry.py"):
         (scripts / name).write_text("#!/bin/sh\n", encoding="utf-8")
         (scripts / name).chmod(0o755)
 
@@ -247,7 +250,7 @@ def test_git_config_values_from_a_path_cannot_add_config(tmp_path: Path, repo: P
         return set(git(repo, "config", "--local", "--list", "--name-only", "-z").stdout.split("\0")) - {""}
 
     before = keys()
-    command, merge = driver_command([scripts]), merge_command([scripts])
+    command, merge = driver_command(scripts / "textconv_entry.py"), merge_command([scripts])
     assert str(scripts) in command
     _set_config(repo, command, merge)
     assert keys() - before == {
@@ -321,15 +324,79 @@ def test_the_driver_never_imports_typer_rich_or_langgraph(repo: Path) -> None:
     assert sorted(m for m in loaded if m.split(".")[0] in HEAVY) == []
 
 
+#: every module of the package the driver imports (its entry file runs as ``__main__``):
+#: textconv and its view's modules; git starts it once per file version it prints, so a module
+#: added here costs every one of them
+DRIVER_MODULES = {
+    "langgraph_checkpoint_repo",
+    "langgraph_checkpoint_repo.core",
+    "langgraph_checkpoint_repo.core.errors",
+    "langgraph_checkpoint_repo.core.format",
+    "langgraph_checkpoint_repo.core.format.fields",
+    "langgraph_checkpoint_repo.core.format.inline",
+    "langgraph_checkpoint_repo.core.format.markers",
+    "langgraph_checkpoint_repo.core.format.messages",
+    "langgraph_checkpoint_repo.core.format.onefile",
+    "langgraph_checkpoint_repo.core.format.validation",
+    "langgraph_checkpoint_repo.core.format.view",
+    "langgraph_checkpoint_repo.core.jsonread",
+    "langgraph_checkpoint_repo.core.jsontext",
+    "langgraph_checkpoint_repo.core.masking",
+    "langgraph_checkpoint_repo.review",
+    "langgraph_checkpoint_repo.review.textconv",
+}
+#: standard modules the driver has no use for and a careless import brings in: ``site`` (and
+#: with it every .pth file of the environment), typing (about a sixth of the driver's start),
+#: pathlib (and urllib.parse, ipaddress), importlib (the package's lazy names), contextlib
+UNUSED = (
+    "site",
+    "typing",
+    "contextlib",
+    "pathlib",
+    "urllib",
+    "ipaddress",
+    "importlib",
+    "warnings",
+    "dataclasses",
+    "inspect",
+)
+
+
+def test_the_driver_as_git_runs_it_imports_the_standard_library_and_its_own_modules_only(
+    repo: Path,
+) -> None:
+    """The command git-setup registers, run as git runs it, with ``-X importtime`` (the
+    interpreter names every module an import loads): the package's modules it loads are
+    exactly textconv's and its view's, everything else is the standard library, and no
+    standard module it has no use for (``site`` included: the entry runs with ``-I -S``)."""
+    python, *rest = shlex.split(driver_command())
+    proc = subprocess.run(
+        [python, "-X", "importtime", *rest, str(repo / state_file(repo))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert proc.stdout.startswith("checkpoint ") and "ai: Good news: Order A-1001" in proc.stdout
+    times = [line for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    loaded = {line.rsplit("|", 1)[1].strip() for line in times[1:]}  # the first line: the header
+    ours = {m for m in loaded if m.split(".")[0] == "langgraph_checkpoint_repo"}
+    assert ours == DRIVER_MODULES
+    assert sorted(m for m in loaded - ours if m.split(".")[0] not in sys.stdlib_module_names) == []
+    assert sorted(m for m in loaded if m.split(".")[0] in UNUSED) == []
+    if any(importlib.util.find_spec(name) for name in ("_sha2", "_sha256")):  # CPython's own SHA-256
+        assert sorted(loaded & {"hashlib", "_hashlib"}) == []  # OpenSSL, loaded for a few kilobytes
+
+
 PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"
 
 
-@pytest.mark.parametrize("command", ["registered", "fallback"])
+@pytest.mark.parametrize("command", ["registered", "script", "fallback"])
 def test_the_driver_never_imports_a_module_from_the_work_tree(
     repo: Path, tmp_path: Path, command: str
 ) -> None:
     """git runs the driver at the top of the work tree: a json.py or a package of our name
-    planted there by a pull request must not run. Both commands git-setup may register."""
+    planted there by a pull request must not run. Every command git-setup may register: the
+    entry file (``-I -S``), and when it is not a file, the installed script or the snippet."""
     setup(repo)  # first: ``python -m`` itself would import a planted package of our name
     marker = tmp_path / "planted-code-ran"
     (repo / "json.py").write_text(PLANTED.format(marker=str(marker)), encoding="utf-8")
@@ -338,8 +405,10 @@ def test_the_driver_never_imports_a_module_from_the_work_tree(
     (repo / "langgraph_checkpoint_repo" / "__init__.py").write_text(
         PLANTED.format(marker=str(marker)), encoding="utf-8"
     )
-    if command == "fallback":
-        git(repo, "config", "--local", "diff.langgraph-repo.textconv", driver_command(search=[]))
+    if command != "registered":
+        fallback = driver_command(None, search=None if command == "script" else [])
+        assert ("langgraph-repo-textconv" in fallback) == (command == "script")
+        git(repo, "config", "--local", "diff.langgraph-repo.textconv", fallback)
     out = git(repo, "show", "HEAD").stdout
     assert "+checkpoint " in out and "user: Where is my order A-1001?" in out
     assert not marker.exists()

@@ -138,3 +138,18 @@ def test_the_wheel_installs_into_a_fresh_venv_and_a_new_app_outside_the_clone_us
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
     assert [t["thread_id"] for t in json.loads(listed.stdout)] == ["first-run"]
+
+    # git's diff driver, as git-setup registers it: the venv's interpreter running the entry
+    # file in site-packages with -I -S (no .pth file runs: the entry finds the package itself)
+    set_up = subprocess.run(
+        [str(venv / "bin" / "langgraph-repo"), "git-setup"], cwd=app, capture_output=True, text=True, env=env
+    )
+    assert set_up.returncode == 0, set_up.stderr
+    entry = Path(module).parent / "review" / "textconv_entry.py"
+    assert f"textconv {python} -I -S {entry} --view " in set_up.stdout
+    git(app, "config", "user.name", "t")  # git log -p commits its cache of the driver's text
+    git(app, "config", "user.email", "t@example.invalid")
+    git(app, "add", "-A")
+    git(app, "commit", "-q", "-m", "first run")
+    shown = git(app, "log", "-p").stdout
+    assert '+  greeting: "hello, world"' in shown and "channel_versions" not in shown, shown

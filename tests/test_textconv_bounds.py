@@ -13,6 +13,7 @@ still changes a line (its digest). Times are measured by hand (bench/textconv_sh
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Iterator
@@ -218,6 +219,12 @@ def test_the_iterative_json_text_is_the_standard_librarys(tree: Any) -> None:
         assert "".join(textconv._pieces(tree)) == compact
     with shallow_stack(room=20):  # the encoder may fail there: the same text all the same
         assert jsontext.sorted_json(tree) == ascii_text
+
+
+@pytest.mark.parametrize("size", [0, 1, jsontext.SHORT, jsontext.SHORT + 1, 3 * jsontext.SHORT])
+def test_sha256_hex_is_hashlibs_on_both_sides_of_the_switch_to_openssl(size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert jsontext.sha256_hex(data) == hashlib.sha256(data).hexdigest()
 
 
 def test_a_file_no_reader_takes_is_shown_as_it_is_within_the_budgets(tmp_path: Path) -> None:

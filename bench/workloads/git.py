@@ -1,8 +1,18 @@
-"""Workload 5: git growth; commit the saver's files to a fresh git repository after every chat turn."""
+"""Workload 5: git growth; commit the saver's files to a fresh git repository after every chat turn.
+
+And git's view of them: a cold ``git log -p`` through the diff driver ``langgraph-repo
+git-setup`` registers, over a longer thread (``git_log_turns``), per file version it converts,
+and the driver's start alone beside the interpreter's.
+"""
 
 from __future__ import annotations
 
 import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +29,7 @@ from bench.common import (
     close_saver,
     dir_usage,
     open_sqlite,
+    progress,
     rotated,
     run_cmd,
     sqlite_wal_checkpoint,
@@ -87,7 +98,7 @@ def run(tmp: Path, sizes: Sizes) -> Result:
     per_saver = {
         name: _measure(folder, env, baseline[name], sizes.git_turns) for name, folder in work.items()
     }
-    return {"turns": sizes.git_turns, "per_saver": per_saver}
+    return {"turns": sizes.git_turns, "per_saver": per_saver, "driver": _driver(tmp, env, sizes)}
 
 
 def _play(
@@ -136,6 +147,89 @@ def _measure(folder: Path, env: dict[str, str], baseline: int, n: int) -> dict[s
     }
 
 
+# ----------------------------------------------------------------------------
+# the diff driver: a cold git log -p, and its start alone
+# ----------------------------------------------------------------------------
+CACHE = "refs/notes/textconv/langgraph-repo"
+"""git's cache of the driver's text (``cachetextconv``): removed before each cold run."""
+
+
+def _driver(tmp: Path, env: dict[str, str], sizes: Sizes) -> Result:
+    """A thread of ``git_log_turns`` chat turns (RepoSaver alone, a commit each), set up by
+    ``langgraph-repo git-setup``; a cold ``git log -p`` through the driver it registers, and the
+    driver's start alone on the thread's newest checkpoint."""
+    folder = tmp / "git-driver"
+    folder.mkdir()
+    git(folder, env, "-c", "init.defaultBranch=main", "init", "-q")
+    progress(f"git: {sizes.git_log_turns} turns for git log -p through the driver ...")
+    _play({REPO: RepoSaver(folder / ".langgraph", durable=False)}, {REPO: folder}, env, sizes.git_log_turns)
+    run_cmd([sys.executable, "-m", "langgraph_checkpoint_repo", "git-setup"], cwd=folder, env=env)
+    command = git(folder, env, "config", "--get", "diff.langgraph-repo.textconv").strip()
+    versions = _versions(folder, env)
+    logs = _cold_logs(folder, env, sizes.git_log_runs)
+    newest = sorted((folder / ".langgraph" / "threads" / "git-chat" / "checkpoints").glob("*.json"))[-1]
+    starts = _starts(shlex.split(command), newest, sizes.driver_starts)
+    return {
+        "turns": sizes.git_log_turns,
+        "versions": versions,
+        "command": command,
+        **logs,
+        "per_version_ms": statistics.median(logs["log_p_ms"]) / max(versions, 1),
+        "starts_ms": starts,
+    }
+
+
+def _versions(folder: Path, env: dict[str, str]) -> int:
+    """The file versions a cold ``git log -p`` converts: every blob a state file had (with
+    ``cachetextconv`` git converts each once: the new side of one commit is the old of the next)."""
+    raw = git(folder, env, "log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", ".langgraph")
+    blobs = set()
+    for line in raw.splitlines():
+        if line.startswith(":"):
+            blobs.update(b for b in line.split()[2:4] if b.strip("0"))
+    return len(blobs)
+
+
+def _timed(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> float:
+    """Wall milliseconds of one process, its output read and dropped."""
+    start = time.perf_counter()
+    subprocess.run(args, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+
+
+def _cold_logs(folder: Path, env: dict[str, str], runs: int) -> dict[str, list[float]]:
+    """``git log -p`` with git's cache of the driver's text removed first, alternating with
+    ``git log -p --no-textconv`` (the raw JSON: git's own share)."""
+    out: dict[str, list[float]] = {"log_p_ms": [], "log_p_no_textconv_ms": []}
+    for i in range(runs):
+        for key in rotated(list(out), i):
+            if key == "log_p_ms":
+                git(folder, env, "update-ref", "-d", CACHE)
+                out[key].append(_timed(["git", "log", "-p"], folder, env))
+            else:
+                out[key].append(_timed(["git", "log", "-p", "--no-textconv"], folder, env))
+    return out
+
+
+def _starts(driver: list[str], path: Path, runs: int) -> dict[str, list[float]]:
+    """Start-to-exit milliseconds of the driver on one file, of the ``langgraph-repo-textconv``
+    script on it (with ``site``: what git-setup registered before the entry), and of the bare
+    interpreter both ways, round-robin."""
+    commands = {
+        "driver": [*driver, str(path)],
+        "python -I -S -c pass": [sys.executable, "-I", "-S", "-c", "pass"],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
+    script = Path(sys.executable).with_name("langgraph-repo-textconv")
+    if script.exists():
+        commands["langgraph-repo-textconv script"] = [str(script), *driver[-2:], str(path)]
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for i in range(runs):
+        for name in rotated(list(commands), i):
+            times[name].append(_timed(commands[name]))
+    return times
+
+
 def rows(g: Result) -> list[Row]:
     per = g["per_saver"]
     n = g["turns"]
@@ -167,6 +261,7 @@ def rows(g: Result) -> list[Row]:
             show_ratio=False,
         ),
     ]
+    out += _driver_rows(g)
     for label, key in (
         ("turn 3", "lines_added_turn3"),
         (f"turn {n}", "lines_added_last"),
@@ -176,6 +271,31 @@ def rows(g: Result) -> list[Row]:
             Row("5 git growth", f"lines added, {label}", {REPO: per[REPO][key]}, "lines", "", 0, False)
         )
     return out
+
+
+def _driver_rows(g: Result) -> list[Row]:
+    """The diff driver's rows: per file version of a cold ``git log -p``, and one start."""
+    d = g["driver"]
+    return [
+        Row(
+            "5 git growth",
+            f"cold `git log -p` through the diff driver, {d['versions']:,} file versions: per version",
+            {REPO: d["per_version_ms"]},
+            "ms",
+            goals.GIT_LOG_DRIVER.column(g),
+            1,
+            show_ratio=False,
+        ),
+        Row(
+            "5 git growth",
+            "the diff driver on one checkpoint file, start to exit (median)",
+            {REPO: statistics.median(d["starts_ms"]["driver"])},
+            "ms",
+            "",
+            1,
+            show_ratio=False,
+        ),
+    ]
 
 
 def details(g: Result, sizes: dict[str, int]) -> str:
@@ -210,4 +330,39 @@ def details(g: Result, sizes: dict[str, int]) -> str:
         ],
     )
     commits = ", ".join(f"{c['added']}/{c['files']}" for c in per[REPO]["per_commit"])
-    return "\n".join([intro, table + "\n", f"RepoSaver lines added / files changed per turn: {commits}.\n"])
+    return "\n".join(
+        [
+            intro,
+            table + "\n",
+            f"RepoSaver lines added / files changed per turn: {commits}.\n",
+            _driver_details(g),
+        ]
+    )
+
+
+def _driver_details(g: Result) -> str:
+    """The diff driver: the cold ``git log -p`` runs, and the starts beside the interpreter's."""
+    d = g["driver"]
+    runs = ", ".join(f"{ms / 1000:.1f} s" for ms in d["log_p_ms"])
+    raw = ", ".join(f"{ms / 1000:.2f} s" for ms in d["log_p_no_textconv_ms"])
+    intro = (
+        f"**The diff driver.** A thread of {d['turns']} chat turns (RepoSaver alone, a commit each: "
+        f"{d['versions']:,} file versions), set up by `langgraph-repo git-setup`; git's cache of the "
+        f"driver's text removed before each cold `git log -p`: {runs} "
+        f"({d['per_version_ms']:.1f} ms per file version); `git log -p --no-textconv`: {raw}. "
+        "Start to exit of one process on the thread's newest checkpoint, round-robin:\n"
+    )
+    table = md_table(
+        ["Process", "median ms", "min ms", "runs"],
+        "lrrr",
+        [
+            [
+                f"`{name}`" if "pass" in name else name,
+                f"{statistics.median(ms):.1f}",
+                f"{min(ms):.1f}",
+                len(ms),
+            ]
+            for name, ms in d["starts_ms"].items()
+        ],
+    )
+    return intro + "\n" + table + "\n"

@@ -4,12 +4,13 @@ Two halves, because a forge never runs local code. The top-level ``.gitattribute
 with the project) marks the root's thread files as generated, so GitHub (``linguist-generated``)
 and GitLab (``gitlab-generated``) collapse their raw JSON in a pull request, and names the diff
 driver. The repository's own git config (per clone, never committed) defines that driver as
-this package's textconv (review/textconv.py), so ``git diff``, ``git log -p`` and ``git show``
-print each file as a few lines; a clone without it sees the JSON. The lines sit in a marked
-block and the config in its own section, so running it again changes nothing and ``--undo``
-takes back exactly those. The same block and config register the merge driver of RepoStore
-items (``store/``: review/mergeitem.py, docs/store.md), so two branches that changed different
-fields of one memory merge by themselves.
+this package's textconv (review/textconv.py, started through review/textconv_entry.py), so
+``git diff``, ``git log -p`` and ``git show`` print each file as a few lines; a clone without
+it sees the JSON. The lines sit in a marked block and the config in its own section, so
+running it again changes nothing and ``--undo`` takes back exactly those. The same block and
+config register the merge driver of RepoStore items (``store/``: review/mergeitem.py,
+docs/store.md), so two branches that changed different fields of one memory merge by
+themselves.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Annotated
 import typer
 
 from ..core.errors import BadInputError
+from ..review import textconv_entry
 from ..review.textconv import VIEW
 from .app import require_root, settings_of
 from .exits import NOT_FOUND, REFUSED, CliError
@@ -43,10 +45,14 @@ BEGIN = "# langgraph-repo: begin"
 END = "# langgraph-repo: end"
 BEGIN_LINE = f"{BEGIN} (written by `langgraph-repo git-setup`; `langgraph-repo git-setup --undo` removes it)"
 ATTRIBUTES = f"linguist-generated=true gitlab-generated diff={DRIVER}"
+#: the driver's entry, run by its path with ``-I -S`` (no site, no current folder, no
+#: ``PYTHON*`` variables): a start imports the standard library the view uses and nothing else
+ENTRY = Path(textconv_entry.__file__).absolute()
+ENTRY_FLAGS = "-I -S"
 SCRIPT = "langgraph-repo-textconv"
-#: the driver when no script is installed beside this program: the current folder (where git
-#: runs it: the top of the work tree) leaves ``sys.path`` before anything is imported, so a
-#: checkout's own ``orjson.py`` can never run in a ``git diff``
+#: the driver when its entry is not a file (a zipped install) and no script is installed beside
+#: this program: the current folder (where git runs it: the top of the work tree) leaves
+#: ``sys.path`` before anything is imported, so a checkout's own ``orjson.py`` can never run
 SNIPPET = (
     "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
     "from langgraph_checkpoint_repo.review.textconv import main; sys.exit(main())"
@@ -183,12 +189,19 @@ def _c_quoted(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def driver_command(search: list[Path] | None = None) -> str:
-    """The textconv command for git: this install's ``langgraph-repo-textconv`` script when it
-    is found beside this program, else this interpreter running the module; absolute, so it
-    works from a virtual environment git knows nothing of. ``--view`` changes when the view
-    does, and git drops the text it cached for an older command."""
-    return f"{_installed(SCRIPT, SNIPPET, search)} --view {VIEW}"
+def driver_command(entry: Path | None = ENTRY, search: list[Path] | None = None) -> str:
+    """The textconv command for git: this interpreter running the driver's entry file
+    (review/textconv_entry.py) by its path, isolated and without ``site`` (git starts it once
+    per file version it prints: the start is the cost); when the entry is not a file, this
+    install's ``langgraph-repo-textconv`` script found beside this program, else this
+    interpreter running the module. Absolute, so it works from a virtual environment git knows
+    nothing of. ``--view`` changes when the view does, and git drops the text it cached for an
+    older command (as it does for any other change of the command)."""
+    if entry is not None and entry.is_file():
+        command = f"{shlex.quote(sys.executable)} {ENTRY_FLAGS} {shlex.quote(str(entry))}"
+    else:
+        command = _installed(SCRIPT, SNIPPET, search)
+    return f"{command} --view {VIEW}"
 
 
 def merge_command(search: list[Path] | None = None) -> str:

@@ -8,9 +8,11 @@ Each survives pickling (a worker process, ``concurrent.futures``) with its attri
 
 from __future__ import annotations
 
-from typing import Any
-
 from .masking import safe_message
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RepoCheckpointError(Exception):

@@ -26,14 +26,15 @@ import os
 import re
 import stat as stat_mod
 import sys
-from typing import TYPE_CHECKING, Any
 
 from .errors import FileFormatError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:  # for annotations only: git's textconv driver reads with this module and
-    # starts once per file, so it does not pay for importing pathlib
+    # starts once per file, so it does not pay for importing pathlib (nor typing)
     from collections.abc import Callable
     from pathlib import Path
+    from typing import Any
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 # What one file may expand to once parsed (docs/format.md): every array and object costs

@@ -10,12 +10,15 @@ linear in it. Standard library only: the driver git starts once per file imports
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
+import sys
 from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring, encode_basestring_ascii
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def sorted_json(value: Any) -> str:
@@ -39,7 +42,33 @@ def digest(value: Any) -> str:
     """``#`` and the first 8 hex digits of the sha256 of a value's sorted JSON (of a string:
     of the string itself)."""
     text = value if isinstance(value, str) else sorted_json(value)
-    return "#" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return "#" + sha256_hex(text.encode("utf-8", "surrogatepass"))[:8]
+
+
+def _builtin_sha256() -> Any:
+    """CPython's own SHA-256 constructor, or None in a build that leaves hashing to OpenSSL."""
+    try:  # its module since Python 3.12, and before
+        return __import__("_sha2" if sys.version_info >= (3, 12) else "_sha256").sha256
+    except ImportError:
+        return None
+
+
+_BUILTIN_SHA256 = _builtin_sha256()
+#: bytes hashed by CPython's own SHA-256 at most; above, by OpenSSL's (hashlib): loading OpenSSL
+#: costs about as much as hashing a few hundred kilobytes the slower way
+SHORT = 256 * 1024
+
+
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data``, in hex. Short data by CPython's own implementation: importing
+    hashlib loads and initialises OpenSSL, about a tenth of the start of the git diff driver,
+    which git starts once per file version and which hashes a few kilobytes; long data by
+    OpenSSL's, several times faster per byte."""
+    if _BUILTIN_SHA256 is not None and len(data) <= SHORT:
+        return _BUILTIN_SHA256(data).hexdigest()  # type: ignore[no-any-return]
+    import hashlib  # here: only long data pays for loading OpenSSL
+
+    return hashlib.sha256(data).hexdigest()
 
 
 class _Piece(str):

@@ -110,8 +110,20 @@ def _group(kind: str) -> str:
     return "g_" + kind.replace("-", "_").replace(".", "__")
 
 
-DEFAULT_REGEX = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in DEFAULT_PATTERNS.items()))
+#: the default patterns in one regex, for the redactor (redaction.py); compiled when first read
+#: (``__getattr__``): the git diff driver, which starts once per file version git prints and
+#: imports this module for its screen, never uses it, and compiling it is about a millisecond
+DEFAULT_REGEX: re.Pattern[str]
 DEFAULT_KINDS = {_group(k): k for k in DEFAULT_PATTERNS}
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    """``DEFAULT_REGEX``, compiled on its first read and kept as the module's attribute."""
+    if name != "DEFAULT_REGEX":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    regex = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in DEFAULT_PATTERNS.items()))
+    globals()[name] = regex
+    return regex
 
 
 def marker(kind: str) -> str:
@@ -134,8 +146,15 @@ SHOWN_PATTERNS: Mapping[str, str] = {
     "private-key": r"(?P<pem_head>-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)"
     rf"(?P<pem_body>{_PEM_BODY})(?P<pem_end>-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?",
 }
-SHOWN_REGEX = re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in SHOWN_PATTERNS.items()))
 _PEM_SEPARATORS = re.compile(r"(?:\s|\\[nr])+")
+
+
+@lru_cache(maxsize=1)
+def _shown_regex() -> re.Pattern[str]:
+    """The shown patterns in one regex, compiled when a text first might hold a secret: most
+    text holds none, and the git diff driver, which starts once per file version git prints,
+    would compile it (about a millisecond) on every start."""
+    return re.compile("|".join(f"(?P<{_group(k)}>{p})" for k, p in SHOWN_PATTERNS.items()))
 
 
 def _mask_shown(m: re.Match[str]) -> str:
@@ -159,7 +178,7 @@ def mask_secrets(text: str) -> str:
     """
     if not might_contain_secret(text.encode("utf-8", "surrogatepass")):
         return text
-    return SHOWN_REGEX.sub(_mask_shown, text)
+    return _shown_regex().sub(_mask_shown, text)
 
 
 # a run of the characters encoded path segments are made of (linear: no backtracking)

@@ -1,11 +1,13 @@
 """git's textconv driver for state files: each file as a few readable lines.
 
-``langgraph-repo git-setup`` registers it (``diff.langgraph-repo.textconv``), and ``git diff``,
-``git log -p`` and ``git show`` then run it once per state file they print, so it must start
-fast: it imports the standard library and the core only (not even orjson, whose import costs
-more than this whole view), never typer, rich or LangGraph (tests/test_gitsetup.py checks
-``sys.modules``). git hands it one path, often a temporary copy of the old side outside the
-root, so it reads that one file and follows no reference.
+``langgraph-repo git-setup`` registers it (``diff.langgraph-repo.textconv``: the interpreter
+running review/textconv_entry.py with ``-I -S``), and ``git diff``, ``git log -p`` and ``git
+show`` then run it once per state file version they print, so it must start fast: it imports
+the standard library and its view's modules only (not even orjson, whose import costs more
+than this whole view, nor typing), never typer, rich or LangGraph (tests/test_gitsetup.py runs
+the registered command and checks every module it imports). git hands it one path, often a
+temporary copy of the old side outside the root, so it reads that one file and follows no
+reference.
 
 What a state file looks like is the format's business: the view is core/format/view.py,
 built on the format package's own reading of a file (the same door the app reads through).

@@ -9,11 +9,13 @@ so the fields are there with the types the schema gives them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .validation import pointer_part
 
-Doc = dict[str, Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
+
+    Doc = dict[str, Any]
 
 
 def channel_versions(doc: Doc) -> dict[str, Any]:

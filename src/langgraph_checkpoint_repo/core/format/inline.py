@@ -15,15 +15,17 @@ file nests. Standard library and core only, like the whole view.
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Iterator
-from contextlib import contextmanager
+from collections.abc import Container
 from json.encoder import encode_basestring
-from typing import Any
 
 from ..jsontext import digest
 from .markers import CHUNKS, ID, IN, NS, PAIR, REF, ROLE
 from .messages import DEFAULTS, ERROR_MARK, Message, Refusal, is_message_type, read_message
 from .onefile import REF_KEYS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 FOLD = 200  # characters of a value shown before the rest is folded into a digest
 TEXT = 4000  # characters of a message's text shown before the rest is folded into a digest
@@ -36,16 +38,18 @@ INDENT = "  "
 _short = False
 
 
-@contextmanager
-def short_refs() -> Iterator[None]:
+class short_refs:  # lower case: called as the function it was, ``with short_refs():``
     """While the lines of a file whose first line ends with the digest of the whole file are
     made: a reference is shown as a person follows it (its message id, else its hash), where
-    it is held summed up by that digest."""
-    global _short
-    _short = True
-    try:
-        yield
-    finally:
+    it is held summed up by that digest. (A class, not contextlib's decorator: the git diff
+    driver would import contextlib for it on every start.)"""
+
+    def __enter__(self) -> None:
+        global _short
+        _short = True
+
+    def __exit__(self, *exc: object) -> None:
+        global _short
         _short = False
 
 

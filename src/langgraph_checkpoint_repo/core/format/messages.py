@@ -22,11 +22,15 @@ from __future__ import annotations
 import json
 import math
 from bisect import bisect_right
+from collections import namedtuple
 from collections.abc import Mapping
 from itertools import accumulate
-from typing import Any, NamedTuple
 
 from ..jsontext import digest, sorted_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the channel a conversation lives in (MessagesState's, create_agent's)
 MESSAGES = "messages"
@@ -41,9 +45,13 @@ _AI = (*_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")
 _TOOL = (*_BASE, "tool_call_id", "artifact", "status")
 
 
-class Kind(NamedTuple):
+# The named tuples here are collections.namedtuple's (typing.NamedTuple's are the same tuples,
+# but importing typing and reading their annotations would be most of the driver's start);
+# the fields are annotated again below for the type checker, never assigned.
+class Kind(namedtuple("Kind", ("name", "type", "role", "fields"))):
     """A LangChain message class: its ``type``, the role a person reads, its fields."""
 
+    __slots__ = ()
     name: str
     type: str
     role: str  # human, ai, tool, system, chat, function, remove
@@ -100,17 +108,19 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-class Call(NamedTuple):
+class Call(namedtuple("Call", ("name", "args", "id"))):
     """A tool call as LangChain builds it (``args``: the stored tree of its arguments)."""
 
+    __slots__ = ()
     name: str
     args: Any
     id: str | None
 
 
-class BadCall(NamedTuple):
+class BadCall(namedtuple("BadCall", ("name", "args", "id", "error"))):
     """An invalid tool call: the model's call LangChain could not parse (kept as text)."""
 
+    __slots__ = ()
     name: str | None
     args: str | None
     id: str | None
@@ -119,7 +129,8 @@ class BadCall(NamedTuple):
 
 class Message:
     """A stored message as LangChain builds it. (Plain classes and named tuples here, no
-    dataclass: the driver git starts once per file would pay for importing and making them.)"""
+    dataclass nor typing: the driver git starts once per file would pay for importing and
+    making them.)"""
 
     __slots__ = ("calls", "content", "fields", "invalid", "kind")
 
@@ -208,16 +219,17 @@ class Message:
         return got if isinstance(got, str) else None
 
 
-class Refusal(NamedTuple):
+class Refusal(namedtuple("Refusal", ("cls", "field", "why", "changes", "key"), defaults=(True, "$fields"))):
     """A stored message refused: the field that would change meaning when it is built
     (``changes``), or that LangChain would refuse to build (the serde's strict read fails
     on it too, with its own words)."""
 
+    __slots__ = ()
     cls: str  # the class it names
     field: str  # a path below its fields: "content_blocks", "additional_kwargs/tool_calls"
     why: str
-    changes: bool = True
-    key: str = "$fields"  # where its fields are stored ($fields, $kwargs), or a tag
+    changes: bool  # True unless given
+    key: str  # where its fields are stored ($fields, $kwargs), or a tag; "$fields" unless given
 
     @property
     def pointer(self) -> str:

@@ -15,11 +15,13 @@ Standard library and core only, like the whole view: git starts the driver once 
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import fields
 from .markers import CHUNKS, ID, IN, KINDS, NS, PAIR, REF, ROLE
 from .messages import is_message_type
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the kinds of file the view shows; a store item is JSON a person reads as it is
 VIEWED = tuple(kind for kind in KINDS if kind != "item")

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
 
 from ..errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
 from .markers import KINDS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 SCHEMA_VERSION = 4
 KNOWN_VERSIONS = frozenset({SCHEMA_VERSION})
@@ -30,6 +33,8 @@ RESERVED_EXTRA_KEYS = frozenset(
 
 def schemas_dir() -> Path:
     """Packaged schemas in a wheel, the repository's schemas/ in a checkout."""
+    from pathlib import Path  # here, not with the module: the git diff driver reads pointer_part
+
     package = Path(__file__).resolve().parents[2]
     packaged = package / "schemas"
     if packaged.is_dir():

@@ -17,10 +17,7 @@ and a digest. Standard library and core only: git starts the driver once per fil
 
 from __future__ import annotations
 
-import hashlib
-from typing import Any
-
-from ..jsontext import digest
+from ..jsontext import digest, sha256_hex
 from .inline import INDENT, compact, fold, message, one_line, plain, short_refs
 from .markers import CHUNKS, ID, NS, PAIR, REF, ROLE
 from .messages import ERROR_MARK, is_message_type
@@ -34,6 +31,10 @@ from .onefile import (
     shallow_refs,
     viewed_kind,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the version of this view; git-setup puts it in the driver's command line, so a release that
 #: changes the view (and bumps it) invalidates the text git cached (``cachetextconv``)
@@ -57,7 +58,7 @@ def render(doc: Any, raw: bytes | None = None) -> list[str] | None:
         return [head, *_node_lines("value", doc.get("value"))]
     # the first line of these ends with the digest of the whole file: a reference is shown
     # short (its message id, else its hash), where it is held summed up by that digest
-    whole = "#" + hashlib.sha256(raw).hexdigest()[:8] if raw is not None else digest(doc)
+    whole = "#" + sha256_hex(raw)[:8] if raw is not None else digest(doc)
     with short_refs():
         if kind == "checkpoint":
             return _checkpoint(doc, whole)
