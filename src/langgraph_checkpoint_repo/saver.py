@@ -17,6 +17,7 @@ import asyncio
 import bisect
 import builtins
 import copy
+import heapq
 import logging
 import os
 import re
@@ -65,6 +66,7 @@ from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.roster import Roster, roster_of
 from .core.threads import ThreadStore, writes_key
 from .core.typenames import Fix, graph_fix
 from .core.writes import merged_writes, write_idx
@@ -282,7 +284,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
         wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
         matches = self.store.meta.matches
-        for cid, thread_id, ns in _listed(self.store, config, before):
+        roster = None
+        listed: Iterable[tuple[str, str, str]]
+        if config is None or config["configurable"].get("thread_id") is None:
+            roster = roster_of(self.store)
+            listed = _across_threads(roster, config, before, bool(wanted) and self.codec.revives_plain_trees)
+        else:
+            listed = _listed(self.store, config, before)
+        for cid, thread_id, ns in listed:
             try:
                 if wanted:
                     ok = matches(thread_id, ns, cid, wanted)
@@ -291,6 +300,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         ok = all(meta.get(k) == v for k, v in wanted)
                     if not ok:
                         continue
+                if roster is not None:  # its pending writes are found through its known children
+                    roster.lineage_of(thread_id, ns)
                 tup = self._tuple(self.store.get(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):
                 # removed since it was listed (prune or delete in another process): skip it;
@@ -304,6 +315,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if remaining <= 0:
                     break
         self.store.meta.persist()
+        if roster is not None:
+            roster.persist()
 
     def checkpoint_metadata(self, thread_id: str, ns: str, cid: str, fresh: bool = False) -> dict[str, Any]:
         """A checkpoint's decoded metadata, kept per checkpoint while its file is unchanged
@@ -818,6 +831,36 @@ def _versions_for_file(
     if "versions_seen" in checkpoint:
         stored["versions_seen"] = seen_for_file(checkpoint["versions_seen"])
     return stored, {k: for_file(v) for k, v in new_versions.items()}
+
+
+def _across_threads(
+    roster: Roster, config: RunnableConfig | None, before: RunnableConfig | None, seed_meta: bool
+) -> Iterator[tuple[str, str, str]]:
+    """``list``'s checkpoints across threads, as (id, thread, namespace), newest first by id as
+    SqliteSaver orders them: every namespace's ids from the roster (roster.py: checked against
+    each folder's stat key), merged as they are taken."""
+    conf = config["configurable"] if config else {}
+    want_id = conf.get("checkpoint_id")
+    before_id = get_checkpoint_id(before) if before else None
+    ns_filter = conf.get("checkpoint_ns")
+    groups = []
+    for facts in roster.threads(seed_meta=seed_meta):
+        for ns in facts.namespaces:
+            if ns_filter is not None and ns.ns != ns_filter:
+                continue
+            ids = ns.ids
+            if want_id is not None:
+                ids = [i for i in ids if i == want_id]
+            if before_id is not None:
+                ids = ids[: bisect.bisect_left(ids, before_id)]
+            if ids:
+                groups.append(_newest_first(ids, facts.tid, ns.ns))
+    return heapq.merge(*groups, reverse=True)
+
+
+def _newest_first(ids: list[str], thread_id: str, ns: str) -> Iterator[tuple[str, str, str]]:
+    for cid in reversed(ids):
+        yield cid, thread_id, ns
 
 
 def _listed(

@@ -301,6 +301,14 @@ class Listings:
             if lst.names is names:
                 lst.derived[key] = value
 
+    def offer(self, folder: Path, key: StatKey, names: list[str]) -> None:
+        """A settled listing of ``folder`` another reader of the derived index keeps (the
+        roster, roster.py), taken as a ``load`` of it would be: only while the folder's stat
+        key is ``key``, and only when this process holds no listing of its own."""
+        with self._mutex:
+            if folder not in self._by_folder and folder not in self._distrusted:
+                self._by_folder[folder] = Listing(names, key, True, from_index=True)
+
     def drop(self, folder: Path) -> None:
         """Forget a folder's listing, so the next call lists it again (not from the index)."""
         self._by_folder.pop(folder, None)

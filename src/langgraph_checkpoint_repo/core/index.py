@@ -40,6 +40,7 @@ import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ import orjson
 
 from .caches import StatKey
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_VALUES, json_bounds_problem, read_bounded
-from .layout import Layout, is_temp_name
+from .layout import CHECKPOINTS, NAMESPACES, THREADS, Layout, is_temp_name
 from .lineage import Choice, Lineage, Node
 
 _log = logging.getLogger(__name__)
@@ -263,11 +264,7 @@ def is_plain(tree: Any) -> bool:
 
 
 def encode_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> bytes | None:
-    rows = []
-    for cid, (file, key, _meta, tree) in sorted(entries.items()):
-        name = os.path.basename(file)
-        if tree is not None and name == cid + ".json":
-            rows.append([cid, *key, tree])
+    rows = meta_rows(entries)
     if len(rows) < MIN_NAMES:
         return None
     head = _header("meta", _rel(layout, folder), entries=rows)
@@ -287,9 +284,27 @@ def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntr
         return None
     if not _is_head(doc, "meta", layout, folder) or not isinstance(doc.get("entries"), list):
         return None
+    return meta_from_rows(folder, doc["entries"])
+
+
+def meta_rows(entries: dict[str, MetaEntry]) -> list[list[Any]]:
+    """The rows a metadata file keeps: a checkpoint's id, its file's stat key and its plain
+    metadata tree, for each checkpoint whose file is named by its id (none naming a type)."""
+    rows = []
+    for cid, (file, key, _meta, tree) in sorted(entries.items()):
+        if tree is not None and os.path.basename(file) == cid + ".json":
+            rows.append([cid, *key, tree])
+    return rows
+
+
+def meta_from_rows(folder: Path, rows: Any) -> dict[str, MetaEntry] | None:
+    """Entries by checkpoint id of ``meta_rows``' rows (checkpoints of ``folder``), or None when
+    anything in them is off."""
+    if type(rows) is not list:
+        return None
     base = str(folder)
     out: dict[str, MetaEntry] = {}
-    for row in doc["entries"]:  # checked by hand, not by a schema: thousands of rows per load
+    for row in rows:  # checked by hand, not by a schema: thousands of rows per load
         if type(row) is not list or len(row) != 6:
             return None
         cid, mtime, ctime, size, inode, tree = row
@@ -337,6 +352,12 @@ def index_files(layout: Layout) -> Iterator[Path]:
 def index_problem(layout: Layout, path: Path) -> str | None:
     """Why a file under the index folder is of no use (damaged, its folder gone, not an
     index file at all), or None. Every such file is derived: removing it loses nothing."""
+    roster = _ROSTER_NAME.fullmatch(path.name)
+    if roster is not None and path.parent == index_dir(layout):
+        data = _read(layout, path)
+        if data is None or decode_roster(layout, int(roster.group(1), 16), data) is None:
+            return "damaged, or of another index version"
+        return None
     suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX)
     suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
@@ -393,6 +414,7 @@ class MetaCache:
         self.layout = layout
         self._by_ns: dict[tuple[str, str], dict[str, MetaEntry]] = {}
         self._read: dict[tuple[str, str], int] = {}  # headers read since last written
+        self.kept: dict[tuple[str, str], int] = {}  # headers read since the roster last looked
 
     def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
         """The kept metadata of a checkpoint whose file is unchanged, else None.
@@ -427,6 +449,16 @@ class MetaCache:
             return
         per_ns[cid] = entry
         self._read[(thread_id, ns)] = self._read.get((thread_id, ns), 0) + 1
+        self.kept[(thread_id, ns)] = self.kept.get((thread_id, ns), 0) + 1
+
+    def seed(self, thread_id: str, ns: str, entries: dict[str, MetaEntry]) -> None:
+        """Take a namespace's entries from the roster (roster.py: plain trees, each still
+        checked against its file's stat key on use), unless this process holds its own."""
+        self._by_ns.setdefault((thread_id, ns), dict(entries))
+
+    def entries(self, thread_id: str, ns: str) -> dict[str, MetaEntry]:
+        """What is kept for a namespace (for the roster to write down)."""
+        return self._by_ns.get((thread_id, ns), {})
 
     def persist(self) -> None:
         """Write the index of every namespace whose scan read many headers."""
@@ -448,9 +480,9 @@ class MetaCache:
 LINEAGE_SUFFIX = ".lineage"
 
 
-def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
-    """One line per checkpoint whose file was settled when read: id, its stat key, parent
-    and the valid choice it records (as compact JSON)."""
+def lineage_rows(lineage: Lineage) -> list[list[Any]]:
+    """One row per checkpoint whose file was settled when read: id, its stat key, parent
+    and the valid choice it records."""
     rows = []
     for cid in sorted(lineage.keys):
         link = lineage.links.get(cid)
@@ -458,6 +490,12 @@ def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
             continue
         choice = {"chose": link.choice.chose, "over": list(link.choice.over)} if link.choice else None
         rows.append([cid, *lineage.keys[cid], link.parent, choice, link.problem])
+    return rows
+
+
+def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
+    """One line per ``lineage_rows`` row (as compact JSON)."""
+    rows = lineage_rows(lineage)
     body = b"\n".join(orjson.dumps(r) for r in rows)
     head = _header("lineage", _rel(layout, folder), count=len(rows), crc32=zlib.crc32(body))
     return orjson.dumps(head) + b"\n" + body
@@ -468,7 +506,6 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
     if found is None:
         return None
     head, body = found
-    out = Lineage()
     try:
         # one parse of all rows (a row is a JSON array on its own line, so none holds a newline)
         rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
@@ -476,6 +513,15 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
         return None
     if len(rows) != head.get("count") or body.count(b"\n") != len(rows) - 1:
         return None
+    return lineage_from_rows(rows)
+
+
+def lineage_from_rows(rows: Any) -> Lineage | None:
+    """The lineage ``lineage_rows``' rows make (each entry still to be checked against its
+    file's stat key by whoever uses it), or None when anything in them is off."""
+    if type(rows) is not list:
+        return None
+    out = Lineage()
     for row in rows:
         if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str)):
             return None
@@ -577,3 +623,173 @@ def save_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> N
         return
     if path is not None and data is not None:
         _write(layout, path, data)
+
+
+# -- the roster: what cross-thread reads need of every thread (roster.py) -------------------
+ROSTER_SUFFIX = ".roster"
+ROSTER_SHARDS = 16  # files, by a hash of the thread's folder name: a rewrite is of one only
+_ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.roster")
+_ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns", "row"}
+_NS_FIELDS = {"ns", "seg", "key", "ids", "meta", "lineage"}
+
+
+@dataclass
+class NsFacts:
+    """One namespace of a thread, as cross-thread reads need it; every part is checked
+    against the files before it is used (roster.py)."""
+
+    ns: str
+    seg: str  # its folder under ``ns/`` ("" for the root namespace, in the thread folder)
+    key: StatKey | None = None  # its checkpoints folder's stat key when ``ids`` were listed
+    ids: list[str] = field(default_factory=list)
+    meta: dict[str, MetaEntry] = field(default_factory=dict)  # plain metadata, per file key
+    lineage: Lineage = field(default_factory=Lineage)  # parent links, per file key
+
+
+@dataclass
+class ThreadFacts:
+    """One thread folder: its id, its namespaces (found under the thread folder's stat key
+    and its ``ns/`` folder's) and a row of the ``threads`` command (with the stat keys of
+    the files it was derived from: the readmodel's, checked there)."""
+
+    seg: str
+    tid: str
+    key: StatKey | None  # the thread folder's lstat key when its namespaces were found
+    ns_key: StatKey | None  # its ``ns/`` folder's then; None when it had none
+    namespaces: list[NsFacts]
+    row: dict[str, Any] | None = None
+
+
+def roster_shard(seg: str) -> int:
+    """The roster file a thread folder's facts are kept in."""
+    return zlib.crc32(seg.encode("utf-8", "surrogatepass")) % ROSTER_SHARDS
+
+
+def roster_path(layout: Layout, shard: int) -> Path:
+    return index_dir(layout) / f"threads.{shard:x}{ROSTER_SUFFIX}"
+
+
+def _ns_json(ns: NsFacts) -> dict[str, Any]:
+    small = len(ns.ids) < MIN_NAMES  # a bigger folder keeps its own .meta and .lineage
+    return {
+        "ns": ns.ns,
+        "seg": ns.seg,
+        "key": list(ns.key) if ns.key is not None else None,
+        "ids": ns.ids if ns.key is not None else [],
+        "meta": meta_rows(ns.meta) if small else [],
+        "lineage": lineage_rows(ns.lineage) if small else [],
+    }
+
+
+def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
+    """One line per thread whose namespaces were found settled, after a head line (index
+    version, kind, shard, count, CRC-32 of the lines)."""
+    lines = []
+    for t in sorted(threads, key=lambda t: t.seg):
+        if t.key is None:
+            continue
+        entry = {
+            "seg": t.seg,
+            "id": t.tid,
+            "key": list(t.key),
+            "ns_key": list(t.ns_key) if t.ns_key is not None else None,
+            "ns": [_ns_json(ns) for ns in t.namespaces],
+            "row": t.row,
+        }
+        lines.append(orjson.dumps(entry))
+    body = b"\n".join(lines)
+    head = _header("roster", THREADS, shard=shard, count=len(lines), crc32=zlib.crc32(body))
+    return orjson.dumps(head) + b"\n" + body
+
+
+def decode_roster(layout: Layout, shard: int, data: bytes) -> dict[str, ThreadFacts] | None:
+    """A roster file's threads by folder name, or None when anything in it is off: bounded
+    before it is parsed, no key starting with ``$`` anywhere (its metadata trees are used as
+    decoded metadata), each thread in its own shard."""
+    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
+        return None
+    found = _first_line(data, "roster", layout, layout.threads_dir)
+    if found is None or found[0].get("shard") != shard:
+        return None
+    head, body = found
+    try:
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
+    except orjson.JSONDecodeError:
+        return None
+    if len(rows) != head.get("count") or body.count(b"\n") != max(len(rows) - 1, 0):
+        return None
+    out: dict[str, ThreadFacts] = {}
+    for row in rows:
+        got = _thread_facts(layout, row)
+        if got is None or roster_shard(got.seg) != shard or got.seg in out:
+            return None
+        out[got.seg] = got
+    return out
+
+
+def _segment_ok(seg: Any) -> bool:
+    return type(seg) is str and 0 < len(seg) <= 255 and seg[0] != "." and not set(seg) & {"/", "\\", "\x00"}
+
+
+def _thread_facts(layout: Layout, row: Any) -> ThreadFacts | None:
+    """One roster line as facts, or None when its shape is off."""
+    if type(row) is not dict or set(row) != _ROSTER_FIELDS or not _segment_ok(row["seg"]):
+        return None
+    if type(row["id"]) is not str or not _is_key(row["key"]) or type(row["ns"]) is not list:
+        return None
+    if row["ns_key"] is not None and not _is_key(row["ns_key"]):
+        return None
+    if row["row"] is not None and type(row["row"]) is not dict:
+        return None
+    tdir = layout.threads_dir / row["seg"]
+    namespaces = []
+    for ns in row["ns"]:
+        got = _ns_facts(tdir, ns)
+        if got is None:
+            return None
+        namespaces.append(got)
+    ns_key = tuple(row["ns_key"]) if row["ns_key"] is not None else None
+    return ThreadFacts(row["seg"], row["id"], tuple(row["key"]), ns_key, namespaces, row["row"])  # type: ignore[arg-type]
+
+
+def _ns_facts(tdir: Path, ns: Any) -> NsFacts | None:
+    """One namespace of a roster line as facts, or None when its shape is off."""
+    if type(ns) is not dict or set(ns) != _NS_FIELDS or type(ns["ns"]) is not str:
+        return None
+    if ns["seg"] != "" and not _segment_ok(ns["seg"]):
+        return None
+    if ns["key"] is not None and not _is_key(ns["key"]):
+        return None
+    ids = ns["ids"]
+    if (
+        type(ids) is not list
+        or not all(type(i) is str and i and "/" not in i for i in ids)
+        or ids != sorted(ids)
+    ):
+        return None
+    folder = (tdir / NAMESPACES / ns["seg"] if ns["seg"] else tdir) / CHECKPOINTS
+    meta = meta_from_rows(folder, ns["meta"])
+    lineage = lineage_from_rows(ns["lineage"])
+    if meta is None or lineage is None:
+        return None
+    key = tuple(ns["key"]) if ns["key"] is not None else None
+    return NsFacts(ns["ns"], ns["seg"], key, ids, meta, lineage)  # type: ignore[arg-type]
+
+
+def load_roster(layout: Layout, shard: int) -> dict[str, ThreadFacts] | None:
+    """The facts one roster file keeps (each still to be checked against the files by its
+    user); None when it is absent or anything in it is off."""
+    data = _read(layout, roster_path(layout, shard))
+    return decode_roster(layout, shard, data) if data is not None else None
+
+
+def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> None:
+    try:
+        data = encode_roster(layout, shard, threads)
+    except (TypeError, ValueError) as exc:  # a tree orjson cannot write: no index, a re-read
+        _log.info("derived index not written for shard %d of the threads: %s", shard, exc)
+        return
+    if len(data) <= MAX_FILE_BYTES and json_bounds_problem(data) is None:
+        _write(layout, roster_path(layout, shard), data)
+    else:
+        _log.info("derived index not written for shard %d of the threads: too big for one file", shard)

@@ -1,0 +1,342 @@
+"""The roster (core/roster.py): what reads across threads need of every thread, kept for the
+next call and the next process under the one cache rule, so a cross-thread ``list`` and
+``langgraph-repo threads`` cost what changed, not what the root holds. Counts, never times."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from tests.graphs import ask_graph, cfg, chat_graph, sub_graph
+from tests.helpers import cli
+from tests.test_index import settle
+
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import files as files_module
+from langgraph_checkpoint_repo.core import wholes
+from langgraph_checkpoint_repo.core.caches import DocCache
+from langgraph_checkpoint_repo.core.format import resolve
+from langgraph_checkpoint_repo.core.index import ROSTER_SHARDS, decode_roster, roster_path, roster_shard
+from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.readmodel.overview import overviews
+from langgraph_checkpoint_repo.readmodel.reader import Reader
+
+THREADS = 24  # chat threads, 8 threads waiting on an interrupt and one with a subgraph too
+SMALL = 8  # a cache bound far below the files of THREADS threads
+
+
+class Tee(RepoSaver):
+    """A RepoSaver that makes every ``put`` and ``put_writes`` on a second saver too, with the
+    same arguments: the two hold the same checkpoints, ids included."""
+
+    other: SqliteSaver
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.other.put(config, checkpoint, metadata, new_versions)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.other.put_writes(config, writes, task_id, task_path)
+        super().put_writes(config, writes, task_id, task_path)
+
+
+TEMPLATE: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    TEMPLATE["folder"] = tmp_path_factory.mktemp("roster-template")
+    yield
+    TEMPLATE.clear()
+
+
+def written() -> tuple[Path, Path]:
+    """(root, SqliteSaver database) written once per module by the same graph calls."""
+    if "root" not in TEMPLATE:
+        folder = TEMPLATE["folder"]
+        root, db = folder / ".langgraph", folder / "sqlite.db"
+        conn = sqlite3.connect(str(db), check_same_thread=False)
+        saver = Tee(root, durable=False)
+        saver.other = SqliteSaver(conn)
+        chat, ask = chat_graph(saver), ask_graph(saver)
+        for t in range(THREADS):
+            for turn in range(2):
+                text = f"user {t} turn {turn}"
+                chat.invoke({"messages": [HumanMessage(text)]}, cfg(f"t{t:02d}", user_id=f"user-{t % 4}"))
+            if t % 3 == 0:
+                ask.invoke({"log": []}, cfg(f"ask{t:02d}"))
+        sub_graph(saver).invoke({"log": []}, cfg("sub"))
+        conn.commit()
+        conn.close()
+        TEMPLATE["root"], TEMPLATE["db"] = root, db
+    return TEMPLATE["root"], TEMPLATE["db"]
+
+
+def copied(tmp_path: Path) -> tuple[Path, SqliteSaver]:
+    """A copy of the written root (no derived index) and a SqliteSaver on a copy of its twin."""
+    root, db = written()
+    shutil.copytree(root, tmp_path / ".langgraph", ignore=shutil.ignore_patterns(".cache"))
+    shutil.copy(db, tmp_path / "sqlite.db")
+    settle()
+    return tmp_path / ".langgraph", SqliteSaver(sqlite3.connect(str(tmp_path / "sqlite.db")))
+
+
+def seen(tuples: Any) -> list[tuple[Any, ...]]:
+    """What a list gives, comparable across savers: each checkpoint's config, parent, metadata,
+    channels and pending writes (a message LangGraph gave an id after SqliteSaver stored it
+    keeps it in RepoSaver's files, so values are compared by channel)."""
+    return [
+        (
+            t.config,
+            t.parent_config,
+            t.metadata,
+            sorted(t.checkpoint["channel_values"]),
+            [(task, channel) for task, channel, _ in t.pending_writes or []],
+        )
+        for t in tuples
+    ]
+
+
+class Reads:
+    """Counts the checkpoint files parsed (``load_json``), by path."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: Counter[str] = Counter()
+        real = files_module.load_json
+
+        def load_json(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if "/checkpoints/" in str(path):
+                self.paths[str(path)] += 1
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(files_module, "load_json", load_json)
+
+
+LISTS: list[dict[str, Any]] = [
+    {},
+    {"filter": {"source": "loop"}},
+    {"filter": {"user_id": "user-1", "step": 1}},
+    {"limit": 7},
+    {"filter": {"source": "input"}, "limit": 3},
+]
+
+
+def test_a_list_across_threads_equals_sqlitesavers_for_the_same_calls(tmp_path: Path) -> None:
+    root, sqlite = copied(tmp_path)
+    everything = list(sqlite.list(None))
+    before = {
+        "configurable": {
+            "thread_id": "t05",
+            "checkpoint_ns": "",
+            "checkpoint_id": everything[40].checkpoint["id"],
+        }
+    }
+    for args in [*LISTS, {"before": before}, {"before": before, "filter": {"source": "loop"}, "limit": 4}]:
+        want = seen(sqlite.list(None, **args))
+        assert want, args
+        fresh, warm = RepoSaver(root), RepoSaver(root)
+        list(warm.list(None, **args))
+        assert seen(fresh.list(None, **args)) == want, args  # the first process writes the roster
+        assert seen(RepoSaver(root).list(None, **args)) == want, args  # the next reads it
+        assert seen(warm.list(None, **args)) == want, args
+
+
+def test_a_warm_list_across_more_threads_than_a_cache_holds_reads_each_checkpoint_at_most_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = copied(tmp_path)
+    for module in (files_module, wholes, resolve):  # every cache of documents and values
+        monkeypatch.setattr(module, "CACHE_ENTRIES", SMALL)
+    monkeypatch.setattr(DocCache.__init__, "__defaults__", (SMALL,))
+    saver = RepoSaver(root)
+    matched = {"filter": {"user_id": "user-1", "step": 2}}
+    first = seen(saver.list(None, **matched))
+    assert len(first) == THREADS // 4
+    reads = Reads(monkeypatch)
+    assert seen(saver.list(None, **matched)) == first
+    assert reads.paths and max(reads.paths.values()) == 1, reads.paths.most_common(3)
+    # a thread without a result is not read at all: the roster knows what a filter matches on
+    assert {Path(p).parent.parent.name for p in reads.paths} == {
+        c["configurable"]["thread_id"] for c, *_ in first
+    }
+
+
+def test_a_fresh_filter_across_threads_reads_only_its_results_and_their_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, sqlite = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}
+    want = seen(sqlite.list(None, **args))
+    assert seen(RepoSaver(root).list(None, **args)) == want  # leaves the roster
+    assert any(roster_path(Layout(root), shard).is_file() for shard in range(ROSTER_SHARDS))
+    reads = Reads(monkeypatch)
+    assert seen(RepoSaver(root).list(None, **args)) == want
+    layout = Layout(root)
+    allowed: set[Path] = set()  # a result, its line of deltas down to a whole one, its child
+    for config, *_ in want:
+        thread_id, cid = config["configurable"]["thread_id"], config["configurable"]["checkpoint_id"]
+        ids = sorted(p.stem for p in layout.checkpoints_dir(thread_id, "").iterdir())
+        allowed.update(layout.checkpoint_path(thread_id, "", i) for i in ids[: ids.index(cid) + 2])
+    assert reads.paths and {Path(p) for p in reads.paths} <= allowed
+    assert max(reads.paths.values()) == 1
+
+
+def test_a_fresh_filter_sees_an_in_place_edit_and_a_new_thread_despite_the_roster(tmp_path: Path) -> None:
+    root, _ = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}
+    found = seen(RepoSaver(root).list(None, **args))
+    cid = found[0][0]["configurable"]["checkpoint_id"]
+    path = Layout(root).checkpoint_path(found[0][0]["configurable"]["thread_id"], "", cid)
+    text = path.read_text()
+    assert '"user_id": "user-1"' in text
+    with open(path, "r+") as fh:  # in place: same inode, same folder; only the file's stat changes
+        fh.write(text.replace('"user_id": "user-1"', '"user_id": "user-9"'))
+        fh.truncate()
+    chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage("hi")]}, cfg("new", user_id="user-1"))
+    got = seen(RepoSaver(root).list(None, **args))
+    assert cid not in {c["configurable"]["checkpoint_id"] for c, *_ in got}
+    assert "new" in {c["configurable"]["thread_id"] for c, *_ in got}
+    assert len(got) == len(found)  # one gone by the edit, one come with the new thread
+
+
+def rows(root: Path) -> list[dict[str, Any]]:
+    proc = cli(root, "threads", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_threads_from_the_roster_shows_what_reading_every_thread_shows(tmp_path: Path) -> None:
+    root, _ = copied(tmp_path)
+    first = rows(root)
+    reader = Reader(root)
+    by_summary = [reader.summary(r["thread_id"]) for r in first]
+    assert [(s.thread_id, s.latest_id, s.checkpoints, s.next, len(s.waiting)) for s in by_summary] == [
+        (r["thread_id"], r["latest_checkpoint_id"], r["checkpoints"], r["next"], len(r["waiting"]))
+        for r in first
+    ]
+    assert any(r["waiting"] for r in first) and any(len(r["namespaces"]) > 1 for r in first)
+    assert rows(root) == first  # from the roster this time
+    text = cli(root, "threads")
+    assert text.returncode == 0 and "t00" in text.stdout
+
+
+def test_threads_in_a_fresh_process_reads_the_roster_not_the_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = copied(tmp_path)
+    want = rows(root)  # leaves the roster
+    reads = Reads(monkeypatch)
+    got = [(tid, o.summary.latest_id) for tid, o in overviews(Reader(root, snapshots=True))]
+    assert got == [(r["thread_id"], r["latest_checkpoint_id"]) for r in want]
+    assert not reads.paths
+
+
+def test_threads_sees_an_added_thread_a_removed_one_and_an_in_place_edit_of_the_latest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = copied(tmp_path)
+    before = {r["thread_id"]: r for r in rows(root)}
+    chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage("hi")]}, cfg("added"))
+    RepoSaver(root).delete_thread("t01")
+    path = Layout(root).checkpoint_path("t02", "", before["t02"]["latest_checkpoint_id"])
+    text = path.read_text()
+    step = before["t02"]["latest_step"]
+    with open(path, "r+") as fh:
+        fh.write(text.replace(f'"step": {step}', f'"step": {step + 100}'))
+        fh.truncate()
+    reads = Reads(monkeypatch)
+    after = {r["thread_id"]: r for r in rows(root)}
+    assert set(after) == set(before) - {"t01"} | {"added"}
+    assert after["t02"]["latest_step"] == step + 100
+    assert {Path(p).parent.parent.name for p in reads.paths} == {"added", "t02"}
+
+
+def shard_file(root: Path, thread_id: str = "t03") -> Path:
+    return roster_path(Layout(root), roster_shard(thread_id))
+
+
+@pytest.mark.parametrize("damage", ["bytes", "forged", "type", "empty-deps"])
+def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
+    tmp_path: Path, damage: str
+) -> None:
+    root, _ = copied(tmp_path)
+    want = rows(root)
+    path = shard_file(root)
+    assert decode_roster(Layout(root), roster_shard("t03"), path.read_bytes()) is not None
+    head, _, body = path.read_bytes().partition(b"\n")
+    lines = [json.loads(line) for line in body.split(b"\n")]
+    for line in lines:
+        if damage == "forged":  # another machine's stat keys: a checkout's, a pull request's
+            line["key"][3] += 1
+            for ns in line["ns"]:
+                ns["key"][3] += 1
+                for row in ns["meta"]:
+                    row[4] += 1
+                    row[5]["step"] = 999
+                for row in ns["lineage"]:
+                    row[4] += 1
+            for dep in line["row"]["deps"]:
+                dep[1][3] += 1
+            line["row"]["step"] = 999
+        elif damage == "type":
+            space = line["ns"][0]
+            space["meta"].append([space["ids"][0], 1, 2, 3, 4, {"step": {"$type": ["os", "system"]}}])
+        elif damage == "empty-deps":
+            line["row"]["deps"] = []
+            line["row"]["step"] = 999
+    if damage == "bytes":
+        data = path.read_bytes()[:-40]
+    else:
+        new_body = b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines)
+        data = _with_crc(head, new_body)
+    path.write_bytes(data)
+    assert rows(root) == want  # not used: read from the files, and the file written again
+    assert seen(RepoSaver(root).list(None, filter={"step": 999})) == []
+    if damage not in ("bytes", "type"):
+        return  # well formed: kept, and every entry is checked on use (its stat keys)
+    assert decode_roster(Layout(root), roster_shard("t03"), path.read_bytes()) is not None
+    path.write_bytes(data)
+    findings = [f for f in json.loads(cli(root, "fsck", "--json").stdout)["findings"] if f["kind"] == "index"]
+    assert [f["path"] for f in findings] == [str(path)] and findings[0]["repairable"]
+    assert cli(root, "fsck", "--repair").returncode == 0
+    assert decode_roster(Layout(root), roster_shard("t03"), path.read_bytes()) is not None
+    assert cli(root, "fsck").returncode == 0
+    assert rows(root) == want
+
+
+def _with_crc(head: bytes, body: bytes) -> bytes:
+    import zlib
+
+    fields = json.loads(head)
+    fields["crc32"] = zlib.crc32(body)
+    return json.dumps(fields, separators=(",", ":")).encode() + b"\n" + body
+
+
+def test_a_symlinked_roster_is_never_followed_and_fsck_reports_it(tmp_path: Path) -> None:
+    root, _ = copied(tmp_path)
+    want = rows(root)
+    path = shard_file(root)
+    head, _, body = path.read_bytes().partition(b"\n")
+    lines = [json.loads(line) for line in body.split(b"\n")]
+    for line in lines:  # what this machine's files hold (their stat keys), but another step
+        line["row"]["step"] = 999
+    decoy = tmp_path / "elsewhere.roster"
+    decoy.write_bytes(_with_crc(head, b"\n".join(json.dumps(line).encode() for line in lines)))
+    before = decoy.read_bytes()
+    path.unlink()
+    os.symlink(decoy, path)
+    findings = [
+        f for f in json.loads(cli(root, "fsck", "--json").stdout)["findings"] if f["path"] == str(path)
+    ]
+    assert [f["kind"] for f in findings] == ["foreign"]
+    assert rows(root) == want  # the link is not followed (the roster is written in its place)
+    assert decoy.read_bytes() == before
