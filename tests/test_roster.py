@@ -340,3 +340,31 @@ def test_a_symlinked_roster_is_never_followed_and_fsck_reports_it(tmp_path: Path
     assert [f["kind"] for f in findings] == ["foreign"]
     assert rows(root) == want  # the link is not followed (the roster is written in its place)
     assert decoy.read_bytes() == before
+
+
+CELL_PIECES = ["t01", "42", "", "-", "chat", "ask: What?", "日本語", "é", "a b", "\x1b[31m", "x\ty", "ghp_" + "a" * 36]
+
+
+def test_a_table_into_a_pipe_is_printed_as_rich_prints_it() -> None:
+    """``threads`` prints thousands of rows without rich laying out each cell: the lines are
+    rich's own (wide characters, escapes, masked secrets, right-justified columns); a table
+    rich must lay out itself (a tab, spaces to keep) is left to rich."""
+    import random
+
+    from rich.table import Table
+
+    from langgraph_checkpoint_repo.cli.output import Text, out_console, plain_table_lines, rich_table_lines
+
+    rng, plain_ones = random.Random(37), 0
+    for _ in range(60):
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for i in range(rng.randint(1, 5)):
+            table.add_column(f"col{i}", justify=rng.choice(["left", "right"]))
+        for _ in range(rng.randint(0, 6)):
+            cells = ["".join(rng.choices(CELL_PIECES, k=rng.randint(0, 2))) for _ in table.columns]
+            table.add_row(*[Text(c, style="bold") if rng.random() < 0.3 else c for c in cells])
+        plain = plain_table_lines(table)
+        if plain is not None:
+            plain_ones += 1
+            assert plain == rich_table_lines(out_console(), table)
+    assert plain_ones >= 10  # the usual table is printed without rich's layout

@@ -100,6 +100,7 @@ DECIDE_AGAIN = 3
 
 
 _S = TypeVar("_S", bound="RepoSaver")
+_Group = tuple[str, str, list[str]]  # a thread, a namespace, its checkpoint ids (list across threads)
 
 
 class _WritesCall(NamedTuple):
@@ -288,7 +289,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         listed: Iterable[tuple[str, str, str]]
         if config is None or config["configurable"].get("thread_id") is None:
             roster = roster_of(self.store)
-            listed = _across_threads(roster, config, before, bool(wanted) and self.codec.revives_plain_trees)
+            groups = _across_threads(roster, config, before, bool(wanted) and self.codec.revives_plain_trees)
+            if wanted:
+                listed, wanted = self._matching(groups, wanted), []
+            else:
+                listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
         else:
             listed = _listed(self.store, config, before)
         for cid, thread_id, ns in listed:
@@ -317,6 +322,30 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.store.meta.persist()
         if roster is not None:
             roster.persist()
+
+    def _matching(
+        self,
+        groups: builtins.list[_Group],
+        wanted: builtins.list[tuple[str, Any]],
+    ) -> builtins.list[tuple[str, str, str]]:
+        """The checkpoints of ``groups`` (thread, namespace, ids) whose metadata holds every
+        (key, value) of ``wanted``, newest first by id: what is kept of a checkpoint's
+        metadata is checked by one lstat of its file (``MetaCache.matching``), the rest is read."""
+        out: builtins.list[tuple[str, str, str]] = []
+        for thread_id, ns, ids in groups:
+            matched, unknown = self.store.meta.matching(thread_id, ns, ids, wanted)
+            out.extend((cid, thread_id, ns) for cid in matched)
+            for cid in unknown:
+                try:
+                    meta = self.checkpoint_metadata(thread_id, ns, cid)
+                except (FileNotFoundError, MissingReferenceError):
+                    if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
+                        raise  # damage; a checkpoint removed since it was listed is skipped
+                    continue
+                if all(meta.get(k) == v for k, v in wanted):
+                    out.append((cid, thread_id, ns))
+        out.sort(reverse=True)
+        return out
 
     def checkpoint_metadata(self, thread_id: str, ns: str, cid: str, fresh: bool = False) -> dict[str, Any]:
         """A checkpoint's decoded metadata, kept per checkpoint while its file is unchanged
@@ -835,10 +864,10 @@ def _versions_for_file(
 
 def _across_threads(
     roster: Roster, config: RunnableConfig | None, before: RunnableConfig | None, seed_meta: bool
-) -> Iterator[tuple[str, str, str]]:
-    """``list``'s checkpoints across threads, as (id, thread, namespace), newest first by id as
-    SqliteSaver orders them: every namespace's ids from the roster (roster.py: checked against
-    each folder's stat key), merged as they are taken."""
+) -> builtins.list[_Group]:
+    """``list``'s namespaces across threads, as (thread, namespace, ids): from the roster
+    (roster.py: checked against each folder's stat key), ``before`` and the config's
+    namespace and checkpoint applied."""
     conf = config["configurable"] if config else {}
     want_id = conf.get("checkpoint_id")
     before_id = get_checkpoint_id(before) if before else None
@@ -854,8 +883,8 @@ def _across_threads(
             if before_id is not None:
                 ids = ids[: bisect.bisect_left(ids, before_id)]
             if ids:
-                groups.append(_newest_first(ids, facts.tid, ns.ns))
-    return heapq.merge(*groups, reverse=True)
+                groups.append((facts.tid, ns.ns, ids))
+    return groups
 
 
 def _newest_first(ids: list[str], thread_id: str, ns: str) -> Iterator[tuple[str, str, str]]:

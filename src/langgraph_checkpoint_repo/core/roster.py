@@ -40,6 +40,8 @@ from .index import (
     NsFacts,
     ThreadFacts,
     load_roster,
+    ns_lineage,
+    ns_meta,
     roster_shard,
     save_roster,
 )
@@ -85,6 +87,7 @@ class Roster:
         self._seeded: set[tuple[str, str]] = set()  # namespaces whose metadata went to store.meta
         self._by_ns: dict[tuple[str, str], tuple[ThreadFacts, NsFacts]] = {}  # of the last ``threads``
         self._lock = threading.RLock()
+        self._head = str(self.layout.threads_dir) + os.sep  # a str per path: one lstat per thread
 
     def threads(self, *, seed_meta: bool = False) -> list[ThreadFacts]:
         """Every thread of the root with its namespaces and their checkpoint ids, as the files
@@ -109,16 +112,17 @@ class Roster:
                 for ns in facts.namespaces:
                     self._list(facts, ns)
                     self._by_ns[(facts.tid, ns.ns)] = (facts, ns)
-                    if seed_meta and ns.meta and (facts.tid, ns.ns) not in self._seeded:
-                        self.store.meta.seed(facts.tid, ns.ns, ns.meta)
+                    if seed_meta and (facts.tid, ns.ns) not in self._seeded:
                         self._seeded.add((facts.tid, ns.ns))
+                        if ns_meta(ns):
+                            self.store.meta.seed(facts.tid, ns.ns, ns.meta)
                 out.append(facts)
             return out
 
     def _thread(self, seg: str) -> ThreadFacts | None:
         """A thread folder's facts: kept ones while its folders' stat keys are unchanged."""
         assert self._facts is not None
-        tdir = self.layout.threads_dir / seg
+        tdir = self._head + seg
         read_at = time.time_ns()
         try:
             st = os.lstat(tdir)
@@ -130,16 +134,16 @@ class Roster:
         cur = self._facts.get(seg)
         if cur is not None and cur.key == stat_key(st) and self._ns_folder_unchanged(tdir, cur):
             return cur
-        found = self._found(seg, tdir, st, read_at, cur)
+        found = self._found(seg, Path(tdir), st, read_at, cur)
         if found is not None:
             self._facts[seg] = found
             self._dirty[roster_shard(seg)] += 1
         return found
 
     @staticmethod
-    def _ns_folder_unchanged(tdir: Path, cur: ThreadFacts) -> bool:
+    def _ns_folder_unchanged(tdir: str, cur: ThreadFacts) -> bool:
         # no ns/ folder then: making one would have changed the thread folder's key
-        return cur.ns_key is None or folder_key(tdir / NAMESPACES) == cur.ns_key
+        return cur.ns_key is None or folder_key(Path(tdir, NAMESPACES)) == cur.ns_key
 
     def _found(
         self, seg: str, tdir: Path, st: os.stat_result, read_at: int, cur: ThreadFacts | None
@@ -181,7 +185,9 @@ class Roster:
         """A namespace's checkpoint ids: kept ones while its checkpoints folder's stat key is
         unchanged, else listed (a listing taken within RACY_NS of the folder's last change is
         not kept: caches.settled)."""
-        folder = self.checkpoints_folder(facts, ns)
+        if not ns.folder:
+            ns.folder = str(self.checkpoints_folder(facts, ns))
+        folder = ns.folder
         read_at = time.time_ns()
         try:
             st = os.stat(folder)
@@ -214,10 +220,11 @@ class Roster:
             if ns.key is not None:  # the store's lineage is kept with the folder's listing
                 names = [f"{cid}.json" for cid in ns.ids]
                 self.store.files.listings.offer(self.checkpoints_folder(facts, ns), ns.key, names)
-            got = self.store.lineage_seeded(facts.tid, ns.ns, ns.lineage)
-            if got is not ns.lineage:
+            known_lineage = ns_lineage(ns)
+            got = self.store.lineage_seeded(facts.tid, ns.ns, known_lineage)
+            if got is not known_lineage:
                 if len(ns.ids) < MIN_NAMES:
-                    known = ns.lineage.keys
+                    known = known_lineage.keys
                     self._dirty[roster_shard(facts.seg)] += sum(
                         1 for cid, key in got.keys.items() if known.get(cid) != key
                     )
@@ -245,6 +252,8 @@ class Roster:
             if self._facts is None:
                 return
             self._note_meta_reads()
+            if not any(self._dirty) and not every:
+                return
             by_shard: dict[int, list[ThreadFacts]] = {}
             for seg in self._segs:
                 facts = self._facts.get(seg)
@@ -278,7 +287,7 @@ class Roster:
             held = self.store.meta.entries(facts.tid, ns.ns)
             if held:
                 ids = set(ns.ids)
-                ns.meta = {cid: e for cid, e in held.items() if cid in ids}
+                ns.meta, ns.meta_rows = {cid: e for cid, e in held.items() if cid in ids}, None
         return facts
 
 

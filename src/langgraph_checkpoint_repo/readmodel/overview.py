@@ -23,6 +23,7 @@ from ..core.caches import COARSE_NS, RACY_NS, StatKey, stat_key
 from ..core.errors import InstallationError, NotFoundError, RepoCheckpointError
 from ..core.heads import unsettled, unsettled_namespaces
 from ..core.index import NsFacts, ThreadFacts, is_plain
+from ..core.layout import CHECKPOINTS, WRITES, encode_segment
 from ..core.roster import Roster, key_of, roster_of
 from .reader import Reader, ThreadSummary
 from .tasks import InterruptView
@@ -142,8 +143,9 @@ def _folders(reader: Reader, facts: ThreadFacts, spaces: list[NsFacts]) -> list[
     or removed) and writes folder (a pending write added or taken)."""
     out = []
     for ns in spaces:
-        out.append(str(reader.layout.checkpoints_dir(facts.tid, ns.ns)))
-        out.append(str(reader.layout.writes_dir(facts.tid, ns.ns)))
+        folder = ns.folder or str(reader.layout.checkpoints_dir(facts.tid, ns.ns))
+        out.append(folder)
+        out.append(folder[: -len(CHECKPOINTS)] + WRITES)
     return out
 
 
@@ -253,7 +255,12 @@ def _deps_hold(
             return False
         named.add(head + dep[0])
     need = set(_folders(reader, facts, spaces))
-    need.update(str(reader.layout.checkpoint_path(facts.tid, ns, cid)) for ns, cid in latest)
+    folders = {ns.ns: ns.folder for ns in spaces}
+    for ns, cid in latest:
+        folder = folders.get(ns)
+        if not folder:
+            return False
+        need.add(f"{folder}{os.sep}{encode_segment(cid)}.json")
     return need <= named
 
 
