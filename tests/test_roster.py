@@ -25,7 +25,15 @@ from langgraph_checkpoint_repo.core import files as files_module
 from langgraph_checkpoint_repo.core import wholes
 from langgraph_checkpoint_repo.core.caches import DocCache
 from langgraph_checkpoint_repo.core.format import resolve
-from langgraph_checkpoint_repo.core.index import ROSTER_SHARDS, decode_roster, roster_path, roster_shard
+from langgraph_checkpoint_repo.core.index import (
+    ROSTER_META_SUFFIX,
+    ROSTER_SHARDS,
+    ROSTER_SUFFIX,
+    decode_roster,
+    decode_roster_meta,
+    roster_path,
+    roster_shard,
+)
 from langgraph_checkpoint_repo.core.layout import Layout
 from langgraph_checkpoint_repo.readmodel.overview import overviews
 from langgraph_checkpoint_repo.readmodel.reader import Reader
@@ -260,8 +268,43 @@ def test_threads_sees_an_added_thread_a_removed_one_and_an_in_place_edit_of_the_
     assert {Path(p).parent.parent.name for p in reads.paths} == {"added", "t02"}
 
 
-def shard_file(root: Path, thread_id: str = "t03") -> Path:
-    return roster_path(Layout(root), roster_shard(thread_id))
+def shard_file(root: Path, suffix: str = ROSTER_SUFFIX) -> Path:
+    return roster_path(Layout(root), roster_shard("t03"), suffix)
+
+
+def forged(line: dict[str, Any], damage: str) -> None:
+    """A roster line damaged or forged in place: another machine's stat keys (a checkout's, a
+    pull request's) with another step, a row that names no file, a tree that names a type."""
+    if damage == "forged" and "row" in line:
+        line["key"][3] += 1
+        for ns in line["ns"]:
+            ns["key"][3] += 1
+            for row in ns["lineage"]:
+                row[4] += 1
+        for dep in line["row"]["deps"]:
+            dep[1][3] += 1
+        line["row"]["step"] = 999
+    elif damage == "forged":  # a line of the metadata file
+        for _, rows in line["ns"]:
+            for row in rows:
+                row[4] += 1
+                row[5]["step"] = 999
+    elif damage == "type" and "row" not in line:
+        _, rows = line["ns"][0]
+        rows.append([rows[0][0], 1, 2, 3, 4, {"step": {"$type": ["os", "system"]}}])
+    elif damage == "empty-deps" and "row" in line:
+        line["row"]["deps"] = []
+        line["row"]["step"] = 999
+
+
+def damaged(path: Path, damage: str) -> bytes:
+    if damage == "bytes":
+        return path.read_bytes()[:-40]
+    head, _, body = path.read_bytes().partition(b"\n")
+    lines = [json.loads(line) for line in body.split(b"\n")]
+    for line in lines:
+        forged(line, damage)
+    return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
 
 
 @pytest.mark.parametrize("damage", ["bytes", "forged", "type", "empty-deps"])
@@ -270,45 +313,27 @@ def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
 ) -> None:
     root, _ = copied(tmp_path)
     want = rows(root)
-    path = shard_file(root)
-    assert decode_roster(Layout(root), roster_shard("t03"), path.read_bytes()) is not None
-    head, _, body = path.read_bytes().partition(b"\n")
-    lines = [json.loads(line) for line in body.split(b"\n")]
-    for line in lines:
-        if damage == "forged":  # another machine's stat keys: a checkout's, a pull request's
-            line["key"][3] += 1
-            for ns in line["ns"]:
-                ns["key"][3] += 1
-                for row in ns["meta"]:
-                    row[4] += 1
-                    row[5]["step"] = 999
-                for row in ns["lineage"]:
-                    row[4] += 1
-            for dep in line["row"]["deps"]:
-                dep[1][3] += 1
-            line["row"]["step"] = 999
-        elif damage == "type":
-            space = line["ns"][0]
-            space["meta"].append([space["ids"][0], 1, 2, 3, 4, {"step": {"$type": ["os", "system"]}}])
-        elif damage == "empty-deps":
-            line["row"]["deps"] = []
-            line["row"]["step"] = 999
-    if damage == "bytes":
-        data = path.read_bytes()[:-40]
-    else:
-        new_body = b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines)
-        data = _with_crc(head, new_body)
-    path.write_bytes(data)
-    assert rows(root) == want  # not used: read from the files, and the file written again
+    loops = seen(RepoSaver(root).list(None, filter={"source": "loop"}))  # the metadata files too
+    layout, shard = Layout(root), roster_shard("t03")
+    files = {shard_file(root): decode_roster, shard_file(root, ROSTER_META_SUFFIX): decode_roster_meta}
+    data = {path: damaged(path, damage) for path in files}
+    for path, bad in data.items():
+        path.write_bytes(bad)
+    assert rows(root) == want  # not used: read from the files, and the files written again
     assert seen(RepoSaver(root).list(None, filter={"step": 999})) == []
+    assert seen(RepoSaver(root).list(None, filter={"source": "loop"})) == loops
     if damage not in ("bytes", "type"):
         return  # well formed: kept, and every entry is checked on use (its stat keys)
-    assert decode_roster(Layout(root), roster_shard("t03"), path.read_bytes()) is not None
-    path.write_bytes(data)
+    broken = [path for path, decode in files.items() if decode(layout, shard, data[path]) is None]
+    assert broken
+    for path, decode in files.items():
+        assert decode(layout, shard, path.read_bytes()) is not None
+        path.write_bytes(data[path])
     findings = [f for f in json.loads(cli(root, "fsck", "--json").stdout)["findings"] if f["kind"] == "index"]
-    assert [f["path"] for f in findings] == [str(path)] and findings[0]["repairable"]
+    assert sorted(f["path"] for f in findings) == sorted(map(str, broken))
+    assert all(f["repairable"] for f in findings)
     assert cli(root, "fsck", "--repair").returncode == 0
-    assert decode_roster(Layout(root), roster_shard("t03"), path.read_bytes()) is not None
+    assert all(decode(layout, shard, path.read_bytes()) is not None for path, decode in files.items())
     assert cli(root, "fsck").returncode == 0
     assert rows(root) == want
 
@@ -342,7 +367,8 @@ def test_a_symlinked_roster_is_never_followed_and_fsck_reports_it(tmp_path: Path
     assert decoy.read_bytes() == before
 
 
-CELL_PIECES = ["t01", "42", "", "-", "chat", "ask: What?", "日本語", "é", "a b", "\x1b[31m", "x\ty", "ghp_" + "a" * 36]
+CELL_PIECES = ["t01", "42", "", "-", "chat", "ask: What?", "日本語", "é", "a b", "\x1b[31m", "x\ty"]
+CELL_PIECES.append("ghp_" + "a" * 36)  # a secret, masked
 
 
 def test_a_table_into_a_pipe_is_printed_as_rich_prints_it() -> None:

@@ -157,6 +157,7 @@ def plain_table_lines(table: Table) -> list[str] | None:
     if not _plain_kind(table):
         return None
     columns: list[list[str]] = []
+    screened: dict[str, str] = {}  # each distinct text screened once (a column repeats its values)
     for column in table.columns:
         if (
             column.justify not in ("left", "right")
@@ -171,7 +172,7 @@ def plain_table_lines(table: Table) -> list[str] | None:
             or column.overflow != "ellipsis"
         ):
             return None
-        texts = [_plain_cell(cell) for cell in (column.header, *table_cells(column))]
+        texts = [_plain_cell(cell, screened) for cell in (column.header, *table_cells(column))]
         if any(t is None for t in texts):
             return None
         columns.append(cast(list[str], texts))
@@ -206,15 +207,15 @@ def _plain_kind(table: Table) -> bool:
     )
 
 
-def _plain_cell(cell: Any) -> str | None:
+def _plain_cell(cell: Any, screened: dict[str, str]) -> str | None:
     """A cell's text as rich prints it into a pipe (screened), or None for one rich lays out
     (more than one line, a tab, spaces at an end, a Text with a justify or end of its own)."""
     if isinstance(cell, RichText):
         if cell.justify is not None or cell.end != "\n" or cell.overflow is not None or cell.no_wrap:
             return None
-        text = screen(cell.plain)
+        text = cell.plain if type(cell) is Text else screen(cell.plain)  # ours is screened as made
     elif isinstance(cell, str):
-        text = screen(cell)
+        text = screened.get(cell) or screened.setdefault(cell, screen(cell))
     else:
         return None
     if "\t" in text or "\n" in text or text != text.strip() or "  " in text:

@@ -121,7 +121,7 @@ def _matching_threads(
     thread's files read again only where they changed); a thread that cannot be read goes to
     ``broken`` instead of stopping the others."""
     rows: list[Overview] = []
-    for tid, got in overviews(reader):
+    for tid, got in overviews(reader, metadata=bool(pairs)):
         if isinstance(got, RepoCheckpointError):  # one broken thread: said on its own line
             broken.append((tid, got))
             continue

@@ -354,10 +354,7 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     index file at all), or None. Every such file is derived: removing it loses nothing."""
     roster = _ROSTER_NAME.fullmatch(path.name)
     if roster is not None and path.parent == index_dir(layout):
-        data = _read(layout, path)
-        if data is None or decode_roster(layout, int(roster.group(1), 16), data, strict=True) is None:
-            return "damaged, or of another index version"
-        return None
+        return _roster_problem(layout, path, int(roster.group(1), 16), roster.group(2) == "roster")
     suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX)
     suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
@@ -379,6 +376,17 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     if suffix == LIST_SUFFIX and _disagrees(folder, decoded):  # type: ignore[arg-type]
         return "names files its folder does not hold (or misses some), though the folder is unchanged"
     return None
+
+
+def _roster_problem(layout: Layout, path: Path, shard: int, facts: bool) -> str | None:
+    """Why a roster file (``facts``: of the threads' facts, else of their metadata) is of no use."""
+    data = _read(layout, path)
+    if data is not None:
+        if facts and decode_roster(layout, shard, data, strict=True) is not None:
+            return None
+        if not facts and decode_roster_meta(layout, shard, data, strict=True) is not None:
+            return None
+    return "damaged, or of another index version"
 
 
 def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
@@ -655,10 +663,11 @@ def save_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> N
 
 # -- the roster: what cross-thread reads need of every thread (roster.py) -------------------
 ROSTER_SUFFIX = ".roster"
+ROSTER_META_SUFFIX = ".metadata"  # the checkpoints' metadata, apart: only a filter reads it
 ROSTER_SHARDS = 16  # files, by a hash of the thread's folder name: a rewrite is of one only
-_ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.roster")
+_ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.(roster|metadata)")
 _ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns", "row"}
-_NS_FIELDS = {"ns", "seg", "key", "ids", "meta", "lineage"}
+_NS_FIELDS = {"ns", "seg", "key", "ids", "lineage"}
 
 
 @dataclass
@@ -714,8 +723,9 @@ def roster_shard(seg: str) -> int:
     return zlib.crc32(seg.encode("utf-8", "surrogatepass")) % ROSTER_SHARDS
 
 
-def roster_path(layout: Layout, shard: int) -> Path:
-    return index_dir(layout) / f"threads.{shard:x}{ROSTER_SUFFIX}"
+def roster_path(layout: Layout, shard: int, suffix: str = ROSTER_SUFFIX) -> Path:
+    """A roster file: the threads' facts (``ROSTER_SUFFIX``) or their metadata (``ROSTER_META_SUFFIX``)."""
+    return index_dir(layout) / f"threads.{shard:x}{suffix}"
 
 
 def _ns_json(ns: NsFacts) -> dict[str, Any]:
@@ -726,7 +736,6 @@ def _ns_json(ns: NsFacts) -> dict[str, Any]:
         "key": list(ns.key) if ns.key is not None else None,
         "ids": ns.ids if ns.key is not None else [],
         # as read when never decoded: each row is still checked against its file on use
-        "meta": (ns.meta_rows if ns.meta_rows is not None else meta_rows(ns.meta)) if small else [],
         "lineage": (ns.lineage_rows if ns.lineage_rows is not None else lineage_rows(ns.lineage))
         if small
         else [],
@@ -823,14 +832,12 @@ def _ns_facts(tdir: str, ns: Any, strict: bool) -> NsFacts | None:
         or ids != sorted(ids)
     ):
         return None
-    if type(ns["meta"]) is not list or type(ns["lineage"]) is not list:
+    if type(ns["lineage"]) is not list or (strict and lineage_from_rows(ns["lineage"]) is None):
         return None
     folder = f"{tdir}/{NAMESPACES}/{ns['seg']}/{CHECKPOINTS}" if ns["seg"] else f"{tdir}/{CHECKPOINTS}"
-    if strict and (meta_from_rows(folder, ns["meta"]) is None or lineage_from_rows(ns["lineage"]) is None):
-        return None
     key = tuple(ns["key"]) if ns["key"] is not None else None
     out = NsFacts(ns["ns"], ns["seg"], key, ids, folder=folder)  # type: ignore[arg-type]
-    out.meta_rows, out.lineage_rows = ns["meta"], ns["lineage"]
+    out.lineage_rows = ns["lineage"]
     return out
 
 
@@ -841,13 +848,77 @@ def load_roster(layout: Layout, shard: int) -> dict[str, ThreadFacts] | None:
     return decode_roster(layout, shard, data) if data is not None else None
 
 
-def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> None:
+def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts], *, metadata: bool = False) -> None:
+    """Write one roster file (``metadata``: the one of the threads' metadata)."""
     try:
-        data = encode_roster(layout, shard, threads)
+        data = (encode_roster_meta if metadata else encode_roster)(layout, shard, threads)
     except (TypeError, ValueError) as exc:  # a tree orjson cannot write: no index, a re-read
         _log.info("derived index not written for shard %d of the threads: %s", shard, exc)
         return
     if len(data) <= MAX_FILE_BYTES and json_bounds_problem(data) is None:
-        _write(layout, roster_path(layout, shard), data)
+        _write(layout, roster_path(layout, shard, ROSTER_META_SUFFIX if metadata else ROSTER_SUFFIX), data)
     else:
         _log.info("derived index not written for shard %d of the threads: too big for one file", shard)
+
+
+def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
+    """One line per thread (its folder name, and per namespace of fewer than ``MIN_NAMES``
+    checkpoints the ``meta_rows`` of what is kept), after a head line as ``encode_roster``'s."""
+    lines = []
+    for t in sorted(threads, key=lambda t: t.seg):
+        spaces = []
+        for ns in t.namespaces:
+            rows = ns.meta_rows if ns.meta_rows is not None else meta_rows(ns.meta)
+            if rows and len(ns.ids) < MIN_NAMES:
+                spaces.append([ns.ns, rows])
+        if spaces:
+            lines.append(orjson.dumps({"seg": t.seg, "ns": spaces}))
+    body = b"\n".join(lines)
+    head = _header("roster-metadata", THREADS, shard=shard, count=len(lines), crc32=zlib.crc32(body))
+    return orjson.dumps(head) + b"\n" + body
+
+
+def decode_roster_meta(
+    layout: Layout, shard: int, data: bytes, *, strict: bool = False
+) -> dict[str, dict[str, Any]] | None:
+    """A roster metadata file's rows by thread folder name and namespace (each decoded and
+    checked when used, or here when ``strict``), or None when anything in it is off: bounded
+    before it is parsed, and no key starting with ``$`` anywhere (nothing in it names a type)."""
+    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
+        return None
+    found = _first_line(data, "roster-metadata", layout, layout.threads_dir)
+    if found is None or found[0].get("shard") != shard:
+        return None
+    head, body = found
+    try:
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
+    except orjson.JSONDecodeError:
+        return None
+    if len(rows) != head.get("count"):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if type(row) is not dict or set(row) != {"seg", "ns"} or not _segment_ok(row["seg"]):
+            return None
+        if roster_shard(row["seg"]) != shard or row["seg"] in out or type(row["ns"]) is not list:
+            return None
+        spaces: dict[str, Any] = {}
+        for pair in row["ns"]:
+            if (
+                type(pair) is not list
+                or len(pair) != 2
+                or type(pair[0]) is not str
+                or type(pair[1]) is not list
+            ):
+                return None
+            if strict and meta_from_rows("", pair[1]) is None:
+                return None
+            spaces[pair[0]] = pair[1]
+        out[row["seg"]] = spaces
+    return out
+
+
+def load_roster_meta(layout: Layout, shard: int) -> dict[str, dict[str, Any]] | None:
+    """The metadata rows one roster metadata file keeps; None when it is absent or off."""
+    data = _read(layout, roster_path(layout, shard, ROSTER_META_SUFFIX))
+    return decode_roster_meta(layout, shard, data) if data is not None else None

@@ -40,6 +40,7 @@ from .index import (
     NsFacts,
     ThreadFacts,
     load_roster,
+    load_roster_meta,
     ns_lineage,
     ns_meta,
     roster_shard,
@@ -84,6 +85,9 @@ class Roster:
         self._segs: list[str] = []  # the thread folders found by the last ``threads``
         self._dirty = [0] * ROSTER_SHARDS  # things found again since each file was written
         self._absent = [True] * ROSTER_SHARDS  # files absent or of no use when loaded
+        # the same for the metadata files, loaded only for a filter (None: not loaded)
+        self._meta_dirty = [0] * ROSTER_SHARDS
+        self._meta_absent: list[bool] | None = None
         self._seeded: set[tuple[str, str]] = set()  # namespaces whose metadata went to store.meta
         self._by_ns: dict[tuple[str, str], tuple[ThreadFacts, NsFacts]] = {}  # of the last ``threads``
         self._lock = threading.RLock()
@@ -112,12 +116,35 @@ class Roster:
                 for ns in facts.namespaces:
                     self._list(facts, ns)
                     self._by_ns[(facts.tid, ns.ns)] = (facts, ns)
-                    if seed_meta and (facts.tid, ns.ns) not in self._seeded:
-                        self._seeded.add((facts.tid, ns.ns))
-                        if ns_meta(ns):
-                            self.store.meta.seed(facts.tid, ns.ns, ns.meta)
                 out.append(facts)
+            if seed_meta:
+                self._seed_meta(out)
             return out
+
+    def _seed_meta(self, threads: list[ThreadFacts]) -> None:
+        """Give ``store.meta`` the metadata kept of each namespace it has not had yet."""
+        if self._meta_absent is None:
+            self._load_meta()
+        for facts in threads:
+            for ns in facts.namespaces:
+                if (facts.tid, ns.ns) not in self._seeded:
+                    self._seeded.add((facts.tid, ns.ns))
+                    if ns_meta(ns):
+                        self.store.meta.seed(facts.tid, ns.ns, ns.meta)
+
+    def _load_meta(self) -> None:
+        """Read the metadata files, each namespace's rows to be decoded when first used."""
+        assert self._facts is not None
+        self._meta_absent = [True] * ROSTER_SHARDS
+        for shard in range(ROSTER_SHARDS):
+            got = load_roster_meta(self.layout, shard)
+            self._meta_absent[shard] = got is None
+            for seg, spaces in (got or {}).items():
+                facts = self._facts.get(seg)
+                for ns in facts.namespaces if facts is not None else ():
+                    rows = spaces.get(ns.ns)
+                    if rows is not None and ns.meta_rows is None and not ns.meta:
+                        ns.meta_rows = rows
 
     def _thread(self, seg: str) -> ThreadFacts | None:
         """A thread folder's facts: kept ones while its folders' stat keys are unchanged."""
@@ -231,6 +258,21 @@ class Roster:
                 ns.lineage = got
             return got
 
+    def checked_lineage(self, facts: ThreadFacts, ns: NsFacts) -> tuple[Lineage, bool]:
+        """A namespace's lineage for a reader that needs nothing more of it (``threads``): the
+        kept links when there is one for each checkpoint listed and its file's stat key is the
+        recorded one (one lstat each, taken now: True), else ``lineage`` (False)."""
+        known = ns_lineage(ns)
+        if ns.key is not None and len(known.links) == len(ns.ids) and len(known.keys) == len(ns.ids):
+            head = ns.folder + os.sep
+            keys, links = known.keys, known.links
+            for cid in ns.ids:
+                if cid not in links or key_of(f"{head}{cid}.json") != keys.get(cid):
+                    break
+            else:
+                return known, True
+        return self.lineage(facts, ns), False
+
     def lineage_of(self, thread_id: str, ns: str) -> Lineage:
         """``lineage`` of a namespace the last ``threads`` found (else the thread store's)."""
         got = self._by_ns.get((thread_id, ns))
@@ -252,7 +294,7 @@ class Roster:
             if self._facts is None:
                 return
             self._note_meta_reads()
-            if not any(self._dirty) and not every:
+            if not any(self._dirty) and not any(self._meta_dirty) and not every:
                 return
             by_shard: dict[int, list[ThreadFacts]] = {}
             for seg in self._segs:
@@ -263,7 +305,22 @@ class Roster:
                 dirty = self._dirty[shard]
                 if dirty >= REWRITE or (dirty and self._absent[shard]) or every:
                     self._dirty[shard], self._absent[shard] = 0, False
-                    save_roster(self.layout, shard, [self._with_meta(f) for f in by_shard.get(shard, [])])
+                    save_roster(self.layout, shard, by_shard.get(shard, []))
+            self._persist_meta(by_shard, every)
+
+    def _persist_meta(self, by_shard: dict[int, list[ThreadFacts]], every: bool) -> None:
+        """Write back each metadata file whose threads had ``REWRITE`` headers read again."""
+        for shard in range(ROSTER_SHARDS):
+            dirty = self._meta_dirty[shard]
+            if self._meta_absent is None and (dirty or every):
+                self._load_meta()  # what is kept of the threads this process did not filter
+            absent = self._meta_absent is not None and self._meta_absent[shard]
+            if dirty >= REWRITE or (dirty and absent) or every:
+                self._meta_dirty[shard] = 0
+                if self._meta_absent is not None:
+                    self._meta_absent[shard] = False
+                threads = [self._with_meta(f) for f in by_shard.get(shard, [])]
+                save_roster(self.layout, shard, threads, metadata=True)
 
     def _note_meta_reads(self) -> None:
         """Count the headers filters read since the last look (``MetaCache.kept``)."""
@@ -275,7 +332,7 @@ class Roster:
         for (tid, _ns), count in list(kept.items()):
             seg = segs.get(tid)
             if seg is not None:
-                self._dirty[roster_shard(seg)] += count
+                self._meta_dirty[roster_shard(seg)] += count
         kept.clear()
 
     def _with_meta(self, facts: ThreadFacts) -> ThreadFacts:
