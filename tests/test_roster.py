@@ -158,7 +158,7 @@ def test_a_list_across_threads_equals_sqlitesavers_for_the_same_calls(tmp_path: 
         assert seen(warm.list(None, **args)) == want, args
 
 
-def test_a_warm_list_across_more_threads_than_a_cache_holds_reads_each_checkpoint_at_most_once(
+def test_a_warm_list_across_more_threads_than_a_cache_holds_reads_each_checkpoint_at_most_once_then_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, _ = copied(tmp_path)
@@ -172,8 +172,11 @@ def test_a_warm_list_across_more_threads_than_a_cache_holds_reads_each_checkpoin
     reads = Reads(monkeypatch)
     assert seen(saver.list(None, **matched)) == first
     assert reads.paths and max(reads.paths.values()) == 1, reads.paths.most_common(3)
+    again = Reads(monkeypatch)  # the caches grew to what the list reads again (caches.LRU)
+    assert seen(saver.list(None, **matched)) == first
+    assert not again.paths
     # a thread without a result is not read at all: the roster knows what a filter matches on
-    assert {Path(p).parent.parent.name for p in reads.paths} == {
+    assert {Path(p).parent.parent.name for p in reads.paths} <= {
         c["configurable"]["thread_id"] for c, *_ in first
     }
 
@@ -394,3 +397,22 @@ def test_a_table_into_a_pipe_is_printed_as_rich_prints_it() -> None:
             plain_ones += 1
             assert plain == rich_table_lines(out_console(), table)
     assert plain_ones >= 10  # the usual table is printed without rich's layout
+
+
+def test_a_cache_grows_to_hold_what_is_read_again_but_not_for_one_pass() -> None:
+    from langgraph_checkpoint_repo.core.caches import LRU
+
+    lru = LRU(4)
+    for key in range(100):  # one pass over many: it stays as it was
+        lru.put(key, key)
+    assert lru.size == 4 and len(lru) == 4
+    cycle = LRU(4)
+    misses = []
+    for _ in range(3):  # a working set of 6, read again and again
+        missed = 0
+        for key in range(6):
+            if cycle.get(key) is None:
+                missed += 1
+                cycle.put(key, key)
+        misses.append(missed)
+    assert misses == [6, 2, 0] and cycle.size == 6  # each evicted key wanted again: one more

@@ -286,6 +286,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         remaining = limit
         matches = self.store.meta.matches
         roster = None
+        prepared: set[tuple[str, str]] = set()
         listed: Iterable[tuple[str, str, str]]
         if config is None or config["configurable"].get("thread_id") is None:
             roster = roster_of(self.store)
@@ -305,7 +306,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         ok = all(meta.get(k) == v for k, v in wanted)
                     if not ok:
                         continue
-                if roster is not None:  # its pending writes are found through its known children
+                if roster is not None and (thread_id, ns) not in prepared:
+                    prepared.add((thread_id, ns))  # its results' pending writes: their known children
                     roster.lineage_of(thread_id, ns)
                 tup = self._tuple(self.store.get(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):

@@ -144,25 +144,48 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
     return deps if out is None else tuple(out)
 
 
+GHOSTS = 4  # keys of evicted entries an LRU remembers, per entry it holds
+
+
 class LRU(OrderedDict[Any, Any]):
-    """A bounded cache shared by threads: lookups are single dict operations, changes lock."""
+    """A cache shared by threads: lookups are single dict operations, changes lock.
+
+    Its bound follows what it serves: ``size`` is where it starts, and each time an entry it
+    evicted is put back (a read a bigger cache would have spared: it remembers the keys of
+    the last ``GHOSTS * size`` entries it evicted, not their values) it holds one more. So a
+    working set read again and again (every checkpoint of a list across ten thousand
+    threads) ends up held whole instead of every read evicting the entry the next one needs
+    (the cliff of a fixed bound under a cyclic scan), while a single pass over more than
+    ``size`` entries grows it not at all."""
 
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
         self.lock = threading.Lock()
+        self._ghosts: OrderedDict[Any, None] = OrderedDict()
 
     def put(self, key: Any, value: Any) -> None:
         with self.lock:
+            if key not in self and self._ghosts.pop(key, 0) is None:
+                self.size += 1  # evicted, and wanted again
             self[key] = value
             self.move_to_end(key)
             if len(self) > self.size:
-                self.popitem(last=False)
+                evicted, _ = self.popitem(last=False)
+                self._ghosts[evicted] = None
+                if len(self._ghosts) > GHOSTS * self.size:
+                    self._ghosts.popitem(last=False)
 
     def drop_where(self, doomed: Callable[[Any], bool]) -> None:
         with self.lock:
             for key in [k for k in self if doomed(k)]:
                 del self[key]
+            for key in [k for k in self._ghosts if doomed(k)]:
+                del self._ghosts[key]
+
+    def clear(self) -> None:
+        super().clear()
+        self._ghosts.clear()
 
 
 class _Doc(NamedTuple):
