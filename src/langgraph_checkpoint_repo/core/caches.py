@@ -20,7 +20,15 @@ Applied to:
 * decoded metadata for filters (``index.MetaCache``, ``ThreadStore.meta``): against its
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
-  chain it would append to; changed, the next value is written whole.
+  chain it would append to; changed, the next value is written whole;
+* what reads across threads need of every thread (``roster.Roster``): a thread's namespaces
+  against its folder's stat (and its ``ns/`` folder's), a namespace's ids against its
+  checkpoints folder's, a parent link or metadata against its checkpoint file's, a row of
+  ``threads`` against every file and folder it was made from.
+
+A bounded cache (``LRU``) starts at ``CACHE_ENTRIES`` and grows by one each time an entry it
+evicted is wanted again, so its bound follows the working set that is read again and again
+(the files a list across thousands of threads returns), never falling off at a constant.
 
 Relaxed in two places, both for files we have just written under the thread's lock, which
 every cooperating writer takes, so nothing but a tool that ignores the lock (git) can
@@ -34,8 +42,9 @@ change them meanwhile:
   that changes the list's length is refused on read (``base_length``), naming the file;
   one that keeps the length becomes the base the next put appends to.
 
-Listings and filter metadata are also kept on disk for the next process, under the same
-rule (index.py); losing or damaging that derived index costs a re-read, nothing else.
+Listings, filter metadata, lineage and the roster are also kept on disk for the next process,
+under the same rule (index.py); losing or damaging that derived index costs a re-read, nothing
+else.
 
 The checks (validate, fsck) set the rule aside on purpose, for the span of one thread's
 check only: they read the root as one snapshot, each file once (snapshot.py), and drop all
@@ -60,7 +69,7 @@ from .layout import is_temp_name
 
 RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change again unseen
 COARSE_NS = 2_000_000_000  # the same, where timestamps are whole seconds (FAT: two)
-CACHE_ENTRIES = 20_000
+CACHE_ENTRIES = 20_000  # where a bounded cache starts (LRU: it grows to what is read again)
 
 StatKey = tuple[int, int, int, int]
 # a file something was derived from: (path, its stat key then, the sha256 of its bytes when it
