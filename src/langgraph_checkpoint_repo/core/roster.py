@@ -79,7 +79,8 @@ class Roster:
     """Every thread of a root as cross-thread reads need it, checked against the files."""
 
     def __init__(self, store: ThreadStore) -> None:
-        self.store = store
+        # weakly: the roster lives as long as its store (``roster_of`` keys them weakly)
+        self._store = weakref.ref(store)
         self.layout = store.layout
         self._facts: dict[str, ThreadFacts] | None = None  # by thread folder name; None: not loaded
         self._segs: list[str] = []  # the thread folders found by the last ``threads``
@@ -92,6 +93,12 @@ class Roster:
         self._by_ns: dict[tuple[str, str], tuple[ThreadFacts, NsFacts]] = {}  # of the last ``threads``
         self._lock = threading.RLock()
         self._head = str(self.layout.threads_dir) + os.sep  # a str per path: one lstat per thread
+
+    @property
+    def store(self) -> ThreadStore:
+        store = self._store()
+        assert store is not None, "a roster is used through its store"
+        return store
 
     def threads(self, *, seed_meta: bool = False) -> list[ThreadFacts]:
         """Every thread of the root with its namespaces and their checkpoint ids, as the files
