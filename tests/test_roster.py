@@ -40,6 +40,7 @@ from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 THREADS = 24  # chat threads, 8 threads waiting on an interrupt and one with a subgraph too
 SMALL = 8  # a cache bound far below the files of THREADS threads
+DEEP_TURNS = 22  # three checkpoints a turn: over index.MIN_NAMES
 
 
 class Tee(RepoSaver):
@@ -83,6 +84,8 @@ def written() -> tuple[Path, Path]:
             if t % 3 == 0:
                 ask.invoke({"log": []}, cfg(f"ask{t:02d}"))
         sub_graph(saver).invoke({"log": []}, cfg("sub"))
+        for turn in range(DEEP_TURNS):  # a namespace too big for the roster: its own index files
+            chat.invoke({"messages": [HumanMessage(f"deep turn {turn}")]}, cfg("deep"))
         conn.commit()
         conn.close()
         TEMPLATE["root"], TEMPLATE["db"] = root, db

@@ -25,7 +25,7 @@ import orjson
 from ..core.caches import COARSE_NS, RACY_NS, StatKey, stat_key
 from ..core.errors import InstallationError, NotFoundError, RepoCheckpointError
 from ..core.heads import unsettled, unsettled_namespaces
-from ..core.index import NsFacts, ThreadFacts, is_plain, lineage_rows
+from ..core.index import MIN_NAMES, NsFacts, ThreadFacts, is_plain, lineage_rows
 from ..core.layout import CHECKPOINTS, WRITES, encode_segment
 from ..core.lineage import Lineage
 from ..core.roster import Roster, key_of, roster_of
@@ -96,7 +96,7 @@ def _overview(reader: Reader, roster: Roster, facts: ThreadFacts) -> Overview:
     spaces = [ns for ns in facts.namespaces if ns.ids]
     if not spaces:
         raise NotFoundError(f"thread {facts.tid!r} has no checkpoints")
-    kept = _kept(reader, facts, spaces, facts.row) if facts.row is not None else None
+    kept = _kept(reader, roster, facts, spaces, facts.row) if facts.row is not None else None
     if kept is not None:
         return kept
     lineages = {ns.ns: roster.lineage(facts, ns) for ns in spaces}
@@ -225,10 +225,13 @@ def _deps(
     return out
 
 
-def _kept(reader: Reader, facts: ThreadFacts, spaces: list[NsFacts], row: Any) -> Overview | None:
+def _kept(
+    reader: Reader, roster: Roster, facts: ThreadFacts, spaces: list[NsFacts], row: Any
+) -> Overview | None:
     """The row kept for a thread while it still holds (the module's docstring), else None:
-    each namespace's links are the ones it was made from (their files' stat keys unchanged),
-    and so is every file and folder its state was read from."""
+    each namespace's links are the ones it was made from (their files' stat keys unchanged:
+    the roster's, or for a namespace too big for it the lineage's own index), and so is every
+    file and folder its state was read from."""
     if type(row) is not dict or set(row) != _ROW_FIELDS or row["version"] != ROW_VERSION:
         return None
     links = row["links"]
@@ -236,7 +239,12 @@ def _kept(reader: Reader, facts: ThreadFacts, spaces: list[NsFacts], row: Any) -
         return None
     checked: dict[str, StatKey] = {}  # files whose stat key was taken just now
     for ns, digest in zip(spaces, links, strict=True):
-        if not _links_unchanged(ns, digest, checked):
+        if _links_unchanged(ns, digest, checked):
+            continue
+        if len(ns.ids) < MIN_NAMES:
+            return None
+        rows = lineage_rows(roster.lineage(facts, ns))  # the big namespace's own index
+        if _links_digest(rows) != digest or not _keys_hold(ns, rows, checked):
             return None
     if not _deps_hold(reader, row["deps"], spaces, row["latest"], checked):
         return None
@@ -263,6 +271,18 @@ def _links_unchanged(ns: NsFacts, digest: Any, checked: dict[str, StatKey]) -> b
             return False
         checked[path] = key
     return bool(_links_digest(rows) == digest)
+
+
+def _keys_hold(ns: NsFacts, rows: list[list[Any]], checked: dict[str, StatKey]) -> bool:
+    """Whether each checkpoint file of ``rows`` still has the stat key they hold (taken now:
+    what a lineage kept in process holds was not)."""
+    head = ns.folder + os.sep
+    for row in rows:
+        path, key = f"{head}{encode_segment(row[0])}.json", tuple(row[1:5])
+        if key_of(path) != key:
+            return False
+        checked[path] = key  # type: ignore[assignment]
+    return True
 
 
 def _from_fields(facts: ThreadFacts, spaces: list[NsFacts], row: dict[str, Any]) -> Overview | None:
