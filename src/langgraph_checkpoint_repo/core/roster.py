@@ -171,7 +171,8 @@ class Roster:
         found = self._found(seg, Path(tdir), st, read_at, cur)
         if found is not None:
             self._facts[seg] = found
-            self._dirty[roster_shard(seg)] += 1
+            if found.key is not None:  # kept: worth writing down (a hashed name never is)
+                self._dirty[roster_shard(seg)] += 1
         return found
 
     @staticmethod
@@ -231,7 +232,6 @@ class Roster:
         key = stat_key(st)
         if ns.key == key:
             return
-        self._dirty[roster_shard(facts.seg)] += 1
         try:
             names = [n for n in os.listdir(folder) if not is_temp_name(n)]
         except FileNotFoundError:
@@ -240,6 +240,7 @@ class Roster:
         stems = [n[:-5] for n in names if n.endswith(".json")]
         if len(stems) == len(names) and all(map(is_verbatim, stems)):  # the ids are the names
             ns.ids, ns.key = sorted(stems), key if settled(st, read_at) else None
+            self._dirty[roster_shard(facts.seg)] += ns.key is not None
         else:  # a name that is not its id (a hash, an escape), or a stray: the thread store's
             ns.ids, ns.key = self.store.checkpoint_ids(facts.tid, ns.ns), None
 

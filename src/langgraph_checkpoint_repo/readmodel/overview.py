@@ -1,20 +1,21 @@
 """The rows of ``langgraph-repo threads``, from the roster (core/roster.py), not every file.
 
-A row's namespaces, checkpoint counts, forks and unsettled heads come from the roster and the
-lineage it keeps, each checked against the files by stat key (a folder per namespace, a file
-per checkpoint). What a row shows of the latest state (its step and time, the next tasks, the
-interrupts waiting, the channels it holds) is made by ``Reader.live_states`` with the thread
-read as one snapshot, so every file it was made of is known, and kept in the roster with the
-stat key of each of those files and of each namespace's checkpoints and writes folders. It
-is reused while all of them are unchanged and the checkpoint that continues each namespace in
-play is still the one it was made for; otherwise it is made again from the files.
+A row is made once from the files: the namespaces' lineage (the roster's, through the thread
+store: forks, unsettled heads, the checkpoint that continues each namespace) and what
+``Reader.live_states`` shows of the latest state (its step and time, the next tasks, the
+interrupts waiting, the channels it holds), with the thread read as one snapshot so every
+file it was made of is known. The roster keeps it with a digest of the links it was made
+from (each checkpoint's id and stat key) and the stat key of every other file and folder its
+state was read from (each namespace's checkpoints and writes folders among them). It is
+reused while the roster's links are those (one lstat per checkpoint) and every other file
+and folder has its key; otherwise it is made again from the files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,9 +127,9 @@ def _lineage_part(spaces: list[NsFacts], lineages: dict[str, Lineage]) -> dict[s
     }
 
 
-def _links_digest(rows: list[list[Any]]) -> int:
+def _links_digest(rows: list[list[Any]]) -> str:
     """A digest of which checkpoints a namespace's links were read from: ids and stat keys."""
-    return zlib.crc32(orjson.dumps([row[:5] for row in rows]))
+    return hashlib.blake2b(orjson.dumps([row[:5] for row in rows]), digest_size=16).hexdigest()
 
 
 def _made_row(
