@@ -17,6 +17,7 @@ import asyncio
 import bisect
 import builtins
 import copy
+import heapq
 import logging
 import os
 import re
@@ -65,6 +66,7 @@ from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.roster import Roster, roster_of
 from .core.threads import ThreadStore, writes_key
 from .core.typenames import Fix, graph_fix
 from .core.writes import merged_writes, write_idx
@@ -98,6 +100,7 @@ DECIDE_AGAIN = 3
 
 
 _S = TypeVar("_S", bound="RepoSaver")
+_Group = tuple[str, str, list[str]]  # a thread, a namespace, its checkpoint ids (list across threads)
 
 
 class _WritesCall(NamedTuple):
@@ -283,7 +286,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
         wanted = builtins.list(filter.items()) if filter else []
         remaining = limit
         matches = self.store.meta.matches
-        for cid, thread_id, ns in _listed(self.store, config, before):
+        roster = None
+        prepared: set[tuple[str, str]] = set()
+        listed: Iterable[tuple[str, str, str]]
+        if config is None or config["configurable"].get("thread_id") is None:
+            roster = roster_of(self.store)
+            groups = _across_threads(roster, config, before, bool(wanted) and self.codec.revives_plain_trees)
+            if wanted:
+                listed, wanted = self._matching(groups, wanted), []
+            else:
+                listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
+        else:
+            listed = _listed(self.store, config, before)
+        for cid, thread_id, ns in listed:
             try:
                 if wanted:
                     ok = matches(thread_id, ns, cid, wanted)
@@ -292,6 +307,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         ok = all(meta.get(k) == v for k, v in wanted)
                     if not ok:
                         continue
+                if roster is not None and (thread_id, ns) not in prepared:
+                    prepared.add((thread_id, ns))  # its results' pending writes: their known children
+                    roster.lineage_of(thread_id, ns)
                 tup = self._tuple(self.store.get(thread_id, ns, cid))
             except (FileNotFoundError, MissingReferenceError):
                 # removed since it was listed (prune or delete in another process): skip it;
@@ -305,6 +323,32 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if remaining <= 0:
                     break
         self.store.meta.persist()
+        if roster is not None:
+            roster.persist()
+
+    def _matching(
+        self,
+        groups: builtins.list[_Group],
+        wanted: builtins.list[tuple[str, Any]],
+    ) -> builtins.list[tuple[str, str, str]]:
+        """The checkpoints of ``groups`` (thread, namespace, ids) whose metadata holds every
+        (key, value) of ``wanted``, newest first by id: what is kept of a checkpoint's
+        metadata is checked by one lstat of its file (``MetaCache.matching``), the rest is read."""
+        out: builtins.list[tuple[str, str, str]] = []
+        for thread_id, ns, ids in groups:
+            matched, unknown = self.store.meta.matching(thread_id, ns, ids, wanted)
+            out.extend((cid, thread_id, ns) for cid in matched)
+            for cid in unknown:
+                try:
+                    meta = self.checkpoint_metadata(thread_id, ns, cid)
+                except (FileNotFoundError, MissingReferenceError):
+                    if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
+                        raise  # damage; a checkpoint removed since it was listed is skipped
+                    continue
+                if all(meta.get(k) == v for k, v in wanted):
+                    out.append((cid, thread_id, ns))
+        out.sort(reverse=True)
+        return out
 
     def checkpoint_metadata(self, thread_id: str, ns: str, cid: str, fresh: bool = False) -> dict[str, Any]:
         """A checkpoint's decoded metadata, kept per checkpoint while its file is unchanged
@@ -823,6 +867,36 @@ def _versions_for_file(
     if "versions_seen" in checkpoint:
         stored["versions_seen"] = seen_for_file(checkpoint["versions_seen"])
     return stored, {k: for_file(v) for k, v in new_versions.items()}
+
+
+def _across_threads(
+    roster: Roster, config: RunnableConfig | None, before: RunnableConfig | None, seed_meta: bool
+) -> builtins.list[_Group]:
+    """``list``'s namespaces across threads, as (thread, namespace, ids): from the roster
+    (roster.py: checked against each folder's stat key), ``before`` and the config's
+    namespace and checkpoint applied."""
+    conf = config["configurable"] if config else {}
+    want_id = conf.get("checkpoint_id")
+    before_id = get_checkpoint_id(before) if before else None
+    ns_filter = conf.get("checkpoint_ns")
+    groups = []
+    for facts in roster.threads(seed_meta=seed_meta):
+        for ns in facts.namespaces:
+            if ns_filter is not None and ns.ns != ns_filter:
+                continue
+            ids = ns.ids
+            if want_id is not None:
+                ids = [i for i in ids if i == want_id]
+            if before_id is not None:
+                ids = ids[: bisect.bisect_left(ids, before_id)]
+            if ids:
+                groups.append((facts.tid, ns.ns, ids))
+    return groups
+
+
+def _newest_first(ids: list[str], thread_id: str, ns: str) -> Iterator[tuple[str, str, str]]:
+    for cid in reversed(ids):
+        yield cid, thread_id, ns
 
 
 def _listed(

@@ -126,6 +126,14 @@ def print_table(out: Console, table: Table) -> None:
     if out.is_terminal:
         out.print(table)
         return
+    lines = plain_table_lines(table)  # what rich prints, without measuring every cell twice
+    if lines is None:
+        lines = rich_table_lines(out, table)
+    out.file.write("".join(line + "\n" for line in lines))
+
+
+def rich_table_lines(out: Console, table: Table) -> list[str]:
+    """The lines rich prints for a table into a pipe, as wide as its cells, right-stripped."""
     from rich.measure import Measurement
 
     natural = Measurement.get(out, out.options.update(max_width=1 << 16), table).maximum
@@ -136,7 +144,83 @@ def print_table(out: Console, table: Table) -> None:
             out.print(table)
     finally:
         out.width = width
-    out.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
+    return [line.rstrip() for line in captured.get().splitlines()]
+
+
+def plain_table_lines(table: Table) -> list[str] | None:
+    """The lines rich prints for a table of the command line's kind (no box, columns two
+    spaces apart, each as wide as its widest cell, left or right justified) into a pipe: one
+    line per row, right-stripped. None for anything else (a tab, a cell of more than one
+    line, a column or Text with widths, overflow or justify of its own): rich prints those."""
+    from rich.cells import cell_len
+
+    if not _plain_kind(table):
+        return None
+    columns: list[list[str]] = []
+    screened: dict[str, str] = {}  # each distinct text screened once (a column repeats its values)
+    for column in table.columns:
+        if (
+            column.justify not in ("left", "right")
+            or column.width is not None
+            or column.min_width is not None
+        ):
+            return None
+        if (
+            column.max_width is not None
+            or column.ratio is not None
+            or column.no_wrap
+            or column.overflow != "ellipsis"
+        ):
+            return None
+        texts = [_plain_cell(cell, screened) for cell in (column.header, *table_cells(column))]
+        if any(t is None for t in texts):
+            return None
+        columns.append(cast(list[str], texts))
+    widths = [max(map(cell_len, texts)) for texts in columns]
+    lines = []
+    for row in zip(*columns, strict=True):
+        parts = []
+        for text, width, column in zip(row, widths, table.columns, strict=True):
+            pad = " " * (width - cell_len(text))
+            parts.append(pad + text if column.justify == "right" else text + pad)
+        lines.append("  ".join(parts).rstrip())
+    return lines
+
+
+def _plain_kind(table: Table) -> bool:
+    """A table drawn as the command line draws its tables, with nothing rich would add."""
+    return (
+        table.box is None
+        and not table.pad_edge
+        and table.padding == (0, 1, 0, 1)
+        and table.show_header
+        and not table.show_footer
+        and not table.expand
+        and not table.leading
+        and not table.row_styles
+        and table.title is None
+        and table.caption is None
+        and table.width is None
+        and table.min_width is None
+        and bool(table.columns)
+        and len({len(table_cells(c)) for c in table.columns}) == 1
+    )
+
+
+def _plain_cell(cell: Any, screened: dict[str, str]) -> str | None:
+    """A cell's text as rich prints it into a pipe (screened), or None for one rich lays out
+    (more than one line, a tab, spaces at an end, a Text with a justify or end of its own)."""
+    if isinstance(cell, RichText):
+        if cell.justify is not None or cell.end != "\n" or cell.overflow is not None or cell.no_wrap:
+            return None
+        text = cell.plain if type(cell) is Text else screen(cell.plain)  # ours is screened as made
+    elif isinstance(cell, str):
+        text = screened.get(cell) or screened.setdefault(cell, screen(cell))
+    else:
+        return None
+    if "\t" in text or "\n" in text or text != text.strip() or "  " in text:
+        return None
+    return text
 
 
 #: what json.dumps leaves raw (it escapes only C0): DEL, C1, bidi controls, lone surrogates

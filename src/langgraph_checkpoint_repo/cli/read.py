@@ -18,6 +18,7 @@ from rich.table import Table
 from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoCheckpointError
 from ..core.plans import parse_ts
 from ..readmodel.diff import ChannelChange, diff_trees
+from ..readmodel.overview import Overview, metadata_trees, overviews
 from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary
 from ..readmodel.tasks import is_internal
 from .app import (
@@ -27,6 +28,7 @@ from .app import (
     ThreadArg,
     open_reader,
     parse_date,
+    require_root,
     settings_of,
 )
 from .output import (
@@ -85,19 +87,20 @@ def threads(
     as_json: JsonOpt = False,
 ) -> None:
     """One row per thread: namespaces, checkpoints, latest step, last update, forks, waiting interrupts."""
-    from ..core.heads import unsettled_namespaces
-
     settings = settings_of(ctx)
-    reader = open_reader(ctx)
+    require_root(settings.root)
+    reader = Reader(settings.root, snapshots=True)  # a row knows the files it is made of (overview.py)
     pairs = _meta_pairs(meta or [])
     after = parse_date(since) if since else None
     broken: list[tuple[str, RepoCheckpointError]] = []
     rows = _matching_threads(reader, waiting_at, has, pairs, after, broken)
-    forked = {s.thread_id: unsettled_namespaces(reader.store, s.thread_id) for s in rows}
     if as_json:
-        print_json([{**summary_json(s), "unsettled_heads": forked[s.thread_id]} for s in rows])
+        print_json([{**summary_json(o.summary), "unsettled_heads": o.unsettled} for o in rows])
     elif rows:
-        print_table(settings.out, _threads_table(rows, forked))
+        print_table(
+            settings.out,
+            _threads_table([o.summary for o in rows], {o.summary.thread_id: o.unsettled for o in rows}),
+        )
     elif not broken:
         settings.err.print(
             f"no threads under {relative_to_root(reader.root)}"
@@ -113,40 +116,52 @@ def _matching_threads(
     pairs: list[tuple[str, str]],
     after: datetime | None,
     broken: list[tuple[str, RepoCheckpointError]],
-) -> list[ThreadSummary]:
-    """The summaries of the threads that pass ``threads``' filters; a thread that cannot be
-    read goes to ``broken`` instead of stopping the others."""
-    rows: list[ThreadSummary] = []
-    for tid in reader.thread_ids():
-        try:
-            s = reader.summary(tid)
-        except NotFoundError:
-            continue  # a folder without checkpoints (fsck reports it)
-        except InstallationError:
-            raise  # not the thread's fault: said once, for the whole command
-        except RepoCheckpointError as exc:  # one broken thread: said on its own line, the rest go on
-            broken.append((tid, exc))
+) -> list[Overview]:
+    """The rows of the threads that pass ``threads``' filters (overview.py: from the roster, a
+    thread's files read again only where they changed); a thread that cannot be read goes to
+    ``broken`` instead of stopping the others."""
+    rows: list[Overview] = []
+    for tid, got in overviews(reader, metadata=bool(pairs)):
+        if isinstance(got, RepoCheckpointError):  # one broken thread: said on its own line
+            broken.append((tid, got))
             continue
-        root_ns = s.namespaces[0]
+        s = got.summary
         if (
             waiting_at is not None
             and waiting_at not in s.next
             and all(i.task_name != waiting_at for i in s.waiting)
         ):
             continue
-        if has is not None and has not in s.live[root_ns].trees:
+        if has is not None and has not in s.channels:
             continue
-        if pairs and not any(
-            all(k in md and _meta_matches(md[k], v) for k, v in pairs)
-            for md in reader.metadata_trees(tid, root_ns)
-        ):
+        if pairs and not _any_metadata_matches(reader, tid, s.namespaces[0], pairs, broken):
             continue
         if after is not None:
             when = parse_ts(s.last_updated)
             if when is None or when < after:
                 continue
-        rows.append(s)
+        rows.append(got)
     return rows
+
+
+def _any_metadata_matches(
+    reader: Reader,
+    tid: str,
+    ns: str,
+    pairs: list[tuple[str, str]],
+    broken: list[tuple[str, RepoCheckpointError]],
+) -> bool:
+    """Whether a checkpoint of the namespace has every KEY=VALUE of ``--meta``."""
+    try:
+        return any(
+            all(k in md and _meta_matches(md[k], v) for k, v in pairs)
+            for md in metadata_trees(reader, tid, ns)
+        )
+    except InstallationError:
+        raise
+    except RepoCheckpointError as exc:
+        broken.append((tid, exc))
+        return False
 
 
 def _threads_table(rows: list[ThreadSummary], forked: dict[str, dict[str, list[str]]] | None = None) -> Table:

@@ -20,7 +20,15 @@ Applied to:
 * decoded metadata for filters (``index.MetaCache``, ``ThreadStore.meta``): against its
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
-  chain it would append to; changed, the next value is written whole.
+  chain it would append to; changed, the next value is written whole;
+* what reads across threads need of every thread (``roster.Roster``): a thread's namespaces
+  against its folder's stat (and its ``ns/`` folder's), a namespace's ids against its
+  checkpoints folder's, a parent link or metadata against its checkpoint file's, a row of
+  ``threads`` against every file and folder it was made from.
+
+A bounded cache (``LRU``) starts at ``CACHE_ENTRIES`` and grows by one each time an entry it
+evicted is wanted again, so its bound follows the working set that is read again and again
+(the files a list across thousands of threads returns), never falling off at a constant.
 
 Relaxed in two places, both for files we have just written under the thread's lock, which
 every cooperating writer takes, so nothing but a tool that ignores the lock (git) can
@@ -34,8 +42,9 @@ change them meanwhile:
   that changes the list's length is refused on read (``base_length``), naming the file;
   one that keeps the length becomes the base the next put appends to.
 
-Listings and filter metadata are also kept on disk for the next process, under the same
-rule (index.py); losing or damaging that derived index costs a re-read, nothing else.
+Listings, filter metadata, lineage and the roster are also kept on disk for the next process,
+under the same rule (index.py); losing or damaging that derived index costs a re-read, nothing
+else.
 
 The checks (validate, fsck) set the rule aside on purpose, for the span of one thread's
 check only: they read the root as one snapshot, each file once (snapshot.py), and drop all
@@ -61,7 +70,7 @@ from .layout import is_temp_name
 
 RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change again unseen
 COARSE_NS = 2_000_000_000  # the same, where timestamps are whole seconds (FAT: two)
-CACHE_ENTRIES = 20_000
+CACHE_ENTRIES = 20_000  # where a bounded cache starts (LRU: it grows to what is read again)
 
 StatKey = tuple[int, int, int, int]
 # a file something was derived from: (path, its stat key then, the sha256 of its bytes when it
@@ -145,25 +154,48 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
     return deps if out is None else tuple(out)
 
 
+GHOSTS = 4  # keys of evicted entries an LRU remembers, per entry it holds
+
+
 class LRU(OrderedDict[Any, Any]):
-    """A bounded cache shared by threads: lookups are single dict operations, changes lock."""
+    """A cache shared by threads: lookups are single dict operations, changes lock.
+
+    Its bound follows what it serves: ``size`` is where it starts, and each time an entry it
+    evicted is put back (a read a bigger cache would have spared: it remembers the keys of
+    the last ``GHOSTS * size`` entries it evicted, not their values) it holds one more. So a
+    working set read again and again (every checkpoint of a list across ten thousand
+    threads) ends up held whole instead of every read evicting the entry the next one needs
+    (the cliff of a fixed bound under a cyclic scan), while a single pass over more than
+    ``size`` entries grows it not at all."""
 
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
         self.lock = threading.Lock()
+        self._ghosts: OrderedDict[Any, None] = OrderedDict()
 
     def put(self, key: Any, value: Any) -> None:
         with self.lock:
+            if key not in self and self._ghosts.pop(key, 0) is None:
+                self.size += 1  # evicted, and wanted again
             self[key] = value
             self.move_to_end(key)
             if len(self) > self.size:
-                self.popitem(last=False)
+                evicted, _ = self.popitem(last=False)
+                self._ghosts[evicted] = None
+                if len(self._ghosts) > GHOSTS * self.size:
+                    self._ghosts.popitem(last=False)
 
     def drop_where(self, doomed: Callable[[Any], bool]) -> None:
         with self.lock:
             for key in [k for k in self if doomed(k)]:
                 del self[key]
+            for key in [k for k in self._ghosts if doomed(k)]:
+                del self._ghosts[key]
+
+    def clear(self) -> None:
+        super().clear()
+        self._ghosts.clear()
 
 
 class _Doc(NamedTuple):
@@ -327,6 +359,14 @@ class Listings:
         with self._mutex:
             if lst.names is names:
                 lst.derived[key] = value
+
+    def offer(self, folder: Path, key: StatKey, names: list[str]) -> None:
+        """A settled listing of ``folder`` another reader of the derived index keeps (the
+        roster, roster.py), taken as a ``load`` of it would be: only while the folder's stat
+        key is ``key``, and only when this process holds no listing of its own."""
+        with self._mutex:
+            if folder not in self._by_folder and folder not in self._distrusted:
+                self._by_folder[folder] = Listing(names, key, True, from_index=True)
 
     def drop(self, folder: Path) -> None:
         """Forget a folder's listing, so the next call lists it again (not from the index)."""

@@ -77,6 +77,7 @@ from .layout import (
 from .masking import mask_secrets
 from .redaction import DESCRIPTIONS, find_secrets
 from .refchecks import checkpoint_refs, parent_cycles
+from .roster import roster_of
 from .sends import TASKS, send_problems
 from .snapshot import check_threads
 from .threads import ThreadStore
@@ -786,8 +787,9 @@ def _index_findings(layout: Layout) -> list[Finding]:
 
 
 def rebuild_index(store: ThreadStore) -> None:
-    """Index every namespace now: its listing and its checkpoints' metadata (``fsck --repair``;
-    only plain metadata is indexed, which is its own decoded value)."""
+    """Index every namespace now: its listing, its checkpoints' metadata and parent links, and
+    the roster of every thread (``fsck --repair``; only plain metadata is indexed, which is
+    its own decoded value)."""
     for thread_id in store.thread_ids():
         store.forget_thread(thread_id)
         for ns in store.namespaces(thread_id):
@@ -799,6 +801,16 @@ def rebuild_index(store: ThreadStore) -> None:
             except (RepoCheckpointError, OSError):
                 pass  # a file that does not read is fsck's "invalid" finding; the index can wait
             store.meta.persist()
+    roster = roster_of(store)
+    for facts in roster.threads():
+        for space in facts.namespaces:
+            try:
+                roster.lineage(facts, space)
+            except InstallationError:
+                raise
+            except (RepoCheckpointError, OSError):
+                pass
+    roster.persist(every=True)
 
 
 def _gitignore_findings(root: Path) -> list[Finding]:

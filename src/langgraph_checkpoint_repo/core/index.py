@@ -40,6 +40,7 @@ import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ import orjson
 
 from .caches import StatKey
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_VALUES, json_bounds_problem, read_bounded
-from .layout import Layout, is_temp_name
+from .layout import CHECKPOINTS, NAMESPACES, THREADS, Layout, is_temp_name
 from .lineage import Choice, Lineage, Node
 
 _log = logging.getLogger(__name__)
@@ -263,11 +264,7 @@ def is_plain(tree: Any) -> bool:
 
 
 def encode_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> bytes | None:
-    rows = []
-    for cid, (file, key, _meta, tree) in sorted(entries.items()):
-        name = os.path.basename(file)
-        if tree is not None and name == cid + ".json":
-            rows.append([cid, *key, tree])
+    rows = meta_rows(entries)
     if len(rows) < MIN_NAMES:
         return None
     head = _header("meta", _rel(layout, folder), entries=rows)
@@ -287,9 +284,27 @@ def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntr
         return None
     if not _is_head(doc, "meta", layout, folder) or not isinstance(doc.get("entries"), list):
         return None
+    return meta_from_rows(folder, doc["entries"])
+
+
+def meta_rows(entries: dict[str, MetaEntry]) -> list[list[Any]]:
+    """The rows a metadata file keeps: a checkpoint's id, its file's stat key and its plain
+    metadata tree, for each checkpoint whose file is named by its id (none naming a type)."""
+    rows = []
+    for cid, (file, key, _meta, tree) in sorted(entries.items()):
+        if tree is not None and os.path.basename(file) == cid + ".json":
+            rows.append([cid, *key, tree])
+    return rows
+
+
+def meta_from_rows(folder: Path | str, rows: Any) -> dict[str, MetaEntry] | None:
+    """Entries by checkpoint id of ``meta_rows``' rows (checkpoints of ``folder``), or None when
+    anything in them is off."""
+    if type(rows) is not list:
+        return None
     base = str(folder)
     out: dict[str, MetaEntry] = {}
-    for row in doc["entries"]:  # checked by hand, not by a schema: thousands of rows per load
+    for row in rows:  # checked by hand, not by a schema: thousands of rows per load
         if type(row) is not list or len(row) != 6:
             return None
         cid, mtime, ctime, size, inode, tree = row
@@ -337,6 +352,9 @@ def index_files(layout: Layout) -> Iterator[Path]:
 def index_problem(layout: Layout, path: Path) -> str | None:
     """Why a file under the index folder is of no use (damaged, its folder gone, not an
     index file at all), or None. Every such file is derived: removing it loses nothing."""
+    roster = _ROSTER_NAME.fullmatch(path.name)
+    if roster is not None and path.parent == index_dir(layout):
+        return _roster_problem(layout, path, int(roster.group(1), 16), roster.group(2) == "roster")
     suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX)
     suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
@@ -358,6 +376,17 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     if suffix == LIST_SUFFIX and _disagrees(folder, decoded):  # type: ignore[arg-type]
         return "names files its folder does not hold (or misses some), though the folder is unchanged"
     return None
+
+
+def _roster_problem(layout: Layout, path: Path, shard: int, facts: bool) -> str | None:
+    """Why a roster file (``facts``: of the threads' facts, else of their metadata) is of no use."""
+    data = _read(layout, path)
+    if data is not None:
+        if facts and decode_roster(layout, shard, data, strict=True) is not None:
+            return None
+        if not facts and decode_roster_meta(layout, shard, data, strict=True) is not None:
+            return None
+    return "damaged, or of another index version"
 
 
 def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
@@ -393,6 +422,7 @@ class MetaCache:
         self.layout = layout
         self._by_ns: dict[tuple[str, str], dict[str, MetaEntry]] = {}
         self._read: dict[tuple[str, str], int] = {}  # headers read since last written
+        self.kept: dict[tuple[str, str], int] = {}  # headers read since the roster last looked
 
     def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
         """The kept metadata of a checkpoint whose file is unchanged, else None.
@@ -419,6 +449,34 @@ class MetaCache:
                 return False
         return True
 
+    def matching(
+        self, thread_id: str, ns: str, cids: list[str], wanted: list[tuple[str, Any]]
+    ) -> tuple[list[str], list[str]]:
+        """``matches`` for many checkpoints of one namespace: (those whose kept metadata has
+        every (key, value) of ``wanted``, those with nothing kept or a changed file). One
+        lstat per checkpoint, in one loop: a filter across threads spends its time here."""
+        per_ns = self._by_ns.get((thread_id, ns)) or {}
+        matched: list[str] = []
+        unknown: list[str] = []
+        lstat = os.lstat
+        for cid in cids:
+            hit = per_ns.get(cid)
+            if hit is None:
+                unknown.append(cid)
+                continue
+            try:
+                st = lstat(hit[0])
+            except OSError:
+                unknown.append(cid)
+                continue
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
+                unknown.append(cid)
+                continue
+            meta = hit[2]
+            if all(meta.get(key) == value for key, value in wanted):
+                matched.append(cid)
+        return matched, unknown
+
     def keep(self, thread_id: str, ns: str, cid: str, entry: MetaEntry | None) -> None:
         """Keep a settled entry (None: forget the checkpoint's, it may change again unseen)."""
         per_ns = self._by_ns.setdefault((thread_id, ns), {})
@@ -427,6 +485,16 @@ class MetaCache:
             return
         per_ns[cid] = entry
         self._read[(thread_id, ns)] = self._read.get((thread_id, ns), 0) + 1
+        self.kept[(thread_id, ns)] = self.kept.get((thread_id, ns), 0) + 1
+
+    def seed(self, thread_id: str, ns: str, entries: dict[str, MetaEntry]) -> None:
+        """Take a namespace's entries from the roster (roster.py: plain trees, each still
+        checked against its file's stat key on use), unless this process holds its own."""
+        self._by_ns.setdefault((thread_id, ns), dict(entries))
+
+    def entries(self, thread_id: str, ns: str) -> dict[str, MetaEntry]:
+        """What is kept for a namespace (for the roster to write down)."""
+        return self._by_ns.get((thread_id, ns), {})
 
     def persist(self) -> None:
         """Write the index of every namespace whose scan read many headers."""
@@ -448,9 +516,9 @@ class MetaCache:
 LINEAGE_SUFFIX = ".lineage"
 
 
-def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
-    """One line per checkpoint whose file was settled when read: id, its stat key, parent
-    and the valid choice it records (as compact JSON)."""
+def lineage_rows(lineage: Lineage) -> list[list[Any]]:
+    """One row per checkpoint whose file was settled when read: id, its stat key, parent
+    and the valid choice it records."""
     rows = []
     for cid in sorted(lineage.keys):
         link = lineage.links.get(cid)
@@ -458,6 +526,12 @@ def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
             continue
         choice = {"chose": link.choice.chose, "over": list(link.choice.over)} if link.choice else None
         rows.append([cid, *lineage.keys[cid], link.parent, choice, link.problem])
+    return rows
+
+
+def encode_lineage(layout: Layout, folder: Path, lineage: Lineage) -> bytes:
+    """One line per ``lineage_rows`` row (as compact JSON)."""
+    rows = lineage_rows(lineage)
     body = b"\n".join(orjson.dumps(r) for r in rows)
     head = _header("lineage", _rel(layout, folder), count=len(rows), crc32=zlib.crc32(body))
     return orjson.dumps(head) + b"\n" + body
@@ -468,7 +542,6 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
     if found is None:
         return None
     head, body = found
-    out = Lineage()
     try:
         # one parse of all rows (a row is a JSON array on its own line, so none holds a newline)
         rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
@@ -476,6 +549,15 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
         return None
     if len(rows) != head.get("count") or body.count(b"\n") != len(rows) - 1:
         return None
+    return lineage_from_rows(rows)
+
+
+def lineage_from_rows(rows: Any) -> Lineage | None:
+    """The lineage ``lineage_rows``' rows make (each entry still to be checked against its
+    file's stat key by whoever uses it), or None when anything in them is off."""
+    if type(rows) is not list:
+        return None
+    out = Lineage()
     for row in rows:
         if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str)):
             return None
@@ -577,3 +659,266 @@ def save_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> N
         return
     if path is not None and data is not None:
         _write(layout, path, data)
+
+
+# -- the roster: what cross-thread reads need of every thread (roster.py) -------------------
+ROSTER_SUFFIX = ".roster"
+ROSTER_META_SUFFIX = ".metadata"  # the checkpoints' metadata, apart: only a filter reads it
+ROSTER_SHARDS = 16  # files, by a hash of the thread's folder name: a rewrite is of one only
+_ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.(roster|metadata)")
+_ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns", "row"}
+_NS_FIELDS = {"ns", "seg", "key", "ids", "lineage"}
+
+
+@dataclass
+class NsFacts:
+    """One namespace of a thread, as cross-thread reads need it; every part is checked
+    against the files before it is used (roster.py)."""
+
+    ns: str
+    seg: str  # its folder under ``ns/`` ("" for the root namespace, in the thread folder)
+    key: StatKey | None = None  # its checkpoints folder's stat key when ``ids`` were listed
+    ids: list[str] = field(default_factory=list)
+    meta: dict[str, MetaEntry] = field(default_factory=dict)  # plain metadata, per file key
+    lineage: Lineage = field(default_factory=Lineage)  # parent links, per file key
+    folder: str = ""  # its checkpoints folder (the roster's, as it first checks it)
+    # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``ns_meta``,
+    # ``ns_lineage``): a call that needs one part of a thousand threads decodes only that
+    meta_rows: Any = None
+    lineage_rows: Any = None
+
+
+def ns_meta(ns: NsFacts) -> dict[str, MetaEntry]:
+    """A namespace's kept metadata; rows of a roster file that are off are none."""
+    if ns.meta_rows is not None:
+        rows, ns.meta_rows = ns.meta_rows, None
+        ns.meta = meta_from_rows(ns.folder, rows) or {}
+    return ns.meta
+
+
+def ns_lineage(ns: NsFacts) -> Lineage:
+    """A namespace's kept parent links; rows of a roster file that are off are none."""
+    if ns.lineage_rows is not None:
+        rows, ns.lineage_rows = ns.lineage_rows, None
+        ns.lineage = lineage_from_rows(rows) or Lineage()
+    return ns.lineage
+
+
+@dataclass
+class ThreadFacts:
+    """One thread folder: its id, its namespaces (found under the thread folder's stat key
+    and its ``ns/`` folder's) and a row of the ``threads`` command (with the stat keys of
+    the files it was derived from: the readmodel's, checked there)."""
+
+    seg: str
+    tid: str
+    key: StatKey | None  # the thread folder's lstat key when its namespaces were found
+    ns_key: StatKey | None  # its ``ns/`` folder's then; None when it had none
+    namespaces: list[NsFacts]
+    row: dict[str, Any] | None = None
+
+
+def roster_shard(seg: str) -> int:
+    """The roster file a thread folder's facts are kept in."""
+    return zlib.crc32(seg.encode("utf-8", "surrogatepass")) % ROSTER_SHARDS
+
+
+def roster_path(layout: Layout, shard: int, suffix: str = ROSTER_SUFFIX) -> Path:
+    """A roster file: the threads' facts (``ROSTER_SUFFIX``) or their metadata (``ROSTER_META_SUFFIX``)."""
+    return index_dir(layout) / f"threads.{shard:x}{suffix}"
+
+
+def _ns_json(ns: NsFacts) -> dict[str, Any]:
+    small = len(ns.ids) < MIN_NAMES  # a bigger folder keeps its own .meta and .lineage
+    return {
+        "ns": ns.ns,
+        "seg": ns.seg,
+        "key": list(ns.key) if ns.key is not None else None,
+        "ids": ns.ids if ns.key is not None else [],
+        # as read when never decoded: each row is still checked against its file on use
+        "lineage": (ns.lineage_rows if ns.lineage_rows is not None else lineage_rows(ns.lineage))
+        if small
+        else [],
+    }
+
+
+def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
+    """One line per thread whose namespaces were found settled, after a head line (index
+    version, kind, shard, count, CRC-32 of the lines)."""
+    lines = []
+    for t in sorted(threads, key=lambda t: t.seg):
+        if t.key is None:
+            continue
+        entry = {
+            "seg": t.seg,
+            "id": t.tid,
+            "key": list(t.key),
+            "ns_key": list(t.ns_key) if t.ns_key is not None else None,
+            "ns": [_ns_json(ns) for ns in t.namespaces],
+            "row": t.row,
+        }
+        lines.append(orjson.dumps(entry))
+    body = b"\n".join(lines)
+    head = _header("roster", THREADS, shard=shard, count=len(lines), crc32=zlib.crc32(body))
+    return orjson.dumps(head) + b"\n" + body
+
+
+def decode_roster(
+    layout: Layout, shard: int, data: bytes, *, strict: bool = False
+) -> dict[str, ThreadFacts] | None:
+    """A roster file's threads by folder name, or None when anything in it is off: bounded
+    before it is parsed, no key starting with ``$`` anywhere (its metadata trees are used as
+    decoded metadata), each thread in its own shard."""
+    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
+        return None
+    found = _first_line(data, "roster", layout, layout.threads_dir)
+    if found is None or found[0].get("shard") != shard:
+        return None
+    head, body = found
+    try:
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
+    except orjson.JSONDecodeError:
+        return None
+    if len(rows) != head.get("count") or body.count(b"\n") != max(len(rows) - 1, 0):
+        return None
+    out: dict[str, ThreadFacts] = {}
+    threads = str(layout.threads_dir)
+    for row in rows:
+        got = _thread_facts(threads, row, strict)
+        if got is None or roster_shard(got.seg) != shard or got.seg in out:
+            return None
+        out[got.seg] = got
+    return out
+
+
+def _segment_ok(seg: Any) -> bool:
+    return type(seg) is str and 0 < len(seg) <= 255 and seg[0] != "." and not set(seg) & {"/", "\\", "\x00"}
+
+
+def _thread_facts(threads: str, row: Any, strict: bool) -> ThreadFacts | None:
+    """One roster line as facts, or None when its shape is off."""
+    if type(row) is not dict or set(row) != _ROSTER_FIELDS or not _segment_ok(row["seg"]):
+        return None
+    if type(row["id"]) is not str or not _is_key(row["key"]) or type(row["ns"]) is not list:
+        return None
+    if row["ns_key"] is not None and not _is_key(row["ns_key"]):
+        return None
+    if row["row"] is not None and type(row["row"]) is not dict:
+        return None
+    tdir = f"{threads}/{row['seg']}"
+    namespaces = []
+    for ns in row["ns"]:
+        got = _ns_facts(tdir, ns, strict)
+        if got is None:
+            return None
+        namespaces.append(got)
+    ns_key = tuple(row["ns_key"]) if row["ns_key"] is not None else None
+    return ThreadFacts(row["seg"], row["id"], tuple(row["key"]), ns_key, namespaces, row["row"])  # type: ignore[arg-type]
+
+
+def _ns_facts(tdir: str, ns: Any, strict: bool) -> NsFacts | None:
+    """One namespace of a roster line as facts, or None when its shape is off (its metadata
+    and parent links are checked when first used, or here when ``strict``: fsck)."""
+    if type(ns) is not dict or set(ns) != _NS_FIELDS or type(ns["ns"]) is not str:
+        return None
+    if ns["seg"] != "" and not _segment_ok(ns["seg"]):
+        return None
+    if ns["key"] is not None and not _is_key(ns["key"]):
+        return None
+    ids = ns["ids"]
+    if (
+        type(ids) is not list
+        or not all(type(i) is str and i and "/" not in i for i in ids)
+        or ids != sorted(ids)
+    ):
+        return None
+    if type(ns["lineage"]) is not list or (strict and lineage_from_rows(ns["lineage"]) is None):
+        return None
+    folder = f"{tdir}/{NAMESPACES}/{ns['seg']}/{CHECKPOINTS}" if ns["seg"] else f"{tdir}/{CHECKPOINTS}"
+    key = tuple(ns["key"]) if ns["key"] is not None else None
+    out = NsFacts(ns["ns"], ns["seg"], key, ids, folder=folder)  # type: ignore[arg-type]
+    out.lineage_rows = ns["lineage"]
+    return out
+
+
+def load_roster(layout: Layout, shard: int) -> dict[str, ThreadFacts] | None:
+    """The facts one roster file keeps (each still to be checked against the files by its
+    user); None when it is absent or anything in it is off."""
+    data = _read(layout, roster_path(layout, shard))
+    return decode_roster(layout, shard, data) if data is not None else None
+
+
+def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts], *, metadata: bool = False) -> None:
+    """Write one roster file (``metadata``: the one of the threads' metadata)."""
+    try:
+        data = (encode_roster_meta if metadata else encode_roster)(layout, shard, threads)
+    except (TypeError, ValueError) as exc:  # a tree orjson cannot write: no index, a re-read
+        _log.info("derived index not written for shard %d of the threads: %s", shard, exc)
+        return
+    if len(data) <= MAX_FILE_BYTES and json_bounds_problem(data) is None:
+        _write(layout, roster_path(layout, shard, ROSTER_META_SUFFIX if metadata else ROSTER_SUFFIX), data)
+    else:
+        _log.info("derived index not written for shard %d of the threads: too big for one file", shard)
+
+
+def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
+    """One line per thread (its folder name, and per namespace of fewer than ``MIN_NAMES``
+    checkpoints the ``meta_rows`` of what is kept), after a head line as ``encode_roster``'s."""
+    lines = []
+    for t in sorted(threads, key=lambda t: t.seg):
+        spaces = []
+        for ns in t.namespaces:
+            rows = ns.meta_rows if ns.meta_rows is not None else meta_rows(ns.meta)
+            if rows and len(ns.ids) < MIN_NAMES:
+                spaces.append([ns.ns, rows])
+        if spaces:
+            lines.append(orjson.dumps({"seg": t.seg, "ns": spaces}))
+    body = b"\n".join(lines)
+    head = _header("roster-metadata", THREADS, shard=shard, count=len(lines), crc32=zlib.crc32(body))
+    return orjson.dumps(head) + b"\n" + body
+
+
+def decode_roster_meta(
+    layout: Layout, shard: int, data: bytes, *, strict: bool = False
+) -> dict[str, dict[str, Any]] | None:
+    """A roster metadata file's rows by thread folder name and namespace (each decoded and
+    checked when used, or here when ``strict``), or None when anything in it is off: bounded
+    before it is parsed, and no key starting with ``$`` anywhere (nothing in it names a type)."""
+    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
+        return None
+    found = _first_line(data, "roster-metadata", layout, layout.threads_dir)
+    if found is None or found[0].get("shard") != shard:
+        return None
+    head, body = found
+    try:
+        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
+    except orjson.JSONDecodeError:
+        return None
+    if len(rows) != head.get("count"):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if type(row) is not dict or set(row) != {"seg", "ns"} or not _segment_ok(row["seg"]):
+            return None
+        if roster_shard(row["seg"]) != shard or row["seg"] in out or type(row["ns"]) is not list:
+            return None
+        spaces: dict[str, Any] = {}
+        for pair in row["ns"]:
+            if (
+                type(pair) is not list
+                or len(pair) != 2
+                or type(pair[0]) is not str
+                or type(pair[1]) is not list
+            ):
+                return None
+            if strict and meta_from_rows("", pair[1]) is None:
+                return None
+            spaces[pair[0]] = pair[1]
+        out[row["seg"]] = spaces
+    return out
+
+
+def load_roster_meta(layout: Layout, shard: int) -> dict[str, dict[str, Any]] | None:
+    """The metadata rows one roster metadata file keeps; None when it is absent or off."""
+    data = _read(layout, roster_path(layout, shard, ROSTER_META_SUFFIX))
+    return decode_roster_meta(layout, shard, data) if data is not None else None

@@ -458,6 +458,14 @@ class ThreadStore:
             self.files.listings.keep_derived(lst, "lineage", got, names)
         return got
 
+    def lineage_seeded(self, thread_id: str, checkpoint_ns: str, known: Lineage) -> Lineage:
+        """``lineage``, taking ``known`` (the roster's, from the derived index: roster.py) as
+        the links this process read before, when it has read none: each is still used only
+        while its file's stat key is the recorded one, so only the others are read."""
+        if known.keys:
+            self._lineages.setdefault(self.layout.checkpoints_dir(thread_id, checkpoint_ns), known)
+        return self.lineage(thread_id, checkpoint_ns)
+
     def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
         """The checkpoint that continues a namespace (lineage.py's rule), None when empty."""
         return self.lineage(thread_id, checkpoint_ns).current()

@@ -105,6 +105,7 @@ class ThreadSummary:
     next: list[str]
     waiting: list[InterruptView]
     live: dict[str, StateView] = field(default_factory=dict)  # latest of each namespace still in play
+    channels: frozenset[str] = frozenset()  # what the latest state of the root namespace holds
 
 
 # ----------------------------------------------------------------------
@@ -142,11 +143,13 @@ class Reader:
     writing state (only the derived index under ``.cache/``, index.py, which a read may leave);
     values are constructed only by the ``reviver`` it is given, if any."""
 
-    def __init__(self, root: Path, *, reviver: Reviver | None = None) -> None:
+    def __init__(self, root: Path, *, reviver: Reviver | None = None, snapshots: bool = False) -> None:
+        """``snapshots``: the store can read a thread as one snapshot (``ThreadStore.snapshot``),
+        as ``threads`` does to learn which files a row of it is made of (overview.py)."""
         if not root.is_dir():
             raise NotFoundError(f"root {root} does not exist")
         self.root = root
-        self.store = ThreadStore(root)
+        self.store = ThreadStore(root, snapshots=snapshots)
         self.layout = self.store.layout
         self.reviver = reviver
         # (module, name) of every type a value shown so far named and the reviver may not construct
@@ -438,6 +441,7 @@ class Reader:
             next=nxt,
             waiting=waiting,
             live=live,
+            channels=frozenset(latest.trees),
         )
 
     def live_states(self, thread_id: str, namespaces: list[str], root_ns: str = "") -> dict[str, StateView]:

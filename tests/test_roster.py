@@ -1,0 +1,420 @@
+"""The roster (core/roster.py): what reads across threads need of every thread, kept for the
+next call and the next process under the one cache rule, so a cross-thread ``list`` and
+``langgraph-repo threads`` cost what changed, not what the root holds. Counts, never times."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from tests.graphs import ask_graph, cfg, chat_graph, sub_graph
+from tests.helpers import cli
+from tests.test_index import settle
+
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import files as files_module
+from langgraph_checkpoint_repo.core import wholes
+from langgraph_checkpoint_repo.core.caches import DocCache
+from langgraph_checkpoint_repo.core.format import resolve
+from langgraph_checkpoint_repo.core.index import (
+    ROSTER_META_SUFFIX,
+    ROSTER_SHARDS,
+    ROSTER_SUFFIX,
+    decode_roster,
+    decode_roster_meta,
+    roster_path,
+    roster_shard,
+)
+from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.readmodel.overview import overviews
+from langgraph_checkpoint_repo.readmodel.reader import Reader
+
+THREADS = 16  # chat threads, 8 threads waiting on an interrupt and one with a subgraph too
+SMALL = 8  # a cache bound far below the files of THREADS threads
+DEEP_TURNS = 22  # three checkpoints a turn: over index.MIN_NAMES
+
+
+class Tee(RepoSaver):
+    """A RepoSaver that makes every ``put`` and ``put_writes`` on a second saver too, with the
+    same arguments: the two hold the same checkpoints, ids included."""
+
+    other: SqliteSaver
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.other.put(config, checkpoint, metadata, new_versions)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.other.put_writes(config, writes, task_id, task_path)
+        super().put_writes(config, writes, task_id, task_path)
+
+
+TEMPLATE: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    TEMPLATE["folder"] = tmp_path_factory.mktemp("roster-template")
+    yield
+    TEMPLATE.clear()
+
+
+def written() -> tuple[Path, Path]:
+    """(root, SqliteSaver database) written once per module by the same graph calls."""
+    if "root" not in TEMPLATE:
+        folder = TEMPLATE["folder"]
+        root, db = folder / ".langgraph", folder / "sqlite.db"
+        conn = sqlite3.connect(str(db), check_same_thread=False)
+        saver = Tee(root, durable=False)
+        saver.other = SqliteSaver(conn)
+        chat, ask = chat_graph(saver), ask_graph(saver)
+        for t in range(THREADS):
+            for turn in range(2):
+                text = f"user {t} turn {turn}"
+                chat.invoke({"messages": [HumanMessage(text)]}, cfg(f"t{t:02d}", user_id=f"user-{t % 4}"))
+            if t % 3 == 0:
+                ask.invoke({"log": []}, cfg(f"ask{t:02d}"))
+        sub_graph(saver).invoke({"log": []}, cfg("sub"))
+        for turn in range(DEEP_TURNS):  # a namespace too big for the roster: its own index files
+            chat.invoke({"messages": [HumanMessage(f"deep turn {turn}")]}, cfg("deep"))
+        conn.commit()
+        conn.close()
+        TEMPLATE["root"], TEMPLATE["db"] = root, db
+    return TEMPLATE["root"], TEMPLATE["db"]
+
+
+def copied(tmp_path: Path) -> tuple[Path, SqliteSaver]:
+    """A copy of the written root (no derived index) and a SqliteSaver on a copy of its twin."""
+    root, db = written()
+    shutil.copytree(root, tmp_path / ".langgraph", ignore=shutil.ignore_patterns(".cache"))
+    shutil.copy(db, tmp_path / "sqlite.db")
+    settle()
+    return tmp_path / ".langgraph", SqliteSaver(sqlite3.connect(str(tmp_path / "sqlite.db")))
+
+
+def seen(tuples: Any) -> list[tuple[Any, ...]]:
+    """What a list gives, comparable across savers: each checkpoint's config, parent, metadata,
+    channels and pending writes (a message LangGraph gave an id after SqliteSaver stored it
+    keeps it in RepoSaver's files, so values are compared by channel)."""
+    return [
+        (
+            t.config,
+            t.parent_config,
+            t.metadata,
+            sorted(t.checkpoint["channel_values"]),
+            [(task, channel) for task, channel, _ in t.pending_writes or []],
+        )
+        for t in tuples
+    ]
+
+
+class Reads:
+    """Counts the checkpoint files parsed (``load_json``), by path."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: Counter[str] = Counter()
+        real = files_module.load_json
+
+        def load_json(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if "/checkpoints/" in str(path):
+                self.paths[str(path)] += 1
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(files_module, "load_json", load_json)
+
+
+LISTS: list[dict[str, Any]] = [
+    {},
+    {"filter": {"source": "loop"}},
+    {"filter": {"user_id": "user-1", "step": 1}},
+    {"limit": 7},
+]
+
+
+def test_a_list_across_threads_equals_sqlitesavers_for_the_same_calls(tmp_path: Path) -> None:
+    root, sqlite = copied(tmp_path)
+    everything = list(sqlite.list(None))
+    before = {
+        "configurable": {
+            "thread_id": "t05",
+            "checkpoint_ns": "",
+            "checkpoint_id": everything[40].checkpoint["id"],
+        }
+    }
+    for args in [*LISTS, {"before": before, "filter": {"source": "loop"}, "limit": 4}]:
+        want = seen(sqlite.list(None, **args))
+        assert want, args
+        shutil.rmtree(root / ".cache", ignore_errors=True)
+        first = RepoSaver(root)
+        assert seen(first.list(None, **args)) == want, args  # the first process writes the roster
+        assert seen(RepoSaver(root).list(None, **args)) == want, args  # the next reads it
+        assert seen(first.list(None, **args)) == want, args  # and the first again, warm
+
+
+def test_a_warm_list_across_more_threads_than_a_cache_holds_reads_each_checkpoint_at_most_once_then_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = copied(tmp_path)
+    for module in (files_module, wholes, resolve):  # every cache of documents and values
+        monkeypatch.setattr(module, "CACHE_ENTRIES", SMALL)
+    monkeypatch.setattr(DocCache.__init__, "__defaults__", (SMALL,))
+    saver = RepoSaver(root)
+    matched = {"filter": {"user_id": "user-1", "step": 2}}
+    first = seen(saver.list(None, **matched))
+    assert len(first) == THREADS // 4
+    reads = Reads(monkeypatch)
+    assert seen(saver.list(None, **matched)) == first
+    assert reads.paths and max(reads.paths.values()) == 1, reads.paths.most_common(3)
+    again = Reads(monkeypatch)  # the caches grew to what the list reads again (caches.LRU)
+    assert seen(saver.list(None, **matched)) == first
+    assert not again.paths
+    # a thread without a result is not read at all: the roster knows what a filter matches on
+    assert {Path(p).parent.parent.name for p in reads.paths} <= {
+        c["configurable"]["thread_id"] for c, *_ in first
+    }
+
+
+def test_a_fresh_filter_across_threads_reads_only_its_results_and_their_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, sqlite = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}
+    want = seen(sqlite.list(None, **args))
+    assert seen(RepoSaver(root).list(None, **args)) == want  # leaves the roster
+    assert any(roster_path(Layout(root), shard).is_file() for shard in range(ROSTER_SHARDS))
+    reads = Reads(monkeypatch)
+    assert seen(RepoSaver(root).list(None, **args)) == want
+    layout = Layout(root)
+    allowed: set[Path] = set()  # a result, its line of deltas down to a whole one, its child
+    for config, *_ in want:
+        thread_id, cid = config["configurable"]["thread_id"], config["configurable"]["checkpoint_id"]
+        ids = sorted(p.stem for p in layout.checkpoints_dir(thread_id, "").iterdir())
+        allowed.update(layout.checkpoint_path(thread_id, "", i) for i in ids[: ids.index(cid) + 2])
+    assert reads.paths and {Path(p) for p in reads.paths} <= allowed
+    assert max(reads.paths.values()) == 1
+
+
+def test_a_fresh_filter_sees_an_in_place_edit_and_a_new_thread_despite_the_roster(tmp_path: Path) -> None:
+    root, _ = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}
+    found = seen(RepoSaver(root).list(None, **args))
+    cid = found[0][0]["configurable"]["checkpoint_id"]
+    path = Layout(root).checkpoint_path(found[0][0]["configurable"]["thread_id"], "", cid)
+    text = path.read_text()
+    assert '"user_id": "user-1"' in text
+    with open(path, "r+") as fh:  # in place: same inode, same folder; only the file's stat changes
+        fh.write(text.replace('"user_id": "user-1"', '"user_id": "user-9"'))
+        fh.truncate()
+    chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage("hi")]}, cfg("new", user_id="user-1"))
+    got = seen(RepoSaver(root).list(None, **args))
+    assert cid not in {c["configurable"]["checkpoint_id"] for c, *_ in got}
+    assert "new" in {c["configurable"]["thread_id"] for c, *_ in got}
+    assert len(got) == len(found)  # one gone by the edit, one come with the new thread
+
+
+def rows(root: Path) -> list[dict[str, Any]]:
+    proc = cli(root, "threads", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_threads_from_the_roster_shows_what_reading_every_thread_shows(tmp_path: Path) -> None:
+    root, _ = copied(tmp_path)
+    first = rows(root)
+    reader = Reader(root)
+    by_summary = [reader.summary(r["thread_id"]) for r in first]
+    assert [(s.thread_id, s.latest_id, s.checkpoints, s.next, len(s.waiting)) for s in by_summary] == [
+        (r["thread_id"], r["latest_checkpoint_id"], r["checkpoints"], r["next"], len(r["waiting"]))
+        for r in first
+    ]
+    assert any(r["waiting"] for r in first) and any(len(r["namespaces"]) > 1 for r in first)
+    assert rows(root) == first  # from the roster this time
+    text = cli(root, "threads")
+    assert text.returncode == 0 and "t00" in text.stdout
+
+
+def test_threads_in_a_fresh_process_reads_the_roster_not_the_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = copied(tmp_path)
+    want = rows(root)  # leaves the roster
+    reads = Reads(monkeypatch)
+    got = [(tid, o.summary.latest_id) for tid, o in overviews(Reader(root, snapshots=True))]
+    assert got == [(r["thread_id"], r["latest_checkpoint_id"]) for r in want]
+    assert not reads.paths
+
+
+def test_threads_sees_an_added_thread_a_removed_one_and_an_in_place_edit_of_the_latest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = copied(tmp_path)
+    before = {r["thread_id"]: r for r in rows(root)}
+    chat_graph(RepoSaver(root)).invoke({"messages": [HumanMessage("hi")]}, cfg("added"))
+    RepoSaver(root).delete_thread("t01")
+    path = Layout(root).checkpoint_path("t02", "", before["t02"]["latest_checkpoint_id"])
+    text = path.read_text()
+    step = before["t02"]["latest_step"]
+    with open(path, "r+") as fh:
+        fh.write(text.replace(f'"step": {step}', f'"step": {step + 100}'))
+        fh.truncate()
+    reads = Reads(monkeypatch)
+    after = {r["thread_id"]: r for r in rows(root)}
+    assert set(after) == set(before) - {"t01"} | {"added"}
+    assert after["t02"]["latest_step"] == step + 100
+    assert {Path(p).parent.parent.name for p in reads.paths} == {"added", "t02"}
+
+
+def shard_file(root: Path, suffix: str = ROSTER_SUFFIX) -> Path:
+    return roster_path(Layout(root), roster_shard("t03"), suffix)
+
+
+def forged(line: dict[str, Any], damage: str) -> None:
+    """A roster line damaged or forged in place: another machine's stat keys (a checkout's, a
+    pull request's) with another step, a row that names no file, a tree that names a type."""
+    if damage == "forged" and "row" in line:
+        line["key"][3] += 1
+        for ns in line["ns"]:
+            ns["key"][3] += 1
+            for row in ns["lineage"]:
+                row[4] += 1
+        for dep in line["row"]["deps"]:
+            dep[1][3] += 1
+        line["row"]["step"] = 999
+    elif damage == "forged":  # a line of the metadata file
+        for _, rows in line["ns"]:
+            for row in rows:
+                row[4] += 1
+                row[5]["step"] = 999
+    elif damage == "type" and "row" not in line:
+        _, rows = line["ns"][0]
+        rows.append([rows[0][0], 1, 2, 3, 4, {"step": {"$type": ["os", "system"]}}])
+    elif damage == "empty-deps" and "row" in line:
+        line["row"]["deps"] = []
+        line["row"]["step"] = 999
+
+
+def damaged(path: Path, damage: str) -> bytes:
+    if damage == "bytes":
+        return path.read_bytes()[:-40]
+    head, _, body = path.read_bytes().partition(b"\n")
+    lines = [json.loads(line) for line in body.split(b"\n")]
+    for line in lines:
+        forged(line, damage)
+    return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
+
+
+@pytest.mark.parametrize("damage", ["bytes", "forged", "type", "empty-deps"])
+def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
+    tmp_path: Path, damage: str
+) -> None:
+    root, _ = copied(tmp_path)
+    want = rows(root)
+    loops = seen(RepoSaver(root).list(None, filter={"source": "loop"}))  # the metadata files too
+    layout, shard = Layout(root), roster_shard("t03")
+    files = {shard_file(root): decode_roster, shard_file(root, ROSTER_META_SUFFIX): decode_roster_meta}
+    data = {path: damaged(path, damage) for path in files}
+    for path, bad in data.items():
+        path.write_bytes(bad)
+    assert rows(root) == want  # not used: read from the files, and the files written again
+    assert seen(RepoSaver(root).list(None, filter={"step": 999})) == []
+    assert seen(RepoSaver(root).list(None, filter={"source": "loop"})) == loops
+    if damage not in ("bytes", "type"):
+        return  # well formed: kept, and every entry is checked on use (its stat keys)
+    broken = [path for path, decode in files.items() if decode(layout, shard, data[path]) is None]
+    assert broken
+    for path, decode in files.items():
+        assert decode(layout, shard, path.read_bytes()) is not None
+        path.write_bytes(data[path])
+    findings = [f for f in json.loads(cli(root, "fsck", "--json").stdout)["findings"] if f["kind"] == "index"]
+    assert sorted(f["path"] for f in findings) == sorted(map(str, broken))
+    assert all(f["repairable"] for f in findings)
+    assert cli(root, "fsck", "--repair").returncode == 0
+    assert all(decode(layout, shard, path.read_bytes()) is not None for path, decode in files.items())
+    assert cli(root, "fsck").returncode == 0
+    assert rows(root) == want
+
+
+def _with_crc(head: bytes, body: bytes) -> bytes:
+    import zlib
+
+    fields = json.loads(head)
+    fields["crc32"] = zlib.crc32(body)
+    return json.dumps(fields, separators=(",", ":")).encode() + b"\n" + body
+
+
+def test_a_symlinked_roster_is_never_followed_and_fsck_reports_it(tmp_path: Path) -> None:
+    root, _ = copied(tmp_path)
+    want = rows(root)
+    path = shard_file(root)
+    head, _, body = path.read_bytes().partition(b"\n")
+    lines = [json.loads(line) for line in body.split(b"\n")]
+    for line in lines:  # what this machine's files hold (their stat keys), but another step
+        line["row"]["step"] = 999
+    decoy = tmp_path / "elsewhere.roster"
+    decoy.write_bytes(_with_crc(head, b"\n".join(json.dumps(line).encode() for line in lines)))
+    before = decoy.read_bytes()
+    path.unlink()
+    os.symlink(decoy, path)
+    findings = [
+        f for f in json.loads(cli(root, "fsck", "--json").stdout)["findings"] if f["path"] == str(path)
+    ]
+    assert [f["kind"] for f in findings] == ["foreign"]
+    assert rows(root) == want  # the link is not followed (the roster is written in its place)
+    assert decoy.read_bytes() == before
+
+
+CELL_PIECES = ["t01", "42", "", "-", "chat", "ask: What?", "日本語", "é", "a b", "\x1b[31m", "x\ty"]
+CELL_PIECES.append("ghp_" + "a" * 36)  # a secret, masked
+
+
+def test_a_table_into_a_pipe_is_printed_as_rich_prints_it() -> None:
+    """``threads`` prints thousands of rows without rich laying out each cell: the lines are
+    rich's own (wide characters, escapes, masked secrets, right-justified columns); a table
+    rich must lay out itself (a tab, spaces to keep) is left to rich."""
+    import random
+
+    from rich.table import Table
+
+    from langgraph_checkpoint_repo.cli.output import Text, out_console, plain_table_lines, rich_table_lines
+
+    rng, plain_ones = random.Random(37), 0
+    for _ in range(60):
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for i in range(rng.randint(1, 5)):
+            table.add_column(f"col{i}", justify=rng.choice(["left", "right"]))
+        for _ in range(rng.randint(0, 6)):
+            cells = ["".join(rng.choices(CELL_PIECES, k=rng.randint(0, 2))) for _ in table.columns]
+            table.add_row(*[Text(c, style="bold") if rng.random() < 0.3 else c for c in cells])
+        plain = plain_table_lines(table)
+        if plain is not None:
+            plain_ones += 1
+            assert plain == rich_table_lines(out_console(), table)
+    assert plain_ones >= 10  # the usual table is printed without rich's layout
+
+
+def test_a_cache_grows_to_hold_what_is_read_again_but_not_for_one_pass() -> None:
+    from langgraph_checkpoint_repo.core.caches import LRU
+
+    lru = LRU(4)
+    for key in range(100):  # one pass over many: it stays as it was
+        lru.put(key, key)
+    assert lru.size == 4 and len(lru) == 4
+    cycle = LRU(4)
+    misses = []
+    for _ in range(3):  # a working set of 6, read again and again
+        missed = 0
+        for key in range(6):
+            if cycle.get(key) is None:
+                missed += 1
+                cycle.put(key, key)
+        misses.append(missed)
+    assert misses == [6, 2, 0] and cycle.size == 6  # each evicted key wanted again: one more
