@@ -92,10 +92,14 @@ def render_markdown(
     return "\n".join(out)
 
 
-def _size(value: int | Sequence[int]) -> str:
-    """A size of ``bench.common.Sizes``: a count, or the list of history lengths."""
+def _size(value: bool | int | float | Sequence[int]) -> str:
+    """A size of ``bench.common.Sizes``: a count, seconds, a switch, or a list of sizes."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:g}"
     return ", ".join(f"{v:,}" for v in value)
 
 
