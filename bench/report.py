@@ -117,7 +117,21 @@ def _intro(results: Result) -> str:
         "round-robin and the order rotates every round, so drifts in machine load hit all of them alike. "
         "Compare the ratios rather than the absolute numbers across machines. RepoSaver runs with its "
         "default `durable=True` (fsync of every file and folder) unless noted; SqliteSaver runs with "
-        f"journal_mode={m['sqlite_journal_mode']}, synchronous={m['sqlite_synchronous']}.\n"
+        f"journal_mode={m['sqlite_journal_mode']}, synchronous={m['sqlite_synchronous']}.\n" + _kept(results)
+    )
+
+
+def _kept(results: Result) -> str:
+    """The workloads taken from an earlier run (``bench/run.py --keep-from``), if any."""
+    kept = results.get("kept")
+    if not kept:
+        return ""
+    start, end = kept["load"]
+    return (
+        f"\nThe sections {', '.join(kept['workloads'])} and their rows and goals are from an earlier "
+        f"run, at {kept['started']} (load {fmt_load(start)} -> {fmt_load(end)}; `{kept['command']}`); "
+        "the others and the machine below from this one; the sizes below are this run's (the kept "
+        "workloads ran with that command's). Each workload's ratios are measured within its own run.\n"
     )
 
 

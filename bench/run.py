@@ -100,6 +100,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--growth-turns", type=_ladder, default=None, help="the turns ladder, e.g. 10,100,1000")
     p.add_argument("--growth-threads", type=_ladder, default=None, help="the threads ladder, e.g. 300,3000")
     p.add_argument(
+        "--keep-from",
+        type=Path,
+        default=None,
+        help="the raw results of an earlier run (--json): the workloads this run does not run are taken "
+        "from it, so a report can hold a long run of some workloads beside a whole run of the others",
+    )
+    p.add_argument(
         "--no-postgres",
         action="store_true",
         help="the growth workloads without PostgresSaver (no server started)",
@@ -182,10 +189,28 @@ def write_pictures(results: Result, out: Path) -> list[Path]:
     return written
 
 
+def keep_from(results: Result, earlier: Result) -> Result:
+    """``results`` with every workload they lack taken from ``earlier`` (another run's raw
+    results), and ``kept`` saying which and from when; the report says so at its top."""
+    names = [w.NAME for w in WORKLOADS if not results.get(w.NAME) and earlier.get(w.NAME)]
+    if not names:
+        return results
+    m = earlier["machine"]
+    kept = {
+        "workloads": names,
+        "started": earlier["started"],
+        "command": earlier["command"],
+        "load": [m.get("loadavg_start"), m.get("loadavg_end")],
+    }
+    return {**results, **{name: earlier[name] for name in names}, "kept": kept}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     results = json.loads(args.from_json.read_text()) if args.from_json else run_all(args, argv)
+    if args.keep_from:
+        results = keep_from(results, json.loads(args.keep_from.read_text()))
     pictures = write_pictures(results, args.out)
     ran = [w for w in WORKLOADS if results.get(w.NAME)]
     rows = [row for w in ran for row in w.rows(results[w.NAME])]

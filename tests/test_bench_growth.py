@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from bench import growth
+from bench import growth, run
 from bench.agent_graphs import build_create_agent
 from bench.common import REPO, SQLITE, TINY
 from bench.goals import TURNS_P99
@@ -108,3 +108,21 @@ def test_a_fresh_process_over_the_cap_is_stopped_and_reported(tmp_path: Path) ->
     stores = growth.Stores(tmp_path / "repo", tmp_path / "db", None)
     sizes = dataclasses.replace(TINY, forked_children=False, growth_cap_s=0.001)
     assert growth.fresh(stores, REPO, "get_tuple", "t", "0", sizes) is None
+
+
+def test_keep_from_takes_what_a_run_did_not_run_from_an_earlier_run_and_says_so() -> None:
+    """``bench/run.py --keep-from``: a long run of the growth workloads beside a whole run of the rest."""
+    earlier = {
+        "started": "2026-01-01T00:00:00+00:00",
+        "command": "python bench/run.py",
+        "machine": {"loadavg_start": [1.0, 1.0, 1.0], "loadavg_end": [2.0, 2.0, 2.0]},
+        "chat": {"from": "earlier"},
+        "turns": {"from": "earlier"},
+    }
+    merged = run.keep_from({"started": "later", "turns": {"from": "later"}}, earlier)
+    assert merged["turns"] == {"from": "later"} and merged["chat"] == {"from": "earlier"}
+    assert merged["kept"]["workloads"] == ["chat"] and merged["kept"]["started"] == earlier["started"]
+    assert run.keep_from({"chat": {}, "turns": {}}, {**earlier, "chat": None, "turns": None}) == {
+        "chat": {},
+        "turns": {},
+    }
