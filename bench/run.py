@@ -49,11 +49,23 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the ``bench`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import FULL, PROJECT_ROOT, QUICK, TINY, Result, fmt_load, loadavg, progress, temp_dir
+from bench.common import (
+    FULL,
+    GROWTH_FULL,
+    PROJECT_ROOT,
+    QUICK,
+    TINY,
+    Result,
+    Sizes,
+    fmt_load,
+    loadavg,
+    progress,
+    temp_dir,
+)
 from bench.goals import check_goals
 from bench.machine import machine_info
 from bench.report import Section, render_markdown, summary
-from bench.workloads import WORKLOADS, history
+from bench.workloads import WORKLOADS
 
 NAMES = [w.NAME for w in WORKLOADS]
 
@@ -82,6 +94,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"comma-separated subset of {','.join(NAMES)} (chat includes bytes on disk)",
     )
     p.add_argument("--turns", type=int, default=None, help="user turns of the agents workload")
+    p.add_argument(
+        "--growth-full",
+        action="store_true",
+        help="the whole ladders of the turns and threads workloads (to 3,000 turns and 10,000 threads; "
+        "an hour or more)",
+    )
+    p.add_argument("--growth-turns", type=_ladder, default=None, help="the turns ladder, e.g. 10,100,1000")
+    p.add_argument("--growth-threads", type=_ladder, default=None, help="the threads ladder, e.g. 300,3000")
+    p.add_argument(
+        "--keep-from",
+        type=Path,
+        default=None,
+        help="the raw results of an earlier run (--json): the workloads this run does not run are taken "
+        "from it, so a report can hold a long run of some workloads beside a whole run of the others",
+    )
+    p.add_argument(
+        "--no-postgres",
+        action="store_true",
+        help="the growth workloads without PostgresSaver (no server started)",
+    )
     p.add_argument("--keep-tmp", action="store_true", help="leave the temp data for inspection")
     p.add_argument(
         "--from-json",
@@ -97,11 +129,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def run_all(args: argparse.Namespace, argv: Sequence[str]) -> Result:
-    """Machine info, then every chosen workload in registry order, in one temp folder."""
+def _ladder(text: str) -> tuple[int, ...]:
+    """``10,100,1000`` (or ``1_000``): the sizes of a growth ladder."""
+    return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+
+
+def chosen_sizes(args: argparse.Namespace) -> Sizes:
+    """The sizes of ``--tiny``, ``--quick`` or the full run, with the options that change them."""
     sizes = TINY if args.tiny else QUICK if args.quick else FULL
     if args.turns is not None:
         sizes = dataclasses.replace(sizes, agent_turns=args.turns)
+    if args.growth_full:
+        sizes = dataclasses.replace(sizes, **GROWTH_FULL)
+    if args.growth_turns:
+        sizes = dataclasses.replace(sizes, growth_turns=args.growth_turns)
+    if args.growth_threads:
+        sizes = dataclasses.replace(sizes, growth_threads=args.growth_threads)
+    if args.no_postgres:
+        sizes = dataclasses.replace(sizes, growth_postgres=False)
+    return sizes
+
+
+def run_all(args: argparse.Namespace, argv: Sequence[str]) -> Result:
+    """Machine info, then every chosen workload in registry order, in one temp folder."""
+    sizes = chosen_sizes(args)
     started = time.time()
     results: Result = {
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -121,20 +172,49 @@ def run_all(args: argparse.Namespace, argv: Sequence[str]) -> Result:
     return results
 
 
-def picture_path(out: Path) -> Path:
-    """The history workload's SVG, next to the report: ``docs/performance-depth.svg``."""
-    return out.with_name(f"{out.stem}-depth.svg")
+def picture_path(out: Path, name: str) -> Path:
+    """A workload's SVG, next to the report: ``docs/performance-depth.svg`` for the history workload."""
+    return out.with_name(f"{out.stem}-{name}.svg")
+
+
+def write_pictures(results: Result, out: Path) -> list[Path]:
+    """The SVG of every workload that draws one and ran; each result then names its picture."""
+    written = []
+    for w in WORKLOADS:
+        name = getattr(w, "PICTURE", None)
+        if name is None or not results.get(w.NAME):
+            continue
+        path = picture_path(out, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(w.picture(results[w.NAME]))  # type: ignore[attr-defined]
+        results[w.NAME]["picture"] = path.name  # the report links it by this relative name
+        written.append(path)
+    return written
+
+
+def keep_from(results: Result, earlier: Result) -> Result:
+    """``results`` with every workload they lack taken from ``earlier`` (another run's raw
+    results), and ``kept`` saying which and from when; the report says so at its top."""
+    names = [w.NAME for w in WORKLOADS if not results.get(w.NAME) and earlier.get(w.NAME)]
+    if not names:
+        return results
+    m = earlier["machine"]
+    kept = {
+        "workloads": names,
+        "started": earlier["started"],
+        "command": earlier["command"],
+        "load": [m.get("loadavg_start"), m.get("loadavg_end")],
+    }
+    return {**results, **{name: earlier[name] for name in names}, "kept": kept}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     results = json.loads(args.from_json.read_text()) if args.from_json else run_all(args, argv)
-    if results.get(history.NAME):
-        picture = picture_path(args.out)
-        picture.parent.mkdir(parents=True, exist_ok=True)
-        picture.write_text(history.picture(results[history.NAME]))
-        results[history.NAME]["picture"] = picture.name  # the report links it by this relative name
+    if args.keep_from:
+        results = keep_from(results, json.loads(args.keep_from.read_text()))
+    pictures = write_pictures(results, args.out)
     ran = [w for w in WORKLOADS if results.get(w.NAME)]
     rows = [row for w in ran for row in w.rows(results[w.NAME])]
     sections = [Section(w.TITLE, w.details(results[w.NAME], results["sizes"])) for w in ran]
@@ -152,8 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(summary(rows, goals))
     print(f"\nreport: {args.out}" + (f", json: {args.json}" if args.json else ""))
-    if results.get(history.NAME):
-        print(f"picture: {picture_path(args.out)}")
+    for path in pictures:
+        print(f"picture: {path}")
     return 0
 
 

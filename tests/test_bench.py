@@ -153,3 +153,22 @@ def test_the_report_links_the_svg_and_holds_the_numbers(tiny_run: tuple[str, str
         for call in history.CALLS:
             cell = f"{point['warm'][REPO][f'{call}_ms']:,.3f}"
             assert f"| {n:,} | {history._CALL[call]} | {cell} |" in text, (n, call)
+
+
+def test_the_growth_workloads_draw_their_pictures_next_to_the_report(
+    tiny_run: tuple[str, str, dict[str, Any]], tiny_dir: Path
+) -> None:
+    """turns and threads: one well-formed SVG each, linked from the report, a line per saver
+    and figure in each panel, a point per size of the ladder (the put curve: per bucket)."""
+    text, _, results = tiny_run
+    for name in ("turns", "threads"):
+        result = results[name]
+        assert result["picture"] == f"report-{name}.svg"
+        assert len(re.findall(rf"!\[[^\]]+\]\(report-{name}\.svg\)", text)) == 1
+        svg = (tiny_dir / result["picture"]).read_text()
+        ET.fromstring(svg)
+        for panel, lines in by_panel(svg).items():
+            assert sorted({saver for saver, _ in lines}) == sorted(result["savers"]), (name, panel)
+        for line in polylines(svg):
+            if line.attrib["data-panel"] != "put":
+                assert len(line.attrib["points"].split()) == len(result["ladder"]), line.attrib

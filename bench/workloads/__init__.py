@@ -2,7 +2,9 @@
 
 A workload module has ``NAME`` (for ``--only`` and the key of its results), ``TITLE`` (the
 heading of its detail section), ``run(tmp, sizes)`` returning its results (plain JSON data),
-``rows(results)`` for the results table and ``details(results, sizes)`` for its section.
+``rows(results)`` for the results table and ``details(results, sizes)`` for its section; one
+that draws a picture has ``PICTURE`` (its name: ``performance-<PICTURE>.svg`` beside the report)
+and ``picture(results)``, the SVG.
 To add a workload, write the module and add it to ``WORKLOADS``; its goals go in ``bench.goals``.
 """
 
@@ -13,7 +15,7 @@ from typing import Protocol
 
 from bench.common import Result, Sizes
 from bench.report import Row
-from bench.workloads import agents, big, chat, cli, depth, git, history, store
+from bench.workloads import agents, big, chat, cli, depth, git, history, store, threads, turns
 
 
 class Workload(Protocol):
@@ -27,5 +29,5 @@ class Workload(Protocol):
     def details(self, result: Result, sizes: dict[str, int]) -> str: ...
 
 
-WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli, store, big)
+WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli, store, big, turns, threads)
 """In the order they run and appear in the report."""

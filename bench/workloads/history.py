@@ -45,6 +45,8 @@ from langgraph_checkpoint_repo import RepoSaver
 
 NAME = "history"
 TITLE = "History length: warm calls and the first call of a fresh process"
+PICTURE = "depth"
+"""The picture's name: ``performance-depth.svg`` beside ``performance.md``."""
 
 THREAD = "history"
 CALLS = ("get_tuple", "list")
