@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +19,11 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from tests.graphs import ask_graph, cfg, chat_graph, sub_graph
 from tests.helpers import cli
-from tests.test_index import settle
 
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import files as files_module
 from langgraph_checkpoint_repo.core import wholes
-from langgraph_checkpoint_repo.core.caches import DocCache
+from langgraph_checkpoint_repo.core.caches import RACY_NS, DocCache
 from langgraph_checkpoint_repo.core.format import resolve
 from langgraph_checkpoint_repo.core.index import (
     ROSTER_META_SUFFIX,
@@ -90,6 +90,11 @@ def written() -> tuple[Path, Path]:
         conn.close()
         TEMPLATE["root"], TEMPLATE["db"] = root, db
     return TEMPLATE["root"], TEMPLATE["db"]
+
+
+def settle() -> None:
+    """Let the files age past the racy window, as they do between two processes."""
+    time.sleep(2 * RACY_NS / 1e9)
 
 
 def copied(tmp_path: Path) -> tuple[Path, SqliteSaver]:
