@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo import RepoSaver, ride
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,6 +28,14 @@ def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture
+def writes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every put_writes written in a file of its own, as when no put follows it soon (an
+    interrupt, a task beside a slower one): a step's writes otherwise ride in the next
+    checkpoint (ride.py) and no writes file is made."""
+    monkeypatch.setattr(ride, "LINGER", 0.0)
 
 
 @pytest.fixture

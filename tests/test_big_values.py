@@ -230,7 +230,7 @@ def test_the_put_does_not_read_back_the_large_file_its_put_writes_wrote(
     assert large not in reads  # the put checked it by its stat key: it was parsed and hashed again
 
 
-def test_a_large_file_changed_after_its_write_is_written_again(tmp_path: Path) -> None:
+def test_a_large_file_changed_after_its_write_is_written_again(tmp_path: Path, writes_alone: None) -> None:
     saver = RepoSaver(tmp_path)
     writes_file = saver._writes_file
     written: dict[Path, bytes] = {}

@@ -23,6 +23,7 @@ import json
 import operator
 import os
 import pickle
+import re
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -443,7 +444,8 @@ def test_honest_encrypted_thread_runs_interrupts_resumes_and_validates(root: Pat
     assert [s.next for s in history] == [(), ("ask",), ("prepare",), ("__start__",)]
     assert history[0].values == out and history[1].values == {"note": Note("contract"), "log": ["prepared"]}
     text = "".join(p.read_text() for p in root.rglob("*.json"))
-    assert "contract" not in text and "Ada" not in text and '"serde": "msgpack+aes"' in text
+    # as words: base64 of the ciphertext spells "Ada" now and then
+    assert not re.search(r"\b(contract|Ada)\b", text) and '"serde": "msgpack+aes"' in text
     assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
 
 

@@ -411,10 +411,12 @@ def test_saver_prune_never_deletes_through_a_symlinked_large_folder(tmp_path: Pa
 
 @pytest.mark.parametrize("folder", ["large", "values", "writes", "checkpoints"])
 def test_cli_prune_refuses_a_symlinked_thread_folder_and_removes_nothing(
-    tmp_path: Path, root: Path, folder: str
+    tmp_path: Path, root: Path, folder: str, request: pytest.FixtureRequest
 ) -> None:
     """``prune --keep-last 1 --yes`` (and its dry run) with any folder of a thread linked outside:
     one line naming the link, no file removed inside or outside the root."""
+    if folder == "writes":
+        request.getfixturevalue("writes_alone")  # writes files made (and taken): the folder there
     chat_root(root)
     if folder == "values":
         RepoSaver(root).prune(["t"])  # makes values/

@@ -647,15 +647,21 @@ def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, root: Path, 
 
 @pytest.mark.parametrize("folder", ["writes", "values"])
 def test_no_write_goes_through_a_symlinked_writes_or_values_folder(
-    tmp_path: Path, root: Path, folder: str
+    tmp_path: Path, root: Path, folder: str, request: pytest.FixtureRequest
 ) -> None:
-    """put_writes (a graph step) and prune (which writes values/) never create a file through a symlink."""
+    """put_writes (a graph step) and prune (which writes values/) never create a file through a
+    symlink: a step's writes riding in the next checkpoint (ride.py) go nowhere near it, and
+    those written alone are refused."""
     tdir = _chat_thread(root, "linked")
     outside = tmp_path / "outside"
     outside.mkdir()
     shutil.rmtree(tdir / folder, ignore_errors=True)
     os.symlink(outside, tdir / folder, target_is_directory=True)
     saver = RepoSaver(root)
+    if folder == "writes":
+        chat_graph(saver).invoke({"messages": [HumanMessage(content="rides")]}, cfg("linked"))
+        assert list(outside.iterdir()) == []
+        request.getfixturevalue("writes_alone")
     with pytest.raises(RepoCheckpointError, match="outside"):
         if folder == "writes":
             chat_graph(saver).invoke({"messages": [HumanMessage(content="x")]}, cfg("linked"))

@@ -113,6 +113,9 @@ def rehash(doc: dict[str, Any], name: str, change: Any) -> str:
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
+    """As a pull request can: the folder made if the state has none (writes/, when every
+    step's writes rode in the next checkpoint)."""
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(dump_json(doc))
 
 

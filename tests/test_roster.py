@@ -292,7 +292,8 @@ def forged(line: dict[str, Any], damage: str) -> None:
             for row in ns["lineage"]:
                 row[4] += 1
         for dep in line["row"]["deps"]:
-            dep[1][3] += 1
+            if dep[1] is not None:  # None: a folder that is not there (writes/: all taken)
+                dep[1][3] += 1
         line["row"]["step"] = 999
     elif damage == "forged":  # a line of the metadata file
         for _, rows in line["ns"]:

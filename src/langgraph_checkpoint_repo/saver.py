@@ -21,10 +21,7 @@ import heapq
 import logging
 import os
 import re
-import threading
-from collections import Counter
 from collections.abc import AsyncIterator, Collection, Generator, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -72,6 +69,7 @@ from .core.typenames import Fix, graph_fix
 from .core.writes import merged_writes, write_idx
 from .forks import Head
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
+from .ride import Waiting, WritesRide
 from .serde import ValueCodec
 from .values import ListState, ValueWriter
 
@@ -188,10 +186,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self._lists: dict[tuple[str, str, str], ListState] = {}
         # the last values stored in large/: a put refers to what its put_writes just stored
         self._large_values = LargeValues()
-        # put_writes under way, per (thread, namespace, checkpoint): a put of a child waits for
-        # them, to take them into itself (format 4); shared with the graphs' views
-        self._writing: Counter[tuple[str, str, str]] = Counter()
-        self._writes_done = threading.Condition()
+        # put_writes waiting for, or writing beside, a child's put (ride.py): the put takes
+        # them into its own file (format 4); shared with the graphs' views
+        self._ride: WritesRide[_WritesCall] = WritesRide(self.store.files.locks.timeout)
         # one view per calling graph, with that graph's types (None: this is such a view)
         self._graph_views: GraphViews | None = GraphViews()
 
@@ -452,13 +449,22 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         checkpoint, new_versions = _versions_for_file(checkpoint, new_versions)
-        if parent_id:
-            self._writes_settle(thread_id, ns, parent_id)  # before the lock: they take it too
-        with self.store.thread_lock(thread_id):
-            for attempt in range(DECIDE_AGAIN + 1):
-                again = attempt < DECIDE_AGAIN
-                if self._put_file(thread_id, ns, config, checkpoint, metadata, new_versions, again=again):
-                    break
+        with self._ride.putting(thread_id):
+            # the parent's put_writes waiting or under way: taken into this file (before the
+            # lock: those writing their own files take it too)
+            riders = self._ride.claim((thread_id, ns, parent_id)) if parent_id and cid > parent_id else []
+            ok = False
+            try:
+                with self.store.thread_lock(thread_id):
+                    for attempt in range(DECIDE_AGAIN + 1):
+                        again = attempt < DECIDE_AGAIN
+                        if self._put_file(
+                            thread_id, ns, config, checkpoint, metadata, new_versions, riders, again=again
+                        ):
+                            break
+                ok = True
+            finally:
+                self._ride.settle(riders, ok=ok)
         return checkpoint_config(thread_id, ns, cid)
 
     def _put_file(
@@ -469,6 +475,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        riders: builtins.list[Waiting[_WritesCall]],
         *,
         again: bool,
     ) -> bool:
@@ -483,7 +490,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         with self.store.deciding(thread_id) as ticket:
             host = writer.for_file(thread_id, ticket, replacing=(ns, cid))
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
-            taken, taken_files = self._take_parent_writes(thread_id, ns, cid, parent_id, writer, stored.large)
+            taken, taken_files = self._take_parent_writes(
+                thread_id, ns, cid, parent_id, writer, stored.large, riders
+            )
             target = f"thread {thread_id!r} checkpoint {cid}"
             extra = {k: writer.tree(v, target, f"/checkpoint/extra/{k}") for k, v in extra_fields(checkpoint)}
             record = CheckpointRecord(
@@ -515,17 +524,21 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id: str | None,
         writer: ValueWriter,
         large: builtins.list[tuple[Path, bytes]],
+        riders: builtins.list[Waiting[_WritesCall]],
     ) -> tuple[dict[str, Any], builtins.list[Path]]:
         """The parent's writes files, as the records a new checkpoint holds (``parent_writes``),
         so the files can go once it is durable; and those files. Each value is stored again as
         this checkpoint stores its own (a message it holds, or one stored before, is referred
         to, not copied: the writes file may have been written before the checkpoint holding
-        it was). Nothing when one of them does not read (they stay, for readers to report)."""
+        it was). Nothing when one of them does not read (they stay, for readers to report).
+        Then the ``put_writes`` calls that waited for this put (``riders``), after the files
+        (they are later); one this file cannot hold is let go to write its own."""
         if not parent_id or cid <= parent_id:
             return {}, []  # a child whose id is not later stays apart: readers look after the parent
         try:
             docs = self.store.docs.writes(thread_id, ns, parent_id)
         except (FileNotFoundError, RepoCheckpointError):
+            self._let_go(riders)
             return {}, []
         taken: dict[str, Any] = {}
         files: builtins.list[Path] = []
@@ -546,21 +559,77 @@ class RepoSaver(BaseCheckpointSaver[str]):
             except InstallationError:
                 raise
             except RepoCheckpointError:
+                self._let_go(riders)
                 return {}, []  # it does not read: every file stays, for readers to report
             taken[key] = {"task_id": doc["task_id"], "task_path": doc["task_path"], "writes": entries}
             files.append(path)
+        if riders:
+            self._take_riders(thread_id, ns, parent_id, riders, taken, writer, large, target)
         return taken, files
 
-    def _writes_settle(self, thread_id: str, ns: str, cid: str) -> None:
-        """Wait for this process's ``put_writes`` of a checkpoint that are under way: LangGraph
-        saves a step's writes beside the next checkpoint, and the checkpoint takes them. Never
-        under the thread's lock (they take it too). A ``put_writes`` does not wait for its own
-        checkpoint's ``put`` (the two are decided one at a time, ``ThreadStore.deciding``, so a
-        message one decided to hold is referred to by the other, never stored twice): waiting
-        put one more call in line before the next checkpoint of every step."""
-        key, timeout = (thread_id, ns, cid), self.store.files.locks.timeout
-        with self._writes_done:
-            self._writes_done.wait_for(lambda: self._writing[key] <= 0, timeout=timeout)
+    def _take_riders(
+        self,
+        thread_id: str,
+        ns: str,
+        parent_id: str,
+        riders: builtins.list[Waiting[_WritesCall]],
+        taken: dict[str, Any],
+        writer: ValueWriter,
+        large: builtins.list[tuple[Path, bytes]],
+        target: str,
+    ) -> None:
+        """The waiting ``put_writes`` calls as records of this checkpoint, each as its own file
+        would have held it (``_writes_entries``: the first regular write of a task wins). A call
+        whose values do not store here is let go: it writes its own file and raises its own
+        error, never this put's."""
+        existing = self._regular_writes(thread_id, ns, parent_id)
+        for rider in builtins.list(riders):
+            call = rider.call
+            key = str(uuid6())
+            mark = len(large)
+            try:
+                entries = self._writes_entries(
+                    call, existing, writer, large, target, f"/parent_writes/{key}/writes/{{i}}/value"
+                )
+            except Exception:
+                del large[mark:]
+                self._let_go([rider])
+                riders.remove(rider)
+                continue
+            existing.update((call.task_id, e["idx"]) for e in entries if e["idx"] >= 0)
+            if entries:
+                taken[key] = {"task_id": call.task_id, "task_path": call.task_path, "writes": entries}
+
+    def _writes_entries(
+        self,
+        call: _WritesCall,
+        existing: Collection[tuple[str, int]],
+        writer: ValueWriter,
+        large: builtins.list[tuple[Path, bytes]],
+        target: str,
+        pointer: str,
+    ) -> builtins.list[dict[str, Any]]:
+        """One ``put_writes`` call's entries as stored (``pointer`` with ``{i}`` for each):
+        per task and ``idx`` the first regular write wins; a special one replaces."""
+        entries: builtins.list[dict[str, Any]] = []
+        for i, (channel, value) in enumerate(call.writes):
+            idx = write_idx(channel, i)
+            if idx >= 0 and (call.task_id, idx) in existing:
+                continue
+            at = pointer.format(i=len(entries))
+            serde, data = self.codec.dumps(value, "writes", target, at)
+            node = writer.value_node(call.thread_id, serde, data, large, (target, at))
+            entries.append({"idx": idx, "channel": channel, "value": node})
+        return entries
+
+    def _regular_writes(self, thread_id: str, ns: str, cid: str) -> set[tuple[str, int]]:
+        """(task, idx) of the regular writes a checkpoint has: a later one of these loses."""
+        return {(w.task_id, w.idx) for w in merged_writes(self.store, thread_id, ns, cid) if w.idx >= 0}
+
+    def _let_go(self, riders: builtins.list[Waiting[_WritesCall]]) -> None:
+        """Calls this put cannot hold: they write their own files (and the list is emptied)."""
+        self._ride.settle(riders, ok=False)
+        riders.clear()
 
     def _metadata(self, config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
         """The checkpoint's metadata as LangGraph builds it, without what only says which request
@@ -593,53 +662,30 @@ class RepoSaver(BaseCheckpointSaver[str]):
         one replaces; each call adds one writes file, never changing one already written."""
         thread_id, ns = thread_ns(config)
         cid = config["configurable"]["checkpoint_id"]
-        key = (thread_id, ns, str(cid))
-        with self._busy(key):
-            call = _WritesCall(
-                thread_id=thread_id, ns=ns, cid=str(cid), writes=writes, task_id=task_id, task_path=task_path
-            )
+        call = _WritesCall(
+            thread_id=thread_id, ns=ns, cid=str(cid), writes=writes, task_id=task_id, task_path=task_path
+        )
+        # wait a moment for the child's put to hold these writes (ride.py)
+        with self._ride.writes((thread_id, ns, str(cid)), call, wait=True) as rode:
+            if rode:
+                return
             with self.store.thread_lock(thread_id):
                 for attempt in range(DECIDE_AGAIN + 1):
                     if self._writes_file(call, again=attempt < DECIDE_AGAIN):
                         return
 
-    @contextmanager
-    def _busy(self, key: tuple[str, str, str]) -> Iterator[None]:
-        """A put_writes of one checkpoint under way in this process (its child's put waits)."""
-        counter = self._writing
-        with self._writes_done:
-            counter[key] += 1
-        try:
-            yield
-        finally:
-            with self._writes_done:
-                counter[key] -= 1
-                if counter[key] <= 0:
-                    del counter[key]
-                self._writes_done.notify_all()
-
     def _writes_file(self, call: _WritesCall, *, again: bool) -> bool:
         """Decide and write one writes file, as ``_put_file`` a checkpoint (its own objects
         are never referred to from elsewhere: the child checkpoint stores them again); False
         when a write it referred to failed and it must decide again."""
-        thread_id, ns, cid, writes, task_id, task_path = call
+        thread_id, ns, cid, _, task_id, task_path = call
         writer = self._value_writer()
         with self.store.deciding(thread_id) as ticket:
             host = writer.for_file(thread_id, ticket)
-            existing = {
-                (w.task_id, w.idx) for w in merged_writes(self.store, thread_id, ns, cid) if w.idx >= 0
-            }
+            existing = self._regular_writes(thread_id, ns, cid)
             large: builtins.list[tuple[Path, bytes]] = []
-            entries: builtins.list[dict[str, Any]] = []
-            for i, (channel, value) in enumerate(writes):
-                idx = write_idx(channel, i)
-                if idx >= 0 and (task_id, idx) in existing:
-                    continue  # first write wins for regular writes; special ones replace
-                target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
-                pointer = f"/writes/{len(entries)}/value"
-                serde, data = self.codec.dumps(value, "writes", target, pointer)
-                node = writer.value_node(thread_id, serde, data, large, (target, pointer))
-                entries.append({"idx": idx, "channel": channel, "value": node})
+            target = f"thread {thread_id!r} checkpoint {cid} task {task_id}"
+            entries = self._writes_entries(call, existing, writer, large, target, "/writes/{i}/value")
             if not entries:
                 return True
             record = TaskWrites(thread_id, ns, cid, task_id, task_path, entries, host.objects)
