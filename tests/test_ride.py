@@ -227,10 +227,10 @@ def test_a_taken_write_returns_only_once_the_checkpoint_holding_it_is_durable(tm
     assert got is not None and got.pending_writes == [("task-1", "note", "kept")]
 
 
-def test_a_graph_whose_put_waits_for_its_writes_stops_waiting_after_one_step(tmp_path: Path) -> None:
+def test_a_graph_whose_put_waits_for_its_writes_stops_waiting_after_three_steps(tmp_path: Path) -> None:
     """LangGraph saves a DeltaChannel's writes before the next checkpoint: a call that waited
-    for that put would wait for nothing each step. After the first, the thread's calls write
-    alone, and the thread reads as InMemorySaver's."""
+    for that put would wait for nothing each step. After three such steps in a row the
+    thread's calls write alone, and the thread reads as InMemorySaver's."""
     saver = RepoSaver(tmp_path / ".langgraph")
     memory = InMemorySaver()
     for s in (saver, memory):
@@ -241,3 +241,19 @@ def test_a_graph_whose_put_waits_for_its_writes_stops_waiting_after_one_step(tmp
         return [(st.values, st.next) for st in delta_graph(s).get_state_history(cfg("t"))]
 
     assert seen(RepoSaver(tmp_path / ".langgraph")) == seen(memory)
+
+
+def test_one_put_late_on_a_loaded_machine_does_not_stop_the_waiting(tmp_path: Path) -> None:
+    """A put that comes just after its parent's put_writes gave up (a slow moment) counts one
+    strike; the next put that takes a waiting call clears it."""
+    saver = RepoSaver(tmp_path / ".langgraph")
+    conf = _parent(saver)
+    saver.put_writes(conf, [("note", "alone")], "task-0")  # no put follows within the wait: alone
+    child = saver.put(conf, _child({"a": 1}), {"source": "loop", "step": 0}, {"a": "1"})
+    assert saver._ride._strikes == {"t": 1}
+    worker, raised = _waiting_writes(saver, dict(child), [("note", "rides")])
+    saver.put(child, _child({"a": 2}), {"source": "loop", "step": 1}, {"a": "2"})
+    worker.join(30)
+    assert not raised and saver._ride._strikes == {} and saver._ride._alone == {}
+    got = RepoSaver(tmp_path / ".langgraph").get_tuple(child)
+    assert got is not None and got.pending_writes == [("task-1", "note", "rides")]

@@ -12,9 +12,11 @@ The put takes the waiting calls (``claim``) and lets them go once its file is du
 is on disk. When no put comes (an interrupt, an error, a graph whose put waits for the writes
 first) or the put fails, the call writes its own file as before.
 
-A thread whose put came just after a ``put_writes`` gave up waiting (LangGraph waits for the
-writes of a ``DeltaChannel`` or an error handler before the next put) is not made to wait
-again in this process. The rule of what is durable when is unchanged: see docs/reliability.md.
+A thread whose put came just after a ``put_writes`` of its parent gave up waiting, ``STRIKES``
+times in a row (LangGraph waits for the writes of a ``DeltaChannel`` or an error handler before
+the next put), is not made to wait for ``ALONE_FOR`` seconds; one put that took a waiting call
+clears the count (a slow moment of a loaded machine is not a graph that never lets it ride).
+The rule of what is durable when is unchanged: see docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ GRACE = 0.004  # seconds a put_writes waits for its child's put once the thread'
 LINGER = 1.0  # seconds a put_writes waits in all (a put under way ends sooner)
 # a put that comes this soon after a put_writes of its parent gave up waiting was waiting for it
 EVIDENCE = 0.25
+STRIKES = 3  # that many in a row: the thread's put_writes stop waiting ...
+ALONE_FOR = 60.0  # ... for this many seconds, then try again
 _REMEMBERED = 4096  # keys and threads remembered in each of the notes below
 
 
@@ -59,7 +63,8 @@ class WritesRide(Generic[C]):
         self._put_ended: dict[str, float] = {}
         self._claimed: dict[Key, None] = {}  # keys a child put has taken: later calls write alone
         self._gave_up: dict[Key, float] = {}
-        self._alone: dict[str, None] = {}  # threads whose puts wait for their writes first
+        self._strikes: dict[str, int] = {}  # puts in a row that came just after a call gave up
+        self._alone: dict[str, float] = {}  # threads whose puts wait for their writes first: until
 
     @contextmanager
     def writes(self, key: Key, call: C, *, wait: bool) -> Iterator[bool]:
@@ -79,7 +84,7 @@ class WritesRide(Generic[C]):
     def _wait(self, key: Key, call: C, wait: bool) -> bool:
         thread = key[0]
         with self._cond:
-            if not wait or key in self._claimed or thread in self._alone:
+            if not wait or key in self._claimed or self._is_alone(thread):
                 self._own[key] += 1
                 return False
             me = Waiting(key, call)
@@ -103,6 +108,15 @@ class WritesRide(Generic[C]):
                         return False
                     timeout = left - now
                 self._cond.wait(timeout)
+
+    def _is_alone(self, thread: str) -> bool:
+        until = self._alone.get(thread)
+        if until is None:
+            return False
+        if time.monotonic() < until:
+            return True
+        del self._alone[thread]
+        return False
 
     def _drop_waiting(self, me: Waiting[C]) -> None:
         queue = self._waiting[me.key]
@@ -133,11 +147,20 @@ class WritesRide(Generic[C]):
             for w in taken:
                 w.state = "claimed"
             self._remember(self._claimed, key, None)
-            gave_up = self._gave_up.pop(key, None)
-            if gave_up is not None and time.monotonic() - gave_up < EVIDENCE:
-                self._remember(self._alone, key[0], None)
+            self._count_strike(key[0], self._gave_up.pop(key, None), bool(taken))
             self._cond.wait_for(lambda: self._own[key] <= 0, timeout=self.timeout)
             return taken
+
+    def _count_strike(self, thread: str, gave_up: float | None, took: bool) -> None:
+        now = time.monotonic()
+        if gave_up is not None and now - gave_up < EVIDENCE:
+            strikes = self._strikes.get(thread, 0) + 1
+            self._remember(self._strikes, thread, strikes)
+            if strikes >= STRIKES:
+                self._strikes.pop(thread, None)
+                self._remember(self._alone, thread, now + ALONE_FOR)
+        elif took:
+            self._strikes.pop(thread, None)
 
     def settle(self, taken: list[Waiting[C]], *, ok: bool) -> None:
         """Let taken calls go: their writes are durable in the put's file (``ok``), or they
