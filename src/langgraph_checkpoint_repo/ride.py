@@ -32,7 +32,9 @@ from typing import Any, Generic, TypeVar
 Key = tuple[str, str, str]  # thread id, namespace, checkpoint id
 C = TypeVar("C")
 
-GRACE = 0.004  # seconds a put_writes waits for its child's put once the thread's puts are over
+# seconds a put_writes waits for its child's put once the thread's puts are over: LangGraph's
+# step between the two (applying the writes, copying the state) takes a few ms on a loaded machine
+GRACE = 0.02
 LINGER = 1.0  # seconds a put_writes waits in all (a put under way ends sooner)
 # a put that comes this soon after a put_writes of its parent gave up waiting was waiting for it
 EVIDENCE = 0.25

@@ -95,7 +95,7 @@ def _inside(layout: Layout, folder: Path) -> bool:
         return False
 
 
-def _read(layout: Layout, path: Path) -> bytes | None:
+def read_index_file(layout: Layout, path: Path) -> bytes | None:
     """An index file's bytes, or None when it is absent or not a plain file inside the root."""
     if not _inside(layout, path.parent):
         return None
@@ -231,7 +231,7 @@ def _is_key(key: Any) -> bool:
 def load_listing(layout: Layout, folder: Path, key: StatKey) -> list[str] | None:
     """The names recorded for ``folder`` when its stat key is still ``key``, else None."""
     path = index_path(layout, folder, LIST_SUFFIX)
-    data = _read(layout, path) if path is not None else None
+    data = read_index_file(layout, path) if path is not None else None
     found = _listing_head(layout, folder, data) if data is not None else None
     if found is None or tuple(found[0]["key"]) != key:  # the key first: decode only what is used
         return None
@@ -320,7 +320,7 @@ def meta_from_rows(folder: Path | str, rows: Any) -> dict[str, MetaEntry] | None
 
 def load_meta(layout: Layout, folder: Path) -> dict[str, MetaEntry]:
     path = index_path(layout, folder, META_SUFFIX)
-    data = _read(layout, path) if path is not None else None
+    data = read_index_file(layout, path) if path is not None else None
     if data is None:
         return {}
     return decode_meta(layout, folder, data) or {}
@@ -335,6 +335,61 @@ def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> No
         return
     if path is not None and data is not None:
         _write(layout, path, data)
+
+
+# -- objects (objindex.py: where a thread's objects live, with their trees) ------------------
+OBJECTS_SUFFIX = ".objects"
+OBJECTS_HEADER = b'{"index_version":1,"kind":"objects"}\n'
+
+ObjectEntry = tuple[str, StatKey, Any]  # holder (its path's text), its stat key, the object's tree
+
+
+def encode_line(rel: str, key: StatKey, objects: dict[str, Any]) -> bytes:
+    """One holder's line: ``<crc32> [file below the thread folder, stat key, {name: tree}]``."""
+    body = orjson.dumps([rel, list(key), objects])
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def decode_lines(tdir: Path, data: bytes) -> dict[str, ObjectEntry] | None:
+    """The entries of an objects file (later lines win), None when it is not one. A line
+    whose checksum fails (torn by a crash, damaged, forged carelessly) or whose shape is
+    not an entry's is skipped."""
+    if not data.startswith(OBJECTS_HEADER):
+        return None
+    out: dict[str, ObjectEntry] = {}
+    top = str(tdir)
+    for line in data[len(OBJECTS_HEADER) :].split(b"\n"):
+        crc, _, body = line.partition(b" ")
+        if len(crc) != 8 or not body:
+            continue
+        try:
+            if int(crc, 16) != zlib.crc32(body):
+                continue
+            rel, key, objects = orjson.loads(body)
+        except (ValueError, TypeError):
+            continue
+        if not _object_line_shape(rel, key, objects):
+            continue
+        holder = os.path.join(top, *rel.split("/"))
+        for name, tree in objects.items():
+            out[name] = (holder, (key[0], key[1], key[2], key[3]), tree)
+    return out
+
+
+def _decode_objects(layout: Layout, tdir: Path, data: bytes) -> dict[str, ObjectEntry] | None:
+    return decode_lines(tdir, data)
+
+
+def _object_line_shape(rel: Any, key: Any, objects: Any) -> bool:
+    parts = rel.split("/") if isinstance(rel, str) else []
+    return (
+        1 < len(parts) <= 4  # checkpoints/<id>.json, ns/<namespace>/checkpoints/<id>.json
+        and all(p not in ("", ".", "..") for p in parts)
+        and isinstance(key, list)
+        and len(key) == 4
+        and all(type(k) is int for k in key)
+        and isinstance(objects, dict)
+    )
 
 
 # -- fsck -------------------------------------------------------------------------------
@@ -355,7 +410,7 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     roster = _ROSTER_NAME.fullmatch(path.name)
     if roster is not None and path.parent == index_dir(layout):
         return _roster_problem(layout, path, int(roster.group(1), 16), roster.group(2) == "roster")
-    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX)
+    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX, OBJECTS_SUFFIX)
     suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
         return "not an index file (a leftover temp file?)"
@@ -363,12 +418,13 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     folder = layout.root / rel.parent / path.name[: -len(suffix)]
     if not folder.is_dir():
         return f"index of {folder}, which does not exist"
-    data = _read(layout, path)
+    data = read_index_file(layout, path)
     decode = {
         LIST_SUFFIX: decode_listing,
         META_SUFFIX: decode_meta,
         LINEAGE_SUFFIX: decode_lineage,
         ITEMS_SUFFIX: decode_items,
+        OBJECTS_SUFFIX: _decode_objects,
     }[suffix]
     decoded = decode(layout, folder, data) if data is not None else None
     if decoded is None:
@@ -380,7 +436,7 @@ def index_problem(layout: Layout, path: Path) -> str | None:
 
 def _roster_problem(layout: Layout, path: Path, shard: int, facts: bool) -> str | None:
     """Why a roster file (``facts``: of the threads' facts, else of their metadata) is of no use."""
-    data = _read(layout, path)
+    data = read_index_file(layout, path)
     if data is not None:
         if facts and decode_roster(layout, shard, data, strict=True) is not None:
             return None
@@ -588,7 +644,7 @@ def load_lineage(layout: Layout, folder: Path) -> Lineage:
     """The lineage recorded for ``folder`` (each entry still to be checked against its file's
     stat key by the caller); empty when there is none or it is damaged."""
     path = index_path(layout, folder, LINEAGE_SUFFIX)
-    data = _read(layout, path) if path is not None else None
+    data = read_index_file(layout, path) if path is not None else None
     got = decode_lineage(layout, folder, data) if data is not None else None
     return got if got is not None else Lineage()
 
@@ -646,7 +702,7 @@ def decode_items(layout: Layout, folder: Path, data: bytes) -> dict[str, ItemEnt
 
 def load_items(layout: Layout, folder: Path) -> dict[str, ItemEntry]:
     path = index_path(layout, folder, ITEMS_SUFFIX)
-    data = _read(layout, path) if path is not None else None
+    data = read_index_file(layout, path) if path is not None else None
     return (decode_items(layout, folder, data) if data is not None else None) or {}
 
 
@@ -844,7 +900,7 @@ def _ns_facts(tdir: str, ns: Any, strict: bool) -> NsFacts | None:
 def load_roster(layout: Layout, shard: int) -> dict[str, ThreadFacts] | None:
     """The facts one roster file keeps (each still to be checked against the files by its
     user); None when it is absent or anything in it is off."""
-    data = _read(layout, roster_path(layout, shard))
+    data = read_index_file(layout, roster_path(layout, shard))
     return decode_roster(layout, shard, data) if data is not None else None
 
 
@@ -920,5 +976,5 @@ def decode_roster_meta(
 
 def load_roster_meta(layout: Layout, shard: int) -> dict[str, dict[str, Any]] | None:
     """The metadata rows one roster metadata file keeps; None when it is absent or off."""
-    data = _read(layout, roster_path(layout, shard, ROSTER_META_SUFFIX))
+    data = read_index_file(layout, roster_path(layout, shard, ROSTER_META_SUFFIX))
     return decode_roster_meta(layout, shard, data) if data is not None else None

@@ -55,6 +55,7 @@ from .layout import (
     is_verbatim,
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
+from .objindex import ObjectIndex
 from .overlap import Overlap, PutDone
 from .wholes import WholeDocs, writes_names
 
@@ -118,6 +119,9 @@ class ThreadStore:
         self.root = root
         self.values = ValueResolver(self.layout, self.files.read_doc, self.files.docs)
         self.values.implied_base = self.implied_base
+        # where a thread's objects live, for a fresh process (objindex.py)
+        self.objects = ObjectIndex(self.layout)
+        self.values.find_object = self.objects.find
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
@@ -126,6 +130,9 @@ class ThreadStore:
         if snapshots:
             self.files.snapshot = Snapshot(self._snapshot_changed)
             self.values.read_paths = self.files.snapshot.read_paths
+        else:  # the checks read every file anyway: they write no objects index
+            self.values.read_holder = self.objects.read
+            self.values.read_done = self.objects.flush
 
     @property
     def in_snapshot(self) -> bool:
@@ -350,6 +357,8 @@ class ThreadStore:
             self.files.remember(path, doc, data)
             if staged.held is not None:
                 self._overlap.note_objects(staged.thread_id, *staged.held, list(staged.host.objects))
+                tdir = self.layout.thread_dir(staged.thread_id)
+                self.objects.wrote(tdir, path, data, fields.held_objects(doc))
         finally:
             if staged.done is not None:
                 tdir = self.layout.thread_dir(staged.thread_id)
@@ -653,3 +662,4 @@ class ThreadStore:
             self._lineages.pop(folder, None)
         self._overlap.forget_under(tdir)
         self.docs.forget_under(tdir)
+        self.objects.forget(tdir)

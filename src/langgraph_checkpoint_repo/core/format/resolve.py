@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,11 @@ from .entries import ValueEntry, append_entry, entry_from_node
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
+# (thread folder, object name, holder, folders found inside the root in this read) -> the
+# tree the derived index has for it, or None
+FindObject = Callable[[Path, str, Path, set[Path]], Any]
+# (thread folder, holder, its lstat before the read, the objects it holds, time before the read)
+ReadHolder = Callable[[Path, Path, os.stat_result, dict[str, Any], int], None]
 # the folders whose files may hold objects of their own (format 4), and their kind
 _HOLDS_OBJECTS = {CHECKPOINTS: "checkpoint", WRITES: "writes"}
 
@@ -54,6 +60,11 @@ class ValueResolver:
         self.located: dict[Path, dict[str, tuple[str, str]]] = {}
         # (channel, link) -> the base an append without ``base`` extends (ThreadStore sets it)
         self.implied_base: Callable[[str, Link], tuple[Any, str]] | None = None
+        # the objects index (objindex.py, ThreadStore sets them): objects a fresh process
+        # takes without opening their holders, and holders read, to be written down
+        self.find_object: FindObject | None = None
+        self.read_holder: ReadHolder | None = None
+        self.read_done: Callable[[Path], None] | None = None  # an expansion is over
         # a run of the checks reads the root as one snapshot (snapshot.py): a kept value is
         # reused without checking the files it was built from again
         self.trust_kept = False
@@ -291,12 +302,23 @@ class ValueResolver:
         done = self._objects.get(tdir)
         if done is None or len(done) > CACHE_ENTRIES * 16:
             done = self._objects[tdir] = {}
-        load = partial(self._load_object, tdir, holder, pointer)
+        load = partial(self._load_object, tdir, holder, pointer, set())
         expander = Expander(load, str(holder), pointer, done)
-        return expander.expand(tree), expander.weight
+        try:
+            return expander.expand(tree), expander.weight
+        finally:
+            if self.read_done is not None:
+                self.read_done(tdir)
 
     def _load_object(
-        self, tdir: Path, referrer: Path, pointer: str, digest: str, node: dict[str, Any], holder: str
+        self,
+        tdir: Path,
+        referrer: Path,
+        pointer: str,
+        inside: set[Path],
+        digest: str,
+        node: dict[str, Any],
+        holder: str,
     ) -> tuple[Any, str]:
         """One object's tree, checked against its name (a hand edit cannot pass as the
         original), and the file it lies in: the checkpoint ``$in`` names, else the file holding
@@ -305,10 +327,12 @@ class ValueResolver:
         loc = location_of(node)
         if loc is not None:
             path = self.checkpoint_in(tdir, *loc)
-            try:
-                doc = self._read_doc(path, "checkpoint")
-            except FileNotFoundError:
-                doc = None  # removed by prune: the object was kept in objects/ first
+            if self.find_object is not None and not self.trust_kept:
+                indexed = self.find_object(tdir, digest, path, inside)
+                if indexed is not None and self.names(digest, indexed):
+                    self.located.setdefault(tdir, {}).setdefault(digest, loc)
+                    return indexed, str(path)
+            doc = self._read_holder(tdir, path)
             if doc is not None:
                 tree = fields.held_objects(doc).get(digest)
                 if tree is None:
@@ -342,6 +366,20 @@ class ValueResolver:
         if odoc["sha256"] != digest or not names_object(digest, odoc["tree"]):
             raise FileFormatError(str(path), "/sha256", EDITED)
         return odoc["tree"], str(path)
+
+    def _read_holder(self, tdir: Path, path: Path) -> dict[str, Any] | None:
+        """The checkpoint holding an object, None when it is gone (prune keeps its objects in
+        objects/ first); one settled before the read goes into the objects index."""
+        noting = self.read_holder is not None and not self.trust_kept
+        try:
+            before = os.lstat(path) if noting else None
+            read_at = time.time_ns()
+            doc = self._read_doc(path, "checkpoint")
+        except FileNotFoundError:
+            return None
+        if noting and before is not None and self.read_holder is not None:
+            self.read_holder(tdir, path, before, fields.held_objects(doc), read_at)
+        return doc
 
     def _checked(self, path: Path, digest: str, tree: Any, tdir: Path, doc: dict[str, Any]) -> Any:
         """An object a file holds, checked against its name; where it is noted for writers."""

@@ -1,0 +1,195 @@
+"""Where a thread's objects live, with their trees, for a fresh process (the derived index).
+
+Format 4 keeps each message in the checkpoint file that first held it, so the list of a long
+thread refers to a message in almost every checkpoint before it: a process with empty caches
+opened, parsed and checked a file per message to read one state (1,000 files at 300 turns).
+This index is ``.cache/index/threads/<thread>.objects``: one line per holder file, ``<crc32>
+<json>``, the JSON ``[file below the thread folder, its stat key, {name: tree}]``. A fresh
+read takes an object from it instead of from its holder while
+
+* the holder's stat key is the one recorded (one lstat: a hand edit, a checkout, a prune
+  shows), and the holder lies inside the root with no symlink on the way; and
+* the tree matches its name (the sha256 of its canonical bytes, as every object read is
+  checked): a line forged into a pull request can serve nothing but the object named.
+
+A line is written only for a file known to be settled (caches.settled): by the writer once
+a later put finds the file older than ``RACY_NS`` and still holding the very bytes it wrote,
+by a reader for a file that was settled before it read it. So an edit made in the same clock
+tick as the write is seen, as in process. The file is appended to (no fsync: a cache); a
+torn or damaged line fails its checksum and is skipped; a file over ``MAX_BYTES`` is neither
+read nor appended to (``fsck --repair`` removes it, and the next reads write it again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .caches import RACY_NS, StatKey, file_digest, settled, stat_key
+from .index import (
+    OBJECTS_HEADER,
+    OBJECTS_SUFFIX,
+    ObjectEntry,
+    decode_lines,
+    encode_line,
+    index_path,
+    read_index_file,
+)
+from .layout import Layout
+
+_log = logging.getLogger(__name__)
+
+MAX_BYTES = 64 * 1024 * 1024  # a thread's objects beyond this are read from their files
+START = 32  # holders a thread has before it gets an index: reading fewer files costs little
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # no symlink, no FIFO wait
+
+
+class ObjectIndex:
+    """The objects index of each thread this process reads or writes."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._lock = threading.Lock()
+        self._entries: dict[Path, dict[str, ObjectEntry]] = {}  # thread folder -> name -> entry
+        # per thread folder: files this process wrote, (file, sha256 of its bytes, objects, written at)
+        self._unsettled: dict[Path, list[tuple[Path, bytes, dict[str, Any], int]]] = {}
+        # per thread folder: lines to write, kept until the thread has START holders (or a file)
+        self._lines: dict[Path, list[tuple[Path, StatKey, dict[str, Any]]]] = {}
+        self._has_file: set[Path] = set()
+
+    def path(self, tdir: Path) -> Path | None:
+        return index_path(self.layout, tdir, OBJECTS_SUFFIX)
+
+    # -- reading -----------------------------------------------------------------------
+    def find(self, tdir: Path, name: str, holder: Path, inside: set[Path]) -> Any | None:
+        """The tree of object ``name`` as ``holder`` holds it, while the holder is unchanged
+        and inside the root (``inside``: the folders the caller found so, in the same read);
+        None: read the holder. The caller checks the tree against its name."""
+        entries = self._entries.get(tdir)
+        if entries is None:
+            entries = self._load(tdir)
+        hit = entries.get(name)
+        if hit is None or hit[0] != str(holder):
+            return None
+        try:
+            if stat_key(os.lstat(holder)) != hit[1]:
+                return None
+            folder = holder.parent
+            if folder not in inside:
+                if self.layout.off_the_way(folder) is not None:
+                    return None
+                inside.add(folder)
+        except OSError:
+            return None
+        return hit[2]
+
+    def _load(self, tdir: Path) -> dict[str, ObjectEntry]:
+        path = self.path(tdir)
+        data = read_index_file(self.layout, path) if path is not None else None
+        entries = decode_lines(tdir, data) if data is not None and len(data) <= MAX_BYTES else None
+        with self._lock:
+            if data is not None:
+                self._has_file.add(tdir)
+            return self._entries.setdefault(tdir, entries or {})
+
+    # -- writing -----------------------------------------------------------------------
+    def wrote(self, tdir: Path, path: Path, data: bytes, objects: dict[str, Any]) -> None:
+        """A file this process just wrote, holding ``objects``: written down once settled."""
+        if not objects:
+            return
+        with self._lock:
+            pending = self._unsettled.setdefault(tdir, [])
+            pending.append((path, hashlib.sha256(data).digest(), objects, time.time_ns()))
+            if len(pending) > 64:  # never settled (a clock gone back?): not worth keeping
+                del pending[:-64]
+        self.settle(tdir)
+
+    def read(
+        self, tdir: Path, path: Path, before: os.stat_result, objects: dict[str, Any], read_at: int
+    ) -> None:
+        """A holder a reader just read (``before``: its lstat then): written down when it was
+        settled before the read and is unchanged since."""
+        if not objects or not settled(before, read_at):
+            return
+        try:
+            if stat_key(os.lstat(path)) != stat_key(before):
+                return
+        except OSError:
+            return
+        with self._lock:
+            self._lines.setdefault(tdir, []).append((path, stat_key(before), objects))
+
+    def flush(self, tdir: Path) -> None:
+        """Write down the lines kept for a thread (a read is over), once it has START holders."""
+        self._append(tdir, [])
+
+    def settle(self, tdir: Path) -> None:
+        """Write down the files this process wrote that have settled holding its bytes."""
+        now = time.time_ns()
+        with self._lock:
+            pending = self._unsettled.get(tdir, [])
+            ripe = [p for p in pending if now - p[3] > RACY_NS]
+            if not ripe:
+                return
+            self._unsettled[tdir] = [p for p in pending if now - p[3] <= RACY_NS]
+        lines = []
+        for path, digest, objects, _ in ripe:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            checked_at = time.time_ns()
+            if settled(st, checked_at) and file_digest(path) == digest:
+                lines.append((path, stat_key(st), objects))
+        self._append(tdir, lines)
+
+    def _append(self, tdir: Path, more: list[tuple[Path, StatKey, dict[str, Any]]]) -> None:
+        with self._lock:
+            lines = self._lines.pop(tdir, []) + more
+            if not lines:
+                return
+            if tdir not in self._has_file and len(lines) < START:
+                self._lines[tdir] = lines  # a short thread: its few files are read quickly
+                return
+            self._has_file.add(tdir)
+        index = self.path(tdir)
+        if index is None:
+            return
+        data = b"".join(encode_line(p.relative_to(tdir).as_posix(), k, o) for p, k, o in lines)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW
+        try:
+            if self.layout.off_the_way(index.parent) is not None:
+                return
+            index.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(index, flags, 0o644)
+        except OSError as exc:  # read-only, full, a symlink in the way: only time is lost
+            _log.info("objects index not written to %s: %s", index, exc)
+            return
+        try:
+            st = os.fstat(fd)
+            size = st.st_size
+            if stat.S_ISREG(st.st_mode) and size + len(data) <= MAX_BYTES:
+                os.write(fd, (OBJECTS_HEADER if size == 0 else b"") + data)
+        except OSError as exc:
+            _log.info("objects index not written to %s: %s", index, exc)
+        finally:
+            os.close(fd)
+        with self._lock:
+            known = self._entries.get(tdir)
+            if known is not None:
+                for path, key, objects in lines:
+                    for name, tree in objects.items():
+                        known[name] = (str(path), key, tree)
+
+    def forget(self, tdir: Path) -> None:
+        with self._lock:
+            self._entries.pop(tdir, None)
+            self._unsettled.pop(tdir, None)
+            self._lines.pop(tdir, None)
+            self._has_file.discard(tdir)

@@ -1,0 +1,189 @@
+"""The objects index (core/objindex.py, issue 37): a fresh process reads a long thread's
+messages from one derived file instead of a file per message, and the files still win.
+
+Real graphs on a real saver and filesystem; each "fresh process" is a new RepoSaver on the
+root (empty caches), and one test runs a real second process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graphs import cfg, chat_graph, contents
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core.caches import RACY_NS
+from langgraph_checkpoint_repo.core.errors import FileFormatError
+from langgraph_checkpoint_repo.core.index import OBJECTS_SUFFIX, decode_lines, encode_line, index_path
+from langgraph_checkpoint_repo.core.layout import Layout
+
+TURNS = 40
+SETTLE = RACY_NS / 1e9 + 0.02
+# a whole copy of the list every 16 puts: a read walks at most that many links of its chain
+SNAPSHOT_EVERY = 16
+BOUND = 3 * SNAPSHOT_EVERY  # files a fresh read of the latest opens, however long the thread
+
+
+@contextmanager
+def opened() -> Iterator[list[str]]:
+    """Every file ``os.open`` opened meanwhile."""
+    seen: list[str] = []
+    real = os.open
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> int:
+        seen.append(str(path))
+        return real(path, *args, **kwargs)
+
+    os.open = counting  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        os.open = real  # type: ignore[assignment]
+
+
+def chat(root: Path, turns: int = TURNS) -> list[str]:
+    """A thread of ``turns`` turns, each put after the previous ones settled (as turns a
+    person waits for do), plus one more so the last ones are written down too; its texts."""
+    graph = chat_graph(RepoSaver(root, durable=False, snapshot_every=SNAPSHOT_EVERY))
+    for i in range(turns + 1):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
+        if i % 8 == 7 or i >= turns - 1:
+            time.sleep(SETTLE)
+    return contents(graph.get_state(cfg("t")).values["messages"])
+
+
+def objects_file(root: Path) -> Path:
+    layout = Layout(root)
+    path = index_path(layout, layout.thread_dir("t"), OBJECTS_SUFFIX)
+    assert path is not None
+    return path
+
+
+def entries(root: Path) -> dict[str, Any]:
+    got = decode_lines(Layout(root).thread_dir("t"), objects_file(root).read_bytes())
+    assert got is not None
+    return got
+
+
+def fresh_read(root: Path) -> tuple[list[str], list[str]]:
+    """The latest state's texts as a new saver reads them, and the checkpoint files it opened."""
+    saver = RepoSaver(root)
+    with opened() as seen:
+        got = saver.get_tuple(cfg("t"))
+    assert got is not None
+    checkpoints = [p for p in seen if f"{os.sep}checkpoints{os.sep}" in p]
+    return contents(got.checkpoint["channel_values"]["messages"]), checkpoints
+
+
+def test_a_fresh_read_of_a_long_thread_opens_a_bounded_number_of_files_not_one_per_message(
+    tmp_path: Path,
+) -> None:
+    """The files of the list's chain back to its last whole copy, not every checkpoint that
+    first held one of its messages."""
+    root = tmp_path / ".langgraph"
+    want = chat(root)
+    assert len(want) == 2 * (TURNS + 1)
+    holders = {e[0] for e in entries(root).values()}
+    assert len(holders) >= 2 * TURNS  # each message in the checkpoint that first held it
+    fresh_read(root)  # the first also derives which checkpoint continues (the lineage index)
+    texts, opened_files = fresh_read(root)
+    assert texts == want
+    assert len(opened_files) <= BOUND, len(opened_files)
+    objects_file(root).unlink()  # without it: a file per message-bearing checkpoint
+    texts, opened_files = fresh_read(root)
+    assert texts == want and len(opened_files) >= len(holders)
+    assert objects_file(root).exists()  # the read wrote down what it read (settled files)
+    texts, opened_files = fresh_read(root)
+    assert texts == want and len(opened_files) <= BOUND
+
+
+def test_a_second_process_reads_the_thread_through_the_index(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    want = chat(root)
+    script = (
+        "import json, os, sys\n"
+        "from langgraph_checkpoint_repo import RepoSaver\n"
+        "seen = []\n"
+        "real = os.open\n"
+        "os.open = lambda p, *a, **k: (seen.append(str(p)), real(p, *a, **k))[1]\n"
+        "got = RepoSaver(sys.argv[1]).get_tuple({'configurable': {'thread_id': 't'}})\n"
+        "print(json.dumps([[m.content for m in got.checkpoint['channel_values']['messages']],"
+        " [p for p in seen if '/checkpoints/' in p]]))\n"
+    )
+    fresh_read(root)  # the lineage index written
+    run = [sys.executable, "-c", script, str(root)]
+    texts, opened_files = json.loads(subprocess.run(run, capture_output=True, text=True, check=True).stdout)
+    assert texts == want and len(opened_files) <= BOUND, len(opened_files)
+
+
+def test_a_holder_edited_in_place_is_read_from_its_file(tmp_path: Path) -> None:
+    """Same size, same name: its stat key changed, so the index is not used for it, and the
+    read refuses the edited message as it does without an index."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    holder = next(Path(e[0]) for e in entries(root).values() if b'"turn 3"' in Path(e[0]).read_bytes())
+    holder.write_bytes(holder.read_bytes().replace(b'"turn 3"', b'"turn X"'))
+    with pytest.raises(FileFormatError) as info:
+        RepoSaver(root).get_tuple(cfg("t"))
+    assert str(holder) in str(info.value)
+
+
+def test_a_forged_or_damaged_line_serves_nothing_but_the_object_named(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    want = chat(root)
+    index = objects_file(root)
+    tdir = Layout(root).thread_dir("t")
+    name, (holder, key, tree) = next(iter(entries(root).items()))
+    forged = json.loads(json.dumps(tree).replace("turn", "TURN"))
+    assert forged != tree
+    rel = Path(holder).relative_to(tdir).as_posix()
+    with index.open("ab") as fh:
+        fh.write(encode_line(rel, key, {name: forged}))  # the real holder and key, another tree
+        fh.write(encode_line("../elsewhere/checkpoints/x.json", key, {name: forged}))
+        fh.write(b"00000000 " + encode_line(rel, key, {name: forged})[9:])  # a checksum that fails
+        fh.write(b"garbage\n")
+    assert entries(root)[name][2] == forged  # the forged line is the one the index now gives
+    texts, _ = fresh_read(root)
+    assert texts == want  # its tree does not match its name: the holder was read instead
+
+
+def test_a_file_is_written_down_only_once_it_has_settled(tmp_path: Path) -> None:
+    """An edit made in the same clock tick as a write leaves its stat key as it was: a line
+    is written only for a file older than RACY_NS that still holds the bytes written."""
+    root = tmp_path / ".langgraph"
+    chat(root, turns=20)
+    folder = root / "threads" / "t" / "checkpoints"
+    graph = chat_graph(RepoSaver(root, durable=False))
+    before = set(folder.iterdir())
+    graph.invoke({"messages": [HumanMessage("just now", id="n0")]}, cfg("t"))
+    new = {str(p) for p in set(folder.iterdir()) - before}
+    assert not new & {e[0] for e in entries(root).values()}  # not settled yet
+    time.sleep(SETTLE)
+    graph.invoke({"messages": [HumanMessage("later", id="n1")]}, cfg("t"))
+    assert new & {e[0] for e in entries(root).values()}  # settled, still the bytes written
+
+
+def test_fsck_reports_a_damaged_objects_index_and_repair_removes_it(tmp_path: Path) -> None:
+    from helpers import cli
+
+    root = tmp_path / ".langgraph"
+    want = chat(root, turns=20)
+    assert objects_file(root).exists() and cli(root, "fsck").returncode == 0
+    objects_file(root).write_bytes(b"damaged")
+    found = cli(root, "fsck", "--json")
+    assert found.returncode == 1
+    kinds = {f["path"]: f["kind"] for f in json.loads(found.stdout)["findings"]}
+    assert kinds == {str(objects_file(root)): "index"}
+    assert cli(root, "fsck", "--repair").returncode == 0
+    assert not objects_file(root).exists()
+    assert fresh_read(root)[0] == want
