@@ -338,7 +338,9 @@ def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> No
 
 
 # -- objects (objindex.py: where a thread's objects live, with their trees) ------------------
-OBJECTS_SUFFIX = ".objects"
+# "~" starts no thread folder's name but a hashed one's (layout.py): "<thread>~objects" is
+# never the index folder of another thread ("t.objects" is a thread name)
+OBJECTS_SUFFIX = "~objects"
 OBJECTS_HEADER = b'{"index_version":1,"kind":"objects"}\n'
 
 ObjectEntry = tuple[str, StatKey, Any]  # holder (its path's text), its stat key, the object's tree

@@ -3,7 +3,7 @@
 Format 4 keeps each message in the checkpoint file that first held it, so the list of a long
 thread refers to a message in almost every checkpoint before it: a process with empty caches
 opened, parsed and checked a file per message to read one state (1,000 files at 300 turns).
-This index is ``.cache/index/threads/<thread>.objects``: one line per holder file, ``<crc32>
+This index is ``.cache/index/threads/<thread>~objects``: one line per holder file, ``<crc32>
 <json>``, the JSON ``[file below the thread folder, its stat key, {name: tree}]``. A fresh
 read takes an object from it instead of from its holder while
 
