@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -186,4 +187,47 @@ def test_fsck_reports_a_damaged_objects_index_and_repair_removes_it(tmp_path: Pa
     assert kinds == {str(objects_file(root)): "index"}
     assert cli(root, "fsck", "--repair").returncode == 0
     assert not objects_file(root).exists()
+    assert fresh_read(root)[0] == want
+
+
+def test_a_deleted_thread_leaves_no_objects_index_behind(tmp_path: Path) -> None:
+    """The index holds the thread's messages: deleting the thread deletes it too."""
+    root = tmp_path / ".langgraph"
+    chat(root, turns=20)
+    assert objects_file(root).exists()
+    RepoSaver(root).delete_thread("t")
+    assert not objects_file(root).exists()
+
+
+def test_an_index_read_again_after_checkouts_is_compacted_not_grown(tmp_path: Path) -> None:
+    """A checkout gives every file a new stat key: a fresh read writes its holders down again.
+    Over half the lines dead, the next fresh read writes the file anew with the live ones."""
+    root = tmp_path / ".langgraph"
+    want = chat(root, turns=40)
+    sizes = []
+    for i in range(4):
+        for holder in (root / "threads" / "t" / "checkpoints").iterdir():
+            os.utime(holder, ns=(holder.stat().st_atime_ns, holder.stat().st_mtime_ns - 10**9 * (i + 1)))
+        assert fresh_read(root)[0] == want
+        sizes.append(objects_file(root).stat().st_size)
+    assert fresh_read(root)[0] == want  # reads the grown file: over half of it dead, compacted
+    live = len({e[0] for e in entries(root).values()})
+    lines = objects_file(root).read_bytes().count(b"\n") - 1
+    assert lines <= 2 * live + 1 and objects_file(root).stat().st_size < max(sizes), (sizes, lines, live)
+
+
+def test_a_line_too_deep_to_hash_is_no_match_and_the_holder_is_read(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    want = chat(root, turns=20)
+    tdir = Layout(root).thread_dir("t")
+    name, (holder, _, _) = next(iter(entries(root).items()))
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    rel = Path(holder).relative_to(tdir).as_posix()
+    st = os.lstat(holder)
+    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    body = json.dumps([rel, list(key), {name: deep}], separators=(",", ":")).encode()
+    with objects_file(root).open("ab") as fh:  # as only someone on this machine could
+        fh.write(b"%08x %s\n" % (zlib.crc32(body), body))
     assert fresh_read(root)[0] == want

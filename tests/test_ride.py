@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt
 
 from graphs import ask_graph, cfg, chat_graph, delta_graph
@@ -266,3 +268,80 @@ def test_one_put_late_on_a_loaded_machine_does_not_stop_the_waiting(tmp_path: Pa
     assert not raised and saver._ride._strikes == {} and saver._ride._alone == {}
     got = RepoSaver(tmp_path / ".langgraph").get_tuple(child)
     assert got is not None and got.pending_writes == [("task-1", "note", "rides")]
+
+
+def test_a_third_call_of_one_step_writes_alone_at_once(tmp_path: Path) -> None:
+    """A wide fan-out does not hold a worker thread per task: two calls of a checkpoint wait
+    for its child's put, the others write their own files at once."""
+    saver = RepoSaver(tmp_path / ".langgraph")
+    conf = _parent(saver)
+    c = conf["configurable"]
+    with saver._ride.putting("t"):  # a put under way: waiting calls keep waiting
+        first, raised1 = _waiting_writes(saver, conf, [("a", 1)])
+        second = threading.Thread(target=saver.put_writes, args=(conf, [("b", 2)], "task-2"))
+        second.start()
+        deadline = time.monotonic() + 30
+        while len(saver._ride._waiting.get((c["thread_id"], "", c["checkpoint_id"]), [])) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        saver.put_writes(conf, [("c", 3)], "task-3")  # returns: written alone
+        writes = list((tmp_path / ".langgraph" / "threads" / "t" / "writes").glob("*.json"))
+        assert len(writes) == 1 and first.is_alive() and second.is_alive()
+    saver.put(conf, _child({"a": 1}), {"source": "loop", "step": 0}, {"a": "1"})
+    first.join(30)
+    second.join(30)
+    assert not raised1
+    got = RepoSaver(tmp_path / ".langgraph").get_tuple(conf)
+    assert got is not None and sorted(got.pending_writes) == [
+        ("task-1", "a", 1),
+        ("task-2", "b", 2),
+        ("task-3", "c", 3),
+    ]
+
+
+def test_a_failure_after_the_file_is_durable_does_not_store_the_taken_writes_twice(tmp_path: Path) -> None:
+    """Once the checkpoint holding them is durable, the taken calls are let go as done: a
+    failure after that (removing the files it took) cannot send them to write again."""
+    saver = RepoSaver(tmp_path / ".langgraph")
+    conf = _parent(saver)
+    worker, raised = _waiting_writes(saver, conf, [("__interrupt__", "ask")])
+
+    def failing(paths: Any) -> None:
+        raise OSError("injected after the commit")
+
+    saver.store.files.discard_files = failing  # type: ignore[method-assign]
+    saver.put(conf, _child({"a": 1}), {"source": "loop", "step": 0}, {"a": "1"})
+    worker.join(30)
+    assert not raised
+    assert not list((tmp_path / ".langgraph" / "threads" / "t" / "writes").glob("*.json"))
+    got = RepoSaver(tmp_path / ".langgraph").get_tuple(conf)
+    assert got is not None and got.pending_writes == [("task-1", "__interrupt__", "ask")]
+
+
+class Pair(TypedDict, total=False):
+    done: Annotated[list[str], operator.add]
+
+
+def test_uneven_parallel_tasks_do_not_stop_the_waiting(tmp_path: Path) -> None:
+    """A step whose fast task gave up waiting while its slow sibling rode counts no strike:
+    the put took a waiting call."""
+    saver = RepoSaver(tmp_path / ".langgraph")
+
+    def fast(state: Pair) -> dict[str, Any]:
+        return {"done": ["fast"]}
+
+    def slow(state: Pair) -> dict[str, Any]:
+        time.sleep(ride.GRACE * 5)
+        return {"done": ["slow"]}
+
+    builder = StateGraph(Pair)
+    builder.add_node("fast", fast)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "fast")
+    builder.add_edge(START, "slow")
+    builder.add_edge("fast", END)
+    builder.add_edge("slow", END)
+    graph = builder.compile(checkpointer=saver)
+    for _ in range(ride.STRIKES + 1):
+        graph.invoke({"done": []}, cfg("t"))
+    assert "t" not in saver._ride._alone and not saver._ride._strikes.get("t")

@@ -38,6 +38,10 @@ GRACE = 0.02
 LINGER = 1.0  # seconds a put_writes waits in all (a put under way ends sooner)
 # a put that comes this soon after a put_writes of its parent gave up waiting was waiting for it
 EVIDENCE = 0.25
+# calls of one checkpoint that wait at once: the rest of a wide fan-out (Send) writes alone at
+# once rather than hold a worker thread each (asyncio.to_thread's pool is small) for a put that
+# comes only after its slowest task
+WAITING = 2
 STRIKES = 3  # that many in a row: the thread's put_writes stop waiting ...
 ALONE_FOR = 60.0  # ... for this many seconds, then try again
 _REMEMBERED = 4096  # keys and threads remembered in each of the notes below
@@ -86,7 +90,8 @@ class WritesRide(Generic[C]):
     def _wait(self, key: Key, call: C, wait: bool) -> bool:
         thread = key[0]
         with self._cond:
-            if not wait or key in self._claimed or self._is_alone(thread):
+            waiting = self._waiting.get(key, ())
+            if not wait or key in self._claimed or len(waiting) >= WAITING or self._is_alone(thread):
                 self._own[key] += 1
                 return False
             me = Waiting(key, call)
@@ -155,14 +160,14 @@ class WritesRide(Generic[C]):
 
     def _count_strike(self, thread: str, gave_up: float | None, took: bool) -> None:
         now = time.monotonic()
-        if gave_up is not None and now - gave_up < EVIDENCE:
+        if took:  # a step that let one call ride (a slow sibling's) is not a graph that never does
+            self._strikes.pop(thread, None)
+        elif gave_up is not None and now - gave_up < EVIDENCE:
             strikes = self._strikes.get(thread, 0) + 1
             self._remember(self._strikes, thread, strikes)
             if strikes >= STRIKES:
                 self._strikes.pop(thread, None)
                 self._remember(self._alone, thread, now + ALONE_FOR)
-        elif took:
-            self._strikes.pop(thread, None)
 
     def settle(self, taken: list[Waiting[C]], *, ok: bool) -> None:
         """Let taken calls go: their writes are durable in the put's file (``ok``), or they

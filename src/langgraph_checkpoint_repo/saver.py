@@ -453,7 +453,6 @@ class RepoSaver(BaseCheckpointSaver[str]):
             # the parent's put_writes waiting or under way: taken into this file (before the
             # lock: those writing their own files take it too)
             riders = self._ride.claim((thread_id, ns, parent_id)) if parent_id and cid > parent_id else []
-            ok = False
             try:
                 with self.store.thread_lock(thread_id):
                     for attempt in range(DECIDE_AGAIN + 1):
@@ -462,9 +461,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
                             thread_id, ns, config, checkpoint, metadata, new_versions, riders, again=again
                         ):
                             break
-                ok = True
             finally:
-                self._ride.settle(riders, ok=ok)
+                # the file holding them let them go as soon as it was durable (_put_file): any
+                # left were not written (the put failed) and write their own files
+                self._ride.settle(riders, ok=False)
         return checkpoint_config(thread_id, ns, cid)
 
     def _put_file(
@@ -511,6 +511,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             staged = self.store.stage_checkpoint(record, host, stored.large, writer.parent)
         if not self.store.commit(staged, again=again):
             return False
+        self._ride.settle(riders, ok=True)  # durable in this file: whatever follows may fail
+        riders.clear()
         writer.remember(thread_id, ns, cid, stored)
         if taken_files:  # durable in the checkpoint now: the files go (format 4)
             self.store.files.discard_files(taken_files)

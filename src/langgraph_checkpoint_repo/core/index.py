@@ -116,7 +116,7 @@ def read_index_file(layout: Layout, path: Path) -> bytes | None:
         return None
 
 
-def _write(layout: Layout, path: Path, data: bytes) -> None:
+def write_index_file(layout: Layout, path: Path, data: bytes) -> None:
     """Atomically, without fsync (a cache). A root that cannot take it (read-only, full, a
     symlink in the way) is logged and left alone: the index only saves time, and a read
     must not fail for want of it."""
@@ -245,7 +245,7 @@ def save_listing(layout: Layout, folder: Path, key: StatKey, names: list[str]) -
     """Record a settled listing of a folder big enough to be worth it."""
     path = index_path(layout, folder, LIST_SUFFIX)
     if path is not None and len(names) >= MIN_NAMES:
-        _write(layout, path, encode_listing(layout, folder, key, names))
+        write_index_file(layout, path, encode_listing(layout, folder, key, names))
 
 
 # -- metadata ---------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> No
         _log.info("derived index not written for %s: %s", folder, exc)
         return
     if path is not None and data is not None:
-        _write(layout, path, data)
+        write_index_file(layout, path, data)
 
 
 # -- objects (objindex.py: where a thread's objects live, with their trees) ------------------
@@ -654,7 +654,7 @@ def load_lineage(layout: Layout, folder: Path) -> Lineage:
 def save_lineage(layout: Layout, folder: Path, lineage: Lineage) -> None:
     path = index_path(layout, folder, LINEAGE_SUFFIX)
     if path is not None:
-        _write(layout, path, encode_lineage(layout, folder, lineage))
+        write_index_file(layout, path, encode_lineage(layout, folder, lineage))
 
 
 # -- store items (RepoStore) ------------------------------------------------------------
@@ -716,7 +716,7 @@ def save_items(layout: Layout, folder: Path, entries: dict[str, ItemEntry]) -> N
         _log.info("derived index not written for %s: %s", folder, exc)
         return
     if path is not None and data is not None:
-        _write(layout, path, data)
+        write_index_file(layout, path, data)
 
 
 # -- the roster: what cross-thread reads need of every thread (roster.py) -------------------
@@ -914,7 +914,9 @@ def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts], *, metad
         _log.info("derived index not written for shard %d of the threads: %s", shard, exc)
         return
     if len(data) <= MAX_FILE_BYTES and json_bounds_problem(data) is None:
-        _write(layout, roster_path(layout, shard, ROSTER_META_SUFFIX if metadata else ROSTER_SUFFIX), data)
+        write_index_file(
+            layout, roster_path(layout, shard, ROSTER_META_SUFFIX if metadata else ROSTER_SUFFIX), data
+        )
     else:
         _log.info("derived index not written for shard %d of the threads: too big for one file", shard)
 

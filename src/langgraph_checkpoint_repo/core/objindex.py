@@ -28,6 +28,7 @@ import os
 import stat
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from .index import (
     encode_line,
     index_path,
     read_index_file,
+    write_index_file,
 )
 from .layout import Layout
 
@@ -47,6 +49,8 @@ _log = logging.getLogger(__name__)
 
 MAX_BYTES = 64 * 1024 * 1024  # a thread's objects beyond this are read from their files
 START = 32  # holders a thread has before it gets an index: reading fewer files costs little
+THREADS_KEPT = 64  # threads whose entries a process keeps (a server reads many, one at a time)
+COMPACT_BYTES = 256 * 1024  # a file this big with over half its lines dead is written anew
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # no symlink, no FIFO wait
 
 
@@ -56,7 +60,8 @@ class ObjectIndex:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._lock = threading.Lock()
-        self._entries: dict[Path, dict[str, ObjectEntry]] = {}  # thread folder -> name -> entry
+        # thread folder -> name -> entry, the last THREADS_KEPT threads read
+        self._entries: OrderedDict[Path, dict[str, ObjectEntry]] = OrderedDict()
         # per thread folder: files this process wrote, (file, sha256 of its bytes, objects, written at)
         self._unsettled: dict[Path, list[tuple[Path, bytes, dict[str, Any], int]]] = {}
         # per thread folder: lines to write, kept until the thread has START holders (or a file)
@@ -93,10 +98,39 @@ class ObjectIndex:
         path = self.path(tdir)
         data = read_index_file(self.layout, path) if path is not None else None
         entries = decode_lines(tdir, data) if data is not None and len(data) <= MAX_BYTES else None
+        if path is not None and data is not None and entries is not None and len(data) > COMPACT_BYTES:
+            entries = self._compact(tdir, path, data, entries)
         with self._lock:
             if data is not None:
                 self._has_file.add(tdir)
-            return self._entries.setdefault(tdir, entries or {})
+            got = self._entries.setdefault(tdir, entries or {})
+            while len(self._entries) > THREADS_KEPT:
+                self._entries.popitem(last=False)
+            return got
+
+    def _compact(
+        self, tdir: Path, path: Path, data: bytes, entries: dict[str, ObjectEntry]
+    ) -> dict[str, ObjectEntry]:
+        """Entries whose holder is unchanged, written anew when over half the file's lines
+        are dead (a holder read again after a checkout, pruned or removed): appending only,
+        the file would grow with every checkout until it is too big to use."""
+        holders: dict[str, tuple[StatKey, dict[str, Any]]] = {}
+        for name, (holder, key, tree) in entries.items():
+            holders.setdefault(holder, (key, {}))[1][name] = tree
+        if data.count(b"\n") - 1 <= 2 * len(holders):
+            return entries
+        live: dict[str, ObjectEntry] = {}
+        lines = []
+        for holder, (key, objects) in holders.items():
+            try:
+                if stat_key(os.lstat(holder)) != key:
+                    continue
+            except OSError:
+                continue
+            lines.append(encode_line(os.path.relpath(holder, tdir).replace(os.sep, "/"), key, objects))
+            live.update((name, (holder, key, tree)) for name, tree in objects.items())
+        write_index_file(self.layout, path, OBJECTS_HEADER + b"".join(lines))
+        return live
 
     # -- writing -----------------------------------------------------------------------
     def wrote(self, tdir: Path, path: Path, data: bytes, objects: dict[str, Any]) -> None:
@@ -188,8 +222,19 @@ class ObjectIndex:
                         known[name] = (str(path), key, tree)
 
     def forget(self, tdir: Path) -> None:
+        """A thread removed, replaced or repaired: what was kept of it goes, its file too (it
+        holds the thread's messages; a deleted thread leaves none behind in the cache)."""
         with self._lock:
             self._entries.pop(tdir, None)
             self._unsettled.pop(tdir, None)
             self._lines.pop(tdir, None)
             self._has_file.discard(tdir)
+        index = self.path(tdir)
+        if index is None or self.layout.off_the_way(index.parent) is not None:
+            return  # never through a symlink
+        try:
+            os.unlink(index)  # a link there goes itself, its target stays
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            _log.info("objects index not removed: %s", exc)

@@ -329,7 +329,7 @@ class ValueResolver:
             path = self.checkpoint_in(tdir, *loc)
             if self.find_object is not None and not self.trust_kept:
                 indexed = self.find_object(tdir, digest, path, inside)
-                if indexed is not None and self.names(digest, indexed):
+                if indexed is not None and self._names_quietly(digest, indexed):
                     self.located.setdefault(tdir, {}).setdefault(digest, loc)
                     return indexed, str(path)
             doc = self._read_holder(tdir, path)
@@ -388,6 +388,14 @@ class ValueResolver:
         if doc.get("kind") == "checkpoint":  # where references name it (its first home) stays
             self.located.setdefault(tdir, {}).setdefault(digest, (doc["checkpoint_ns"], doc["checkpoint_id"]))
         return tree
+
+    def _names_quietly(self, digest: str, tree: Any) -> bool:
+        """``names`` of a derived tree (the objects index): one it cannot even hash (nested
+        too deep, a number JSON cannot hold) is no match, and the holder is read instead."""
+        try:
+            return self.names(digest, tree)
+        except (TypeError, ValueError, RecursionError):
+            return False
 
     def names(self, digest: str, tree: Any) -> bool:
         """``names_object``, once per tree a snapshot holds (its files never change in it)."""
