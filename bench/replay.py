@@ -40,6 +40,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph_checkpoint_repo.core.format.versions import next_version
+from langgraph_checkpoint_repo.ride import writes_alone
 
 ListKey = tuple[str, str, str]
 """(thread_id, checkpoint_ns, channel)."""
@@ -361,7 +362,10 @@ def apply(saver: BaseCheckpointSaver[Any], call: Call) -> None:
     elif isinstance(call, Put):
         saver.put(call.config, call.checkpoint, call.metadata, call.new_versions)
     else:
-        saver.put_writes(call.config, list(call.writes), call.task_id, call.task_path)
+        # one call after another, as recorded: the next put comes only after this returns
+        # (RepoSaver's put_writes would wait for it in vain: ride.py)
+        with writes_alone():
+            saver.put_writes(call.config, list(call.writes), call.task_id, call.task_path)
 
 
 def new_suffix() -> str:

@@ -27,6 +27,7 @@ from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.errors import FileFormatError
 from langgraph_checkpoint_repo.core.index import OBJECTS_SUFFIX, decode_lines, encode_line, index_path
 from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.threads import LINEAGE_SAVE_EVERY
 
 TURNS = 40
 SETTLE = RACY_NS / 1e9 + 0.02
@@ -231,3 +232,18 @@ def test_a_line_too_deep_to_hash_is_no_match_and_the_holder_is_read(tmp_path: Pa
     with objects_file(root).open("ab") as fh:  # as only someone on this machine could
         fh.write(b"%08x %s\n" % (zlib.crc32(body), body))
     assert fresh_read(root)[0] == want
+
+
+def test_the_first_fresh_read_after_a_writer_reads_few_checkpoint_headers(tmp_path: Path) -> None:
+    """The writer writes its lineage down every LINEAGE_SAVE_EVERY checkpoints that settled
+    holding its bytes: the next process reads the headers of the checkpoints added since, not
+    every header of the thread."""
+    root = tmp_path / ".langgraph"
+    want = chat(root, turns=80)
+    checkpoints = len(list((root / "threads" / "t" / "checkpoints").iterdir()))
+    texts, opened_files = fresh_read(root)  # no read before it: as after the writer exits
+    assert texts == want
+    assert len(opened_files) <= BOUND + LINEAGE_SAVE_EVERY + 16 < checkpoints, (
+        len(opened_files),
+        checkpoints,
+    )

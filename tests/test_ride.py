@@ -345,3 +345,23 @@ def test_uneven_parallel_tasks_do_not_stop_the_waiting(tmp_path: Path) -> None:
     for _ in range(ride.STRIKES + 1):
         graph.invoke({"done": []}, cfg("t"))
     assert "t" not in saver._ride._alone and not saver._ride._strikes.get("t")
+
+
+def test_a_caller_that_puts_one_call_after_another_writes_alone_at_once(tmp_path: Path) -> None:
+    """A copy, an import or a fork makes its next put only after its put_writes returned:
+    inside ``writes_alone`` (sync, and through asyncio.to_thread) the call does not wait, even
+    while another put of the thread is under way."""
+    saver = RepoSaver(tmp_path / ".langgraph")
+    conf = _parent(saver)
+    folder = tmp_path / ".langgraph" / "threads" / "t" / "writes"
+    with saver._ride.putting("t"):  # a put under way: a call outside writes_alone would wait
+        with ride.writes_alone():
+            saver.put_writes(conf, [("a", 1)], "task-1")
+        assert len(list(folder.glob("*.json"))) == 1
+
+        async def copy() -> None:
+            with ride.writes_alone():
+                await saver.aput_writes(conf, [("b", 2)], "task-2")
+
+        asyncio.run(copy())
+        assert len(list(folder.glob("*.json"))) == 2

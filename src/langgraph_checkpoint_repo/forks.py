@@ -31,6 +31,7 @@ from .core.sends import TASKS
 from .core.threads import ThreadStore
 from .edits import scheduled_calls, sends_after_edit
 from .readmodel.tasks import CONTROL_WRITES, INTERRUPT, PULL, PUSH, derive_tasks
+from .ride import writes_alone
 
 
 class ForkSaver(Protocol):
@@ -134,9 +135,10 @@ def choose_head(saver: ForkSaver, config: RunnableConfig) -> RunnableConfig:
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, channel, value in head.pending_writes or []:
             by_task.setdefault(task_id, []).append((channel, value))
-        for task_id, writes in by_task.items():
-            new_task, path = renamed.get(task_id, (task_id, ""))
-            saver.put_writes(new_config, writes, new_task, path)
+        with writes_alone():  # this caller's next put comes only after these return
+            for task_id, writes in by_task.items():
+                new_task, path = renamed.get(task_id, (task_id, ""))
+                saver.put_writes(new_config, writes, new_task, path)
         return new_config
 
 

@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -45,6 +46,22 @@ WAITING = 2
 STRIKES = 3  # that many in a row: the thread's put_writes stop waiting ...
 ALONE_FOR = 60.0  # ... for this many seconds, then try again
 _REMEMBERED = 4096  # keys and threads remembered in each of the notes below
+# set by a caller that makes its puts and put_writes one after another (a copy, an import, a
+# fork): no put of its can come while its put_writes waits. A context variable, so
+# asyncio.to_thread (aput_writes) carries it to the worker thread
+_ALONE: ContextVar[bool] = ContextVar("langgraph_checkpoint_repo_writes_alone", default=False)
+
+
+@contextmanager
+def writes_alone() -> Iterator[None]:
+    """The ``put_writes`` calls made inside write their own files at once: for a caller whose
+    next ``put`` comes only after its ``put_writes`` returned (the savers' own copies, a
+    replay of recorded calls). Harmless around any other saver's calls."""
+    token = _ALONE.set(True)
+    try:
+        yield
+    finally:
+        _ALONE.reset(token)
 
 
 @dataclass(eq=False)
@@ -91,7 +108,8 @@ class WritesRide(Generic[C]):
         thread = key[0]
         with self._cond:
             waiting = self._waiting.get(key, ())
-            if not wait or key in self._claimed or len(waiting) >= WAITING or self._is_alone(thread):
+            alone = _ALONE.get() or self._is_alone(thread)
+            if not wait or alone or key in self._claimed or len(waiting) >= WAITING:
                 self._own[key] += 1
                 return False
             me = Waiting(key, call)

@@ -39,6 +39,7 @@ from .core.errors import SaverSpecError as SaverSpecError  # re-exported: their 
 from .core.errors import ThreadExistsError as ThreadExistsError
 from .core.errors import ThreadNotFoundError as ThreadNotFoundError
 from .core.typenames import SAFE_TYPES, rejection
+from .ride import writes_alone
 from .saver import RepoSaver
 from .serde import LOADED_SERDE_TYPES, run_strict, strict_loader
 
@@ -371,17 +372,19 @@ def _steps(plan: _Plan, info: WriteInfo, report: CopyReport, progress: Progress 
 
 def _put_steps(target: BaseCheckpointSaver[Any], steps: Iterable[_Step]) -> None:
     """Every checkpoint of a plan and its pending writes, put into ``target``, parents first."""
-    for put, calls in steps:
-        saved = target.put(*put)
-        for task_id, writes, path in calls:
-            target.put_writes(saved, writes, task_id, path)
+    with writes_alone():  # the next put comes only after these return
+        for put, calls in steps:
+            saved = target.put(*put)
+            for task_id, writes, path in calls:
+                target.put_writes(saved, writes, task_id, path)
 
 
 async def _aput_steps(target: BaseCheckpointSaver[Any], steps: Iterable[_Step]) -> None:
-    for put, calls in steps:
-        saved = await target.aput(*put)
-        for task_id, writes, path in calls:
-            await target.aput_writes(saved, writes, task_id, path)
+    with writes_alone():  # the next put comes only after these return
+        for put, calls in steps:
+            saved = await target.aput(*put)
+            for task_id, writes, path in calls:
+                await target.aput_writes(saved, writes, task_id, path)
 
 
 def _check_replaceable(target: BaseCheckpointSaver[Any], thread_id: str) -> None:

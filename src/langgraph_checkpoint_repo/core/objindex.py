@@ -133,16 +133,18 @@ class ObjectIndex:
         return live
 
     # -- writing -----------------------------------------------------------------------
-    def wrote(self, tdir: Path, path: Path, data: bytes, objects: dict[str, Any]) -> None:
-        """A file this process just wrote, holding ``objects``: written down once settled."""
-        if not objects:
-            return
+    def wrote(
+        self, tdir: Path, path: Path, data: bytes, objects: dict[str, Any]
+    ) -> list[tuple[Path, StatKey]]:
+        """A checkpoint file this process just wrote, holding ``objects``: written down once
+        settled. Returns the files written before that have settled meanwhile, still holding
+        the bytes written, and their stat keys (the lineage index takes them too)."""
         with self._lock:
             pending = self._unsettled.setdefault(tdir, [])
             pending.append((path, hashlib.sha256(data).digest(), objects, time.time_ns()))
             if len(pending) > 64:  # never settled (a clock gone back?): not worth keeping
                 del pending[:-64]
-        self.settle(tdir)
+        return self.settle(tdir)
 
     def read(
         self, tdir: Path, path: Path, before: os.stat_result, objects: dict[str, Any], read_at: int
@@ -163,14 +165,14 @@ class ObjectIndex:
         """Write down the lines kept for a thread (a read is over), once it has START holders."""
         self._append(tdir, [])
 
-    def settle(self, tdir: Path) -> None:
-        """Write down the files this process wrote that have settled holding its bytes."""
+    def settle(self, tdir: Path) -> list[tuple[Path, StatKey]]:
+        """Write down the files this process wrote that have settled holding its bytes; them."""
         now = time.time_ns()
         with self._lock:
             pending = self._unsettled.get(tdir, [])
             ripe = [p for p in pending if now - p[3] > RACY_NS]
             if not ripe:
-                return
+                return []
             self._unsettled[tdir] = [p for p in pending if now - p[3] <= RACY_NS]
         lines = []
         for path, digest, objects, _ in ripe:
@@ -181,7 +183,8 @@ class ObjectIndex:
             checked_at = time.time_ns()
             if settled(st, checked_at) and file_digest(path) == digest:
                 lines.append((path, stat_key(st), objects))
-        self._append(tdir, lines)
+        self._append(tdir, [line for line in lines if line[2]])
+        return [(path, key) for path, key, _ in lines]
 
     def _append(self, tdir: Path, more: list[tuple[Path, StatKey, dict[str, Any]]]) -> None:
         with self._lock:

@@ -61,6 +61,8 @@ from .wholes import WholeDocs, writes_names
 
 # a fresh process records the lineage it read again when it had to read at least this many
 LINEAGE_REREADS = 16
+# a writer records its lineage every this many checkpoints it wrote that settled since
+LINEAGE_SAVE_EVERY = 64
 # later checkpoints read one by one to find a checkpoint's children, before its lineage is read
 CHILDREN_SCAN = 8
 # objects whose place a process remembers per thread, for writers to refer to (Documents.locate_object)
@@ -124,6 +126,7 @@ class ThreadStore:
         self.values.find_object = self.objects.find
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
+        self._unsaved: dict[Path, int] = {}  # per folder, settled links not yet in its index
         self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
         self._overlap = Overlap(self.files, self.values, lock_timeout)
         self.files.on_added = self._extend_derived
@@ -358,12 +361,38 @@ class ThreadStore:
             if staged.held is not None:
                 self._overlap.note_objects(staged.thread_id, *staged.held, list(staged.host.objects))
                 tdir = self.layout.thread_dir(staged.thread_id)
-                self.objects.wrote(tdir, path, data, fields.held_objects(doc))
+                self._settled(self.objects.wrote(tdir, path, data, fields.held_objects(doc)))
         finally:
             if staged.done is not None:
                 tdir = self.layout.thread_dir(staged.thread_id)
                 self._overlap.pending.withdraw(tdir, staged.done, ok=written)
         return True
+
+    def _settled(self, files: list[tuple[Path, tuple[int, int, int, int]]]) -> None:
+        """Checkpoints this process wrote, settled since holding the bytes it wrote (objindex.py
+        checked them): their stat keys go into their namespace's lineage, which is written down
+        for a fresh process every LINEAGE_SAVE_EVERY of them. Without it a fresh process read
+        every header a writer had added (a writer keeps its lineage in memory)."""
+        by_folder: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
+        for path, key in files:
+            by_folder.setdefault(path.parent, {})[path.name[: -len(".json")]] = key
+        for folder, keyed in by_folder.items():
+            lineage = self._lineages.get(folder)
+            if lineage is None:
+                continue
+            new = {
+                cid: key
+                for cid, key in keyed.items()
+                if cid in lineage.links and lineage.keys.get(cid) != key
+            }
+            if not new:
+                continue
+            lineage.keys = {**lineage.keys, **new}  # copy on write: a reader may be saving it
+            count = self._unsaved.get(folder, 0) + len(new)
+            if count >= LINEAGE_SAVE_EVERY and len(lineage.links) >= MIN_NAMES:
+                save_lineage(self.layout, folder, lineage)
+                count = 0
+            self._unsaved[folder] = count
 
     def _replaced_objects(self, path: Path) -> dict[str, Any]:
         try:
