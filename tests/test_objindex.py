@@ -247,3 +247,38 @@ def test_the_first_fresh_read_after_a_writer_reads_few_checkpoint_headers(tmp_pa
         len(opened_files),
         checkpoints,
     )
+
+
+def test_compaction_keeps_no_line_whose_holder_lies_through_a_planted_link(tmp_path: Path) -> None:
+    """A line naming a file through a folder linked outside the root (planted by a pull
+    request, with that file's real stat key) is dropped when the file is written anew, and
+    nothing through the link is even stat-ed."""
+    root = tmp_path / ".langgraph"
+    want = chat(root, turns=40)
+    outside = tmp_path / "outside" / "x" / "checkpoints"
+    outside.mkdir(parents=True)
+    planted = outside / "planted.json"
+    planted.write_text("{}")
+    (root / "threads" / "t" / "ns").symlink_to(tmp_path / "outside", target_is_directory=True)
+    st = planted.stat()
+    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    data = objects_file(root).read_bytes()
+    header, _, body = data.partition(b"\n")
+    line = encode_line("ns/x/checkpoints/planted.json", key, {"f" * 16: "forged"})
+    objects_file(root).write_bytes(header + b"\n" + body * 8 + line)  # big, over half of it dead
+    seen: list[str] = []
+    real = os.lstat
+
+    def noting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        seen.append(str(path))
+        return real(path, *args, **kwargs)
+
+    os.lstat = noting  # type: ignore[assignment]
+    try:
+        texts, _ = fresh_read(root)
+    finally:
+        os.lstat = real  # type: ignore[assignment]
+    assert texts == want
+    assert objects_file(root).stat().st_size < len(data) * 2  # written anew
+    assert b"planted" not in objects_file(root).read_bytes()
+    assert not [p for p in seen if p.endswith("planted.json")], seen[:5]

@@ -63,7 +63,8 @@ class ObjectIndex:
         # thread folder -> name -> entry, the last THREADS_KEPT threads read
         self._entries: OrderedDict[Path, dict[str, ObjectEntry]] = OrderedDict()
         # per thread folder: files this process wrote, (file, sha256 of its bytes, objects, written at)
-        self._unsettled: dict[Path, list[tuple[Path, bytes, dict[str, Any], int]]] = {}
+        # (the last THREADS_KEPT threads written: one written once and never again lets go)
+        self._unsettled: OrderedDict[Path, list[tuple[Path, bytes, dict[str, Any], int]]] = OrderedDict()
         # per thread folder: lines to write, kept until the thread has START holders (or a file)
         self._lines: dict[Path, list[tuple[Path, StatKey, dict[str, Any]]]] = {}
         self._has_file: set[Path] = set()
@@ -121,10 +122,14 @@ class ObjectIndex:
             return entries
         live: dict[str, ObjectEntry] = {}
         lines = []
+        inside: dict[str, bool] = {}  # folder -> inside the root, no symlink on the way
         for holder, (key, objects) in holders.items():
+            folder = os.path.dirname(holder)
+            if folder not in inside:
+                inside[folder] = self.layout.off_the_way(Path(folder)) is None
             try:
-                if stat_key(os.lstat(holder)) != key:
-                    continue
+                if not inside[folder] or stat_key(os.lstat(holder)) != key:
+                    continue  # never a stat through a planted link
             except OSError:
                 continue
             lines.append(encode_line(os.path.relpath(holder, tdir).replace(os.sep, "/"), key, objects))
@@ -141,6 +146,9 @@ class ObjectIndex:
         the bytes written, and their stat keys (the lineage index takes them too)."""
         with self._lock:
             pending = self._unsettled.setdefault(tdir, [])
+            self._unsettled.move_to_end(tdir)
+            while len(self._unsettled) > THREADS_KEPT:
+                self._unsettled.popitem(last=False)
             pending.append((path, hashlib.sha256(data).digest(), objects, time.time_ns()))
             if len(pending) > 64:  # never settled (a clock gone back?): not worth keeping
                 del pending[:-64]

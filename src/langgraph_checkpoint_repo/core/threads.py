@@ -126,7 +126,8 @@ class ThreadStore:
         self.values.find_object = self.objects.find
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
-        self._unsaved: dict[Path, int] = {}  # per folder, settled links not yet in its index
+        # per folder, the stat keys of settled links not yet in its index (merged when written)
+        self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
         self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
         self._overlap = Overlap(self.files, self.values, lock_timeout)
         self.files.on_added = self._extend_derived
@@ -380,19 +381,13 @@ class ThreadStore:
             lineage = self._lineages.get(folder)
             if lineage is None:
                 continue
-            new = {
-                cid: key
-                for cid, key in keyed.items()
-                if cid in lineage.links and lineage.keys.get(cid) != key
-            }
-            if not new:
-                continue
-            lineage.keys = {**lineage.keys, **new}  # copy on write: a reader may be saving it
-            count = self._unsaved.get(folder, 0) + len(new)
-            if count >= LINEAGE_SAVE_EVERY and len(lineage.links) >= MIN_NAMES:
+            unsaved = self._unsaved.setdefault(folder, {})
+            unsaved.update((cid, key) for cid, key in keyed.items() if cid in lineage.links)
+            if len(unsaved) >= LINEAGE_SAVE_EVERY and len(lineage.links) >= MIN_NAMES:
+                # one copy per LINEAGE_SAVE_EVERY puts, not per put (a reader may be saving it)
+                lineage.keys = {**lineage.keys, **unsaved}
                 save_lineage(self.layout, folder, lineage)
-                count = 0
-            self._unsaved[folder] = count
+                unsaved.clear()
 
     def _replaced_objects(self, path: Path) -> dict[str, Any]:
         try:
@@ -692,3 +687,5 @@ class ThreadStore:
         self._overlap.forget_under(tdir)
         self.docs.forget_under(tdir)
         self.objects.forget(tdir)
+        for folder in [f for f in list(self._unsaved) if f.is_relative_to(tdir)]:
+            self._unsaved.pop(folder, None)
