@@ -744,3 +744,21 @@ def test_brackets_and_commas_inside_strings_do_not_count_toward_the_bounds(root:
     state = chat_graph(RepoSaver(root)).get_state(cfg("t"))
     assert state.values["messages"][0].content == text
     assert cli(root, "validate", "--no-secrets", cwd="/").returncode == 0
+
+
+@pytest.mark.parametrize("length", [48, 49, 50, 51])
+def test_the_values_bound_is_counted_exactly_at_its_edge(monkeypatch: pytest.MonkeyPatch, length: int) -> None:
+    """Each value after the first is introduced by a byte of its own (``[ { , :``), so a file shorter
+    than the values bound cannot exceed it and only a longer one is counted (the first 1.6 MB write
+    of a 50,000-item list counted twice what it needed). At the edge, under lowered bounds, bytes
+    that are all separators (the most values a length can hold): one value per byte and the first,
+    passing up to the bound and refused past it."""
+    from langgraph_checkpoint_repo.core import jsonread
+
+    monkeypatch.setattr(jsonread, "MAX_JSON_CONTAINERS", 5)
+    monkeypatch.setattr(jsonread, "MAX_JSON_VALUES", 50)
+    raw = b"[" + b"," * (length - 1)  # 1 + length values: the first, and one per byte
+    problem = jsonread.json_bounds_problem(raw)
+    assert (problem is None) == (1 + length <= 50), (length, problem)
+    if problem is not None:
+        assert "at least 51" in problem or f"at least {1 + length}" in problem

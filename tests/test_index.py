@@ -16,7 +16,7 @@ from tests.graphs import LogState, cfg, line_graph
 
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import RACY_NS
-from langgraph_checkpoint_repo.core.index import decode_listing, decode_meta, encode_listing
+from langgraph_checkpoint_repo.core.index import decode_listing, decode_meta, encode_listing, meta_from_rows
 from langgraph_checkpoint_repo.core.layout import Layout
 
 TURNS = 25  # three checkpoints a turn: over index.MIN_NAMES, so the folder gets an index
@@ -397,3 +397,35 @@ def test_fsck_reports_a_listing_that_hides_a_checkpoint_though_its_folder_is_unc
     assert cli(root, "fsck", "--repair").returncode == 0
     fresh = RepoSaver(root).get_tuple(cfg("t"))
     assert fresh is not None and fresh.config["configurable"]["checkpoint_id"] == names[-1][:-5]
+
+
+GOOD_ROW: list[Any] = ["1f0-a", 10, 11, 120, 7, {"step": 1}]
+BAD_ROWS: dict[str, Any] = {
+    "not a list": ("1f0-a", 10, 11, 120, 7, {}),
+    "five columns": ["1f0-a", 10, 11, 120, 7],
+    "seven columns": [*GOOD_ROW, 1],
+    "an id not a string": [1, 10, 11, 120, 7, {}],
+    "an empty id": ["", 10, 11, 120, 7, {}],
+    "a hidden name": [".1f0", 10, 11, 120, 7, {}],
+    "a slash": ["a/b", 10, 11, 120, 7, {}],
+    "a backslash": ["a\\b", 10, 11, 120, 7, {}],
+    "a key of floats": ["1f0-b", 10.0, 11, 120, 7, {}],
+    "a key of booleans": ["1f0-b", 10, 11, True, 7, {}],
+    "a tree not an object": ["1f0-b", 10, 11, 120, 7, []],
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_ROWS))
+def test_a_metadata_index_with_one_bad_row_among_good_ones_is_not_used(bad: str) -> None:
+    """The rows are checked column by column for speed: one row off anywhere among thousands
+    still makes the whole file unused (read from the checkpoints instead), as the row-by-row
+    check did; good rows give each checkpoint its file, stat key and metadata."""
+    good = [[f"1f0-{i:04d}", 10, 11, 120 + i, 7, {"step": i}] for i in range(2000)]
+    assert meta_from_rows("/r/t/checkpoints", good) == {
+        f"1f0-{i:04d}": (f"/r/t/checkpoints/1f0-{i:04d}.json", (10, 11, 120 + i, 7), {"step": i}, {"step": i})
+        for i in range(2000)
+    }
+    assert meta_from_rows("/r/t/checkpoints", []) == {}
+    for at in (0, 1000, 1999):
+        rows = [*good[:at], BAD_ROWS[bad], *good[at:]]
+        assert meta_from_rows("/r/t/checkpoints", rows) is None, (bad, at)
