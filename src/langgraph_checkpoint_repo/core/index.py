@@ -517,6 +517,8 @@ class MetaCache:
         matched: list[str] = []
         unknown: list[str] = []
         lstat = os.lstat
+        # the usual filter is one key (a user's id): compared inline, not through all()
+        key, value = wanted[0] if len(wanted) == 1 else (None, None)
         for cid in cids:
             hit = per_ns.get(cid)
             if hit is None:
@@ -529,9 +531,10 @@ class MetaCache:
                 continue
             if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
                 unknown.append(cid)
-                continue
-            meta = hit[2]
-            if all(meta.get(key) == value for key, value in wanted):
+            elif key is not None:
+                if hit[2].get(key) == value:
+                    matched.append(cid)
+            elif all(hit[2].get(k) == v for k, v in wanted):
                 matched.append(cid)
         return matched, unknown
 
