@@ -29,6 +29,7 @@ from langgraph_checkpoint_repo.core.index import (
     ROSTER_META_SUFFIX,
     ROSTER_SHARDS,
     ROSTER_SUFFIX,
+    KeptMeta,
     decode_roster,
     decode_roster_meta,
     roster_path,
@@ -282,9 +283,10 @@ def shard_file(root: Path, suffix: str = ROSTER_SUFFIX) -> Path:
     return roster_path(Layout(root), roster_shard("t03"), suffix)
 
 
-def forged(line: dict[str, Any], damage: str) -> None:
+def forged(line: Any, damage: str, trees: list[Any] | None = None) -> None:
     """A roster line damaged or forged in place: another machine's stat keys (a checkout's, a
-    pull request's) with another step, a row that names no file, a tree that names a type."""
+    pull request's) with another step, a row that names no file, a tree that names a type.
+    ``trees``: for a line of the metadata file, the line of trees after it."""
     if damage == "forged" and "row" in line:
         line["key"][3] += 1
         for ns in line["ns"]:
@@ -295,14 +297,15 @@ def forged(line: dict[str, Any], damage: str) -> None:
             if dep[1] is not None:  # None: a folder that is not there (writes/: all taken)
                 dep[1][3] += 1
         line["row"]["step"] = 999
-    elif damage == "forged":  # a line of the metadata file
-        for _, rows in line["ns"]:
-            for row in rows:
+    elif damage == "forged" and trees is not None:  # a line of the metadata file
+        for (_, rows), kept in zip(line["ns"], trees, strict=True):
+            for row, tree in zip(rows, kept, strict=True):
                 row[4] += 1
-                row[5]["step"] = 999
-    elif damage == "type" and "row" not in line:
+                tree["step"] = 999
+    elif damage == "type" and trees is not None:
         _, rows = line["ns"][0]
-        rows.append([rows[0][0], 1, 2, 3, 4, {"step": {"$type": ["os", "system"]}}])
+        rows.append([rows[0][0], 1, 2, 3, 4])
+        trees[0].append({"step": {"$type": ["os", "system"]}})
     elif damage == "empty-deps" and "row" in line:
         line["row"]["deps"] = []
         line["row"]["step"] = 999
@@ -313,8 +316,12 @@ def damaged(path: Path, damage: str) -> bytes:
         return path.read_bytes()[:-40]
     head, _, body = path.read_bytes().partition(b"\n")
     lines = [json.loads(line) for line in body.split(b"\n")]
-    for line in lines:
-        forged(line, damage)
+    if path.name.endswith(ROSTER_META_SUFFIX):  # a line of ids and stat keys, then its trees
+        for line, trees in zip(lines[0::2], lines[1::2], strict=True):
+            forged(line, damage, trees)
+    else:
+        for line in lines:
+            forged(line, damage)
     return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
 
 
@@ -424,3 +431,48 @@ def test_a_cache_grows_to_hold_what_is_read_again_but_not_for_one_pass() -> None
                 cycle.put(key, key)
         misses.append(missed)
     assert misses == [6, 2, 0] and cycle.size == 6  # each evicted key wanted again: one more
+
+
+def test_a_fresh_filter_for_a_string_decodes_the_kept_metadata_of_only_the_threads_that_may_hold_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The roster keeps each thread's metadata trees on a line of their own; a filter looking
+    for a string decodes the lines that hold it (the four threads of user-1), not the others,
+    whose files are still checked by their stat keys: what it finds is SqliteSaver's."""
+    root, sqlite = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
+    want = seen(sqlite.list(None, **args))
+    assert seen(RepoSaver(root).list(None, **args)) == want  # leaves the roster
+    decoded: list[str] = []
+    real = KeptMeta.decoded
+
+    def counted(self: KeptMeta) -> Any:
+        decoded.append(Path(self.folder).parent.name)
+        return real(self)
+
+    monkeypatch.setattr(KeptMeta, "decoded", counted)
+    assert seen(RepoSaver(root).list(None, **args)) == want
+    assert sorted(decoded) == ["t01", "t05", "t09", "t13"]
+    decoded.clear()
+    both: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}  # a number is not looked for
+    assert seen(RepoSaver(root).list(None, **both)) == seen(sqlite.list(None, **both))
+    assert sorted(decoded) == ["t01", "t05", "t09", "t13"]
+
+
+def test_a_fresh_filter_finds_a_checkpoint_edited_in_place_to_match_in_a_thread_that_never_did(
+    tmp_path: Path,
+) -> None:
+    """A thread whose kept metadata never held the string is not decoded, but each of its files
+    is checked by its stat key: one edited in place (same inode, same size) to match is read."""
+    root, _ = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
+    before = seen(RepoSaver(root).list(None, **args))  # leaves the roster
+    folder = Layout(root).checkpoints_dir("t02", "")
+    path = sorted(folder.glob("*.json"))[-1]
+    text = path.read_text()
+    assert '"user_id": "user-2"' in text
+    with open(path, "r+") as fh:  # in place: same inode, same folder, same size
+        fh.write(text.replace('"user_id": "user-2"', '"user_id": "user-1"'))
+    got = seen(RepoSaver(root).list(None, **args))
+    assert len(got) == len(before) + 1
+    assert path.stem in {c["configurable"]["checkpoint_id"] for c, *_ in got}

@@ -478,19 +478,26 @@ class MetaCache:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self._by_ns: dict[tuple[str, str], dict[str, MetaEntry]] = {}
+        self._by_ns: dict[tuple[str, str], dict[str, MetaEntry] | KeptMeta] = {}
         self._read: dict[tuple[str, str], int] = {}  # headers read since last written
         self.kept: dict[tuple[str, str], int] = {}  # headers read since the roster last looked
 
     def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
         """The kept metadata of a checkpoint whose file is unchanged, else None.
         ``from_disk``: a plain tree is its own decoded value for this saver's codec."""
-        per_ns = self._by_ns.get((thread_id, ns))
+        per_ns = self._decoded((thread_id, ns))
         if per_ns is None:
             folder = self.layout.checkpoints_dir(thread_id, ns)
-            seeded = load_meta(self.layout, folder) if from_disk else {}
-            per_ns = self._by_ns.setdefault((thread_id, ns), seeded)
+            per_ns = load_meta(self.layout, folder) if from_disk else {}
+            self._by_ns[(thread_id, ns)] = per_ns
         return _unchanged(per_ns.get(cid))
+
+    def _decoded(self, key: tuple[str, str]) -> dict[str, MetaEntry] | None:
+        """What is kept for a namespace, its roster trees decoded now if they were not."""
+        per_ns = self._by_ns.get(key)
+        if isinstance(per_ns, KeptMeta):
+            per_ns = self._by_ns[key] = per_ns.entries()
+        return per_ns
 
     def matches(self, thread_id: str, ns: str, cid: str, wanted: list[tuple[str, Any]]) -> bool | None:
         """Whether the kept metadata of an unchanged file has every (key, value) of
@@ -498,7 +505,7 @@ class MetaCache:
         it). ``get`` and the test in one call: a filter over thousands of checkpoints
         spends its time in this loop, one lstat each (docs/performance.md says why that
         lstat stays)."""
-        per_ns = self._by_ns.get((thread_id, ns))
+        per_ns = self._decoded((thread_id, ns))
         meta = _unchanged(per_ns.get(cid)) if per_ns is not None else None
         if meta is None:
             return None
@@ -513,7 +520,10 @@ class MetaCache:
         """``matches`` for many checkpoints of one namespace: (those whose kept metadata has
         every (key, value) of ``wanted``, those with nothing kept or a changed file). One
         lstat per checkpoint, in one loop: a filter across threads spends its time here."""
-        per_ns = self._by_ns.get((thread_id, ns)) or {}
+        kept = self._by_ns.get((thread_id, ns))
+        if type(kept) is KeptMeta and not kept.may_match(wanted):
+            return [], kept.changed(cids)  # the trees not decoded: none kept matches
+        per_ns = self._decoded((thread_id, ns)) or {}
         matched: list[str] = []
         unknown: list[str] = []
         lstat = os.lstat
@@ -540,7 +550,9 @@ class MetaCache:
 
     def keep(self, thread_id: str, ns: str, cid: str, entry: MetaEntry | None) -> None:
         """Keep a settled entry (None: forget the checkpoint's, it may change again unseen)."""
-        per_ns = self._by_ns.setdefault((thread_id, ns), {})
+        per_ns = self._decoded((thread_id, ns))
+        if per_ns is None:
+            per_ns = self._by_ns[(thread_id, ns)] = {}
         if entry is None:
             per_ns.pop(cid, None)
             return
@@ -548,21 +560,21 @@ class MetaCache:
         self._read[(thread_id, ns)] = self._read.get((thread_id, ns), 0) + 1
         self.kept[(thread_id, ns)] = self.kept.get((thread_id, ns), 0) + 1
 
-    def seed(self, thread_id: str, ns: str, entries: dict[str, MetaEntry]) -> None:
-        """Take a namespace's entries from the roster (roster.py: plain trees, each still
-        checked against its file's stat key on use), unless this process holds its own."""
-        self._by_ns.setdefault((thread_id, ns), dict(entries))
+    def seed(self, thread_id: str, ns: str, kept: KeptMeta | dict[str, MetaEntry]) -> None:
+        """Take a namespace's kept metadata from the roster (roster.py: plain trees, each
+        still checked against its file's stat key on use; decoded when first used), unless
+        this process holds its own."""
+        self._by_ns.setdefault((thread_id, ns), kept if isinstance(kept, KeptMeta) else dict(kept))
 
     def entries(self, thread_id: str, ns: str) -> dict[str, MetaEntry]:
         """What is kept for a namespace (for the roster to write down)."""
-        return self._by_ns.get((thread_id, ns), {})
+        return self._decoded((thread_id, ns)) or {}
 
     def persist(self) -> None:
         """Write the index of every namespace whose scan read many headers."""
         for key, count in list(self._read.items()):
             if count >= MIN_NAMES:
-                per_ns = self._by_ns.get(key, {})
-                save_meta(self.layout, self.layout.checkpoints_dir(*key), per_ns)
+                save_meta(self.layout, self.layout.checkpoints_dir(*key), self._decoded(key) or {})
             self._read.pop(key, None)
 
     def forget_thread(self, thread_id: str) -> None:
@@ -743,18 +755,10 @@ class NsFacts:
     meta: dict[str, MetaEntry] = field(default_factory=dict)  # plain metadata, per file key
     lineage: Lineage = field(default_factory=Lineage)  # parent links, per file key
     folder: str = ""  # its checkpoints folder (the roster's, as it first checks it)
-    # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``ns_meta``,
+    # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``KeptMeta``,
     # ``ns_lineage``): a call that needs one part of a thousand threads decodes only that
-    meta_rows: Any = None
+    meta_rows: KeptMeta | None = None
     lineage_rows: Any = None
-
-
-def ns_meta(ns: NsFacts) -> dict[str, MetaEntry]:
-    """A namespace's kept metadata; rows of a roster file that are off are none."""
-    if ns.meta_rows is not None:
-        rows, ns.meta_rows = ns.meta_rows, None
-        ns.meta = meta_from_rows(ns.folder, rows) or {}
-    return ns.meta
 
 
 def ns_lineage(ns: NsFacts) -> Lineage:
@@ -925,48 +929,119 @@ def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts], *, metad
 
 
 def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
-    """One line per thread (its folder name, and per namespace of fewer than ``MIN_NAMES``
-    checkpoints the ``meta_rows`` of what is kept), after a head line as ``encode_roster``'s."""
+    """Two lines per thread, after a head line as ``encode_roster``'s: its folder name and, per
+    namespace of fewer than ``MIN_NAMES`` checkpoints, the ids and stat keys of what is kept
+    (``meta_rows`` without their trees); then the namespaces' metadata trees, on a line of
+    their own that a filter decodes only when it may match (``KeptMeta``)."""
     lines = []
     for t in sorted(threads, key=lambda t: t.seg):
-        spaces = []
+        spaces, trees = [], []
         for ns in t.namespaces:
-            rows = ns.meta_rows if ns.meta_rows is not None else meta_rows(ns.meta)
+            kept = (ns.meta_rows.decoded() or {}) if ns.meta_rows is not None else ns.meta
+            rows = meta_rows(kept)
             if rows and len(ns.ids) < MIN_NAMES:
-                spaces.append([ns.ns, rows])
+                spaces.append([ns.ns, [row[:5] for row in rows]])
+                trees.append([row[5] for row in rows])
         if spaces:
             lines.append(orjson.dumps({"seg": t.seg, "ns": spaces}))
+            lines.append(orjson.dumps(trees))
     body = b"\n".join(lines)
-    head = _header("roster-metadata", THREADS, shard=shard, count=len(lines), crc32=zlib.crc32(body))
+    head = _header("roster-metadata", THREADS, shard=shard, count=len(lines) // 2, crc32=zlib.crc32(body))
     return orjson.dumps(head) + b"\n" + body
+
+
+class KeptMeta:
+    """A small namespace's kept metadata as a roster metadata file holds it: its ids and stat
+    keys (``rows``), and the line of its thread's metadata trees (``line``, the namespace's
+    at ``at``) left as bytes until a checkpoint's metadata is asked for. A filter across a
+    thousand threads decodes the trees of the lines holding the string it looks for
+    (``may_match``), not every tree: in a fresh process those trees were most of what the
+    files decoded and most of the garbage collector's work. ``folder``: the namespace's
+    checkpoints folder (set by the roster, which knows it)."""
+
+    __slots__ = ("_entries", "at", "folder", "line", "rows")
+
+    def __init__(self, rows: list[Any], line: bytes, at: int) -> None:
+        self.rows, self.line, self.at = rows, line, at
+        self.folder = ""
+        self._entries: dict[str, MetaEntry] | None = None
+
+    def entries(self) -> dict[str, MetaEntry]:
+        """Entries by checkpoint id (``meta_from_rows``); none when anything is off."""
+        if self._entries is None:
+            self._entries = self.decoded() or {}
+        return self._entries
+
+    def decoded(self) -> dict[str, MetaEntry] | None:
+        """``meta_from_rows`` of the rows with their trees, or None when anything is off."""
+        try:
+            trees = orjson.loads(self.line)
+        except orjson.JSONDecodeError:
+            return None
+        if type(trees) is not list or self.at >= len(trees) or type(trees[self.at]) is not list:
+            return None
+        mine = trees[self.at]
+        if len(mine) != len(self.rows):
+            return None
+        rows = [[*r, t] if type(r) is list else r for r, t in zip(self.rows, mine, strict=True)]
+        return meta_from_rows(self.folder, rows)
+
+    def may_match(self, wanted: list[tuple[str, Any]]) -> bool:
+        """False only when a string ``wanted`` asks for is nowhere in the trees' line: orjson
+        writes a string one way, so a tree holding it holds its JSON. (A number or a boolean
+        is not looked for: ``1 == 1.0 == True`` where their JSON differs.)"""
+        return all(orjson.dumps(value) in self.line for _, value in wanted if type(value) is str)
+
+    def changed(self, cids: list[str]) -> list[str]:
+        """Those of ``cids`` whose file's stat key is not the one kept (or none is kept): the
+        rest hold the metadata kept, which ``may_match`` found no match in. One lstat each,
+        of the file the listing names."""
+        rows = {r[0]: r for r in self.rows if type(r) is list and len(r) == 5 and type(r[0]) is str}
+        out: list[str] = []
+        lstat = os.lstat
+        for cid in cids:
+            row = rows.get(cid)
+            if row is None:
+                out.append(cid)
+                continue
+            try:
+                st = lstat(f"{self.folder}/{cid}.json")
+            except OSError:
+                out.append(cid)
+                continue
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != (row[1], row[2], row[3], row[4]):
+                out.append(cid)
+        return out
 
 
 def decode_roster_meta(
     layout: Layout, shard: int, data: bytes, *, strict: bool = False
-) -> dict[str, dict[str, Any]] | None:
-    """A roster metadata file's rows by thread folder name and namespace (each decoded and
-    checked when used, or here when ``strict``), or None when anything in it is off: bounded
-    before it is parsed, and no key starting with ``$`` anywhere (nothing in it names a type)."""
+) -> dict[str, dict[str, KeptMeta]] | None:
+    """A roster metadata file's kept metadata by thread folder name and namespace (each
+    decoded and checked when used, or here when ``strict``), or None when anything in it is
+    off: bounded before it is parsed, and no key starting with ``$`` anywhere (nothing in it
+    names a type). The lines of trees are not parsed here (``KeptMeta``)."""
     if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
         return None
     found = _first_line(data, "roster-metadata", layout, layout.threads_dir)
     if found is None or found[0].get("shard") != shard:
         return None
     head, body = found
+    lines = body.split(b"\n") if body else []
+    if len(lines) % 2 or len(lines) // 2 != head.get("count"):
+        return None
     try:
-        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
+        rows = orjson.loads(b"[" + b",".join(lines[0::2]) + b"]")
     except orjson.JSONDecodeError:
         return None
-    if len(rows) != head.get("count"):
-        return None
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
+    out: dict[str, dict[str, KeptMeta]] = {}
+    for row, trees in zip(rows, lines[1::2], strict=True):
         if type(row) is not dict or set(row) != {"seg", "ns"} or not _segment_ok(row["seg"]):
             return None
         if roster_shard(row["seg"]) != shard or row["seg"] in out or type(row["ns"]) is not list:
             return None
-        spaces: dict[str, Any] = {}
-        for pair in row["ns"]:
+        spaces: dict[str, KeptMeta] = {}
+        for at, pair in enumerate(row["ns"]):
             if (
                 type(pair) is not list
                 or len(pair) != 2
@@ -974,14 +1049,15 @@ def decode_roster_meta(
                 or type(pair[1]) is not list
             ):
                 return None
-            if strict and meta_from_rows("", pair[1]) is None:
+            kept = KeptMeta(pair[1], trees, at)
+            if strict and kept.decoded() is None:
                 return None
-            spaces[pair[0]] = pair[1]
+            spaces[pair[0]] = kept
         out[row["seg"]] = spaces
     return out
 
 
-def load_roster_meta(layout: Layout, shard: int) -> dict[str, dict[str, Any]] | None:
-    """The metadata rows one roster metadata file keeps; None when it is absent or off."""
+def load_roster_meta(layout: Layout, shard: int) -> dict[str, dict[str, KeptMeta]] | None:
+    """The metadata one roster metadata file keeps; None when it is absent or off."""
     data = read_index_file(layout, roster_path(layout, shard, ROSTER_META_SUFFIX))
     return decode_roster_meta(layout, shard, data) if data is not None else None

@@ -42,7 +42,6 @@ from .index import (
     load_roster,
     load_roster_meta,
     ns_lineage,
-    ns_meta,
     roster_shard,
     save_roster,
 )
@@ -136,7 +135,11 @@ class Roster:
             for ns in facts.namespaces:
                 if (facts.tid, ns.ns) not in self._seeded:
                     self._seeded.add((facts.tid, ns.ns))
-                    if ns_meta(ns):
+                    kept = ns.meta_rows
+                    if kept is not None:  # its trees decoded only when a filter may match them
+                        kept.folder = ns.folder
+                        self.store.meta.seed(facts.tid, ns.ns, kept)
+                    elif ns.meta:
                         self.store.meta.seed(facts.tid, ns.ns, ns.meta)
 
     def _load_meta(self) -> None:
