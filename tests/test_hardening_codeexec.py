@@ -747,7 +747,9 @@ def test_brackets_and_commas_inside_strings_do_not_count_toward_the_bounds(root:
 
 
 @pytest.mark.parametrize("length", [48, 49, 50, 51])
-def test_the_values_bound_is_counted_exactly_at_its_edge(monkeypatch: pytest.MonkeyPatch, length: int) -> None:
+def test_the_values_bound_is_counted_exactly_at_its_edge(
+    monkeypatch: pytest.MonkeyPatch, length: int
+) -> None:
     """Each value after the first is introduced by a byte of its own (``[ { , :``), so a file shorter
     than the values bound cannot exceed it and only a longer one is counted (the first 1.6 MB write
     of a 50,000-item list counted twice what it needed). At the edge, under lowered bounds, bytes

@@ -29,6 +29,7 @@ from langgraph_checkpoint_repo.core.index import (
     ROSTER_META_SUFFIX,
     ROSTER_SHARDS,
     ROSTER_SUFFIX,
+    KeptLineage,
     KeptMeta,
     decode_roster,
     decode_roster_meta,
@@ -286,12 +287,12 @@ def shard_file(root: Path, suffix: str = ROSTER_SUFFIX) -> Path:
 def forged(line: Any, damage: str, trees: list[Any] | None = None) -> None:
     """A roster line damaged or forged in place: another machine's stat keys (a checkout's, a
     pull request's) with another step, a row that names no file, a tree that names a type.
-    ``trees``: for a line of the metadata file, the line of trees after it."""
+    ``trees``: the line after it (a roster's parent links, the metadata file's trees)."""
     if damage == "forged" and "row" in line:
         line["key"][3] += 1
-        for ns in line["ns"]:
+        for ns, links in zip(line["ns"], trees or [], strict=True):
             ns["key"][3] += 1
-            for row in ns["lineage"]:
+            for row in links:
                 row[4] += 1
         for dep in line["row"]["deps"]:
             if dep[1] is not None:  # None: a folder that is not there (writes/: all taken)
@@ -302,7 +303,7 @@ def forged(line: Any, damage: str, trees: list[Any] | None = None) -> None:
             for row, tree in zip(rows, kept, strict=True):
                 row[4] += 1
                 tree["step"] = 999
-    elif damage == "type" and trees is not None:
+    elif damage == "type" and "row" not in line and trees is not None:
         _, rows = line["ns"][0]
         rows.append([rows[0][0], 1, 2, 3, 4])
         trees[0].append({"step": {"$type": ["os", "system"]}})
@@ -316,12 +317,8 @@ def damaged(path: Path, damage: str) -> bytes:
         return path.read_bytes()[:-40]
     head, _, body = path.read_bytes().partition(b"\n")
     lines = [json.loads(line) for line in body.split(b"\n")]
-    if path.name.endswith(ROSTER_META_SUFFIX):  # a line of ids and stat keys, then its trees
-        for line, trees in zip(lines[0::2], lines[1::2], strict=True):
-            forged(line, damage, trees)
-    else:
-        for line in lines:
-            forged(line, damage)
+    for line, after in zip(lines[0::2], lines[1::2], strict=True):  # a thread's two lines
+        forged(line, damage, after)
     return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
 
 
@@ -370,7 +367,7 @@ def test_a_symlinked_roster_is_never_followed_and_fsck_reports_it(tmp_path: Path
     path = shard_file(root)
     head, _, body = path.read_bytes().partition(b"\n")
     lines = [json.loads(line) for line in body.split(b"\n")]
-    for line in lines:  # what this machine's files hold (their stat keys), but another step
+    for line in lines[0::2]:  # what this machine's files hold (their stat keys), another step
         line["row"]["step"] = 999
     decoy = tmp_path / "elsewhere.roster"
     decoy.write_bytes(_with_crc(head, b"\n".join(json.dumps(line).encode() for line in lines)))
@@ -436,9 +433,10 @@ def test_a_cache_grows_to_hold_what_is_read_again_but_not_for_one_pass() -> None
 def test_a_fresh_filter_for_a_string_decodes_the_kept_metadata_of_only_the_threads_that_may_hold_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The roster keeps each thread's metadata trees on a line of their own; a filter looking
-    for a string decodes the lines that hold it (the four threads of user-1), not the others,
-    whose files are still checked by their stat keys: what it finds is SqliteSaver's."""
+    """The roster keeps each thread's metadata trees and parent links on lines of their own; a
+    filter looking for a string decodes the trees of the lines that hold it (the four threads
+    of user-1), not the others, whose files are still checked by their stat keys, and the
+    links of its results' threads alone: what it finds is SqliteSaver's."""
     root, sqlite = copied(tmp_path)
     args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
     want = seen(sqlite.list(None, **args))
@@ -451,8 +449,22 @@ def test_a_fresh_filter_for_a_string_decodes_the_kept_metadata_of_only_the_threa
         return real(self)
 
     monkeypatch.setattr(KeptMeta, "decoded", counted)
+    linked: list[str] = []  # whose parent links were parsed: the results' threads alone
+    real_links = KeptLineage.rows
+
+    def links(self: KeptLineage) -> Any:
+        got = real_links(self)
+        linked.append(str(got[0][0]) if got else "")
+        return got
+
+    monkeypatch.setattr(KeptLineage, "rows", links)
     assert seen(RepoSaver(root).list(None, **args)) == want
     assert sorted(decoded) == ["t01", "t05", "t09", "t13"]
+    firsts = {  # each thread's first checkpoint id: whose links a row of links starts with
+        t: sorted(p.stem for p in Layout(root).checkpoints_dir(t, "").glob("*.json"))[0]
+        for t in ("t01", "t05", "t09", "t13")
+    }
+    assert sorted(linked) == sorted(firsts.values())
     decoded.clear()
     both: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}  # a number is not looked for
     assert seen(RepoSaver(root).list(None, **both)) == seen(sqlite.list(None, **both))

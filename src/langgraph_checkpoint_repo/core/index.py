@@ -740,7 +740,7 @@ ROSTER_META_SUFFIX = ".metadata"  # the checkpoints' metadata, apart: only a fil
 ROSTER_SHARDS = 16  # files, by a hash of the thread's folder name: a rewrite is of one only
 _ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.(roster|metadata)")
 _ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns", "row"}
-_NS_FIELDS = {"ns", "seg", "key", "ids", "lineage"}
+_NS_FIELDS = {"ns", "seg", "key", "ids"}
 
 
 @dataclass
@@ -758,15 +758,45 @@ class NsFacts:
     # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``KeptMeta``,
     # ``ns_lineage``): a call that needs one part of a thousand threads decodes only that
     meta_rows: KeptMeta | None = None
-    lineage_rows: Any = None
+    lineage_rows: KeptLineage | None = None
 
 
 def ns_lineage(ns: NsFacts) -> Lineage:
     """A namespace's kept parent links; rows of a roster file that are off are none."""
     if ns.lineage_rows is not None:
-        rows, ns.lineage_rows = ns.lineage_rows, None
-        ns.lineage = lineage_from_rows(rows) or Lineage()
+        kept, ns.lineage_rows = ns.lineage_rows, None
+        ns.lineage = lineage_from_rows(kept.rows() or []) or Lineage()
     return ns.lineage
+
+
+def kept_lineage_rows(ns: NsFacts) -> Any:
+    """A namespace's parent links as a roster file's rows (each still to be checked against
+    its file): as read when never decoded, else made from what is kept."""
+    if ns.lineage_rows is not None:
+        return ns.lineage_rows.rows()
+    return lineage_rows(ns.lineage)
+
+
+class KeptLineage:
+    """A namespace's parent links as a roster file holds them: the line of its thread's
+    links (the namespace's at ``at``) left as bytes until they are asked for. A list across
+    a thousand threads needs the links of the threads of its results only; parsed, the links
+    were half of what the roster files decoded and ten thousand lists kept."""
+
+    __slots__ = ("at", "line")
+
+    def __init__(self, line: bytes, at: int) -> None:
+        self.line, self.at = line, at
+
+    def rows(self) -> list[Any] | None:
+        """The namespace's rows, or None when the line is off."""
+        try:
+            links = orjson.loads(self.line)
+        except orjson.JSONDecodeError:
+            return None
+        if type(links) is not list or self.at >= len(links) or type(links[self.at]) is not list:
+            return None
+        return links[self.at]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -794,22 +824,24 @@ def roster_path(layout: Layout, shard: int, suffix: str = ROSTER_SUFFIX) -> Path
 
 
 def _ns_json(ns: NsFacts) -> dict[str, Any]:
-    small = len(ns.ids) < MIN_NAMES  # a bigger folder keeps its own .meta and .lineage
     return {
         "ns": ns.ns,
         "seg": ns.seg,
         "key": list(ns.key) if ns.key is not None else None,
         "ids": ns.ids if ns.key is not None else [],
-        # as read when never decoded: each row is still checked against its file on use
-        "lineage": (ns.lineage_rows if ns.lineage_rows is not None else lineage_rows(ns.lineage))
-        if small
-        else [],
     }
 
 
+def _links_json(ns: NsFacts) -> list[Any]:
+    small = len(ns.ids) < MIN_NAMES  # a bigger folder keeps its own .lineage
+    # as read when never decoded: each row is still checked against its file on use
+    return (kept_lineage_rows(ns) or []) if small else []
+
+
 def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
-    """One line per thread whose namespaces were found settled, after a head line (index
-    version, kind, shard, count, CRC-32 of the lines)."""
+    """Two lines per thread whose namespaces were found settled, after a head line (index
+    version, kind, shard, count, CRC-32 of the lines): its facts, then its namespaces'
+    parent links, parsed only when they are used (``KeptLineage``)."""
     lines = []
     for t in sorted(threads, key=lambda t: t.seg):
         if t.key is None:
@@ -823,8 +855,9 @@ def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> byt
             "row": t.row,
         }
         lines.append(orjson.dumps(entry))
+        lines.append(orjson.dumps([_links_json(ns) for ns in t.namespaces]))
     body = b"\n".join(lines)
-    head = _header("roster", THREADS, shard=shard, count=len(lines), crc32=zlib.crc32(body))
+    head = _header("roster", THREADS, shard=shard, count=len(lines) // 2, crc32=zlib.crc32(body))
     return orjson.dumps(head) + b"\n" + body
 
 
@@ -840,16 +873,17 @@ def decode_roster(
     if found is None or found[0].get("shard") != shard:
         return None
     head, body = found
-    try:
-        rows = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]") if body else []
-    except orjson.JSONDecodeError:
+    lines = body.split(b"\n") if body else []
+    if len(lines) % 2 or len(lines) // 2 != head.get("count"):
         return None
-    if len(rows) != head.get("count") or body.count(b"\n") != max(len(rows) - 1, 0):
+    try:
+        rows = orjson.loads(b"[" + b",".join(lines[0::2]) + b"]")
+    except orjson.JSONDecodeError:
         return None
     out: dict[str, ThreadFacts] = {}
     threads = str(layout.threads_dir)
-    for row in rows:
-        got = _thread_facts(threads, row, strict)
+    for row, links in zip(rows, lines[1::2], strict=True):
+        got = _thread_facts(threads, row, links, strict)
         if got is None or roster_shard(got.seg) != shard or got.seg in out:
             return None
         out[got.seg] = got
@@ -860,8 +894,9 @@ def _segment_ok(seg: Any) -> bool:
     return type(seg) is str and 0 < len(seg) <= 255 and seg[0] != "." and not set(seg) & {"/", "\\", "\x00"}
 
 
-def _thread_facts(threads: str, row: Any, strict: bool) -> ThreadFacts | None:
-    """One roster line as facts, or None when its shape is off."""
+def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadFacts | None:
+    """One roster line as facts (``links``: the line of its namespaces' parent links), or
+    None when its shape is off."""
     if type(row) is not dict or set(row) != _ROSTER_FIELDS or not _segment_ok(row["seg"]):
         return None
     if type(row["id"]) is not str or not _is_key(row["key"]) or type(row["ns"]) is not list:
@@ -872,8 +907,8 @@ def _thread_facts(threads: str, row: Any, strict: bool) -> ThreadFacts | None:
         return None
     tdir = f"{threads}/{row['seg']}"
     namespaces = []
-    for ns in row["ns"]:
-        got = _ns_facts(tdir, ns, strict)
+    for at, ns in enumerate(row["ns"]):
+        got = _ns_facts(tdir, ns, KeptLineage(links, at), strict)
         if got is None:
             return None
         namespaces.append(got)
@@ -881,7 +916,7 @@ def _thread_facts(threads: str, row: Any, strict: bool) -> ThreadFacts | None:
     return ThreadFacts(row["seg"], row["id"], tuple(row["key"]), ns_key, namespaces, row["row"])  # type: ignore[arg-type]
 
 
-def _ns_facts(tdir: str, ns: Any, strict: bool) -> NsFacts | None:
+def _ns_facts(tdir: str, ns: Any, links: KeptLineage, strict: bool) -> NsFacts | None:
     """One namespace of a roster line as facts, or None when its shape is off (its metadata
     and parent links are checked when first used, or here when ``strict``: fsck)."""
     if type(ns) is not dict or set(ns) != _NS_FIELDS or type(ns["ns"]) is not str:
@@ -897,12 +932,12 @@ def _ns_facts(tdir: str, ns: Any, strict: bool) -> NsFacts | None:
         or ids != sorted(ids)
     ):
         return None
-    if type(ns["lineage"]) is not list or (strict and lineage_from_rows(ns["lineage"]) is None):
+    if strict and lineage_from_rows(links.rows()) is None:
         return None
     folder = f"{tdir}/{NAMESPACES}/{ns['seg']}/{CHECKPOINTS}" if ns["seg"] else f"{tdir}/{CHECKPOINTS}"
     key = tuple(ns["key"]) if ns["key"] is not None else None
     out = NsFacts(ns["ns"], ns["seg"], key, ids, folder=folder)  # type: ignore[arg-type]
-    out.lineage_rows = ns["lineage"]
+    out.lineage_rows = links
     return out
 
 

@@ -26,7 +26,7 @@ import orjson
 from ..core.caches import COARSE_NS, RACY_NS, StatKey, stat_key
 from ..core.errors import InstallationError, NotFoundError, RepoCheckpointError
 from ..core.heads import unsettled, unsettled_namespaces
-from ..core.index import MIN_NAMES, NsFacts, ThreadFacts, is_plain, lineage_rows
+from ..core.index import MIN_NAMES, NsFacts, ThreadFacts, is_plain, kept_lineage_rows, lineage_rows
 from ..core.layout import CHECKPOINTS, WRITES, encode_segment
 from ..core.lineage import Lineage
 from ..core.roster import Roster, key_of, roster_of
@@ -255,7 +255,7 @@ def _kept(
 def _links_unchanged(ns: NsFacts, digest: Any, checked: dict[str, StatKey]) -> bool:
     """Whether a namespace's kept links are one per checkpoint listed, each file still has
     the stat key it was read with, and they are the links the row was made from."""
-    rows = ns.lineage_rows if ns.lineage_rows is not None else lineage_rows(ns.lineage)
+    rows = kept_lineage_rows(ns)
     if ns.key is None or type(rows) is not list or len(rows) != len(ns.ids):
         return False
     head, lstat = ns.folder + os.sep, os.lstat
