@@ -299,13 +299,14 @@ def forged(line: Any, damage: str, trees: list[Any] | None = None) -> None:
                 dep[1][3] += 1
         line["row"]["step"] = 999
     elif damage == "forged" and trees is not None:  # a line of the metadata file
-        for (_, rows), kept in zip(line["ns"], trees, strict=True):
-            for row, tree in zip(rows, kept, strict=True):
-                row[4] += 1
+        for (_, _, keys), kept in zip(line["ns"], trees, strict=True):
+            for i, tree in enumerate(kept):
+                keys[4 * i + 3] += 1  # the inode
                 tree["step"] = 999
     elif damage == "type" and "row" not in line and trees is not None:
-        _, rows = line["ns"][0]
-        rows.append([rows[0][0], 1, 2, 3, 4])
+        _, cids, keys = line["ns"][0]
+        cids.append(cids[0])
+        keys.extend([1, 2, 3, 4])
         trees[0].append({"step": {"$type": ["os", "system"]}})
     elif damage == "empty-deps" and "row" in line:
         line["row"]["deps"] = []

@@ -225,7 +225,15 @@ def _is_head(head: Any, kind: str, layout: Layout, folder: Path) -> bool:
 
 
 def _is_key(key: Any) -> bool:
-    return isinstance(key, list) and len(key) == 4 and all(type(k) is int for k in key)
+    # four integers (a stat key); spelled out: a roster decodes two of them per thread
+    return (
+        type(key) is list
+        and len(key) == 4
+        and type(key[0]) is int
+        and type(key[1]) is int
+        and type(key[2]) is int
+        and type(key[3]) is int
+    )
 
 
 def load_listing(layout: Layout, folder: Path, key: StatKey) -> list[str] | None:
@@ -926,11 +934,9 @@ def _ns_facts(tdir: str, ns: Any, links: KeptLineage, strict: bool) -> NsFacts |
     if ns["key"] is not None and not _is_key(ns["key"]):
         return None
     ids = ns["ids"]
-    if (
-        type(ids) is not list
-        or not all(type(i) is str and i and "/" not in i for i in ids)
-        or ids != sorted(ids)
-    ):
+    if type(ids) is not list or (ids and set(map(type, ids)) != {str}):
+        return None
+    if "" in ids or "/" in "".join(ids) or ids != sorted(ids):
         return None
     if strict and lineage_from_rows(links.rows()) is None:
         return None
@@ -974,8 +980,8 @@ def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -
         for ns in t.namespaces:
             kept = (ns.meta_rows.decoded() or {}) if ns.meta_rows is not None else ns.meta
             rows = meta_rows(kept)
-            if rows and len(ns.ids) < MIN_NAMES:
-                spaces.append([ns.ns, [row[:5] for row in rows]])
+            if rows and len(ns.ids) < MIN_NAMES:  # ids, their files' keys one after another
+                spaces.append([ns.ns, [row[0] for row in rows], [k for row in rows for k in row[1:5]]])
                 trees.append([row[5] for row in rows])
         if spaces:
             lines.append(orjson.dumps({"seg": t.seg, "ns": spaces}))
@@ -986,18 +992,18 @@ def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -
 
 
 class KeptMeta:
-    """A small namespace's kept metadata as a roster metadata file holds it: its ids and stat
-    keys (``rows``), and the line of its thread's metadata trees (``line``, the namespace's
-    at ``at``) left as bytes until a checkpoint's metadata is asked for. A filter across a
-    thousand threads decodes the trees of the lines holding the string it looks for
-    (``may_match``), not every tree: in a fresh process those trees were most of what the
-    files decoded and most of the garbage collector's work. ``folder``: the namespace's
-    checkpoints folder (set by the roster, which knows it)."""
+    """A small namespace's kept metadata as a roster metadata file holds it: its checkpoint
+    ids and their files' stat keys (four integers each, one after another), and the line of
+    its thread's metadata trees (``line``, the namespace's at ``at``) left as bytes until a
+    checkpoint's metadata is asked for. A filter across a thousand threads decodes the trees
+    of the lines holding the string it looks for (``may_match``), not every tree: in a fresh
+    process those trees were most of what the files decoded and most of the garbage
+    collector's work. ``folder``: the namespace's checkpoints folder (set by the roster)."""
 
-    __slots__ = ("_entries", "at", "folder", "line", "rows")
+    __slots__ = ("_entries", "at", "cids", "folder", "keys", "line")
 
-    def __init__(self, rows: list[Any], line: bytes, at: int) -> None:
-        self.rows, self.line, self.at = rows, line, at
+    def __init__(self, cids: list[Any], keys: list[Any], line: bytes, at: int) -> None:
+        self.cids, self.keys, self.line, self.at = cids, keys, line, at
         self.folder = ""
         self._entries: dict[str, MetaEntry] | None = None
 
@@ -1008,17 +1014,18 @@ class KeptMeta:
         return self._entries
 
     def decoded(self) -> dict[str, MetaEntry] | None:
-        """``meta_from_rows`` of the rows with their trees, or None when anything is off."""
+        """``meta_from_rows`` of the ids, keys and trees, or None when anything is off."""
         try:
             trees = orjson.loads(self.line)
         except orjson.JSONDecodeError:
             return None
         if type(trees) is not list or self.at >= len(trees) or type(trees[self.at]) is not list:
             return None
-        mine = trees[self.at]
-        if len(mine) != len(self.rows):
+        mine, keys = trees[self.at], self.keys
+        if len(mine) != len(self.cids) or len(keys) != 4 * len(mine):
             return None
-        rows = [[*r, t] if type(r) is list else r for r, t in zip(self.rows, mine, strict=True)]
+        pairs = enumerate(zip(self.cids, mine, strict=True))
+        rows = [[cid, *keys[4 * i : 4 * i + 4], tree] for i, (cid, tree) in pairs]
         return meta_from_rows(self.folder, rows)
 
     def may_match(self, wanted: list[tuple[str, Any]]) -> bool:
@@ -1031,12 +1038,13 @@ class KeptMeta:
         """Those of ``cids`` whose file's stat key is not the one kept (or none is kept): the
         rest hold the metadata kept, which ``may_match`` found no match in. One lstat each,
         of the file the listing names."""
-        rows = {r[0]: r for r in self.rows if type(r) is list and len(r) == 5 and type(r[0]) is str}
+        at = {cid: i for i, cid in enumerate(self.cids) if type(cid) is str}
+        keys = self.keys
         out: list[str] = []
         lstat = os.lstat
         for cid in cids:
-            row = rows.get(cid)
-            if row is None:
+            i = at.get(cid)
+            if i is None:
                 out.append(cid)
                 continue
             try:
@@ -1044,7 +1052,7 @@ class KeptMeta:
             except OSError:
                 out.append(cid)
                 continue
-            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != (row[1], row[2], row[3], row[4]):
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != tuple(keys[4 * i : 4 * i + 4]):
                 out.append(cid)
         return out
 
@@ -1076,18 +1084,16 @@ def decode_roster_meta(
         if roster_shard(row["seg"]) != shard or row["seg"] in out or type(row["ns"]) is not list:
             return None
         spaces: dict[str, KeptMeta] = {}
-        for at, pair in enumerate(row["ns"]):
-            if (
-                type(pair) is not list
-                or len(pair) != 2
-                or type(pair[0]) is not str
-                or type(pair[1]) is not list
-            ):
+        for at, kept_ns in enumerate(row["ns"]):
+            if type(kept_ns) is not list or len(kept_ns) != 3 or type(kept_ns[0]) is not str:
                 return None
-            kept = KeptMeta(pair[1], trees, at)
+            ns, cids, keys = kept_ns
+            if type(cids) is not list or type(keys) is not list or len(keys) != 4 * len(cids):
+                return None
+            kept = KeptMeta(cids, keys, trees, at)
             if strict and kept.decoded() is None:
                 return None
-            spaces[pair[0]] = kept
+            spaces[ns] = kept
         out[row["seg"]] = spaces
     return out
 
