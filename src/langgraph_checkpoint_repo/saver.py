@@ -59,6 +59,7 @@ from .core.format.entries import ValueEntry, entry_from_node
 from .core.format.records import CheckpointRecord, TaskWrites
 from .core.format.storing import LARGE_VALUE_BYTES, LargeValues
 from .core.format.versions import for_file, next_version, seen_for_file
+from .core.index import meta_needles
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.plans import carry_out, copy_thread_files, plan_keep_latest, plan_runs
@@ -332,8 +333,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         (key, value) of ``wanted``, newest first by id: what is kept of a checkpoint's
         metadata is checked by one lstat of its file (``MetaCache.matching``), the rest is read."""
         out: builtins.list[tuple[str, str, str]] = []
+        needles = meta_needles(wanted)  # once, not per namespace
         for thread_id, ns, ids in groups:
-            matched, unknown = self.store.meta.matching(thread_id, ns, ids, wanted)
+            matched, unknown = self.store.meta.matching(thread_id, ns, ids, wanted, needles)
             out.extend((cid, thread_id, ns) for cid in matched)
             for cid in unknown:
                 try:

@@ -523,14 +523,22 @@ class MetaCache:
         return True
 
     def matching(
-        self, thread_id: str, ns: str, cids: list[str], wanted: list[tuple[str, Any]]
+        self,
+        thread_id: str,
+        ns: str,
+        cids: list[str],
+        wanted: list[tuple[str, Any]],
+        needles: list[bytes] | None = None,
     ) -> tuple[list[str], list[str]]:
         """``matches`` for many checkpoints of one namespace: (those whose kept metadata has
         every (key, value) of ``wanted``, those with nothing kept or a changed file). One
         lstat per checkpoint, in one loop: a filter across threads spends its time here."""
         kept = self._by_ns.get((thread_id, ns))
-        if type(kept) is KeptMeta and not kept.may_match(wanted):
-            return [], kept.changed(cids)  # the trees not decoded: none kept matches
+        if type(kept) is KeptMeta:
+            if needles is None:
+                needles = meta_needles(wanted)
+            if not kept.may_match(needles):
+                return [], kept.changed(cids)  # the trees not decoded: none kept matches
         per_ns = self._decoded((thread_id, ns)) or {}
         matched: list[str] = []
         unknown: list[str] = []
@@ -1000,12 +1008,13 @@ class KeptMeta:
     process those trees were most of what the files decoded and most of the garbage
     collector's work. ``folder``: the namespace's checkpoints folder (set by the roster)."""
 
-    __slots__ = ("_entries", "at", "cids", "folder", "keys", "line")
+    __slots__ = ("_entries", "_files", "at", "cids", "folder", "keys", "line")
 
     def __init__(self, cids: list[Any], keys: list[Any], line: bytes, at: int) -> None:
         self.cids, self.keys, self.line, self.at = cids, keys, line, at
         self.folder = ""
         self._entries: dict[str, MetaEntry] | None = None
+        self._files: dict[str, tuple[str, tuple[Any, ...]]] | None = None  # cid -> file, key
 
     def entries(self) -> dict[str, MetaEntry]:
         """Entries by checkpoint id (``meta_from_rows``); none when anything is off."""
@@ -1028,33 +1037,49 @@ class KeptMeta:
         rows = [[cid, *keys[4 * i : 4 * i + 4], tree] for i, (cid, tree) in pairs]
         return meta_from_rows(self.folder, rows)
 
-    def may_match(self, wanted: list[tuple[str, Any]]) -> bool:
-        """False only when a string ``wanted`` asks for is nowhere in the trees' line: orjson
-        writes a string one way, so a tree holding it holds its JSON. (A number or a boolean
-        is not looked for: ``1 == 1.0 == True`` where their JSON differs.)"""
-        return all(orjson.dumps(value) in self.line for _, value in wanted if type(value) is str)
+    def may_match(self, needles: list[bytes]) -> bool:
+        """False only when one of ``needles`` (``meta_needles``) is nowhere in the trees' line."""
+        line = self.line
+        for needle in needles:
+            if needle not in line:
+                return False
+        return True
 
     def changed(self, cids: list[str]) -> list[str]:
         """Those of ``cids`` whose file's stat key is not the one kept (or none is kept): the
         rest hold the metadata kept, which ``may_match`` found no match in. One lstat each,
         of the file the listing names."""
-        at = {cid: i for i, cid in enumerate(self.cids) if type(cid) is str}
-        keys = self.keys
+        files = self._files
+        if files is None:
+            keys, folder = self.keys, self.folder
+            files = self._files = {
+                cid: (f"{folder}/{cid}.json", tuple(keys[4 * i : 4 * i + 4]))
+                for i, cid in enumerate(self.cids)
+                if type(cid) is str
+            }
         out: list[str] = []
         lstat = os.lstat
         for cid in cids:
-            i = at.get(cid)
-            if i is None:
+            hit = files.get(cid)
+            if hit is None:
                 out.append(cid)
                 continue
             try:
-                st = lstat(f"{self.folder}/{cid}.json")
+                st = lstat(hit[0])
             except OSError:
                 out.append(cid)
                 continue
-            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != tuple(keys[4 * i : 4 * i + 4]):
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
                 out.append(cid)
         return out
+
+
+def meta_needles(wanted: list[tuple[str, Any]]) -> list[bytes]:
+    """What a line of kept metadata trees holds when a tree may match ``wanted``: the JSON of
+    each string it asks for (orjson writes a string one way, so a tree holding it holds
+    that). A number or a boolean is not looked for: ``1 == 1.0 == True`` where their JSON
+    differs."""
+    return [orjson.dumps(value) for _, value in wanted if type(value) is str]
 
 
 def decode_roster_meta(
