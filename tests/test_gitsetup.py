@@ -330,6 +330,7 @@ def test_the_driver_never_imports_typer_rich_or_langgraph(repo: Path) -> None:
 DRIVER_MODULES = {
     "langgraph_checkpoint_repo",
     "langgraph_checkpoint_repo.core",
+    "langgraph_checkpoint_repo.core.cjson",
     "langgraph_checkpoint_repo.core.errors",
     "langgraph_checkpoint_repo.core.format",
     "langgraph_checkpoint_repo.core.format.fields",
@@ -347,7 +348,10 @@ DRIVER_MODULES = {
 }
 #: standard modules the driver has no use for and a careless import brings in: ``site`` (and
 #: with it every .pth file of the environment), typing (about a sixth of the driver's start),
-#: pathlib (and urllib.parse, ipaddress), importlib (the package's lazy names), contextlib
+#: pathlib (and urllib.parse, ipaddress), importlib (the package's lazy names), contextlib; and
+#: on a state file holding no secret-looking text, ``re`` (with enum and functools, a third of
+#: its start: a regex is compiled when a text needs one), the ``json`` package (which imports
+#: ``re``: core/cjson.py calls its C half), collections, math and bisect
 UNUSED = (
     "site",
     "typing",
@@ -359,6 +363,13 @@ UNUSED = (
     "warnings",
     "dataclasses",
     "inspect",
+    "re",
+    "json",
+    "enum",
+    "functools",
+    "collections",
+    "math",
+    "bisect",
 )
 
 
@@ -385,6 +396,46 @@ def test_the_driver_as_git_runs_it_imports_the_standard_library_and_its_own_modu
     assert sorted(m for m in loaded if m.split(".")[0] in UNUSED) == []
     if any(importlib.util.find_spec(name) for name in ("_sha2", "_sha256")):  # CPython's own SHA-256
         assert sorted(loaded & {"hashlib", "_hashlib"}) == []  # OpenSSL, loaded for a few kilobytes
+
+
+def run_registered(path: Path) -> tuple[str, set[str]]:
+    """The view of ``path`` by the command git-setup registers, run as git runs it, and the
+    modules it imported."""
+    python, *rest = shlex.split(driver_command())
+    proc = subprocess.run([python, "-X", "importtime", *rest, str(path)], capture_output=True, check=True)
+    times = [line for line in proc.stderr.decode().splitlines() if line.startswith("import time:")]
+    return proc.stdout.decode("utf-8"), {line.rsplit("|", 1)[1].strip() for line in times[1:]}
+
+
+def test_the_driver_as_git_runs_it_masks_a_secret_and_escapes_control_characters(tmp_path: Path) -> None:
+    """The screen of the registered command compiles a regex only where a line needs one: a
+    state file holding a key is masked (``re`` imported then), and its escape sequence and
+    bidi override escaped; a file that is no JSON, holding C0 and C1 controls and bytes that
+    are not UTF-8, printed as it is with each escaped, and its ``\\ud800`` as the text it is
+    (a lone surrogate never reaches a line: bytes are decoded with backslashreplace; the
+    screen's escape of one is tests/test_masking_screen.py's)."""
+    key = "sk-ant-" + "a" * 30
+    tree = {
+        "$fields": {"content": f"clear \x1b[2J screen {key} \u202e reversed\nsecond line", "type": "human"},
+        "$method": "model_validate_json",
+        "$pydantic": 2,
+        "$type": ["langchain_core.messages.human", "HumanMessage"],
+    }
+    secret = tmp_path / "o.json"
+    secret.write_text(json.dumps({"kind": "object", "schema_version": 3, "sha256": "0" * 64, "tree": tree}))
+    got, loaded = run_registered(secret)
+    assert got == "user: clear \\x1b[2J screen sk-a… \\u202e reversed\n  second line\n"
+    assert "re" in loaded and "json" not in loaded
+    hostile = tmp_path / "h.json"
+    hostile.write_bytes(b'{"kind": "object", "x": "\\ud800 \x1b]0;title\x07 \xc2\x9b2J \xff"\n')
+    got, loaded = run_registered(hostile)
+    assert got == '{"kind": "object", "x": "\\ud800 \\x1b]0;title\\x07 \\x9b2J \\xff"\n'
+    assert not {"re", "json", "enum"} & loaded  # not UTF-8: refused before a parse; no regex needed
+    other = tmp_path / "p.json"  # strict JSON, but no state file: as it is, each control escaped
+    other.write_text('{"kind": "sweets", "x": "\\u001b[31m \x9b \u2066 \u00a0 50% off desk-1"}\n', "utf-8")
+    got, loaded = run_registered(other)
+    assert got == '{"kind": "sweets", "x": "\\u001b[31m \\x9b \\u2066 \u00a0 50% off desk-1"}\n'
+    assert not {"re", "json", "enum"} & loaded
 
 
 PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"

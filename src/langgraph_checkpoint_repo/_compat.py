@@ -4,6 +4,10 @@ LangGraph, its savers and rich do not promise these names across releases. Every
 goes through this module and each name has a test in ``tests/test_compat.py``, so an
 upgrade that removes or changes one fails loudly here instead of somewhere deep in a
 read path.
+
+The standard library's private ``_json`` (the C half of ``json``, which git's diff driver
+uses so as not to import ``re``) is not here: the core imports nothing of this layer, so it
+has its own single wrapper there, core/cjson.py, with a test per name in tests/test_cjson.py.
 """
 
 from __future__ import annotations

@@ -20,18 +20,17 @@ Every refusal is a ``FileFormatError`` naming the file.
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import re
 import stat as stat_mod
 import sys
 
+from .cjson import decode_error, loads
 from .errors import FileFormatError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:  # for annotations only: git's textconv driver reads with this module and
     # starts once per file, so it does not pay for importing pathlib (nor typing)
+    import re
     from collections.abc import Callable
     from pathlib import Path
     from typing import Any
@@ -46,11 +45,11 @@ MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , :
 MAX_JSON_DEPTH = 254
 TOO_DEEP = f"nested deeper than a file can hold (JSON is written at most {MAX_JSON_DEPTH} levels deep)"
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
-_STRUCTURED_STRING = re.compile(rb'"[^"]+"')
-# the only way a UTF-8 file can give a string a surrogate: a \uD800-\uDFFF escape (a pair of them
-# is one character and fine); a file without one is never walked
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_INF = float("inf")
+#: the surrogate code points (a regex compiled when a tree is first walked for one: git's diff
+#: driver imports this module and reads files with no ``\uD800``-``\uDFFF`` escape, where
+#: ``parse_strict`` walks nothing, and importing ``re`` was a third of its start)
+_surrogate: re.Pattern[str] | None = None
 
 
 def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) -> Any:
@@ -154,26 +153,44 @@ def _parse_strictly(raw: bytes, where: str) -> Any:
     except UnicodeDecodeError as exc:
         raise FileFormatError(where, "/", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        doc = json.loads(
+        doc = loads(
             text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants, parse_float=_finite
         )
-        if _SURROGATE_ESCAPE.search(raw):
-            bad = lone_surrogate(doc)
-            if bad is not None:
-                raise FileFormatError(where, bad, SURROGATE_MESSAGE)
-        return doc
-    except json.JSONDecodeError as exc:
-        raise FileFormatError(
-            where, "/", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
-        ) from None
-    except RecursionError:
-        raise FileFormatError(where, "/", "invalid JSON: nested too deeply to parse") from None
-    except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
-        raise FileFormatError(where, "/", f"invalid JSON: {exc}") from None
+    # the hooks' refusals first: decode_error() imports the json package
     except _DuplicateKey as exc:
         raise FileFormatError(where, "/", f"duplicate key {exc.args[0]!r}") from None
     except _BadConstant as exc:
         raise FileFormatError(where, "/", f"{exc.args[0]} is not valid JSON") from None
+    except RecursionError:
+        raise FileFormatError(where, "/", "invalid JSON: nested too deeply to parse") from None
+    except decode_error() as exc:
+        raise FileFormatError(
+            where, "/", f"invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+        ) from None
+    except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
+        raise FileFormatError(where, "/", f"invalid JSON: {exc}") from None
+    if _surrogate_escape(raw):
+        bad = lone_surrogate(doc)
+        if bad is not None:
+            raise FileFormatError(where, bad, SURROGATE_MESSAGE)
+    return doc
+
+
+def _surrogate_escape(raw: bytes) -> bool:
+    """Whether ``raw`` holds a ``\\uD800``-``\\uDFFF`` escape (upper or lower case): the only
+    way a UTF-8 file can give a string a surrogate (a pair of them is one character and fine);
+    a file without one is never walked."""
+    for lead in (b"\\ud", b"\\uD"):
+        i = raw.find(lead)
+        while i != -1:
+            third = raw[i + 3 : i + 4]
+            if third and third in _HIGH:
+                return True
+            i = raw.find(lead, i + 3)
+    return False
+
+
+_HIGH = b"89abcdefABCDEF"  # the third hex digit of a surrogate's escape (\uD800-\uDFFF)
 
 
 _NOT_PLAIN = object()
@@ -210,16 +227,22 @@ def lone_surrogate(tree: Any) -> str | None:
     """The JSON pointer of the first string or key of ``tree`` that is not valid Unicode (it
     holds a surrogate code point: JSON's ``\ud83d`` escape alone parses to one), else None.
     The one rule of reads (``parse_strict``) and writes (``writing.prepare``)."""
+    global _surrogate
+    if _surrogate is None:
+        import re
+
+        _surrogate = re.compile("[\ud800-\udfff]")
+    search = _surrogate.search
     stack: list[tuple[Any, str]] = [(tree, "")]
     while stack:
         node, pointer = stack.pop()
         if isinstance(node, str):
-            if _SURROGATE.search(node):
+            if search(node):
                 return pointer or "/"
         elif isinstance(node, dict):
             for key, value in node.items():
                 here = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
-                if isinstance(key, str) and _SURROGATE.search(key):
+                if isinstance(key, str) and search(key):
                     return here
                 stack.append((value, here))
         elif isinstance(node, list):
@@ -259,7 +282,7 @@ def _no_constants(name: str) -> Any:
 def _finite(text: str) -> float:
     """A JSON number; one too large for a float (1e999) would silently become inf."""
     value = float(text)
-    if math.isinf(value):
+    if value == _INF or value == -_INF:  # math.isinf, without importing math
         raise _BadConstant(f"{text} (out of range, would read as {value})")
     return value
 
@@ -288,7 +311,9 @@ def json_bounds_problem(raw: bytes) -> str | None:
     if strings > MAX_JSON_VALUES:
         return _over_values(strings)
     bare = bare.replace(b'""', b"")
-    for match in _STRUCTURED_STRING.finditer(bare):
+    import re  # here: only a file this big pays for it
+
+    for match in re.finditer(rb'"[^"]+"', bare):
         start, end = match.span()
         inner = bare.count(b"[", start, end) + bare.count(b"{", start, end)
         containers -= inner

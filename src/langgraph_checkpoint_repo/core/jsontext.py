@@ -5,26 +5,26 @@ a file may hold (the reader accepts what ``json.loads`` parses, about a thousand
 it is called from a stack already some frames deep. These functions give the same text as
 ``json.dumps`` and fall back to an explicit stack when it cannot, so a reader that shows a
 file (the textconv driver, the message rule) never fails on its shape and costs time
-linear in it. Standard library only: the driver git starts once per file imports it.
+linear in it. Standard library only, and not even the ``json`` package (cjson.py calls its C
+half): the driver git starts once per file imports it.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import sys
-from collections.abc import Callable, Iterator
-from json.encoder import encode_basestring, encode_basestring_ascii
+
+from .cjson import dumps, encode_basestring, encode_basestring_ascii
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 
 def sorted_json(value: Any) -> str:
     """``json.dumps(value, sort_keys=True, default=str)``, at any depth."""
     try:
-        return json.dumps(value, sort_keys=True, default=str)
+        return dumps(value, sort_keys=True, default=str)
     except RecursionError:
         return "".join(_pieces(value, ", ", ": ", encode_basestring_ascii))
 
@@ -33,7 +33,7 @@ def compact_json(value: Any) -> str:
     """``json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
     default=str)``, at any depth."""
     try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     except RecursionError:
         return "".join(_pieces(value, ",", ":", encode_basestring))
 
@@ -118,7 +118,7 @@ def _key_text(key: Any) -> str:
     if isinstance(key, str):
         return key
     if key is True or key is False or key is None:
-        return json.dumps(key)
+        return _scalar(key, encode_basestring)
     if isinstance(key, (int, float)):
         return _scalar(key, encode_basestring)
     return str(key)
@@ -134,6 +134,8 @@ def _scalar(value: Any, quote: Callable[[str], str]) -> str:
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, float):
+        import math  # here: only a tree too deep for the C encoder pays for it
+
         if math.isnan(value):
             return "NaN"
         if math.isinf(value):

@@ -14,10 +14,7 @@ file nests. Standard library and core only, like the whole view.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Container
-from json.encoder import encode_basestring
-
+from ..cjson import dumps, encode_basestring
 from ..jsontext import digest
 from .markers import CHUNKS, ID, IN, NS, PAIR, REF, ROLE
 from .messages import DEFAULTS, ERROR_MARK, Message, Refusal, is_message_type, read_message
@@ -25,6 +22,7 @@ from .onefile import REF_KEYS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
 if TYPE_CHECKING:
+    from collections.abc import Container
     from typing import Any
 
 FOLD = 200  # characters of a value shown before the rest is folded into a digest
@@ -185,7 +183,7 @@ def one_line(tree: Any) -> str:
                 f" ({_REF_WORDS[k]} {tree[k]})" for k in _REF_WORDS if k in tree
             )
     try:
-        text = json.dumps(tree, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        text = dumps(tree, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     except (RecursionError, TypeError, ValueError):
         text = '"$'
     if '"$' not in text:
@@ -247,7 +245,7 @@ def pieces(tree: Any) -> list[str]:
         elif kind is int:
             add(int.__repr__(node))
         else:
-            add(json.dumps(node, default=str))
+            add(dumps(node, default=str))
     return out
 
 

@@ -19,18 +19,15 @@ once per file imports it. tests/test_messages_built.py checks it against LangCha
 
 from __future__ import annotations
 
-import json
-import math
-from bisect import bisect_right
-from collections import namedtuple
-from collections.abc import Mapping
-from itertools import accumulate
-
+from ..cjson import decode_error, loads
 from ..jsontext import digest, sorted_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
+
+    _R = TypeVar("_R", bound="_Record")
 
 #: the channel a conversation lives in (MessagesState's, create_agent's)
 MESSAGES = "messages"
@@ -45,13 +42,68 @@ _AI = (*_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")
 _TOOL = (*_BASE, "tool_call_id", "artifact", "status")
 
 
-# The named tuples here are collections.namedtuple's (typing.NamedTuple's are the same tuples,
-# but importing typing and reading their annotations would be most of the driver's start);
-# the fields are annotated again below for the type checker, never assigned.
-class Kind(namedtuple("Kind", ("name", "type", "role", "fields"))):
+class _Record(tuple):  # type: ignore[type-arg]
+    """A named tuple, as ``collections.namedtuple`` makes one: its items by position and by the
+    names of ``_fields`` (read-only), ``_defaults`` for the last ones, the same repr, equality
+    and pickling. Here, not collections' (nor typing.NamedTuple, whose annotations typing
+    reads): importing collections was a tenth of the start of git's diff driver, which git
+    starts once per file version it prints and which builds these. The fields are annotated
+    again on each class for the type checker, never assigned."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+    _defaults: tuple[Any, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        for i, name in enumerate(cls._fields):
+            setattr(cls, name, property(_item(i), doc=f"Alias for field number {i}"))
+        setattr(cls, "__match_args__", cls._fields)  # noqa: B010
+
+    def __new__(record: type[_R], /, *args: Any, **named: Any) -> _R:  # a field may be named cls
+        fields = record._fields
+        if len(args) == len(fields) and not named:  # how the package makes them
+            return tuple.__new__(record, args)
+        if len(args) > len(fields):
+            raise TypeError(f"{record.__name__} takes {len(fields)} arguments, {len(args)} given")
+        values = [*args, *[_MISSING] * (len(fields) - len(args))]
+        first_default = len(fields) - len(record._defaults)
+        for k in range(max(len(args), first_default), len(fields)):
+            values[k] = record._defaults[k - first_default]
+        for name, value in named.items():
+            if name not in fields or fields.index(name) < len(args):
+                raise TypeError(f"{record.__name__} got an unexpected or repeated argument {name!r}")
+            values[fields.index(name)] = value
+        for name, value in zip(fields, values, strict=True):
+            if value is _MISSING:
+                raise TypeError(f"{record.__name__} misses the argument {name!r}")
+        return tuple.__new__(record, values)
+
+    def __repr__(self) -> str:
+        said = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True))
+        return f"{type(self).__name__}({said})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self)
+
+
+_MISSING = object()
+
+
+def _item(i: int) -> Callable[[tuple[Any, ...]], Any]:
+    """The getter of a ``_Record``'s field number ``i``."""
+
+    def get(record: tuple[Any, ...]) -> Any:
+        return record[i]
+
+    return get
+
+
+class Kind(_Record):
     """A LangChain message class: its ``type``, the role a person reads, its fields."""
 
     __slots__ = ()
+    _fields = ("name", "type", "role", "fields")
     name: str
     type: str
     role: str  # human, ai, tool, system, chat, function, remove
@@ -108,19 +160,21 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-class Call(namedtuple("Call", ("name", "args", "id"))):
+class Call(_Record):
     """A tool call as LangChain builds it (``args``: the stored tree of its arguments)."""
 
     __slots__ = ()
+    _fields = ("name", "args", "id")
     name: str
     args: Any
     id: str | None
 
 
-class BadCall(namedtuple("BadCall", ("name", "args", "id", "error"))):
+class BadCall(_Record):
     """An invalid tool call: the model's call LangChain could not parse (kept as text)."""
 
     __slots__ = ()
+    _fields = ("name", "args", "id", "error")
     name: str | None
     args: str | None
     id: str | None
@@ -219,12 +273,14 @@ class Message:
         return got if isinstance(got, str) else None
 
 
-class Refusal(namedtuple("Refusal", ("cls", "field", "why", "changes", "key"), defaults=(True, "$fields"))):
+class Refusal(_Record):
     """A stored message refused: the field that would change meaning when it is built
     (``changes``), or that LangChain would refuse to build (the serde's strict read fails
     on it too, with its own words)."""
 
     __slots__ = ()
+    _fields = ("cls", "field", "why", "changes", "key")
+    _defaults = (True, "$fields")
     cls: str  # the class it names
     field: str  # a path below its fields: "content_blocks", "additional_kwargs/tool_calls"
     why: str
@@ -504,7 +560,7 @@ def _made_from(chunks: list[dict[str, Any]], calls: tuple[Call, ...], invalid: t
         return False
     for chunk, call in zip(chunks, calls, strict=False):
         try:
-            args = json.loads(chunk["args"]) if isinstance(chunk["args"], str) else None
+            args = loads(chunk["args"]) if isinstance(chunk["args"], str) else None
         except ValueError:
             return False
         if (chunk["name"], chunk["id"]) != (call.name, call.id) or as_tree(args) != call.args:
@@ -542,7 +598,7 @@ def _check_last_chunk(fields: dict[str, Any], content: Any, calls: tuple[Call, .
             if not isinstance(text, str):
                 continue
             try:
-                parsed = json.loads(text)
+                parsed = loads(text)
             except ValueError:
                 continue
             if isinstance(parsed, dict) and (kind != "server_tool_call" or block.get("args") != parsed):
@@ -569,8 +625,8 @@ def _parses(raw: Any, chunk: bool) -> bool:
                 continue
             name = call["function"]["name"]
             try:
-                out.append((name, json.loads(call["function"]["arguments"]), call.get("id")))
-            except json.JSONDecodeError:
+                out.append((name, loads(call["function"]["arguments"]), call.get("id")))
+            except decode_error():
                 out.append((name, call["function"]["arguments"], call.get("id")))
         return bool(out)
     except Exception:
@@ -625,6 +681,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
+_INFINITIES = (float("inf"), float("-inf"))
+
+
 def as_tree(value: Any) -> Any:
     """A value ``json.loads`` made, as the stored tree of it (an object with a key starting
     with ``$`` as a ``$map``, a non-finite float as ``$float``), without recursion."""
@@ -644,8 +703,8 @@ def as_tree(value: Any) -> Any:
         elif isinstance(node, list):
             out = [None] * len(node)
             stack.extend((v, out, i) for i, v in enumerate(node))
-        elif isinstance(node, float) and not math.isfinite(node):
-            out = {"$float": "nan" if math.isnan(node) else ("inf" if node > 0 else "-inf")}
+        elif isinstance(node, float) and (node != node or node in _INFINITIES):  # not math.isfinite
+            out = {"$float": "nan" if node != node else ("inf" if node > 0 else "-inf")}
         parent[key] = out
     return top[0]
 
@@ -654,8 +713,8 @@ def partial_json(text: str) -> Any:
     """langchain_core.utils.json.parse_partial_json: JSON, or a prefix of it completed
     (open strings closed, then open objects and arrays, dropping what cannot end)."""
     try:
-        return json.loads(text, strict=False)
-    except json.JSONDecodeError:
+        return loads(text, strict=False)
+    except decode_error():
         pass
     chars: list[str] = []
     stack: list[str] = []
@@ -688,11 +747,14 @@ def partial_json(text: str) -> Any:
             chars.pop()
         chars.append('"')
     stack.reverse()
+    from bisect import bisect_right  # here: only text that is no JSON pays for them
+    from itertools import accumulate
+
     ends = list(accumulate(map(len, chars)))
     while chars:
         try:
-            return json.loads("".join(chars + stack), strict=False)
-        except json.JSONDecodeError as e:
+            return loads("".join(chars + stack), strict=False)
+        except decode_error() as e:
             idx = bisect_right(ends, e.pos)
             if idx < len(chars):
                 del chars[idx:]
@@ -700,7 +762,7 @@ def partial_json(text: str) -> Any:
             else:
                 chars.pop()
                 ends.pop()
-    return json.loads(text, strict=False)
+    return loads(text, strict=False)
 
 
 # ----------------------------------------------------------------------------
@@ -775,6 +837,8 @@ def tool_calls(fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
         return []
     if not isinstance(calls, list):
         return [("?", calls)]
+    from collections.abc import Mapping  # here: git's diff driver never asks, and collections costs
+
     return [
         (str(c.get("name", "?")), c.get("args", {})) if isinstance(c, Mapping) else ("?", c) for c in calls
     ]

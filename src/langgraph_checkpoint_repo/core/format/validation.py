@@ -10,14 +10,12 @@ the schemas themselves against the meta-schema with the reference ``jsonschema``
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-
+from ..cjson import loads
 from ..errors import FileFormatError, InstallationError, InvalidWriteError, SchemaVersionError
-from .markers import KINDS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: git's diff driver imports this
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -48,7 +46,7 @@ def _schema(name: str) -> dict[str, Any]:
     parse error as "cannot be validated" on every data file and every write)."""
     path = schemas_dir() / name
     try:
-        tree = json.loads(path.read_text(encoding="utf-8"))
+        tree = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise _broken(path, getattr(exc, "strerror", None) or str(exc)) from exc
     if not isinstance(tree, dict):
@@ -63,19 +61,41 @@ def _broken(path: Path, why: str) -> InstallationError:
     )
 
 
-@lru_cache(maxsize=1)
-def _registry() -> Any:
+class _Memo(dict):  # type: ignore[type-arg]
+    """``functools.lru_cache`` of a function of one argument with few values ever (the file of
+    the shared definitions, a kind): ``memo(arg)`` is ``function(arg)``, made once (an error
+    is not kept), ``cache_clear`` forgets. Not functools' own: it imports collections, and
+    git's diff driver imports this module for ``pointer_part`` once per file version git
+    prints. A dict: a call that finds its value is one lookup in C, as fast as lru_cache's."""
+
+    def __init__(self, function: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.__wrapped__ = function
+
+    def __missing__(self, arg: Any) -> Any:
+        value = self[arg] = self.__wrapped__(arg)
+        return value
+
+    __call__ = dict.__getitem__
+    cache_clear = dict.clear
+
+
+_DEFS = "defs.schema.json"
+
+
+@_Memo
+def _registry(defs: str) -> Any:
     """Every kind refers only to the shared definitions (defs.schema.json)."""
     import jsonschema_rs  # on first validation only (``_validator``)
 
-    defs = _schema("defs.schema.json")
+    tree = _schema(defs)
     try:
-        return jsonschema_rs.Registry([(defs["$id"], defs)])
+        return jsonschema_rs.Registry([(tree["$id"], tree)])
     except (KeyError, TypeError, ValueError) as exc:
-        raise _broken(schemas_dir() / "defs.schema.json", f"not a valid schema ({exc!r})") from exc
+        raise _broken(schemas_dir() / defs, f"not a valid schema ({exc!r})") from exc
 
 
-@lru_cache(maxsize=len(KINDS))
+@_Memo
 def _validator(kind: str) -> Any:
     """Built on first use, one kind at a time: a fresh process reading one checkpoint
     (a CLI call, a serverless handler) reads and compiles only that schema and the defs.
@@ -84,7 +104,7 @@ def _validator(kind: str) -> Any:
     driver's view among them (tests/test_format_view.py)."""
     import jsonschema_rs
 
-    schema, registry = _schema(f"{kind}.schema.json"), _registry()
+    schema, registry = _schema(f"{kind}.schema.json"), _registry(_DEFS)
     try:
         return jsonschema_rs.validator_for(schema, registry=registry)
     except (KeyError, TypeError, ValueError) as exc:
