@@ -4,8 +4,10 @@
 running review/textconv_entry.py with ``-I -S``), and ``git diff``, ``git log -p`` and ``git
 show`` then run it once per state file version they print, so it must start fast: it imports
 the standard library and its view's modules only (not even orjson, whose import costs more
-than this whole view, nor typing), never typer, rich or LangGraph (tests/test_gitsetup.py runs
-the registered command and checks every module it imports). git hands it one path, often a
+than this whole view, nor typing; nor ``re`` and the ``json`` package, which imports it: the
+JSON is read and written by ``json``'s C half, core/cjson.py, and the screen compiles a regex
+only for a line that may hold a secret), never typer, rich or LangGraph (tests/test_gitsetup.py
+runs the registered command and checks every module it imports). git hands it one path, often a
 temporary copy of the old side outside the root, so it reads that one file and follows no
 reference.
 
