@@ -363,43 +363,95 @@ def encode_line(rel: str, key: StatKey, objects: dict[str, Any]) -> bytes:
 def decode_lines(tdir: Path, data: bytes) -> dict[str, ObjectEntry] | None:
     """The entries of an objects file (later lines win), None when it is not one. A line
     whose checksum fails (torn by a crash, damaged, forged carelessly) or whose shape is
-    not an entry's is skipped."""
+    not an entry's is skipped. (fsck and the tests: a read decodes a holder's line only
+    when it is asked for one of its objects, ``holder_lines`` and ``decode_holder``.)"""
+    lines = holder_lines(tdir, data)
+    if lines is None:
+        return None
+    out: list[tuple[int, str, StatKey, dict[str, Any]]] = []
+    for holder, found in lines.items():
+        for at, rel, line in found:
+            got = decode_holder(rel, line)
+            if got is not None:
+                out.append((at, holder, *got))
+    out.sort(key=lambda x: x[0])
+    return {name: (holder, key, tree) for _, holder, key, objects in out for name, tree in objects.items()}
+
+
+#: an objects file's lines by the holder each names (its path's text): (line number, the
+#: holder's name below the thread folder, the line)
+HolderLines = dict[str, list[tuple[int, str, bytes]]]
+
+
+def holder_lines(tdir: Path, data: bytes) -> HolderLines | None:
+    """An objects file's lines by the holder each names, none decoded (a line's holder is
+    read off its first bytes), in the file's order; None when the data is not an objects
+    file. What a read takes from a line is decoded and checked when it is asked for
+    (``decode_holder``), so a fresh process parses only the lines of the holders it uses
+    (and of each, its last line that decodes: earlier lines for it are dead)."""
     if not data.startswith(OBJECTS_HEADER):
         return None
-    out: dict[str, ObjectEntry] = {}
-    top = str(tdir)
-    for line in data[len(OBJECTS_HEADER) :].split(b"\n"):
-        crc, _, body = line.partition(b" ")
-        if len(crc) != 8 or not body:
+    out: HolderLines = {}
+    top = f"{tdir}{os.sep}"
+    for at, line in enumerate(data[len(OBJECTS_HEADER) :].split(b"\n")):
+        rel = _line_rel(line)
+        if rel is None or "\\" in rel:
             continue
-        try:
-            if int(crc, 16) != zlib.crc32(body):
-                continue
-            rel, key, objects = orjson.loads(body)
-        except (ValueError, TypeError):
+        parts = rel.split("/")
+        if not 1 < len(parts) <= 4 or "" in parts or "." in parts or ".." in parts:
             continue
-        if not _object_line_shape(rel, key, objects):
-            continue
-        holder = os.path.join(top, *rel.split("/"))
-        for name, tree in objects.items():
-            out[name] = (holder, (key[0], key[1], key[2], key[3]), tree)
+        # os.path.join(tdir, *parts), without a call: no part is empty or holds a separator
+        holder = top + (rel if os.sep == "/" else os.sep.join(parts))
+        out.setdefault(holder, []).append((at, rel, line))
     return out
+
+
+def _line_rel(line: bytes) -> str | None:
+    """The holder a line names (``<crc32> ["<file>", ...``), unchecked; None for a line that
+    starts otherwise. A name holding an escape is read by parsing the line (never written:
+    the names of holders are path segments)."""
+    if line[8:11] != b' ["':
+        return None
+    end = line.find(b'"', 11)
+    rel = line[11:end] if end > 0 else b"\\"
+    if b"\\" not in rel:
+        try:
+            return rel.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        got = orjson.loads(line[9:])
+    except orjson.JSONDecodeError:
+        return None
+    return got[0] if isinstance(got, list) and got and isinstance(got[0], str) else None
+
+
+def decode_holder(rel: str, line: bytes) -> tuple[StatKey, dict[str, Any]] | None:
+    """(stat key, {name: tree}) of one line of the holder ``rel`` (below the thread folder,
+    as ``holder_lines`` read it off the line), None when its checksum fails or its shape is
+    not an entry's."""
+    crc, body = line[:8], line[9:]
+    try:
+        if int(crc, 16) != zlib.crc32(body):
+            return None
+        got, key, objects = orjson.loads(body)
+    except (ValueError, TypeError):
+        return None
+    if got != rel or not (
+        isinstance(key, list)
+        and len(key) == 4
+        and type(key[0]) is int
+        and type(key[1]) is int
+        and type(key[2]) is int
+        and type(key[3]) is int
+        and isinstance(objects, dict)
+    ):
+        return None
+    return (key[0], key[1], key[2], key[3]), objects
 
 
 def _decode_objects(layout: Layout, tdir: Path, data: bytes) -> dict[str, ObjectEntry] | None:
     return decode_lines(tdir, data)
-
-
-def _object_line_shape(rel: Any, key: Any, objects: Any) -> bool:
-    parts = rel.split("/") if isinstance(rel, str) else []
-    return (
-        1 < len(parts) <= 4  # checkpoints/<id>.json, ns/<namespace>/checkpoints/<id>.json
-        and all(p not in ("", ".", "..") for p in parts)
-        and isinstance(key, list)
-        and len(key) == 4
-        and all(type(k) is int for k in key)
-        and isinstance(objects, dict)
-    )
 
 
 # -- fsck -------------------------------------------------------------------------------

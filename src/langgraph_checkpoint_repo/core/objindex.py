@@ -4,8 +4,10 @@ Format 4 keeps each message in the checkpoint file that first held it, so the li
 thread refers to a message in almost every checkpoint before it: a process with empty caches
 opened, parsed and checked a file per message to read one state (1,000 files at 300 turns).
 This index is ``.cache/index/threads/<thread>~objects``: one line per holder file, ``<crc32>
-<json>``, the JSON ``[file below the thread folder, its stat key, {name: tree}]``. A fresh
-read takes an object from it instead of from its holder while
+<json>``, the JSON ``[file below the thread folder, its stat key, {name: tree}]``. A process
+splits the file into lines by the holder each names and decodes a holder's line only when a
+reference names that holder, once (the holder's last line that decodes: earlier ones are
+dead). A fresh read takes an object from it instead of from its holder while
 
 * the holder's stat key is the one recorded (one lstat: a hand edit, a checkout, a prune
   shows), and the holder lies inside the root with no symlink on the way; and
@@ -36,9 +38,10 @@ from .caches import RACY_NS, StatKey, file_digest, settled, stat_key
 from .index import (
     OBJECTS_HEADER,
     OBJECTS_SUFFIX,
-    ObjectEntry,
-    decode_lines,
+    HolderLines,
+    decode_holder,
     encode_line,
+    holder_lines,
     index_path,
     read_index_file,
     write_index_file,
@@ -52,6 +55,33 @@ START = 32  # holders a thread has before it gets an index: reading fewer files 
 THREADS_KEPT = 64  # threads whose entries a process keeps (a server reads many, one at a time)
 COMPACT_BYTES = 256 * 1024  # a file this big with over half its lines dead is written anew
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # no symlink, no FIFO wait
+_UNSEEN = object()
+
+Held = tuple[StatKey, dict[str, Any]]  # a holder's stat key and the objects it holds, {name: tree}
+
+
+class _Lines:
+    """A thread's objects file as read: its lines by holder, each holder's decoded when first
+    asked for (``held``), and what this process wrote down since."""
+
+    __slots__ = ("decoded", "raw", "tdir")
+
+    def __init__(self, tdir: Path, raw: HolderLines) -> None:
+        self.tdir = tdir
+        self.raw = raw
+        self.decoded: dict[str, Held | None] = {}
+
+    def held(self, holder: str) -> Held | None:
+        """What the holder's last line that decodes says of it, None when no line does."""
+        got = self.decoded.get(holder, _UNSEEN)
+        if got is _UNSEEN:
+            got = None
+            for _, rel, line in reversed(self.raw.get(holder, ())):
+                got = decode_holder(rel, line)
+                if got is not None:
+                    break
+            self.decoded[holder] = got
+        return got  # type: ignore[return-value]
 
 
 class ObjectIndex:
@@ -60,8 +90,8 @@ class ObjectIndex:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._lock = threading.Lock()
-        # thread folder -> name -> entry, the last THREADS_KEPT threads read
-        self._entries: OrderedDict[Path, dict[str, ObjectEntry]] = OrderedDict()
+        # thread folder -> its objects file as read, the last THREADS_KEPT threads read
+        self._entries: OrderedDict[Path, _Lines] = OrderedDict()
         # per thread folder: files this process wrote, (file, sha256 of its bytes, objects, written at)
         # (the last THREADS_KEPT threads written: one written once and never again lets go)
         self._unsettled: OrderedDict[Path, list[tuple[Path, bytes, dict[str, Any], int]]] = OrderedDict()
@@ -73,69 +103,78 @@ class ObjectIndex:
         return index_path(self.layout, tdir, OBJECTS_SUFFIX)
 
     # -- reading -----------------------------------------------------------------------
-    def find(self, tdir: Path, name: str, holder: Path, inside: set[Path]) -> Any | None:
-        """The tree of object ``name`` as ``holder`` holds it, while the holder is unchanged
-        and inside the root (``inside``: the folders the caller found so, in the same read);
-        None: read the holder. The caller checks the tree against its name."""
-        entries = self._entries.get(tdir)
-        if entries is None:
-            entries = self._load(tdir)
-        hit = entries.get(name)
-        if hit is None or hit[0] != str(holder):
+    def find(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
+        """The tree of object ``name`` as the file ``holder`` (its path's text) holds it, while
+        the holder is unchanged and inside the root; None: read the holder. ``seen``: what
+        this read found of each holder and folder so far (a holder holding several objects
+        is checked once). The caller checks the tree against its name."""
+        objects = seen.get(holder, _UNSEEN)
+        if objects is _UNSEEN:
+            objects = seen[holder] = self._trusted(tdir, holder, seen)
+        return None if objects is None else objects.get(name)
+
+    def _trusted(self, tdir: Path, holder: str, seen: dict[str, Any]) -> dict[str, Any] | None:
+        """The objects the index has for ``holder`` while its stat key is the recorded one
+        and its folder lies inside the root with no symlink on the way, else None."""
+        lines = self._entries.get(tdir)
+        if lines is None:
+            lines = self._load(tdir)
+        held = lines.held(holder)
+        if held is None:
             return None
+        folder = holder[: holder.rfind(os.sep) + 1]  # its folder's entry ends in a separator, a file's never
+        inside = seen.get(folder)
+        if inside is None:
+            inside = seen[folder] = self.layout.off_the_way(Path(folder)) is None
+        if not inside:
+            return None  # never a stat through a planted link
         try:
-            if stat_key(os.lstat(holder)) != hit[1]:
+            if stat_key(os.lstat(holder)) != held[0]:
                 return None
-            folder = holder.parent
-            if folder not in inside:
-                if self.layout.off_the_way(folder) is not None:
-                    return None
-                inside.add(folder)
         except OSError:
             return None
-        return hit[2]
+        return held[1]
 
-    def _load(self, tdir: Path) -> dict[str, ObjectEntry]:
+    def _load(self, tdir: Path) -> _Lines:
         path = self.path(tdir)
         data = read_index_file(self.layout, path) if path is not None else None
-        entries = decode_lines(tdir, data) if data is not None and len(data) <= MAX_BYTES else None
-        if path is not None and data is not None and entries is not None and len(data) > COMPACT_BYTES:
-            entries = self._compact(tdir, path, data, entries)
+        raw = holder_lines(tdir, data) if data is not None and len(data) <= MAX_BYTES else None
+        lines = _Lines(tdir, raw or {})
+        if path is not None and data is not None and raw is not None and len(data) > COMPACT_BYTES:
+            self._compact(path, data, lines)
         with self._lock:
             if data is not None:
                 self._has_file.add(tdir)
-            got = self._entries.setdefault(tdir, entries or {})
+            got = self._entries.setdefault(tdir, lines)
             while len(self._entries) > THREADS_KEPT:
                 self._entries.popitem(last=False)
             return got
 
-    def _compact(
-        self, tdir: Path, path: Path, data: bytes, entries: dict[str, ObjectEntry]
-    ) -> dict[str, ObjectEntry]:
-        """Entries whose holder is unchanged, written anew when over half the file's lines
-        are dead (a holder read again after a checkout, pruned or removed): appending only,
-        the file would grow with every checkout until it is too big to use."""
-        holders: dict[str, tuple[StatKey, dict[str, Any]]] = {}
-        for name, (holder, key, tree) in entries.items():
-            holders.setdefault(holder, (key, {}))[1][name] = tree
-        if data.count(b"\n") - 1 <= 2 * len(holders):
-            return entries
-        live: dict[str, ObjectEntry] = {}
-        lines = []
+    def _compact(self, path: Path, data: bytes, lines: _Lines) -> None:
+        """Write the file anew with the last line of each holder that is unchanged, when over
+        half its lines are dead (a holder read again after a checkout, pruned or removed):
+        appending only, the file would grow with every checkout until it is too big to use."""
+        if data.count(b"\n") - 1 <= 2 * len(lines.raw):
+            return
+        kept = []
         inside: dict[str, bool] = {}  # folder -> inside the root, no symlink on the way
-        for holder, (key, objects) in holders.items():
+        for holder in lines.raw:
+            held = lines.held(holder)
+            if held is None:
+                continue
             folder = os.path.dirname(holder)
             if folder not in inside:
                 inside[folder] = self.layout.off_the_way(Path(folder)) is None
             try:
-                if not inside[folder] or stat_key(os.lstat(holder)) != key:
+                if not inside[folder] or stat_key(os.lstat(holder)) != held[0]:
+                    lines.decoded[holder] = None
                     continue  # never a stat through a planted link
             except OSError:
+                lines.decoded[holder] = None
                 continue
-            lines.append(encode_line(os.path.relpath(holder, tdir).replace(os.sep, "/"), key, objects))
-            live.update((name, (holder, key, tree)) for name, tree in objects.items())
-        write_index_file(self.layout, path, OBJECTS_HEADER + b"".join(lines))
-        return live
+            rel = os.path.relpath(holder, lines.tdir).replace(os.sep, "/")
+            kept.append(encode_line(rel, held[0], held[1]))
+        write_index_file(self.layout, path, OBJECTS_HEADER + b"".join(kept))
 
     # -- writing -----------------------------------------------------------------------
     def wrote(
@@ -229,8 +268,7 @@ class ObjectIndex:
             known = self._entries.get(tdir)
             if known is not None:
                 for path, key, objects in lines:
-                    for name, tree in objects.items():
-                        known[name] = (str(path), key, tree)
+                    known.decoded[str(path)] = (key, objects)
 
     def forget(self, tdir: Path) -> None:
         """A thread removed, replaced or repaired: what was kept of it goes, its file too (it

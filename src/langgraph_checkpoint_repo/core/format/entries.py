@@ -25,7 +25,7 @@ from .chains import MAX_APPEND_DEPTH, too_long
 from .messages import MESSAGE_TYPES, refusals
 from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
-from .tree import TypeSet, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
+from .tree import TypeSet, alone_type, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
 
 
 @dataclass(kw_only=True)
@@ -89,7 +89,7 @@ class ValueEntry:
         items, checked before they are turned into msgpack (once per link of a list)."""
         if not self.types or not any(key[:2] in MESSAGE_TYPES for key in self.types):
             return
-        found = refusals(tree, changes_only=True)
+        found = refusals(tree, changes_only=True, alone=alone_type)
         if found:
             inner, refusal = found[0]
             raise FileFormatError(

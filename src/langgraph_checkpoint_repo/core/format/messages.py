@@ -326,7 +326,8 @@ def is_message_type(tree: Any) -> bool:
     return (
         isinstance(key, list)
         and len(key) == 2
-        and all(isinstance(k, str) for k in key)
+        and isinstance(key[0], str)
+        and isinstance(key[1], str)
         and ((key[0], key[1]) in CLASSES or (key[0], key[1]) in BASES)
     )
 
@@ -638,11 +639,23 @@ def _parses(raw: Any, chunk: bool) -> bool:
 # ----------------------------------------------------------------------------
 def _plain(tree: Any) -> bool:
     """A JSON object that is no tag (``{"$bytes": ...}`` is bytes once built)."""
-    return isinstance(tree, dict) and not any(isinstance(k, str) and k.startswith("$") for k in tree)
+    return isinstance(tree, dict) and not _has_tag_key(tree)
 
 
 def _tagged(tree: Any) -> bool:
-    return isinstance(tree, dict) and any(isinstance(k, str) and k.startswith("$") for k in tree)
+    return isinstance(tree, dict) and _has_tag_key(tree)
+
+
+def _has_tag_key(tree: dict[Any, Any]) -> bool:
+    """Whether a key of the object starts with ``$`` (a loop, not ``any`` over a generator:
+    every message read asks it of several objects)."""
+    try:
+        for k in tree:
+            if k[:1] == "$" and isinstance(k, str):
+                return True
+    except TypeError:  # a key that cannot be sliced (no JSON file holds one)
+        return any(isinstance(k, str) and k.startswith("$") for k in tree)
+    return False
 
 
 def _as_dict(tree: Any) -> dict[Any, Any] | None:
@@ -772,10 +785,16 @@ def partial_json(text: str) -> Any:
 MESSAGE_TYPES = frozenset(CLASSES) | BASES
 
 
-def refusals(tree: Any, *, changes_only: bool = False) -> list[tuple[str, Refusal]]:
+def refusals(
+    tree: Any, *, changes_only: bool = False, alone: Callable[[dict[str, Any]], bool] | None = None
+) -> list[tuple[str, Refusal]]:
     """(JSON pointer inside ``tree`` of the refused field, the refusal) of every message the
     rule refuses, outer before inner; ``changes_only``: only those LangChain would build as
-    something else (the others it refuses itself). Iterative: any depth."""
+    something else (the others it refuses itself). Iterative: any depth.
+
+    ``alone`` (the caller's quick look at an object's JSON, false when unsure): whether no
+    other ``$type`` key lies below a tagged object. Nothing below one that is alone is
+    walked; below one that is not, everything is, without asking again."""
     found: list[tuple[Any, Refusal]] = []
     stack = [tree]
     while stack:
@@ -784,14 +803,34 @@ def refusals(tree: Any, *, changes_only: bool = False) -> list[tuple[str, Refusa
             stack.extend(reversed(node))
         elif isinstance(node, dict):
             if "$type" in node:
-                got = read_message(node)
-                if isinstance(got, Refusal) and (got.changes or not changes_only):
-                    found.append((node, got))
+                _judge(node, found, changes_only)
+                if alone is not None:
+                    if not alone(node):
+                        _walk(list(reversed(node.values())), found, changes_only)
+                    continue
             stack.extend(reversed(node.values()))
     if not found:
         return []
     where = _pointers(tree, {id(node) for node, _ in found})
     return [(where[id(node)] + got.pointer, got) for node, got in found]
+
+
+def _judge(node: dict[str, Any], found: list[tuple[Any, Refusal]], changes_only: bool) -> None:
+    got = read_message(node)
+    if isinstance(got, Refusal) and (got.changes or not changes_only):
+        found.append((node, got))
+
+
+def _walk(stack: list[Any], found: list[tuple[Any, Refusal]], changes_only: bool) -> None:
+    """``refusals``' walk of what ``stack`` holds, every node."""
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+        elif isinstance(node, dict):
+            if "$type" in node:
+                _judge(node, found, changes_only)
+            stack.extend(reversed(node.values()))
 
 
 def _pointers(tree: Any, wanted: set[int]) -> dict[int, str]:

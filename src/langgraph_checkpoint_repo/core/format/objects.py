@@ -496,6 +496,37 @@ def tree_depth(tree: Any) -> int:
     return deepest
 
 
+def plain_weight(tree: Any) -> tuple[Weight, int] | None:
+    """(weight, depth) of a tree none of whose objects has a ``$ref`` or ``$chunks`` key, as
+    ``Expander._weigh`` gives them for it (``tree_weight``, ``tree_depth``), in one walk a
+    level at a time, no call per node; None for a tree with such a key (it may refer to
+    objects: ``_weigh`` weighs it)."""
+    containers = values = text = depth = 0
+    level = [tree]
+    while level:
+        below: list[Any] = []
+        nested = False
+        for node in level:
+            values += 1
+            if isinstance(node, str):
+                text += len(node)
+            elif isinstance(node, dict):
+                if REF in node or CHUNKS in node:
+                    return None
+                containers += 1
+                values += len(node)
+                text += sum(map(len, node))
+                below.extend(node.values())
+                nested = True
+            elif isinstance(node, list):
+                containers += 1
+                below.extend(node)
+                nested = True
+        depth += nested
+        level = below
+    return (containers, values, text), depth
+
+
 def tree_weight(tree: Any) -> Weight:
     """The weight of a tree as it is, without following references."""
     containers = values = text = 0
@@ -640,11 +671,16 @@ class Expander:
                     raise self._error(too_deep)
                 stored, found = self._load(digest, node, holder)
                 self._stored[digest] = stored
-                weight, inner, depth = self._weigh(stored, nesting + 1, found)
+                plain = plain_weight(stored)
+                if plain is not None:  # refers to no object (a message): weighed in one walk
+                    (weight, depth), inner, is_list = plain, 0, isinstance(stored, list)
+                else:
+                    weight, inner, depth = self._weigh(stored, nesting + 1, found)
+                    is_list = self._is_list(stored, nesting + 1, found)
                 problem = weight_problem(weight) or depth_problem(depth)
                 if problem is not None:  # stop a blow-up at the first object that is too big
                     raise self._error(problem)
-                got = weight, inner + 1, self._is_list(stored, nesting + 1, found), depth
+                got = weight, inner + 1, is_list, depth
             self._weights[digest] = got
         # each use counts its weight again in the parent: it is a copy once revived
         too_deep = nesting_problem(nesting + got[1])

@@ -31,9 +31,9 @@ from .entries import ValueEntry, append_entry, entry_from_node
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
-# (thread folder, object name, holder, folders found inside the root in this read) -> the
-# tree the derived index has for it, or None
-FindObject = Callable[[Path, str, Path, set[Path]], Any]
+# (thread folder, object name, holder (its path's text), what the index found of holders and
+# folders in this read: a dict it keeps) -> the tree the derived index has for it, or None
+FindObject = Callable[[Path, str, str, dict[str, Any]], Any]
 # (thread folder, holder, its lstat before the read, the objects it holds, time before the read)
 ReadHolder = Callable[[Path, Path, os.stat_result, dict[str, Any], int], None]
 # the folders whose files may hold objects of their own (format 4), and their kind
@@ -302,7 +302,7 @@ class ValueResolver:
         done = self._objects.get(tdir)
         if done is None or len(done) > CACHE_ENTRIES * 16:
             done = self._objects[tdir] = {}
-        load = partial(self._load_object, tdir, holder, pointer, set())
+        load = partial(self._load_object, tdir, holder, pointer, {})
         expander = Expander(load, str(holder), pointer, done)
         try:
             return expander.expand(tree), expander.weight
@@ -315,7 +315,7 @@ class ValueResolver:
         tdir: Path,
         referrer: Path,
         pointer: str,
-        inside: set[Path],
+        seen: dict[str, Any],
         digest: str,
         node: dict[str, Any],
         holder: str,
@@ -326,12 +326,13 @@ class ValueResolver:
         ``objects/`` (format 3, and where prune keeps the objects of a checkpoint it removes)."""
         loc = location_of(node)
         if loc is not None:
-            path = self.checkpoint_in(tdir, *loc)
             if self.find_object is not None and not self.trust_kept:
-                indexed = self.find_object(tdir, digest, path, inside)
+                text = self._checkpoint_text(tdir, *loc)
+                indexed = self.find_object(tdir, digest, text, seen)
                 if indexed is not None and self._names_quietly(digest, indexed):
                     self.located.setdefault(tdir, {}).setdefault(digest, loc)
-                    return indexed, str(path)
+                    return indexed, text
+            path = self.checkpoint_in(tdir, *loc)
             doc = self._read_holder(tdir, path)
             if doc is not None:
                 tree = fields.held_objects(doc).get(digest)
@@ -435,6 +436,13 @@ class ValueResolver:
         if ns == "" and self.read_paths:
             return self.child(tdir, f"{CHECKPOINTS}{os.sep}{encode_segment(cid)}.json")
         return self.layout.checkpoint_in(tdir, ns, cid)
+
+    def _checkpoint_text(self, tdir: Path, ns: str, cid: str) -> str:
+        """``str(checkpoint_in(...))`` without a Path made: a fresh read of a long thread asks
+        for the holder of every object it takes from the objects index."""
+        if ns == "":
+            return f"{tdir}{os.sep}{CHECKPOINTS}{os.sep}{encode_segment(cid)}.json"
+        return str(self.layout.checkpoint_in(tdir, ns, cid))
 
     def _thread_dir(self, path: Path) -> Path:
         """The thread folder ``path`` lies in; by its name, without a Path made per call

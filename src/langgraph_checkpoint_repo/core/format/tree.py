@@ -160,44 +160,58 @@ def _ext_to_tree(ext: _Ext) -> Any:
     return {"$ext": code, "$data": b64(ext.raw)}
 
 
-def from_tree(tree: Any) -> Any:
-    """JSON tree back to a structure ``ormsgpack.packb`` turns into the original bytes."""
+def from_tree(tree: Any, *, look: bool = True) -> Any:
+    """JSON tree back to a structure ``ormsgpack.packb`` turns into the original bytes.
+
+    The fields of a tagged object (a message's ``$fields``, a dataclass's ``$kwargs`` ...) are
+    packed as they are when their JSON holds no tag (``untagged``, one look at C speed instead
+    of a call per node); ``look``: whether to look, true until an object's fields were looked
+    at and found to hold a tag (so no part of the tree is looked at twice)."""
     if isinstance(tree, list):
-        return [from_tree(x) for x in tree]
+        return [from_tree(x, look=look) for x in tree]
     if not isinstance(tree, dict):
         return tree
     if not any(k.startswith("$") for k in tree):
-        return {k: from_tree(v) for k, v in tree.items()}
+        return {k: from_tree(v, look=look) for k, v in tree.items()}
     if "$type" in tree:
         mod, name = tree["$type"]
         if "$pydantic" in tree:
             code = EXT_PYD1 if tree["$pydantic"] == 1 else EXT_PYD2
-            payload = [mod, name, from_tree(tree["$fields"])]
+            payload = [mod, name, _fields_back(tree["$fields"], look)]
             if "$method" in tree:
                 payload.append(tree["$method"])
         elif "$method" in tree:
             code = EXT_METHOD
-            payload = [mod, name, from_tree(tree["$arg"]), tree["$method"]]
+            payload = [mod, name, _fields_back(tree["$arg"], look), tree["$method"]]
         else:
             code, key = next((c, k) for c, k in ARG_KEY.items() if k in tree)
-            payload = [mod, name, from_tree(tree[key])]
+            payload = [mod, name, _fields_back(tree[key], look)]
         return ormsgpack.Ext(code, ormsgpack.packb(payload, option=_OPT))
     if "$bytes" in tree:
         return base64.b64decode(tree["$bytes"], validate=True)
     if "$float" in tree:
         return float(tree["$float"])
     if "$map" in tree:
-        return {hashable(from_tree(k)): from_tree(v) for k, v in tree["$map"]}
+        return {hashable(from_tree(k, look=look)): from_tree(v, look=look) for k, v in tree["$map"]}
     if "$numpy" in tree:
         n = tree["$numpy"]
         payload = [n["dtype"], n["shape"], n["order"], base64.b64decode(n["data"])]
         return ormsgpack.Ext(EXT_NUMPY, ormsgpack.packb(payload, option=_OPT))
     if "$delta_snapshot" in tree:
-        inner = ormsgpack.packb(from_tree(tree["$delta_snapshot"]), option=_OPT)
+        inner = ormsgpack.packb(from_tree(tree["$delta_snapshot"], look=look), option=_OPT)
         return ormsgpack.Ext(EXT_DELTA, inner)
     if "$ext" in tree:
         return ormsgpack.Ext(tree["$ext"], base64.b64decode(tree["$data"], validate=True))
     raise ValueError(f"unknown tag in {sorted(tree)}")
+
+
+def _fields_back(tree: Any, look: bool) -> Any:
+    """What a tagged object's fields pack as: themselves when they hold no tag."""
+    if look and isinstance(tree, dict | list):
+        if untagged(tree):
+            return tree
+        look = False  # what is below holds a tag: looked at once, walked from here on
+    return from_tree(tree, look=look)
 
 
 def hashable(key: Any) -> Any:
@@ -242,11 +256,43 @@ def json_objects(tree: Any) -> Iterator[dict[str, Any]]:
 
 
 def named_types(tree: Any) -> list[tuple[str, ...]]:
-    """Every (module, name[, method]) a tree asks the serde to construct."""
+    """Every (module, name[, method]) a tree asks the serde to construct, in ``json_objects``'
+    order. Below an object naming a type whose JSON holds no other ``$type`` key (a message)
+    nothing more is looked for; below one that holds some, every object is (and nothing is
+    looked at twice)."""
     found: list[tuple[str, ...]] = []
-    for node in json_objects(tree):
-        node_types(node, found)
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            node_types(node, found)
+            if "$type" not in node:
+                stack.extend(node.values())
+            elif not alone_type(node):
+                for inner in json_objects(list(node.values())):
+                    node_types(inner, found)
     return found
+
+
+def untagged(tree: dict[str, Any] | list[Any]) -> bool:
+    """Whether no object of the tree has a key starting with ``$`` (so nothing in it is a
+    tag), told from its JSON at C speed; False when unsure (a string starting with ``$``, a
+    value orjson does not write)."""
+    try:
+        return b'"$' not in orjson.dumps(tree)
+    except (TypeError, ValueError):
+        return False
+
+
+def alone_type(node: dict[str, Any]) -> bool:
+    """Whether no ``$type`` key lies below an object that has one (nothing inside it is
+    constructed or read as a message of its own), told from its JSON; False when unsure."""
+    try:
+        return orjson.dumps(node).count(b'"$type"') == 1
+    except (TypeError, ValueError):
+        return False
 
 
 def node_types(node: dict[str, Any], found: list[tuple[str, ...]]) -> None:

@@ -1,0 +1,318 @@
+"""The first read of a fresh process on a long thread (issue 37, item 4): what it decodes,
+stats and walks is counted here, never timed; and every shortcut it takes gives exactly what
+the long way gives (properties against the walks it replaces).
+
+Real graphs on a real saver and filesystem; each "fresh process" is a new RepoSaver on the
+root (empty caches).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import ormsgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
+
+from graphs import cfg, chat_graph, contents
+from helpers import examples
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import index as index_module
+from langgraph_checkpoint_repo.core.caches import RACY_NS
+from langgraph_checkpoint_repo.core.format import tree as tree_module
+from langgraph_checkpoint_repo.core.format.messages import refusals
+from langgraph_checkpoint_repo.core.format.objects import (
+    Expander,
+    plain_weight,
+    tree_depth,
+    tree_weight,
+)
+from langgraph_checkpoint_repo.core.format.tree import alone_type, from_tree, json_objects, named_types
+from langgraph_checkpoint_repo.core.index import OBJECTS_SUFFIX, index_path
+from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.objindex import ObjectIndex
+
+SETTLE = RACY_NS / 1e9 + 0.02
+SNAPSHOT_EVERY = 16  # a whole copy of the list every 16 puts: a later copy reuses earlier chunks
+
+
+def chat(root: Path, turns: int = 40) -> list[str]:
+    """A thread of ``turns`` turns written so that its files settle (the objects index holds
+    them), then read once by a fresh saver (which writes the lineage index down); its texts."""
+    graph = chat_graph(RepoSaver(root, durable=False, snapshot_every=SNAPSHOT_EVERY))
+    for i in range(turns + 1):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
+        if i % 8 == 7 or i >= turns - 1:
+            time.sleep(SETTLE)
+    texts = contents(graph.get_state(cfg("t")).values["messages"])
+    assert fresh_texts(root) == texts
+    return texts
+
+
+def fresh_texts(root: Path) -> list[str]:
+    got = RepoSaver(root).get_tuple(cfg("t"))
+    assert got is not None
+    return contents(got.checkpoint["channel_values"]["messages"])
+
+
+def objects_file(root: Path) -> Path:
+    layout = Layout(root)
+    path = index_path(layout, layout.thread_dir("t"), OBJECTS_SUFFIX)
+    assert path is not None and path.is_file()
+    return path
+
+
+class _CountingOrjson:
+    """``orjson`` as index.py sees it, counting the parses of objects-index lines."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+
+    def loads(self, data: Any) -> Any:
+        if bytes(data[:14]) == b'["checkpoints/':
+            self.lines += 1
+        return orjson.loads(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(orjson, name)
+
+
+def test_a_fresh_read_parses_one_objects_index_line_per_holder_it_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder's earlier lines are dead (it was written down again): a read parses the
+    last line of each holder a reference names, not every line of the file."""
+    root = tmp_path / ".langgraph"
+    want = chat(root)
+    path = objects_file(root)
+    header, _, body = path.read_bytes().partition(b"\n")
+    holders = body.count(b"\n")
+    path.write_bytes(header + b"\n" + body * 4)  # every line four times: three dead copies each
+    assert path.stat().st_size < 256 * 1024  # not compacted on load: the file is read as it is
+    counting = _CountingOrjson()
+    monkeypatch.setattr(index_module, "orjson", counting)
+    assert fresh_texts(root) == want
+    assert 0 < counting.lines <= holders, (counting.lines, holders)
+
+
+def test_a_holder_is_stat_ed_once_per_read_however_many_of_its_objects_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index checks a holder's stat key once for all the objects a read takes from it
+    (a whole copy of a list reuses the chunks an earlier copy's checkpoint holds)."""
+    root = tmp_path / ".langgraph"
+    want = chat(root)
+    lookups: list[str] = []
+    find = ObjectIndex.find
+
+    def counted_find(self: ObjectIndex, tdir: Path, name: str, *args: Any) -> Any:
+        lookups.append(name)
+        return find(self, tdir, name, *args)
+
+    stats: Counter[str] = Counter()
+    real_lstat = os.lstat
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if sys._getframe(1).f_code.co_filename.endswith("objindex.py"):
+            stats[str(path)] += 1
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(ObjectIndex, "find", counted_find)
+    monkeypatch.setattr(os, "lstat", lstat)
+    assert fresh_texts(root) == want
+    monkeypatch.undo()
+    assert len(lookups) > len(stats) > 0  # some holder serves several objects
+    assert max(stats.values()) == 1, stats.most_common(3)
+
+
+# -- the shortcuts give what the walks they replace give --------------------------------
+_SCALAR = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),  # past 64 bits: orjson writes none, the shortcut steps aside
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "x", "$", "$type", "$ref", 'a"b', "tab\there", "é", "\x00"]),
+)
+_KEY = st.sampled_from(["a", "b", "content", "id", "$x", "$type", "$ref", "$chunks", 't"q', "é"])
+
+
+def _tagged(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Tagged objects as the trees hold them: messages (plain or tagged fields), other
+    constructors, bytes, maps."""
+    fields = st.dictionaries(st.sampled_from(["content", "id", "type", "k"]), inner, max_size=3)
+    message = st.builds(
+        lambda f, cls, method: {
+            "$type": ["langchain_core.messages." + cls[0], cls[1]],
+            "$pydantic": 2,
+            "$fields": f,
+            **({"$method": "model_validate_json"} if method else {}),
+        },
+        fields,
+        st.sampled_from([("ai", "AIMessage"), ("human", "HumanMessage"), ("base", "BaseMessage")]),
+        st.booleans(),
+    )
+    other = st.builds(
+        lambda key, arg: {"$type": ["m", "C"], key: arg},
+        st.sampled_from(["$kwargs", "$args", "$arg"]),
+        inner,
+    )
+    method = st.builds(lambda arg: {"$type": ["m", "C"], "$method": "make", "$arg": arg}, inner)
+    raw = st.sampled_from([{"$bytes": base64.b64encode(b"hi").decode()}, {"$float": "nan"}])
+    mapping = st.builds(lambda v: {"$map": [["k", v], [1, "one"]]}, inner)
+    return st.one_of(message, other, method, raw, mapping)
+
+
+TREES = st.recursive(
+    _SCALAR,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(_KEY, inner, max_size=4), _tagged(inner)
+    ),
+    max_leaves=12,
+)
+PLAIN = st.recursive(
+    _SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEY, inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _walked_from_tree(tree: Any) -> Any:
+    """from_tree as it was: a call for every node."""
+    if isinstance(tree, list):
+        return [_walked_from_tree(x) for x in tree]
+    if not isinstance(tree, dict):
+        return tree
+    if not any(k.startswith("$") for k in tree):
+        return {k: _walked_from_tree(v) for k, v in tree.items()}
+    if "$type" in tree:
+        mod, name = tree["$type"]
+        if "$pydantic" in tree:
+            code = tree_module.EXT_PYD1 if tree["$pydantic"] == 1 else tree_module.EXT_PYD2
+            payload = [mod, name, _walked_from_tree(tree["$fields"])]
+            if "$method" in tree:
+                payload.append(tree["$method"])
+        elif "$method" in tree:
+            code = tree_module.EXT_METHOD
+            payload = [mod, name, _walked_from_tree(tree["$arg"]), tree["$method"]]
+        else:
+            code, key = next((c, k) for c, k in tree_module.ARG_KEY.items() if k in tree)
+            payload = [mod, name, _walked_from_tree(tree[key])]
+        return ormsgpack.Ext(code, ormsgpack.packb(payload, option=ormsgpack.OPT_NON_STR_KEYS))
+    if "$bytes" in tree:
+        return base64.b64decode(tree["$bytes"], validate=True)
+    if "$float" in tree:
+        return float(tree["$float"])
+    if "$map" in tree:
+        return {tree_module.hashable(_walked_from_tree(k)): _walked_from_tree(v) for k, v in tree["$map"]}
+    raise ValueError(f"unknown tag in {sorted(tree)}")
+
+
+def _packed(convert: Any, tree: Any) -> bytes | str:
+    try:
+        return ormsgpack.packb(convert(tree), option=ormsgpack.OPT_NON_STR_KEYS)
+    except (ValueError, TypeError, KeyError, StopIteration) as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(TREES)
+def test_from_tree_packs_the_bytes_a_walk_of_every_node_packs(tree: Any) -> None:
+    assert _packed(from_tree, tree) == _packed(_walked_from_tree, tree)
+
+
+def _outcome(walk: Any, tree: Any) -> Any:
+    try:
+        return walk(tree)
+    except (ValueError, TypeError) as exc:  # a $type that is not a pair of names
+        return type(exc).__name__
+
+
+def _walked_types(tree: Any) -> list[tuple[str, ...]]:
+    """named_types as it was: every object of the tree looked at."""
+    found: list[tuple[str, ...]] = []
+    for node in json_objects(tree):
+        tree_module.node_types(node, found)
+    return found
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(TREES)
+def test_named_types_and_refusals_find_what_a_walk_of_every_node_finds(tree: Any) -> None:
+    assert _outcome(named_types, tree) == _outcome(_walked_types, tree)
+    for changes_only in (False, True):
+        assert refusals(tree, changes_only=changes_only, alone=alone_type) == refusals(
+            tree, changes_only=changes_only
+        )
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.one_of(PLAIN, TREES))
+def test_plain_weight_is_the_expanders_weight_of_a_tree_that_refers_to_nothing(tree: Any) -> None:
+    got = plain_weight(tree)
+    keyed = any("$ref" in node or "$chunks" in node for node in json_objects(tree))
+    if keyed:
+        assert got is None
+        return
+    assert got == (tree_weight(tree), tree_depth(tree))
+
+    def load(digest: str, node: Any, holder: str) -> Any:
+        raise AssertionError("a tree without references loads nothing")
+
+    expander = Expander(load, "f.json", "/")
+    assert expander._weigh(tree, 0, "f.json") == (got[0], 0, got[1])
+
+
+def test_nothing_of_a_deep_tree_is_looked_at_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick looks at a tree's JSON are bounded by its size: tagged objects nested 100
+    deep (as deep as a file holds), each holding a tag below, are serialised once by each
+    walk, not once per object above them."""
+    tree: Any = {"$bytes": "aGk="}
+    for i in range(100):
+        tree = {"$type": ["m", "C"], "$kwargs": {"x": tree, "n": i}}
+    size = len(orjson.dumps(tree))
+    dumped = [0]
+    real = orjson.dumps
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> bytes:
+        out = real(value, *args, **kwargs)
+        dumped[0] += len(out)
+        return out
+
+    monkeypatch.setattr(tree_module.orjson, "dumps", counting)
+    for walk in (from_tree, named_types, lambda t: refusals(t, alone=alone_type)):
+        dumped[0] = 0
+        walk(tree)
+        assert dumped[0] <= 2 * size, (walk, dumped[0], size)
+
+
+def test_a_message_below_a_message_is_still_read_and_typed() -> None:
+    """The look that skips what is below a message goes below one that holds another."""
+    nested = {
+        "$type": ["langchain_core.messages.human", "HumanMessage"],
+        "$pydantic": 2,
+        "$fields": {
+            "content": "outer",
+            "additional_kwargs": {
+                "held": {
+                    "$type": ["langchain_core.messages.ai", "AIMessage"],
+                    "$pydantic": 2,
+                    "$fields": {"content": "inner", "content_blocks": [{"type": "text", "text": "other"}]},
+                }
+            },
+        },
+    }
+    assert named_types([nested]) == [
+        ("langchain_core.messages.human", "HumanMessage"),
+        ("langchain_core.messages.ai", "AIMessage"),
+    ]
+    found = refusals([nested], changes_only=True, alone=alone_type)
+    assert [pointer for pointer, _ in found] == ["/0/$fields/additional_kwargs/held/$fields/content_blocks"]
