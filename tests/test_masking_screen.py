@@ -65,8 +65,15 @@ def _reference_run(m: re.Match[str]) -> str:
     return run if masked == decoded else masked
 
 
+_REFERENCE_TABLES: dict[str, dict[int, str]] = {}
+
+
 def reference_escape_controls(text: str, keep: str = "") -> str:
-    table = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in CONTROL_CODES if chr(c) not in keep}
+    table = _REFERENCE_TABLES.get(keep)
+    if table is None:  # made once per keep: 4,000 texts below each made it again (7 s of the suite)
+        codes = [c for c in CONTROL_CODES if chr(c) not in keep]
+        table = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in codes}
+        _REFERENCE_TABLES[keep] = table
     return text.translate(table)
 
 
