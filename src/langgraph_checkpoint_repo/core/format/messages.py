@@ -796,7 +796,9 @@ def refusals(
     other ``$type`` key lies below a tagged object. Nothing below one that is alone is
     walked; below one that is not, everything is, without asking again."""
     found: list[tuple[Any, Refusal]] = []
-    stack = [tree]
+    if alone is None:
+        _walk([tree], found, changes_only)
+    stack = [tree] if alone is not None else []
     while stack:
         node = stack.pop()
         if isinstance(node, list):
@@ -804,10 +806,9 @@ def refusals(
         elif isinstance(node, dict):
             if "$type" in node:
                 _judge(node, found, changes_only)
-                if alone is not None:
-                    if not alone(node):
-                        _walk(list(reversed(node.values())), found, changes_only)
-                    continue
+                if not alone(node):  # type: ignore[misc]
+                    _walk(list(reversed(node.values())), found, changes_only)
+                continue
             stack.extend(reversed(node.values()))
     if not found:
         return []
