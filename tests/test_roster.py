@@ -489,3 +489,27 @@ def test_a_fresh_filter_finds_a_checkpoint_edited_in_place_to_match_in_a_thread_
     got = seen(RepoSaver(root).list(None, **args))
     assert len(got) == len(before) + 1
     assert path.stem in {c["configurable"]["checkpoint_id"] for c, *_ in got}
+
+
+def test_a_fresh_filter_reads_the_checkpoints_added_since_a_thread_s_metadata_was_kept(
+    tmp_path: Path,
+) -> None:
+    """The kept metadata of an earlier process, one turn short of the thread's files (a
+    writer that left the index as it was): the ids listed are not the ids kept, and the ones
+    never kept are read, so the filter finds the turn that matches."""
+    root, _ = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
+    before = seen(RepoSaver(root).list(None, **args))  # leaves the roster
+    kept = tmp_path / "kept-cache"
+    shutil.copytree(root / ".cache", kept)
+    folder = Layout(root).checkpoints_dir("t02", "")
+    old = {p.stem for p in folder.glob("*.json")}
+    more = {"messages": [HumanMessage("one more")]}
+    chat_graph(RepoSaver(root, durable=False)).invoke(more, cfg("t02", user_id="user-1"))
+    new = {p.stem for p in folder.glob("*.json")} - old
+    shutil.rmtree(root / ".cache")
+    shutil.copytree(kept, root / ".cache")
+    settle()
+    got = seen(RepoSaver(root).list(None, **args))
+    assert new and len(got) == len(before) + len(new)
+    assert new <= {c["configurable"]["checkpoint_id"] for c, *_ in got}

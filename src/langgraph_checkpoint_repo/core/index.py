@@ -1060,13 +1060,12 @@ class KeptMeta:
     process those trees were most of what the files decoded and most of the garbage
     collector's work. ``folder``: the namespace's checkpoints folder (set by the roster)."""
 
-    __slots__ = ("_entries", "_files", "at", "cids", "folder", "keys", "line")
+    __slots__ = ("_entries", "at", "cids", "folder", "keys", "line")
 
     def __init__(self, cids: list[Any], keys: list[Any], line: bytes, at: int) -> None:
         self.cids, self.keys, self.line, self.at = cids, keys, line, at
         self.folder = ""
         self._entries: dict[str, MetaEntry] | None = None
-        self._files: dict[str, tuple[str, tuple[Any, ...]]] | None = None  # cid -> file, key
 
     def entries(self) -> dict[str, MetaEntry]:
         """Entries by checkpoint id (``meta_from_rows``); none when anything is off."""
@@ -1100,28 +1099,46 @@ class KeptMeta:
     def changed(self, cids: list[str]) -> list[str]:
         """Those of ``cids`` whose file's stat key is not the one kept (or none is kept): the
         rest hold the metadata kept, which ``may_match`` found no match in. One lstat each,
-        of the file the listing names."""
-        files = self._files
-        if files is None:
-            keys, folder = self.keys, self.folder
-            files = self._files = {
-                cid: (f"{folder}/{cid}.json", tuple(keys[4 * i : 4 * i + 4]))
-                for i, cid in enumerate(self.cids)
-                if type(cid) is str
-            }
+        of the file the listing names. The listing is the kept ids in their order unless a
+        file came or went, so the keys are read by position (no table built per thread)."""
+        kept, keys, folder = self.cids, self.keys, self.folder
+        if cids != kept:
+            return self._changed_by_id(cids)
         out: list[str] = []
         lstat = os.lstat
+        at = 0
         for cid in cids:
-            hit = files.get(cid)
-            if hit is None:
+            try:
+                st = lstat(f"{folder}/{cid}.json")
+            except OSError:
+                out.append(cid)
+            else:
+                if (
+                    st.st_mtime_ns != keys[at]
+                    or st.st_ctime_ns != keys[at + 1]
+                    or st.st_size != keys[at + 2]
+                    or st.st_ino != keys[at + 3]
+                ):
+                    out.append(cid)
+            at += 4
+        return out
+
+    def _changed_by_id(self, cids: list[str]) -> list[str]:
+        """``changed`` when the listing is not the kept ids: each looked up by id."""
+        keys = self.keys
+        where = {cid: 4 * i for i, cid in enumerate(self.cids) if type(cid) is str}
+        out: list[str] = []
+        for cid in cids:
+            at = where.get(cid)
+            if at is None:
                 out.append(cid)
                 continue
             try:
-                st = lstat(hit[0])
+                st = os.lstat(f"{self.folder}/{cid}.json")
             except OSError:
                 out.append(cid)
                 continue
-            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != tuple(keys[at : at + 4]):
                 out.append(cid)
         return out
 
