@@ -22,6 +22,7 @@ from tests.helpers import cli
 
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import files as files_module
+from langgraph_checkpoint_repo.core import index as index_module
 from langgraph_checkpoint_repo.core import wholes
 from langgraph_checkpoint_repo.core.caches import RACY_NS, DocCache
 from langgraph_checkpoint_repo.core.format import resolve
@@ -33,6 +34,7 @@ from langgraph_checkpoint_repo.core.index import (
     KeptMeta,
     decode_roster,
     decode_roster_meta,
+    encode_roster,
     roster_path,
     roster_shard,
 )
@@ -249,6 +251,30 @@ def test_threads_from_the_roster_shows_what_reading_every_thread_shows(tmp_path:
     assert text.returncode == 0 and "t00" in text.stdout
 
 
+def test_a_list_across_threads_decodes_no_row_of_threads_and_writes_them_back_as_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of ``threads`` are a roster line of their own, decoded when ``threads`` asks:
+    a filter across threads decodes none, and a roster written back undecoded holds the very
+    bytes it was read from."""
+    root, _ = copied(tmp_path)
+    want = rows(root)  # leaves the roster, rows and all
+    decoded: list[bytes] = []
+    real = index_module._row_of
+    monkeypatch.setattr(index_module, "_row_of", lambda line: decoded.append(line) or real(line))
+    assert seen(RepoSaver(root).list(None, filter={"user_id": "user-1"}))
+    assert decoded == []
+    layout, shard = Layout(root), roster_shard("t03")
+    data = roster_path(layout, shard).read_bytes()
+    facts = decode_roster(layout, shard, data)
+    assert facts is not None and decoded == []
+    assert encode_roster(layout, shard, list(facts.values())) == data
+    kept = [json.loads(line) for line in data.split(b"\n")[3::3]]  # head, then 3 lines a thread
+    assert [index_module.thread_row(f) for f in facts.values()] == kept
+    assert len(decoded) == len(kept) == len(facts) and all(kept)
+    assert "t03" in {r["thread_id"] for r in want}
+
+
 def test_threads_in_a_fresh_process_reads_the_roster_not_the_checkpoints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -284,33 +310,35 @@ def shard_file(root: Path, suffix: str = ROSTER_SUFFIX) -> Path:
     return roster_path(Layout(root), roster_shard("t03"), suffix)
 
 
-def forged(line: Any, damage: str, trees: list[Any] | None = None) -> None:
+def forged(line: Any, damage: str, trees: list[Any] | None = None, row: Any = None) -> None:
     """A roster line damaged or forged in place: another machine's stat keys (a checkout's, a
     pull request's) with another step, a row that names no file, a tree that names a type.
-    ``trees``: the line after it (a roster's parent links, the metadata file's trees)."""
-    if damage == "forged" and "row" in line:
+    ``trees``: the line after it (a roster's parent links, the metadata file's trees);
+    ``row``: a roster's third line, the thread's row of ``threads``."""
+    roster = "id" in line  # a roster's facts, else a line of the metadata file
+    if damage == "forged" and roster:
         line["key"][3] += 1
         for ns, links in zip(line["ns"], trees or [], strict=True):
             ns["key"][3] += 1
-            for row in links:
-                row[4] += 1
-        for dep in line["row"]["deps"]:
+            for link in links:
+                link[4] += 1
+        for dep in row["deps"]:
             if dep[1] is not None:  # None: a folder that is not there (writes/: all taken)
                 dep[1][3] += 1
-        line["row"]["step"] = 999
+        row["step"] = 999
     elif damage == "forged" and trees is not None:  # a line of the metadata file
         for (_, _, keys), kept in zip(line["ns"], trees, strict=True):
             for i, tree in enumerate(kept):
                 keys[4 * i + 3] += 1  # the inode
                 tree["step"] = 999
-    elif damage == "type" and "row" not in line and trees is not None:
+    elif damage == "type" and not roster and trees is not None:
         _, cids, keys = line["ns"][0]
         cids.append(cids[0])
         keys.extend([1, 2, 3, 4])
         trees[0].append({"step": {"$type": ["os", "system"]}})
-    elif damage == "empty-deps" and "row" in line:
-        line["row"]["deps"] = []
-        line["row"]["step"] = 999
+    elif damage == "empty-deps" and roster:
+        row["deps"] = []
+        row["step"] = 999
 
 
 def damaged(path: Path, damage: str) -> bytes:
@@ -318,8 +346,9 @@ def damaged(path: Path, damage: str) -> bytes:
         return path.read_bytes()[:-40]
     head, _, body = path.read_bytes().partition(b"\n")
     lines = [json.loads(line) for line in body.split(b"\n")]
-    for line, after in zip(lines[0::2], lines[1::2], strict=True):  # a thread's two lines
-        forged(line, damage, after)
+    per = 3 if path.name.endswith(ROSTER_SUFFIX) else 2  # facts, links, row; or ids, trees
+    for group in zip(*(lines[i::per] for i in range(per)), strict=True):
+        forged(group[0], damage, group[1], group[2] if per == 3 else None)
     return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
 
 
@@ -368,8 +397,8 @@ def test_a_symlinked_roster_is_never_followed_and_fsck_reports_it(tmp_path: Path
     path = shard_file(root)
     head, _, body = path.read_bytes().partition(b"\n")
     lines = [json.loads(line) for line in body.split(b"\n")]
-    for line in lines[0::2]:  # what this machine's files hold (their stat keys), another step
-        line["row"]["step"] = 999
+    for row in lines[2::3]:  # what this machine's files hold (their stat keys), another step
+        row["step"] = 999
     decoy = tmp_path / "elsewhere.roster"
     decoy.write_bytes(_with_crc(head, b"\n".join(json.dumps(line).encode() for line in lines)))
     before = decoy.read_bytes()

@@ -807,7 +807,7 @@ ROSTER_SUFFIX = ".roster"
 ROSTER_META_SUFFIX = ".metadata"  # the checkpoints' metadata, apart: only a filter reads it
 ROSTER_SHARDS = 16  # files, by a hash of the thread's folder name: a rewrite is of one only
 _ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.(roster|metadata)")
-_ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns", "row"}
+_ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns"}
 _NS_FIELDS = {"ns", "seg", "key", "ids"}
 
 
@@ -879,6 +879,26 @@ class ThreadFacts:
     ns_key: StatKey | None  # its ``ns/`` folder's then; None when it had none
     namespaces: list[NsFacts]
     row: dict[str, Any] | None = None
+    # ``row`` as a roster file holds it, decoded on first use (``thread_row``): a list across
+    # threads never needs it, and it was most of what a roster file decoded
+    row_line: bytes | None = None
+
+
+def thread_row(facts: ThreadFacts) -> dict[str, Any] | None:
+    """A thread's kept row of ``threads``, decoded from its roster line when first asked
+    for; None when none is kept or the line is off (the row is made again from the files)."""
+    line = facts.row_line
+    if line is not None:
+        facts.row, facts.row_line = _row_of(line), None
+    return facts.row
+
+
+def _row_of(line: bytes) -> dict[str, Any] | None:
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return row if type(row) is dict else None
 
 
 def roster_shard(seg: str) -> int:
@@ -907,9 +927,10 @@ def _links_json(ns: NsFacts) -> list[Any]:
 
 
 def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> bytes:
-    """Two lines per thread whose namespaces were found settled, after a head line (index
+    """Three lines per thread whose namespaces were found settled, after a head line (index
     version, kind, shard, count, CRC-32 of the lines): its facts, then its namespaces'
-    parent links, parsed only when they are used (``KeptLineage``)."""
+    parent links (``KeptLineage``), then its row of ``threads`` (``thread_row``), the last
+    two parsed only when they are used."""
     lines = []
     for t in sorted(threads, key=lambda t: t.seg):
         if t.key is None:
@@ -920,12 +941,14 @@ def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> byt
             "key": list(t.key),
             "ns_key": list(t.ns_key) if t.ns_key is not None else None,
             "ns": [_ns_json(ns) for ns in t.namespaces],
-            "row": t.row,
         }
         lines.append(orjson.dumps(entry))
         lines.append(orjson.dumps([_links_json(ns) for ns in t.namespaces]))
+        lines.append(
+            t.row_line if t.row_line is not None else orjson.dumps(t.row)
+        )  # as read, if never decoded
     body = b"\n".join(lines)
-    head = _header("roster", THREADS, shard=shard, count=len(lines) // 2, crc32=zlib.crc32(body))
+    head = _header("roster", THREADS, shard=shard, count=len(lines) // 3, crc32=zlib.crc32(body))
     return orjson.dumps(head) + b"\n" + body
 
 
@@ -942,18 +965,22 @@ def decode_roster(
         return None
     head, body = found
     lines = body.split(b"\n") if body else []
-    if len(lines) % 2 or len(lines) // 2 != head.get("count"):
+    count = head.get("count")
+    if type(count) is not int or len(lines) != 3 * count:  # a file of two lines a thread (before) too
         return None
     try:
-        rows = orjson.loads(b"[" + b",".join(lines[0::2]) + b"]")
+        rows = orjson.loads(b"[" + b",".join(lines[0::3]) + b"]")
     except orjson.JSONDecodeError:
         return None
     out: dict[str, ThreadFacts] = {}
     threads = str(layout.threads_dir)
-    for row, links in zip(rows, lines[1::2], strict=True):
+    for row, links, kept_row in zip(rows, lines[1::3], lines[2::3], strict=True):
         got = _thread_facts(threads, row, links, strict)
         if got is None or roster_shard(got.seg) != shard or got.seg in out:
             return None
+        if strict and kept_row != b"null" and _row_of(kept_row) is None:
+            return None
+        got.row_line = kept_row
         out[got.seg] = got
     return out
 
@@ -971,8 +998,6 @@ def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadF
         return None
     if row["ns_key"] is not None and not _is_key(row["ns_key"]):
         return None
-    if row["row"] is not None and type(row["row"]) is not dict:
-        return None
     tdir = f"{threads}/{row['seg']}"
     namespaces = []
     for at, ns in enumerate(row["ns"]):
@@ -981,7 +1006,7 @@ def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadF
             return None
         namespaces.append(got)
     ns_key = tuple(row["ns_key"]) if row["ns_key"] is not None else None
-    return ThreadFacts(row["seg"], row["id"], tuple(row["key"]), ns_key, namespaces, row["row"])  # type: ignore[arg-type]
+    return ThreadFacts(row["seg"], row["id"], tuple(row["key"]), ns_key, namespaces)  # type: ignore[arg-type]
 
 
 def _ns_facts(tdir: str, ns: Any, links: KeptLineage, strict: bool) -> NsFacts | None:

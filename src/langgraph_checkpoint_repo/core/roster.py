@@ -217,7 +217,9 @@ class Roster:
         )
         key = stat_key(st) if trusted else None
         ns_key = stat_key(ns_st) if ns_st is not None else None
-        return ThreadFacts(seg, tid, key, ns_key, namespaces, cur.row if cur is not None else None)
+        if cur is None:
+            return ThreadFacts(seg, tid, key, ns_key, namespaces)
+        return ThreadFacts(seg, tid, key, ns_key, namespaces, cur.row, cur.row_line)
 
     def _list(self, facts: ThreadFacts, ns: NsFacts) -> None:
         """A namespace's checkpoint ids: kept ones while its checkpoints folder's stat key is
@@ -294,7 +296,7 @@ class Roster:
     def set_row(self, facts: ThreadFacts, row: dict[str, object] | None) -> None:
         """Keep a row of ``threads`` made again (None: forget the kept one)."""
         with self._lock:
-            facts.row = row
+            facts.row, facts.row_line = row, None
             if row is not None:
                 self._dirty[roster_shard(facts.seg)] += 1
 

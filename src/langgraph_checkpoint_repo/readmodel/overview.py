@@ -26,7 +26,15 @@ import orjson
 from ..core.caches import COARSE_NS, RACY_NS, StatKey, stat_key
 from ..core.errors import InstallationError, NotFoundError, RepoCheckpointError
 from ..core.heads import unsettled, unsettled_namespaces
-from ..core.index import MIN_NAMES, NsFacts, ThreadFacts, is_plain, kept_lineage_rows, lineage_rows
+from ..core.index import (
+    MIN_NAMES,
+    NsFacts,
+    ThreadFacts,
+    is_plain,
+    kept_lineage_rows,
+    lineage_rows,
+    thread_row,
+)
 from ..core.layout import CHECKPOINTS, WRITES, encode_segment
 from ..core.lineage import Lineage
 from ..core.roster import Roster, key_of, roster_of
@@ -97,7 +105,8 @@ def _overview(reader: Reader, roster: Roster, facts: ThreadFacts) -> Overview:
     spaces = [ns for ns in facts.namespaces if ns.ids]
     if not spaces:
         raise NotFoundError(f"thread {facts.tid!r} has no checkpoints")
-    kept = _kept(reader, roster, facts, spaces, facts.row) if facts.row is not None else None
+    row = thread_row(facts)
+    kept = _kept(reader, roster, facts, spaces, row) if row is not None else None
     if kept is not None:
         return kept
     lineages = {ns.ns: roster.lineage(facts, ns) for ns in spaces}
