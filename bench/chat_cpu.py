@@ -69,10 +69,25 @@ class OsCounts:
         self.thread = thread
         self.on = False
         self.counts: Counter[str] = Counter()
+        self.sites: Counter[tuple[str, str]] | None = None
 
     def note(self, name: str) -> None:
         if self.on and threading.get_ident() == self.thread:
             self.counts[name] += 1
+            if self.sites is not None:
+                self.sites[(name, _site())] += 1
+
+
+def _site() -> str:
+    """The package's three innermost functions on the stack."""
+    frame = sys._getframe(3)
+    chain: list[str] = []
+    while frame is not None and len(chain) < 3:
+        path = frame.f_code.co_filename
+        if "langgraph_checkpoint_repo" in path:
+            chain.append(f"{Path(path).stem}.{frame.f_code.co_name}")
+        frame = frame.f_back  # type: ignore[assignment]
+    return " < ".join(chain)
 
 
 @contextmanager
@@ -121,15 +136,27 @@ def make_saver(kind: str, tmp: Path) -> BaseCheckpointSaver[Any]:
     return InMemorySaver()
 
 
-def play_turn(saver: BaseCheckpointSaver[Any], calls: list[Call]) -> None:
-    """One turn's calls; a RepoSaver's put_writes waits on a helper thread for the next put."""
+def play_turn(
+    saver: BaseCheckpointSaver[Any],
+    calls: list[Call],
+    cpu: Counter[str],
+    prof: cProfile.Profile | None = None,
+) -> None:
+    """One turn's calls; a RepoSaver's put_writes waits on a helper thread for the next put.
+    ``cpu`` gets the main thread's CPU inside each kind of saver call; ``prof`` profiles them."""
     riders: list[threading.Thread] = []
     for call in calls:
         call = for_saver(call)
         if isinstance(call, PutWrites) and isinstance(saver, RepoSaver):
             riders.append(_ride(saver, call))
-        else:
-            apply(saver, call)
+            continue
+        t0 = time.thread_time_ns()
+        if prof is not None:
+            prof.enable()
+        apply(saver, call)
+        if prof is not None:
+            prof.disable()
+        cpu[type(call).__name__] += time.thread_time_ns() - t0
     for t in riders:
         t.join()
 
@@ -157,41 +184,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pause", type=float, default=60.0, help="ms between turns")
     ap.add_argument("--cprofile", type=int, default=0)
     ap.add_argument("--sort", default="tottime")
+    ap.add_argument("--dump", default="", help="write the profile to this file (pstats)")
+    ap.add_argument("--sites", type=int, default=0, help="print the N call sites of the most fs calls")
     args = ap.parse_args(argv)
     turns = recorded(args.warmup + args.turns)
     os_counts = OsCounts(threading.get_ident())
+    if args.sites:
+        os_counts.sites = Counter()
     prof = cProfile.Profile()
-    cpu: list[int] = []
+    per_turn: list[Counter[str]] = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         saver = make_saver(args.saver, Path(tmp))
         for calls in turns[: args.warmup]:
-            play_turn(saver, calls)
-        with counting_os(os_counts):
-            for calls in turns[args.warmup :]:  # CPU, unprofiled
-                time.sleep(args.pause / 1000)
-                t0 = time.thread_time_ns()
-                play_turn(saver, calls)
-                cpu.append(time.thread_time_ns() - t0)
+            play_turn(saver, calls, Counter())
+        for calls in turns[args.warmup :]:  # CPU, unprofiled
+            time.sleep(args.pause / 1000)
+            per_turn.append(Counter())
+            play_turn(saver, calls, per_turn[-1])
         (Path(tmp) / "second").mkdir()
         saver2 = make_saver(args.saver, Path(tmp) / "second")
         for calls in turns[: args.warmup]:
-            play_turn(saver2, calls)
+            play_turn(saver2, calls, Counter())
         with counting_os(os_counts):
             for calls in turns[args.warmup :]:  # calls: profiled, on a second root
                 time.sleep(args.pause / 1000)
                 os_counts.on = True
-                prof.enable()
-                play_turn(saver2, calls)
-                prof.disable()
+                play_turn(saver2, calls, Counter(), prof)
                 os_counts.on = False
+    if args.dump:
+        prof.dump_stats(args.dump)
     stats = pstats.Stats(prof, stream=sys.stdout)
     n = args.turns
     print(f"saver {args.saver}: {n} turns after {args.warmup}")
-    print(f"CPU per turn (thread_time, median): {statistics.median(cpu) / 1e6:.2f} ms")
+    total_cpu = statistics.median(sum(c.values()) for c in per_turn) / 1e6
+    parts = ", ".join(
+        f"{k} {statistics.median(c[k] for c in per_turn) / 1e6:.2f}" for k in ("GetTuple", "Put", "PutWrites")
+    )
+    print(f"CPU in saver calls per turn (thread_time, median): {total_cpu:.2f} ms ({parts})")
     print(f"Python function calls per turn: {stats.total_calls / n:.0f}")  # type: ignore[attr-defined]
     total = sum(os_counts.counts.values())
     detail = ", ".join(f"{k} {v / n:.1f}" for k, v in sorted(os_counts.counts.items()))
     print(f"file-system calls per turn (main thread): {total / n:.1f} ({detail})")
+    if os_counts.sites is not None:
+        for (name, site), k in os_counts.sites.most_common(args.sites):
+            print(f"{k / n:6.1f}  {name:<8} {site}")
     if args.cprofile:
         stats.sort_stats(args.sort).print_stats(args.cprofile)
     return 0
