@@ -82,7 +82,7 @@ def _site() -> str:
     """The package's three innermost functions on the stack."""
     frame = sys._getframe(3)
     chain: list[str] = []
-    while frame is not None and len(chain) < 3:
+    while frame is not None and len(chain) < int(os.environ.get("SITE_DEPTH", "3")):
         path = frame.f_code.co_filename
         if "langgraph_checkpoint_repo" in path:
             chain.append(f"{Path(path).stem}.{frame.f_code.co_name}")
