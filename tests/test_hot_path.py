@@ -270,3 +270,31 @@ def test_a_whole_copy_from_known_items_is_the_bytes_sharing_the_whole_list_gives
     theirs = recorder.get_tuple(cfg("t"))
     assert ours is not None and theirs is not None
     assert ours.checkpoint["channel_values"] == theirs.checkpoint["channel_values"]
+
+
+def test_a_put_reads_its_parents_file_once(tmp_path: Path) -> None:
+    """A put reads its parent whole (to refer to its values and write itself as a delta on
+    it) and needs the parent's own depth of deltas: both come from one read of the parent's
+    file. It was read a second time for the depth: while the parent is unsettled (the put
+    before, a few ms earlier) each read compares its bytes again."""
+    saver = RepoSaver(tmp_path / "root", durable=False)
+    chat_graph(saver).invoke({"messages": [HumanMessage("hi", id="h1")]}, cfg("t"))
+    parent = saver.get_tuple(cfg("t"))
+    assert parent is not None
+    checkpoint = {**parent.checkpoint, "id": "1f1f1f1f-0000-6000-8000-000000000002"}
+    ppath = saver.store.layout.checkpoint_path("t", "", parent.checkpoint["id"])
+    original = files_module.Files.read_doc
+    reads: list[Path] = []
+
+    def read_doc(self: Any, path: Path, *args: Any, **kwargs: Any) -> Any:
+        reads.append(path)
+        return original(self, path, *args, **kwargs)
+
+    files_module.Files.read_doc = read_doc  # type: ignore[method-assign]
+    try:
+        saver.put(parent.config, checkpoint, parent.metadata, {})
+    finally:
+        files_module.Files.read_doc = original  # type: ignore[method-assign]
+    assert reads.count(ppath) == 1, reads
+    child = saver.get_tuple(cfg("t"))
+    assert child is not None and child.checkpoint["channel_values"] == parent.checkpoint["channel_values"]

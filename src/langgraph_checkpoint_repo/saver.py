@@ -510,7 +510,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 parent_writes=taken,
                 objects=host.objects,
             )
-            staged = self.store.stage_checkpoint(record, host, stored.large, writer.parent)
+            staged = self.store.stage_checkpoint(record, host, stored.large, writer.parent_read)
         if not self.store.commit(staged, again=again):
             return False
         self._ride.settle(riders, ok=True)  # durable in this file: whatever follows may fail

@@ -104,10 +104,17 @@ class ValueWriter:
     inputs: dict[str, tuple[dict[str, str], Any]] = field(default_factory=dict)
     # the parent of the checkpoint being written, whole (None: none, or unread)
     parent: CheckpointRecord | None = None
+    # and how many deltas its file is from a whole one (bookkeeping.depth)
+    parent_depth: int = 0
     # the file the checkpoint being written goes to (relative to its namespace)
     writing: str = ""
     # the saver's last values stored in large/, shared like ``lists`` (None: none kept)
     recent: LargeValues | None = None
+
+    @property
+    def parent_read(self) -> tuple[CheckpointRecord, int] | None:
+        """The parent whole and its depth, as ``checkpoint_values`` read them (None: not read)."""
+        return None if self.parent is None else (self.parent, self.parent_depth)
 
     def for_file(self, thread_id: str, ticket: int, replacing: tuple[str, str] | None = None) -> Host:
         """A new file of ``thread_id`` is written: it holds the objects it introduces. Its
@@ -178,7 +185,7 @@ class ValueWriter:
         self.writing_id = str(checkpoint["id"])
         if parent_id:
             try:
-                self.parent = self.store.get(thread_id, ns, parent_id)
+                self.parent, self.parent_depth = self.store.get_parent(thread_id, ns, parent_id)
             except (FileNotFoundError, RepoCheckpointError):
                 self.parent = None
         for channel, version in new_versions.items():

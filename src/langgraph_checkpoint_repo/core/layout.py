@@ -34,6 +34,7 @@ from typing import Any
 from .errors import FileFormatError
 
 MAX_SEGMENT = 120
+PATHS_KEPT = 8192  # paths made from names kept per layout (Layout._memo), then made again
 _SAFE = frozenset(string.ascii_lowercase + string.digits + "-_")
 _HEX = frozenset("0123456789abcdef")
 
@@ -286,8 +287,29 @@ class Layout:
     def checkpoints_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
         return self.ns_dir(thread_id, checkpoint_ns) / CHECKPOINTS
 
+    @cached_property
+    def _named_paths(self) -> dict[tuple[str, ...], Path]:
+        """Paths already made from names (``_memo``): a put asks for its parent's path, its
+        own and its objects' several times, and each Path join parses its parts again."""
+        return {}
+
+    def _memo(self, key: tuple[str, ...], make: Callable[[], Path]) -> Path:
+        """``make()``, made once per ``key`` (a pure function of the names: no file is read)."""
+        paths = self._named_paths
+        got = paths.get(key)
+        if got is None:
+            if len(paths) >= PATHS_KEPT:
+                paths.clear()
+            got = paths[key] = make()
+        return got
+
     def checkpoint_path(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Path:
-        return self.checkpoints_dir(thread_id, checkpoint_ns) / (encode_segment(checkpoint_id) + ".json")
+        return self._memo(
+            ("checkpoint", thread_id, checkpoint_ns, checkpoint_id),
+            lambda: (
+                self.checkpoints_dir(thread_id, checkpoint_ns) / (encode_segment(checkpoint_id) + ".json")
+            ),
+        )
 
     def value_rel(self, channel: str, version: str | int | float) -> str:
         """Path of a value file relative to its namespace folder (stored in checkpoints).
@@ -334,7 +356,9 @@ class Layout:
         return self.thread_dir(thread_id) / LARGE / f"{digest}.json"
 
     def object_path(self, thread_id: str, digest: str) -> Path:
-        return self.thread_dir(thread_id) / OBJECTS / f"{digest}.json"
+        return self._memo(
+            (OBJECTS, thread_id, digest), lambda: self.thread_dir(thread_id) / OBJECTS / f"{digest}.json"
+        )
 
     def lock_path(self, thread_id: str) -> Path:
         seg = encode_segment(thread_id)

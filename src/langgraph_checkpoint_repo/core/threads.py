@@ -30,7 +30,7 @@ from .caches import (
 from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
 from .files import Files, Snapshot
 from .format import fields
-from .format.bookkeeping import compact, depth
+from .format.bookkeeping import compact
 from .format.canonical import digest_node
 from .format.chains import Link, read_link, walk_chain
 from .format.decode import checkpoint_record, taken_writes, writes_record
@@ -164,6 +164,12 @@ class ThreadStore:
         """One checkpoint, whole (a delta built up on its line), its names checked against
         its place. FileNotFoundError if absent."""
         return checkpoint_record(self.docs.header(thread_id, checkpoint_ns, checkpoint_id))
+
+    def get_parent(self, thread_id: str, ns: str, checkpoint_id: str) -> tuple[CheckpointRecord, int]:
+        """``get``, and how many deltas its file is from a whole one: what a put needs of its
+        parent to write itself as a delta on it (``stage_checkpoint``), from one read."""
+        doc, deltas = self.docs.header_depth(thread_id, ns, checkpoint_id)
+        return checkpoint_record(doc), deltas
 
     def ancestors(
         self,
@@ -322,10 +328,14 @@ class ThreadStore:
         return host
 
     def stage_checkpoint(
-        self, record: CheckpointRecord, host: Host, large: Prepared, parent: CheckpointRecord | None = None
+        self,
+        record: CheckpointRecord,
+        host: Host,
+        large: Prepared,
+        parent: tuple[CheckpointRecord, int] | None = None,
     ) -> Staged:
         """Lay ``record`` out (a delta on its parent where the line allows: ``parent``, its
-        whole document when the caller read it already), validate it, and offer the objects it
+        whole document and depth when the caller read them already), validate it, and offer the objects it
         holds to the puts decided after it. A checkpoint put again keeps the objects of the
         file it replaces: later files may refer to them there."""
         thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
@@ -399,17 +409,16 @@ class ThreadStore:
         return dict(old.get("objects") or {})
 
     def _delta_base(
-        self, thread_id: str, ns: str, parent_id: str | None, whole: CheckpointRecord | None
+        self, thread_id: str, ns: str, parent_id: str | None, whole: tuple[CheckpointRecord, int] | None
     ) -> tuple[CheckpointRecord | None, int]:
         """The parent a new checkpoint may be written as a delta on (its whole document) and
         how many deltas it is itself from a whole one; (None, 0): write it whole."""
         if not parent_id:
             return None, 0
+        if whole is not None:
+            return whole
         try:
-            raw = self.files.read_doc(self.layout.checkpoint_path(thread_id, ns, parent_id), "checkpoint")
-            if whole is None:
-                whole = self.get(thread_id, ns, parent_id)
-            return whole, depth(raw)
+            return self.get_parent(thread_id, ns, parent_id)
         except (FileNotFoundError, RepoCheckpointError):
             return None, 0  # not there, or not readable: a whole checkpoint needs neither
 

@@ -57,6 +57,13 @@ class WholeDocs:
         path = self.layout.checkpoint_path(thread_id, checkpoint_ns, checkpoint_id)
         return self._named(path, self.at(path), thread_id, checkpoint_ns, checkpoint_id)
 
+    def header_depth(self, thread_id: str, ns: str, checkpoint_id: str) -> tuple[dict[str, Any], int]:
+        """``header``, and how many deltas its own file is from a whole one (what a child
+        written as a delta on it counts from): one read of the file, not two."""
+        path = self.layout.checkpoint_path(thread_id, ns, checkpoint_id)
+        doc, deltas = self.at_depth(path)
+        return self._named(path, doc, thread_id, ns, checkpoint_id), deltas
+
     def own(self, path: Path, thread_id: str, ns: str, cid: str) -> dict[str, Any]:
         """A checkpoint document as its own file holds it (a delta is not completed: what
         its parent line holds is not read), names checked against its place."""
@@ -85,13 +92,18 @@ class WholeDocs:
         Each whole document is kept while every file of its line is unchanged (one lstat per
         file: a hand edit of any of them is seen). FileNotFoundError if the file is absent.
         In a snapshot, a delta whose parent's whole is known is that plus its changes."""
+        return self.at_depth(path)[0]
+
+    def at_depth(self, path: Path) -> tuple[dict[str, Any], int]:
+        """``at``, and the depth of the file's own document (``bookkeeping.depth``)."""
         if self.in_snapshot:
-            return self._snapshot_whole(path)
+            return self._snapshot_whole(path), depth(self.files.read_doc(path, "checkpoint"))
         raw = self.files.read_doc(path, "checkpoint")
-        if not depth(raw):
-            return raw
+        deltas = depth(raw)
+        if not deltas:
+            return raw, 0
         links, full, below = self._walk_down(path, raw)
-        return self._build_up(links, full, below)
+        return self._build_up(links, full, below), deltas
 
     def _snapshot_whole(self, path: Path) -> dict[str, Any]:
         """``at`` inside a snapshot: each whole made once; anything but a delta on
