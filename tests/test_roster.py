@@ -339,12 +339,17 @@ def forged(line: Any, damage: str, trees: list[Any] | None = None, row: Any = No
     elif damage == "empty-deps" and roster:
         row["deps"] = []
         row["step"] = 999
+    elif damage == "latest" and roster:  # not the pairs a row's deps are checked by
+        row["latest"] = 5
 
 
 def damaged(path: Path, damage: str) -> bytes:
     if damage == "bytes":
         return path.read_bytes()[:-40]
     head, _, body = path.read_bytes().partition(b"\n")
+    if damage == "two values":  # a first line holding two JSON values: one row more than lines
+        first, _, rest = body.partition(b"\n")
+        return _with_crc(head, first + b',{"x":1}\n' + rest)
     lines = [json.loads(line) for line in body.split(b"\n")]
     per = 3 if path.name.endswith(ROSTER_SUFFIX) else 2  # facts, links, row; or ids, trees
     for group in zip(*(lines[i::per] for i in range(per)), strict=True):
@@ -352,7 +357,7 @@ def damaged(path: Path, damage: str) -> bytes:
     return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
 
 
-@pytest.mark.parametrize("damage", ["bytes", "forged", "type", "empty-deps"])
+@pytest.mark.parametrize("damage", ["bytes", "forged", "type", "empty-deps", "latest", "two values"])
 def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
     tmp_path: Path, damage: str
 ) -> None:
@@ -367,7 +372,7 @@ def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
     assert rows(root) == want  # not used: read from the files, and the files written again
     assert seen(RepoSaver(root).list(None, filter={"step": 999})) == []
     assert seen(RepoSaver(root).list(None, filter={"source": "loop"})) == loops
-    if damage not in ("bytes", "type"):
+    if damage not in ("bytes", "type", "two values"):
         return  # well formed: kept, and every entry is checked on use (its stat keys)
     broken = [path for path, decode in files.items() if decode(layout, shard, data[path]) is None]
     assert broken

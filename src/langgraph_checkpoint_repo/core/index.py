@@ -972,6 +972,8 @@ def decode_roster(
         rows = orjson.loads(b"[" + b",".join(lines[0::3]) + b"]")
     except orjson.JSONDecodeError:
         return None
+    if len(rows) != count:  # a line of two values joined by a comma: one row more than lines
+        return None
     out: dict[str, ThreadFacts] = {}
     threads = str(layout.threads_dir)
     for row, links, kept_row in zip(rows, lines[1::3], lines[2::3], strict=True):
@@ -1195,6 +1197,8 @@ def decode_roster_meta(
     try:
         rows = orjson.loads(b"[" + b",".join(lines[0::2]) + b"]")
     except orjson.JSONDecodeError:
+        return None
+    if len(rows) != len(lines) // 2:  # a line of two values joined by a comma: one row more than lines
         return None
     out: dict[str, dict[str, KeptMeta]] = {}
     for row, trees in zip(rows, lines[1::2], strict=True):

@@ -256,9 +256,10 @@ def _kept(
         rows = lineage_rows(roster.lineage(facts, ns))  # the big namespace's own index
         if _links_digest(rows) != digest or not _keys_hold(ns, rows, checked):
             return None
-    if not _deps_hold(reader, row["deps"], spaces, row["latest"], checked):
+    got = _from_fields(facts, spaces, row)  # its fields' shapes first: ``latest`` names the deps
+    if got is None or not _deps_hold(reader, row["deps"], spaces, row["latest"], checked):
         return None
-    return _from_fields(facts, spaces, row)
+    return got
 
 
 def _links_unchanged(ns: NsFacts, digest: Any, checked: dict[str, StatKey]) -> bool:
