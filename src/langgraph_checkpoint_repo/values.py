@@ -480,9 +480,13 @@ class ValueWriter:
         intact, instead of being built, shared and hashed again (``LargeValues``)."""
         stored = self.recent.find(self.store.files, thread_id, serde, data, large) if self.recent else None
         if stored is None:
-            node: dict[str, Any] = {"serde": serde, "base64": b64(data)}
+            # format 4: a json node is msgpack's (base64 only for what is not: a 5 MB value's
+            # base64 was made, then dropped, on every first put)
+            node: dict[str, Any]
             if serde == "msgpack":
-                node = {"json": msgpack_to_tree(data)}  # format 4: a json node is msgpack's
+                node = {"json": msgpack_to_tree(data)}
+            else:
+                node = {"serde": serde, "base64": b64(data)}
             stored = self.stored(thread_id, node, large, where)
             if self.recent is not None:
                 self.recent.keep(thread_id, serde, data, stored)
