@@ -27,7 +27,7 @@ from langgraph.graph.message import add_messages
 
 from graphs import cfg, line_graph
 from helpers import examples
-from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo import RepoSaver, values
 from langgraph_checkpoint_repo.core import redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
@@ -226,6 +226,56 @@ def test_a_big_value_is_walked_once_and_what_its_file_held_goes_to_objects(
     assert refs and all((tmp_path / f"threads/t/objects/{name}.json").is_file() for name in refs)
     assert graph.get_state(cfg("t")).values["rows"] == rows
     assert Validator(tmp_path).run() == []
+
+
+# ----------------------------------------------------------------------------
+# a big list of strings is its own tree: packed and compared, not unpacked
+# ----------------------------------------------------------------------------
+def test_a_big_list_of_strings_is_not_unpacked_by_its_put(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unpacked: list[int] = []
+    unpack = ormsgpack.unpackb
+    monkeypatch.setattr(
+        tree_module.ormsgpack, "unpackb", lambda data, **kw: unpacked.append(len(data)) or unpack(data, **kw)
+    )
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert not [n for n in unpacked if n > 64 * 1024]  # it was once, in the put (the writes: none)
+    monkeypatch.undo()
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
+
+
+def test_the_tree_of_a_list_is_its_unpacked_bytes_whatever_the_list() -> None:
+    """``tree_of`` gives what unpacking gives: from the list only when it packs to the bytes."""
+
+    class Name(str):
+        pass
+
+    plain = [f"row {i}" for i in range(20_000)]
+    for value in (
+        plain,
+        [*plain[:-1], Name("row")],
+        [*plain, 1.5],
+        [*plain, float("nan")],
+        [*plain, {"$a": 1}],
+    ):
+        data = ormsgpack.packb(value)
+        tree = values.tree_of(value, data)
+        assert tree == tree_module.msgpack_to_tree(data) and all(type(x) is not Name for x in tree)
+        assert orjson.dumps(tree) == orjson.dumps(tree_module.msgpack_to_tree(data))  # nan as its tag
+    redacted = ormsgpack.packb([*plain[:-1], "[REDACTED:openai-key]"])  # what the redactor made of it
+    assert values.tree_of([*plain[:-1], SECRET], redacted)[-1] == "[REDACTED:openai-key]"
+    assert values.tree_of(plain, ormsgpack.packb(plain)) is plain  # the sharer copies it
+
+
+def test_a_big_list_with_a_secret_is_stored_redacted(tmp_path: Path) -> None:
+    rows = [*LIST[:-1], f"the key is {SECRET}"]
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": rows})
+    graph.invoke({}, cfg("t"))
+    assert graph.get_state(cfg("t")).values["items"][-1] == "the key is [REDACTED:openai-key]"
+    assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
 
 
 # ----------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
                         out.append(data)
                         return
                 inner = size > _BIG
-        elif _SCALARS.issuperset(map(type, node.values() if isinstance(node, dict) else node)):
+        elif _only_scalars(node.values() if isinstance(node, dict) else node):
             out.append(_indented(node, indent))
             return
         pad = b"\n" + b" " * (indent + 2)
@@ -85,6 +85,16 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))
+
+
+def _only_scalars(members: Any) -> bool:
+    """Whether every member is one orjson prints as ``_emit`` does, alone: strings joined in
+    one pass in C (a ``str`` subclass prints as a string either way), else by exact type."""
+    try:
+        "".join(members)
+    except TypeError:
+        return _SCALARS.issuperset(map(type, members))
+    return True
 
 
 def _surely_longer(node: dict[str, Any] | list[Any], room: int) -> bool:
