@@ -27,7 +27,7 @@ from langgraph.graph.message import add_messages
 
 from graphs import cfg, line_graph
 from helpers import examples
-from langgraph_checkpoint_repo import RepoSaver, values
+from langgraph_checkpoint_repo import RepoSaver, ride, values
 from langgraph_checkpoint_repo.core import redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
@@ -36,6 +36,7 @@ from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_jso
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
 from langgraph_checkpoint_repo.core.masking import TRIGGERS, might_contain_secret
 from langgraph_checkpoint_repo.core.redaction import Redactor
+from langgraph_checkpoint_repo.serde import ValueCodec
 
 # ----------------------------------------------------------------------------
 # the canonical bytes
@@ -268,6 +269,29 @@ def test_the_tree_of_a_list_is_its_unpacked_bytes_whatever_the_list() -> None:
     redacted = ormsgpack.packb([*plain[:-1], "[REDACTED:openai-key]"])  # what the redactor made of it
     assert values.tree_of([*plain[:-1], SECRET], redacted)[-1] == "[REDACTED:openai-key]"
     assert values.tree_of(plain, ormsgpack.packb(plain)) is plain  # the sharer copies it
+
+
+def test_the_put_the_step_writes_ride_in_serialises_and_redacts_the_list_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step's ``put_writes`` rides in the ``put`` (the bench's way: default durability, a
+    wait no loaded machine outlasts): the list the checkpoint holds and the one its write
+    holds are one object, serialised and redacted once (it was twice), and stored once."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)
+    encoded: list[int] = []
+    dumps = ValueCodec.dumps
+    monkeypatch.setattr(ValueCodec, "dumps", lambda self, *a: _noted(encoded, dumps(self, *a)))
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert not list(tmp_path.glob("threads/t/writes/*"))  # the writes rode in the checkpoint
+    assert sum(1 for n in encoded if n > 64 * 1024) == 1
+    assert len(list(tmp_path.glob("threads/t/large/*"))) == 1
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def _noted(sizes: list[int], got: tuple[str, bytes]) -> tuple[str, bytes]:
+    sizes.append(len(got[1]))
+    return got
 
 
 def test_a_big_list_with_a_secret_is_stored_redacted(tmp_path: Path) -> None:

@@ -109,6 +109,8 @@ class ValueWriter:
     writing: str = ""
     # the saver's last values stored in large/, shared like ``lists`` (None: none kept)
     recent: LargeValues | None = None
+    # the last big value this writer encoded and what it gave (``dumps``)
+    encoded: tuple[Any, tuple[str, bytes]] | None = None
 
     def for_file(self, thread_id: str, ticket: int, replacing: tuple[str, str] | None = None) -> Host:
         """A new file of ``thread_id`` is written: it holds the objects it introduces. Its
@@ -300,6 +302,18 @@ class ValueWriter:
             if not wanted:
                 return
 
+    def dumps(self, value: Any, kind: str, target: str, pointer: str) -> tuple[str, bytes]:
+        """``codec.dumps``; the same big value asked again of this writer (one put: the
+        step's write the checkpoint holds, of the value it holds, the ``put_writes`` riding
+        in it) gives what it gave, not serialised and redacted twice. A writer lives for one
+        file: the value is the very object, encoded microseconds before."""
+        if self.encoded is not None and self.encoded[0] is value:
+            return self.encoded[1]
+        got = self.codec.dumps(value, kind, target, pointer)
+        if len(got[1]) >= _TREE_OF_BYTES:
+            self.encoded = (value, got)
+        return got
+
     def tree(self, value: Any, target: str, pointer: str) -> Any:
         """Metadata and checkpoint extras: readable even with EncryptedSerializer (``list(filter=...)``
         reads them), as SqliteSaver keeps them."""
@@ -318,7 +332,7 @@ class ValueWriter:
         """How one new channel version is stored: empty, whole, or as the items appended."""
         if value is MISSING:
             return {"empty": True}, None
-        type_, data = self.codec.dumps(value, "checkpoint", *where)
+        type_, data = self.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
             return {"value": self.value_node(thread_id, type_, data, large, where)}, None
         state: ListState | None = None
