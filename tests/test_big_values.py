@@ -116,6 +116,23 @@ def test_the_canonical_bytes_are_those_written_member_by_member(doc: Any) -> Non
     assert dump_json(doc) == member_by_member(doc)
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(trees(SCALARS), st.sampled_from(["large_value", "object"]), st.text(max_size=70))
+def test_a_file_of_one_tree_is_written_in_one_call_when_no_line_fits_and_the_bytes_are_the_same(
+    tree: Any, kind: str, digest: str
+) -> None:
+    doc = {"schema_version": 4, "kind": kind, "sha256": digest}
+    doc.update({"value": {"json": tree}} if kind == "large_value" else {"tree": tree})
+    assert dump_json(doc) == member_by_member(doc)
+
+
+def test_a_large_file_of_a_long_list_is_one_orjson_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_calls(monkeypatch, canonical, "_emit")
+    doc = {"schema_version": 4, "kind": "large_value", "sha256": "0" * 64, "value": {"json": LIST}}
+    assert dump_json(doc) == member_by_member(doc)
+    assert calls["_emit"] == 0  # it was a call per container above the list, then a join of the pieces
+
+
 def test_a_long_list_of_scalars_is_written_in_one_call_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = count_calls(monkeypatch, canonical, "_emit")
     items = [f"item {i}" for i in range(50_000)]
@@ -461,6 +478,34 @@ def test_a_big_string_is_searched_once_for_the_step_writes_and_the_checkpoint(
     marked = text.replace(SECRET, "[REDACTED:openai-key]")
     assert graph.get_state(cfg("t")).values["text"] == marked
     assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
+
+
+def test_a_5_mb_string_is_searched_once_in_a_run_and_not_for_pydantic_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One string is no constructed object (``redaction.one_string``): only the text's search,
+    once for the step's writes and the checkpoint together (the put it rides in)."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)
+    text = "Release notes - the Staging database, the cache warm-up. " * 90_000
+    searched: dict[str, list[int]] = {"text": [], "pydantic": []}
+    for name, key in (("might_contain_secret", "text"), ("might_hold_pydantic_secret", "pydantic")):
+        search = getattr(redaction, name)
+        monkeypatch.setattr(
+            redaction, name, lambda data, _s=search, _k=key: searched[_k].append(len(data)) or _s(data)
+        )
+    graph = line_graph(Text, RepoSaver(tmp_path), fill=lambda state: {"text": text})
+    graph.invoke({}, cfg("t"))
+    assert [n for n in searched["text"] if n > len(text)] == [len(text) + 5]  # one search: str 32's header
+    assert not [n for n in searched["pydantic"] if n > len(text)]  # it was a search of its own
+    assert graph.get_state(cfg("t")).values["text"] == text
+
+
+def test_one_string_is_told_by_its_header_alone() -> None:
+    for size in (0, 31, 32, 255, 256, 65_535, 65_536):
+        data = ormsgpack.packb("s" * size)
+        assert redaction.one_string(data) and not redaction.one_string(data + b"\xc0")
+    for value in (["s" * 40], {"s": "t"}, 5, b"bytes", None):
+        assert not redaction.one_string(ormsgpack.packb(value))
 
 
 def test_a_big_value_seen_again_gives_what_it_gave_and_another_like_it_is_searched() -> None:
