@@ -105,9 +105,13 @@ def only_scalars(items: list[Any]) -> bool:
     item that is not a string), else a number, a bool or null. A list mixing strings with
     others, or holding a lone surrogate, is left to the validator, whose error says where."""
     try:
-        "".join(items).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
+        text = "".join(items)
     except TypeError:
         return set(map(type, items)) <= _NUMBERS
+    if text.isascii():  # known from how the string is stored: no surrogate, nothing to encode
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
