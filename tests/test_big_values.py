@@ -28,7 +28,7 @@ from langgraph.graph.message import add_messages
 from graphs import cfg, line_graph
 from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver, ride, values
-from langgraph_checkpoint_repo.core import redaction
+from langgraph_checkpoint_repo.core import jsonread, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
 from langgraph_checkpoint_repo.core.format import tree as tree_module
@@ -317,6 +317,26 @@ def test_a_big_list_with_a_secret_is_stored_redacted(tmp_path: Path) -> None:
     graph.invoke({}, cfg("t"))
     assert graph.get_state(cfg("t")).values["items"][-1] == "the key is [REDACTED:openai-key]"
     assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(trees(SCALARS))
+def test_json_too_short_to_pass_the_bounds_is_not_counted_and_the_answer_is_the_same(tree: Any) -> None:
+    """Each array and object takes two bytes, each value one: JSON no longer than twice the
+    containers bound (nor the values bound) passes the count, so the writer skips it."""
+    data = dump_json(tree)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonread, "MAX_JSON_CONTAINERS", max(1, len(data) // 2))
+        patch.setattr(jsonread, "MAX_JSON_VALUES", len(data) + 1)
+        assert jsonread.json_bounds_problem(data) is None and jsonread.write_problem(data) is None
+
+
+def test_the_first_put_of_a_big_list_counts_no_bracket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted = count_calls(monkeypatch, jsonread, "json_bounds_problem")
+    line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST}).invoke({}, cfg("t"))
+    assert counted["json_bounds_problem"] == 0  # the 1.5 MB large/ file was counted twice over
 
 
 # ----------------------------------------------------------------------------
