@@ -116,7 +116,7 @@ def test_the_canonical_bytes_are_those_written_member_by_member(doc: Any) -> Non
     assert dump_json(doc) == member_by_member(doc)
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(trees(SCALARS), st.sampled_from(["large_value", "object"]), st.text(max_size=70))
 def test_a_file_of_one_tree_is_written_in_one_call_when_no_line_fits_and_the_bytes_are_the_same(
     tree: Any, kind: str, digest: str
@@ -319,7 +319,7 @@ def test_a_big_list_with_a_secret_is_stored_redacted(tmp_path: Path) -> None:
     assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(trees(SCALARS))
 def test_json_too_short_to_pass_the_bounds_is_not_counted_and_the_answer_is_the_same(tree: Any) -> None:
     """Each array and object takes two bytes, each value one: JSON no longer than twice the
