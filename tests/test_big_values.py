@@ -27,8 +27,8 @@ from langgraph.graph.message import add_messages
 
 from graphs import cfg, line_graph
 from helpers import examples
-from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core import redaction
+from langgraph_checkpoint_repo import RepoSaver, ride, values
+from langgraph_checkpoint_repo.core import jsonread, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
 from langgraph_checkpoint_repo.core.format import tree as tree_module
@@ -36,6 +36,7 @@ from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_jso
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
 from langgraph_checkpoint_repo.core.masking import TRIGGERS, might_contain_secret
 from langgraph_checkpoint_repo.core.redaction import Redactor
+from langgraph_checkpoint_repo.serde import ValueCodec
 
 # ----------------------------------------------------------------------------
 # the canonical bytes
@@ -113,6 +114,23 @@ def trees(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 @given(trees(SCALARS))
 def test_the_canonical_bytes_are_those_written_member_by_member(doc: Any) -> None:
     assert dump_json(doc) == member_by_member(doc)
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(trees(SCALARS), st.sampled_from(["large_value", "object"]), st.text(max_size=70))
+def test_a_file_of_one_tree_is_written_in_one_call_when_no_line_fits_and_the_bytes_are_the_same(
+    tree: Any, kind: str, digest: str
+) -> None:
+    doc = {"schema_version": 4, "kind": kind, "sha256": digest}
+    doc.update({"value": {"json": tree}} if kind == "large_value" else {"tree": tree})
+    assert dump_json(doc) == member_by_member(doc)
+
+
+def test_a_large_file_of_a_long_list_is_one_orjson_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_calls(monkeypatch, canonical, "_emit")
+    doc = {"schema_version": 4, "kind": "large_value", "sha256": "0" * 64, "value": {"json": LIST}}
+    assert dump_json(doc) == member_by_member(doc)
+    assert calls["_emit"] == 0  # it was a call per container above the list, then a join of the pieces
 
 
 def test_a_long_list_of_scalars_is_written_in_one_call_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,6 +244,99 @@ def test_a_big_value_is_walked_once_and_what_its_file_held_goes_to_objects(
     assert refs and all((tmp_path / f"threads/t/objects/{name}.json").is_file() for name in refs)
     assert graph.get_state(cfg("t")).values["rows"] == rows
     assert Validator(tmp_path).run() == []
+
+
+# ----------------------------------------------------------------------------
+# a big list of strings is its own tree: packed and compared, not unpacked
+# ----------------------------------------------------------------------------
+def test_a_big_list_of_strings_is_not_unpacked_by_its_put(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unpacked: list[int] = []
+    unpack = ormsgpack.unpackb
+    monkeypatch.setattr(
+        tree_module.ormsgpack, "unpackb", lambda data, **kw: unpacked.append(len(data)) or unpack(data, **kw)
+    )
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert not [n for n in unpacked if n > 64 * 1024]  # it was once, in the put (the writes: none)
+    monkeypatch.undo()
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
+
+
+def test_the_tree_of_a_list_is_its_unpacked_bytes_whatever_the_list() -> None:
+    """``tree_of`` gives what unpacking gives: from the list only when it packs to the bytes."""
+
+    class Name(str):
+        pass
+
+    plain = [f"row {i}" for i in range(20_000)]
+    for value in (
+        plain,
+        [*plain[:-1], Name("row")],
+        [*plain, 1.5],
+        [*plain, float("nan")],
+        [*plain, {"$a": 1}],
+    ):
+        data = ormsgpack.packb(value)
+        tree = values.tree_of(value, data)
+        assert tree == tree_module.msgpack_to_tree(data) and all(type(x) is not Name for x in tree)
+        assert orjson.dumps(tree) == orjson.dumps(tree_module.msgpack_to_tree(data))  # nan as its tag
+    redacted = ormsgpack.packb([*plain[:-1], "[REDACTED:openai-key]"])  # what the redactor made of it
+    assert values.tree_of([*plain[:-1], SECRET], redacted)[-1] == "[REDACTED:openai-key]"
+    assert values.tree_of(plain, ormsgpack.packb(plain)) is plain  # the sharer copies it
+
+
+def test_the_put_the_step_writes_ride_in_serialises_and_redacts_the_list_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step's ``put_writes`` rides in the ``put`` (the bench's way: default durability, a
+    wait no loaded machine outlasts): the list the checkpoint holds and the one its write
+    holds are one object, serialised and redacted once (it was twice), and stored once."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)
+    encoded: list[int] = []
+    dumps = ValueCodec.dumps
+    monkeypatch.setattr(ValueCodec, "dumps", lambda self, *a: _noted(encoded, dumps(self, *a)))
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert not list(tmp_path.glob("threads/t/writes/*"))  # the writes rode in the checkpoint
+    assert sum(1 for n in encoded if n > 64 * 1024) == 1
+    assert len(list(tmp_path.glob("threads/t/large/*"))) == 1
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def _noted(sizes: list[int], got: tuple[str, bytes]) -> tuple[str, bytes]:
+    sizes.append(len(got[1]))
+    return got
+
+
+def test_a_big_list_with_a_secret_is_stored_redacted(tmp_path: Path) -> None:
+    rows = [*LIST[:-1], f"the key is {SECRET}"]
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": rows})
+    graph.invoke({}, cfg("t"))
+    assert graph.get_state(cfg("t")).values["items"][-1] == "the key is [REDACTED:openai-key]"
+    assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(trees(SCALARS))
+def test_json_too_short_to_pass_the_bounds_is_not_counted_and_the_answer_is_the_same(tree: Any) -> None:
+    """Each array and object takes two bytes, each value one: JSON no longer than twice the
+    containers bound (nor the values bound) passes the count, so the writer skips it."""
+    data = dump_json(tree)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonread, "MAX_JSON_CONTAINERS", max(1, len(data) // 2))
+        patch.setattr(jsonread, "MAX_JSON_VALUES", len(data) + 1)
+        assert jsonread.json_bounds_problem(data) is None and jsonread.write_problem(data) is None
+
+
+def test_the_first_put_of_a_big_list_counts_no_bracket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted = count_calls(monkeypatch, jsonread, "json_bounds_problem")
+    line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST}).invoke({}, cfg("t"))
+    assert counted["json_bounds_problem"] == 0  # the 1.5 MB large/ file was counted twice over
 
 
 # ----------------------------------------------------------------------------
@@ -387,6 +498,34 @@ def test_a_big_string_is_searched_once_for_the_step_writes_and_the_checkpoint(
     marked = text.replace(SECRET, "[REDACTED:openai-key]")
     assert graph.get_state(cfg("t")).values["text"] == marked
     assert not any(SECRET.encode() in p.read_bytes() for p in tmp_path.rglob("*.json"))
+
+
+def test_a_5_mb_string_is_searched_once_in_a_run_and_not_for_pydantic_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One string is no constructed object (``redaction.one_string``): only the text's search,
+    once for the step's writes and the checkpoint together (the put it rides in)."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)
+    text = "Release notes - the Staging database, the cache warm-up. " * 90_000
+    searched: dict[str, list[int]] = {"text": [], "pydantic": []}
+    for name, key in (("might_contain_secret", "text"), ("might_hold_pydantic_secret", "pydantic")):
+        search = getattr(redaction, name)
+        monkeypatch.setattr(
+            redaction, name, lambda data, _s=search, _k=key: searched[_k].append(len(data)) or _s(data)
+        )
+    graph = line_graph(Text, RepoSaver(tmp_path), fill=lambda state: {"text": text})
+    graph.invoke({}, cfg("t"))
+    assert [n for n in searched["text"] if n > len(text)] == [len(text) + 5]  # one search: str 32's header
+    assert not [n for n in searched["pydantic"] if n > len(text)]  # it was a search of its own
+    assert graph.get_state(cfg("t")).values["text"] == text
+
+
+def test_one_string_is_told_by_its_header_alone() -> None:
+    for size in (0, 31, 32, 255, 256, 65_535, 65_536):
+        data = ormsgpack.packb("s" * size)
+        assert redaction.one_string(data) and not redaction.one_string(data + b"\xc0")
+    for value in (["s" * 40], {"s": "t"}, 5, b"bytes", None):
+        assert not redaction.one_string(ormsgpack.packb(value))
 
 
 def test_a_big_value_seen_again_gives_what_it_gave_and_another_like_it_is_searched() -> None:

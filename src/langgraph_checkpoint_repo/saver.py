@@ -621,8 +621,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             if idx >= 0 and (call.task_id, idx) in existing:
                 continue
             at = pointer.format(i=len(entries))
-            serde, data = self.codec.dumps(value, "writes", target, at)
-            node = writer.value_node(call.thread_id, serde, data, large, (target, at))
+            serde, data = writer.dumps(value, "writes", target, at)
+            node = writer.value_node(call.thread_id, serde, data, large, (target, at), value)
             entries.append({"idx": idx, "channel": channel, "value": node})
         return entries
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import ormsgpack
 from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
@@ -110,6 +111,8 @@ class ValueWriter:
     writing: str = ""
     # the saver's last values stored in large/, shared like ``lists`` (None: none kept)
     recent: LargeValues | None = None
+    # the last big value this writer encoded and what it gave (``dumps``)
+    encoded: tuple[Any, tuple[str, bytes]] | None = None
 
     @property
     def parent_read(self) -> tuple[CheckpointRecord, int] | None:
@@ -306,6 +309,18 @@ class ValueWriter:
             if not wanted:
                 return
 
+    def dumps(self, value: Any, kind: str, target: str, pointer: str) -> tuple[str, bytes]:
+        """``codec.dumps``; the same big value asked again of this writer (one put: the
+        step's write the checkpoint holds, of the value it holds, the ``put_writes`` riding
+        in it) gives what it gave, not serialised and redacted twice. A writer lives for one
+        file: the value is the very object, encoded microseconds before."""
+        if self.encoded is not None and self.encoded[0] is value:
+            return self.encoded[1]
+        got = self.codec.dumps(value, kind, target, pointer)
+        if len(got[1]) >= _TREE_OF_BYTES:
+            self.encoded = (value, got)
+        return got
+
     def tree(self, value: Any, target: str, pointer: str) -> Any:
         """Metadata and checkpoint extras: readable even with EncryptedSerializer (``list(filter=...)``
         reads them), as SqliteSaver keeps them."""
@@ -324,7 +339,7 @@ class ValueWriter:
         """How one new channel version is stored: empty, whole, or as the items appended."""
         if value is MISSING:
             return {"empty": True}, None
-        type_, data = self.codec.dumps(value, "checkpoint", *where)
+        type_, data = self.dumps(value, "checkpoint", *where)
         if type_ != "msgpack":
             return {"value": self.value_node(thread_id, type_, data, large, where)}, None
         state: ListState | None = None
@@ -362,7 +377,7 @@ class ValueWriter:
                 if whole is not None:
                     return whole
                 state = ListState(version=version, ref="", count=count, depth=0, body=body)
-        stored = self.value_node(thread_id, type_, data, large, where)
+        stored = self.value_node(thread_id, type_, data, large, where, value)
         if state is not None:
             state.weight = self.shared_weight
         return {"value": stored}, state
@@ -479,17 +494,28 @@ class ValueWriter:
         return append_body(state.count, items)
 
     def value_node(
-        self, thread_id: str, serde: str, data: bytes, large: Prepared, where: tuple[str, str]
+        self,
+        thread_id: str,
+        serde: str,
+        data: bytes,
+        large: Prepared,
+        where: tuple[str, str],
+        value: Any = MISSING,
     ) -> dict[str, Any]:
         """The node the serializer's bytes are stored as (a JSON tree for msgpack, format 4;
         base64 else). A big value this saver stored in the thread just before (the step's
         ``put_writes`` of what the checkpoint now holds) is referred to where it is, its files
-        intact, instead of being built, shared and hashed again (``LargeValues``)."""
+        intact, instead of being built, shared and hashed again (``LargeValues``). ``value``:
+        what the serializer was given, when known (``tree_of``)."""
         stored = self.recent.find(self.store.files, thread_id, serde, data, large) if self.recent else None
         if stored is None:
-            node: dict[str, Any] = {"serde": serde, "base64": b64(data)}
+            # format 4: a json node is msgpack's (base64 only for what is not: a 5 MB value's
+            # base64 was made, then dropped, on every first put)
+            node: dict[str, Any]
             if serde == "msgpack":
-                node = {"json": msgpack_to_tree(data)}  # format 4: a json node is msgpack's
+                node = {"json": tree_of(value, data)}
+            else:
+                node = {"serde": serde, "base64": b64(data)}
             stored = self.stored(thread_id, node, large, where)
             if self.recent is not None:
                 self.recent.keep(thread_id, serde, data, stored)
@@ -536,6 +562,29 @@ class ValueWriter:
         if self.host is not None:
             self.host.adopt(self.store.files, thread_id, new, self.large_value_bytes, large)
         return out
+
+
+#: msgpack shorter than this is unpacked as it is (``tree_of``)
+_TREE_OF_BYTES = 64 * 1024
+_EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+
+
+def tree_of(value: Any, data: bytes) -> Any:
+    """``msgpack_to_tree(data)``, where ``data`` is what the serializer (and the redactor)
+    made of ``value``. A big list of strings is its own tree: when the strings pack, as
+    exact ``str`` (``OPT_PASSTHROUGH_SUBCLASS`` refuses a subclass), to these very bytes,
+    unpacking them gives those strings back, and the tree of a list of strings is the list.
+    Packing and comparing is a third of unpacking 50,000 strings and making their tree
+    (anything else, or bytes the redactor changed: unpacked as before). The list itself is
+    returned: the sharer copies what it stores (``Sharer.share``: a new tree)."""
+    if type(value) is list and len(data) >= _TREE_OF_BYTES:
+        try:
+            "".join(value)  # every item a string (else: TypeError), in one pass in C
+            if ormsgpack.packb(value, option=_EXACT) == data:
+                return value
+        except (TypeError, ormsgpack.MsgpackEncodeError):
+            pass
+    return msgpack_to_tree(data)
 
 
 def _canonical(tree: Any) -> bytes:

@@ -251,7 +251,14 @@ def lone_surrogate(tree: Any) -> str | None:
 
 
 def write_problem(data: bytes) -> str | None:
-    """Why a read would refuse these bytes (too many values, too long), or None."""
+    """Why a read would refuse these bytes (too many values, too long), or None.
+
+    The writer's bytes are JSON (``canonical.dump_json``): each array and object takes two
+    bytes of its own (its brackets) and each value or key at least one, so bytes no longer
+    than ``2 * MAX_JSON_CONTAINERS`` (and than ``MAX_JSON_VALUES`` and ``MAX_FILE_BYTES``) hold no
+    more than a read accepts, and are not counted (two passes over a 1.5 MB file on every big put)."""
+    if len(data) <= min(2 * MAX_JSON_CONTAINERS, MAX_JSON_VALUES - 1, MAX_FILE_BYTES):  # the bounds now
+        return None
     too_big = json_bounds_problem(data)
     if too_big is None and len(data) > MAX_FILE_BYTES:
         too_big = f"would be {len(data)} bytes; a read accepts at most {MAX_FILE_BYTES}"

@@ -112,6 +112,25 @@ def might_hold_pydantic_secret(data: bytes) -> bool:
     return any(cls.__name__.encode() in data for cls in _secret_classes() if "Secret" not in cls.__name__)
 
 
+def one_string(data: bytes) -> bool:
+    """Whether msgpack ``data`` is one string and nothing else: no extension in it, so no
+    constructed object, no pydantic secret (a 5 MB string was searched for ``Secret`` too)."""
+    if not data:
+        return False
+    head = data[0]
+    if 0xA0 <= head <= 0xBF:
+        size, start = head & 0x1F, 1
+    elif head in _STR_HEADS:
+        start = _STR_HEADS[head]
+        size = int.from_bytes(data[1:start], "big")
+    else:
+        return False
+    return start + size == len(data)
+
+
+_STR_HEADS = {0xD9: 2, 0xDA: 3, 0xDB: 5}  # str 8, 16, 32: the header's length with its size
+
+
 def is_pydantic_secret(node: dict[str, Any]) -> bool:
     """A stored tree of a secret: ``{"$type": [module, name], "$arg": value}`` the serde made
     from ``get_secret_value()`` (pydantic's types, their subclasses, or a loaded class of
@@ -272,7 +291,8 @@ class Redactor:
 
     def _redact_packed(self, data: bytes) -> bytes:
         if self._scan_bytes and (
-            not self.defaults or not (might_contain_secret(data) or might_hold_pydantic_secret(data))
+            not self.defaults
+            or not (might_contain_secret(data) or (not one_string(data) and might_hold_pydantic_secret(data)))
         ):
             return data
         tree = msgpack_to_tree(data)

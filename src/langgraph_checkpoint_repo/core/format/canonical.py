@@ -38,6 +38,8 @@ def dump_json(doc: Any) -> bytes:
     """
     if not isinstance(doc, dict | list) or not doc:
         return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
+    if type(doc) is dict and doc.get("kind") in _ONE_TREE and _no_line_fits(doc, 0, 0):
+        return orjson.dumps(doc, option=_INDENT_OPTIONS)
     out: list[bytes] = []
     _emit(doc, 0, out)
     out.append(b"\n")
@@ -65,7 +67,7 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
                         out.append(data)
                         return
                 inner = size > _BIG
-        elif _SCALARS.issuperset(map(type, node.values() if isinstance(node, dict) else node)):
+        elif _only_scalars(node.values() if isinstance(node, dict) else node):
             out.append(_indented(node, indent))
             return
         pad = b"\n" + b" " * (indent + 2)
@@ -85,6 +87,46 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))
+
+
+#: the kinds of file that hold one tree, which may be big: tried in one call (``_no_line_fits``)
+_ONE_TREE = frozenset({"large_value", "object"})
+_DEEPEST = 2 * 128  # the indent (two columns a level) past which ``_no_line_fits`` says False
+
+
+def _no_line_fits(node: Any, indent: int, lead: int) -> bool:
+    """Whether ``_emit`` would write ``node`` and every array and object in it one member a
+    line, so its bytes are orjson's indented form, made in one call (a 50,000-item ``large/``
+    value was written in pieces, joined, then copied). True only when sure: a container that
+    may fit on its line, a reference (always one line), a key that is not a string or a type
+    ``_emit`` writes another way (a tuple, a subclass) says False, and ``_emit`` decides."""
+    t = type(node)
+    if t is not dict and t is not list:
+        return t in _SCALARS
+    if not node:
+        return True
+    if indent > _DEEPEST:  # deep nesting is _emit's to refuse (orjson's limit), not this walk's
+        return False
+    if t is dict and (_is_reference(node) or not all(type(k) is str for k in node)):
+        return False
+    if len(node) * 4 <= LINE_WIDTH:
+        if not _surely_longer(node, LINE_WIDTH - indent - lead):
+            return False
+    elif _only_scalars(node.values() if t is dict else node):
+        return True  # ``_indented``: orjson's form
+    if t is list:
+        return all(_no_line_fits(item, indent + 2, 0) for item in node)
+    return all(_no_line_fits(v, indent + 2, len(orjson.dumps(k)) + 2) for k, v in node.items())
+
+
+def _only_scalars(members: Any) -> bool:
+    """Whether every member is one orjson prints as ``_emit`` does, alone: strings joined in
+    one pass in C (a ``str`` subclass prints as a string either way), else by exact type."""
+    try:
+        "".join(members)
+    except TypeError:
+        return _SCALARS.issuperset(map(type, members))
+    return True
 
 
 def _surely_longer(node: dict[str, Any] | list[Any], room: int) -> bool:

@@ -132,6 +132,22 @@ def _first_error(kind: str, doc: Any) -> tuple[str, str] | None:
     return _pointer(err.instance_path), err.message
 
 
+def _written_error(kind: str, doc: Any) -> tuple[str, str] | None:
+    """``_first_error``, with the long lists of scalars checked by their types, where the
+    schema asks no more (hollow.py); a document refused so is checked again whole, so the
+    error is the validator's own words on what would be written."""
+    from .hollow import hollowed
+
+    light = hollowed(doc, kind)
+    if light is not doc:
+        try:
+            if _first_error(kind, light) is None:
+                return None
+        except ValueError:
+            pass
+    return _first_error(kind, doc)
+
+
 def _reserved_extra_key(doc: Any) -> tuple[str, str] | None:
     cp = doc.get("checkpoint") if isinstance(doc, dict) else None
     extra = cp.get("extra") if isinstance(cp, dict) else None
@@ -185,7 +201,7 @@ def validate_read(doc: Any, kind: str, path: str) -> None:
 def validate_write(doc: Any, kind: str, target: str) -> None:
     """Validate a document about to be written; nothing touches disk when it fails."""
     try:
-        problem = _first_error(kind, doc)
+        problem = _written_error(kind, doc)
     except ValueError as exc:  # a value JSON cannot hold (jsonschema-rs refuses it)
         raise InvalidWriteError(kind, target, "/", str(exc)) from None
     if problem is not None:
