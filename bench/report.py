@@ -122,10 +122,12 @@ def _intro(results: Result) -> str:
 
 
 def _kept(results: Result) -> str:
-    """The workloads taken from an earlier run (``bench/run.py --keep-from``), if any."""
-    kept = results.get("kept")
-    if not kept:
-        return ""
+    """The workloads taken from earlier runs (``bench/run.py --keep-from``), if any."""
+    kept = results.get("kept") or []
+    return "".join(_kept_run(run) for run in ([kept] if isinstance(kept, dict) else kept))
+
+
+def _kept_run(kept: dict[str, Any]) -> str:
     start, end = kept["load"]
     return (
         f"\nThe sections {', '.join(kept['workloads'])} and their rows and goals are from an earlier "

@@ -45,6 +45,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the ``bench`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -194,18 +195,30 @@ def write_pictures(results: Result, out: Path) -> list[Path]:
 
 def keep_from(results: Result, earlier: Result) -> Result:
     """``results`` with every workload they lack taken from ``earlier`` (another run's raw
-    results), and ``kept`` saying which and from when; the report says so at its top."""
+    results), and ``kept`` saying which and from when, one entry per run they come from (a
+    workload ``earlier`` itself kept keeps its own run's); the report says so at its top."""
     names = [w.NAME for w in WORKLOADS if not results.get(w.NAME) and earlier.get(w.NAME)]
     if not names:
         return results
     m = earlier["machine"]
-    kept = {
-        "workloads": names,
+    own = {
+        "workloads": [],
         "started": earlier["started"],
         "command": earlier["command"],
         "load": [m.get("loadavg_start"), m.get("loadavg_end")],
     }
+    runs: list[dict[str, Any]] = [{**k, "workloads": []} for k in kept_runs(earlier)]
+    for name in names:
+        run = next((r for r, k in zip(runs, kept_runs(earlier), strict=True) if name in k["workloads"]), own)
+        run["workloads"].append(name)
+    kept = [*kept_runs(results), *(r for r in [*runs, own] if r["workloads"])]
     return {**results, **{name: earlier[name] for name in names}, "kept": kept}
+
+
+def kept_runs(results: Result) -> list[dict[str, Any]]:
+    """The earlier runs a report's kept workloads come from (one entry in reports before)."""
+    kept = results.get("kept") or []
+    return [kept] if isinstance(kept, dict) else list(kept)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
