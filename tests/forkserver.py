@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -45,7 +46,9 @@ WAIT_LIMIT = 300.0  # seconds for a parent to exit once its input ends (never re
 
 
 class Parent:
-    """A forking parent of ``module_file`` (loaded as ``name``), for one test or one module."""
+    """A forking parent of ``module_file`` (loaded as ``name``), for one test or one module.
+    Threads of the test may share it: one request and its answer at a time (a ``wait`` holds
+    the others until its child exits; ``Child.wait(timeout)`` polls instead)."""
 
     def __init__(self, module_file: Path | str, name: str) -> None:
         self.proc = subprocess.Popen(
@@ -56,12 +59,14 @@ class Parent:
         )
         self.outputs = Path(tempfile.mkdtemp(prefix="forkserver-"))
         self.numbers = itertools.count()
+        self.lock = threading.Lock()
 
     def ask(self, request: dict[str, Any]) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        with self.lock:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
         if not line:
             raise AssertionError(f"the forking parent exited with {self.proc.wait()}")
         return json.loads(line)

@@ -13,6 +13,7 @@ still changes a line (its digest). Times are measured by hand (bench/textconv_sh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -46,8 +47,15 @@ def _texts(size: int) -> dict[str, str]:
         sys.setrecursionlimit(saved)
 
 
-SHAPES = _texts(SIZE)
-SMALL = _texts(SIZE // 5)  # for the digests: a fifth of the size shows the same
+@functools.cache
+def texts(size: int) -> dict[str, str]:
+    """``_texts(size)``, made when a test first asks (1-3 s at 1 MB), not when the module is
+    collected: every xdist worker collects it, one runs it."""
+    return _texts(size)
+
+
+SHAPES = list(shapes(1_000))  # the names of the shapes: ten, as at any size
+FULL, SMALL = SIZE, SIZE // 5  # SMALL for the digests: a fifth of the size shows the same
 #: the longest line a view may hold: a message's text budget, its label, tool calls and digests
 LINE = textconv.TEXT + textconv.CALLS * (textconv.FOLD + 80) + 1_000
 
@@ -85,7 +93,7 @@ def deep_stack() -> Iterator[None]:
 def forged(tmp_path: Path, shape: str, doc: dict[str, Any] | None = None) -> Path:
     path = tmp_path / f"{shape.replace(' ', '-')}.json"
     with deep_stack():
-        text = SHAPES[shape] if doc is None else json.dumps(doc, separators=(",", ":"))
+        text = texts(FULL)[shape] if doc is None else json.dumps(doc, separators=(",", ":"))
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -119,7 +127,7 @@ def assert_bounded(lines: list[str]) -> None:
     assert sum(len(line) + 1 for line in lines) <= textconv.BUDGET + LINE
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("shape", SHAPES)
 def test_a_1mb_file_of_any_shape_gets_a_bounded_view_without_recursion(tmp_path: Path, shape: str) -> None:
     path = forged(tmp_path, shape)
     assert path.stat().st_size > SIZE * 0.8
@@ -150,9 +158,9 @@ def test_a_change_the_view_does_not_show_still_changes_a_line(tmp_path: Path, sh
     """The deepest, last leaf of the file's value changed: folded away or past the budget,
     it changes a digest on a line of the view."""
     with deep_stack():
-        doc = json.loads(SMALL[shape])
+        doc = json.loads(texts(SMALL)[shape])
     path = tmp_path / "before.json"
-    path.write_text(SMALL[shape], encoding="utf-8")
+    path.write_text(texts(SMALL)[shape], encoding="utf-8")
     before = rendered(path)
     channel = next(iter(doc["new_values"].values()))
     body = channel["append"]["items"] if "append" in channel else channel["value"]["json"]
@@ -181,7 +189,7 @@ def test_a_change_the_view_does_not_show_still_changes_a_line(tmp_path: Path, sh
 def test_the_files_are_as_deep_as_the_reader_accepts() -> None:
     """The deep shapes nest ``DEPTH`` levels, within a few of what the file reader parses."""
     with deep_stack():
-        deep = json.loads(SHAPES["deep lists"])["new_values"]["deep"]["value"]["json"][0]
+        deep = json.loads(texts(FULL)["deep lists"])["new_values"]["deep"]["value"]["json"][0]
     levels = 0
     while isinstance(deep, list):
         deep, levels = deep[0], levels + 1

@@ -4,8 +4,8 @@ Each scenario runs in a fresh process, as a user's second program would: nothing
 graph has been read before, so a read that only worked after ``get_state`` would fail here.
 Every scenario runs with and without ``LANGGRAPH_STRICT_MSGPACK=true``: LangGraph passes a
 graph's types to its checkpointer (``with_allowlist``) only in strict mode. The state the
-reading scenarios start from is written once per mode by the same scripts, in processes of
-their own, and each scenario reads a copy of it.
+reading scenarios start from is written once per mode by the same scripts, both in one
+process of its own, and each scenario reads a copy of it.
 """
 
 from __future__ import annotations
@@ -27,18 +27,37 @@ STRICT = pytest.mark.parametrize("strict", [False, True], ids=["default", "stric
 def written(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool, Path], Path]:
     """``written(strict, tmp_path)``: a copy, at ``tmp_path/proj``, of the project after
     ``write.py`` (the four graphs) and ``two.py write`` (graph b of TWO_GRAPHS) ran with
-    LANGGRAPH_STRICT_MSGPACK as ``strict`` says; each written once per mode."""
+    LANGGRAPH_STRICT_MSGPACK as ``strict`` says; each written once per mode, the two
+    writers one after the other in one process (a start of LangGraph less: the readers
+    are what must be fresh)."""
     made: dict[bool, Path] = {}
 
     def copy(strict: bool, tmp_path: Path) -> Path:
         if strict not in made:
             project = make_project(tmp_path_factory.mktemp("strict" if strict else "default"))
-            run_script(project, "write.py", WRITE, strict=strict)
-            run_script(project, "two.py", TWO_GRAPHS, "write", strict=strict)
+            (project / "write.py").write_text(WRITE, encoding="utf-8")
+            (project / "two.py").write_text(TWO_GRAPHS, encoding="utf-8")
+            out = run_script(project, "write_both.py", WRITE_BOTH, strict=strict).stdout
+            assert out.split() == ["written", "written"], out
             made[strict] = project
         return Path(shutil.copytree(made[strict], tmp_path / "proj", symlinks=True))
 
     return copy
+
+
+# write.py, then two.py write, as ``python write.py`` and ``python two.py write`` run them
+WRITE_BOTH = """
+import runpy
+import sys
+
+sys.argv = ["write.py"]
+runpy.run_path("write.py", run_name="__main__")
+sys.argv = ["two.py", "write"]
+try:
+    runpy.run_path("two.py", run_name="__main__")
+except SystemExit as exc:
+    assert exc.code is None, exc.code
+"""
 
 
 HISTORY_FIRST = """
