@@ -7,51 +7,13 @@ modules import the shared builders as ``graphs`` and ``helpers``.
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis.internal import charmap
-from hypothesis.internal.intervalsets import IntervalSet
 
 from langgraph_checkpoint_repo import RepoSaver, ride
-
-
-def utf8_table() -> tuple[IntervalSet, IntervalSet]:
-    """What hypothesis's ``intervals_from_codec("utf-8")`` returns: the characters utf-8 can
-    encode (every one but the surrogates), and those of them that do not decode back to
-    themselves (none). Checked here in bulk, a few milliseconds."""
-    encodable = ((0, 0xD7FF), (0xE000, sys.maxunicode))
-    for low, high in encodable:
-        text = "".join(map(chr, range(low, high + 1)))
-        assert text.encode("utf-8").decode("utf-8") == text
-    for code in range(0xD800, 0xE000):
-        try:
-            chr(code).encode("utf-8")
-        except UnicodeEncodeError:
-            continue
-        raise AssertionError(f"utf-8 encodes the surrogate {code:#x}")
-    return IntervalSet(encodable), IntervalSet(())
-
-
-def known_utf8_table() -> None:
-    """``st.text()`` draws from ``characters(codec="utf-8")``, whose table hypothesis makes
-    by encoding each of the 1,114,112 code points one at a time (3-7 s a process on this
-    machine) the first time a process asks, unless an earlier run left it under
-    ``.hypothesis/``, which a fresh clone has not: each xdist worker made it again. The same
-    table, made in bulk; any other codec is left to hypothesis."""
-    table = utf8_table()
-    made = charmap.intervals_from_codec
-
-    def intervals_from_codec(codec_name: str) -> tuple[IntervalSet, IntervalSet]:
-        return table if codec_name == "utf-8" else made(codec_name)
-
-    charmap.intervals_from_codec = intervals_from_codec  # type: ignore[assignment]
-
-
-known_utf8_table()
 
 
 @pytest.fixture(scope="session", autouse=True)
