@@ -172,29 +172,3 @@ def test_the_growth_workloads_draw_their_pictures_next_to_the_report(
         for line in polylines(svg):
             if line.attrib["data-panel"] != "put":
                 assert len(line.attrib["points"].split()) == len(result["ladder"]), line.attrib
-
-
-def test_a_report_kept_from_two_earlier_runs_names_each_run_its_sections_came_from() -> None:
-    """``--keep-from`` twice (a run, then a report of it kept from another): each kept section
-    is said to come from the run that measured it, not from the last file it passed through."""
-    from bench.report import _kept
-    from bench.run import keep_from
-
-    def run(started: str, names: list[str], kept: Any = None) -> dict[str, Any]:
-        machine = {"loadavg_start": [1.0, 1.0, 1.0], "loadavg_end": [2.0, 2.0, 2.0]}
-        out = {"started": started, "command": f"run {started}", "machine": machine}
-        return {**out, **{n: {"ran": started} for n in names}, **({"kept": kept} if kept else {})}
-
-    oldest = run("22:55", ["chat", "turns", "threads", "git"])
-    middle = keep_from(run("23:17", ["git"]), oldest)  # git from 23:17, the rest from 22:55
-    newest = keep_from(run("00:11", ["chat"]), middle)
-    assert {n: newest[n]["ran"] for n in ("chat", "git", "turns", "threads")} == {
-        "chat": "00:11",
-        "git": "23:17",
-        "turns": "22:55",
-        "threads": "22:55",
-    }
-    said = _kept(newest)
-    assert "sections git and" in said and "at 23:17" in said
-    assert "sections turns, threads and" in said and "at 22:55" in said
-    assert "chat" not in said

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from bench import growth, run
+from bench import growth, report, run
 from bench.agent_graphs import build_create_agent
 from bench.common import REPO, SQLITE, TINY
 from bench.goals import TURNS_P99
@@ -121,8 +121,39 @@ def test_keep_from_takes_what_a_run_did_not_run_from_an_earlier_run_and_says_so(
     }
     merged = run.keep_from({"started": "later", "turns": {"from": "later"}}, earlier)
     assert merged["turns"] == {"from": "later"} and merged["chat"] == {"from": "earlier"}
-    assert merged["kept"]["workloads"] == ["chat"] and merged["kept"]["started"] == earlier["started"]
+    assert merged["kept"] == [
+        {
+            "workloads": ["chat"],
+            "started": earlier["started"],
+            "command": "python bench/run.py",
+            "load": [[1.0] * 3, [2.0] * 3],
+        }
+    ]
     assert run.keep_from({"chat": {}, "turns": {}}, {**earlier, "chat": None, "turns": None}) == {
         "chat": {},
         "turns": {},
     }
+
+
+def test_a_report_kept_from_two_earlier_runs_names_each_run_its_sections_came_from() -> None:
+    """``--keep-from`` twice (a run, then a report of it kept from another): each kept section
+    is said to come from the run that measured it, not from the last file it passed through."""
+
+    def a_run(started: str, names: list[str], kept: Any = None) -> dict[str, Any]:
+        machine = {"loadavg_start": [1.0, 1.0, 1.0], "loadavg_end": [2.0, 2.0, 2.0]}
+        out = {"started": started, "command": f"run {started}", "machine": machine}
+        return {**out, **{n: {"ran": started} for n in names}, **({"kept": kept} if kept else {})}
+
+    oldest = a_run("22:55", ["chat", "turns", "threads", "git"])
+    middle = run.keep_from(a_run("23:17", ["git"]), oldest)  # git from 23:17, the rest from 22:55
+    newest = run.keep_from(a_run("00:11", ["chat"]), middle)
+    assert {n: newest[n]["ran"] for n in ("chat", "git", "turns", "threads")} == {
+        "chat": "00:11",
+        "git": "23:17",
+        "turns": "22:55",
+        "threads": "22:55",
+    }
+    said = report._kept(newest)
+    assert "sections git and" in said and "at 23:17" in said
+    assert "sections turns, threads and" in said and "at 22:55" in said
+    assert "chat" not in said
