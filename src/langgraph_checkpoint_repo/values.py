@@ -441,7 +441,7 @@ class ValueWriter:
         items = self.extended((old_refs, old_heights), refs, ns)
         after = ListState(version=version, ref="", count=count, depth=0, body=body, weight=whole_weight)
         after.items = items
-        after.chunks, after.holders = self.chunk_memo(chunked, ns, state)
+        after.chunks, after.holders = self.chunk_memo(thread_id, ns, chunked, state)
         return {"value": candidate}, after
 
     def known_chunks(self, state: ListState | None, ns: str) -> dict[str, KnownChunk] | None:
@@ -452,26 +452,28 @@ class ValueWriter:
             return None
         deps = refresh(tuple(state.holders.values()))
         if deps is None:
+            state.chunks, state.holders = None, {}
             return None
         state.holders = dict(zip(state.holders, deps, strict=True))
         return state.chunks
 
     def chunk_memo(
-        self, chunked: dict[str, KnownChunk], ns: str, state: ListState | None
+        self, thread_id: str, ns: str, chunked: dict[str, KnownChunk], state: ListState | None
     ) -> tuple[dict[str, KnownChunk], dict[tuple[str, str], Dep]]:
         """The chunks of the copy being written, each as a later file refers to it, for the
         next copy: those this file holds (its stat key is added once it is written,
-        ``remember``) and those in a file the last copy's chunks were known in; a chunk
-        found anywhere else is looked up again next time."""
+        ``remember``) and those held by a file whose parse, holding them, is kept with its
+        stat key (``known_chunks`` checked it, or ``locate_object`` just read it); any other
+        is looked up again next time."""
         host = self.host
         assert host is not None
-        before = state.holders if state is not None and state.chunks else {}
-        memo: dict[str, KnownChunk] = {}
+        checked = dict(state.holders) if state is not None and state.chunks else {}
         holders: dict[tuple[str, str], Dep] = {}
+        memo: dict[str, KnownChunk] = {}
         for key, (tree, ref, height) in chunked.items():
             if IN in ref:
                 where = (ref.get(NS, ""), ref[IN])
-                dep = before.get(where)
+                dep = checked.get(where) or self.holder(thread_id, where, ref[REF])
                 if dep is None:
                     continue
                 holders[where] = dep
@@ -481,6 +483,17 @@ class ValueWriter:
                 continue  # in objects/ (too big for its file): looked up again
             memo[key] = (tree, ref, height)
         return memo, holders
+
+    def holder(self, thread_id: str, where: tuple[str, str], name: str) -> Dep | None:
+        """How to tell later that the checkpoint ``where`` still holds the object ``name``: the
+        stat key its kept parse was read with (``DocCache.dep``), when that parse holds it."""
+        files = self.store.files
+        path = self.store.layout.checkpoint_path(thread_id, *where)
+        doc = files.docs.doc(path)
+        if doc is None or name not in (doc.get("objects") or {}):
+            return None
+        dep = files.docs.dep(path, doc)
+        return dep if dep[1] is not None else None
 
     def known_items(
         self, state: ListState | None, count: int, body: bytes
