@@ -34,12 +34,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from bench import growth
 from bench.chat_cpu import OsCounts, counting_os
 from bench.common import close_saver, open_sqlite, rotated
-from bench.replay import Put, Rebuild, Recording, apply, for_saver
+from bench.replay import GetTuple, Put, Rebuild, Recording, apply, for_saver
 from langgraph_checkpoint_repo import RepoSaver
 
 REPO, SQLITE = "repo", "sqlite"
 PROFILED: list[Any] = [0, None]
 """The most Python calls a put made so far, and its profile."""
+GETS: dict[str, list[tuple[int, int]]] = {}
+"""Each saver's get_tuple calls: (turn, thread_time ns)."""
 LATE: list[Any] = [10**9, []]
 """RepoSaver's puts after this turn: their profiles."""
 
@@ -137,6 +139,10 @@ def replay(rec: Recording, names: list[str], calls: bool, freeze: bool) -> dict[
                     args = for_saver(call)
                     if isinstance(args, Put):
                         samples[name].append(measured_put(savers[name], args, turn + 1, watch, fs, calls))
+                    elif isinstance(args, GetTuple):
+                        c0 = time.thread_time_ns()
+                        apply(savers[name], args)
+                        GETS.setdefault(name, []).append((turn + 1, time.thread_time_ns() - c0))
                     else:
                         apply(savers[name], args)
             for saver in savers.values():
@@ -177,6 +183,7 @@ def summary(samples: list[PutSample], at: list[int]) -> dict[str, Any]:
             "wall_ms": statistics.median(s.wall_ns for s in near) / 1e6,
         }
     out["by_turn"] = by_turn
+    out["get_tuple_cpu_ms"] = {}
     slow = sorted(samples, key=lambda s: s.wall_ns, reverse=True)[:10]
     out["slowest"] = [
         {**asdict(s), "wall_ms": s.wall_ns / 1e6, "cpu_ms": s.cpu_ns / 1e6, "gc_ms": _gc_ms(s)} for s in slow
@@ -203,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     samples = replay(rec, args.savers.split(","), args.calls, args.freeze)
     at = [t for t in (10, 30, 100, 300, 1000, 3000) if t <= args.turns]
     result = {name: summary(s, at) for name, s in samples.items()}
+    for name, gets in GETS.items():
+        result[name]["get_tuple_cpu_ms"] = {
+            str(t): statistics.median(ns for turn, ns in gets if t - 10 < turn <= t) / 1e6 for t in at
+        }
     if REPO in result and SQLITE in result:
         result["p99_ratio"] = result[REPO]["p99_ms"] / result[SQLITE]["p99_ms"]
     if args.json:
@@ -219,12 +230,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  turn {t:>5}: calls {row['calls']:.0f} (max {row['calls_max']}), fs {row['fs']} "
                 f"(max {row['fs_max']}), cpu {row['cpu_ms']:.2f} ms, wall {row['wall_ms']:.2f} ms"
             )
+        gets = ", ".join(f"{t}: {ms:.2f}" for t, ms in r["get_tuple_cpu_ms"].items())
+        print(f"  get_tuple CPU ms by turn (median of 10 turns): {gets}")
         for s in r["slowest"][:5]:
             print(
                 f"  slow: turn {s['turn']} wall {s['wall_ms']:.2f} cpu {s['cpu_ms']:.2f} gc {s['gc']} "
                 f"calls {s['calls']} fs {sum(s['fs'].values())}"
             )
     if args.top and PROFILED[1] is not None:
+        PROFILED[1].dump_stats("/tmp/bench-tails-busiest.prof")
         pstats.Stats(PROFILED[1]).sort_stats("ncalls").print_stats(args.top)
         pstats.Stats(PROFILED[1]).sort_stats("cumulative").print_stats(args.top)
         print("the puts of the last 10 turns:")
