@@ -32,15 +32,14 @@ from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
 from .core.format.objects import (
-    IN,
-    NS,
-    REF,
     KnownChunk,
     input_tag,
     is_pair_tag,
     large_digest,
+    location_of,
     named_from,
     object_ref,
+    ref_digest,
     weight_problem,
 )
 from .core.format.packed import msgpack_array_header, msgpack_array_split, starts_structured
@@ -264,7 +263,7 @@ class ValueWriter:
         written, ``where``, known by its stat key alone, as ``deps``), which each append after
         it carries on."""
         if state.chunks is not None:
-            if any((ref.get(NS, ""), ref.get(IN)) == where for _, ref, _ in state.chunks.values()):
+            if any(location_of(ref) == where for _, ref, _ in state.chunks.values()):
                 state.holders = {**state.holders, where: own}
         elif state.depth > 0 and before is not None and before.chunks is not None:
             state.chunks, state.holders = before.chunks, before.holders
@@ -471,14 +470,14 @@ class ValueWriter:
         holders: dict[tuple[str, str], Dep] = {}
         memo: dict[str, KnownChunk] = {}
         for key, (tree, ref, height) in chunked.items():
-            if IN in ref:
-                where = (ref.get(NS, ""), ref[IN])
-                dep = checked.get(where) or self.holder(thread_id, where, ref[REF])
+            where, name = location_of(ref), ref_digest(ref)
+            if where is not None:
+                dep = checked.get(where) or self.holder(thread_id, where, name)
                 if dep is None:
                     continue
                 holders[where] = dep
-            elif ref[REF] in host.objects:
-                ref = object_ref(ref[REF], (ns, self.writing_id))
+            elif name in host.objects:
+                ref = object_ref(name, (ns, self.writing_id))
             else:
                 continue  # in objects/ (too big for its file): looked up again
             memo[key] = (tree, ref, height)
