@@ -7,7 +7,10 @@ savers taking turns call by call, into SqliteSaver (``synchronous=OFF``), as ben
 turns.py replays. Per put: wall and ``thread_time``, whether a garbage collection ran inside it
 (``gc.callbacks``: its generation and duration), file-system calls of the main thread (os
 functions and ``open``, wrapped) and, with ``--calls``, Python function calls (a cProfile per
-put, so that run's times are not the plain ones).
+put, so that run's times are not the plain ones). Also: each get_tuple's CPU, and every full
+(generation 2) collection of the process while replaying, in a put or not; ``--freeze``
+moves what is there before the replay (the libraries, the recording) out of the collector's
+scans (``gc.freeze``), to tell the savers' own objects' share of those pauses.
 
     .venv/bin/python -m bench.tails --turns 1000 --calls --json /tmp/tails.json
 """
@@ -40,6 +43,8 @@ from langgraph_checkpoint_repo import RepoSaver
 REPO, SQLITE = "repo", "sqlite"
 PROFILED: list[Any] = [0, None]
 """The most Python calls a put made so far, and its profile."""
+FULL: list[int] = []
+"""The durations (ns) of the process's full (generation 2) collections while replaying."""
 GETS: dict[str, list[tuple[int, int]]] = {}
 """Each saver's get_tuple calls: (turn, thread_time ns)."""
 LATE: list[Any] = [10**9, []]
@@ -64,15 +69,18 @@ class GcWatch:
     def __init__(self) -> None:
         self.on = False
         self.seen: list[tuple[int, int]] = []
+        self.full: list[int] = []  # every full collection of the process meanwhile, inside a put or not
         self._start = 0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if not self.on:
-            return
         if phase == "start":
             self._start = time.perf_counter_ns()
-        else:
-            self.seen.append((info["generation"], time.perf_counter_ns() - self._start))
+            return
+        took = time.perf_counter_ns() - self._start
+        if info["generation"] == 2:
+            self.full.append(took)
+        if self.on:
+            self.seen.append((info["generation"], took))
 
 
 def recording(turns: int, cache: Path) -> Recording:
@@ -148,6 +156,7 @@ def replay(rec: Recording, names: list[str], calls: bool, freeze: bool) -> dict[
             for saver in savers.values():
                 close_saver(saver)
     finally:
+        FULL[:] = watch.full
         gc.callbacks.remove(watch)
         if freeze:
             gc.unfreeze()
@@ -216,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     if REPO in result and SQLITE in result:
         result["p99_ratio"] = result[REPO]["p99_ms"] / result[SQLITE]["p99_ms"]
+    result["full_collections_ms"] = [round(ns / 1e6, 1) for ns in FULL]
     if args.json:
         kept = {k: [asdict(s) for s in v] for k, v in samples.items()}
         Path(args.json).write_text(json.dumps({"summary": result, "samples": kept}))
@@ -243,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         pstats.Stats(PROFILED[1]).sort_stats("cumulative").print_stats(args.top)
         print("the puts of the last 10 turns:")
         pstats.Stats(*LATE[1]).sort_stats("tottime").print_stats(args.top)
+    full = result["full_collections_ms"]
+    print(f"full collections while replaying (ms): {full}; objects tracked: {len(gc.get_objects()):,}")
     if "p99_ratio" in result:
         print(f"p99 repo/sqlite: {result['p99_ratio']:.2f}")
     return 0
