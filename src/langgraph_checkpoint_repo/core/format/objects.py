@@ -384,15 +384,15 @@ class Sharer:
         """One chunk stored (``_store``), or referred to where an earlier copy of the list
         found it (``known``: the same tree, so the same name and place), and noted in
         ``chunked``."""
-        members = tree[CHUNKS] if isinstance(tree, dict) else tree
-        height = 1 + max(self._heights[r[REF]] for r in members)
         hit = self._known.get(key)
-        if hit is not None and hit[0] == tree and hit[2] == height:
+        if hit is not None and hit[0] == tree:  # the same tree: the same object, of its height
             name = hit[1][REF]
             if name not in self.objects and name not in self._held:
-                self._heights[name] = height
+                self._heights[name] = hit[2]
                 self.chunked[key] = hit
                 return dict(hit[1])
+        members = tree[CHUNKS] if isinstance(tree, dict) else tree
+        height = 1 + max(self._heights[r[REF]] for r in members)
         ref = self._store(tree, height)
         self.chunked[key] = (tree, ref, height)
         return ref
