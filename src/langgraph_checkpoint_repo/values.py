@@ -32,7 +32,17 @@ from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
-from .core.format.objects import input_tag, is_pair_tag, large_digest, named_from, weight_problem
+from .core.format.objects import (
+    KnownChunk,
+    input_tag,
+    is_pair_tag,
+    large_digest,
+    location_of,
+    named_from,
+    object_ref,
+    ref_digest,
+    weight_problem,
+)
 from .core.format.packed import msgpack_array_header, msgpack_array_split, starts_structured
 from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
@@ -66,6 +76,12 @@ class ListState:
     # it), with its height, when we wrote every one of them: the next whole copy of the list
     # reuses them (``whole_by_items``) instead of looking each item up again
     items: tuple[list[Any], list[int]] | None = None
+    # the chunks of the last whole copy of the list we wrote, each as a later file refers to
+    # it (``Sharer.chunked``), and the files holding them with their stat keys when we wrote
+    # or found them there: the next whole copy refers to a chunk whose tree is unchanged where
+    # it is, if every one of these files is unchanged, instead of hashing and looking it up
+    chunks: dict[str, KnownChunk] | None = None
+    holders: dict[tuple[str, str], Dep] = field(default_factory=dict)
 
 
 @dataclass
@@ -241,7 +257,19 @@ class ValueWriter:
                 lpath = layout.large_path(thread_id, digest)
                 own.append((str(lpath), stat_key_of(lpath), None))
             state.deps = (*own, *state.deps)
+            self.kept_chunks(state, self.lists.get(key), (ns, cid), own[0])
             self.lists[key] = state
+
+    @staticmethod
+    def kept_chunks(state: ListState, before: ListState | None, where: tuple[str, str], own: Dep) -> None:
+        """The chunks the next whole copy may refer to: a whole copy's own (in the file just
+        written, ``where``, known by its stat key alone, as ``deps``), which each append after
+        it carries on."""
+        if state.chunks is not None:
+            if any(location_of(ref) == where for _, ref, _ in state.chunks.values()):
+                state.holders = {**state.holders, where: own}
+        elif state.depth > 0 and before is not None and before.chunks is not None:
+            state.chunks, state.holders = before.chunks, before.holders
 
     def carried_refs(
         self,
@@ -414,7 +442,8 @@ class ValueWriter:
         files = self.store.files
         refs, weight, new = shared_tree(files, thread_id, tree, large, where, items=True, host=host)
         heights = list(host.item_heights)
-        out, chunks = chunked_list(host, thread_id, [*old_refs, *refs], [*old_heights, *heights], where)
+        listed = ([*old_refs, *refs], [*old_heights, *heights])
+        out, chunks, chunked = chunked_list(host, thread_id, *listed, where, self.known_chunks(state, ns))
         candidate = {"json": out}
         whole_weight = appended_weight(state.weight, weight) if known is not None and state else weight
         if whole_weight is None or json_size(candidate) > self.large_value_bytes:
@@ -426,7 +455,59 @@ class ValueWriter:
         items = self.extended((old_refs, old_heights), refs, ns)
         after = ListState(version=version, ref="", count=count, depth=0, body=body, weight=whole_weight)
         after.items = items
+        after.chunks, after.holders = self.chunk_memo(thread_id, ns, chunked, state)
         return {"value": candidate}, after
+
+    def known_chunks(self, state: ListState | None, ns: str) -> dict[str, KnownChunk] | None:
+        """The chunks of the last whole copy of the list, when every file holding one still
+        has the stat key it had (the cache rule: one lstat per file) and none is the file
+        being written (put again, it is replaced); else None, every chunk looked up."""
+        if state is None or not state.chunks or (ns, self.writing_id) in state.holders:
+            return None
+        deps = refresh(tuple(state.holders.values()))
+        if deps is None:
+            state.chunks, state.holders = None, {}
+            return None
+        state.holders = dict(zip(state.holders, deps, strict=True))
+        return state.chunks
+
+    def chunk_memo(
+        self, thread_id: str, ns: str, chunked: dict[str, KnownChunk], state: ListState | None
+    ) -> tuple[dict[str, KnownChunk], dict[tuple[str, str], Dep]]:
+        """The chunks of the copy being written, each as a later file refers to it, for the
+        next copy: those this file holds (its stat key is added once it is written,
+        ``remember``) and those held by a file whose parse, holding them, is kept with its
+        stat key (``known_chunks`` checked it, or ``locate_object`` just read it); any other
+        is looked up again next time."""
+        host = self.host
+        assert host is not None
+        checked = dict(state.holders) if state is not None and state.chunks else {}
+        holders: dict[tuple[str, str], Dep] = {}
+        memo: dict[str, KnownChunk] = {}
+        for key, (tree, ref, height) in chunked.items():
+            where, name = location_of(ref), ref_digest(ref)
+            if where is not None:
+                dep = checked.get(where) or self.holder(thread_id, where, name)
+                if dep is None:
+                    continue
+                holders[where] = dep
+            elif name in host.objects:
+                ref = object_ref(name, (ns, self.writing_id))
+            else:
+                continue  # in objects/ (too big for its file): looked up again
+            memo[key] = (tree, ref, height)
+        return memo, holders
+
+    def holder(self, thread_id: str, where: tuple[str, str], name: str) -> Dep | None:
+        """How to tell later that the checkpoint ``where`` still holds the object ``name``: the
+        stat key its kept parse was read with (``DocCache.dep``), when that parse holds it."""
+        files = self.store.files
+        path = self.store.layout.checkpoint_path(thread_id, *where)
+        doc = files.docs.doc(path)
+        if doc is None or name not in (doc.get("objects") or {}):
+            return None
+        dep = files.docs.dep(path, doc)
+        return dep if dep[1] is not None else None
 
     def known_items(
         self, state: ListState | None, count: int, body: bytes

@@ -20,7 +20,9 @@ Applied to:
 * decoded metadata for filters (``index.MetaCache``, ``ThreadStore.meta``): against its
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
-  chain it would append to; changed, the next value is written whole;
+  chain it would append to; changed, the next value is written whole; and the chunks of its
+  last whole copy, which the next whole copy refers to where they are: against every file
+  holding one (one lstat per file); changed, each chunk is looked up again;
 * what reads across threads need of every thread (``roster.Roster``): a thread's namespaces
   against its folder's stat (and its ``ns/`` folder's), a namespace's ids against its
   checkpoints folder's, a parent link or metadata against its checkpoint file's, a row of
@@ -37,8 +39,9 @@ change them meanwhile:
 * after our own write a folder's listing is brought up to date and trusted at once (it
   is listed again first if it was not trusted): a file such a tool adds in the same clock
   tick is seen at the folder's next change;
-* ``_lists`` keeps the files a ``put`` wrote by their stat key alone (checking their bytes
-  on every later put would cost a read per recent file): an edit in the same clock tick
+* ``_lists`` keeps the files a ``put`` wrote (its chain, and the file holding the chunks a
+  whole copy introduced) by their stat key alone (checking their bytes on every later put
+  would cost a read per recent file): an edit in the same clock tick
   that changes the list's length is refused on read (``base_length``), naming the file;
   one that keeps the length becomes the base the next put appends to.
 

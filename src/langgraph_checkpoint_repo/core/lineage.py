@@ -57,10 +57,64 @@ class HeadState:
     settled: bool
 
 
+@dataclass(frozen=True)
+class Rule:
+    """What the rule makes of one set of links (``Lineage.links``): the heads and the one that
+    continues, and what a checkpoint added to them changes (``Rule.after``): the parents named
+    but not there, the checkpoints a choice settled or passed over, a cycle."""
+
+    links: dict[str, Node]
+    heads: list[HeadState]
+    current: str | None
+    missing: frozenset[str]  # parents named by a link that has no link of its own
+    settled: frozenset[str]
+    over: frozenset[str]
+    cyclic: bool
+
+    @staticmethod
+    def of(links: dict[str, Node]) -> Rule:
+        """The rule over ``links``, computed from them all."""
+        named = {link.parent for link in links.values() if link.parent is not None}
+        settled = settled_by_choices(links)
+        heads = [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+        cyclic = bool(links) and has_cycle(links)
+        # parent links that go round (a hand edit) cannot say what continues: the newest
+        # id does, as before, and the walks up its history name the cycle (validate too)
+        current = max(links) if cyclic else current_of(links, heads)
+        over = frozenset(passed_over(links))
+        return Rule(links, heads, current, frozenset(named - links.keys()), frozenset(settled), over, cyclic)
+
+    def after(self, links: dict[str, Node], cid: str, link: Node) -> Rule:
+        """The rule over ``links``: these links and ``cid``. A new checkpoint that records no
+        choice, that no link names as its parent and that no choice names (a put continuing
+        its thread) changes only its parent's place among the heads and takes its own: O(heads)
+        instead of every link again. Anything else: computed from them all."""
+        if (
+            cid in self.links
+            or link.choice is not None
+            or cid in self.missing
+            or cid in self.settled
+            or self.cyclic
+            or not self.links
+        ):
+            return Rule.of(links)
+        parent = link.parent
+        heads = sorted(
+            [h for h in self.heads if h.checkpoint_id != parent] + [HeadState(cid, False)],
+            key=lambda h: h.checkpoint_id,
+            reverse=True,
+        )
+        missing = self.missing if parent is None or parent in links else self.missing | {parent}
+        current = next(
+            (h.checkpoint_id for h in heads if h.checkpoint_id not in self.over), heads[0].checkpoint_id
+        )
+        return Rule(links, heads, current, missing, self.settled, self.over, False)
+
+
 @dataclass
 class Lineage:
     """The links of one namespace's checkpoints, and what the rule makes of them (computed
-    once per set of links).
+    once per set of links, and brought up to date as a writer adds one: ``Rule.after``).
 
     Shared by the threads of a process: a writer never changes ``links`` in place but puts a
     new dict in its place (``add``), and the rule is computed from one dict and kept beside
@@ -69,12 +123,16 @@ class Lineage:
 
     links: dict[str, Node] = field(default_factory=dict)
     keys: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # file stat keys, when settled
-    _rule: tuple[dict[str, Node], list[HeadState], str | None] | None = None
+    _rule: Rule | None = None
     _children: tuple[dict[str, Node], dict[str, list[str]]] | None = None
 
     def add(self, cid: str, link: Node) -> None:
         """One checkpoint written since the links were read (copy on write, see above)."""
-        self.links = {**self.links, cid: link}
+        before, rule = self.links, self._rule
+        links = {**before, cid: link}
+        if rule is not None and rule.links is before:
+            self._rule = rule.after(links, cid, link)
+        self.links = links
 
     def children(self, cid: str) -> list[str]:
         """The checkpoints that name ``cid`` as their parent, oldest first (kept with the links
@@ -89,23 +147,19 @@ class Lineage:
             cached = self._children = (links, kids)
         return cached[1].get(cid, [])
 
-    def _computed(self) -> tuple[dict[str, Node], list[HeadState], str | None]:
+    def _computed(self) -> Rule:
         links, rule = self.links, self._rule
-        if rule is None or rule[0] is not links:
-            heads = find_heads(links)
-            # parent links that go round (a hand edit) cannot say what continues: the newest
-            # id does, as before, and the walks up its history name the cycle (validate too)
-            current = max(links) if links and has_cycle(links) else current_of(links, heads)
-            rule = self._rule = (links, heads, current)
+        if rule is None or rule.links is not links:
+            rule = self._rule = Rule.of(links)
         return rule
 
     def heads(self) -> list[HeadState]:
         """The heads, newest first, each settled or not."""
-        return self._computed()[1]
+        return self._computed().heads
 
     def current(self) -> str | None:
         """The checkpoint that continues (the rule above); None for an empty namespace."""
-        return self._computed()[2]
+        return self._computed().current
 
 
 def choice_of(metadata: Mapping[str, Any], where: str) -> Choice | None:
@@ -190,6 +244,13 @@ def find_heads(links: Mapping[str, Node]) -> list[HeadState]:
     A head is settled when a valid choice lists it under ``over``, it is the chosen one or an
     ancestor of it, or it is itself a choice."""
     named = {link.parent for link in links.values() if link.parent is not None}
+    settled = settled_by_choices(links)
+    return [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+
+
+def settled_by_choices(links: Mapping[str, Node]) -> set[str]:
+    """Every checkpoint a valid choice settles: itself, the heads it passed over, the one it
+    chose and that one's ancestors."""
     settled: set[str] = set()
     for cid, link in links.items():
         if link.choice is None:
@@ -200,7 +261,7 @@ def find_heads(links: Mapping[str, Node]) -> list[HeadState]:
         while walk is not None and walk not in settled:
             settled.add(walk)
             walk = links[walk].parent if walk in links else None
-    return [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+    return settled
 
 
 def where_of(thread_id: str, ns: str) -> str:

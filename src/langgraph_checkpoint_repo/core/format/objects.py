@@ -179,6 +179,9 @@ def _without_id(tree: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 #: with ``$in`` (a checkpoint's objects) or without (``objects/``, maybe under format 3's
 #: 64-digit name); None when it is not stored (the file being written takes it)
 Locate = Callable[[str, str], "dict[str, str] | None"]
+#: a chunk of a list as a sharer stored it (``Sharer.chunked``): its tree, the reference to
+#: it, its height
+KnownChunk = tuple[Any, dict[str, str], int]
 #: a node -> (its tag, the message it is the input form of) when it is a message input that
 #: expands back exactly (``{"$role": "user"}``, ``{"$pair": "user"}``), else None
 Convert = Callable[[Any], "tuple[dict[str, str], Any] | None"]
@@ -224,6 +227,10 @@ class Sharer:
         self._locate = locate
         self._convert = convert
         self._held: Mapping[str, Any] = held if held is not None else {}
+        # chunks of a list stored before (``chunk_refs``' ``known``), and every chunk this
+        # sharer's ``chunk_refs`` made or reused: its key -> (tree, reference, height)
+        self._known: Mapping[str, KnownChunk] = {}
+        self.chunked: dict[str, KnownChunk] = {}
         # the first message a read would refuse (core/format/messages.py): the writer refuses it
         self.refused: Refusal | None = None
 
@@ -324,18 +331,24 @@ class Sharer:
             out.append(shared)
         return out
 
-    def chunk_refs(self, refs: list[Any], heights: list[int]) -> tuple[Any, int]:
+    def chunk_refs(
+        self, refs: list[Any], heights: list[int], known: Mapping[str, KnownChunk] | None = None
+    ) -> tuple[Any, int]:
         """A whole list made of items already shared (``share_items``, this write's or an
         earlier one's), with their heights: chunked exactly as ``share`` chunks a list whose
         items came back as these references, so only its chunks are looked up, not each item
-        again. The list and its height."""
-        for ref, height in zip(refs, heights, strict=True):
-            name = ref_of(ref)
+        again. ``known``: the chunks of an earlier copy of the list (``chunked``, each as a
+        later file refers to it, its file unchanged): one with the same tree is referred to
+        there without being hashed and looked up again, so a copy of a long list looks up
+        only the chunks its new items changed. The list and its height."""
+        self._known = known or {}
+        names = [ref_of(ref) for ref in refs]
+        for name, height in zip(names, heights, strict=True):
             if name is not None:
                 self._heights[name] = height
         least = UPPER_MIN if self._locate is not None else CHUNK_MIN
         out: Any
-        if len(refs) >= least and all(ref_of(x) is not None for x in refs):
+        if len(refs) >= least and None not in names:
             out, height = self._chunked(refs)
         else:
             out, height = list(refs), max(heights, default=0)
@@ -377,15 +390,29 @@ class Sharer:
                 if len(chunks[-1]) >= most or int(key[:2], 16) < cut:
                     chunks.append([])
                     chunk_keys.append([])
-            level = [
-                self._store({CHUNKS: c} if upper else c, 1 + max(self._heights[r[REF]] for r in c))
-                for c in chunks
-                if c
-            ]
             keys = [hashlib.sha256(" ".join(k).encode()).hexdigest() for k in chunk_keys if k]
+            filled = [({CHUNKS: c} if upper else c) for c in chunks if c]
+            level = [self._chunk(c, key) for c, key in zip(filled, keys, strict=True)]
             upper = True
             if len(level) < (UPPER_MIN if self._locate is not None else CHUNK_MIN):
                 return {CHUNKS: level}, max(self._heights[r[REF]] for r in level)
+
+    def _chunk(self, tree: Any, key: str) -> dict[str, str]:
+        """One chunk stored (``_store``), or referred to where an earlier copy of the list
+        found it (``known``: the same tree, so the same name and place), and noted in
+        ``chunked``."""
+        hit = self._known.get(key)
+        if hit is not None and hit[0] == tree:  # the same tree: the same object, of its height
+            name = hit[1][REF]
+            if name not in self.objects and name not in self._held:
+                self._heights[name] = hit[2]
+                self.chunked[key] = hit
+                return dict(hit[1])
+        members = tree[CHUNKS] if isinstance(tree, dict) else tree
+        height = 1 + max(self._heights[r[REF]] for r in members)
+        ref = self._store(tree, height)
+        self.chunked[key] = (tree, ref, height)
+        return ref
 
 
 def refs_in(tree: Any) -> Iterator[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -17,6 +18,7 @@ from .canonical import digest_node
 from .objects import (
     REF,
     Convert,
+    KnownChunk,
     Locate,
     Sharer,
     Weight,
@@ -148,19 +150,25 @@ class Stored(NamedTuple):
 
 
 def chunked_list(
-    host: Host, thread_id: str, refs: list[Any], heights: list[int], where: tuple[str, str] | None = None
-) -> tuple[Any, dict[str, Any]]:
+    host: Host,
+    thread_id: str,
+    refs: list[Any],
+    heights: list[int],
+    where: tuple[str, str] | None = None,
+    known: Mapping[str, KnownChunk] | None = None,
+) -> tuple[Any, dict[str, Any], dict[str, KnownChunk]]:
     """A whole list made of items already shared, as ``shared_tree`` stores a list whose
-    items came back as ``refs`` (``Sharer.chunk_refs``): the list, and the chunk objects it
-    introduces, for the host to take. Refused as ``shared_tree`` refuses a list nested too deep."""
+    items came back as ``refs`` (``Sharer.chunk_refs``; ``known``: the chunks of an earlier
+    copy): the list, the chunk objects it introduces, for the host to take, and every chunk
+    it is made of (``Sharer.chunked``). Refused as ``shared_tree`` refuses a list nested too deep."""
     sharer = Sharer(host.locate, host.convert, host.objects)
-    out, height = sharer.chunk_refs(refs, heights)
+    out, height = sharer.chunk_refs(refs, heights, known)
     problem = nesting_problem(height)
     if problem is not None:
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         why = problem.replace("objects refer", "objects would refer")
         raise InvalidWriteError("value", target, pointer, why)
-    return out, sharer.objects
+    return out, sharer.objects, sharer.chunked
 
 
 def stored_node(
