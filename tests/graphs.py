@@ -11,6 +11,7 @@ migrated tree still runs.
 
 from __future__ import annotations
 
+import copy
 import operator
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import LATEST_VERSION, BaseCheckpointSaver, Checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, Send, interrupt
@@ -308,3 +310,28 @@ def normalised(states: dict[str, Any]) -> dict[str, Any]:
     out = dict(states)
     out["chat"] = [(m.type, m.content) for m in states["chat"]["messages"]]
     return out
+
+
+class Recorder(InMemorySaver):
+    """InMemorySaver that keeps every put and put_writes LangGraph made, to make again
+    (their configs cut to the ids a saver reads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.calls.append(("put", copy.deepcopy((ids_of(config), checkpoint, metadata, new_versions))))
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.calls.append(("put_writes", copy.deepcopy((ids_of(config), writes, task_id, task_path))))
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def ids_of(config: Any) -> dict[str, Any]:
+    """A config's thread, namespace and checkpoint ids, nothing else."""
+    conf = config["configurable"]
+    return {
+        "configurable": {k: conf[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id") if k in conf}
+    }

@@ -610,3 +610,27 @@ def tree(folder: Path) -> dict[str, bytes | None]:
             else:
                 out[rel] = None
     return out
+
+
+def lookups_per_put(saver: Any) -> list[int]:
+    """For each put made from now on: how many objects it looked up where they were stored
+    before (``Overlap.locate_object``: a stat, and a read of the file holding it)."""
+    overlap = saver.store._overlap
+    original, put = overlap.locate_object, saver.put
+    counts: list[int] = []
+    current = [0]
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        current[0] += 1
+        return original(*args, **kwargs)
+
+    def counted_put(*args: Any, **kwargs: Any) -> Any:
+        current[0] = 0
+        try:
+            return put(*args, **kwargs)
+        finally:
+            counts.append(current[0])
+
+    overlap.locate_object = counting  # type: ignore[method-assign]
+    saver.put = counted_put  # type: ignore[method-assign]
+    return counts

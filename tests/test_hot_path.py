@@ -6,7 +6,6 @@ Real graphs on a real saver and filesystem; each test fails on the code before i
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import threading
@@ -19,7 +18,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import cfg, chain_graph, chat_graph
+from graphs import Recorder, cfg, chain_graph, chat_graph
+from helpers import lookups_per_put
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import files as files_module
 from langgraph_checkpoint_repo.values import ValueWriter
@@ -160,26 +160,7 @@ def _long_chat(root: Path, turns: int, **options: Any) -> tuple[RepoSaver, list[
     """A chat of ``turns`` turns (messages long enough to be stored apart), and how many
     objects each put looked up where they were stored before (``Overlap.locate_object``)."""
     saver = RepoSaver(root, durable=False, **options)
-    overlap = saver.store._overlap
-    original = overlap.locate_object
-    counts: list[int] = []
-    current = [0]
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        current[0] += 1
-        return original(*args, **kwargs)
-
-    overlap.locate_object = counting  # type: ignore[method-assign]
-    put = saver.put
-
-    def counted_put(*args: Any, **kwargs: Any) -> Any:
-        current[0] = 0
-        try:
-            return put(*args, **kwargs)
-        finally:
-            counts.append(current[0])
-
-    saver.put = counted_put  # type: ignore[method-assign]
+    counts = lookups_per_put(saver)
     graph = chat_graph(saver)
     for n in range(turns):
         text = f"turn {n}: " + "please keep this message long enough to be stored as an object " * 2
@@ -200,29 +181,6 @@ def test_a_whole_copy_of_a_long_list_looks_up_only_its_new_items(tmp_path: Path)
     assert max(counts[-40:]) <= 60, counts[-40:]
 
 
-class _Recorder(InMemorySaver):
-    """InMemorySaver that keeps every put and put_writes LangGraph made, to make again."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-
-    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        self.calls.append(("put", copy.deepcopy((_plain(config), checkpoint, metadata, new_versions))))
-        return super().put(config, checkpoint, metadata, new_versions)
-
-    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-        self.calls.append(("put_writes", copy.deepcopy((_plain(config), writes, task_id, task_path))))
-        super().put_writes(config, writes, task_id, task_path)
-
-
-def _plain(config: Any) -> dict[str, Any]:
-    conf = config["configurable"]
-    return {
-        "configurable": {k: conf[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id") if k in conf}
-    }
-
-
 def _without_writes_names(path: Path) -> bytes:
     """A checkpoint file's bytes with the names of the writes files it took left out."""
     doc = json.loads(path.read_bytes())
@@ -237,7 +195,7 @@ def test_a_whole_copy_from_known_items_is_the_bytes_sharing_the_whole_list_gives
     knew and one sharing the whole list each time, write the same files (byte for byte but
     for the names of the writes files each took, which are random); and the thread reads as
     InMemorySaver's."""
-    recorder = _Recorder()
+    recorder = Recorder()
     graph = chat_graph(recorder)
     for n in range(30):
         text = f"turn {n}: " + "please keep this message long enough to be stored as an object " * 2

@@ -5,7 +5,6 @@ Counts, not times: the times are bench/tails.py's. Each test fails on the code b
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import random
@@ -14,39 +13,15 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import cfg, chat_graph
+from graphs import Recorder, cfg, chat_graph
+from helpers import lookups_per_put
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import lineage
 from langgraph_checkpoint_repo.core.lineage import Choice, Lineage, Node, current_of, find_heads, has_cycle
 from langgraph_checkpoint_repo.values import ValueWriter
 
 MESSAGES = ("t", "", "messages")
-
-
-def _counting_puts(saver: RepoSaver) -> list[int]:
-    """For each put made from now on: how many objects it looked up where they were stored
-    before (``Overlap.locate_object``: a stat, and a read of the file holding it)."""
-    overlap = saver.store._overlap
-    original, put = overlap.locate_object, saver.put
-    counts: list[int] = []
-    current = [0]
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        current[0] += 1
-        return original(*args, **kwargs)
-
-    def counted_put(*args: Any, **kwargs: Any) -> Any:
-        current[0] = 0
-        try:
-            return put(*args, **kwargs)
-        finally:
-            counts.append(current[0])
-
-    overlap.locate_object = counting  # type: ignore[method-assign]
-    saver.put = counted_put  # type: ignore[method-assign]
-    return counts
 
 
 def _chat(saver: RepoSaver, turns: range) -> None:
@@ -64,7 +39,7 @@ def test_a_whole_copy_looks_up_only_the_chunks_its_new_items_changed(tmp_path: P
     same tree, is referred to where it is, so a copy looks up the chunks its new items
     changed, however long the list."""
     saver = RepoSaver(tmp_path / "root", durable=False, snapshot_every=8)
-    counts = _counting_puts(saver)
+    counts = lookups_per_put(saver)
     _chat(saver, range(100))
     latest = saver.get_tuple(cfg("t"))
     assert latest is not None and len(latest.checkpoint["channel_values"]["messages"]) == 200
@@ -78,7 +53,7 @@ def test_the_chunks_are_looked_up_again_once_a_file_holding_one_changed(tmp_path
     (the one cache rule): a file of an earlier copy touched (as ``git checkout`` or a hand edit
     leaves it) makes the next copy look every chunk up again, and the thread reads whole."""
     saver = RepoSaver(tmp_path / "root", durable=False, snapshot_every=8)
-    counts = _counting_puts(saver)
+    counts = lookups_per_put(saver)
     _chat(saver, range(60))
     state = saver._lists[MESSAGES]
     chain = {dep[0] for dep in state.deps}
@@ -97,36 +72,13 @@ def test_the_chunks_are_looked_up_again_once_a_file_holding_one_changed(tmp_path
     assert len(messages) == 140 and [m.id for m in messages[::2]] == [f"h{n}" for n in range(70)]
 
 
-class _Recorder(InMemorySaver):
-    """InMemorySaver that keeps every put and put_writes LangGraph made, to make again."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-
-    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        self.calls.append(("put", copy.deepcopy((_ids(config), checkpoint, metadata, new_versions))))
-        return super().put(config, checkpoint, metadata, new_versions)
-
-    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-        self.calls.append(("put_writes", copy.deepcopy((_ids(config), writes, task_id, task_path))))
-        super().put_writes(config, writes, task_id, task_path)
-
-
-def _ids(config: Any) -> dict[str, Any]:
-    conf = config["configurable"]
-    return {
-        "configurable": {k: conf[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id") if k in conf}
-    }
-
-
 def test_a_copy_on_known_chunks_writes_the_bytes_looking_each_up_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same calls made into two savers, one referring to the chunks the last copy knew and
     one looking every chunk up: the same checkpoint files, byte for byte but for the names of
     the writes files each took (random)."""
-    recorder = _Recorder()
+    recorder = Recorder()
     graph = chat_graph(recorder)
     for n in range(45):
         text = f"turn {n}: " + "please keep this message long enough to be stored as an object " * 2
