@@ -140,15 +140,17 @@ def test_the_rule_is_not_computed_again_over_every_link_after_each_put(
 
 def test_the_rule_kept_up_to_date_is_the_rule_computed_over_every_link() -> None:
     """Checkpoints added one by one in any shape (forks, choices, parents missing or written
-    after their children, cycles, a checkpoint put again): after each, the heads and the one
-    that continues are those computed from all the links afresh."""
+    after their children, cycles, a checkpoint its own parent, a checkpoint put again):
+    after each, the heads and the one that continues are those computed from all the links
+    afresh."""
     rng = random.Random(37)
     for _ in range(40):
         lin = Lineage()
         for _ in range(40):
             ids = sorted(lin.links)
             cid = rng.choice(ids) if ids and rng.random() < 0.1 else f"{rng.randrange(10**6):07d}"
-            parent = rng.choice([None, f"{rng.randrange(10**6):07d}", *ids[-3:], *ids[-3:]])
+            # a checkpoint its own parent too (a put whose config names its own id): a cycle
+            parent = rng.choice([None, f"{rng.randrange(10**6):07d}", *ids[-3:], *ids[-3:], cid])
             choice = None
             if ids and rng.random() < 0.1:
                 choice = Choice(rng.choice(ids), tuple(rng.sample(ids, min(2, len(ids)))))

@@ -86,11 +86,13 @@ class Rule:
 
     def after(self, links: dict[str, Node], cid: str, link: Node) -> Rule:
         """The rule over ``links``: these links and ``cid``. A new checkpoint that records no
-        choice, that no link names as its parent and that no choice names (a put continuing
-        its thread) changes only its parent's place among the heads and takes its own: O(heads)
-        instead of every link again. Anything else: computed from them all."""
+        choice, that no link names as its parent, that is not its own parent and that no
+        choice names (a put continuing its thread) changes only its parent's place among the
+        heads and takes its own: O(heads) instead of every link again. Anything else:
+        computed from them all."""
         if (
             cid in self.links
+            or link.parent == cid  # its own parent: a cycle, which only the whole rule names
             or link.choice is not None
             or cid in self.missing
             or cid in self.settled
