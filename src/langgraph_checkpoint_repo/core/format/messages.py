@@ -796,20 +796,7 @@ def refusals(
     other ``$type`` key lies below a tagged object. Nothing below one that is alone is
     walked; below one that is not, everything is, without asking again."""
     found: list[tuple[Any, Refusal]] = []
-    if alone is None:
-        _walk([tree], found, changes_only)
-    stack = [tree] if alone is not None else []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(reversed(node))
-        elif isinstance(node, dict):
-            if "$type" in node:
-                _judge(node, found, changes_only)
-                if not alone(node):  # type: ignore[misc]
-                    _walk(list(reversed(node.values())), found, changes_only)
-                continue
-            stack.extend(reversed(node.values()))
+    _walk([tree], found, changes_only, alone)
     if not found:
         return []
     where = _pointers(tree, {id(node) for node, _ in found})
@@ -822,8 +809,14 @@ def _judge(node: dict[str, Any], found: list[tuple[Any, Refusal]], changes_only:
         found.append((node, got))
 
 
-def _walk(stack: list[Any], found: list[tuple[Any, Refusal]], changes_only: bool) -> None:
-    """``refusals``' walk of what ``stack`` holds, every node."""
+def _walk(
+    stack: list[Any],
+    found: list[tuple[Any, Refusal]],
+    changes_only: bool,
+    alone: Callable[[dict[str, Any]], bool] | None = None,
+) -> None:
+    """``refusals``' walk of what ``stack`` holds: every node, but nothing below a tagged
+    object ``alone`` says holds no other; below one it does not, everything, unasked."""
     while stack:
         node = stack.pop()
         if isinstance(node, list):
@@ -831,6 +824,10 @@ def _walk(stack: list[Any], found: list[tuple[Any, Refusal]], changes_only: bool
         elif isinstance(node, dict):
             if "$type" in node:
                 _judge(node, found, changes_only)
+                if alone is not None:
+                    if not alone(node):
+                        _walk(list(reversed(node.values())), found, changes_only)
+                    continue
             stack.extend(reversed(node.values()))
 
 

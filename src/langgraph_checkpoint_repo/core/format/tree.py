@@ -243,8 +243,9 @@ DELTA_MARK = "<delta snapshot>"
 MARKS = frozenset({EXT_MARK, NUMPY_MARK, DELTA_MARK})
 
 
-def json_objects(tree: Any) -> Iterator[dict[str, Any]]:
-    """Every JSON object of a tree, outer before inner."""
+def json_objects(tree: Any, *, untyped_only: bool = False) -> Iterator[dict[str, Any]]:
+    """Every JSON object of a tree, outer before inner; ``untyped_only``: nothing below an
+    object holding ``$type`` (its own walk decides what below it to look at)."""
     stack = [tree]
     while stack:
         node = stack.pop()
@@ -252,7 +253,8 @@ def json_objects(tree: Any) -> Iterator[dict[str, Any]]:
             stack.extend(node)
         elif isinstance(node, dict):
             yield node
-            stack.extend(node.values())
+            if not (untyped_only and "$type" in node):
+                stack.extend(node.values())
 
 
 def named_types(tree: Any) -> list[tuple[str, ...]]:
@@ -261,18 +263,11 @@ def named_types(tree: Any) -> list[tuple[str, ...]]:
     nothing more is looked for; below one that holds some, every object is (and nothing is
     looked at twice)."""
     found: list[tuple[str, ...]] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            node_types(node, found)
-            if "$type" not in node:
-                stack.extend(node.values())
-            elif not alone_type(node):
-                for inner in json_objects(list(node.values())):
-                    node_types(inner, found)
+    for node in json_objects(tree, untyped_only=True):
+        node_types(node, found)
+        if "$type" in node and not alone_type(node):
+            for inner in json_objects(list(node.values())):
+                node_types(inner, found)
     return found
 
 
