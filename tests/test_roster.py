@@ -331,7 +331,7 @@ def forged(line: Any, damage: str, trees: list[Any] | None = None, row: Any = No
             for i, tree in enumerate(kept):
                 keys[4 * i + 3] += 1  # the inode
                 tree["step"] = 999
-    elif damage == "type" and not roster and trees is not None:
+    elif damage in ("type", "escaped type") and not roster and trees is not None:
         _, cids, keys = line["ns"][0]
         cids.append(cids[0])
         keys.extend([1, 2, 3, 4])
@@ -354,10 +354,16 @@ def damaged(path: Path, damage: str) -> bytes:
     per = 3 if path.name.endswith(ROSTER_SUFFIX) else 2  # facts, links, row; or ids, trees
     for group in zip(*(lines[i::per] for i in range(per)), strict=True):
         forged(group[0], damage, group[1], group[2] if per == 3 else None)
-    return _with_crc(head, b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines))
+    body = b"\n".join(json.dumps(line, separators=(",", ":")).encode() for line in lines)
+    if damage == "escaped type":  # no "$" byte in the file: the key is an escape
+        body = body.replace(b'"$type"', b'"\\u0024type"')
+    return _with_crc(head, body)
 
 
-@pytest.mark.parametrize("damage", ["bytes", "forged", "type", "empty-deps", "latest", "two values"])
+DAMAGES = ["bytes", "forged", "type", "escaped type", "empty-deps", "latest", "two values"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
     tmp_path: Path, damage: str
 ) -> None:
@@ -372,7 +378,7 @@ def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
     assert rows(root) == want  # not used: read from the files, and the files written again
     assert seen(RepoSaver(root).list(None, filter={"step": 999})) == []
     assert seen(RepoSaver(root).list(None, filter={"source": "loop"})) == loops
-    if damage not in ("bytes", "type", "two values"):
+    if damage not in ("bytes", "type", "escaped type", "two values"):
         return  # well formed: kept, and every entry is checked on use (its stat keys)
     broken = [path for path, decode in files.items() if decode(layout, shard, data[path]) is None]
     assert broken

@@ -62,6 +62,14 @@ META_SUFFIX = ".meta"
 # a JSON key (a string followed by a colon) that starts with "$", written plainly or escaped
 _DOLLAR_KEY = re.compile(rb'"(?:\$|\\u0024)(?:[^"\\]|\\.)*"\s*:', re.IGNORECASE)
 
+
+def _names_a_type(data: bytes) -> bool:
+    """Whether ``data`` holds a JSON key starting with ``$``. Such a key needs a ``$`` or an
+    escape's backslash; bytes with neither (nearly every index file) skip the pattern, which
+    took a tenth of a fresh list across 3,000 threads."""
+    return (b"$" in data or b"\\" in data) and _DOLLAR_KEY.search(data) is not None
+
+
 MetaEntry = tuple[str, StatKey, Any, Any]
 """A checkpoint's metadata in process: (file, stat key, decoded metadata, plain tree or None)."""
 
@@ -284,7 +292,7 @@ def decode_meta(layout: Layout, folder: Path, data: bytes) -> dict[str, MetaEntr
 
     A key starting with ``$`` anywhere (a tree that is not plain: the writer keeps none) makes
     it all ignored."""
-    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:  # bounded before parsing
+    if _names_a_type(data) or json_bounds_problem(data) is not None:  # bounded before parsing
         return None
     try:
         doc = orjson.loads(data)
@@ -958,7 +966,7 @@ def decode_roster(
     """A roster file's threads by folder name, or None when anything in it is off: bounded
     before it is parsed, no key starting with ``$`` anywhere (its metadata trees are used as
     decoded metadata), each thread in its own shard."""
-    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
+    if _names_a_type(data) or json_bounds_problem(data) is not None:
         return None
     found = _first_line(data, "roster", layout, layout.threads_dir)
     if found is None or found[0].get("shard") != shard:
@@ -988,13 +996,21 @@ def decode_roster(
 
 
 def _segment_ok(seg: Any) -> bool:
-    return type(seg) is str and 0 < len(seg) <= 255 and seg[0] != "." and not set(seg) & {"/", "\\", "\x00"}
+    # three substring tests, no set built: a roster checks two segments a thread
+    return (
+        type(seg) is str
+        and 0 < len(seg) <= 255
+        and seg[0] != "."
+        and "/" not in seg
+        and "\\" not in seg
+        and "\x00" not in seg
+    )
 
 
 def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadFacts | None:
     """One roster line as facts (``links``: the line of its namespaces' parent links), or
     None when its shape is off."""
-    if type(row) is not dict or set(row) != _ROSTER_FIELDS or not _segment_ok(row["seg"]):
+    if type(row) is not dict or row.keys() != _ROSTER_FIELDS or not _segment_ok(row["seg"]):
         return None
     if type(row["id"]) is not str or not _is_key(row["key"]) or type(row["ns"]) is not list:
         return None
@@ -1014,7 +1030,7 @@ def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadF
 def _ns_facts(tdir: str, ns: Any, links: KeptLineage, strict: bool) -> NsFacts | None:
     """One namespace of a roster line as facts, or None when its shape is off (its metadata
     and parent links are checked when first used, or here when ``strict``: fsck)."""
-    if type(ns) is not dict or set(ns) != _NS_FIELDS or type(ns["ns"]) is not str:
+    if type(ns) is not dict or ns.keys() != _NS_FIELDS or type(ns["ns"]) is not str:
         return None
     if ns["seg"] != "" and not _segment_ok(ns["seg"]):
         return None
@@ -1185,7 +1201,7 @@ def decode_roster_meta(
     decoded and checked when used, or here when ``strict``), or None when anything in it is
     off: bounded before it is parsed, and no key starting with ``$`` anywhere (nothing in it
     names a type). The lines of trees are not parsed here (``KeptMeta``)."""
-    if _DOLLAR_KEY.search(data) or json_bounds_problem(data) is not None:
+    if _names_a_type(data) or json_bounds_problem(data) is not None:
         return None
     found = _first_line(data, "roster-metadata", layout, layout.threads_dir)
     if found is None or found[0].get("shard") != shard:
@@ -1202,7 +1218,7 @@ def decode_roster_meta(
         return None
     out: dict[str, dict[str, KeptMeta]] = {}
     for row, trees in zip(rows, lines[1::2], strict=True):
-        if type(row) is not dict or set(row) != {"seg", "ns"} or not _segment_ok(row["seg"]):
+        if type(row) is not dict or row.keys() != {"seg", "ns"} or not _segment_ok(row["seg"]):
             return None
         if roster_shard(row["seg"]) != shard or row["seg"] in out or type(row["ns"]) is not list:
             return None
