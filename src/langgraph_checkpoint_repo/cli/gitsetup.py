@@ -28,11 +28,12 @@ from typing import Annotated
 
 import typer
 
+from ..core import gitrun
 from ..core.errors import BadInputError
 from ..review import textconv_entry
 from ..review.textconv import VIEW
 from .app import require_root, settings_of
-from .exits import NOT_FOUND, REFUSED, CliError
+from .exits import REFUSED, CliError
 
 DRIVER = "langgraph-repo"
 MERGE_DRIVER = "langgraph-repo-item"  # RepoStore items merged field by field (review/mergeitem.py)
@@ -114,15 +115,10 @@ def git_setup(
 # where: the work tree, the root's pattern
 # ----------------------------------------------------------------------------
 def _git(top: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(top), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="surrogateescape",
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    """A git command as text, whatever its exit code (each caller reads it)."""
+    proc = gitrun.run(top, *args, ok=None)
+    out, err = (b.decode("utf-8", "surrogateescape") for b in (proc.stdout, proc.stderr))
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def work_tree_top(root: Path) -> Path:
@@ -130,13 +126,7 @@ def work_tree_top(root: Path) -> Path:
     start = root.absolute()
     while not start.is_dir() and start != start.parent:
         start = start.parent
-    proc = _git(start, "rev-parse", "--show-toplevel")
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise CliError(
-            f"{root} is not in a git work tree: git-setup writes the .gitattributes and git config of one",
-            NOT_FOUND,
-        )
-    return Path(proc.stdout.strip())
+    return gitrun.work_tree_top(start, "git-setup writes the .gitattributes and git config of one", root)
 
 
 def relative_root(root: Path, top: Path) -> str:

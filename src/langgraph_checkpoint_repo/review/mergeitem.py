@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from ..core import gitrun
 from ..core.errors import FileFormatError, InvalidWriteError
 from ..core.format.canonical import dump_json
 from ..core.format.validation import pointer_part, validate_read, validate_write
@@ -162,9 +163,13 @@ def _merge_file(ours: str, base: str, theirs: str, labels: tuple[str, str, str])
     """git's own text merge of three files: the merged text (with conflict markers) and its
     status (0 clean, a positive count of conflicts)."""
     args = ["git", "merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], ours, base, theirs]
-    done = subprocess.run(args, capture_output=True, check=False)
+    try:
+        done = subprocess.run(args, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise gitrun.missing() from None
     if done.returncode < 0 or done.returncode > 127:
-        raise RuntimeError(f"git merge-file failed: {done.stderr.decode(errors='replace').strip()}")
+        said = gitrun.words_of(done.stderr)
+        raise gitrun.GitRefusedError(f"git merge-file failed: {said}", said)
     return done.stdout, done.returncode
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import gitrun
 from ..core.errors import BadInputError, NotFoundError
 from ..core.jsonread import MAX_FILE_BYTES
 
@@ -60,27 +61,14 @@ class Changes:
 
 
 def git(top: Path, *args: str) -> str:
-    """A git command's output (git's own error as a NotFoundError/BadInputError naming it)."""
-    proc = subprocess.run(
-        ["git", "-C", str(top), *args],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise BadInputError(f"git {' '.join(args[:2])}: {message[-1] if message else 'failed'}")
-    return proc.stdout.decode("utf-8", "surrogateescape")
+    """A git command's output (git's own words in an error of the package when it refuses)."""
+    return gitrun.run(top, *args).stdout.decode("utf-8", "surrogateescape")
 
 
 def git_top(root: Path) -> Path:
-    """The top of the git work tree holding ``root`` (an error when there is none)."""
+    """The top of the git work tree holding ``root`` (an error in git's words when there is none)."""
     start = root if root.is_dir() else root.parent
-    try:
-        out = git(start, "rev-parse", "--show-toplevel")
-    except BadInputError:
-        raise NotFoundError(f"{root} is not in a git work tree: review compares git revisions") from None
-    return Path(out.strip())
+    return gitrun.work_tree_top(start, "review compares git revisions", root)
 
 
 def default_branch(top: Path) -> str | None:
@@ -189,13 +177,7 @@ def moved_on(top: Path, base: str, head: str, path: str = "") -> bool:
 
 def _git_ok(top: Path, *args: str) -> bool:
     """Whether a git command that answers by its exit code (0: yes, 1: no) says yes."""
-    proc = subprocess.run(
-        ["git", "-C", str(top), *args], capture_output=True, stdin=subprocess.DEVNULL, check=False
-    )
-    if proc.returncode not in (0, 1):
-        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise BadInputError(f"git {' '.join(args[:2])}: {message[-1] if message else 'failed'}")
-    return proc.returncode == 0
+    return gitrun.run(top, *args, ok=(0, 1)).returncode == 0
 
 
 def resolve_base(top: Path, rev: str, path: str = "") -> tuple[str, bool]:
@@ -355,12 +337,15 @@ CHUNK = 1 << 20
 
 def _write_blobs(top: Path, root: Path, wanted: list[tuple[str, Entry]], skipped: dict[str, str]) -> None:
     """Stream each blob from one ``git cat-file --batch`` into its file below ``root``."""
-    proc = subprocess.Popen(
-        ["git", "-C", str(top), "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    try:
+        proc = subprocess.Popen(
+            ["git", "-C", str(top), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise gitrun.missing() from None
     assert proc.stdin is not None and proc.stdout is not None
     links: set[str] = set()  # written as symbolic links: nothing is written below one
     try:
@@ -481,12 +466,7 @@ def _submodule_paths(top: Path, rev: str | None) -> set[str] | None:
         if not git(top, "--literal-pathspecs", "ls-tree", "--full-tree", rev, "--", ".gitmodules").strip():
             return set()
         source = ["--blob", f"{rev}:.gitmodules"]
-    proc = subprocess.run(
-        ["git", "-C", str(top), "config", *source, "-z", "--get-regexp", r"^submodule\..*\.path$"],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    proc = gitrun.run(top, "config", *source, "-z", "--get-regexp", r"^submodule\..*\.path$", ok=None)
     if proc.returncode not in (0, 1):  # 1: no such key
         return None
     listing = proc.stdout.decode("utf-8", "surrogateescape")

@@ -1,0 +1,73 @@
+"""When git refuses, its words reach the user (issue 38, item 8): every command that asks
+git something (``review``, ``git-setup``, ``show --at``) says what git said (a repository
+owned by another user and git's fix for it, a repository format it does not know) instead of
+"not in a git work tree", and a missing ``git`` is named as such, in one line and an exit
+code of the package, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from graphs import chat_root
+from helpers import cli
+from test_git import commit_all, git, init_repo
+
+COMMANDS = [("review",), ("git-setup",)]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = init_repo(tmp_path / "repo")
+    chat_root(repo / ".langgraph", turns=1)
+    commit_all(repo, "one turn")
+    return repo
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_a_repository_format_git_does_not_know_is_said_in_git_s_words(
+    repo: Path, command: tuple[str]
+) -> None:
+    git(repo, "config", "core.repositoryformatversion", "99")
+    proc = cli(repo / ".langgraph", *command, cwd=repo)
+    assert proc.returncode != 0
+    assert "repo version" in proc.stderr and "99" in proc.stderr, proc.stderr
+    assert "not in a git work tree" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_a_repository_owned_by_another_user_is_said_with_git_s_fix(
+    repo: Path, command: tuple[str], tmp_path: Path
+) -> None:
+    if os.geteuid() != 0:  # CI runs as root; only root can give a folder to another user
+        pytest.skip("needs root to make a repository owned by another user")
+    for here, dirs, files in os.walk(repo):
+        for name in [*dirs, *files, "."]:
+            os.lchown(os.path.join(here, name), 65534, 65534)
+    env = {"HOME": str(tmp_path / "home"), "GIT_CONFIG_NOSYSTEM": "1"}  # no safe.directory of this machine
+    proc = cli(repo / ".langgraph", *command, cwd=repo, env=env)
+    assert proc.returncode != 0
+    assert "dubious ownership" in proc.stderr and "safe.directory" in proc.stderr, proc.stderr
+    assert "not in a git work tree" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_a_missing_git_is_named_and_exit_3(repo: Path, command: tuple[str], tmp_path: Path) -> None:
+    bare = tmp_path / "bin"  # a PATH with python's folder but no git
+    bare.mkdir()
+    proc = cli(repo / ".langgraph", *command, cwd=repo, env={"PATH": str(bare)})
+    assert shutil.which("git", path=str(bare)) is None
+    assert proc.returncode == 3, proc.stderr
+    assert "git is not installed or not on PATH" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_outside_any_repository_it_still_says_not_in_a_git_work_tree(tmp_path: Path) -> None:
+    loose = tmp_path / "loose"
+    chat_root(loose / ".langgraph", turns=1)
+    proc = cli(loose / ".langgraph", "review", cwd=loose, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert proc.returncode == 3 and "not in a git work tree" in proc.stderr
