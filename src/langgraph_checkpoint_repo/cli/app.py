@@ -456,7 +456,10 @@ CheckpointOpt = Annotated[
         "--checkpoint",
         "-c",
         metavar="ID",
-        help="Checkpoint id or unique prefix (default: the one that continues, docs/forks.md).",
+        help=(
+            "Checkpoint: an id, its unique start or end (4+ characters), latest, or latest~N for N "
+            "steps back (default: latest, the one that continues, docs/forks.md)."
+        ),
     ),
 ]
 

@@ -389,12 +389,14 @@ def diff(
         typer.Option(
             "--from",
             metavar="ID|REV",
-            help="Older checkpoint, or a git revision (the checkpoint that continued the thread "
-            "there: --from main; --from main... where HEAD left main). Default: the parent of --to.",
+            help="Older checkpoint (as --checkpoint: latest~2), or a git revision (the checkpoint that "
+            "continued the thread there: --from main; --from main... where HEAD left main). Default: the "
+            "parent of --to.",
         ),
     ] = None,
     to_id: Annotated[
-        str | None, typer.Option("--to", metavar="ID", help="Newer checkpoint (default: latest).")
+        str | None,
+        typer.Option("--to", metavar="ID", help="Newer checkpoint, as --checkpoint (default: latest)."),
     ] = None,
     ns: NsOpt = "",
     show_all: Annotated[bool, typer.Option("--all", help="Also compare LangGraph's own channels.")] = False,

@@ -41,6 +41,21 @@ from .tasks import (
 
 _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")
 MIN_PREFIX = 4
+LATEST = "latest"
+_BACK = re.compile(r"^(?:latest)?~(\d{1,9})$")  # latest~N, ~N: N parents back, as git's HEAD~N
+_SHOWN = 8  # ids an ambiguous selector lists
+
+
+def shortest_ends(ids: list[str], chosen: list[str]) -> list[str]:
+    """Each of ``chosen`` by the shortest end (at least ``MIN_PREFIX`` characters) no other of
+    ``ids`` ends with: what a person types to name it."""
+    out = []
+    for cid in chosen:
+        n = MIN_PREFIX
+        while n < len(cid) and any(other != cid and other.endswith(cid[-n:]) for other in ids):
+            n += 1
+        out.append(cid[-n:])
+    return out
 
 
 @dataclass(kw_only=True)
@@ -204,27 +219,54 @@ class Reader:
         return {self.layout.checkpoint_path(thread_id, ns, c).name: c for c in ids}
 
     def resolve(self, thread_id: str, ns: str, given: str | None) -> str:
-        """The latest checkpoint, or the one ``given`` names (a full id or a unique prefix)."""
+        """The checkpoint ``given`` names (docs/cli.md, "Naming a checkpoint"): none or
+        ``latest`` for the latest, ``latest~N`` or ``~N`` for N parents back from it, else a
+        full id, or the start or the end of exactly one id (ids share their time prefix: the
+        end tells them apart sooner)."""
         ids = self.checkpoint_ids(thread_id, ns)
         if not ids:
             raise NotFoundError(f"thread {thread_id!r} has no checkpoints in namespace {ns!r}")
-        if given is None:
-            return self.store.current(thread_id, ns) or ids[-1]
+        where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
+        back = _BACK.match(given or "")
+        if given is None or given == LATEST or back:
+            latest = self.store.current(thread_id, ns) or ids[-1]
+            return self._back(thread_id, ns, latest, int(back.group(1)), where) if back else latest
         if given in ids:
             return given
-        where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
         if not _HEXISH.match(given):
-            raise BadInputError(f"malformed checkpoint id {given!r}: expected hex digits and dashes")
+            raise BadInputError(
+                f"malformed checkpoint id {given!r}: expected hex digits and dashes, latest or latest~N"
+            )
         if len(given) < MIN_PREFIX:
             raise BadInputError(
                 f"checkpoint id {given!r} is too short: give at least {MIN_PREFIX} characters"
             )
-        matches = [i for i in ids if i.startswith(given.lower())]
+        low = given.lower()
+        matches = [i for i in ids if i.startswith(low) or i.endswith(low)]
         if len(matches) > 1:
-            raise BadInputError(f"checkpoint id {given!r} is ambiguous in {where}: {len(matches)} match")
+            shown = ", ".join(shortest_ends(ids, matches[:_SHOWN]))
+            more = f" (and {len(matches) - _SHOWN} more)" if len(matches) > _SHOWN else ""
+            raise BadInputError(
+                f"checkpoint id {given!r} is ambiguous in {where}: {len(matches)} match: {shown}{more}"
+            )
         if not matches:
             raise NotFoundError(f"checkpoint {given!r} not found in {where}")
         return matches[0]
+
+    def _back(self, thread_id: str, ns: str, latest: str, steps: int, where: str) -> str:
+        """The checkpoint ``steps`` parents up from ``latest``, as git's ``HEAD~N``."""
+        links = self.store.lineage(thread_id, ns).links
+        here, walked = latest, 0
+        while walked < steps:
+            link = links.get(here)
+            parent = link.parent if link is not None else None
+            if parent is None or parent not in links:
+                raise NotFoundError(
+                    f"{LATEST}~{steps} is before the first checkpoint of {where}: "
+                    f"the latest has {walked} checkpoint{'s' if walked != 1 else ''} before it"
+                )
+            here, walked = parent, walked + 1
+        return here
 
     def checkpoint_path(self, thread_id: str, ns: str, cid: str) -> Path:
         return self.layout.checkpoint_path(thread_id, ns, cid)
