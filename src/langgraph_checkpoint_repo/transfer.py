@@ -53,6 +53,9 @@ class CopyReport:
     writes: int = 0
     # threads left out because a file of theirs in the source does not read (``keep_going``)
     failed: dict[str, FileFormatError] = field(default_factory=dict)
+    # threads the target already held whole (``skip_copied``): compared, not copied again
+    skipped: list[str] = field(default_factory=list)
+    current: str | None = None  # the thread being copied (after an interruption: not whole)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,7 +63,44 @@ class CopyReport:
             "checkpoints": self.checkpoints,
             "writes": self.writes,
             "failed": {t: str(e) for t, e in self.failed.items()},
+            "skipped": self.skipped,
         }
+
+
+WHOLE, PART, OTHER = "whole", "part", "other"
+
+
+def copied_state(source: Sequence[CheckpointTuple], target: Sequence[CheckpointTuple]) -> str:
+    """How the target's copy of a thread stands against the source's: ``WHOLE`` (every
+    checkpoint there, with its parent, values and pending writes), ``PART`` (some of them, each
+    as the source has it: what an interrupted copy leaves) or ``OTHER`` (anything else: another
+    thread of the same id). Compared, never assumed from the ids alone."""
+    theirs = {_where(t): t for t in source}
+    mine = {_where(t): t for t in target}
+    if not mine.keys() <= theirs.keys() or not all(_same(theirs[k], t) for k, t in mine.items()):
+        return OTHER
+    return WHOLE if mine.keys() == theirs.keys() else PART
+
+
+def _where(t: CheckpointTuple) -> tuple[str, str]:
+    conf = t.config["configurable"]
+    return str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
+
+
+def _same(a: CheckpointTuple, b: CheckpointTuple) -> bool:
+    """One checkpoint as two savers return it: the same parent, values and pending writes."""
+
+    def parent(t: CheckpointTuple) -> Any:
+        return (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+
+    def writes(t: CheckpointTuple) -> list[Any]:
+        return sorted(t.pending_writes or [], key=lambda w: (str(w[0]), str(w[1])))
+
+    return (
+        parent(a) == parent(b)
+        and a.checkpoint["channel_values"] == b.checkpoint["channel_values"]
+        and writes(a) == writes(b)
+    )
 
 
 Progress = Callable[[str, int, int], None]  # thread id, checkpoints copied so far, of how many
@@ -425,6 +465,8 @@ def copy_threads(
     replace: bool = False,
     progress: Progress | None = None,
     keep_going: bool = False,
+    skip_copied: bool = False,
+    report: CopyReport | None = None,
 ) -> CopyReport:
     """Copy threads (default: all) from ``source`` to ``target``, every checkpoint and write.
 
@@ -434,19 +476,28 @@ def copy_threads(
     swaps it in only then: a checkpoint the target refuses leaves the old thread as it was.
     A thread is read whole before any of it is written; ``keep_going``: one whose files do not
     read (``FileFormatError``) is left out, nothing of it written, and named in
-    ``report.failed``, and the copy goes on with the others.
+    ``report.failed``, and the copy goes on with the others. ``skip_copied`` finishes an
+    interrupted copy: a thread the target holds whole is skipped (``report.skipped``), one it
+    holds in part, as the source has it, is written again whole (``copied_state``).
+    ``report``: filled as the copy goes, for a caller that is interrupted.
     """
     wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
     present = {t: _has(target, t) for t in wanted}
-    report = CopyReport()
-    for t in wanted:  # threads found by thread_ids_of are in the source: no need to ask again
+    report = report if report is not None else CopyReport()
+    finish: set[str] = set()
+    for t in (t for t in wanted if skip_copied and present[t]):
         with _unreadable(report, t, keep_going):
-            _refuse(t, thread_ids is None or _has(source, t), present[t], replace)
-    for thread_id in (t for t in wanted if t not in report.failed):
+            theirs, mine = (list(saver.list(_thread(t))) for saver in (source, target))
+            _sort_out(report, finish, t, copied_state(theirs, mine))
+    for t in (t for t in wanted if t not in report.skipped):  # thread_ids_of's are in the source
+        with _unreadable(report, t, keep_going):
+            _refuse(t, thread_ids is None or _has(source, t), present[t] and t not in finish, replace)
+    for thread_id in (t for t in wanted if t not in report.failed and t not in report.skipped):
+        report.current = thread_id
         into = staging_id(thread_id) if present[thread_id] else None
         with _unreadable(report, thread_id, keep_going):
             info = write_info_of(source, thread_id)
-            plan = _plan(thread_id, source.list({"configurable": {"thread_id": thread_id}}), into=into)
+            plan = _plan(thread_id, source.list(_thread(thread_id)), into=into)
         if thread_id in report.failed:
             continue
         if into is None:
@@ -464,7 +515,21 @@ def copy_threads(
             target.delete_thread(staged)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
+    report.current = None
     return report
+
+
+def _sort_out(report: CopyReport, finish: set[str], thread_id: str, state: str) -> None:
+    """A thread the target holds already (``skip_copied``): skipped when whole, written again
+    whole when it holds part of it."""
+    if state == WHOLE:
+        report.skipped.append(thread_id)
+    elif state == PART:
+        finish.add(thread_id)
+
+
+def _thread(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
 
 
 async def acopy_threads(
@@ -475,6 +540,8 @@ async def acopy_threads(
     replace: bool = False,
     progress: Progress | None = None,
     keep_going: bool = False,
+    skip_copied: bool = False,
+    report: CopyReport | None = None,
 ) -> CopyReport:
     """``copy_threads`` for async savers (AsyncSqliteSaver, AsyncPostgresSaver, RepoSaver's a-methods)."""
     if thread_ids is None:
@@ -482,11 +549,17 @@ async def acopy_threads(
     else:
         wanted = _unique(thread_ids)
     present = {t: await _ahas(target, t) for t in wanted}
-    report = CopyReport()
-    for t in wanted:
+    report = report if report is not None else CopyReport()
+    finish: set[str] = set()
+    for t in (t for t in wanted if skip_copied and present[t]):
         with _unreadable(report, t, keep_going):
-            _refuse(t, thread_ids is None or await _ahas(source, t), present[t], replace)
-    for thread_id in (t for t in wanted if t not in report.failed):
+            mine = [c async for c in target.alist(_thread(t))]
+            _sort_out(report, finish, t, copied_state([c async for c in source.alist(_thread(t))], mine))
+    for t in (t for t in wanted if t not in report.skipped):
+        with _unreadable(report, t, keep_going):
+            _refuse(t, thread_ids is None or await _ahas(source, t), present[t] and t not in finish, replace)
+    for thread_id in (t for t in wanted if t not in report.failed and t not in report.skipped):
+        report.current = thread_id
         into = staging_id(thread_id) if present[thread_id] else None
         with _unreadable(report, thread_id, keep_going):
             tuples = [t async for t in source.alist({"configurable": {"thread_id": thread_id}})]
@@ -509,6 +582,7 @@ async def acopy_threads(
             await target.adelete_thread(staged)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
+    report.current = None
     return report
 
 

@@ -24,6 +24,7 @@ from ..core.errors import (
 )
 
 OK, PROBLEMS, USAGE, NOT_FOUND, BAD_FILE, REFUSED, FAILED, INTERNAL = 0, 1, 2, 3, 4, 5, 6, 7
+INTERRUPTED = 130  # Ctrl-C, as a shell reports it: a long copy says what it did first
 
 
 class CliError(RepoCheckpointError):

@@ -7,7 +7,9 @@ without it (cli/registry.py imports this module for any of them)."""
 
 from __future__ import annotations
 
+import shlex
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,7 +29,7 @@ from .app import (
     require_root,
     settings_of,
 )
-from .exits import REFUSED, CliError
+from .exits import INTERRUPTED, REFUSED, CliError
 from .output import (
     Text,
     print_json,
@@ -97,7 +99,14 @@ def copy(
         raise CliError(f"thread {target!r} already exists: delete it first or choose another id", REFUSED)
     if source == target:
         raise BadInputError("source and target are the same thread")
-    copy_thread_files(reader.store, source, target)
+    try:
+        copy_thread_files(reader.store, source, target)
+    except KeyboardInterrupt:
+        raise CliError(
+            f"interrupted: thread {target!r} is not whole; remove it (langgraph-repo delete "
+            f"{shlex.quote(target)}) and copy again",
+            INTERRUPTED,
+        ) from None
     settings.out.print(f"copied thread {source!r} to {target!r} ({summary.checkpoints} checkpoints)")
 
 
@@ -114,12 +123,20 @@ def prune(
             "--older-than", metavar="AGE", help="Remove only checkpoints older than AGE (30d, 12h)."
         ),
     ] = None,
+    allow_growth: Annotated[
+        bool,
+        typer.Option(
+            "--allow-growth",
+            help="Also prune a thread whose kept checkpoints need more written first than goes.",
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Remove old checkpoints. Never a thread waiting on an interrupt, never what a DeltaChannel
-    or an appended list still needs, never a hole in the middle of a history."""
+    or an appended list still needs, never a hole in the middle of a history, and never (unless
+    --allow-growth) a thread the removal would make bigger."""
     from .shape import plan_json
     from .views import print_plan
 
@@ -133,7 +150,8 @@ def prune(
     for tid in ids:
         reader.namespaces(tid)  # unknown thread: exit 3 before anything else
     ids = ids or reader.thread_ids()
-    plans = [_plan(reader, t, keep_last, age, now) for t in ids]
+    rule = _Rule(keep_last, age, now, allow_growth)
+    plans = [_plan(reader, t, rule) for t in ids]
     doing = [p for p in plans if p.doomed]
     if dry_run or not doing:
         if as_json:
@@ -147,7 +165,7 @@ def prune(
             print_plan(settings.out, plan, "removes")
     files = sum(len(p.removed) for p in doing)
     _confirm(settings, f"Remove {files} files from {len(doing)} thread{'s' if len(doing) != 1 else ''}?", yes)
-    results, changed = _run_plans(settings, reader, plans, keep_last, age, now, as_json)
+    results, changed = _run_plans(settings, reader, plans, rule, as_json)
     if as_json:
         print_json({"dry_run": False, "threads": results})
     if changed:
@@ -157,29 +175,43 @@ def prune(
         )
 
 
-def _plan(
-    reader: Reader, thread_id: str, keep_last: int | None, age: float | None, now: datetime
-) -> PrunePlan:
+@dataclass(frozen=True)
+class _Rule:
+    """What ``prune`` was asked: the same for the plan printed and the one carried out."""
+
+    keep_last: int | None
+    age: float | None
+    now: datetime
+    allow_growth: bool
+
+
+def _plan(reader: Reader, thread_id: str, rule: _Rule) -> PrunePlan:
     """``prune``'s plan for one thread; a thread waiting on an interrupt is left whole."""
     from ..core.plans import plan_prune
 
     waits = [i.task_name for i in reader.summary(thread_id).waiting]
-    return plan_prune(reader.store, thread_id, keep_last=keep_last, older_than=age, now=now, waits_at=waits)
+    return plan_prune(
+        reader.store,
+        thread_id,
+        keep_last=rule.keep_last,
+        older_than=rule.age,
+        now=rule.now,
+        waits_at=waits,
+        allow_growth=rule.allow_growth,
+    )
 
 
 def _run_plans(
     settings: Settings,
     reader: Reader,
     plans: list[PrunePlan],
-    keep_last: int | None,
-    age: float | None,
-    now: datetime,
+    rule: _Rule,
     as_json: bool,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Carry out ``prune``'s confirmed plans, the very ones printed: each under its thread's
     lock and only if the thread still plans the same (files and contents); the JSON of each
     (what was removed and written, as found on disk) and the threads that changed meanwhile."""
-    from ..core.plans import carry_out
+    from ..core.plans import carry_out, plan_bytes
     from .shape import plan_json
 
     results: list[dict[str, Any]] = []
@@ -189,18 +221,20 @@ def _run_plans(
             results.append(plan_json(plan))
             continue
         with reader.store.thread_lock(plan.thread_id, exclusive=True):
-            if _plan(reader, plan.thread_id, keep_last, age, now) != plan:
+            if _plan(reader, plan.thread_id, rule) != plan:
                 changed.append(plan.thread_id)
                 continue
             before = set(reader.thread_files(plan.thread_id))
             carry_out(reader.store, plan)
             after = set(reader.thread_files(plan.thread_id))
         removed, written = sorted(before - after), sorted(after - before)
+        gone, wrote = plan_bytes(plan)
         results.append({**plan_json(plan, written), "remove": [str(p) for p in removed]})
         if not as_json:
             settings.out.print(
                 Text(
-                    f"thread {plan.thread_id}: removed {len(removed)} files, wrote {len(written)}",
+                    f"thread {plan.thread_id}: removed {len(removed)} files ({gone:,} bytes), "
+                    f"wrote {len(written)} ({wrote:,} bytes)",
                     style="green",
                 )
             )

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.checks import Finding
-from ..core.plans import PrunePlan
+from ..core.plans import PrunePlan, plan_bytes
 from ..readmodel.diff import ChannelChange
 from ..readmodel.reader import HistoryRow, StateView, ThreadSummary
 from ..readmodel.tasks import InterruptView, Raw, TaskView
@@ -68,12 +68,15 @@ def finding_json(f: Finding) -> dict[str, Any]:
 
 
 def plan_json(plan: PrunePlan, written: list[Path] | None = None) -> dict[str, Any]:
+    gone, wrote = plan_bytes(plan)
     return {
         "thread_id": plan.thread_id,
         "skipped": plan.skipped,
         "checkpoints": {ns: ids for ns, ids in plan.doomed.items()},
         "remove": [str(p) for p in plan.removed],
         "write": [str(p) for p in (written if written is not None else plan.rescued)],
+        "remove_bytes": gone,
+        "write_bytes": wrote,
     }
 
 

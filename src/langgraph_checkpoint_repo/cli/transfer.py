@@ -21,7 +21,7 @@ from .app import (
     require_root,
     settings_of,
 )
-from .exits import FAILED, CliError
+from .exits import FAILED, INTERRUPTED, CliError
 from .output import (
     print_json,
     relative_to_root,
@@ -33,6 +33,14 @@ ThreadsOpt = Annotated[
 ]
 ReplaceOpt = Annotated[
     bool, typer.Option("--replace", help="Replace a thread the destination already has (default: refuse).")
+]
+SkipOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-copied",
+        help="Finish an interrupted run: skip threads the destination holds whole (compared checkpoint "
+        "by checkpoint) and write again whole the one it holds in part.",
+    ),
 ]
 SaverArg = Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")]
 TrustOpt = Annotated[
@@ -53,24 +61,37 @@ def _transfer(
     replace: bool,
     json_out: bool,
     trust_project: bool = False,
+    skip_copied: bool = False,
 ) -> None:
     from ..project_types import cli_types, project_types
     from ..saver import RepoSaver
-    from ..transfer import copy_threads, open_saver, thread_ids_of
+    from ..transfer import CopyReport, copy_threads, open_saver, thread_ids_of
 
     settings = settings_of(ctx)
     require_root(settings.root, creating=to_repo)
     allowed = project_types(settings.root, settings.allow) if trust_project else cli_types(settings.allow)
     repo = RepoSaver(settings.root, allowlist=sorted(allowed.types) or None)
     repo.codec.fix = allowed.fix
+    report, wanted = CopyReport(), list(threads or [])
+    here = relative_to_root(settings.root)
+    where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
     try:
         with open_saver(other, create=not to_repo, allowlist=allowed.types) as saver:
             source, target = (saver, repo) if to_repo else (repo, saver)
-            wanted = threads or thread_ids_of(source)
+            wanted = wanted or thread_ids_of(source)
             with _copy_progress(settings, len(wanted)) as step:
-                report = copy_threads(
-                    source, target, threads, replace=replace, progress=step, keep_going=len(wanted) > 1
+                copy_threads(
+                    source,
+                    target,
+                    threads,
+                    replace=replace,
+                    progress=step,
+                    keep_going=len(wanted) > 1,
+                    skip_copied=skip_copied,
+                    report=report,
                 )
+    except KeyboardInterrupt:
+        raise CliError(_interrupted(report, len(wanted), where), INTERRUPTED) from None
     except (RepoCheckpointError, OSError):
         raise  # its exit code comes from exits.EXIT_CODES (SaverSpecError 2, ThreadExistsError 5, ...)
     except Exception as exc:  # a driver's own error (psycopg, sqlite3): one line, never a traceback
@@ -78,15 +99,27 @@ def _transfer(
     if json_out:
         print_json(report.to_json())
     else:
-        here = relative_to_root(settings.root)
-        where = f"from {other} into {here}" if to_repo else f"from {here} into {other}"
         settings.out.print(
-            f"copied {len(report.threads)} thread{'s' if len(report.threads) != 1 else ''} "
-            f"({report.checkpoints} checkpoints, "
+            f"copied {_threads(len(report.threads))} ({report.checkpoints} checkpoints, "
             f"{report.writes} pending writes) {where}"
+            + (f"; {_threads(len(report.skipped))} already there whole, skipped" if report.skipped else "")
             + (f"; {len(report.failed)} not copied (below)" if report.failed else "")
         )
     report_broken(settings, list(report.failed.items()))
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def _interrupted(report: Any, wanted: int, where: str) -> str:
+    """What an interrupted copy did, and how to finish it."""
+    done = f"interrupted: copied {len(report.threads)} of {_threads(wanted)} {where}"
+    if report.skipped:
+        done += f" ({len(report.skipped)} skipped, already there whole)"
+    if report.current is not None:
+        done += f"; thread {report.current!r} was being copied and is not whole there"
+    return done + "; run the same command with --skip-copied to finish"
 
 
 @contextmanager
@@ -115,10 +148,11 @@ def import_command(
     source: SaverArg,
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
+    skip_copied: SkipOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Copy threads from another checkpointer into the repo files (docs/migrating.md)."""
-    _transfer(ctx, source, True, thread, replace, json_out)
+    _transfer(ctx, source, True, thread, replace, json_out, skip_copied=skip_copied)
 
 
 def export(
@@ -127,7 +161,8 @@ def export(
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
     trust_project: TrustOpt = False,
+    skip_copied: SkipOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Copy threads from the repo files into another checkpointer (docs/migrating.md)."""
-    _transfer(ctx, target, False, thread, replace, json_out, trust_project)
+    _transfer(ctx, target, False, thread, replace, json_out, trust_project, skip_copied)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.format.messages import ERROR_MARK
-from ..core.plans import PrunePlan
+from ..core.plans import PrunePlan, plan_bytes
 from ..readmodel.diff import ChannelChange
 from ..readmodel.reader import Reader, StateView
 from ..readmodel.tasks import ERROR, InterruptView, Raw, TaskView
@@ -175,6 +175,11 @@ def _count(items: list[Any], one: str, many: str) -> str:
     return f"{len(items)} {one if len(items) == 1 else many}"
 
 
+def verb_write(verb: str) -> str:
+    """How a plan's summary says it writes, in the mood of ``verb`` (removes, would remove)."""
+    return "would write" if verb.startswith("would") else "writes"
+
+
 def print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
     if plan.skipped:
         out.print(Text.assemble((f"thread {plan.thread_id}", "bold"), f": kept whole, {plan.skipped}"))
@@ -183,10 +188,13 @@ def print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
         out.print(Text.assemble((f"thread {plan.thread_id}", "bold"), ": nothing to prune"))
         return
     count = sum(len(ids) for ids in plan.doomed.values())
+    gone, written = plan_bytes(plan)
+    writes = f"; {verb_write(verb)} {len(plan.rescued)} first ({written:,} bytes)" if plan.rescued else ""
     out.print(
         Text.assemble(
             (f"thread {plan.thread_id}", "bold"),
-            f": {verb} {count} checkpoint{'s' if count != 1 else ''} and {len(plan.removed)} files",
+            f": {verb} {count} checkpoint{'s' if count != 1 else ''} and {len(plan.removed)} files "
+            f"({gone:,} bytes){writes}",
         )
     )
     for p in plan.rescued:

@@ -21,6 +21,7 @@ reach goes with the checkpoints.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -58,6 +59,7 @@ class PrunePlan:
     rescued: list[Path] = field(default_factory=list)  # files written first
     # their contents, in batches each durable before the next (objects before what refers to them)
     rescue: list[list[tuple[Path, bytes]]] = field(default_factory=list, repr=False)
+    removed_bytes: int = 0  # the sizes of the files that go, when planned
 
     @property
     def removed(self) -> list[Path]:
@@ -101,7 +103,18 @@ def plan_removal(store: ThreadStore, thread_id: str, doomed: Mapping[str, Collec
         for p in store.files.files_in(layout.thread_dir(thread_id) / OBJECTS)
         if p.name[:-5] not in need.objects
     ]
+    plan.removed_bytes = _sizes(plan.removed)
     return plan
+
+
+def _sizes(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += os.lstat(path).st_size
+        except FileNotFoundError:
+            continue  # gone already: the removal skips it too
+    return total
 
 
 def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
@@ -235,6 +248,7 @@ def plan_prune(
     older_than: float | None,
     now: datetime,
     waits_at: Collection[str] = (),
+    allow_growth: bool = False,
 ) -> PrunePlan:
     """The command line's prune: which checkpoints go, and every file that goes with them.
 
@@ -243,7 +257,9 @@ def plan_prune(
     and so do the ancestors a DeltaChannel of a kept checkpoint needs. Only the oldest part
     of a namespace is cut (everything from the oldest kept checkpoint on stays), so history
     never gets a hole. A thread waiting on an interrupt (``waits_at``: the nodes it waits at,
-    which the caller reads off its tasks) is not touched at all.
+    which the caller reads off its tasks) is not touched at all, nor (unless
+    ``allow_growth``) one that pruning would make bigger: what the kept checkpoints still use
+    of the removed ones is written first, and that can outweigh what goes.
     """
     if waits_at:
         return PrunePlan(thread_id, skipped=f"waits on an interrupt at {', '.join(sorted(set(waits_at)))}")
@@ -263,7 +279,20 @@ def plan_prune(
         oldest = min(keep)
         keep = no_new_heads(store.lineage(thread_id, ns), keep | {c for c in ids if c >= oldest})
         doomed[ns] = [c for c in ids if c not in keep]
-    return plan_removal(store, thread_id, doomed)
+    plan = plan_removal(store, thread_id, doomed)
+    gone, written = plan_bytes(plan)
+    if written > gone and not allow_growth:
+        return PrunePlan(
+            thread_id,
+            skipped=f"pruning would grow it by {written - gone:,} bytes (removes {gone:,}, writes "
+            f"{written:,}); --allow-growth prunes it anyway",
+        )
+    return plan
+
+
+def plan_bytes(plan: PrunePlan) -> tuple[int, int]:
+    """(bytes the plan removes, bytes it writes first): what the root loses and gains."""
+    return plan.removed_bytes, sum(len(data) for batch in plan.rescue for _, data in batch)
 
 
 def parse_ts(ts: str) -> datetime | None:
