@@ -7,16 +7,22 @@ fresh venv outside the clone, where a new app uses it.
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.metadata import Metadata
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from test_git import git
 
@@ -25,15 +31,21 @@ NAME = "langgraph_checkpoint_repo"
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist, and the wheel built from it, as a release builds them (``python -m build``)."""
+    out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(PROJECT)],
+        [sys.executable, "-m", "build", "-q", "--outdir", str(out), str(PROJECT)],
         check=True,
         capture_output=True,
         timeout=600,
     )
-    (built,) = out.glob(f"{NAME}-*.whl")
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    (built,) = dist.glob(f"{NAME}-*.whl")
     return built
 
 
@@ -44,6 +56,70 @@ def test_the_wheel_carries_the_py_typed_marker_and_the_schemas(wheel: Path) -> N
     assert f"{NAME}/schemas/checkpoint.schema.json" in names
     assert f"{NAME}/core/index.py" in names
     assert f"{NAME}/readmodel/reader.py" in names
+
+
+def test_the_sdist_and_the_wheel_carry_the_license_and_metadata_an_index_accepts(dist: Path) -> None:
+    """What ``twine check`` checks, with packaging's own validator: the metadata of both parses
+    and validates, declares the MIT license with its text, keywords, classifiers and the
+    README as Markdown; the sdist carries the license, the changelog and the README."""
+    (wheel,) = dist.glob(f"{NAME}-*.whl")
+    (sdist,) = dist.glob("langgraph_checkpoint_repo-*.tar.gz")
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        wheel_meta = Metadata.from_email(whl.read(meta_name), validate=True)
+        assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], names
+    with tarfile.open(sdist) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        members = set(tar.getnames())
+        assert {f"{top}/{f}" for f in ("LICENSE", "CHANGELOG.md", "README.md", "PKG-INFO")} <= members
+        pkg_info = tar.extractfile(f"{top}/PKG-INFO")
+        assert pkg_info is not None
+        sdist_meta = Metadata.from_email(pkg_info.read(), validate=True)
+    for meta in (wheel_meta, sdist_meta):
+        assert str(meta.license_expression) == "MIT" and meta.license_files == ["LICENSE"]
+        assert meta.keywords and "langgraph" in meta.keywords
+        assert meta.classifiers and "Typing :: Typed" in meta.classifiers
+        assert meta.description_content_type == "text/markdown" and meta.description
+
+
+def test_every_third_party_module_the_package_imports_is_declared() -> None:
+    """A module ``src`` imports (at the top or inside a function) comes from a distribution the
+    project declares: a dependency, or an extra that the command importing it needs."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - the package's own dependency there
+        import tomli as tomllib
+    with open(PROJECT / "pyproject.toml", "rb") as fh:
+        project = tomllib.load(fh)["project"]
+    declared = {_dist_name(r) for r in project["dependencies"]}
+    for extra in project["optional-dependencies"].values():
+        declared |= {_dist_name(r) for r in extra}
+    providers = importlib.metadata.packages_distributions()
+    undeclared = {}
+    for module in sorted(_imported(PROJECT / "src" / NAME)):
+        # not installed here (tomli on 3.11): its distribution is named as the module is
+        dists = {canonicalize_name(d) for d in providers.get(module, [module])}
+        if not dists & declared:
+            undeclared[module] = sorted(dists)
+    assert not undeclared, undeclared
+
+
+def _dist_name(requirement: str) -> str:
+    return str(canonicalize_name(Requirement(requirement).name))
+
+
+def _imported(src: Path) -> set[str]:
+    """The top-level names of every module imported under ``src`` that is neither the
+    standard library's nor this package's."""
+    out = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                out |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                out.add(node.module.split(".")[0])
+    return out - set(sys.stdlib_module_names) - {NAME}
 
 
 APP = '''
