@@ -110,6 +110,14 @@ def copy(
     settings.out.print(f"copied thread {source!r} to {target!r} ({summary.checkpoints} checkpoints)")
 
 
+GrowthOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-growth", help="Also prune a thread whose kept checkpoints need more written first than goes."
+    ),
+]
+
+
 def prune(
     ctx: typer.Context,
     thread_ids: ThreadsArg = None,
@@ -123,13 +131,7 @@ def prune(
             "--older-than", metavar="AGE", help="Remove only checkpoints older than AGE (30d, 12h)."
         ),
     ] = None,
-    allow_growth: Annotated[
-        bool,
-        typer.Option(
-            "--allow-growth",
-            help="Also prune a thread whose kept checkpoints need more written first than goes.",
-        ),
-    ] = False,
+    allow_growth: GrowthOpt = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
