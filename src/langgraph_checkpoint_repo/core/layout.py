@@ -355,9 +355,13 @@ class Layout:
     def large_path(self, thread_id: str, digest: str) -> Path:
         return self.thread_dir(thread_id) / LARGE / f"{digest}.json"
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
+    def objects_dir(self, thread_id: str) -> Path:
+        return self.thread_dir(thread_id) / OBJECTS
+
     def object_path(self, thread_id: str, digest: str) -> Path:
         return self._memo(
-            (OBJECTS, thread_id, digest), lambda: self.thread_dir(thread_id) / OBJECTS / f"{digest}.json"
+            (OBJECTS, thread_id, digest), lambda: self.objects_dir(thread_id) / f"{digest}.json"
         )
 
     def lock_path(self, thread_id: str) -> Path:

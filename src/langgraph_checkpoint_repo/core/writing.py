@@ -81,8 +81,9 @@ class Writer:
         but not yet fsynced into its folder, and a referrer written on that strength could
         outlive it in a power loss: such a write is waited for first (it waits for nothing
         this caller holds: the caller has not started writing)."""
-        with self._settled:
-            self._settled.wait_for(lambda: self._in_flight[path] <= 0)
+        if path in self._in_flight:  # one lookup in C: the wait is for the rare write beside
+            with self._settled:
+                self._settled.wait_for(lambda: self._in_flight[path] <= 0)
         return path.exists()
 
     def write(self, batches: list[list[tuple[Path, bytes]]], written: Written) -> None:
