@@ -365,6 +365,9 @@ class Layout:
         )
 
     def lock_path(self, thread_id: str) -> Path:
+        return self._memo(("lock", thread_id), lambda: self._lock_path(thread_id))  # every put asks
+
+    def _lock_path(self, thread_id: str) -> Path:
         seg = encode_segment(thread_id)
         if len(seg) > 60:
             seg = "~" + hashlib.sha256(seg.encode()).hexdigest()
