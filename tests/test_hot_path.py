@@ -256,3 +256,61 @@ def test_a_put_reads_its_parents_file_once(tmp_path: Path) -> None:
     assert reads.count(ppath) == 1, reads
     child = saver.get_tuple(cfg("t"))
     assert child is not None and child.checkpoint["channel_values"] == parent.checkpoint["channel_values"]
+
+
+@contextmanager
+def stats_of(fragment: str) -> Iterator[list[str]]:
+    """Every ``os.stat`` and ``os.lstat`` of a path holding ``fragment`` made meanwhile."""
+    seen: list[str] = []
+    originals = os.stat, os.lstat
+
+    def wrap(original: Callable[..., os.stat_result]) -> Callable[..., os.stat_result]:
+        def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            if fragment in str(path):
+                seen.append(str(path))
+            return original(path, *args, **kwargs)
+
+        return counting
+
+    os.stat, os.lstat = wrap(originals[0]), wrap(originals[1])  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        os.stat, os.lstat = originals  # type: ignore[assignment]
+
+
+def test_a_new_message_is_looked_for_in_objects_only_when_the_thread_has_that_folder(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage("hi")]}, cfg("t"))
+    objects = saver.store.layout.objects_dir("t")
+    assert not objects.exists()  # format 4 keeps a chat's messages in its checkpoints
+    with stats_of(os.sep + "objects") as seen:
+        graph.invoke({"messages": [HumanMessage("again")]}, cfg("t"))
+    # the folder asked once per message looked up: it was a stat of two names in it each
+    assert seen and all(p == str(objects) for p in seen)
+
+
+def test_the_parts_below_the_root_read_from_the_text_are_pathlibs() -> None:
+    from langgraph_checkpoint_repo.core.layout import Layout
+
+    for root in ("/tmp/r", "/", "rel/r", "/tmp/r/"):
+        layout = Layout(Path(root))
+        texts = ("/tmp/r/a/b.json", "/tmp/r", "/tmp/rx/a", "/tmp/r/../x", "rel/r/a", "/a/b", "rel/r", "/")
+        for text in texts:
+            path = Path(text)
+            try:
+                expected: tuple[str, ...] | None = path.relative_to(layout.root).parts
+            except ValueError:
+                expected = None
+            assert layout.parts_below_root(path) == expected, (root, text)
+
+
+def test_a_write_makes_one_path_per_folder(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    layout = saver.store.layout
+    path = layout.checkpoint_path("t", "", "1")
+    assert layout.folder_of(path) is layout.folder_of(layout.checkpoint_path("t", "", "2"))
+    assert layout.folder_of(path) == path.parent
+    assert layout.sibling(path, "x.json") is layout.sibling(path, "x.json") == path.parent / "x.json"
+    assert layout.child(path.parent, "a/b.json") is layout.child(path.parent, "a/b.json")

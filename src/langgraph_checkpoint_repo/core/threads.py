@@ -386,7 +386,7 @@ class ThreadStore:
         every header a writer had added (a writer keeps its lineage in memory)."""
         by_folder: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
         for path, key in files:
-            by_folder.setdefault(path.parent, {})[path.name[: -len(".json")]] = key
+            by_folder.setdefault(self.layout.folder_of(path), {})[path.name[: -len(".json")]] = key
         for folder, keyed in by_folder.items():
             lineage = self._lineages.get(folder)
             if lineage is None:
