@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -314,3 +315,33 @@ def test_a_write_makes_one_path_per_folder(tmp_path: Path) -> None:
     assert layout.folder_of(path) == path.parent
     assert layout.sibling(path, "x.json") is layout.sibling(path, "x.json") == path.parent / "x.json"
     assert layout.child(path.parent, "a/b.json") is layout.child(path.parent, "a/b.json")
+
+
+def test_a_get_tuple_asks_about_each_file_once(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    graph = chat_graph(saver)
+    for i in range(6):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}")]}, cfg("t"))
+    time.sleep(0.06)  # settled: the kept line and chain are checked by their stat keys
+    saver.get_tuple(cfg("t"))
+    with lstats_under(tmp_path / "repo") as seen:
+        assert saver.get_tuple(cfg("t")) is not None
+    # the chain of ``messages`` and the line of deltas run through the same checkpoint files:
+    # each was asked about two and three times in one read
+    assert seen and len(seen) == len(set(seen))
+
+
+def test_one_look_asks_once_and_a_missing_file_again(tmp_path: Path) -> None:
+    from langgraph_checkpoint_repo.core.caches import lstat, one_look, stat_key
+
+    path = tmp_path / "f"
+    path.write_text("a")
+    with one_look():
+        first = stat_key(lstat(path))
+        path.write_text("longer")
+        assert stat_key(lstat(path)) == first  # one look at the file, as first found
+        with pytest.raises(FileNotFoundError):
+            lstat(tmp_path / "g")
+        (tmp_path / "g").write_text("b")
+        assert lstat(tmp_path / "g").st_size == 1  # a missing file is asked about again
+    assert stat_key(lstat(path)) != first  # outside a look: asked each time

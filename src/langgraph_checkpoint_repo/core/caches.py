@@ -89,9 +89,42 @@ def stat_key(st: os.stat_result) -> StatKey:
 def stat_key_of(path: str | Path) -> StatKey | None:
     """The stat key of a file (never through a symlink), None when it is gone."""
     try:
-        return stat_key(os.lstat(path))
+        return stat_key(lstat(path))
     except FileNotFoundError:
         return None
+
+
+_CALL = threading.local()  # the lstats of the call under way on this thread (``one_look``)
+
+
+@contextmanager
+def one_look() -> Iterator[None]:
+    """Inside, each file is ``lstat``-ed once (``lstat``): what a call checks and reads is one
+    look at the files, as they were when first asked about. A read asked about the same
+    checkpoint files two and three times (the line of deltas under a parent, then the append
+    chain running through the same files; the chain again for each link it walks): a third of
+    a chat turn's lstats. Only around what writes nothing (a read, a put deciding its file):
+    our own write changes what was looked at. Nested, the outermost look is the one."""
+    if getattr(_CALL, "stats", None) is not None:
+        yield
+        return
+    _CALL.stats = {}
+    try:
+        yield
+    finally:
+        _CALL.stats = None
+
+
+def lstat(path: str | Path) -> os.stat_result:
+    """``os.lstat``, once per file inside ``one_look`` (a file found missing is asked again)."""
+    stats: dict[str, os.stat_result] | None = getattr(_CALL, "stats", None)
+    if stats is None:
+        return os.lstat(path)
+    key = os.fspath(path)
+    st = stats.get(key)
+    if st is None:
+        st = stats[key] = os.lstat(path)
+    return st
 
 
 def folder_key(folder: Path) -> StatKey | None:
@@ -142,10 +175,10 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
             st = first
         else:
             try:
-                st = os.lstat(path)
+                st = lstat(path)
             except FileNotFoundError:
                 return None
-        if stat_key(st) != key:
+        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != key:
             return None
         if digest is not None:
             checked_at = time.time_ns()

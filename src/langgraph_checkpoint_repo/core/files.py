@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey
+from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, lstat
 from .durable import ThreadLocks
 from .errors import FileFormatError, RepoCheckpointError
 from .format.bookkeeping import normalize
@@ -142,7 +142,7 @@ class Files:
         return self._read_doc(path, kind, inside)
 
     def _read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None) -> dict[str, Any]:
-        st = os.lstat(path)
+        st = lstat(path)  # once per file inside a look (caches.one_look)
         kept = self.docs.fresh(path, st)
         if kept is not None:
             return kept  # type: ignore[no-any-return]

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
+from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, lstat, refresh
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
@@ -180,7 +180,7 @@ class ValueResolver:
                 return got[0], got[1], ref
         path = self.child(ns_dir, ref)
         try:
-            st = os.lstat(path)
+            st = lstat(path)
             if self.trust_kept:
                 self._places[ns_dir, ref] = path, st
         except FileNotFoundError:
