@@ -45,6 +45,12 @@ change them meanwhile:
   that changes the list's length is refused on read (``base_length``), naming the file;
   one that keeps the length becomes the base the next put appends to.
 
+"Every file it was derived from has its stat key" is asked at each use; inside one call that
+writes nothing meanwhile (a ``get_tuple`` try, a ``put`` deciding its file: ``one_look``) each
+file is asked once, and every check of the call takes that answer, one look at the files as
+the call first found them (a change made during the call is seen by the next call, as one
+made just after it would be). The call's own write, and all that follows it, asks afresh.
+
 Listings, filter metadata, lineage and the roster are also kept on disk for the next process,
 under the same rule (index.py); losing or damaging that derived index costs a re-read, nothing
 else.
