@@ -345,3 +345,26 @@ def test_one_look_asks_once_and_a_missing_file_again(tmp_path: Path) -> None:
         (tmp_path / "g").write_text("b")
         assert lstat(tmp_path / "g").st_size == 1  # a missing file is asked about again
     assert stat_key(lstat(path)) != first  # outside a look: asked each time
+
+
+def test_a_message_two_values_of_one_file_hold_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langgraph_checkpoint_repo.core.format import objects
+    from langgraph_checkpoint_repo.core.format.tree import msgpack_to_tree
+
+    reads: list[Any] = []
+    read = objects.read_message
+
+    def counted(tree: Any) -> Any:
+        reads.append(tree)
+        return read(tree)
+
+    monkeypatch.setattr(objects, "read_message", counted)
+    tree = msgpack_to_tree(JsonPlusSerializer().dumps_typed(AIMessage("hi " * 40, id="a"))[1])
+    checked: set[tuple[bytes, Any]] = set()
+    objects.Sharer(checked=checked).share([tree])  # the channel's append
+    objects.Sharer(checked=checked).share([tree])  # the step's write riding in the same file
+    assert len(reads) == 1  # it was read once per value holding it
+    objects.Sharer().share([tree])  # another file: read again
+    assert len(reads) == 2
