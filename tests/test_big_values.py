@@ -141,6 +141,13 @@ def test_a_long_list_of_scalars_is_written_in_one_call_at_any_depth(monkeypatch:
     assert calls["_emit"] <= 12  # one per container above the scalars: it was one per item
 
 
+def test_a_scalar_member_is_written_without_a_call_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_calls(monkeypatch, canonical, "_emit")
+    doc = {"items": [{"a": "x" * 200}, "s" * 10, 5, 2.5e-7], "m": None, "n": 1, "t": "y" * 150}
+    assert dump_json(doc) == member_by_member(doc)
+    assert calls["_emit"] == 3  # the containers that do not fit on a line: it was one per member too (10)
+
+
 def test_a_member_of_5_mb_is_serialised_once_not_once_per_level(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "line of text\n" * 400_000
     doc = {"a": {"b": {"c": {"d": {"json": text}}}}}

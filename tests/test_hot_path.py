@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -256,3 +257,114 @@ def test_a_put_reads_its_parents_file_once(tmp_path: Path) -> None:
     assert reads.count(ppath) == 1, reads
     child = saver.get_tuple(cfg("t"))
     assert child is not None and child.checkpoint["channel_values"] == parent.checkpoint["channel_values"]
+
+
+@contextmanager
+def stats_of(fragment: str) -> Iterator[list[str]]:
+    """Every ``os.stat`` and ``os.lstat`` of a path holding ``fragment`` made meanwhile."""
+    seen: list[str] = []
+    originals = os.stat, os.lstat
+
+    def wrap(original: Callable[..., os.stat_result]) -> Callable[..., os.stat_result]:
+        def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            if fragment in str(path):
+                seen.append(str(path))
+            return original(path, *args, **kwargs)
+
+        return counting
+
+    os.stat, os.lstat = wrap(originals[0]), wrap(originals[1])  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        os.stat, os.lstat = originals  # type: ignore[assignment]
+
+
+def test_a_new_message_is_looked_for_in_objects_only_when_the_thread_has_that_folder(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage("hi")]}, cfg("t"))
+    objects = saver.store.layout.objects_dir("t")
+    assert not objects.exists()  # format 4 keeps a chat's messages in its checkpoints
+    with stats_of(os.sep + "objects") as seen:
+        graph.invoke({"messages": [HumanMessage("again")]}, cfg("t"))
+    # the folder asked once per message looked up: it was a stat of two names in it each
+    assert seen and all(p == str(objects) for p in seen)
+
+
+def test_the_parts_below_the_root_read_from_the_text_are_pathlibs() -> None:
+    from langgraph_checkpoint_repo.core.layout import Layout
+
+    for root in ("/tmp/r", "/", "rel/r", "/tmp/r/"):
+        layout = Layout(Path(root))
+        texts = ("/tmp/r/a/b.json", "/tmp/r", "/tmp/rx/a", "/tmp/r/../x", "rel/r/a", "/a/b", "rel/r", "/")
+        for text in texts:
+            path = Path(text)
+            try:
+                expected: tuple[str, ...] | None = path.relative_to(layout.root).parts
+            except ValueError:
+                expected = None
+            assert layout.parts_below_root(path) == expected, (root, text)
+
+
+def test_a_write_makes_one_path_per_folder(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    layout = saver.store.layout
+    path = layout.checkpoint_path("t", "", "1")
+    assert layout.folder_of(path) is layout.folder_of(layout.checkpoint_path("t", "", "2"))
+    assert layout.folder_of(path) == path.parent
+    assert layout.sibling(path, "x.json") is layout.sibling(path, "x.json") == path.parent / "x.json"
+    assert layout.child(path.parent, "a/b.json") is layout.child(path.parent, "a/b.json")
+
+
+def test_a_get_tuple_asks_about_each_file_once(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    graph = chat_graph(saver)
+    for i in range(6):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}")]}, cfg("t"))
+    time.sleep(0.06)  # settled: the kept line and chain are checked by their stat keys
+    saver.get_tuple(cfg("t"))
+    with lstats_under(tmp_path / "repo") as seen:
+        assert saver.get_tuple(cfg("t")) is not None
+    # the chain of ``messages`` and the line of deltas run through the same checkpoint files:
+    # each was asked about two and three times in one read
+    assert seen and len(seen) == len(set(seen))
+
+
+def test_one_look_asks_once_and_a_missing_file_again(tmp_path: Path) -> None:
+    from langgraph_checkpoint_repo.core.caches import lstat, one_look, stat_key
+
+    path = tmp_path / "f"
+    path.write_text("a")
+    with one_look():
+        first = stat_key(lstat(path))
+        path.write_text("longer")
+        assert stat_key(lstat(path)) == first  # one look at the file, as first found
+        with pytest.raises(FileNotFoundError):
+            lstat(tmp_path / "g")
+        (tmp_path / "g").write_text("b")
+        assert lstat(tmp_path / "g").st_size == 1  # a missing file is asked about again
+    assert stat_key(lstat(path)) != first  # outside a look: asked each time
+
+
+def test_a_message_two_values_of_one_file_hold_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langgraph_checkpoint_repo.core.format import objects
+    from langgraph_checkpoint_repo.core.format.tree import msgpack_to_tree
+
+    reads: list[Any] = []
+    read = objects.read_message
+
+    def counted(tree: Any) -> Any:
+        reads.append(tree)
+        return read(tree)
+
+    monkeypatch.setattr(objects, "read_message", counted)
+    tree = msgpack_to_tree(JsonPlusSerializer().dumps_typed(AIMessage("hi " * 40, id="a"))[1])
+    checked: set[tuple[bytes, Any]] = set()
+    objects.Sharer(checked=checked).share([tree])  # the channel's append
+    objects.Sharer(checked=checked).share([tree])  # the step's write riding in the same file
+    assert len(reads) == 1  # it was read once per value holding it
+    objects.Sharer().share([tree])  # another file: read again
+    assert len(reads) == 2

@@ -46,6 +46,7 @@ from langgraph.pregel import Pregel
 from . import forks
 from ._compat import with_msgpack_allowlist
 from .configs import checkpoint_config, thread_ns
+from .core.caches import one_look
 from .core.durable import check_lock_timeout
 from .core.errors import (
     InstallationError,
@@ -254,7 +255,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if cid is None:
                     return None
             try:
-                return self._tuple(self.store.get(thread_id, ns, cid), remember_lists=not checkpoint_id)
+                with one_look():  # each file asked about once a try (caches.one_look)
+                    return self._tuple(self.store.get(thread_id, ns, cid), remember_lists=not checkpoint_id)
             except (FileNotFoundError, MissingReferenceError):
                 # removed while we read it (delete or prune in another process): that is
                 # "not found", or for the latest, look again; anything else is damage
@@ -489,7 +491,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         writer = self._value_writer()
-        with self.store.deciding(thread_id) as ticket:
+        # deciding writes nothing: each file it asks about is asked once (caches.one_look)
+        with self.store.deciding(thread_id) as ticket, one_look():
             host = writer.for_file(thread_id, ticket, replacing=(ns, cid))
             stored = writer.checkpoint_values(thread_id, ns, checkpoint, new_versions, parent_id)
             taken, taken_files = self._take_parent_writes(

@@ -45,6 +45,12 @@ change them meanwhile:
   that changes the list's length is refused on read (``base_length``), naming the file;
   one that keeps the length becomes the base the next put appends to.
 
+"Every file it was derived from has its stat key" is asked at each use; inside one call that
+writes nothing meanwhile (a ``get_tuple`` try, a ``put`` deciding its file: ``one_look``) each
+file is asked once, and every check of the call takes that answer, one look at the files as
+the call first found them (a change made during the call is seen by the next call, as one
+made just after it would be). The call's own write, and all that follows it, asks afresh.
+
 Listings, filter metadata, lineage and the roster are also kept on disk for the next process,
 under the same rule (index.py); losing or damaging that derived index costs a re-read, nothing
 else.
@@ -89,9 +95,42 @@ def stat_key(st: os.stat_result) -> StatKey:
 def stat_key_of(path: str | Path) -> StatKey | None:
     """The stat key of a file (never through a symlink), None when it is gone."""
     try:
-        return stat_key(os.lstat(path))
+        return stat_key(lstat(path))
     except FileNotFoundError:
         return None
+
+
+_CALL = threading.local()  # the lstats of the call under way on this thread (``one_look``)
+
+
+@contextmanager
+def one_look() -> Iterator[None]:
+    """Inside, each file is ``lstat``-ed once (``lstat``): what a call checks and reads is one
+    look at the files, as they were when first asked about. A read asked about the same
+    checkpoint files two and three times (the line of deltas under a parent, then the append
+    chain running through the same files; the chain again for each link it walks): a third of
+    a chat turn's lstats. Only around what writes nothing (a read, a put deciding its file):
+    our own write changes what was looked at. Nested, the outermost look is the one."""
+    if getattr(_CALL, "stats", None) is not None:
+        yield
+        return
+    _CALL.stats = {}
+    try:
+        yield
+    finally:
+        _CALL.stats = None
+
+
+def lstat(path: str | Path) -> os.stat_result:
+    """``os.lstat``, once per file inside ``one_look`` (a file found missing is asked again)."""
+    stats: dict[str, os.stat_result] | None = getattr(_CALL, "stats", None)
+    if stats is None:
+        return os.lstat(path)
+    key = os.fspath(path)
+    st = stats.get(key)
+    if st is None:
+        st = stats[key] = os.lstat(path)
+    return st
 
 
 def folder_key(folder: Path) -> StatKey | None:
@@ -142,10 +181,10 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
             st = first
         else:
             try:
-                st = os.lstat(path)
+                st = lstat(path)
             except FileNotFoundError:
                 return None
-        if stat_key(st) != key:
+        if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != key:
             return None
         if digest is not None:
             checked_at = time.time_ns()

@@ -8,6 +8,7 @@ no file or the whole file. Batches fsync each touched folder once.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -172,7 +173,7 @@ def write_batches(batches: list[list[tuple[Path, bytes]]], durable: bool = True)
         for batch in temps:
             folders: dict[Path, None] = {}
             for tmp, path in batch:
-                if path.is_symlink():
+                if _is_symlink(path):
                     raise RepoCheckpointError(f"refusing to replace symlink {path}")
                 os.replace(tmp, path)
                 done += 1
@@ -186,6 +187,18 @@ def write_batches(batches: list[list[tuple[Path, bytes]]], durable: bool = True)
 
 
 _OPEN_AT_ONCE = 64  # temp files open at once while their fsyncs run
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})  # pathlib's _ignore_error
+
+
+def _is_symlink(path: Path) -> bool:
+    """``path.is_symlink()``, for a name usually not there yet (a new checkpoint): pathlib
+    raised and caught its error two frames up."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in _NOT_THERE:
+            return False
+        raise
 
 
 def _write_temps(

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey
+from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, lstat
 from .durable import ThreadLocks
 from .errors import FileFormatError, RepoCheckpointError
 from .format.bookkeeping import normalize
@@ -120,7 +120,7 @@ class Files:
         """
         self.writer.ensure_gitignore()
         lock_path = self.layout.lock_path(thread_id)
-        self.writer.check_inside(lock_path.parent)
+        self.writer.check_inside(self.layout.folder_of(lock_path))
         return self.locks.hold(lock_path, thread_id, exclusive)
 
     # -- reading ------------------------------------------------------------------
@@ -142,7 +142,7 @@ class Files:
         return self._read_doc(path, kind, inside)
 
     def _read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None) -> dict[str, Any]:
-        st = os.lstat(path)
+        st = lstat(path)  # once per file inside a look (caches.one_look)
         kept = self.docs.fresh(path, st)
         if kept is not None:
             return kept  # type: ignore[no-any-return]
@@ -215,18 +215,20 @@ class Files:
         """Write batches in order, each durable before the next; keep the listings current
         (``docs``: documents of the batches by path, as written, so that keeping them current
         need not read back what was just written)."""
-        listed = {p.parent for batch in batches for p, _ in batch if p.parent.name in LISTED}
+        folder_of = self.layout.folder_of  # one Path per folder, its hash made once
+        listed = {f for batch in batches for p, _ in batch if (f := folder_of(p)).name in LISTED}
         with self.listings.writing(listed):
             self.writer.write(batches, partial(self._written, docs or {}))
         for batch in batches:
             for path, data in batch:
-                folder = path.parent
+                folder = folder_of(path)
                 if folder.name in _NAMED_FOLDERS and folder.parent.parent == self.layout.threads_dir:
                     self._wrote_named.remember(path, True, data)
 
     def _written(self, docs: dict[Path, dict[str, Any]], path: Path, before: StatKey | None) -> None:
-        extend = partial(_call_on_added, self.on_added, path.parent, docs.get(path))
-        self.listings.note_added(path.parent, path.name, before, extend)
+        folder = self.layout.folder_of(path)
+        extend = partial(_call_on_added, self.on_added, folder, docs.get(path))
+        self.listings.note_added(folder, path.name, before, extend)
 
     # -- forgetting and removing (removal.py) -----------------------------------------
     def forget_under(self, folder: Path) -> None:

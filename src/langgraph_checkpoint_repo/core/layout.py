@@ -303,6 +303,25 @@ class Layout:
             got = paths[key] = make()
         return got
 
+    def folder_of(self, path: Path) -> Path:
+        """``path.parent``, the same Path each time (made once per folder): a Path made again
+        parses its parts again, and each set or dict it keys hashes and spells them again."""
+        head = str(path).rpartition(os.sep)[0]
+        if not head:  # "/x" and "x" alike: not worth a key
+            return path.parent
+        return self._memo(("folder", head), lambda: path.parent)
+
+    def sibling(self, path: Path, name: str) -> Path:
+        """``path.parent / name`` (``name``: one segment), made once (``folder_of``)."""
+        head = str(path).rpartition(os.sep)[0]
+        if not head:
+            return path.parent / name
+        return self._memo(("in", head, name), lambda: path.parent / name)
+
+    def child(self, folder: Path, rel: str) -> Path:
+        """``folder / rel``, made once per (folder, rel) (``folder_of``)."""
+        return self._memo(("child", str(folder), rel), lambda: folder / rel)
+
     def checkpoint_path(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Path:
         return self._memo(
             ("checkpoint", thread_id, checkpoint_ns, checkpoint_id),
@@ -333,10 +352,14 @@ class Layout:
 
     def checkpoint_in(self, thread_dir: Path, checkpoint_ns: str, checkpoint_id: str) -> Path:
         """A checkpoint's file in the thread folder ``thread_dir`` (where a reference names it)."""
-        ns_dir = thread_dir
-        if checkpoint_ns != "":
-            ns_dir = _named_dir(thread_dir / NAMESPACES, checkpoint_ns, "namespace")
-        return ns_dir / CHECKPOINTS / (encode_segment(checkpoint_id) + ".json")
+
+        def make() -> Path:
+            ns_dir = thread_dir
+            if checkpoint_ns != "":
+                ns_dir = _named_dir(thread_dir / NAMESPACES, checkpoint_ns, "namespace")
+            return ns_dir / CHECKPOINTS / (encode_segment(checkpoint_id) + ".json")
+
+        return self._memo(("checkpoint in", str(thread_dir), checkpoint_ns, checkpoint_id), make)
 
     @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
     def writes_dir(self, thread_id: str, checkpoint_ns: str) -> Path:
@@ -355,16 +378,41 @@ class Layout:
     def large_path(self, thread_id: str, digest: str) -> Path:
         return self.thread_dir(thread_id) / LARGE / f"{digest}.json"
 
+    @lru_cache(maxsize=4096)  # noqa: B019 - Layout is immutable and lives as long as its saver
+    def objects_dir(self, thread_id: str) -> Path:
+        return self.thread_dir(thread_id) / OBJECTS
+
     def object_path(self, thread_id: str, digest: str) -> Path:
         return self._memo(
-            (OBJECTS, thread_id, digest), lambda: self.thread_dir(thread_id) / OBJECTS / f"{digest}.json"
+            (OBJECTS, thread_id, digest), lambda: self.objects_dir(thread_id) / f"{digest}.json"
         )
 
     def lock_path(self, thread_id: str) -> Path:
+        return self._memo(("lock", thread_id), lambda: self._lock_path(thread_id))  # every put asks
+
+    def _lock_path(self, thread_id: str) -> Path:
         seg = encode_segment(thread_id)
         if len(seg) > 60:
             seg = "~" + hashlib.sha256(seg.encode()).hexdigest()
         return self.cache_dir / "locks" / f"{seg}.lock"
+
+    @cached_property
+    def _root_text(self) -> str:
+        """The root's text without a final separator: a folder on the way is this plus
+        ``os.sep`` and each part (``os.path.join``'s result, without a call per part)."""
+        return str(self.root).rstrip(os.sep)
+
+    def parts_below_root(self, path: Path) -> tuple[str, ...] | None:
+        """``path.relative_to(root).parts``, None when it is not below the root: by its text
+        when that starts with the root's and a separator (pathlib parsed and compared both
+        paths' parts on every call), else as pathlib says (the root itself, another case)."""
+        text, head = str(path), self._root_text + os.sep
+        if text.startswith(head) and len(text) > len(head):
+            return tuple(text[len(head) :].split(os.sep))
+        try:
+            return path.relative_to(self.root).parts
+        except ValueError:
+            return None
 
     def contains(self, path: Path) -> bool:
         """True when ``path`` is under the root with no symlink on the way (``off_the_way``)."""
@@ -378,18 +426,17 @@ class Layout:
         (or checked out) and may lead anywhere: refuse it rather than resolve it.
         Folders that do not exist yet are fine; they will be made as real folders.
         """
-        try:
-            parts = path.relative_to(self.root).parts
-        except ValueError:
+        parts = self.parts_below_root(path)
+        if parts is None:
             return "outside", path
         link = self.root_link()
         if link is not None:
             return "symlink", link
-        current = str(self.root)
+        current = self._root_text
         for part in parts:
             if part in ("..", "."):
                 return "not plain", path
-            current = os.path.join(current, part)
+            current = f"{current}{os.sep}{part}"
             try:
                 if stat.S_ISLNK(os.lstat(current).st_mode):
                     return "symlink", Path(current)
@@ -408,15 +455,14 @@ class Layout:
         for path in paths:
             if link is not None:
                 return path, ("symlink", link)
-            try:
-                parts = path.relative_to(self.root).parts
-            except ValueError:
+            parts = self.parts_below_root(path)
+            if parts is None:
                 return path, ("outside", path)
-            current = str(self.root)
+            current = self._root_text
             for part in parts:
                 if part in ("..", "."):
                     return path, ("not plain", path)
-                current = os.path.join(current, part)
+                current = f"{current}{os.sep}{part}"
                 if current not in exists:
                     try:
                         exists[current] = not stat.S_ISLNK(os.lstat(current).st_mode)

@@ -11,6 +11,7 @@ runs every put through it; nothing above it sees the protocol.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,13 +155,14 @@ class Overlap:
         located = self.values.located.get(tdir, {})
         loc = located.get(name)
         if loc is not None and tuple(loc) != not_in:
-            path = self.layout.checkpoint_in(tdir, *loc)
+            path = self.layout.checkpoint_path(thread_id, *loc)  # made once per checkpoint
             if self.files.writer.durable_exists(path) and self._holds(path, name):
                 return object_ref(name, (loc[0], loc[1]))
             located.pop(name, None)  # gone (prune) or changed: wherever it is stored next
-        for held in (name, digest):
-            if self.files.intact(self.layout.object_path(thread_id, held), "object"):
-                return object_ref(held)
+        if os.path.lexists(self.layout.objects_dir(thread_id)):  # format 4 makes it rarely
+            for held in (name, digest):
+                if self.files.intact(self.layout.object_path(thread_id, held), "object"):
+                    return object_ref(held)
         if found is not None and waits is not None:
             ns, cid, done = found
             waits[done] = (ns, cid)

@@ -340,7 +340,9 @@ class ThreadStore:
         file it replaces: later files may refer to them there."""
         thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
         path = self.layout.checkpoint_path(thread_id, ns, cid)
-        record = replace(record, objects={**self._replaced_objects(path), **record.objects})
+        replaced = self._replaced_objects(path)
+        if replaced:  # (dataclasses.replace looks up every field: not for the usual new checkpoint)
+            record = replace(record, objects={**replaced, **record.objects})
         doc = compact(checkpoint_document(record), *self._delta_base(thread_id, ns, record.parent_id, parent))
         prepared = self.files.prepare("checkpoint", doc, path)
         tdir = self.layout.thread_dir(thread_id)
@@ -386,7 +388,7 @@ class ThreadStore:
         every header a writer had added (a writer keeps its lineage in memory)."""
         by_folder: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
         for path, key in files:
-            by_folder.setdefault(path.parent, {})[path.name[: -len(".json")]] = key
+            by_folder.setdefault(self.layout.folder_of(path), {})[path.name[: -len(".json")]] = key
         for folder, keyed in by_folder.items():
             lineage = self._lineages.get(folder)
             if lineage is None:

@@ -154,7 +154,7 @@ class WholeDocs:
             parent = cur["parent_checkpoint_id"]
             if not parent:
                 raise FileFormatError(str(here), "/delta", "a delta needs the parent it changes")
-            ppath = here.parent / f"{encode_segment(parent)}.json"
+            ppath = self.layout.sibling(here, f"{encode_segment(parent)}.json")
             try:
                 here, cur = ppath, self.files.read_doc(ppath, "checkpoint")
                 continue

@@ -81,8 +81,9 @@ class Writer:
         but not yet fsynced into its folder, and a referrer written on that strength could
         outlive it in a power loss: such a write is waited for first (it waits for nothing
         this caller holds: the caller has not started writing)."""
-        with self._settled:
-            self._settled.wait_for(lambda: self._in_flight[path] <= 0)
+        if path in self._in_flight:  # one lookup in C: the wait is for the rare write beside
+            with self._settled:
+                self._settled.wait_for(lambda: self._in_flight[path] <= 0)
         return path.exists()
 
     def write(self, batches: list[list[tuple[Path, bytes]]], written: Written) -> None:
@@ -95,11 +96,12 @@ class Writer:
         folders whose listings the store keeps (``LISTED``), so the others cost no stat."""
         self.ensure_gitignore()
         batches = [batch for batch in batches if batch]
-        folders = {p.parent for batch in batches for p, _ in batch}
+        files = [path for batch in batches for path, _ in batch]
+        folder_of = self.layout.folder_of  # one Path per folder, its hash made once
+        folders = {folder_of(p) for p in files}
         self._check_all(folders)
         self._make_dirs(folders)
         before = {folder: folder_key(folder) for folder in folders if folder.name in LISTED}
-        files = [path for batch in batches for path, _ in batch]
         with self._settled:
             self._in_flight.update(files)
         try:
@@ -112,10 +114,11 @@ class Writer:
                         self._in_flight.pop(path, None)
                 self._settled.notify_all()
         for i, path in enumerate(files):
-            if path.parent in before:
-                written(path, before[path.parent])
-                if any(p.parent == path.parent for p in files[i + 1 :]):
-                    before[path.parent] = folder_key(path.parent)
+            folder = folder_of(path)
+            if folder in before:
+                written(path, before[folder])
+                if any(folder_of(p) == folder for p in files[i + 1 :]):
+                    before[folder] = folder_key(folder)
 
     def _write_batches(self, batches: list[list[tuple[Path, bytes]]], folders: set[Path]) -> None:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import orjson
@@ -26,6 +27,15 @@ _BIG = 64 * 1024
 # what json.dumps(sort_keys=True, ensure_ascii=False, separators=(", ", ": ")) builds on every
 # call, built once (it keeps no state between calls)
 _FLAT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+# the C encoder ``_FLAT.encode`` makes on each call of a container, made once: the same
+# chunks. Without the circular check: ``_emit`` serialises a node with orjson first, which
+# refuses a cycle (and a depth JSON cannot hold) before this sees it
+_FLAT_CHUNKS = (
+    c_make_encoder(None, _FLAT.default, encode_basestring, None, ": ", ", ", True, False, True)
+    if c_make_encoder is not None
+    else lambda node, _level: _FLAT.iterencode(node)
+)
+_CONTAINERS = (dict, list)
 
 
 def dump_json(doc: Any) -> bytes:
@@ -51,8 +61,9 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
     (``", "`` and ``": "`` between members, as a person writes it) when it fits, and a
     reference to an object (``{"$ref": ...}``, all its members strings) always: one line
     names one thing. ``big``: the node may be over ``_BIG`` bytes (its parent was)."""
-    if isinstance(node, dict | list) and node:
+    if isinstance(node, _CONTAINERS) and node:
         inner = False  # whether its members may be big: only below a short container
+        is_dict = isinstance(node, dict)
         ref = isinstance(node, dict) and _is_reference(node)
         if len(node) * 4 <= LINE_WIDTH or ref:
             room = 1 << 30 if ref else LINE_WIDTH - indent - lead
@@ -62,7 +73,7 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
             if not (big and _surely_longer(node, room)):
                 size = len(orjson.dumps(node))
                 if size <= room:
-                    data = _FLAT.encode(node).encode("utf-8")
+                    data = "".join(_FLAT_CHUNKS(node, 0)).encode("utf-8")
                     if len(data) <= room:
                         out.append(data)
                         return
@@ -71,19 +82,26 @@ def _emit(node: Any, indent: int, out: list[bytes], lead: int = 0, big: bool = F
             out.append(_indented(node, indent))
             return
         pad = b"\n" + b" " * (indent + 2)
-        if isinstance(node, list):
+        sep = b"," + pad
+        if not is_dict:
             out.append(b"[")
             for i, item in enumerate(node):
-                out.append(pad if i == 0 else b"," + pad)
-                _emit(item, indent + 2, out, 0, inner)
+                out.append(sep if i else pad)
+                if type(item) in _SCALARS:  # written as below, without a call a member
+                    out.append(orjson.dumps(item))
+                else:
+                    _emit(item, indent + 2, out, 0, inner)
             out.append(b"\n" + b" " * indent + b"]")
             return
         out.append(b"{")
         for i, key in enumerate(sorted(node)):
-            out.append(pad if i == 0 else b"," + pad)
             name = orjson.dumps(key) + b": "
-            out.append(name)
-            _emit(node[key], indent + 2, out, len(name), inner)
+            out.append((sep if i else pad) + name)
+            value = node[key]
+            if type(value) in _SCALARS:
+                out.append(orjson.dumps(value))
+            else:
+                _emit(value, indent + 2, out, len(name), inner)
         out.append(b"\n" + b" " * indent + b"}")
         return
     out.append(orjson.dumps(node))

@@ -214,6 +214,7 @@ class Sharer:
         locate: Locate | None = None,
         convert: Convert | None = None,
         held: Mapping[str, Any] | None = None,
+        checked: set[tuple[bytes, Any]] | None = None,
     ) -> None:
         self.objects: dict[str, Any] = {}  # digest -> tree, in the order found
         # every object the trees use that is stored nowhere yet, in the order found: the new
@@ -233,6 +234,9 @@ class Sharer:
         self.chunked: dict[str, KnownChunk] = {}
         # the first message a read would refuse (core/format/messages.py): the writer refuses it
         self.refused: Refusal | None = None
+        # messages found not refused, by their bytes without the id and the id (``checked``:
+        # the file's, ``Host.checked``): the step's write holds the message the channel appends
+        self._checked: set[tuple[bytes, Any]] = checked if checked is not None else set()
 
     def share(self, tree: Any) -> Any:
         """The tree with its shared parts replaced (a new tree; the input is not changed)."""
@@ -283,12 +287,14 @@ class Sharer:
                     out[k], h = self._share(v)
                     height = max(height, h)
             if "$type" in out:
-                if self.refused is None and is_message_type(out):
-                    read = read_message(out)
-                    if isinstance(read, Refusal) and read.changes:
-                        self.refused = read
                 anon, ident = _without_id(out)
                 data = orjson.dumps(anon, option=orjson.OPT_SORT_KEYS)
+                if self.refused is None and is_message_type(out) and (data, ident) not in self._checked:
+                    read = read_message(out)  # once per message and id a file holds
+                    if isinstance(read, Refusal) and read.changes:
+                        self.refused = read
+                    else:
+                        self._checked.add((data, ident))
                 if len(data) >= SHARE_BYTES:
                     ref = self._store(anon, height + 1, hashlib.sha256(data).hexdigest())
                     return (ref if ident is None else {**ref, ID: ident}), height + 1

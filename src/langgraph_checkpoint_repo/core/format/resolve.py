@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, refresh
+from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, lstat, refresh
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
@@ -119,7 +119,7 @@ class ValueResolver:
                 # its base is where its parent's bookkeeping says: that file too (format 4)
                 parent = link.doc.get("parent_checkpoint_id")
                 if isinstance(parent, str):
-                    ppath = link.path.parent / f"{encode_segment(parent)}.json"
+                    ppath = self.layout.sibling(link.path, f"{encode_segment(parent)}.json")
                     own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
             links.append((link, own))
         assert got is not None  # the walk ends at a whole value or a kept one
@@ -180,7 +180,7 @@ class ValueResolver:
                 return got[0], got[1], ref
         path = self.child(ns_dir, ref)
         try:
-            st = os.lstat(path)
+            st = lstat(path)
             if self.trust_kept:
                 self._places[ns_dir, ref] = path, st
         except FileNotFoundError:
@@ -419,7 +419,7 @@ class ValueResolver:
             got = self.read_paths.get(f"{folder}{os.sep}{rel}")
             if got is not None:
                 return got
-        return folder / rel
+        return self.layout.child(folder, rel)
 
     def sibling(self, path: Path, name: str) -> Path:
         """``path.parent / name`` (``name``: one segment), found as ``child`` finds a file."""
@@ -429,7 +429,7 @@ class ValueResolver:
                 got = self.read_paths.get(f"{head}{sep}{name}")
                 if got is not None:
                     return got
-        return path.parent / name
+        return self.layout.sibling(path, name)
 
     def checkpoint_in(self, tdir: Path, ns: str, cid: str) -> Path:
         """``Layout.checkpoint_in``, a file read in the snapshot found as ``child`` finds it."""

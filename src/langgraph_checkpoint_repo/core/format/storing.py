@@ -50,6 +50,8 @@ class Host:
     waits: dict[Any, tuple[str, str]] = field(default_factory=dict)
     # the height of each item of the last list shared item by item (``shared_tree(items=True)``)
     item_heights: list[int] = field(default_factory=list)
+    # the messages its values hold found not refused (``Sharer``: each is read once a file)
+    checked: set[tuple[bytes, Any]] = field(default_factory=set)
 
     def adopt(
         self, store: Files, thread_id: str, new: dict[str, Any], large_value_bytes: int, large: Prepared
@@ -115,7 +117,7 @@ def _shared(
 ) -> tuple[Sharer, Any]:
     """One walk of the tree (``Sharer``), refused as a reader would refuse what it stores."""
     if host is not None:
-        sharer = Sharer(host.locate, host.convert, host.objects if embed else None)
+        sharer = Sharer(host.locate, host.convert, host.objects if embed else None, host.checked)
     else:
         sharer = Sharer()
     out = sharer.share_items(tree) if items else sharer.share(tree)
