@@ -6,7 +6,9 @@ modules import the shared builders as ``graphs`` and ``helpers``.
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,58 @@ def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+_TABLES: list[threading.Thread] = []
+
+
+def _unicode_tables() -> None:
+    """What the first ``st.text()`` of a process asks for (imported here: off the controller's
+    start)."""
+    from hypothesis import strategies as st
+
+    st.text().validate()
+
+
+@pytest.hookimpl(trylast=True)  # after hypothesis's own: its plugin's initialization is over
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The xdist controller makes hypothesis's unicode tables once, in a thread, while its
+    workers start and collect. ``st.text()`` draws from ``characters(codec="utf-8")``, whose
+    table hypothesis makes by encoding every code point (2.7 s of CPU here) and keeps under
+    ``.hypothesis/unicode_data/`` for the next process: each worker of a fresh clone made it
+    again for itself. A worker that wants it before the file is there makes it as before."""
+    config = session.config
+    if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", 0):
+        tables = threading.Thread(target=_unicode_tables, name="hypothesis tables", daemon=True)
+        tables.start()
+        _TABLES.append(tables)
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    """Worker *i* of *n* imports the test modules from the *i*-th *n*-th of them on before it
+    collects. Every xdist worker collects (imports) every module, and in a fresh clone the first
+    import of each compiles it (pytest's assertion rewriting of a test module, and the ``.pyc``
+    of each module of ``src`` and of the installed packages it imports: 7.8 s of CPU for the
+    test modules alone here). Python and pytest write what they compiled for the next process
+    to read, so workers that start at different places split the compiling between them
+    instead of each doing all of it; the modules, and what each test runs, are the same. A
+    module that fails to import is left to the collection, which reports it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return
+    modules = sorted(Path(__file__).parent.glob("test_*.py"))
+    for path in modules[len(modules) * int(worker[2:]) // count :]:
+        try:
+            importlib.import_module(path.stem)
+        except (Exception, pytest.skip.Exception):  # the collection imports it again and reports it
+            continue
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A run shorter than the tables ends with them written, not half made."""
+    for tables in _TABLES:
+        tables.join()
 
 
 @pytest.fixture
