@@ -32,10 +32,11 @@ NAME = "langgraph_checkpoint_repo"
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist, and the wheel built from it, as a release builds them (``python -m build``)."""
+    """The sdist, and the wheel built from it, as a release builds them (``python -m build``;
+    with the test extra's hatchling, not one installed into a new environment per build)."""
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "build", "-q", "--outdir", str(out), str(PROJECT)],
+        [sys.executable, "-m", "build", "-q", "--no-isolation", "--outdir", str(out), str(PROJECT)],
         check=True,
         capture_output=True,
         timeout=600,
