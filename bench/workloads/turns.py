@@ -4,8 +4,7 @@ against the number of turns, beside SqliteSaver and PostgresSaver.
 The tool-calling agent (bench/growth.py) runs once for ``max(growth_turns)`` turns on a recording
 saver; the recording is saved, loaded back and replayed into RepoSaver (durable), SqliteSaver and
 PostgresSaver, call by call, the savers in turn (the order rotates every call), each call timed
-alone; the recording (every checkpoint of every turn: the bench's, no application holds it) is
-frozen out of the garbage collector's scans (``gc.freeze``) first. The replay stops at each size of the ladder to measure: bytes on disk, and fresh processes
+alone. The replay stops at each size of the ladder to measure: bytes on disk, and fresh processes
 (``bench/fresh_child.py``): the first ``get_tuple`` (latest) and the first
 ``list(config, filter={'step': k})``. A saver whose share of one step of the replay, or one of
 whose processes, takes longer than its cap is not measured further (its later points say why).
@@ -14,7 +13,6 @@ whose processes, takes longer than its cap is not measured further (its later po
 from __future__ import annotations
 
 import bisect
-import gc
 import itertools
 import random
 import statistics
@@ -66,16 +64,9 @@ def run(tmp: Path, sizes: Sizes) -> Result:
     progress(
         f"turns: recorded {ladder[-1]:,} turns ({recorded['calls']:,} calls) in {recorded['seconds']:.0f} s"
     )
-    # the recording holds every checkpoint of every turn, which no application holds: out of
-    # the collector's scans (each full collection scanned it all, landing in whichever call ran)
-    gc.collect()
-    gc.freeze()
-    try:
-        with growth.stores(tmp, "turns", sizes.growth_postgres) as stores:
-            result = _ladder(stores, recording, ladder, sizes)
-            result["postgres_settings"] = stores.settings
-    finally:
-        gc.unfreeze()
+    with growth.stores(tmp, "turns", sizes.growth_postgres) as stores:
+        result = _ladder(stores, recording, ladder, sizes)
+        result["postgres_settings"] = stores.settings
     return {**result, "recording": recorded}
 
 
@@ -380,10 +371,7 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         "pickle and loaded back); the calls were then replayed into each saver in the order LangGraph made "
         "them (`get_tuple` at the start of a turn, then `put` and `put_writes`), the savers taking turns "
         "call by call, each call timed alone, its arguments rebuilt as LangGraph builds them outside the "
-        "timing (bench/replay.py); what the process held before the replay (the libraries, the "
-        "recording: every checkpoint of every turn) is out of the garbage collector's scans "
-        "(`gc.freeze`), so a full collection scans what the savers made, not the bench's recording. "
-        "One call after another: each `put_writes` returns before the next "
+        "timing (bench/replay.py). One call after another: each `put_writes` returns before the next "
         "`put`, so RepoSaver's is written alone (`ride.writes_alone`), not taken into the next "
         "checkpoint as in a graph run (ride.py; the chat and agents workloads run graphs). "
         f"Savers: {savers}; RepoSaver durable (its default), SqliteSaver "
