@@ -7,10 +7,19 @@ savers taking turns call by call, into SqliteSaver (``synchronous=OFF``), as ben
 turns.py replays. Per put: wall and ``thread_time``, whether a garbage collection ran inside it
 (``gc.callbacks``: its generation and duration), file-system calls of the main thread (os
 functions and ``open``, wrapped) and, with ``--calls``, Python function calls (a cProfile per
-put, so that run's times are not the plain ones). Also: each get_tuple's CPU, and every full
-(generation 2) collection of the process while replaying, in a put or not; ``--freeze``
-moves what is there before the replay (the libraries, the recording) out of the collector's
-scans (``gc.freeze``), to tell the savers' own objects' share of those pauses.
+put, so that run's times are not the plain ones). Also: each get_tuple's CPU, every full
+(generation 2) collection of the process while replaying, in a put or not, and the
+collector's time by the call it ran in (each saver's put, put_writes, get_tuple).
+
+What the full collections scan: the process's objects, the savers' caches (RepoSaver's parsed
+files of a 5,000-checkpoint thread) as much as the recording. ``--freeze`` moves what is there
+before the replay (the libraries, the recording) out of the collector's scans (``gc.freeze``
+after a ``gc.collect``). Over a 1,000-turn replay (December 2026, a loaded machine) it made the
+full collections twice as many (236 and 238 against 112: the collector's rule counts the
+long-lived objects, and fewer were counted) and no cheaper in all (254 s against 102 s, at a
+higher load); frozen, they ran in ``get_tuple`` (about 120 in each saver's: a turn's call that
+builds the most objects) and in 0 or 2 puts; not frozen, in 1 put. So the default leaves the
+collector as an application has it, and the passes are reported by the call they ran in.
 
     .venv/bin/python -m bench.tails --turns 1000 --calls --json /tmp/tails.json
 """
@@ -48,6 +57,8 @@ FULL: list[int] = []
 GETS: dict[str, list[tuple[int, int]]] = {}
 """Each saver's get_tuple calls: (turn, thread_time ns)."""
 LATE: list[Any] = [10**9, []]
+BY_KIND: dict[str, list[int]] = {}
+"""The collector's passes by the call they ran in: [count, ns] per generation (0, 1, 2)."""
 """RepoSaver's puts after this turn: their profiles."""
 
 
@@ -64,12 +75,15 @@ class PutSample:
 
 
 class GcWatch:
-    """The collections that run while ``on``, each (generation, duration)."""
+    """The collections that run while ``on``, each (generation, duration); and all of them
+    by the call running (``kind``: "<saver> <call>", or "between" outside the savers' calls)."""
 
     def __init__(self) -> None:
         self.on = False
+        self.kind = "between"
         self.seen: list[tuple[int, int]] = []
         self.full: list[int] = []  # every full collection of the process meanwhile, inside a put or not
+        self.by_kind: dict[str, list[int]] = {}  # kind -> [count, ns] per generation (0, 1, 2)
         self._start = 0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -77,10 +91,14 @@ class GcWatch:
             self._start = time.perf_counter_ns()
             return
         took = time.perf_counter_ns() - self._start
-        if info["generation"] == 2:
+        gen = info["generation"]
+        if gen == 2:
             self.full.append(took)
+        row = self.by_kind.setdefault(self.kind, [0] * 6)
+        row[2 * gen] += 1
+        row[2 * gen + 1] += took
         if self.on:
-            self.seen.append((info["generation"], took))
+            self.seen.append((gen, took))
 
 
 def recording(turns: int, cache: Path) -> Recording:
@@ -111,6 +129,7 @@ def measured_put(
     prof = cProfile.Profile() if calls else None
     watch.seen, fs.counts = [], Counter()
     watch.on = fs.on = True
+    watch.kind = f"{type(saver).__name__} put"
     c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
     if prof is not None:
         prof.enable()
@@ -119,6 +138,7 @@ def measured_put(
         prof.disable()
     wall, cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - c0
     watch.on = fs.on = False
+    watch.kind = "between"
     n = sum(e.callcount for e in prof.getstats()) if prof is not None else 0
     if prof is not None and n > PROFILED[0]:
         PROFILED[:] = [n, prof]
@@ -131,10 +151,10 @@ def replay(rec: Recording, names: list[str], calls: bool, freeze: bool) -> dict[
     """Every call into every saver, the savers taking turns; each put measured."""
     samples: dict[str, list[PutSample]] = {name: [] for name in names}
     watch, fs = GcWatch(), OsCounts(threading.get_ident())
-    gc.callbacks.append(watch)
     if freeze:
         gc.collect()
         gc.freeze()
+    gc.callbacks.append(watch)  # after: the collection before the freeze is not the replay's
     starts = rec.turn_starts
     turn = -1
     try:
@@ -148,15 +168,19 @@ def replay(rec: Recording, names: list[str], calls: bool, freeze: bool) -> dict[
                     if isinstance(args, Put):
                         samples[name].append(measured_put(savers[name], args, turn + 1, watch, fs, calls))
                     elif isinstance(args, GetTuple):
+                        watch.kind = f"{type(savers[name]).__name__} get_tuple"
                         c0 = time.thread_time_ns()
                         apply(savers[name], args)
                         GETS.setdefault(name, []).append((turn + 1, time.thread_time_ns() - c0))
                     else:
+                        watch.kind = f"{type(savers[name]).__name__} put_writes"
                         apply(savers[name], args)
+                    watch.kind = "between"
             for saver in savers.values():
                 close_saver(saver)
     finally:
         FULL[:] = watch.full
+        BY_KIND.update(watch.by_kind)
         gc.callbacks.remove(watch)
         if freeze:
             gc.unfreeze()
@@ -166,6 +190,7 @@ def replay(rec: Recording, names: list[str], calls: bool, freeze: bool) -> dict[
 def summary(samples: list[PutSample], at: list[int]) -> dict[str, Any]:
     """Median, p99 and slowest put; per-put counts around each turn of ``at``; the slowest puts."""
     walls = sorted(s.wall_ns for s in samples)
+    cpus = sorted(s.cpu_ns for s in samples)
     med, p99 = statistics.median(walls), walls[min(len(walls) - 1, round(0.99 * (len(walls) - 1)))]
     out: dict[str, Any] = {
         "puts": len(samples),
@@ -173,6 +198,11 @@ def summary(samples: list[PutSample], at: list[int]) -> dict[str, Any]:
         "p99_ms": p99 / 1e6,
         "max_ms": walls[-1] / 1e6,
         "max_over_median": walls[-1] / med,
+        # the same by the put's own CPU (thread_time, the collector's passes inside included):
+        # on a shared machine a put's wall time also holds the time other processes ran
+        "cpu_median_ms": statistics.median(cpus) / 1e6,
+        "cpu_max_ms": cpus[-1] / 1e6,
+        "cpu_max_over_median": cpus[-1] / statistics.median(cpus),
         "puts_with_gc": {g: sum(1 for s in samples if any(c[0] == g for c in s.gc)) for g in (0, 1, 2)},
     }
     by_turn: dict[str, Any] = {}
@@ -226,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     if REPO in result and SQLITE in result:
         result["p99_ratio"] = result[REPO]["p99_ms"] / result[SQLITE]["p99_ms"]
     result["full_collections_ms"] = [round(ns / 1e6, 1) for ns in FULL]
+    result["frozen"] = args.freeze
+    result["collector_by_call"] = {
+        kind: {f"gen{g}": {"passes": row[2 * g], "ms": round(row[2 * g + 1] / 1e6, 1)} for g in (0, 1, 2)}
+        for kind, row in sorted(BY_KIND.items())
+    }
     if args.json:
         kept = {k: [asdict(s) for s in v] for k, v in samples.items()}
         Path(args.json).write_text(json.dumps({"summary": result, "samples": kept}))
@@ -234,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: {r['puts']} puts; median {r['median_ms']:.2f} ms, p99 {r['p99_ms']:.2f}, "
             f"max {r['max_ms']:.2f} ({r['max_over_median']:.1f}x); puts with a gc pass {r['puts_with_gc']}"
+        )
+        print(
+            f"  by CPU: median {r['cpu_median_ms']:.2f} ms, max {r['cpu_max_ms']:.2f} "
+            f"({r['cpu_max_over_median']:.1f}x)"
         )
         for t, row in r["by_turn"].items():
             print(
@@ -253,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         pstats.Stats(PROFILED[1]).sort_stats("cumulative").print_stats(args.top)
         print("the puts of the last 10 turns:")
         pstats.Stats(*LATE[1]).sort_stats("tottime").print_stats(args.top)
+    for kind, gens in result["collector_by_call"].items():
+        parts = ", ".join(f"{g} {v['passes']} in {v['ms']} ms" for g, v in gens.items())
+        print(f"collector in {kind}: {parts}")
     full = result["full_collections_ms"]
     print(f"full collections while replaying (ms): {full}; objects tracked: {len(gc.get_objects()):,}")
     if "p99_ratio" in result:

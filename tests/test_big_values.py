@@ -346,6 +346,25 @@ def test_the_first_put_of_a_big_list_counts_no_bracket(
     assert counted["json_bounds_problem"] == 0  # the 1.5 MB large/ file was counted twice over
 
 
+def test_a_big_value_with_nothing_to_share_is_not_serialised_for_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its characters alone are more than ``large_value_bytes``: it goes to ``large/`` without
+    a compact serialisation to measure it; a small value, or one holding references, is
+    measured as before, and the bytes are those measuring gives."""
+    sizes: list[int] = []
+    size = storing.json_size
+    monkeypatch.setattr(storing, "json_size", lambda doc: sizes.append(size(doc)) or sizes[-1])
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert not [n for n in sizes if n > 64 * 1024]  # the 50,000 items were: once per put
+    monkeypatch.undo()
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    assert json.loads(large.read_text())["value"]["json"] == LIST
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
+
+
 # ----------------------------------------------------------------------------
 # what the put_writes wrote, the put does not read back
 # ----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from .format.objects import Convert, names_object
 from .format.records import CheckpointRecord, TaskWrites
 from .format.resolve import ValueResolver
 from .format.storing import Host, Prepared
-from .index import MIN_NAMES, MetaCache, is_plain, load_lineage, save_lineage
+from .index import MIN_NAMES, LineageFiles, MetaCache, is_plain, load_lineage
 from .layout import (
     CHECKPOINTS,
     LARGE,
@@ -128,6 +128,7 @@ class ThreadStore:
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         # per folder, the stat keys of settled links not yet in its index (merged when written)
         self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
+        self._lineage_files = LineageFiles(self.layout)  # a save appends what is new (index.py)
         self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
         self._overlap = Overlap(self.files, self.values, lock_timeout)
         self.files.on_added = self._extend_derived
@@ -398,7 +399,7 @@ class ThreadStore:
             if len(unsaved) >= LINEAGE_SAVE_EVERY and len(lineage.links) >= MIN_NAMES:
                 # one copy per LINEAGE_SAVE_EVERY puts, not per put (a reader may be saving it)
                 lineage.keys = {**lineage.keys, **unsaved}
-                save_lineage(self.layout, folder, lineage)
+                self._lineage_files.save(folder, lineage, list(unsaved))
                 unsaved.clear()
 
     def _replaced_objects(self, path: Path) -> dict[str, Any]:
@@ -540,7 +541,7 @@ class ThreadStore:
         out = Lineage(links, keys)
         self._lineages[folder] = out
         if read >= LINEAGE_REREADS and len(ids) >= MIN_NAMES:
-            save_lineage(self.layout, folder, out)
+            self._lineage_files.save(folder, out)
         return out
 
     def _merged_messages(self, ns: str, doc: dict[str, Any], parent: dict[str, Any]) -> tuple[Any, Any]:
@@ -700,3 +701,4 @@ class ThreadStore:
         self.objects.forget(tdir)
         for folder in [f for f in list(self._unsaved) if f.is_relative_to(tdir)]:
             self._unsaved.pop(folder, None)
+        self._lineage_files.forget_under(tdir)
