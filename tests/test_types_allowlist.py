@@ -87,3 +87,54 @@ def test_a_standard_library_name_is_never_allowed_from_the_table_or_the_option(
     assert str(tmp_path / "pyproject.toml") in str(info.value)
     with pytest.raises(BadInputError, match="standard library"):
         cli_types([item])
+
+
+def served(tmp_path: Path, serde: object, table: str = "") -> Path:
+    """A project whose langgraph.json has ``checkpointer.serde`` (and a pyproject table)."""
+    root = project(tmp_path, table)
+    config = {"graphs": {"agent": "./agent.py:graph"}, "checkpointer": {"serde": serde}}
+    (tmp_path / "langgraph.json").write_text(json.dumps(config), encoding="utf-8")
+    return root
+
+
+def test_langgraph_json_s_serde_list_comes_before_the_table_s_allow(tmp_path: Path) -> None:
+    """issue 39, item 3: ``checkpointer.serde.allowed_msgpack_modules`` of the langgraph.json
+    beside the root is the project's list; the table's ``allow`` is read only without one."""
+    listed = {"allowed_msgpack_modules": [["myapp.state", "Order"], ["pkg", "mod", "Thing"]]}
+    root = served(tmp_path, listed, '[tool.langgraph-repo]\nallow = ["a.b:C"]\n')
+    found = project_types(root, ["x.y:Z"])
+    assert found.types == {("myapp.state", "Order"), ("pkg.mod", "Thing"), ("x.y", "Z")}
+    assert found.langgraph_json == tmp_path / "langgraph.json"
+    (tmp_path / "langgraph.json").write_text('{"checkpointer": {"path": "x:y"}}', encoding="utf-8")
+    assert project_types(root).types == {("a.b", "C")}  # no list there: the table's
+
+
+def test_a_null_serde_list_allows_only_langgraph_s_safe_types(tmp_path: Path) -> None:
+    root = served(tmp_path, {"allowed_msgpack_modules": None}, '[tool.langgraph-repo]\nallow = ["a.b:C"]\n')
+    assert project_types(root).types == set()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (True, "true \\(every type\\) is not allowed"),
+        ([["os", "system"]], "standard library"),
+        ([["lonely"]], "expected a list of \\[module, Name\\] lists"),
+        ("myapp.state:Order", "expected a list of \\[module, Name\\] lists"),
+    ],
+    ids=["every type", "os.system", "no name", "not a list"],
+)
+def test_a_serde_list_that_allows_too_much_or_reads_as_nothing_is_an_error_naming_the_file(
+    tmp_path: Path, value: object, message: str
+) -> None:
+    root = served(tmp_path, {"allowed_msgpack_modules": value})
+    with pytest.raises(BadInputError, match=message) as info:
+        project_types(root)
+    assert str(tmp_path / "langgraph.json") in str(info.value)
+
+
+def test_the_agent_server_s_saver_is_allowed_what_langgraph_json_lists(tmp_path: Path) -> None:
+    from langgraph_checkpoint_repo.agent_server import server_saver
+
+    served(tmp_path, {"allowed_msgpack_modules": [["myapp.state", "Order"]]})
+    assert ("myapp.state", "Order") in server_saver(tmp_path)._allowlist

@@ -46,6 +46,7 @@ class Allowed:
 
     types: set[TypeKey] = field(default_factory=set)
     pyproject: Path | None = None  # the one whose [tool.langgraph-repo] table was used
+    langgraph_json: Path | None = None  # the one whose checkpointer.serde list was used
 
     def fix(self, keys: Sequence[TypeKey]) -> str:
         """The refused-type advice for the command line: the option that allows them."""
@@ -141,11 +142,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
-    """``--allow`` items plus the project's ``[tool.langgraph-repo]`` (``allow``, ``graph``).
+    """``--allow`` items plus the project's types: ``checkpointer.serde.allowed_msgpack_modules``
+    of the ``langgraph.json`` beside the root when it has that list, else the ``allow`` of the
+    ``[tool.langgraph-repo]`` table; the table's ``graph`` either way (docs/types.md).
 
     For the explicit uses only (the Agent Server, ``export --trust-project``): ``graph``
     imports the graph's module, which runs the project's code."""
     found = cli_types(given)
+    config = root.absolute().parent / CONFIG_FILE
+    listed = serde_types(config) if _ours(config) else None
+    if listed is not None:
+        found.types |= listed
+        found.langgraph_json = config
+        _importable(config.parent)
     found.pyproject = find_pyproject(root)
     if found.pyproject is None:
         return found
@@ -162,13 +171,52 @@ def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
     for key, items in (("allow", allow), ("graph", graphs)):
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             raise BadInputError(f"{where} {key}: must be a list of strings")
-    found.types |= {parse_allow(item, f"{where} allow") for item in allow}
+    if listed is None:  # langgraph.json's list, when it has one, is the project's
+        found.types |= {parse_allow(item, f"{where} allow") for item in allow}
     _importable(found.pyproject.parent)
     for spec in graphs:
         from .graph_types import graph_allowlist  # imports LangGraph: only for a graph entry
 
         found.types |= {k for k in graph_allowlist(_load_graph(spec, f"{where} graph")) if not is_foreign(k)}
     return found
+
+
+CONFIG_FILE = "langgraph.json"
+SERDE_KEY = "checkpointer.serde.allowed_msgpack_modules"
+
+
+def serde_types(path: Path) -> set[TypeKey] | None:
+    """The types ``langgraph.json``'s ``checkpointer.serde.allowed_msgpack_modules`` lists
+    (``[["my_agent.models", "MyState"], ...]``; ``null``: none beyond LangGraph's safe ones),
+    or None when the file has no such key. ``true`` (every type, with a warning) is refused:
+    a reader of these files constructs only what someone listed."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_PYPROJECT_BYTES + 1)
+        config = json.loads(raw) if len(raw) <= MAX_PYPROJECT_BYTES else None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BadInputError(f"{path}: cannot read it as JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise BadInputError(f"{path}: not a JSON object of at most {MAX_PYPROJECT_BYTES:,} bytes")
+    checkpointer = config.get("checkpointer")
+    serde = checkpointer.get("serde") if isinstance(checkpointer, dict) else None
+    if not isinstance(serde, dict) or "allowed_msgpack_modules" not in serde:
+        return None
+    value, where = serde["allowed_msgpack_modules"], f"{path} {SERDE_KEY}"
+    if value is None or value is False:
+        return set()
+    if value is True:
+        raise BadInputError(
+            f"{where}: true (every type) is not allowed: langgraph-checkpoint-repo constructs only "
+            'the types listed, e.g. [["my_agent.models", "MyState"]]'
+        )
+    if not isinstance(value, list) or not all(
+        isinstance(e, list) and len(e) >= 2 and all(isinstance(p, str) for p in e) for e in value
+    ):
+        raise BadInputError(
+            f'{where}: expected a list of [module, Name] lists, e.g. [["my_agent.models", "MyState"]]'
+        )
+    return {parse_allow(f"{'.'.join(e[:-1])}:{e[-1]}", where) for e in value}
 
 
 def _importable(project: Path) -> None:
