@@ -695,34 +695,50 @@ def decode_lineage(layout: Layout, folder: Path, data: bytes) -> Lineage | None:
 
 def lineage_from_rows(rows: Any) -> Lineage | None:
     """The lineage ``lineage_rows``' rows make (each entry still to be checked against its
-    file's stat key by whoever uses it), or None when anything in them is off."""
+    file's stat key by whoever uses it), or None when anything in them is off. One pass, each
+    row unpacked once (a fresh read of a deep thread decodes a row per checkpoint)."""
     if type(rows) is not list:
         return None
-    out = Lineage()
+    links: dict[str, Node] = {}
+    keys: dict[str, StatKey] = {}
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str)):
+        if type(row) is not list or len(row) != 8:
             return None
-        key = row[1:5]
-        if not (type(key[0]) is int and type(key[1]) is int and type(key[2]) is int and type(key[3]) is int):
+        cid, mtime, ctime, size, ino, parent, choice, problem = row
+        if not (
+            type(cid) is str
+            and type(mtime) is int
+            and type(ctime) is int
+            and type(size) is int
+            and type(ino) is int
+            and (parent is None or type(parent) is str)
+        ):
             return None
-        cid, parent, choice, problem = row[0], row[5], row[6], row[7]
-        if not (parent is None or isinstance(parent, str)):
-            return None
-        if not (problem is None or isinstance(problem, str)):
-            return None
-        made = None
-        if choice is not None:
-            if not (
-                isinstance(choice, dict)
-                and isinstance(choice.get("chose"), str)
-                and isinstance(choice.get("over"), list)
-                and all(isinstance(i, str) for i in choice["over"])
-            ):
+        if choice is None and problem is None:
+            links[cid] = Node(parent)
+        else:
+            link = _link_of_row(parent, choice, problem)
+            if link is None:
                 return None
-            made = Choice(choice["chose"], tuple(choice["over"]))
-        out.links[cid] = Node(parent, made, problem)
-        out.keys[cid] = tuple(row[1:5])  # type: ignore[assignment]
-    return out
+            links[cid] = link
+        keys[cid] = (mtime, ctime, size, ino)
+    return Lineage(links, keys)
+
+
+def _link_of_row(parent: str | None, choice: Any, problem: Any) -> Node | None:
+    """A row's link when it records a choice or a problem; None when either is malformed."""
+    if not (problem is None or isinstance(problem, str)):
+        return None
+    if choice is None:
+        return Node(parent, None, problem)
+    if not (
+        isinstance(choice, dict)
+        and isinstance(choice.get("chose"), str)
+        and isinstance(choice.get("over"), list)
+        and all(isinstance(i, str) for i in choice["over"])
+    ):
+        return None
+    return Node(parent, Choice(choice["chose"], tuple(choice["over"])), problem)
 
 
 def load_lineage(layout: Layout, folder: Path) -> Lineage:
