@@ -245,6 +245,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return self._learn_graph_types(0)._get_tuple(config)
 
     def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        with self.store.observing():  # a stat key the lineage check takes is not taken again
+            return self._get_tuple_observed(config)
+
+    def _get_tuple_observed(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns = thread_ns(config)
         checkpoint_id = get_checkpoint_id(config)
         for attempt in range(5):
