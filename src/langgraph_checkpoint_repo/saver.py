@@ -300,30 +300,38 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
         else:
             listed = _listed(self.store, config, before)
-        for cid, thread_id, ns in listed:
-            try:
-                if wanted:
-                    ok = matches(thread_id, ns, cid, wanted)
-                    if ok is None:
-                        meta = self.checkpoint_metadata(thread_id, ns, cid)
-                        ok = all(meta.get(k) == v for k, v in wanted)
-                    if not ok:
-                        continue
-                if roster is not None and (thread_id, ns) not in prepared:
-                    prepared.add((thread_id, ns))  # its results' pending writes: their known children
-                    roster.lineage_of(thread_id, ns)
-                tup = self._tuple(self.store.get(thread_id, ns, cid))
-            except (FileNotFoundError, MissingReferenceError):
-                # removed since it was listed (prune or delete in another process): skip it;
-                # anything else missing is damage, and raises
-                if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
-                    raise
-                continue
-            yield tup
-            if remaining is not None:
-                remaining -= 1
-                if remaining <= 0:
-                    break
+        # a stat key the filter takes serves the lineage check the first result needs: one
+        # read from here to each yield (ThreadStore.observing), none held across a yield
+        began = self.store.begin_observing()
+        try:
+            for cid, thread_id, ns in listed:
+                try:
+                    if wanted:
+                        ok = matches(thread_id, ns, cid, wanted)
+                        if ok is None:
+                            meta = self.checkpoint_metadata(thread_id, ns, cid)
+                            ok = all(meta.get(k) == v for k, v in wanted)
+                        if not ok:
+                            continue
+                    if roster is not None and (thread_id, ns) not in prepared:
+                        prepared.add((thread_id, ns))  # its results' pending writes: their known children
+                        roster.lineage_of(thread_id, ns)
+                    tup = self._tuple(self.store.get(thread_id, ns, cid))
+                except (FileNotFoundError, MissingReferenceError):
+                    # removed since it was listed (prune or delete in another process): skip it;
+                    # anything else missing is damage, and raises
+                    if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
+                        raise
+                    continue
+                began = self.store.end_observing(began)
+                yield tup
+                began = self.store.begin_observing()
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining <= 0:
+                        break
+        finally:
+            self.store.end_observing(began)
         self.store.meta.persist()
         if roster is not None:
             roster.persist()

@@ -518,8 +518,9 @@ def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
     return key == listing[0] and names != listing[1]
 
 
-def _unchanged(hit: MetaEntry | None) -> Any | None:
-    """The metadata kept in ``hit`` while its file's stat key is the one recorded (one lstat)."""
+def _unchanged(hit: MetaEntry | None, observing: Any = None) -> Any | None:
+    """The metadata kept in ``hit`` while its file's stat key is the one recorded (one lstat);
+    the key is noted for the read under way (``observing``: MetaCache.observed)."""
     if hit is None:
         return None
     try:
@@ -528,6 +529,9 @@ def _unchanged(hit: MetaEntry | None) -> Any | None:
         return None
     if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
         return None
+    observed = getattr(observing, "keys", None)
+    if observed is not None:
+        observed[hit[0]] = hit[1]  # the key just compared: the read's lineage check takes it
     return hit[2]
 
 
@@ -541,6 +545,9 @@ class MetaCache:
         self._by_ns: dict[tuple[str, str], dict[str, MetaEntry] | KeptMeta] = {}
         self._read: dict[tuple[str, str], int] = {}  # headers read since last written
         self.kept: dict[tuple[str, str], int] = {}  # headers read since the roster last looked
+        # where the read under way notes the stat keys it took (ThreadStore.observing): an
+        # object whose ``keys`` is a dict while a read is under way in this thread, else None
+        self.observed: Any = None
 
     def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
         """The kept metadata of a checkpoint whose file is unchanged, else None.
@@ -550,7 +557,7 @@ class MetaCache:
             folder = self.layout.checkpoints_dir(thread_id, ns)
             per_ns = load_meta(self.layout, folder) if from_disk else {}
             self._by_ns[(thread_id, ns)] = per_ns
-        return _unchanged(per_ns.get(cid))
+        return _unchanged(per_ns.get(cid), self.observed)
 
     def _decoded(self, key: tuple[str, str]) -> dict[str, MetaEntry] | None:
         """What is kept for a namespace, its roster trees decoded now if they were not."""
@@ -566,7 +573,7 @@ class MetaCache:
         spends its time in this loop, one lstat each (docs/performance.md says why that
         lstat stays)."""
         per_ns = self._decoded((thread_id, ns))
-        meta = _unchanged(per_ns.get(cid)) if per_ns is not None else None
+        meta = _unchanged(per_ns.get(cid), self.observed) if per_ns is not None else None
         if meta is None:
             return None
         for key, value in wanted:

@@ -127,6 +127,7 @@ class ThreadStore:
         self.values.find_object = self._find_object
         self._observed = threading.local()  # the stat keys one read took (observing)
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
+        self.meta.observed = self._observed  # a filter's keys serve the same read's lineage check
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         # per folder, the stat keys of settled links not yet in its index (merged when written)
         self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
@@ -235,6 +236,9 @@ class ThreadStore:
         tree = record.metadata if plain_ok and is_plain(record.metadata) else None
         kept = (str(path), stat_key(st), meta, tree) if settled(st, read_at) else None
         self.meta.keep(thread_id, ns, cid, kept)  # not settled: it may change again unseen
+        observed = getattr(self._observed, "keys", None)
+        if kept is not None and observed is not None:
+            observed[kept[0]] = kept[1]  # as a kept entry's key: the read's lineage check takes it
         return meta
 
     def writes_records(self, thread_id: str, ns: str, cid: str) -> list[WritesRecord]:
@@ -516,14 +520,26 @@ class ThreadStore:
         files are compared by the objects index in the same read, instead of an lstat of each
         holder again (the holders of a chat's messages are its checkpoints). Per thread of the
         process; a read inside a read uses the outer one's."""
-        if getattr(self._observed, "keys", None) is not None:
-            yield
-            return
-        self._observed.keys = {}
+        began = self.begin_observing()
         try:
             yield
         finally:
+            self.end_observing(began)
+
+    def begin_observing(self) -> bool:
+        """Start a read's observations (``observing``) unless one is under way in this thread
+        of the process; True when this call started them, and so must end them."""
+        if getattr(self._observed, "keys", None) is not None:
+            return False
+        self._observed.keys = {}
+        return True
+
+    def end_observing(self, began: bool) -> bool:
+        """End the observations ``begin_observing`` started (``began``); False, for the caller
+        to keep as what it has begun now."""
+        if began:
             self._observed.keys = None
+        return False
 
     def _find_object(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
         """``ObjectIndex.find``, with the stat keys this read took already (``observing``)."""
@@ -551,6 +567,10 @@ class ThreadStore:
             hit = known_keys.get(cid)
             name = prefix + segment + ".json"
             if hit is not None and cid in known_links:
+                if observed is not None and observed.get(name) == hit:
+                    links[cid] = known_links[cid]  # its key as this read took it (a filter's)
+                    keys[cid] = hit
+                    continue
                 try:
                     st = lstat(name)
                 except FileNotFoundError:
