@@ -286,10 +286,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             yield from view.list(config, filter=filter, before=before, limit=limit)
             return
         wanted = builtins.list(filter.items()) if filter else []
-        remaining = limit
-        matches = self.store.meta.matches
         roster = None
-        prepared: set[tuple[str, str]] = set()
         listed: Iterable[tuple[str, str, str]]
         if config is None or config["configurable"].get("thread_id") is None:
             roster = roster_of(self.store)
@@ -300,41 +297,49 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
         else:
             listed = _listed(self.store, config, before)
-        # a stat key the filter takes serves the lineage check the first result needs: one
-        # read from here to each yield (ThreadStore.observing), none held across a yield
-        began = self.store.begin_observing()
-        try:
-            for cid, thread_id, ns in listed:
-                try:
-                    if wanted:
-                        ok = matches(thread_id, ns, cid, wanted)
-                        if ok is None:
-                            meta = self.checkpoint_metadata(thread_id, ns, cid)
-                            ok = all(meta.get(k) == v for k, v in wanted)
-                        if not ok:
-                            continue
-                    if roster is not None and (thread_id, ns) not in prepared:
-                        prepared.add((thread_id, ns))  # its results' pending writes: their known children
-                        roster.lineage_of(thread_id, ns)
-                    tup = self._tuple(self.store.get(thread_id, ns, cid))
-                except (FileNotFoundError, MissingReferenceError):
-                    # removed since it was listed (prune or delete in another process): skip it;
-                    # anything else missing is damage, and raises
-                    if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
-                        raise
-                    continue
-                began = self.store.end_observing(began)
-                yield tup
-                began = self.store.begin_observing()
-                if remaining is not None:
-                    remaining -= 1
-                    if remaining <= 0:
-                        break
-        finally:
-            self.store.end_observing(began)
+        # a stat key the filter takes serves the lineage check a result needs: one read from
+        # each step's start to the result it yields, none held across a yield
+        yield from self.store.observing_each(self._listed_tuples(listed, wanted, roster, limit))
         self.store.meta.persist()
         if roster is not None:
             roster.persist()
+
+    def _listed_tuples(
+        self,
+        listed: Iterable[tuple[str, str, str]],
+        wanted: builtins.list[tuple[str, Any]],
+        roster: Roster | None,
+        limit: int | None,
+    ) -> Iterator[CheckpointTuple]:
+        """``list``'s results: the checkpoints of ``listed`` whose metadata holds every (key,
+        value) of ``wanted``, read, at most ``limit``."""
+        remaining = limit
+        matches = self.store.meta.matches
+        prepared: set[tuple[str, str]] = set()
+        for cid, thread_id, ns in listed:
+            try:
+                if wanted:
+                    ok = matches(thread_id, ns, cid, wanted)
+                    if ok is None:
+                        meta = self.checkpoint_metadata(thread_id, ns, cid)
+                        ok = all(meta.get(k) == v for k, v in wanted)
+                    if not ok:
+                        continue
+                if roster is not None and (thread_id, ns) not in prepared:
+                    prepared.add((thread_id, ns))  # its results' pending writes: their known children
+                    roster.lineage_of(thread_id, ns)
+                tup = self._tuple(self.store.get(thread_id, ns, cid))
+            except (FileNotFoundError, MissingReferenceError):
+                # removed since it was listed (prune or delete in another process): skip it;
+                # anything else missing is damage, and raises
+                if self.store.layout.checkpoint_path(thread_id, ns, cid).exists():
+                    raise
+                continue
+            yield tup
+            if remaining is not None:
+                remaining -= 1
+                if remaining <= 0:
+                    break
 
     def _matching(
         self,

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .caches import (
     Listing,
@@ -69,6 +69,7 @@ CHILDREN_SCAN = 8
 # objects whose place a process remembers per thread, for writers to refer to (Documents.locate_object)
 LOCATED_PER_THREAD = 200_000
 # uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
+_T = TypeVar("_T")
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 _log = logging.getLogger(__name__)
 # the two kinds of file named by their content: how to compute the name from the document
@@ -520,26 +521,30 @@ class ThreadStore:
         files are compared by the objects index in the same read, instead of an lstat of each
         holder again (the holders of a chat's messages are its checkpoints). Per thread of the
         process; a read inside a read uses the outer one's."""
-        began = self.begin_observing()
+        if getattr(self._observed, "keys", None) is not None:
+            yield
+            return
+        self._observed.keys = {}
         try:
             yield
         finally:
-            self.end_observing(began)
-
-    def begin_observing(self) -> bool:
-        """Start a read's observations (``observing``) unless one is under way in this thread
-        of the process; True when this call started them, and so must end them."""
-        if getattr(self._observed, "keys", None) is not None:
-            return False
-        self._observed.keys = {}
-        return True
-
-    def end_observing(self, began: bool) -> bool:
-        """End the observations ``begin_observing`` started (``began``); False, for the caller
-        to keep as what it has begun now."""
-        if began:
             self._observed.keys = None
-        return False
+
+    def observing_each(self, items: Iterator[_T]) -> Iterator[_T]:
+        """``items``, each step observed (``observing``) from its start to the item it gives,
+        and nothing held across a yield, where the caller may wait any time (``list``)."""
+        try:
+            while True:
+                with self.observing():
+                    try:
+                        item = next(items)
+                    except StopIteration:
+                        return
+                yield item
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
     def _find_object(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
         """``ObjectIndex.find``, with the stat keys this read took already (``observing``)."""
