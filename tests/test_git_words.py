@@ -14,6 +14,7 @@ import pytest
 
 from graphs import chat_root
 from helpers import cli
+from langgraph_checkpoint_repo.core.gitrun import words_of
 from test_git import commit_all, git, init_repo
 
 COMMANDS = [("review",), ("git-setup",)]
@@ -71,3 +72,29 @@ def test_outside_any_repository_it_still_says_not_in_a_git_work_tree(tmp_path: P
     chat_root(loose / ".langgraph", turns=1)
     proc = cli(loose / ".langgraph", "review", cwd=loose, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
     assert proc.returncode == 3 and "not in a git work tree" in proc.stderr
+
+
+def test_validate_does_not_pass_when_git_refuses_to_say_what_it_tracks(repo: Path) -> None:
+    """validate's check that .cache/ is not committed asks git; a refusal is not "nothing"."""
+    git(repo, "config", "core.repositoryformatversion", "99")
+    proc = cli(repo / ".langgraph", "validate", cwd=repo)
+    assert proc.returncode != 0 and "repo version" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_git_setup_undo_that_git_refuses_says_so_and_is_not_reported_done(repo: Path) -> None:
+    assert cli(repo / ".langgraph", "git-setup", cwd=repo).returncode == 0
+    lock = repo / ".git" / "config.lock"
+    lock.write_text("", encoding="utf-8")  # another git is writing the config
+    try:
+        proc = cli(repo / ".langgraph", "git-setup", "--undo", cwd=repo)
+    finally:
+        lock.unlink()
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "could not lock config file" in proc.stderr and "removed diff.langgraph-repo" not in proc.stdout
+
+
+def test_git_s_words_keep_the_spaces_inside_a_line() -> None:
+    said = "fatal: detected dubious ownership\n\tgit config --global --add safe.directory '/a/two  spaces'\n"
+    assert words_of(said) == (
+        "fatal: detected dubious ownership git config --global --add safe.directory '/a/two  spaces'"
+    )

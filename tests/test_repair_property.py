@@ -28,6 +28,8 @@ THREADS = ("chat", "relay")
 OPS = st.one_of(
     st.tuples(st.just("turn"), st.sampled_from(THREADS), st.integers(1, 3)),
     st.tuples(st.just("prune"), st.sampled_from(THREADS), st.integers(1, 4)),
+    # the report's case: a prune left uncommitted, then the committed state checked out again
+    st.tuples(st.just("prune, then checkout"), st.sampled_from(THREADS), st.integers(1, 4)),
     st.tuples(st.just("commit")),
     st.tuples(st.just("checkout")),
     st.tuples(st.just("repair")),
@@ -127,6 +129,10 @@ def test_repair_never_makes_a_valid_root_invalid_nor_loses_a_checkpoint(ops: lis
                 turn(root, op[1], op[2], said)
             elif op[0] == "prune":
                 prune(root, op[1], op[2])
+            elif op[0] == "prune, then checkout":
+                committed = files(root) if root.exists() else {}
+                prune(root, op[1], op[2])
+                checkout(root, committed)
             elif op[0] == "commit":
                 committed = files(root) if root.exists() else {}
             elif op[0] == "checkout":
@@ -137,3 +143,26 @@ def test_repair_never_makes_a_valid_root_invalid_nor_loses_a_checkpoint(ops: lis
         if root.exists():
             repaired(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_repair_after_an_uncommitted_prune_and_a_checkout_removes_what_it_left_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """The sequence the property draws most to find: repair has orphans to remove (the files
+    the prune wrote, which the checked-out checkpoints do not use) and removes them, and the
+    root still validates and reads the same (so the property test's repairs are not all no-ops)."""
+    root = tmp_path / ".langgraph"
+    turn(root, "chat", 6, [0])
+    turn(root, "relay", 4, [0])
+    committed = files(root)
+    for thread in THREADS:
+        prune(root, thread, 2)
+    checkout(root, committed)
+    store = RepoSaver(root, durable=False).store
+    orphans = [f for f in fsck(store) if f.kind.startswith("orphan")]
+    assert orphans, "the prune left nothing for repair to remove"
+    before = readable(root)
+    assert problems(root) == []
+    repaired(root)
+    assert [f for f in fsck(RepoSaver(root).store) if f.kind.startswith("orphan")] == []
+    assert readable(root) == before

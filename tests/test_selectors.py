@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from graphs import cfg, chat_graph, sub_graph
-from helpers import cli
+from helpers import cli, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.readmodel.reader import shortest_ends
+from test_git import commit_all, git, init_repo
 
 TURNS = 5
 
@@ -100,3 +102,33 @@ def test_a_node_name_with_two_calls_lists_both_namespaces(tmp_path: Path) -> Non
     assert set(calls) == spaces - {""}
     for ns in calls:
         assert cli(root, "show", "sub", "--ns", ns).returncode == 0
+
+
+def test_a_selector_that_is_also_a_git_revision_is_refused_naming_both(root: Path, tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    shutil.copytree(root, repo / ".langgraph")
+    commit_all(repo, "five turns")
+    git(repo, "tag", "latest")
+    proc = cli(repo / ".langgraph", "diff", "chat", "--from", "latest", cwd=repo)
+    assert proc.returncode == 2 and "refs/tags/latest" in proc.stderr, proc.stderr
+    tagged = cli(repo / ".langgraph", "diff", "chat", "--from", "refs/tags/latest", cwd=repo)
+    assert tagged.returncode == 0, tagged.stderr
+    ambiguous = cli(repo / ".langgraph", "diff", "chat", "--from", history(root)[0][:4], cwd=repo)
+    assert ambiguous.returncode == 2 and "is ambiguous" in ambiguous.stderr  # its own words
+
+
+def test_steps_back_through_parent_links_that_go_round_are_refused(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    graph = chat_graph(RepoSaver(root, durable=False))
+    for i in range(2):
+        graph.invoke({"messages": [HumanMessage(content=f"turn {i}")]}, cfg("chat"))
+    first = history(root)[-1]
+    path = RepoSaver(root).store.layout.checkpoint_path("chat", "", first)
+    rewrite(path, lambda doc: doc.__setitem__("parent_checkpoint_id", history(root)[0]))
+    proc = cli(root, "show", "chat", "-c", "latest~99999999")
+    assert proc.returncode == 2 and "go round" in proc.stderr, proc.stderr
+
+
+def test_an_end_is_offered_only_when_no_other_id_starts_or_ends_with_it() -> None:
+    ids = ["aaaa-0000-c0de1f1f", "1f1f-0000-beef", "2222-0000-1234"]
+    assert shortest_ends(ids, ids[:1]) == ["e1f1f"]  # "1f1f" would also be the second's start

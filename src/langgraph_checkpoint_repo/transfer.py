@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import re
 import sqlite3
 import uuid
 from collections import defaultdict
@@ -56,6 +57,9 @@ class CopyReport:
     # threads the target already held whole (``skip_copied``): compared, not copied again
     skipped: list[str] = field(default_factory=list)
     current: str | None = None  # the thread being copied (after an interruption: not whole)
+    staging: str | None = None  # the staging thread of a replace under way (``staging_id``)
+    # staging threads an interrupted replace had left, removed by ``skip_copied``
+    cleared: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +68,7 @@ class CopyReport:
             "writes": self.writes,
             "failed": {t: str(e) for t, e in self.failed.items()},
             "skipped": self.skipped,
+            "cleared": self.cleared,
         }
 
 
@@ -73,13 +78,20 @@ WHOLE, PART, OTHER = "whole", "part", "other"
 def copied_state(source: Sequence[CheckpointTuple], target: Sequence[CheckpointTuple]) -> str:
     """How the target's copy of a thread stands against the source's: ``WHOLE`` (every
     checkpoint there, with its parent, values and pending writes), ``PART`` (some of them, each
-    as the source has it: what an interrupted copy leaves) or ``OTHER`` (anything else: another
-    thread of the same id). Compared, never assumed from the ids alone."""
+    as the source has it, the last perhaps with only some of its pending writes: what an
+    interrupted copy leaves) or ``OTHER`` (anything else: another thread of the same id).
+    Compared, never assumed from the ids alone."""
     theirs = {_where(t): t for t in source}
     mine = {_where(t): t for t in target}
-    if not mine.keys() <= theirs.keys() or not all(_same(theirs[k], t) for k, t in mine.items()):
+    if not mine.keys() <= theirs.keys():
         return OTHER
-    return WHOLE if mine.keys() == theirs.keys() else PART
+    whole = mine.keys() == theirs.keys()
+    for key, tup in mine.items():
+        same = _compared(theirs[key], tup)
+        if same is None:
+            return OTHER
+        whole = whole and same
+    return WHOLE if whole else PART
 
 
 def _where(t: CheckpointTuple) -> tuple[str, str]:
@@ -87,20 +99,22 @@ def _where(t: CheckpointTuple) -> tuple[str, str]:
     return str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
 
 
-def _same(a: CheckpointTuple, b: CheckpointTuple) -> bool:
-    """One checkpoint as two savers return it: the same parent, values and pending writes."""
+def _compared(a: CheckpointTuple, b: CheckpointTuple) -> bool | None:
+    """One checkpoint as two savers return it: True when ``b`` has ``a``'s parent, values and
+    pending writes; False when it has only some of the writes (a copy stopped between a
+    checkpoint's put and its put_writes); None when it is another checkpoint."""
+    if _parent_id(a) != _parent_id(b) or a.checkpoint["channel_values"] != b.checkpoint["channel_values"]:
+        return None
+    left = list(a.pending_writes or [])
+    for write in b.pending_writes or []:
+        if write not in left:
+            return None
+        left.remove(write)
+    return not left
 
-    def parent(t: CheckpointTuple) -> Any:
-        return (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
 
-    def writes(t: CheckpointTuple) -> list[Any]:
-        return sorted(t.pending_writes or [], key=lambda w: (str(w[0]), str(w[1])))
-
-    return (
-        parent(a) == parent(b)
-        and a.checkpoint["channel_values"] == b.checkpoint["channel_values"]
-        and writes(a) == writes(b)
-    )
+def _parent_id(t: CheckpointTuple) -> Any:
+    return (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
 
 
 Progress = Callable[[str, int, int], None]  # thread id, checkpoints copied so far, of how many
@@ -389,8 +403,9 @@ async def _ahas(saver: BaseCheckpointSaver[Any], thread_id: str) -> bool:
 
 def staging_id(thread_id: str) -> str:
     """The thread a replacement is written under until it is complete (``copy_threads``).
-    Left behind only by a process killed during the swap: it then holds the whole new
-    thread (``langgraph-repo copy STAGING THREAD`` finishes the job)."""
+    Left behind only by a copy stopped (killed, or Ctrl-C) during the swap: it then holds the
+    whole new thread; ``skip_copied`` (``--skip-copied``) removes it and copies the thread again,
+    or ``langgraph-repo copy STAGING THREAD`` finishes the job."""
     return f"{thread_id}.replacing-{uuid.uuid4().hex[:12]}"
 
 
@@ -484,6 +499,8 @@ def copy_threads(
     wanted = _unique(thread_ids) if thread_ids is not None else thread_ids_of(source)
     present = {t: _has(target, t) for t in wanted}
     report = report if report is not None else CopyReport()
+    if skip_copied:
+        _clear_staged(source, target, wanted, report)
     finish: set[str] = set()
     for t in (t for t in wanted if skip_copied and present[t]):
         with _unreadable(report, t, keep_going):
@@ -503,20 +520,54 @@ def copy_threads(
         if into is None:
             _put_steps(target, _steps(plan, info, report, progress))
         else:
-            _check_replaceable(target, thread_id)
-            staged = into
-            try:
-                _put_steps(target, _steps(plan, info, report, progress))
-                target.delete_thread(thread_id)
-            except BaseException:  # the old thread is whole (a RepoSaver removes it at once, or not)
-                target.delete_thread(staged)
-                raise
-            _move(target, staged, thread_id)
-            target.delete_thread(staged)
+            _replace(target, thread_id, into, _steps(plan, info, report, progress), report)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     report.current = None
     return report
+
+
+def _replace(
+    target: BaseCheckpointSaver[Any], thread_id: str, staged: str, steps: Iterable[_Step], report: CopyReport
+) -> None:
+    """``thread_id`` replaced by the thread ``steps`` write, written whole under ``staged``
+    first and swapped in only then. Stopped while it is written: the staging thread is removed
+    (the old thread is whole). Stopped while it is swapped in: it is the one whole copy, left
+    for ``skip_copied`` to find (``report.staging`` names it)."""
+    _check_replaceable(target, thread_id)
+    report.staging = staged
+    try:
+        _put_steps(target, steps)
+        target.delete_thread(thread_id)
+    except BaseException:  # the old thread is whole (a RepoSaver removes it at once, or not)
+        target.delete_thread(staged)
+        report.staging = None
+        raise
+    _move(target, staged, thread_id)
+    target.delete_thread(staged)
+    report.staging = None
+
+
+def _clear_staged(
+    source: BaseCheckpointSaver[Any], target: BaseCheckpointSaver[Any], wanted: list[str], report: CopyReport
+) -> None:
+    """The staging threads an interrupted replace left in ``target`` for threads of ``wanted``,
+    removed when each holds a copy (whole or part) of the source's thread; another thread of
+    such a name is left alone."""
+    for name in thread_ids_of(target):
+        base = _staged_for(name, wanted)
+        if base is None:
+            continue
+        theirs, mine = list(source.list(_thread(base))), list(target.list(_thread(name)))
+        if copied_state(theirs, mine) != OTHER:
+            target.delete_thread(name)
+            report.cleared.append(name)
+
+
+def _staged_for(name: str, wanted: list[str]) -> str | None:
+    """The thread of ``wanted`` whose staging thread ``name`` is (``staging_id``), if any."""
+    base, sep, tail = name.rpartition(".replacing-")
+    return base if sep and base in wanted and re.fullmatch(r"[0-9a-f]{12}", tail) else None
 
 
 def _sort_out(report: CopyReport, finish: set[str], thread_id: str, state: str) -> None:
@@ -550,6 +601,8 @@ async def acopy_threads(
         wanted = _unique(thread_ids)
     present = {t: await _ahas(target, t) for t in wanted}
     report = report if report is not None else CopyReport()
+    if skip_copied:
+        await _aclear_staged(source, target, wanted, report)
     finish: set[str] = set()
     for t in (t for t in wanted if skip_copied and present[t]):
         with _unreadable(report, t, keep_going):
@@ -570,20 +623,44 @@ async def acopy_threads(
         if into is None:
             await _aput_steps(target, _steps(plan, info, report, progress))
         else:
-            _check_replaceable(target, thread_id)
-            staged = into
-            try:
-                await _aput_steps(target, _steps(plan, info, report, progress))
-                await target.adelete_thread(thread_id)
-            except BaseException:
-                await target.adelete_thread(staged)
-                raise
-            await _amove(target, staged, thread_id)
-            await target.adelete_thread(staged)
+            await _areplace(target, thread_id, into, _steps(plan, info, report, progress), report)
         report.threads.append(thread_id)
         report.checkpoints += len(plan.steps)
     report.current = None
     return report
+
+
+async def _areplace(
+    target: BaseCheckpointSaver[Any], thread_id: str, staged: str, steps: Iterable[_Step], report: CopyReport
+) -> None:
+    """``_replace`` for async savers."""
+    _check_replaceable(target, thread_id)
+    report.staging = staged
+    try:
+        await _aput_steps(target, steps)
+        await target.adelete_thread(thread_id)
+    except BaseException:
+        await target.adelete_thread(staged)
+        report.staging = None
+        raise
+    await _amove(target, staged, thread_id)
+    await target.adelete_thread(staged)
+    report.staging = None
+
+
+async def _aclear_staged(
+    source: BaseCheckpointSaver[Any], target: BaseCheckpointSaver[Any], wanted: list[str], report: CopyReport
+) -> None:
+    """``_clear_staged`` for async savers."""
+    names = sorted({str(t.config["configurable"]["thread_id"]) async for t in target.alist(None)})
+    for name in names:
+        base = _staged_for(name, wanted)
+        if base is None:
+            continue
+        theirs = [t async for t in source.alist(_thread(base))]
+        if copied_state(theirs, [t async for t in target.alist(_thread(name))]) != OTHER:
+            await target.adelete_thread(name)
+            report.cleared.append(name)
 
 
 SPEC_HELP = "sqlite:///PATH.db (sqlite:////abs/path.db), postgresql://..., or module:factory"

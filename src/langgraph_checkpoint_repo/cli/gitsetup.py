@@ -121,6 +121,16 @@ def _git(top: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def _git_change(top: Path, *args: str) -> None:
+    """A git command that changes the repository's config or refs; git's refusal (a
+    ``config.lock`` left by another git, a read-only ``.git``) stops the command in git's words,
+    never reported as done."""
+    proc = _git(top, *args)
+    if proc.returncode != 0:
+        said = gitrun.words_of(proc.stderr) or f"exit {proc.returncode}"
+        raise CliError(f"git {' '.join(args[:3])}: {said}", REFUSED)
+
+
 def work_tree_top(root: Path) -> Path:
     """The top of the git work tree holding ``root`` (which need not exist yet)."""
     start = root.absolute()
@@ -380,7 +390,7 @@ def _remove_order(top: Path, rel: str) -> list[str]:
         return said
     path.unlink(missing_ok=True)
     if _git(top, "config", "--local", "--get", ORDER_KEY).stdout.rstrip("\n") == str(path):
-        _git(top, "config", "--local", "--unset", ORDER_KEY)
+        _git_change(top, "config", "--local", "--unset", ORDER_KEY)
         said.append(f"git config: removed {ORDER_KEY}")
     return said
 
@@ -417,10 +427,10 @@ def _remove_config(top: Path) -> list[str]:
     said = []
     for section in (f"diff.{DRIVER}", f"merge.{MERGE_DRIVER}"):
         if _git(top, "config", "--local", "--get-regexp", "^" + re.escape(section) + r"\.").stdout.strip():
-            _git(top, "config", "--local", "--remove-section", section)
+            _git_change(top, "config", "--local", "--remove-section", section)
             said.append(f"git config: removed {section}")
     cache = f"refs/notes/textconv/{DRIVER}"
     if _git(top, "rev-parse", "--verify", "--quiet", cache).returncode == 0:
-        _git(top, "update-ref", "-d", cache)
+        _git_change(top, "update-ref", "-d", cache)
         said.append(f"removed git's cache of the converted text ({cache})")
     return said

@@ -19,7 +19,7 @@ from ..core.errors import BadInputError, InstallationError, NotFoundError, RepoC
 from ..core.plans import parse_ts
 from ..readmodel.diff import ChannelChange, diff_trees
 from ..readmodel.overview import Overview, metadata_trees, overviews
-from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary
+from ..readmodel.reader import HistoryRow, Reader, StateView, ThreadSummary, is_selector, names_a_checkpoint
 from ..readmodel.tasks import is_internal
 from .app import (
     CheckpointOpt,
@@ -348,6 +348,17 @@ def _ids_at_revision(reader: Reader, thread: str, ns: str, rev: str) -> set[str]
     return {cid for cid in ids if f"{folder}/{name(thread, ns, cid).name}" in names}
 
 
+def _a_revision(reader: Reader, name: str) -> bool:
+    """Whether git knows ``name`` as a revision of the work tree holding the root."""
+    from ..review.revisions import git_top, resolve
+
+    try:
+        resolve(git_top(reader.root), name)
+    except (NotFoundError, BadInputError):
+        return False
+    return True
+
+
 def _at_revision(
     reader: Reader, thread: str, ns: str, rev: str, not_a_checkpoint: Exception
 ) -> tuple[str, dict[str, Any], str]:
@@ -366,6 +377,8 @@ def _at_revision(
     try:
         commit, moved = resolve_base(top, rev, f"{rel}/{folder}" if rel != "." else folder)
     except NotFoundError:
+        if names_a_checkpoint(rev) and not isinstance(not_a_checkpoint, NotFoundError):
+            raise not_a_checkpoint from None  # ambiguous, too far back: its own words
         said = f"{rev!r} is neither a checkpoint of thread {thread!r} nor a git revision"
         raise BadInputError(said) from None
     note = ""
@@ -431,6 +444,11 @@ def _older(
 ) -> tuple[str | None, dict[str, Any], str]:
     """The older side of ``diff``: its checkpoint id, its stored trees, and what to know about
     it; ``--from`` a git revision when it names no checkpoint (``--from main``)."""
+    if from_id is not None and is_selector(from_id) and _a_revision(reader, from_id):
+        raise BadInputError(
+            f"--from {from_id!r} names a checkpoint (docs/cli.md) and a git revision: give the "
+            f"revision as refs/tags/{from_id} or refs/heads/{from_id}, or the checkpoint by its id"
+        )
     try:
         old_id = _diff_base(reader, thread, ns, new, from_id)
         return old_id, reader.state(thread, ns, old_id, revive=False).trees if old_id else {}, ""

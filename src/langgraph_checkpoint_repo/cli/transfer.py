@@ -103,6 +103,7 @@ def _transfer(
             f"copied {_threads(len(report.threads))} ({report.checkpoints} checkpoints, "
             f"{report.writes} pending writes) {where}"
             + (f"; {_threads(len(report.skipped))} already there whole, skipped" if report.skipped else "")
+            + (f"; removed the staging threads left: {', '.join(report.cleared)}" if report.cleared else "")
             + (f"; {len(report.failed)} not copied (below)" if report.failed else "")
         )
     report_broken(settings, list(report.failed.items()))
@@ -119,6 +120,8 @@ def _interrupted(report: Any, wanted: int, where: str) -> str:
         done += f" ({len(report.skipped)} skipped, already there whole)"
     if report.current is not None:
         done += f"; thread {report.current!r} was being copied and is not whole there"
+    if report.staging is not None:
+        done += f" (its new copy is whole in the staging thread {report.staging!r})"
     return done + "; run the same command with --skip-copied to finish"
 
 

@@ -9,6 +9,7 @@ ownership ... git config --global --add safe.directory ..." rather than a guess 
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -16,6 +17,12 @@ from pathlib import Path
 from .errors import BadInputError, NotFoundError
 
 NOT_A_REPOSITORY = "not a git repository"  # what git says in a folder outside any work tree
+
+
+def english() -> dict[str, str]:
+    """This environment with git's messages untranslated, where the code reads them (a German
+    git says "Kein Git-Repository")."""
+    return {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"}
 
 
 class GitMissingError(NotFoundError):
@@ -31,10 +38,10 @@ class GitRefusedError(BadInputError):
 
 
 def words_of(stderr: bytes | str) -> str:
-    """git's message on one line: its non-empty lines joined, tabs and runs of spaces as one
-    (a hint's command stays whole, ready to copy)."""
+    """git's message on one line: its non-empty lines, each stripped, joined by a space (the
+    spaces inside a line kept, so a hint's command with a path stays whole, ready to copy)."""
     text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
-    return " ".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def run(
@@ -64,6 +71,12 @@ def run(
     return proc
 
 
+def outside_any_repository(words: str) -> bool:
+    """Whether git's (untranslated: ``english``) refusal says no folder above holds a ``.git``,
+    not that one it found is broken (a linked work tree whose git folder is gone)."""
+    return words.lower().startswith(f"fatal: {NOT_A_REPOSITORY} (or any")
+
+
 def missing() -> GitMissingError:
     """The error for a ``git`` that is not there."""
     return GitMissingError("git is not installed or not on PATH: install git, then run the command again")
@@ -74,12 +87,13 @@ def work_tree_top(start: Path, why: str, shown: Path | None = None) -> Path:
     "``shown`` (default ``start``) is not in a git work tree: ``why``"; any other refusal
     (ownership, repository format) in git's words."""
     shown = shown or start
-    try:
-        out = run(start, "rev-parse", "--show-toplevel").stdout.decode("utf-8", "surrogateescape").strip()
+    try:  # git's words in English: what they say is matched below
+        proc = run(start, "rev-parse", "--show-toplevel", env=english())
     except GitRefusedError as exc:
-        if NOT_A_REPOSITORY in exc.words.lower():
+        if outside_any_repository(exc.words):
             raise NotFoundError(f"{shown} is not in a git work tree: {why}") from None
         raise GitRefusedError(f"git refused to read {shown}: {exc.words}", exc.words) from None
+    out = proc.stdout.decode("utf-8", "surrogateescape").strip()
     if not out:  # inside .git itself: no work tree
         raise NotFoundError(f"{shown} is not in a git work tree: {why}")
     return Path(out)

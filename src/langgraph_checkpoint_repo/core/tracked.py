@@ -11,11 +11,10 @@ of a pull request planting data, and it makes every cache write show in ``git st
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from . import gitrun
 from .layout import CACHE
 
 
@@ -30,17 +29,17 @@ def tracked_cache_files(root: Path) -> list[Path]:
     the root), sorted; none when the root is in no git work tree or git is not installed."""
     if not root.is_dir():
         return []
+    env = {**gitrun.english(), "GIT_OPTIONAL_LOCKS": "0"}  # a read: never takes git's index lock
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--", CACHE],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # a read: never takes git's index lock
-            check=False,
-        )
-    except OSError:  # no git
+        proc = gitrun.run(root, "ls-files", "-z", "--cached", "--", CACHE, env=env, ok=None)
+    except gitrun.GitMissingError:  # no git: nothing can be tracked
         return []
-    if proc.returncode != 0:  # not a work tree
-        return []
+    if proc.returncode != 0:
+        said = gitrun.words_of(proc.stderr)
+        if gitrun.outside_any_repository(said):
+            return []
+        # another refusal (a repository of another user, a format git does not know): what it
+        # tracks is unknown, and validate must not pass as if nothing were
+        raise gitrun.GitRefusedError(f"git refused to list what it tracks under {root / CACHE}: {said}", said)
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     return [root / name for name in cache_paths(n for n in names if n)]

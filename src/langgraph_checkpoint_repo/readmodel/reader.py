@@ -46,13 +46,27 @@ _BACK = re.compile(r"^(?:latest)?~(\d{1,9})$")  # latest~N, ~N: N parents back, 
 _SHOWN = 8  # ids an ambiguous selector lists
 
 
+def is_selector(given: str) -> bool:
+    """Whether ``given`` is ``latest``, ``latest~N`` or ``~N``: a name, not an id."""
+    return given == LATEST or _BACK.match(given) is not None
+
+
+def names_a_checkpoint(given: str) -> bool:
+    """Whether ``given`` has a form ``Reader.resolve`` reads (a selector, or hex digits and
+    dashes long enough), whether or not one checkpoint answers to it."""
+    return is_selector(given) or (_HEXISH.match(given) is not None and len(given) >= MIN_PREFIX)
+
+
 def shortest_ends(ids: list[str], chosen: list[str]) -> list[str]:
-    """Each of ``chosen`` by the shortest end (at least ``MIN_PREFIX`` characters) no other of
-    ``ids`` ends with: what a person types to name it."""
+    """Each of ``chosen`` by the shortest end (at least ``MIN_PREFIX`` characters) that no
+    other of ``ids`` starts or ends with: what a person types to name it (the whole id when
+    none is shorter)."""
     out = []
     for cid in chosen:
         n = MIN_PREFIX
-        while n < len(cid) and any(other != cid and other.endswith(cid[-n:]) for other in ids):
+        while n < len(cid) and any(
+            other != cid and (other.endswith(cid[-n:]) or other.startswith(cid[-n:])) for other in ids
+        ):
             n += 1
         out.append(cid[-n:])
     return out
@@ -227,12 +241,12 @@ class Reader:
         if not ids:
             raise NotFoundError(f"thread {thread_id!r} has no checkpoints in namespace {ns!r}")
         where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
+        if given in ids:  # an id is itself first, whatever it looks like (another saver's ids)
+            return given
         back = _BACK.match(given or "")
         if given is None or given == LATEST or back:
             latest = self.store.current(thread_id, ns) or ids[-1]
             return self._back(thread_id, ns, latest, int(back.group(1)), where) if back else latest
-        if given in ids:
-            return given
         if not _HEXISH.match(given):
             raise BadInputError(
                 f"malformed checkpoint id {given!r}: expected hex digits and dashes, latest or latest~N"
@@ -256,7 +270,7 @@ class Reader:
     def _back(self, thread_id: str, ns: str, latest: str, steps: int, where: str) -> str:
         """The checkpoint ``steps`` parents up from ``latest``, as git's ``HEAD~N``."""
         links = self.store.lineage(thread_id, ns).links
-        here, walked = latest, 0
+        here, walked, seen = latest, 0, {latest}
         while walked < steps:
             link = links.get(here)
             parent = link.parent if link is not None else None
@@ -265,6 +279,9 @@ class Reader:
                     f"{LATEST}~{steps} is before the first checkpoint of {where}: "
                     f"the latest has {walked} checkpoint{'s' if walked != 1 else ''} before it"
                 )
+            if parent in seen:  # parent links that go round (a hand edit): validate names them
+                raise BadInputError(f"{LATEST}~{steps}: the parent links of {where} go round at {parent}")
+            seen.add(parent)
             here, walked = parent, walked + 1
         return here
 

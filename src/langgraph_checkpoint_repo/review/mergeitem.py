@@ -247,7 +247,11 @@ def cli() -> int:
     if len(args) not in (3, 4):
         sys.stderr.write("usage: langgraph-repo-merge-item ANCESTOR OURS THEIRS [PATH]\n")
         return 2
-    return main(*args)
+    try:
+        return main(*args)
+    except (gitrun.GitRefusedError, gitrun.GitMissingError) as exc:  # git's own text merge failed
+        _say(f"{args[3] if len(args) == 4 else args[1]}: not merged: {exc}")
+        return 2
 
 
 if __name__ == "__main__":
