@@ -699,14 +699,15 @@ LINEAGE_SUFFIX = ".lineage"
 
 def lineage_rows(lineage: Lineage, cids: Iterable[str] | None = None) -> list[list[Any]]:
     """One row per checkpoint whose file was settled when read (of ``cids`` only, when
-    given): id, its stat key, parent and the valid choice it records."""
+    given): id, its stat key, parent, the valid choice it records, why a recorded one is not
+    valid, and whether LangGraph started its line on purpose (``Node.deliberate``)."""
     rows = []
     for cid in sorted(lineage.keys) if cids is None else cids:
         link, key = lineage.links.get(cid), lineage.keys.get(cid)
         if link is None or key is None or not link.readable:
             continue
         choice = {"chose": link.choice.chose, "over": list(link.choice.over)} if link.choice else None
-        rows.append([cid, *key, link.parent, choice, link.problem])
+        rows.append([cid, *key, link.parent, choice, link.problem, link.deliberate])
     return rows
 
 
@@ -780,13 +781,13 @@ def lineage_from_rows(rows: Any) -> Lineage | None:
         return None
     out = Lineage()
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 8 and isinstance(row[0], str)):
-            return None
+        if not (isinstance(row, list) and len(row) == 9 and isinstance(row[0], str)):
+            return None  # (a row of eight, before Node.deliberate: the index is made again)
         key = row[1:5]
         if not (type(key[0]) is int and type(key[1]) is int and type(key[2]) is int and type(key[3]) is int):
             return None
-        cid, parent, choice, problem = row[0], row[5], row[6], row[7]
-        if not (parent is None or isinstance(parent, str)):
+        cid, parent, choice, problem, deliberate = row[0], row[5], row[6], row[7], row[8]
+        if not (parent is None or isinstance(parent, str)) or type(deliberate) is not bool:
             return None
         if not (problem is None or isinstance(problem, str)):
             return None
@@ -800,7 +801,7 @@ def lineage_from_rows(rows: Any) -> Lineage | None:
             ):
                 return None
             made = Choice(choice["chose"], tuple(choice["over"]))
-        out.links[cid] = Node(parent, made, problem)
+        out.links[cid] = Node(parent, made, problem, deliberate=deliberate)
         out.keys[cid] = tuple(row[1:5])  # type: ignore[assignment]
     return out
 
