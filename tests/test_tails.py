@@ -139,8 +139,9 @@ def test_the_rule_is_not_computed_again_over_every_link_after_each_put(
 
 
 def test_the_rule_kept_up_to_date_is_the_rule_computed_over_every_link() -> None:
-    """Checkpoints added one by one in any shape (forks, choices, parents missing or written
-    after their children, cycles, a checkpoint its own parent, a checkpoint put again):
+    """Checkpoints added one by one in any shape (forks, deliberate or not, choices, parents
+    missing or written after their children, cycles, a checkpoint its own parent, a
+    checkpoint put again):
     after each, the heads and the one that continues are those computed from all the links
     afresh."""
     rng = random.Random(37)
@@ -154,8 +155,41 @@ def test_the_rule_kept_up_to_date_is_the_rule_computed_over_every_link() -> None
             choice = None
             if ids and rng.random() < 0.1:
                 choice = Choice(rng.choice(ids), tuple(rng.sample(ids, min(2, len(ids)))))
-            lin.add(cid, Node(parent, choice))
+            lin.add(cid, Node(parent, choice, deliberate=rng.random() < 0.2))  # a replay, update_state
             links = lin.links
             heads = find_heads(links)
             assert lin.heads() == heads
             assert lin.current() == (max(links) if has_cycle(links) else current_of(links, heads))
+
+
+def _cycle_by_walking_every_start(links: dict[str, Node]) -> bool:
+    """A cycle as its definition reads: some walk up the parents comes back to where it began."""
+    for start in links:
+        seen: set[str] = set()
+        walk: str | None = start
+        while walk is not None and walk in links and walk not in seen:
+            seen.add(walk)
+            walk = links[walk].parent
+        if walk is not None and walk in seen:
+            return True
+    return False
+
+
+def test_the_cycle_check_finds_what_walking_from_every_checkpoint_finds() -> None:
+    """has_cycle answers without a walk when every parent is an older id than its child, and
+    walks otherwise (a clock behind, a hand edit): random links of both kinds, self-parents,
+    parents that are not there, and cycles, checked against the definition."""
+    rng = random.Random(37)
+    for _ in range(600):
+        ids = [f"{i:04d}" for i in range(rng.randrange(1, 12))]
+        links: dict[str, Node] = {}
+        for i, cid in enumerate(ids):
+            roll = rng.random()
+            if roll < 0.6 and i:
+                parent: str | None = ids[rng.randrange(i)]  # older: the usual history
+            elif roll < 0.8:
+                parent = rng.choice([*ids, "9999"])  # any, itself, or one not there
+            else:
+                parent = None
+            links[cid] = Node(parent)
+        assert has_cycle(links) == _cycle_by_walking_every_start(links), links

@@ -246,6 +246,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return self._learn_graph_types(0)._get_tuple(config)
 
     def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        with self.store.observing():  # a stat key the lineage check takes is not taken again
+            return self._get_tuple_observed(config)
+
+    def _get_tuple_observed(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns = thread_ns(config)
         checkpoint_id = get_checkpoint_id(config)
         for attempt in range(5):
@@ -284,10 +288,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
             yield from view.list(config, filter=filter, before=before, limit=limit)
             return
         wanted = builtins.list(filter.items()) if filter else []
-        remaining = limit
-        matches = self.store.meta.matches
         roster = None
-        prepared: set[tuple[str, str]] = set()
         listed: Iterable[tuple[str, str, str]]
         if config is None or config["configurable"].get("thread_id") is None:
             roster = roster_of(self.store)
@@ -298,6 +299,25 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
         else:
             listed = _listed(self.store, config, before)
+        # a stat key the filter takes serves the lineage check a result needs: one read from
+        # each step's start to the result it yields, none held across a yield
+        yield from self.store.observing_each(self._listed_tuples(listed, wanted, roster, limit))
+        self.store.meta.persist()
+        if roster is not None:
+            roster.persist()
+
+    def _listed_tuples(
+        self,
+        listed: Iterable[tuple[str, str, str]],
+        wanted: builtins.list[tuple[str, Any]],
+        roster: Roster | None,
+        limit: int | None,
+    ) -> Iterator[CheckpointTuple]:
+        """``list``'s results: the checkpoints of ``listed`` whose metadata holds every (key,
+        value) of ``wanted``, read, at most ``limit``."""
+        remaining = limit
+        matches = self.store.meta.matches
+        prepared: set[tuple[str, str]] = set()
         for cid, thread_id, ns in listed:
             try:
                 if wanted:
@@ -322,9 +342,6 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 remaining -= 1
                 if remaining <= 0:
                     break
-        self.store.meta.persist()
-        if roster is not None:
-            roster.persist()
 
     def _matching(
         self,

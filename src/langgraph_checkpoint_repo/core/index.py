@@ -558,8 +558,9 @@ def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
     return key == listing[0] and names != listing[1]
 
 
-def _unchanged(hit: MetaEntry | None) -> Any | None:
-    """The metadata kept in ``hit`` while its file's stat key is the one recorded (one lstat)."""
+def _unchanged(hit: MetaEntry | None, observing: Any = None) -> Any | None:
+    """The metadata kept in ``hit`` while its file's stat key is the one recorded (one lstat);
+    the key is noted for the read under way (``observing``: MetaCache.observed)."""
     if hit is None:
         return None
     try:
@@ -568,6 +569,9 @@ def _unchanged(hit: MetaEntry | None) -> Any | None:
         return None
     if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
         return None
+    observed = getattr(observing, "keys", None)
+    if observed is not None:
+        observed[hit[0]] = hit[1]  # the key just compared: the read's lineage check takes it
     return hit[2]
 
 
@@ -581,6 +585,9 @@ class MetaCache:
         self._by_ns: dict[tuple[str, str], dict[str, MetaEntry] | KeptMeta] = {}
         self._read: dict[tuple[str, str], int] = {}  # headers read since last written
         self.kept: dict[tuple[str, str], int] = {}  # headers read since the roster last looked
+        # where the read under way notes the stat keys it took (ThreadStore.observing): an
+        # object whose ``keys`` is a dict while a read is under way in this thread, else None
+        self.observed: Any = None
 
     def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
         """The kept metadata of a checkpoint whose file is unchanged, else None.
@@ -590,7 +597,7 @@ class MetaCache:
             folder = self.layout.checkpoints_dir(thread_id, ns)
             per_ns = load_meta(self.layout, folder) if from_disk else {}
             self._by_ns[(thread_id, ns)] = per_ns
-        return _unchanged(per_ns.get(cid))
+        return _unchanged(per_ns.get(cid), self.observed)
 
     def _decoded(self, key: tuple[str, str]) -> dict[str, MetaEntry] | None:
         """What is kept for a namespace, its roster trees decoded now if they were not."""
@@ -606,7 +613,7 @@ class MetaCache:
         spends its time in this loop, one lstat each (docs/performance.md says why that
         lstat stays)."""
         per_ns = self._decoded((thread_id, ns))
-        meta = _unchanged(per_ns.get(cid)) if per_ns is not None else None
+        meta = _unchanged(per_ns.get(cid), self.observed) if per_ns is not None else None
         if meta is None:
             return None
         for key, value in wanted:
@@ -776,34 +783,51 @@ def _lineage_bodies(layout: Layout, folder: Path, data: bytes) -> list[bytes] | 
 
 def lineage_from_rows(rows: Any) -> Lineage | None:
     """The lineage ``lineage_rows``' rows make (each entry still to be checked against its
-    file's stat key by whoever uses it), or None when anything in them is off."""
+    file's stat key by whoever uses it), or None when anything in them is off. One pass, each
+    row unpacked once (a fresh read of a deep thread decodes a row per checkpoint)."""
     if type(rows) is not list:
         return None
-    out = Lineage()
+    links: dict[str, Node] = {}
+    keys: dict[str, StatKey] = {}
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 9 and isinstance(row[0], str)):
+        if type(row) is not list or len(row) != 9:
             return None  # (a row of eight, before Node.deliberate: the index is made again)
-        key = row[1:5]
-        if not (type(key[0]) is int and type(key[1]) is int and type(key[2]) is int and type(key[3]) is int):
+        cid, mtime, ctime, size, ino, parent, choice, problem, deliberate = row
+        if not (
+            type(cid) is str
+            and type(mtime) is int
+            and type(ctime) is int
+            and type(size) is int
+            and type(ino) is int
+            and (parent is None or type(parent) is str)
+            and type(deliberate) is bool
+        ):
             return None
-        cid, parent, choice, problem, deliberate = row[0], row[5], row[6], row[7], row[8]
-        if not (parent is None or isinstance(parent, str)) or type(deliberate) is not bool:
-            return None
-        if not (problem is None or isinstance(problem, str)):
-            return None
-        made = None
-        if choice is not None:
-            if not (
-                isinstance(choice, dict)
-                and isinstance(choice.get("chose"), str)
-                and isinstance(choice.get("over"), list)
-                and all(isinstance(i, str) for i in choice["over"])
-            ):
+        if choice is None and problem is None:
+            links[cid] = Node(parent, deliberate=deliberate)
+        else:
+            link = _link_of_row(parent, choice, problem, deliberate)
+            if link is None:
                 return None
-            made = Choice(choice["chose"], tuple(choice["over"]))
-        out.links[cid] = Node(parent, made, problem, deliberate=deliberate)
-        out.keys[cid] = tuple(row[1:5])  # type: ignore[assignment]
-    return out
+            links[cid] = link
+        keys[cid] = (mtime, ctime, size, ino)
+    return Lineage(links, keys)
+
+
+def _link_of_row(parent: str | None, choice: Any, problem: Any, deliberate: bool) -> Node | None:
+    """A row's link when it records a choice or a problem; None when either is malformed."""
+    if not (problem is None or isinstance(problem, str)):
+        return None
+    if choice is None:
+        return Node(parent, None, problem, deliberate=deliberate)
+    if not (
+        isinstance(choice, dict)
+        and isinstance(choice.get("chose"), str)
+        and isinstance(choice.get("over"), list)
+        and all(isinstance(i, str) for i in choice["over"])
+    ):
+        return None
+    return Node(parent, Choice(choice["chose"], tuple(choice["over"])), problem, deliberate=deliberate)
 
 
 def load_lineage(layout: Layout, folder: Path) -> Lineage:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import FileFormatError
 from .format import fields
@@ -38,10 +38,12 @@ class Choice:
     merged: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
     """What the rule needs of one checkpoint: its parent, and the choice it records (only a
-    valid one; ``problem`` says why a recorded one is not)."""
+    valid one; ``problem`` says why a recorded one is not). A named tuple, not a frozen
+    dataclass: a fresh read of a long thread makes one per checkpoint from the derived index
+    (5,000 at 5,000 checkpoints), and a frozen dataclass's ``__init__`` cost about seven
+    times a tuple's there."""
 
     parent: str | None
     choice: Choice | None = None
@@ -80,11 +82,8 @@ class Rule:
         """The rule over ``links``, computed from them all."""
         named = {link.parent for link in links.values() if link.parent is not None}
         forks = settled_by_forks(links)
-        by_fork = forks or set()
         settled = settled_by_choices(links)
-        heads = [
-            HeadState(c, c in settled or c in by_fork) for c in sorted(links, reverse=True) if c not in named
-        ]
+        heads = find_heads(links, settled, forks)
         cyclic = bool(links) and has_cycle(links)
         # parent links that go round (a hand edit) cannot say what continues: the newest
         # id does, as before, and the walks up its history name the cycle (validate too)
@@ -252,14 +251,19 @@ def _merge_problem(
     return None
 
 
-def find_heads(links: Mapping[str, Node]) -> list[HeadState]:
+def find_heads(
+    links: Mapping[str, Node], settled: set[str] | None = None, forks: set[str] | None = None
+) -> list[HeadState]:
     """The heads of one namespace, newest first, each settled or not.
 
     A head is settled when a valid choice lists it under ``over``, it is the chosen one or an
-    ancestor of it, or it is itself a choice."""
+    ancestor of it, or it is itself a choice (``settled_by_choices``); or when lines started on
+    purpose made it and no race is above it (``settled_by_forks``). ``settled``, ``forks``:
+    those two, when the caller has them."""
     named = {link.parent for link in links.values() if link.parent is not None}
-    settled = settled_by_choices(links)
-    return [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+    chosen = settled if settled is not None else settled_by_choices(links)
+    forked = (forks if settled is not None else settled_by_forks(links)) or set()
+    return [HeadState(c, c in chosen or c in forked) for c in sorted(links, reverse=True) if c not in named]
 
 
 DELIBERATE_SOURCES = frozenset({"fork", "update"})
@@ -318,17 +322,27 @@ def where_of(thread_id: str, ns: str) -> str:
 
 
 def has_cycle(links: Mapping[str, Node]) -> bool:
-    """Whether following parents from some checkpoint comes back to it (linear time)."""
-    done: set[str] = set()
-    for start in links:
-        path: set[str] = set()
+    """Whether following parents from some checkpoint comes back to it (linear time: each
+    checkpoint is marked with the walk that reached it first, and a walk stops at a mark; a
+    mark of its own walk is a cycle). Links whose every parent is an older id than its child
+    (the usual uuid6 ids, whatever clock skew did not reorder) go round nowhere: one pass of
+    comparisons says so without a walk."""
+    if all(link.parent is None or link.parent < cid for cid, link in links.items()):
+        return False  # each step up a history goes to a smaller id, so none comes back
+    mark: dict[str, int] = {}
+    for walk_no, start in enumerate(links):
         walk: str | None = start
-        while walk is not None and walk in links and walk not in done:
-            if walk in path:
-                return True
-            path.add(walk)
-            walk = links[walk].parent
-        done |= path
+        while walk is not None:
+            seen = mark.get(walk)
+            if seen is not None:
+                if seen == walk_no:
+                    return True
+                break
+            link = links.get(walk)
+            if link is None:
+                break
+            mark[walk] = walk_no
+            walk = link.parent
     return False
 
 

@@ -103,19 +103,31 @@ class ObjectIndex:
         return index_path(self.layout, tdir, OBJECTS_SUFFIX)
 
     # -- reading -----------------------------------------------------------------------
-    def find(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
+    def find(
+        self,
+        tdir: Path,
+        name: str,
+        holder: str,
+        seen: dict[str, Any],
+        observed: dict[str, StatKey] | None = None,
+    ) -> Any | None:
         """The tree of object ``name`` as the file ``holder`` (its path's text) holds it, while
         the holder is unchanged and inside the root; None: read the holder. ``seen``: what
         this read found of each holder and folder so far (a holder holding several objects
-        is checked once). The caller checks the tree against its name."""
+        is checked once); ``observed``: stat keys this read took already (the check of which
+        checkpoint continues lstats every checkpoint), compared instead of an lstat. The
+        caller checks the tree against its name."""
         objects = seen.get(holder, _UNSEEN)
         if objects is _UNSEEN:
-            objects = seen[holder] = self._trusted(tdir, holder, seen)
+            objects = seen[holder] = self._trusted(tdir, holder, seen, observed)
         return None if objects is None else objects.get(name)
 
-    def _trusted(self, tdir: Path, holder: str, seen: dict[str, Any]) -> dict[str, Any] | None:
+    def _trusted(
+        self, tdir: Path, holder: str, seen: dict[str, Any], observed: dict[str, StatKey] | None
+    ) -> dict[str, Any] | None:
         """The objects the index has for ``holder`` while its stat key is the recorded one
-        and its folder lies inside the root with no symlink on the way, else None."""
+        (taken now, or earlier in the same read: ``observed``) and its folder lies inside the
+        root with no symlink on the way, else None."""
         lines = self._entries.get(tdir)
         if lines is None:
             lines = self._load(tdir)
@@ -128,8 +140,9 @@ class ObjectIndex:
             inside = seen[folder] = self.layout.off_the_way(Path(folder)) is None
         if not inside:
             return None  # never a stat through a planted link
+        key = observed.get(holder) if observed is not None else None
         try:
-            if stat_key(os.lstat(holder)) != held[0]:
+            if (key or stat_key(os.lstat(holder))) != held[0]:
                 return None
         except OSError:
             return None

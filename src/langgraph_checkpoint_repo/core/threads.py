@@ -13,19 +13,20 @@ import bisect
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .caches import (
     Listing,
+    StatKey,
     settled,
     stat_key,
-    stat_key_of,
 )
 from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
 from .files import Files, Snapshot
@@ -68,6 +69,7 @@ CHILDREN_SCAN = 8
 # objects whose place a process remembers per thread, for writers to refer to (Documents.locate_object)
 LOCATED_PER_THREAD = 200_000
 # uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
+_T = TypeVar("_T")
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 _log = logging.getLogger(__name__)
 # the two kinds of file named by their content: how to compute the name from the document
@@ -123,8 +125,10 @@ class ThreadStore:
         self.values.implied_base = self.implied_base
         # where a thread's objects live, for a fresh process (objindex.py)
         self.objects = ObjectIndex(self.layout)
-        self.values.find_object = self.objects.find
+        self.values.find_object = self._find_object
+        self._observed = threading.local()  # the stat keys one read took (observing)
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
+        self.meta.observed = self._observed  # a filter's keys serve the same read's lineage check
         self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
         # per folder, the stat keys of settled links not yet in its index (merged when written)
         self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
@@ -234,6 +238,9 @@ class ThreadStore:
         tree = record.metadata if plain_ok and is_plain(record.metadata) else None
         kept = (str(path), stat_key(st), meta, tree) if settled(st, read_at) else None
         self.meta.keep(thread_id, ns, cid, kept)  # not settled: it may change again unseen
+        observed = getattr(self._observed, "keys", None)
+        if kept is not None and observed is not None:
+            observed[kept[0]] = kept[1]  # as a kept entry's key: the read's lineage check takes it
         return meta
 
     def writes_records(self, thread_id: str, ns: str, cid: str) -> list[WritesRecord]:
@@ -511,32 +518,87 @@ class ThreadStore:
             self._lineages.setdefault(self.layout.checkpoints_dir(thread_id, checkpoint_ns), known)
         return self.lineage(thread_id, checkpoint_ns)
 
+    @contextmanager
+    def observing(self) -> Iterator[None]:
+        """One read (a ``get_tuple``): the stat keys its lineage check takes of checkpoint
+        files are compared by the objects index in the same read, instead of an lstat of each
+        holder again (the holders of a chat's messages are its checkpoints). Per thread of the
+        process; a read inside a read uses the outer one's."""
+        if getattr(self._observed, "keys", None) is not None:
+            yield
+            return
+        self._observed.keys = {}
+        try:
+            yield
+        finally:
+            self._observed.keys = None
+
+    def observing_each(self, items: Iterator[_T]) -> Iterator[_T]:
+        """``items``, each step observed (``observing``) from its start to the item it gives,
+        and nothing held across a yield, where the caller may wait any time (``list``)."""
+        try:
+            while True:
+                with self.observing():
+                    try:
+                        item = next(items)
+                    except StopIteration:
+                        return
+                yield item
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    def _find_object(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
+        """``ObjectIndex.find``, with the stat keys this read took already (``observing``)."""
+        return self.objects.find(tdir, name, holder, seen, getattr(self._observed, "keys", None))
+
     def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
         """The checkpoint that continues a namespace (lineage.py's rule), None when empty."""
         return self.lineage(thread_id, checkpoint_ns).current()
 
     def _read_lineage(self, thread_id: str, ns: str, folder: Path, ids: list[str]) -> Lineage:
+        """Each checkpoint's link: the known one (this process's last, or the derived index's)
+        while its file's stat key is the recorded one, else read from the file. The stat keys
+        taken are noted for the rest of the read (``observing``: the objects index compares
+        a holder's with them instead of an lstat of its own)."""
         known = self._lineages.get(folder) or load_lineage(self.layout, folder)
         links: dict[str, Node] = {}
         keys: dict[str, tuple[int, int, int, int]] = {}
+        observed: dict[str, StatKey] | None = getattr(self._observed, "keys", None)
         read = 0
+        known_keys, known_links, lstat = known.keys, known.links, os.lstat
         prefix = str(folder) + os.sep  # a str per id, not a Path: this loop is one lstat per checkpoint
-        for cid in ids:
-            hit = known.keys.get(cid)
-            name = prefix + encode_segment(cid) + ".json"
-            if hit is not None and cid in known.links and stat_key_of(name) == hit:
-                links[cid] = known.links[cid]
-                keys[cid] = hit
-                continue
-            path = self.layout.checkpoint_path(thread_id, ns, cid)
+        # the usual ids (uuid6) are their own file names: no encode_segment call per id
+        segments = ids if _HEX_IDS.fullmatch("\n".join(ids)) else [encode_segment(c) for c in ids]
+        for cid, segment in zip(ids, segments, strict=True):
+            hit = known_keys.get(cid)
+            name = prefix + segment + ".json"
+            if hit is not None and cid in known_links:
+                if observed is not None and observed.get(name) == hit:
+                    links[cid] = known_links[cid]  # its key as this read took it (a filter's)
+                    keys[cid] = hit
+                    continue
+                try:
+                    st = lstat(name)
+                except FileNotFoundError:
+                    continue  # removed since it was listed
+                if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) == hit:
+                    links[cid] = known_links[cid]
+                    keys[cid] = hit
+                    if observed is not None:
+                        observed[name] = hit
+                    continue
             read_at = time.time_ns()
             try:
-                st = os.lstat(path)
+                st = lstat(name)
             except FileNotFoundError:
                 continue  # removed since it was listed
             links[cid] = self._link(thread_id, ns, cid)
             if settled(st, read_at):
                 keys[cid] = stat_key(st)
+                if observed is not None:
+                    observed[name] = keys[cid]
             read += 1
         out = Lineage(links, keys)
         self._lineages[folder] = out

@@ -369,43 +369,46 @@ def read_message(tree: Any) -> Message | Refusal | None:
 
 
 def _read(kind: Kind, fields: dict[str, Any]) -> Message:
+    # the kind's items taken once (each is a property call): a fresh read of a long chat
+    # reads every message of its list here, and this loop runs once per stored field
+    name, own_fields, role = kind.name, kind.fields, kind.role
     for field, value in fields.items():
         if field == "content_blocks":
             if value is not None:
                 raise _Refused(
                     field, "LangChain builds the message's content from content_blocks and drops content"
                 )
-        elif field not in kind.fields and field in _MEANINGFUL and value != DEFAULTS.get(field, None):
+        elif field not in own_fields and field in _MEANINGFUL and value != DEFAULTS.get(field, None):
             raise _Refused(
                 field,
-                f"not a field of {kind.name}: LangChain keeps it as an attribute, which code "
+                f"not a field of {name}: LangChain keeps it as an attribute, which code "
                 f"reading message.{field} takes for a real one",
             )
     if "type" in fields and fields["type"] != kind.type:
-        raise _fails("type", f"{kind.name}'s type is {kind.type!r}, not {_short(fields['type'])}")
+        raise _fails("type", f"{name}'s type is {kind.type!r}, not {_short(fields['type'])}")
     for field in ("additional_kwargs", "response_metadata"):
         if field in fields and _as_dict(fields[field]) is None:
             raise _fails(field, "not an object")
     if fields.get("name") is not None and not isinstance(fields["name"], str):
         raise _fails("name", "not a string")
-    _check_id(fields, kind.role == "remove")
-    if kind.role == "remove":
+    _check_id(fields, role == "remove")
+    if role == "remove":
         if fields.get("content"):
             raise _fails("content", "a RemoveMessage has no content")
         return Message(kind, fields, "")
     if "content" not in fields:
-        if kind.role == "tool":
+        if role == "tool":
             raise _Refused("content", "missing: LangChain builds the text 'None'")
         raise _fails("content", "missing")
     content = fields["content"]
-    _check_content(content, kind.role == "tool")
-    if kind.role == "tool":
+    _check_content(content, role == "tool")
+    if role == "tool":
         _check_tool(fields)
-    elif kind.role == "chat" and not isinstance(fields.get("role"), str):
+    elif role == "chat" and not isinstance(fields.get("role"), str):
         raise _fails("role", "a ChatMessage's role must be a string")
-    elif kind.role == "function" and not isinstance(fields.get("name"), str):
+    elif role == "function" and not isinstance(fields.get("name"), str):
         raise _fails("name", "a FunctionMessage's name must be a string")
-    if kind.role != "ai":
+    if role != "ai":
         return Message(kind, fields, content)
     return _ai(kind, fields, content)
 

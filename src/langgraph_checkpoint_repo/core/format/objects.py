@@ -556,11 +556,14 @@ def plain_weight(tree: Any) -> tuple[Weight, int] | None:
     while level:
         below: list[Any] = []
         nested = False
+        values += len(level)
         for node in level:
-            values += 1
-            if isinstance(node, str):
+            kind = type(node)  # one call a node, not up to three isinstance calls
+            if kind not in _JSON_TYPES:
+                kind = _json_kind(node)
+            if kind is str:
                 text += len(node)
-            elif isinstance(node, dict):
+            elif kind is dict:
                 if REF in node or CHUNKS in node:
                     return None
                 containers += 1
@@ -568,13 +571,26 @@ def plain_weight(tree: Any) -> tuple[Weight, int] | None:
                 text += sum(map(len, node))
                 below.extend(node.values())
                 nested = True
-            elif isinstance(node, list):
+            elif kind is list:
                 containers += 1
                 below.extend(node)
                 nested = True
         depth += nested
         level = below
     return (containers, values, text), depth
+
+
+_JSON_TYPES = frozenset({str, dict, list, type(None), bool, int, float})
+"""The types a parsed JSON tree holds exactly (``plain_weight`` dispatches on them)."""
+
+
+def _json_kind(node: Any) -> type:
+    """``str``, ``dict`` or ``list`` for a node of a subclass of one (as ``isinstance`` reads
+    it, in that order), else its own type (a scalar)."""
+    for kind in (str, dict, list):
+        if isinstance(node, kind):
+            return kind
+    return type(node)
 
 
 def tree_weight(tree: Any) -> Weight:
