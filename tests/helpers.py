@@ -634,3 +634,15 @@ def lookups_per_put(saver: Any) -> list[int]:
     overlap.locate_object = counting  # type: ignore[method-assign]
     saver.put = counted_put  # type: ignore[method-assign]
     return counts
+
+
+def as_a_race(saver: Any, config: Any) -> None:
+    """The checkpoint ``config`` names made a second writer's plain step (source ``loop``), as
+    two processes or a merge of two branches leave it, not a line LangGraph starts on purpose
+    (a replay's ``fork``, ``update_state``'s ``update``): its head then waits for a choice
+    (docs/forks.md). Tests of choices make their forks so."""
+    conf = config["configurable"]
+    path = saver.store.layout.checkpoint_path(
+        conf["thread_id"], conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
+    )
+    rewrite(path, lambda doc: doc["metadata"].__setitem__("source", "loop"))

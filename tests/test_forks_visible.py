@@ -18,7 +18,7 @@ from langgraph.graph import MessagesState
 from langgraph.types import Command
 
 from graphs import ask_graph, cfg, chat_graph, contents, line_graph
-from helpers import checkpoint_files, cli, load, one_line_error, rewrite
+from helpers import as_a_race, checkpoint_files, cli, load, one_line_error, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import BadInputError, NotFoundError
 from langgraph_checkpoint_repo.core.lineage import CHOICE_KEY, Choice, HeadState, Node, current_of, find_heads
@@ -215,13 +215,17 @@ def test_two_processes_continuing_one_thread_both_succeed_and_leave_two_heads(tm
 # ----------------------------------------------------------------------------
 # (d) choosing an interrupted head keeps its interrupt; resume works
 # ----------------------------------------------------------------------------
-def _interrupted_and_forked(saver: RepoSaver, calls: Counter[str]) -> tuple[Any, str]:
+def _interrupted_and_forked(root: Path, calls: Counter[str]) -> tuple[RepoSaver, Any, str]:
+    """A thread waiting at an interrupt, and a newer head beside it that a second writer made
+    (a fresh saver reads the race's files)."""
+    saver = RepoSaver(root)
     graph = ask_graph(saver, calls)
     graph.invoke({"log": ["start"]}, cfg(THREAD))
     waiting = latest(saver)
     *_, first = graph.get_state_history(cfg(THREAD))
-    graph.update_state(first.config, {"log": ["time travel"]})  # a newer head, not waiting
-    return graph, waiting
+    as_a_race(saver, graph.update_state(first.config, {"log": ["time travel"]}))  # newer, not waiting
+    saver = RepoSaver(root)
+    return saver, ask_graph(saver, calls), waiting
 
 
 def _reference_resume() -> tuple[Any, Any]:
@@ -233,8 +237,7 @@ def _reference_resume() -> tuple[Any, Any]:
 
 def test_choosing_an_interrupted_head_keeps_its_interrupt_and_resume_works(tmp_path: Path) -> None:
     calls: Counter[str] = Counter()
-    saver = RepoSaver(tmp_path / "repo")
-    graph, waiting = _interrupted_and_forked(saver, calls)
+    saver, graph, waiting = _interrupted_and_forked(tmp_path / "repo", calls)
     assert [s for _, s in head_ids(saver)] == [False, False] and head_ids(saver)[1][0] == waiting
     saver.choose_head(cfg(THREAD, checkpoint_id=waiting))
     ref_state, ref_result = _reference_resume()
@@ -254,7 +257,8 @@ async def test_choosing_an_interrupted_head_keeps_its_interrupt_and_resume_works
     await graph.ainvoke({"log": ["start"]}, cfg(THREAD))
     waiting = latest(saver)
     first = [s async for s in graph.aget_state_history(cfg(THREAD))][-1]
-    await graph.aupdate_state(first.config, {"log": ["time travel"]})
+    as_a_race(saver, await graph.aupdate_state(first.config, {"log": ["time travel"]}))
+    saver = RepoSaver(tmp_path / "repo")  # a fresh saver reads the race's files
     heads = await saver.aheads(cfg(THREAD))
     assert [(h.checkpoint_id == waiting, h.settled) for h in heads] == [(False, False), (True, False)]
     new = await saver.achoose_head(heads[1].config)
@@ -306,7 +310,9 @@ def test_a_hand_edited_choice_record_is_reported_by_validate_heads_at_its_file(t
     saver = RepoSaver(root)
     say(saver, "one")
     first = list(saver.list(cfg(THREAD)))[-1]
-    chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="fork")]})
+    as_a_race(
+        saver, chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="fork")]})
+    )
     chosen = saver.choose_head(saver.heads(cfg(THREAD))[1].config)
     path = checkpoint_files(root, THREAD)[-1]
     assert load(path)["checkpoint_id"] == chosen["configurable"]["checkpoint_id"]
@@ -320,7 +326,7 @@ def test_a_hand_edited_choice_record_is_reported_by_validate_heads_at_its_file(t
 
 
 # ----------------------------------------------------------------------------
-# (f) time travel: update_state on an older checkpoint is a fork too
+# (f) time travel: update_state on an older checkpoint is a fork too, made on purpose
 # ----------------------------------------------------------------------------
 def test_update_state_on_an_older_checkpoint_shows_as_two_heads_with_their_last_messages(
     tmp_path: Path,
@@ -333,14 +339,15 @@ def test_update_state_on_an_older_checkpoint_shows_as_two_heads_with_their_last_
     travelled = chat_graph(saver).update_state(older.config, {"messages": [HumanMessage("deny \x1b[2J it")]})
     heads = saver.heads(cfg(THREAD))
     kept_config = cfg(THREAD, checkpoint_ns="", checkpoint_id=kept)
-    assert [(h.config, h.settled) for h in heads] == [(travelled, False), (kept_config, False)]
+    # a line LangGraph started on purpose: both heads shown, neither waiting for a choice
+    assert [(h.config, h.settled) for h in heads] == [(travelled, True), (kept_config, True)]
     assert heads[0].checkpoint_tuple.metadata["source"] == "update"
-    assert threads_row(root)["unsettled_heads"] == {"": [heads[0].checkpoint_id, kept]}
+    assert threads_row(root)["unsettled_heads"] == {}
     shown = cli(root, "heads", THREAD)
     assert shown.returncode == 0, shown.stderr
     assert "\x1b" not in shown.stdout  # a message's control characters are shown escaped
     rows = [line for line in shown.stdout.splitlines() if line.startswith("1")]
-    assert rows[0].startswith(heads[0].checkpoint_id) and "unsettled, continues" in rows[0]
+    assert rows[0].startswith(heads[0].checkpoint_id) and "  settled, continues" in rows[0]
     assert rows[0].endswith("human: deny \\x1b[2J it")
     assert rows[1].startswith(kept) and rows[1].endswith("ai: echo: approve the refund")
 

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import id as lg_id
 from langgraph.types import Command
 
 from graphs import cfg, chat_graph, contents
-from helpers import checkpoint_files, cli, load
+from helpers import as_a_race, checkpoint_files, cli, load
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.lineage import CHOICE_KEY
 
@@ -100,7 +100,9 @@ def test_a_choice_continues_even_when_its_id_is_older_than_the_head_it_passed_ov
     say(root, "one", "two")
     saver = RepoSaver(root)
     first = list(saver.list(cfg(THREAD)))[-1]
-    chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="fork")]})
+    as_a_race(
+        saver, chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="fork")]})
+    )
     heads = saver.heads(cfg(THREAD))
     assert len(heads) == 2 and not any(h.settled for h in heads)
     older = next(h for h in heads if not h.continues)
@@ -120,7 +122,9 @@ def test_a_checkpoint_that_only_claims_to_be_a_choice_settles_nothing(tmp_path: 
     say(root, "one", "two")
     saver = RepoSaver(root)
     first = list(saver.list(cfg(THREAD)))[-1]
-    chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="deny")]})
+    as_a_race(
+        saver, chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="deny")]})
+    )
     heads = saver.heads(cfg(THREAD))
     mine = next(h for h in heads if not h.continues)  # the branch the pull request favours
     other = next(h for h in heads if h.continues)
@@ -161,6 +165,7 @@ def forked(root: Path) -> tuple[RepoSaver, str, str]:
     saver = RepoSaver(root)
     first = next(t for t in saver.list(cfg(THREAD)) if t.metadata["step"] == 1)
     branch = chat_graph(saver).update_state(first.config, {"messages": [HumanMessage(content="fork text")]})
+    as_a_race(saver, branch)  # two heads that wait for a choice, as two writers leave them
     heads = {h.checkpoint_id for h in saver.heads(cfg(THREAD))}
     other = str(branch["configurable"]["checkpoint_id"])
     (line,) = heads - {other}

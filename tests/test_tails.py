@@ -139,8 +139,9 @@ def test_the_rule_is_not_computed_again_over_every_link_after_each_put(
 
 
 def test_the_rule_kept_up_to_date_is_the_rule_computed_over_every_link() -> None:
-    """Checkpoints added one by one in any shape (forks, choices, parents missing or written
-    after their children, cycles, a checkpoint its own parent, a checkpoint put again):
+    """Checkpoints added one by one in any shape (forks, deliberate or not, choices, parents
+    missing or written after their children, cycles, a checkpoint its own parent, a
+    checkpoint put again):
     after each, the heads and the one that continues are those computed from all the links
     afresh."""
     rng = random.Random(37)
@@ -154,7 +155,7 @@ def test_the_rule_kept_up_to_date_is_the_rule_computed_over_every_link() -> None
             choice = None
             if ids and rng.random() < 0.1:
                 choice = Choice(rng.choice(ids), tuple(rng.sample(ids, min(2, len(ids)))))
-            lin.add(cid, Node(parent, choice))
+            lin.add(cid, Node(parent, choice, deliberate=rng.random() < 0.2))  # a replay, update_state
             links = lin.links
             heads = find_heads(links)
             assert lin.heads() == heads

@@ -706,14 +706,15 @@ LINEAGE_SUFFIX = ".lineage"
 
 def lineage_rows(lineage: Lineage, cids: Iterable[str] | None = None) -> list[list[Any]]:
     """One row per checkpoint whose file was settled when read (of ``cids`` only, when
-    given): id, its stat key, parent and the valid choice it records."""
+    given): id, its stat key, parent, the valid choice it records, why a recorded one is not
+    valid, and whether LangGraph started its line on purpose (``Node.deliberate``)."""
     rows = []
     for cid in sorted(lineage.keys) if cids is None else cids:
         link, key = lineage.links.get(cid), lineage.keys.get(cid)
         if link is None or key is None or not link.readable:
             continue
         choice = {"chose": link.choice.chose, "over": list(link.choice.over)} if link.choice else None
-        rows.append([cid, *key, link.parent, choice, link.problem])
+        rows.append([cid, *key, link.parent, choice, link.problem, link.deliberate])
     return rows
 
 
@@ -789,9 +790,9 @@ def lineage_from_rows(rows: Any) -> Lineage | None:
     links: dict[str, Node] = {}
     keys: dict[str, StatKey] = {}
     for row in rows:
-        if type(row) is not list or len(row) != 8:
-            return None
-        cid, mtime, ctime, size, ino, parent, choice, problem = row
+        if type(row) is not list or len(row) != 9:
+            return None  # (a row of eight, before Node.deliberate: the index is made again)
+        cid, mtime, ctime, size, ino, parent, choice, problem, deliberate = row
         if not (
             type(cid) is str
             and type(mtime) is int
@@ -799,12 +800,13 @@ def lineage_from_rows(rows: Any) -> Lineage | None:
             and type(size) is int
             and type(ino) is int
             and (parent is None or type(parent) is str)
+            and type(deliberate) is bool
         ):
             return None
         if choice is None and problem is None:
-            links[cid] = Node(parent)
+            links[cid] = Node(parent, deliberate=deliberate)
         else:
-            link = _link_of_row(parent, choice, problem)
+            link = _link_of_row(parent, choice, problem, deliberate)
             if link is None:
                 return None
             links[cid] = link
@@ -812,12 +814,12 @@ def lineage_from_rows(rows: Any) -> Lineage | None:
     return Lineage(links, keys)
 
 
-def _link_of_row(parent: str | None, choice: Any, problem: Any) -> Node | None:
+def _link_of_row(parent: str | None, choice: Any, problem: Any, deliberate: bool) -> Node | None:
     """A row's link when it records a choice or a problem; None when either is malformed."""
     if not (problem is None or isinstance(problem, str)):
         return None
     if choice is None:
-        return Node(parent, None, problem)
+        return Node(parent, None, problem, deliberate=deliberate)
     if not (
         isinstance(choice, dict)
         and isinstance(choice.get("chose"), str)
@@ -825,7 +827,7 @@ def _link_of_row(parent: str | None, choice: Any, problem: Any) -> Node | None:
         and all(isinstance(i, str) for i in choice["over"])
     ):
         return None
-    return Node(parent, Choice(choice["chose"], tuple(choice["over"])), problem)
+    return Node(parent, Choice(choice["chose"], tuple(choice["over"])), problem, deliberate=deliberate)
 
 
 def load_lineage(layout: Layout, folder: Path) -> Lineage:

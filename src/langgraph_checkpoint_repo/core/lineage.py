@@ -49,6 +49,9 @@ class Node(NamedTuple):
     choice: Choice | None = None
     problem: str | None = None
     readable: bool = True  # False: its file does not read (its parent is unknown)
+    # its metadata's source is one LangGraph writes only when a line is started on purpose:
+    # "fork" (a run replaying from a past checkpoint) or "update" (update_state)
+    deliberate: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,19 +75,22 @@ class Rule:
     settled: frozenset[str]
     over: frozenset[str]
     cyclic: bool
+    forked: bool = False  # some checkpoint has two children (settled_by_forks judges the heads)
 
     @staticmethod
     def of(links: dict[str, Node]) -> Rule:
         """The rule over ``links``, computed from them all."""
         named = {link.parent for link in links.values() if link.parent is not None}
+        forks = settled_by_forks(links)
         settled = settled_by_choices(links)
-        heads = [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+        heads = find_heads(links, settled, forks)
         cyclic = bool(links) and has_cycle(links)
         # parent links that go round (a hand edit) cannot say what continues: the newest
         # id does, as before, and the walks up its history name the cycle (validate too)
         current = max(links) if cyclic else current_of(links, heads)
         over = frozenset(passed_over(links))
-        return Rule(links, heads, current, frozenset(named - links.keys()), frozenset(settled), over, cyclic)
+        missing = frozenset(named - links.keys())
+        return Rule(links, heads, current, missing, frozenset(settled), over, cyclic, forks is not None)
 
     def after(self, links: dict[str, Node], cid: str, link: Node) -> Rule:
         """The rule over ``links``: these links and ``cid``. A new checkpoint that records no
@@ -100,6 +106,9 @@ class Rule:
             or cid in self.settled
             or self.cyclic
             or not self.links
+            or self.forked  # which heads a fork settles depends on every line
+            or link.deliberate
+            or (link.parent in self.links and all(h.checkpoint_id != link.parent for h in self.heads))
         ):
             return Rule.of(links)
         parent = link.parent
@@ -242,14 +251,53 @@ def _merge_problem(
     return None
 
 
-def find_heads(links: Mapping[str, Node]) -> list[HeadState]:
+def find_heads(
+    links: Mapping[str, Node], settled: set[str] | None = None, forks: set[str] | None = None
+) -> list[HeadState]:
     """The heads of one namespace, newest first, each settled or not.
 
     A head is settled when a valid choice lists it under ``over``, it is the chosen one or an
-    ancestor of it, or it is itself a choice."""
+    ancestor of it, or it is itself a choice (``settled_by_choices``); or when lines started on
+    purpose made it and no race is above it (``settled_by_forks``). ``settled``, ``forks``:
+    those two, when the caller has them."""
     named = {link.parent for link in links.values() if link.parent is not None}
-    settled = settled_by_choices(links)
-    return [HeadState(c, c in settled) for c in sorted(links, reverse=True) if c not in named]
+    chosen = settled if settled is not None else settled_by_choices(links)
+    forked = (forks if settled is not None else settled_by_forks(links)) or set()
+    return [HeadState(c, c in chosen or c in forked) for c in sorted(links, reverse=True) if c not in named]
+
+
+DELIBERATE_SOURCES = frozenset({"fork", "update"})
+
+
+def is_deliberate(metadata: Any) -> bool:
+    """Whether a checkpoint's stored metadata says LangGraph started its line on purpose."""
+    return isinstance(metadata, dict) and metadata.get("source") in DELIBERATE_SOURCES
+
+
+def settled_by_forks(links: Mapping[str, Node]) -> set[str] | None:
+    """The heads that lines started on purpose settle (None when no checkpoint has two
+    children): all of them, except those below a checkpoint that two or more plain children
+    continue (two writers that both went on from it: a race, or a merge of two branches),
+    which wait for a choice. A child is plain unless LangGraph marked it deliberate
+    (``Node.deliberate``: a replay from the past, ``update_state``)."""
+    kids: dict[str, list[str]] = {}
+    for cid, link in links.items():
+        if link.parent is not None and link.parent != cid:
+            kids.setdefault(link.parent, []).append(cid)
+    if all(len(children) < 2 for children in kids.values()):
+        return None
+    raced = []
+    for children in kids.values():
+        plain = [c for c in children if not links[c].deliberate]
+        if len(plain) > 1:
+            raced += plain
+    below: set[str] = set()
+    while raced:
+        cid = raced.pop()
+        if cid not in below:
+            below.add(cid)
+            raced += kids.get(cid, [])
+    return {cid for cid in links if cid not in kids and cid not in below}
 
 
 def settled_by_choices(links: Mapping[str, Node]) -> set[str]:

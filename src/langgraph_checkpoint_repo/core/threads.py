@@ -55,7 +55,7 @@ from .layout import (
     is_temp_name,
     is_verbatim,
 )
-from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem
+from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem, is_deliberate
 from .objindex import ObjectIndex
 from .overlap import Overlap, PutDone
 from .wholes import WholeDocs, writes_names
@@ -630,13 +630,14 @@ class ThreadStore:
             doc = doc if doc is not None else self.docs.own(path, thread_id, ns, cid)
         except (FileFormatError, OSError):
             return Node(None, readable=False)  # validate names it; reading it raises
+        deliberate = is_deliberate(doc["metadata"])
         try:
             choice = choice_of(doc["metadata"], str(path))
         except FileFormatError as exc:
-            return Node(fields.parent_id(doc), None, exc.detail)
+            return Node(fields.parent_id(doc), None, exc.detail, deliberate=deliberate)
         parent = fields.parent_id(doc)
         if choice is None:
-            return Node(parent)
+            return Node(parent, deliberate=deliberate)
         try:
             doc = self.docs.header(thread_id, ns, cid)  # a choice is judged on whole documents
         except (FileFormatError, OSError):
@@ -647,7 +648,7 @@ class ThreadStore:
         except (FileNotFoundError, FileFormatError, OSError):
             parent_doc, messages = None, None
         problem = choice_problem(doc, choice, parent_doc, messages)
-        return Node(parent, None if problem else choice, problem)
+        return Node(parent, None if problem else choice, problem, deliberate=deliberate)
 
     def namespaces(self, thread_id: str) -> list[str]:
         return [ns for ns, _ in self.namespace_folders(self.layout.thread_dir(thread_id))]
