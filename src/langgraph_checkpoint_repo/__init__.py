@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .core.errors import (
+        ConcurrentTurnError,
         FileFormatError,
         InvalidWriteError,
         ItemChangedError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 _ERRORS = ".core.errors"
 # public name -> the module that defines it, imported when the name is first used
 _LAZY = {
+    "ConcurrentTurnError": _ERRORS,
     "FileFormatError": _ERRORS,
     "InvalidWriteError": _ERRORS,
     "ItemChangedError": _ERRORS,
@@ -51,6 +53,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "ConcurrentTurnError",
     "FileFormatError",
     "InvalidWriteError",
     "ItemChangedError",

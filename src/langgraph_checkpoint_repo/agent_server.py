@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .saver import RepoSaver
 
 ROOT_ENV = "LANGGRAPH_REPO_ROOT"
+STRICT_ENV = "LANGGRAPH_REPO_STRICT_TURNS"  # 1: the server's saver refuses a second writer's turn
 CONFIG_FILE = "langgraph.json"
 
 
@@ -60,7 +61,8 @@ def server_saver(cwd: Path | None = None) -> RepoSaver:
     from .saver import RepoSaver  # LangGraph is imported when the server asks, not before
 
     root = server_root(cwd)
-    return RepoSaver(root, allowlist=sorted(project_types(root).types))
+    strict = os.environ.get(STRICT_ENV, "") not in ("", "0")  # docs/forks.md, "Concurrent turns"
+    return RepoSaver(root, allowlist=sorted(project_types(root).types), strict_turns=strict)
 
 
 @asynccontextmanager

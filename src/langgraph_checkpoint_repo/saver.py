@@ -49,6 +49,7 @@ from .configs import checkpoint_config, thread_ns
 from .core.caches import one_look
 from .core.durable import check_lock_timeout
 from .core.errors import (
+    ConcurrentTurnError,
     InstallationError,
     MissingReferenceError,
     RepoCheckpointError,
@@ -63,6 +64,7 @@ from .core.format.versions import for_file, next_version, seen_for_file
 from .core.index import meta_needles
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
+from .core.lineage import is_deliberate
 from .core.plans import carry_out, copy_thread_files, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.roster import Roster, roster_of
@@ -151,6 +153,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         keep_request_metadata: also write the metadata keys that only say which request wrote
             a checkpoint (``REQUEST_METADATA``: the Agent Server's URL, request id, versions,
             attempt); by default they are left out, so a run changes only what it changed.
+        strict_turns: refuse (``ConcurrentTurnError``, nothing written) a put that continues
+            a checkpoint another writer already continued: two processes running turns on one
+            thread then never fork it silently. A fork made through LangGraph's API (a replay,
+            ``update_state`` on a past checkpoint) is allowed. Default off, as LangGraph's own
+            savers behave (docs/forks.md, "Concurrent turns").
     """
 
     def __init__(
@@ -166,6 +173,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         redact: RedactOption = True,
         unsafe_allow_pickle: bool = False,
         keep_request_metadata: bool = False,
+        strict_turns: bool = False,
     ) -> None:
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
@@ -173,6 +181,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde_with(serde, allowlist))
         self.unsafe_allow_pickle = unsafe_allow_pickle
         self.keep_request_metadata = keep_request_metadata
+        self.strict_turns = strict_turns
         # the saver's own additions to LangGraph's safe types: checked whatever the serde
         self._allowlist: frozenset[tuple[str, ...]] = allow_keys(allowlist or ())
         path = Path(root) if root is not None else _default_root()
@@ -476,6 +485,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
             riders = self._ride.claim((thread_id, ns, parent_id)) if parent_id and cid > parent_id else []
             try:
                 with self.store.thread_lock(thread_id):
+                    if self.strict_turns:
+                        self._refuse_a_second_child(thread_id, ns, parent_id, cid, metadata)
                     for attempt in range(DECIDE_AGAIN + 1):
                         again = attempt < DECIDE_AGAIN
                         if self._put_file(
@@ -487,6 +498,25 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 # left were not written (the put failed) and write their own files
                 self._ride.settle(riders, ok=False)
         return checkpoint_config(thread_id, ns, cid)
+
+    def _refuse_a_second_child(
+        self, thread_id: str, ns: str, parent_id: str | None, cid: str, metadata: CheckpointMetadata
+    ) -> None:
+        """Strict turns, under the thread's lock: the parent must be a head still (or have only
+        this checkpoint below it), unless LangGraph says the put starts a line on purpose."""
+        if parent_id is None or is_deliberate(metadata):
+            return
+        lineage = self.store.lineage(thread_id, ns)
+        if parent_id not in lineage.links or any(h.checkpoint_id == parent_id for h in lineage.heads()):
+            return
+        others = [c for c in lineage.children(parent_id) if c != cid]
+        if others:
+            where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
+            raise ConcurrentTurnError(
+                f"{where}: checkpoint {parent_id} was continued by another writer ({', '.join(others)}) "
+                f"before this put of {cid}; nothing was written. Read the thread again (get_state) and "
+                "run the turn again, or fork on purpose (update_state, or a replay from a checkpoint)"
+            )
 
     def _put_file(
         self,

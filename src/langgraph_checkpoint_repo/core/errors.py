@@ -87,6 +87,11 @@ class ThreadExistsError(RepoCheckpointError):
     """The target already holds a thread being copied; nothing was written."""
 
 
+class ConcurrentTurnError(RepoCheckpointError):
+    """A put refused in strict turns (``RepoSaver(strict_turns=True)``): another writer had
+    already continued the checkpoint it continues. Nothing was written (docs/forks.md)."""
+
+
 class ThreadWaitsError(RepoCheckpointError):
     """An edit refused: the checkpoint it continues has pending work (an interrupt waiting for
     an answer, scheduled tool calls, saved writes) that a new checkpoint would not carry;
