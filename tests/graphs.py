@@ -335,3 +335,14 @@ def ids_of(config: Any) -> dict[str, Any]:
     return {
         "configurable": {k: conf[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id") if k in conf}
     }
+
+
+def time_travel(saver: BaseCheckpointSaver[Any]) -> Any:
+    """Time travel as LangGraph's docs show it, on thread "fork": a run of ``chain_graph``, a
+    replay from a past checkpoint, an ``update_state`` of another; the state that continues."""
+    chain = chain_graph(saver)
+    chain.invoke({"log": []}, cfg("fork"))
+    history = list(chain.get_state_history(cfg("fork")))
+    chain.invoke(None, history[2].config)
+    chain.update_state(history[3].config, {"log": ["patched"]})
+    return chain.get_state(cfg("fork")).values

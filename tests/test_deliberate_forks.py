@@ -10,24 +10,14 @@ merge of two branches) still leave heads to settle: their first checkpoints are 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import cfg, chain_graph
+from graphs import cfg, time_travel
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
-
-
-def time_travel(saver: Any) -> None:
-    """The fixture's fork thread: a run, a replay from a past checkpoint, an update of another."""
-    chain = chain_graph(saver)
-    chain.invoke({"log": []}, cfg("fork"))
-    history = list(chain.get_state_history(cfg("fork")))
-    chain.invoke(None, history[2].config)
-    chain.update_state(history[3].config, {"log": ["patched"]})
 
 
 def test_time_travel_through_langgraph_s_api_passes_validate_heads(tmp_path: Path) -> None:

@@ -8,13 +8,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import cfg, chain_graph
+from graphs import cfg, time_travel
 from helpers import cli_env
 from langgraph_checkpoint_repo import ConcurrentTurnError, RepoSaver
 
@@ -65,13 +64,5 @@ def test_langgraph_s_time_travel_works_in_strict_turns(tmp_path: Path) -> None:
     """A replay and an update_state on the past, as LangGraph's docs show them: no refusal,
     and the state is InMemorySaver's."""
 
-    def travel(saver: Any) -> Any:
-        chain = chain_graph(saver)
-        chain.invoke({"log": []}, cfg("fork"))
-        history = list(chain.get_state_history(cfg("fork")))
-        chain.invoke(None, history[2].config)
-        chain.update_state(history[3].config, {"log": ["patched"]})
-        return chain.get_state(cfg("fork")).values
-
     strict = RepoSaver(tmp_path / ".langgraph", durable=False, strict_turns=True)
-    assert travel(strict) == travel(InMemorySaver())
+    assert time_travel(strict) == time_travel(InMemorySaver())
