@@ -45,6 +45,13 @@ COMMANDS: list[tuple[str, ...]] = [
     ("delete", "chat", "--yes"),
     ("migrate", "--dry-run"),
     ("export", "sqlite:///{tmp}/out.db"),
+    ("threads", "--json"),
+    ("history", "sub", "--json"),
+    ("heads", "relay", "--json"),
+    ("validate", "--heads"),
+    ("render", "chat", "--html", "{tmp}/page.html"),
+    ("show", "chat", "-c", "latest~2"),
+    ("diff", "relay", "--from", "latest~3"),
 ]
 
 Method = Callable[[RepoSaver], Any]
