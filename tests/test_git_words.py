@@ -98,3 +98,16 @@ def test_git_s_words_keep_the_spaces_inside_a_line() -> None:
     assert words_of(said) == (
         "fatal: detected dubious ownership git config --global --add safe.directory '/a/two  spaces'"
     )
+
+
+def test_an_object_git_lacks_is_named_as_missing_not_as_another_kind(repo: Path) -> None:
+    """A partial clone or a damaged repository: review says git has no such object, and how
+    to get it, where it said "not a blob"."""
+    chat_root(repo / ".langgraph", turns=1)  # a second turn on the same thread
+    commit_all(repo, "another turn")
+    changed = git(repo, "diff", "--name-only", "HEAD~1", "HEAD").stdout.split()
+    blob = git(repo, "rev-parse", f"HEAD:{changed[0]}").stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    proc = cli(repo / ".langgraph", "review", "HEAD~1..HEAD", cwd=repo)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert f"git has no object {blob}" in proc.stderr and "not a blob" not in proc.stderr

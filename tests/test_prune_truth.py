@@ -65,7 +65,9 @@ def test_a_prune_that_would_grow_the_root_keeps_the_thread_whole_and_says_by_how
     assert f"kept whole, pruning would grow it by {growth:,} bytes" in said.stdout
     assert "--allow-growth" in said.stdout
     assert sizes(root) == before
-    assert plan(root, "--keep-last", "6")["remove"] == []
+    kept = plan(root, "--keep-last", "6")
+    assert kept["remove"] == [] and kept["skipped"].startswith("pruning would grow it")
+    assert (kept["remove_bytes"], kept["write_bytes"]) == (grows["remove_bytes"], grows["write_bytes"])
     assert cli(root, "prune", "--keep-last", "6", "--yes", "--allow-growth").returncode == 0
     assert sum(sizes(root).values()) - sum(before.values()) == growth
 

@@ -60,6 +60,7 @@ class PrunePlan:
     # their contents, in batches each durable before the next (objects before what refers to them)
     rescue: list[list[tuple[Path, bytes]]] = field(default_factory=list, repr=False)
     removed_bytes: int = 0  # the sizes of the files that go, when planned
+    written_bytes: int = 0  # the sizes of the files written first (kept when the plan is skipped)
 
     @property
     def removed(self) -> list[Path]:
@@ -104,6 +105,7 @@ def plan_removal(store: ThreadStore, thread_id: str, doomed: Mapping[str, Collec
         if p.name[:-5] not in need.objects
     ]
     plan.removed_bytes = _sizes(plan.removed)
+    plan.written_bytes = sum(len(data) for batch in plan.rescue for _, data in batch)
     return plan
 
 
@@ -286,13 +288,16 @@ def plan_prune(
             thread_id,
             skipped=f"pruning would grow it by {written - gone:,} bytes (removes {gone:,}, writes "
             f"{written:,}); --allow-growth prunes it anyway",
+            removed_bytes=gone,
+            written_bytes=written,
         )
     return plan
 
 
 def plan_bytes(plan: PrunePlan) -> tuple[int, int]:
-    """(bytes the plan removes, bytes it writes first): what the root loses and gains."""
-    return plan.removed_bytes, sum(len(data) for batch in plan.rescue for _, data in batch)
+    """(bytes the plan removes, bytes it writes first): what the root loses and gains (or
+    would, for a thread kept whole because it would grow)."""
+    return plan.removed_bytes, plan.written_bytes
 
 
 def parse_ts(ts: str) -> datetime | None:

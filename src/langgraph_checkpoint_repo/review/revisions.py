@@ -357,6 +357,11 @@ def _write_blobs(top: Path, root: Path, wanted: list[tuple[str, Entry]], skipped
             proc.stdin.write(entry.oid.encode("ascii") + b"\n")
             proc.stdin.flush()
             header = proc.stdout.readline().split()
+            if header[1:] == [b"missing"]:  # a partial clone, a pruned or damaged repository
+                raise NotFoundError(
+                    f"git has no object {entry.oid} for {path} (a partial or shallow clone, or a damaged "
+                    "repository): fetch it (git fetch) and review again"
+                )
             if len(header) != 3 or header[1] != b"blob":
                 raise BadInputError(f"git cat-file: object {entry.oid} of {path} is not a blob")
             size = int(header[2])
