@@ -335,6 +335,20 @@ def _not_written(path: str, entry: Entry) -> str | None:
 CHUNK = 1 << 20
 
 
+def _blob_size(line: bytes, oid: str, path: str) -> int:
+    """The size ``git cat-file --batch`` gives for ``oid``; an error for an object git lacks
+    or one that is not a blob."""
+    header = line.split()
+    if header[1:] == [b"missing"]:  # a partial clone, a pruned or damaged repository
+        raise NotFoundError(
+            f"git has no object {oid} for {path} (a partial or shallow clone, or a damaged repository): "
+            "fetch it (git fetch) and review again"
+        )
+    if len(header) != 3 or header[1] != b"blob":
+        raise BadInputError(f"git cat-file: object {oid} of {path} is not a blob")
+    return int(header[2])
+
+
 def _write_blobs(top: Path, root: Path, wanted: list[tuple[str, Entry]], skipped: dict[str, str]) -> None:
     """Stream each blob from one ``git cat-file --batch`` into its file below ``root``."""
     try:
@@ -356,15 +370,7 @@ def _write_blobs(top: Path, root: Path, wanted: list[tuple[str, Entry]], skipped
                 continue
             proc.stdin.write(entry.oid.encode("ascii") + b"\n")
             proc.stdin.flush()
-            header = proc.stdout.readline().split()
-            if header[1:] == [b"missing"]:  # a partial clone, a pruned or damaged repository
-                raise NotFoundError(
-                    f"git has no object {entry.oid} for {path} (a partial or shallow clone, or a damaged "
-                    "repository): fetch it (git fetch) and review again"
-                )
-            if len(header) != 3 or header[1] != b"blob":
-                raise BadInputError(f"git cat-file: object {entry.oid} of {path} is not a blob")
-            size = int(header[2])
+            size = _blob_size(proc.stdout.readline(), entry.oid, path)
             target = root / path
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
