@@ -104,6 +104,20 @@ def test_a_fresh_read_parses_one_objects_index_line_per_holder_it_uses(
     assert 0 < counting.lines <= holders, (counting.lines, holders)
 
 
+def lstats_from(monkeypatch: pytest.MonkeyPatch, modules: tuple[str, ...]) -> Counter[str]:
+    """The paths ``os.lstat`` is called on from code in ``modules`` (file names), counted."""
+    stats: Counter[str] = Counter()
+    real_lstat = os.lstat
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if sys._getframe(1).f_code.co_filename.endswith(modules):
+            stats[str(path)] += 1
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    return stats
+
+
 def test_a_holder_is_stat_ed_once_per_read_however_many_of_its_objects_it_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,16 +133,8 @@ def test_a_holder_is_stat_ed_once_per_read_however_many_of_its_objects_it_serves
         lookups.append((name, holder))
         return find(self, tdir, name, holder, *args)
 
-    stats: Counter[str] = Counter()
-    real_lstat = os.lstat
-
-    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if sys._getframe(1).f_code.co_filename.endswith(("objindex.py", "threads.py")):
-            stats[str(path)] += 1
-        return real_lstat(path, *args, **kwargs)
-
     monkeypatch.setattr(ObjectIndex, "find", counted_find)
-    monkeypatch.setattr(os, "lstat", lstat)
+    stats = lstats_from(monkeypatch, ("objindex.py", "threads.py"))
     assert fresh_texts(root) == want
     monkeypatch.undo()
     holders = {holder for _, holder in lookups}
@@ -154,16 +160,8 @@ def test_the_objects_index_takes_the_stat_keys_the_lineage_check_of_the_same_rea
         found.append(got)
         return got
 
-    by_index: Counter[str] = Counter()
-    real_lstat = os.lstat
-
-    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if sys._getframe(1).f_code.co_filename.endswith("objindex.py"):
-            by_index[str(path)] += 1
-        return real_lstat(path, *args, **kwargs)
-
     monkeypatch.setattr(ObjectIndex, "find", counted_find)
-    monkeypatch.setattr(os, "lstat", lstat)
+    by_index = lstats_from(monkeypatch, ("objindex.py",))
     assert fresh_texts(root) == want
     monkeypatch.undo()
     assert sum(got is not None for got in found) > 10  # the index served the objects

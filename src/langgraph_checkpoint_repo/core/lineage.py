@@ -76,6 +76,7 @@ class Rule:
     over: frozenset[str]
     cyclic: bool
     forked: bool = False  # some checkpoint has two children (settled_by_forks judges the heads)
+    by_fork: frozenset[str] = frozenset()  # the heads settled_by_forks settles
 
     @staticmethod
     def of(links: dict[str, Node]) -> Rule:
@@ -90,14 +91,17 @@ class Rule:
         current = max(links) if cyclic else current_of(links, heads)
         over = frozenset(passed_over(links))
         missing = frozenset(named - links.keys())
-        return Rule(links, heads, current, missing, frozenset(settled), over, cyclic, forks is not None)
+        by_fork = frozenset(forks or ())
+        return Rule(
+            links, heads, current, missing, frozenset(settled), over, cyclic, forks is not None, by_fork
+        )
 
     def after(self, links: dict[str, Node], cid: str, link: Node) -> Rule:
         """The rule over ``links``: these links and ``cid``. A new checkpoint that records no
         choice, that no link names as its parent, that is not its own parent and that no
         choice names (a put continuing its thread) changes only its parent's place among the
-        heads and takes its own: O(heads) instead of every link again. Anything else:
-        computed from them all."""
+        heads and takes its own, settled by forks as its parent was (no race above it begins
+        or ends): O(heads) instead of every link again. Anything else: computed from them all."""
         if (
             cid in self.links
             or link.parent == cid  # its own parent: a cycle, which only the whole rule names
@@ -106,14 +110,15 @@ class Rule:
             or cid in self.settled
             or self.cyclic
             or not self.links
-            or self.forked  # which heads a fork settles depends on every line
+            or (self.forked and link.parent not in self.links)  # a new root beside a fork
             or link.deliberate
             or (link.parent in self.links and all(h.checkpoint_id != link.parent for h in self.heads))
         ):
             return Rule.of(links)
         parent = link.parent
+        settled = parent in self.by_fork
         heads = sorted(
-            [h for h in self.heads if h.checkpoint_id != parent] + [HeadState(cid, False)],
+            [h for h in self.heads if h.checkpoint_id != parent] + [HeadState(cid, settled)],
             key=lambda h: h.checkpoint_id,
             reverse=True,
         )
@@ -121,7 +126,8 @@ class Rule:
         current = next(
             (h.checkpoint_id for h in heads if h.checkpoint_id not in self.over), heads[0].checkpoint_id
         )
-        return Rule(links, heads, current, missing, self.settled, self.over, False)
+        by_fork = (self.by_fork - {parent}) | ({cid} if settled else set())
+        return Rule(links, heads, current, missing, self.settled, self.over, False, self.forked, by_fork)
 
 
 @dataclass
