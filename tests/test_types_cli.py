@@ -1,7 +1,7 @@
 """The command line shows a graph's own types readably, with or without leave to construct
 them (docs/types.md): ``--allow module:Name`` / ``module:*`` on the command line. The
 project's ``[tool.langgraph-repo]`` table (``allow``, ``graph``) is never read by a reading
-command, only by ``export --trust-project``. Each command runs as a fresh process would
+command unless ``--trust-project`` is given (``export --trust-project``, ``show --trust-project``). Each command runs as a fresh process would
 (helpers.cli: none of the project's modules imported before it, the project's folder on
 sys.path only when ``--allow`` puts it there; LANGGRAPH_STRICT_MSGPACK=true in a process).
 """
@@ -147,6 +147,28 @@ def test_pyproject_table_is_used_only_by_export_trust_project(
     exported = cli(project, "export", target, "--thread", "pydantic", "--trust-project", "--json")
     copied = json.loads(ok(exported))
     assert copied["threads"] == ["pydantic"] and marker.exists()
+
+
+def test_show_revives_what_langgraph_json_lists_only_with_trust_project(
+    written: Path, tmp_path: Path
+) -> None:
+    """issue 39: a type in ``checkpointer.serde.allowed_msgpack_modules`` of langgraph.json
+    (and no ``[tool.langgraph-repo]`` table) revives in ``show --trust-project``, as under the
+    server; without the option ``show`` neither reads the list nor imports the module."""
+    project = copy_of(written, tmp_path)
+    assert "[tool.langgraph-repo]" not in (project / "pyproject.toml").read_text(encoding="utf-8")
+    listed = [["myapp.state", "Color"], ["myapp.state", "Customer"]]
+    config = {"graphs": {}, "checkpointer": {"serde": {"allowed_msgpack_modules": listed}}}
+    (project / "langgraph.json").write_text(json.dumps(config), encoding="utf-8")
+    marker = tmp_path / "imported"
+    state = project / "myapp" / "state.py"
+    state.write_text(MARKER.format(path=str(marker)) + state.read_text(encoding="utf-8"), encoding="utf-8")
+    plain = ok(cli(project, "show", "pydantic"))
+    assert "not revived: refusing to construct myapp.state.Color" in plain and not marker.exists()
+    for args in (["show", "pydantic", "--trust-project"], ["--trust-project", "show", "pydantic"]):
+        trusted = ok(cli(project, *args))
+        assert "    color: Color.RED\n" in trusted and "not revived" not in trusted, trusted
+    assert marker.exists()
 
 
 def test_pyproject_inside_the_state_folder_is_ignored(written: Path, tmp_path: Path) -> None:

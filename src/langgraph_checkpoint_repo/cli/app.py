@@ -38,6 +38,7 @@ from .restore import restore_hint
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from ..project_types import Allowed
     from ..readmodel.reader import Reader
 
 PROG = "langgraph-repo"
@@ -193,7 +194,11 @@ def _after_command_options() -> list[Any]:
     is the same), setting what those set. A root given after the command wins over one given
     before it and over LANGGRAPH_REPO_ROOT."""
     params, _, _ = typer.main.get_params_convertors_ctx_param_name_from_function(_main)
-    after = {"root": _root_after_command, "allow": _allow_after_command}
+    after = {
+        "root": _root_after_command,
+        "allow": _allow_after_command,
+        "trust_project": _trust_after_command,
+    }
     for param in params:
         param.expose_value = False
         param.envvar = None
@@ -220,6 +225,15 @@ class Settings:
     err: Console
     allow: list[str] = field(default_factory=list)  # --allow module:Name items
     found_by: str = "--root"  # how the root was found, for messages that name it
+    trust_project: bool = False  # --trust-project: also the project's own list of types
+
+    def allowed(self) -> Allowed:
+        """The types a command that constructs values may construct: what ``--allow`` names,
+        and with ``--trust-project`` the project's list (langgraph.json's, else the table's),
+        which imports the project's modules (docs/types.md)."""
+        from ..project_types import cli_types, project_types
+
+        return project_types(self.root, self.allow) if self.trust_project else cli_types(self.allow)
 
 
 def _show_version(value: bool) -> None:
@@ -237,6 +251,14 @@ def _root_after_command(ctx: Any, param: Any, value: Any) -> None:
         assert isinstance(settings, Settings)
         settings.root = Path(value).absolute()
         settings.found_by = "--root"
+
+
+def _trust_after_command(ctx: Any, param: Any, value: Any) -> None:
+    """``--trust-project`` given after the command."""
+    if value:
+        settings = ctx.obj
+        assert isinstance(settings, Settings)
+        settings.trust_project = True
 
 
 def _allow_after_command(ctx: Any, param: Any, value: Any) -> None:
@@ -274,10 +296,22 @@ def _main(
             "module; without it such values are shown as stored (docs/types.md).",
         ),
     ] = None,
+    trust_project: Annotated[
+        bool,
+        typer.Option(
+            "--trust-project",
+            help="Also construct the types the project lists (langgraph.json's "
+            "checkpointer.serde.allowed_msgpack_modules, else the [tool.langgraph-repo] table of "
+            "pyproject.toml) where a command shows or writes values. Imports the project's "
+            "modules: only on a checkout you trust (docs/types.md).",
+        ),
+    ] = False,
 ) -> None:
     """Inspect, check and tidy LangGraph state kept by RepoSaver in a repository."""
     path, found_by = (root, "--root") if root is not None else default_root()
-    ctx.obj = Settings(path.absolute(), out_console(), err_console(), list(allow or []), found_by)
+    ctx.obj = Settings(
+        path.absolute(), out_console(), err_console(), list(allow or []), found_by, trust_project
+    )
 
 
 def default_root(cwd: Path | None = None) -> tuple[Path, str]:
@@ -368,17 +402,16 @@ def open_reader(ctx: typer.Context, *, revive: bool = False) -> Reader:
     """A reader of the root. By default it constructs nothing and imports no LangGraph (the
     files are read, validated and shown as stored). ``revive`` (show, diff, render): values are
     constructed as a graph would read them, LangGraph's safe types and what ``--allow`` names;
-    never what the checkout's own files name (docs/types.md)."""
+    the project's list only with ``--trust-project`` (docs/types.md)."""
     from ..readmodel.reader import Reader
 
     settings = settings_of(ctx)
     require_root(settings.root)
     if not revive:
         return Reader(settings.root)
-    from ..project_types import cli_types
     from ..serde import reader_codec
 
-    allowed = cli_types(settings.allow)
+    allowed = settings.allowed()
     return Reader(settings.root, reviver=reader_codec(allowed.types, allowed.fix))
 
 

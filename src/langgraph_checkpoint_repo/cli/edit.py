@@ -353,10 +353,9 @@ def write(
     force: bool = False,
 ) -> str:
     """The changed channels as values, written as a new checkpoint through the saver."""
-    from ..project_types import cli_types
     from ..saver import RepoSaver
 
-    saver = RepoSaver(settings.root, allowlist=sorted(cli_types(settings.allow).types) or None)
+    saver = RepoSaver(settings.root, allowlist=sorted(settings.allowed().types) or None)
     config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
     parent = saver.get_tuple(config)
     assert parent is not None

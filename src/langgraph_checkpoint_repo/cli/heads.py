@@ -172,10 +172,9 @@ def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: st
 def _saver(settings: Settings) -> Any:
     """The saver a command writes through (imports LangGraph): it constructs the values it
     copies, LangGraph's safe types and what ``--allow`` names."""
-    from ..project_types import cli_types
     from ..saver import RepoSaver
 
-    return RepoSaver(settings.root, allowlist=sorted(cli_types(settings.allow).types) or None)
+    return RepoSaver(settings.root, allowlist=sorted(settings.allowed().types) or None)
 
 
 def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:

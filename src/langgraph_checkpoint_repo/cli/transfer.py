@@ -1,9 +1,9 @@
 """import and export: copy threads between the repo files and another checkpointer.
 
 Both construct every value they copy (through the savers), so they import LangGraph. They
-construct LangGraph's safe types and what ``--allow`` names; ``--trust-project`` adds the
-types the project's ``[tool.langgraph-repo]`` table names, importing its modules (the one
-explicit choice that runs the project's code; docs/types.md)."""
+construct LangGraph's safe types and what ``--allow`` names; the global ``--trust-project``
+adds the types the project lists (langgraph.json, else its ``[tool.langgraph-repo]`` table),
+importing its modules (an explicit choice that runs the project's code; docs/types.md)."""
 
 from __future__ import annotations
 
@@ -43,14 +43,6 @@ SkipOpt = Annotated[
     ),
 ]
 SaverArg = Annotated[str, typer.Argument(help="sqlite:///PATH.db, postgresql://..., or module:factory.")]
-TrustOpt = Annotated[
-    bool,
-    typer.Option(
-        "--trust-project",
-        help="Also construct the types [tool.langgraph-repo] in the project's pyproject.toml names "
-        "(imports the project's modules: only on a checkout you trust).",
-    ),
-]
 
 
 def _transfer(
@@ -60,16 +52,14 @@ def _transfer(
     threads: list[str] | None,
     replace: bool,
     json_out: bool,
-    trust_project: bool = False,
     skip_copied: bool = False,
 ) -> None:
-    from ..project_types import cli_types, project_types
     from ..saver import RepoSaver
     from ..transfer import CopyReport, copy_threads, open_saver, thread_ids_of
 
     settings = settings_of(ctx)
     require_root(settings.root, creating=to_repo)
-    allowed = project_types(settings.root, settings.allow) if trust_project else cli_types(settings.allow)
+    allowed = settings.allowed()
     repo = RepoSaver(settings.root, allowlist=sorted(allowed.types) or None)
     repo.codec.fix = allowed.fix
     report, wanted = CopyReport(), list(threads or [])
@@ -163,9 +153,8 @@ def export(
     target: SaverArg,
     thread: ThreadsOpt = None,
     replace: ReplaceOpt = False,
-    trust_project: TrustOpt = False,
     skip_copied: SkipOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Copy threads from the repo files into another checkpointer (docs/migrating.md)."""
-    _transfer(ctx, target, False, thread, replace, json_out, trust_project, skip_copied)
+    _transfer(ctx, target, False, thread, replace, json_out, skip_copied)
