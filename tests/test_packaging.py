@@ -106,6 +106,51 @@ def test_every_third_party_module_the_package_imports_is_declared() -> None:
     assert not undeclared, undeclared
 
 
+def test_a_module_only_an_extra_provides_is_never_imported_at_a_module_s_top() -> None:
+    """Installed without extras, every module of the package imports: what only an extra
+    provides (httpx for ``server sync``, the SQLite and PostgreSQL savers for ``import``/``export``)
+    is imported inside the function that needs it, never at a module's top (a top-level
+    ``if TYPE_CHECKING:`` block aside). The check above accepts a module any extra declares."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - the package's own dependency there
+        import tomli as tomllib
+    with open(PROJECT / "pyproject.toml", "rb") as fh:
+        base = {_dist_name(r) for r in tomllib.load(fh)["project"]["dependencies"]}
+    providers = importlib.metadata.packages_distributions()
+    at_top = {}
+    for path in sorted((PROJECT / "src" / NAME).rglob("*.py")):
+        for module in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            dists = {canonicalize_name(d) for d in providers.get(module, [module])}
+            if module not in sys.stdlib_module_names and module != NAME and not dists & base:
+                at_top[str(path.relative_to(PROJECT))] = module
+    assert not at_top, at_top
+    planted = ast.parse(
+        "import httpx\nif TYPE_CHECKING:\n    import psycopg\ndef f():\n    import sqlite_vec\n"
+    )
+    assert _top_level_imports(planted) == ["httpx"]  # the walk sees the top, not the guarded or lazy
+
+
+def _top_level_imports(tree: ast.Module) -> list[str]:
+    """The top-level names a module imports when it is imported: its top statements and those
+    under a top-level ``try``/``if`` (other than ``if TYPE_CHECKING:``), not a function's."""
+    out: list[str] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, ast.Import):
+            out += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append(node.module.split(".")[0])
+        elif isinstance(node, ast.If | ast.Try):
+            pending += [*node.body, *node.orelse]
+            pending += [s for h in getattr(node, "handlers", []) for s in h.body]
+            pending += list(getattr(node, "finalbody", []))
+    return out
+
+
 def _dist_name(requirement: str) -> str:
     return str(canonicalize_name(Requirement(requirement).name))
 
