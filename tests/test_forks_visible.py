@@ -347,7 +347,7 @@ def test_update_state_on_an_older_checkpoint_shows_as_two_heads_with_their_last_
     assert shown.returncode == 0, shown.stderr
     assert "\x1b" not in shown.stdout  # a message's control characters are shown escaped
     rows = [line for line in shown.stdout.splitlines() if line.startswith("1")]
-    assert rows[0].startswith(heads[0].checkpoint_id) and "  settled, continues" in rows[0]
+    assert rows[0].startswith(heads[0].checkpoint_id) and "  started on purpose, continues" in rows[0]
     assert rows[0].endswith("human: deny \\x1b[2J it")
     assert rows[1].startswith(kept) and rows[1].endswith("ai: echo: approve the refund")
 

@@ -1,7 +1,7 @@
 """The command line shows a graph's own types readably, with or without leave to construct
 them (docs/types.md): ``--allow module:Name`` / ``module:*`` on the command line. The
-project's ``[tool.langgraph-repo]`` table (``allow``, ``graph``) is never read by a reading
-command unless ``--trust-project`` is given (``export --trust-project``, ``show --trust-project``). Each command runs as a fresh process would
+project's list (langgraph.json's, else the ``[tool.langgraph-repo]`` table's ``allow`` and
+``graph``) is read only with ``--trust-project``. Each command runs as a fresh process would
 (helpers.cli: none of the project's modules imported before it, the project's folder on
 sys.path only when ``--allow`` puts it there; LANGGRAPH_STRICT_MSGPACK=true in a process).
 """

@@ -40,7 +40,7 @@ def last_message(reader: Reader, thread: str, ns: str, cid: str) -> str:
 def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
     """One row per head, newest first: what ``heads`` prints (the ``--json`` shape)."""
     lineage = reader.store.lineage(thread, ns)
-    current = lineage.current()
+    current, chosen = lineage.current(), lineage.chosen()
     rows = []
     for state in sorted(lineage.heads(), key=lambda h: h.checkpoint_id != current):
         cid = state.checkpoint_id
@@ -54,6 +54,9 @@ def head_rows(reader: Reader, thread: str, ns: str) -> list[dict[str, Any]]:
                 "step": meta.get("step") if isinstance(meta.get("step"), int) else None,
                 "source": meta.get("source") if isinstance(meta.get("source"), str) else None,
                 "settled": state.settled,
+                # why: a choice (heads --choose, a merge) or a line started on purpose (a replay,
+                # update_state: docs/forks.md); a reviewer tells the two apart
+                "settled_by": None if not state.settled else "choice" if cid in chosen else "deliberate",
                 "continues": cid == current,
                 "last": last_message(reader, thread, ns, cid),
             }
@@ -182,7 +185,9 @@ def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:
     for col in ("head", "time (UTC)", "step", "source", "state", "last message"):
         table.add_column(col, justify="right" if col == "step" else "left", no_wrap=col != "last message")
     for row in rows:
-        state = "settled" if row["settled"] else "unsettled"
+        state = {"choice": "settled by a choice", "deliberate": "started on purpose"}.get(
+            row["settled_by"] or "", "unsettled"
+        )
         if row["continues"]:
             state += ", continues"
         table.add_row(

@@ -180,6 +180,11 @@ class Lineage:
         """The checkpoint that continues (the rule above); None for an empty namespace."""
         return self._computed().current
 
+    def chosen(self) -> frozenset[str]:
+        """The checkpoints a choice settled (chose, passed over, or recorded it): the rest of
+        the settled heads were settled by lines started on purpose (``settled_by_forks``)."""
+        return self._computed().settled
+
 
 def choice_of(metadata: Mapping[str, Any], where: str) -> Choice | None:
     """The choice a checkpoint's metadata records, if any; a malformed one is an error
