@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -403,6 +404,24 @@ def test_hand_edit_of_latest_step_is_seen_by_list_and_filter_of_a_running_saver(
     found = list(saver.list(cfg("t"), filter={"step": step + 40}))
     assert [t.config["configurable"]["checkpoint_id"] for t in found] == [latest.stem]
     assert list(saver.list(cfg("t"), filter={"step": step})) == []
+
+
+def test_an_edited_parent_link_is_seen_by_a_fresh_saver_at_once_and_a_running_one_at_the_next_listing(
+    root: Path,
+) -> None:
+    """The one stated exception to the cache rule (docs/reliability.md, "Hand edits and
+    caches"): a running saver keeps a namespace's lineage while the folder's listing is
+    unchanged; a fresh saver checks every checkpoint's stat key and sees the edit at once."""
+    saver = chat(root, "t", 3)
+    files = checkpoint_files(root, "t")
+    time.sleep(0.1)  # the listing settles (the racy rule): from now on it is kept
+    assert len(saver.store.lineage("t", "").heads()) == 1
+    edit(files[-1], lambda d: d.update(parent_checkpoint_id=files[-4].stem))  # a second head
+    assert len(RepoSaver(root).store.lineage("t", "").heads()) == 2  # fresh: at once
+    assert len(saver.store.lineage("t", "").heads()) == 1  # running: the listing is the same
+    (files[-1].parent / "x.tmp").write_bytes(b"")  # any change of the listing
+    (files[-1].parent / "x.tmp").unlink()
+    assert len(saver.store.lineage("t", "").heads()) == 2
 
 
 def test_hand_edit_of_an_append_base_is_seen_by_a_running_saver(root: Path) -> None:
