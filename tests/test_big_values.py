@@ -11,6 +11,7 @@ work (never a time).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from langgraph.graph.message import add_messages
 from graphs import cfg, line_graph
 from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver, ride, values
-from langgraph_checkpoint_repo.core import jsonread, redaction
+from langgraph_checkpoint_repo.core import caches, jsonread, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
 from langgraph_checkpoint_repo.core.format import tree as tree_module
@@ -565,3 +566,35 @@ def test_a_big_value_seen_again_gives_what_it_gave_and_another_like_it_is_search
     assert redactor.redact_msgpack(without) == without
     assert redactor.redact_msgpack(with_secret) == redacted
     assert redactor.redact_msgpack(bytes(with_secret)) == redacted
+
+
+# ----------------------------------------------------------------------------
+# issue 37 item 5: what the first put of a big value passes over it, counted
+# ----------------------------------------------------------------------------
+def _sha256_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every input ``hashlib.sha256`` is given from now on."""
+    sizes: list[int] = []
+    real = hashlib.sha256
+
+    def counted(data: bytes = b"", *args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(data))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "sha256", counted)
+    return sizes
+
+
+def test_a_big_list_is_hashed_by_sha256_once_for_its_name_not_again_for_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sha256 names a ``large/`` file (its format); the digest that backs a file we just wrote
+    until it settles (caches.bytes_digest) is xxh3, so the 1.5 MB is passed to sha256 once
+    (it was twice: the name, then the file's bytes for the cache)."""
+    sizes = _sha256_sizes(monkeypatch)
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert len([n for n in sizes if n > 64 * 1024]) == 1
+    monkeypatch.undo()
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    assert caches.file_digest(large) == caches.bytes_digest(large.read_bytes())
+    assert graph.get_state(cfg("t")).values["items"] == LIST
