@@ -24,11 +24,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph.message import add_messages
 
 from graphs import cfg, line_graph
 from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver, ride, values
+from langgraph_checkpoint_repo import serde as serde_module
 from langgraph_checkpoint_repo.core import caches, jsonread, masking, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
@@ -665,3 +667,46 @@ def test_a_big_list_is_hashed_by_sha256_once_for_its_name_not_again_for_the_cach
     (large,) = (tmp_path / "threads/t/large").iterdir()
     assert caches.file_digest(large) == caches.bytes_digest(large.read_bytes())
     assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+def test_the_first_put_of_a_big_list_of_strings_packs_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The codec packs a long list of exact strings itself (``serde.packed_strings``), so
+    its tree is known to be the list: packed once, where the serde packed it and
+    ``values.tree_of`` packed it again to compare."""
+    packed: list[int] = []
+    pack = ormsgpack.packb
+    monkeypatch.setattr(ormsgpack, "packb", lambda *a, **kw: _counted_pack(packed, pack(*a, **kw)))
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert len([n for n in packed if n > 64 * 1024]) == 1
+    monkeypatch.undo()
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert Validator(tmp_path).run() == []
+
+
+def _counted_pack(sizes: list[int], data: bytes) -> bytes:
+    sizes.append(len(data))
+    return data
+
+
+def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None:
+    """``packed_strings`` makes the bytes ``JsonPlusSerializer`` makes (its options change
+    nothing for exact strings), so the files are those the serde's bytes gave; a list it
+    cannot pack so (a subclass, a lone surrogate, anything not a string) is the serde's."""
+
+    class Name(str):
+        pass
+
+    serde = JsonPlusSerializer()
+    for strings in (LIST, ["é" * 40, "x" * 300, "y" * 70_000, "", "\U0001f600"] * 300):
+        assert serde_module.packed_strings(strings) == serde.dumps_typed(strings)[1]
+    for other in ([*LIST, Name("n")], [*LIST, "\ud800"], [*LIST, 1], [*LIST, None], LIST[:10]):
+        assert serde_module.packed_strings(other) is None
+    codec = ValueCodec(serde, Redactor())
+    _, data = codec.dumps(LIST, "checkpoint", "t", "/")
+    assert codec.packed_exactly(LIST, data) and not codec.packed_exactly(list(LIST), data)
+    with_secret = [*LIST[:-1], SECRET]
+    _, data = codec.dumps(with_secret, "checkpoint", "t", "/")  # redacted: not the bytes packed
+    assert not codec.packed_exactly(with_secret, data) and b"[REDACTED:openai-key]" in data

@@ -76,6 +76,29 @@ if TYPE_CHECKING:
 _OPT = ormsgpack.OPT_NON_STR_KEYS  # as tree.py packs
 # serde payload types a file may never make us load: unpickling runs code
 REFUSED_SERDE_TYPES = frozenset({"pickle"})
+#: a list this long or longer, of exact ``str`` only, is packed by the codec itself when the serde
+#: is LangGraph's own ``JsonPlusSerializer`` (``packed_strings``)
+STRINGS_AT = 1024
+_EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+
+
+def packed_strings(value: Any, least: int = STRINGS_AT) -> bytes | None:
+    """The msgpack of a list of ``least`` or more exact ``str`` holding no lone surrogate, else None:
+    what ``JsonPlusSerializer`` makes of it (its options change nothing for such strings:
+    tests/test_big_values.py pins it), packed once so that its tree is known to be the list
+    itself (``ValueCodec.packed_exactly``). Before, the serde packed it, then ``values.tree_of``
+    packed it again to learn that: 1.3 ms of a 50,000-item list's first put. A ``str``
+    subclass (``OPT_PASSTHROUGH_SUBCLASS``) or a lone surrogate (the serde replaces it) is
+    refused here and left to the serde; so is anything else (``join``: strings only)."""
+    if type(value) is not list or len(value) < least:
+        return None
+    try:
+        "".join(value)  # every item a string (else: TypeError), in one pass in C
+        return ormsgpack.packb(value, option=_EXACT)
+    except (TypeError, ormsgpack.MsgpackEncodeError):
+        return None
+
+
 # serde payload types that name no type to construct: decoded here, never by the serde
 PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
 # every payload type the saver loads (pickle only with unsafe_allow_pickle); anything else,
@@ -152,6 +175,10 @@ class ValueCodec:
         self._allowed = with_main_alias(self._allowed)
         # what loads values: the serde, with LangGraph's lenient ext hook made strict
         self._loader: SerializerProtocol = strict_loader(inner, frozenset(self._allowed), self.classes)
+        # the last long list of strings this codec packed itself, and its bytes as returned
+        # (``packed_exactly``); replaced by the next, read by identity: safe across threads
+        self._exact: tuple[Any, bytes] | None = None
+        self._packs_strings = type(serde) is JsonPlusSerializer
 
     @property
     def allowed(self) -> frozenset[TypeKey]:
@@ -176,11 +203,18 @@ class ValueCodec:
             raise InvalidWriteError(kind, target, pointer + where, why)
         return tree
 
+    def packed_exactly(self, value: Any, data: bytes) -> bool:
+        """Whether ``data`` is this very ``value``'s msgpack as ``packed_strings`` made it,
+        unchanged since (nothing renamed, nothing redacted): its tree is ``value`` itself."""
+        got = self._exact
+        return got is not None and got[0] is value and got[1] is data
+
     def _dumps(
         self, serde: SerializerProtocol, value: Any, kind: str, target: str, pointer: str
     ) -> tuple[str, bytes]:
+        packed = packed_strings(value) if serde is self.serde and self._packs_strings else None
         try:
-            type_, data = serde.dumps_typed(value)
+            type_, data = ("msgpack", packed) if packed is not None else serde.dumps_typed(value)
         except (TypeError, ValueError, ormsgpack.MsgpackEncodeError) as exc:
             problem = f"cannot serialise {type(value).__name__}: {exc}"
             raise InvalidWriteError(kind, target, pointer, problem) from exc
@@ -201,6 +235,8 @@ class ValueCodec:
             data = rename_main(data)
             if self.redactor is not None:
                 data = self.redactor.redact_msgpack(data)
+        if packed is not None and data is packed:
+            self._exact = (value, data)
         return type_, data
 
     # -- decode -------------------------------------------------------

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import ormsgpack
 from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
@@ -48,7 +47,7 @@ from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
 from .core.format.tree import b64, model_fields, msgpack_to_tree
 from .core.threads import ThreadStore
-from .serde import ValueCodec
+from .serde import ValueCodec, packed_strings
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
 # the roles of a message input stored as a reference to its message (ValueWriter.message_input)
@@ -594,7 +593,7 @@ class ValueWriter:
             # base64 was made, then dropped, on every first put)
             node: dict[str, Any]
             if serde == "msgpack":
-                node = {"json": tree_of(value, data)}
+                node = {"json": tree_of(value, data, self.codec.packed_exactly(value, data))}
             else:
                 node = {"serde": serde, "base64": b64(data)}
             stored = self.stored(thread_id, node, large, where)
@@ -647,24 +646,21 @@ class ValueWriter:
 
 #: msgpack shorter than this is unpacked as it is (``tree_of``)
 _TREE_OF_BYTES = 64 * 1024
-_EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
 
 
-def tree_of(value: Any, data: bytes) -> Any:
+def tree_of(value: Any, data: bytes, exact: bool = False) -> Any:
     """``msgpack_to_tree(data)``, where ``data`` is what the serializer (and the redactor)
     made of ``value``. A big list of strings is its own tree: when the strings pack, as
     exact ``str`` (``OPT_PASSTHROUGH_SUBCLASS`` refuses a subclass), to these very bytes,
     unpacking them gives those strings back, and the tree of a list of strings is the list.
-    Packing and comparing is a third of unpacking 50,000 strings and making their tree
-    (anything else, or bytes the redactor changed: unpacked as before). The list itself is
-    returned: the sharer copies what it stores (``Sharer.share``: a new tree)."""
-    if type(value) is list and len(data) >= _TREE_OF_BYTES:
-        try:
-            "".join(value)  # every item a string (else: TypeError), in one pass in C
-            if ormsgpack.packb(value, option=_EXACT) == data:
-                return value
-        except (TypeError, ormsgpack.MsgpackEncodeError):
-            pass
+    ``exact``: the codec packed them so itself (``ValueCodec.packed_exactly``), nothing to
+    check; else packing and comparing is a third of unpacking 50,000 strings and making
+    their tree (anything else, or bytes the redactor changed: unpacked as before). The list
+    itself is returned: the sharer copies what it stores (``Sharer.share``: a new tree)."""
+    if exact:
+        return value
+    if len(data) >= _TREE_OF_BYTES and packed_strings(value, least=0) == data:
+        return value
     return msgpack_to_tree(data)
 
 
