@@ -659,6 +659,7 @@ def test_a_big_list_is_hashed_by_sha256_once_for_its_name_not_again_for_the_cach
     """sha256 names a ``large/`` file (its format); the digest that backs a file we just wrote
     until it settles (caches.bytes_digest) is xxh3, so the 1.5 MB is passed to sha256 once
     (it was twice: the name, then the file's bytes for the cache)."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)  # the step's writes ride in the put, as in the bench
     sizes = _sha256_sizes(monkeypatch)
     graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
     graph.invoke({}, cfg("t"))
@@ -669,20 +670,30 @@ def test_a_big_list_is_hashed_by_sha256_once_for_its_name_not_again_for_the_cach
     assert graph.get_state(cfg("t")).values["items"] == LIST
 
 
-def test_the_first_put_of_a_big_list_of_strings_packs_it_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("channel", ["items", "text"])
+def test_the_first_put_of_a_big_list_of_strings_or_a_big_string_packs_it_once_unpacks_it_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, channel: str
 ) -> None:
-    """The codec packs a long list of exact strings itself (``serde.packed_strings``), so
-    its tree is known to be the list: packed once, where the serde packed it and
-    ``values.tree_of`` packed it again to compare."""
+    """The codec packs a long list of exact strings, or a long string, itself
+    (``serde.packed_strings``), so its tree is known to be the value: packed once, where the
+    serde packed a list and ``values.tree_of`` packed it again to compare, and unpacked
+    never, where a 5 MB string was unpacked for its tree."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)  # the step's writes ride in the put, as in the bench
+    value: Any = LIST if channel == "items" else "Many words - and lines.\n" * 50_000
     packed: list[int] = []
-    pack = ormsgpack.packb
+    unpacked: list[int] = []
+    pack, unpack = ormsgpack.packb, ormsgpack.unpackb
     monkeypatch.setattr(ormsgpack, "packb", lambda *a, **kw: _counted_pack(packed, pack(*a, **kw)))
-    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    monkeypatch.setattr(
+        tree_module.ormsgpack, "unpackb", lambda data, **kw: unpacked.append(len(data)) or unpack(data, **kw)
+    )
+    state = Items if channel == "items" else Text
+    graph = line_graph(state, RepoSaver(tmp_path), fill=lambda _: {channel: value})
     graph.invoke({}, cfg("t"))
     assert len([n for n in packed if n > 64 * 1024]) == 1
+    assert not [n for n in unpacked if n > 64 * 1024]
     monkeypatch.undo()
-    assert graph.get_state(cfg("t")).values["items"] == LIST
+    assert graph.get_state(cfg("t")).values[channel] == value
     assert Validator(tmp_path).run() == []
 
 
@@ -693,16 +704,28 @@ def _counted_pack(sizes: list[int], data: bytes) -> bytes:
 
 def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None:
     """``packed_strings`` makes the bytes ``JsonPlusSerializer`` makes (its options change
-    nothing for exact strings), so the files are those the serde's bytes gave; a list it
-    cannot pack so (a subclass, a lone surrogate, anything not a string) is the serde's."""
+    nothing for exact strings), so the files are those the serde's bytes gave, and their tree
+    is the value; a list or string it cannot pack so (a subclass, a lone surrogate, anything
+    not a string, a short one) is the serde's."""
 
     class Name(str):
         pass
 
     serde = JsonPlusSerializer()
-    for strings in (LIST, ["é" * 40, "x" * 300, "y" * 70_000, "", "\U0001f600"] * 300):
+    text = "é$\U0001f600 - a line\n" * 20_000
+    for strings in (LIST, ["é" * 40, "x" * 300, "y" * 70_000, "", "\U0001f600", "$ref"] * 300, text):
         assert serde_module.packed_strings(strings) == serde.dumps_typed(strings)[1]
-    for other in ([*LIST, Name("n")], [*LIST, "\ud800"], [*LIST, 1], [*LIST, None], LIST[:10]):
+        assert tree_module.msgpack_to_tree(serde.dumps_typed(strings)[1]) == strings  # its own tree
+    for other in (
+        [*LIST, Name("n")],
+        [*LIST, "\ud800"],
+        [*LIST, 1],
+        [*LIST, None],
+        LIST[:10],
+        Name(text),
+        text + "\ud800",
+        text[:1000],
+    ):
         assert serde_module.packed_strings(other) is None
     codec = ValueCodec(serde, Redactor())
     _, data = codec.dumps(LIST, "checkpoint", "t", "/")

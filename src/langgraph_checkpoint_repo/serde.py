@@ -76,23 +76,29 @@ if TYPE_CHECKING:
 _OPT = ormsgpack.OPT_NON_STR_KEYS  # as tree.py packs
 # serde payload types a file may never make us load: unpickling runs code
 REFUSED_SERDE_TYPES = frozenset({"pickle"})
-#: a list this long or longer, of exact ``str`` only, is packed by the codec itself when the serde
-#: is LangGraph's own ``JsonPlusSerializer`` (``packed_strings``)
+#: a list this long or longer, of exact ``str`` only, or a ``str`` of ``TEXT_AT`` characters or
+#: more, is packed by the codec itself when the serde is LangGraph's own ``JsonPlusSerializer``
+#: (``packed_strings``)
 STRINGS_AT = 1024
+TEXT_AT = 64 * 1024
 _EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
 
 
 def packed_strings(value: Any, least: int = STRINGS_AT) -> bytes | None:
-    """The msgpack of a list of ``least`` or more exact ``str`` holding no lone surrogate, else None:
-    what ``JsonPlusSerializer`` makes of it (its options change nothing for such strings:
-    tests/test_big_values.py pins it), packed once so that its tree is known to be the list
-    itself (``ValueCodec.packed_exactly``). Before, the serde packed it, then ``values.tree_of``
-    packed it again to learn that: 1.3 ms of a 50,000-item list's first put. A ``str``
-    subclass (``OPT_PASSTHROUGH_SUBCLASS``) or a lone surrogate (the serde replaces it) is
-    refused here and left to the serde; so is anything else (``join``: strings only)."""
-    if type(value) is not list or len(value) < least:
-        return None
+    """The msgpack of a list of ``least`` or more exact ``str``, or of a long ``str``
+    (``TEXT_AT``), holding no lone surrogate, else None: what ``JsonPlusSerializer`` makes
+    of it (its options change nothing for such strings: tests/test_big_values.py pins it),
+    packed once so that its tree is known to be the value itself
+    (``ValueCodec.packed_exactly``). Before, the serde packed a list, then ``values.tree_of``
+    packed it again to learn that (1.3 ms of a 50,000-item list's first put), and a 5 MB
+    string was unpacked for its tree (3 ms). A ``str`` subclass (``OPT_PASSTHROUGH_SUBCLASS``)
+    or a lone surrogate (the serde replaces it) is refused here and left to the serde; so is
+    anything else (``join``: strings only)."""
     try:
+        if type(value) is str and len(value) >= TEXT_AT:
+            return ormsgpack.packb(value, option=_EXACT)
+        if type(value) is not list or len(value) < least:
+            return None
         "".join(value)  # every item a string (else: TypeError), in one pass in C
         return ormsgpack.packb(value, option=_EXACT)
     except (TypeError, ormsgpack.MsgpackEncodeError):
