@@ -34,6 +34,7 @@ from langgraph_checkpoint_repo import serde as serde_module
 from langgraph_checkpoint_repo.core import caches, jsonread, masking, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
+from langgraph_checkpoint_repo.core.format import objects as objects_module
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
@@ -677,7 +678,8 @@ def test_the_first_put_of_a_big_list_of_strings_or_a_big_string_packs_it_once_un
     """The codec packs a long list of exact strings, or a long string, itself
     (``serde.packed_strings``), so its tree is known to be the value: packed once, where the
     serde packed a list and ``values.tree_of`` packed it again to compare, and unpacked
-    never, where a 5 MB string was unpacked for its tree."""
+    never, where a 5 MB string was unpacked for its tree; nor are the list's strings joined
+    again by the sharer to weigh them."""
     monkeypatch.setattr(ride, "GRACE", 2.0)  # the step's writes ride in the put, as in the bench
     value: Any = LIST if channel == "items" else "Many words - and lines.\n" * 50_000
     packed: list[int] = []
@@ -687,11 +689,13 @@ def test_the_first_put_of_a_big_list_of_strings_or_a_big_string_packs_it_once_un
     monkeypatch.setattr(
         tree_module.ormsgpack, "unpackb", lambda data, **kw: unpacked.append(len(data)) or unpack(data, **kw)
     )
+    weighed = count_calls(monkeypatch, objects_module, "_text_of_strings")
     state = Items if channel == "items" else Text
     graph = line_graph(state, RepoSaver(tmp_path), fill=lambda _: {channel: value})
     graph.invoke({}, cfg("t"))
     assert len([n for n in packed if n > 64 * 1024]) == 1
     assert not [n for n in unpacked if n > 64 * 1024]
+    assert weighed["_text_of_strings"] == 0  # the codec counted its characters (storing.stored_value)
     monkeypatch.undo()
     assert graph.get_state(cfg("t")).values[channel] == value
     assert Validator(tmp_path).run() == []
@@ -714,7 +718,8 @@ def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None
     serde = JsonPlusSerializer()
     text = "é$\U0001f600 - a line\n" * 20_000
     for strings in (LIST, ["é" * 40, "x" * 300, "y" * 70_000, "", "\U0001f600", "$ref"] * 300, text):
-        assert serde_module.packed_strings(strings) == serde.dumps_typed(strings)[1]
+        chars = len(strings) if isinstance(strings, str) else sum(map(len, strings))
+        assert serde_module.packed_strings(strings) == (serde.dumps_typed(strings)[1], chars)
         assert tree_module.msgpack_to_tree(serde.dumps_typed(strings)[1]) == strings  # its own tree
     for other in (
         [*LIST, Name("n")],
@@ -729,7 +734,19 @@ def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None
         assert serde_module.packed_strings(other) is None
     codec = ValueCodec(serde, Redactor())
     _, data = codec.dumps(LIST, "checkpoint", "t", "/")
-    assert codec.packed_exactly(LIST, data) and not codec.packed_exactly(list(LIST), data)
+    assert codec.strings_of(LIST, data) == sum(map(len, LIST)) and codec.strings_of(list(LIST), data) is None
     with_secret = [*LIST[:-1], SECRET]
     _, data = codec.dumps(with_secret, "checkpoint", "t", "/")  # redacted: not the bytes packed
-    assert not codec.packed_exactly(with_secret, data) and b"[REDACTED:openai-key]" in data
+    assert codec.strings_of(with_secret, data) is None and b"[REDACTED:openai-key]" in data
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.one_of(st.text(max_size=40), st.lists(st.text(max_size=12), min_size=1, max_size=40)))
+def test_strings_weighed_without_a_pass_weigh_as_the_sharer_weighs_them(tree: str | list[str]) -> None:
+    """``storing._strings_weighed`` (the codec's count of characters) gives the weight and
+    the tree the sharer gives for a string or a list of strings."""
+    text = len(tree) if isinstance(tree, str) else sum(map(len, tree))
+    weight, out = storing._strings_weighed("t", tree, text, None)
+    sharer = Sharer()
+    assert out == sharer.share(tree) and weight == (sharer.containers, sharer.values, sharer.text)
+    assert out is not tree or isinstance(tree, str)
