@@ -357,7 +357,7 @@ class _Passes(bytes):
         return super().translate(*args)
 
 
-@settings(max_examples=examples(40), deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(trees(SCALARS), st.integers(min_value=1, max_value=64))
 def test_the_bounds_are_counted_in_one_pass_and_the_answer_is_the_same(tree: Any, bound: int) -> None:
     """``json_bounds_problem`` takes the ``[ { , :`` of the bytes in one pass, a megabyte at a
@@ -541,7 +541,7 @@ def test_the_scan_by_anchor_bytes_answers_as_the_search_of_every_literal(data: b
     assert might_contain_secret(data) == scan_of_every_literal(data)
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(SCANNED, st.integers(min_value=0, max_value=12))
 def test_the_scan_of_big_data_screened_byte_by_byte_answers_as_the_search_of_every_literal(
     data: bytes, cut: int
@@ -740,7 +740,7 @@ def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None
     assert codec.strings_of(with_secret, data) is None and b"[REDACTED:openai-key]" in data
 
 
-@settings(max_examples=examples(60), deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.one_of(st.text(max_size=40), st.lists(st.text(max_size=12), min_size=1, max_size=40)))
 def test_strings_weighed_without_a_pass_weigh_as_the_sharer_weighs_them(tree: str | list[str]) -> None:
     """``storing._strings_weighed`` (the codec's count of characters) gives the weight and
