@@ -11,6 +11,7 @@ work (never a time).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 from collections.abc import Callable
@@ -23,14 +24,17 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph.message import add_messages
 
 from graphs import cfg, line_graph
 from helpers import examples
 from langgraph_checkpoint_repo import RepoSaver, ride, values
-from langgraph_checkpoint_repo.core import jsonread, redaction
+from langgraph_checkpoint_repo import serde as serde_module
+from langgraph_checkpoint_repo.core import caches, jsonread, masking, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.format import canonical, storing
+from langgraph_checkpoint_repo.core.format import objects as objects_module
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
@@ -339,6 +343,40 @@ def test_json_too_short_to_pass_the_bounds_is_not_counted_and_the_answer_is_the_
         assert jsonread.json_bounds_problem(data) is None and jsonread.write_problem(data) is None
 
 
+class _Passes(bytes):
+    """Bytes that note each pass over them by ``count`` or ``translate``."""
+
+    passes: list[str] = []
+
+    def count(self, *args: Any) -> int:
+        type(self).passes.append("count")
+        return super().count(*args)
+
+    def translate(self, *args: Any) -> bytes:
+        type(self).passes.append("translate")
+        return super().translate(*args)
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(trees(SCALARS), st.integers(min_value=1, max_value=64))
+def test_the_bounds_are_counted_in_one_pass_and_the_answer_is_the_same(tree: Any, bound: int) -> None:
+    """``json_bounds_problem`` takes the ``[ { , :`` of the bytes in one pass, a megabyte at a
+    time, where it made four ``count`` passes over the whole (8 ms on a 5 MB string's file):
+    refused or not as before."""
+    data = dump_json(tree)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonread, "MAX_JSON_CONTAINERS", min(bound, len(data) - 1) if len(data) > 1 else 0)
+        patch.setattr(jsonread, "MAX_JSON_VALUES", bound)
+        _Passes.passes = []
+        got = jsonread.json_bounds_problem(_Passes(data))
+        # the upper bound as the four counts took it: within both limits, no problem
+        containers = data.count(b"[") + data.count(b"{")
+        values = 1 + containers + data.count(b",") + data.count(b":")
+        if containers <= jsonread.MAX_JSON_CONTAINERS and values <= bound:
+            assert got is None and _Passes.passes == []  # no count of the whole (there were four)
+        assert got == jsonread.json_bounds_problem(data)
+
+
 def test_the_first_put_of_a_big_list_counts_no_bracket(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -503,6 +541,39 @@ def test_the_scan_by_anchor_bytes_answers_as_the_search_of_every_literal(data: b
     assert might_contain_secret(data) == scan_of_every_literal(data)
 
 
+@settings(max_examples=examples(30), deadline=None)
+@given(SCANNED, st.integers(min_value=0, max_value=12))
+def test_the_scan_of_big_data_screened_byte_by_byte_answers_as_the_search_of_every_literal(
+    data: bytes, cut: int
+) -> None:
+    """Over ``_SCREEN_BYTES``, a trigger is looked for only when the data holds each of its
+    bytes (masking._holds_all): the answer is the same."""
+    cut = min(cut, len(data))
+    big = data[:cut] + b"\x00" * masking._SCREEN_BYTES + data[cut:]
+    assert might_contain_secret(big) == scan_of_every_literal(big)
+
+
+class _Searched(bytes):
+    """Bytes that note each search for a trigger (``find``)."""
+
+    found: list[bytes] = []
+
+    def find(self, sub: Any, *args: Any) -> int:
+        type(self).found.append(bytes(sub))
+        return super().find(sub, *args)
+
+
+def test_big_data_is_searched_only_for_the_triggers_it_holds_every_byte_of() -> None:
+    """A 5 MB string of prose lacking an ``x``, a ``B`` and an ``A`` is not searched for ``xox``,
+    ``-----BEGIN`` nor ``AKIA`` (it was: it holds their anchors, ``-`` and, in its header,
+    ``K``): two searches of 5 MB, where it was five."""
+    prose = "Release notes, part 7: the deploy is blocked by two open items - the warm-up.\n"
+    data = _Searched(ormsgpack.packb(prose * (5_000_000 // len(prose))))
+    _Searched.found = []
+    assert not might_contain_secret(data)
+    assert _Searched.found == [b"sk-", b"earer "]
+
+
 class Text(TypedDict, total=False):
     text: str
 
@@ -565,3 +636,117 @@ def test_a_big_value_seen_again_gives_what_it_gave_and_another_like_it_is_search
     assert redactor.redact_msgpack(without) == without
     assert redactor.redact_msgpack(with_secret) == redacted
     assert redactor.redact_msgpack(bytes(with_secret)) == redacted
+
+
+# ----------------------------------------------------------------------------
+# issue 37 item 5: what the first put of a big value passes over it, counted
+# ----------------------------------------------------------------------------
+def _sha256_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every input ``hashlib.sha256`` is given from now on."""
+    sizes: list[int] = []
+    real = hashlib.sha256
+
+    def counted(data: bytes = b"", *args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(data))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "sha256", counted)
+    return sizes
+
+
+def test_a_big_list_is_hashed_by_sha256_once_for_its_name_not_again_for_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sha256 names a ``large/`` file (its format); the digest that backs a file we just wrote
+    until it settles (caches.bytes_digest) is xxh3, so the 1.5 MB is passed to sha256 once
+    (it was twice: the name, then the file's bytes for the cache)."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)  # the step's writes ride in the put, as in the bench
+    sizes = _sha256_sizes(monkeypatch)
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"))
+    assert len([n for n in sizes if n > 64 * 1024]) == 1
+    monkeypatch.undo()
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    assert caches.file_digest(large) == caches.bytes_digest(large.read_bytes())
+    assert graph.get_state(cfg("t")).values["items"] == LIST
+
+
+@pytest.mark.parametrize("channel", ["items", "text"])
+def test_the_first_put_of_a_big_list_of_strings_or_a_big_string_packs_it_once_unpacks_it_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, channel: str
+) -> None:
+    """The codec packs a long list of exact strings, or a long string, itself
+    (``serde.packed_strings``), so its tree is known to be the value: packed once, where the
+    serde packed a list and ``values.tree_of`` packed it again to compare, and unpacked
+    never, where a 5 MB string was unpacked for its tree; nor are the list's strings joined
+    again by the sharer to weigh them."""
+    monkeypatch.setattr(ride, "GRACE", 2.0)  # the step's writes ride in the put, as in the bench
+    value: Any = LIST if channel == "items" else "Many words - and lines.\n" * 50_000
+    packed: list[int] = []
+    unpacked: list[int] = []
+    pack, unpack = ormsgpack.packb, ormsgpack.unpackb
+    monkeypatch.setattr(ormsgpack, "packb", lambda *a, **kw: _counted_pack(packed, pack(*a, **kw)))
+    monkeypatch.setattr(
+        tree_module.ormsgpack, "unpackb", lambda data, **kw: unpacked.append(len(data)) or unpack(data, **kw)
+    )
+    weighed = count_calls(monkeypatch, objects_module, "_text_of_strings")
+    state = Items if channel == "items" else Text
+    graph = line_graph(state, RepoSaver(tmp_path), fill=lambda _: {channel: value})
+    graph.invoke({}, cfg("t"))
+    assert len([n for n in packed if n > 64 * 1024]) == 1
+    assert not [n for n in unpacked if n > 64 * 1024]
+    assert weighed["_text_of_strings"] == 0  # the codec counted its characters (storing.stored_value)
+    monkeypatch.undo()
+    assert graph.get_state(cfg("t")).values[channel] == value
+    assert Validator(tmp_path).run() == []
+
+
+def _counted_pack(sizes: list[int], data: bytes) -> bytes:
+    sizes.append(len(data))
+    return data
+
+
+def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None:
+    """``packed_strings`` makes the bytes ``JsonPlusSerializer`` makes (its options change
+    nothing for exact strings), so the files are those the serde's bytes gave, and their tree
+    is the value; a list or string it cannot pack so (a subclass, a lone surrogate, anything
+    not a string, a short one) is the serde's."""
+
+    class Name(str):
+        pass
+
+    serde = JsonPlusSerializer()
+    text = "é$\U0001f600 - a line\n" * 20_000
+    for strings in (LIST, ["é" * 40, "x" * 300, "y" * 70_000, "", "\U0001f600", "$ref"] * 300, text):
+        chars = len(strings) if isinstance(strings, str) else sum(map(len, strings))
+        assert serde_module.packed_strings(strings) == (serde.dumps_typed(strings)[1], chars)
+        assert tree_module.msgpack_to_tree(serde.dumps_typed(strings)[1]) == strings  # its own tree
+    for other in (
+        [*LIST, Name("n")],
+        [*LIST, "\ud800"],
+        [*LIST, 1],
+        [*LIST, None],
+        LIST[:10],
+        Name(text),
+        text + "\ud800",
+        text[:1000],
+    ):
+        assert serde_module.packed_strings(other) is None
+    codec = ValueCodec(serde, Redactor())
+    _, data = codec.dumps(LIST, "checkpoint", "t", "/")
+    assert codec.strings_of(LIST, data) == sum(map(len, LIST)) and codec.strings_of(list(LIST), data) is None
+    with_secret = [*LIST[:-1], SECRET]
+    _, data = codec.dumps(with_secret, "checkpoint", "t", "/")  # redacted: not the bytes packed
+    assert codec.strings_of(with_secret, data) is None and b"[REDACTED:openai-key]" in data
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.one_of(st.text(max_size=40), st.lists(st.text(max_size=12), min_size=1, max_size=40)))
+def test_strings_weighed_without_a_pass_weigh_as_the_sharer_weighs_them(tree: str | list[str]) -> None:
+    """``storing._strings_weighed`` (the codec's count of characters) gives the weight and
+    the tree the sharer gives for a string or a list of strings."""
+    text = len(tree) if isinstance(tree, str) else sum(map(len, tree))
+    weight, out = storing._strings_weighed("t", tree, text, None)
+    sharer = Sharer()
+    assert out == sharer.share(tree) and weight == (sharer.containers, sharer.values, sharer.text)
+    assert out is not tree or isinstance(tree, str)

@@ -76,6 +76,36 @@ if TYPE_CHECKING:
 _OPT = ormsgpack.OPT_NON_STR_KEYS  # as tree.py packs
 # serde payload types a file may never make us load: unpickling runs code
 REFUSED_SERDE_TYPES = frozenset({"pickle"})
+#: a list this long or longer, of exact ``str`` only, or a ``str`` of ``TEXT_AT`` characters or
+#: more, is packed by the codec itself when the serde is LangGraph's own ``JsonPlusSerializer``
+#: (``packed_strings``)
+STRINGS_AT = 1024
+TEXT_AT = 64 * 1024
+_EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+
+
+def packed_strings(value: Any, least: int = STRINGS_AT) -> tuple[bytes, int] | None:
+    """The msgpack of a list of ``least`` or more exact ``str``, or of a long ``str``
+    (``TEXT_AT``), holding no lone surrogate, and the characters of its strings, else None:
+    the bytes are what ``JsonPlusSerializer`` makes
+    of it (its options change nothing for such strings: tests/test_big_values.py pins it),
+    packed once so that its tree is known to be the value itself
+    (``ValueCodec.strings_of``). Before, the serde packed a list, then ``values.tree_of``
+    packed it again to learn that (1.3 ms of a 50,000-item list's first put), and a 5 MB
+    string was unpacked for its tree (3 ms). A ``str`` subclass (``OPT_PASSTHROUGH_SUBCLASS``)
+    or a lone surrogate (the serde replaces it) is refused here and left to the serde; so is
+    anything else (``join``: strings only)."""
+    try:
+        if type(value) is str and len(value) >= TEXT_AT:
+            return ormsgpack.packb(value, option=_EXACT), len(value)
+        if type(value) is not list or len(value) < least:
+            return None
+        text = len("".join(value))  # every item a string (else: TypeError), in one pass in C
+        return ormsgpack.packb(value, option=_EXACT), text
+    except (TypeError, ormsgpack.MsgpackEncodeError):
+        return None
+
+
 # serde payload types that name no type to construct: decoded here, never by the serde
 PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
 # every payload type the saver loads (pickle only with unsafe_allow_pickle); anything else,
@@ -152,6 +182,11 @@ class ValueCodec:
         self._allowed = with_main_alias(self._allowed)
         # what loads values: the serde, with LangGraph's lenient ext hook made strict
         self._loader: SerializerProtocol = strict_loader(inner, frozenset(self._allowed), self.classes)
+        # the last long list of strings (or string) this codec packed itself, its bytes as
+        # returned and the characters of its strings (``strings_of``); replaced by the next,
+        # read by identity: safe across threads
+        self._exact: tuple[Any, bytes, int] | None = None
+        self._packs_strings = type(serde) is JsonPlusSerializer
 
     @property
     def allowed(self) -> frozenset[TypeKey]:
@@ -176,11 +211,20 @@ class ValueCodec:
             raise InvalidWriteError(kind, target, pointer + where, why)
         return tree
 
+    def strings_of(self, value: Any, data: bytes) -> int | None:
+        """When ``data`` is this very ``value``'s msgpack as ``packed_strings`` made it,
+        unchanged since (nothing renamed, nothing redacted), so that its tree is ``value``
+        itself: the characters of its strings (its weight's text); else None."""
+        got = self._exact
+        return got[2] if got is not None and got[0] is value and got[1] is data else None
+
     def _dumps(
         self, serde: SerializerProtocol, value: Any, kind: str, target: str, pointer: str
     ) -> tuple[str, bytes]:
+        strings = packed_strings(value) if serde is self.serde and self._packs_strings else None
+        packed = strings[0] if strings is not None else None
         try:
-            type_, data = serde.dumps_typed(value)
+            type_, data = ("msgpack", packed) if packed is not None else serde.dumps_typed(value)
         except (TypeError, ValueError, ormsgpack.MsgpackEncodeError) as exc:
             problem = f"cannot serialise {type(value).__name__}: {exc}"
             raise InvalidWriteError(kind, target, pointer, problem) from exc
@@ -201,6 +245,8 @@ class ValueCodec:
             data = rename_main(data)
             if self.redactor is not None:
                 data = self.redactor.redact_msgpack(data)
+        if strings is not None and data is packed:
+            self._exact = (value, data, strings[1])
         return type_, data
 
     # -- decode -------------------------------------------------------

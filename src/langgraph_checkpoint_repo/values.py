@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import ormsgpack
 from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
 
@@ -48,7 +47,7 @@ from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
 from .core.format.tree import b64, model_fields, msgpack_to_tree
 from .core.threads import ThreadStore
-from .serde import ValueCodec
+from .serde import ValueCodec, packed_strings
 
 MISSING: Any = object()  # a channel in new_versions without a value: stored as empty
 # the roles of a message input stored as a reference to its message (ValueWriter.message_input)
@@ -593,11 +592,14 @@ class ValueWriter:
             # format 4: a json node is msgpack's (base64 only for what is not: a 5 MB value's
             # base64 was made, then dropped, on every first put)
             node: dict[str, Any]
-            if serde == "msgpack":
+            strings = self.codec.strings_of(value, data) if serde == "msgpack" else None
+            if strings is not None:  # strings only, packed by the codec: the value is its tree
+                node = {"json": value}
+            elif serde == "msgpack":
                 node = {"json": tree_of(value, data)}
             else:
                 node = {"serde": serde, "base64": b64(data)}
-            stored = self.stored(thread_id, node, large, where)
+            stored = self.stored(thread_id, node, large, where, strings)
             if self.recent is not None:
                 self.recent.keep(thread_id, serde, data, stored)
         elif stored.weight is not None:
@@ -611,13 +613,19 @@ class ValueWriter:
         return self.stored(thread_id, node, large, where).node
 
     def stored(
-        self, thread_id: str, node: dict[str, Any], large: Prepared, where: tuple[str, str] | None = None
+        self,
+        thread_id: str,
+        node: dict[str, Any],
+        large: Prepared,
+        where: tuple[str, str] | None = None,
+        strings: int | None = None,
     ) -> Stored:
         """A node as stored (core/format/storing.py); remembers the weight of its shared tree. A node
-        the serializer took but JSON cannot hold for its depth is refused, naming where."""
+        the serializer took but JSON cannot hold for its depth is refused, naming where.
+        ``strings``: the node's tree is strings only, of so many characters (``stored_value``)."""
         try:
             files, limit = self.store.files, self.large_value_bytes
-            stored = stored_value(files, thread_id, node, limit, large, where, self.host)
+            stored = stored_value(files, thread_id, node, limit, large, where, self.host, strings)
         except TypeError as exc:
             if not too_deep(exc):
                 raise
@@ -647,7 +655,6 @@ class ValueWriter:
 
 #: msgpack shorter than this is unpacked as it is (``tree_of``)
 _TREE_OF_BYTES = 64 * 1024
-_EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
 
 
 def tree_of(value: Any, data: bytes) -> Any:
@@ -656,15 +663,12 @@ def tree_of(value: Any, data: bytes) -> Any:
     exact ``str`` (``OPT_PASSTHROUGH_SUBCLASS`` refuses a subclass), to these very bytes,
     unpacking them gives those strings back, and the tree of a list of strings is the list.
     Packing and comparing is a third of unpacking 50,000 strings and making their tree
-    (anything else, or bytes the redactor changed: unpacked as before). The list itself is
-    returned: the sharer copies what it stores (``Sharer.share``: a new tree)."""
-    if type(value) is list and len(data) >= _TREE_OF_BYTES:
-        try:
-            "".join(value)  # every item a string (else: TypeError), in one pass in C
-            if ormsgpack.packb(value, option=_EXACT) == data:
-                return value
-        except (TypeError, ormsgpack.MsgpackEncodeError):
-            pass
+    (anything else, or bytes the redactor changed: unpacked as before); a list the codec
+    packed so itself is not packed again (``ValueCodec.strings_of``: ``value_node``). The
+    value itself is returned: the sharer copies what it stores (``Sharer.share``: a new tree)."""
+    packed = packed_strings(value, least=0) if len(data) >= _TREE_OF_BYTES else None
+    if packed is not None and packed[0] == data:
+        return value
     return msgpack_to_tree(data)
 
 

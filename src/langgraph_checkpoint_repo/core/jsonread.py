@@ -45,6 +45,8 @@ MAX_JSON_VALUES = 5_000_000  # values and keys of every kind, counted by the , :
 MAX_JSON_DEPTH = 254
 TOO_DEEP = f"nested deeper than a file can hold (JSON is written at most {MAX_JSON_DEPTH} levels deep)"
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[{,:')  # all but quotes and , : [ {
+_NOT_COUNTED = bytes(b for b in range(256) if b not in b"[{,:")  # all but , : [ {
+_COUNTED_AT_ONCE = 1 << 20  # bytes of a file whose [ { , : are kept at once (_structure_counts)
 _INF = float("inf")
 #: the surrogate code points (a regex compiled when a tree is first walked for one: git's diff
 #: driver imports this module and reads files with no ``\uD800``-``\uDFFF`` escape, where
@@ -299,15 +301,12 @@ def json_bounds_problem(raw: bytes) -> str | None:
 
     Counted on the bytes: every array and object starts with ``[`` or ``{``, and every
     value or key after the first follows one of ``[ { , :``. Counting those characters is
-    an upper bound that costs a few milliseconds per 100 MB; only when it is over a limit
+    an upper bound, taken in one pass (``_structure_counts``); only when it is over a limit
     are the characters inside strings (which do not count) taken off for the exact count.
     """
     if len(raw) <= MAX_JSON_CONTAINERS:  # each counted character is a byte of its own
         return None
-    containers = raw.count(b"[") + raw.count(b"{")
-    if containers <= MAX_JSON_CONTAINERS and len(raw) < MAX_JSON_VALUES:
-        return None  # values are at most 1 + the bytes: no need to count , and :
-    values = 1 + containers + raw.count(b",") + raw.count(b":")
+    containers, values = _structure_counts(raw)
     if containers <= MAX_JSON_CONTAINERS and values <= MAX_JSON_VALUES:
         return None
     # the exact count, in bounded memory: drop escaped backslashes and quotes (so every quote
@@ -333,6 +332,18 @@ def json_bounds_problem(raw: bytes) -> str | None:
     if values > MAX_JSON_VALUES:
         return _over_values(values)
     return None
+
+
+def _structure_counts(raw: bytes) -> tuple[int, int]:
+    """The ``[`` and ``{`` of ``raw``, and 1 + every ``[ { , :``: one pass, a megabyte at a
+    time (``translate`` keeps those bytes; what it keeps stays small), where one ``count`` of
+    one byte was as slow as the pass and there were four (8 ms on a 5 MB string's file)."""
+    containers = counted = 0
+    for start in range(0, len(raw), _COUNTED_AT_ONCE):
+        kept = raw[start : start + _COUNTED_AT_ONCE].translate(None, _NOT_COUNTED)
+        containers += kept.count(b"[") + kept.count(b"{")
+        counted += len(kept)
+    return containers, 1 + counted
 
 
 def _over_values(count: int) -> str:

@@ -136,15 +136,52 @@ _BY_ANCHOR: tuple[tuple[bytes, tuple[bytes, ...]], ...] = tuple(
 def might_contain_secret(data: bytes) -> bool:
     """False only when no default pattern can match any string inside ``data``: each trigger
     its data holds the byte of (``_ANCHORS``) is looked for, and where it is found followed
-    as its loose pattern needs (``_FOLLOWED_BY``), whether that pattern matches there."""
+    as its loose pattern needs (``_FOLLOWED_BY``), whether that pattern matches there. In
+    data of ``_SCREEN_BYTES`` or more, a trigger is looked for only when the data holds
+    every byte of it (``_holds_all``)."""
+    held: dict[int, bool] | None = {} if len(data) >= _SCREEN_BYTES else None
     for anchor, literals in _BY_ANCHOR:
         if anchor not in data:
             continue
         for literal in literals:
+            if held is not None and not _holds_all(data, literal, held):
+                continue
             i = data.find(literal)
             if i != -1 and _matches_at(data, literal, i):
                 return True
     return False
+
+
+#: data this long or longer is screened byte by byte before a trigger is looked for in it: a
+#: search for a trigger of common letters (``earer ``, ``sk-``) is 1-2 ms a megabyte, where
+#: asking for a byte the data lacks is one ``memchr`` (a tenth of it) and for one it holds,
+#: found near the start, next to nothing; below this, the searches are as cheap as the screen
+_SCREEN_BYTES = 64 * 1024
+#: lower-case letters and the space, from the least to the most frequent in English text (a
+#: byte not here is rarer than all of them): a trigger's bytes are asked for rarest first, so
+#: the first asked is the likeliest to be missing
+_BY_FREQUENCY = b"zqxjkvbpygfwmucldrhsnioate "
+
+
+def _rarest_first(literal: bytes) -> bytes:
+    """The distinct bytes of ``literal``, rarest in ordinary text first."""
+    return bytes(sorted(set(literal), key=lambda b: _BY_FREQUENCY.find(bytes([b]))))
+
+
+#: each trigger's bytes as ``_holds_all`` asks for them
+_SCREENS: dict[bytes, bytes] = {literal: _rarest_first(literal) for literal in _LOOSE}
+
+
+def _holds_all(data: bytes, literal: bytes, held: dict[int, bool]) -> bool:
+    """Whether ``data`` holds every byte of ``literal``; each byte is asked once a call
+    (``held``): its answer is kept for every trigger holding it."""
+    for byte in _SCREENS[literal]:
+        got = held.get(byte)
+        if got is None:
+            got = held[byte] = byte in data
+        if not got:
+            return False
+    return True
 
 
 def _matches_at(data: bytes, literal: bytes, i: int) -> bool:

@@ -24,7 +24,6 @@ read nor appended to (``fsck --repair`` removes it, and the next reads write it 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import stat
@@ -34,7 +33,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from .caches import RACY_NS, StatKey, file_digest, settled, stat_key
+from .caches import RACY_NS, StatKey, bytes_digest, file_digest, settled, stat_key
 from .index import (
     OBJECTS_HEADER,
     OBJECTS_SUFFIX,
@@ -92,7 +91,7 @@ class ObjectIndex:
         self._lock = threading.Lock()
         # thread folder -> its objects file as read, the last THREADS_KEPT threads read
         self._entries: OrderedDict[Path, _Lines] = OrderedDict()
-        # per thread folder: files this process wrote, (file, sha256 of its bytes, objects, written at)
+        # per thread folder: files this process wrote, (file, bytes_digest of its bytes, objects, written at)
         # (the last THREADS_KEPT threads written: one written once and never again lets go)
         self._unsettled: OrderedDict[Path, list[tuple[Path, bytes, dict[str, Any], int]]] = OrderedDict()
         # per thread folder: lines to write, kept until the thread has START holders (or a file)
@@ -201,7 +200,7 @@ class ObjectIndex:
             self._unsettled.move_to_end(tdir)
             while len(self._unsettled) > THREADS_KEPT:
                 self._unsettled.popitem(last=False)
-            pending.append((path, hashlib.sha256(data).digest(), objects, time.time_ns()))
+            pending.append((path, bytes_digest(data), objects, time.time_ns()))
             if len(pending) > 64:  # never settled (a clock gone back?): not worth keeping
                 del pending[:-64]
         return self.settle(tdir)

@@ -11,11 +11,11 @@ and never ``$bytes``/``$numpy``/``$ext`` payloads (stored as base64, not as text
 The default patterns (``DEFAULT_PATTERNS``) are few and precise: each one matches a known
 key or token format by its prefix. The saver's cost for ordinary text is one search of the
 serializer's msgpack bytes for a few literals (``TRIGGERS``: each default pattern contains
-one), each only when the bytes hold a byte of it (``masking._ANCHORS``: one ``memchr``);
-only on a hit is the value unpacked, rewritten and packed again. A list that grew by
-appending (a conversation) only has its new items searched, and a big value seen just before
-(a channel's value in the ``put`` beside the ``put_writes`` that wrote it) is not searched
-again.
+one), each only when the bytes hold a byte of it (``masking._ANCHORS``: one ``memchr``)
+and, in big bytes, every byte of it (``masking._holds_all``); only on a hit is the value
+unpacked, rewritten and packed again. A list that grew by appending (a conversation) only has
+its new items searched, and a big value seen just before (a channel's value in the ``put``
+beside the ``put_writes`` that wrote it) is not searched again.
 
 ``langgraph-repo validate`` uses the same patterns (``find_secrets``) to report secrets
 already in files.

@@ -136,6 +136,21 @@ def _shared(
     return sharer, out
 
 
+def _strings_weighed(
+    thread_id: str, tree: str | list[str], text: int, where: tuple[str, str] | None
+) -> tuple[Weight, str | list[str]]:
+    """A string, or a list of exact strings, of ``text`` characters: what the sharer makes of
+    it (``Sharer._share``: nothing to share; a list is copied) and its weight, told without
+    a pass over it (a 50,000-item list's first put joined its strings again to count them),
+    refused as ``_shared`` refuses a value too heavy."""
+    weight = (1, 1 + len(tree), text) if type(tree) is list else (0, 1, text)
+    problem = weight_problem(weight)
+    if problem is not None:
+        target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
+        raise InvalidWriteError("value", target, pointer, problem.replace("expands", "would expand"))
+    return weight, list(tree) if type(tree) is list else tree
+
+
 def _surely_over(sharer: Sharer, limit: int) -> int:
     """A size past ``limit`` when the shared tree's compact JSON is surely longer, else 0 (the
     caller measures it). A tree that holds no reference (height 0: the sharer replaced
@@ -205,20 +220,28 @@ def stored_value(
     large: Prepared,
     where: tuple[str, str] | None = None,
     host: Host | None = None,
+    strings: int | None = None,
 ) -> Stored:
     """A node as stored: its messages and long lists shared (format 4: into the ``host``
     file; without one, into ``objects/``), then, when still over ``large_value_bytes``, the
     node in a file named by its content hash (``{"large": digest}``), its objects in
     ``objects/`` (a ``large/`` file is shared by whoever refers to it). Also the weight of
     the shared tree (None for a node with no JSON tree). ``where``: (what is written, JSON
-    pointer), for a refusal's message.
+    pointer), for a refusal's message. ``strings``: the caller knows the tree to be a string
+    or a list of exact strings, of so many characters (``_strings_weighed``).
 
     The tree is walked once: the references are the same whether its objects end up in the
     host file or in ``objects/`` (``Sharer.found`` has those the host held already)."""
     weight: Weight | None = None
     size: int | None = None
     refers = False
-    if "json" in node:
+    if "json" in node and strings is not None:
+        weight, shared = _strings_weighed(thread_id, node["json"], strings, where)
+        node = {**node, "json": shared}
+        if host is not None:
+            host.item_heights = []  # as ``_shared`` leaves them: no item shared by itself
+        size = strings if strings > large_value_bytes else json_size(node)  # as _surely_over
+    elif "json" in node:
         sharer, shared = _shared(thread_id, node["json"], where, items=False, host=host, embed=True)
         weight = (sharer.containers, sharer.values, sharer.text)
         node = {**node, "json": shared}
