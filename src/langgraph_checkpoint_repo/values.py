@@ -146,6 +146,8 @@ class ValueWriter:
     encoded: tuple[Any, tuple[str, bytes]] | None = None
     # the items each list channel of this file appended, with their bytes and tree (``dumps``)
     tails: list[AppendedItems] = field(default_factory=list)
+    # per channel appended: the base's ref, the items' tree and its weight (``remember``)
+    appended: dict[str, tuple[str, list[Any], tuple[int, int, int]]] = field(default_factory=dict)
 
     @property
     def parent_read(self) -> tuple[CheckpointRecord, int] | None:
@@ -276,6 +278,10 @@ class ValueWriter:
             state.deps = (*own, *state.deps)
             self.kept_chunks(state, self.lists.get(key), (ns, cid), own[0])
             self.lists[key] = state
+            if channel in self.appended:  # the next read takes the list as written
+                base_ref, tree, weight = self.appended[channel]
+                ns_dir = layout.ns_dir(thread_id, ns)
+                self.store.values.keep_appended(ns_dir, channel, state.ref, base_ref, tree, weight)
 
     @staticmethod
     def kept_chunks(state: ListState, before: ListState | None, where: tuple[str, str], own: Dep) -> None:
@@ -407,8 +413,10 @@ class ValueWriter:
                 count, body = split
                 appended = self.as_append(thread_id, ns, channel, count, body, data, value)
                 if appended is not None:
-                    appended["items"] = self.shared(thread_id, appended["items"], large, where, items=True)
+                    tree = appended["items"]
+                    appended["items"] = self.shared(thread_id, tree, large, where, items=True)
                     base = self.lists[(thread_id, ns, channel)]
+                    self.appended[channel] = (base.ref, tree, self.shared_weight)
                     weight = appended_weight(base.weight, self.shared_weight)
                     problem = weight_problem(weight) if weight is not None else None
                     if problem is not None:  # entries.append_entry refuses the same on read

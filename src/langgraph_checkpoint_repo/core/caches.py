@@ -174,6 +174,8 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
     once its file has settled: from then on a change shows in the stat, so later checks cost
     one lstat per file. ``first``: the first file's stat, when the caller has just taken it."""
     out: list[Dep] | None = None
+    # a file named twice (a link's own, the next link's parent) is read for its digest once
+    digested: set[tuple[str, bytes]] = set()
     for i, (path, key, digest) in enumerate(deps):
         if key is None:
             return None
@@ -188,8 +190,9 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
             return None
         if digest is not None:
             checked_at = time.time_ns()
-            if file_digest(path) != digest:
+            if (path, digest) not in digested and file_digest(path) != digest:
                 return None
+            digested.add((path, digest))
             if settled(st, checked_at):
                 out = list(deps) if out is None else out
                 out[i] = (path, key, None)
