@@ -156,12 +156,15 @@ class ValueResolver:
         if "base" not in body["append"] and isinstance(parent, str):
             ppath = self.layout.sibling(path, f"{encode_segment(parent)}.json")
             own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
+        if any(key is None for _, key, _ in own):
+            return  # what cannot be checked is not kept (a kept base's deps all can)
         app = {**body["append"], "items": items}
         try:
             entry = append_entry(channel, app, path, pointer, f"{path} at {pointer}", base, weight)
         except FileFormatError:
             return  # not what the base holds now: a read says why
-        self._keep(Link(None, ref, path, pointer, body, doc), channel, entry, own)
+        entry.deps = (*own, *entry.deps)
+        self._values.put((path, channel), entry)
 
     def drop_under(self, folder: Path) -> None:
         self._values.drop_where(lambda k: k[0].is_relative_to(folder))
