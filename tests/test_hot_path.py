@@ -22,6 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs import Recorder, cfg, chain_graph, chat_graph
 from helpers import lookups_per_put
 from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import caches
 from langgraph_checkpoint_repo.core import files as files_module
 from langgraph_checkpoint_repo.core.errors import FileFormatError
 from langgraph_checkpoint_repo.values import ValueWriter
@@ -405,3 +406,22 @@ def test_a_list_a_put_appended_is_read_next_as_written_and_as_a_fresh_read_build
     path.write_text(text.replace('"base_length": 9', '"base_length": 8'))
     with pytest.raises(FileFormatError, match="base_length says 8"):
         saver.get_tuple(cfg("t"))
+
+
+def test_a_file_a_kept_value_found_settled_is_not_read_again_for_its_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file we wrote is checked by its bytes until it settles, by whichever cache asks
+    first: once a kept value's check (``refresh``) found it settled with those bytes, the
+    parse kept of it is settled too (``DocCache.settle``), not read and hashed again."""
+    docs = caches.DocCache()
+    path, data = tmp_path / "a.json", b'{"x": 1}'
+    path.write_bytes(data)
+    docs.remember(path, {"x": 1}, data)
+    dep = docs.dep(path, docs.doc(path))
+    assert dep[2] is not None  # not settled: its bytes' digest goes with it
+    time.sleep(caches.RACY_NS / 1e9 + 0.01)
+    assert caches.refresh((dep,), settle=docs.settle) == ((str(path), dep[1], None),)
+    reads: list[Any] = []
+    monkeypatch.setattr(caches, "file_digest", lambda p: reads.append(p))
+    assert docs.fresh(path, os.lstat(path)) == {"x": 1} and reads == []

@@ -197,7 +197,7 @@ class ValueResolver:
             if hit is not None and self.trust_kept:
                 return Link(version, ref, path, known=hit)
             if hit is not None:
-                deps = refresh(hit.deps, st)
+                deps = refresh(hit.deps, st, self._docs.settle)
                 if deps is not None:
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
