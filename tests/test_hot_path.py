@@ -22,7 +22,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs import Recorder, cfg, chain_graph, chat_graph
 from helpers import lookups_per_put
 from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core import caches
 from langgraph_checkpoint_repo.core import files as files_module
+from langgraph_checkpoint_repo.core.errors import FileFormatError
 from langgraph_checkpoint_repo.values import ValueWriter
 
 
@@ -368,3 +370,58 @@ def test_a_message_two_values_of_one_file_hold_is_read_once(monkeypatch: pytest.
     assert len(reads) == 1  # it was read once per value holding it
     objects.Sharer().share([tree])  # another file: read again
     assert len(reads) == 2
+
+
+def test_a_list_a_put_appended_is_read_next_as_written_and_as_a_fresh_read_builds_it(tmp_path: Path) -> None:
+    """A put that appends to a kept list hands the reader the entry it would build
+    (``ValueResolver.keep_appended``): the next ``get_tuple`` reads no link of the chain, and
+    what it gives is what a process reading the files afresh builds, item by item (tree,
+    types, weight, depth), and what InMemorySaver gives. A file changed by hand after the
+    put is read again (its stat key and bytes are the entry's deps)."""
+    saver = RepoSaver(tmp_path / "repo", durable=False)
+    graph = chat_graph(saver)
+    memory = InMemorySaver()
+    mgraph = chat_graph(memory)
+    for i in range(5):
+        for g in (graph, mgraph):
+            g.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
+        latest = saver.store.checkpoint_ids("t", "")[-1]
+        path = saver.store.layout.checkpoint_path("t", "", latest)
+        kept = saver.store.values._values.get((path, "messages"))  # before any read of it
+        got = saver.get_tuple(cfg("t"))
+        assert got is not None and got.checkpoint["id"] == latest
+        fresh_saver = RepoSaver(tmp_path / "repo", durable=False)
+        fresh = fresh_saver.store.channel_value(fresh_saver.store.get("t", "", latest), "messages")
+        if i:  # the first turn wrote the list whole: nothing kept to append to
+            assert kept is not None and kept.depth == fresh.depth > 0
+            assert (kept.tree, kept.types, kept.weight) == (fresh.tree, fresh.types, fresh.weight)
+        want = memory.get_tuple(cfg("t"))
+        assert want is not None
+        mine = got.checkpoint["channel_values"]["messages"]
+        theirs = want.checkpoint["channel_values"]["messages"]
+        assert [(type(m), m.content) for m in mine] == [(type(m), m.content) for m in theirs]
+    path = saver.store.layout.checkpoint_path("t", "", got.checkpoint["id"])
+    text = path.read_text()
+    assert '"base_length": 9' in text
+    path.write_text(text.replace('"base_length": 9', '"base_length": 8'))
+    with pytest.raises(FileFormatError, match="base_length says 8"):
+        saver.get_tuple(cfg("t"))
+
+
+def test_a_file_a_kept_value_found_settled_is_not_read_again_for_its_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file we wrote is checked by its bytes until it settles, by whichever cache asks
+    first: once a kept value's check (``refresh``) found it settled with those bytes, the
+    parse kept of it is settled too (``DocCache.settle``), not read and hashed again."""
+    docs = caches.DocCache()
+    path, data = tmp_path / "a.json", b'{"x": 1}'
+    path.write_bytes(data)
+    docs.remember(path, {"x": 1}, data)
+    dep = docs.dep(path, docs.doc(path))
+    assert dep[2] is not None  # not settled: its bytes' digest goes with it
+    time.sleep(caches.RACY_NS / 1e9 + 0.01)
+    assert caches.refresh((dep,), settle=docs.settle) == ((str(path), dep[1], None),)
+    reads: list[Any] = []
+    monkeypatch.setattr(caches, "file_digest", lambda p: reads.append(p))
+    assert docs.fresh(path, os.lstat(path)) == {"x": 1} and reads == []

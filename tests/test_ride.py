@@ -29,6 +29,8 @@ from graphs import ask_graph, cfg, chat_graph, delta_graph
 from langgraph_checkpoint_repo import RepoSaver, ride
 from langgraph_checkpoint_repo.core import durable
 from langgraph_checkpoint_repo.core.errors import InvalidWriteError
+from langgraph_checkpoint_repo.core.format.tree import msgpack_to_tree
+from langgraph_checkpoint_repo.values import ValueWriter
 
 
 @contextmanager
@@ -365,3 +367,38 @@ def test_a_caller_that_puts_one_call_after_another_writes_alone_at_once(tmp_path
 
         asyncio.run(copy())
         assert len(list(folder.glob("*.json"))) == 2
+
+
+def test_a_riding_write_of_the_messages_the_channel_appended_is_not_serialised_again(
+    tmp_path: Path, patient: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step's write riding in a put holds the very messages the put's ``messages``
+    appended: it takes their bytes (redacted, as ``codec.dumps`` would give them) and tree
+    from the append (``ValueWriter.tails``) instead of serialising, redacting and unpacking
+    them again; what is read back is unchanged."""
+    hits: list[int] = []
+    tail_of = ValueWriter.tail_of
+
+    def checked(self: ValueWriter, value: Any) -> Any:
+        tail = tail_of(self, value)
+        if tail is not None:
+            assert self.codec.dumps(value, "writes", "t", "/") == ("msgpack", tail.data)
+            assert msgpack_to_tree(tail.data) == tail.tree
+            hits.append(len(value))
+        return tail
+
+    monkeypatch.setattr(ValueWriter, "tail_of", checked)
+    saver = RepoSaver(tmp_path / ".langgraph", durable=False)
+    graph = chat_graph(saver)
+    secret = "sk-" + "proj-" + "a1B2c3D4e5" * 5
+    turns(graph, "t", 1)
+    hits.clear()
+    for i in range(1, 4):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}: {secret}", id=f"u{i}")]}, cfg("t"))
+    # each turn: the input's write and the reply's, one message each, asked for its bytes
+    # (``dumps``) and its tree (``value_node``)
+    assert hits == [1] * 2 * 2 * 3, hits
+    state = graph.get_state(cfg("t")).values["messages"]
+    assert secret not in str([m.content for m in state]) and "[REDACTED:" in state[-1].content
+    fresh = RepoSaver(tmp_path / ".langgraph")
+    assert history(fresh, chat_graph(fresh), "t") == history(saver, graph, "t")

@@ -19,6 +19,7 @@ that rule (core/format/objects.py). Every other channel is referred to where its
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,20 @@ class ListState:
     holders: dict[tuple[str, str], Dep] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class AppendedItems:
+    """Items a list channel appended in the file being written: the very objects, their
+    bytes as the serializer (and the redactor) gave them, as a list of their own, and its
+    tree. msgpack packs a list as its header and each item's bytes, and the redactor rewrites
+    each item on its own (redaction.redact_msgpack), so these are the bytes ``codec.dumps``
+    gives a list of those objects: a step's write riding in the put is not serialised,
+    redacted and unpacked again (tests/test_ride.py)."""
+
+    items: list[Any]
+    data: bytes
+    tree: list[Any]
+
+
 @dataclass
 class NewValues:
     """What a put stores: bodies for ``new_values``, every channel's ref, the list states to
@@ -128,6 +143,10 @@ class ValueWriter:
     recent: LargeValues | None = None
     # the last big value this writer encoded and what it gave (``dumps``)
     encoded: tuple[Any, tuple[str, bytes]] | None = None
+    # the items each list channel of this file appended, with their bytes and tree (``dumps``)
+    tails: list[AppendedItems] = field(default_factory=list)
+    # per channel appended: the base's ref, the items' tree and its weight (``remember``)
+    appended: dict[str, tuple[str, list[Any], tuple[int, int, int]]] = field(default_factory=dict)
 
     @property
     def parent_read(self) -> tuple[CheckpointRecord, int] | None:
@@ -258,6 +277,10 @@ class ValueWriter:
             state.deps = (*own, *state.deps)
             self.kept_chunks(state, self.lists.get(key), (ns, cid), own[0])
             self.lists[key] = state
+            if channel in self.appended:  # the next read takes the list as written
+                base_ref, tree, weight = self.appended[channel]
+                ns_dir = layout.ns_dir(thread_id, ns)
+                self.store.values.keep_appended(ns_dir, channel, state.ref, base_ref, tree, weight)
 
     @staticmethod
     def kept_chunks(state: ListState, before: ListState | None, where: tuple[str, str], own: Dep) -> None:
@@ -343,10 +366,23 @@ class ValueWriter:
         file: the value is the very object, encoded microseconds before."""
         if self.encoded is not None and self.encoded[0] is value:
             return self.encoded[1]
+        tail = self.tail_of(value)
+        if tail is not None:
+            return "msgpack", tail.data
         got = self.codec.dumps(value, kind, target, pointer)
         if len(got[1]) >= _TREE_OF_BYTES:
             self.encoded = (value, got)
         return got
+
+    def tail_of(self, value: Any) -> AppendedItems | None:
+        """The items a list channel of this file appended, when ``value`` is a list of those
+        very objects (a step's write riding in the put: the messages the channel appended)."""
+        if type(value) is not list or not value:
+            return None
+        for tail in self.tails:
+            if len(tail.items) == len(value) and all(map(operator.is_, tail.items, value)):
+                return tail
+        return None
 
     def tree(self, value: Any, target: str, pointer: str) -> Any:
         """Metadata and checkpoint extras: readable even with EncryptedSerializer (``list(filter=...)``
@@ -374,10 +410,12 @@ class ValueWriter:
             split = msgpack_array_split(data)
             if split is not None:
                 count, body = split
-                appended = self.as_append(thread_id, ns, channel, count, body, data)
+                appended = self.as_append(thread_id, ns, channel, count, body, data, value)
                 if appended is not None:
-                    appended["items"] = self.shared(thread_id, appended["items"], large, where, items=True)
+                    tree = appended["items"]
+                    appended["items"] = self.shared(thread_id, tree, large, where, items=True)
                     base = self.lists[(thread_id, ns, channel)]
+                    self.appended[channel] = (base.ref, tree, self.shared_weight)
                     weight = appended_weight(base.weight, self.shared_weight)
                     problem = weight_problem(weight) if weight is not None else None
                     if problem is not None:  # entries.append_entry refuses the same on read
@@ -542,9 +580,10 @@ class ValueWriter:
         return out, [*base[1], *host.item_heights]
 
     def as_append(
-        self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes
+        self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes, value: list[Any]
     ) -> dict[str, Any] | None:
-        """The appended items when this list extends the last version we saw, else None."""
+        """The appended items when this list extends the last version we saw, else None.
+        Appended after the bytes we wrote (``value``: the list), they are kept (``tails``)."""
         state = self.lists.get((thread_id, ns, channel))
         if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
             return None
@@ -555,15 +594,19 @@ class ValueWriter:
             return None  # the base was changed (by hand, git, prune) since we wrote or read it
         state.deps = deps
         items: list[Any] | None = None
+        tail: AppendedItems | None = None
         if state.body is not None and body.startswith(state.body):
-            suffix = body[len(state.body) :]
-            items = msgpack_to_tree(msgpack_array_header(count - state.count) + suffix)
+            packed = msgpack_array_header(count - state.count) + body[len(state.body) :]
+            items = msgpack_to_tree(packed)
+            tail = AppendedItems(value[state.count :], packed, items)
         elif state.tree is not None:
             full = msgpack_to_tree(data)
             if full[: state.count] == state.tree:
                 items = full[state.count :]
         if items is None or json_size(items) > self.large_value_bytes:
             return None
+        if tail is not None:
+            self.tails.append(tail)
         parent = self.parent
         if (
             parent is None
@@ -596,7 +639,8 @@ class ValueWriter:
             if strings is not None:  # strings only, packed by the codec: the value is its tree
                 node = {"json": value}
             elif serde == "msgpack":
-                node = {"json": tree_of(value, data)}
+                tail = self.tail_of(value)
+                node = {"json": tree_of(value, data) if tail is None or tail.data is not data else tail.tree}
             else:
                 node = {"serde": serde, "base64": b64(data)}
             stored = self.stored(thread_id, node, large, where, strings)

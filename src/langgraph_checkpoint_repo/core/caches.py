@@ -17,6 +17,8 @@ Applied to:
 * parsed, validated documents (``DocCache``): against the file's stat;
 * resolved values (``resolve.py``): against every file a value is built from, its own, a
   ``large/`` file and each link of its append chain (``Dep``: one lstat per file on a hit);
+  a list a put appended is kept as a read would build it, under the same deps
+  (``ValueResolver.keep_appended``: its own file's with the digest of the bytes written);
 * decoded metadata for filters (``index.MetaCache``, ``ThreadStore.meta``): against its
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
@@ -179,12 +181,19 @@ def file_digest(path: str | Path) -> bytes | None:
     return digest.digest()
 
 
-def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple[Dep, ...] | None:
+def refresh(
+    deps: tuple[Dep, ...],
+    first: os.stat_result | None = None,
+    settle: Callable[[str, StatKey, bytes], None] | None = None,
+) -> tuple[Dep, ...] | None:
     """``deps`` when every file still is what something was derived from (the same stat key
     and, for a file that was not settled then, the same bytes), else None. A digest is dropped
     once its file has settled: from then on a change shows in the stat, so later checks cost
-    one lstat per file. ``first``: the first file's stat, when the caller has just taken it."""
+    one lstat per file. ``first``: the first file's stat, when the caller has just taken it;
+    ``settle``: told of each file found settled with its bytes (``DocCache.settle``)."""
     out: list[Dep] | None = None
+    # a file named twice (a link's own, the next link's parent) is read for its digest once
+    digested: set[tuple[str, bytes]] = set()
     for i, (path, key, digest) in enumerate(deps):
         if key is None:
             return None
@@ -199,11 +208,14 @@ def refresh(deps: tuple[Dep, ...], first: os.stat_result | None = None) -> tuple
             return None
         if digest is not None:
             checked_at = time.time_ns()
-            if file_digest(path) != digest:
+            if (path, digest) not in digested and file_digest(path) != digest:
                 return None
+            digested.add((path, digest))
             if settled(st, checked_at):
                 out = list(deps) if out is None else out
                 out[i] = (path, key, None)
+                if settle is not None:
+                    settle(path, key, digest)
     return deps if out is None else tuple(out)
 
 
@@ -279,6 +291,15 @@ class DocCache:
         if settled(st, checked_at):
             self._lru.put(path, _Doc(hit.key, hit.doc, True))
         return hit.doc
+
+    def settle(self, path: str, key: StatKey, digest: bytes) -> None:
+        """``path`` was found settled, with the stat key ``key``, to hold the bytes of ``digest``
+        (a kept value's check, ``refresh``): a parse of ours kept from those very bytes is
+        settled too, so the next read takes the stat alone (the check ``fresh`` makes, made once)."""
+        file = Path(path)
+        hit: _Doc | None = self._lru.get(file)
+        if hit is not None and not hit.settled and hit.key == key and hit.digest == digest:
+            self._lru.put(file, _Doc(hit.key, hit.doc, True))
 
     def keep(self, path: Path, st: os.stat_result, doc: Any, read_at: int) -> None:
         """Keep a document just read from ``path`` (``st`` and ``read_at`` taken before reading)."""

@@ -128,6 +128,44 @@ class ValueResolver:
             self._keep(link, channel, got, own)
         return got
 
+    def keep_appended(
+        self, ns_dir: Path, channel: str, ref: str, base_ref: str, items: list[Any], weight: Weight
+    ) -> None:
+        """What a put has just written of a list (the file ``ref``, its ``new_values`` an
+        append onto the value in ``base_ref``) kept as the entry a read would build: the
+        base's entry, kept and built as any other, with ``items``, the tree of the appended
+        items the writer shared (a read expands the file's references back to it), and
+        ``weight``, the weight the writer gave them (``Sharer``'s, the Expander's rule). Its
+        deps are those a read would record (the file, from the document the writer keeps, its
+        bytes' digest while unsettled; the parent whose bookkeeping names the base; the
+        base's), each checked on use as always. Nothing is kept when the base is not kept or
+        the append does not fit it: the next read builds the entry from the files."""
+        if self.trust_kept:
+            return
+        path = self.child(ns_dir, ref)
+        base: ValueEntry | None = self._values.get((self.child(ns_dir, base_ref), channel))
+        doc = self._docs.doc(path)
+        if base is None or not isinstance(doc, dict):
+            return
+        body = doc.get("new_values", {}).get(channel)
+        if not isinstance(body, dict) or not isinstance(body.get("append"), dict):
+            return
+        pointer = f"/new_values/{channel}"
+        own: tuple[Dep, ...] = (self._docs.dep(path, doc),)
+        parent = doc.get("parent_checkpoint_id")
+        if "base" not in body["append"] and isinstance(parent, str):
+            ppath = self.layout.sibling(path, f"{encode_segment(parent)}.json")
+            own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
+        if any(key is None for _, key, _ in own):
+            return  # what cannot be checked is not kept (a kept base's deps all can)
+        app = {**body["append"], "items": items}
+        try:
+            entry = append_entry(channel, app, path, pointer, f"{path} at {pointer}", base, weight)
+        except FileFormatError:
+            return  # not what the base holds now: a read says why
+        entry.deps = (*own, *entry.deps)
+        self._values.put((path, channel), entry)
+
     def drop_under(self, folder: Path) -> None:
         self._values.drop_where(lambda k: k[0].is_relative_to(folder))
         # list(...) copies the keys in one step under the GIL: chat threads add objects meanwhile
@@ -159,7 +197,7 @@ class ValueResolver:
             if hit is not None and self.trust_kept:
                 return Link(version, ref, path, known=hit)
             if hit is not None:
-                deps = refresh(hit.deps, st)
+                deps = refresh(hit.deps, st, self._docs.settle)
                 if deps is not None:
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
