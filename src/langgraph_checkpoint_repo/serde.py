@@ -362,6 +362,8 @@ class ValueCodec:
         self.check_types(entry.types, where, lambda key: locate_type(entry, key))
         if entry.raw is not None:
             return self.loads(entry.raw, where, entry.locate)
+        if entry.tree is None:  # None ({"json": null}): whatever the serde, as "null" always was
+            return None
         if not entry.types and self.revives_plain_trees:
             try:
                 return plain_value(entry.tree)
