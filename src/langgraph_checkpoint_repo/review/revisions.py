@@ -10,7 +10,11 @@ commit and the work tree, every file under the root on disk, compared by its byt
 commit's blob (``work_tree_changes``: nothing git's index hides is missed). The files
 of a revision are read from git's objects as they are (``git cat-file --batch``) into a
 temporary folder, only for the threads that changed: no ``.gitattributes`` of the pull
-request (``export-ignore``, ``export-subst``, filters) changes what the review reads.
+request (``export-ignore``, ``export-subst``, filters) changes what the review reads. A blob
+that is a Git LFS pointer (``git-setup --lfs`` marks ``large/``) is read as the object it
+names from git-lfs's store in this repository, by its sha256, without running git-lfs
+(``fill_lfs``); one the store lacks stays a pointer, which every reader names with
+``git lfs pull``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 from ..core import gitrun
 from ..core.errors import BadInputError, NotFoundError
-from ..core.jsonread import MAX_FILE_BYTES
+from ..core.jsonread import LFS_POINTER_MAX, MAX_FILE_BYTES, lfs_pointer
 
 WORK_TREE = "work tree"
 
@@ -316,7 +320,55 @@ def materialize(top: Path, rev: str, rel: str, folders: list[str], dest: Path) -
             wanted.append((path, entry))
     if wanted:
         _write_blobs(top, root, wanted, out.skipped)
+        fill_lfs(top, root, [path for path, e in wanted if e.kind == "file" and e.size < LFS_POINTER_MAX])
     return out
+
+
+def fill_lfs(top: Path, root: Path, small: list[str]) -> None:
+    """Each of the ``small`` files written below ``root`` that is a Git LFS pointer, replaced
+    by the object it names when git-lfs holds it in this repository (``lfs_object``): the
+    review reads what a checkout with git-lfs gives the app. A file it lacks stays the pointer."""
+    store: Path | None = None
+    for path in small:
+        target = root / path
+        try:
+            with open(target, "rb", opener=_no_follow) as fh:
+                pointer = lfs_pointer(fh.read(LFS_POINTER_MAX))
+        except OSError:  # skipped, or written as a link: not a pointer read here
+            continue
+        if pointer is None:
+            continue
+        store = store or _lfs_store(top)
+        data = lfs_object(store, *pointer)
+        if data is not None:
+            with open(target, "wb", opener=_no_follow) as fh:
+                fh.write(data)
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+
+
+def _lfs_store(top: Path) -> Path:
+    """git-lfs's object store of the repository: ``lfs/objects`` in its common git folder
+    (shared by its worktrees; a store moved by ``lfs.storage`` is not looked for)."""
+    return (top / git(top, "rev-parse", "--git-common-dir").strip()).resolve() / "lfs" / "objects"
+
+
+def lfs_object(store: Path, oid: str, size: int) -> bytes | None:
+    """The bytes of the LFS object ``oid`` (``<store>/ab/cd/abcd…``): a regular file of the
+    pointer's size, at most a state file's, whose sha256 is ``oid``; None for anything else
+    (not fetched, damaged, a link)."""
+    path = store / oid[:2] / oid[2:4] / oid
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size or size > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb", opener=_no_follow) as fh:
+            data = fh.read(size + 1)
+    except OSError:
+        return None
+    return data if len(data) == size and hashlib.sha256(data).hexdigest() == oid else None
 
 
 def _not_written(path: str, entry: Entry) -> str | None:
