@@ -122,7 +122,8 @@ def test_a_pointer_in_large_names_the_file_and_git_lfs_pull_for_every_reader(rep
 def test_review_reads_a_pointer_through_the_lfs_object_and_names_one_it_lacks(tmp_path: Path) -> None:
     """The review reads git's blobs: with LFS every ``large/`` blob is a pointer. Without the
     object in the repository the review names the file and ``git lfs pull``; with it where
-    git-lfs keeps it (``.git/lfs/objects/ab/cd/<oid>``) the review shows the value."""
+    git-lfs keeps it (``.git/lfs/objects/ab/cd/<oid>``) the review shows the value. Against
+    the work tree, a file ``git lfs pull`` wrote whole is its committed pointer: unchanged."""
     repo = init_repo(tmp_path / "repo")
     (repo / "README.md").write_text("app\n", encoding="utf-8")
     commit_all(repo, "app")
@@ -143,3 +144,7 @@ def test_review_reads_a_pointer_through_the_lfs_object_and_names_one_it_lacks(tm
     whole = cli(None, "review", "HEAD~1..HEAD", cwd=repo)
     assert whole.returncode == 0 and "git lfs pull" not in whole.stdout + whole.stderr
     assert "summarise set summary: (none) → 16384 characters" in whole.stdout, whole.stdout
+    for path, data in values.items():
+        path.write_bytes(data)  # as `git lfs pull` checks them out
+    pulled = cli(None, "review", "HEAD", cwd=repo)
+    assert pulled.returncode == 0 and "no thread changed" in pulled.stdout, pulled.stdout

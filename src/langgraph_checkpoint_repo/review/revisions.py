@@ -30,7 +30,7 @@ from typing import Any
 
 from ..core import gitrun
 from ..core.errors import BadInputError, NotFoundError
-from ..core.jsonread import LFS_POINTER_MAX, MAX_FILE_BYTES, lfs_pointer
+from ..core.jsonread import LFS_POINTER_MAX, LFS_VERSION, MAX_FILE_BYTES, lfs_pointer
 
 WORK_TREE = "work tree"
 
@@ -557,7 +557,8 @@ def work_tree_changes(top: Path, rel: str, base: str, under: str = "") -> Change
     filter: ``git hash-object --no-filters``), never through git's index, so nothing marked
     assume-unchanged or skip-worktree, ignored, or made to look unchanged by an attribute
     (``ident``, an encoding, a clean filter) is missed. A text file checked out with CRLF
-    line endings (``core.autocrlf``) is the same file: JSON reads the same either way."""
+    line endings (``core.autocrlf``) is the same file: JSON reads the same either way; so is
+    a file git-lfs checked out whole where git stores its pointer (``_lfs_pointer_of``)."""
     entries = tree_entries(top, base, rel, [under] if under else None)
     disk = _disk_files(top / rel if rel not in ("", ".") else top, under)
     out = Changes()
@@ -604,6 +605,8 @@ def _same_object(path: Path, entry: Entry) -> bool:
             with open(path, "rb") as fh:
                 if _blob_id(iter(lambda: fh.read(CHUNK), b""), entry.oid, info.st_size) == entry.oid:
                     return True
+        if entry.size < LFS_POINTER_MAX < info.st_size and _lfs_pointer_of(path, entry):
+            return True
         if not entry.size < info.st_size <= 2 * entry.size:  # CRLF can only make it longer
             return False
         with open(path, "rb") as fh:  # CRLF as a checkout with core.autocrlf writes it
@@ -614,6 +617,19 @@ def _same_object(path: Path, entry: Entry) -> bool:
         return False
     plain = data.replace(b"\r\n", b"\n")
     return len(plain) == entry.size and _blob_id([plain], entry.oid, len(plain)) == entry.oid
+
+
+def _lfs_pointer_of(path: Path, entry: Entry) -> bool:
+    """Whether git stores ``entry`` as the Git LFS pointer of the file at ``path``: what git-lfs
+    commits for a file it tracks and checks out whole (``git lfs pull``), so the same value."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb", opener=_no_follow) as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(block)
+            size += len(block)
+    text = LFS_VERSION + f"oid sha256:{digest.hexdigest()}\nsize {size}\n".encode("ascii")
+    return len(text) == entry.size and _blob_id([text], entry.oid, len(text)) == entry.oid
 
 
 def _blob_id(blocks: Iterable[bytes], like: str, size: int) -> str:
