@@ -76,7 +76,8 @@ if TYPE_CHECKING:
 _OPT = ormsgpack.OPT_NON_STR_KEYS  # as tree.py packs
 # serde payload types a file may never make us load: unpickling runs code
 REFUSED_SERDE_TYPES = frozenset({"pickle"})
-# serde payload types that name no type to construct: decoded here, never by the serde
+# serde payload types that name no type to construct: decoded here, never by the serde (null
+# is written as the JSON it is, {"json": null}: core/format/tree.payload_node; bytes stay base64)
 PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
 # every payload type the saver loads (pickle only with unsafe_allow_pickle); anything else,
 # LangGraph's legacy "json" above all (its reviver constructs objects without the

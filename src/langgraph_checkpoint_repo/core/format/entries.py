@@ -133,12 +133,12 @@ def entry_from_node(node: dict[str, Any], where: str, *, typed: bool = True) -> 
     trees, and only ask whether a value resolves). None in its older spelling
     (``{"serde": "null", "base64": ""}``) is the entry of ``{"json": null}``: every reader
     and view sees one value whichever release wrote it."""
-    if is_null_payload(node):
-        return ValueEntry(empty=False, tree=None, where=where)
     if "json" in node:
         tree = node["json"]
         types = frozenset(named_types(tree) if typed else ())
         return ValueEntry(empty=False, tree=tree, types=types, where=where)
+    if is_null_payload(node):  # the older spelling of {"json": null}
+        return ValueEntry(empty=False, tree=None, where=where)
     raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
     types = frozenset()
     if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:
