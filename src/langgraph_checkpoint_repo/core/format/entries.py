@@ -26,14 +26,7 @@ from .markers import is_null_payload
 from .messages import MESSAGE_TYPES, refusals
 from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
-from .tree import (
-    TypeSet,
-    alone_type,
-    ext_pointer,
-    msgpack_to_tree,
-    named_types,
-    tree_to_msgpack,
-)
+from .tree import TypeSet, alone_type, ext_pointer, msgpack_to_tree, named_types, tree_to_msgpack
 
 
 @dataclass(kw_only=True)
