@@ -22,6 +22,7 @@ from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import LfsPointerError
 from langgraph_checkpoint_repo.review import textconv
+from langgraph_checkpoint_repo.review.revisions import materialize
 from test_git import commit_all, git, init_repo
 
 LFS = "filter=lfs diff=lfs merge=lfs -text"
@@ -148,3 +149,22 @@ def test_review_reads_a_pointer_through_the_lfs_object_and_names_one_it_lacks(tm
         path.write_bytes(data)  # as `git lfs pull` checks them out
     pulled = cli(None, "review", "HEAD", cwd=repo)
     assert pulled.returncode == 0 and "no thread changed" in pulled.stdout, pulled.stdout
+
+
+def test_review_reads_lfs_objects_only_for_large_files(tmp_path: Path) -> None:
+    """Only a ``large/`` file (what ``git-setup --lfs`` marks) is read through git-lfs's store:
+    a pointer committed in place of a checkpoint is what a checkout gives the app there, so the
+    review reads the pointer too, though the store holds its object."""
+    repo = init_repo(tmp_path / "repo")
+    data = b'{"kind": "large_value"}\n'
+    oid = hashlib.sha256(data).hexdigest()
+    (repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4]).mkdir(parents=True)
+    (repo / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid).write_bytes(data)
+    paths = ["threads/t/large/a.json", "threads/t/checkpoints/a.json"]
+    for path in paths:
+        (repo / ".langgraph" / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / ".langgraph" / path).write_bytes(pointer(data))
+    commit_all(repo, "pointers")
+    made = materialize(repo, "HEAD", ".langgraph", ["threads"], tmp_path / "out")
+    assert (made.root / paths[0]).read_bytes() == data
+    assert (made.root / paths[1]).read_bytes() == pointer(data)

@@ -10,10 +10,10 @@ commit and the work tree, every file under the root on disk, compared by its byt
 commit's blob (``work_tree_changes``: nothing git's index hides is missed). The files
 of a revision are read from git's objects as they are (``git cat-file --batch``) into a
 temporary folder, only for the threads that changed: no ``.gitattributes`` of the pull
-request (``export-ignore``, ``export-subst``, filters) changes what the review reads. A blob
-that is a Git LFS pointer (``git-setup --lfs`` marks ``large/``) is read as the object it
-names from git-lfs's store in this repository, by its sha256, without running git-lfs
-(``fill_lfs``); one the store lacks stays a pointer, which every reader names with
+request (``export-ignore``, ``export-subst``, filters) changes what the review reads. A
+``large/`` blob that is a Git LFS pointer (``git-setup --lfs`` marks ``large/``) is read as the
+object it names from git-lfs's store in this repository, by its sha256, without running
+git-lfs (``fill_lfs``); one the store lacks stays a pointer, which every reader names with
 ``git lfs pull``.
 """
 
@@ -31,6 +31,7 @@ from typing import Any
 from ..core import gitrun
 from ..core.errors import BadInputError, NotFoundError
 from ..core.jsonread import LFS_POINTER_MAX, LFS_VERSION, MAX_FILE_BYTES, lfs_pointer
+from ..core.layout import LARGE, THREADS
 
 WORK_TREE = "work tree"
 
@@ -320,8 +321,16 @@ def materialize(top: Path, rev: str, rel: str, folders: list[str], dest: Path) -
             wanted.append((path, entry))
     if wanted:
         _write_blobs(top, root, wanted, out.skipped)
-        fill_lfs(top, root, [path for path, e in wanted if e.kind == "file" and e.size < LFS_POINTER_MAX])
+        fill_lfs(top, root, [path for path, e in wanted if e.kind == "file" and _may_be_in_lfs(path, e)])
     return out
+
+
+def _may_be_in_lfs(path: str, entry: Entry) -> bool:
+    """A file a checkout may hold whole where git stores its LFS pointer: small enough to be
+    one, in a thread's ``large/`` (what ``git-setup --lfs`` marks). A pointer anywhere else is
+    what the app reads there too, so the review reads it as it is (and names ``git lfs pull``)."""
+    parts = path.split("/")
+    return entry.size < LFS_POINTER_MAX and len(parts) == 4 and parts[0] == THREADS and parts[2] == LARGE
 
 
 def fill_lfs(top: Path, root: Path, small: list[str]) -> None:
