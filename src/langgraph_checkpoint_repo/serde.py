@@ -106,7 +106,8 @@ def packed_strings(value: Any, least: int = STRINGS_AT) -> tuple[bytes, int] | N
         return None
 
 
-# serde payload types that name no type to construct: decoded here, never by the serde
+# serde payload types that name no type to construct: decoded here, never by the serde (null
+# is written as the JSON it is, {"json": null}: core/format/tree.payload_node; bytes stay base64)
 PLAIN_SERDE_TYPES = frozenset({"null", "bytes", "bytearray"})
 # every payload type the saver loads (pickle only with unsafe_allow_pickle); anything else,
 # LangGraph's legacy "json" above all (its reviver constructs objects without the
@@ -408,6 +409,8 @@ class ValueCodec:
         self.check_types(entry.types, where, lambda key: locate_type(entry, key))
         if entry.raw is not None:
             return self.loads(entry.raw, where, entry.locate)
+        if entry.tree is None:  # None ({"json": null}): whatever the serde, as "null" always was
+            return None
         if not entry.types and self.revives_plain_trees:
             try:
                 return plain_value(entry.tree)

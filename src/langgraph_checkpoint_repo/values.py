@@ -5,7 +5,7 @@ Each channel version a put brings (``new_versions``) is stored in the new checkp
 
 * ``{"empty": true}``: the channel has no value;
 * ``{"value": node}``: the whole value, a readable JSON tree (``{"serde": "msgpack", "json":
-  ...}``), or base64 for what the serde does not give as msgpack;
+  ...}``; None as ``{"json": null}``), or base64 for what is not JSON (bytes, ciphertext);
 * ``{"append": {...}}``: a list that extends the version this saver last wrote or read
   (``ListState``), stored as the items appended and where its base lives. After
   ``snapshot_every`` appends in a row, or when a file of the base chain changed on disk, the
@@ -46,7 +46,7 @@ from .core.format.objects import (
 from .core.format.packed import msgpack_array_header, msgpack_array_split, starts_structured
 from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
-from .core.format.tree import b64, model_fields, msgpack_to_tree
+from .core.format.tree import model_fields, msgpack_to_tree, payload_node
 from .core.threads import ThreadStore
 from .serde import ValueCodec, packed_strings
 
@@ -625,8 +625,8 @@ class ValueWriter:
         where: tuple[str, str],
         value: Any = MISSING,
     ) -> dict[str, Any]:
-        """The node the serializer's bytes are stored as (a JSON tree for msgpack, format 4;
-        base64 else). A big value this saver stored in the thread just before (the step's
+        """The node the serializer's bytes are stored as (a JSON tree for msgpack, format 4, and
+        for None; base64 else). A big value this saver stored in the thread just before (the step's
         ``put_writes`` of what the checkpoint now holds) is referred to where it is, its files
         intact, instead of being built, shared and hashed again (``LargeValues``). ``value``:
         what the serializer was given, when known (``tree_of``)."""
@@ -641,8 +641,8 @@ class ValueWriter:
             elif serde == "msgpack":
                 tail = self.tail_of(value)
                 node = {"json": tree_of(value, data) if tail is None or tail.data is not data else tail.tree}
-            else:
-                node = {"serde": serde, "base64": b64(data)}
+            else:  # the serde's null (None, a trigger's value) is JSON too: payload_node
+                node = payload_node(serde, data)
             stored = self.stored(thread_id, node, large, where, strings)
             if self.recent is not None:
                 self.recent.keep(thread_id, serde, data, stored)

@@ -10,7 +10,9 @@ it sees the JSON. The lines sit in a marked block and the config in its own sect
 running it again changes nothing and ``--undo`` takes back exactly those. The same block and
 config register the merge driver of RepoStore items (``store/``: review/mergeitem.py,
 docs/store.md), so two branches that changed different fields of one memory merge by
-themselves.
+themselves. With ``--lfs`` the block also marks the threads' ``large/`` files (big values,
+core/layout.py) for Git LFS, last, so its ``diff=lfs`` wins for them; the readers name
+``git lfs pull`` when they meet a pointer file there (core/jsonread.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ BEGIN = "# langgraph-repo: begin"
 END = "# langgraph-repo: end"
 BEGIN_LINE = f"{BEGIN} (written by `langgraph-repo git-setup`; `langgraph-repo git-setup --undo` removes it)"
 ATTRIBUTES = f"linguist-generated=true gitlab-generated diff={DRIVER}"
+LFS_ATTRIBUTES = "filter=lfs diff=lfs merge=lfs -text"  # what ``git lfs track`` writes
+INSTALL_LFS = (
+    "git lfs is not installed here: install git-lfs (https://git-lfs.com; Debian and Ubuntu: "
+    "apt install git-lfs), then run `git lfs install` once; until then git commits large/ files as they are"
+)
 #: the driver's entry, run by its path with ``-I -S`` (no site, no current folder, no
 #: ``PYTHON*`` variables): a start imports the standard library the view uses and nothing else
 ENTRY = Path(textconv_entry.__file__).absolute()
@@ -65,13 +72,21 @@ def git_setup(
     undo: Annotated[
         bool, typer.Option("--undo", help="Remove the lines and the git config git-setup wrote.")
     ] = False,
+    lfs: Annotated[
+        bool,
+        typer.Option(
+            "--lfs",
+            help="Also mark the threads' large/ files (big values) for Git LFS in .gitattributes "
+            "(filter=lfs diff=lfs merge=lfs -text); says so when git lfs is not installed.",
+        ),
+    ] = False,
 ) -> None:
     """Make pull requests and git show the state readably: mark the root's files generated in
     the top-level .gitattributes (GitHub and GitLab collapse them) and register a textconv driver
     in this repository's git config (git diff, log -p and show print each file as a few lines),
     and a merge driver for RepoStore items (two branches' changes to different fields merge).
     Commit .gitattributes on the default branch, on its own: review flags a range that changes
-    it. Running it again changes nothing; --undo removes exactly what it wrote."""
+    it. Running it again changes nothing; --undo removes exactly what it wrote (the LFS line too)."""
     settings = settings_of(ctx)
     root = settings.root
     if not undo:
@@ -82,16 +97,17 @@ def git_setup(
     path = top / ".gitattributes"
     before = read_attributes(path)
     lines = _block_lines(before)
-    others = [ln for ln in lines if ln not in mine]
+    others = [ln for ln in lines if ln not in [*mine, lfs_line(rel)]]
     if undo:
         after = _with_block(before, others)
-        said = [f".gitattributes: removed {ln}" for ln in mine if ln in lines]
+        said = [f".gitattributes: removed {ln}" for ln in [*mine, lfs_line(rel)] if ln in lines]
         said += _remove_order(top, rel)
         if not others:
             said += _remove_config(top)
     else:
-        after = _with_block(before, [*lines, *(ln for ln in mine if ln not in lines)])
-        said = [f".gitattributes: added {ln}" for ln in mine if ln not in lines]
+        wanted = [*mine, lfs_line(rel)] if lfs or lfs_line(rel) in lines else mine
+        after = _with_block(before, _ordered([*lines, *(ln for ln in wanted if ln not in lines)], rel))
+        said = [f".gitattributes: added {ln}" for ln in wanted if ln not in lines]
         said += _set_config(top, driver_command(), merge_command())
         said += _set_order(top, rel)
     if after != before:
@@ -99,16 +115,23 @@ def git_setup(
     nothing = "nothing of git-setup's is here" if undo else "already set up"
     for text in said or [f"nothing to change: {nothing}"]:
         settings.out.print(text)
+    for text in lfs_advice(top) if lfs and not undo else []:
+        settings.err.print(text)
     if said and not undo:
-        # review flags a range that changes .gitattributes (it decides how a checkout writes
-        # the state): committed with a branch's turns, it made that branch's review exit 1
-        settings.out.print(
-            "commit .gitattributes on the default branch, on its own (a review of a branch that "
-            "changes it is flagged: attributes changed), so pull requests collapse the state "
-            "files; each clone runs `langgraph-repo git-setup` once for the readable local diff"
-            if after != before
-            else "each clone runs `langgraph-repo git-setup` once for the readable local diff"
-        )
+        settings.out.print(_next_step(after != before))
+
+
+def _next_step(attributes_changed: bool) -> str:
+    """What a person does after a setup that changed something. Review flags a range that
+    changes .gitattributes (it decides how a checkout writes the state): committed with a
+    branch's turns, it made that branch's review exit 1."""
+    clones = "each clone runs `langgraph-repo git-setup` once for the readable local diff"
+    if not attributes_changed:
+        return clones
+    return (
+        "commit .gitattributes on the default branch, on its own (a review of a branch that "
+        f"changes it is flagged: attributes changed), so pull requests collapse the state files; {clones}"
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -163,12 +186,39 @@ def merge_line(rel: str) -> str:
     return f"{_pattern(rel, 'store')} merge={MERGE_DRIVER}"
 
 
-def _pattern(rel: str, folder: str) -> str:
-    """Every file below ``folder`` of the root ``rel``. Glob characters in the root's path are
-    escaped to match themselves; a path with a space, a quote or a character that is not
-    printable is written C-quoted, as gitattributes reads it (``_c_quoted``), so a line break
-    in the path (a folder named ``x\\n* filter=evil``) stays inside its one line."""
-    pattern = "/" + re.sub(r"([*?\[\\])", r"\\\1", f"{rel}/{folder}" if rel else folder) + "/**"
+def lfs_line(rel: str) -> str:
+    """The .gitattributes line that stores the root ``rel``'s big values (``threads/<thread>/
+    large/``, core/layout.py) in Git LFS: every file of a ``large/`` folder directly in a
+    thread's folder (``*`` never matches a ``/``, so a thread named ``large`` is not one)."""
+    return f"{_pattern(rel, 'threads', '*/large/**')} {LFS_ATTRIBUTES}"
+
+
+def _ordered(block: list[str], rel: str) -> list[str]:
+    """The block with the LFS line of ``rel`` last: git takes the last line that sets an
+    attribute, and the line of ``threads/**`` sets ``diff`` too (the LFS line sets
+    ``diff=lfs``: git shows a pointer's change, not a driver's reading of a pointer)."""
+    line = lfs_line(rel)
+    return [ln for ln in block if ln != line] + [line] if line in block else block
+
+
+def lfs_advice(top: Path) -> list[str]:
+    """What to do for LFS to store the marked files: install git-lfs (``git lfs version``
+    fails), or run ``git lfs install`` (no ``filter.lfs`` in git's config); nothing when set."""
+    version = _git(top, "lfs", "version")
+    if version.returncode != 0:
+        return [INSTALL_LFS]
+    if not _git(top, "config", "--get", "filter.lfs.process").stdout.strip():
+        return [f"{version.stdout.strip()}: run `git lfs install` once, so git stores large/ files in LFS"]
+    return []
+
+
+def _pattern(rel: str, folder: str, below: str = "**") -> str:
+    """Every file ``below`` (a glob, ``**`` when not given) the ``folder`` of the root ``rel``.
+    Glob characters in the root's path are escaped to match themselves; a path with a space, a
+    quote or a character that is not printable is written C-quoted, as gitattributes reads it
+    (``_c_quoted``), so a line break in the path (a folder named ``x\\n* filter=evil``) stays
+    inside its one line."""
+    pattern = "/" + re.sub(r"([*?\[\\])", r"\\\1", f"{rel}/{folder}" if rel else folder) + "/" + below
     if any(ch in pattern for ch in ' "') or not pattern.isprintable():
         pattern = _c_quoted(pattern)
     return pattern

@@ -7,13 +7,15 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from ..core.errors import FileFormatError
+from ..core.errors import FileFormatError, LfsPointerError
 
 
 def restore_hint(exc: BaseException) -> str:
     """For a file that does not read: how git can give it back, when git has it (the files are
     in a repository, so a damaged one is rarely lost); empty otherwise."""
     path = Path(exc.path) if isinstance(exc, FileFormatError) else None
+    if isinstance(exc, LfsPointerError):
+        return ""  # what git holds is the pointer: its message says how to fetch the file
     if path is None or not path.is_file():
         return ""
 

@@ -42,6 +42,12 @@ class FileFormatError(RepoCheckpointError):
         return (type(self), (self.path, self.pointer, self.detail))
 
 
+class LfsPointerError(FileFormatError):
+    """A state file is a Git LFS pointer, not the file it stands for: git-lfs is not
+    installed, or the file was not fetched (``git lfs pull``). The file is not damaged:
+    ``validate`` and every reader say so instead of "invalid JSON" (core/jsonread.py)."""
+
+
 class SchemaVersionError(FileFormatError):
     """A file's schema_version is not one this release reads."""
 

@@ -25,7 +25,7 @@ import stat as stat_mod
 import sys
 
 from .cjson import decode_error, loads
-from .errors import FileFormatError
+from .errors import FileFormatError, LfsPointerError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:  # for annotations only: git's textconv driver reads with this module and
@@ -149,7 +149,45 @@ def too_deep_tree(tree: Any) -> bool:
     return False
 
 
+#: the first line of a Git LFS pointer file (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md)
+LFS_VERSION = b"version https://git-lfs.github.com/spec/v1\n"
+LFS_POINTER_MAX = 1024  # git-lfs reads a pointer only from a file smaller than this
+
+
+def lfs_pointer(raw: bytes) -> tuple[str, int] | None:
+    """``(oid, size)`` of a Git LFS pointer file (a line ``version ...``, then ``key value``
+    lines: ``oid sha256:<64 hex>``, ``size <bytes>``), else None: the file git-lfs leaves in
+    place of one it tracks (``git-setup --lfs`` marks ``large/``) until ``git lfs pull``."""
+    if not raw.startswith(LFS_VERSION) or len(raw) >= LFS_POINTER_MAX or not raw.endswith(b"\n"):
+        return None
+    fields = dict(line.partition(b" ")[::2] for line in raw[len(LFS_VERSION) : -1].split(b"\n"))
+    oid, size = fields.get(b"oid", b""), fields.get(b"size", b"")
+    digits = oid[7:]
+    if not oid.startswith(b"sha256:") or len(digits) != 64 or digits.strip(b"0123456789abcdef"):
+        return None
+    if not size.isdigit():
+        return None
+    return digits.decode("ascii"), int(size)
+
+
+def lfs_pointer_error(where: str, pointer: tuple[str, int]) -> LfsPointerError:
+    """The error for a Git LFS pointer read where a state file should be: what it is, and
+    how to get the file (its name is ``where``)."""
+    oid, size = pointer
+    return LfsPointerError(
+        where,
+        "/",
+        f"is a Git LFS pointer (sha256 {oid[:12]}…, {size} bytes), not the file it stands for: "
+        "run `git lfs pull` to fetch it (git-lfs: https://git-lfs.com; a revision not checked out: "
+        "`git lfs fetch <remote> <revision>`)",
+    )
+
+
 def _parse_strictly(raw: bytes, where: str) -> Any:
+    if raw[:8] == b"version ":  # not JSON: what git-lfs leaves until the file is fetched?
+        pointer = lfs_pointer(raw)
+        if pointer is not None:
+            raise lfs_pointer_error(where, pointer)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -28,7 +28,7 @@ from .caches import (
     settled,
     stat_key,
 )
-from .errors import FileFormatError, MissingReferenceError, RepoCheckpointError
+from .errors import FileFormatError, LfsPointerError, MissingReferenceError, RepoCheckpointError
 from .files import Files, Snapshot
 from .format import fields
 from .format.bookkeeping import compact
@@ -705,12 +705,16 @@ class ThreadStore:
         except FileFormatError as exc:
             if Path(exc.path) == self.layout.checkpoint_path(thread_id, ns, cid):
                 raise
+            how = (
+                ""  # not damaged: its detail says how to fetch it
+                if isinstance(exc, LfsPointerError)
+                else ": restore it from git (`langgraph-repo fsck` lists every file that does not read)"
+            )
             raise type(exc)(
                 exc.path,
                 exc.pointer,
                 f"{exc.detail}; checkpoint {cid} of thread {thread_id!r} reads channel {channel!r} "
-                "through this file: restore it from git (`langgraph-repo fsck` lists every file "
-                "that does not read)",
+                f"through this file{how}",
             ) from exc
 
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:

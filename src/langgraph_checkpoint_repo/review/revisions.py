@@ -10,7 +10,11 @@ commit and the work tree, every file under the root on disk, compared by its byt
 commit's blob (``work_tree_changes``: nothing git's index hides is missed). The files
 of a revision are read from git's objects as they are (``git cat-file --batch``) into a
 temporary folder, only for the threads that changed: no ``.gitattributes`` of the pull
-request (``export-ignore``, ``export-subst``, filters) changes what the review reads.
+request (``export-ignore``, ``export-subst``, filters) changes what the review reads. A
+``large/`` blob that is a Git LFS pointer (``git-setup --lfs`` marks ``large/``) is read as the
+object it names from git-lfs's store in this repository, by its sha256, without running
+git-lfs (``fill_lfs``); one the store lacks stays a pointer, which every reader names with
+``git lfs pull``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from typing import Any
 
 from ..core import gitrun
 from ..core.errors import BadInputError, NotFoundError
-from ..core.jsonread import MAX_FILE_BYTES
+from ..core.jsonread import LFS_POINTER_MAX, LFS_VERSION, MAX_FILE_BYTES, lfs_pointer
+from ..core.layout import LARGE, THREADS
 
 WORK_TREE = "work tree"
 
@@ -316,7 +321,63 @@ def materialize(top: Path, rev: str, rel: str, folders: list[str], dest: Path) -
             wanted.append((path, entry))
     if wanted:
         _write_blobs(top, root, wanted, out.skipped)
+        fill_lfs(top, root, [path for path, e in wanted if e.kind == "file" and _may_be_in_lfs(path, e)])
     return out
+
+
+def _may_be_in_lfs(path: str, entry: Entry) -> bool:
+    """A file a checkout may hold whole where git stores its LFS pointer: small enough to be
+    one, in a thread's ``large/`` (what ``git-setup --lfs`` marks). A pointer anywhere else is
+    what the app reads there too, so the review reads it as it is (and names ``git lfs pull``)."""
+    parts = path.split("/")
+    return entry.size < LFS_POINTER_MAX and len(parts) == 4 and parts[0] == THREADS and parts[2] == LARGE
+
+
+def fill_lfs(top: Path, root: Path, small: list[str]) -> None:
+    """Each of the ``small`` files written below ``root`` that is a Git LFS pointer, replaced
+    by the object it names when git-lfs holds it in this repository (``lfs_object``): the
+    review reads what a checkout with git-lfs gives the app. A file it lacks stays the pointer."""
+    store: Path | None = None
+    for path in small:
+        target = root / path
+        try:
+            with open(target, "rb", opener=_no_follow) as fh:
+                pointer = lfs_pointer(fh.read(LFS_POINTER_MAX))
+        except OSError:  # skipped, or written as a link: not a pointer read here
+            continue
+        if pointer is None:
+            continue
+        store = store or _lfs_store(top)
+        data = lfs_object(store, *pointer)
+        if data is not None:
+            with open(target, "wb", opener=_no_follow) as fh:
+                fh.write(data)
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+
+
+def _lfs_store(top: Path) -> Path:
+    """git-lfs's object store of the repository: ``lfs/objects`` in its common git folder
+    (shared by its worktrees; a store moved by ``lfs.storage`` is not looked for)."""
+    return (top / git(top, "rev-parse", "--git-common-dir").strip()).resolve() / "lfs" / "objects"
+
+
+def lfs_object(store: Path, oid: str, size: int) -> bytes | None:
+    """The bytes of the LFS object ``oid`` (``<store>/ab/cd/abcd…``): a regular file of the
+    pointer's size, at most a state file's, whose sha256 is ``oid``; None for anything else
+    (not fetched, damaged, a link)."""
+    path = store / oid[:2] / oid[2:4] / oid
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size or size > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb", opener=_no_follow) as fh:
+            data = fh.read(size + 1)
+    except OSError:
+        return None
+    return data if len(data) == size and hashlib.sha256(data).hexdigest() == oid else None
 
 
 def _not_written(path: str, entry: Entry) -> str | None:
@@ -505,7 +566,8 @@ def work_tree_changes(top: Path, rel: str, base: str, under: str = "") -> Change
     filter: ``git hash-object --no-filters``), never through git's index, so nothing marked
     assume-unchanged or skip-worktree, ignored, or made to look unchanged by an attribute
     (``ident``, an encoding, a clean filter) is missed. A text file checked out with CRLF
-    line endings (``core.autocrlf``) is the same file: JSON reads the same either way."""
+    line endings (``core.autocrlf``) is the same file: JSON reads the same either way; so is
+    a file git-lfs checked out whole where git stores its pointer (``_lfs_pointer_of``)."""
     entries = tree_entries(top, base, rel, [under] if under else None)
     disk = _disk_files(top / rel if rel not in ("", ".") else top, under)
     out = Changes()
@@ -552,6 +614,8 @@ def _same_object(path: Path, entry: Entry) -> bool:
             with open(path, "rb") as fh:
                 if _blob_id(iter(lambda: fh.read(CHUNK), b""), entry.oid, info.st_size) == entry.oid:
                     return True
+        if entry.size < LFS_POINTER_MAX < info.st_size and _lfs_pointer_of(path, entry):
+            return True
         if not entry.size < info.st_size <= 2 * entry.size:  # CRLF can only make it longer
             return False
         with open(path, "rb") as fh:  # CRLF as a checkout with core.autocrlf writes it
@@ -562,6 +626,19 @@ def _same_object(path: Path, entry: Entry) -> bool:
         return False
     plain = data.replace(b"\r\n", b"\n")
     return len(plain) == entry.size and _blob_id([plain], entry.oid, len(plain)) == entry.oid
+
+
+def _lfs_pointer_of(path: Path, entry: Entry) -> bool:
+    """Whether git stores ``entry`` as the Git LFS pointer of the file at ``path``: what git-lfs
+    commits for a file it tracks and checks out whole (``git lfs pull``), so the same value."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb", opener=_no_follow) as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(block)
+            size += len(block)
+    text = LFS_VERSION + f"oid sha256:{digest.hexdigest()}\nsize {size}\n".encode("ascii")
+    return len(text) == entry.size and _blob_id([text], entry.oid, len(text)) == entry.oid
 
 
 def _blob_id(blocks: Iterable[bytes], like: str, size: int) -> str:

@@ -15,7 +15,8 @@ What a state file looks like is the format's business: the view is core/format/v
 built on the format package's own reading of a file (the same door the app reads through).
 This module is what is about git and the terminal: it reads the file (a link, not a file, or
 a file over the size of a state file is said, not read), parses it strictly within the JSON
-reader's bounds, prints a file that is not a state file, or not strict JSON, as it is
+reader's bounds, says a Git LFS pointer is one (``git lfs pull`` fetches the file), prints a
+file that is not a state file, or not strict JSON, as it is
 (within the same budgets), and screens whatever is printed: git prints it to a terminal, so
 control characters are escaped and secrets masked.
 """
@@ -31,7 +32,7 @@ from ..core.format.inline import CALLS, FOLD, TEXT, fold
 from ..core.format.inline import message as _message  # noqa: F401  (tests read textconv._message)
 from ..core.format.inline import pieces as _pieces  # noqa: F401  (tests read textconv._pieces)
 from ..core.format.view import BUDGET, VIEW, budgeted, render
-from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, parse_strict
+from ..core.jsonread import MAX_FILE_BYTES, json_bounds_problem, lfs_pointer, parse_strict
 from ..core.masking import escape_controls, mask_message
 
 #: the view and its budgets, for git-setup (VIEW) and the tests
@@ -91,7 +92,11 @@ def _read(path: str) -> bytes | str:
 
 
 def _lines(raw: bytes, path: str) -> list[str] | None:
-    """The view of a state file, or None for anything else (printed as it is)."""
+    """The view of a state file, a Git LFS pointer said as one, or None for anything else
+    (printed as it is)."""
+    pointer = lfs_pointer(raw)
+    if pointer is not None:  # the whole oid: a changed value still changes the line
+        return [f"Git LFS pointer: sha256 {pointer[0]}, {pointer[1]} bytes (`git lfs pull` fetches the file)"]
     if json_bounds_problem(raw) is not None:
         return None
     try:

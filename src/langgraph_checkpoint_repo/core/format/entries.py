@@ -22,6 +22,7 @@ import ormsgpack
 from ..caches import Dep
 from ..errors import FileFormatError
 from .chains import MAX_APPEND_DEPTH, too_long
+from .markers import is_null_payload
 from .messages import MESSAGE_TYPES, refusals
 from .objects import weight_problem
 from .packed import msgpack_array_header, msgpack_array_split
@@ -122,11 +123,15 @@ class ValueEntry:
 def entry_from_node(node: dict[str, Any], where: str, *, typed: bool = True) -> ValueEntry:
     """The entry of a stored value node (``json`` tree, or ``serde`` + ``base64``).
     ``typed=False``: without the types it names (the checks judge those in the stored
-    trees, and only ask whether a value resolves)."""
+    trees, and only ask whether a value resolves). None in its older spelling
+    (``{"serde": "null", "base64": ""}``) is the entry of ``{"json": null}``: every reader
+    and view sees one value whichever release wrote it."""
     if "json" in node:
         tree = node["json"]
         types = frozenset(named_types(tree) if typed else ())
         return ValueEntry(empty=False, tree=tree, types=types, where=where)
+    if is_null_payload(node):  # the older spelling of {"json": null}
+        return ValueEntry(empty=False, tree=None, where=where)
     raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
     types = frozenset()
     if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:

@@ -15,9 +15,11 @@ Tree forms (a JSON object with a key starting with ``$`` is always a tag):
   for constructed objects (messages, dataclasses, datetimes, ...);
 * ``{"$numpy": {...}}``, ``{"$delta_snapshot": tree}``, ``{"$ext": code, "$data": b64}``.
 
-An encoded value ("node") is ``{"serde": "msgpack", "json": tree}`` or, for
-anything that is not msgpack (bytes, encrypted payloads), ``{"serde": type,
-"base64": ...}``.
+An encoded value ("node") is ``{"json": tree}`` (format 3 also wrote ``"serde": "msgpack"``
+beside it), the serde's ``null`` payload (None, a trigger's value) included as
+``{"json": null}``, or, for anything that is not JSON (bytes, encrypted payloads),
+``{"serde": type, "base64": ...}`` (``payload_node``). Files written before wrote ``null``
+as ``{"serde": "null", "base64": ""}``; every reader still takes it (``markers.is_null_payload``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import orjson
 import ormsgpack
 
 from ..errors import UnrevivableValueError
+from .markers import NULL_SERDE
 from .validation import pointer_part
 
 _OPT = ormsgpack.OPT_NON_STR_KEYS
@@ -63,6 +66,16 @@ def _ext_hook(code: int, data: bytes) -> _Ext:
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+def payload_node(serde: str, data: bytes) -> dict[str, Any]:
+    """The node of a payload the serde did not write as msgpack: ``null`` (None, every
+    trigger channel's value) as the JSON it is, ``{"json": null}`` (msgpack's nil, which
+    every serde reading msgpack revives as the same None); anything else (bytes, bytearray,
+    ciphertext: never JSON) as base64. ``null+<cipher>`` stays base64: ciphertext."""
+    if serde == NULL_SERDE and not data:
+        return {"json": None}
+    return {"serde": serde, "base64": b64(data)}
 
 
 def is_name(v: Any) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..jsontext import digest, sha256_hex
 from .inline import INDENT, compact, fold, message, one_line, plain, short_refs
-from .markers import CHUNKS, ID, NS, PAIR, REF, ROLE
+from .markers import CHUNKS, ID, NS, PAIR, REF, ROLE, is_null_payload
 from .messages import ERROR_MARK, is_message_type
 from .onefile import (
     Held,
@@ -332,7 +332,7 @@ def _body(channel: str, body: Any, held: Held | None = None) -> tuple[list[str],
         return _items(f"{channel}: +{_count(len(items), 'item')}", items, held), False
     node = body.get("value")
     lines = _node_lines(channel, node, held)
-    return lines, _is_null(node)
+    return lines, is_null_payload(node)
 
 
 def _node_lines(channel: str, node: Any, held: Held | None = None) -> list[str]:
@@ -353,7 +353,7 @@ def _node_lines(channel: str, node: Any, held: Held | None = None) -> list[str]:
             first, *rest = _item(tree, held)
             return [f"{channel}: {first}", *rest]
         return [f"{channel}: {compact(tree)}"]
-    if _is_null(node):
+    if is_null_payload(node):
         return [f"{channel}: null"]
     payload = node.get("base64")
     size = len(payload) * 3 // 4 if isinstance(payload, str) else 0
@@ -392,11 +392,6 @@ def _item(tree: Any, held: Held | None = None) -> list[str]:
 def _is_item(tree: Any) -> bool:
     """A message, or a reference (to a message, most often): listed one per line."""
     return is_message_type(tree) or (isinstance(tree, dict) and REF in tree)
-
-
-def _is_null(node: Any) -> bool:
-    """A value node that stands for None (a channel's trigger)."""
-    return isinstance(node, dict) and node.get("serde") == "null"
 
 
 def _internal(channel: str) -> bool:
