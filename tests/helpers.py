@@ -640,9 +640,17 @@ def as_a_race(saver: Any, config: Any) -> None:
     """The checkpoint ``config`` names made a second writer's plain step (source ``loop``), as
     two processes or a merge of two branches leave it, not a line LangGraph starts on purpose
     (a replay's ``fork``, ``update_state``'s ``update``): its head then waits for a choice
-    (docs/forks.md). Tests of choices make their forks so."""
+    (docs/forks.md). Tests of choices make their forks so.
+
+    The edit is in place, and a running saver keeps a namespace's lineage while the folder's
+    listing is unchanged (docs/reliability.md, "Hand edits and caches", the one stated
+    exception): a second writer would have added a file, so the listing is changed here too
+    (a file made and removed), else ``saver`` would see the edit only on a slow machine."""
     conf = config["configurable"]
     path = saver.store.layout.checkpoint_path(
         conf["thread_id"], conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
     )
     rewrite(path, lambda doc: doc["metadata"].__setitem__("source", "loop"))
+    mark = path.parent / ".as-a-race"
+    mark.write_bytes(b"")
+    mark.unlink()
