@@ -248,7 +248,7 @@ def test_checkpointer_ttl_sweeps_an_expired_thread_and_keeps_one_waiting_at_an_i
         time.sleep(0.05)
     try:
         assert not thread_folder(server, AGED_DONE).exists(), server.text()[-3000:]
-        assert "checkpointer.ttl): threads idle 1 minute are deleted whole" in server.text()
+        assert "checkpointer.ttl): threads idle for 1 minute are deleted whole" in server.text()
         summary = Reader(server.root).summary(AGED_WAITS)
         assert [i.task_name for i in summary.waiting] == ["ask_a_person"] and summary.checkpoints == 3
     finally:

@@ -58,14 +58,20 @@ class Retention:
         parts = []
         if self.default_ttl is not None:
             what = "deleted whole" if self.strategy == "delete" else "cut to their latest state"
-            parts.append(f"threads idle {_minutes(self.default_ttl)} are {what}")
+            parts.append(f"threads idle for {_minutes(self.default_ttl)} are {what}")
         if self.keep_last is not None:
             parts.append(f"the newest {self.keep_last} checkpoints of each namespace are kept")
         return "; ".join(parts) or "nothing is removed"
 
 
 def _minutes(value: float) -> str:
-    return f"{value:g} minute{'' if value == 1 else 's'}"
+    """A TTL as a person says it: ``1 minute``, ``12 hours``, ``30 days``."""
+    count, unit = value, "minute"
+    for size, name in ((1440, "day"), (60, "hour")):
+        if value >= size and value % size == 0:
+            count, unit = value / size, name
+            break
+    return f"{count:g} {unit}{'' if count == 1 else 's'}"
 
 
 def retention_from(config: Mapping[str, Any] | None, where: str) -> Retention | None:
