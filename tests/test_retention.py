@@ -110,7 +110,7 @@ def test_keep_last_keeps_the_newest_checkpoints_as_prune_does_and_the_thread_con
     assert contents(messages)[-2:] == ["turn 4", "echo: turn 4"] and len(messages) == 10
 
 
-def test_a_dry_run_writes_nothing_and_shows_what_would_go(tmp_path: Path) -> None:
+def test_a_dry_run_writes_nothing_and_shows_what_a_real_run_removes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     chat_root(root, "old", turns=1)
     ask_graph(RepoSaver(root, durable=False)).invoke({}, cfg("waits"))
@@ -118,11 +118,19 @@ def test_a_dry_run_writes_nothing_and_shows_what_would_go(tmp_path: Path) -> Non
     plans = RepoSaver(root, ttl=TTL, clock=at(2), durable=False).sweep(dry_run=True)
     assert {p.thread_id: bool(p.expired) for p in plans} == {"old": True, "waits": False}
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()} == before
-    shown = cli_in_process("--root", root, "prune", "--ttl", "1m", "--at", at(2)().isoformat(), "--dry-run")
+    later = at(2)().isoformat()
+    shown = cli_in_process("--root", root, "prune", "--ttl", "1m", "--at", later, "--dry-run")
     assert shown.exit_code == 0, shown.stdout + shown.stderr
     assert "thread old: would delete the whole thread (expired: last written " in shown.stdout
     assert "thread waits: kept whole, waits on an interrupt at ask: never expired" in shown.stdout
     assert files(root) == {p: b for p, (_, b) in before.items() if ".cache" not in p.parts}
+    (tmp_path / "langgraph.json").write_text(json.dumps({"checkpointer": {"ttl": TTL}}))  # beside the root
+    configured = cli_in_process("--root", root, "prune", "--retention", "--at", later, "--dry-run")
+    assert configured.exit_code == 0 and configured.stdout == shown.stdout
+    done = cli_in_process("--root", root, "prune", "--ttl", "1m", "--at", later, "--yes")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "thread old: removed " in done.stdout
+    assert not thread_dir(root, "old").exists() and thread_dir(root, "waits").is_dir()
 
 
 def test_a_symlink_in_an_expired_thread_refuses_its_removal(tmp_path: Path) -> None:

@@ -16,6 +16,11 @@ there constructs only what the project allows: the ``[tool.langgraph-repo]`` tab
 pyproject.toml (``allow``, ``graph``; docs/types.md). Naming these factories in langgraph.json
 is the explicit choice that lets the table be used (the server runs the project's graphs
 anyway); the store's values are revived under the same table.
+
+Retention: ``checkpointer.ttl`` of that ``langgraph.json`` (else the table's ``ttl``) is the
+saver's ``ttl``, and ``store.ttl`` the store's; the server sweeps neither a custom checkpointer
+nor a custom store, so with ``sweep_interval_minutes`` each factory runs its object's own
+sweeper while the server runs (docs/reliability.md, "Retention").
 """
 
 from __future__ import annotations

@@ -206,9 +206,9 @@ def sweep_threads(
                     carry_out(reader.store, plan)
                 forget(thread_id)
                 changed += bool(plan.doomed)
-        except NotFoundError:
-            continue  # deleted meanwhile, or a folder with no checkpoint: nothing to keep or remove
-        except RepoCheckpointError as exc:
+        except (NotFoundError, FileNotFoundError):
+            continue  # deleted meanwhile (another sweeper), or a folder with no checkpoint
+        except (RepoCheckpointError, OSError) as exc:  # a damaged file, a busy lock: the next thread
             plan = PrunePlan(thread_id, skipped=f"not swept: {exc}")
         plans.append(plan)
     return plans
