@@ -57,6 +57,28 @@ def test_a_thread_idle_past_the_ttl_is_deleted_whole_and_one_within_it_is_kept(t
     assert saver.sweep() == []  # nothing left to sweep
 
 
+def test_keep_latest_cuts_an_expired_thread_to_its_latest_state_which_continues(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    chat_root(root, "chat", turns=2)
+    latest = checkpoints(thread_dir(root, "chat"))[-1]
+    saver = RepoSaver(root, ttl={"strategy": "keep_latest", "default_ttl": 1}, clock=at(2), durable=False)
+    before = saver.get_tuple(cfg("chat"))
+    (plan,) = saver.sweep()
+    assert plan.expired is None and plan.doomed
+    assert checkpoints(thread_dir(root, "chat")) == [latest]
+    assert saver.get_tuple(cfg("chat")).checkpoint == before.checkpoint  # type: ignore[union-attr]
+    chat_graph(saver).invoke({"messages": [HumanMessage(content="turn 2")]}, cfg("chat"))
+    messages = saver.get_tuple(cfg("chat")).checkpoint["channel_values"]["messages"]  # type: ignore[union-attr]
+    assert contents(messages) == [
+        "turn 0",
+        "echo: turn 0",
+        "turn 1",
+        "echo: turn 1",
+        "turn 2",
+        "echo: turn 2",
+    ]
+
+
 def test_a_thread_waiting_at_an_interrupt_is_never_expired_and_resumes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     saver = RepoSaver(root, ttl=TTL, clock=at(60 * 24 * 365), durable=False)
