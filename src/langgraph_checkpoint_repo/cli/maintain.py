@@ -163,9 +163,10 @@ def prune(
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove old checkpoints, or expired threads (--ttl, --retention). Never a thread waiting on
-    an interrupt, never what a DeltaChannel or an appended list still needs, never a hole in the
-    middle of a history, and never (unless --allow-growth) a thread the removal would make bigger."""
+    """Remove old checkpoints. With --ttl or --retention, also expired threads, whole. Never a
+    thread waiting on an interrupt, never what a DeltaChannel or an appended list still needs,
+    never a hole in the middle of a history, and never (unless --allow-growth) a thread the
+    removal would make bigger."""
     from .shape import plan_json
     from .views import print_plan
 
