@@ -8,7 +8,9 @@ read back as InMemorySaver has them, a prebuilt agent's run, a thread copy and d
 (RepoStore) through the server's /store API and a memory agent's run,
 ``langgraph-repo server sync`` after a fresh clone (the server knows no committed thread), and at
 the end the files validate and no write under ``.langgraph/`` made the server reload (a
-``.py`` file written last must, so the reload check is seen to work).
+``.py`` file written last must, so the reload check is seen to work). The copy's langgraph.json
+holds ``checkpointer.ttl``: the first test after the start sees an expired thread swept and one
+waiting at an interrupt kept (``seed_retention``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -36,7 +39,7 @@ from langgraph.types import Command
 from typer.testing import Result
 
 from graphs import cfg, chat_graph
-from helpers import cli, cli_in_process, one_line_error
+from helpers import cli, cli_in_process, one_line_error, rewrite
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
 from langgraph_checkpoint_repo.agent_server import checkpointer, server_root, store
 from langgraph_checkpoint_repo.saver import REQUEST_METADATA
@@ -150,6 +153,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     base = tmp_path_factory.mktemp("agent-server")
     folder = base / "app"
     shutil.copytree(APP, folder, ignore=shutil.ignore_patterns("__pycache__", ".langgraph*"))
+    seed_retention(folder)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "LANGGRAPH_REPO_ROOT"}
     env |= {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "NO_COLOR": "1"}
@@ -193,12 +197,62 @@ def thread_folder(server: Server, thread_id: str) -> Path:
     return server.root / "threads" / thread_id
 
 
+#: the copy's checkpointer.ttl (issue 39): a thread expires a minute after its last checkpoint;
+#: the factory sweeps as it is entered, then hourly, so no later test's thread ages away meanwhile
+TTL = {"strategy": "delete", "default_ttl": 1, "sweep_interval_minutes": 60}
+AGED_DONE, AGED_WAITS = "aged-done", "aged-waits"
+
+
+def seed_retention(folder: Path) -> None:
+    """Before the server starts: langgraph.json's ``checkpointer.ttl``, and two threads of the
+    approval graph, one finished, one waiting at its interrupt, both last written two minutes
+    ago in the test's clock (their checkpoints' ``ts``, what retention judges, set back by hand:
+    a hand edit the saver reads as any), so no test waits a minute."""
+    config = json.loads((folder / "langgraph.json").read_text())
+    config["checkpointer"]["ttl"] = TTL
+    (folder / "langgraph.json").write_text(json.dumps(config, indent=2))
+    graph = app_graphs().approval.copy(
+        update={"checkpointer": RepoSaver(folder / ".langgraph", durable=False)}
+    )
+    for thread in (AGED_DONE, AGED_WAITS):
+        graph.invoke({"ask": "refund for order 3"}, cfg(thread))
+    graph.invoke(Command(resume="send it"), cfg(AGED_DONE))
+    for path in (folder / ".langgraph" / "threads").rglob("checkpoints/*.json"):
+        rewrite(path, lambda doc: doc["checkpoint"].update(ts=_minutes_earlier(doc["checkpoint"]["ts"], 2)))
+
+
+def _minutes_earlier(ts: str, minutes: float) -> str:
+    return (datetime.fromisoformat(ts) - timedelta(minutes=minutes)).isoformat()
+
+
 def test_server_uses_repo_saver_with_every_extended_method(server: Server, client: Any) -> None:
     client.assistants.search()  # the saver is entered once the server serves
     text = server.text()
     assert "Using custom checkpointer: RepoSaver" in text
     for method in ("adelete_thread", "adelete_for_runs", "acopy_thread", "aprune"):
         assert f"missing {method}" not in text, text[-3000:]
+
+
+def test_checkpointer_ttl_sweeps_an_expired_thread_and_keeps_one_waiting_at_an_interrupt(
+    server: Server, client: Any
+) -> None:
+    """Issue 39's goal: the server's langgraph.json holds ``checkpointer.ttl`` (delete, 1 minute);
+    the factory's sweeper deletes the thread idle for two minutes and keeps the one waiting at
+    its interrupt, whole (``seed_retention``). The waiting thread is deleted afterwards, so the
+    later tests see the root they expect."""
+    from langgraph_checkpoint_repo.readmodel.reader import Reader
+
+    client.assistants.search()  # the factory is entered, and sweeps at once, when the server serves
+    deadline = time.monotonic() + 60  # a bound on a hung sweep, not a speed check
+    while thread_folder(server, AGED_DONE).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not thread_folder(server, AGED_DONE).exists(), server.text()[-3000:]
+        assert "checkpointer.ttl): threads idle for 1 minute are deleted whole" in server.text()
+        summary = Reader(server.root).summary(AGED_WAITS)
+        assert [i.task_name for i in summary.waiting] == ["ask_a_person"] and summary.checkpoints == 3
+    finally:
+        cli_in_process("--root", server.root, "delete", AGED_WAITS, "--yes")
 
 
 def _interrupt_values(tasks: list[dict[str, Any]]) -> list[Any]:

@@ -16,17 +16,22 @@ there constructs only what the project allows: the ``[tool.langgraph-repo]`` tab
 pyproject.toml (``allow``, ``graph``; docs/types.md). Naming these factories in langgraph.json
 is the explicit choice that lets the table be used (the server runs the project's graphs
 anyway); the store's values are revived under the same table.
+
+Retention: ``checkpointer.ttl`` of that ``langgraph.json`` (else the table's ``ttl``) is the
+saver's ``ttl``, and ``store.ttl`` the store's; the server sweeps neither a custom checkpointer
+nor a custom store, so with ``sweep_interval_minutes`` each factory runs its object's own
+sweeper while the server runs (docs/reliability.md, "Retention").
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .core.errors import RepoCheckpointError
 
@@ -37,6 +42,13 @@ if TYPE_CHECKING:
 ROOT_ENV = "LANGGRAPH_REPO_ROOT"
 STRICT_ENV = "LANGGRAPH_REPO_STRICT_TURNS"  # 1: the server's saver refuses a second writer's turn
 CONFIG_FILE = "langgraph.json"
+_log = logging.getLogger("langgraph_checkpoint_repo")
+
+
+def server_config(cwd: Path | None = None) -> Path | None:
+    """The ``langgraph.json`` the server reads: the nearest from its working folder up."""
+    start = (cwd or Path.cwd()).absolute()
+    return next((f / CONFIG_FILE for f in (start, *start.parents) if (f / CONFIG_FILE).is_file()), None)
 
 
 def server_root(cwd: Path | None = None) -> Path:
@@ -45,9 +57,9 @@ def server_root(cwd: Path | None = None) -> Path:
     named = os.environ.get(ROOT_ENV)
     if named:
         return start / Path(named).expanduser()  # a relative value: relative to where the server runs
-    for folder in (start, *start.parents):
-        if (folder / CONFIG_FILE).is_file():
-            return folder / ".langgraph"
+    config = server_config(start)
+    if config is not None:
+        return config.parent / ".langgraph"
     raise RepoCheckpointError(
         f"no {CONFIG_FILE} in {start} or any folder above it, and {ROOT_ENV} is not set: "
         f"run the server from the folder of its {CONFIG_FILE}, or set {ROOT_ENV} to the folder "
@@ -56,20 +68,30 @@ def server_root(cwd: Path | None = None) -> Path:
 
 
 def server_saver(cwd: Path | None = None) -> RepoSaver:
-    """The saver, allowed the types the project's ``[tool.langgraph-repo]`` table names."""
-    from .project_types import project_types
+    """The saver, allowed the types the project's ``[tool.langgraph-repo]`` table names; its
+    retention from ``checkpointer.ttl`` of the server's ``langgraph.json``, else the table's
+    ``ttl`` (project_types.project_retention; the server does not sweep a custom checkpointer:
+    with ``sweep_interval_minutes`` set, the factory starts RepoSaver's own sweeper)."""
+    from .project_types import project_retention, project_types
     from .saver import RepoSaver  # LangGraph is imported when the server asks, not before
 
     root = server_root(cwd)
     strict = os.environ.get(STRICT_ENV, "") not in ("", "0")  # docs/forks.md, "Concurrent turns"
-    return RepoSaver(root, allowlist=sorted(project_types(root).types), strict_turns=strict)
+    retention = project_retention(root, server_config(cwd))
+    if retention is not None:
+        _log.info("retention of %s (%s): %s", root, retention.source, retention.policy.describe())
+    ttl = retention.config if retention is not None else None
+    return RepoSaver(root, allowlist=sorted(project_types(root).types), strict_turns=strict, ttl=ttl)
 
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[RepoSaver]:
-    """The factory ``langgraph.json`` names: one RepoSaver for the server's lifetime."""
+    """The factory ``langgraph.json`` names: one RepoSaver for the server's lifetime (and its
+    retention sweeper, when ``sweep_interval_minutes`` is set, stopped on the way out)."""
     # off the event loop: reading pyproject.toml and importing the graphs it names block
-    yield await asyncio.to_thread(server_saver)
+    made = await asyncio.to_thread(server_saver)
+    async with _sweeping(made, made.retention is not None and bool(made.retention.sweep_interval_minutes)):
+        yield made
 
 
 def server_store(cwd: Path | None = None) -> RepoStore:
@@ -85,30 +107,33 @@ def server_store(cwd: Path | None = None) -> RepoStore:
 
 def _store_ttl(cwd: Path | None) -> Any:
     """``langgraph.json``'s ``store.ttl`` (next to which the root lies by default), or None."""
-    start = (cwd or Path.cwd()).absolute()
-    for folder in (start, *start.parents):
-        path = folder / CONFIG_FILE
-        if path.is_file():
-            try:
-                config = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise RepoCheckpointError(f"{path}: cannot read the store's TTL settings: {exc}") from None
-            ttl = (config.get("store") or {}).get("ttl") if isinstance(config, dict) else None
-            if ttl is not None and not isinstance(ttl, dict):
-                raise RepoCheckpointError(f"{path}: store.ttl must be an object, not {ttl!r}")
-            return ttl
-    return None
+    from .project_types import read_langgraph_json, ttl_of
+
+    path = server_config(cwd)
+    return ttl_of(read_langgraph_json(path), "store", path) if path is not None else None
 
 
 @asynccontextmanager
 async def store() -> AsyncIterator[RepoStore]:
     """The store factory ``langgraph.json`` names: one RepoStore for the server's lifetime."""
     made = await asyncio.to_thread(server_store)
-    sweeping = bool(made.ttl_config and made.ttl_config.get("sweep_interval_minutes"))
+    async with _sweeping(made, bool(made.ttl_config and made.ttl_config.get("sweep_interval_minutes"))):
+        yield made
+
+
+class _Sweeps(Protocol):
+    def start_ttl_sweeper(self) -> Any: ...
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool: ...
+
+
+@asynccontextmanager
+async def _sweeping(made: _Sweeps, sweeping: bool) -> AsyncIterator[None]:
+    """The factory's own sweeper (the server sweeps neither a custom store nor a custom
+    checkpointer), when asked for: started on the way in, stopped on the way out."""
     if sweeping:
         made.start_ttl_sweeper()
     try:
-        yield made
+        yield
     finally:
         if sweeping:
             await asyncio.to_thread(made.stop_ttl_sweeper, 30)

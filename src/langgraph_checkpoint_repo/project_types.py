@@ -30,6 +30,7 @@ from typing import Any
 from .core.errors import BadInputError
 from .core.layout import git_top
 from .core.typenames import TypeKey, is_foreign
+from .readmodel.retention import Retention, parse_retention
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -162,9 +163,9 @@ def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
     where = f"{found.pyproject} [tool.{TABLE}]"
     if not isinstance(table, dict):
         raise BadInputError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"allow", "graph"})
+    unknown = sorted(set(table) - {"allow", "graph", "ttl"})
     if unknown:
-        raise BadInputError(f"{where}: unknown key {unknown[0]!r} (it takes allow and graph)")
+        raise BadInputError(f"{where}: unknown key {unknown[0]!r} (it takes allow, graph and ttl)")
     allow = table.get("allow", [])
     graphs = table.get("graph", [])
     graphs = [graphs] if isinstance(graphs, str) else graphs
@@ -190,14 +191,7 @@ def serde_types(path: Path) -> set[TypeKey] | None:
     (``[["my_agent.models", "MyState"], ...]``; ``null``: none beyond LangGraph's safe ones),
     or None when the file has no such key. ``true`` (every type, with a warning) is refused:
     a reader of these files constructs only what someone listed."""
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_PYPROJECT_BYTES + 1)
-        config = json.loads(raw) if len(raw) <= MAX_PYPROJECT_BYTES else None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise BadInputError(f"{path}: cannot read it as JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise BadInputError(f"{path}: not a JSON object of at most {MAX_PYPROJECT_BYTES:,} bytes")
+    config = read_langgraph_json(path)
     checkpointer = config.get("checkpointer")
     serde = checkpointer.get("serde") if isinstance(checkpointer, dict) else None
     if not isinstance(serde, dict) or "allowed_msgpack_modules" not in serde:
@@ -217,6 +211,59 @@ def serde_types(path: Path) -> set[TypeKey] | None:
             f'{where}: expected a list of [module, Name] lists, e.g. [["my_agent.models", "MyState"]]'
         )
     return {parse_allow(f"{'.'.join(e[:-1])}:{e[-1]}", where) for e in value}
+
+
+def read_langgraph_json(path: Path) -> dict[str, Any]:
+    """A ``langgraph.json``, read bounded (a pull request can make it anything)."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_PYPROJECT_BYTES + 1)
+        config = json.loads(raw) if len(raw) <= MAX_PYPROJECT_BYTES else None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BadInputError(f"{path}: cannot read it as JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise BadInputError(f"{path}: not a JSON object of at most {MAX_PYPROJECT_BYTES:,} bytes")
+    return config
+
+
+def ttl_of(config: dict[str, Any], section: str, path: Path) -> dict[str, Any] | None:
+    """``langgraph.json``'s ``<section>.ttl`` (``checkpointer`` or ``store``): an object, or None."""
+    part = config.get(section)
+    ttl = part.get("ttl") if isinstance(part, dict) else None
+    if ttl is not None and not isinstance(ttl, dict):
+        raise BadInputError(f"{path}: {section}.ttl must be an object, not {ttl!r}")
+    return ttl
+
+
+@dataclass(frozen=True)
+class RetentionFound:
+    """The project's retention settings, checked, and where they were read."""
+
+    config: dict[str, Any]  # as written: RepoSaver(ttl=...) takes it
+    policy: Retention
+    source: str  # the file and key, for logs and errors
+
+
+def project_retention(root: Path, config: Path | None = None) -> RetentionFound | None:
+    """The retention the project sets, one precedence (docs/reliability.md, "Retention"):
+    ``checkpointer.ttl`` of ``langgraph.json`` (``config``; by default the one beside the root)
+    when it has that key, else the ``ttl`` of the ``[tool.langgraph-repo]`` table of the
+    project's pyproject.toml (``find_pyproject``), else None. Reading them runs no code."""
+    config = config if config is not None else root.absolute().parent / CONFIG_FILE
+    if _ours(config):
+        ttl = ttl_of(read_langgraph_json(config), "checkpointer", config)
+        if ttl is not None:
+            where = f"{config} checkpointer.ttl"
+            return RetentionFound(ttl, parse_retention(ttl, where), where)
+    pyproject = find_pyproject(root)
+    table = _read_toml(pyproject)["tool"][TABLE] if pyproject is not None else None
+    ttl = table.get("ttl") if isinstance(table, dict) else None
+    if ttl is None:
+        return None
+    where = f"{pyproject} [tool.{TABLE}.ttl]"
+    if not isinstance(ttl, dict):
+        raise BadInputError(f"{where}: must be a table, not {ttl!r}")
+    return RetentionFound(ttl, parse_retention(ttl, where), where)
 
 
 def _importable(project: Path) -> None:

@@ -19,7 +19,6 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,6 +56,7 @@ from .core.items import ANY, ItemFiles, StoredItem, copy_plain, dotted, plain_tr
 from .core.itemsearch import filter_problem, matches, select_namespaces
 from .core.layout import find_default_root
 from .core.redaction import RedactOption, Redactor, resolve_redactor
+from .core.sweeper import Sweeper
 from .core.vectors import VectorCache, text_digest
 from .saver import allow_keys, serde_with
 from .serde import ValueCodec
@@ -141,8 +141,8 @@ class RepoStore(BaseStore):
             self._fields = [(p, tokenize_path(p) if p != "$" else p) for p in (index.get("fields") or ["$"])]
             self.vectors = VectorCache(self.documents, embedder_name(index.get("embed")), index["dims"])
         self._texts = LRU(CACHE_ENTRIES)  # item path -> (its document, its texts)
-        self._sweeper: threading.Thread | None = None
-        self._sweeper_stop = threading.Event()
+        what = f"TTL sweep of {self.root}"
+        self._sweeper = Sweeper("repostore-ttl-sweeper", what, "expired item(s)", self.files.sweep)
 
     def __repr__(self) -> str:
         return f"RepoStore(root={str(self.root)!r})"
@@ -290,40 +290,12 @@ class RepoStore(BaseStore):
     ) -> concurrent.futures.Future[None]:
         """Sweep every ``sweep_interval_minutes`` (default: the TTL config's, else 5) in a
         daemon thread until ``stop_ttl_sweeper``; the future ends with the thread."""
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self._sweeper is not None and self._sweeper.is_alive():
-            done.set_result(None)
-            return done
         minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
-        self._sweeper_stop.clear()
-
-        def loop() -> None:
-            try:
-                while not self._sweeper_stop.wait(float(minutes) * 60):
-                    try:
-                        removed = self.files.sweep()
-                    except Exception:  # one failed sweep (a damaged file) must not end the thread
-                        _log.exception("TTL sweep of %s failed", self.root)
-                        continue
-                    if removed:
-                        _log.info("TTL sweep removed %d expired item(s) from %s", removed, self.root)
-            finally:
-                done.set_result(None)
-
-        self._sweeper = threading.Thread(target=loop, name="repostore-ttl-sweeper", daemon=True)
-        self._sweeper.start()
-        return done
+        return self._sweeper.start(float(minutes))
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper; True when it has stopped within ``timeout`` seconds."""
-        if self._sweeper is None:
-            return True
-        self._sweeper_stop.set()
-        self._sweeper.join(timeout)
-        stopped = not self._sweeper.is_alive()
-        if stopped:
-            self._sweeper = None
-        return stopped
+        return self._sweeper.stop(timeout)
 
     # ------------------------------------------------------------------
     # the steps of a batch

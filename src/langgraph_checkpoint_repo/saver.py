@@ -16,12 +16,23 @@ from __future__ import annotations
 import asyncio
 import bisect
 import builtins
+import concurrent.futures
 import copy
 import heapq
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Collection, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -65,14 +76,17 @@ from .core.index import meta_needles
 from .core.jsonread import MAX_FILE_BYTES
 from .core.layout import find_default_root
 from .core.lineage import is_deliberate
-from .core.plans import carry_out, copy_thread_files, plan_keep_latest, plan_runs
+from .core.plans import PrunePlan, carry_out, copy_thread_files, plan_keep_latest, plan_runs
 from .core.redaction import RedactOption, Redactor, resolve_redactor
 from .core.roster import Roster, roster_of
+from .core.sweeper import Sweeper
 from .core.threads import ThreadStore, writes_key
 from .core.typenames import Fix, graph_fix
 from .core.writes import merged_writes, write_idx
 from .forks import Head
 from .graph_types import GraphViews, frame_above, graph_name, graph_types
+from .readmodel.reader import Reader
+from .readmodel.retention import retention_from, sweep_threads
 from .ride import Waiting, WritesRide
 from .serde import ValueCodec
 from .values import ListState, ValueWriter
@@ -158,6 +172,15 @@ class RepoSaver(BaseCheckpointSaver[str]):
             thread then never fork it silently. A fork made through LangGraph's API (a replay,
             ``update_state`` on a past checkpoint) is allowed. Default off, as LangGraph's own
             savers behave (docs/forks.md, "Concurrent turns").
+        ttl: retention, as LangGraph's ``checkpointer.ttl`` in ``langgraph.json``:
+            ``{"strategy": "delete", "default_ttl": 43200, "sweep_interval_minutes": 60}``
+            deletes a thread ``default_ttl`` minutes after its last checkpoint
+            (``"keep_latest"``: keeps its latest state only); ``"keep_last": N`` keeps the newest
+            N checkpoints of each namespace of the others. A thread waiting at an interrupt,
+            or whose latest step did not finish, is never expired. ``sweep()`` applies it;
+            ``start_ttl_sweeper()`` every ``sweep_interval_minutes`` (docs/reliability.md,
+            "Retention").
+        clock: what "now" is for ``ttl`` (an aware ``datetime``), for tests and simulations.
     """
 
     def __init__(
@@ -174,6 +197,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         unsafe_allow_pickle: bool = False,
         keep_request_metadata: bool = False,
         strict_turns: bool = False,
+        ttl: Mapping[str, Any] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
@@ -202,6 +227,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self._ride: WritesRide[_WritesCall] = WritesRide(self.store.files.locks.timeout)
         # one view per calling graph, with that graph's types (None: this is such a view)
         self._graph_views: GraphViews | None = GraphViews()
+        self.ttl_config = dict(ttl) if ttl is not None else None
+        self.retention = retention_from(ttl, "RepoSaver(ttl=...)")
+        self._clock = clock or _utc_now
+        what = f"retention sweep of {self.root}"
+        self._sweeper = Sweeper("reposaver-ttl-sweeper", what, "thread(s)", self._swept)
 
     def _learn_graph_types(self: _S, depth: int) -> _S:
         """This saver as the graph calling the read entry ``depth`` frames up reads it: its
@@ -792,6 +822,31 @@ class RepoSaver(BaseCheckpointSaver[str]):
         copy_thread_files(self.store, source_thread_id, target_thread_id)
         self._forget(target_thread_id)
 
+    def sweep(self, *, dry_run: bool = False) -> builtins.list[PrunePlan]:
+        """Apply ``ttl`` to every thread now: each thread's plan (``skipped`` says why a thread
+        is kept; an empty plan: nothing to do), carried out unless ``dry_run``. Without ``ttl``
+        or before anything was written: nothing."""
+        if self.retention is None or not self.root.is_dir():
+            return []
+        reader, now = Reader(self.root), self._clock()
+        return sweep_threads(reader, self.retention, now, dry_run=dry_run, forget=self._forget)
+
+    def _swept(self) -> int:
+        """One sweep of the background sweeper: how many threads it changed."""
+        return sum(1 for plan in self.sweep() if plan.doomed)
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep at once, then every ``sweep_interval_minutes`` (default: ``ttl``'s, else 5) in a
+        daemon thread until ``stop_ttl_sweeper``; the future ends with the thread."""
+        configured = self.retention.sweep_interval_minutes if self.retention else None
+        return self._sweeper.start(float(sweep_interval_minutes or configured or 5), at_once=True)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper (between two sweeps); True when it has stopped within ``timeout`` seconds."""
+        return self._sweeper.stop(timeout)
+
     def _fresh_metadata(self, thread_id: str, ns: str, cid: str) -> Mapping[str, Any]:
         """What decides a removal: metadata read from the file itself, never from a cache."""
         return self.checkpoint_metadata(thread_id, ns, cid, fresh=True)
@@ -946,6 +1001,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         """``prune`` in a worker thread."""
         await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
 
+    async def asweep(self, *, dry_run: bool = False) -> builtins.list[PrunePlan]:
+        return await asyncio.to_thread(self.sweep, dry_run=dry_run)
+
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -1053,6 +1111,10 @@ def allow_keys(items: Iterable[Any]) -> frozenset[tuple[str, ...]]:
 
 
 _log = logging.getLogger(__name__)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def _default_root() -> Path:

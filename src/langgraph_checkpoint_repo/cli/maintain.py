@@ -25,6 +25,7 @@ from .app import (
     YesOpt,
     open_reader,
     parse_age,
+    parse_date,
     progress_bar,
     require_root,
     settings_of,
@@ -40,6 +41,7 @@ from .output import (
 if TYPE_CHECKING:
     from ..core.plans import PrunePlan
     from ..readmodel.reader import Reader
+    from ..readmodel.retention import Retention
 
 
 def _confirm(settings: Settings, question: str, yes: bool) -> None:
@@ -118,6 +120,28 @@ GrowthOpt = Annotated[
 ]
 
 
+TtlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ttl",
+        metavar="AGE",
+        help="Delete whole threads last written more than AGE ago (30d, 12h), as LangGraph's "
+        "checkpointer.ttl; never one waiting at an interrupt or with an unfinished step.",
+    ),
+]
+RetentionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--retention",
+        help="Apply the project's retention: checkpointer.ttl of langgraph.json, else the "
+        "[tool.langgraph-repo.ttl] table (what the Agent Server's sweeper does).",
+    ),
+]
+AtOpt = Annotated[
+    str | None, typer.Option("--at", metavar="TIME", help="Judge ages at this time (ISO 8601), not now.")
+]
+
+
 def prune(
     ctx: typer.Context,
     thread_ids: ThreadsArg = None,
@@ -131,28 +155,28 @@ def prune(
             "--older-than", metavar="AGE", help="Remove only checkpoints older than AGE (30d, 12h)."
         ),
     ] = None,
+    ttl: TtlOpt = None,
+    retention: RetentionOpt = False,
+    at: AtOpt = None,
     allow_growth: GrowthOpt = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove old checkpoints. Never a thread waiting on an interrupt, never what a DeltaChannel
-    or an appended list still needs, never a hole in the middle of a history, and never (unless
-    --allow-growth) a thread the removal would make bigger."""
+    """Remove old checkpoints. With --ttl or --retention, also expired threads, whole. Never a
+    thread waiting on an interrupt, never what a DeltaChannel or an appended list still needs,
+    never a hole in the middle of a history, and never (unless --allow-growth) a thread the
+    removal would make bigger."""
     from .shape import plan_json
     from .views import print_plan
 
     settings = settings_of(ctx)
-    if keep_last is None and older_than is None:
-        raise BadInputError("give --keep-last N, --older-than AGE, or both")
-    age = parse_age(older_than) if older_than is not None else None
     reader = open_reader(ctx)
-    now = datetime.now(timezone.utc)
+    rule = _rule(settings, keep_last, older_than, ttl, retention, at, allow_growth)
     ids = list(thread_ids or [])
     for tid in ids:
         reader.namespaces(tid)  # unknown thread: exit 3 before anything else
     ids = ids or reader.thread_ids()
-    rule = _Rule(keep_last, age, now, allow_growth)
     plans = [_plan(reader, t, rule) for t in ids]
     doing = [p for p in plans if p.doomed]
     if dry_run or not doing:
@@ -185,12 +209,59 @@ class _Rule:
     age: float | None
     now: datetime
     allow_growth: bool
+    retention: Retention | None = None  # --ttl or --retention: readmodel/retention.py's rules
+
+
+def _rule(
+    settings: Settings,
+    keep_last: int | None,
+    older_than: str | None,
+    ttl: str | None,
+    retention: bool,
+    at: str | None,
+    allow_growth: bool,
+) -> _Rule:
+    """The options as one rule, refusing what they cannot mean together."""
+    from ..readmodel.retention import Retention
+
+    now = parse_date(at) if at else datetime.now(timezone.utc)
+    if retention:
+        if keep_last is not None or older_than is not None or ttl is not None:
+            raise BadInputError(
+                "--retention applies the project's settings: give no --keep-last, --older-than or --ttl"
+            )
+        return _Rule(None, None, now, allow_growth, _project_retention(settings))
+    if ttl is not None:
+        if older_than is not None:
+            raise BadInputError("--ttl judges whole threads, --older-than checkpoints: give one of them")
+        policy = Retention(default_ttl=parse_age(ttl) / 60, keep_last=keep_last)
+        return _Rule(keep_last, None, now, allow_growth, policy)
+    if keep_last is None and older_than is None:
+        raise BadInputError("give --keep-last N, --older-than AGE, --ttl AGE or --retention")
+    age = parse_age(older_than) if older_than is not None else None
+    return _Rule(keep_last, age, now, allow_growth)
+
+
+def _project_retention(settings: Settings) -> Retention:
+    """The root's project's retention settings (project_types.project_retention), or a refusal."""
+    from ..project_types import project_retention
+
+    found = project_retention(settings.root)
+    if found is None:
+        raise BadInputError(
+            "no retention settings: neither a langgraph.json beside the root with checkpointer.ttl "
+            "nor a [tool.langgraph-repo.ttl] table (docs/reliability.md, Retention)"
+        )
+    return found.policy
 
 
 def _plan(reader: Reader, thread_id: str, rule: _Rule) -> PrunePlan:
     """``prune``'s plan for one thread; a thread waiting on an interrupt is left whole."""
     from ..core.plans import plan_prune
+    from ..readmodel.retention import plan_retention
 
+    if rule.retention is not None:
+        return plan_retention(reader, thread_id, rule.retention, rule.now, allow_growth=rule.allow_growth)
     waits = [i.task_name for i in reader.summary(thread_id).waiting]
     return plan_prune(
         reader.store,

@@ -69,9 +69,11 @@ def finding_json(f: Finding) -> dict[str, Any]:
 
 def plan_json(plan: PrunePlan, written: list[Path] | None = None) -> dict[str, Any]:
     gone, wrote = plan_bytes(plan)
+    expired = {"expired": plan.expired} if plan.expired is not None else {}  # retention's delete
     return {
         "thread_id": plan.thread_id,
         "skipped": plan.skipped,
+        **expired,
         "checkpoints": {ns: ids for ns, ids in plan.doomed.items()},
         "remove": [str(p) for p in plan.removed],
         "write": [str(p) for p in (written if written is not None else plan.rescued)],

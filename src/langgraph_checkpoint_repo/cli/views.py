@@ -189,14 +189,13 @@ def print_plan(out: Console, plan: PrunePlan, verb: str) -> None:
         return
     count = sum(len(ids) for ids in plan.doomed.values())
     gone, written = plan_bytes(plan)
-    writes = f"; {verb_write(verb)} {len(plan.rescued)} first ({written:,} bytes)" if plan.rescued else ""
-    out.print(
-        Text.assemble(
-            (f"thread {plan.thread_id}", "bold"),
-            f": {verb} {count} checkpoint{'s' if count != 1 else ''} and {len(plan.removed)} files "
-            f"({gone:,} bytes){writes}",
-        )
-    )
+    what = f"{count} checkpoint{'s' if count != 1 else ''} and {len(plan.removed)} files ({gone:,} bytes)"
+    if plan.expired is not None:  # retention's delete: the thread's folder goes, every file with it
+        head = f"{verb.replace('remove', 'delete')} the whole thread ({plan.expired}): {what}"
+    else:
+        writes = f"; {verb_write(verb)} {len(plan.rescued)} first ({written:,} bytes)" if plan.rescued else ""
+        head = f"{verb} {what}{writes}"
+    out.print(Text.assemble((f"thread {plan.thread_id}", "bold"), f": {head}"))
     for p in plan.rescued:
         out.print(Text(f"  + {relative_to_root(p)}  (value still used, written first)", style="green"))
     for p in plan.removed:

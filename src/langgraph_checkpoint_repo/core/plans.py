@@ -9,7 +9,9 @@ exclusive thread lock. Which checkpoints go is a rule apart:
 * ``plan_keep_latest``: ``RepoSaver.prune(strategy="keep_latest")``;
 * ``plan_runs``: ``RepoSaver.delete_for_runs``;
 * ``plan_prune``: the command line's ``prune --keep-last/--older-than``; its ``--dry-run``
-  prints the plan that a real run carries out.
+  prints the plan that a real run carries out;
+* ``plan_whole``: retention's ``delete`` of an expired thread (readmodel/retention.py, which
+  also uses ``plan_prune`` for keep-last and ``plan_keep_latest``).
 
 The rules read a checkpoint's metadata through a ``Metadata`` function the caller passes:
 the saver's decoded metadata, or the stored tree for a reader that revives nothing (the
@@ -50,6 +52,7 @@ class PrunePlan:
 
     thread_id: str
     skipped: str | None = None  # why the thread is left whole (a plan_prune rule)
+    expired: str | None = None  # why the thread goes whole, its folder with it (plan_whole)
     doomed: dict[str, list[str]] = field(default_factory=dict)  # checkpoint ids per namespace
     checkpoints: list[Path] = field(default_factory=list)
     writes: list[Path] = field(default_factory=list)
@@ -109,6 +112,17 @@ def plan_removal(store: ThreadStore, thread_id: str, doomed: Mapping[str, Collec
     return plan
 
 
+def plan_whole(store: ThreadStore, thread_id: str, why: str) -> PrunePlan:
+    """The whole thread goes (retention's ``delete`` of an expired thread): every checkpoint
+    of every namespace, listed as ``plan_removal`` lists them, and ``carry_out`` removes the
+    thread's folder as ``delete_thread`` does (renamed away first, so no reader sees half)."""
+    doomed = {ns: store.checkpoint_ids(thread_id, ns) for ns in store.namespaces(thread_id)}
+    plan = plan_removal(store, thread_id, doomed)
+    plan.expired = why
+    plan.rescued, plan.rescue, plan.written_bytes = [], [], 0  # nothing is kept to need them
+    return plan
+
+
 def _sizes(paths: list[Path]) -> int:
     total = 0
     for path in paths:
@@ -124,10 +138,15 @@ def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
 
     The rescued value files first (readers fall back to them), then the checkpoint files
     (the commit points), then their writes and the files nothing kept uses. A symlink
-    anywhere in the thread refuses the whole removal before anything is written."""
+    anywhere in the thread refuses the whole removal before anything is written. A whole
+    thread's plan (``plan_whole``) removes the thread's folder, as ``delete_thread`` does."""
     if not plan.doomed:
         return
     thread_id = plan.thread_id
+    if plan.expired is not None:  # as delete_thread: renamed away first, refused over a symlink
+        store.files.remove_tree(store.layout.thread_dir(thread_id))
+        store.forget_thread(thread_id)
+        return
     store.files.check_tree(store.layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
     store.files.write(plan.rescue)
     store.files.remove_files(plan.checkpoints)
