@@ -1,16 +1,19 @@
 """``langgraph-repo migrate-state`` and ``migrate_threads``: your own state migration as one
 reviewable change (issue 39, item 2; docs/migrating.md, "Migrating your state schema").
 
-A tiny graph's threads (``V1``: ``notes``, ``profile.name``) are migrated to ``V2``
+The threads of docs/migrating.md's graph (its example project's ``myapp/profiles.py``,
+version 1 of the state: ``notes``, ``profile.name``) are migrated to version 2
 (``summary``, ``profile.full_name``, ``profile.tier``): one new checkpoint per thread, shown
-by ``review`` thread by thread, a second run writes nothing, and a fresh process runs ``V2``
+by ``review`` thread by thread, a second run writes nothing, and a fresh process runs version 2
 on every thread. ``LANGGRAPH_REPO_LONG=1`` does it across 100 threads (the issue's number);
 the default run across 10 (the same code per thread; 100 take about 8 s on 2 cores).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import operator
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -18,14 +21,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from graphs import ask_graph, cfg
+from graphs import ask_graph, cfg, line_graph
 from helpers import LONG, as_a_race, cli, file_bytes, one_line_error
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import BadInputError
@@ -33,6 +34,21 @@ from langgraph_checkpoint_repo.statemigration import MigrationError, StateMigrat
 from test_git import commit_all, git, init_repo
 
 THREADS = 100 if LONG else 10
+PROFILES = Path(__file__).resolve().parents[1] / "docs" / "example-state" / "profiles-app" / "profiles.py"
+
+
+def load_profiles() -> Any:
+    """docs/migrating.md's graph (``myapp.profiles`` in its example project), by path."""
+    spec = importlib.util.spec_from_file_location("docs_profiles", PROFILES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # LangGraph reads the state's annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+graph = load_profiles().graph
+
 RULES = """\
 name = "profile-v2"
 
@@ -45,40 +61,8 @@ notes = "summary"
 """
 
 
-class V1(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
-    notes: str
-    profile: dict[str, Any]
-
-
-class V2(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
-    summary: str
-    profile: dict[str, Any]
-
-
-def reply_v1(state: V1) -> dict[str, Any]:
-    n = len(state["messages"])
-    return {"messages": [AIMessage(f"hello {state['profile']['name']}", id=f"ai-{n}")], "notes": f"{n} said"}
-
-
-def reply_v2(state: V2) -> dict[str, Any]:
-    n, profile = len(state["messages"]), state["profile"]
-    said = f"hello {profile['full_name']} ({profile['tier']}); before: {state['summary']}"
-    return {"messages": [AIMessage(said, id=f"ai-{n}")], "summary": f"{n} said"}
-
-
-def graph(state: type[Any], saver: Any) -> Any:
-    """START -> reply -> END on ``state`` (V1 or V2)."""
-    builder = StateGraph(state)
-    builder.add_node("reply", reply_v1 if state is V1 else reply_v2)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder.compile(checkpointer=saver)
-
-
 def first_turns(root: Path, threads: int) -> None:
-    app = graph(V1, RepoSaver(root, durable=False))
+    app = graph(1, RepoSaver(root, durable=False))
     for i in range(threads):
         user = {"messages": [HumanMessage("hi", id="user-1")], "profile": {"name": f"customer {i}"}}
         app.invoke(user, cfg(f"c-{i:03d}"))
@@ -90,11 +74,11 @@ def checkpoints_of(root: Path) -> set[Path]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git repository whose ``main`` holds THREADS threads of V1, one turn each."""
+    """A git repository whose ``main`` holds THREADS threads of version 1, one turn each."""
     repo = init_repo(tmp_path / "repo")
     first_turns(repo / ".langgraph", THREADS)
     (repo / "profile-v2.toml").write_text(RULES, encoding="utf-8")
-    commit_all(repo, "V1 threads")
+    commit_all(repo, "version 1 threads")
     return repo
 
 
@@ -105,7 +89,7 @@ def test_a_rename_and_a_default_across_threads_is_one_checkpoint_each_reviewed_i
     per thread (continuing its latest, source update, metadata naming the migration);
     ``review`` of the branch shows per thread ``notes`` gone and ``summary`` holding its
     value, the field renamed and filled; a second run writes nothing; validate --heads
-    passes; a fresh process runs V2 on every thread; then the migration changes nothing."""
+    passes; a fresh process runs version 2 on every thread; then the migration changes nothing."""
     root = repo / ".langgraph"
     git(repo, "checkout", "-q", "-b", "migrate")
     before, latest = file_bytes(root), {}
@@ -136,7 +120,7 @@ def test_a_rename_and_a_default_across_threads_is_one_checkpoint_each_reviewed_i
         (line,) = space["lines"]
         channels = {c["channel"]: c for c in line["channels"]}
         assert (channels["notes"]["kind"], channels["summary"]["kind"]) == ("removed", "added")
-        assert channels["notes"]["old"] == channels["summary"]["new"] == "1 said"
+        assert channels["notes"]["old"] == channels["summary"]["new"] == "asked: hi"
         number = int(thread["thread_id"][2:])
         assert channels["profile"]["new"] == {"full_name": f"customer {number}", "tier": "free"}
     again = cli(root, "migrate-state", "--rules", "profile-v2.toml", cwd=repo)
@@ -144,11 +128,12 @@ def test_a_rename_and_a_default_across_threads_is_one_checkpoint_each_reviewed_i
     assert git(repo, "status", "--porcelain").stdout == ""  # nothing written
     assert cli(root, "validate", "--heads").returncode == 0
     code = (
-        "import sys; sys.path[:0] = ['tests']\n"
+        "import sys\n"
         "from langchain_core.messages import HumanMessage\n"
         "from langgraph_checkpoint_repo import RepoSaver\n"
-        "from test_state_migration import V2, graph\n"
-        f"app = graph(V2, RepoSaver({str(root)!r}, durable=False))\n"
+        f"sys.path.insert(0, {str(PROFILES.parent)!r})\n"
+        "from profiles import graph\n"
+        f"app = graph(2, RepoSaver({str(root)!r}, durable=False))\n"
         f"for i in range({THREADS}):\n"
         "    out = app.invoke({'messages': [HumanMessage('again', id='user-3')]}, "
         "{'configurable': {'thread_id': f'c-{i:03d}'}})\n"
@@ -157,7 +142,9 @@ def test_a_rename_and_a_default_across_threads_is_one_checkpoint_each_reviewed_i
     top = Path(__file__).parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=top)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [f"hello customer {i} (free); before: 1 said" for i in range(THREADS)]
+    assert done.stdout.splitlines() == [
+        f"Hello customer {i} (free plan); earlier you asked: hi" for i in range(THREADS)
+    ]
     after = cli(root, "migrate-state", "--rules", "profile-v2.toml", cwd=repo)
     assert after.stdout == f"nothing to migrate with migration 'profile-v2'; {THREADS} unchanged\n"
 
@@ -171,7 +158,7 @@ def test_a_waiting_thread_is_refused_unless_include_waiting_and_then_asks_again_
     root = tmp_path / "root"
     saver = RepoSaver(root)
     ask_graph(saver).invoke({"log": []}, cfg("ask"))
-    graph(V1, saver).invoke({"messages": [HumanMessage("hi")], "profile": {"name": "Ada"}}, cfg("chat"))
+    graph(1, saver).invoke({"messages": [HumanMessage("hi")], "profile": {"name": "Ada"}}, cfg("chat"))
     rules = tmp_path / "log.json"
     rules.write_text(json.dumps({"name": "log-default", "default": {"topic": "general"}}), encoding="utf-8")
     refused = cli(root, "migrate-state", "--rules", rules)
@@ -233,7 +220,7 @@ def test_a_function_migration_imports_only_what_is_named_and_one_failure_writes_
     assert ran.stdout.startswith("migrated 1 thread with migration 'mig:v2'")
     assert (tmp_path / "imported").exists()
     values = RepoSaver(root).get_tuple(cfg("c-001")).checkpoint["channel_values"]  # type: ignore[union-attr]
-    assert (values.get("notes"), values["summary"]) == (None, "1 said")
+    assert (values.get("notes"), values["summary"]) == (None, "asked: hi")
 
 
 def test_heads_that_wait_for_a_choice_are_refused_and_a_migration_settles_as_a_turn(tmp_path: Path) -> None:
@@ -242,7 +229,7 @@ def test_heads_that_wait_for_a_choice_are_refused_and_a_migration_settles_as_a_t
     migrated, and validate --heads passes (the migration's checkpoint continues one head)."""
     root = tmp_path / "root"
     saver = RepoSaver(root)
-    app = graph(V1, saver)
+    app = graph(1, saver)
     app.invoke({"messages": [HumanMessage("hi")], "profile": {"name": "Ada"}}, cfg("t"))
     past = list(saver.list(cfg("t")))[1].config
     forked = app.update_state(past, {"notes": "other"})
@@ -255,6 +242,43 @@ def test_heads_that_wait_for_a_choice_are_refused_and_a_migration_settles_as_a_t
     (done,) = migrate_threads(saver, migration)
     assert done.status == "migrated" and done.changes == ["notes -> summary"]
     assert cli(root, "validate", "--heads").returncode == 0
+
+
+class Outer(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+class Inner(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    seen: int
+
+
+def count(state: Inner) -> dict[str, Any]:
+    seen = state.get("seen", 0) + 1
+    return {"seen": seen, "log": [f"seen {seen}"]}
+
+
+def test_the_root_is_migrated_by_default_and_a_subgraph_kept_across_calls_by_naming_it(
+    tmp_path: Path,
+) -> None:
+    """As ``update_state``, a migration writes in one namespace, the root by default; a
+    subgraph compiled with ``checkpointer=True`` keeps namespace ``sub`` across calls, and
+    migrating it by name is what its next call reads."""
+    saver = RepoSaver(tmp_path / "root")
+    inner = line_graph(Inner, None, count=count).builder.compile(checkpointer=True)
+    app = line_graph(Outer, saver, sub=inner)
+    for _ in range(2):
+        app.invoke({"log": []}, cfg("t"))
+    bump = StateMigration(
+        "seen+10", function=lambda s: {**s, "seen": s["seen"] + 10} if 0 < s.get("seen", 0) < 10 else s
+    )
+    (root,) = migrate_threads(saver, bump)
+    assert (root.status, root.changes) == ("unchanged", [])  # the root holds no "seen"
+    (sub,) = migrate_threads(saver, bump, ns="sub")
+    assert (sub.status, sub.changes) == ("migrated", ["seen: 2 -> 12"])
+    assert app.invoke({"log": []}, cfg("t"))["log"][-1] == "seen 13"
+    (other,) = migrate_threads(saver, bump, ns="elsewhere")
+    assert other.status == "no namespace"
 
 
 @pytest.mark.parametrize(

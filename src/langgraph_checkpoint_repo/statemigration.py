@@ -236,11 +236,11 @@ def plan_thread(
     lineage = saver.store.lineage(thread_id, ns)
     unsettled = [h.checkpoint_id for h in lineage.heads() if not h.settled]
     if len(unsettled) > 1:
-        return ThreadMigration(
-            thread_id, ns, "refused", lineage.current(),
-            reason=f"its heads wait for a choice ({', '.join(unsettled)}): settle them first "
-            f"(langgraph-repo heads {thread_id} --choose ID, docs/forks.md)",
-        )  # fmt: skip
+        why = (
+            f"its heads wait for a choice ({', '.join(unsettled)}): settle them first "
+            f"(langgraph-repo heads {thread_id} --choose ID, docs/forks.md)"
+        )
+        return ThreadMigration(thread_id, ns, "refused", lineage.current(), reason=why)
     head = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
     if head is None:
         return ThreadMigration(
@@ -251,14 +251,7 @@ def plan_thread(
         return ThreadMigration(thread_id, ns, "already migrated", cid)
     values = head.checkpoint["channel_values"]
     old = {k: v for k, v in values.items() if not is_internal(k)}
-    try:
-        new = migration.apply(old)
-    except MigrationError as exc:
-        raise MigrationError(f"thread {thread_id!r}: {exc}") from None
-    except Exception as exc:  # the user's function failed: say where, in one line
-        raise MigrationError(
-            f"thread {thread_id!r}: migration {migration.name!r} raised {type(exc).__name__}: {exc}"
-        ) from exc
+    new = _migrated(migration, thread_id, old)
     if new == old:
         return ThreadMigration(thread_id, ns, "unchanged", cid)
     changed = {k: v for k, v in new.items() if k not in old or old[k] != v}
@@ -269,6 +262,26 @@ def plan_thread(
         plan.status = "refused"
         plan.reason = f"it waits: {'; '.join(waiting)} (--include-waiting migrates it anyway)"
     return plan
+
+
+def _migrated(migration: StateMigration, thread_id: str, old: dict[str, Any]) -> dict[str, Any]:
+    """The thread's new state; any failure of the migration (the user's function raising
+    included) is one ``MigrationError`` naming the thread, so the run stops before writing."""
+    try:
+        new = migration.apply(old)
+    except MigrationError as exc:
+        raise MigrationError(f"thread {thread_id!r}: {exc}") from None
+    except Exception as exc:  # the user's function failed: say where, in one line
+        raise MigrationError(
+            f"thread {thread_id!r}: migration {migration.name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    internal = sorted(k for k in new if is_internal(k))
+    if internal:
+        raise MigrationError(
+            f"thread {thread_id!r}: migration {migration.name!r} returned LangGraph's own channel "
+            f"{internal[0]!r}: a migration changes the state's channels only"
+        )
+    return new
 
 
 def _write(
