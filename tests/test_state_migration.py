@@ -215,6 +215,11 @@ def test_a_function_migration_imports_only_what_is_named_and_one_failure_writes_
     dry = cli(root, "migrate-state", "--rules", "rules.json", "--dry-run", cwd=tmp_path)
     assert dry.stdout.startswith("would migrate 3 threads with migration 'rules'")
     assert not (tmp_path / "imported").exists()
+    (tmp_path / "named.json").write_text(json.dumps({"name": "notes-v2"}), encoding="utf-8")
+    both = cli(
+        root, "migrate-state", "--rules", "named.json", "--function", "mig:v2", "--dry-run", cwd=tmp_path
+    )
+    assert both.stdout.startswith("would migrate 3 threads with migration 'notes-v2'"), both.stderr
     ran = cli(root, "migrate-state", "--function", "mig:v2", "c-001", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("migrated 1 thread with migration 'mig:v2'")

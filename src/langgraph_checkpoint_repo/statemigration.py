@@ -90,10 +90,12 @@ class StateMigration:
                 )
 
     @classmethod
-    def from_file(cls, path: Path, name: str | None = None) -> StateMigration:
+    def from_file(
+        cls, path: Path, name: str | None = None, function: StateFunction | None = None
+    ) -> StateMigration:
         """Declared renames and defaults from a JSON or TOML file (by its suffix: ``.toml``
-        is TOML, anything else JSON): ``name`` (else the file's stem), ``rename``, ``default``.
-        Reading it runs no code."""
+        is TOML, anything else JSON): ``name`` (else the file's stem), ``rename``, ``default``;
+        ``function`` runs after them. Reading it runs no code."""
         try:
             text = path.read_text(encoding="utf-8")
             data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
@@ -106,7 +108,10 @@ class StateMigration:
             if not isinstance(data.get(key, {}), dict):
                 raise BadInputError(f"{path}: {key!r} must be a table (an object) of names")
         return cls(
-            name or str(data.get("name") or path.stem), None, data.get("rename", {}), data.get("default", {})
+            name or str(data.get("name") or path.stem),
+            function,
+            data.get("rename", {}),
+            data.get("default", {}),
         )
 
     def apply(self, state: Mapping[str, Any]) -> dict[str, Any]:

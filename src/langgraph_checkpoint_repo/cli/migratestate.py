@@ -111,12 +111,11 @@ def _migration(rules: Path | None, function: str | None, name: str | None) -> St
 
     if rules is None and function is None:
         raise BadInputError("migrate-state needs --rules FILE or --function MODULE:NAME (or both)")
-    declared = StateMigration.from_file(rules, name) if rules is not None else None
     called = _load_function(function) if function is not None else None
-    if declared is None:
-        assert function is not None
-        return StateMigration(name or function, called)
-    return StateMigration(declared.name, called, declared.rename, declared.default)
+    if rules is not None:
+        return StateMigration.from_file(rules, name, called)
+    assert function is not None
+    return StateMigration(name or function, called)
 
 
 def _load_function(spec: str) -> Any:
