@@ -315,9 +315,8 @@ QUESTIONS = ("where is my invoice?", "can I change my plan?", "is my order shipp
 
 def customers(root: Path) -> None:
     """``customer-1`` ... ``customer-5``: one turn each of version 1 of ``myapp.profiles``
-    (docs/example-state/profiles-app/profiles.py: the example project gets it as that)."""
-    sys.path.insert(0, str(HERE / "example-state" / "profiles-app"))
-    from profiles import graph
+    (docs/example_profiles.py: the example project gets it as that)."""
+    from example_profiles import graph
 
     app = graph(1, RepoSaver(root))
     for n, (name, question) in enumerate(zip(CUSTOMERS, QUESTIONS, strict=True), 1):

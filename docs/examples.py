@@ -252,7 +252,7 @@ def setup_profiles(project: Path) -> None:
     """docs/migrating.md's state migration: five customer threads of version 1 of
     ``myapp.profiles``, and the migration's rules beside them, committed on ``main``."""
     new_repo(project)
-    shutil.copy(STATE / "profiles-app" / "profiles.py", project / "myapp" / "profiles.py")
+    shutil.copy(HERE / "example_profiles.py", project / "myapp" / "profiles.py")
     copy_root("profiles", project)
     (project / "profile-v2.toml").write_text(PROFILE_V2, encoding="utf-8")
     commit(project, "customer threads, state version 1")

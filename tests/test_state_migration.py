@@ -34,7 +34,7 @@ from langgraph_checkpoint_repo.statemigration import MigrationError, StateMigrat
 from test_git import commit_all, git, init_repo
 
 THREADS = 100 if LONG else 10
-PROFILES = Path(__file__).resolve().parents[1] / "docs" / "example-state" / "profiles-app" / "profiles.py"
+PROFILES = Path(__file__).resolve().parents[1] / "docs" / "example_profiles.py"
 
 
 def load_profiles() -> Any:
@@ -132,7 +132,7 @@ def test_a_rename_and_a_default_across_threads_is_one_checkpoint_each_reviewed_i
         "from langchain_core.messages import HumanMessage\n"
         "from langgraph_checkpoint_repo import RepoSaver\n"
         f"sys.path.insert(0, {str(PROFILES.parent)!r})\n"
-        "from profiles import graph\n"
+        "from example_profiles import graph\n"
         f"app = graph(2, RepoSaver({str(root)!r}, durable=False))\n"
         f"for i in range({THREADS}):\n"
         "    out = app.invoke({'messages': [HumanMessage('again', id='user-3')]}, "

@@ -1,6 +1,8 @@
-"""The customer threads of docs/migrating.md ("Migrating your state schema"): version 1 of the
-state kept the conversation's notes in ``notes`` and the customer's name in ``profile.name``;
-version 2 calls them ``summary`` and ``profile.full_name`` and adds ``profile.tier``."""
+"""``myapp/profiles.py`` of docs/migrating.md's example project ("Your own state schema,
+across threads"; docs/examples.py copies it there, docs/example_graphs.py and
+tests/test_state_migration.py load it from here): version 1 of the state kept the
+conversation's notes in ``notes`` and the customer's name in ``profile.name``; version 2 calls
+them ``summary`` and ``profile.full_name`` and adds ``profile.tier``."""
 
 from __future__ import annotations
 
