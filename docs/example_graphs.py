@@ -14,6 +14,8 @@ what RepoSaver wrote under docs/example-state/ (committed, so every example prin
 - ``review-1``, ``review-2``, ``review-3`` (docs/review.md): a ``create_agent`` agent
   (bench/agent_graphs.py, a fake chat model) after its first turn; the files its second turn
   added on branch ``work``; the files another second turn added on ``main`` meanwhile.
+- ``profiles`` (docs/migrating.md): five customer threads of ``myapp.profiles`` (version 1 of
+  its state: ``notes``, ``profile.name``), one turn each, for the state migration's example.
 - ``desk-1`` ... ``desk-4`` (docs/review.md, the README): the support desk (bench/support_desk.py:
   a parent graph with a ``create_agent`` subgraph, an approval, a failing tool, a memory)
   after turns 1 and 2; the files turn 3 added, up to its question; the approval's; turns 4
@@ -52,6 +54,7 @@ def build_all(made: Path) -> None:
     secrets(made / "secrets")
     review(made / "review-1", made / "review-2", made / "review-3")
     desk(made, "desk-1", "desk-2", "desk-3", "desk-4")
+    customers(made / "profiles")
 
 
 # ----------------------------------------------------------------------------
@@ -301,6 +304,24 @@ def forks(root: Path) -> None:
     git(repo, "commit", "-q", "-m", "denied")
     git(repo, "merge", "-q", "--no-edit", "approve")
     shutil.copytree(repo / ".langgraph", root, ignore=shutil.ignore_patterns(".cache"))
+
+
+# ----------------------------------------------------------------------------
+# profiles: docs/migrating.md
+# ----------------------------------------------------------------------------
+CUSTOMERS = ("Ada Lovelace", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov", "Alan Kay")
+QUESTIONS = ("where is my invoice?", "can I change my plan?", "is my order shipped?", "my login fails", "hi")
+
+
+def customers(root: Path) -> None:
+    """``customer-1`` ... ``customer-5``: one turn each of version 1 of ``myapp.profiles``
+    (docs/example_profiles.py: the example project gets it as that)."""
+    from example_profiles import graph
+
+    app = graph(1, RepoSaver(root))
+    for n, (name, question) in enumerate(zip(CUSTOMERS, QUESTIONS, strict=True), 1):
+        user = {"messages": [HumanMessage(question, id=f"user-{n}")], "profile": {"name": name}}
+        app.invoke(user, {"configurable": {"thread_id": f"customer-{n}"}})
 
 
 # ----------------------------------------------------------------------------

@@ -248,6 +248,28 @@ def setup_v2(project: Path) -> None:
     commit(project, "state of an older release")
 
 
+def setup_profiles(project: Path) -> None:
+    """docs/migrating.md's state migration: five customer threads of version 1 of
+    ``myapp.profiles``, and the migration's rules beside them, committed on ``main``."""
+    new_repo(project)
+    shutil.copy(HERE / "example_profiles.py", project / "myapp" / "profiles.py")
+    copy_root("profiles", project)
+    (project / "profile-v2.toml").write_text(PROFILE_V2, encoding="utf-8")
+    commit(project, "customer threads, state version 1")
+
+
+PROFILE_V2 = """\
+name = "profile-v2"
+
+[rename]
+notes = "summary"             # a channel
+"profile.name" = "full_name"  # a field inside the profile channel's value
+
+[default]
+"profile.tier" = "free"       # a new field, filled where it is missing
+"""
+
+
 def setup_sqlite(project: Path) -> None:
     """A project with no repo files yet and the demo's threads in a SQLite file, ``agent.db``
     (put there by ``export``), to import from (docs/migrating.md)."""
@@ -272,6 +294,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "desk": setup_desk,
     "v2": setup_v2,
     "sqlite": setup_sqlite,
+    "profiles": setup_profiles,
 }
 
 
@@ -609,11 +632,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a block differs")
     parser.add_argument("--build", action="store_true", help="make docs/example-state/ again first")
     parser.add_argument("--build-desk", action="store_true", help="make only the support desk's state again")
+    parser.add_argument("--build-profiles", action="store_true", help="make only the migration's state again")
     given = parser.parse_args(argv)
     if given.build:
         build()
     elif given.build_desk:
         build_desk()
+    elif given.build_profiles:
+        build_profiles()
     failed = 0
     with scratch() as tmp:
         for doc in [p.resolve() for p in given.files] or docs():
@@ -647,6 +673,19 @@ def build_desk() -> None:
             shutil.copytree(made / name, STATE / name, ignore=shutil.ignore_patterns(".cache"))
 
 
+def build_profiles() -> None:
+    """Only the state migration's threads (``--build-profiles``): the other states and their
+    ids stay."""
+    with tempfile.TemporaryDirectory(prefix="langgraph-docs-build-") as tmp:
+        made = Path(tmp)
+        sys.path.insert(0, str(HERE))
+        import example_graphs
+
+        example_graphs.customers(made / "profiles")
+        shutil.rmtree(STATE / "profiles", ignore_errors=True)
+        shutil.copytree(made / "profiles", STATE / "profiles", ignore=shutil.ignore_patterns(".cache"))
+
+
 def build() -> None:
     """Run the example graphs and keep what RepoSaver wrote under docs/example-state/."""
     with tempfile.TemporaryDirectory(prefix="langgraph-docs-build-") as tmp:
@@ -655,7 +694,7 @@ def build() -> None:
         import example_graphs
 
         example_graphs.build_all(made)
-        for name in ("demo", "forks", "secrets", "review-1", "review-2", "review-3", *DESK):
+        for name in ("demo", "forks", "secrets", "review-1", "review-2", "review-3", "profiles", *DESK):
             shutil.rmtree(STATE / name, ignore_errors=True)
             shutil.copytree(made / name, STATE / name, ignore=shutil.ignore_patterns(".cache"))
 

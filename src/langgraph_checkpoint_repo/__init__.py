@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     )
     from .repostore import RepoStore
     from .saver import RepoSaver
+    from .statemigration import StateMigration, migrate_threads
     from .transfer import acopy_threads, copy_threads
 
 _ERRORS = ".core.errors"
@@ -48,8 +49,10 @@ _LAZY = {
     "UnrevivableValueError": _ERRORS,
     "RepoSaver": ".saver",
     "RepoStore": ".repostore",
+    "StateMigration": ".statemigration",
     "acopy_threads": ".transfer",
     "copy_threads": ".transfer",
+    "migrate_threads": ".statemigration",
 }
 
 __all__ = [
@@ -63,12 +66,14 @@ __all__ = [
     "RepoSaver",
     "RepoStore",
     "SchemaVersionError",
+    "StateMigration",
     "ThreadExistsError",
     "ThreadNotFoundError",
     "ThreadWaitsError",
     "UnrevivableValueError",
     "acopy_threads",
     "copy_threads",
+    "migrate_threads",
 ]
 
 

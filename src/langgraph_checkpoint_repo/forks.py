@@ -7,7 +7,7 @@ edits.py's."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -164,37 +164,73 @@ def edit_state(
     So the edit of a head with pending writes or scheduled tool calls is refused
     (``ThreadWaitsError``, naming them) unless ``force``. Nothing is changed in place: the
     fix is a checkpoint a reviewer sees, and history keeps the state before it."""
+    return write_update(saver, config, Update(values), force=force)
+
+
+@dataclass(frozen=True)
+class Update:
+    """What ``write_update`` writes: ``values`` (channel -> new value, whole); ``dropped``,
+    channels the new checkpoint no longer holds (a renamed one's old name); ``new_channels``,
+    whether ``values`` may name channels the parent lacks (a state migration's new schema:
+    an edit may not); ``metadata``, keys besides ``source``, ``step`` and ``parents``."""
+
+    values: Mapping[str, Any]
+    dropped: frozenset[str] = frozenset()
+    new_channels: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def write_update(
+    saver: ForkSaver, config: RunnableConfig, update: Update, *, force: bool = False
+) -> RunnableConfig:
+    """``edit_state``'s write, shared with a state migration (statemigration.py): under the
+    thread's lock, the checkpoint ``config`` names continued by ``update``, as
+    ``update_state`` writes it (``edit_state``'s docstring)."""
     thread_id, ns = thread_ns(config)
     with saver.store.thread_lock(thread_id):
         parent = saver.get_tuple(config)
         if parent is None:
             missing = get_checkpoint_id(config)
             raise NotFoundError(f"no checkpoint {missing!r} in {where_of(thread_id, ns)}")
-        unknown = sorted(set(values) - set(parent.checkpoint["channel_versions"]))
+        known = set(parent.checkpoint["channel_versions"])
+        unknown = sorted((set(update.values) - known) if not update.new_channels else set())
         if unknown:
             raise BadInputError(f"{where_of(thread_id, ns)} has no channel {unknown[0]!r} to edit")
         sends = parent.checkpoint["channel_values"].get(TASKS)
         head = saver.store.current(thread_id, ns) == parent.checkpoint["id"]
         if head and not force:
             _refuse_waiting(thread_id, ns, parent, scheduled_calls(sends))
-        values = dict(values)
+        values = dict(update.values)
         if isinstance(sends, list) and sends and TASKS not in values:
             followed = sends_after_edit(sends, parent.checkpoint["channel_values"], values)
             if followed is not None:
                 values[TASKS] = followed
-        versions = dict(parent.checkpoint["channel_versions"])
-        new_versions: dict[str, Any] = {}
-        for channel in values:
-            current = versions.get(channel)
-            versions[channel] = new_versions[channel] = saver.get_next_version(
-                None if current is None else str(current), None
-            )
+        versions = {k: v for k, v in parent.checkpoint["channel_versions"].items() if k not in update.dropped}
+        new_versions = _next_versions(saver, versions, values)
         step = parent.metadata.get("step")
         new_step = step + 1 if isinstance(step, int) else None
-        checkpoint = _continued(parent.checkpoint, new_step, versions, values)
+        kept: Checkpoint = {
+            **parent.checkpoint,
+            "channel_values": {
+                k: v for k, v in parent.checkpoint["channel_values"].items() if k not in update.dropped
+            },
+        }
+        checkpoint = _continued(kept, new_step, versions, values)
         parents = dict(parent.metadata.get("parents") or {})
-        metadata: Any = {"source": "update", "step": new_step, "parents": parents}
+        metadata: Any = {**update.metadata, "source": "update", "step": new_step, "parents": parents}
         return saver.put(parent.config, checkpoint, metadata, new_versions)
+
+
+def _next_versions(saver: ForkSaver, versions: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Each channel of ``values`` at its next version (``versions`` updated in place, as the
+    new checkpoint holds them): the versions the put stores."""
+    new_versions: dict[str, Any] = {}
+    for channel in values:
+        current = versions.get(channel)
+        versions[channel] = new_versions[channel] = saver.get_next_version(
+            None if current is None else str(current), None
+        )
+    return new_versions
 
 
 def _continued(
@@ -321,8 +357,20 @@ def _fork_point(links: Mapping[str, Any], a: str, b: str) -> str | None:
 def _refuse_waiting(
     thread_id: str, ns: str, parent: CheckpointTuple, calls: list[tuple[str, dict[str, Any]]]
 ) -> None:
-    """``edit_state`` without ``force``: refused, naming them, when the head has pending writes
-    (an interrupt waiting for an answer, a finished task's writes) or scheduled tool calls."""
+    """``edit_state`` without ``force``: refused, naming them, when the head waits (``waits``)."""
+    parts = waits(parent, calls)
+    if parts:
+        raise ThreadWaitsError(
+            f"{where_of(thread_id, ns)} checkpoint {parent.checkpoint['id']} waits: {'; '.join(parts)}. "
+            "An edit writes a checkpoint without them, as update_state does: resume the thread "
+            'first, or pass force=True (docs/cli.md, "edit")'
+        )
+
+
+def waits(parent: CheckpointTuple, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """What a checkpoint waits on, in words, and what a checkpoint written after it (an edit,
+    a state migration) does to each: an interrupt waiting for an answer, a finished task's
+    writes (pending writes), scheduled tool calls (``calls``); empty when nothing waits."""
     writes = parent.pending_writes or []
     asked = sum(1 for _, channel, _ in writes if channel == INTERRUPT)
     tasks = {t for t, channel, _ in writes if channel not in CONTROL_WRITES}  # a failed one runs again anyway
@@ -333,12 +381,7 @@ def _refuse_waiting(
     if calls:
         said = ", ".join(f"{c.get('name')} (id {c.get('id')})" for _, c in calls)
         parts.append(f"scheduled tool calls {said} (they run as the edit leaves them)")
-    if parts:
-        raise ThreadWaitsError(
-            f"{where_of(thread_id, ns)} checkpoint {parent.checkpoint['id']} waits: {'; '.join(parts)}. "
-            "An edit writes a checkpoint without them, as update_state does: resume the thread "
-            'first, or pass force=True (docs/cli.md, "edit")'
-        )
+    return parts
 
 
 def _message_key(message: Any) -> Any:

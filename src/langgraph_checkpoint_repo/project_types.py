@@ -81,7 +81,7 @@ def cli_types(given: Sequence[str]) -> Allowed:
     appended to ``sys.path`` (after the installed packages) for it, as before."""
     found = Allowed({parse_allow(item, "--allow") for item in given})
     if found.types:
-        _importable(Path.cwd())
+        importable(Path.cwd())
     return found
 
 
@@ -155,7 +155,7 @@ def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
     if listed is not None:
         found.types |= listed
         found.langgraph_json = config
-        _importable(config.parent)
+        importable(config.parent)
     found.pyproject = find_pyproject(root)
     if found.pyproject is None:
         return found
@@ -174,7 +174,7 @@ def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
             raise BadInputError(f"{where} {key}: must be a list of strings")
     if listed is None:  # langgraph.json's list, when it has one, is the project's
         found.types |= {parse_allow(item, f"{where} allow") for item in allow}
-    _importable(found.pyproject.parent)
+    importable(found.pyproject.parent)
     for spec in graphs:
         from .graph_types import graph_allowlist  # imports LangGraph: only for a graph entry
 
@@ -266,7 +266,7 @@ def project_retention(root: Path, config: Path | None = None) -> RetentionFound 
     return RetentionFound(ttl, parse_retention(ttl, where), where)
 
 
-def _importable(project: Path) -> None:
+def importable(project: Path) -> None:
     """Let allowed types be imported from the project, as the program that wrote them
     imported them (after the installed packages, so nothing installed is shadowed)."""
     for folder in (project, project / "src"):

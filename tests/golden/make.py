@@ -69,6 +69,8 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "review": (STATE / "review-1", STATE / "review-2", STATE / "review-3"),
     # the support desk of docs/review.md after turn 5 (setup_desk), store items included
     "desk": tuple(STATE / f"desk-{n}" for n in range(1, 5)),
+    # docs/migrating.md's customer threads, before their state migration (setup_profiles)
+    "profiles": (STATE / "profiles",),
     # what no root above holds: inputs given as a dict and as a pair, a pruned thread
     "lean": (HERE / "sources" / "lean",),
 }

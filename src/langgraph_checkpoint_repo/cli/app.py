@@ -291,9 +291,9 @@ def _main(
             "--allow",
             metavar="MODULE:NAME",
             help="A type of your state that a command may construct where it shows or writes "
-            "values (show, diff, render, tasks, edit, heads --choose/--merge, import, export): "
-            "module:Name, or module:* for all classes of a module; repeatable. Imports that "
-            "module; without it such values are shown as stored (docs/types.md).",
+            "values (show, diff, render, tasks, edit, heads --choose/--merge, migrate-state, import, "
+            "export): module:Name, or module:* for all classes of a module; repeatable. Imports "
+            "that module; without it such values are shown as stored (docs/types.md).",
         ),
     ] = None,
     trust_project: Annotated[

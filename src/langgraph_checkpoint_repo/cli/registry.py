@@ -89,6 +89,13 @@ COMMANDS: tuple[Command, ...] = (
         "Upgrade files written by an older format version to this release's (docs/format.md).",
     ),
     Command(
+        "migrate-state",
+        "migratestate:migrate_state",
+        "Migrate the state of every thread (or those named) to your new schema: one new checkpoint each "
+        "continuing the latest, as update_state writes one, metadata naming the migration; threads "
+        "already migrated or unchanged are left alone.",
+    ),
+    Command(
         "import",
         "transfer:import_command",
         "Copy threads from another checkpointer into the repo files (docs/migrating.md).",
