@@ -85,18 +85,18 @@ def _lstats(names: list[str]) -> list[os.stat_result] | None:
         return None
 
 
-def _unchanged_links(ids: list[str], stats: list[os.stat_result], known: Lineage) -> Lineage | None:
-    """The known links of ``ids`` when every one is known and its file's lstat (``stats``)
-    gives its recorded stat key, else None: the usual fresh read of a long thread, one lstat
-    per checkpoint (the rule, docs/reliability.md) with no Python step per checkpoint around
-    it (the keys and the comparisons are one call each over all of them)."""
-    now = list(map(_STAT_KEY, stats))
+def _unchanged_links(ids: list[str], now: list[StatKey | None], known: Lineage) -> Lineage | None:
+    """The known links of ``ids`` when every one is known and its file's stat key as this
+    read took it (``now``) is the recorded one, else None: the usual fresh read of a long
+    thread, one lstat per checkpoint (the rule, docs/reliability.md) with no Python step per
+    checkpoint around it (the keys and the comparisons are one call each over all of them)."""
     if now != list(map(known.keys.get, ids)):
         return None
     links = list(map(known.links.get, ids))
     if None in links:
         return None
-    return Lineage(dict(zip(ids, cast(list[Node], links), strict=True)), dict(zip(ids, now, strict=True)))
+    keys = cast(list[StatKey], now)
+    return Lineage(dict(zip(ids, cast(list[Node], links), strict=True)), dict(zip(ids, keys, strict=True)))
 
 
 # the two kinds of file named by their content: how to compute the name from the document
@@ -596,14 +596,23 @@ class ThreadStore:
         segments = ids if _HEX_IDS.fullmatch("\n".join(ids)) else [encode_segment(c) for c in ids]
         names = [prefix + segment + ".json" for segment in segments]
         read_at = time.time_ns()  # before the lstats: a file read below is settled as of then
-        stats = None if observed else _lstats(names)  # a read that observed none yet: all at once
-        out = _unchanged_links(ids, stats, known) if stats is not None else None
+        # the files this read has not observed yet (a filter's checks took some), all at once
+        gaps = [name for name in names if name not in observed] if observed else names
+        stats = _lstats(gaps)
+        taken = dict(zip(gaps, stats, strict=True)) if stats is not None else {}
+        out = None
+        if stats is not None:
+            now_of = dict(zip(gaps, map(_STAT_KEY, stats), strict=True))
+            if observed:
+                now_of.update(observed)
+            now = list(map(now_of.get, names))
+            out = _unchanged_links(ids, now, known)
         if out is not None:
             read = 0
             if observed is not None:
                 observed.update(zip(names, out.keys.values(), strict=True))
         else:
-            out, read = self._links_by_keys(thread_id, ns, (ids, names, stats), known, observed, read_at)
+            out, read = self._links_by_keys(thread_id, ns, (ids, names, taken), known, observed, read_at)
         self._lineages[folder] = out
         if read >= LINEAGE_REREADS and len(ids) >= MIN_NAMES:
             self._lineage_files.save(folder, out)
@@ -613,30 +622,31 @@ class ThreadStore:
         self,
         thread_id: str,
         ns: str,
-        files: tuple[list[str], list[str], list[os.stat_result] | None],
+        files: tuple[list[str], list[str], dict[str, os.stat_result]],
         known: Lineage,
         observed: dict[str, StatKey] | None,
         read_at: int,
     ) -> tuple[Lineage, int]:
         """``_read_lineage`` checkpoint by checkpoint (some link is not known or some file
         changed, or this read observed keys already): the lineage and how many files were
-        read. ``files``: the ids, their files and, when taken already, their lstats (taken
-        after ``read_at``); a key observed in this read is compared instead of an lstat."""
-        ids, names, stats = files
+        read. ``files``: the ids, their files and the lstats taken already (after ``read_at``),
+        by file; a key observed in this read is compared instead of an lstat."""
+        ids, names, taken = files
         links: dict[str, Node] = {}
         keys: dict[str, tuple[int, int, int, int]] = {}
         read = 0
         known_keys, known_links = known.keys, known.links
-        for i, (cid, name) in enumerate(zip(ids, names, strict=True)):
+        for cid, name in zip(ids, names, strict=True):
             hit = known_keys.get(cid)
             if hit is not None and observed is not None and observed.get(name) == hit and cid in known_links:
                 links[cid] = known_links[cid]  # its key as this read took it (a filter's)
                 keys[cid] = hit
                 continue
-            if stats is None:
-                read_at = time.time_ns()
+            st, at = taken.get(name), read_at
             try:
-                st = stats[i] if stats is not None else os.lstat(name)
+                if st is None:
+                    at = time.time_ns()
+                    st = os.lstat(name)
             except FileNotFoundError:
                 continue  # removed since it was listed
             if hit is not None and cid in known_links and stat_key(st) == hit:
@@ -646,7 +656,7 @@ class ThreadStore:
                     observed[name] = hit
                 continue
             links[cid] = self._link(thread_id, ns, cid)
-            if settled(st, read_at):
+            if settled(st, at):
                 keys[cid] = stat_key(st)
                 if observed is not None:
                     observed[name] = keys[cid]
