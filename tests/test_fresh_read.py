@@ -396,7 +396,7 @@ def test_a_fresh_lineage_check_lstats_each_checkpoint_once_and_steps_per_checkpo
     (a generator expression, a row's Node or a loop's helper per checkpoint would)."""
     root = tmp_path / ".langgraph"
     sizes: dict[int, int] = {}
-    for n in (80, 160):
+    for n in (64, 128):
         tree = root / str(n)
         _deep_thread(tree, n)
         cid, calls = _python_calls(lambda t=tree: RepoSaver(t).store.current("t", ""))
@@ -411,14 +411,14 @@ def test_a_fresh_lineage_check_lstats_each_checkpoint_once_and_steps_per_checkpo
             folder + name for name in os.listdir(folder) if name.endswith(".json")
         )
         assert set(stats.values()) == {1}, stats.most_common(2)
-    assert sizes[160] - sizes[80] < 20, sizes
+    assert sizes[128] - sizes[64] < 20, sizes
 
 
 def test_an_in_place_edit_of_an_old_parent_link_is_seen_by_the_one_call_check(tmp_path: Path) -> None:
     """The keys compared in one call still catch an edit of one old checkpoint made in place
     (same folder, same inode): the edited link is read again, and the heads change."""
     root = tmp_path / ".langgraph"
-    _deep_thread(root, 80)
+    _deep_thread(root, 64)
     files = sorted(RepoSaver(root).store.layout.checkpoints_dir("t", "").glob("*.json"))
     assert [h.checkpoint_id for h in RepoSaver(root).store.lineage("t", "").heads()] == [files[-1].stem]
     old, inode = files[10], files[10].stat().st_ino
@@ -480,7 +480,7 @@ def _rows_one_by_one(rows: Any) -> Any:
     return (list(links.items()), list(keys.items()))
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.one_of(st.lists(_GOOD_ROW, max_size=6), st.lists(st.one_of(_GOOD_ROW, _ROW), max_size=4)))
 def test_lineage_rows_taken_apart_by_column_make_what_a_row_by_row_read_makes(rows: Any) -> None:
     got = index_module.lineage_from_rows(rows)
@@ -517,7 +517,7 @@ LINKS = st.dictionaries(
 )
 
 
-@settings(max_examples=examples(400), deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(LINKS)
 def test_the_rule_s_one_call_looks_give_what_its_walks_give(links: dict[str, Node]) -> None:
     """Each look over every link in one call (no checkpoint named twice as a parent, no
