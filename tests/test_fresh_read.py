@@ -22,11 +22,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 
 from graphs import cfg, chat_graph, contents
-from helpers import examples
+from helpers import examples, rewrite
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import index as index_module
+from langgraph_checkpoint_repo.core import lineage as lineage_module
 from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.messages import refusals
@@ -39,6 +41,7 @@ from langgraph_checkpoint_repo.core.format.objects import (
 from langgraph_checkpoint_repo.core.format.tree import alone_type, from_tree, json_objects, named_types
 from langgraph_checkpoint_repo.core.index import OBJECTS_SUFFIX, index_path
 from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.lineage import Choice, Node
 from langgraph_checkpoint_repo.core.objindex import ObjectIndex
 
 SETTLE = RACY_NS / 1e9 + 0.02
@@ -350,3 +353,181 @@ def test_a_message_below_a_message_is_still_read_and_typed() -> None:
     ]
     found = refusals([nested], changes_only=True, alone=alone_type)
     assert [pointer for pointer, _ in found] == ["/0/$fields/additional_kwargs/held/$fields/content_blocks"]
+
+
+# -- the lineage check of a fresh read: one lstat per checkpoint, no Python step per one --
+def _deep_thread(root: Path, n: int) -> None:
+    """A thread of ``n`` plain checkpoints (no graph), settled, then read by a fresh saver
+    (which writes the lineage index down: the next fresh read's known links)."""
+    saver = RepoSaver(root, durable=False)
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    for i in range(n):
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"count": i}
+        checkpoint["channel_versions"] = {"count": saver.get_next_version(None, None)}
+        config = saver.put(config, checkpoint, {"source": "loop", "step": i, "parents": {}}, {"count": 1})
+    time.sleep(SETTLE)
+    assert RepoSaver(root).get_tuple(cfg("t")) is not None
+
+
+def _python_calls(call: Any) -> tuple[Any, Counter[str]]:
+    """``call()``, and the Python functions it entered, by name, counted."""
+    calls: Counter[str] = Counter()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls[frame.f_code.co_name] += 1
+
+    sys.setprofile(profile)
+    try:
+        got = call()
+    finally:
+        sys.setprofile(None)
+    return got, calls
+
+
+def test_a_fresh_lineage_check_lstats_each_checkpoint_once_and_steps_per_checkpoint_in_no_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule (docs/reliability.md): a fresh read lstats every checkpoint file once, so an
+    in-place edit of any parent link is seen. What it does around those lstats (the index's
+    rows decoded, the keys compared, the links kept, the heads found) is one call over all of
+    them, not a Python function per checkpoint: the calls entered do not grow with the thread
+    (a generator expression, a row's Node or a loop's helper per checkpoint would)."""
+    root = tmp_path / ".langgraph"
+    sizes: dict[int, int] = {}
+    for n in (64, 128):
+        tree = root / str(n)
+        _deep_thread(tree, n)
+        cid, calls = _python_calls(lambda t=tree: RepoSaver(t).store.current("t", ""))
+        assert cid is not None
+        sizes[n] = sum(calls.values())
+        saver = RepoSaver(tree)
+        folder = str(saver.store.layout.checkpoints_dir("t", "")) + os.sep
+        stats = lstats_from(monkeypatch, ("threads.py",))
+        assert saver.store.current("t", "") == cid
+        monkeypatch.undo()
+        assert sorted(p for p in stats if p.startswith(folder)) == sorted(
+            folder + name for name in os.listdir(folder) if name.endswith(".json")
+        )
+        assert set(stats.values()) == {1}, stats.most_common(2)
+    assert sizes[128] - sizes[64] < 20, sizes
+
+
+def test_an_in_place_edit_of_an_old_parent_link_is_seen_by_the_one_call_check(tmp_path: Path) -> None:
+    """The keys compared in one call still catch an edit of one old checkpoint made in place
+    (same folder, same inode): the edited link is read again, and the heads change."""
+    root = tmp_path / ".langgraph"
+    _deep_thread(root, 64)
+    files = sorted(RepoSaver(root).store.layout.checkpoints_dir("t", "").glob("*.json"))
+    assert [h.checkpoint_id for h in RepoSaver(root).store.lineage("t", "").heads()] == [files[-1].stem]
+    old, inode = files[10], files[10].stat().st_ino
+    # the 11th checkpoint edited to continue the 6th: the 10th is a head now, beside the latest
+    rewrite(old, lambda doc: doc.__setitem__("parent_checkpoint_id", files[5].stem))
+    assert old.stat().st_ino == inode
+    heads = RepoSaver(root).store.lineage("t", "").heads()
+    assert sorted(h.checkpoint_id for h in heads) == [files[9].stem, files[-1].stem]
+
+
+_ROW = st.lists(
+    st.one_of(
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(0, 3),
+        st.booleans(),
+        st.none(),
+        st.just({"chose": "a", "over": ["b"]}),
+        st.just({"chose": 1}),
+    ),
+    min_size=8,
+    max_size=10,
+)
+_GOOD_ROW = st.tuples(
+    st.sampled_from(["a", "b", "c", "d"]),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from([None, "a", "b", "z"]),
+    st.sampled_from([None, None, None, {"chose": "a", "over": ["b", "c"]}, {"chose": "a"}]),
+    st.sampled_from([None, None, None, "why", 3]),
+    st.booleans(),
+).map(list)
+
+
+def _rows_one_by_one(rows: Any) -> Any:
+    """index.lineage_from_rows as it was: each row unpacked and checked alone."""
+    if type(rows) is not list:
+        return None
+    links: dict[str, Node] = {}
+    keys: dict[str, Any] = {}
+    for row in rows:
+        if type(row) is not list or len(row) != 9:
+            return None
+        cid, mtime, ctime, size, ino, parent, choice, problem, deliberate = row
+        ints = (mtime, ctime, size, ino)
+        if not (type(cid) is str and all(type(x) is int for x in ints) and type(deliberate) is bool):
+            return None
+        if not (parent is None or type(parent) is str):
+            return None
+        if choice is None and problem is None:
+            links[cid] = Node(parent, deliberate=deliberate)
+        else:
+            link = index_module._link_of_row(parent, choice, problem, deliberate)
+            if link is None:
+                return None
+            links[cid] = link
+        keys[cid] = ints
+    return (list(links.items()), list(keys.items()))
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.one_of(st.lists(_GOOD_ROW, max_size=6), st.lists(st.one_of(_GOOD_ROW, _ROW), max_size=4)))
+def test_lineage_rows_taken_apart_by_column_make_what_a_row_by_row_read_makes(rows: Any) -> None:
+    got = index_module.lineage_from_rows(rows)
+    assert (None if got is None else (list(got.links.items()), list(got.keys.items()))) == _rows_one_by_one(
+        rows
+    )
+
+
+def _walked_rule(links: dict[str, Node]) -> Any:
+    """The rule's parts as they were computed: a loop or a generator over every link."""
+    kids: dict[str, list[str]] = {}
+    for cid, link in links.items():
+        if link.parent is not None and link.parent != cid:
+            kids.setdefault(link.parent, []).append(cid)
+    named = {link.parent for link in links.values() if link.parent is not None}
+    heads = [c for c in sorted(links, reverse=True) if c not in named]
+    ordered = all(link.parent is None or link.parent < cid for cid, link in links.items())
+    over = {h for link in links.values() if link.choice is not None for h in link.choice.over}
+    return all(len(c) < 2 for c in kids.values()), heads, ordered, over
+
+
+_IDS = st.sampled_from([f"{i:02d}" for i in range(12)])
+LINKS = st.dictionaries(
+    _IDS,
+    st.builds(
+        Node,
+        st.one_of(st.none(), _IDS),
+        st.one_of(st.none(), st.builds(Choice, _IDS, st.lists(_IDS, max_size=2).map(tuple))),
+        st.none(),
+        st.just(True),
+        st.booleans(),
+    ),
+    max_size=10,
+)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(LINKS)
+def test_the_rule_s_one_call_looks_give_what_its_walks_give(links: dict[str, Node]) -> None:
+    """Each look over every link in one call (no checkpoint named twice as a parent, no
+    choice, every parent an older id) says what the loop it spares says."""
+    no_fork, heads, ordered, over = _walked_rule(links)
+    if no_fork:
+        assert lineage_module.settled_by_forks(links) is None
+    assert [h.checkpoint_id for h in lineage_module.find_heads(links)] == heads
+    if ordered:
+        assert not lineage_module.has_cycle(links)
+    assert lineage_module.passed_over(links) == over
+    if not over and all(link.choice is None for link in links.values()):
+        assert lineage_module.settled_by_choices(links) == set()

@@ -41,6 +41,7 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -783,34 +784,40 @@ def _lineage_bodies(layout: Layout, folder: Path, data: bytes) -> list[bytes] | 
 
 def lineage_from_rows(rows: Any) -> Lineage | None:
     """The lineage ``lineage_rows``' rows make (each entry still to be checked against its
-    file's stat key by whoever uses it), or None when anything in them is off. One pass, each
-    row unpacked once (a fresh read of a deep thread decodes a row per checkpoint)."""
+    file's stat key by whoever uses it), or None when anything in them is off. The rows are
+    taken apart column by column, each column checked in one call (a fresh read of a deep
+    thread decodes a row per checkpoint: 5,000 at 5,000 checkpoints)."""
     if type(rows) is not list:
         return None
+    if not rows:
+        return Lineage({}, {})
+    if set(map(type, rows)) != {list} or set(map(len, rows)) != {9}:
+        return None  # (a row of eight, before Node.deliberate: the index is made again)
+    cids, mtimes, ctimes, sizes, inos, parents, choices, problems, deliberate = zip(*rows, strict=True)
+    if not (
+        set(map(type, cids)) == {str}
+        and set(map(type, mtimes)) == set(map(type, ctimes)) == set(map(type, sizes)) == {int}
+        and set(map(type, inos)) == {int}
+        and set(map(type, parents)) <= {str, type(None)}
+        and set(map(type, deliberate)) == {bool}
+    ):
+        return None
+    keys = dict(zip(cids, zip(mtimes, ctimes, sizes, inos, strict=True), strict=True))
+    if set(map(type, choices)) == set(map(type, problems)) == {type(None)}:  # no choice recorded
+        # a Node (a named tuple) made as the tuple it is: one C call a row, no __new__ frame
+        plain = zip(parents, repeat(None), repeat(None), repeat(True), deliberate)
+        return Lineage(dict(zip(cids, map(tuple.__new__, repeat(Node), plain), strict=True)), keys)
     links: dict[str, Node] = {}
-    keys: dict[str, StatKey] = {}
-    for row in rows:
-        if type(row) is not list or len(row) != 9:
-            return None  # (a row of eight, before Node.deliberate: the index is made again)
-        cid, mtime, ctime, size, ino, parent, choice, problem, deliberate = row
-        if not (
-            type(cid) is str
-            and type(mtime) is int
-            and type(ctime) is int
-            and type(size) is int
-            and type(ino) is int
-            and (parent is None or type(parent) is str)
-            and type(deliberate) is bool
-        ):
-            return None
+    for cid, parent, choice, problem, chosen in zip(
+        cids, parents, choices, problems, deliberate, strict=True
+    ):
         if choice is None and problem is None:
-            links[cid] = Node(parent, deliberate=deliberate)
+            links[cid] = Node(parent, deliberate=chosen)
         else:
-            link = _link_of_row(parent, choice, problem, deliberate)
+            link = _link_of_row(parent, choice, problem, chosen)
             if link is None:
                 return None
             links[cid] = link
-        keys[cid] = (mtime, ctime, size, ino)
     return Lineage(links, keys)
 
 

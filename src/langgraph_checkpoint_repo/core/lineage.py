@@ -20,12 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import compress, repeat
+from operator import is_not, itemgetter, lt
 from typing import Any, NamedTuple
 
 from .errors import FileFormatError
 from .format import fields
 
 CHOICE_KEY = "langgraph_repo_choice"
+# a Node's parent and choice, taken of every link in one call (the rule reads every link
+# of a namespace: 5,000 at 5,000 checkpoints, in a fresh read)
+_PARENT, _CHOICE = itemgetter(0), itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ class Rule:
     @staticmethod
     def of(links: dict[str, Node]) -> Rule:
         """The rule over ``links``, computed from them all."""
-        named = {link.parent for link in links.values() if link.parent is not None}
+        named = _named(links)
         forks = settled_by_forks(links)
         settled = settled_by_choices(links)
         heads = find_heads(links, settled, forks)
@@ -271,10 +277,23 @@ def find_heads(
     ancestor of it, or it is itself a choice (``settled_by_choices``); or when lines started on
     purpose made it and no race is above it (``settled_by_forks``). ``settled``, ``forks``:
     those two, when the caller has them."""
-    named = {link.parent for link in links.values() if link.parent is not None}
     chosen = settled if settled is not None else settled_by_choices(links)
     forked = (forks if settled is not None else settled_by_forks(links)) or set()
-    return [HeadState(c, c in chosen or c in forked) for c in sorted(links, reverse=True) if c not in named]
+    heads = sorted(links.keys() - _named(links), reverse=True)
+    return [HeadState(c, c in chosen or c in forked) for c in heads]
+
+
+def _named(links: Mapping[str, Node]) -> set[str]:
+    """The parents the links name."""
+    named: set[str] = set(map(_PARENT, links.values()))
+    named.discard(None)  # type: ignore[arg-type]
+    return named
+
+
+def _choice_free(links: Mapping[str, Node]) -> bool:
+    """Whether no link records a choice (the usual namespace)."""
+    choices = list(map(_CHOICE, links.values()))
+    return choices.count(None) == len(choices)
 
 
 DELIBERATE_SOURCES = frozenset({"fork", "update"})
@@ -291,6 +310,9 @@ def settled_by_forks(links: Mapping[str, Node]) -> set[str] | None:
     continue (two writers that both went on from it: a race, or a merge of two branches),
     which wait for a choice. A child is plain unless LangGraph marked it deliberate
     (``Node.deliberate``: a replay from the past, ``update_state``)."""
+    parents = list(filter(partial(is_not, None), map(_PARENT, links.values())))
+    if len(set(parents)) == len(parents):
+        return None  # no parent named twice: no checkpoint has two children
     kids: dict[str, list[str]] = {}
     for cid, link in links.items():
         if link.parent is not None and link.parent != cid:
@@ -315,6 +337,8 @@ def settled_by_choices(links: Mapping[str, Node]) -> set[str]:
     """Every checkpoint a valid choice settles: itself, the heads it passed over, the one it
     chose and that one's ancestors."""
     settled: set[str] = set()
+    if _choice_free(links):
+        return settled
     for cid, link in links.items():
         if link.choice is None:
             continue
@@ -338,7 +362,9 @@ def has_cycle(links: Mapping[str, Node]) -> bool:
     mark of its own walk is a cycle). Links whose every parent is an older id than its child
     (the usual uuid6 ids, whatever clock skew did not reorder) go round nowhere: one pass of
     comparisons says so without a walk."""
-    if all(link.parent is None or link.parent < cid for cid, link in links.items()):
+    parents = list(map(_PARENT, links.values()))
+    named = list(map(is_not, parents, repeat(None)))
+    if all(map(lt, compress(parents, named), compress(links, named))):
         return False  # each step up a history goes to a smaller id, so none comes back
     mark: dict[str, int] = {}
     for walk_no, start in enumerate(links):
@@ -359,6 +385,8 @@ def has_cycle(links: Mapping[str, Node]) -> bool:
 
 def passed_over(links: Mapping[str, Node]) -> set[str]:
     """Every checkpoint a valid choice passed over."""
+    if _choice_free(links):
+        return set()
     return {h for link in links.values() if link.choice is not None for h in link.choice.over}
 
 

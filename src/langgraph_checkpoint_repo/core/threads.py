@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import operator
 import os
 import re
 import threading
@@ -20,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .caches import (
     Listing,
@@ -72,6 +73,32 @@ LOCATED_PER_THREAD = 200_000
 _T = TypeVar("_T")
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 _log = logging.getLogger(__name__)
+_STAT_KEY = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino")  # caches.stat_key
+
+
+def _lstats(names: list[str]) -> list[os.stat_result] | None:
+    """The lstat of every file of ``names``, in one call; None when one is gone (removed
+    since it was listed: the caller goes file by file)."""
+    try:
+        return list(map(os.lstat, names))
+    except FileNotFoundError:
+        return None
+
+
+def _unchanged_links(ids: list[str], now: list[StatKey | None], known: Lineage) -> Lineage | None:
+    """The known links of ``ids`` when every one is known and its file's stat key as this
+    read took it (``now``) is the recorded one, else None: the usual fresh read of a long
+    thread, one lstat per checkpoint (the rule, docs/reliability.md) with no Python step per
+    checkpoint around it (the keys and the comparisons are one call each over all of them)."""
+    if now != list(map(known.keys.get, ids)):
+        return None
+    links = list(map(known.links.get, ids))
+    if None in links:
+        return None
+    keys = cast(list[StatKey], now)
+    return Lineage(dict(zip(ids, cast(list[Node], links), strict=True)), dict(zip(ids, keys, strict=True)))
+
+
 # the two kinds of file named by their content: how to compute the name from the document
 _CONTENT_NAMED: dict[str, tuple[str, Callable[[dict[str, Any], str], bool]]] = {
     "object": (OBJECTS, lambda doc, name: names_object(name, doc["tree"])),
@@ -563,48 +590,78 @@ class ThreadStore:
         taken are noted for the rest of the read (``observing``: the objects index compares
         a holder's with them instead of an lstat of its own)."""
         known = self._lineages.get(folder) or load_lineage(self.layout, folder)
-        links: dict[str, Node] = {}
-        keys: dict[str, tuple[int, int, int, int]] = {}
         observed: dict[str, StatKey] | None = getattr(self._observed, "keys", None)
-        read = 0
-        known_keys, known_links, lstat = known.keys, known.links, os.lstat
-        prefix = str(folder) + os.sep  # a str per id, not a Path: this loop is one lstat per checkpoint
+        prefix = str(folder) + os.sep  # a str per id, not a Path: this is one lstat per checkpoint
         # the usual ids (uuid6) are their own file names: no encode_segment call per id
         segments = ids if _HEX_IDS.fullmatch("\n".join(ids)) else [encode_segment(c) for c in ids]
-        for cid, segment in zip(ids, segments, strict=True):
-            hit = known_keys.get(cid)
-            name = prefix + segment + ".json"
-            if hit is not None and cid in known_links:
-                if observed is not None and observed.get(name) == hit:
-                    links[cid] = known_links[cid]  # its key as this read took it (a filter's)
-                    keys[cid] = hit
-                    continue
-                try:
-                    st = lstat(name)
-                except FileNotFoundError:
-                    continue  # removed since it was listed
-                if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) == hit:
-                    links[cid] = known_links[cid]
-                    keys[cid] = hit
-                    if observed is not None:
-                        observed[name] = hit
-                    continue
-            read_at = time.time_ns()
-            try:
-                st = lstat(name)
-            except FileNotFoundError:
-                continue  # removed since it was listed
-            links[cid] = self._link(thread_id, ns, cid)
-            if settled(st, read_at):
-                keys[cid] = stat_key(st)
-                if observed is not None:
-                    observed[name] = keys[cid]
-            read += 1
-        out = Lineage(links, keys)
+        names = [prefix + segment + ".json" for segment in segments]
+        read_at = time.time_ns()  # before the lstats: a file read below is settled as of then
+        # the files this read has not observed yet (a filter's checks took some), all at once
+        gaps = [name for name in names if name not in observed] if observed else names
+        stats = _lstats(gaps)
+        taken = dict(zip(gaps, stats, strict=True)) if stats is not None else {}
+        out = None
+        if stats is not None:
+            now_of = dict(zip(gaps, map(_STAT_KEY, stats), strict=True))
+            if observed:
+                now_of.update(observed)
+            now = list(map(now_of.get, names))
+            out = _unchanged_links(ids, now, known)
+        if out is not None:
+            read = 0
+            if observed is not None:
+                observed.update(zip(names, out.keys.values(), strict=True))
+        else:
+            out, read = self._links_by_keys(thread_id, ns, (ids, names, taken), known, observed, read_at)
         self._lineages[folder] = out
         if read >= LINEAGE_REREADS and len(ids) >= MIN_NAMES:
             self._lineage_files.save(folder, out)
         return out
+
+    def _links_by_keys(
+        self,
+        thread_id: str,
+        ns: str,
+        files: tuple[list[str], list[str], dict[str, os.stat_result]],
+        known: Lineage,
+        observed: dict[str, StatKey] | None,
+        read_at: int,
+    ) -> tuple[Lineage, int]:
+        """``_read_lineage`` checkpoint by checkpoint (some link is not known or some file
+        changed, or this read observed keys already): the lineage and how many files were
+        read. ``files``: the ids, their files and the lstats taken already (after ``read_at``),
+        by file; a key observed in this read is compared instead of an lstat."""
+        ids, names, taken = files
+        links: dict[str, Node] = {}
+        keys: dict[str, tuple[int, int, int, int]] = {}
+        read = 0
+        known_keys, known_links = known.keys, known.links
+        for cid, name in zip(ids, names, strict=True):
+            hit = known_keys.get(cid)
+            if hit is not None and observed is not None and observed.get(name) == hit and cid in known_links:
+                links[cid] = known_links[cid]  # its key as this read took it (a filter's)
+                keys[cid] = hit
+                continue
+            st, at = taken.get(name), read_at
+            try:
+                if st is None:
+                    at = time.time_ns()
+                    st = os.lstat(name)
+            except FileNotFoundError:
+                continue  # removed since it was listed
+            if hit is not None and cid in known_links and stat_key(st) == hit:
+                links[cid] = known_links[cid]
+                keys[cid] = hit
+                if observed is not None:
+                    observed[name] = hit
+                continue
+            links[cid] = self._link(thread_id, ns, cid)
+            if settled(st, at):
+                keys[cid] = stat_key(st)
+                if observed is not None:
+                    observed[name] = keys[cid]
+            read += 1
+        return Lineage(links, keys), read
 
     def _merged_messages(self, ns: str, doc: dict[str, Any], parent: dict[str, Any]) -> tuple[Any, Any]:
         """The ``messages`` trees of a merge's kept head and of the merge (lineage.py)."""

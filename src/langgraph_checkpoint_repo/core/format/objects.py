@@ -528,6 +528,14 @@ def depth_problem(depth: int) -> str | None:
     return None
 
 
+def _over(weight: Weight, depth: int) -> bool:
+    """Whether ``weight_problem`` or ``depth_problem`` has something to say (one comparison
+    each, no call: the expander asks it of every object it loads)."""
+    return (
+        weight[0] > MAX_CONTAINERS or weight[1] > MAX_VALUES or weight[2] > MAX_TEXT or depth > MAX_JSON_DEPTH
+    )
+
+
 def tree_depth(tree: Any) -> int:
     """Levels of arrays and objects of a tree as it is (0 for a string, number ...)."""
     deepest = 0
@@ -732,9 +740,8 @@ class Expander:
             else:
                 if not _DIGEST.fullmatch(digest):
                     raise self._error(f"{digest!r} is not a sha256 digest")
-                too_deep = nesting_problem(nesting + 1)
-                if too_deep is not None:  # before loading: a loop of references ends here
-                    raise self._error(too_deep)
+                if nesting + 1 > MAX_NESTING:  # before loading: a loop of references ends here
+                    raise self._error(str(nesting_problem(nesting + 1)))
                 stored, found = self._load(digest, node, holder)
                 self._stored[digest] = stored
                 plain = plain_weight(stored)
@@ -743,15 +750,13 @@ class Expander:
                 else:
                     weight, inner, depth = self._weigh(stored, nesting + 1, found)
                     is_list = self._is_list(stored, nesting + 1, found)
-                problem = weight_problem(weight) or depth_problem(depth)
-                if problem is not None:  # stop a blow-up at the first object that is too big
-                    raise self._error(problem)
+                if _over(weight, depth):  # stop a blow-up at the first object that is too big
+                    raise self._error(str(weight_problem(weight) or depth_problem(depth)))
                 got = weight, inner + 1, is_list, depth
             self._weights[digest] = got
         # each use counts its weight again in the parent: it is a copy once revived
-        too_deep = nesting_problem(nesting + got[1])
-        if too_deep is not None:
-            raise self._error(too_deep)
+        if nesting + got[1] > MAX_NESTING:
+            raise self._error(str(nesting_problem(nesting + got[1])))
         return got
 
     def _is_list(self, stored: Any, nesting: int, holder: str) -> bool:

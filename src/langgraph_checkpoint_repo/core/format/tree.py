@@ -184,7 +184,9 @@ def from_tree(tree: Any, *, look: bool = True) -> Any:
         return [from_tree(x, look=look) for x in tree]
     if not isinstance(tree, dict):
         return tree
-    if not any(k.startswith("$") for k in tree):
+    # a typed object (every message) first: one lookup, where the look for a tag key below
+    # walks the keys of every plain object
+    if "$type" not in tree and not any(k.startswith("$") for k in tree):
         return {k: from_tree(v, look=look) for k, v in tree.items()}
     if "$type" in tree:
         mod, name = tree["$type"]
