@@ -7,16 +7,19 @@ aged by moving the clock, never by waiting (docs/reliability.md, "Retention").
 from __future__ import annotations
 
 import json
+import operator
 import re
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
+from typing_extensions import TypedDict
 
 from graphs import ask_graph, cfg, chat_graph, chat_root, contents, fan_graph
 from helpers import checkpoints, cli_in_process
@@ -91,6 +94,37 @@ def test_a_thread_waiting_at_an_interrupt_is_never_expired_and_resumes(tmp_path:
     assert graph.invoke(Command(resume="Ada"), cfg("waits"))["answer"] == "Ada"
     (after,) = saver.sweep()  # answered, then idle a year: it goes
     assert after.expired and not thread_dir(root, "waits").exists()
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def test_a_thread_a_run_is_writing_is_never_expired_under_it(tmp_path: Path) -> None:
+    """A node running longer than the TTL: the sweep that runs meanwhile (the server's
+    background sweeper) keeps the thread, whose latest state has tasks to run; deleting it
+    left the run's next put an orphan and its earlier checkpoints gone (hostile review)."""
+    root = tmp_path / "root"
+    sweeper = RepoSaver(root, ttl=TTL, clock=at(10), durable=False)
+    swept: list[Any] = []
+
+    def slow(state: Log) -> Log:
+        swept.extend(sweeper.sweep())
+        return {"log": ["slow"]}
+
+    builder = StateGraph(Log)
+    builder.add_node("first", lambda state: {"log": ["first"]})
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "slow")
+    builder.add_edge("slow", END)
+    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
+    graph.invoke({"log": []}, cfg("run"))
+    (plan,) = swept
+    assert plan.expired is None and "tasks to run (slow)" in (plan.skipped or ""), plan
+    history = list(graph.get_state_history(cfg("run")))
+    assert [h.metadata["step"] for h in history] == [2, 1, 0, -1]  # type: ignore[index]
+    assert history[0].values == {"log": ["first", "slow"]}
 
 
 def test_a_thread_whose_latest_step_failed_keeps_its_checkpoint_and_pending_writes(tmp_path: Path) -> None:
@@ -182,8 +216,26 @@ def test_the_background_sweeper_sweeps_at_once_and_stops_cleanly(tmp_path: Path)
     ("ttl", "words"),
     [
         ({"strategy": "archive"}, "strategy: 'archive' is not one of 'delete', 'keep_latest'"),
-        ({"default_ttl": 0}, "default_ttl: expected a positive number of minutes, not 0"),
-        ({"default_ttl": True}, "default_ttl: expected a positive number of minutes, not True"),
+        (
+            {"default_ttl": 0},
+            "default_ttl: expected a number of minutes from 0.0166667 to 527,040,000, not 0",
+        ),
+        (
+            {"default_ttl": True},
+            "default_ttl: expected a number of minutes from 0.0166667 to 527,040,000, not True",
+        ),
+        (
+            {"default_ttl": 1e13},
+            "default_ttl: expected a number of minutes from 0.0166667 to 527,040,000, not 10000000000000.0",
+        ),
+        (
+            {"sweep_interval_minutes": 1e-9},
+            "sweep_interval_minutes: expected a number of minutes from 0.166667",
+        ),
+        (
+            {"sweep_interval_minutes": 1e300},
+            "sweep_interval_minutes: expected a number of minutes from 0.166667",
+        ),
         ({"keep_last": 2.5}, "keep_last: expected a whole number of at least 1, not 2.5"),
         ({"keep_latest": 3}, "unknown key 'keep_latest'"),
     ],

@@ -100,13 +100,28 @@ def parse_retention(config: Mapping[str, Any], where: str) -> Retention:
     )
 
 
+# what a number of minutes may be: a sweep every ten seconds at most (a smaller interval from a
+# pull request's langgraph.json would spin the server), a TTL or interval of a thousand years at
+# most (a bigger one overflows the times and waits it is used in)
+LEAST_MINUTES = {"sweep_interval_minutes": 1 / 6, "default_ttl": 1 / 60}
+MOST_MINUTES = 1000 * 366 * 24 * 60
+
+
 def _number(config: Mapping[str, Any], key: str, where: str) -> float | None:
-    """A positive number of minutes, or None (absent or null)."""
+    """A positive number of minutes within the bounds above, or None (absent or null)."""
     value = config.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-        raise BadInputError(f"{where} {key}: expected a positive number of minutes, not {value!r}")
+    least = LEAST_MINUTES.get(key, 0)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not least <= value <= MOST_MINUTES
+        or value <= 0
+    ):
+        raise BadInputError(
+            f"{where} {key}: expected a number of minutes from {least:g} to {MOST_MINUTES:,}, not {value!r}"
+        )
     return float(value)
 
 
@@ -123,15 +138,20 @@ def _whole_number(config: Mapping[str, Any], key: str, where: str) -> int | None
 # one thread's plan
 # ----------------------------------------------------------------------
 def held(summary: ThreadSummary) -> str | None:
-    """Why the thread must never expire, or None: it waits at an interrupt, or its latest
-    step did not finish (pending writes a resume needs)."""
+    """Why the thread must never expire, or None: it waits at an interrupt, its latest step
+    did not finish (pending writes a resume needs), or its latest state has tasks to run: a
+    run under way (a node running longer than the TTL: deleting the thread under it would
+    leave its next put an orphan, and a DeltaChannel's history lost) or one stopped mid-step,
+    which ``invoke(None, config)`` resumes."""
     if summary.waiting:
         return f"waits on an interrupt at {', '.join(sorted({i.task_name for i in summary.waiting}))}"
     pending = [v for v in summary.live.values() if v.writes]
-    if not pending:
-        return None
-    started = sorted({t.name for v in pending for t in v.tasks if t.status != "not started"})
-    return f"its latest step did not finish (pending writes of {', '.join(started) or 'a task'})"
+    if pending:
+        started = sorted({t.name for v in pending for t in v.tasks if t.status != "not started"})
+        return f"its latest step did not finish (pending writes of {', '.join(started) or 'a task'})"
+    if summary.next:
+        return f"its latest state has tasks to run ({', '.join(summary.next)}): a run under way or stopped"
+    return None
 
 
 def last_written(summary: ThreadSummary) -> datetime | None:
