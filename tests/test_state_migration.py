@@ -26,7 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from graphs import ask_graph, cfg, line_graph
+from graphs import ask_graph, cfg, delta_graph, line_graph
 from helpers import LONG, as_a_race, cli, file_bytes, one_line_error
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.errors import BadInputError
@@ -316,3 +316,20 @@ def test_declarations_apply_once_and_leave_the_given_state_alone() -> None:
     assert migration.apply(new) == new
     with pytest.raises(BadInputError, match="declares nothing"):
         StateMigration("empty")
+
+
+def test_a_thread_holding_a_delta_channel_is_refused_naming_the_channel(tmp_path: Path) -> None:
+    """A DeltaChannel is stored as what each step added (absent between snapshots, LangGraph's
+    snapshot object at one): without the graph's reducer a migration cannot read it, so such a
+    thread is refused at either point, naming the channel, and nothing is written; the
+    others are migrated (before, one was "unchanged" and the other renamed a snapshot object,
+    depending on the step count: hostile review)."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root, durable=False)
+    for stop in (4, 5):  # between snapshots, at one (snapshot_frequency=3)
+        delta_graph(saver, stop=stop).invoke({"items": [], "n": 0}, cfg(f"delta-{stop}"))
+    before = file_bytes(root)
+    results = migrate_threads(saver, StateMigration("entries", rename={"items": "entries"}))
+    assert {r.thread_id: r.status for r in results} == {"delta-4": "refused", "delta-5": "refused"}
+    assert all("channel items is not stored whole" in r.reason for r in results)
+    assert file_bytes(root) == before

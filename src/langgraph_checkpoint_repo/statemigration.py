@@ -254,6 +254,14 @@ def plan_thread(
     cid = str(head.checkpoint["id"])
     if head.metadata.get(MIGRATION_KEY) == migration.name:
         return ThreadMigration(thread_id, ns, "already migrated", cid)
+    partial = not_whole(head.checkpoint)
+    if partial:
+        why = (
+            f"channel {', '.join(partial)} is not stored whole at its latest checkpoint (a "
+            "DeltaChannel keeps what each step added; the graph rebuilds it): a migration without "
+            "the graph cannot read it; migrate this thread with the graph's update_state"
+        )
+        return ThreadMigration(thread_id, ns, "refused", cid, reason=why)
     values = head.checkpoint["channel_values"]
     old = {k: v for k, v in values.items() if not is_internal(k)}
     new = _migrated(migration, thread_id, old)
@@ -267,6 +275,21 @@ def plan_thread(
         plan.status = "refused"
         plan.reason = f"it waits: {'; '.join(waiting)} (--include-waiting migrates it anyway)"
     return plan
+
+
+def not_whole(checkpoint: Mapping[str, Any]) -> list[str]:
+    """The user's channels the checkpoint does not hold as the graph reads them: a
+    DeltaChannel between its snapshots (a version, no value) or at one (LangGraph's snapshot
+    object, not the list). Only the graph's reducer makes their value, so a migration that
+    read the stored values would see nothing there, or the wrong thing (hostile review)."""
+    from ._compat import DeltaSnapshot
+
+    values = checkpoint["channel_values"]
+    return sorted(
+        name
+        for name in checkpoint["channel_versions"]
+        if not is_internal(name) and (name not in values or isinstance(values[name], DeltaSnapshot))
+    )
 
 
 def _migrated(migration: StateMigration, thread_id: str, old: dict[str, Any]) -> dict[str, Any]:
