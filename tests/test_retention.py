@@ -121,7 +121,7 @@ def test_a_thread_a_run_is_writing_is_never_expired_under_it(tmp_path: Path) -> 
     graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
     graph.invoke({"log": []}, cfg("run"))
     (plan,) = swept
-    assert plan.expired is None and "tasks to run (slow)" in (plan.skipped or ""), plan
+    assert plan.expired is None and "its latest state has tasks to run (" in (plan.skipped or ""), plan
     history = list(graph.get_state_history(cfg("run")))
     assert [h.metadata["step"] for h in history] == [2, 1, 0, -1]  # type: ignore[index]
     assert history[0].values == {"log": ["first", "slow"]}
@@ -292,3 +292,25 @@ async def test_the_factory_honours_checkpointer_ttl_and_stops_its_sweeper_on_exi
     async with checkpointer() as saver:  # no sweep_interval_minutes: no background sweeper
         assert saver.retention == Retention(default_ttl=1)
         assert not sweepers() - before
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "expected"),
+    [
+        ('tool = "langgraph-repo"\n', None),  # a string, not the table: no settings, no crash
+        ('[tool]\nlanggraph-repo = ["ttl"]\n', "[tool.langgraph-repo]: must be a table"),
+    ],
+    ids=["tool is a string", "table is a list"],
+)
+def test_a_pyproject_of_the_wrong_shape_is_no_table_or_an_error_naming_it(
+    tmp_path: Path, pyproject: str, expected: str | None
+) -> None:
+    """A pull request can make pyproject.toml anything: the retention reader reads its table as
+    the type reader does (hostile review: a TypeError at startup, and two answers)."""
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    root = tmp_path / ".langgraph"
+    if expected is None:
+        assert project_retention(root) is None
+        return
+    with pytest.raises(BadInputError, match=re.escape(expected)):
+        project_retention(root)

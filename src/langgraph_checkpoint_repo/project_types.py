@@ -114,10 +114,22 @@ def _ours(path: Path) -> bool:
     return getuid is None or st.st_uid == getuid()
 
 
+def _table(pyproject: Path) -> tuple[dict[str, Any], str]:
+    """The ``[tool.langgraph-repo]`` table of a pyproject.toml that has one, and where it is
+    (for errors); not a table (``langgraph-repo = ["ttl"]``) is an error naming the file, for
+    every reader of the table alike."""
+    table = _read_toml(pyproject)["tool"][TABLE]
+    where = f"{pyproject} [tool.{TABLE}]"
+    if not isinstance(table, dict):
+        raise BadInputError(f"{where}: must be a table")
+    return table, where
+
+
 def _has_table(path: Path) -> bool:
     """True when ``path`` has our table; another project's broken pyproject.toml is not ours."""
     try:
-        return TABLE in _read_toml(path).get("tool", {})
+        tool = _read_toml(path).get("tool", {})
+        return isinstance(tool, dict) and TABLE in tool  # `tool = "langgraph-repo"` is not the table
     except BadInputError:
         with path.open("rb") as f:
             if f"tool.{TABLE}".encode() in f.read(MAX_PYPROJECT_BYTES + 1):
@@ -159,10 +171,7 @@ def project_types(root: Path, given: Sequence[str] = ()) -> Allowed:
     found.pyproject = find_pyproject(root)
     if found.pyproject is None:
         return found
-    table = _read_toml(found.pyproject)["tool"][TABLE]
-    where = f"{found.pyproject} [tool.{TABLE}]"
-    if not isinstance(table, dict):
-        raise BadInputError(f"{where}: must be a table")
+    table, where = _table(found.pyproject)
     unknown = sorted(set(table) - {"allow", "graph", "ttl"})
     if unknown:
         raise BadInputError(f"{where}: unknown key {unknown[0]!r} (it takes allow, graph and ttl)")
@@ -256,8 +265,7 @@ def project_retention(root: Path, config: Path | None = None) -> RetentionFound 
             where = f"{config} checkpointer.ttl"
             return RetentionFound(ttl, parse_retention(ttl, where), where)
     pyproject = find_pyproject(root)
-    table = _read_toml(pyproject)["tool"][TABLE] if pyproject is not None else None
-    ttl = table.get("ttl") if isinstance(table, dict) else None
+    ttl = _table(pyproject)[0].get("ttl") if pyproject is not None else None
     if ttl is None:
         return None
     where = f"{pyproject} [tool.{TABLE}.ttl]"
