@@ -119,9 +119,9 @@ def test_a_thread_a_run_is_writing_is_never_expired_under_it(tmp_path: Path) -> 
     builder.add_edge("first", "slow")
     builder.add_edge("slow", END)
     graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
-    graph.invoke({"log": []}, cfg("run"))
+    graph.invoke({"log": []}, cfg("run"), durability="sync")  # each step saved before the next runs
     (plan,) = swept
-    assert plan.expired is None and "its latest state has tasks to run (" in (plan.skipped or ""), plan
+    assert plan.expired is None and "its latest state has tasks to run (slow)" in (plan.skipped or ""), plan
     history = list(graph.get_state_history(cfg("run")))
     assert [h.metadata["step"] for h in history] == [2, 1, 0, -1]  # type: ignore[index]
     assert history[0].values == {"log": ["first", "slow"]}
