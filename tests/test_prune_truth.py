@@ -89,3 +89,23 @@ def test_the_dry_run_counts_what_it_writes_and_the_run_does_exactly_that(tmp_pat
     assert sum(before[p] for p in said["remove"]) == said["remove_bytes"]
     assert sum(after[p] for p in said["write"]) == said["write_bytes"]
     assert said["write_bytes"] < said["remove_bytes"]  # an ordinary prune shrinks the root
+
+
+def test_keep_latest_keeps_whole_a_thread_it_would_grow_unless_growth_is_allowed(tmp_path: Path) -> None:
+    """The growth rule is one for every prune (``plans.unless_it_grows``): retention's
+    keep_latest strategy passes ``prune``'s ``allow_growth`` (it skipped the rule: hostile
+    review) and keeps whole a thread its removal would make bigger, saying by how much;
+    LangGraph's own ``RepoSaver.prune`` call asks for the removal and still gets it."""
+    from langgraph_checkpoint_repo.core.plans import plan_keep_latest, stored_metadata
+
+    root = tmp_path / "root"
+    wide_forks(root)
+    store = RepoSaver(root).store
+    grows = plan_keep_latest(store, stored_metadata(store), "w")
+    assert grows.written_bytes > grows.removed_bytes > 0 and grows.skipped is None
+    kept = plan_keep_latest(store, stored_metadata(store), "w", allow_growth=False)
+    growth = grows.written_bytes - grows.removed_bytes
+    assert (kept.skipped or "").startswith(f"pruning would grow it by {growth:,} bytes"), kept
+    before = sizes(root)
+    RepoSaver(root).prune(["w"], strategy="keep_latest")
+    assert sum(sizes(root).values()) - sum(before.values()) == growth

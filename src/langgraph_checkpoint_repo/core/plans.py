@@ -211,9 +211,14 @@ def needed_for_latest(
     return keep
 
 
-def plan_keep_latest(store: ThreadStore, metadata: Metadata, thread_id: str) -> PrunePlan:
+def plan_keep_latest(
+    store: ThreadStore, metadata: Metadata, thread_id: str, *, allow_growth: bool = True
+) -> PrunePlan:
     """``prune(strategy="keep_latest")``: per namespace the latest checkpoint and what a
-    DeltaChannel needs of its ancestors (``needed_for_latest``) stay, the rest goes."""
+    DeltaChannel needs of its ancestors (``needed_for_latest``) stay, the rest goes. Without
+    ``allow_growth`` (retention's keep_latest) a thread the removal would make bigger is kept
+    whole, as ``plan_prune`` keeps it; ``RepoSaver.prune``, LangGraph's call, asks for the
+    removal itself and gets it."""
     doomed: dict[str, list[str]] = {}
     for ns in store.namespaces(thread_id):
         ids = store.checkpoint_ids(thread_id, ns)
@@ -222,7 +227,22 @@ def plan_keep_latest(store: ThreadStore, metadata: Metadata, thread_id: str) -> 
             keep = needed_for_latest(store, metadata, thread_id, ns, latest)
             keep = no_new_heads(store.lineage(thread_id, ns), keep)
             doomed[ns] = [cid for cid in ids if cid not in keep]
-    return plan_removal(store, thread_id, doomed)
+    return unless_it_grows(plan_removal(store, thread_id, doomed), allow_growth)
+
+
+def unless_it_grows(plan: PrunePlan, allow_growth: bool) -> PrunePlan:
+    """``plan``, or (unless ``allow_growth``) the thread kept whole when what the plan writes
+    first (values the kept checkpoints use of the removed ones) outweighs what it removes."""
+    gone, written = plan_bytes(plan)
+    if written <= gone or allow_growth:
+        return plan
+    return PrunePlan(
+        plan.thread_id,
+        skipped=f"pruning would grow it by {written - gone:,} bytes (removes {gone:,}, writes "
+        f"{written:,}); --allow-growth prunes it anyway",
+        removed_bytes=gone,
+        written_bytes=written,
+    )
 
 
 def no_new_heads(lineage: Lineage, keep: set[str]) -> set[str]:
@@ -300,17 +320,7 @@ def plan_prune(
         oldest = min(keep)
         keep = no_new_heads(store.lineage(thread_id, ns), keep | {c for c in ids if c >= oldest})
         doomed[ns] = [c for c in ids if c not in keep]
-    plan = plan_removal(store, thread_id, doomed)
-    gone, written = plan_bytes(plan)
-    if written > gone and not allow_growth:
-        return PrunePlan(
-            thread_id,
-            skipped=f"pruning would grow it by {written - gone:,} bytes (removes {gone:,}, writes "
-            f"{written:,}); --allow-growth prunes it anyway",
-            removed_bytes=gone,
-            written_bytes=written,
-        )
-    return plan
+    return unless_it_grows(plan_removal(store, thread_id, doomed), allow_growth)
 
 
 def plan_bytes(plan: PrunePlan) -> tuple[int, int]:

@@ -181,7 +181,7 @@ def plan_retention(
                 return PrunePlan(thread_id, skipped=f"{keeps}: never expired ({since})")
             if policy.strategy == "delete":
                 return plan_whole(store, thread_id, f"expired: {since}")
-            return plan_keep_latest(store, stored_metadata(store), thread_id)
+            return plan_keep_latest(store, stored_metadata(store), thread_id, allow_growth=allow_growth)
     if policy.keep_last is None:
         return PrunePlan(thread_id)
     waits = [i.task_name for i in summary.waiting]
