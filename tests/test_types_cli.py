@@ -211,3 +211,16 @@ def test_show_and_diff_a_main_writers_state(tmp_path: Path) -> None:
     allowed = ok(cli(project, "show", "main", "--allow", "agent:*"))
     assert "  Order:\n    item: tea\n    tier: Tier.GOLD\n" in allowed
     assert "not revived" not in allowed.lower() and "wrote" not in allowed
+
+
+def test_migrate_state_names_the_option_that_allows_a_type_it_refuses(project: Path) -> None:
+    """A command that writes through the saver (migrate-state, as edit, heads and export)
+    says which ``--allow`` constructs a type it refused, not a Python call (hostile review)."""
+    (project / "rules.toml").write_text('name = "x"\n[default]\nzz = 1\n', encoding="utf-8")
+    try:
+        refused = cli(project, "migrate-state", "--rules", "rules.toml", "--dry-run", "pydantic")
+    finally:
+        (project / "rules.toml").unlink()
+    assert refused.returncode != 0
+    assert "To allow them: --allow myapp.state:Color --allow myapp.state:Customer" in refused.stderr
+    assert "RepoSaver(allowlist" not in refused.stderr

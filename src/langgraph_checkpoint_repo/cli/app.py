@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from ..project_types import Allowed
     from ..readmodel.reader import Reader
+    from ..saver import RepoSaver
 
 PROG = "langgraph-repo"
 
@@ -234,6 +235,16 @@ class Settings:
         from ..project_types import cli_types, project_types
 
         return project_types(self.root, self.allow) if self.trust_project else cli_types(self.allow)
+
+    def saver(self) -> RepoSaver:
+        """The saver a command writes or copies through (imports LangGraph): it constructs
+        ``allowed()``, and a type it refuses is named with the option that allows it."""
+        from ..saver import RepoSaver
+
+        allowed = self.allowed()
+        saver = RepoSaver(self.root, allowlist=sorted(allowed.types) or None)
+        saver.codec.fix = allowed.fix
+        return saver
 
 
 def _show_version(value: bool) -> None:

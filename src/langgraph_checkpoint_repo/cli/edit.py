@@ -353,9 +353,8 @@ def write(
     force: bool = False,
 ) -> str:
     """The changed channels as values, written as a new checkpoint through the saver."""
-    from ..saver import RepoSaver
 
-    saver = RepoSaver(settings.root, allowlist=sorted(settings.allowed().types) or None)
+    saver = settings.saver()
     config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
     parent = saver.get_tuple(config)
     assert parent is not None

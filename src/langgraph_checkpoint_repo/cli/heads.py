@@ -175,9 +175,8 @@ def _choose(settings: Settings, reader: Reader, thread: str, ns: str, choose: st
 def _saver(settings: Settings) -> Any:
     """The saver a command writes through (imports LangGraph): it constructs the values it
     copies, LangGraph's safe types and what ``--allow`` names."""
-    from ..saver import RepoSaver
 
-    return RepoSaver(settings.root, allowlist=sorted(settings.allowed().types) or None)
+    return settings.saver()
 
 
 def _heads_table(rows: list[dict[str, Any]], forked: bool) -> Table:

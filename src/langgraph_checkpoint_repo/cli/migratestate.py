@@ -84,14 +84,12 @@ def migrate_state(
     """Migrate the state of every thread (or those named) to your new schema: one new
     checkpoint each continuing the latest, as update_state writes one, metadata naming the
     migration; threads already migrated or unchanged are left alone."""
-    from ..project_types import cli_types
-    from ..saver import RepoSaver
     from ..statemigration import migrate_threads
 
     settings = settings_of(ctx)
     require_root(settings.root)
     migration = _migration(rules, function, name)
-    saver = RepoSaver(settings.root, allowlist=sorted(cli_types(settings.allow).types) or None)
+    saver = settings.saver()
     report = migrate_threads(
         saver, migration, thread_ids or None, ns=ns, dry_run=dry_run, include_waiting=include_waiting
     )
