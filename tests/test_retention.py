@@ -64,9 +64,9 @@ def test_keep_latest_cuts_an_expired_thread_to_its_latest_state_which_continues(
     root = tmp_path / "root"
     chat_root(root, "chat", turns=2)
     latest = checkpoints(thread_dir(root, "chat"))[-1]
-    saver = RepoSaver(root, ttl={"strategy": "keep_latest", "default_ttl": 1}, clock=at(2), durable=False)
+    saver = RepoSaver(root, durable=False)
     before = saver.get_tuple(cfg("chat"))
-    (plan,) = saver.sweep()
+    (plan,) = RepoSaver(root, ttl={"strategy": "keep_latest", "default_ttl": 1}, clock=at(2)).sweep()
     assert plan.expired is None and plan.doomed
     assert checkpoints(thread_dir(root, "chat")) == [latest]
     assert saver.get_tuple(cfg("chat")).checkpoint == before.checkpoint  # type: ignore[union-attr]
@@ -84,15 +84,18 @@ def test_keep_latest_cuts_an_expired_thread_to_its_latest_state_which_continues(
 
 def test_a_thread_waiting_at_an_interrupt_is_never_expired_and_resumes(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    saver = RepoSaver(root, ttl=TTL, clock=at(60 * 24 * 365), durable=False)
-    graph = ask_graph(saver)
+    graph = ask_graph(RepoSaver(root, durable=False))
     graph.invoke({}, cfg("waits"))
     before = files(root)
-    (plan,) = saver.sweep()
+
+    def a_year_later() -> RepoSaver:  # a sweeper that has not used the thread itself
+        return RepoSaver(root, ttl=TTL, clock=at(60 * 24 * 365), durable=False)
+
+    (plan,) = a_year_later().sweep()
     assert plan.skipped is not None and plan.skipped.startswith("waits on an interrupt at ask: never expired")
     assert not plan.doomed and files(root) == before
     assert graph.invoke(Command(resume="Ada"), cfg("waits"))["answer"] == "Ada"
-    (after,) = saver.sweep()  # answered, then idle a year: it goes
+    (after,) = a_year_later().sweep()  # answered, then idle a year: it goes
     assert after.expired and not thread_dir(root, "waits").exists()
 
 
@@ -129,14 +132,14 @@ def test_a_thread_a_run_is_writing_is_never_expired_under_it(tmp_path: Path) -> 
 
 def test_a_thread_whose_latest_step_failed_keeps_its_checkpoint_and_pending_writes(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    saver = RepoSaver(root, ttl={**TTL, "keep_last": 1}, clock=at(60 * 24 * 365), durable=False)
+    saver = RepoSaver(root, durable=False)
     graph = fan_graph(saver, fail=True)
     with pytest.raises(RuntimeError, match="boom on bad"):
         graph.invoke({"items": ["a", "b", "bad"]}, cfg("failed"))
     pending = saver.get_tuple(cfg("failed"))
     assert pending is not None and pending.pending_writes
     before = files(root)
-    (plan,) = saver.sweep()
+    (plan,) = RepoSaver(root, ttl={**TTL, "keep_last": 1}, clock=at(60 * 24 * 365), durable=False).sweep()
     assert (
         plan.skipped is not None and "its latest step did not finish (pending writes of work)" in plan.skipped
     )
@@ -314,3 +317,47 @@ def test_a_pyproject_of_the_wrong_shape_is_no_table_or_an_error_naming_it(
         return
     with pytest.raises(BadInputError, match=re.escape(expected)):
         project_retention(root)
+
+
+def test_a_run_that_saves_only_at_its_end_keeps_its_thread_from_the_sweep_of_its_saver(
+    tmp_path: Path,
+) -> None:
+    """``durability="exit"`` writes nothing until the run ends, so the thread's files look
+    idle while it runs; the saver that serves the run counts its read of the thread as use,
+    and its sweep keeps the thread (it deleted it, the run's end then an orphan: review)."""
+    root = tmp_path / "root"
+    saver = RepoSaver(root, ttl=TTL, clock=at(10), durable=False)  # files ten minutes old
+    swept: list[Any] = []
+
+    def slow(state: Log) -> Log:
+        swept.extend(saver.sweep())
+        return {"log": ["slow"]}
+
+    builder = StateGraph(Log)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "slow")
+    builder.add_edge("slow", END)
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"log": ["one"]}, cfg("exit"), durability="exit")
+    swept.clear()
+    graph.invoke({"log": ["two"]}, cfg("exit"), durability="exit")
+    (plan,) = swept
+    assert plan.expired is None and not plan.doomed, plan
+    assert graph.get_state(cfg("exit")).values == {"log": ["one", "slow", "two", "slow"]}
+    assert len(list(graph.get_state_history(cfg("exit")))) == 2
+
+
+@pytest.mark.parametrize("minutes", [1e-9, 1e300], ids=["spins", "overflows"])
+def test_every_sweeper_refuses_an_interval_that_would_spin_or_kill_it(tmp_path: Path, minutes: float) -> None:
+    """The store's sweeper (``store.ttl`` of langgraph.json) and the saver's take the same
+    bounds as ``checkpointer.ttl``: 1e-9 spun the store's sweeper, 1e300 killed it silently
+    (second review)."""
+    from langgraph_checkpoint_repo.repostore import RepoStore
+
+    store = RepoStore(tmp_path / "store", ttl={"default_ttl": 1, "sweep_interval_minutes": minutes})
+    with pytest.raises(BadInputError, match=re.escape("sweep_interval_minutes must be from 0.001 to")):
+        store.start_ttl_sweeper()
+    saver = RepoSaver(tmp_path / "root", ttl={"default_ttl": 1})
+    with pytest.raises(BadInputError, match=re.escape("sweep_interval_minutes must be from 0.001 to")):
+        saver.start_ttl_sweeper(sweep_interval_minutes=minutes)
+    assert not store._sweeper.running and not saver._sweeper.running

@@ -22,7 +22,9 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.channels import EphemeralValue
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
@@ -333,3 +335,24 @@ def test_a_thread_holding_a_delta_channel_is_refused_naming_the_channel(tmp_path
     assert {r.thread_id: r.status for r in results} == {"delta-4": "refused", "delta-5": "refused"}
     assert all("channel items is not stored whole" in r.reason for r in results)
     assert file_bytes(root) == before
+
+
+class Flash(TypedDict):
+    name: str
+    flash: Annotated[str, EphemeralValue]
+
+
+def test_a_channel_empty_by_design_is_not_taken_for_a_delta_channel(tmp_path: Path) -> None:
+    """An EphemeralValue is absent from the values after its step, as a DeltaChannel is
+    between snapshots; only LangGraph's delta counters tell the two apart, so the thread is
+    migrated, not refused (second review)."""
+    builder = StateGraph(Flash)
+    builder.add_node("a", lambda state: {"name": state["name"] + "!", "flash": "hi"})
+    builder.add_node("b", lambda state: {"name": state["name"] + "?"})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    saver = RepoSaver(tmp_path / "root", durable=False)
+    builder.compile(checkpointer=saver).invoke({"name": "n"}, cfg("flash"))
+    (result,) = migrate_threads(saver, StateMigration("title", rename={"name": "title"}), dry_run=True)
+    assert result.status == "migrate" and result.changes == ["name -> title"], result

@@ -230,6 +230,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.ttl_config = dict(ttl) if ttl is not None else None
         self.retention = retention_from(ttl, "RepoSaver(ttl=...)")
         self._clock = clock or _utc_now
+        # with a ttl: when this process last read or wrote each thread (shared with the
+        # graphs' views): a run under durability="exit" writes nothing until it ends, so its
+        # thread's files look idle while it runs; the sweep counts this use too
+        self._used: dict[str, datetime] = {}
         what = f"retention sweep of {self.root}"
         self._sweeper = Sweeper("reposaver-ttl-sweeper", what, "thread(s)", self._swept)
 
@@ -285,6 +289,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         return self._learn_graph_types(0)._get_tuple(config)
 
     def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if self.retention is not None:
+            self._used[thread_ns(config)[0]] = self._clock()
         with self.store.observing():  # a stat key the lineage check takes is not taken again
             return self._get_tuple_observed(config)
 
@@ -506,6 +512,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         its own, values.py); the others are referred to where their version already lives.
         Large files are written first, the checkpoint file (the commit point) last."""
         thread_id, ns = thread_ns(config)
+        if self.retention is not None:
+            self._used[thread_id] = self._clock()
         parent_id = config["configurable"].get("checkpoint_id")
         cid = checkpoint["id"]
         checkpoint, new_versions = _versions_for_file(checkpoint, new_versions)
@@ -829,7 +837,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if self.retention is None or not self.root.is_dir():
             return []
         reader, now = Reader(self.root), self._clock()
-        return sweep_threads(reader, self.retention, now, dry_run=dry_run, forget=self._forget)
+        used = dict(self._used)
+        return sweep_threads(reader, self.retention, now, dry_run=dry_run, forget=self._forget, used=used)
 
     def _swept(self) -> int:
         """One sweep of the background sweeper: how many threads it changed."""

@@ -254,7 +254,7 @@ def plan_thread(
     cid = str(head.checkpoint["id"])
     if head.metadata.get(MIGRATION_KEY) == migration.name:
         return ThreadMigration(thread_id, ns, "already migrated", cid)
-    partial = not_whole(head.checkpoint)
+    partial = not_whole(head.checkpoint, head.metadata)
     if partial:
         why = (
             f"channel {', '.join(partial)} is not stored whole at its latest checkpoint (a "
@@ -277,18 +277,22 @@ def plan_thread(
     return plan
 
 
-def not_whole(checkpoint: Mapping[str, Any]) -> list[str]:
-    """The user's channels the checkpoint does not hold as the graph reads them: a
-    DeltaChannel between its snapshots (a version, no value) or at one (LangGraph's snapshot
-    object, not the list). Only the graph's reducer makes their value, so a migration that
-    read the stored values would see nothing there, or the wrong thing (hostile review)."""
+def not_whole(checkpoint: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[str]:
+    """The DeltaChannels of the checkpoint: between snapshots one is absent from the values
+    (LangGraph counts its updates in the metadata's ``counters_since_delta_snapshot``), at one
+    it is LangGraph's snapshot object, not the value. Only the graph's reducer makes their
+    value, so a migration that read the stored values would see nothing there, or the wrong
+    thing (hostile review). An EphemeralValue or UntrackedValue, absent by design, is not one."""
     from ._compat import DeltaSnapshot
 
     values = checkpoint["channel_values"]
+    counted = metadata.get("counters_since_delta_snapshot")
+    counted = counted if isinstance(counted, Mapping) else {}
     return sorted(
         name
         for name in checkpoint["channel_versions"]
-        if not is_internal(name) and (name not in values or isinstance(values[name], DeltaSnapshot))
+        if not is_internal(name)
+        and ((name not in values and name in counted) or isinstance(values.get(name), DeltaSnapshot))
     )
 
 

@@ -14,6 +14,12 @@ import logging
 import threading
 from collections.abc import Callable
 
+from .errors import BadInputError
+
+# a sweep at most every 60 ms (a program's own choice; langgraph.json's checkpointer.ttl is held to
+# ten seconds: readmodel/retention.py), and an interval of a thousand years at most
+LEAST, MOST = 0.001, 1000 * 366 * 24 * 60
+
 _log = logging.getLogger("langgraph_checkpoint_repo")
 
 
@@ -37,7 +43,14 @@ class Sweeper:
 
     def start(self, minutes: float, *, at_once: bool = False) -> concurrent.futures.Future[None]:
         """Sweep every ``minutes`` (and first at once with ``at_once``) until ``stop``; a
-        second start while one runs does nothing (its future is done already)."""
+        second start while one runs does nothing (its future is done already). An interval
+        under 60 ms (a spinning sweeper) or over a thousand years (a wait that overflows and
+        kills the thread) is refused, for the store's sweeper as the saver's."""
+        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not LEAST <= minutes <= MOST:
+            raise BadInputError(
+                f"{self.what}: sweep_interval_minutes must be from {LEAST:g} to {MOST:,} minutes, "
+                f"not {minutes!r}"
+            )
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
         if self.running:
             done.set_result(None)

@@ -6,12 +6,14 @@ this package's own. The rules, one place for every caller (``RepoSaver.sweep`` a
 background sweeper, the Agent Server's factory, ``langgraph-repo prune --ttl/--retention``):
 
 * a thread **expires** ``default_ttl`` minutes after its last checkpoint (the newest ``ts`` of
-  its live states: the root namespace's latest and the subgraphs still running under it);
+  its live states: the root namespace's latest and the subgraphs still running under it) or
+  its last use by the sweeping saver's process (a run that saves only at its end reads first);
   then ``delete`` removes the thread whole, ``keep_latest`` its history but the latest
   state (``plan_keep_latest``, as ``prune(strategy="keep_latest")``);
-* a thread that waits at an interrupt, or whose latest step did not finish (pending writes:
-  a failed task, a run stopped mid-step), **never expires**: resuming it needs the checkpoint
-  and its writes. The plan names why it is kept, so the dry run shows every such thread;
+* a thread that waits at an interrupt, whose latest step did not finish (pending writes:
+  a failed task, a run stopped mid-step), or whose latest state has tasks to run (a run under
+  way, one stopped between steps) **never expires**: resuming it needs the checkpoint and its
+  writes. The plan names why it is kept, so the dry run shows every such thread;
 * ``keep_last`` keeps the newest N checkpoints of each namespace of a thread that has not
   expired, by ``prune --keep-last``'s plan (``plan_prune``: never a thread waiting at an
   interrupt, never the latest or what it still needs, never a hole, never a thread made bigger).
@@ -162,10 +164,17 @@ def last_written(summary: ThreadSummary) -> datetime | None:
 
 
 def plan_retention(
-    reader: Reader, thread_id: str, policy: Retention, now: datetime, *, allow_growth: bool = False
+    reader: Reader,
+    thread_id: str,
+    policy: Retention,
+    now: datetime,
+    *,
+    allow_growth: bool = False,
+    used: datetime | None = None,
 ) -> PrunePlan:
     """What ``policy`` removes of one thread at ``now`` (nothing: an empty plan);
-    ``allow_growth`` as ``prune --allow-growth`` for keep-last."""
+    ``allow_growth`` as ``prune --allow-growth`` for keep-last; ``used``: when the sweeping
+    process last read or wrote the thread (a run that saves only at its end reads it first)."""
     store = reader.store
     summary = reader.summary(thread_id)
     keeps = held(summary)
@@ -173,6 +182,7 @@ def plan_retention(
         last = last_written(summary)
         if last is None:
             return PrunePlan(thread_id, skipped="its latest ts is not a time: its age is unknown")
+        last = max(last, used) if used is not None else last
         idle = now - last
         if idle >= timedelta(minutes=policy.default_ttl):
             when = last.isoformat(timespec="seconds")
@@ -207,22 +217,25 @@ def sweep_threads(
     dry_run: bool = False,
     thread_ids: Iterable[str] | None = None,
     forget: Callable[[str], None] = lambda thread_id: None,
+    used: Mapping[str, datetime] | None = None,
 ) -> list[PrunePlan]:
     """Each thread's plan (every thread of the root by default), carried out unless
     ``dry_run``: planned without a lock (most threads need nothing), then, for a thread with
     something to remove, planned again under its exclusive lock and carried out (so a run that
     wrote meanwhile is seen). A thread that cannot be read or locked is kept, its plan saying
-    why; ``forget`` hears of each thread changed (the saver's caches)."""
+    why; ``forget`` hears of each thread changed (the saver's caches); ``used``: when the
+    sweeping saver's process last read or wrote a thread, which counts as a write of it."""
     plans: list[PrunePlan] = []
     changed = 0
     for thread_id in list(thread_ids) if thread_ids is not None else reader.thread_ids():
         if policy.sweep_limit is not None and changed >= policy.sweep_limit:
             break
         try:
-            plan = plan_retention(reader, thread_id, policy, now)
+            last_use = (used or {}).get(thread_id)
+            plan = plan_retention(reader, thread_id, policy, now, used=last_use)
             if plan.doomed and not dry_run:
                 with reader.store.thread_lock(thread_id, exclusive=True):
-                    plan = plan_retention(reader, thread_id, policy, now)
+                    plan = plan_retention(reader, thread_id, policy, now, used=(used or {}).get(thread_id))
                     carry_out(reader.store, plan)
                 forget(thread_id)
                 changed += bool(plan.doomed)
