@@ -361,3 +361,12 @@ def test_every_sweeper_refuses_an_interval_that_would_spin_or_kill_it(tmp_path: 
     with pytest.raises(BadInputError, match=re.escape("sweep_interval_minutes must be from 0.001 to")):
         saver.start_ttl_sweeper(sweep_interval_minutes=minutes)
     assert not store._sweeper.running and not saver._sweeper.running
+
+
+def test_the_store_refuses_a_default_ttl_it_could_not_store_when_it_is_made(tmp_path: Path) -> None:
+    """``store.ttl``'s ``default_ttl`` of 1e300 was accepted, then refused by every put: now
+    the server's start says so once (second review)."""
+    from langgraph_checkpoint_repo.repostore import RepoStore
+
+    with pytest.raises(BadInputError, match=re.escape("RepoStore(ttl=...) default_ttl: ttl 1e+300 minutes")):
+        RepoStore(tmp_path / "store", ttl={"default_ttl": 1e300})

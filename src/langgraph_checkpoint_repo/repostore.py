@@ -50,9 +50,9 @@ from langgraph.store.base import (
 
 from .core.caches import CACHE_ENTRIES, LRU
 from .core.durable import check_lock_timeout
-from .core.errors import InvalidWriteError, UnrevivableValueError
+from .core.errors import BadInputError, InvalidWriteError, UnrevivableValueError
 from .core.files import Files
-from .core.items import ANY, ItemFiles, StoredItem, copy_plain, dotted, plain_tree
+from .core.items import ANY, ItemFiles, StoredItem, copy_plain, dotted, plain_tree, ttl_problem
 from .core.itemsearch import filter_problem, matches, select_namespaces
 from .core.layout import find_default_root
 from .core.redaction import RedactOption, Redactor, resolve_redactor
@@ -130,6 +130,10 @@ class RepoStore(BaseStore):
             allowlist=allow_keys(allowlist or ()),
             unsafe_allow_pickle=unsafe_allow_pickle,
         )
+        default = ttl.get("default_ttl") if ttl else None
+        problem = ttl_problem(default) if default is not None else None
+        if problem is not None:  # said once, here (a server's start), not by every put
+            raise BadInputError(f"RepoStore(ttl=...) default_ttl: {problem}")
         self.ttl_config = ttl
         self.index_config: IndexConfig | None = None
         self.embeddings: Embeddings | None = None
