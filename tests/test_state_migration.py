@@ -356,3 +356,20 @@ def test_a_channel_empty_by_design_is_not_taken_for_a_delta_channel(tmp_path: Pa
     builder.compile(checkpointer=saver).invoke({"name": "n"}, cfg("flash"))
     (result,) = migrate_threads(saver, StateMigration("title", rename={"name": "title"}), dry_run=True)
     assert result.status == "migrate" and result.changes == ["name -> title"], result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"name": "x", "rename": {}, "default": {"pad": "' + "a" * (1 << 20) + '"}}',
+    ],
+    ids=["nested too deep", "over a megabyte"],
+)
+def test_a_rules_file_too_deep_or_too_big_is_an_error_naming_it(tmp_path: Path, text: str) -> None:
+    """The rules file may come with a pull request: read bounded, and a nesting too deep for
+    the parser is the same clear error, not a RecursionError."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(text, encoding="utf-8")
+    with pytest.raises(BadInputError, match=f"{rules}: cannot read the migration"):
+        StateMigration.from_file(rules)

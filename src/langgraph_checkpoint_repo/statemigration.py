@@ -44,6 +44,8 @@ from .forks import Update, waits, write_update
 from .readmodel.tasks import is_internal
 from .saver import RepoSaver
 
+MAX_RULES_BYTES = 1024 * 1024  # renames and defaults of a schema: a megabyte is plenty
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - the tests run on 3.11
@@ -97,9 +99,13 @@ class StateMigration:
         is TOML, anything else JSON): ``name`` (else the file's stem), ``rename``, ``default``;
         ``function`` runs after them. Reading it runs no code."""
         try:
-            text = path.read_text(encoding="utf-8")
+            with path.open("rb") as fh:  # bounded: a file in a pull request can be anything
+                raw = fh.read(MAX_RULES_BYTES + 1)
+            if len(raw) > MAX_RULES_BYTES:
+                raise ValueError(f"over {MAX_RULES_BYTES:,} bytes")
+            text = raw.decode("utf-8")
             data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise BadInputError(f"{path}: cannot read the migration: {exc}") from None
         unknown = sorted(set(data) - {"name", "rename", "default"}) if isinstance(data, dict) else []
         if not isinstance(data, dict) or unknown:
