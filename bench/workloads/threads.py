@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -186,6 +187,8 @@ def _warm(
     readers = {name: stores.open(name) for name in names}
     ns: dict[str, list[int]] = {name: [] for name in names}
     first: dict[str, float] = {}
+    looked_at = rule_paths(stores.root) if REPO in names else []
+    floor: list[int] = []
     for rep, k in enumerate(ks):
         for name in rotated(names, rep):
             if skips.why(name, "warm") or (rep and name not in first):
@@ -194,6 +197,8 @@ def _warm(
             found = [t.checkpoint["id"] for t in readers[name].list(None, filter=_filter(k))]
             elapsed = time.perf_counter_ns() - t0
             _check(name, "warm", k, found, expected)
+            if rep and name == REPO:
+                floor.append(lstat_all(looked_at))
             if rep:
                 ns[name].append(elapsed)
             else:
@@ -202,7 +207,7 @@ def _warm(
                 skips.add(name, "warm", growth.over(sizes.growth_cap_s))
     for name, reader in readers.items():
         stores.close(name, reader)
-    return {
+    out = {
         name: (
             {"median_ms": statistics.median(ns[name]) / 1e6, "all_ms": [t / 1e6 for t in ns[name]]}
             | {"first_ms": first[name]}
@@ -211,6 +216,32 @@ def _warm(
         )
         for name in names
     }
+    if floor:
+        out[REPO] |= {"floor_ms": statistics.median(floor) / 1e6, "floor_lstats": len(looked_at)}
+    return out
+
+
+def rule_paths(root: Path) -> list[str]:
+    """What the cache rule has a warm cross-thread filter look at (docs/reliability.md, "Hand
+    edits and caches"): every thread folder, every namespace's checkpoints folder, every
+    checkpoint file: one ``lstat`` each, however little changed."""
+    out: list[str] = []
+    for tdir in sorted((root / "threads").iterdir()):
+        out.append(str(tdir))
+        for folder in [tdir / "checkpoints", *sorted((tdir / "ns").glob("*/checkpoints"))]:
+            if folder.is_dir():
+                out.append(str(folder))
+                out += sorted(str(p) for p in folder.iterdir() if p.suffix == ".json")
+    return out
+
+
+def lstat_all(paths: list[str]) -> int:
+    """Nanoseconds of one bare ``lstat`` of each path, in a loop: the floor under the rule."""
+    lstat = os.lstat
+    t0 = time.perf_counter_ns()
+    for path in paths:
+        lstat(path)
+    return time.perf_counter_ns() - t0
 
 
 def _fresh(
@@ -312,6 +343,15 @@ def rows(result: Result) -> list[Row]:
     warm, fresh = goals.THREADS_WARM, goals.THREADS_FRESH
     return [
         row("list(None, filter), warm median", ("warm", "median_ms"), goal=warm),
+        Row(
+            "11 threads",
+            f"{n:,} threads: the floor of that warm call under the cache rule: one bare lstat of each "
+            "thread folder, checkpoints folder and checkpoint file, in a loop (median)",
+            {REPO: _floor(result, n), SQLITE: None},
+            "ms",
+            "",
+            3,
+        ),
         row("first list(None, filter) of a fresh process, the call", ("fresh", "call_ms"), goal=fresh),
         row(
             "list every thread: `langgraph-repo threads` (RepoSaver), GROUP BY in a fresh process (SQL)",
@@ -324,6 +364,12 @@ def rows(result: Result) -> list[Row]:
             "saver time to write one thread, not durable (median of the last tenth)", ("build_ms_per_thread",)
         ),
     ]
+
+
+def _floor(result: Result, n: int) -> float | None:
+    """``rule_paths``' bare lstats at ``n`` threads (None: a run before it was measured)."""
+    warm = result["points"].get(str(n), {}).get("savers", {}).get(REPO, {}).get("warm", {})
+    return warm.get("floor_ms")
 
 
 def _fig(entry: Result, *path: str, digits: int = 2, scale: float = 1) -> str:
@@ -394,7 +440,10 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         "`ride.writes_alone`). Every measurement is made on instances opened with the savers' defaults. "
         "At each size: `list(None, filter={'user_id': U})` (one thread's "
         f"{result['per_thread']} checkpoints among all), warm: the median of {result['repeats']} "
-        "calls on a new instance after its first call ('first call'); fresh: the call alone in a new "
+        "calls on a new instance after its first call ('first call'), and after each RepoSaver call "
+        "a bare loop of `os.lstat` over every thread folder, checkpoints folder and checkpoint file "
+        "(`rule_paths`: what the cache rule has that call check, one lstat each, docs/reliability.md); "
+        "fresh: the call alone in a new "
         f"process (`bench/fresh_child.py --app`, as in the turns workload), median of {result['repeats']}, "
         "RepoSaver with `.cache/` as "
         "an earlier process left it; 'files opened' counts Python's `open` audit events during the call. "
