@@ -37,6 +37,7 @@ from typing import Any
 
 from .configs import checkpoint_config
 from .core.errors import BadInputError, NotFoundError
+from .core.format.fields import MIGRATION_KEY, migration_name
 from .core.lineage import where_of
 from .core.sends import TASKS
 from .edits import scheduled_calls
@@ -51,8 +52,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the tests run on 3.11
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-#: the metadata key of a migration's checkpoint: ``{"migration": NAME}``
-MIGRATION_KEY = "migration"
 
 StateFunction = Callable[[dict[str, Any]], Mapping[str, Any]]
 
@@ -258,7 +257,7 @@ def plan_thread(
             thread_id, ns, "no namespace", reason=f"{where_of(thread_id, ns)} has no checkpoint"
         )
     cid = str(head.checkpoint["id"])
-    if head.metadata.get(MIGRATION_KEY) == migration.name:
+    if migration_name(head.metadata) == migration.name:
         return ThreadMigration(thread_id, ns, "already migrated", cid)
     partial = not_whole(head.checkpoint, head.metadata)
     if partial:

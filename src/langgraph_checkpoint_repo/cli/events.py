@@ -208,6 +208,9 @@ def _other_parts(e: Event) -> tuple[str, str]:
         )
     elif e.kind == "metadata":
         label, text = "metadata", compact(e.tree)
+    elif e.kind == "update" and e.name:  # the metadata's word: any update_state could say so
+        label = f"migration {e.name}"
+        text = "update_state wrote this checkpoint (migrate-state, its metadata says)"
     elif e.kind == "update":
         label, text = "edit", "update_state wrote this checkpoint"
     elif e.kind in ("choice", "merge"):
@@ -313,6 +316,8 @@ def verdict_line(v: Verdict, code: Callable[[str], str] = str) -> str:
         parts.append(plural(v.failures, "failed task"))
     if v.edits:
         parts.append(plural(v.edits, "hand edit"))
+    if v.migrations:
+        parts.append(plural(v.migrations, "migration"))
     parts += [plural(v.memories, "memory change"), plural(v.forks, "fork"), plural(v.rewrites, "rewrite")]
     if v.threads_removed:
         parts.append(f"{plural(v.threads_removed, 'thread')} deleted")

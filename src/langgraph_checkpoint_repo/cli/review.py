@@ -149,6 +149,7 @@ def _verdict_json(report: Report) -> dict[str, Any]:
         "tool_errors": v.tool_errors,
         "failed_tasks": v.failures,
         "hand_edits": v.edits,
+        "migrations": v.migrations,
         "memory_changes": v.memories,
         "forks": v.forks,
         "rewrites": v.rewrites,

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ..core.errors import BadInputError, NotFoundError, RepoCheckpointError, UnrevivableValueError
 from ..core.format.entries import ValueEntry, entry_from_node
+from ..core.format.fields import migration_name
 from ..core.format.records import CheckpointRecord
 from ..core.format.tree import b64, named_types, plain_value
 from ..core.format.tree import readable as readable_tree
@@ -453,7 +454,8 @@ class Reader:
             elif source == "input":
                 writers = ["(input)"]
             elif source == "update":
-                writers = ["(update_state)"]
+                name = migration_name(meta)
+                writers = ["(update_state)" if name is None else f"(migration {name})"]
             elif source == "fork":
                 writers = ["(fork)"]
             else:

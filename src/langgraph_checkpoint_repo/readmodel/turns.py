@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.format.fields import migration_name
 from ..core.format.messages import MESSAGES, REMOVE_ALL, Refusal, message_fields, read_message
 from ..core.lineage import CHOICE_KEY
 from ..core.sends import TASKS, packet_tool_calls
@@ -44,7 +45,8 @@ class Event:
     role: str = ""  # a message's role: human, ai, tool, system
     text: str = ""
     calls: list[tuple[str, Any]] = field(default_factory=list)  # (tool name, arguments) of an AI message
-    name: str = ""  # the tool of a tool result, the node of an interrupt, a channel, a called node
+    name: str = ""  # the tool of a tool result, the node of an interrupt, a channel, a called node,
+    # the migration that wrote an update (``migrate-state``)
     status: str = ""  # a tool result's status when it is not success ("error")
     invalid: list[tuple[str, Any]] = field(default_factory=list)  # an AI message's invalid tool calls
     tree: Any = None  # the stored tree (a message, an interrupt's value, a resume value, a channel's value)
@@ -203,8 +205,10 @@ def _source_events(view: StateView) -> list[Event]:
     """How a checkpoint not made by a run's step came to be: an ``update_state`` edit, or a
     fork (a choice or merge of heads, when its metadata records one)."""
     cid, step, ns = view.checkpoint_id, view.step, view.ns
-    if view.source == "update":
-        return [Event(kind="update", checkpoint_id=cid, step=step, text="update_state", ns=ns)]
+    if view.source == "update":  # by hand (``edit``, update_state) or by ``migrate-state``
+        name = migration_name(view.record.metadata)
+        text = "update_state" if name is None else f"migration {name}"
+        return [Event(kind="update", checkpoint_id=cid, step=step, text=text, ns=ns, name=name or "")]
     if view.source == "fork":
         meta = view.record.metadata
         choice = meta.get(CHOICE_KEY) if isinstance(meta, dict) else None

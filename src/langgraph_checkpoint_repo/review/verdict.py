@@ -60,6 +60,8 @@ def verdict_of(report: Report) -> Verdict:
                         v.answers.append(e.tree)
                     elif e.kind == "error" and id(e) not in raised:
                         v.failures += 1
+                    elif e.kind == "update" and e.name:
+                        v.migrations += 1
                     elif e.kind == "update":
                         v.edits += 1
             if n.heads and sum(not h.settled for h in n.heads) > 1:

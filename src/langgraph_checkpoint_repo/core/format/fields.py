@@ -18,6 +18,17 @@ if TYPE_CHECKING:
     Doc = dict[str, Any]
 
 
+#: the metadata key of a checkpoint ``migrate-state`` wrote: ``{"migration": NAME}``
+#: (statemigration.py); the review and ``history`` name the migration there, not a hand edit
+MIGRATION_KEY = "migration"
+
+
+def migration_name(metadata: object) -> str | None:
+    """The migration an ``update`` checkpoint's metadata says wrote it, else None."""
+    name = metadata.get(MIGRATION_KEY) if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def channel_versions(doc: Doc) -> dict[str, Any]:
     """The version of every channel at this checkpoint."""
     return doc["checkpoint"]["channel_versions"]  # type: ignore[no-any-return]
