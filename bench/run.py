@@ -40,6 +40,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
+import os
 import shlex
 import sys
 import time
@@ -154,6 +155,10 @@ def chosen_sizes(args: argparse.Namespace) -> Sizes:
 def run_all(args: argparse.Namespace, argv: Sequence[str]) -> Result:
     """Machine info, then every chosen workload in registry order, in one temp folder."""
     sizes = chosen_sizes(args)
+    # the processes the bench starts (commands, fresh readers) load compiled bytecode as an
+    # installed package does: with PYTHONDONTWRITEBYTECODE set (some shells and CI images set
+    # it) each one compiled every module again, and a command's wall time was mostly that
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.time()
     results: Result = {
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
