@@ -33,6 +33,8 @@ from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
 from .core.format.entries import appended_weight
 from .core.format.objects import (
+    Cut,
+    Frame,
     KnownChunk,
     input_tag,
     is_pair_tag,
@@ -82,6 +84,9 @@ class ListState:
     # it is, if every one of these files is unchanged, instead of hashing and looking it up
     chunks: dict[str, KnownChunk] | None = None
     holders: dict[tuple[str, str], Dep] = field(default_factory=dict)
+    # how that copy cut the list, its chunks as later files refer to them (in ``chunks``,
+    # under the same check): the next copy cuts only what its new items changed
+    frame: Frame | None = None
 
 
 @dataclass(frozen=True)
@@ -288,10 +293,10 @@ class ValueWriter:
         written, ``where``, known by its stat key alone, as ``deps``), which each append after
         it carries on."""
         if state.chunks is not None:
-            if any(location_of(ref) == where for _, ref, _ in state.chunks.values()):
+            if where in state.holders:  # ``chunk_memo`` left its place for the stat key
                 state.holders = {**state.holders, where: own}
         elif state.depth > 0 and before is not None and before.chunks is not None:
-            state.chunks, state.holders = before.chunks, before.holders
+            state.chunks, state.holders, state.frame = before.chunks, before.holders, before.frame
 
     def carried_refs(
         self,
@@ -480,7 +485,9 @@ class ValueWriter:
         refs, weight, new = shared_tree(files, thread_id, tree, large, where, items=True, host=host)
         heights = list(host.item_heights)
         listed = ([*old_refs, *refs], [*old_heights, *heights])
-        out, chunks, chunked = chunked_list(host, thread_id, *listed, where, self.known_chunks(state, ns))
+        known_chunks = self.known_chunks(state, ns)
+        frame = state.frame if state is not None and known_chunks is not None else None
+        out, chunks, chunked, cuts = chunked_list(host, thread_id, *listed, where, known_chunks, frame)
         candidate = {"json": out}
         whole_weight = appended_weight(state.weight, weight) if known is not None and state else weight
         if whole_weight is None or json_size(candidate) > self.large_value_bytes:
@@ -492,7 +499,8 @@ class ValueWriter:
         items = self.extended((old_refs, old_heights), refs, ns)
         after = ListState(version=version, ref="", count=count, depth=0, body=body, weight=whole_weight)
         after.items = items
-        after.chunks, after.holders = self.chunk_memo(thread_id, ns, chunked, state)
+        after.chunks, after.holders = self.chunk_memo(thread_id, ns, chunked, state, cuts)
+        after.frame = self.frame_of((listed[0], len(old_refs)), items, cuts, after.chunks, after.holders)
         return {"value": candidate}, after
 
     def known_chunks(self, state: ListState | None, ns: str) -> dict[str, KnownChunk] | None:
@@ -509,31 +517,63 @@ class ValueWriter:
         return state.chunks
 
     def chunk_memo(
-        self, thread_id: str, ns: str, chunked: dict[str, KnownChunk], state: ListState | None
+        self,
+        thread_id: str,
+        ns: str,
+        chunked: dict[str, KnownChunk],
+        state: ListState | None,
+        cuts: list[Cut],
     ) -> tuple[dict[str, KnownChunk], dict[tuple[str, str], Dep]]:
         """The chunks of the copy being written, each as a later file refers to it, for the
         next copy: those this file holds (its stat key is added once it is written,
-        ``remember``) and those held by a file whose parse, holding them, is kept with its
-        stat key (``known_chunks`` checked it, or ``locate_object`` just read it); any other
-        is looked up again next time."""
+        ``remember``: its place is kept for it) and those held by a file whose parse, holding
+        them, is kept with its stat key (``known_chunks`` checked it, or ``locate_object`` just
+        read it); any other is looked up again next time. Chunks taken from the last copy's
+        frame (``cuts``) are not in ``chunked``: its chunks and their holders are kept too."""
         host = self.host
         assert host is not None
         checked = dict(state.holders) if state is not None and state.chunks else {}
-        holders: dict[tuple[str, str], Dep] = {}
-        memo: dict[str, KnownChunk] = {}
+        taken = state is not None and state.chunks is not None and any(cut.settled for cut in cuts)
+        holders: dict[tuple[str, str], Dep] = dict(checked) if taken else {}
+        memo: dict[str, KnownChunk] = dict(state.chunks or {}) if taken and state is not None else {}
+        here = (ns, self.writing_id)
         for key, (tree, ref, height) in chunked.items():
             where, name = location_of(ref), ref_digest(ref)
             if where is not None:
                 dep = checked.get(where) or self.holder(thread_id, where, name)
                 if dep is None:
+                    memo.pop(key, None)
                     continue
                 holders[where] = dep
             elif name in host.objects:
-                ref = object_ref(name, (ns, self.writing_id))
+                ref = object_ref(name, here)
+                holders[here] = (str(self.store.layout.checkpoint_path(thread_id, *here)), None, None)
             else:
+                memo.pop(key, None)
                 continue  # in objects/ (too big for its file): looked up again
             memo[key] = (tree, ref, height)
         return memo, holders
+
+    @staticmethod
+    def frame_of(
+        listed: tuple[list[Any], int],
+        items: tuple[list[Any], list[int]] | None,
+        cuts: list[Cut],
+        memo: dict[str, KnownChunk],
+        holders: dict[tuple[str, str], Dep],
+    ) -> Frame | None:
+        """How the copy being written cut its list (``listed``: its items as this file holds
+        them, and how many came as later files refer to them), for the next copy
+        (``Sharer.chunk_refs``): each level up to its first chunk not in ``memo`` (looked up
+        again next time), each chunk as later files refer to it, and how many leading items
+        and chunks this file refers to so (``items``: each item as later files refer to it)."""
+        if items is None or not cuts:
+            return None
+        whole, old = listed
+        settled = old + next(
+            (i for i, r in enumerate(whole[old:]) if items[0][old + i] is not r), len(whole) - old
+        )
+        return Frame(whole, settled, tuple(_later_cut(cut, memo, holders) for cut in cuts))
 
     def holder(self, thread_id: str, where: tuple[str, str], name: str) -> Dep | None:
         """How to tell later that the checkpoint ``where`` still holds the object ``name``: the
@@ -714,6 +754,25 @@ def tree_of(value: Any, data: bytes) -> Any:
     if packed is not None and packed[0] == data:
         return value
     return msgpack_to_tree(data)
+
+
+def _later_cut(cut: Cut, memo: dict[str, KnownChunk], holders: dict[tuple[str, str], Dep]) -> Cut:
+    """A level of a copy's chunks (``Sharer.cuts``) as a later file refers to them (from
+    ``memo``, which ``chunk_memo`` made), up to the first not there; ``settled``: how many
+    leading ones the copy's file refers to so too."""
+    refs, settled = cut.refs[: cut.settled], cut.settled
+    for key, ref in zip(cut.keys[cut.settled :], cut.refs[cut.settled :], strict=True):
+        known = memo.get(key)
+        if known is None or ref_digest(known[1]) != ref_digest(ref):  # two chunks of one key
+            break
+        place = location_of(known[1])
+        if place is not None and place not in holders:
+            break
+        if settled == len(refs) and known[1] == ref:
+            settled += 1
+        refs.append(known[1])
+    n = len(refs)
+    return Cut(cut.keys[:n], refs, cut.heights[:n], cut.ends[:n], settled)
 
 
 def _canonical(tree: Any) -> bytes:

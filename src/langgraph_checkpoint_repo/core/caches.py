@@ -23,8 +23,9 @@ Applied to:
   checkpoint file's stat (one lstat per checkpoint a filter scans);
 * the list the next ``put`` appends to (the saver's ``_lists``): against the files of the
   chain it would append to; changed, the next value is written whole; and the chunks of its
-  last whole copy, which the next whole copy refers to where they are: against every file
-  holding one (one lstat per file); changed, each chunk is looked up again;
+  last whole copy and how it cut the list (``objects.Frame``), which the next whole copy
+  refers to where they are: against every file holding one (one lstat per file); changed,
+  each chunk is cut and looked up again;
 * what reads across threads need of every thread (``roster.Roster``): a thread's namespaces
   against its folder's stat (and its ``ns/`` folder's), a namespace's ids against its
   checkpoints folder's, a parent link or metadata against its checkpoint file's, a row of

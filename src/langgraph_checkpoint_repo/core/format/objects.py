@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -187,6 +188,31 @@ KnownChunk = tuple[Any, dict[str, str], int]
 Convert = Callable[[Any], "tuple[dict[str, str], Any] | None"]
 
 
+class Cut(NamedTuple):
+    """One level of a list's chunks (the items' chunks, the chunks of those ...), in order:
+    each chunk's key, its reference, its height and where it ends among the level's entries
+    (the index after its last). ``settled``: how many leading chunks are referred to as a
+    later file refers to them (``Sharer.cuts``: those taken from a ``Frame``)."""
+
+    keys: list[str]
+    refs: list[dict[str, str]]
+    heights: list[int]
+    ends: list[int]
+    settled: int
+
+
+class Frame(NamedTuple):
+    """How a whole copy of a list was cut: the items it cut, the first ``settled`` of them as
+    a later file refers to them, and each level's chunks, as a later file refers to them.
+    Where a chunk ends depends on the entries up to its end alone, so a later copy of a list
+    that starts with those items has the same chunks up to the last one that ends among
+    them, at every level (``Sharer.chunk_refs``)."""
+
+    items: list[Any]
+    settled: int
+    levels: tuple[Cut, ...]
+
+
 def _text_of_strings(items: list[Any]) -> int | None:
     """The characters of ``items`` when every one is a string (``_share`` weighs each so, a
     ``str`` subclass too), else None: joined in one pass in C, which stops at the first item
@@ -232,6 +258,9 @@ class Sharer:
         # sharer's ``chunk_refs`` made or reused: its key -> (tree, reference, height)
         self._known: Mapping[str, KnownChunk] = {}
         self.chunked: dict[str, KnownChunk] = {}
+        # each level of the list ``chunk_refs`` cut last (those a frame gave first, the rest
+        # as this file refers to them)
+        self.cuts: list[Cut] = []
         # the first message a read would refuse (core/format/messages.py): the writer refuses it
         self.refused: Refusal | None = None
         # messages found not refused, by their bytes without the id and the id (``checked``:
@@ -338,24 +367,30 @@ class Sharer:
         return out
 
     def chunk_refs(
-        self, refs: list[Any], heights: list[int], known: Mapping[str, KnownChunk] | None = None
+        self,
+        refs: list[Any],
+        heights: list[int],
+        known: Mapping[str, KnownChunk] | None = None,
+        frame: Frame | None = None,
     ) -> tuple[Any, int]:
         """A whole list made of items already shared (``share_items``, this write's or an
         earlier one's), with their heights: chunked exactly as ``share`` chunks a list whose
         items came back as these references, so only its chunks are looked up, not each item
         again. ``known``: the chunks of an earlier copy of the list (``chunked``, each as a
         later file refers to it, its file unchanged): one with the same tree is referred to
-        there without being hashed and looked up again, so a copy of a long list looks up
-        only the chunks its new items changed. The list and its height."""
+        there without being hashed and looked up again. ``frame``: how that copy cut the list
+        (its chunks in ``known``): when the list starts with its settled items, the chunks
+        that end among them are taken as they are and only the rest is cut, so a copy of a
+        long list costs what its new items changed. The list and its height."""
         self._known = known or {}
-        names = [ref_of(ref) for ref in refs]
-        for name, height in zip(names, heights, strict=True):
-            if name is not None:
-                self._heights[name] = height
+        if frame is not None and not _starts_with(refs, frame):
+            frame = None
+        start = frame.settled if frame is not None else 0  # the items before: references
+        names = [ref_of(ref) for ref in refs[start:]]
         least = UPPER_MIN if self._locate is not None else CHUNK_MIN
         out: Any
         if len(refs) >= least and None not in names:
-            out, height = self._chunked(refs)
+            out, height = self._chunked(refs, heights, frame)
         else:
             out, height = list(refs), max(heights, default=0)
         self.height = max(self.height, height)
@@ -376,49 +411,105 @@ class Sharer:
         self.objects[name] = self.found[name] = tree
         return {REF: name}
 
-    def _chunked(self, refs: list[Any]) -> tuple[dict[str, Any], int]:
+    def _chunked(
+        self, refs: list[Any], heights: list[int] | None = None, frame: Frame | None = None
+    ) -> tuple[dict[str, Any], int]:
         """Cut after an item whose key's first byte is below the cut. An item's key is what it
         holds, wherever that is stored: a message's digest; a chunk's, the digest of its items'
         keys. (A chunk's own name covers the ``$in`` of its items, which can differ from run to
         run: which checkpoint of a turn stored a message first; cut by names, the same
         conversation was chunked differently each time.) An item that itself holds references
-        (a ``Send`` carrying messages) is named with their ``$in``: its cut is not stable."""
-        level, upper = refs, False
-        keys = [r[REF][:NAME_HEX] for r in refs]  # format 3's objects/ files: 64 digits
+        (a ``Send`` carrying messages) is named with their ``$in``: its cut is not stable.
+        ``heights``: the items' (else known already); ``frame``: how an earlier copy of the
+        list, whose first ``frame.settled`` items these start with, was cut (``chunk_refs``):
+        at each level, its chunks that end among entries that are the same are taken whole
+        (its last chunk never: the list's end may have ended it), the rest is cut."""
+        level, keys, upper = refs, None, False
+        stable = frame.settled if frame is not None else 0  # leading entries the frame's too
+        olds = frame.levels if frame is not None else ()
+        self.cuts = []
+        while True:
+            old = olds[len(self.cuts)] if len(self.cuts) < len(olds) else None
+            taken = self._taken(old, stable) if old is not None else 0
+            start = old.ends[taken - 1] if old is not None and taken else 0
+            if heights is not None:
+                for r, h in zip(level[start:], heights[start:], strict=True):
+                    self._heights[r[REF]] = h
+            tail = [r[REF][:NAME_HEX] for r in level[start:]] if keys is None else keys[start:]
+            made = self._cut(
+                level[start:] if not upper else [dict(r) for r in level[start:]], tail, start, upper
+            )
+            if old is not None:
+                made = Cut(
+                    old.keys[:taken] + made.keys,
+                    old.refs[:taken] + made.refs,
+                    old.heights[:taken] + made.heights,
+                    old.ends[:taken] + made.ends,
+                    taken,
+                )
+            self.cuts.append(made)
+            stable = min(taken, old.settled) if old is not None else 0
+            level, keys, heights, upper = made.refs, made.keys, made.heights, True
+            if len(level) < (UPPER_MIN if self._locate is not None else CHUNK_MIN):
+                return {CHUNKS: [dict(r) for r in level]}, max(heights)
+
+    def _taken(self, old: Cut, stable: int) -> int:
+        """How many of ``old``'s leading chunks are taken as they are: those that end among the
+        ``stable`` entries (never its last), up to the first this file holds already (stored
+        here, as ``_chunk`` stores it)."""
+        taken = bisect_right(old.ends, stable, 0, len(old.ends) - 1)
+        if self.objects or self._held:
+            for j in range(taken):
+                name = old.refs[j][REF]
+                if name in self.objects or name in self._held:
+                    return j
+        return taken
+
+    def _cut(self, entries: list[Any], keys: list[str], start: int, upper: bool) -> Cut:
+        """``entries`` (a level's, from its index ``start``) cut into chunks, each stored or
+        found (``_chunk``)."""
         lean = self._locate is not None  # format 4: smaller chunks, a turn rewrites less
         most, cut = (CHUNK_MAX_4, CUT_4) if lean else (CHUNK_MAX, CUT)
-        while True:
-            chunks: list[list[Any]] = [[]]
-            chunk_keys: list[list[str]] = [[]]
-            for r, key in zip(level, keys, strict=True):
-                chunks[-1].append(r)
-                chunk_keys[-1].append(key)
-                if len(chunks[-1]) >= most or int(key[:2], 16) < cut:
-                    chunks.append([])
-                    chunk_keys.append([])
-            keys = [hashlib.sha256(" ".join(k).encode()).hexdigest() for k in chunk_keys if k]
-            filled = [({CHUNKS: c} if upper else c) for c in chunks if c]
-            level = [self._chunk(c, key) for c, key in zip(filled, keys, strict=True)]
-            upper = True
-            if len(level) < (UPPER_MIN if self._locate is not None else CHUNK_MIN):
-                return {CHUNKS: level}, max(self._heights[r[REF]] for r in level)
+        chunks: list[list[Any]] = [[]]
+        chunk_keys: list[list[str]] = [[]]
+        ends: list[int] = []
+        for i, (r, key) in enumerate(zip(entries, keys, strict=True), start + 1):
+            chunks[-1].append(r)
+            chunk_keys[-1].append(key)
+            if len(chunks[-1]) >= most or int(key[:2], 16) < cut:
+                ends.append(i)
+                chunks.append([])
+                chunk_keys.append([])
+        if chunks[-1]:
+            ends.append(start + len(entries))
+        made_keys = [hashlib.sha256(" ".join(k).encode()).hexdigest() for k in chunk_keys if k]
+        filled = [({CHUNKS: c} if upper else c) for c in chunks if c]
+        done = [self._chunk(c, key) for c, key in zip(filled, made_keys, strict=True)]
+        return Cut(made_keys, [r for r, _ in done], [h for _, h in done], ends, 0)
 
-    def _chunk(self, tree: Any, key: str) -> dict[str, str]:
+    def _chunk(self, tree: Any, key: str) -> tuple[dict[str, str], int]:
         """One chunk stored (``_store``), or referred to where an earlier copy of the list
         found it (``known``: the same tree, so the same name and place), and noted in
-        ``chunked``."""
+        ``chunked``; with its height."""
         hit = self._known.get(key)
         if hit is not None and hit[0] == tree:  # the same tree: the same object, of its height
             name = hit[1][REF]
             if name not in self.objects and name not in self._held:
                 self._heights[name] = hit[2]
                 self.chunked[key] = hit
-                return dict(hit[1])
+                return dict(hit[1]), hit[2]
         members = tree[CHUNKS] if isinstance(tree, dict) else tree
         height = 1 + max(self._heights[r[REF]] for r in members)
         ref = self._store(tree, height)
         self.chunked[key] = (tree, ref, height)
-        return ref
+        return ref, height
+
+
+def _starts_with(refs: list[Any], frame: Frame) -> bool:
+    """Whether ``refs`` starts with the frame's settled items (compared in C: the same
+    objects, when the list was built on the copy that made the frame)."""
+    n = frame.settled
+    return len(refs) >= n and refs[:n] == frame.items[:n]
 
 
 def refs_in(tree: Any) -> Iterator[str]:

@@ -18,6 +18,8 @@ from .canonical import digest_node
 from .objects import (
     REF,
     Convert,
+    Cut,
+    Frame,
     KnownChunk,
     Locate,
     Sharer,
@@ -183,19 +185,21 @@ def chunked_list(
     heights: list[int],
     where: tuple[str, str] | None = None,
     known: Mapping[str, KnownChunk] | None = None,
-) -> tuple[Any, dict[str, Any], dict[str, KnownChunk]]:
+    frame: Frame | None = None,
+) -> tuple[Any, dict[str, Any], dict[str, KnownChunk], list[Cut]]:
     """A whole list made of items already shared, as ``shared_tree`` stores a list whose
-    items came back as ``refs`` (``Sharer.chunk_refs``; ``known``: the chunks of an earlier
-    copy): the list, the chunk objects it introduces, for the host to take, and every chunk
-    it is made of (``Sharer.chunked``). Refused as ``shared_tree`` refuses a list nested too deep."""
+    items came back as ``refs`` (``Sharer.chunk_refs``; ``known`` and ``frame``: the chunks
+    of an earlier copy and how it cut the list): the list, the chunk objects it introduces,
+    for the host to take, the chunks it looked at (``Sharer.chunked``) and how it was cut
+    (``Sharer.cuts``). Refused as ``shared_tree`` refuses a list nested too deep."""
     sharer = Sharer(host.locate, host.convert, host.objects)
-    out, height = sharer.chunk_refs(refs, heights, known)
+    out, height = sharer.chunk_refs(refs, heights, known, frame)
     problem = nesting_problem(height)
     if problem is not None:
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         why = problem.replace("objects refer", "objects would refer")
         raise InvalidWriteError("value", target, pointer, why)
-    return out, sharer.objects, sharer.chunked
+    return out, sharer.objects, sharer.chunked, sharer.cuts
 
 
 def stored_node(
