@@ -25,7 +25,13 @@ from graphs import cfg, chat_graph, contents
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.errors import FileFormatError
-from langgraph_checkpoint_repo.core.index import OBJECTS_SUFFIX, decode_lines, encode_line, index_path
+from langgraph_checkpoint_repo.core.index import (
+    LINKS_SUFFIX,
+    OBJECTS_SUFFIX,
+    decode_lines,
+    encode_line,
+    index_path,
+)
 from langgraph_checkpoint_repo.core.layout import Layout
 from langgraph_checkpoint_repo.core.threads import LINEAGE_SAVE_EVERY
 
@@ -350,3 +356,27 @@ def test_a_hand_edit_of_a_middle_link_is_seen_by_a_fresh_read(tmp_path: Path) ->
     again = RepoSaver(root).get_tuple(cfg("t"))
     assert again is not None
     assert f"{old[:-1]}X" in [m.id for m in again.checkpoint["channel_values"]["messages"]]
+
+
+def test_a_forged_or_deleted_links_index_serves_nothing_it_should_not(tmp_path: Path) -> None:
+    """A links line with its file's real stat key and an item stored inline (not a reference,
+    so not checked by a name) is ignored, as is one whose CRC fails; a deleted file is
+    written again by the next read."""
+    root = tmp_path / ".langgraph"
+    want = chat(root)
+    fresh_read(root)
+    layout = Layout(root)
+    links = index_path(layout, layout.thread_dir("t"), LINKS_SUFFIX)
+    assert links is not None and links.exists()
+    head, *lines = links.read_bytes().split(b"\n")
+    forged = []
+    for line in filter(None, lines):
+        rel, key, rows = json.loads(line[9:])
+        for row in rows.values():
+            row[1]["items"] = [{"content": "forged", "type": "human"}]
+        forged.append(encode_line(rel, key, rows))
+    links.write_bytes(b"\n".join([head, *lines]) + b"".join(forged) + b"00000000 " + forged[0][9:])
+    texts, _ = fresh_read(root)
+    assert texts == want and "forged" not in texts
+    links.unlink()
+    assert fresh_read(root)[0] == want and links.exists()

@@ -327,7 +327,9 @@ class LinkIndex(ObjectIndex):
     name as every object read is, so a forged line can reorder or repeat named objects of
     the thread, never make one up."""
 
-    suffix, header, start = LINKS_SUFFIX, LINKS_HEADER, 1
+    # a thread's first lines wait for this many: a chain of fewer links is read quickly, and a
+    # short thread gets no file
+    suffix, header, start = LINKS_SUFFIX, LINKS_HEADER, 8
 
     def link(
         self,

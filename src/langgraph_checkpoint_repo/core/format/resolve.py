@@ -23,7 +23,16 @@ from typing import Any
 
 from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, lstat, refresh
 from ..errors import FileFormatError, MissingReferenceError
-from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
+from ..layout import (
+    CHECKPOINTS,
+    LARGE,
+    OBJECTS,
+    WRITES,
+    Layout,
+    decode_segment,
+    encode_segment,
+    is_hashed_segment,
+)
 from . import fields
 from .canonical import digest_node
 from .chains import Link, walk_chain
@@ -44,9 +53,10 @@ IndexedLink = Callable[[Path, str, Any, str, Path], "Link | None"]
 NoteLinks = Callable[[Path, str, list[tuple[Path, Any, Any, tuple[Any, Any, Any]]]], None]
 # the folders whose files may hold objects of their own (format 4), and their kind
 _HOLDS_OBJECTS = {CHECKPOINTS: "checkpoint", WRITES: "writes"}
-# a chain walked from files with this many appends or more is offered to the links index:
-# fewer files read quickly (a chat's chain has up to snapshot_every links)
-LINKS_NOTED = 4
+# a chain walked from files with this many appends or more is offered to the links index
+# (which writes a thread's first lines once it has LinkIndex.start): one shorter reads quickly
+LINKS_NOTED = 2
+IMPLIED_BY = 8  # checkpoints a base implied by a parent may lie below it, for the links index
 
 
 def kind_of_holder(path: str | Path) -> str | None:
@@ -176,7 +186,7 @@ class ValueResolver:
         when one was not read settled in this walk or the line is longer than a few."""
         out = []
         cid = link.doc.get("parent_checkpoint_id")
-        for _ in range(LINKS_NOTED * 2):
+        for _ in range(IMPLIED_BY):
             if not isinstance(cid, str):
                 return None
             name = f"{encode_segment(cid)}.json"
@@ -471,10 +481,12 @@ class ValueResolver:
         that file is unchanged, else from the file; None when it holds no such object."""
         # the name of its folder (os.path.basename(os.path.dirname(holder)), in one step)
         kind = _HOLDS_OBJECTS.get(holder.rpartition(os.sep)[0].rpartition(os.sep)[2])
-        if kind == "checkpoint" and self.find_object is not None and not self.trust_kept:
+        loc = self._root_checkpoint(tdir, holder) if kind == "checkpoint" else None
+        if loc is not None and self.find_object is not None and not self.trust_kept:
             # a link taken from the links index: its own objects too, from the objects index
             indexed = self.find_object(tdir, digest, holder, seen)
             if indexed is not None and self._names_quietly(digest, indexed):
+                self.located.setdefault(tdir, {}).setdefault(digest, loc)  # as _checked notes it
                 return indexed, holder
         if kind is None:
             return None
@@ -491,6 +503,18 @@ class ValueResolver:
         if tree is not None and doc is not None:
             return self._checked(hpath, digest, tree, tdir, doc), holder
         return None
+
+    @staticmethod
+    def _root_checkpoint(tdir: Path, holder: str) -> tuple[str, str] | None:
+        """("", id) of a checkpoint file of the thread's root namespace named by its id, else None."""
+        head, _, name = holder.rpartition(os.sep)
+        stem = name[:-5] if name.endswith(".json") else ""
+        if head != f"{tdir}{os.sep}{CHECKPOINTS}" or not stem or is_hashed_segment(stem):
+            return None
+        try:
+            return "", decode_segment(stem)
+        except ValueError:
+            return None
 
     def _read_holder(self, tdir: Path, path: Path) -> dict[str, Any] | None:
         """The checkpoint holding an object, None when it is gone (prune keeps its objects in
