@@ -60,6 +60,24 @@ def test_a_second_child_is_refused_and_nothing_is_written(tmp_path: Path) -> Non
     lenient.put(base, empty_checkpoint(), {"source": "loop", "step": 0}, {})
 
 
+def test_a_second_writer_starting_the_same_thread_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    """Two processes starting one thread at once: both saw no checkpoint, both write a first
+    one (no parent); the second is refused, else its turn is on a line that never continues."""
+    root = tmp_path / ".langgraph"
+    first = RepoSaver(root, durable=False, strict_turns=True)
+    second = RepoSaver(root, durable=False, strict_turns=True)
+    first.put(cfg("t", checkpoint_ns=""), empty_checkpoint(), {"source": "input", "step": -1}, {})
+    files = sorted(p.name for p in root.rglob("*.json") if ".cache" not in p.parts)
+    with pytest.raises(ConcurrentTurnError, match="another writer started it"):
+        second.put(cfg("t", checkpoint_ns=""), empty_checkpoint(), {"source": "input", "step": -1}, {})
+    assert sorted(p.name for p in root.rglob("*.json") if ".cache" not in p.parts) == files
+    # on purpose: allowed
+    second.put(cfg("t", checkpoint_ns=""), empty_checkpoint(), {"source": "fork", "step": -1}, {})
+    assert RepoSaver(root, durable=False).put(  # the default, as LangGraph's savers: not refused
+        cfg("t", checkpoint_ns=""), empty_checkpoint(), {"source": "input", "step": -1}, {}
+    )
+
+
 def test_langgraph_s_time_travel_works_in_strict_turns(tmp_path: Path) -> None:
     """A replay and an update_state on the past, as LangGraph's docs show them: no refusal,
     and the state is InMemorySaver's."""

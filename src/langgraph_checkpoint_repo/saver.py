@@ -541,19 +541,33 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self, thread_id: str, ns: str, parent_id: str | None, cid: str, metadata: CheckpointMetadata
     ) -> None:
         """Strict turns, under the thread's lock: the parent must be a head still (or have only
-        this checkpoint below it), unless LangGraph says the put starts a line on purpose."""
-        if parent_id is None or is_deliberate(metadata):
+        this checkpoint below it), and a put with no parent must find its namespace empty (two
+        writers starting one thread at once made two first checkpoints, and the turn of the one
+        whose line did not continue was lost), unless LangGraph says the put starts a line on
+        purpose."""
+        if is_deliberate(metadata):
             return
         lineage = self.store.lineage(thread_id, ns)
+        where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
+        again = (
+            "; nothing was written. Read the thread again (get_state) and run the turn again, or fork "
+            "on purpose (update_state, or a replay from a checkpoint)"
+        )
+        if parent_id is None:
+            others = sorted(c for c in lineage.links if c != cid)
+            if others:
+                raise ConcurrentTurnError(
+                    f"{where}: another writer started it (checkpoint {others[-1]}) before this put of "
+                    f"{cid}, written as its first checkpoint{again}"
+                )
+            return
         if parent_id not in lineage.links or any(h.checkpoint_id == parent_id for h in lineage.heads()):
             return
         others = [c for c in lineage.children(parent_id) if c != cid]
         if others:
-            where = f"thread {thread_id!r}" + (f" namespace {ns!r}" if ns else "")
             raise ConcurrentTurnError(
                 f"{where}: checkpoint {parent_id} was continued by another writer ({', '.join(others)}) "
-                f"before this put of {cid}; nothing was written. Read the thread again (get_state) and "
-                "run the turn again, or fork on purpose (update_state, or a replay from a checkpoint)"
+                f"before this put of {cid}{again}"
             )
 
     def _put_file(
