@@ -20,14 +20,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 
-from graphs import cfg, chat_graph, question, relay_graph, sub_graph
+from graphs import cfg, chat_graph, invoke_in_order, question, relay_graph, sub_graph
 from helpers import LONG, cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.cli.exits import FAILED
 from langgraph_checkpoint_repo.core.errors import RepoCheckpointError
-from langgraph_checkpoint_repo.ride import writes_alone
 
 COMMANDS: list[tuple[str, ...]] = [
     ("threads",),
@@ -71,28 +69,20 @@ METHODS: list[tuple[str, Method]] = [
 ]
 
 
-def in_order(thread_id: str) -> RunnableConfig:
-    """A thread's config whose run saves one call at a time, in the order LangGraph makes them
-    (one worker: ``max_concurrency``), each step's writes in a file of its own (``writes_alone``)
-    that the next checkpoint takes. Otherwise a step's ``put_writes``, run in a worker thread
-    while the loop goes on, now and then starts after the next checkpoint's put and stays a
-    file of its own: on a loaded machine the root held 46 files, not 44."""
-    return {**cfg(thread_id), "max_concurrency": 1}
-
-
 def build(root: Path) -> None:
+    """The root, the same 44 files whatever the load (``invoke_in_order``: on a loaded machine a
+    step's writes saved after the next checkpoint made it 46)."""
     saver = RepoSaver(root, durable=False)
     chat = chat_graph(saver)
-    with writes_alone():
-        for i in range(3):
-            chat.invoke({"messages": [HumanMessage(content=f"hi {i}")]}, in_order("chat"))
-        sub_graph(saver).invoke({"log": []}, in_order("sub"))
-        relay = relay_graph(saver)
-        for turn in range(1, 4):
-            relay.invoke({"messages": [question(turn)]}, in_order("relay"))
-        assert cli(root, "prune", "--keep-last", "4", "--yes").returncode == 0  # base and value files
-        for i in range(3, 5):
-            chat.invoke({"messages": [HumanMessage(content=f"hi {i}")]}, in_order("chat"))
+    for i in range(3):
+        invoke_in_order(chat, {"messages": [HumanMessage(content=f"hi {i}")]}, cfg("chat"))
+    invoke_in_order(sub_graph(saver), {"log": []}, cfg("sub"))
+    relay = relay_graph(saver)
+    for turn in range(1, 4):
+        invoke_in_order(relay, {"messages": [question(turn)]}, cfg("relay"))
+    assert cli(root, "prune", "--keep-last", "4", "--yes").returncode == 0  # base and value files
+    for i in range(3, 5):
+        invoke_in_order(chat, {"messages": [HumanMessage(content=f"hi {i}")]}, cfg("chat"))
 
 
 @pytest.fixture(scope="module")
