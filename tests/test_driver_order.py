@@ -28,7 +28,7 @@ import pytest
 from bench.agent_graphs import build_create_agent, user_message
 from bench.support_desk import approve, build_support_desk, user_turn
 
-from graphs import cfg
+from graphs import cfg, invoke_in_order
 from helpers import cli
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.cli.gitsetup import ORDER_NAME, order_lines
@@ -401,17 +401,17 @@ def test_objects_held_in_a_long_chain_or_a_cycle_are_read_without_recursion() ->
 # create_agent: a turn in sixty lines
 # ----------------------------------------------------------------------------
 def _create_agent_turn(path: Path) -> str:
-    """``git diff`` of a create_agent thread's second turn, with the driver."""
+    """``git diff`` of a create_agent thread's second turn, with the driver. Each turn's saves
+    in LangGraph's order (``invoke_in_order``): a step's writes saved after the next checkpoint
+    would be a sixth file, and the restating checkpoint would not say ``by __start__``."""
     repo = init_repo(path)
     root = repo / ".langgraph"
-    build_create_agent(RepoSaver(root, durable=False)).invoke(
-        {"messages": [user_message(1)]}, cfg("support-1")
-    )
+    agent = build_create_agent(RepoSaver(root, durable=False))
+    invoke_in_order(agent, {"messages": [user_message(1)]}, cfg("support-1"))
     commit_all(repo, "turn 1")
     git_setup(repo)
-    build_create_agent(RepoSaver(root, durable=False)).invoke(
-        {"messages": [user_message(2)]}, cfg("support-1")
-    )
+    agent = build_create_agent(RepoSaver(root, durable=False))
+    invoke_in_order(agent, {"messages": [user_message(2)]}, cfg("support-1"))
     commit_all(repo, "turn 2")
     return git(repo, "diff", "HEAD~1", "HEAD", "--", ".langgraph").stdout
 
