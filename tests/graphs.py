@@ -30,6 +30,7 @@ from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
 from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.ride import writes_alone
 
 BIG_TEXT = "0123456789abcdef" * 1024  # 16 KiB: over the saver's large_value_bytes default
 
@@ -72,6 +73,16 @@ def contents(messages: Iterable[BaseMessage]) -> list[str]:
     return [str(m.content) for m in messages]
 
 
+def invoke_in_order(graph: Any, value: Any, config: RunnableConfig) -> Any:
+    """``graph.invoke`` whose saves are made one at a time in the order LangGraph makes them
+    (one worker: ``max_concurrency``), each step's writes in a file at once, which the next
+    checkpoint takes (``writes_alone``): the same files whatever the machine's load. Else a
+    step's ``put_writes``, run in a worker thread while the loop goes on, now and then starts
+    after the next checkpoint's put and stays a writes file of its own."""
+    with writes_alone():
+        return graph.invoke(value, {**config, "max_concurrency": 1})
+
+
 def chat_root(
     root: Path,
     thread_id: str = "t",
@@ -79,12 +90,18 @@ def chat_root(
     *,
     run_id: str | None = None,
     serde: SerializerProtocol | None = None,
+    in_order: bool = False,
 ) -> RepoSaver:
-    """A thread written by ``turns`` turns of chat_graph ("turn 0", "turn 1", ...); its saver."""
+    """A thread written by ``turns`` turns of chat_graph ("turn 0", "turn 1", ...); its saver.
+    ``in_order``: each turn run by ``invoke_in_order``, for a test that counts files."""
     saver = RepoSaver(root, serde=serde, durable=False)
     graph = chat_graph(saver)
     for i in range(turns):
-        graph.invoke({"messages": [HumanMessage(content=f"turn {i}")]}, cfg(thread_id, run_id=run_id))
+        value, config = {"messages": [HumanMessage(content=f"turn {i}")]}, cfg(thread_id, run_id=run_id)
+        if in_order:
+            invoke_in_order(graph, value, config)
+        else:
+            graph.invoke(value, config)
     return saver
 
 

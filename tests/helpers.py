@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,15 @@ def examples(default: int) -> int:
 # ----------------------------------------------------------------------------
 # the command line
 # ----------------------------------------------------------------------------
+def sigint_as_at_a_terminal() -> None:
+    """A ``preexec_fn`` for a child a test stops with SIGINT as Ctrl-C does. A shell without
+    job control starts a background job (``pytest ... &``, ``nohup``) with SIGINT ignored, its
+    children inherit that, and Python then never raises KeyboardInterrupt: the child went on
+    (an import waited out its 60 s lock, exit 6; a server its 5 s). Whoever runs the suite,
+    the child gets SIGINT as a process started from a terminal does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
     """This environment without STEERING_ENV, plus ``env`` (None: removed), so the output is
     the same whoever runs the tests (a terminal, a pipe, an xdist worker)."""

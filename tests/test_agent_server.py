@@ -39,7 +39,7 @@ from langgraph.types import Command
 from typer.testing import Result
 
 from graphs import cfg, chat_graph
-from helpers import cli, cli_in_process, one_line_error, rewrite
+from helpers import cli, cli_in_process, one_line_error, rewrite, sigint_as_at_a_terminal
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
 from langgraph_checkpoint_repo.agent_server import checkpointer, server_root, store
 from langgraph_checkpoint_repo.saver import REQUEST_METADATA
@@ -167,6 +167,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=sigint_as_at_a_terminal,
         )
     running = Server(f"http://127.0.0.1:{port}", folder, log, proc)
     try:

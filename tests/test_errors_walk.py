@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graphs import cfg, chat_graph, question, relay_graph, sub_graph
+from graphs import cfg, chat_graph, invoke_in_order, question, relay_graph, sub_graph
 from helpers import LONG, cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.cli.exits import FAILED
@@ -70,17 +70,19 @@ METHODS: list[tuple[str, Method]] = [
 
 
 def build(root: Path) -> None:
+    """The root, the same 44 files whatever the load (``invoke_in_order``: on a loaded machine a
+    step's writes saved after the next checkpoint made it 46)."""
     saver = RepoSaver(root, durable=False)
     chat = chat_graph(saver)
     for i in range(3):
-        chat.invoke({"messages": [HumanMessage(content=f"hi {i}")]}, cfg("chat"))
-    sub_graph(saver).invoke({"log": []}, cfg("sub"))
+        invoke_in_order(chat, {"messages": [HumanMessage(content=f"hi {i}")]}, cfg("chat"))
+    invoke_in_order(sub_graph(saver), {"log": []}, cfg("sub"))
     relay = relay_graph(saver)
     for turn in range(1, 4):
-        relay.invoke({"messages": [question(turn)]}, cfg("relay"))
+        invoke_in_order(relay, {"messages": [question(turn)]}, cfg("relay"))
     assert cli(root, "prune", "--keep-last", "4", "--yes").returncode == 0  # base and value files
     for i in range(3, 5):
-        chat.invoke({"messages": [HumanMessage(content=f"hi {i}")]}, cfg("chat"))
+        invoke_in_order(chat, {"messages": [HumanMessage(content=f"hi {i}")]}, cfg("chat"))
 
 
 @pytest.fixture(scope="module")

@@ -640,7 +640,7 @@ def test_fsck_repair_removes_the_orphaned_writes_of_a_lost_checkpoint(tmp_path: 
     ``put_writes`` saves late); its children hold only what changed since it (a delta), so
     they name it as missing."""
     root = tmp_path / ".langgraph"
-    saver = chat_root(root, turns=3)
+    saver = chat_root(root, turns=3, in_order=True)  # no writes of lost's saved after its child
     tdir = root / "threads" / "t"
     lost = checkpoints(tdir)[4]  # turn 2's first loop checkpoint: turn 2 builds onto it
     late = cfg("t", checkpoint_ns="", checkpoint_id=lost.stem)
@@ -1008,7 +1008,9 @@ def test_fsck_repair_leaves_nothing_the_next_fsck_reports(tmp_path: Path) -> Non
 
     root = tmp_path / ".langgraph"
     chat_root(root, "kept", turns=1)
-    chat_root(root, "killed", turns=1)
+    # in order: a step's writes saved after its child checkpoint can refer to a message that
+    # checkpoint holds, invalid once it is removed, not one of the files repair removes
+    chat_root(root, "killed", turns=1, in_order=True)
     tdir = root / "threads" / "killed"
     for path in checkpoints(tdir):
         path.unlink()  # as if the process died after the step's writes, before any checkpoint

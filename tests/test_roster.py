@@ -127,18 +127,18 @@ def seen(tuples: Any) -> list[tuple[Any, ...]]:
 
 
 class Reads:
-    """Counts the checkpoint files parsed (``load_json``), by path."""
+    """Counts the checkpoint files read to be parsed (``json_bytes``), by path."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: Counter[str] = Counter()
-        real = files_module.load_json
+        real = files_module.json_bytes
 
-        def load_json(path: Any, *args: Any, **kwargs: Any) -> Any:
+        def json_bytes(path: Any, *args: Any, **kwargs: Any) -> Any:
             if "/checkpoints/" in str(path):
                 self.paths[str(path)] += 1
             return real(path, *args, **kwargs)
 
-        monkeypatch.setattr(files_module, "load_json", load_json)
+        monkeypatch.setattr(files_module, "json_bytes", json_bytes)
 
 
 LISTS: list[dict[str, Any]] = [

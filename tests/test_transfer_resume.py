@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graphs import cfg, chat_graph
-from helpers import cli, cli_env
+from helpers import cli, cli_env, sigint_as_at_a_terminal
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.transfer import OTHER, PART, WHOLE, CopyReport, copied_state, copy_threads
 from test_transfer import assert_same, everything
@@ -95,7 +95,12 @@ def test_ctrl_c_during_an_import_says_what_was_copied_and_exits_130(tmp_path: Pa
     ]
     with holder.store.thread_lock("t3", exclusive=True):
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env()
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=cli_env(),
+            preexec_fn=sigint_as_at_a_terminal,
         )
         while len(list(holder.list(cfg("t2")))) < 3 * 2 and proc.poll() is None:  # two turns of three
             time.sleep(0.02)  # waiting for the third thread to be whole, not timing anything
@@ -109,7 +114,10 @@ def test_ctrl_c_during_an_import_says_what_was_copied_and_exits_130(tmp_path: Pa
     assert "--skip-copied" in err.decode()
     finish = cli(root, "import", f"sqlite:///{db}", "--skip-copied")
     assert finish.returncode == 0, finish.stderr
-    assert f"{said.group(1)} threads already there whole, skipped" in finish.stdout
+    # t2 named as being copied may have had its last write before the signal, not yet counted:
+    # the finish compares the threads and finds it whole then
+    skipped = re.search(r"(\d) threads already there whole, skipped", finish.stdout)
+    assert skipped is not None and skipped.group(1) in {said.group(1), "3"}, finish.stdout
     with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
         assert_same(everything(SqliteSaver(conn), THREADS), everything(RepoSaver(root), THREADS))
 

@@ -30,19 +30,19 @@ def counted_run(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any],
     """A whole-root validate, with how often each file was lstat'ed and parsed."""
     stats: Counter[str] = Counter()
     parses: Counter[str] = Counter()
-    real_lstat, real_load = os.lstat, files.load_json
+    real_lstat, real_load = os.lstat, files.json_bytes
 
     def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         stats[str(path)] += 1
         return real_lstat(path, *args, **kwargs)
 
-    def load_json(path: Path, *args: Any) -> Any:
+    def json_bytes(path: Path, *args: Any) -> Any:
         parses[str(path)] += 1
         return real_load(path, *args)
 
     with monkeypatch.context() as m:
         m.setattr(os, "lstat", lstat)
-        m.setattr(files, "load_json", load_json)
+        m.setattr(files, "json_bytes", json_bytes)
         problems = Validator(root).run()
     return problems, stats, parses
 

@@ -33,6 +33,7 @@ from langgraph.types import Command, Interrupt, Send
 
 from graphs import cfg, line_graph, make_checkpoint
 from langgraph_checkpoint_repo import RepoSaver, UnrevivableValueError
+from langgraph_checkpoint_repo.ride import writes_alone
 
 # ----------------------------------------------------------------------
 # custom types (module-level so the serde can import them back)
@@ -149,8 +150,10 @@ def _store_value(saver: RepoSaver | InMemorySaver, value: Any) -> RunnableConfig
     checkpoint = make_checkpoint(cid, {"value": value, "plain": "plain text"}, versions, input_seen=True)
     metadata: dict[str, Any] = {"source": "loop", "step": 3, "parents": {}, "payload": value}
     config = saver.put(base, checkpoint, metadata, versions)  # type: ignore[arg-type]
-    saver.put_writes(config, [("value", value), ("plain", [value, value])], TASK_A, "~__pregel_pull, node")
-    saver.put_writes(config, [("value", "other task")], TASK_B, "~__pregel_pull, other")
+    with writes_alone():  # no child put follows: written at once, not after waiting for one (ride.py)
+        writes = [("value", value), ("plain", [value, value])]
+        saver.put_writes(config, writes, TASK_A, "~__pregel_pull, node")
+        saver.put_writes(config, [("value", "other task")], TASK_B, "~__pregel_pull, other")
     return config
 
 

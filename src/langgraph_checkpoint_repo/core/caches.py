@@ -6,9 +6,9 @@ So that every read sees every edit (by hand, by ``git pull``, by another process
     it had when it was read (mtime_ns, ctime_ns, size, inode: ctime too, which tools
     that restore the mtime cannot set), and was settled then: last changed more than
     RACY_NS before it was read (the "racy git" rule; a file changed within that window
-    can change again without changing its stat key). A file that was not settled is
-    read again next time or, for our own writes, its bytes are compared with the digest
-    of what we wrote.
+    can change again without changing its stat key). A file that was not settled has its
+    bytes compared with the digest of the bytes it was derived from (what we wrote, or
+    what we read and parsed) until it has settled.
 
 Applied to:
 
@@ -268,7 +268,7 @@ class _Doc(NamedTuple):
     key: StatKey
     doc: Any
     settled: bool
-    digest: bytes | None = None  # of the bytes we wrote, for our own writes
+    digest: bytes | None = None  # of the bytes written or read, while not settled
 
 
 class DocCache:
@@ -287,7 +287,7 @@ class DocCache:
         checked_at = time.time_ns()
         if hit.digest is None or file_digest(path) != hit.digest:
             return None
-        # written within RACY_NS (by us): the stat cannot show a change made in the same clock
+        # changed within RACY_NS of its read: the stat cannot show a change made in the same clock
         # tick, the bytes can; once settled, the stat alone is enough
         if settled(st, checked_at):
             self._lru.put(path, _Doc(hit.key, hit.doc, True))
@@ -302,9 +302,14 @@ class DocCache:
         if hit is not None and not hit.settled and hit.key == key and hit.digest == digest:
             self._lru.put(file, _Doc(hit.key, hit.doc, True))
 
-    def keep(self, path: Path, st: os.stat_result, doc: Any, read_at: int) -> None:
-        """Keep a document just read from ``path`` (``st`` and ``read_at`` taken before reading)."""
-        self._lru.put(path, _Doc(stat_key(st), doc, settled(st, read_at)))
+    def keep(self, path: Path, st: os.stat_result, doc: Any, read_at: int, data: bytes) -> None:
+        """Keep a document just read from ``path`` (``st`` and ``read_at`` taken before reading;
+        ``data``: the bytes it was parsed from). A file not yet settled keeps the digest of
+        those bytes, as our own writes do: what is derived from it can be checked later (a
+        list read just after another process wrote it is appended to, not written whole
+        again because its stat key alone could not be trusted then)."""
+        ok = settled(st, read_at)
+        self._lru.put(path, _Doc(stat_key(st), doc, ok, None if ok else bytes_digest(data)))
 
     def remember(self, path: Path, doc: Any, data: bytes | None = None) -> None:
         """Keep what we just wrote (``data``: its bytes). It was written within RACY_NS, so the
@@ -324,7 +329,7 @@ class DocCache:
 
     def dep(self, path: Path, doc: Any) -> Dep:
         """How to tell later whether ``path`` still holds ``doc`` (its kept parse): the stat key
-        it was read with, plus its bytes' digest when it was not yet settled (our own writes)."""
+        it was read with, plus its bytes' digest when it was not yet settled."""
         hit: _Doc | None = self._lru.get(path)  # may have been dropped or replaced meanwhile
         if hit is None or hit.doc is not doc:
             return (str(path), None, None)
@@ -332,7 +337,7 @@ class DocCache:
             return (str(path), hit.key, None)
         if hit.digest is not None:
             return (str(path), hit.key, hit.digest)
-        return (str(path), None, None)  # racy, read from someone else's write: re-read next time
+        return (str(path), None, None)  # not settled and no digest: never reused
 
     def drop_under(self, folder: Path) -> None:
         self._lru.drop_where(lambda p: p.is_relative_to(folder))

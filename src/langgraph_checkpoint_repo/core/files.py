@@ -33,7 +33,7 @@ from .format.canonical import digest_node
 from .format.objects import names_object
 from .format.validation import validate_read
 from .index import load_listing, save_listing
-from .jsonread import load_json
+from .jsonread import json_bytes, parse_strict
 from .layout import LARGE, OBJECTS, VALUES, Layout, place_problem
 from .removal import check_tree, files_in, remove_files, remove_tree, root_link_error
 from .writing import LISTED, Writer, prepare
@@ -147,12 +147,13 @@ class Files:
         if kept is not None:
             return kept  # type: ignore[no-any-return]
         read_at = time.time_ns()
-        doc = load_json(path, st, inside or self.layout.contains)
+        raw = json_bytes(path, st, inside or self.layout.contains)
+        doc = parse_strict(raw, str(path))
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         misplaced = place_problem(path, kind, doc)
         if misplaced is not None:
             raise FileFormatError(str(path), *misplaced)
-        self.docs.keep(path, st, normalize(self.layout, doc), read_at)
+        self.docs.keep(path, st, normalize(self.layout, doc), read_at, raw)
         return doc  # type: ignore[no-any-return]
 
     def _snapshot_contains(self, folder: Path) -> bool:
@@ -196,7 +197,7 @@ class Files:
 
     def load_unchecked(self, path: Path) -> Any:
         """A file's JSON, parsed as strictly as ``read_doc`` but not validated (for migrations)."""
-        return load_json(path, os.lstat(path), self.layout.contains)
+        return parse_strict(json_bytes(path, os.lstat(path), self.layout.contains), str(path))
 
     def remember(self, path: Path, doc: dict[str, Any], data: bytes | None = None) -> None:
         """Keep what we just wrote (``data``: its bytes), so the next read need not parse it."""

@@ -58,6 +58,12 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
     """The JSON of ``path`` (``st``: its lstat), read within the bounds and parsed strictly.
 
     ``inside`` tells whether a folder lies in the root with no symlink on the way."""
+    return parse_strict(json_bytes(path, st, inside), str(path))
+
+
+def json_bytes(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) -> bytes:
+    """``load_json``'s bytes, before parsing: a caller that keeps the parse may need a digest
+    of the very bytes it came from (caches.DocCache.keep)."""
     if stat_mod.S_ISLNK(st.st_mode):
         raise FileFormatError(str(path), "/", "is a symlink; refusing to follow it")
     if not stat_mod.S_ISREG(st.st_mode):
@@ -76,7 +82,7 @@ def load_json(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) ->
     too_big = json_bounds_problem(raw)
     if too_big is not None:  # before parsing: the count is cheap, the parse is what costs memory
         raise FileFormatError(str(path), "/", too_big)
-    return parse_strict(raw, str(path))
+    return raw
 
 
 def read_bounded(fh: Any, size: int) -> bytes:
