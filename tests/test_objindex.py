@@ -25,13 +25,7 @@ from graphs import cfg, chat_graph, contents
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.errors import FileFormatError
-from langgraph_checkpoint_repo.core.index import (
-    LINKS_SUFFIX,
-    OBJECTS_SUFFIX,
-    decode_lines,
-    encode_line,
-    index_path,
-)
+from langgraph_checkpoint_repo.core.index import OBJECTS_SUFFIX, decode_lines, encode_line, index_path
 from langgraph_checkpoint_repo.core.layout import Layout
 from langgraph_checkpoint_repo.core.threads import LINEAGE_SAVE_EVERY
 
@@ -296,87 +290,3 @@ def test_compaction_keeps_no_line_whose_holder_lies_through_a_planted_link(tmp_p
     assert objects_file(root).stat().st_size < len(data) * 2  # written anew
     assert b"planted" not in objects_file(root).read_bytes()
     assert not [p for p in seen if p.endswith("planted.json")], seen[:5]
-
-
-def more_turns(root: Path, first: int, last: int) -> list[str]:
-    """Turns ``first`` to ``last`` added to the thread ``chat`` wrote (settled as there); its texts."""
-    graph = chat_graph(RepoSaver(root, durable=False, snapshot_every=SNAPSHOT_EVERY))
-    for i in range(first, last + 1):
-        graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
-        if i % 8 == 7 or i >= last - 1:
-            time.sleep(SETTLE)
-    return contents(graph.get_state(cfg("t")).values["messages"])
-
-
-def delta_line(root: Path) -> set[str]:
-    """The latest checkpoint's file and those its whole document is built from (its deltas
-    down to a whole one): what reading its header opens, whatever its list's chain."""
-    folder = root / "threads" / "t" / "checkpoints"
-    path = max(folder.iterdir(), key=lambda p: p.name)
-    line = set()
-    while True:
-        line.add(str(path))
-        doc = json.loads(path.read_text())
-        if not doc.get("delta"):
-            return line
-        path = folder / f"{doc['parent_checkpoint_id']}.json"
-
-
-def test_a_fresh_read_opens_as_many_list_files_at_70_turns_as_at_40(tmp_path: Path) -> None:
-    """The links of the list's chain come from the links index (issue 37): besides the
-    latest checkpoint's line of deltas, only the chain's whole copy is read, whatever the
-    chain's length (up to SNAPSHOT_EVERY links). A first fresh read writes the index down."""
-    root = tmp_path / ".langgraph"
-    counts = []
-    for write in (lambda: chat(root, turns=40), lambda: more_turns(root, 41, 70)):
-        want = write()
-        fresh_read(root)  # the lineage index, and the links and holders read from files
-        texts, opened_files = fresh_read(root)
-        assert texts == want
-        counts.append(len(set(opened_files) - delta_line(root)))
-    assert max(counts) <= 1, counts  # the whole copy, when it is not on that line
-
-
-def test_a_hand_edit_of_a_middle_link_is_seen_by_a_fresh_read(tmp_path: Path) -> None:
-    """A link the links index holds, edited in place (the id of the message it appended,
-    same size): its stat key changed, so its file is read and the edit shows."""
-    root = tmp_path / ".langgraph"
-    chat(root, turns=40)
-    fresh_read(root)
-    saver = RepoSaver(root)
-    got = saver.get_tuple(cfg("t"))
-    assert got is not None
-    folder = root / "threads" / "t" / "checkpoints"
-    links = [p for p in folder.iterdir() if b'"$id": "u3' in p.read_bytes()]
-    middle = max(links, key=lambda p: p.name)  # the newest file that names one: a link of the chain
-    data = middle.read_bytes()
-    ids = [m.id for m in got.checkpoint["channel_values"]["messages"]]
-    old = next(i for i in ids if i and i.startswith("u3") and f'"$id": "{i}"'.encode() in data)
-    middle.write_bytes(data.replace(f'"$id": "{old}"'.encode(), f'"$id": "{old[:-1]}X"'.encode()))
-    again = RepoSaver(root).get_tuple(cfg("t"))
-    assert again is not None
-    assert f"{old[:-1]}X" in [m.id for m in again.checkpoint["channel_values"]["messages"]]
-
-
-def test_a_forged_or_deleted_links_index_serves_nothing_it_should_not(tmp_path: Path) -> None:
-    """A links line with its file's real stat key and an item stored inline (not a reference,
-    so not checked by a name) is ignored, as is one whose CRC fails; a deleted file is
-    written again by the next read."""
-    root = tmp_path / ".langgraph"
-    want = chat(root)
-    fresh_read(root)
-    layout = Layout(root)
-    links = index_path(layout, layout.thread_dir("t"), LINKS_SUFFIX)
-    assert links is not None and links.exists()
-    head, *lines = links.read_bytes().split(b"\n")
-    forged = []
-    for line in filter(None, lines):
-        rel, key, rows = json.loads(line[9:])
-        for row in rows.values():
-            row[1]["items"] = [{"content": "forged", "type": "human"}]
-        forged.append(encode_line(rel, key, rows))
-    links.write_bytes(b"\n".join([head, *lines]) + b"".join(forged) + b"00000000 " + forged[0][9:])
-    texts, _ = fresh_read(root)
-    assert texts == want and "forged" not in texts
-    links.unlink()
-    assert fresh_read(root)[0] == want and links.exists()

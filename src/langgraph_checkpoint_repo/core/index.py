@@ -391,10 +391,6 @@ def save_meta(layout: Layout, folder: Path, entries: dict[str, MetaEntry]) -> No
 # never the index folder of another thread ("t.objects" is a thread name)
 OBJECTS_SUFFIX = "~objects"
 OBJECTS_HEADER = b'{"index_version":1,"kind":"objects"}\n'
-# the links of a thread's append chains (objindex.py, ``LinkIndex``): the same lines, each
-# holder a checkpoint file whose list channels are appends, {channel: its link}
-LINKS_SUFFIX = "~links"
-LINKS_HEADER = b'{"index_version":1,"kind":"links"}\n'
 
 ObjectEntry = tuple[str, StatKey, Any]  # holder (its path's text), its stat key, the object's tree
 
@@ -405,12 +401,12 @@ def encode_line(rel: str, key: StatKey, objects: dict[str, Any]) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
-def decode_lines(tdir: Path, data: bytes, header: bytes = OBJECTS_HEADER) -> dict[str, ObjectEntry] | None:
+def decode_lines(tdir: Path, data: bytes) -> dict[str, ObjectEntry] | None:
     """The entries of an objects file (later lines win), None when it is not one. A line
     whose checksum fails (torn by a crash, damaged, forged carelessly) or whose shape is
     not an entry's is skipped. (fsck and the tests: a read decodes a holder's line only
     when it is asked for one of its objects, ``holder_lines`` and ``decode_holder``.)"""
-    lines = holder_lines(tdir, data, header)
+    lines = holder_lines(tdir, data)
     if lines is None:
         return None
     out: list[tuple[int, str, StatKey, dict[str, Any]]] = []
@@ -428,17 +424,17 @@ def decode_lines(tdir: Path, data: bytes, header: bytes = OBJECTS_HEADER) -> dic
 HolderLines = dict[str, list[tuple[int, str, bytes]]]
 
 
-def holder_lines(tdir: Path, data: bytes, header: bytes = OBJECTS_HEADER) -> HolderLines | None:
+def holder_lines(tdir: Path, data: bytes) -> HolderLines | None:
     """An objects file's lines by the holder each names, none decoded (a line's holder is
     read off its first bytes), in the file's order; None when the data is not an objects
     file. What a read takes from a line is decoded and checked when it is asked for
     (``decode_holder``), so a fresh process parses only the lines of the holders it uses
     (and of each, its last line that decodes: earlier lines for it are dead)."""
-    if not data.startswith(header):
+    if not data.startswith(OBJECTS_HEADER):
         return None
     out: HolderLines = {}
     top = f"{tdir}{os.sep}"
-    for at, line in enumerate(data[len(header) :].split(b"\n")):
+    for at, line in enumerate(data[len(OBJECTS_HEADER) :].split(b"\n")):
         rel = _line_rel(line)
         if rel is None or "\\" in rel:
             continue
@@ -499,10 +495,6 @@ def _decode_objects(layout: Layout, tdir: Path, data: bytes) -> dict[str, Object
     return decode_lines(tdir, data)
 
 
-def _decode_links(layout: Layout, tdir: Path, data: bytes) -> dict[str, ObjectEntry] | None:
-    return decode_lines(tdir, data, LINKS_HEADER)
-
-
 # -- fsck -------------------------------------------------------------------------------
 def index_files(layout: Layout) -> Iterator[Path]:
     """Every file under the index folder, temp files included, without following symlinks."""
@@ -521,7 +513,7 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     roster = _ROSTER_NAME.fullmatch(path.name)
     if roster is not None and path.parent == index_dir(layout):
         return _roster_problem(layout, path, int(roster.group(1), 16), roster.group(2) == "roster")
-    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX, OBJECTS_SUFFIX, LINKS_SUFFIX)
+    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX, OBJECTS_SUFFIX)
     suffix = next((s for s in suffixes if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
         return "not an index file (a leftover temp file?)"
@@ -536,7 +528,6 @@ def index_problem(layout: Layout, path: Path) -> str | None:
         LINEAGE_SUFFIX: decode_lineage,
         ITEMS_SUFFIX: decode_items,
         OBJECTS_SUFFIX: _decode_objects,
-        LINKS_SUFFIX: _decode_links,
     }[suffix]
     decoded = decode(layout, folder, data) if data is not None else None
     if decoded is None:

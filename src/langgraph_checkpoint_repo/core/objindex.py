@@ -34,10 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .caches import RACY_NS, StatKey, bytes_digest, file_digest, settled, stat_key
-from .format.chains import referring_append
 from .index import (
-    LINKS_HEADER,
-    LINKS_SUFFIX,
     OBJECTS_HEADER,
     OBJECTS_SUFFIX,
     HolderLines,
@@ -89,8 +86,6 @@ class _Lines:
 class ObjectIndex:
     """The objects index of each thread this process reads or writes."""
 
-    suffix, header, start = OBJECTS_SUFFIX, OBJECTS_HEADER, START
-
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._lock = threading.Lock()
@@ -104,7 +99,7 @@ class ObjectIndex:
         self._has_file: set[Path] = set()
 
     def path(self, tdir: Path) -> Path | None:
-        return index_path(self.layout, tdir, self.suffix)
+        return index_path(self.layout, tdir, OBJECTS_SUFFIX)
 
     # -- reading -----------------------------------------------------------------------
     def find(
@@ -155,7 +150,7 @@ class ObjectIndex:
     def _load(self, tdir: Path) -> _Lines:
         path = self.path(tdir)
         data = read_index_file(self.layout, path) if path is not None else None
-        raw = holder_lines(tdir, data, self.header) if data is not None and len(data) <= MAX_BYTES else None
+        raw = holder_lines(tdir, data) if data is not None and len(data) <= MAX_BYTES else None
         lines = _Lines(tdir, raw or {})
         if path is not None and data is not None and raw is not None and len(data) > COMPACT_BYTES:
             self._compact(path, data, lines)
@@ -191,7 +186,7 @@ class ObjectIndex:
                 continue
             rel = os.path.relpath(holder, lines.tdir).replace(os.sep, "/")
             kept.append(encode_line(rel, held[0], held[1]))
-        write_index_file(self.layout, path, self.header + b"".join(kept))
+        write_index_file(self.layout, path, OBJECTS_HEADER + b"".join(kept))
 
     # -- writing -----------------------------------------------------------------------
     def wrote(
@@ -255,7 +250,7 @@ class ObjectIndex:
             lines = self._lines.pop(tdir, []) + more
             if not lines:
                 return
-            if tdir not in self._has_file and len(lines) < self.start:
+            if tdir not in self._has_file and len(lines) < START:
                 self._lines[tdir] = lines  # a short thread: its few files are read quickly
                 return
             self._has_file.add(tdir)
@@ -276,7 +271,7 @@ class ObjectIndex:
             st = os.fstat(fd)
             size = st.st_size
             if stat.S_ISREG(st.st_mode) and size + len(data) <= MAX_BYTES:
-                os.write(fd, (self.header if size == 0 else b"") + data)
+                os.write(fd, (OBJECTS_HEADER if size == 0 else b"") + data)
         except OSError as exc:
             _log.info("objects index not written to %s: %s", index, exc)
         finally:
@@ -304,109 +299,3 @@ class ObjectIndex:
             pass
         except OSError as exc:
             _log.info("objects index not removed: %s", exc)
-
-
-#: a link as the links index keeps it: the append body as stored, the base an append without
-#: ``base`` extends (version, ref), and the checkpoints whose bookkeeping says so (id, stat key)
-KeptLink = tuple[dict[str, Any], tuple[Any, str] | None, tuple[tuple[str, StatKey], ...]]
-
-
-class LinkIndex(ObjectIndex):
-    """The links of a thread's append chains, for a fresh process (``<thread>~links``).
-
-    A list that grows is stored as the items each checkpoint appended, a whole copy every
-    ``snapshot_every`` links: a fresh read of the latest state opened every link's file (and,
-    for a link whose parent did not store the list, the parent's line of deltas) to learn
-    what it appended and where its base lies. This index keeps that per link file, in the
-    objects index's lines (``[file, its stat key, {channel: [version, append, base, by]}]``),
-    written by a reader for links read from settled files. A link is taken from it while its
-    file's stat key and those of the checkpoints its base was found through (``by``: its
-    parent, down to the one holding the base) are the recorded ones, compared with the keys
-    the lineage check took in the same read (no lstat more), and only when every appended
-    item is a reference: what it serves is found by name, each object checked against its
-    name as every object read is, so a forged line can reorder or repeat named objects of
-    the thread, never make one up."""
-
-    # a thread's first lines wait for this many: a chain of fewer links is read quickly, and a
-    # short thread gets no file
-    suffix, header, start = LINKS_SUFFIX, LINKS_HEADER, 8
-
-    def link(
-        self,
-        tdir: Path,
-        holder: str,
-        channel: str,
-        version: Any,
-        seen: dict[str, Any],
-        observed: dict[str, StatKey] | None,
-    ) -> tuple[StatKey, KeptLink] | None:
-        """The link of ``channel`` at ``version`` the file ``holder`` holds, with the file's
-        stat key, while that key is the recorded one; None: read the file. The keys of the
-        checkpoints in ``by`` are the caller's to compare (``unchanged``)."""
-        got = seen.get(holder, _UNSEEN)
-        if got is _UNSEEN:
-            held = self._lines_of(tdir).held(holder)
-            fresh = held is not None and self.unchanged(holder, held[0], seen, observed)
-            got = seen[holder] = held if fresh else None
-        if got is None:
-            return None
-        kept = _kept_link(got[1].get(channel), version)
-        return None if kept is None else (got[0], kept)
-
-    def note(self, tdir: Path, path: Path, key: StatKey, channel: str, version: Any, link: KeptLink) -> None:
-        """A link just read from its settled file (``key``), to be written down (``flush``)."""
-        app, base, by = link
-        if referring_append(app) is None:
-            return  # an item stored inline: read from the file, where it is checked
-        row = [version, app, None if base is None else list(base), [[cid, list(k)] for cid, k in by]]
-        with self._lock:
-            self._lines.setdefault(tdir, []).append((path, key, {channel: row}))
-
-    def _lines_of(self, tdir: Path) -> _Lines:
-        lines = self._entries.get(tdir)
-        return lines if lines is not None else self._load(tdir)
-
-    def unchanged(
-        self, holder: str, key: StatKey, seen: dict[str, Any], observed: dict[str, StatKey] | None
-    ) -> bool:
-        """Whether ``holder`` lies inside the root with no symlink on the way and has ``key``
-        (as this read took it, else by an lstat)."""
-        folder = holder[: holder.rfind(os.sep) + 1]
-        inside = seen.get(folder)
-        if inside is None:
-            inside = seen[folder] = self.layout.off_the_way(Path(folder)) is None
-        if not inside:
-            return False
-        now = observed.get(holder) if observed is not None else None
-        try:
-            return (now or stat_key(os.lstat(holder))) == key
-        except OSError:
-            return False
-
-
-def _kept_link(row: Any, version: Any) -> KeptLink | None:
-    """A links index row of ``version`` in the shape a reader writes, else None (another
-    version, a forged or damaged shape: the file is read)."""
-    if not (isinstance(row, list) and len(row) == 4 and row[0] == version and isinstance(row[3], list)):
-        return None
-    _, app, base, by = row
-    names_base = referring_append(app)
-    keys = [_key(pair) for pair in by]
-    if names_base is None or None in keys:
-        return None
-    kept = tuple((pair[0], key) for pair, key in zip(by, keys, strict=True))
-    if names_base:
-        return (app, None, ()) if base is None and not kept else None
-    if not (isinstance(base, list) and len(base) == 2 and isinstance(base[1], str) and kept):
-        return None
-    return app, (base[0], base[1]), kept  # type: ignore[return-value]
-
-
-def _key(pair: Any) -> StatKey | None:
-    """The stat key of an ``[id, key]`` pair of a row's ``by``, else None."""
-    if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
-        return None
-    k = pair[1]
-    if not (isinstance(k, list) and len(k) == 4 and all(type(x) is int for x in k)):
-        return None
-    return (k[0], k[1], k[2], k[3])

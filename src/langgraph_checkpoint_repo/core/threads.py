@@ -57,7 +57,7 @@ from .layout import (
     is_verbatim,
 )
 from .lineage import MERGED_CHANNEL, Lineage, Node, choice_of, choice_problem, is_deliberate
-from .objindex import LinkIndex, ObjectIndex
+from .objindex import ObjectIndex
 from .overlap import Overlap, PutDone
 from .wholes import WholeDocs, writes_names
 
@@ -153,7 +153,6 @@ class ThreadStore:
         # where a thread's objects live, for a fresh process (objindex.py)
         self.objects = ObjectIndex(self.layout)
         self.values.find_object = self._find_object
-        self.links = LinkIndex(self.layout)  # the links of append chains, for a fresh process
         self._observed = threading.local()  # the stat keys one read took (observing)
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self.meta.observed = self._observed  # a filter's keys serve the same read's lineage check
@@ -170,8 +169,6 @@ class ThreadStore:
         else:  # the checks read every file anyway: they write no objects index
             self.values.read_holder = self.objects.read
             self.values.read_done = self.objects.flush
-            self.values.indexed_link = self._indexed_link
-            self.values.note_links = self._note_links
 
     @property
     def in_snapshot(self) -> bool:
@@ -558,11 +555,10 @@ class ThreadStore:
             yield
             return
         self._observed.keys = {}
-        self._observed.seen = {}  # what the links index found of files and folders in this read
         try:
             yield
         finally:
-            self._observed.keys = self._observed.seen = None
+            self._observed.keys = None
 
     def observing_each(self, items: Iterator[_T]) -> Iterator[_T]:
         """``items``, each step observed (``observing``) from its start to the item it gives,
@@ -583,32 +579,6 @@ class ThreadStore:
     def _find_object(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
         """``ObjectIndex.find``, with the stat keys this read took already (``observing``)."""
         return self.objects.find(tdir, name, holder, seen, getattr(self._observed, "keys", None))
-
-    def _indexed_link(self, tdir: Path, channel: str, version: Any, ref: str, path: Path) -> Link | None:
-        """A link of an append chain from the links index (objindex.LinkIndex), while its
-        file and the checkpoints its base was found through have the recorded stat keys (as
-        this read took them: ``observing``); None: read its file."""
-        observed = getattr(self._observed, "keys", None)
-        seen = getattr(self._observed, "seen", None)
-        seen = {} if seen is None else seen
-        got = self.links.link(tdir, str(path), channel, version, seen, observed)
-        if got is None:
-            return None
-        key, (app, base, by) = got
-        deps = [(str(path), key, None)]
-        for cid, pkey in by:
-            ppath = str(self.values.sibling(path, f"{encode_segment(cid)}.json"))
-            if not self.links.unchanged(ppath, pkey, seen, observed):
-                return None
-            deps.append((ppath, pkey, None))
-        body = {"append": app}
-        return Link(version, ref, path, f"/new_values/{channel}", body, base=base, deps=tuple(deps))
-
-    def _note_links(self, tdir: Path, channel: str, rows: list[tuple[Path, Any, Any, Any]]) -> None:
-        """Links a walk read from their settled files, written down for the next process."""
-        for path, key, version, kept in rows:
-            self.links.note(tdir, path, key, channel, version, kept)
-        self.links.flush(tdir)
 
     def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
         """The checkpoint that continues a namespace (lineage.py's rule), None when empty."""
@@ -853,7 +823,6 @@ class ThreadStore:
         self._overlap.forget_under(tdir)
         self.docs.forget_under(tdir)
         self.objects.forget(tdir)
-        self.links.forget(tdir)
         for folder in [f for f in list(self._unsaved) if f.is_relative_to(tdir)]:
             self._unsaved.pop(folder, None)
         self._lineage_files.forget_under(tdir)

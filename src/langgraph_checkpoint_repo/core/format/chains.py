@@ -83,10 +83,6 @@ class Link:
     body: Any = None  # the value body; a link without one ends the walk
     doc: Any = None  # the document holding the body
     known: Any = None  # what the reader already holds for this link (a cache hit): the walk ends
-    # a link taken from the links index (objindex.LinkIndex), its file not read: the base an
-    # append without ``base`` extends, and the files it was checked by (its own, its parent)
-    base: tuple[Any, str] | None = None
-    deps: tuple[Any, ...] = ()
 
     @property
     def missing(self) -> bool:
@@ -121,25 +117,6 @@ def walk_chain(
         version, ref = base_of(link, implied)
 
 
-def referring_append(app: Any) -> bool | None:
-    """Whether an append body of the shape a file stores, every item of it a reference (what
-    the links index keeps, objindex.LinkIndex), names its base (``base``, ``base_ref``);
-    None for any other shape (an item stored inline is read from its file, where it is checked)."""
-    from .objects import any_ref_of
-
-    if not (
-        isinstance(app, dict)
-        and type(app.get("base_length")) is int
-        and app["base_length"] >= 0
-        and isinstance(app.get("items"), list)
-        and all(any_ref_of(item) is not None for item in app["items"])
-    ):
-        return None
-    if "base" not in app and "base_ref" not in app:
-        return False
-    return True if "base" in app and isinstance(app.get("base_ref"), str) else None
-
-
 def append_body(base_length: int, items: Any, base: tuple[Any, str] | None = None) -> dict[str, Any]:
     """The ``append`` of a list that grew: ``items`` after the first ``base_length``; ``base``
     (version, ref) names the list it extends, left out when it is the one the parent holds."""
@@ -154,8 +131,6 @@ def base_of(link: Link, implied: ImpliedBase | None) -> tuple[Any, str]:
     app = link.body["append"]
     if "base" in app:
         return app["base"], app["base_ref"]
-    if link.base is not None:
-        return link.base
     if implied is None or link.doc is None or link.doc.get("kind") != "checkpoint":
         raise FileFormatError(
             str(link.path), f"{link.pointer}/append", "an append without base (format 4) outside a checkpoint"

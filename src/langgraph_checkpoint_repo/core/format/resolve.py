@@ -23,16 +23,7 @@ from typing import Any
 
 from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, lstat, refresh
 from ..errors import FileFormatError, MissingReferenceError
-from ..layout import (
-    CHECKPOINTS,
-    LARGE,
-    OBJECTS,
-    WRITES,
-    Layout,
-    decode_segment,
-    encode_segment,
-    is_hashed_segment,
-)
+from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
 from .canonical import digest_node
 from .chains import Link, walk_chain
@@ -45,18 +36,8 @@ ReadDoc = Callable[[Path, str], dict[str, Any]]
 FindObject = Callable[[Path, str, str, dict[str, Any]], Any]
 # (thread folder, holder, its lstat before the read, the objects it holds, time before the read)
 ReadHolder = Callable[[Path, Path, os.stat_result, dict[str, Any], int], None]
-# (thread folder, channel, version, ref, the checkpoint file ``ref`` names) -> that link from
-# the links index (objindex.LinkIndex), its file not read, or None
-IndexedLink = Callable[[Path, str, Any, str, Path], "Link | None"]
-# (thread folder, channel, links read from their settled files: (file, its stat key, version,
-# (append, base, the checkpoints that say where the base is))), offered to the links index
-NoteLinks = Callable[[Path, str, list[tuple[Path, Any, Any, tuple[Any, Any, Any]]]], None]
 # the folders whose files may hold objects of their own (format 4), and their kind
 _HOLDS_OBJECTS = {CHECKPOINTS: "checkpoint", WRITES: "writes"}
-# a chain walked from files with this many appends or more is offered to the links index
-# (which writes a thread's first lines once it has LinkIndex.start): one shorter reads quickly
-LINKS_NOTED = 2
-IMPLIED_BY = 8  # checkpoints a base implied by a parent may lie below it, for the links index
 
 
 def kind_of_holder(path: str | Path) -> str | None:
@@ -84,10 +65,6 @@ class ValueResolver:
         self.find_object: FindObject | None = None
         self.read_holder: ReadHolder | None = None
         self.read_done: Callable[[Path], None] | None = None  # an expansion is over
-        # the links index (ThreadStore sets them): links of an append chain a fresh process
-        # takes without opening their files, and links read from files, to be written down
-        self.indexed_link: IndexedLink | None = None
-        self.note_links: NoteLinks | None = None
         # a run of the checks reads the root as one snapshot (snapshot.py): a kept value is
         # reused without checking the files it was built from again
         self.trust_kept = False
@@ -128,13 +105,12 @@ class ValueResolver:
 
         links: list[tuple[Link, tuple[Dep, ...]]] = []
         got: ValueEntry | None = None
-        bases: dict[int, tuple[Any, str]] = {}  # id of a link read from its file -> its implied base
-        implied = partial(self._implied, channel, bases) if self.implied_base is not None else None
+        implied = partial(self.implied_base, channel) if self.implied_base is not None else None
         for link in walk_chain(read, version, ref, implied):
             if link.known is not None:
                 got = link.known
                 break
-            own: tuple[Dep, ...] = () if trust else link.deps or (self._docs.dep(link.path, link.doc),)
+            own: tuple[Dep, ...] = () if trust else (self._docs.dep(link.path, link.doc),)
             if "append" not in link.body:
                 got = self._entry_from_body(channel, link)
                 self._keep(link, channel, got, own)
@@ -150,56 +126,7 @@ class ValueResolver:
         for link, own in reversed(links):
             got = self._entry_from_body(channel, link, got)
             self._keep(link, channel, got, own)
-        self._note_links(channel, links, bases)
         return got
-
-    def _implied(self, channel: str, bases: dict[int, tuple[Any, str]], link: Link) -> tuple[Any, str]:
-        """``implied_base``, noting what it found for a link read from its file."""
-        assert self.implied_base is not None
-        found = bases[id(link)] = self.implied_base(channel, link)
-        return found
-
-    def _note_links(
-        self, channel: str, links: list[tuple[Link, tuple[Dep, ...]]], bases: dict[int, tuple[Any, str]]
-    ) -> None:
-        """Offer the links of a walk read from their files to the links index: those whose
-        file was settled when read (digest None), with the base each implies and the files
-        that say so (``_implied_by``)."""
-        if self.note_links is None or self.trust_kept or len(links) < LINKS_NOTED:
-            return
-        rows = []
-        for link, own in links:
-            if link.deps or not isinstance(link.doc, dict) or own[0][1] is None or own[0][2] is not None:
-                continue
-            app = link.body["append"]
-            base = bases.get(id(link))
-            by = () if "base" in app else self._implied_by(link, base[1]) if base is not None else None
-            if by is not None:
-                rows.append((link.path, own[0][1], link.version, (app, base if by else None, by)))
-        if rows:
-            self.note_links(self._thread_dir(links[0][0].path), channel, rows)
-
-    def _implied_by(self, link: Link, base_ref: str) -> tuple[tuple[str, Any], ...] | None:
-        """The checkpoints whose bookkeeping says where the base of ``link`` (an append without
-        ``base``) lies, each (id, stat key): its parent and, when the parent did not store
-        the list, each checkpoint below it down to the one that did (``base_ref``); None
-        when one was not read settled in this walk or the line is longer than a few."""
-        out = []
-        cid = link.doc.get("parent_checkpoint_id")
-        for _ in range(IMPLIED_BY):
-            if not isinstance(cid, str):
-                return None
-            name = f"{encode_segment(cid)}.json"
-            path = self.layout.sibling(link.path, name)
-            doc = self._docs.doc(path)
-            _, key, digest = self._docs.dep(path, doc)
-            if doc is None or key is None or digest is not None:
-                return None
-            out.append((cid, key))
-            if base_ref == f"{CHECKPOINTS}/{name}":
-                return tuple(out)
-            cid = doc.get("parent_checkpoint_id")
-        return None
 
     def keep_appended(
         self, ns_dir: Path, channel: str, ref: str, base_ref: str, items: list[Any], weight: Weight
@@ -274,10 +201,6 @@ class ValueResolver:
                 if deps is not None:
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
-            if self.indexed_link is not None and not self.trust_kept and ref.startswith(CHECKPOINTS + "/"):
-                indexed = self.indexed_link(self._thread_dir(path), channel, version, ref, path)
-                if indexed is not None:
-                    return indexed
             found = self._value_body(ns_dir, channel, version, ref, path)
             if found is not None:
                 body, pointer, doc = found
@@ -457,9 +380,19 @@ class ValueResolver:
                     )
                 return self._checked(path, digest, tree, tdir, doc), str(path)
         else:
-            held = self._held_by_holder(tdir, referrer, digest, holder, seen)
-            if held is not None:
-                return held
+            # the name of its folder (os.path.basename(os.path.dirname(holder)), in one step)
+            kind = _HOLDS_OBJECTS.get(holder.rpartition(os.sep)[0].rpartition(os.sep)[2])
+            if kind is not None:
+                hpath = referrer if holder == str(referrer) else Path(holder)
+                try:
+                    doc = self._read_doc(hpath, kind)
+                except FileNotFoundError:
+                    # a writes file goes once its child checkpoint has taken it; the record being
+                    # resolved came from its last parse, which (files never change) still holds
+                    doc = self._docs.doc(hpath) if kind == "writes" else None
+                tree = fields.held_objects(doc).get(digest) if doc is not None else None
+                if tree is not None and doc is not None:
+                    return self._checked(hpath, digest, tree, tdir, doc), holder
         path = tdir / OBJECTS / f"{digest}.json"
         try:
             odoc = self._read_doc(path, "object")
@@ -472,49 +405,6 @@ class ValueResolver:
         if odoc["sha256"] != digest or not names_object(digest, odoc["tree"]):
             raise FileFormatError(str(path), "/sha256", EDITED)
         return odoc["tree"], str(path)
-
-    def _held_by_holder(
-        self, tdir: Path, referrer: Path, digest: str, holder: str, seen: dict[str, Any]
-    ) -> tuple[Any, str] | None:
-        """An object referred to without ``$in``: held by the file holding the reference (a
-        checkpoint's or a writes file's own objects, format 4), from the objects index while
-        that file is unchanged, else from the file; None when it holds no such object."""
-        # the name of its folder (os.path.basename(os.path.dirname(holder)), in one step)
-        kind = _HOLDS_OBJECTS.get(holder.rpartition(os.sep)[0].rpartition(os.sep)[2])
-        loc = self._root_checkpoint(tdir, holder) if kind == "checkpoint" else None
-        if loc is not None and self.find_object is not None and not self.trust_kept:
-            # a link taken from the links index: its own objects too, from the objects index
-            indexed = self.find_object(tdir, digest, holder, seen)
-            if indexed is not None and self._names_quietly(digest, indexed):
-                self.located.setdefault(tdir, {}).setdefault(digest, loc)  # as _checked notes it
-                return indexed, holder
-        if kind is None:
-            return None
-        hpath = referrer if holder == str(referrer) else Path(holder)
-        try:
-            # a checkpoint read for its own objects is written down as any holder is
-            own = kind == "checkpoint"
-            doc = self._read_holder(tdir, hpath) if own else self._read_doc(hpath, kind)
-        except FileNotFoundError:
-            # a writes file goes once its child checkpoint has taken it; the record being
-            # resolved came from its last parse, which (files never change) still holds
-            doc = self._docs.doc(hpath) if kind == "writes" else None
-        tree = fields.held_objects(doc).get(digest) if doc is not None else None
-        if tree is not None and doc is not None:
-            return self._checked(hpath, digest, tree, tdir, doc), holder
-        return None
-
-    @staticmethod
-    def _root_checkpoint(tdir: Path, holder: str) -> tuple[str, str] | None:
-        """("", id) of a checkpoint file of the thread's root namespace named by its id, else None."""
-        head, _, name = holder.rpartition(os.sep)
-        stem = name[:-5] if name.endswith(".json") else ""
-        if head != f"{tdir}{os.sep}{CHECKPOINTS}" or not stem or is_hashed_segment(stem):
-            return None
-        try:
-            return "", decode_segment(stem)
-        except ValueError:
-            return None
 
     def _read_holder(self, tdir: Path, path: Path) -> dict[str, Any] | None:
         """The checkpoint holding an object, None when it is gone (prune keeps its objects in
