@@ -117,9 +117,10 @@ def test_a_rename_and_a_default_across_threads_is_one_checkpoint_each_reviewed_i
     commit_all(repo, "profile-v2")
     data = json.loads(cli(root, "review", "main..migrate", "--json", cwd=repo).stdout)
     assert len(data["threads"]) == THREADS
-    # counted as what they are, not as hand edits; ``history`` names the migration too
-    assert (data["verdict"]["migrations"], data["verdict"]["hand_edits"]) == (THREADS, 0)
-    assert f"{THREADS} migrations" in data["verdict"]["line"]
+    # hand edits (update_state wrote them, and any caller could say "migration"), each saying
+    # which migration; ``history`` names it too
+    assert (data["verdict"]["migrations"], data["verdict"]["hand_edits"]) == (THREADS, THREADS)
+    assert f"{THREADS} hand edits ({THREADS} say migrate-state)" in data["verdict"]["line"]
     history = cli(root, "history", "c-000", cwd=repo)
     assert "(migration profile-v2)" in history.stdout and "(update_state)" not in history.stdout
     for thread in data["threads"]:

@@ -314,10 +314,10 @@ def verdict_line(v: Verdict, code: Callable[[str], str] = str) -> str:
     parts = [plural(v.turns, "turn"), answers, plural(v.tool_errors, "tool error")]
     if v.failures:
         parts.append(plural(v.failures, "failed task"))
-    if v.edits:
-        parts.append(plural(v.edits, "hand edit"))
-    if v.migrations:
-        parts.append(plural(v.migrations, "migration"))
+    if v.edits:  # update_state wrote them; some may say migrate-state did (any caller can)
+        verb = "says" if v.migrations == 1 else "say"
+        says = f" ({v.migrations} {verb} migrate-state)" if v.migrations else ""
+        parts.append(plural(v.edits, "hand edit") + says)
     parts += [plural(v.memories, "memory change"), plural(v.forks, "fork"), plural(v.rewrites, "rewrite")]
     if v.threads_removed:
         parts.append(f"{plural(v.threads_removed, 'thread')} deleted")

@@ -151,7 +151,7 @@ class Verdict:
     tool_errors: int = 0
     failures: int = 0  # tasks that failed (an ``__error__`` write)
     edits: int = 0  # checkpoints written by ``update_state`` (a hand edit, ``edit``)
-    migrations: int = 0  # update checkpoints whose metadata names a ``migrate-state`` migration
+    migrations: int = 0  # of ``edits``, those whose metadata names a ``migrate-state`` migration
     memories: int = 0
     forks: int = 0
     rewrites: int = 0

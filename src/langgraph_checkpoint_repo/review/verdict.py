@@ -60,10 +60,9 @@ def verdict_of(report: Report) -> Verdict:
                         v.answers.append(e.tree)
                     elif e.kind == "error" and id(e) not in raised:
                         v.failures += 1
-                    elif e.kind == "update" and e.name:
-                        v.migrations += 1
-                    elif e.kind == "update":
+                    elif e.kind == "update":  # a migration is one too: its name is the metadata's word
                         v.edits += 1
+                        v.migrations += bool(e.name)
             if n.heads and sum(not h.settled for h in n.heads) > 1:
                 v.unsettled.append((t.thread_id, n.label or n.ns))
             for task in n.next.tasks if n.next is not None else ():
