@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 
 from graphs import Recorder, cfg, chat_graph
 from helpers import lookups_per_put
@@ -78,6 +79,32 @@ def test_a_whole_copy_cuts_only_the_chunks_its_new_items_changed(
     assert max(late) <= max(early) + 4, (early, late)
     latest = saver.get_tuple(cfg("t"))
     assert latest is not None and len(latest.checkpoint["channel_values"]["messages"]) == 240
+
+
+def test_the_chunks_kept_for_the_next_copy_are_those_of_the_last_copy_alone(tmp_path: Path) -> None:
+    """What a whole copy keeps for the next one does not grow with the copies before it: the
+    chunks of the list as last copied and the files holding them (each is checked with one
+    lstat per copy; kept forever, a long thread's copy checked every chunk it ever cut)."""
+    saver = RepoSaver(tmp_path / ".langgraph", durable=False, snapshot_every=2)
+    messages: list[Any] = []
+    kept: dict[int, int] = {}
+    for i in range(1, 401):
+        messages = [*messages, (HumanMessage if i % 2 else AIMessage)(f"message {i}", id=f"m{i}")]
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = f"1ef00000-0000-6000-8000-{i:012x}"
+        checkpoint["channel_values"] = {"messages": messages}
+        checkpoint["channel_versions"] = {"messages": f"{i:08d}.0"}
+        config: Any = cfg("t", checkpoint_ns="")
+        if i > 1:
+            config["configurable"]["checkpoint_id"] = f"1ef00000-0000-6000-8000-{i - 1:012x}"
+        versions = {"messages": f"{i:08d}.0"}
+        saver.put(config, checkpoint, {"source": "loop", "step": i, "parents": {}}, versions)
+        state = saver._lists[("t", "", "messages")]
+        if state.frame is not None and state.chunks:
+            copied = {key for cut in state.frame.levels for key in cut.keys}
+            assert set(state.chunks) <= copied, f"put {i}: chunks kept that the last copy does not hold"
+            kept[i] = len(state.chunks)
+    assert len(kept) > 100  # a copy every other put, each checked
 
 
 def test_the_chunks_are_looked_up_again_once_a_file_holding_one_changed(tmp_path: Path) -> None:

@@ -552,6 +552,11 @@ class ValueWriter:
                 memo.pop(key, None)
                 continue  # in objects/ (too big for its file): looked up again
             memo[key] = (tree, ref, height)
+        if taken:  # only the chunks of this copy, and their holders: the old ones are no use
+            live = {key for cut in cuts for key in cut.keys}
+            memo = {key: chunk for key, chunk in memo.items() if key in live or key in chunked}
+            places = {location_of(ref) for _, ref, _ in memo.values()}
+            holders = {where: dep for where, dep in holders.items() if where in places}
         return memo, holders
 
     @staticmethod
