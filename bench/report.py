@@ -181,7 +181,7 @@ _NOTES = (
     "lookup (`MetaCache.matches`); SqliteSaver filters in SQL. Across threads the same rule adds "
     "one `lstat` of each thread folder and one `stat` of each checkpoints folder (a thread or "
     "checkpoint added or removed); the threads workload times that floor alone (a bare loop of "
-    "`os.lstat` over those paths, 'the floor of that warm call'): at 3,000 threads it is about 1.6x "
+    "`os.lstat` over those paths, 'the floor of that warm call'): at 3,000 threads it is 1.5-1.6x "
     "SqliteSaver's whole call by itself (December 2026), and the warm call is about twice the floor: "
     "the Python of each folder and file checked. Measured with `getrusage` in one process: a "
     "warm call at 3,000 threads 58 ms user and 46 ms system CPU, the bare loop 18 and 43; taking "
