@@ -437,6 +437,7 @@ def test_a_create_agent_turn_fits_in_60_lines_its_restating_checkpoint_in_one(
     out = _create_agent_turn(tmp_path / "repo")
     assert len(out.splitlines()) <= 60, out
     files = per_file(out)
+    assert len(files) == 5
     bodies = [lines[HEADERS:] for _, lines in files]
     assert [len(b) for b in bodies] == [2, 1, 3, 2, 2], out
     assert re.fullmatch(RESTATING, bodies[1][0][1:]), bodies
