@@ -553,3 +553,79 @@ def test_a_fresh_filter_reads_the_checkpoints_added_since_a_thread_s_metadata_wa
     got = seen(RepoSaver(root).list(None, **args))
     assert new and len(got) == len(before) + len(new)
     assert new <= {c["configurable"]["checkpoint_id"] for c, *_ in got}
+
+
+def test_a_warm_filter_compares_the_metadata_of_only_the_threads_that_may_hold_its_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a process that read every checkpoint itself (no roster on disk), a warm filter for a
+    string rules out each namespace none of whose kept metadata holds it under that key
+    (metaview.py): those files are each checked by their stat key and nothing more, and the
+    namespaces that may hold it (user-1's threads) are compared entry by entry. Same answer
+    as SqliteSaver's, also after a hand edit in place and a turn written by the same saver."""
+    root, sqlite = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
+    saver = RepoSaver(root)
+    assert seen(saver.list(None, **args)) == seen(sqlite.list(None, **args))  # reads every header
+    list(saver.list(None, **args))  # lays each namespace's entries out
+    compared: list[str] = []  # namespaces (thread folders) whose kept entries were compared
+    real = index_module.MetaCache.matching
+
+    def matching(self: Any, thread_id: str, ns: str, *rest: Any) -> Any:
+        before = self._views.get((thread_id, ns))
+        got = real(self, thread_id, ns, *rest)
+        view = self._views.get((thread_id, ns))
+        if view is not None and view.may_match(rest[1]):
+            compared.append(thread_id)
+        assert view is before  # laid out once, not again for each call
+        return got
+
+    monkeypatch.setattr(index_module.MetaCache, "matching", matching)
+    reads = Reads(monkeypatch)
+    assert seen(saver.list(None, **args)) == seen(sqlite.list(None, **args))
+    assert sorted(compared) == ["t01", "t05", "t09", "t13"]
+    assert not reads.paths
+    folder = Layout(root).checkpoints_dir("t02", "")
+    path = sorted(folder.glob("*.json"))[-1]
+    text = path.read_text()
+    with open(path, "r+") as fh:  # in place: same inode, same folder, same size
+        fh.write(text.replace('"user_id": "user-2"', '"user_id": "user-1"'))
+    got = seen(saver.list(None, **args))
+    assert path.stem in {c["configurable"]["checkpoint_id"] for c, *_ in got}
+    assert list(reads.paths) == [str(path)]  # the edited file alone is read
+    monkeypatch.setattr(index_module.MetaCache, "matching", real)
+    more = {"messages": [HumanMessage("one more")]}
+    chat_graph(saver).invoke(more, cfg("t03", user_id="user-1"))
+    added = {c["configurable"]["checkpoint_id"] for c, *_ in saver.list(cfg("t03"), limit=3)}
+    found = {c["configurable"]["checkpoint_id"] for c, *_ in seen(saver.list(None, **args))}
+    assert added <= found
+
+
+class _Loose:
+    """A metadata value equal to every string, as any object may define ``__eq__``."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str)
+
+    __hash__ = object.__hash__
+
+
+class _Label(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.lower() == self.lower()
+
+    __hash__ = str.__hash__
+
+
+@pytest.mark.parametrize("value", [_Loose(), _Label("USER-1")], ids=["object", "str-subclass"])
+def test_metadata_that_may_equal_a_string_it_is_not_is_never_ruled_out_by_its_strings(value: Any) -> None:
+    """A view rules a filter out only on plain values: metadata holding an object or a str
+    subclass (whose ``==`` it cannot know) is compared, so a filter still matches it."""
+    from langgraph_checkpoint_repo.core.metaview import MetaView
+
+    entries = [("c1", ("/x/c1.json", (1, 2, 3, 4), {"user_id": value}, None))]
+    assert value == "user-1"
+    assert MetaView(0, None, entries).may_match([("user_id", "user-1")])
+    plain = [("c1", ("/x/c1.json", (1, 2, 3, 4), {"user_id": "user-2", "step": 1}, None))]
+    assert not MetaView(0, None, plain).may_match([("user_id", "user-1")])
+    assert MetaView(0, None, plain).may_match([("step", 1), ("user_id", "user-2")])

@@ -51,6 +51,7 @@ from .caches import StatKey, stat_key
 from .jsonread import MAX_FILE_BYTES, MAX_JSON_VALUES, json_bounds_problem, read_bounded
 from .layout import CHECKPOINTS, NAMESPACES, THREADS, Layout, is_temp_name
 from .lineage import Choice, Lineage, Node
+from .metaview import MetaView, stale
 
 _log = logging.getLogger(__name__)
 
@@ -584,6 +585,10 @@ class MetaCache:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._by_ns: dict[tuple[str, str], dict[str, MetaEntry] | KeptMeta] = {}
+        # each namespace's entries laid out for filters (metaview.py), and how often they
+        # changed: a view is used only while its version is the namespace's
+        self._views: dict[tuple[str, str], MetaView] = {}
+        self._versions: dict[tuple[str, str], int] = {}
         self._read: dict[tuple[str, str], int] = {}  # headers read since last written
         self.kept: dict[tuple[str, str], int] = {}  # headers read since the roster last looked
         # where the read under way notes the stat keys it took (ThreadStore.observing): an
@@ -640,6 +645,9 @@ class MetaCache:
             if not kept.may_match(needles):
                 return [], kept.changed(cids)  # the trees not decoded: none kept matches
         per_ns = self._decoded((thread_id, ns)) or {}
+        view = self._view((thread_id, ns), per_ns)
+        if not view.may_match(wanted):
+            return [], view.stale(cids)  # no metadata kept matches: only changed files may
         matched: list[str] = []
         unknown: list[str] = []
         lstat = os.lstat
@@ -664,6 +672,17 @@ class MetaCache:
                 matched.append(cid)
         return matched, unknown
 
+    def _view(self, key: tuple[str, str], per_ns: dict[str, MetaEntry]) -> MetaView:
+        """The namespace's entries laid out (metaview.py), made again after any change (``keep``
+        counts them; the entries replaced by others show as another dict)."""
+        version = self._versions.get(key, 0)
+        view = self._views.get(key)
+        if view is None or view.version != version or view.source is not per_ns:
+            # list(...) copies the items in one step under the GIL; an entry kept meanwhile
+            # counts a change after it is in, so this view is made again at the next use
+            view = self._views[key] = MetaView(version, per_ns, list(per_ns.items()))
+        return view
+
     def keep(self, thread_id: str, ns: str, cid: str, entry: MetaEntry | None) -> None:
         """Keep a settled entry (None: forget the checkpoint's, it may change again unseen)."""
         per_ns = self._decoded((thread_id, ns))
@@ -671,8 +690,12 @@ class MetaCache:
             per_ns = self._by_ns[(thread_id, ns)] = {}
         if entry is None:
             per_ns.pop(cid, None)
+        else:
+            per_ns[cid] = entry
+        # after the change: a view made from the entries before it is older than this
+        self._versions[(thread_id, ns)] = self._versions.get((thread_id, ns), 0) + 1
+        if entry is None:
             return
-        per_ns[cid] = entry
         self._read[(thread_id, ns)] = self._read.get((thread_id, ns), 0) + 1
         self.kept[(thread_id, ns)] = self.kept.get((thread_id, ns), 0) + 1
 
@@ -699,6 +722,7 @@ class MetaCache:
         for key in [k for k in list(self._by_ns) if k[0] == thread_id]:
             self._by_ns.pop(key, None)
             self._read.pop(key, None)
+            self._views.pop(key, None)
 
 
 # -- lineage (which checkpoint continues) -------------------------------------------------
@@ -1246,12 +1270,13 @@ class KeptMeta:
     process those trees were most of what the files decoded and most of the garbage
     collector's work. ``folder``: the namespace's checkpoints folder (set by the roster)."""
 
-    __slots__ = ("_entries", "at", "cids", "folder", "keys", "line")
+    __slots__ = ("_entries", "_paths", "at", "cids", "folder", "keys", "line")
 
     def __init__(self, cids: list[Any], keys: list[Any], line: bytes, at: int) -> None:
         self.cids, self.keys, self.line, self.at = cids, keys, line, at
         self.folder = ""
         self._entries: dict[str, MetaEntry] | None = None
+        self._paths: tuple[str, list[str]] | None = None  # (folder, each id's file in it)
 
     def entries(self) -> dict[str, MetaEntry]:
         """Entries by checkpoint id (``meta_from_rows``); none when anything is off."""
@@ -1284,49 +1309,12 @@ class KeptMeta:
 
     def changed(self, cids: list[str]) -> list[str]:
         """Those of ``cids`` whose file's stat key is not the one kept (or none is kept): the
-        rest hold the metadata kept, which ``may_match`` found no match in. One lstat each,
-        of the file the listing names. The listing is the kept ids in their order unless a
-        file came or went, so the keys are read by position (no table built per thread)."""
-        kept, keys, folder = self.cids, self.keys, self.folder
-        if cids != kept:
-            return self._changed_by_id(cids)
-        out: list[str] = []
-        lstat = os.lstat
-        at = 0
-        for cid in cids:
-            try:
-                st = lstat(f"{folder}/{cid}.json")
-            except OSError:
-                out.append(cid)
-            else:
-                if (
-                    st.st_mtime_ns != keys[at]
-                    or st.st_ctime_ns != keys[at + 1]
-                    or st.st_size != keys[at + 2]
-                    or st.st_ino != keys[at + 3]
-                ):
-                    out.append(cid)
-            at += 4
-        return out
-
-    def _changed_by_id(self, cids: list[str]) -> list[str]:
-        """``changed`` when the listing is not the kept ids: each looked up by id."""
-        keys = self.keys
-        where = {cid: 4 * i for i, cid in enumerate(self.cids) if type(cid) is str}
-        out: list[str] = []
-        for cid in cids:
-            at = where.get(cid)
-            if at is None:
-                out.append(cid)
-                continue
-            try:
-                st = os.lstat(f"{self.folder}/{cid}.json")
-            except OSError:
-                out.append(cid)
-                continue
-            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != tuple(keys[at : at + 4]):
-                out.append(cid)
-        return out
+        rest hold the metadata kept, which ``may_match`` found no match in (metaview.stale:
+        one lstat each, of the file the listing names)."""
+        folder = self.folder
+        if self._paths is None or self._paths[0] != folder:
+            self._paths = (folder, [f"{folder}/{cid}.json" for cid in self.cids])
+        return stale(cids, self.cids, self._paths[1], self.keys)
 
 
 def meta_needles(wanted: list[tuple[str, Any]]) -> list[bytes]:
