@@ -343,7 +343,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
             else:
                 listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
         else:
-            listed = _listed(self.store, config, before)
+            groups = _thread_groups(self.store, config, before)
+            if wanted and limit is None:  # every checkpoint is asked about: in one loop each
+                listed, wanted = self._matched(groups, wanted), []
+            else:  # newest first, until ``limit`` are found
+                listed = _listed(groups)
         # a stat key the filter takes serves the lineage check a result needs: one read from
         # each step's start to the result it yields, none held across a yield
         yield from self.store.observing_each(self._listed_tuples(listed, wanted, roster, limit))
@@ -388,10 +392,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 if remaining <= 0:
                     break
 
+    def _matched(
+        self, groups: builtins.list[_Group], wanted: builtins.list[tuple[str, Any]]
+    ) -> Iterator[tuple[str, str, str]]:
+        """``_matching`` of one thread's namespaces, made when the first result is asked for:
+        inside that step's read (``observing_each``), whose lineage check takes the stat
+        keys the filter took instead of an lstat of each checkpoint again."""
+        yield from self._matching(groups, wanted, note=True)
+
     def _matching(
         self,
         groups: builtins.list[_Group],
         wanted: builtins.list[tuple[str, Any]],
+        note: bool = False,
     ) -> builtins.list[tuple[str, str, str]]:
         """The checkpoints of ``groups`` (thread, namespace, ids) whose metadata holds every
         (key, value) of ``wanted``, newest first by id: what is kept of a checkpoint's
@@ -399,7 +412,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         out: builtins.list[tuple[str, str, str]] = []
         needles = meta_needles(wanted)  # once, not per namespace
         for thread_id, ns, ids in groups:
-            matched, unknown = self.store.meta.matching(thread_id, ns, ids, wanted, needles)
+            matched, unknown = self.store.meta.matching(
+                thread_id, ns, ids, wanted, needles, self.codec.revives_plain_trees, note
+            )
             out.extend((cid, thread_id, ns) for cid in matched)
             for cid in unknown:
                 try:
@@ -1080,11 +1095,11 @@ def _newest_first(ids: list[str], thread_id: str, ns: str) -> Iterator[tuple[str
         yield cid, thread_id, ns
 
 
-def _listed(
+def _thread_groups(
     store: ThreadStore, config: RunnableConfig | None, before: RunnableConfig | None
-) -> Iterable[tuple[str, str, str]]:
-    """``list``'s checkpoints as (id, thread, namespace): newest first within one namespace,
-    and across threads and namespaces newest first by id, as SqliteSaver orders them."""
+) -> builtins.list[_Group]:
+    """``list``'s namespaces of the config's thread, as (thread, namespace, ids), ``before``
+    and the config's namespace and checkpoint applied."""
     conf = config["configurable"] if config else {}
     want_id = conf.get("checkpoint_id")
     before_id = get_checkpoint_id(before) if before else None
@@ -1101,6 +1116,12 @@ def _listed(
                 ids = ids[: bisect.bisect_left(ids, before_id)]
             if ids:
                 groups.append((thread_id, ns, ids))
+    return groups
+
+
+def _listed(groups: builtins.list[_Group]) -> Iterable[tuple[str, str, str]]:
+    """The checkpoints of ``groups`` as (id, thread, namespace): newest first within one
+    namespace, and across namespaces newest first by id, as SqliteSaver orders them."""
     if len(groups) == 1:
         thread_id, ns, ids = groups[0]
         return ((cid, thread_id, ns) for cid in reversed(ids))

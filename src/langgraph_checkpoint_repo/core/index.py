@@ -598,12 +598,17 @@ class MetaCache:
     def get(self, thread_id: str, ns: str, cid: str, from_disk: bool) -> Any | None:
         """The kept metadata of a checkpoint whose file is unchanged, else None.
         ``from_disk``: a plain tree is its own decoded value for this saver's codec."""
+        return _unchanged(self._kept(thread_id, ns, from_disk).get(cid), self.observed)
+
+    def _kept(self, thread_id: str, ns: str, from_disk: bool) -> dict[str, MetaEntry]:
+        """What is kept for a namespace; nothing yet: what the derived index holds (``from_disk``:
+        a plain tree is its own decoded value for this saver's codec)."""
         per_ns = self._decoded((thread_id, ns))
         if per_ns is None:
             folder = self.layout.checkpoints_dir(thread_id, ns)
             per_ns = load_meta(self.layout, folder) if from_disk else {}
             self._by_ns[(thread_id, ns)] = per_ns
-        return _unchanged(per_ns.get(cid), self.observed)
+        return per_ns
 
     def _decoded(self, key: tuple[str, str]) -> dict[str, MetaEntry] | None:
         """What is kept for a namespace, its roster trees decoded now if they were not."""
@@ -634,20 +639,31 @@ class MetaCache:
         cids: list[str],
         wanted: list[tuple[str, Any]],
         needles: list[bytes] | None = None,
+        from_disk: bool = False,
+        note: bool = False,
     ) -> tuple[list[str], list[str]]:
         """``matches`` for many checkpoints of one namespace: (those whose kept metadata has
         every (key, value) of ``wanted``, those with nothing kept or a changed file). One
-        lstat per checkpoint, in one loop: a filter across threads spends its time here."""
+        lstat per checkpoint, in one loop: a filter spends its time here. ``from_disk``: as
+        ``get``, for a namespace nothing is kept of yet; ``note``: the stat keys taken go to
+        the read under way (``observed``), as ``matches`` notes them."""
         kept = self._by_ns.get((thread_id, ns))
         if type(kept) is KeptMeta:
             if needles is None:
                 needles = meta_needles(wanted)
             if not kept.may_match(needles):
                 return [], kept.changed(cids)  # the trees not decoded: none kept matches
-        per_ns = self._decoded((thread_id, ns)) or {}
+        per_ns = self._kept(thread_id, ns, from_disk)
         view = self._view((thread_id, ns), per_ns)
-        if not view.may_match(wanted):
-            return [], view.stale(cids)  # no metadata kept matches: only changed files may
+        found = view.candidates(wanted)
+        if found is not None:  # the kept metadata of the files unchanged answers for them
+            stale = view.stale(cids, getattr(self.observed, "keys", None) if note else None)
+            if not found:
+                return [], stale
+            if stale:
+                out = set(stale)
+                return [cid for cid in cids if cid in found and cid not in out], stale
+            return [cid for cid in cids if cid in found], stale
         matched: list[str] = []
         unknown: list[str] = []
         lstat = os.lstat

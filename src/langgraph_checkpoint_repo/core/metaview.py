@@ -4,9 +4,10 @@ A warm ``list(None, filter)`` asks every namespace of every thread which of its 
 match. Asked entry by entry (a dict of entries, each a tuple holding a metadata dict), the
 loop touched some 30,000 small objects scattered over memory at 3,000 threads, and that,
 not the lstats the cache rule needs, made it twice the rule's floor. Here each namespace's
-entries are laid out once (ids, file paths and stat keys in flat lists, the string values
-of its metadata in one set), so a namespace none of whose kept metadata holds the strings
-asked for costs one lstat per file and nothing else, as the roster's ``KeptMeta`` does.
+entries are laid out once (ids, file paths and stat keys in flat lists, its metadata's scalar values
+indexed), so a namespace none of whose kept metadata holds what is asked for costs one lstat
+per file and nothing else, as the roster's ``KeptMeta`` does, and one that does costs that and
+an index lookup (``list(config, filter={"step": k})`` in a thread of 5,000 checkpoints).
 
 Nothing is trusted that the rule would not trust: a file whose stat key is not the one
 laid out, or that has no entry, is answered as unknown (the caller reads it).
@@ -73,50 +74,98 @@ def _stale_by_id(
 
 class MetaView:
     """The entries of one namespace (``MetaCache``'s: id -> (file, stat key, metadata, tree)),
-    as of ``version`` of ``source``: ``may_match`` rules a filter out on their strings alone, ``stale``
-    names the files to read again."""
+    as of ``version`` of ``source``: ``candidates`` answers a filter from an index of their
+    scalar values, ``stale`` names the files to read again."""
 
-    __slots__ = ("cids", "keys", "paths", "source", "strings", "version")
+    __slots__ = ("cids", "keys", "paths", "source", "values", "version")
 
     def __init__(self, version: int, source: object, entries: Sequence[tuple[str, Any]]) -> None:
         self.version, self.source = version, source  # what it was made from, to tell it is current
         self.cids: list[str] = []
         self.paths: list[str] = []
-        self.keys: list[int] = []
-        # (key, value) of every str value; None: some metadata may equal a str it does not hold
-        strings: set[tuple[str, str]] | None = set()
+        self.keys: list[tuple[int, int, int, int]] = []  # the entries' own: nothing made per entry
+        # (key, scalar value) -> the id, or the ids, of the entries whose metadata holds it;
+        # None: some metadata may equal a value it does not hold (``_PLAIN``)
+        values: dict[tuple[str, Any], Any] | None = {}
         for cid, (path, key, meta, _tree) in sorted(entries):
             self.cids.append(cid)
             self.paths.append(path)
-            self.keys.extend(key)
-            if strings is not None:
-                strings = _with_strings(strings, meta)
-        self.strings = strings
+            self.keys.append(key)
+            if values is not None:
+                values = _indexed(values, cid, meta)
+        self.values = values
+
+    def candidates(self, wanted: Sequence[tuple[str, Any]]) -> set[str] | None:
+        """The ids whose kept metadata holds every (key, value) of ``wanted`` (each compared
+        as ``meta.get(key) == value`` would: a dict finds a key by hash and ``==``, and equal
+        scalars hash alike, ``1 == 1.0 == True``); None when the index cannot tell (a value
+        that is no scalar, None, which a missing key also matches, or metadata not plain)."""
+        index = self.values
+        if index is None or not wanted:
+            return None
+        out: set[str] | None = None
+        for key, value in wanted:
+            if value is None or not _scalar(value):
+                return None
+            ids = index.get((key, value))
+            if ids is None:
+                return set()
+            found = {ids} if type(ids) is str else set(ids)
+            out = found if out is None else out & found
+        return out
 
     def may_match(self, wanted: Sequence[tuple[str, Any]]) -> bool:
-        """False only when a str ``wanted`` asks for is under its key in no entry's metadata
-        (a number is not looked for: ``1 == 1.0 == True``)."""
-        strings = self.strings
-        if strings is None:
-            return True
-        for key, value in wanted:
-            if type(value) is str and (key, value) not in strings:
-                return False
-        return True
+        """False only when no entry's kept metadata holds what ``wanted`` asks for."""
+        found = self.candidates(wanted)
+        return found is None or bool(found)
 
-    def stale(self, cids: Sequence[str]) -> list[str]:
-        return stale(cids, self.cids, self.paths, self.keys)
+    def stale(self, cids: Sequence[str], noted: dict[str, Any] | None = None) -> list[str]:
+        """``stale`` of this layout (a key a tuple); ``noted``: gets the stat key of each file
+        found unchanged, by path (the read's lineage check takes it instead of an lstat)."""
+        if cids != self.cids:
+            where = {cid: i for i, cid in enumerate(self.cids)}
+            at = [where.get(cid) for cid in cids]
+        else:
+            at = list(range(len(cids)))
+        out: list[str] = []
+        lstat, paths, keys = os.lstat, self.paths, self.keys
+        for cid, i in zip(cids, at, strict=True):
+            if i is None:
+                out.append(cid)
+                continue
+            try:
+                st = lstat(paths[i])
+            except OSError:
+                out.append(cid)
+                continue
+            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != keys[i]:
+                out.append(cid)
+            elif noted is not None:
+                noted[paths[i]] = keys[i]
+        return out
 
 
-def _with_strings(strings: set[tuple[str, str]], meta: Any) -> set[tuple[str, str]] | None:
-    """``strings`` with the str values of ``meta`` under their keys; None when ``meta`` is
-    not a dict of str keys and plain values (a filter could match it unseen here)."""
+def _scalar(value: Any) -> bool:
+    """A value the index holds: str, int, bool, None, or a float that equals itself (a NaN
+    equals nothing, but a dict would find the very same NaN object by identity)."""
+    kind = type(value)
+    return kind is str or kind is int or kind is bool or value is None or (kind is float and value == value)
+
+
+def _indexed(values: dict[tuple[str, Any], Any], cid: str, meta: Any) -> dict[tuple[str, Any], Any] | None:
+    """``values`` with the scalar values of ``meta`` under their keys, for ``cid``; None when
+    ``meta`` is not a dict of str keys and plain values (a filter could match it unseen here)."""
     if type(meta) is not dict:
         return None
     for key, value in meta.items():
-        kind = type(value)
-        if type(key) is not str or kind not in _PLAIN:
+        if type(key) is not str or type(value) not in _PLAIN:
             return None
-        if kind is str:
-            strings.add((key, value))
-    return strings
+        if _scalar(value):
+            ids = values.get((key, value))
+            if ids is None:
+                values[(key, value)] = cid  # most values are one checkpoint's (its step): no list
+            elif type(ids) is str:
+                values[(key, value)] = [ids, cid]
+            else:
+                ids.append(cid)
+    return values
