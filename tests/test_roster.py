@@ -555,35 +555,39 @@ def test_a_fresh_filter_reads_the_checkpoints_added_since_a_thread_s_metadata_wa
     assert new <= {c["configurable"]["checkpoint_id"] for c, *_ in got}
 
 
-def test_a_warm_filter_compares_the_metadata_of_only_the_threads_that_may_hold_its_string(
+def test_a_warm_filter_answers_each_thread_from_the_index_of_its_kept_metadata(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a process that read every checkpoint itself (no roster on disk), a warm filter for a
-    string rules out each namespace none of whose kept metadata holds it under that key
-    (metaview.py): those files are each checked by their stat key and nothing more, and the
-    namespaces that may hold it (user-1's threads) are compared entry by entry. Same answer
-    as SqliteSaver's, also after a hand edit in place and a turn written by the same saver."""
+    string is answered per namespace from the index of its kept metadata's values (metaview.py,
+    made at the second filter): the namespaces that hold it (user-1's threads) give their ids,
+    the others none, each file checked by its stat key and nothing more, no metadata compared.
+    Same answer as SqliteSaver's, also after a hand edit in place and a turn written by the same
+    saver."""
     root, sqlite = copied(tmp_path)
     args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
     saver = RepoSaver(root)
     assert seen(saver.list(None, **args)) == seen(sqlite.list(None, **args))  # reads every header
-    list(saver.list(None, **args))  # lays each namespace's entries out
-    compared: list[str] = []  # namespaces (thread folders) whose kept entries were compared
+    list(saver.list(None, **args))  # lays each namespace's entries out, and the second indexes them
+    found: dict[str, int] = {}  # thread folder -> how many ids the index gave for the string
     real = index_module.MetaCache.matching
 
     def matching(self: Any, thread_id: str, ns: str, *rest: Any) -> Any:
         before = self._views.get((thread_id, ns))
         got = real(self, thread_id, ns, *rest)
         view = self._views.get((thread_id, ns))
-        if view is not None and view.may_match(rest[1]):
-            compared.append(thread_id)
+        if view is not None:
+            ids = view.candidates(rest[1])
+            assert ids is not None  # answered from the index, no metadata compared
+            found[thread_id] = len(ids)
         assert view is before  # laid out once, not again for each call
         return got
 
     monkeypatch.setattr(index_module.MetaCache, "matching", matching)
     reads = Reads(monkeypatch)
     assert seen(saver.list(None, **args)) == seen(sqlite.list(None, **args))
-    assert sorted(compared) == ["t01", "t05", "t09", "t13"]
+    assert sorted(t for t, n in found.items() if n) == ["t01", "t05", "t09", "t13"]
+    assert len(found) > 4
     assert not reads.paths
     folder = Layout(root).checkpoints_dir("t02", "")
     path = sorted(folder.glob("*.json"))[-1]
@@ -618,14 +622,23 @@ class _Label(str):
 
 
 @pytest.mark.parametrize("value", [_Loose(), _Label("USER-1")], ids=["object", "str-subclass"])
-def test_metadata_that_may_equal_a_string_it_is_not_is_never_ruled_out_by_its_strings(value: Any) -> None:
-    """A view rules a filter out only on plain values: metadata holding an object or a str
-    subclass (whose ``==`` it cannot know) is compared, so a filter still matches it."""
+def test_metadata_that_may_equal_a_value_it_is_not_is_never_ruled_out_by_the_index(
+    tmp_path: Path, value: Any
+) -> None:
+    """The index answers only for plain values: metadata holding an object or a str subclass
+    (whose ``==`` it cannot know) is compared, so a filter still matches it, the first time (a
+    scan) and the next (where a plain namespace is answered from the index)."""
+    from langgraph_checkpoint_repo.core.caches import stat_key
     from langgraph_checkpoint_repo.core.metaview import MetaView
 
-    entries = [("c1", ("/x/c1.json", (1, 2, 3, 4), {"user_id": value}, None))]
+    (tmp_path / "c1.json").write_text("{}")
+    file, key = str(tmp_path / "c1.json"), stat_key(os.lstat(tmp_path / "c1.json"))
     assert value == "user-1"
-    assert MetaView(0, None, entries).may_match([("user_id", "user-1")])
-    plain = [("c1", ("/x/c1.json", (1, 2, 3, 4), {"user_id": "user-2", "step": 1}, None))]
-    assert not MetaView(0, None, plain).may_match([("user_id", "user-1")])
-    assert MetaView(0, None, plain).may_match([("step", 1), ("user_id", "user-2")])
+    loose = MetaView(0, None, [("c1", (file, key, {"user_id": value}, None))])
+    plain = MetaView(0, None, [("c1", (file, key, {"user_id": "user-2", "step": 1}, None))])
+    for _ in range(3):
+        assert loose.matching(["c1"], [("user_id", "user-1")], None) == (["c1"], [])
+        assert plain.matching(["c1"], [("user_id", "user-1")], None) == ([], [])
+        assert plain.matching(["c1"], [("step", 1.0), ("user_id", "user-2")], None) == (["c1"], [])
+    assert plain.candidates([("user_id", "user-1")]) == set()
+    assert loose.candidates([("user_id", "user-1")]) is None

@@ -653,40 +653,8 @@ class MetaCache:
                 needles = meta_needles(wanted)
             if not kept.may_match(needles):
                 return [], kept.changed(cids)  # the trees not decoded: none kept matches
-        per_ns = self._kept(thread_id, ns, from_disk)
-        view = self._view((thread_id, ns), per_ns)
-        found = view.candidates(wanted)
-        if found is not None:  # the kept metadata of the files unchanged answers for them
-            stale = view.stale(cids, getattr(self.observed, "keys", None) if note else None)
-            if not found:
-                return [], stale
-            if stale:
-                out = set(stale)
-                return [cid for cid in cids if cid in found and cid not in out], stale
-            return [cid for cid in cids if cid in found], stale
-        matched: list[str] = []
-        unknown: list[str] = []
-        lstat = os.lstat
-        # the usual filter is one key (a user's id): compared inline, not through all()
-        key, value = wanted[0] if len(wanted) == 1 else (None, None)
-        for cid in cids:
-            hit = per_ns.get(cid)
-            if hit is None:
-                unknown.append(cid)
-                continue
-            try:
-                st = lstat(hit[0])
-            except OSError:
-                unknown.append(cid)
-                continue
-            if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != hit[1]:
-                unknown.append(cid)
-            elif key is not None:
-                if hit[2].get(key) == value:
-                    matched.append(cid)
-            elif all(hit[2].get(k) == v for k, v in wanted):
-                matched.append(cid)
-        return matched, unknown
+        view = self._view((thread_id, ns), self._kept(thread_id, ns, from_disk))
+        return view.matching(cids, wanted, getattr(self.observed, "keys", None) if note else None)
 
     def _view(self, key: tuple[str, str], per_ns: dict[str, MetaEntry]) -> MetaView:
         """The namespace's entries laid out (metaview.py), made again after any change (``keep``

@@ -74,34 +74,62 @@ def _stale_by_id(
 
 class MetaView:
     """The entries of one namespace (``MetaCache``'s: id -> (file, stat key, metadata, tree)),
-    as of ``version`` of ``source``: ``candidates`` answers a filter from an index of their
-    scalar values, ``stale`` names the files to read again."""
+    as of ``version`` of ``source``: ``matching`` answers a filter, from an index of their
+    scalar values once the view is asked again (``candidates``), and ``stale`` names the files
+    to read again."""
 
-    __slots__ = ("cids", "keys", "paths", "source", "values", "version")
+    __slots__ = ("_asked", "_values", "cids", "keys", "metas", "paths", "source", "version")
 
     def __init__(self, version: int, source: object, entries: Sequence[tuple[str, Any]]) -> None:
         self.version, self.source = version, source  # what it was made from, to tell it is current
         self.cids: list[str] = []
         self.paths: list[str] = []
         self.keys: list[tuple[int, int, int, int]] = []  # the entries' own: nothing made per entry
-        # (key, scalar value) -> the id, or the ids, of the entries whose metadata holds it;
-        # None: some metadata may equal a value it does not hold (``_PLAIN``)
-        values: dict[tuple[str, Any], Any] | None = {}
+        self.metas: list[Any] = []
         for cid, (path, key, meta, _tree) in sorted(entries):
             self.cids.append(cid)
             self.paths.append(path)
             self.keys.append(key)
-            if values is not None:
-                values = _indexed(values, cid, meta)
-        self.values = values
+            self.metas.append(meta)
+        # (key, scalar value) -> the id, or the ids, of the entries whose metadata holds it;
+        # made at the second filter (one filter, a fresh process's, scans for less than it
+        # costs); _UNPLAIN: some metadata may equal a value it does not hold (``_PLAIN``)
+        self._values: dict[tuple[str, Any], Any] | object | None = None
+        self._asked = 0
+
+    def matching(
+        self, cids: Sequence[str], wanted: Sequence[tuple[str, Any]], noted: dict[str, Any] | None
+    ) -> tuple[list[str], list[str]]:
+        """(those of ``cids`` whose file is unchanged and whose kept metadata holds every (key,
+        value) of ``wanted``, those whose file changed or that have no entry: ``stale``)."""
+        stale = self.stale(cids, noted)
+        changed = set(stale)
+        found = self.candidates(wanted)
+        asked = None if cids == self.cids else set(cids)
+        if found is not None:  # the few found, not every id asked about, go through the tests
+            return sorted(cid for cid in found - changed if asked is None or cid in asked), stale
+        matched = []
+        for cid, meta in zip(self.cids, self.metas, strict=True):
+            if (asked is None or cid in asked) and cid not in changed:
+                if all(meta.get(key) == value for key, value in wanted):
+                    matched.append(cid)
+        return matched, stale
 
     def candidates(self, wanted: Sequence[tuple[str, Any]]) -> set[str] | None:
         """The ids whose kept metadata holds every (key, value) of ``wanted`` (each compared
         as ``meta.get(key) == value`` would: a dict finds a key by hash and ``==``, and equal
         scalars hash alike, ``1 == 1.0 == True``); None when the index cannot tell (a value
-        that is no scalar, None, which a missing key also matches, or metadata not plain)."""
-        index = self.values
-        if index is None or not wanted:
+        that is no scalar, None, which a missing key also matches, or metadata not plain) or
+        is not made yet."""
+        if not wanted:
+            return None
+        index = self._values
+        if index is None:
+            self._asked += 1
+            if self._asked < 2:
+                return None
+            index = self._values = _index(self.cids, self.metas)
+        if type(index) is not dict:
             return None
         out: set[str] | None = None
         for key, value in wanted:
@@ -113,11 +141,6 @@ class MetaView:
             found = {ids} if type(ids) is str else set(ids)
             out = found if out is None else out & found
         return out
-
-    def may_match(self, wanted: Sequence[tuple[str, Any]]) -> bool:
-        """False only when no entry's kept metadata holds what ``wanted`` asks for."""
-        found = self.candidates(wanted)
-        return found is None or bool(found)
 
     def stale(self, cids: Sequence[str], noted: dict[str, Any] | None = None) -> list[str]:
         """``stale`` of this layout (a key a tuple); ``noted``: gets the stat key of each file
@@ -145,27 +168,33 @@ class MetaView:
         return out
 
 
+_UNPLAIN = object()
+
+
+def _index(cids: list[str], metas: list[Any]) -> dict[tuple[str, Any], Any] | object:
+    """The scalar values of ``metas`` under their keys, each to its entry's id (or ids);
+    _UNPLAIN when some metadata is not a dict of str keys and plain values (a filter could
+    match it unseen here)."""
+    values: dict[tuple[str, Any], Any] = {}
+    for cid, meta in zip(cids, metas, strict=True):
+        if type(meta) is not dict:
+            return _UNPLAIN
+        for key, value in meta.items():
+            if type(key) is not str or type(value) not in _PLAIN:
+                return _UNPLAIN
+            if _scalar(value):
+                ids = values.get((key, value))
+                if ids is None:
+                    values[(key, value)] = cid  # most values are one checkpoint's (its step): no list
+                elif type(ids) is str:
+                    values[(key, value)] = [ids, cid]
+                else:
+                    ids.append(cid)
+    return values
+
+
 def _scalar(value: Any) -> bool:
     """A value the index holds: str, int, bool, None, or a float that equals itself (a NaN
     equals nothing, but a dict would find the very same NaN object by identity)."""
     kind = type(value)
     return kind is str or kind is int or kind is bool or value is None or (kind is float and value == value)
-
-
-def _indexed(values: dict[tuple[str, Any], Any], cid: str, meta: Any) -> dict[tuple[str, Any], Any] | None:
-    """``values`` with the scalar values of ``meta`` under their keys, for ``cid``; None when
-    ``meta`` is not a dict of str keys and plain values (a filter could match it unseen here)."""
-    if type(meta) is not dict:
-        return None
-    for key, value in meta.items():
-        if type(key) is not str or type(value) not in _PLAIN:
-            return None
-        if _scalar(value):
-            ids = values.get((key, value))
-            if ids is None:
-                values[(key, value)] = cid  # most values are one checkpoint's (its step): no list
-            elif type(ids) is str:
-                values[(key, value)] = [ids, cid]
-            else:
-                ids.append(cid)
-    return values
