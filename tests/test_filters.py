@@ -82,3 +82,86 @@ def test_an_in_thread_filter_sees_an_edit_in_place_that_makes_a_checkpoint_match
         fh.write(text.replace('"user_id": "u-1"', '"user_id": "u-2"'))
     assert ids(repo.list(cfg("t"), filter={"user_id": "u-2"})) == [path.stem]
     assert len(ids(repo.list(cfg("t"), filter={"user_id": "u-1"}))) == 7
+
+
+def test_a_result_edited_after_the_filter_matched_it_is_left_out_as_a_one_by_one_filter_would(
+    tmp_path: Path,
+) -> None:
+    """An in-thread filter with no limit matches the thread's checkpoints in runs, ahead of the
+    results it yields; a checkpoint edited in place between two results no longer holds what
+    was asked, and is not yielded (its tuple, read as the file is, would contradict the filter),
+    as with a limit, where each checkpoint is asked about as it is reached."""
+    repo = RepoSaver(tmp_path / ".langgraph", durable=False)
+    put_both([repo], "t", [{"user_id": "u1"}] * 5)
+    settle()
+    cids = ids(repo.list(cfg("t"), filter={"user_id": "u1"}))
+    for limit in (None, 100):
+        path = Layout(tmp_path / ".langgraph").checkpoint_path("t", "", cids[1 if limit is None else 2])
+        results = repo.list(cfg("t"), filter={"user_id": "u1"}, limit=limit)
+        first = next(results)
+        text = path.read_text()
+        with open(path, "r+") as fh:  # in place: same inode, same folder, same size
+            fh.write(text.replace('"user_id": "u1"', '"user_id": "u9"'))
+        got = [first, *results]
+        assert [t.metadata["user_id"] for t in got] == ["u1"] * len(got), limit
+        assert path.stem not in ids(got)
+
+
+def test_the_first_result_of_an_in_thread_filter_reads_a_run_of_the_newest_checkpoints_not_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that stops at the first result (``next(saver.list(...))``) of a fresh process with
+    no derived index pays for the first run of the newest checkpoints (``FIRST_RUN``), not for
+    every header of the thread; one that reads them all gets every match, newest first."""
+    from langgraph_checkpoint_repo import saver as saver_module
+    from langgraph_checkpoint_repo.core import files as files_module
+
+    root = tmp_path / ".langgraph"
+    put_both(
+        [RepoSaver(root, durable=False)], "t", [{"user_id": "u1" if i % 3 else "u2"} for i in range(300)]
+    )
+    settle()
+    reads: list[str] = []
+    real = files_module.json_bytes
+
+    def json_bytes(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if "/checkpoints/" in str(path):
+            reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(files_module, "json_bytes", json_bytes)
+    one = next(RepoSaver(root).list(cfg("t"), filter={"user_id": "u1"}, limit=1))  # one by one
+    by_one, reads[:] = len(set(reads)), []
+    first = next(RepoSaver(root).list(cfg("t"), filter={"user_id": "u1"}))
+    assert first.config == one.config
+    # a run's headers (and the older headers they are deltas of), not the thread's 300
+    assert by_one < saver_module.FIRST_RUN <= len(set(reads)) < 300 // 2, (len(set(reads)), by_one)
+    every = RepoSaver(root).list(cfg("t"), filter={"user_id": "u1"})
+    assert len(ids(every)) == 200
+
+
+def test_a_filter_after_a_put_whose_file_is_not_settled_keeps_the_view_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read within the racy window is not kept: nothing changes in what is kept, so the
+    namespace's laid-out view (and its index) is not made again for every filter of a live
+    thread, while the new checkpoint is still read from its file and found."""
+    from langgraph_checkpoint_repo.core import caches, metaview
+
+    repo = RepoSaver(tmp_path / ".langgraph", durable=False)
+    put_both([repo], "t", [{"user_id": "u1"}] * 20)
+    settle()
+    ids(repo.list(cfg("t"), filter={"user_id": "u1"}))  # keeps every entry
+    monkeypatch.setattr(caches, "RACY_NS", 10**15)  # from here nothing read is settled
+    made: list[object] = []
+    real = metaview.MetaView.__init__
+
+    def init(self: Any, *args: Any) -> None:
+        made.append(self)
+        real(self, *args)
+
+    monkeypatch.setattr(metaview.MetaView, "__init__", init)
+    for n in range(3):
+        put_both([repo], "t", [{"user_id": "u1"}])
+        assert len(ids(repo.list(cfg("t"), filter={"user_id": "u1"}))) == 21 + n
+    assert len(made) == 1

@@ -116,6 +116,8 @@ DECIDE_AGAIN = 3
 
 
 _S = TypeVar("_S", bound="RepoSaver")
+#: the newest checkpoints an in-thread filter matches first (``RepoSaver._matched``)
+FIRST_RUN = 64
 _Group = tuple[str, str, list[str]]  # a thread, a namespace, its checkpoint ids (list across threads)
 
 
@@ -335,22 +337,23 @@ class RepoSaver(BaseCheckpointSaver[str]):
         wanted = builtins.list(filter.items()) if filter else []
         roster = None
         listed: Iterable[tuple[str, str, str]]
+        matched = bool(wanted)  # ``listed`` holds the checkpoints that matched, else all
         if config is None or config["configurable"].get("thread_id") is None:
             roster = roster_of(self.store)
             groups = _across_threads(roster, config, before, bool(wanted) and self.codec.revives_plain_trees)
             if wanted:
-                listed, wanted = self._matching(groups, wanted), []
+                listed = self._matching(groups, wanted)
             else:
                 listed = heapq.merge(*(_newest_first(ids, t, ns) for t, ns, ids in groups), reverse=True)
         else:
             groups = _thread_groups(self.store, config, before)
-            if wanted and limit is None:  # every checkpoint is asked about: in one loop each
-                listed, wanted = self._matched(groups, wanted), []
-            else:  # newest first, until ``limit`` are found
-                listed = _listed(groups)
+            if wanted and limit is None:  # every checkpoint is asked about: in loops, newest first
+                listed = self._matched(groups, wanted)
+            else:  # one by one, newest first, until ``limit`` are found
+                listed, matched = _listed(groups), False
         # a stat key the filter takes serves the lineage check a result needs: one read from
         # each step's start to the result it yields, none held across a yield
-        yield from self.store.observing_each(self._listed_tuples(listed, wanted, roster, limit))
+        yield from self.store.observing_each(self._listed_tuples(listed, wanted, roster, limit, matched))
         self.store.meta.persist()
         if roster is not None:
             roster.persist()
@@ -361,15 +364,18 @@ class RepoSaver(BaseCheckpointSaver[str]):
         wanted: builtins.list[tuple[str, Any]],
         roster: Roster | None,
         limit: int | None,
+        matched: bool = False,
     ) -> Iterator[CheckpointTuple]:
         """``list``'s results: the checkpoints of ``listed`` whose metadata holds every (key,
-        value) of ``wanted``, read, at most ``limit``."""
+        value) of ``wanted``, read, at most ``limit``. ``matched``: ``listed`` was filtered
+        already; each result's metadata as read is still checked (a file edited since it
+        matched is left out, as a one-by-one filter would leave it)."""
         remaining = limit
         matches = self.store.meta.matches
         prepared: set[tuple[str, str]] = set()
         for cid, thread_id, ns in listed:
             try:
-                if wanted:
+                if wanted and not matched:
                     ok = matches(thread_id, ns, cid, wanted)
                     if ok is None:
                         meta = self.checkpoint_metadata(thread_id, ns, cid)
@@ -380,6 +386,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
                     prepared.add((thread_id, ns))  # its results' pending writes: their known children
                     roster.lineage_of(thread_id, ns)
                 tup = self._tuple(self.store.get(thread_id, ns, cid))
+                if matched and not all(tup.metadata.get(k) == v for k, v in wanted):
+                    continue
             except (FileNotFoundError, MissingReferenceError):
                 # removed since it was listed (prune or delete in another process): skip it;
                 # anything else missing is damage, and raises
@@ -395,10 +403,20 @@ class RepoSaver(BaseCheckpointSaver[str]):
     def _matched(
         self, groups: builtins.list[_Group], wanted: builtins.list[tuple[str, Any]]
     ) -> Iterator[tuple[str, str, str]]:
-        """``_matching`` of one thread's namespaces, made when the first result is asked for:
-        inside that step's read (``observing_each``), whose lineage check takes the stat
-        keys the filter took instead of an lstat of each checkpoint again."""
-        yield from self._matching(groups, wanted, note=True)
+        """``_matching`` of one thread's namespaces, made when a result is asked for: inside
+        that step's read (``observing_each``), whose lineage check takes the stat keys the
+        filter took instead of an lstat of each checkpoint again. One namespace is matched
+        newest first in runs that double (``FIRST_RUN`` ids, then twice as many...): a caller
+        that stops at its first result pays for a run, one that reads all about one loop."""
+        if len(groups) != 1:
+            yield from self._matching(groups, wanted, note=True)
+            return
+        thread_id, ns, ids = groups[0]
+        end, size = len(ids), FIRST_RUN
+        while end > 0:
+            start = max(0, end - size)
+            yield from self._matching([(thread_id, ns, ids[start:end])], wanted, note=True)
+            end, size = start, 2 * size
 
     def _matching(
         self,

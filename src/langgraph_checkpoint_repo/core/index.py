@@ -672,10 +672,15 @@ class MetaCache:
         per_ns = self._decoded((thread_id, ns))
         if per_ns is None:
             per_ns = self._by_ns[(thread_id, ns)] = {}
+        old = per_ns.get(cid)
         if entry is None:
+            if old is None:
+                return  # nothing kept, nothing forgotten: the views stay as they are
             per_ns.pop(cid, None)
-        else:
+        elif old is None or old[:2] != entry[:2]:  # the same file and stat key: the same metadata
             per_ns[cid] = entry
+        else:
+            return
         # after the change: a view made from the entries before it is older than this
         self._versions[(thread_id, ns)] = self._versions.get((thread_id, ns), 0) + 1
         if entry is None:

@@ -75,10 +75,10 @@ def _stale_by_id(
 class MetaView:
     """The entries of one namespace (``MetaCache``'s: id -> (file, stat key, metadata, tree)),
     as of ``version`` of ``source``: ``matching`` answers a filter, from an index of their
-    scalar values once the view is asked again (``candidates``), and ``stale`` names the files
-    to read again."""
+    scalar values once filters have scanned them all (``candidates``), and ``stale`` names the
+    files to read again."""
 
-    __slots__ = ("_asked", "_values", "cids", "keys", "metas", "paths", "source", "version")
+    __slots__ = ("_scanned", "_values", "_where", "cids", "keys", "metas", "paths", "source", "version")
 
     def __init__(self, version: int, source: object, entries: Sequence[tuple[str, Any]]) -> None:
         self.version, self.source = version, source  # what it was made from, to tell it is current
@@ -92,41 +92,45 @@ class MetaView:
             self.keys.append(key)
             self.metas.append(meta)
         # (key, scalar value) -> the id, or the ids, of the entries whose metadata holds it;
-        # made at the second filter (one filter, a fresh process's, scans for less than it
-        # costs); _UNPLAIN: some metadata may equal a value it does not hold (``_PLAIN``)
+        # made once filters have scanned more than every entry (one filter, a fresh process's,
+        # scans for less than the index costs); _UNPLAIN: some metadata may equal a value it
+        # does not hold (``_PLAIN``)
         self._values: dict[tuple[str, Any], Any] | object | None = None
-        self._asked = 0
+        self._scanned = 0
+        self._where: dict[str, int] | None = None  # id -> position, for ids asked out of order
 
     def matching(
         self, cids: Sequence[str], wanted: Sequence[tuple[str, Any]], noted: dict[str, Any] | None
     ) -> tuple[list[str], list[str]]:
         """(those of ``cids`` whose file is unchanged and whose kept metadata holds every (key,
         value) of ``wanted``, those whose file changed or that have no entry: ``stale``)."""
-        stale = self.stale(cids, noted)
+        at = self._at(cids)
+        stale = self._stale(cids, at, noted)
         changed = set(stale)
-        found = self.candidates(wanted)
-        asked = None if cids == self.cids else set(cids)
+        found = self.candidates(wanted, len(cids))
         if found is not None:  # the few found, not every id asked about, go through the tests
+            asked = None if at is None else set(cids)
             return sorted(cid for cid in found - changed if asked is None or cid in asked), stale
-        matched = []
-        for cid, meta in zip(self.cids, self.metas, strict=True):
-            if (asked is None or cid in asked) and cid not in changed:
+        metas, matched = self.metas, []
+        for cid, i in zip(cids, range(len(cids)) if at is None else at, strict=True):
+            if i is not None and cid not in changed:
+                meta = metas[i]
                 if all(meta.get(key) == value for key, value in wanted):
                     matched.append(cid)
         return matched, stale
 
-    def candidates(self, wanted: Sequence[tuple[str, Any]]) -> set[str] | None:
+    def candidates(self, wanted: Sequence[tuple[str, Any]], scanning: int = 0) -> set[str] | None:
         """The ids whose kept metadata holds every (key, value) of ``wanted`` (each compared
         as ``meta.get(key) == value`` would: a dict finds a key by hash and ``==``, and equal
         scalars hash alike, ``1 == 1.0 == True``); None when the index cannot tell (a value
         that is no scalar, None, which a missing key also matches, or metadata not plain) or
-        is not made yet."""
+        is not made yet (``scanning``: the ids a scan would go through instead)."""
         if not wanted:
             return None
         index = self._values
         if index is None:
-            self._asked += 1
-            if self._asked < 2:
+            self._scanned += scanning
+            if self._scanned <= len(self.cids):
                 return None
             index = self._values = _index(self.cids, self.metas)
         if type(index) is not dict:
@@ -145,14 +149,23 @@ class MetaView:
     def stale(self, cids: Sequence[str], noted: dict[str, Any] | None = None) -> list[str]:
         """``stale`` of this layout (a key a tuple); ``noted``: gets the stat key of each file
         found unchanged, by path (the read's lineage check takes it instead of an lstat)."""
-        if cids != self.cids:
-            where = {cid: i for i, cid in enumerate(self.cids)}
-            at = [where.get(cid) for cid in cids]
-        else:
-            at = list(range(len(cids)))
+        return self._stale(cids, self._at(cids), noted)
+
+    def _at(self, cids: Sequence[str]) -> list[int | None] | None:
+        """Where each of ``cids`` is laid out; None when they are the ids laid out, in order."""
+        if cids == self.cids:
+            return None
+        where = self._where
+        if where is None:
+            where = self._where = {cid: i for i, cid in enumerate(self.cids)}
+        return [where.get(cid) for cid in cids]
+
+    def _stale(
+        self, cids: Sequence[str], at: list[int | None] | None, noted: dict[str, Any] | None
+    ) -> list[str]:
         out: list[str] = []
         lstat, paths, keys = os.lstat, self.paths, self.keys
-        for cid, i in zip(cids, at, strict=True):
+        for cid, i in zip(cids, range(len(cids)) if at is None else at, strict=True):
             if i is None:
                 out.append(cid)
                 continue
