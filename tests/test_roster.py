@@ -4,6 +4,7 @@ next call and the next process under the one cache rule, so a cross-thread ``lis
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ from langgraph_checkpoint_repo.core.index import (
     ROSTER_SUFFIX,
     KeptLineage,
     KeptMeta,
+    NsFacts,
     decode_roster,
     decode_roster_meta,
     encode_roster,
@@ -510,6 +512,27 @@ def test_a_fresh_filter_for_a_string_decodes_the_kept_metadata_of_only_the_threa
     both: dict[str, Any] = {"filter": {"user_id": "user-1", "step": 1}}  # a number is not looked for
     assert seen(RepoSaver(root).list(None, **both)) == seen(sqlite.list(None, **both))
     assert sorted(decoded) == ["t01", "t05", "t09", "t13"]
+
+
+def test_a_fresh_filter_makes_objects_of_the_threads_of_its_results_and_of_the_changed_ones_only(
+    tmp_path: Path,
+) -> None:
+    """A fresh process keeps each thread a roster file holds as the file has it (plain tuples,
+    which the garbage collector stops tracking) while its folders' stat keys are unchanged: a
+    filter across threads makes objects of the threads of its results (their parent links) and
+    of a thread written since, not of every thread of the root."""
+    root, sqlite = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1"}}
+    want = seen(sqlite.list(None, **args))
+    assert seen(RepoSaver(root).list(None, **args)) == want  # leaves the roster
+    more = {"messages": [HumanMessage("one more")]}
+    chat_graph(RepoSaver(root, durable=False)).invoke(more, cfg("t02", user_id="user-2"))
+    gc.collect()
+    saver = RepoSaver(root)
+    assert seen(saver.list(None, **args)) == want
+    gc.collect()
+    made = [o for o in gc.get_objects() if type(o) is NsFacts and o.folder.startswith(f"{root}{os.sep}")]
+    assert sorted(Path(ns.folder).parent.name for ns in made) == ["t01", "t02", "t05", "t09", "t13"]
 
 
 def test_a_fresh_filter_finds_a_checkpoint_edited_in_place_to_match_in_a_thread_that_never_did(

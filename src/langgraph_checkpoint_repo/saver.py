@@ -118,7 +118,7 @@ DECIDE_AGAIN = 3
 _S = TypeVar("_S", bound="RepoSaver")
 #: the newest checkpoints an in-thread filter matches first (``RepoSaver._matched``)
 FIRST_RUN = 64
-_Group = tuple[str, str, list[str]]  # a thread, a namespace, its checkpoint ids (list across threads)
+_Group = tuple[str, str, tuple[str, ...]]  # a thread, a namespace, its checkpoint ids
 
 
 class _WritesCall(NamedTuple):
@@ -1094,21 +1094,19 @@ def _across_threads(
     before_id = get_checkpoint_id(before) if before else None
     ns_filter = conf.get("checkpoint_ns")
     groups = []
-    for facts in roster.threads(seed_meta=seed_meta):
-        for ns in facts.namespaces:
-            if ns_filter is not None and ns.ns != ns_filter:
-                continue
-            ids = ns.ids
-            if want_id is not None:
-                ids = [i for i in ids if i == want_id]
-            if before_id is not None:
-                ids = ids[: bisect.bisect_left(ids, before_id)]
-            if ids:
-                groups.append((facts.tid, ns.ns, ids))
+    for tid, ns, ids in roster.spaces(seed_meta=seed_meta):
+        if ns_filter is not None and ns != ns_filter:
+            continue
+        if want_id is not None:
+            ids = tuple([i for i in ids if i == want_id])
+        if before_id is not None:
+            ids = ids[: bisect.bisect_left(ids, before_id)]
+        if ids:
+            groups.append((tid, ns, ids))
     return groups
 
 
-def _newest_first(ids: list[str], thread_id: str, ns: str) -> Iterator[tuple[str, str, str]]:
+def _newest_first(ids: Sequence[str], thread_id: str, ns: str) -> Iterator[tuple[str, str, str]]:
     for cid in reversed(ids):
         yield cid, thread_id, ns
 
@@ -1123,13 +1121,13 @@ def _thread_groups(
     before_id = get_checkpoint_id(before) if before else None
     threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else store.thread_ids()
     ns_filter = conf.get("checkpoint_ns")
-    groups: list[tuple[str, str, list[str]]] = []
+    groups: list[_Group] = []
     for thread_id in threads:
         namespaces = [ns_filter] if ns_filter is not None else store.namespaces(thread_id)
         for ns in namespaces:
-            ids = store.checkpoint_ids(thread_id, ns)
+            ids = tuple(store.checkpoint_ids(thread_id, ns))  # as the roster's: a view compares them
             if want_id is not None:
-                ids = [i for i in ids if i == want_id]
+                ids = tuple([i for i in ids if i == want_id])
             if before_id is not None:
                 ids = ids[: bisect.bisect_left(ids, before_id)]
             if ids:

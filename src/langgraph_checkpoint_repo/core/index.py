@@ -39,7 +39,7 @@ import re
 import stat
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -584,7 +584,7 @@ class MetaCache:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self._by_ns: dict[tuple[str, str], dict[str, MetaEntry] | KeptMeta] = {}
+        self._by_ns: dict[tuple[str, str], dict[str, MetaEntry] | SeededRows] = {}
         # each namespace's entries laid out for filters (metaview.py), and how often they
         # changed: a view is used only while its version is the namespace's
         self._views: dict[tuple[str, str], MetaView] = {}
@@ -613,8 +613,9 @@ class MetaCache:
     def _decoded(self, key: tuple[str, str]) -> dict[str, MetaEntry] | None:
         """What is kept for a namespace, its roster trees decoded now if they were not."""
         per_ns = self._by_ns.get(key)
-        if isinstance(per_ns, KeptMeta):
-            per_ns = self._by_ns[key] = per_ns.entries()
+        if isinstance(per_ns, tuple):
+            cids, keys, line, at, folder, _paths = per_ns
+            per_ns = self._by_ns[key] = KeptMeta(cids, keys, line, at, folder).decoded() or {}
         return per_ns
 
     def matches(self, thread_id: str, ns: str, cid: str, wanted: list[tuple[str, Any]]) -> bool | None:
@@ -636,7 +637,7 @@ class MetaCache:
         self,
         thread_id: str,
         ns: str,
-        cids: list[str],
+        cids: Sequence[str],
         wanted: list[tuple[str, Any]],
         needles: list[bytes] | None = None,
         from_disk: bool = False,
@@ -648,11 +649,13 @@ class MetaCache:
         ``get``, for a namespace nothing is kept of yet; ``note``: the stat keys taken go to
         the read under way (``observed``), as ``matches`` notes them."""
         kept = self._by_ns.get((thread_id, ns))
-        if type(kept) is KeptMeta:
+        if isinstance(kept, tuple):
             if needles is None:
                 needles = meta_needles(wanted)
-            if not kept.may_match(needles):
-                return [], kept.changed(cids)  # the trees not decoded: none kept matches
+            if not may_match(kept[2], needles):
+                # the trees not decoded: none kept matches, so only the files whose stat key
+                # is not the one kept may (one lstat each, of the file the listing names)
+                return [], stale(cids, kept[0], kept[5], kept[1])
         view = self._view((thread_id, ns), self._kept(thread_id, ns, from_disk))
         return view.matching(cids, wanted, getattr(self.observed, "keys", None) if note else None)
 
@@ -688,11 +691,11 @@ class MetaCache:
         self._read[(thread_id, ns)] = self._read.get((thread_id, ns), 0) + 1
         self.kept[(thread_id, ns)] = self.kept.get((thread_id, ns), 0) + 1
 
-    def seed(self, thread_id: str, ns: str, kept: KeptMeta | dict[str, MetaEntry]) -> None:
+    def seed(self, thread_id: str, ns: str, kept: SeededRows | dict[str, MetaEntry]) -> None:
         """Take a namespace's kept metadata from the roster (roster.py: plain trees, each
         still checked against its file's stat key on use; decoded when first used), unless
         this process holds its own."""
-        self._by_ns.setdefault((thread_id, ns), kept if isinstance(kept, KeptMeta) else dict(kept))
+        self._by_ns.setdefault((thread_id, ns), dict(kept) if isinstance(kept, dict) else kept)
 
     def entries(self, thread_id: str, ns: str) -> dict[str, MetaEntry]:
         """What is kept for a namespace (for the roster to write down)."""
@@ -983,14 +986,45 @@ class NsFacts:
     ns: str
     seg: str  # its folder under ``ns/`` ("" for the root namespace, in the thread folder)
     key: StatKey | None = None  # its checkpoints folder's stat key when ``ids`` were listed
-    ids: list[str] = field(default_factory=list)
+    ids: tuple[str, ...] = ()
     meta: dict[str, MetaEntry] = field(default_factory=dict)  # plain metadata, per file key
     lineage: Lineage = field(default_factory=Lineage)  # parent links, per file key
     folder: str = ""  # its checkpoints folder (the roster's, as it first checks it)
     # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``KeptMeta``,
     # ``ns_lineage``): a call that needs one part of a thousand threads decodes only that
-    meta_rows: KeptMeta | None = None
+    meta_rows: KeptRows | None = None
     lineage_rows: KeptLineage | None = None
+
+
+# A thread as a roster file keeps it, in plain tuples of strings, numbers and bytes until this
+# process needs it as objects (``thread_facts``). The garbage collector stops tracking a tuple
+# once what it holds is untracked, at a pass that may see the tuple before what it holds: two
+# levels of tuples are left by the next pass, before a full pass could see them. A fresh list
+# across 10,000 threads kept some 13 containers a thread as objects, and the collector's three
+# full passes over them were a quarter of the call.
+KeptNs = tuple[str, str, "StatKey | None", tuple[str, ...], str]
+"""A namespace: (namespace, ``NsFacts.seg``, its checkpoints folder's stat key, its checkpoint
+ids, its checkpoints folder)."""
+KeptThread = tuple[Any, ...]
+"""A thread folder: (its name, the thread id, its stat key, its ``ns/`` folder's, the line of
+its namespaces' parent links, the line of its row of ``threads``), then the five fields of
+each of its namespaces (``KeptNs``) one after another (``kept_spaces``)."""
+KEPT_NS = 6  # where a kept thread's namespaces start
+
+
+def kept_spaces(kept: KeptThread) -> list[KeptNs]:
+    """A kept thread's namespaces."""
+    return [kept[at : at + 5] for at in range(KEPT_NS, len(kept), 5)]  # type: ignore[misc]
+
+
+def thread_facts(kept: KeptThread) -> ThreadFacts:
+    """A kept thread as objects (its parent links and row still undecoded)."""
+    seg, tid, key, ns_key, links, row_line = kept[:KEPT_NS]
+    namespaces = [
+        NsFacts(ns, nseg, nkey, ids, folder=folder, lineage_rows=KeptLineage(links, at))
+        for at, (ns, nseg, nkey, ids, folder) in enumerate(kept_spaces(kept))
+    ]
+    return ThreadFacts(seg, tid, key, ns_key, namespaces, row_line=row_line)
 
 
 def ns_lineage(ns: NsFacts) -> Lineage:
@@ -1080,7 +1114,7 @@ def _ns_json(ns: NsFacts) -> dict[str, Any]:
         "ns": ns.ns,
         "seg": ns.seg,
         "key": list(ns.key) if ns.key is not None else None,
-        "ids": ns.ids if ns.key is not None else [],
+        "ids": ns.ids if ns.key is not None else (),
     }
 
 
@@ -1119,9 +1153,18 @@ def encode_roster(layout: Layout, shard: int, threads: list[ThreadFacts]) -> byt
 def decode_roster(
     layout: Layout, shard: int, data: bytes, *, strict: bool = False
 ) -> dict[str, ThreadFacts] | None:
+    """``kept_roster`` as objects (fsck, the tests)."""
+    kept = kept_roster(layout, shard, data, strict=strict)
+    return None if kept is None else {seg: thread_facts(t) for seg, t in kept.items()}
+
+
+def kept_roster(
+    layout: Layout, shard: int, data: bytes, *, strict: bool = False
+) -> dict[str, KeptThread] | None:
     """A roster file's threads by folder name, or None when anything in it is off: bounded
     before it is parsed, no key starting with ``$`` anywhere (its metadata trees are used as
-    decoded metadata), each thread in its own shard."""
+    decoded metadata), each thread in its own shard. A line at a time: what one parse makes
+    is gone before the next, so the collector never keeps it (``KeptThread``)."""
     if _names_a_type(data) or json_bounds_problem(data) is not None:
         return None
     found = _first_line(data, "roster", layout, layout.threads_dir)
@@ -1132,23 +1175,30 @@ def decode_roster(
     count = head.get("count")
     if type(count) is not int or len(lines) != 3 * count:  # a file of two lines a thread (before) too
         return None
-    try:
-        rows = orjson.loads(b"[" + b",".join(lines[0::3]) + b"]")
-    except orjson.JSONDecodeError:
-        return None
-    if len(rows) != count:  # a line of two values joined by a comma: one row more than lines
-        return None
-    out: dict[str, ThreadFacts] = {}
+    out: dict[str, KeptThread] = {}
     threads = str(layout.threads_dir)
-    for row, links, kept_row in zip(rows, lines[1::3], lines[2::3], strict=True):
-        got = _thread_facts(threads, row, links, strict)
-        if got is None or roster_shard(got.seg) != shard or got.seg in out:
+    loads, error = orjson.loads, orjson.JSONDecodeError
+    for line, links, kept_row in zip(lines[0::3], lines[1::3], lines[2::3], strict=True):
+        try:
+            row = loads(line)  # a line of two values joined by a comma does not parse
+        except error:
             return None
-        if strict and kept_row != b"null" and _row_of(kept_row) is None:
+        got = _kept_thread(threads, row, links, kept_row)
+        if got is None or roster_shard(got[0]) != shard or got[0] in out:
             return None
-        got.row_line = kept_row
-        out[got.seg] = got
+        if strict and not _links_and_row_ok(got):
+            return None
+        out[got[0]] = got
     return out
+
+
+def _links_and_row_ok(kept: KeptThread) -> bool:
+    """Whether a kept thread's parent links and row decode (fsck: a read decodes them on use)."""
+    links, row = kept[4], kept[5]
+    if row != b"null" and _row_of(row) is None:
+        return False
+    spaces = range(len(kept_spaces(kept)))
+    return all(lineage_from_rows(KeptLineage(links, at).rows()) is not None for at in spaces)
 
 
 def _segment_ok(seg: Any) -> bool:
@@ -1163,9 +1213,9 @@ def _segment_ok(seg: Any) -> bool:
     )
 
 
-def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadFacts | None:
-    """One roster line as facts (``links``: the line of its namespaces' parent links), or
-    None when its shape is off."""
+def _kept_thread(threads: str, row: Any, links: bytes, kept_row: bytes) -> KeptThread | None:
+    """One roster line as a kept thread (``links``: the line of its namespaces' parent links,
+    ``kept_row``: the line of its row of ``threads``), or None when its shape is off."""
     if type(row) is not dict or row.keys() != _ROSTER_FIELDS or not _segment_ok(row["seg"]):
         return None
     if type(row["id"]) is not str or not _is_key(row["key"]) or type(row["ns"]) is not list:
@@ -1173,19 +1223,19 @@ def _thread_facts(threads: str, row: Any, links: bytes, strict: bool) -> ThreadF
     if row["ns_key"] is not None and not _is_key(row["ns_key"]):
         return None
     tdir = f"{threads}/{row['seg']}"
-    namespaces = []
-    for at, ns in enumerate(row["ns"]):
-        got = _ns_facts(tdir, ns, KeptLineage(links, at), strict)
+    ns_key = tuple(row["ns_key"]) if row["ns_key"] is not None else None
+    kept: list[Any] = [row["seg"], row["id"], tuple(row["key"]), ns_key, links, kept_row]
+    for ns in row["ns"]:
+        got = _kept_ns(tdir, ns)
         if got is None:
             return None
-        namespaces.append(got)
-    ns_key = tuple(row["ns_key"]) if row["ns_key"] is not None else None
-    return ThreadFacts(row["seg"], row["id"], tuple(row["key"]), ns_key, namespaces)  # type: ignore[arg-type]
+        kept.extend(got)
+    return tuple(kept)
 
 
-def _ns_facts(tdir: str, ns: Any, links: KeptLineage, strict: bool) -> NsFacts | None:
-    """One namespace of a roster line as facts, or None when its shape is off (its metadata
-    and parent links are checked when first used, or here when ``strict``: fsck)."""
+def _kept_ns(tdir: str, ns: Any) -> KeptNs | None:
+    """One namespace of a roster line, or None when its shape is off (its metadata and parent
+    links are checked when first used, or by fsck)."""
     if type(ns) is not dict or ns.keys() != _NS_FIELDS or type(ns["ns"]) is not str:
         return None
     if ns["seg"] != "" and not _segment_ok(ns["seg"]):
@@ -1197,20 +1247,16 @@ def _ns_facts(tdir: str, ns: Any, links: KeptLineage, strict: bool) -> NsFacts |
         return None
     if "" in ids or "/" in "".join(ids) or ids != sorted(ids):
         return None
-    if strict and lineage_from_rows(links.rows()) is None:
-        return None
     folder = f"{tdir}/{NAMESPACES}/{ns['seg']}/{CHECKPOINTS}" if ns["seg"] else f"{tdir}/{CHECKPOINTS}"
     key = tuple(ns["key"]) if ns["key"] is not None else None
-    out = NsFacts(ns["ns"], ns["seg"], key, ids, folder=folder)  # type: ignore[arg-type]
-    out.lineage_rows = links
-    return out
+    return (ns["ns"], ns["seg"], key, tuple(ids), folder)  # type: ignore[return-value]
 
 
-def load_roster(layout: Layout, shard: int) -> dict[str, ThreadFacts] | None:
-    """The facts one roster file keeps (each still to be checked against the files by its
+def load_roster(layout: Layout, shard: int) -> dict[str, KeptThread] | None:
+    """The threads one roster file keeps (each still to be checked against the files by its
     user); None when it is absent or anything in it is off."""
     data = read_index_file(layout, roster_path(layout, shard))
-    return decode_roster(layout, shard, data) if data is not None else None
+    return kept_roster(layout, shard, data) if data is not None else None
 
 
 def save_roster(layout: Layout, shard: int, threads: list[ThreadFacts], *, metadata: bool = False) -> None:
@@ -1232,12 +1278,13 @@ def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -
     """Two lines per thread, after a head line as ``encode_roster``'s: its folder name and, per
     namespace of fewer than ``MIN_NAMES`` checkpoints, the ids and stat keys of what is kept
     (``meta_rows`` without their trees); then the namespaces' metadata trees, on a line of
-    their own that a filter decodes only when it may match (``KeptMeta``)."""
+    their own that a filter decodes only when it may match (``KeptRows``)."""
     lines = []
     for t in sorted(threads, key=lambda t: t.seg):
         spaces, trees = [], []
         for ns in t.namespaces:
-            kept = (ns.meta_rows.decoded() or {}) if ns.meta_rows is not None else ns.meta
+            held = ns.meta_rows
+            kept = (KeptMeta(*held, ns.folder).decoded() or {}) if held is not None else ns.meta
             rows = meta_rows(kept)
             if rows and len(ns.ids) < MIN_NAMES:  # ids, their files' keys one after another
                 spaces.append([ns.ns, [row[0] for row in rows], [k for row in rows for k in row[1:5]]])
@@ -1250,28 +1297,37 @@ def encode_roster_meta(layout: Layout, shard: int, threads: list[ThreadFacts]) -
     return orjson.dumps(head) + b"\n" + body
 
 
+KeptRows = tuple[tuple[str, ...], tuple[int, ...], bytes, int]
+"""A small namespace's kept metadata as a roster metadata file holds it: its checkpoint ids,
+their files' stat keys (four integers each, one after another), and the line of its thread's
+metadata trees (the namespace's at the place given) left as bytes until a checkpoint's
+metadata is asked for. A filter across a thousand threads decodes the trees of the lines
+holding the string it looks for (``may_match``), not every tree: in a fresh process those
+trees were most of what the files decoded and most of the garbage collector's work. Plain
+tuples, as ``KeptThread``."""
+
+SeededRows = tuple[tuple[str, ...], tuple[int, ...], bytes, int, str, tuple[str, ...]]
+"""``KeptRows`` as ``MetaCache`` keeps them (``seeded_rows``), with the namespace's checkpoints
+folder and each id's file in it."""
+
+
+def seeded_rows(rows: KeptRows, folder: str, ids: tuple[str, ...]) -> SeededRows:
+    """``rows`` of the namespace whose checkpoints folder is ``folder`` and whose listing is
+    ``ids`` (taken in place of the rows' ids when they are those: one tuple, not two)."""
+    cids, keys, line, at = rows
+    cids = ids if cids == ids else cids
+    return (cids, keys, line, at, folder, tuple([f"{folder}/{cid}.json" for cid in cids]))
+
+
 class KeptMeta:
-    """A small namespace's kept metadata as a roster metadata file holds it: its checkpoint
-    ids and their files' stat keys (four integers each, one after another), and the line of
-    its thread's metadata trees (``line``, the namespace's at ``at``) left as bytes until a
-    checkpoint's metadata is asked for. A filter across a thousand threads decodes the trees
-    of the lines holding the string it looks for (``may_match``), not every tree: in a fresh
-    process those trees were most of what the files decoded and most of the garbage
-    collector's work. ``folder``: the namespace's checkpoints folder (set by the roster)."""
+    """``KeptRows`` of the checkpoints folder ``folder``, to be decoded."""
 
-    __slots__ = ("_entries", "_paths", "at", "cids", "folder", "keys", "line")
+    __slots__ = ("at", "cids", "folder", "keys", "line")
 
-    def __init__(self, cids: list[Any], keys: list[Any], line: bytes, at: int) -> None:
-        self.cids, self.keys, self.line, self.at = cids, keys, line, at
-        self.folder = ""
-        self._entries: dict[str, MetaEntry] | None = None
-        self._paths: tuple[str, list[str]] | None = None  # (folder, each id's file in it)
-
-    def entries(self) -> dict[str, MetaEntry]:
-        """Entries by checkpoint id (``meta_from_rows``); none when anything is off."""
-        if self._entries is None:
-            self._entries = self.decoded() or {}
-        return self._entries
+    def __init__(
+        self, cids: tuple[Any, ...], keys: tuple[Any, ...], line: bytes, at: int, folder: str
+    ) -> None:
+        self.cids, self.keys, self.line, self.at, self.folder = cids, keys, line, at, folder
 
     def decoded(self) -> dict[str, MetaEntry] | None:
         """``meta_from_rows`` of the ids, keys and trees, or None when anything is off."""
@@ -1288,22 +1344,13 @@ class KeptMeta:
         rows = [[cid, *keys[4 * i : 4 * i + 4], tree] for i, (cid, tree) in pairs]
         return meta_from_rows(self.folder, rows)
 
-    def may_match(self, needles: list[bytes]) -> bool:
-        """False only when one of ``needles`` (``meta_needles``) is nowhere in the trees' line."""
-        line = self.line
-        for needle in needles:
-            if needle not in line:
-                return False
-        return True
 
-    def changed(self, cids: list[str]) -> list[str]:
-        """Those of ``cids`` whose file's stat key is not the one kept (or none is kept): the
-        rest hold the metadata kept, which ``may_match`` found no match in (metaview.stale:
-        one lstat each, of the file the listing names)."""
-        folder = self.folder
-        if self._paths is None or self._paths[0] != folder:
-            self._paths = (folder, [f"{folder}/{cid}.json" for cid in self.cids])
-        return stale(cids, self.cids, self._paths[1], self.keys)
+def may_match(line: bytes, needles: list[bytes]) -> bool:
+    """False only when one of ``needles`` (``meta_needles``) is nowhere in a line of trees."""
+    for needle in needles:
+        if needle not in line:
+            return False
+    return True
 
 
 def meta_needles(wanted: list[tuple[str, Any]]) -> list[bytes]:
@@ -1316,11 +1363,12 @@ def meta_needles(wanted: list[tuple[str, Any]]) -> list[bytes]:
 
 def decode_roster_meta(
     layout: Layout, shard: int, data: bytes, *, strict: bool = False
-) -> dict[str, dict[str, KeptMeta]] | None:
+) -> dict[tuple[str, str], KeptRows] | None:
     """A roster metadata file's kept metadata by thread folder name and namespace (each
     decoded and checked when used, or here when ``strict``), or None when anything in it is
     off: bounded before it is parsed, and no key starting with ``$`` anywhere (nothing in it
-    names a type). The lines of trees are not parsed here (``KeptMeta``)."""
+    names a type). The lines of trees are not parsed here, and the others a line at a time
+    (as ``kept_roster``)."""
     if _names_a_type(data) or json_bounds_problem(data) is not None:
         return None
     found = _first_line(data, "roster-metadata", layout, layout.threads_dir)
@@ -1330,34 +1378,35 @@ def decode_roster_meta(
     lines = body.split(b"\n") if body else []
     if len(lines) % 2 or len(lines) // 2 != head.get("count"):
         return None
-    try:
-        rows = orjson.loads(b"[" + b",".join(lines[0::2]) + b"]")
-    except orjson.JSONDecodeError:
-        return None
-    if len(rows) != len(lines) // 2:  # a line of two values joined by a comma: one row more than lines
-        return None
-    out: dict[str, dict[str, KeptMeta]] = {}
-    for row, trees in zip(rows, lines[1::2], strict=True):
+    out: dict[tuple[str, str], KeptRows] = {}
+    segs: set[str] = set()
+    loads, error = orjson.loads, orjson.JSONDecodeError
+    for line, trees in zip(lines[0::2], lines[1::2], strict=True):
+        try:
+            row = loads(line)  # a line of two values joined by a comma does not parse
+        except error:
+            return None
         if type(row) is not dict or row.keys() != {"seg", "ns"} or not _segment_ok(row["seg"]):
             return None
-        if roster_shard(row["seg"]) != shard or row["seg"] in out or type(row["ns"]) is not list:
+        seg = row["seg"]
+        if roster_shard(seg) != shard or seg in segs or type(row["ns"]) is not list:
             return None
-        spaces: dict[str, KeptMeta] = {}
+        segs.add(seg)
         for at, kept_ns in enumerate(row["ns"]):
             if type(kept_ns) is not list or len(kept_ns) != 3 or type(kept_ns[0]) is not str:
                 return None
             ns, cids, keys = kept_ns
             if type(cids) is not list or type(keys) is not list or len(keys) != 4 * len(cids):
                 return None
-            kept = KeptMeta(cids, keys, trees, at)
-            if strict and kept.decoded() is None:
+            if (seg, ns) in out:
                 return None
-            spaces[ns] = kept
-        out[row["seg"]] = spaces
+            rows = out[(seg, ns)] = (tuple(cids), tuple(keys), trees, at)
+            if strict and KeptMeta(*rows, "").decoded() is None:
+                return None
     return out
 
 
-def load_roster_meta(layout: Layout, shard: int) -> dict[str, dict[str, KeptMeta]] | None:
+def load_roster_meta(layout: Layout, shard: int) -> dict[tuple[str, str], KeptRows] | None:
     """The metadata one roster metadata file keeps; None when it is absent or off."""
     data = read_index_file(layout, roster_path(layout, shard, ROSTER_META_SUFFIX))
     return decode_roster_meta(layout, shard, data) if data is not None else None

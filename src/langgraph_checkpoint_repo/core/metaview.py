@@ -6,7 +6,7 @@ loop touched some 30,000 small objects scattered over memory at 3,000 threads, a
 not the lstats the cache rule needs, made it twice the rule's floor. Here each namespace's
 entries are laid out once (ids, file paths and stat keys in flat lists, its metadata's scalar values
 indexed), so a namespace none of whose kept metadata holds what is asked for costs one lstat
-per file and nothing else, as the roster's ``KeptMeta`` does, and one that does costs that and
+per file and nothing else, as the roster's ``KeptRows`` do, and one that does costs that and
 an index lookup (``list(config, filter={"step": k})`` in a thread of 5,000 checkpoints).
 
 Nothing is trusted that the rule would not trust: a file whose stat key is not the one
@@ -82,15 +82,16 @@ class MetaView:
 
     def __init__(self, version: int, source: object, entries: Sequence[tuple[str, Any]]) -> None:
         self.version, self.source = version, source  # what it was made from, to tell it is current
-        self.cids: list[str] = []
+        cids: list[str] = []
         self.paths: list[str] = []
         self.keys: list[tuple[int, int, int, int]] = []  # the entries' own: nothing made per entry
         self.metas: list[Any] = []
         for cid, (path, key, meta, _tree) in sorted(entries):
-            self.cids.append(cid)
+            cids.append(cid)
             self.paths.append(path)
             self.keys.append(key)
             self.metas.append(meta)
+        self.cids = tuple(cids)  # as the roster and the thread store's groups hold ids: compared
         # (key, scalar value) -> the id, or the ids, of the entries whose metadata holds it;
         # made once filters have scanned more than every entry (one filter, a fresh process's,
         # scans for less than the index costs); _UNPLAIN: some metadata may equal a value it
@@ -184,7 +185,7 @@ class MetaView:
 _UNPLAIN = object()
 
 
-def _index(cids: list[str], metas: list[Any]) -> dict[tuple[str, Any], Any] | object:
+def _index(cids: Sequence[str], metas: list[Any]) -> dict[tuple[str, Any], Any] | object:
     """The scalar values of ``metas`` under their keys, each to its entry's id (or ids);
     _UNPLAIN when some metadata is not a dict of str keys and plain values (a filter could
     match it unseen here)."""

@@ -35,15 +35,21 @@ from pathlib import Path
 
 from .caches import StatKey, folder_key, settled, stat_key
 from .index import (
+    KEPT_NS,
     MIN_NAMES,
     ROSTER_SHARDS,
+    KeptRows,
+    KeptThread,
     NsFacts,
     ThreadFacts,
+    kept_spaces,
     load_roster,
     load_roster_meta,
     ns_lineage,
     roster_shard,
     save_roster,
+    seeded_rows,
+    thread_facts,
 )
 from .layout import (
     CHECKPOINTS,
@@ -81,15 +87,20 @@ class Roster:
         # weakly: the roster lives as long as its store (``roster_of`` keys them weakly)
         self._store = weakref.ref(store)
         self.layout = store.layout
-        self._facts: dict[str, ThreadFacts] | None = None  # by thread folder name; None: not loaded
-        self._segs: list[str] = []  # the thread folders found by the last ``threads``
+        # by thread folder name: the threads as the roster files keep them (None: not loaded),
+        # until this process needs one as objects (``_facts``: found again, or asked for)
+        self._kept: dict[str, KeptThread] | None = None
+        self._facts: dict[str, ThreadFacts] = {}
+        self._segs: list[str] = []  # the thread folders found by the last call
         self._dirty = [0] * ROSTER_SHARDS  # things found again since each file was written
         self._absent = [True] * ROSTER_SHARDS  # files absent or of no use when loaded
-        # the same for the metadata files, loaded only for a filter (None: not loaded)
+        # the same for the metadata files, loaded only for a filter (None: not loaded), and
+        # what they keep of the threads still in ``_kept``
         self._meta_dirty = [0] * ROSTER_SHARDS
         self._meta_absent: list[bool] | None = None
+        self._kept_meta: dict[tuple[str, str], KeptRows] = {}  # by thread folder and namespace
         self._seeded: set[tuple[str, str]] = set()  # namespaces whose metadata went to store.meta
-        self._by_ns: dict[tuple[str, str], tuple[ThreadFacts, NsFacts]] = {}  # of the last ``threads``
+        self._by_ns: dict[tuple[str, str], str] = {}  # the thread folder of each namespace, by the last call
         self._lock = threading.RLock()
         self._head = str(self.layout.threads_dir) + os.sep  # a str per path: one lstat per thread
 
@@ -105,60 +116,138 @@ class Roster:
         ``seed_meta``: the kept metadata goes to ``store.meta`` (for a codec that reads a plain
         tree as itself), where filters look it up."""
         with self._lock:
-            if self._facts is None:
-                self._facts = {}
-                for shard in range(ROSTER_SHARDS):
-                    got = load_roster(self.layout, shard)
-                    self._facts.update(got or {})
-                    self._absent[shard] = got is None  # written back at the first thing found
-            lst = self.store.files.listings.get(self.layout.threads_dir)
-            self._segs = list(lst.names) if lst is not None else []
             out = []
             self._by_ns = {}
-            for seg in self._segs:
-                facts = self._thread(seg)
-                if facts is None:
-                    continue
-                for ns in facts.namespaces:
-                    self._list(facts, ns)
-                    self._by_ns[(facts.tid, ns.ns)] = (facts, ns)
-                out.append(facts)
-            if seed_meta:
-                self._seed_meta(out)
+            for t in self._current(seed_meta):
+                facts = t if isinstance(t, ThreadFacts) else self._materialized(t[0])
+                if facts is not None:
+                    out.append(facts)
+                    for ns in facts.namespaces:
+                        self._by_ns[(facts.tid, ns.ns)] = facts.seg
             return out
 
-    def _seed_meta(self, threads: list[ThreadFacts]) -> None:
+    def spaces(self, *, seed_meta: bool = False) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(thread id, namespace, checkpoint ids) of every namespace of ``threads``, without
+        making a thread the roster files keep as the files are now into objects (``KeptThread``)."""
+        with self._lock:
+            out: list[tuple[str, str, tuple[str, ...]]] = []
+            by_ns: dict[tuple[str, str], str] = {}
+            for t in self._current(seed_meta):
+                if isinstance(t, ThreadFacts):
+                    for ns in t.namespaces:
+                        out.append((t.tid, ns.ns, ns.ids))
+                        by_ns[(t.tid, ns.ns)] = t.seg
+                    continue
+                seg, tid = t[0], t[1]
+                for space in kept_spaces(t):
+                    out.append((tid, space[0], space[3]))
+                    by_ns[(tid, space[0])] = seg
+            self._by_ns = by_ns
+            return out
+
+    def _current(self, seed_meta: bool) -> list[ThreadFacts | KeptThread]:
+        """Each thread as the files are now: kept as the roster file has it while its folders'
+        stat keys are the recorded ones (``_holds``), else as objects, found again."""
+        if self._kept is None:
+            self._kept = {}
+            for shard in range(ROSTER_SHARDS):
+                got = load_roster(self.layout, shard)
+                self._kept.update(got or {})
+                self._absent[shard] = got is None  # written back at the first thing found
+        lst = self.store.files.listings.get(self.layout.threads_dir)
+        self._segs = list(lst.names) if lst is not None else []
+        out: list[ThreadFacts | KeptThread] = []
+        kept_threads = self._kept
+        for seg in self._segs:
+            kept = kept_threads.get(seg)
+            if kept is not None and self._holds(kept):
+                out.append(kept)
+                continue
+            facts = self._thread(seg)
+            if facts is None:
+                continue
+            for ns in facts.namespaces:
+                self._list(facts, ns)
+            out.append(facts)
+        if seed_meta:
+            self._seed_meta(out)
+        return out
+
+    def _holds(self, kept: KeptThread) -> bool:
+        """Whether a kept thread is as the files are: its folder's lstat key, its ``ns/``
+        folder's and each namespace's checkpoints folder's stat key are the recorded ones
+        (the checks ``_thread`` and ``_list`` make); if not, it is found again as objects."""
+        seg, _tid, key, ns_key = kept[:4]
+        try:
+            st = os.lstat(self._head + seg)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode) or (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != key:
+            return False
+        if ns_key is not None and folder_key(Path(self._head + seg, NAMESPACES)) != ns_key:
+            return False
+        for at in range(KEPT_NS, len(kept), 5):  # each namespace's folder key and folder (KeptNs)
+            try:
+                st = os.stat(kept[at + 4])
+            except OSError:
+                return False
+            if kept[at + 2] != (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino):
+                return False  # changed, or never listed settled (None)
+        return True
+
+    def _materialized(self, seg: str, *, keep: bool = True) -> ThreadFacts | None:
+        """A thread's facts as objects: this process's, else the kept ones made into objects
+        (``keep``: and held as this process's from now on)."""
+        facts = self._facts.get(seg)
+        if facts is not None or not self._kept or seg not in self._kept:
+            return facts
+        facts = thread_facts(self._kept[seg])
+        _with_rows(facts, self._kept_meta)
+        if keep:
+            self._facts[seg] = facts
+            del self._kept[seg]
+            for ns in facts.namespaces:
+                self._kept_meta.pop((seg, ns.ns), None)
+        return facts
+
+    def _seed_meta(self, threads: list[ThreadFacts | KeptThread]) -> None:
         """Give ``store.meta`` the metadata kept of each namespace it has not had yet."""
         if self._meta_absent is None:
             self._load_meta()
-        for facts in threads:
-            for ns in facts.namespaces:
-                if (facts.tid, ns.ns) not in self._seeded:
-                    self._seeded.add((facts.tid, ns.ns))
-                    kept = ns.meta_rows
-                    if kept is not None:  # its trees decoded only when a filter may match them
-                        kept.folder = ns.folder
-                        self.store.meta.seed(facts.tid, ns.ns, kept)
-                    elif ns.meta:
-                        self.store.meta.seed(facts.tid, ns.ns, ns.meta)
+        seeded, seed = self._seeded, self.store.meta.seed
+        for t in threads:
+            if not isinstance(t, ThreadFacts):
+                seg, tid = t[0], t[1]
+                for ns, _nseg, _key, ids, folder in kept_spaces(t):
+                    if (tid, ns) not in seeded:
+                        seeded.add((tid, ns))
+                        rows = self._kept_meta.get((seg, ns))
+                        if rows is not None:  # its trees decoded only when a filter may match them
+                            seed(tid, ns, seeded_rows(rows, folder, ids))
+                continue
+            for space in t.namespaces:
+                if (t.tid, space.ns) not in seeded:
+                    seeded.add((t.tid, space.ns))
+                    if space.meta_rows is not None:
+                        seed(t.tid, space.ns, seeded_rows(space.meta_rows, space.folder, space.ids))
+                    elif space.meta:
+                        seed(t.tid, space.ns, space.meta)
 
     def _load_meta(self) -> None:
         """Read the metadata files, each namespace's rows to be decoded when first used."""
-        assert self._facts is not None
         self._meta_absent = [True] * ROSTER_SHARDS
         for shard in range(ROSTER_SHARDS):
             got = load_roster_meta(self.layout, shard)
             self._meta_absent[shard] = got is None
-            for seg, spaces in (got or {}).items():
+            for (seg, ns), rows in (got or {}).items():
                 facts = self._facts.get(seg)
-                for ns in facts.namespaces if facts is not None else ():
-                    rows = spaces.get(ns.ns)
-                    if rows is not None and ns.meta_rows is None and not ns.meta:
-                        ns.meta_rows = rows
+                if facts is not None:
+                    _with_rows(facts, {(seg, ns): rows})
+                elif self._kept and seg in self._kept:
+                    self._kept_meta[(seg, ns)] = rows
 
     def _thread(self, seg: str) -> ThreadFacts | None:
         """A thread folder's facts: kept ones while its folders' stat keys are unchanged."""
-        assert self._facts is not None
         tdir = self._head + seg
         read_at = time.time_ns()
         try:
@@ -168,7 +257,7 @@ class Roster:
         if not stat.S_ISDIR(st.st_mode):
             self.store.thread_ids()  # raises, naming the stray entry, as every reader does
             return None
-        cur = self._facts.get(seg)
+        cur = self._materialized(seg)
         if cur is not None and cur.key == stat_key(st) and self._ns_folder_unchanged(tdir, cur):
             return cur
         found = self._found(seg, Path(tdir), st, read_at, cur)
@@ -232,7 +321,7 @@ class Roster:
         try:
             st = os.stat(folder)
         except FileNotFoundError:
-            ns.key, ns.ids = None, []
+            ns.key, ns.ids = None, ()
             return
         key = stat_key(st)
         if ns.key == key:
@@ -240,14 +329,14 @@ class Roster:
         try:
             names = [n for n in os.listdir(folder) if not is_temp_name(n)]
         except FileNotFoundError:
-            ns.key, ns.ids = None, []
+            ns.key, ns.ids = None, ()
             return
         stems = [n[:-5] for n in names if n.endswith(".json")]
         if len(stems) == len(names) and all(map(is_verbatim, stems)):  # the ids are the names
-            ns.ids, ns.key = sorted(stems), key if settled(st, read_at) else None
+            ns.ids, ns.key = tuple(sorted(stems)), key if settled(st, read_at) else None
             self._dirty[roster_shard(facts.seg)] += ns.key is not None
         else:  # a name that is not its id (a hash, an escape), or a stray: the thread store's
-            ns.ids, ns.key = self.store.checkpoint_ids(facts.tid, ns.ns), None
+            ns.ids, ns.key = tuple(self.store.checkpoint_ids(facts.tid, ns.ns)), None
 
     def checkpoints_folder(self, facts: ThreadFacts, ns: NsFacts) -> Path:
         tdir = self.layout.threads_dir / facts.seg
@@ -287,11 +376,14 @@ class Roster:
         return self.lineage(facts, ns), False
 
     def lineage_of(self, thread_id: str, ns: str) -> Lineage:
-        """``lineage`` of a namespace the last ``threads`` found (else the thread store's)."""
-        got = self._by_ns.get((thread_id, ns))
-        if got is None:
-            return self.store.lineage(thread_id, ns)
-        return self.lineage(*got)
+        """``lineage`` of a namespace the last call found (else the thread store's)."""
+        with self._lock:
+            seg = self._by_ns.get((thread_id, ns))
+            facts = self._materialized(seg) if seg is not None else None
+            for space in facts.namespaces if facts is not None else ():
+                if space.ns == ns:
+                    return self.lineage(facts, space)  # type: ignore[arg-type]
+        return self.store.lineage(thread_id, ns)
 
     def set_row(self, facts: ThreadFacts, row: dict[str, object] | None) -> None:
         """Keep a row of ``threads`` made again (None: forget the kept one)."""
@@ -304,44 +396,46 @@ class Roster:
         """Write back each roster file whose threads had ``REWRITE`` things found again
         (``every``: each one, as ``fsck --repair`` rebuilds the index)."""
         with self._lock:
-            if self._facts is None:
+            if self._kept is None:
                 return
             self._note_meta_reads()
             if not any(self._dirty) and not any(self._meta_dirty) and not every:
                 return
-            by_shard: dict[int, list[ThreadFacts]] = {}
+            if self._meta_absent is None and (any(self._meta_dirty) or every):
+                self._load_meta()  # what is kept of the threads this process did not filter
+            by_shard: dict[int, list[str]] = {}
             for seg in self._segs:
-                facts = self._facts.get(seg)
-                if facts is not None:
-                    by_shard.setdefault(roster_shard(seg), []).append(facts)
+                by_shard.setdefault(roster_shard(seg), []).append(seg)
             for shard in range(ROSTER_SHARDS):
                 dirty = self._dirty[shard]
                 if dirty >= REWRITE or (dirty and self._absent[shard]) or every:
                     self._dirty[shard], self._absent[shard] = 0, False
-                    save_roster(self.layout, shard, by_shard.get(shard, []))
+                    save_roster(self.layout, shard, self._shard_facts(by_shard.get(shard, [])))
             self._persist_meta(by_shard, every)
 
-    def _persist_meta(self, by_shard: dict[int, list[ThreadFacts]], every: bool) -> None:
+    def _shard_facts(self, segs: list[str]) -> list[ThreadFacts]:
+        """The threads of ``segs`` as objects, the kept ones made so only for writing."""
+        return [f for f in (self._materialized(seg, keep=False) for seg in segs) if f is not None]
+
+    def _persist_meta(self, by_shard: dict[int, list[str]], every: bool) -> None:
         """Write back each metadata file whose threads had ``REWRITE`` headers read again."""
         for shard in range(ROSTER_SHARDS):
             dirty = self._meta_dirty[shard]
-            if self._meta_absent is None and (dirty or every):
-                self._load_meta()  # what is kept of the threads this process did not filter
             absent = self._meta_absent is not None and self._meta_absent[shard]
             if dirty >= REWRITE or (dirty and absent) or every:
                 self._meta_dirty[shard] = 0
                 if self._meta_absent is not None:
                     self._meta_absent[shard] = False
-                threads = [self._with_meta(f) for f in by_shard.get(shard, [])]
+                threads = [self._with_meta(f) for f in self._shard_facts(by_shard.get(shard, []))]
                 save_roster(self.layout, shard, threads, metadata=True)
 
     def _note_meta_reads(self) -> None:
         """Count the headers filters read since the last look (``MetaCache.kept``)."""
-        assert self._facts is not None
         kept = self.store.meta.kept
         if not kept:
             return
         segs = {f.tid: f.seg for f in self._facts.values()}
+        segs.update((t[1], t[0]) for t in (self._kept or {}).values())
         for (tid, _ns), count in list(kept.items()):
             seg = segs.get(tid)
             if seg is not None:
@@ -359,6 +453,14 @@ class Roster:
                 ids = set(ns.ids)
                 ns.meta, ns.meta_rows = {cid: e for cid, e in held.items() if cid in ids}, None
         return facts
+
+
+def _with_rows(facts: ThreadFacts, kept: dict[tuple[str, str], KeptRows]) -> None:
+    """Give each namespace of ``facts`` that holds no metadata yet its rows in ``kept``."""
+    for ns in facts.namespaces:
+        rows = kept.get((facts.seg, ns.ns))
+        if rows is not None and ns.meta_rows is None and not ns.meta:
+            ns.meta_rows = rows
 
 
 def key_of(path: str) -> StatKey | None:
