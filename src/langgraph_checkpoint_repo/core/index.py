@@ -976,6 +976,7 @@ ROSTER_SHARDS = 16  # files, by a hash of the thread's folder name: a rewrite is
 _ROSTER_NAME = re.compile(r"threads\.([0-9a-f])\.(roster|metadata)")
 _ROSTER_FIELDS = {"seg", "id", "key", "ns_key", "ns"}
 _NS_FIELDS = {"ns", "seg", "key", "ids"}
+_META_FIELDS = {"seg", "ns"}
 
 
 @dataclass
@@ -990,7 +991,7 @@ class NsFacts:
     meta: dict[str, MetaEntry] = field(default_factory=dict)  # plain metadata, per file key
     lineage: Lineage = field(default_factory=Lineage)  # parent links, per file key
     folder: str = ""  # its checkpoints folder (the roster's, as it first checks it)
-    # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``KeptMeta``,
+    # ``meta`` and ``lineage`` as a roster file holds them, decoded on first use (``KeptRows``,
     # ``ns_lineage``): a call that needs one part of a thousand threads decodes only that
     meta_rows: KeptRows | None = None
     lineage_rows: KeptLineage | None = None
@@ -1386,7 +1387,7 @@ def decode_roster_meta(
             row = loads(line)  # a line of two values joined by a comma does not parse
         except error:
             return None
-        if type(row) is not dict or row.keys() != {"seg", "ns"} or not _segment_ok(row["seg"]):
+        if type(row) is not dict or row.keys() != _META_FIELDS or not _segment_ok(row["seg"]):
             return None
         seg = row["seg"]
         if roster_shard(seg) != shard or seg in segs or type(row["ns"]) is not list:
