@@ -533,6 +533,13 @@ def test_a_fresh_filter_makes_objects_of_the_threads_of_its_results_and_of_the_c
     gc.collect()
     made = [o for o in gc.get_objects() if type(o) is NsFacts and o.folder.startswith(f"{root}{os.sep}")]
     assert sorted(Path(ns.folder).parent.name for ns in made) == ["t01", "t02", "t05", "t09", "t13"]
+    folder = Layout(root).checkpoints_dir("t03", "")  # kept as the file has it, until it changes
+    old = {p.stem for p in folder.glob("*.json")}
+    chat_graph(RepoSaver(root, durable=False)).invoke(more, cfg("t03", user_id="user-1"))
+    new = {p.stem for p in folder.glob("*.json")} - old
+    got = seen(saver.list(None, **args))
+    assert new and len(got) == len(want) + len(new)
+    assert new <= {c["configurable"]["checkpoint_id"] for c, *_ in got}
 
 
 def test_a_fresh_filter_finds_a_checkpoint_edited_in_place_to_match_in_a_thread_that_never_did(
