@@ -672,3 +672,52 @@ def test_metadata_that_may_equal_a_value_it_is_not_is_never_ruled_out_by_the_ind
         assert plain.matching(["c1"], [("step", 1.0), ("user_id", "user-2")], None) == (["c1"], [])
     assert plain.candidates([("user_id", "user-1")]) == set()
     assert loose.candidates([("user_id", "user-1")]) is None
+
+
+def _add_lines(path: Path, shard: int, lines: list[bytes], per: int) -> None:
+    """``lines`` (a thread's group: ``per`` lines) added to a roster file of ``shard``, made
+    whole when it is absent: head line counted and checksummed again."""
+    if path.exists():
+        head, _, body = path.read_bytes().partition(b"\n")
+        fields = json.loads(head)
+    else:
+        fields, body = None, b""
+    body = b"\n".join([body, *lines]) if body else b"\n".join(lines)
+    if fields is None:
+        kind = "roster-metadata" if per == 2 else "roster"
+        fields = {"index_version": 1, "kind": kind, "folder": "threads", "shard": shard}
+    fields["count"] = len(body.split(b"\n")) // per
+    path.write_bytes(_with_crc(json.dumps(fields, separators=(",", ":")).encode(), body))
+
+
+def test_a_roster_line_of_a_missing_folder_claiming_a_thread_s_id_leaves_that_thread_s_kept_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forged line for a folder that is not there, naming a real thread's id, and its metadata
+    line (another machine's stat keys) in a later roster file: the real thread keeps its own
+    kept metadata (rows go by thread folder, which a line cannot claim), so a fresh filter
+    reads none of its files, as without the forged lines."""
+    root, _ = copied(tmp_path)
+    args: dict[str, Any] = {"filter": {"user_id": "user-1"}}  # t03 is user-3's: no result of it
+    want = seen(RepoSaver(root).list(None, **args))  # leaves the roster
+    settle()
+    layout = Layout(root)
+    victim = roster_shard("t03")
+    ghost = next(f"g{i}" for i in range(1000) if roster_shard(f"g{i}") > victim)
+    for suffix, per in ((ROSTER_SUFFIX, 3), (ROSTER_META_SUFFIX, 2)):
+        body = roster_path(layout, victim, suffix).read_bytes().partition(b"\n")[2].split(b"\n")
+        group = next(
+            body[i : i + per] for i in range(0, len(body), per) if json.loads(body[i])["seg"] == "t03"
+        )
+        line = json.loads(group[0])
+        line["seg"] = ghost
+        if per == 2:
+            for _, _, keys in line["ns"]:
+                keys[3::4] = [inode + 1 for inode in keys[3::4]]  # another machine's inodes
+        first = json.dumps(line, separators=(",", ":")).encode()
+        _add_lines(
+            roster_path(layout, roster_shard(ghost), suffix), roster_shard(ghost), [first, *group[1:]], per
+        )
+    reads = Reads(monkeypatch)
+    assert seen(RepoSaver(root).list(None, **args)) == want
+    assert not [p for p in reads.paths if "/threads/t03/" in p]

@@ -22,6 +22,10 @@ from typing import Any
 #: types whose values equal a str only when they are one (a str subclass or another object
 #: may define ``__eq__`` as it likes: metadata holding one is never ruled out by its strings)
 _PLAIN = frozenset({str, int, float, bool, type(None), list, dict})
+#: a view of this many entries or fewer is indexed when it is made (a filter across threads
+#: meets thousands of small namespaces once each per change); a bigger one once filters have
+#: scanned it all (a fresh process's one filter of a long thread scans for less)
+EAGER = 64
 
 
 def stale(cids: Sequence[str], kept: Sequence[str], paths: Sequence[str], keys: Sequence[int]) -> list[str]:
@@ -92,11 +96,13 @@ class MetaView:
             self.keys.append(key)
             self.metas.append(meta)
         self.cids = tuple(cids)  # as the roster and the thread store's groups hold ids: compared
-        # (key, scalar value) -> the id, or the ids, of the entries whose metadata holds it;
+        # key -> scalar value -> the id, or the ids, of the entries whose metadata holds it;
         # made once filters have scanned more than every entry (one filter, a fresh process's,
         # scans for less than the index costs); _UNPLAIN: some metadata may equal a value it
         # does not hold (``_PLAIN``)
-        self._values: dict[tuple[str, Any], Any] | object | None = None
+        self._values: dict[str, dict[Any, Any]] | object | None = None
+        if len(cids) <= EAGER:  # a small namespace (most threads'): indexed now, for little
+            self._values = _index(cids, self.metas)
         self._scanned = 0
         self._where: dict[str, int] | None = None  # id -> position, for ids asked out of order
 
@@ -140,7 +146,8 @@ class MetaView:
         for key, value in wanted:
             if value is None or not _scalar(value):
                 return None
-            ids = index.get((key, value))
+            by_value = index.get(key)
+            ids = None if by_value is None else by_value.get(value)
             if ids is None:
                 return set()
             found = {ids} if type(ids) is str else set(ids)
@@ -185,11 +192,12 @@ class MetaView:
 _UNPLAIN = object()
 
 
-def _index(cids: Sequence[str], metas: list[Any]) -> dict[tuple[str, Any], Any] | object:
-    """The scalar values of ``metas`` under their keys, each to its entry's id (or ids);
+def _index(cids: Sequence[str], metas: Sequence[Any]) -> dict[str, dict[Any, Any]] | object:
+    """The scalar values of ``metas``, by key then value, each to its entry's id (or ids);
     _UNPLAIN when some metadata is not a dict of str keys and plain values (a filter could
-    match it unseen here)."""
-    values: dict[tuple[str, Any], Any] = {}
+    match it unseen here). Dicts of strings and no tuple per value: the garbage collector
+    tracks little of it (thousands of namespaces are indexed in one call across threads)."""
+    values: dict[str, dict[Any, Any]] = {}
     for cid, meta in zip(cids, metas, strict=True):
         if type(meta) is not dict:
             return _UNPLAIN
@@ -197,11 +205,14 @@ def _index(cids: Sequence[str], metas: list[Any]) -> dict[tuple[str, Any], Any] 
             if type(key) is not str or type(value) not in _PLAIN:
                 return _UNPLAIN
             if _scalar(value):
-                ids = values.get((key, value))
+                by_value = values.get(key)
+                if by_value is None:
+                    by_value = values[key] = {}
+                ids = by_value.get(value)
                 if ids is None:
-                    values[(key, value)] = cid  # most values are one checkpoint's (its step): no list
+                    by_value[value] = cid  # most values are one checkpoint's (its step): no list
                 elif type(ids) is str:
-                    values[(key, value)] = [ids, cid]
+                    by_value[value] = [ids, cid]
                 else:
                     ids.append(cid)
     return values

@@ -104,7 +104,8 @@ class Roster:
         # what they keep of the threads still in ``_kept``
         self._meta_dirty = [0] * ROSTER_SHARDS
         self._meta_absent: list[bool] | None = None
-        self._kept_meta: dict[tuple[str, str], KeptRows] = {}  # by thread id and namespace
+        # by thread folder and namespace: a line can claim any thread id, only its folder is its own
+        self._kept_meta: dict[tuple[str, str], KeptRows] = {}
         self._seeded: set[tuple[str, str]] = set()  # namespaces whose metadata went to store.meta
         self._by_ns: dict[tuple[str, str], str] = {}  # the thread folder of each namespace, by the last call
         self._lock = threading.RLock()
@@ -213,7 +214,7 @@ class Roster:
             self._facts[seg] = facts
             del self._kept[seg]
             for ns in facts.namespaces:
-                self._kept_meta.pop((facts.tid, ns.ns), None)
+                self._kept_meta.pop((seg, ns.ns), None)
         return facts
 
     def _seed_meta(self, threads: list[ThreadFacts | KeptThread]) -> None:
@@ -223,12 +224,12 @@ class Roster:
         seeded, seed, kept_meta = self._seeded, self.store.meta.seed, self._kept_meta
         for t in threads:
             if not isinstance(t, ThreadFacts):
-                tid = t[1]
+                seg, tid = t[0], t[1]
                 for ns, _nseg, _key, ids, folder in kept_spaces(t):
                     key = (tid, ns)
                     if key not in seeded:
                         seeded.add(key)
-                        rows = kept_meta.get(key)
+                        rows = kept_meta.get((seg, ns))
                         if rows is not None:  # its trees decoded only when a filter may match them
                             seed(tid, ns, seeded_rows(rows, folder, ids))
                 continue
@@ -250,9 +251,9 @@ class Roster:
                 facts = self._facts.get(seg)
                 kept = self._kept.get(seg) if self._kept else None
                 if facts is not None:
-                    _with_rows(facts, {(facts.tid, ns): rows})
+                    _with_rows(facts, {(seg, ns): rows})
                 elif kept is not None:
-                    self._kept_meta[(kept[1], ns)] = rows
+                    self._kept_meta[(seg, ns)] = rows
 
     def _thread(self, seg: str) -> ThreadFacts | None:
         """A thread folder's facts: kept ones while its folders' stat keys are unchanged."""
@@ -471,9 +472,9 @@ class Roster:
 
 def _with_rows(facts: ThreadFacts, kept: dict[tuple[str, str], KeptRows]) -> None:
     """Give each namespace of ``facts`` that holds no metadata yet its rows in ``kept`` (by
-    thread id and namespace)."""
+    thread folder and namespace)."""
     for ns in facts.namespaces:
-        rows = kept.get((facts.tid, ns.ns))
+        rows = kept.get((facts.seg, ns.ns))
         if rows is not None and ns.meta_rows is None and not ns.meta:
             ns.meta_rows = rows
 
