@@ -1090,20 +1090,27 @@ def _across_threads(
     (roster.py: checked against each folder's stat key), ``before`` and the config's
     namespace and checkpoint applied."""
     conf = config["configurable"] if config else {}
-    want_id = conf.get("checkpoint_id")
-    before_id = get_checkpoint_id(before) if before else None
     ns_filter = conf.get("checkpoint_ns")
     groups = []
     for tid, ns, ids in roster.spaces(seed_meta=seed_meta):
         if ns_filter is not None and ns != ns_filter:
             continue
-        if want_id is not None:
-            ids = tuple([i for i in ids if i == want_id])
-        if before_id is not None:
-            ids = ids[: bisect.bisect_left(ids, before_id)]
+        ids = _narrowed(ids, conf, before)
         if ids:
             groups.append((tid, ns, ids))
     return groups
+
+
+def _narrowed(ids: tuple[str, ...], conf: Any, before: RunnableConfig | None) -> tuple[str, ...]:
+    """A namespace's ids (oldest first) as ``list`` asks for them: the config's checkpoint
+    alone when it names one, those older than ``before``."""
+    want_id = conf.get("checkpoint_id")
+    if want_id is not None:
+        ids = tuple([i for i in ids if i == want_id])
+    before_id = get_checkpoint_id(before) if before else None
+    if before_id is not None:
+        ids = ids[: bisect.bisect_left(ids, before_id)]
+    return ids
 
 
 def _newest_first(ids: Sequence[str], thread_id: str, ns: str) -> Iterator[tuple[str, str, str]]:
@@ -1117,19 +1124,14 @@ def _thread_groups(
     """``list``'s namespaces of the config's thread, as (thread, namespace, ids), ``before``
     and the config's namespace and checkpoint applied."""
     conf = config["configurable"] if config else {}
-    want_id = conf.get("checkpoint_id")
-    before_id = get_checkpoint_id(before) if before else None
     threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else store.thread_ids()
     ns_filter = conf.get("checkpoint_ns")
     groups: list[_Group] = []
     for thread_id in threads:
         namespaces = [ns_filter] if ns_filter is not None else store.namespaces(thread_id)
         for ns in namespaces:
-            ids = tuple(store.checkpoint_ids(thread_id, ns))  # as the roster's: a view compares them
-            if want_id is not None:
-                ids = tuple([i for i in ids if i == want_id])
-            if before_id is not None:
-                ids = ids[: bisect.bisect_left(ids, before_id)]
+            # a tuple, as the roster's: a view compares them
+            ids = _narrowed(tuple(store.checkpoint_ids(thread_id, ns)), conf, before)
             if ids:
                 groups.append((thread_id, ns, ids))
     return groups
