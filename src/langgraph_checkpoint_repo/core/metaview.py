@@ -154,11 +154,6 @@ class MetaView:
             out = found if out is None else out & found
         return out
 
-    def stale(self, cids: Sequence[str], noted: dict[str, Any] | None = None) -> list[str]:
-        """``stale`` of this layout (a key a tuple); ``noted``: gets the stat key of each file
-        found unchanged, by path (the read's lineage check takes it instead of an lstat)."""
-        return self._stale(cids, self._at(cids), noted)
-
     def _at(self, cids: Sequence[str]) -> list[int | None] | None:
         """Where each of ``cids`` is laid out; None when they are the ids laid out, in order."""
         if cids == self.cids:
@@ -171,6 +166,8 @@ class MetaView:
     def _stale(
         self, cids: Sequence[str], at: list[int | None] | None, noted: dict[str, Any] | None
     ) -> list[str]:
+        """``stale`` of this layout (a key a tuple, ``at``: ``_at``'s); ``noted``: gets the stat
+        key of each file found unchanged, by path (the read's lineage check takes it then)."""
         out: list[str] = []
         lstat, paths, keys = os.lstat, self.paths, self.keys
         for cid, i in zip(cids, range(len(cids)) if at is None else at, strict=True):
