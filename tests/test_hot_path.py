@@ -36,8 +36,8 @@ def lstats_under(folder: Path) -> Iterator[list[str]]:
     prefix = str(folder) + os.sep
 
     def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if str(path).startswith(prefix):
-            seen.append(str(path))
+        if os.fsdecode(path).startswith(prefix):  # a path, or bytes (metaview.py asks by them)
+            seen.append(os.fsdecode(path))
         return original(path, *args, **kwargs)
 
     os.lstat = counting  # type: ignore[assignment]
@@ -269,8 +269,8 @@ def stats_of(fragment: str) -> Iterator[list[str]]:
 
     def wrap(original: Callable[..., os.stat_result]) -> Callable[..., os.stat_result]:
         def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-            if fragment in str(path):
-                seen.append(str(path))
+            if fragment in os.fsdecode(path):  # a path, or bytes (metaview.py asks by them)
+                seen.append(os.fsdecode(path))
             return original(path, *args, **kwargs)
 
         return counting

@@ -278,7 +278,7 @@ def test_compaction_keeps_no_line_whose_holder_lies_through_a_planted_link(tmp_p
     real = os.lstat
 
     def noting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        seen.append(str(path))
+        seen.append(os.fsdecode(path))
         return real(path, *args, **kwargs)
 
     os.lstat = noting  # type: ignore[assignment]

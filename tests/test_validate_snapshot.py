@@ -33,7 +33,7 @@ def counted_run(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any],
     real_lstat, real_load = os.lstat, files.json_bytes
 
     def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        stats[str(path)] += 1
+        stats[os.fsdecode(path)] += 1
         return real_lstat(path, *args, **kwargs)
 
     def json_bytes(path: Path, *args: Any) -> Any:

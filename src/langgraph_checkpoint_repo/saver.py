@@ -429,11 +429,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         metadata is checked by one lstat of its file (``MetaCache.matching``), the rest is read."""
         out: builtins.list[tuple[str, str, str]] = []
         needles = meta_needles(wanted)  # once, not per namespace
+        matching, from_disk = self.store.meta.matching, self.codec.revives_plain_trees
         for thread_id, ns, ids in groups:
-            matched, unknown = self.store.meta.matching(
-                thread_id, ns, ids, wanted, needles, self.codec.revives_plain_trees, note
-            )
-            out.extend((cid, thread_id, ns) for cid in matched)
+            matched, unknown = matching(thread_id, ns, ids, wanted, needles, from_disk, note)
+            if matched:
+                out.extend((cid, thread_id, ns) for cid in matched)
             for cid in unknown:
                 try:
                     meta = self.checkpoint_metadata(thread_id, ns, cid)
@@ -1091,11 +1091,13 @@ def _across_threads(
     namespace and checkpoint applied."""
     conf = config["configurable"] if config else {}
     ns_filter = conf.get("checkpoint_ns")
+    narrow = conf.get("checkpoint_id") is not None or before is not None
     groups = []
     for tid, ns, ids in roster.spaces(seed_meta=seed_meta):
         if ns_filter is not None and ns != ns_filter:
             continue
-        ids = _narrowed(ids, conf, before)
+        if narrow:
+            ids = _narrowed(ids, conf, before)
         if ids:
             groups.append((tid, ns, ids))
     return groups

@@ -648,15 +648,18 @@ class MetaCache:
         lstat per checkpoint, in one loop: a filter spends its time here. ``from_disk``: as
         ``get``, for a namespace nothing is kept of yet; ``note``: the stat keys taken go to
         the read under way (``observed``), as ``matches`` notes them."""
-        kept = self._by_ns.get((thread_id, ns))
-        if isinstance(kept, tuple):
+        key = (thread_id, ns)
+        kept = self._by_ns.get(key)
+        if type(kept) is tuple:
             if needles is None:
                 needles = meta_needles(wanted)
             if not may_match(kept[2], needles):
                 # the trees not decoded: none kept matches, so only the files whose stat key
                 # is not the one kept may (one lstat each, of the file the listing names)
                 return [], stale(cids, kept[0], kept[5], kept[1])
-        view = self._view((thread_id, ns), self._kept(thread_id, ns, from_disk))
+        view = self._views.get(key)
+        if view is None or view.source is not kept or view.version != self._versions.get(key, 0):
+            view = self._view(key, self._kept(thread_id, ns, from_disk))
         return view.matching(cids, wanted, getattr(self.observed, "keys", None) if note else None)
 
     def _view(self, key: tuple[str, str], per_ns: dict[str, MetaEntry]) -> MetaView:

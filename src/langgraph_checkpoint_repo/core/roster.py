@@ -164,12 +164,25 @@ class Roster:
         lst = self.store.files.listings.get(self.layout.threads_dir)
         self._segs = list(lst.names) if lst is not None else []
         out: list[ThreadFacts | KeptThread] = []
-        kept_threads = self._kept
+        kept_threads, facts_of, holds = self._kept, self._facts, self._holds
         for seg in self._segs:
             kept = kept_threads.get(seg)
-            if kept is not None and self._holds(kept):
-                out.append(kept)
-                continue
+            if kept is not None:
+                if holds(
+                    seg,
+                    kept[2],
+                    kept[3],
+                    [(kept[at + 4], kept[at + 2]) for at in range(KEPT_NS, len(kept), 5)],
+                ):
+                    out.append(kept)
+                    continue
+            else:
+                cur = facts_of.get(seg)  # the checks of ``_thread`` and ``_list``, their way out
+                if cur is not None and holds(
+                    seg, cur.key, cur.ns_key, [(ns.folder, ns.key) for ns in cur.namespaces]
+                ):
+                    out.append(cur)
+                    continue
             facts = self._thread(seg)
             if facts is None:
                 continue
@@ -180,11 +193,13 @@ class Roster:
             self._seed_meta(out)
         return out
 
-    def _holds(self, kept: KeptThread) -> bool:
-        """Whether a kept thread is as the files are: its folder's lstat key, its ``ns/``
-        folder's and each namespace's checkpoints folder's stat key are the recorded ones
-        (the checks ``_thread`` and ``_list`` make); if not, it is found again as objects."""
-        seg, _tid, key, ns_key = kept[:4]
+    def _holds(
+        self, seg: str, key: StatKey | None, ns_key: StatKey | None, folders: list[tuple[str, StatKey | None]]
+    ) -> bool:
+        """Whether a thread kept as a roster line has it or kept as objects is as the files are:
+        its folder's lstat key (``key``), its ``ns/`` folder's and each namespace's checkpoints
+        folder's stat key (``folders``: folder, key) are the recorded ones, the checks ``_thread``
+        and ``_list`` make; if not, it is found again by them. None recorded: never held."""
         try:
             st = os.lstat(self._head + seg)
         except OSError:
@@ -193,12 +208,12 @@ class Roster:
             return False
         if ns_key is not None and folder_key(Path(self._head + seg, NAMESPACES)) != ns_key:
             return False
-        for at in range(KEPT_NS, len(kept), 5):  # each namespace's folder key and folder (KeptNs)
+        for folder, folder_at in folders:
             try:
-                st = os.stat(kept[at + 4])
+                st = os.stat(folder)
             except OSError:
-                return False
-            if kept[at + 2] != (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino):
+                return False  # gone, or not listed yet ("")
+            if folder_at != (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino):
                 return False  # changed, or never listed settled (None)
         return True
 
