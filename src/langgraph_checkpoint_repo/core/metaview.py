@@ -131,10 +131,10 @@ class MetaView:
         changed = set(stale)
         found = self.candidates(wanted, len(cids))
         if found is not None:  # the few found, not every id asked about, go through the tests
-            asked = None if at is None else set(cids)
+            asked = None if type(at) is range and len(at) == len(self.cids) else set(cids)
             return sorted(cid for cid in found - changed if asked is None or cid in asked), stale
         metas, matched = self.metas, []
-        for cid, i in zip(cids, range(len(cids)) if at is None else at, strict=True):
+        for cid, i in zip(cids, at, strict=True):
             if i is not None and cid not in changed:
                 meta = metas[i]
                 if all(meta.get(key) == value for key, value in wanted):
@@ -169,24 +169,30 @@ class MetaView:
             out = found if out is None else out & found
         return out
 
-    def _at(self, cids: Sequence[str]) -> list[int | None] | None:
-        """Where each of ``cids`` is laid out; None when they are the ids laid out, in order."""
-        if cids == self.cids:
-            return None
+    def _at(self, cids: Sequence[str]) -> range | list[int | None]:
+        """Where each of ``cids`` is laid out (None: nowhere); a range when they are a run of
+        the ids laid out, in order (all of them, or the runs of an in-thread filter)."""
+        laid = self.cids
+        if cids == laid:
+            return range(len(laid))
         where = self._where
         if where is None:
-            where = self._where = {cid: i for i, cid in enumerate(self.cids)}
+            where = self._where = {cid: i for i, cid in enumerate(laid)}
+        first = where.get(cids[0]) if cids else None
+        if first is not None and laid[first : first + len(cids)] == tuple(cids):
+            return range(first, first + len(cids))
         return [where.get(cid) for cid in cids]
 
     def _stale(
-        self, cids: Sequence[str], at: list[int | None] | None, noted: dict[str, Any] | None
+        self, cids: Sequence[str], at: range | list[int | None], noted: dict[str, Any] | None
     ) -> list[str]:
         """``stale`` of this layout (a key a tuple, ``at``: ``_at``'s); ``noted``: gets the stat
         key of each file found unchanged, by path (the read's lineage check takes it then)."""
         lstat, keys, paths = os.lstat, self.keys, self.paths
         out: list[str] = []
-        if at is None and noted is None:  # a filter across threads: the loop it spends its time in
-            for cid, path, key in zip(cids, self.bpaths, keys, strict=True):
+        if type(at) is range:  # a run: the loop a filter spends its time in, nothing looked up
+            lo, hi = at.start, at.stop
+            for cid, path, key in zip(cids, self.bpaths[lo:hi], keys[lo:hi], strict=True):
                 try:
                     st = lstat(path)
                 except OSError:
@@ -194,8 +200,17 @@ class MetaView:
                     continue
                 if (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino) != key:
                     out.append(cid)
+            if noted is not None and not out:
+                noted.update(zip(paths[lo:hi], keys[lo:hi], strict=True))
+            elif noted is not None:
+                gone = set(out)
+                noted.update(
+                    (path, key)
+                    for cid, path, key in zip(cids, paths[lo:hi], keys[lo:hi], strict=True)
+                    if cid not in gone
+                )
             return out
-        for cid, i in zip(cids, range(len(cids)) if at is None else at, strict=True):
+        for cid, i in zip(cids, at, strict=True):
             if i is None:
                 out.append(cid)
                 continue
