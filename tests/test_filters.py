@@ -8,6 +8,7 @@ edit in place."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from tests.graphs import cfg
 
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core.caches import RACY_NS
+from langgraph_checkpoint_repo.core.caches import RACY_NS, stat_key
 from langgraph_checkpoint_repo.core.layout import Layout
+from langgraph_checkpoint_repo.core.metaview import MetaView
 
 VALUES: list[Any] = [0, 1, 1.0, True, False, 0.0, -0.0, None, "1", "a", "", 2**60, 1.5, [1], {"a": 1}]
 KEYS = ["k", "user_id", "x"]  # not "step" or "source": the schema types those
@@ -165,3 +167,25 @@ def test_a_filter_after_a_put_whose_file_is_not_settled_keeps_the_view_it_made(
         put_both([repo], "t", [{"user_id": "u1"}])
         assert len(ids(repo.list(cfg("t"), filter={"user_id": "u1"}))) == 21 + n
     assert len(made) == 1
+
+
+def test_a_filter_notes_the_stat_keys_of_the_unchanged_files_it_asked_about_and_no_others(
+    tmp_path: Path,
+) -> None:
+    """A read's lineage check trusts the stat keys its filter noted (ThreadStore.observing):
+    a file found changed is never noted with its kept key, whether the ids asked are all the
+    laid-out ones, a run of them (an in-thread filter's), or out of order."""
+    entries = []
+    for i in range(6):
+        path = tmp_path / f"c{i}.json"
+        path.write_text("{}")
+        entries.append((f"c{i}", (str(path), stat_key(os.lstat(path)), {"step": i}, None)))
+    view = MetaView(0, object(), entries)
+    (tmp_path / "c3.json").write_text("{ }")  # changed: size, mtime, ctime
+    for cids in (view.cids, view.cids[2:5], view.cids[3:4], view.cids[4:], (view.cids[4], view.cids[3])):
+        noted: dict[str, Any] = {}
+        matched, stale = view.matching(cids, [("step", 4)], noted)
+        assert stale == (["c3"] if "c3" in cids else []), cids
+        assert matched == (["c4"] if "c4" in cids else []), cids
+        assert set(noted) == {str(tmp_path / f"{cid}.json") for cid in cids if cid != "c3"}, cids
+        assert all(key == stat_key(os.lstat(path)) for path, key in noted.items()), cids
