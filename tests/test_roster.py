@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from tests.graphs import ask_graph, cfg, chat_graph, sub_graph
 from tests.helpers import cli
@@ -721,3 +723,49 @@ def test_a_roster_line_of_a_missing_folder_claiming_a_thread_s_id_leaves_that_th
     reads = Reads(monkeypatch)
     assert seen(RepoSaver(root).list(None, **args)) == want
     assert not [p for p in reads.paths if "/threads/t03/" in p]
+
+
+def test_a_thread_held_as_objects_sees_every_change_of_its_folders_as_inmemorysaver_does(
+    tmp_path: Path,
+) -> None:
+    """A warm filter across threads takes a thread it holds as objects as it is while its
+    folder's, its ``ns/`` folder's and each checkpoints folder's keys are the recorded ones
+    (``Roster._holds``): a checkpoint or a namespace added (settled or not), a thread deleted
+    or copied, each is seen by the next call, with InMemorySaver's answer."""
+    repo, memory = RepoSaver(tmp_path / ".langgraph", durable=False), InMemorySaver()
+    wanted = {"user_id": "u1"}
+
+    def put(thread: str, ns: str, count: int) -> None:
+        configs: list[Any] = [{"configurable": {"thread_id": thread, "checkpoint_ns": ns}}] * 2
+        for _ in range(count):
+            checkpoint = empty_checkpoint()
+            configs = [
+                s.put(c, checkpoint, dict(wanted), {}) for s, c in zip((repo, memory), configs, strict=True)
+            ]
+
+    def agree(step: str) -> None:
+        for _ in range(2):  # the call that finds the change, then the one that holds it
+            got = sorted(t.config["configurable"]["checkpoint_id"] for t in repo.list(None, filter=wanted))
+            want = sorted(t.config["configurable"]["checkpoint_id"] for t in memory.list(None, filter=wanted))
+            assert got == want, step
+
+    put("a", "", 2)
+    put("b", "sub:x", 2)
+    settle()
+    agree("first")
+    for step, (thread, ns, count) in enumerate(
+        [("a", "", 1), ("a", "sub:1", 1), ("a", "sub:1", 1), ("b", "sub:x", 1)]
+    ):
+        put(thread, ns, count)
+        agree(f"{step}: {thread} {ns} unsettled")
+        settle()
+        agree(f"{step}: {thread} {ns} settled")
+    repo.delete_thread("a")
+    memory.delete_thread("a")
+    agree("deleted")
+    repo.copy_thread("b", "c")
+    for ns, saved in memory.storage["b"].items():
+        memory.storage["c"][ns] = dict(saved)
+    agree("copied")
+    settle()
+    agree("copied, settled")
