@@ -17,6 +17,7 @@ import base64
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ import ormsgpack
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 
 from graphs import BIG_TEXT, big_graph, cfg, chat_graph
 from helpers import checkpoints, cli, load, rewrite, writes_files
@@ -37,6 +38,7 @@ from langgraph_checkpoint_repo import (
     RepoSaver,
     UnrevivableValueError,
 )
+from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.format.validation import SCHEMA_VERSION
 from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES, parse_strict
 from langgraph_checkpoint_repo.core.layout import Layout
@@ -645,29 +647,77 @@ def test_symlink_to_outside_is_not_followed_on_read(tmp_path: Path, root: Path, 
     assert str(inside) in proc.stdout
 
 
+@pytest.mark.parametrize(
+    ("ns", "what"),
+    [("", "checkpoints"), ("sub:1", "checkpoints"), ("", "thread"), ("sub:1", "namespace"), ("sub:1", "ns")],
+)
+def test_a_folder_swapped_for_a_symlink_is_refused_by_a_warm_saver_as_by_a_fresh_one(
+    tmp_path: Path, ns: str, what: str
+) -> None:
+    """A running saver keeps listings, metadata and the roster's threads by their folders' stat
+    keys, and files by their own: a folder on the way swapped for a symlink to itself renamed
+    (the same folders and files behind it) must not pass for the folder it kept. A folder's
+    own key is taken, never through a link (caches.folder_stat), and a listing is taken only
+    with no link on the way (Listings.get), so every read refuses it by name, as a fresh
+    saver's does."""
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    config: Any = {"configurable": {"thread_id": "a", "checkpoint_ns": ns}}
+    for _ in range(3):
+        config = saver.put(config, empty_checkpoint(), {"user_id": "u1"}, {})
+    time.sleep(2 * RACY_NS / 1e9)  # settled: kept by their keys from here on
+    thread: Any = {"configurable": {"thread_id": "a", "checkpoint_ns": ns}}
+    calls: dict[str, Callable[[RepoSaver], Any]] = {
+        "list(None, filter)": lambda s: list(s.list(None, filter={"user_id": "u1"})),
+        "list(None)": lambda s: list(s.list(None)),
+        "list(thread, filter)": lambda s: list(s.list(thread, filter={"user_id": "u1"})),
+        "list(thread)": lambda s: list(s.list(thread)),
+        "get_tuple": lambda s: s.get_tuple(thread),
+    }
+    for call in calls.values():
+        call(saver)
+        call(saver)
+    checkpoints = Layout(root).checkpoints_dir("a", ns)
+    folder = {
+        "checkpoints": checkpoints,
+        "namespace": checkpoints.parent,
+        "ns": checkpoints.parent.parent,
+        "thread": root / "threads" / "a",
+    }[what]
+    os.rename(folder, tmp_path / "elsewhere")  # outside the root: nothing stray left in it
+    os.symlink(tmp_path / "elsewhere", folder)
+    for name, call in calls.items():
+        for who in ("warm", "fresh"):
+            with pytest.raises(FileFormatError, match="symlink") as info:
+                call(saver if who == "warm" else RepoSaver(root))
+            assert str(folder) in str(info.value), (name, who)
+
+
 @pytest.mark.parametrize("folder", ["writes", "values"])
 def test_no_write_goes_through_a_symlinked_writes_or_values_folder(
     tmp_path: Path, root: Path, folder: str, request: pytest.FixtureRequest
 ) -> None:
-    """put_writes (a graph step) and prune (which writes values/) never create a file through a
-    symlink: a step's writes riding in the next checkpoint (ride.py) go nowhere near it, and
-    those written alone are refused."""
+    """A graph step, put_writes written alone and prune (which writes values/) never create a
+    file through a symlink: the step's read of the thread's pending writes refuses the link
+    before anything runs (caches.folder_stat), and a put_writes written alone is refused."""
     tdir = _chat_thread(root, "linked")
     outside = tmp_path / "outside"
     outside.mkdir()
     shutil.rmtree(tdir / folder, ignore_errors=True)
     os.symlink(outside, tdir / folder, target_is_directory=True)
     saver = RepoSaver(root)
-    if folder == "writes":
-        chat_graph(saver).invoke({"messages": [HumanMessage(content="rides")]}, cfg("linked"))
-        assert list(outside.iterdir()) == []
-        request.getfixturevalue("writes_alone")
     with pytest.raises(RepoCheckpointError, match="outside"):
         if folder == "writes":
             chat_graph(saver).invoke({"messages": [HumanMessage(content="x")]}, cfg("linked"))
         else:
             saver.prune(["linked"])
     assert list(outside.iterdir()) == []
+    if folder == "writes":
+        request.getfixturevalue("writes_alone")
+        latest = sorted(p.stem for p in (tdir / "checkpoints").glob("*.json"))[-1]
+        with pytest.raises(RepoCheckpointError, match="outside"):
+            saver.put_writes(cfg("linked", checkpoint_id=latest), [("messages", [])], "a-task")
+        assert list(outside.iterdir()) == []
 
 
 def test_a_file_reads_the_same_through_orjson_as_through_the_strict_parse() -> None:

@@ -301,17 +301,19 @@ class RepoSaver(BaseCheckpointSaver[str]):
         checkpoint_id = get_checkpoint_id(config)
         for attempt in range(5):
             cid = checkpoint_id
-            if not cid:
-                cid = self.store.current(thread_id, ns)  # the head that continues (lineage.py)
-                if cid is None:
-                    return None
             try:
-                with one_look():  # each file asked about once a try (caches.one_look)
+                # each file and folder asked about once a try (caches.one_look), the head too
+                with one_look():
+                    if not cid:
+                        cid = self.store.current(thread_id, ns)  # the head that continues (lineage.py)
+                        if cid is None:
+                            return None
                     return self._tuple(self.store.get(thread_id, ns, cid), remember_lists=not checkpoint_id)
             except (FileNotFoundError, MissingReferenceError):
                 # removed while we read it (delete or prune in another process): that is
-                # "not found", or for the latest, look again; anything else is damage
-                if self.store.layout.checkpoint_path(thread_id, ns, cid).exists() or attempt == 4:
+                # "not found", or for the latest, look again; anything else is damage (finding
+                # the head included: it raises as it did outside the look)
+                if not cid or self.store.layout.checkpoint_path(thread_id, ns, cid).exists() or attempt == 4:
                     raise
                 if checkpoint_id:
                     return None

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat as stat_mod
 import threading
 import time
 from collections import OrderedDict
@@ -78,6 +79,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from .errors import FileFormatError
 from .format.canonical import dump_json
 from .layout import is_temp_name
 
@@ -138,11 +140,25 @@ def lstat(path: str | Path) -> os.stat_result:
 
 
 def folder_key(folder: Path) -> StatKey | None:
-    """The stat key of a folder, None when it is gone."""
+    """The stat key of a folder (its own: a symlink put in its place has another), None when
+    it is gone."""
     try:
-        return stat_key(os.stat(folder))
+        return stat_key(os.lstat(folder))
     except FileNotFoundError:
         return None
+
+
+def folder_stat(folder: str | Path) -> os.stat_result:
+    """A folder's own stat, for a listing kept by its key: never through a symlink. The saver
+    makes none below the root; a folder swapped for one is refused here as every read of a
+    file through it is refused, where a stat that followed it would find the key it kept and
+    go on serving what it read before the swap."""
+    st = lstat(folder)  # once a look, as the folders on the way (Listings.get)
+    if stat_mod.S_ISLNK(st.st_mode):
+        raise FileFormatError(
+            str(folder), "/", "is a symlink, which may lead outside the root; refusing to follow it"
+        )
+    return st
 
 
 def settled(st: os.stat_result, read_at: int) -> bool:
@@ -366,8 +382,13 @@ class Listings:
         self,
         load: Callable[[Path, StatKey], list[str] | None] | None = None,
         save: Callable[[Path, StatKey, list[str]], None] | None = None,
+        inside: Callable[[Path], bool] | None = None,
     ) -> None:
         self._by_folder: dict[Path, Listing] = {}
+        # whether a folder lies in the root with no symlink on the way (Layout.contains): a
+        # kept listing, and the files kept by their own keys, would outlive a folder on the
+        # way swapped for a link to it, where every fresh read refuses the link
+        self._inside = inside
         self._mutex = threading.RLock()
         # the derived index (index.py): listings another process took, under the same rule;
         # not for a folder whose listing a reader found wrong (``drop``) until it is listed again
@@ -401,10 +422,13 @@ class Listings:
     def get(self, folder: Path) -> Listing | None:
         """Names in ``folder``, fresh against the folder's stat; None when it is gone."""
         try:
-            st = os.stat(folder)
+            st = folder_stat(folder)
         except FileNotFoundError:
             self._by_folder.pop(folder, None)
             return None
+        if self._inside is not None and not self._inside(folder.parent):
+            why = "resolves outside the root (through a symlink on the way)"
+            raise FileFormatError(str(folder), "/", why)
         key = stat_key(st)
         cur = self._by_folder.get(folder)
         if cur is not None and cur.trusted and cur.key == key:
@@ -473,7 +497,7 @@ class Listings:
         with self._mutex:
             cur = self._by_folder.get(folder)
             try:
-                st = os.stat(folder)
+                st = os.lstat(folder)
             except FileNotFoundError:
                 self._by_folder.pop(folder, None)
                 return

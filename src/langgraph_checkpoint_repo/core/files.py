@@ -103,7 +103,11 @@ class Files:
         self.durable = durable
         self.locks = ThreadLocks(lock_timeout)
         self.docs = DocCache()
-        self.listings = Listings(partial(load_listing, self.layout), partial(save_listing, self.layout))
+        # a folder inside the root with no symlink on the way, each folder asked once a look
+        self._inside: Callable[[Path], bool] = partial(self.layout.contains, lstat=lstat)
+        self.listings = Listings(
+            partial(load_listing, self.layout), partial(save_listing, self.layout), self._inside
+        )
         self.writer = Writer(self.layout, durable)
         self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
         # content-named files this process wrote (prepared: valid, named by their content),
@@ -147,7 +151,7 @@ class Files:
         if kept is not None:
             return kept  # type: ignore[no-any-return]
         read_at = time.time_ns()
-        raw = json_bytes(path, st, inside or self.layout.contains)
+        raw = json_bytes(path, st, inside or self._inside)
         doc = parse_strict(raw, str(path))
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         misplaced = place_problem(path, kind, doc)

@@ -552,7 +552,7 @@ def _roster_problem(layout: Layout, path: Path, shard: int, facts: bool) -> str 
 def _disagrees(folder: Path, listing: tuple[StatKey, list[str]]) -> bool:
     """A listing whose folder still has the recorded key must name what the folder holds."""
     try:
-        st = os.stat(folder)
+        st = os.lstat(folder)
         names = sorted(n for n in os.listdir(folder) if not is_temp_name(n))
     except OSError:
         return False

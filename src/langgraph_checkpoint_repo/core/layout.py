@@ -414,17 +414,20 @@ class Layout:
         except ValueError:
             return None
 
-    def contains(self, path: Path) -> bool:
+    def contains(self, path: Path, lstat: Callable[[str], os.stat_result] = os.lstat) -> bool:
         """True when ``path`` is under the root with no symlink on the way (``off_the_way``)."""
-        return self.off_the_way(path) is None
+        return self.off_the_way(path, lstat) is None
 
-    def off_the_way(self, path: Path) -> tuple[str, Path] | None:
+    def off_the_way(
+        self, path: Path, lstat: Callable[[str], os.stat_result] = os.lstat
+    ) -> tuple[str, Path] | None:
         """Why ``path`` is not under the root with no symlink on the way, or None: ("outside",
         path), ("not plain", path) for a ``..`` or ``.`` part, ("symlink", the link).
 
         The saver never makes symlinks, so any symlink below the root was planted
         (or checked out) and may lead anywhere: refuse it rather than resolve it.
         Folders that do not exist yet are fine; they will be made as real folders.
+        ``lstat``: how each folder on the way is asked (caches.lstat: once in a look).
         """
         parts = self.parts_below_root(path)
         if parts is None:
@@ -438,7 +441,7 @@ class Layout:
                 return "not plain", path
             current = f"{current}{os.sep}{part}"
             try:
-                if stat.S_ISLNK(os.lstat(current).st_mode):
+                if stat.S_ISLNK(lstat(current).st_mode):
                     return "symlink", Path(current)
             except FileNotFoundError:
                 return None

@@ -39,7 +39,7 @@ import time
 import weakref
 from pathlib import Path
 
-from .caches import StatKey, folder_key, settled, stat_key
+from .caches import StatKey, folder_key, folder_stat, settled, stat_key
 from .index import (
     KEPT_NS,
     MIN_NAMES,
@@ -199,7 +199,9 @@ class Roster:
         """Whether a thread kept as a roster line has it or kept as objects is as the files are:
         its folder's lstat key (``key``), its ``ns/`` folder's and each namespace's checkpoints
         folder's stat key (``folders``: folder, key) are the recorded ones, the checks ``_thread``
-        and ``_list`` make; if not, it is found again by them. None recorded: never held."""
+        and ``_list`` make; if not, it is found again by them. A folder key recorded as None
+        (never listed settled): never held; ``ns_key`` None: there was no ``ns/`` folder, and
+        making one changes the thread folder's key."""
         try:
             st = os.lstat(self._head + seg)
         except OSError:
@@ -210,7 +212,7 @@ class Roster:
             return False
         for folder, folder_at in folders:
             try:
-                st = os.stat(folder)
+                st = os.lstat(folder)  # its own: a symlink put in its place differs (folder_stat)
             except OSError:
                 return False  # gone, or not listed yet ("")
             if folder_at != (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino):
@@ -302,7 +304,7 @@ class Roster:
         """A thread folder's id and namespaces found again from the files (the thread store's
         ways); the facts it kept of a namespace still there are checked by their own keys."""
         try:
-            ns_st: os.stat_result | None = os.stat(tdir / NAMESPACES)
+            ns_st: os.stat_result | None = folder_stat(tdir / NAMESPACES)
         except FileNotFoundError:
             ns_st = None
         if is_hashed_segment(seg):
@@ -343,7 +345,7 @@ class Roster:
         folder = ns.folder
         read_at = time.time_ns()
         try:
-            st = os.stat(folder)
+            st = folder_stat(folder)
         except FileNotFoundError:
             ns.key, ns.ids = None, ()
             return
