@@ -16,17 +16,20 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from langgraph_checkpoint_repo import (
+    FileFormatError,
     RepoCheckpointError,
     RepoStore,
     SchemaVersionError,
     UnrevivableValueError,
 )
+from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.checks import Validator
 from langgraph_checkpoint_repo.core.jsonread import MAX_FILE_BYTES
 
@@ -238,3 +241,26 @@ def test_a_value_nested_deeper_than_a_read_can_take_is_refused_naming_the_file(t
         RepoStore(store.root).get(("ns",), "k")
     assert str(path) in str(caught.value)
     assert os.path.exists(path)
+
+
+@pytest.mark.parametrize("swapped", ["store", "store/users", "store/users/ada"])
+def test_a_namespace_folder_swapped_for_a_symlink_is_refused_by_a_warm_store_as_by_a_fresh_one(
+    tmp_path: Path, swapped: str
+) -> None:
+    """An item a running store read is kept by its file's stat key, which a folder on the way
+    swapped for a symlink to it (the same files behind it) leaves as it was: the kept item is
+    served only while its folder lies in the root with no symlink on the way (Files._read_doc),
+    so the warm store refuses the link by name, as a fresh one does."""
+    root = tmp_path / ".langgraph"
+    warm = RepoStore(root)
+    warm.put(("users", "ada"), "k1", {"v": 1})
+    warm.get(("users", "ada"), "k1")
+    time.sleep(2 * RACY_NS / 1e9)  # settled: kept by its key from here on
+    assert warm.get(("users", "ada"), "k1").value == {"v": 1}  # type: ignore[union-attr]
+    folder = root / swapped
+    os.rename(folder, tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", folder)
+    for store in (warm, RepoStore(root)):
+        with pytest.raises(FileFormatError, match="symlink") as info:
+            store.get(("users", "ada"), "k1")
+        assert str(folder) in str(info.value)

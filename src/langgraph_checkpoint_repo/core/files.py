@@ -147,11 +147,18 @@ class Files:
 
     def _read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None) -> dict[str, Any]:
         st = lstat(path)  # once per file inside a look (caches.one_look)
+        inside = inside or self._inside
         kept = self.docs.fresh(path, st)
         if kept is not None:
+            # a folder on the way swapped for a symlink to it leaves the file's own key as
+            # kept: refused as a read of the file is (json_bytes), never served from memory
+            if not inside(path.parent):
+                raise FileFormatError(
+                    str(path), "/", "resolves outside the root (through a symlink on the way)"
+                )
             return kept  # type: ignore[no-any-return]
         read_at = time.time_ns()
-        raw = json_bytes(path, st, inside or self._inside)
+        raw = json_bytes(path, st, inside)
         doc = parse_strict(raw, str(path))
         validate_read(doc, kind, str(path))  # a document too deep to check is a FileFormatError too
         misplaced = place_problem(path, kind, doc)

@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 from .caches import (
     Listing,
     StatKey,
+    one_look,
     settled,
     stat_key,
 )
@@ -562,10 +563,11 @@ class ThreadStore:
 
     def observing_each(self, items: Iterator[_T]) -> Iterator[_T]:
         """``items``, each step observed (``observing``) from its start to the item it gives,
+        each file and folder asked about once in it (``caches.one_look``, as a ``get_tuple``),
         and nothing held across a yield, where the caller may wait any time (``list``)."""
         try:
             while True:
-                with self.observing():
+                with self.observing(), one_look():
                     try:
                         item = next(items)
                     except StopIteration:
