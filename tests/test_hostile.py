@@ -693,6 +693,30 @@ def test_a_folder_swapped_for_a_symlink_is_refused_by_a_warm_saver_as_by_a_fresh
             assert str(folder) in str(info.value), (name, who)
 
 
+def test_a_large_folder_swapped_for_a_symlink_is_refused_by_a_warm_saver_as_by_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    """A value a running saver built from a ``large/`` file is kept by that file's stat key,
+    which a ``large/`` folder swapped for a symlink to it leaves as it was: the value is reused
+    only while the folders it was read from lie in the root with no symlink on the way
+    (resolve.ValueResolver), so the warm saver reads it again and refuses the link, as a fresh
+    one does."""
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    big_graph(saver).invoke({"document": BIG_TEXT}, cfg("big"))
+    assert saver.get_tuple(cfg("big")).checkpoint["channel_values"]["document"] == BIG_TEXT  # type: ignore[union-attr]
+    time.sleep(2 * RACY_NS / 1e9)  # settled: kept by its keys from here on
+    saver.get_tuple(cfg("big"))
+    folder = root / "threads" / "big" / "large"
+    assert any(folder.iterdir())
+    os.rename(folder, tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", folder)
+    for who in (saver, RepoSaver(root)):
+        with pytest.raises(FileFormatError, match="symlink") as info:
+            who.get_tuple(cfg("big"))
+        assert str(folder) in str(info.value)
+
+
 @pytest.mark.parametrize("folder", ["writes", "values"])
 def test_no_write_goes_through_a_symlinked_writes_or_values_folder(
     tmp_path: Path, root: Path, folder: str, request: pytest.FixtureRequest

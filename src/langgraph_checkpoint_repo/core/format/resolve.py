@@ -198,7 +198,7 @@ class ValueResolver:
                 return Link(version, ref, path, known=hit)
             if hit is not None:
                 deps = refresh(hit.deps, st, self._docs.settle)
-                if deps is not None:
+                if deps is not None and self._on_the_way_clear(deps):
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
             found = self._value_body(ns_dir, channel, version, ref, path)
@@ -206,6 +206,14 @@ class ValueResolver:
                 body, pointer, doc = found
                 return Link(version, ref, path, pointer, body, doc)
             ref = self.layout.value_rel(channel, version)  # removed since the lstat: rescued
+
+    def _on_the_way_clear(self, deps: tuple[Dep, ...]) -> bool:
+        """Whether every folder a kept value was read from still lies in the root with no
+        symlink on the way (each folder asked once a look): a folder swapped for a link to it
+        leaves its files' keys as kept, and the value is read again, where the read refuses
+        the link by name, as a fresh process's does."""
+        folders = {os.path.dirname(path) for path, _key, _digest in deps}
+        return all(self.layout.contains(Path(folder), lstat) for folder in folders)
 
     def _value_file(
         self, ns_dir: Path, channel: str, version: Any, ref: str
