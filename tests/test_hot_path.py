@@ -29,15 +29,17 @@ from langgraph_checkpoint_repo.values import ValueWriter
 
 
 @contextmanager
-def lstats_under(folder: Path) -> Iterator[list[str]]:
-    """Every ``os.lstat`` of a path under ``folder`` made meanwhile, on any thread."""
+def lstats_under(folder: Path, itself: bool = False) -> Iterator[list[str]]:
+    """Every ``os.lstat`` of a path under ``folder`` (``itself``: and of ``folder``) made
+    meanwhile, on any thread."""
     seen: list[str] = []
     original = os.lstat
     prefix = str(folder) + os.sep
 
     def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if os.fsdecode(path).startswith(prefix):  # a path, or bytes (metaview.py asks by them)
-            seen.append(os.fsdecode(path))
+        name = os.fsdecode(path)  # a path, or bytes (metaview.py asks by them)
+        if name.startswith(prefix) or (itself and name == str(folder)):
+            seen.append(name)
         return original(path, *args, **kwargs)
 
     os.lstat = counting  # type: ignore[assignment]
@@ -326,11 +328,13 @@ def test_a_get_tuple_asks_about_each_file_once(tmp_path: Path) -> None:
         graph.invoke({"messages": [HumanMessage(f"turn {i}")]}, cfg("t"))
     time.sleep(0.06)  # settled: the kept line and chain are checked by their stat keys
     saver.get_tuple(cfg("t"))
-    with lstats_under(tmp_path / "repo") as seen:
+    with lstats_under(tmp_path / "repo", itself=True) as seen:
         assert saver.get_tuple(cfg("t")) is not None
     # the chain of ``messages`` and the line of deltas run through the same checkpoint files:
-    # each was asked about two and three times in one read
-    assert seen and len(seen) == len(set(seen))
+    # each was asked about two and three times in one read; the root and the folders on the
+    # way are asked once too, however many kept documents and values are checked by them
+    assert seen and len(seen) == len(set(seen)), sorted(p for p in seen if seen.count(p) > 1)
+    assert str(tmp_path / "repo") in seen
 
 
 def test_one_look_asks_once_and_a_missing_file_again(tmp_path: Path) -> None:

@@ -115,8 +115,10 @@ def one_look() -> Iterator[None]:
     look at the files, as they were when first asked about. A read asked about the same
     checkpoint files two and three times (the line of deltas under a parent, then the append
     chain running through the same files; the chain again for each link it walks): a third of
-    a chat turn's lstats. Only around what writes nothing (a read, a put deciding its file):
-    our own write changes what was looked at. Nested, the outermost look is the one."""
+    a chat turn's lstats. Only around what writes no file of the state (a read, a put deciding
+    its file, a step of a ``list``): our own write changes what was looked at. The derived
+    index under ``.cache/`` a read may save meanwhile is read and written without this memo.
+    Nested, the outermost look is the one."""
     if getattr(_CALL, "stats", None) is not None:
         yield
         return

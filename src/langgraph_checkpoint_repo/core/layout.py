@@ -258,11 +258,12 @@ class Layout:
             cur = cur.parent
         return (self.root,)
 
-    def root_link(self) -> Path | None:
-        """The symlink among ``guarded`` (the root first), or None."""
+    def root_link(self, lstat: Callable[[str], os.stat_result] = os.lstat) -> Path | None:
+        """The symlink among ``guarded`` (the root first), or None (``lstat``: as
+        ``off_the_way``'s)."""
         for path in self.guarded:
             try:
-                if stat.S_ISLNK(os.lstat(path).st_mode):
+                if stat.S_ISLNK(lstat(str(path)).st_mode):
                     return path
             except FileNotFoundError:
                 continue  # made as a real folder when first written
@@ -432,7 +433,7 @@ class Layout:
         parts = self.parts_below_root(path)
         if parts is None:
             return "outside", path
-        link = self.root_link()
+        link = self.root_link(lstat)
         if link is not None:
             return "symlink", link
         current = self._root_text

@@ -51,6 +51,9 @@ class ValueEntry:
     deps: tuple[Dep, ...] = ()
     # (arrays and objects, values, text) of ``tree`` (objects.weight_problem); None: not known
     weight: tuple[int, int, int] | None = None
+    # the folders of ``deps``, asked about at each reuse (resolve.ValueResolver): made when
+    # first asked, not once per reuse from every dep (a chain's are dozens of files, few folders)
+    folders: tuple[Path, ...] | None = None
 
     @property
     def checkable(self) -> bool:

@@ -185,7 +185,7 @@ class ValueResolver:
         self.located.clear()
 
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: tuple[Dep, ...]) -> None:
-        entry.deps = (*own, *entry.deps)
+        entry.deps, entry.folders = (*own, *entry.deps), None
         if self.trust_kept or entry.checkable:  # a run of the checks keeps it for the run
             self._values.put((link.path, channel), entry)
 
@@ -198,7 +198,7 @@ class ValueResolver:
                 return Link(version, ref, path, known=hit)
             if hit is not None:
                 deps = refresh(hit.deps, st, self._docs.settle)
-                if deps is not None and self._on_the_way_clear(deps):
+                if deps is not None and self._on_the_way_clear(hit):
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
             found = self._value_body(ns_dir, channel, version, ref, path)
@@ -207,13 +207,16 @@ class ValueResolver:
                 return Link(version, ref, path, pointer, body, doc)
             ref = self.layout.value_rel(channel, version)  # removed since the lstat: rescued
 
-    def _on_the_way_clear(self, deps: tuple[Dep, ...]) -> bool:
+    def _on_the_way_clear(self, entry: ValueEntry) -> bool:
         """Whether every folder a kept value was read from still lies in the root with no
         symlink on the way (each folder asked once a look): a folder swapped for a link to it
         leaves its files' keys as kept, and the value is read again, where the read refuses
         the link by name, as a fresh process's does."""
-        folders = {os.path.dirname(path) for path, _key, _digest in deps}
-        return all(self.layout.contains(Path(folder), lstat) for folder in folders)
+        folders = entry.folders
+        if folders is None:
+            folders = entry.folders = tuple(Path(f) for f in {os.path.dirname(p) for p, _k, _d in entry.deps})
+        contains = self.layout.contains
+        return all(contains(folder, lstat) for folder in folders)
 
     def _value_file(
         self, ns_dir: Path, channel: str, version: Any, ref: str
