@@ -79,7 +79,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
-from .errors import FileFormatError
+from .errors import outside_refused, symlink_refused
 from .format.canonical import dump_json
 from .layout import is_temp_name
 
@@ -157,9 +157,7 @@ def folder_stat(folder: str | Path) -> os.stat_result:
     go on serving what it read before the swap."""
     st = lstat(folder)  # once a look, as the folders on the way (Listings.get)
     if stat_mod.S_ISLNK(st.st_mode):
-        raise FileFormatError(
-            str(folder), "/", "is a symlink, which may lead outside the root; refusing to follow it"
-        )
+        raise symlink_refused(folder)
     return st
 
 
@@ -429,8 +427,7 @@ class Listings:
             self._by_folder.pop(folder, None)
             return None
         if self._inside is not None and not self._inside(folder.parent):
-            why = "resolves outside the root (through a symlink on the way)"
-            raise FileFormatError(str(folder), "/", why)
+            raise outside_refused(folder)
         key = stat_key(st)
         cur = self._by_folder.get(folder)
         if cur is not None and cur.trusted and cur.key == key:

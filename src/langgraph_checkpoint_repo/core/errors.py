@@ -138,3 +138,16 @@ class ItemChangedError(RepoCheckpointError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.namespace, self.key, self.expected, self.found, self.path))
+
+
+def symlink_refused(path: object) -> FileFormatError:
+    """A file or folder below the root that is a symlink: the saver makes none, so one was
+    planted or checked out, and it may lead anywhere (every read refuses it, by this text)."""
+    return FileFormatError(
+        str(path), "/", "is a symlink, which may lead outside the root; refusing to follow it"
+    )
+
+
+def outside_refused(path: object) -> FileFormatError:
+    """A file or folder whose way from the root passes a symlink (``Layout.contains``)."""
+    return FileFormatError(str(path), "/", "resolves outside the root (through a symlink on the way)")

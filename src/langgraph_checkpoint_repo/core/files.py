@@ -27,7 +27,7 @@ from typing import Any
 
 from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, lstat
 from .durable import ThreadLocks
-from .errors import FileFormatError, RepoCheckpointError
+from .errors import FileFormatError, RepoCheckpointError, outside_refused
 from .format.bookkeeping import normalize
 from .format.canonical import digest_node
 from .format.objects import names_object
@@ -153,9 +153,7 @@ class Files:
             # a folder on the way swapped for a symlink to it leaves the file's own key as
             # kept: refused as a read of the file is (json_bytes), never served from memory
             if not inside(path.parent):
-                raise FileFormatError(
-                    str(path), "/", "resolves outside the root (through a symlink on the way)"
-                )
+                raise outside_refused(path)
             return kept  # type: ignore[no-any-return]
         read_at = time.time_ns()
         raw = json_bytes(path, st, inside)

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import orjson
 
 from .caches import CACHE_ENTRIES, LRU, StatKey, settled, stat_key
-from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError
+from .errors import BadInputError, FileFormatError, InvalidWriteError, ItemChangedError, symlink_refused
 from .files import Files
 from .format.validation import SCHEMA_VERSION, validate_read
 from .index import is_plain, load_items, save_items
@@ -507,7 +507,7 @@ class ItemFiles:
                 except FileNotFoundError:
                     continue  # removed since it was listed (an empty folder pruned)
                 if stat.S_ISLNK(mode):
-                    raise FileFormatError(str(sub), "/", "is a symlink; refusing to follow it")
+                    raise symlink_refused(sub)
                 if not stat.S_ISDIR(mode):
                     raise FileFormatError(
                         str(sub),

@@ -25,7 +25,7 @@ import stat as stat_mod
 import sys
 
 from .cjson import decode_error, loads
-from .errors import FileFormatError, LfsPointerError
+from .errors import FileFormatError, LfsPointerError, outside_refused, symlink_refused
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:  # for annotations only: git's textconv driver reads with this module and
@@ -65,11 +65,11 @@ def json_bytes(path: Path, st: os.stat_result, inside: Callable[[Path], bool]) -
     """``load_json``'s bytes, before parsing: a caller that keeps the parse may need a digest
     of the very bytes it came from (caches.DocCache.keep)."""
     if stat_mod.S_ISLNK(st.st_mode):
-        raise FileFormatError(str(path), "/", "is a symlink; refusing to follow it")
+        raise symlink_refused(path)
     if not stat_mod.S_ISREG(st.st_mode):
         raise FileFormatError(str(path), "/", "is not a regular file")
     if not inside(path.parent):
-        raise FileFormatError(str(path), "/", "resolves outside the root (through a symlink on the way)")
+        raise outside_refused(path)
     if st.st_size > MAX_FILE_BYTES:
         raise FileFormatError(str(path), "/", f"file is {st.st_size} bytes, over the limit")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

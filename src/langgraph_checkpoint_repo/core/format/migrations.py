@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..durable import write_files
-from ..errors import FileFormatError, RepoCheckpointError, SchemaVersionError
+from ..errors import FileFormatError, RepoCheckpointError, SchemaVersionError, symlink_refused
 from ..items import ItemFiles
 from ..layout import (
     CHECKPOINTS,
@@ -187,7 +187,7 @@ def _json_files(folder: Path) -> Iterator[Path]:
         here = Path(dirpath)
         for name in dirnames:
             if (here / name).is_symlink():
-                raise FileFormatError(str(here / name), "/", "is a symlink; refusing to follow it")
+                raise symlink_refused(here / name)
         dirnames[:] = sorted(d for d in dirnames if not is_temp_name(d))
         for name in sorted(filenames):
             if name.endswith(".json") and not is_temp_name(name):
@@ -253,7 +253,7 @@ def _item_paths(store: ThreadStore) -> list[Path]:
     """The store items' files, in a fixed order; a store folder that is a symlink is refused."""
     folder = store.layout.store_dir
     if folder.is_symlink():
-        raise FileFormatError(str(folder), "/", "is a symlink; refusing to follow it")
+        raise symlink_refused(folder)
     return list(_json_files(folder)) if folder.is_dir() else []
 
 
