@@ -137,7 +137,11 @@ def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
     """Do what the plan lists, nothing else; the caller holds the thread's exclusive lock.
 
     The rescued value files first (readers fall back to them), then the checkpoint files
-    (the commit points), then their writes and the files nothing kept uses. A symlink
+    (the commit points), then their writes and the files nothing kept uses. A file goes only
+    after every file that refers to it: readers take no lock, and one that finds the file it
+    reads gone looks again, but one that finds a file it refers to gone raises. So the
+    checkpoints go newest first (a delta refers to its parent, an append to its parent's
+    list, a message to the older checkpoint that first held it, in any namespace). A symlink
     anywhere in the thread refuses the whole removal before anything is written. A whole
     thread's plan (``plan_whole``) removes the thread's folder, as ``delete_thread`` does."""
     if not plan.doomed:
@@ -149,10 +153,20 @@ def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
         return
     store.files.check_tree(store.layout.thread_dir(thread_id), f"remove checkpoints of thread {thread_id!r}")
     store.files.write(plan.rescue)
-    store.files.remove_files(plan.checkpoints)
+    store.files.remove_files(_newest_first(store, plan))
     store.files.remove_files(plan.writes)
     store.files.remove_files([*plan.values, *plan.large, *plan.objects])
     store.forget_thread(thread_id)
+
+
+def _newest_first(store: ThreadStore, plan: PrunePlan) -> list[Path]:
+    """The plan's checkpoint files by id, newest first, across namespaces (ids order time)."""
+    ids = {
+        store.layout.checkpoint_path(plan.thread_id, ns, cid): cid
+        for ns, doomed in plan.doomed.items()
+        for cid in doomed
+    }
+    return sorted(plan.checkpoints, key=lambda path: ids.get(path, path.name), reverse=True)
 
 
 # ----------------------------------------------------------------------
