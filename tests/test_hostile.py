@@ -29,7 +29,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 
-from graphs import BIG_TEXT, big_graph, cfg, chat_graph
+from graphs import BIG_TEXT, big_graph, cfg, chat_graph, question, relay_graph
 from helpers import checkpoints, cli, load, rewrite, writes_files
 from langgraph_checkpoint_repo import (
     FileFormatError,
@@ -715,6 +715,39 @@ def test_a_large_folder_swapped_for_a_symlink_is_refused_by_a_warm_saver_as_by_a
         with pytest.raises(FileFormatError, match="symlink") as info:
             who.get_tuple(cfg("big"))
         assert str(folder) in str(info.value)
+
+
+@pytest.mark.parametrize("holders", ["objects", "subgraph"])
+def test_a_message_kept_by_its_name_is_refused_by_a_warm_saver_once_its_holders_folder_is_a_symlink(
+    tmp_path: Path, holders: str
+) -> None:
+    """A running saver reuses a message by its name (content-addressed: the name says what it
+    holds), so a folder holding it swapped for a symlink to it left the name as it was: the
+    warm saver went on answering from memory where a fresh one refuses the link. The folders
+    each thread's messages came from are asked at each reuse (resolve.ValueResolver: prune's
+    ``objects/``; a subgraph's checkpoints, which hold the messages of the conversation a
+    ``Send`` carried), so both refuse it by name."""
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    graph = chat_graph(saver) if holders == "objects" else relay_graph(saver)
+    for turn in range(1, 5):
+        graph.invoke({"messages": [question(turn)]}, cfg("t"))
+    if holders == "objects":
+        saver.prune(["t"])  # the kept checkpoint's messages go to objects/ with their holders
+        folders = [root / "threads" / "t" / "objects"]
+    else:
+        folders = sorted((root / "threads" / "t" / "ns").glob("*/checkpoints"))
+    assert folders and all(any(f.iterdir()) for f in folders)
+    saver.get_tuple(cfg("t"))
+    time.sleep(2 * RACY_NS / 1e9)  # settled: kept by their keys from here on
+    assert len(saver.get_tuple(cfg("t")).checkpoint["channel_values"]["messages"]) == 8  # type: ignore[union-attr]
+    for i, folder in enumerate(folders):
+        os.rename(folder, tmp_path / f"elsewhere{i}")
+        os.symlink(tmp_path / f"elsewhere{i}", folder)
+    for who in (saver, RepoSaver(root)):
+        with pytest.raises(FileFormatError, match="symlink") as info:
+            who.get_tuple(cfg("t"))
+        assert any(str(folder) in str(info.value) for folder in folders)
 
 
 @pytest.mark.parametrize("folder", ["writes", "values"])

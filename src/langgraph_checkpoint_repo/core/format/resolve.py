@@ -55,6 +55,10 @@ class ValueResolver:
         self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
         # per thread folder, objects expanded before (objects.Expander)
         self._objects: dict[Path, dict[str, Known]] = {}
+        # per thread folder, the folders of the files those objects were taken from (a file
+        # of objects/, a checkpoint of any namespace, a writes file): the objects are reused
+        # by name only while each of those folders is clear (``_homes_clear``)
+        self._homes: dict[Path, dict[str, Path]] = {}
         # per thread folder, digest -> (namespace, checkpoint id) whose objects hold it: found
         # on a read or written by this process; what a writer refers to with $in (format 4)
         self.located: dict[Path, dict[str, tuple[str, str]]] = {}
@@ -164,6 +168,7 @@ class ValueResolver:
         except FileFormatError:
             return  # not what the base holds now: a read says why
         entry.deps = (*own, *entry.deps)
+        entry.homes = base.homes  # its items are this file's, or taken by name as the base's were
         self._values.put((path, channel), entry)
 
     def drop_under(self, folder: Path) -> None:
@@ -171,6 +176,7 @@ class ValueResolver:
         # list(...) copies the keys in one step under the GIL: chat threads add objects meanwhile
         for tdir in [t for t in list(self._objects) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self._objects.pop(tdir, None)
+            self._homes.pop(tdir, None)
         for tdir in [t for t in list(self.located) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self.located.pop(tdir, None)
 
@@ -182,10 +188,12 @@ class ValueResolver:
         self._named.clear()
         self.read_paths.clear()
         self._objects.clear()
+        self._homes.clear()
         self.located.clear()
 
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: tuple[Dep, ...]) -> None:
         entry.deps, entry.folders = (*own, *entry.deps), None
+        entry.homes = self._homes.get(self._thread_dir(link.path))
         if self.trust_kept or entry.checkable:  # a run of the checks keeps it for the run
             self._values.put((link.path, channel), entry)
 
@@ -216,7 +224,16 @@ class ValueResolver:
         if folders is None:
             folders = entry.folders = tuple(Path(f) for f in {os.path.dirname(p) for p, _k, _d in entry.deps})
         contains = self.layout.contains
-        return all(contains(folder, lstat) for folder in folders)
+        return all(contains(folder, lstat) for folder in folders) and self._homes_clear(entry.homes)
+
+    def _homes_clear(self, homes: dict[str, Path] | None) -> bool:
+        """Whether every folder objects were taken from still lies in the root with no symlink
+        on the way (each asked once a look): objects are reused by name, and a folder swapped
+        for a link leaves the name as it was; read again, the holder is refused by name."""
+        if not homes:
+            return True
+        contains = self.layout.contains
+        return all(contains(folder, lstat) for folder in list(homes.values()))
 
     def _value_file(
         self, ns_dir: Path, channel: str, version: Any, ref: str
@@ -349,15 +366,40 @@ class ValueResolver:
         """``expand``, with the weight of what it expanded to (objects.weight_problem)."""
         tdir = self._thread_dir(holder)
         done = self._objects.get(tdir)
-        if done is None or len(done) > CACHE_ENTRIES * 16:
+        homes = self._homes.get(tdir)
+        if (
+            done is None
+            or homes is None
+            or len(done) > CACHE_ENTRIES * 16
+            or not (self.trust_kept or self._homes_clear(homes))
+        ):
             done = self._objects[tdir] = {}
-        load = partial(self._load_object, tdir, holder, pointer, {})
+            homes = self._homes[tdir] = {}
+        load = partial(self._load_home, tdir, holder, pointer, {}, homes)
         expander = Expander(load, str(holder), pointer, done)
         try:
             return expander.expand(tree), expander.weight
         finally:
             if self.read_done is not None:
                 self.read_done(tdir)
+
+    def _load_home(
+        self,
+        tdir: Path,
+        referrer: Path,
+        pointer: str,
+        seen: dict[str, Any],
+        homes: dict[str, Path],
+        digest: str,
+        node: dict[str, Any],
+        holder: str,
+    ) -> tuple[Any, str]:
+        """``_load_object``, the folder of the file it came from noted in ``homes``."""
+        tree, found = self._load_object(tdir, referrer, pointer, seen, digest, node, holder)
+        folder = found[: found.rfind(os.sep)]
+        if folder not in homes:
+            homes[folder] = Path(folder)
+        return tree, found
 
     def _load_object(
         self,
