@@ -532,13 +532,12 @@ def test_append_depth_field_of_a_million_is_refused_naming_the_pointer(root: Pat
 
 def test_list_body_joins_a_chain_longer_than_the_recursion_limit() -> None:
     """ValueEntry.list_body walks its bases iteratively, whatever the interpreter's limit."""
-    base = ValueEntry(empty=False, tree=["x"], where="base")
+    base = ValueEntry(empty=False, whole=["x"], where="base")
     entry = base
     links = sys.getrecursionlimit() * 3
     for i in range(links):
         entry = ValueEntry(
             empty=False,
-            tree=[*entry.tree, i],
             depth=entry.depth + 1,
             where=f"link {i}",
             base=entry,
@@ -547,6 +546,7 @@ def test_list_body_joins_a_chain_longer_than_the_recursion_limit() -> None:
     kind, data = entry.typed()
     assert kind == "msgpack"
     assert ormsgpack.unpackb(data) == ["x", *range(links)]
+    assert entry.tree == ["x", *range(links)] and entry.count == links + 1
 
 
 # ---------------------------------------------------------------------------

@@ -471,7 +471,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
                 continue
             where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
             values[channel] = self.revive(entry, where)
-            if remember_lists and isinstance(entry.tree, list):
+            if remember_lists and entry.is_list:
                 self._remember_list((thread_id, ns, channel), versions[channel], ref, entry)
         checkpoint = langgraph_checkpoint(record, values)
         cpath = str(self.store.layout.checkpoint_path(thread_id, ns, cid))
@@ -494,12 +494,13 @@ class RepoSaver(BaseCheckpointSaver[str]):
         known = self._lists.get(key)
         if known is None or known.version != version:
             deps = entry.deps if entry.checkable else ((entry.file, None, None),)
+            tree = entry.tree
             self._lists[key] = ListState(
                 version=version,
                 ref=ref,
-                count=len(entry.tree),
+                count=len(tree),
                 depth=entry.depth,
-                tree=entry.tree,
+                tree=tree,
                 deps=deps,
             )
             self._lists[key].weight = entry.weight

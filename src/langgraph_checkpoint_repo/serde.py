@@ -409,7 +409,7 @@ class ValueCodec:
         self.check_types(entry.types, where, lambda key: locate_type(entry, key))
         if entry.raw is not None:
             return self.loads(entry.raw, where, entry.locate)
-        if entry.tree is None:  # None ({"json": null}): whatever the serde, as "null" always was
+        if entry.whole is None and not entry.is_list:  # None ({"json": null}): as "null" always was
             return None
         if not entry.types and self.revives_plain_trees:
             try:
@@ -426,7 +426,7 @@ class ValueCodec:
         """A readable tree (metadata, checkpoint extras, a value shown): kept readable even
         when the serde encrypts. ``file`` and ``root`` (its pointer there) let an error name
         where inside it a type rejected its data."""
-        entry = ValueEntry(empty=False, tree=tree, types=frozenset(named_types(tree)), where=where)
+        entry = ValueEntry(empty=False, whole=tree, types=frozenset(named_types(tree)), where=where)
         entry.file, entry.root = file, root
         return self.revive(entry, where, readable=True)
 

@@ -305,7 +305,7 @@ class Reader:
         path = self.layout.checkpoint_path(thread_id, ns, cid)
         tree = self.get(thread_id, ns, cid).metadata
         where = f"thread {thread_id!r} checkpoint {cid} metadata ({path})"
-        entry = ValueEntry(empty=False, tree=tree, types=frozenset(named_types(tree)), where=where)
+        entry = ValueEntry(empty=False, whole=tree, types=frozenset(named_types(tree)), where=where)
         return self._revive(entry, where, tree, readable=True)
 
     # -- one checkpoint -------------------------------------------------------------
@@ -373,7 +373,7 @@ class Reader:
     def _revive_tree(self, tree: Any) -> Any:
         assert self.reviver is not None
         where = "a value shown"
-        entry = ValueEntry(empty=False, tree=tree, types=frozenset(named_types(tree)), where=where)
+        entry = ValueEntry(empty=False, whole=tree, types=frozenset(named_types(tree)), where=where)
         return self.reviver.revive(entry, where, readable=True)
 
     def pending_writes(self, thread_id: str, ns: str, cid: str, *, revive: bool = True) -> list[WriteView]:

@@ -13,7 +13,11 @@ Invariants:
 from __future__ import annotations
 
 import base64
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +38,9 @@ class ValueEntry:
     """A resolved value: its full JSON tree (or raw serde bytes) and the types it names."""
 
     empty: bool
-    tree: Any = None  # full JSON tree, for values the serde wrote as msgpack
+    # the full JSON tree of a whole value the serde wrote as msgpack; an append's is made from
+    # its chain when asked (``tree``)
+    whole: Any = None
     raw: tuple[str, bytes] | None = None  # (serde type, bytes) for everything else
     types: frozenset[tuple[str, ...]] = frozenset()
     depth: int = 0  # append-chain depth: 0 for a full value
@@ -60,6 +66,38 @@ class ValueEntry:
     homes: dict[str, Path] | None = None
 
     @property
+    def tree(self) -> Any:
+        """The full JSON tree. An append's is its chain's lists joined, made at each ask and
+        not kept: every checkpoint of a long conversation keeps its entry, and one list of all
+        the items in each held every item again per checkpoint (64 MB of pointers in the
+        entries of a 1,000-turn thread)."""
+        if self.base is None or self.items is None:
+            return self.whole
+        parts: list[list[Any]] = []
+        node: ValueEntry = self
+        while node.base is not None and node.items is not None:
+            parts.append(node.items)
+            node = node.base
+        out = list(node.whole)
+        for part in reversed(parts):
+            out.extend(part)
+        return out
+
+    @property
+    def is_list(self) -> bool:
+        """Whether the value is a list (an append's always is), without making its tree."""
+        return (self.base is not None and self.items is not None) or isinstance(self.whole, list)
+
+    @property
+    def count(self) -> int:
+        """How many items a list value holds, without making its tree."""
+        n, node = 0, self
+        while node.base is not None and node.items is not None:
+            n += len(node.items)
+            node = node.base
+        return n + len(node.whole)
+
+    @property
     def checkable(self) -> bool:
         """True when every file it comes from can be checked for a change (see ``refresh``)."""
         return all(key is not None for _, key, _ in self.deps)
@@ -73,10 +111,11 @@ class ValueEntry:
         if pointer is None:
             return None
         entry = self
-        while entry.base is not None and isinstance(entry.base.tree, list):
+        while entry.base is not None and entry.base.is_list:
             head, _, rest = pointer[1:].partition("/")
-            if int(head) >= len(entry.base.tree):
-                pointer = f"/{int(head) - len(entry.base.tree)}" + (f"/{rest}" if rest else "")
+            below = entry.base.count
+            if int(head) >= below:
+                pointer = f"/{int(head) - below}" + (f"/{rest}" if rest else "")
                 break
             entry = entry.base
         return f"{entry.file} at {entry.root}{pointer}" if entry.file else None
@@ -85,10 +124,10 @@ class ValueEntry:
         """What the serde's loads_typed takes; msgpack is rebuilt lazily and incrementally."""
         if self.raw is not None:
             return self.raw
-        if isinstance(self.tree, list):
-            return ("msgpack", msgpack_array_header(len(self.tree)) + self.list_body())
-        self.check_messages(self.tree)
-        return ("msgpack", _tree_bytes(self.tree, self.where))
+        if self.is_list:
+            return ("msgpack", msgpack_array_header(self.count) + self.list_body())
+        self.check_messages(self.whole)
+        return ("msgpack", _tree_bytes(self.whole, self.where))
 
     def check_messages(self, tree: Any) -> None:
         """Refuse (naming the file and pointer) a message LangChain would build as another
@@ -117,14 +156,68 @@ class ValueEntry:
         node: ValueEntry | None = self
         while node is not None:
             link = node.base is not None and node.items is not None
-            if node._body is None:
-                own: list[Any] = node.items if link and node.items is not None else node.tree
+            body = node._body
+            if body is None:
+                own: list[Any] = node.items if link and node.items is not None else node.whole
                 node.check_messages(own)
-                node._body = _items_body(own, node.where)
-            parts.append(node._body)
+                body = node._body = _items_body(own, node.where)
+            if len(body) >= BIG_BODY:
+                KEPT_BODIES.used(node, len(body))
+            parts.append(body)
             node = node.base if link else None
         parts.reverse()
         return b"".join(parts)
+
+
+#: the most bytes of big list bodies (a whole list's msgpack, the base of an append chain)
+#: the entries of one process keep: every whole copy of a long conversation (one every
+#: ``snapshot_every`` turns) is some checkpoint's kept entry, and each kept its own body, so
+#: a 1,000-turn thread held 30 MB of them and a 3,000-turn one would hold nine times that.
+#: Past it, the least recently used let theirs go; one asked again is made (and checked)
+#: again, about 30 ms for 4,000 messages. The latest chain of up to this many bytes of active
+#: conversations is never made again.
+WHOLE_BODY_BYTES = 64 * 1024 * 1024
+BIG_BODY = 64 * 1024  # a body this big counts against it; smaller ones stay with their entry
+
+
+class KeptBodies:
+    """The entries keeping a big body, least recently used first, within ``budget`` bytes.
+
+    Held weakly: an entry the caches let go takes its body with it."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.total = 0
+        self._held: OrderedDict[int, tuple[weakref.ref[ValueEntry], int]] = OrderedDict()
+        self._lock = threading.RLock()  # a weakref callback may run while the lock is held
+
+    def used(self, entry: ValueEntry, size: int) -> None:
+        key = id(entry)
+        with self._lock:
+            got = self._held.get(key)
+            if got is not None and got[0]() is entry:
+                self._held.move_to_end(key)
+                return
+            if got is not None:  # an entry gone whose id is taken again
+                self.total -= got[1]
+            self._held[key] = (weakref.ref(entry, partial(self._gone, key)), size)
+            self.total += size
+            while self.total > self.budget and len(self._held) > 1:
+                _, (ref, n) = self._held.popitem(last=False)
+                self.total -= n
+                old = ref()
+                if old is not None:
+                    old._body = None
+
+    def _gone(self, key: int, ref: weakref.ref[ValueEntry]) -> None:
+        with self._lock:
+            got = self._held.get(key)
+            if got is not None and got[0] is ref:
+                del self._held[key]
+                self.total -= got[1]
+
+
+KEPT_BODIES = KeptBodies(WHOLE_BODY_BYTES)
 
 
 def entry_from_node(node: dict[str, Any], where: str, *, typed: bool = True) -> ValueEntry:
@@ -136,9 +229,9 @@ def entry_from_node(node: dict[str, Any], where: str, *, typed: bool = True) -> 
     if "json" in node:
         tree = node["json"]
         types = frozenset(named_types(tree) if typed else ())
-        return ValueEntry(empty=False, tree=tree, types=types, where=where)
+        return ValueEntry(empty=False, whole=tree, types=types, where=where)
     if is_null_payload(node):  # the older spelling of {"json": null}
-        return ValueEntry(empty=False, tree=None, where=where)
+        return ValueEntry(empty=False, whole=None, where=where)
     raw = (node["serde"], base64.b64decode(node["base64"], validate=True))
     types = frozenset()
     if raw[0] == "msgpack":  # never written so (msgpack is stored as json), but the schema allows it:
@@ -176,7 +269,6 @@ def append_entry(
         raise FileFormatError(str(path), f"{pointer}/append", why)
     entry = ValueEntry(
         empty=False,
-        tree=base.tree + items,
         types=types,
         depth=base.depth + 1,
         where=where,
@@ -199,17 +291,18 @@ def _append_base(
     referrer = f"{path} at {pointer}/append"
     if base is None:
         raise FileFormatError(str(path), f"{pointer}/append/base", "base was not resolved")
-    if base.empty or not isinstance(base.tree, list):
+    if base.empty or not base.is_list:
         raise FileFormatError(
             base.file or str(path),
             base.root or f"{pointer}/append/base",
             f"is not a list value, but {referrer} appends to it",
         )
-    if len(base.tree) != app["base_length"]:
+    held = base.count
+    if held != app["base_length"]:
         raise FileFormatError(
             base.file or str(path),
             base.root or f"{pointer}/append/base_length",
-            f"the list of channel {channel!r} at {app.get('base', base.where)} holds {len(base.tree)} items "
+            f"the list of channel {channel!r} at {app.get('base', base.where)} holds {held} items "
             f"(rebuilt from its append chain), but {referrer}/base_length says "
             f"{app['base_length']}: an item removed or added by hand? Put it back "
             "(docs/format.md, Editing files by hand)",
