@@ -9,11 +9,14 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import id as lg_id
 
 from langgraph_checkpoint_repo import RepoSaver, ride
 
@@ -187,3 +190,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(item.path.name, len(rank)), -counts[str(item.path)], str(item.path)
 
     items.sort(key=key)  # stable: the order inside a module is kept
+
+
+class _Clock:
+    """``time`` as LangGraph's uuid6 sees it, shifted by ``offset`` seconds."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def time_ns(self) -> int:
+        return time.time_ns() + int(self.offset * 1e9)
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Switch the machine LangGraph's ids come from: ``machine(600)`` runs ten minutes ahead."""
+
+    def use(offset: float) -> None:
+        monkeypatch.setattr(lg_id, "time", _Clock(offset))
+        monkeypatch.setattr(lg_id, "_last_v6_timestamp", None)  # a new machine: no id seen yet
+
+    yield use

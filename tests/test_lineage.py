@@ -10,12 +10,9 @@ writing a "choice" that is not one.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import id as lg_id
 from langgraph.types import Command
@@ -26,27 +23,6 @@ from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.lineage import CHOICE_KEY
 
 THREAD = "skew"
-
-
-class _Clock:
-    """``time`` as LangGraph's uuid6 sees it, shifted by ``offset`` seconds."""
-
-    def __init__(self, offset: float) -> None:
-        self.offset = offset
-
-    def time_ns(self) -> int:
-        return time.time_ns() + int(self.offset * 1e9)
-
-
-@pytest.fixture
-def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Switch the machine LangGraph's ids come from: ``machine(600)`` runs ten minutes ahead."""
-
-    def use(offset: float) -> None:
-        monkeypatch.setattr(lg_id, "time", _Clock(offset))
-        monkeypatch.setattr(lg_id, "_last_v6_timestamp", None)  # a new machine: no id seen yet
-
-    yield use
 
 
 def say(root: Path, *texts: str) -> list[str]:

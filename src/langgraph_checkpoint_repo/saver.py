@@ -309,13 +309,16 @@ class RepoSaver(BaseCheckpointSaver[str]):
                         if cid is None:
                             return None
                     return self._tuple(self.store.get(thread_id, ns, cid), remember_lists=not checkpoint_id)
-            except (FileNotFoundError, MissingReferenceError):
+            except (FileNotFoundError, MissingReferenceError) as exc:
                 # removed while we read it (delete or prune in another process): that is
-                # "not found", or for the latest, look again; anything else is damage (finding
-                # the head included: it raises as it did outside the look)
-                if not cid or self.store.layout.checkpoint_path(thread_id, ns, cid).exists() or attempt == 4:
+                # "not found", or for the latest, look again; so is a reference whose own file
+                # went meanwhile (a prune takes a file only after those referring to it, so a
+                # read that had read one of them finds what it refers to gone too, the head
+                # found included); anything else is damage
+                gone = not self.store.layout.checkpoint_path(thread_id, ns, cid).exists() if cid else False
+                if attempt == 4 or not (gone or _referrer_gone(exc)):
                     raise
-                if checkpoint_id:
+                if checkpoint_id and gone:
                     return None
                 self.store.files.drop_listing(self.store.layout.checkpoints_dir(thread_id, ns))
         return None
@@ -1199,3 +1202,8 @@ def _default_root() -> Path:
 
 
 _WARNED: set[Path] = set()
+
+
+def _referrer_gone(exc: Exception) -> bool:
+    """A missing reference whose own file is gone too: the read raced a removal."""
+    return isinstance(exc, MissingReferenceError) and not os.path.lexists(exc.path)

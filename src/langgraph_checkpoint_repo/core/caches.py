@@ -122,11 +122,18 @@ def one_look() -> Iterator[None]:
     if getattr(_CALL, "stats", None) is not None:
         yield
         return
-    _CALL.stats = {}
+    _CALL.stats, _CALL.memo = {}, {}
     try:
         yield
     finally:
-        _CALL.stats = None
+        _CALL.stats = _CALL.memo = None
+
+
+def look_memo() -> dict[Any, Any] | None:
+    """A dict that lasts as long as the look under way on this thread (``one_look``), None
+    outside one: for answers that follow from the look's lstats alone (whether a folder lies
+    in the root with no symlink on the way), worked out once a look."""
+    return getattr(_CALL, "memo", None)
 
 
 def lstat(path: str | Path) -> os.stat_result:

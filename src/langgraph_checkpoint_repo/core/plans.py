@@ -160,13 +160,26 @@ def carry_out(store: ThreadStore, plan: PrunePlan) -> None:
 
 
 def _newest_first(store: ThreadStore, plan: PrunePlan) -> list[Path]:
-    """The plan's checkpoint files by id, newest first, across namespaces (ids order time)."""
-    ids = {
-        store.layout.checkpoint_path(plan.thread_id, ns, cid): cid
-        for ns, doomed in plan.doomed.items()
-        for cid in doomed
-    }
-    return sorted(plan.checkpoints, key=lambda path: ids.get(path, path.name), reverse=True)
+    """The plan's checkpoint files in the order they may go: every checkpoint after its
+    children, newest first across namespaces. A checkpoint's time is its id's, or its
+    parent's when that is later (a line written by a machine whose clock was behind has
+    ids older than its parent's), and of two at one time the one further down its line
+    goes first."""
+    order: dict[Path, tuple[str, int]] = {}
+    for ns, doomed in plan.doomed.items():
+        links = store.lineage(plan.thread_id, ns).links
+        when: dict[str, tuple[str, int]] = {}  # id -> (its time, its depth in its line)
+        for cid in doomed:
+            line: list[str] = []
+            up: str | None = cid
+            while up is not None and up not in when and up in links and len(line) <= len(links):
+                line.append(up)  # bounded: a cycle of parents (refused by the plan) ends here
+                up = links[up].parent
+            below = when.get(up, ("", 0)) if up is not None else ("", 0)
+            for here in reversed(line):
+                below = when[here] = (max(below[0], here), below[1] + 1)
+            order[store.layout.checkpoint_path(plan.thread_id, ns, cid)] = when.get(cid, (cid, 0))
+    return sorted(plan.checkpoints, key=lambda path: order.get(path, (path.name, 0)), reverse=True)
 
 
 # ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, lstat, refresh
+from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, look_memo, lstat, refresh
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
@@ -56,8 +56,9 @@ class ValueResolver:
         # per thread folder, objects expanded before (objects.Expander)
         self._objects: dict[Path, dict[str, Known]] = {}
         # per thread folder, the folders of the files those objects were taken from (a file
-        # of objects/, a checkpoint of any namespace, a writes file): the objects are reused
-        # by name only while each of those folders is clear (``_homes_clear``)
+        # of objects/, a checkpoint of any namespace, a writes file): the objects, and values
+        # kept with them, are reused by name only while each of those folders is clear
+        # (``_homes_clear``)
         self._homes: dict[Path, dict[str, Path]] = {}
         # per thread folder, digest -> (namespace, checkpoint id) whose objects hold it: found
         # on a read or written by this process; what a writer refers to with $in (format 4)
@@ -223,8 +224,12 @@ class ValueResolver:
         folders = entry.folders
         if folders is None:
             folders = entry.folders = tuple(Path(f) for f in {os.path.dirname(p) for p, _k, _d in entry.deps})
-        contains = self.layout.contains
-        return all(contains(folder, lstat) for folder in folders) and self._homes_clear(entry.homes)
+        memo = look_memo()
+        if memo is None:
+            clear = all(self.layout.contains(folder, lstat) for folder in folders)
+        else:
+            clear = all(self._clear_in_look(memo, folder) for folder in folders)
+        return clear and self._homes_clear(entry.homes)
 
     def _homes_clear(self, homes: dict[str, Path] | None) -> bool:
         """Whether every folder objects were taken from still lies in the root with no symlink
@@ -232,8 +237,26 @@ class ValueResolver:
         for a link leaves the name as it was; read again, the holder is refused by name."""
         if not homes:
             return True
-        contains = self.layout.contains
-        return all(contains(folder, lstat) for folder in list(homes.values()))
+        memo = look_memo()
+        if memo is None:
+            return all(self.layout.contains(folder, lstat) for folder in list(homes.values()))
+        # once a look for each set of folders (a Send-based agent adds a namespace a turn, so a
+        # thread's set grows with the conversation and a read reuses dozens of entries), and
+        # each folder once a look whatever set holds it
+        key = ("homes", id(homes))
+        got = memo.get(key)
+        if got is not None and got[0] is homes and got[1] == len(homes):
+            return bool(got[2])
+        clear = all(self._clear_in_look(memo, folder) for folder in list(homes.values()))
+        memo[key] = (homes, len(homes), clear)
+        return clear
+
+    def _clear_in_look(self, memo: dict[Any, Any], folder: Path) -> bool:
+        key = ("clear", folder)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self.layout.contains(folder, lstat)
+        return bool(got)
 
     def _value_file(
         self, ns_dir: Path, channel: str, version: Any, ref: str
@@ -365,16 +388,19 @@ class ValueResolver:
     def expand_weighed(self, tree: Any, holder: Path, pointer: str) -> tuple[Any, Weight]:
         """``expand``, with the weight of what it expanded to (objects.weight_problem)."""
         tdir = self._thread_dir(holder)
-        done = self._objects.get(tdir)
+        # one set of folders a thread, never replaced (a folder that fails stays in it, and
+        # everything kept from the thread is read again until it is clear again): what a
+        # kept entry holds is the set its objects were noted in, whatever other threads do
         homes = self._homes.get(tdir)
+        if homes is None:
+            homes = self._homes.setdefault(tdir, {})
+        done = self._objects.get(tdir)
         if (
             done is None
-            or homes is None
             or len(done) > CACHE_ENTRIES * 16
             or not (self.trust_kept or self._homes_clear(homes))
         ):
             done = self._objects[tdir] = {}
-            homes = self._homes[tdir] = {}
         load = partial(self._load_home, tdir, holder, pointer, {}, homes)
         expander = Expander(load, str(holder), pointer, done)
         try:
