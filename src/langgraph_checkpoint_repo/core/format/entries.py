@@ -61,8 +61,8 @@ class ValueEntry:
     # first asked, not once per reuse from every dep (a chain's are dozens of files, few folders)
     folders: tuple[Path, ...] | None = None
     # the folders of the files its thread's objects were taken from (resolve.ValueResolver:
-    # the set the thread's expansions add to, a new one once a folder of it fails the check):
-    # a message reused by its name is reused only while the folder it came from is clear too
+    # the one set the thread's expansions add to): a message reused by its name is reused
+    # only while the folder it came from is clear too
     homes: dict[str, Path] | None = None
 
     @property

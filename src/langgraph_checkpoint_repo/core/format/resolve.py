@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -224,12 +224,7 @@ class ValueResolver:
         folders = entry.folders
         if folders is None:
             folders = entry.folders = tuple(Path(f) for f in {os.path.dirname(p) for p, _k, _d in entry.deps})
-        memo = look_memo()
-        if memo is None:
-            clear = all(self.layout.contains(folder, lstat) for folder in folders)
-        else:
-            clear = all(self._clear_in_look(memo, folder) for folder in folders)
-        return clear and self._homes_clear(entry.homes)
+        return self._all_clear(folders) and self._homes_clear(entry.homes)
 
     def _homes_clear(self, homes: dict[str, Path] | None) -> bool:
         """Whether every folder objects were taken from still lies in the root with no symlink
@@ -239,7 +234,7 @@ class ValueResolver:
             return True
         memo = look_memo()
         if memo is None:
-            return all(self.layout.contains(folder, lstat) for folder in list(homes.values()))
+            return self._all_clear(list(homes.values()))
         # once a look for each set of folders (a Send-based agent adds a namespace a turn, so a
         # thread's set grows with the conversation and a read reuses dozens of entries), and
         # each folder once a look whatever set holds it
@@ -247,16 +242,22 @@ class ValueResolver:
         got = memo.get(key)
         if got is not None and got[0] is homes and got[1] == len(homes):
             return bool(got[2])
-        clear = all(self._clear_in_look(memo, folder) for folder in list(homes.values()))
+        clear = self._all_clear(list(homes.values()))
         memo[key] = (homes, len(homes), clear)
         return clear
 
-    def _clear_in_look(self, memo: dict[Any, Any], folder: Path) -> bool:
-        key = ("clear", folder)
-        got = memo.get(key)
-        if got is None:
-            got = memo[key] = self.layout.contains(folder, lstat)
-        return bool(got)
+    def _all_clear(self, folders: Iterable[Path]) -> bool:
+        """Whether each folder lies in the root with no symlink on the way: asked once a look."""
+        memo = look_memo()
+        if memo is None:
+            return all(self.layout.contains(folder, lstat) for folder in folders)
+        for folder in folders:
+            got = memo.get(("clear", folder))
+            if got is None:
+                got = memo[("clear", folder)] = self.layout.contains(folder, lstat)
+            if not got:
+                return False
+        return True
 
     def _value_file(
         self, ns_dir: Path, channel: str, version: Any, ref: str
