@@ -12,6 +12,7 @@ parent: about 2 failed reads in 5,000 while another process pruned every 50 ms.)
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +25,7 @@ from langgraph.graph import MessagesState
 from graphs import cfg, chat_graph, line_graph
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import removal
+from langgraph_checkpoint_repo.core.errors import MissingReferenceError
 
 
 def _relay(state: MessagesState) -> dict[str, Any]:
@@ -83,3 +85,27 @@ def test_every_checkpoint_still_there_reads_whole_at_each_step_of_a_prune(
     assert steps[-1] < len(ids)
     latest = RepoSaver(root).get_tuple(cfg("t"))
     assert latest is not None and latest.checkpoint["channel_values"]["messages"][-1].content
+
+
+@pytest.mark.parametrize("asked", ["latest", "by id"])
+def test_a_reference_to_a_file_never_there_raises_at_the_first_read(tmp_path: Path, asked: str) -> None:
+    """A reader looks again only when the file holding a missing reference is gone too (a
+    race with a removal). An error naming the missing file itself, whose referrer is not known
+    where it is raised, is damage: raised at the first read, not after five."""
+    root = tmp_path / ".langgraph"
+    ids = _written(root, "t", chat_graph, 1)
+    first = RepoSaver(root).store.layout.checkpoint_path("t", *ids[0])
+    for ns, cid in ids[1:]:
+        RepoSaver(root).store.layout.checkpoint_path("t", ns, cid).unlink()
+    doc = json.loads(first.read_text())
+    version = doc["checkpoint"]["channel_versions"]["__start__"] = doc["version"]
+    doc["values"] = {"__start__": f"values/__start__@{version}.json"}  # a file never written
+    doc["new_values"] = {}
+    first.write_text(json.dumps(doc))
+    reader = RepoSaver(root)
+    reads: list[str] = []
+    get = reader.store.get
+    reader.store.get = lambda *a: reads.append(a[2]) or get(*a)  # type: ignore[method-assign]
+    with pytest.raises(MissingReferenceError, match="value of channel '__start__' is missing"):
+        reader.get_tuple(cfg("t", checkpoint_id=ids[0][1] if asked == "by id" else None))
+    assert reads == [ids[0][1]]

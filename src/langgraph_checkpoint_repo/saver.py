@@ -1206,4 +1206,4 @@ _WARNED: set[Path] = set()
 
 def _referrer_gone(exc: Exception) -> bool:
     """A missing reference whose own file is gone too: the read raced a removal."""
-    return isinstance(exc, MissingReferenceError) and not os.path.lexists(exc.path)
+    return isinstance(exc, MissingReferenceError) and exc.names_referrer and not os.path.lexists(exc.path)

@@ -41,6 +41,12 @@ class FileFormatError(RepoCheckpointError):
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.path, self.pointer, self.detail))
 
+    def restated(self, detail: str) -> FileFormatError:
+        """The same error (its kind, file, pointer and what else it carries) saying ``detail``."""
+        again = type(self)(self.path, self.pointer, detail)
+        again.__dict__.update({k: v for k, v in vars(self).items() if k not in vars(again)})
+        return again
+
 
 class LfsPointerError(FileFormatError):
     """A state file is a Git LFS pointer, not the file it stands for: git-lfs is not
@@ -54,6 +60,17 @@ class SchemaVersionError(FileFormatError):
 
 class MissingReferenceError(FileFormatError):
     """A file refers to another file (value, base, large value) that is absent."""
+
+    #: whether ``path`` names the file holding the reference (a reader that finds that file
+    #: gone too raced a removal, and looks again); False: it names the missing file itself
+    names_referrer = True
+
+    @classmethod
+    def of_missing(cls, path: str, pointer: str, message: str) -> MissingReferenceError:
+        """The error naming the missing file, where the file referring to it is not known."""
+        err = cls(path, pointer, message)
+        err.names_referrer = False
+        return err
 
 
 class InvalidWriteError(RepoCheckpointError):

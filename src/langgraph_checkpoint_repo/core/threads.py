@@ -769,11 +769,9 @@ class ThreadStore:
                 if isinstance(exc, LfsPointerError)
                 else ": restore it from git (`langgraph-repo fsck` lists every file that does not read)"
             )
-            raise type(exc)(
-                exc.path,
-                exc.pointer,
+            raise exc.restated(
                 f"{exc.detail}; checkpoint {cid} of thread {thread_id!r} reads channel {channel!r} "
-                f"through this file{how}",
+                f"through this file{how}"
             ) from exc
 
     def chain(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Iterator[Link]:

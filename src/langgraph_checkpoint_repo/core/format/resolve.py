@@ -275,7 +275,7 @@ class ValueResolver:
                 self._places[ns_dir, ref] = path, st
         except FileNotFoundError:
             if not ref.startswith(CHECKPOINTS + "/"):
-                raise MissingReferenceError(
+                raise MissingReferenceError.of_missing(
                     str(path), "/", f"value of channel {channel!r} is missing"
                 ) from None
             missing = path
@@ -284,7 +284,7 @@ class ValueResolver:
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
-                raise MissingReferenceError(
+                raise MissingReferenceError.of_missing(
                     str(missing),
                     "/",
                     f"value of channel {channel!r} at {version}: this checkpoint is missing and so is {path}",
