@@ -179,7 +179,7 @@ def test_a_warm_list_across_more_threads_than_a_cache_holds_reads_each_checkpoin
     root, _ = copied(tmp_path)
     for module in (files_module, wholes, resolve):  # every cache of documents and values
         monkeypatch.setattr(module, "CACHE_ENTRIES", SMALL)
-    monkeypatch.setattr(DocCache.__init__, "__defaults__", (SMALL,))
+    monkeypatch.setattr(DocCache.__init__, "__defaults__", (SMALL, None))
     saver = RepoSaver(root)
     matched = {"filter": {"user_id": "user-1", "step": 2}}
     first = seen(saver.list(None, **matched))

@@ -57,7 +57,7 @@ from langgraph.pregel import Pregel
 from . import forks
 from ._compat import with_msgpack_allowlist
 from .configs import checkpoint_config, thread_ns
-from .core.caches import one_look
+from .core.caches import KEPT_THREADS, one_look
 from .core.durable import check_lock_timeout
 from .core.errors import (
     ConcurrentTurnError,
@@ -183,6 +183,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
             ``start_ttl_sweeper()`` every ``sweep_interval_minutes`` (docs/reliability.md,
             "Retention").
         clock: what "now" is for ``ttl`` (an aware ``datetime``), for tests and simulations.
+        kept_threads: how many threads this saver keeps what it read and wrote of, those used
+            last (default 512): a server answering for more lets the one used longest ago go,
+            and reads it from its files again when asked, so its memory stops growing with
+            every thread it ever answered for (some 600 KB a thread of 12 turns). From 1.
     """
 
     def __init__(
@@ -201,8 +205,10 @@ class RepoSaver(BaseCheckpointSaver[str]):
         strict_turns: bool = False,
         ttl: Mapping[str, Any] | None = None,
         clock: Callable[[], datetime] | None = None,
+        kept_threads: int = KEPT_THREADS,
     ) -> None:
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
+        _check_int_option("kept_threads", kept_threads, 1, 1 << 30)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
         check_lock_timeout(lock_timeout)
         super().__init__(serde=serde_with(serde, allowlist))
@@ -213,7 +219,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self._allowlist: frozenset[tuple[str, ...]] = allow_keys(allowlist or ())
         path = Path(root) if root is not None else _default_root()
         self.root = path.absolute()
-        self.store = ThreadStore(self.root, durable=durable, lock_timeout=lock_timeout)
+        self.store = ThreadStore(
+            self.root, durable=durable, lock_timeout=lock_timeout, kept_threads=kept_threads
+        )
         # applied by the codec to every value, metadata and write before any tree is built
         self.redactor: Redactor | None = resolve_redactor(redact)
         self._fix: Fix | None = None  # how a refused type is allowed
@@ -221,7 +229,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         self.codec = self._new_codec()
         self.large_value_bytes = large_value_bytes
         self.snapshot_every = snapshot_every
-        self._lists: dict[tuple[str, str, str], ListState] = {}
+        self._lists: dict[tuple[str, str, str], ListState] = {}  # shared with the graphs' views
+        self.store.on_let_go.append(self._let_go_lists)
         # the last values stored in large/: a put refers to what its put_writes just stored
         self._large_values = LargeValues()
         # put_writes waiting for, or writing beside, a child's put (ride.py): the put takes
@@ -848,9 +857,14 @@ class RepoSaver(BaseCheckpointSaver[str]):
 
     def _forget(self, thread_id: str) -> None:
         self.store.forget_thread(thread_id)
+        self._let_go_lists(thread_id)
+        self._large_values.forget(thread_id)
+
+    def _let_go_lists(self, thread_id: str) -> None:
+        """The lists a put appends to, of a thread forgotten or let go (ThreadStore.let_go):
+        the next ``get_tuple`` of it reads them again."""
         for key in [k for k in list(self._lists) if k[0] == thread_id]:  # copied in one step
             self._lists.pop(key, None)
-        self._large_values.forget(thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """As the base class; values the remaining checkpoints use are first moved out of the

@@ -75,7 +75,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import xxhash
 
@@ -86,6 +86,7 @@ from .layout import is_temp_name
 RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change again unseen
 COARSE_NS = 2_000_000_000  # the same, where timestamps are whole seconds (FAT: two)
 CACHE_ENTRIES = 20_000  # where a bounded cache starts (LRU: it grows to what is read again)
+KEPT_THREADS = 512  # threads whose reads a process keeps by default (RepoSaver(kept_threads=...))
 
 StatKey = tuple[int, int, int, int]
 # a file something was derived from: (path, its stat key then, the bytes_digest of its bytes when it
@@ -255,36 +256,156 @@ class LRU(OrderedDict[Any, Any]):
     working set read again and again (every checkpoint of a list across ten thousand
     threads) ends up held whole instead of every read evicting the entry the next one needs
     (the cliff of a fixed bound under a cyclic scan), while a single pass over more than
-    ``size`` entries grows it not at all."""
+    ``size`` entries grows it not at all.
 
-    def __init__(self, size: int) -> None:
+    ``group``: the thread folder a key belongs to (``thread_of``), or None; the entries of one
+    thread go at once (``drop_group``) when the saver lets the thread go (``KeptThreads``)."""
+
+    def __init__(self, size: int, group: Callable[[Any], str | None] | None = None) -> None:
         super().__init__()
         self.size = size
         self.lock = threading.Lock()
         self._ghosts: OrderedDict[Any, None] = OrderedDict()
+        self._group = group
+        self._members: dict[str, set[Any]] = {}  # group -> its keys held
 
     def put(self, key: Any, value: Any) -> None:
         with self.lock:
-            if key not in self and self._ghosts.pop(key, 0) is None:
-                self.size += 1  # evicted, and wanted again
+            if key not in self:
+                if self._ghosts.pop(key, 0) is None:
+                    self.size += 1  # evicted, and wanted again
+                self._join(key)
             self[key] = value
             self.move_to_end(key)
             if len(self) > self.size:
                 evicted, _ = self.popitem(last=False)
+                self._leave(evicted)
                 self._ghosts[evicted] = None
                 if len(self._ghosts) > GHOSTS * self.size:
                     self._ghosts.popitem(last=False)
+
+    def _join(self, key: Any) -> None:
+        if self._group is not None:
+            group = self._group(key)
+            if group is not None:
+                self._members.setdefault(group, set()).add(key)
+
+    def _leave(self, key: Any) -> None:
+        if self._group is not None:
+            group = self._group(key)
+            members = self._members.get(group) if group is not None else None
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del self._members[group]  # type: ignore[arg-type]
 
     def drop_where(self, doomed: Callable[[Any], bool]) -> None:
         with self.lock:
             for key in [k for k in self if doomed(k)]:
                 del self[key]
+                self._leave(key)
             for key in [k for k in self._ghosts if doomed(k)]:
                 del self._ghosts[key]
+
+    def drop_group(self, group: str) -> None:
+        """Let go of every entry of one group (a thread folder), without a scan of the rest.
+        Its ghosts stay: wanted again, the thread is wanted again."""
+        with self.lock:
+            for key in self._members.pop(group, ()):
+                self.pop(key, None)
 
     def clear(self) -> None:
         super().clear()
         self._ghosts.clear()
+        self._members.clear()
+
+
+def thread_of(threads_dir: Path) -> Callable[[Any], str | None]:
+    """The group of a cache key: the name of the thread folder its path (the key, or its first
+    item) lies in under ``threads_dir``, None for a path elsewhere."""
+    head = str(threads_dir) + os.sep
+    start = len(head)
+
+    def group(key: Any) -> str | None:
+        text = str(key[0] if type(key) is tuple else key)
+        if not text.startswith(head):
+            return None
+        end = text.find(os.sep, start)
+        return text[start:] if end < 0 else text[start:end]
+
+    return group
+
+
+class Grouped(dict[Any, Any]):
+    """A dict whose keys are grouped (``thread_of``): the entries of one group go at once
+    (``drop_group``). Lookups are a dict's; a set or a pop also notes the group."""
+
+    def __init__(self, group: Callable[[Any], str | None] | None) -> None:
+        super().__init__()
+        self._group = group
+        self._members: dict[str, set[Any]] = {}
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        group = self._group(key) if self._group is not None else None
+        if group is not None:
+            self._members.setdefault(group, set()).add(key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        got = super().pop(key, default)
+        group = self._group(key) if self._group is not None else None
+        members = self._members.get(group) if group is not None else None
+        if members is not None:
+            members.discard(key)
+            if not members:
+                del self._members[group]  # type: ignore[arg-type]
+        return got
+
+    def drop_group(self, group: str) -> None:
+        # list(...) copies the set in one step under the GIL: a set of another thread may add
+        for key in list(self._members.pop(group, ())):
+            super().pop(key, None)
+
+    def clear(self) -> None:
+        super().clear()
+        self._members.clear()
+
+
+class KeptThreads:
+    """The threads whose reads and writes a process keeps in its caches: the ``size`` used
+    last. A server answers for thousands of threads over a day, and what it kept of each
+    (parsed files, resolved values, the messages by name: some 600 KB for a thread of 12
+    turns) stayed until the process ended, so its memory grew with every thread it had ever
+    answered for. ``use`` says which thread to let go, if any: its caches drop what they hold
+    of it (``ThreadStore.let_go``), and it is read from its files (and the derived index) the
+    next time, under the same rule as a fresh process."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._used: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def use(self, thread: str) -> list[str]:
+        """Note that ``thread`` (its folder's name) is used now; the threads to let go."""
+        with self._lock:
+            used = self._used
+            if thread in used:
+                used.move_to_end(thread)
+                return []
+            used[thread] = None
+            gone = []
+            while len(used) > self.size:
+                gone.append(used.popitem(last=False)[0])
+            return gone
+
+    def forget(self, thread: str) -> None:
+        with self._lock:
+            self._used.pop(thread, None)
 
 
 class _Doc(NamedTuple):
@@ -297,8 +418,8 @@ class _Doc(NamedTuple):
 class DocCache:
     """Parsed, validated documents by path, each against its file's stat key."""
 
-    def __init__(self, size: int = CACHE_ENTRIES) -> None:
-        self._lru = LRU(size)
+    def __init__(self, size: int = CACHE_ENTRIES, group: Callable[[Any], str | None] | None = None) -> None:
+        self._lru = LRU(size, group)
 
     def fresh(self, path: Path, st: os.stat_result) -> Any | None:
         """The document kept for ``path`` if the file (``st``: its lstat) still holds it."""
@@ -365,6 +486,9 @@ class DocCache:
     def drop_under(self, folder: Path) -> None:
         self._lru.drop_where(lambda p: p.is_relative_to(folder))
 
+    def drop_group(self, group: str) -> None:
+        self._lru.drop_group(group)
+
     def clear(self) -> None:
         """Forget every document (a run of the checks is done with a thread: snapshot.py)."""
         with self._lru.lock:
@@ -390,8 +514,9 @@ class Listings:
         load: Callable[[Path, StatKey], list[str] | None] | None = None,
         save: Callable[[Path, StatKey, list[str]], None] | None = None,
         inside: Callable[[Path], bool] | None = None,
+        group: Callable[[Any], str | None] | None = None,
     ) -> None:
-        self._by_folder: dict[Path, Listing] = {}
+        self._by_folder: dict[Path, Listing] = Grouped(group)  # grouped by thread (``let_go``)
         # whether a folder lies in the root with no symlink on the way (Layout.contains): a
         # kept listing, and the files kept by their own keys, would outlive a folder on the
         # way swapped for a link to it, where every fresh read refuses the link
@@ -482,6 +607,12 @@ class Listings:
         """Forget a folder's listing, so the next call lists it again (not from the index)."""
         self._by_folder.pop(folder, None)
         self._distrusted.add(folder)
+
+    def let_go(self, group: str) -> None:
+        """Drop the listings of one thread's folders (caches.KeptThreads): a folder's names,
+        and what was derived from them (ids, the lineage: an object per checkpoint)."""
+        with self._mutex:
+            cast(Grouped, self._by_folder).drop_group(group)
 
     def drop_under(self, folder: Path) -> None:
         # list(...) copies a dict's keys in one step under the GIL, so other threads filling

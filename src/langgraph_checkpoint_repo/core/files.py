@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, lstat
+from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, lstat, thread_of
 from .durable import ThreadLocks
 from .errors import FileFormatError, RepoCheckpointError, outside_refused
 from .format.bookkeeping import normalize
@@ -102,18 +102,19 @@ class Files:
         self.root = root
         self.durable = durable
         self.locks = ThreadLocks(lock_timeout)
-        self.docs = DocCache()
+        by_thread = thread_of(self.layout.threads_dir)  # the group of a cached path (KeptThreads)
+        self.docs = DocCache(group=by_thread)
         # a folder inside the root with no symlink on the way, each folder asked once a look
         self._inside: Callable[[Path], bool] = partial(self.layout.contains, lstat=lstat)
         self.listings = Listings(
-            partial(load_listing, self.layout), partial(save_listing, self.layout), self._inside
+            partial(load_listing, self.layout), partial(save_listing, self.layout), self._inside, by_thread
         )
         self.writer = Writer(self.layout, durable)
-        self._intact = LRU(CACHE_ENTRIES)  # path -> the parsed document found to match its name
+        self._intact = LRU(CACHE_ENTRIES, by_thread)  # path -> the parsed document found to match its name
         # content-named files this process wrote (prepared: valid, named by their content),
         # by stat key and, while not settled, the digest of the bytes written: ``intact``
         # without reading them back (the one cache rule)
-        self._wrote_named = DocCache()
+        self._wrote_named = DocCache(group=by_thread)
         self.on_added: OnAdded = _nothing_added  # what derives from listings hears of new names
         self.snapshot: Snapshot | None = None  # the cache policy: None for the cache rule
 
@@ -248,6 +249,14 @@ class Files:
         self.docs.drop_under(folder)
         self._wrote_named.drop_under(folder)
         self._intact.drop_where(lambda p: p.is_relative_to(folder))
+
+    def let_go(self, seg: str) -> None:
+        """Drop what is kept of the files of one thread folder (its name) and of its folders:
+        the process lets the thread go (caches.KeptThreads)."""
+        self.listings.let_go(seg)
+        self.docs.drop_group(seg)
+        self._wrote_named.drop_group(seg)
+        self._intact.drop_group(seg)
 
     def clear(self) -> None:
         """Forget every file read (a snapshot begins or ends)."""

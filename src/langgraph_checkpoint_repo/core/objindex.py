@@ -51,7 +51,7 @@ _log = logging.getLogger(__name__)
 
 MAX_BYTES = 64 * 1024 * 1024  # a thread's objects beyond this are read from their files
 START = 32  # holders a thread has before it gets an index: reading fewer files costs little
-THREADS_KEPT = 64  # threads whose entries a process keeps (a server reads many, one at a time)
+THREADS_KEPT = 64  # threads whose index a process keeps as read (a thread's messages: some MB each)
 COMPACT_BYTES = 256 * 1024  # a file this big with over half its lines dead is written anew
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # no symlink, no FIFO wait
 _UNSEEN = object()
@@ -281,6 +281,14 @@ class ObjectIndex:
             if known is not None:
                 for path, key, objects in lines:
                     known.decoded[str(path)] = (key, objects)
+
+    def let_go(self, tdir: Path) -> None:
+        """Drop the thread's file as read and the lines of a short thread kept until it has
+        ``START`` holders (caches.KeptThreads): they hold its objects, and are found again
+        when the thread is read again. Lines of files this process wrote stay until settled."""
+        with self._lock:
+            self._entries.pop(tdir, None)
+            self._lines.pop(tdir, None)
 
     def forget(self, tdir: Path) -> None:
         """A thread removed, replaced or repaired: what was kept of it goes, its file too (it

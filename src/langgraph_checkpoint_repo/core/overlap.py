@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .caches import CACHE_ENTRIES, LRU
+from .caches import CACHE_ENTRIES, LRU, thread_of
 from .errors import FileFormatError, LockTimeoutError, RepoCheckpointError
 from .files import Files
 from .format.objects import names_object, object_ref
@@ -124,7 +124,8 @@ class Overlap:
         self.layout = files.layout
         self.values = values
         self.pending = Pending(lock_timeout)  # objects of checkpoints this process is writing
-        self._holding = LRU(CACHE_ENTRIES)  # (checkpoint path, object) -> the tree found whole
+        # (checkpoint path, object) -> the tree found whole
+        self._holding = LRU(CACHE_ENTRIES, thread_of(self.layout.threads_dir))
 
     def locate_object(
         self,
@@ -218,6 +219,9 @@ class Overlap:
     def forget_under(self, tdir: Path) -> None:
         """Forget what was found whole in the thread folder ``tdir`` (it is removed or replaced)."""
         self._holding.drop_where(lambda k: k[0].is_relative_to(tdir))
+
+    def let_go(self, seg: str) -> None:
+        self._holding.drop_group(seg)
 
     def clear(self) -> None:
         with self._holding.lock:

@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .caches import (
+    KEPT_THREADS,
+    Grouped,
+    KeptThreads,
     Listing,
     StatKey,
     one_look,
     settled,
     stat_key,
+    thread_of,
 )
 from .errors import FileFormatError, LfsPointerError, MissingReferenceError, RepoCheckpointError
 from .files import Files, Snapshot
@@ -144,7 +148,13 @@ class ThreadStore:
     reader and writer of the files (the saver, the command line, the checks) goes through."""
 
     def __init__(
-        self, root: Path, *, durable: bool = True, lock_timeout: float = 60.0, snapshots: bool = False
+        self,
+        root: Path,
+        *,
+        durable: bool = True,
+        lock_timeout: float = 60.0,
+        snapshots: bool = False,
+        kept_threads: int = KEPT_THREADS,
     ) -> None:
         self.files = Files(root, durable=durable, lock_timeout=lock_timeout)
         self.layout = self.files.layout
@@ -157,13 +167,18 @@ class ThreadStore:
         self._observed = threading.local()  # the stat keys one read took (observing)
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self.meta.observed = self._observed  # a filter's keys serve the same read's lineage check
-        self._lineages: dict[Path, Lineage] = {}  # the last lineage read per folder
+        # the last lineage read per folder, grouped by thread (let_go)
+        self._lineages: dict[Path, Lineage] = Grouped(thread_of(self.layout.threads_dir))
         # per folder, the stat keys of settled links not yet in its index (merged when written)
         self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
         self._lineage_files = LineageFiles(self.layout)  # a save appends what is new (index.py)
         self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
         self._overlap = Overlap(self.files, self.values, lock_timeout)
         self.files.on_added = self._extend_derived
+        # the threads whose reads this process keeps (caches.KeptThreads); what else keeps
+        # something of a thread drops it too when told (the saver's lists)
+        self.kept = KeptThreads(kept_threads)
+        self.on_let_go: list[Callable[[str], None]] = []
         if snapshots:
             self.files.snapshot = Snapshot(self._snapshot_changed)
             self.values.read_paths = self.files.snapshot.read_paths
@@ -193,14 +208,37 @@ class ThreadStore:
         """The lock of one thread (files.Files.thread_lock)."""
         return self.files.thread_lock(thread_id, exclusive)
 
+    def use(self, thread_id: str) -> None:
+        """A thread is read or written now: the one used longest ago is let go when more
+        than ``kept.size`` are kept (every method that keeps something of a thread says so)."""
+        for gone in self.kept.use(thread_id):
+            self.let_go(gone)
+
+    def let_go(self, thread_id: str) -> None:
+        """Drop what the caches keep of one thread, but what reads across threads need of
+        every thread (the metadata filters match on, the roster) and what is still to be
+        written down (index lines, a lineage not saved yet): read again from its files and
+        the derived index when next asked, under the same rule as a fresh process."""
+        tdir = self.layout.thread_dir(thread_id)
+        self.files.let_go(tdir.name)
+        self.docs.let_go(tdir.name)
+        self.values.let_go(tdir)
+        self._overlap.let_go(tdir.name)
+        self.objects.let_go(tdir)
+        cast(Grouped, self._lineages).drop_group(tdir.name)
+        for hook in self.on_let_go:
+            hook(thread_id)
+
     def get(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointRecord:
         """One checkpoint, whole (a delta built up on its line), its names checked against
         its place. FileNotFoundError if absent."""
+        self.use(thread_id)
         return checkpoint_record(self.docs.header(thread_id, checkpoint_ns, checkpoint_id))
 
     def get_parent(self, thread_id: str, ns: str, checkpoint_id: str) -> tuple[CheckpointRecord, int]:
         """``get``, and how many deltas its file is from a whole one: what a put needs of its
         parent to write itself as a delta on it (``stage_checkpoint``), from one read."""
+        self.use(thread_id)
         doc, deltas = self.docs.header_depth(thread_id, ns, checkpoint_id)
         return checkpoint_record(doc), deltas
 
@@ -278,6 +316,7 @@ class ThreadStore:
         may be in both places while a child is written (one is kept), and a file removed
         while it is read is found in the child that took it (so the files are read last, and
         a file gone means: read again)."""
+        self.use(thread_id)
         for attempt in range(5):
             try:
                 return self._writes_records(thread_id, ns, cid)
@@ -375,6 +414,7 @@ class ThreadStore:
         holds to the puts decided after it. A checkpoint put again keeps the objects of the
         file it replaces: later files may refer to them there."""
         thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
+        self.use(thread_id)
         path = self.layout.checkpoint_path(thread_id, ns, cid)
         replaced = self._replaced_objects(path)
         if replaced:  # (dataclasses.replace looks up every field: not for the usual new checkpoint)
@@ -389,6 +429,7 @@ class ThreadStore:
         """Lay one task's writes out as a new writes file, named by ``key`` (time-ordered: the
         files of a checkpoint are read oldest first), and validate it (its objects are never
         referred to from elsewhere: the child checkpoint stores them again)."""
+        self.use(record.thread_id)
         doc = writes_document(record)
         folder = self.layout.writes_dir(record.thread_id, record.checkpoint_ns)
         path = folder / self.layout.writes_name(record.checkpoint_id, key)
@@ -526,6 +567,7 @@ class ThreadStore:
         whose stat key is the one recorded (in this process, or in the derived index for a
         fresh one) is not read again, so a fresh process reads only the checkpoints added
         since (docs/forks.md, "The rule")."""
+        self.use(thread_id)
         folder = self.layout.checkpoints_dir(thread_id, checkpoint_ns)
         lst = self.files.listings.get(folder)
         if lst is None:
@@ -757,6 +799,7 @@ class ThreadStore:
         the checkpoint and thread that needed it and how to get it back: one damaged old file
         is otherwise a mystery to whoever reads the newest state."""
         thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
+        self.use(thread_id)
         ns_dir = self.layout.ns_dir(thread_id, ns)
         version = record.channel_versions.get(channel)
         try:
@@ -815,6 +858,7 @@ class ThreadStore:
     def forget_thread(self, thread_id: str) -> None:
         """Forget everything read of one thread (it was removed, replaced or copied over)."""
         tdir = self.layout.thread_dir(thread_id)
+        self.kept.forget(thread_id)
         self.files.forget_under(tdir)
         self.meta.forget_thread(thread_id)
         self.values.drop_under(tdir)

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .caches import CACHE_ENTRIES, LRU, Dep, stat_key_of
+from .caches import CACHE_ENTRIES, LRU, Dep, stat_key_of, thread_of
 from .errors import FileFormatError, MissingReferenceError
 from .files import Files
 from .format.bookkeeping import MAX_DELTA_CHAIN, depth, materialize
@@ -29,10 +29,11 @@ class WholeDocs:
         self.files = files
         self.layout = files.layout
         # checkpoint path -> (its parse, its parent's whole document, its whole document)
-        self._full = LRU(CACHE_ENTRIES)
+        by_thread = thread_of(self.layout.threads_dir)
+        self._full = LRU(CACHE_ENTRIES, by_thread)
         # delta checkpoint path -> (its parse, the files of its line below, each settled
         # (root first), its whole document): ``at`` checks their stat keys only
-        self._chains = LRU(CACHE_ENTRIES)
+        self._chains = LRU(CACHE_ENTRIES, by_thread)
         # inside a snapshot: each checkpoint's whole document, with the count of deltas it
         # took (None: not counted)
         self._wholes: dict[str, tuple[dict[str, Any], int | None]] = {}
@@ -44,6 +45,10 @@ class WholeDocs:
     def forget_under(self, folder: Path) -> None:
         self._full.drop_where(lambda p: p.is_relative_to(folder))
         self._chains.drop_where(lambda p: p.is_relative_to(folder))
+
+    def let_go(self, seg: str) -> None:
+        self._full.drop_group(seg)
+        self._chains.drop_group(seg)
 
     def clear(self) -> None:
         self._wholes.clear()

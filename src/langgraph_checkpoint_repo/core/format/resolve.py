@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, look_memo, lstat, refresh
+from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, look_memo, lstat, refresh, thread_of
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
@@ -52,7 +52,7 @@ class ValueResolver:
         self.layout = layout
         self._read_doc = read_doc
         self._docs = docs
-        self._values = LRU(CACHE_ENTRIES)  # (file, channel) -> ValueEntry
+        self._values = LRU(CACHE_ENTRIES, thread_of(layout.threads_dir))  # (file, channel) -> ValueEntry
         # per thread folder, objects expanded before (objects.Expander)
         self._objects: dict[Path, dict[str, Known]] = {}
         # per thread folder, the folders of the files those objects were taken from (a file
@@ -180,6 +180,14 @@ class ValueResolver:
             self._homes.pop(tdir, None)
         for tdir in [t for t in list(self.located) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self.located.pop(tdir, None)
+
+    def let_go(self, tdir: Path) -> None:
+        """Drop the values and objects kept of one thread (caches.KeptThreads). Its set of
+        folders stays (``_homes``: one a thread, never replaced, a few paths): an entry kept
+        meanwhile by a read under way checks the set its objects were noted in."""
+        self._values.drop_group(tdir.name)
+        self._objects.pop(tdir, None)
+        self.located.pop(tdir, None)
 
     def clear(self) -> None:
         """Forget every value and object kept (a run of the checks is done with a thread)."""

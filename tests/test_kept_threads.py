@@ -1,0 +1,144 @@
+"""What a saver keeps across threads stays within the threads it used last.
+
+A server answers for thousands of threads over a day. The saver kept what it read of each
+(parsed files, resolved values, the messages by name, the lists a put appends to) until the
+process ended: some 600 KB for a thread of 12 turns, 243 MB after reading the latest state of
+400 such threads, growing with every thread it ever answered for. Now it keeps the threads it
+used last (``caches.KeptThreads``) and lets the others go; one let go is read again from its
+files, under the same rule as in a fresh process.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs import cfg, contents, question, relay_graph
+from langgraph_checkpoint_repo import RepoSaver
+
+
+def _turns(graph: Any, thread: str, turns: range) -> None:
+    for turn in turns:
+        graph.invoke({"messages": [question(turn)]}, cfg(thread))
+
+
+def _threads_held(saver: RepoSaver) -> set[str]:
+    """The thread folders (their names) something in the saver's caches belongs to."""
+    store = saver.store
+    held: set[str] = set()
+    for lru in (
+        store.files.docs._lru,
+        store.files._wrote_named._lru,
+        store.files._intact,
+        store.docs._full,
+        store.docs._chains,
+        store.values._values,
+        store._overlap._holding,
+    ):
+        group = lru._group
+        assert group is not None
+        held |= {g for g in map(group, list(lru)) if g is not None}
+    held |= {t.name for t in store.values._objects}
+    held |= {t.name for t in store.values.located}
+    held |= {t.name for t in store.objects._entries}
+    held |= {t.name for t in store.objects._lines}
+    held |= {f.relative_to(store.layout.threads_dir).parts[0] for f in store._lineages}
+    held |= {store.layout.thread_dir(key[0]).name for key in saver._lists}
+    return held
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """Twelve threads of three turns through a graph with a subgraph reached by a ``Send``,
+    and the same turns through InMemorySaver: its states, per thread."""
+    path = tmp_path_factory.mktemp("kept") / ".langgraph"
+    repo, memory = relay_graph(RepoSaver(path, durable=False)), relay_graph(InMemorySaver())
+    expected = {}
+    for k in range(12):
+        for graph in (repo, memory):
+            _turns(graph, f"user-{k}", range(3))
+        expected[f"user-{k}"] = _seen(memory, f"user-{k}")
+    return path, expected
+
+
+def _seen(graph: Any, thread: str) -> list[tuple[list[str], list[str | None], tuple[str, ...]]]:
+    """Each state of a thread's history, newest first: its messages' texts and ids, what runs next."""
+    return [
+        (contents(s.values.get("messages", [])), [m.id for m in s.values.get("messages", [])], s.next)
+        for s in graph.get_state_history(cfg(thread))
+    ]
+
+
+def test_a_saver_answering_for_many_threads_keeps_what_it_read_of_the_last_ones_only(
+    root: tuple[Path, dict[str, Any]],
+) -> None:
+    path, expected = root
+    saver = RepoSaver(path, kept_threads=4)
+    graph = relay_graph(saver)
+    used: list[str] = []
+    for _ in range(2):  # each thread is let go, then read again from its files
+        for k in range(12):
+            thread = f"user-{k}"
+            assert _seen(graph, thread) == expected[thread]
+            used.append(saver.store.layout.thread_dir(thread).name)
+            held = _threads_held(saver)
+            assert held <= set(used[-4:]), (held, used[-4:])
+            assert used[-1] in held  # what was just read is kept (the rule is not "keep nothing")
+
+
+def test_a_thread_let_go_between_its_turns_goes_on_as_an_append_and_as_in_memory(tmp_path: Path) -> None:
+    saver = RepoSaver(tmp_path / ".langgraph", durable=False, kept_threads=1)
+    repo, memory = relay_graph(saver), relay_graph(InMemorySaver())
+    for turn in range(4):
+        for thread in ("a", "b"):  # each turn of one lets the other go
+            for graph in (repo, memory):
+                _turns(graph, thread, range(turn, turn + 1))
+    for thread in ("a", "b"):
+        assert _seen(repo, thread) == _seen(memory, thread)
+    # the latest file of "a" stores its messages as the items appended, as when never let go:
+    # the turn's get_tuple read the list again and the put appended to it
+    folder = saver.store.layout.checkpoints_dir("a", "")
+    latest = json.loads(max(folder.iterdir()).read_text())
+    assert "append" in latest["new_values"]["messages"], latest["new_values"]["messages"]
+
+
+def test_the_memory_a_saver_holds_stops_growing_with_the_threads_it_reads(
+    root: tuple[Path, dict[str, Any]],
+) -> None:
+    path, _ = root
+    saver = RepoSaver(path, kept_threads=3)
+    saver.get_tuple(cfg("user-11"))  # what any first read brings (codecs, schemas)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for k in range(3):
+            saver.get_tuple(cfg(f"user-{k}"))
+        gc.collect()
+        three = tracemalloc.get_traced_memory()[0] - start
+        for k in range(3, 11):
+            saver.get_tuple(cfg(f"user-{k}"))
+        gc.collect()
+        eleven = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    # each of the first three is kept: what one costs; each one more lets one go, and only
+    # bounded memos grow (paths made from names, each thread's few folders): before, each
+    # of the eight held as much as each of the first three
+    per_kept, per_more = three / 3, (eleven - three) / 8
+    assert per_more < per_kept / 3, (per_kept, per_more)
+
+
+def test_kept_threads_is_refused_below_one_and_when_not_an_integer(tmp_path: Path) -> None:
+    for bad in (0, -1, True, 2.0, "64", None):
+        with pytest.raises(ValueError, match="kept_threads"):
+            RepoSaver(tmp_path / "refused", kept_threads=bad)
+    assert not (tmp_path / "refused").exists()
+    assert RepoSaver(tmp_path / "one", kept_threads=1).store.kept.size == 1
+    assert RepoSaver(tmp_path / "default").store.kept.size == 512
