@@ -73,6 +73,12 @@ class Sizes:
     """... and a string of this many characters, each written by a graph ..."""
     big_rounds: int = 9
     """... this many times per saver (the median is reported)."""
+    memory_threads: int = 1_000
+    """The memory workload: threads read in turn by one process (more than RepoSaver keeps) ..."""
+    memory_turns: int = 4
+    """... of this many chat turns each ..."""
+    memory_rounds: int = 3
+    """... every thread read this many times over."""
     git_log_turns: int = 250
     """The git workload's history for the diff driver: chat turns of RepoSaver alone, a commit
     each (four file versions a turn), for a cold ``git log -p`` through the driver ..."""
@@ -148,6 +154,7 @@ QUICK = Sizes(
     store_query_items=200,
     store_calls=40,
     big_rounds=3,
+    memory_threads=100,
     git_log_turns=25,
     git_log_runs=1,
     driver_starts=5,
@@ -177,6 +184,9 @@ TINY = Sizes(
     big_list_items=2_000,
     big_text_bytes=100_000,
     big_rounds=1,
+    memory_threads=6,
+    memory_turns=2,
+    memory_rounds=2,
     git_log_turns=2,
     git_log_runs=1,
     driver_starts=1,

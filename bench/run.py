@@ -25,6 +25,8 @@ Workloads (``bench/workloads``):
    ``validate FILE...`` and a whole-root ``validate`` of 5,000 checkpoints.
 9. store: RepoStore beside SqliteStore and InMemoryStore.
 10. big: the first put of a 50,000-item list and of a 5 MB string, written by a graph.
+11. turns and threads: growth curves (replayed); 12. memory: one process reading 1,000 threads
+    in turn, as a server does: its resident memory and ``get_tuple``, per saver.
 
 The goals are in ``bench/goals.py``.
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from bench.common import Result, Sizes
 from bench.report import Row
-from bench.workloads import agents, big, chat, cli, depth, git, history, store, threads, turns
+from bench.workloads import agents, big, chat, cli, depth, git, history, memory, store, threads, turns
 
 
 class Workload(Protocol):
@@ -29,5 +29,5 @@ class Workload(Protocol):
     def details(self, result: Result, sizes: dict[str, int]) -> str: ...
 
 
-WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli, store, big, turns, threads)
+WORKLOADS: tuple[Workload, ...] = (chat, depth, history, git, agents, cli, store, big, turns, threads, memory)
 """In the order they run and appear in the report."""
