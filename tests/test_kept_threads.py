@@ -21,6 +21,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs import cfg, contents, question, relay_graph
 from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core.caches import KeptThreads
+from langgraph_checkpoint_repo.values import ValueWriter
 
 
 def _turns(graph: Any, thread: str, turns: range) -> None:
@@ -48,6 +50,10 @@ def _threads_held(saver: RepoSaver) -> set[str]:
     held |= {t.name for t in store.values.located}
     held |= {t.name for t in store.objects._entries}
     held |= {t.name for t in store.objects._lines}
+    by_thread = store.files.docs._lru._group
+    assert by_thread is not None
+    held |= {g for g in map(by_thread, list(store.files.listings._by_folder)) if g is not None}
+    held |= {f.relative_to(store.layout.threads_dir).parts[0] for f in store._unsaved}
     held |= {f.relative_to(store.layout.threads_dir).parts[0] for f in store._lineages}
     held |= {store.layout.thread_dir(key[0]).name for key in saver._lists}
     return held
@@ -90,6 +96,45 @@ def test_a_saver_answering_for_many_threads_keeps_what_it_read_of_the_last_ones_
             held = _threads_held(saver)
             assert held <= set(used[-4:]), (held, used[-4:])
             assert used[-1] in held  # what was just read is kept (the rule is not "keep nothing")
+
+
+def _same_as_in_memory(saver: RepoSaver, root: Path) -> None:
+    repo, memory = relay_graph(saver), relay_graph(InMemorySaver())
+    for turn in range(3):
+        for thread in ("a", "b"):
+            for graph in (repo, memory):
+                _turns(graph, thread, range(turn, turn + 1))
+    for thread in ("a", "b"):
+        assert _seen(repo, thread) == _seen(memory, thread)
+        assert _seen(relay_graph(RepoSaver(root)), thread) == _seen(memory, thread)
+
+
+def test_a_thread_let_go_at_every_step_of_its_own_turns_reads_and_writes_as_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harshest order other threads' calls can give: each time a read or a write says it
+    uses the thread, the thread is let go at once, so nothing kept of it lasts from one step
+    of a call to the next."""
+    monkeypatch.setattr(KeptThreads, "use", lambda self, thread: [thread])
+    _same_as_in_memory(RepoSaver(tmp_path / ".langgraph", durable=False), tmp_path / ".langgraph")
+
+
+def test_a_put_whose_thread_is_let_go_once_it_decided_to_append_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put looked up the list it appends to, then looked it up again: another thread's call
+    letting the thread go in between raised KeyError, and the turn failed (helper 59)."""
+    saver = RepoSaver(tmp_path / ".langgraph", durable=False)
+    decided = ValueWriter.as_append
+
+    def let_go_after(writer: ValueWriter, thread_id: str, *args: Any) -> Any:
+        try:
+            return decided(writer, thread_id, *args)
+        finally:  # as another thread's call would, the moment the put has decided to append
+            saver.store.let_go(thread_id)
+
+    monkeypatch.setattr(ValueWriter, "as_append", let_go_after)
+    _same_as_in_memory(saver, tmp_path / ".langgraph")
 
 
 def test_a_thread_let_go_between_its_turns_goes_on_as_an_append_and_as_in_memory(tmp_path: Path) -> None:

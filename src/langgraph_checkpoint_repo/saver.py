@@ -507,15 +507,11 @@ class RepoSaver(BaseCheckpointSaver[str]):
         if known is None or known.version != version:
             deps = entry.deps if entry.checkable else ((entry.file, None, None),)
             tree = entry.tree
-            self._lists[key] = ListState(
-                version=version,
-                ref=ref,
-                count=len(tree),
-                depth=entry.depth,
-                tree=tree,
-                deps=deps,
+            state = ListState(
+                version=version, ref=ref, count=len(tree), depth=entry.depth, tree=tree, deps=deps
             )
-            self._lists[key].weight = entry.weight
+            state.weight = entry.weight
+            self._lists[key] = state  # one step: another thread may let this thread go (let_go)
 
     def _pending_writes(self, thread_id: str, ns: str, cid: str) -> builtins.list[PendingWrite]:
         out: builtins.list[PendingWrite] = []

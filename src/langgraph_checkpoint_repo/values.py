@@ -415,11 +415,10 @@ class ValueWriter:
             split = msgpack_array_split(data)
             if split is not None:
                 count, body = split
-                appended = self.as_append(thread_id, ns, channel, count, body, data, value)
-                if appended is not None:
+                appended, base = self.as_append(thread_id, ns, channel, count, body, data, value)
+                if appended is not None and base is not None:
                     tree = appended["items"]
                     appended["items"] = self.shared(thread_id, tree, large, where, items=True)
-                    base = self.lists[(thread_id, ns, channel)]
                     self.appended[channel] = (base.ref, tree, self.shared_weight)
                     weight = appended_weight(base.weight, self.shared_weight)
                     problem = weight_problem(weight) if weight is not None else None
@@ -626,17 +625,18 @@ class ValueWriter:
 
     def as_append(
         self, thread_id: str, ns: str, channel: str, count: int, body: bytes, data: bytes, value: list[Any]
-    ) -> dict[str, Any] | None:
-        """The appended items when this list extends the last version we saw, else None.
+    ) -> tuple[dict[str, Any] | None, ListState | None]:
+        """The appended items when this list extends the last version we saw, and that version
+        (the saver may let the thread go meanwhile: it is looked up once), else None, None.
         Appended after the bytes we wrote (``value``: the list), they are kept (``tails``)."""
         state = self.lists.get((thread_id, ns, channel))
         if state is None or state.depth + 1 > self.snapshot_every or count < state.count:
-            return None
+            return None, None
         if state.ref == self.writing:
-            return None  # the same checkpoint put again: the file it would build on is being replaced
+            return None, None  # the same checkpoint put again: the file it would build on is being replaced
         deps = refresh(state.deps) if state.deps else None
         if deps is None:
-            return None  # the base was changed (by hand, git, prune) since we wrote or read it
+            return None, None  # the base was changed (by hand, git, prune) since we wrote or read it
         state.deps = deps
         items: list[Any] | None = None
         tail: AppendedItems | None = None
@@ -649,7 +649,7 @@ class ValueWriter:
             if full[: state.count] == state.tree:
                 items = full[state.count :]
         if items is None or json_size(items) > self.large_value_bytes:
-            return None
+            return None, None
         if tail is not None:
             self.tails.append(tail)
         parent = self.parent
@@ -658,8 +658,8 @@ class ValueWriter:
             or parent.values.get(channel) != state.ref
             or not _same_version(parent.channel_versions.get(channel), state.version)
         ):  # not the list its parent holds: named (format 4 leaves the parent's unnamed)
-            return append_body(state.count, items, (state.version, state.ref))
-        return append_body(state.count, items)
+            return append_body(state.count, items, (state.version, state.ref)), state
+        return append_body(state.count, items), state
 
     def value_node(
         self,

@@ -170,7 +170,9 @@ class ThreadStore:
         # the last lineage read per folder, grouped by thread (let_go)
         self._lineages: dict[Path, Lineage] = Grouped(thread_of(self.layout.threads_dir))
         # per folder, the stat keys of settled links not yet in its index (merged when written)
-        self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = {}
+        self._unsaved: dict[Path, dict[str, tuple[int, int, int, int]]] = Grouped(
+            thread_of(self.layout.threads_dir)
+        )
         self._lineage_files = LineageFiles(self.layout)  # a save appends what is new (index.py)
         self.docs = WholeDocs(self.files)  # whole checkpoint documents, deltas built up
         self._overlap = Overlap(self.files, self.values, lock_timeout)
@@ -226,6 +228,9 @@ class ThreadStore:
         self._overlap.let_go(tdir.name)
         self.objects.let_go(tdir)
         cast(Grouped, self._lineages).drop_group(tdir.name)
+        # the keys of settled links a lineage no longer kept would have written down: a fresh
+        # read of the thread reads those headers instead (at most LINEAGE_SAVE_EVERY a folder)
+        cast(Grouped, self._unsaved).drop_group(tdir.name)
         for hook in self.on_let_go:
             hook(thread_id)
 
