@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
+import threading
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs import cfg, contents, question, relay_graph
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core.caches import KeptThreads
+from langgraph_checkpoint_repo.core.caches import Grouped, KeptThreads, thread_of
 from langgraph_checkpoint_repo.values import ValueWriter
 
 
@@ -187,3 +189,47 @@ def test_kept_threads_is_refused_below_one_and_when_not_an_integer(tmp_path: Pat
     assert not (tmp_path / "refused").exists()
     assert RepoSaver(tmp_path / "one", kept_threads=1).store.kept.size == 1
     assert RepoSaver(tmp_path / "default").store.kept.size == 512
+
+
+def test_a_grouped_dict_changed_while_another_thread_drops_its_group_stays_whole() -> None:
+    """``Grouped.setdefault`` wrote the key, then read it back: a ``drop_group`` in between
+    (a let-go in another thread) made it raise KeyError, and a put or a list across threads
+    failed with it (helper 60). Every change now takes the dict's lock: no error, and every
+    key held is noted in its group, so the next let-go drops it."""
+    threads_dir = Path("/root-of-a-test/threads")
+    grouped = Grouped(thread_of(threads_dir))
+    keys = [threads_dir / f"t{k % 3}" / "checkpoints" / f"{k}.json" for k in range(30)]
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def change() -> None:
+        try:
+            for round_ in range(3_000):
+                key = keys[round_ % len(keys)]
+                grouped.setdefault(key, {})[round_] = round_  # the value read back: a KeyError before
+                grouped[keys[(round_ + 7) % len(keys)]] = {}
+                grouped.pop(keys[(round_ + 13) % len(keys)], None)
+        except BaseException as exc:  # the test reports any
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def drop() -> None:
+        while not done.is_set():
+            for group in ("t0", "t1", "t2"):
+                grouped.drop_group(group)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # a switch between any two bytecodes, as a loaded server gives
+    try:
+        workers = [threading.Thread(target=change), threading.Thread(target=drop)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert errors == []
+    for group in ("t0", "t1", "t2"):  # nothing held outside its group's note
+        grouped.drop_group(group)
+    assert dict(grouped) == {}

@@ -338,42 +338,53 @@ def thread_of(threads_dir: Path) -> Callable[[Any], str | None]:
 
 class Grouped(dict[Any, Any]):
     """A dict whose keys are grouped (``thread_of``): the entries of one group go at once
-    (``drop_group``). Lookups are a dict's; a set or a pop also notes the group."""
+    (``drop_group``). Lookups are a dict's, without a lock; every change takes the dict's own
+    lock, so a let-go in another thread never comes between a change and the note of its
+    group (a ``setdefault`` then read back its key after the let-go had dropped it: KeyError
+    in a put, found by helper 60)."""
 
     def __init__(self, group: Callable[[Any], str | None] | None) -> None:
         super().__init__()
         self._group = group
         self._members: dict[str, set[Any]] = {}
+        self._lock = threading.Lock()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(key, value)
+        with self._lock:
+            super().__setitem__(key, value)
+            self._join(key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        with self._lock:
+            got = super().setdefault(key, default)
+            self._join(key)
+            return got
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        with self._lock:
+            got = super().pop(key, default)
+            group = self._group(key) if self._group is not None else None
+            members = self._members.get(group) if group is not None else None
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del self._members[group]  # type: ignore[arg-type]
+            return got
+
+    def _join(self, key: Any) -> None:
         group = self._group(key) if self._group is not None else None
         if group is not None:
             self._members.setdefault(group, set()).add(key)
 
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        if key not in self:
-            self[key] = default
-        return self[key]
-
-    def pop(self, key: Any, default: Any = None) -> Any:
-        got = super().pop(key, default)
-        group = self._group(key) if self._group is not None else None
-        members = self._members.get(group) if group is not None else None
-        if members is not None:
-            members.discard(key)
-            if not members:
-                del self._members[group]  # type: ignore[arg-type]
-        return got
-
     def drop_group(self, group: str) -> None:
-        # list(...) copies the set in one step under the GIL: a set of another thread may add
-        for key in list(self._members.pop(group, ())):
-            super().pop(key, None)
+        with self._lock:
+            for key in self._members.pop(group, ()):
+                super().pop(key, None)
 
     def clear(self) -> None:
-        super().clear()
-        self._members.clear()
+        with self._lock:
+            super().clear()
+            self._members.clear()
 
 
 class KeptThreads:

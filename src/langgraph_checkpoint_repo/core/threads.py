@@ -212,15 +212,16 @@ class ThreadStore:
 
     def use(self, thread_id: str) -> None:
         """A thread is read or written now: the one used longest ago is let go when more
-        than ``kept.size`` are kept (every method that keeps something of a thread says so)."""
+        than ``kept.size`` are kept (each method that reads or writes a thread's documents
+        says so; the listings a read across threads takes are the roster's, and stay)."""
         for gone in self.kept.use(thread_id):
             self.let_go(gone)
 
     def let_go(self, thread_id: str) -> None:
         """Drop what the caches keep of one thread, but what reads across threads need of
-        every thread (the metadata filters match on, the roster) and what is still to be
-        written down (index lines, a lineage not saved yet): read again from its files and
-        the derived index when next asked, under the same rule as a fresh process."""
+        every thread (the metadata filters match on, the roster) and the index lines of files
+        this process wrote that have not settled yet: read again from its files and the
+        derived index when next asked, under the same rule as a fresh process."""
         tdir = self.layout.thread_dir(thread_id)
         self.files.let_go(tdir.name)
         self.docs.let_go(tdir.name)
