@@ -41,7 +41,7 @@ from typer.testing import Result
 from graphs import cfg, chat_graph
 from helpers import cli, cli_in_process, one_line_error, rewrite, sigint_as_at_a_terminal
 from langgraph_checkpoint_repo import RepoCheckpointError, RepoSaver
-from langgraph_checkpoint_repo.agent_server import checkpointer, server_root, store
+from langgraph_checkpoint_repo.agent_server import checkpointer, server_root, server_saver, store
 from langgraph_checkpoint_repo.saver import REQUEST_METADATA
 from test_git import commit_all, git
 
@@ -84,6 +84,21 @@ def test_root_is_the_environment_variable_else_next_to_the_nearest_langgraph_jso
     assert server_root(deep) == tmp_path / "elsewhere"
     monkeypatch.setenv("LANGGRAPH_REPO_ROOT", "~/state")  # from a .env file: no shell expands it
     assert server_root(deep) == Path.home() / "state"
+
+
+def test_the_threads_the_servers_saver_keeps_come_from_the_environment_and_a_bad_value_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_REPO_ROOT", str(tmp_path / "root"))
+    monkeypatch.delenv("LANGGRAPH_REPO_KEPT_THREADS", raising=False)
+    assert server_saver(tmp_path).store.kept.size == 512
+    monkeypatch.setenv("LANGGRAPH_REPO_KEPT_THREADS", "2000")
+    assert server_saver(tmp_path).store.kept.size == 2000
+    for bad in ("0", "-3", "many", "1.5"):
+        monkeypatch.setenv("LANGGRAPH_REPO_KEPT_THREADS", bad)
+        with pytest.raises(RepoCheckpointError, match="LANGGRAPH_REPO_KEPT_THREADS") as caught:
+            server_saver(tmp_path)
+        assert repr(bad) in str(caught.value)
 
 
 def test_a_root_that_is_a_file_is_refused_naming_it(tmp_path: Path) -> None:

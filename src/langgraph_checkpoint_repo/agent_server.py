@@ -33,6 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .core.caches import KEPT_THREADS
 from .core.errors import RepoCheckpointError
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 ROOT_ENV = "LANGGRAPH_REPO_ROOT"
 STRICT_ENV = "LANGGRAPH_REPO_STRICT_TURNS"  # 1: the server's saver refuses a second writer's turn
+KEPT_ENV = "LANGGRAPH_REPO_KEPT_THREADS"  # how many threads the server's saver keeps read (RepoSaver)
 CONFIG_FILE = "langgraph.json"
 _log = logging.getLogger("langgraph_checkpoint_repo")
 
@@ -81,7 +83,23 @@ def server_saver(cwd: Path | None = None) -> RepoSaver:
     if retention is not None:
         _log.info("retention of %s (%s): %s", root, retention.source, retention.policy.describe())
     ttl = retention.config if retention is not None else None
-    return RepoSaver(root, allowlist=sorted(project_types(root).types), strict_turns=strict, ttl=ttl)
+    types = sorted(project_types(root).types)
+    return RepoSaver(root, allowlist=types, strict_turns=strict, ttl=ttl, kept_threads=_kept_threads())
+
+
+def _kept_threads() -> int:
+    """``kept_threads`` from the environment (docs/reliability.md, "Memory across threads"):
+    a server answering for more threads than the default keeps may give it more memory."""
+    raw = os.environ.get(KEPT_ENV, "").strip()
+    if not raw:
+        return KEPT_THREADS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise RepoCheckpointError(f"{KEPT_ENV}={raw!r}: expected a whole number of threads, from 1")
+    return value
 
 
 @asynccontextmanager
