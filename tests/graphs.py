@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 import operator
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -363,3 +365,18 @@ def time_travel(saver: BaseCheckpointSaver[Any]) -> Any:
     chain.invoke(None, history[2].config)
     chain.update_state(history[3].config, {"log": ["patched"]})
     return chain.get_state(cfg("fork")).values
+
+
+def run_switching(*targets: Callable[[], Any]) -> None:
+    """Run ``targets`` in threads of their own until each returns, the interpreter switching
+    between threads after any bytecode (as a loaded server gives): races show in a few runs."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        workers = [threading.Thread(target=target) for target in targets]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(switch)

@@ -32,7 +32,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from forkserver import Child, Parent
 from graphs import cfg as thread_cfg
-from graphs import chat_graph, contents
+from graphs import chat_graph, contents, run_switching
 from helpers import checkpoint_files, file_bytes
 from langgraph_checkpoint_repo import LockTimeoutError, RepoSaver
 from langgraph_checkpoint_repo.core.layout import Layout
@@ -721,17 +721,7 @@ def test_maintenance_while_python_threads_chat_through_the_same_saver(root: Path
         finally:
             stop.set()
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=chatter, args=(i,)) for i in range(3)]
-        threads.append(threading.Thread(target=admin))
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(old)
+    run_switching(*(partial(chatter, i) for i in range(3)), admin)
 
     assert errors == []
     fresh = RepoSaver(root)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import json
-import sys
 import threading
 import tracemalloc
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import cfg, contents, question, relay_graph
+from graphs import cfg, contents, question, relay_graph, run_switching
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import Grouped, KeptThreads, thread_of
 from langgraph_checkpoint_repo.values import ValueWriter
@@ -219,16 +218,7 @@ def test_a_grouped_dict_changed_while_another_thread_drops_its_group_stays_whole
             for group in ("t0", "t1", "t2"):
                 grouped.drop_group(group)
 
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # a switch between any two bytecodes, as a loaded server gives
-    try:
-        workers = [threading.Thread(target=change), threading.Thread(target=drop)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    finally:
-        sys.setswitchinterval(switch)
+    run_switching(change, drop)
     assert errors == []
     for group in ("t0", "t1", "t2"):  # nothing held outside its group's note
         grouped.drop_group(group)
