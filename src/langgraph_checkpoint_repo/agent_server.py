@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .core.caches import KEPT_THREADS
+from .core.caches import KEPT_THREADS, KEPT_THREADS_MAX
 from .core.errors import RepoCheckpointError
 
 if TYPE_CHECKING:
@@ -97,8 +97,10 @@ def _kept_threads() -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value < 1:
-        raise RepoCheckpointError(f"{KEPT_ENV}={raw!r}: expected a whole number of threads, from 1")
+    if not 1 <= value <= KEPT_THREADS_MAX:
+        raise RepoCheckpointError(
+            f"{KEPT_ENV}={raw!r}: expected a whole number of threads, from 1 to {KEPT_THREADS_MAX}"
+        )
     return value
 
 

@@ -57,7 +57,7 @@ from langgraph.pregel import Pregel
 from . import forks
 from ._compat import with_msgpack_allowlist
 from .configs import checkpoint_config, thread_ns
-from .core.caches import KEPT_THREADS, one_look
+from .core.caches import KEPT_THREADS, KEPT_THREADS_MAX, one_look
 from .core.durable import check_lock_timeout
 from .core.errors import (
     ConcurrentTurnError,
@@ -208,7 +208,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         kept_threads: int = KEPT_THREADS,
     ) -> None:
         _check_int_option("large_value_bytes", large_value_bytes, 0, MAX_FILE_BYTES)
-        _check_int_option("kept_threads", kept_threads, 1, 1 << 30)
+        _check_int_option("kept_threads", kept_threads, 1, KEPT_THREADS_MAX)
         _check_int_option("snapshot_every", snapshot_every, 0, MAX_APPEND_DEPTH)
         check_lock_timeout(lock_timeout)
         super().__init__(serde=serde_with(serde, allowlist))

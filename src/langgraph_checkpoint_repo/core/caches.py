@@ -87,6 +87,7 @@ RACY_NS = 50_000_000  # a file changed within 50 ms of being read may change aga
 COARSE_NS = 2_000_000_000  # the same, where timestamps are whole seconds (FAT: two)
 CACHE_ENTRIES = 20_000  # where a bounded cache starts (LRU: it grows to what is read again)
 KEPT_THREADS = 512  # threads whose reads a process keeps by default (RepoSaver(kept_threads=...))
+KEPT_THREADS_MAX = 1 << 30  # the most it may be told to keep
 
 StatKey = tuple[int, int, int, int]
 # a file something was derived from: (path, its stat key then, the bytes_digest of its bytes when it
