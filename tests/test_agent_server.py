@@ -94,7 +94,7 @@ def test_the_threads_the_servers_saver_keeps_come_from_the_environment_and_a_bad
     assert server_saver(tmp_path).store.kept.size == 512
     monkeypatch.setenv("LANGGRAPH_REPO_KEPT_THREADS", "2000")
     assert server_saver(tmp_path).store.kept.size == 2000
-    for bad in ("0", "-3", "many", "1.5", "99999999999", "1\x1b[2J"):
+    for bad in ("0", "-3", "many", "1.5", "1_0", "\u0665", "99999999999", "1\x1b[2J"):
         monkeypatch.setenv("LANGGRAPH_REPO_KEPT_THREADS", bad)
         with pytest.raises(RepoCheckpointError, match="LANGGRAPH_REPO_KEPT_THREADS") as caught:
             server_saver(tmp_path)

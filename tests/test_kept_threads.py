@@ -23,6 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs import cfg, contents, question, relay_graph, run_switching
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import Grouped, KeptThreads, thread_of
+from langgraph_checkpoint_repo.core.errors import FileFormatError
 from langgraph_checkpoint_repo.values import ValueWriter
 
 
@@ -44,14 +45,14 @@ def _threads_held(saver: RepoSaver) -> set[str]:
         store.values._values,
         store._overlap._holding,
     ):
-        group = lru._group
+        group = lru._members._group
         assert group is not None
         held |= {g for g in map(group, list(lru)) if g is not None}
     held |= {t.name for t in store.values._objects}
     held |= {t.name for t in store.values.located}
     held |= {t.name for t in store.objects._entries}
     held |= {t.name for t in store.objects._lines}
-    by_thread = store.files.docs._lru._group
+    by_thread = store.files.docs._lru._members._group
     assert by_thread is not None
     held |= {g for g in map(by_thread, list(store.files.listings._by_folder)) if g is not None}
     held |= {f.relative_to(store.layout.threads_dir).parts[0] for f in store._unsaved}
@@ -185,6 +186,26 @@ def test_the_memory_a_saver_holds_stops_growing_with_the_threads_it_reads(
     # of the eight held as much as each of the first three
     per_kept, per_more = three / 3, (eleven - three) / 8
     assert per_more < per_kept / 3, (per_kept, per_more)
+
+
+def test_a_thread_let_go_inside_another_threads_call_never_fails_that_call(tmp_path: Path) -> None:
+    """A thread an earlier version stored under a name it did not encode (``con``): reading it
+    is refused, naming its folder. Letting it go later, inside a read of another thread, worked
+    its folder out through that same check, and the other thread's read raised the refusal of
+    ``con`` (helper 61)."""
+    root = tmp_path / ".langgraph"
+    graph = relay_graph(RepoSaver(root, durable=False))
+    _turns(graph, "good", range(1))
+    (root / "threads" / "con").mkdir()  # bare, as an earlier version wrote it
+    saver = RepoSaver(root, kept_threads=1)
+    with pytest.raises(FileFormatError, match="con"):
+        saver.get_tuple(cfg("con"))
+    tup = saver.get_tuple(cfg("good"))  # lets "con" go: the first call, not a retry
+    assert tup is not None
+    assert contents(tup.checkpoint["channel_values"]["messages"]) == [
+        "turn-0-question",
+        "answer to turn-0-question",
+    ]
 
 
 def test_kept_threads_is_refused_below_one_and_when_not_an_integer(tmp_path: Path) -> None:

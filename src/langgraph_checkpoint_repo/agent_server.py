@@ -93,10 +93,7 @@ def _kept_threads() -> int:
     raw = os.environ.get(KEPT_ENV, "").strip()
     if not raw:
         return KEPT_THREADS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
+    value = int(raw) if raw.isascii() and raw.isdigit() else 0  # int() takes "1_0" and other digits too
     if not 1 <= value <= KEPT_THREADS_MAX:
         raise RepoCheckpointError(
             f"{KEPT_ENV}={raw!r}: expected a whole number of threads, from 1 to {KEPT_THREADS_MAX}"

@@ -248,6 +248,35 @@ def refresh(
 GHOSTS = 4  # keys of evicted entries an LRU remembers, per entry it holds
 
 
+class Members:
+    """Which keys of a cache each group holds (``thread_of``: a thread folder), so that one
+    group's entries go at once; the caller's lock guards it."""
+
+    def __init__(self, group: Callable[[Any], str | None] | None) -> None:
+        self._group = group
+        self._held: dict[str, set[Any]] = {}
+
+    def join(self, key: Any) -> None:
+        group = self._group(key) if self._group is not None else None
+        if group is not None:
+            self._held.setdefault(group, set()).add(key)
+
+    def leave(self, key: Any) -> None:
+        group = self._group(key) if self._group is not None else None
+        held = self._held.get(group) if group is not None else None
+        if held is not None:
+            held.discard(key)
+            if not held:
+                del self._held[group]  # type: ignore[arg-type]
+
+    def take(self, group: str) -> set[Any]:
+        """The keys of ``group``, forgotten here."""
+        return self._held.pop(group, set())
+
+    def clear(self) -> None:
+        self._held.clear()
+
+
 class LRU(OrderedDict[Any, Any]):
     """A cache shared by threads: lookups are single dict operations, changes lock.
 
@@ -267,44 +296,28 @@ class LRU(OrderedDict[Any, Any]):
         self.size = size
         self.lock = threading.Lock()
         self._ghosts: OrderedDict[Any, None] = OrderedDict()
-        self._group = group
-        self._members: dict[str, set[Any]] = {}  # group -> its keys held
+        self._members = Members(group)
 
     def put(self, key: Any, value: Any) -> None:
         with self.lock:
             if key not in self:
                 if self._ghosts.pop(key, 0) is None:
                     self.size += 1  # evicted, and wanted again
-                self._join(key)
+                self._members.join(key)
             self[key] = value
             self.move_to_end(key)
             if len(self) > self.size:
                 evicted, _ = self.popitem(last=False)
-                self._leave(evicted)
+                self._members.leave(evicted)
                 self._ghosts[evicted] = None
                 if len(self._ghosts) > GHOSTS * self.size:
                     self._ghosts.popitem(last=False)
-
-    def _join(self, key: Any) -> None:
-        if self._group is not None:
-            group = self._group(key)
-            if group is not None:
-                self._members.setdefault(group, set()).add(key)
-
-    def _leave(self, key: Any) -> None:
-        if self._group is not None:
-            group = self._group(key)
-            members = self._members.get(group) if group is not None else None
-            if members is not None:
-                members.discard(key)
-                if not members:
-                    del self._members[group]  # type: ignore[arg-type]
 
     def drop_where(self, doomed: Callable[[Any], bool]) -> None:
         with self.lock:
             for key in [k for k in self if doomed(k)]:
                 del self[key]
-                self._leave(key)
+                self._members.leave(key)
             for key in [k for k in self._ghosts if doomed(k)]:
                 del self._ghosts[key]
 
@@ -312,7 +325,7 @@ class LRU(OrderedDict[Any, Any]):
         """Let go of every entry of one group (a thread folder), without a scan of the rest.
         Its ghosts stay: wanted again, the thread is wanted again."""
         with self.lock:
-            for key in self._members.pop(group, ()):
+            for key in self._members.take(group):
                 self.pop(key, None)
 
     def clear(self) -> None:
@@ -346,40 +359,29 @@ class Grouped(dict[Any, Any]):
 
     def __init__(self, group: Callable[[Any], str | None] | None) -> None:
         super().__init__()
-        self._group = group
-        self._members: dict[str, set[Any]] = {}
+        self._members = Members(group)
         self._lock = threading.Lock()
 
     def __setitem__(self, key: Any, value: Any) -> None:
         with self._lock:
             super().__setitem__(key, value)
-            self._join(key)
+            self._members.join(key)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         with self._lock:
             got = super().setdefault(key, default)
-            self._join(key)
+            self._members.join(key)
             return got
 
     def pop(self, key: Any, default: Any = None) -> Any:
         with self._lock:
             got = super().pop(key, default)
-            group = self._group(key) if self._group is not None else None
-            members = self._members.get(group) if group is not None else None
-            if members is not None:
-                members.discard(key)
-                if not members:
-                    del self._members[group]  # type: ignore[arg-type]
+            self._members.leave(key)
             return got
-
-    def _join(self, key: Any) -> None:
-        group = self._group(key) if self._group is not None else None
-        if group is not None:
-            self._members.setdefault(group, set()).add(key)
 
     def drop_group(self, group: str) -> None:
         with self._lock:
-            for key in self._members.pop(group, ()):
+            for key in self._members.take(group):
                 super().pop(key, None)
 
     def clear(self) -> None:

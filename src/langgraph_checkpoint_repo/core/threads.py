@@ -221,8 +221,11 @@ class ThreadStore:
         """Drop what the caches keep of one thread, but what reads across threads need of
         every thread (the metadata filters match on, the roster) and the index lines of files
         this process wrote that have not settled yet: read again from its files and the
-        derived index when next asked, under the same rule as a fresh process."""
-        tdir = self.layout.thread_dir(thread_id)
+        derived index when next asked, under the same rule as a fresh process. The folder's
+        name is worked out, not looked up: a thread another call named (a folder an earlier
+        version did not encode, which ``thread_dir`` refuses) is let go inside whatever later
+        call lets it go, and its refusal belongs to its own reads."""
+        tdir = self.layout.threads_dir / encode_segment(thread_id)
         self.files.let_go(tdir.name)
         self.docs.let_go(tdir.name)
         self.values.let_go(tdir)
