@@ -664,3 +664,25 @@ def as_a_race(saver: Any, config: Any) -> None:
     mark = path.parent / ".as-a-race"
     mark.write_bytes(b"")
     mark.unlink()
+
+
+def logged(log: Path) -> list[dict[str, Any]]:
+    """The entries of a crash child's log, a JSON object a line (written with one ``os.write``
+    each, appended); a line cut short by the kill is not a returned call."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_bytes().split(b"\n")[:-1]]
+
+
+def cut_torn_tail(log: Path) -> None:
+    """After a kill, drop what follows the log's last newline: SIGKILL can cut a write to a
+    file at a page boundary, and the next child, appending to the same log, would finish the
+    cut line with its own first entry (a line in the middle that is no JSON: the harness
+    failed, not the store). What is dropped is a call that never returned."""
+    if not log.exists():
+        return
+    data = log.read_bytes()
+    keep = data.rfind(b"\n") + 1
+    if keep != len(data):
+        with log.open("r+b") as f:
+            f.truncate(keep)

@@ -44,7 +44,7 @@ from typing import Any
 from crash_child import build_graph, run_thread
 from forkserver import Child, Parent
 from graphs import cfg
-from helpers import LONG
+from helpers import LONG, cut_torn_tail, logged
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
 from langgraph_checkpoint_repo.readmodel.reader import Reader
@@ -102,15 +102,6 @@ def wait_ready(proc: Child, ready: Path, stderr: Path) -> None:
             proc.kill()
             raise AssertionError("child never became ready")
         time.sleep(0.002)
-
-
-def logged(log: Path) -> list[dict[str, str]]:
-    """Entries of the child's log; a line cut short by the kill is not a returned call."""
-    if not log.exists():
-        return []
-    data = log.read_bytes()
-    lines = data.split(b"\n")[:-1]  # the part after the last newline is incomplete
-    return [json.loads(line) for line in lines]
 
 
 def check_root(root: Path, thread_id: str, log: Path, report: RootReport) -> None:
@@ -193,6 +184,7 @@ def crash_one_root(parent: Parent, base: Path, index: int, seed: int) -> tuple[R
         if proc.poll() is None:
             proc.kill()
         code = proc.wait()
+        cut_torn_tail(log)
         if code == -signal.SIGKILL:
             report.kills_delivered += 1
         else:

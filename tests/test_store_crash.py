@@ -18,7 +18,6 @@ clean root. Only kills delivered while the child was alive count.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from forkserver import Parent
-from helpers import LONG
+from helpers import LONG, cut_torn_tail, logged
 from langgraph_checkpoint_repo import RepoStore
 from langgraph_checkpoint_repo.core.checks import Validator, fsck, repair
 from langgraph_checkpoint_repo.core.threads import ThreadStore
@@ -36,12 +35,6 @@ CHILD = Path(__file__).with_name("store_crash_child.py")
 KILLS, OPS, MAX_DELAY = (40 if LONG else 5), 400, 0.4  # the long mode kills more
 DEBRIS = {"temp", "empty-folder", "gitignore"}
 WAIT_LIMIT = 120.0  # seconds for a child to start (never reached when healthy)
-
-
-def logged(log: Path) -> list[dict[str, Any]]:
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_bytes().split(b"\n")[:-1]]  # a cut last line never returned
 
 
 def allowed_values(entries: list[dict[str, Any]]) -> dict[tuple[tuple[str, ...], str], list[Any]]:
@@ -111,6 +104,7 @@ def test_sigkill_while_writing_items_loses_no_acknowledged_write_and_tears_no_fi
             if proc.poll() is None:
                 proc.kill()
             code = proc.wait()
+            cut_torn_tail(log)
             assert code in (0, -signal.SIGKILL), stderr.read_text()
             delivered += code == -signal.SIGKILL
             verified += check(root, log)
