@@ -686,3 +686,15 @@ def cut_torn_tail(log: Path) -> None:
     if keep != len(data):
         with log.open("r+b") as f:
             f.truncate(keep)
+
+
+def without_values_index(root: Path, thread_id: str = "t") -> None:
+    """Remove a thread's values index (core/bodyindex.py), so that the next fresh read builds
+    its lists from the files and the objects index, as the first read after the writer does."""
+    from langgraph_checkpoint_repo.core.bodyindex import VALUES_SUFFIX
+    from langgraph_checkpoint_repo.core.index import index_path
+
+    layout = Layout(root)
+    path = index_path(layout, layout.thread_dir(thread_id), VALUES_SUFFIX)
+    if path is not None:
+        path.unlink(missing_ok=True)

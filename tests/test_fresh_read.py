@@ -25,7 +25,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from graphs import cfg, chat_graph, contents
-from helpers import examples, rewrite
+from helpers import examples, rewrite, without_values_index
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import index as index_module
 from langgraph_checkpoint_repo.core import lineage as lineage_module
@@ -62,6 +62,9 @@ def chat(root: Path, turns: int = 40) -> list[str]:
 
 
 def fresh_texts(root: Path) -> list[str]:
+    """The latest texts as a fresh saver reads them through the objects index (the values
+    index, which would serve the whole list, removed first)."""
+    without_values_index(root)
     got = RepoSaver(root).get_tuple(cfg("t"))
     assert got is not None
     return contents(got.checkpoint["channel_values"]["messages"])

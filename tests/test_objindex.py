@@ -22,6 +22,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from graphs import cfg, chat_graph, contents
+from helpers import without_values_index
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.errors import FileFormatError
@@ -78,7 +79,9 @@ def entries(root: Path) -> dict[str, Any]:
 
 
 def fresh_read(root: Path) -> tuple[list[str], list[str]]:
-    """The latest state's texts as a new saver reads them, and the checkpoint files it opened."""
+    """The latest state's texts as a new saver reads them, and the checkpoint files it opened
+    (through the objects index: the values index, which would serve the whole list, removed)."""
+    without_values_index(root)
     saver = RepoSaver(root)
     with opened() as seen:
         got = saver.get_tuple(cfg("t"))

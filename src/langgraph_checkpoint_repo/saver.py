@@ -478,7 +478,7 @@ class RepoSaver(BaseCheckpointSaver[str]):
         values: dict[str, Any] = {}
         versions = record.channel_versions
         for channel, ref in record.values.items():
-            entry = self.store.channel_value(record, channel)
+            entry = self.store.channel_value(record, channel, note=remember_lists)
             if entry.empty:
                 continue
             where = f"thread {thread_id!r} checkpoint {cid} channel {channel!r} ({entry.where})"
@@ -506,10 +506,9 @@ class RepoSaver(BaseCheckpointSaver[str]):
         known = self._lists.get(key)
         if known is None or known.version != version:
             deps = entry.deps if entry.checkable else ((entry.file, None, None),)
-            tree = entry.tree
-            state = ListState(
-                version=version, ref=ref, count=len(tree), depth=entry.depth, tree=tree, deps=deps
-            )
+            # the tree is made when the next put compares with it (an indexed list's is parsed then)
+            count, depth = entry.count, entry.depth
+            state = ListState(version=version, ref=ref, count=count, depth=depth, read=entry, deps=deps)
             state.weight = entry.weight
             self._lists[key] = state  # one step: another thread may let this thread go (let_go)
 

@@ -403,13 +403,23 @@ class ValueCodec:
 
         Every kind of stored payload passes these checks before the serde sees it: a JSON tree
         (``readable``: metadata, which is never encrypted) by the types it names, a base64
-        payload by ``loads`` (decrypted, parsed and checked, or refused)."""
+        payload by ``loads`` (decrypted, parsed and checked, or refused). A list taken from
+        the values index that fails is made again from its files, whose error names the
+        file and pointer (core/bodyindex.py)."""
+        try:
+            return self._revive(entry, where, readable)
+        except UnrevivableValueError:
+            if entry.rebuild is None:
+                raise
+        return self._revive(entry.rebuild(), where, readable)
+
+    def _revive(self, entry: ValueEntry, where: str, readable: bool) -> Any:
         if not readable and (entry.raw is None or "+" not in entry.raw[0]):
             self.refuse_plaintext(where)
         self.check_types(entry.types, where, lambda key: locate_type(entry, key))
         if entry.raw is not None:
             return self.loads(entry.raw, where, entry.locate)
-        if entry.whole is None and not entry.is_list:  # None ({"json": null}): as "null" always was
+        if not entry.is_list and entry.whole is None:  # None ({"json": null}): as "null" always was
             return None
         if not entry.types and self.revives_plain_trees:
             try:

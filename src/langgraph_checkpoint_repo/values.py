@@ -31,7 +31,7 @@ from .core.caches import Dep, refresh, stat_key_of
 from .core.durable import TOO_DEEP, json_size, too_deep
 from .core.errors import InvalidWriteError, RepoCheckpointError
 from .core.format.chains import append_body
-from .core.format.entries import appended_weight
+from .core.format.entries import ValueEntry, appended_weight
 from .core.format.objects import (
     Cut,
     Frame,
@@ -68,6 +68,7 @@ class ListState:
     depth: int
     body: bytes | None = None  # the serde's msgpack items (no array header), when we wrote it
     tree: list[Any] | None = None  # the JSON tree, when we read it from disk
+    read: ValueEntry | None = None  # or the entry read, whose tree is made when first compared
     # the files that version's list is rebuilt from, with their stat keys when we wrote or
     # read them: an append is only made onto a chain no one has changed since
     deps: tuple[Dep, ...] = ()
@@ -644,7 +645,9 @@ class ValueWriter:
             packed = msgpack_array_header(count - state.count) + body[len(state.body) :]
             items = msgpack_to_tree(packed)
             tail = AppendedItems(value[state.count :], packed, items)
-        elif state.tree is not None:
+        elif state.tree is not None or state.read is not None:
+            if state.tree is None and state.read is not None:
+                state.tree, state.read = state.read.tree, None
             full = msgpack_to_tree(data)
             if full[: state.count] == state.tree:
                 items = full[state.count :]

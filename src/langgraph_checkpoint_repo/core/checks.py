@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .bodyindex import VALUES_SUFFIX, decode_values
 from .durable import write_files
 from .errors import FileFormatError, InstallationError, RepoCheckpointError
 from .format import fields
@@ -780,7 +781,7 @@ def _index_findings(layout: Layout) -> list[Finding]:
         if path.is_symlink():  # never the saver's: reported, never followed or removed
             out.append(_foreign(path))
             continue
-        problem = index_problem(layout, path)
+        problem = index_problem(layout, path, {VALUES_SUFFIX: decode_values})
         if problem is not None:
             out.append(Finding("index", str(path), f"derived index: {problem}", True))
     return out

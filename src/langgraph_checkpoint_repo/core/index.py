@@ -39,7 +39,7 @@ import re
 import stat
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -508,14 +508,27 @@ def index_files(layout: Layout) -> Iterator[Path]:
             yield Path(dirpath) / name
 
 
-def index_problem(layout: Layout, path: Path) -> str | None:
+Decoder = Callable[[Layout, Path, bytes], Any]
+"""An index file's decoder: (layout, the folder it indexes, its bytes) -> what it holds, None
+when it holds nothing usable."""
+
+
+def index_problem(layout: Layout, path: Path, more: Mapping[str, Decoder] | None = None) -> str | None:
     """Why a file under the index folder is of no use (damaged, its folder gone, not an
-    index file at all), or None. Every such file is derived: removing it loses nothing."""
+    index file at all), or None. Every such file is derived: removing it loses nothing.
+    ``more``: the decoders of index files kept by modules over this one, by suffix."""
     roster = _ROSTER_NAME.fullmatch(path.name)
     if roster is not None and path.parent == index_dir(layout):
         return _roster_problem(layout, path, int(roster.group(1), 16), roster.group(2) == "roster")
-    suffixes = (LIST_SUFFIX, META_SUFFIX, LINEAGE_SUFFIX, ITEMS_SUFFIX, OBJECTS_SUFFIX)
-    suffix = next((s for s in suffixes if path.name.endswith(s)), None)
+    decoders: dict[str, Decoder] = {
+        LIST_SUFFIX: decode_listing,
+        META_SUFFIX: decode_meta,
+        LINEAGE_SUFFIX: decode_lineage,
+        ITEMS_SUFFIX: decode_items,
+        OBJECTS_SUFFIX: _decode_objects,
+        **(more or {}),
+    }
+    suffix = next((s for s in decoders if path.name.endswith(s)), None)
     if suffix is None or path.name.startswith("."):
         return "not an index file (a leftover temp file?)"
     rel = path.relative_to(index_dir(layout))
@@ -523,14 +536,7 @@ def index_problem(layout: Layout, path: Path) -> str | None:
     if not folder.is_dir():
         return f"index of {folder}, which does not exist"
     data = read_index_file(layout, path)
-    decode = {
-        LIST_SUFFIX: decode_listing,
-        META_SUFFIX: decode_meta,
-        LINEAGE_SUFFIX: decode_lineage,
-        ITEMS_SUFFIX: decode_items,
-        OBJECTS_SUFFIX: _decode_objects,
-    }[suffix]
-    decoded = decode(layout, folder, data) if data is not None else None
+    decoded = decoders[suffix](layout, folder, data) if data is not None else None
     if decoded is None:
         return "damaged, or of another index version"
     if suffix == LIST_SUFFIX and _disagrees(folder, decoded):  # type: ignore[arg-type]

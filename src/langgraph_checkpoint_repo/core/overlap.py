@@ -153,7 +153,7 @@ class Overlap:
         found = self.pending.find(tdir, name, ticket) if waits is not None else None
         if found is not None and found[:2] == not_in:
             found = None
-        located = self.values.located.get(tdir, {})
+        located = self.values.located_in(tdir)
         loc = located.get(name)
         if loc is not None and tuple(loc) != not_in:
             path = self.layout.checkpoint_path(thread_id, *loc)  # made once per checkpoint

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from .bodyindex import BodyIndex
 from .caches import (
     KEPT_THREADS,
     Grouped,
@@ -72,8 +73,6 @@ LINEAGE_REREADS = 16
 LINEAGE_SAVE_EVERY = 64
 # later checkpoints read one by one to find a checkpoint's children, before its lineage is read
 CHILDREN_SCAN = 8
-# objects whose place a process remembers per thread, for writers to refer to (Documents.locate_object)
-LOCATED_PER_THREAD = 200_000
 # uuid6 ids, one a line: verbatim segments (no dot, no device name, short), checked in one match
 _T = TypeVar("_T")
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
@@ -164,6 +163,7 @@ class ThreadStore:
         # where a thread's objects live, for a fresh process (objindex.py)
         self.objects = ObjectIndex(self.layout)
         self.values.find_object = self._find_object
+        self.bodies = BodyIndex(self.layout)  # the lists reads rebuilt, for a fresh process
         self._observed = threading.local()  # the stat keys one read took (observing)
         self.meta = MetaCache(self.layout)  # decoded metadata, for filters
         self.meta.observed = self._observed  # a filter's keys serve the same read's lineage check
@@ -184,9 +184,10 @@ class ThreadStore:
         if snapshots:
             self.files.snapshot = Snapshot(self._snapshot_changed)
             self.values.read_paths = self.files.snapshot.read_paths
-        else:  # the checks read every file anyway: they write no objects index
+        else:  # the checks read every file anyway: they write no objects or values index
             self.values.read_holder = self.objects.read
             self.values.read_done = self.objects.flush
+            self.values.bodies = self.bodies
 
     @property
     def in_snapshot(self) -> bool:
@@ -231,6 +232,7 @@ class ThreadStore:
         self.values.let_go(tdir)
         self._overlap.let_go(tdir.name)
         self.objects.let_go(tdir)
+        self.bodies.let_go(tdir)
         cast(Grouped, self._lineages).drop_group(tdir.name)
         # the keys of settled links a lineage no longer kept would have written down: a fresh
         # read of the thread reads those headers instead (at most LINEAGE_SAVE_EVERY a folder)
@@ -802,17 +804,18 @@ class ThreadStore:
         return out
 
     # -- values (values.py) ---------------------------------------------------------
-    def channel_value(self, record: CheckpointRecord, channel: str) -> ValueEntry:
+    def channel_value(self, record: CheckpointRecord, channel: str, *, note: bool = False) -> ValueEntry:
         """The value of one channel of a checkpoint. When another file it is read
         through does not read (a link of an append chain, an object), the error also names
         the checkpoint and thread that needed it and how to get it back: one damaged old file
-        is otherwise a mystery to whoever reads the newest state."""
+        is otherwise a mystery to whoever reads the newest state. ``note``: a list rebuilt
+        from many links is written down for the next process (bodyindex.py; the latest state)."""
         thread_id, ns, cid = record.thread_id, record.checkpoint_ns, record.checkpoint_id
         self.use(thread_id)
         ns_dir = self.layout.ns_dir(thread_id, ns)
         version = record.channel_versions.get(channel)
         try:
-            return self.values.value_entry(ns_dir, channel, version, record.values[channel])
+            return self.values.value_entry(ns_dir, channel, version, record.values[channel], note=note)
         except FileFormatError as exc:
             if Path(exc.path) == self.layout.checkpoint_path(thread_id, ns, cid):
                 raise
@@ -876,6 +879,7 @@ class ThreadStore:
         self._overlap.forget_under(tdir)
         self.docs.forget_under(tdir)
         self.objects.forget(tdir)
+        self.bodies.forget(tdir)
         for folder in [f for f in list(self._unsaved) if f.is_relative_to(tdir)]:
             self._unsaved.pop(folder, None)
         self._lineage_files.forget_under(tdir)

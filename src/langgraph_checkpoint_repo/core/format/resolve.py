@@ -21,13 +21,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from ..bodyindex import MIN_ITEMS, MIN_LINKS, BodyIndex, Kept
 from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, look_memo, lstat, refresh, thread_of
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
 from .canonical import digest_node
 from .chains import Link, walk_chain
-from .entries import ValueEntry, append_entry, entry_from_node
+from .entries import IndexedEntry, ValueEntry, append_entry, entry_from_node
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
 ReadDoc = Callable[[Path, str], dict[str, Any]]
@@ -63,6 +66,8 @@ class ValueResolver:
         # per thread folder, digest -> (namespace, checkpoint id) whose objects hold it: found
         # on a read or written by this process; what a writer refers to with $in (format 4)
         self.located: dict[Path, dict[str, tuple[str, str]]] = {}
+        # per thread folder, the same as a values index line has it, not parsed yet (located_in)
+        self._located_lines: dict[Path, bytes] = {}
         # (channel, link) -> the base an append without ``base`` extends (ThreadStore sets it)
         self.implied_base: Callable[[str, Link], tuple[Any, str]] | None = None
         # the objects index (objindex.py, ThreadStore sets them): objects a fresh process
@@ -70,6 +75,9 @@ class ValueResolver:
         self.find_object: FindObject | None = None
         self.read_holder: ReadHolder | None = None
         self.read_done: Callable[[Path], None] | None = None  # an expansion is over
+        # the lists reads rebuilt from long chains, for a fresh process (bodyindex.py; None
+        # in the checks, which read the files)
+        self.bodies: BodyIndex | None = None
         # a run of the checks reads the root as one snapshot (snapshot.py): a kept value is
         # reused without checking the files it was built from again
         self.trust_kept = False
@@ -85,31 +93,39 @@ class ValueResolver:
         # fills it): a reference to it is found without a Path made per reference (``child``)
         self.read_paths: dict[str, Path] = {}
 
-    def value_entry(self, ns_dir: Path, channel: str, version: Any, ref: str) -> ValueEntry:
+    def value_entry(
+        self, ns_dir: Path, channel: str, version: Any, ref: str, *, derived: bool = True, note: bool = False
+    ) -> ValueEntry:
         """The value of ``channel`` at ``version``: inline in the checkpoint ``ref`` names,
         or in its value file (where prune moves values whose checkpoint it removes).
 
         An append chain is resolved without recursion: walk down to a whole value (or a
-        link resolved before, still unchanged on disk), then build the links back up from
-        it. Each entry records every file it was built from (``deps``) and is reused only
-        while all of them are unchanged.
+        link resolved before, or one the values index holds, still unchanged on disk), then
+        build the links back up from it. Each entry records every file it was built from
+        (``deps``) and is reused only while all of them are unchanged. ``derived=False``:
+        from the files alone, nothing the values index gave (an error names where); ``note``:
+        a list rebuilt from many links is written down in it (the latest state of a thread:
+        what a fresh process reads first).
         """
         # a snapshot's entries are dropped with it, never checked against their files: no deps
         trust = self.trust_kept
-        first = self._link(ns_dir, channel, version, ref)
+        first = self._link(ns_dir, channel, version, ref, derived)
         if first.known is not None:
-            return first.known  # type: ignore[no-any-return]
+            return self._rebuildable(first.known, ns_dir, channel, version, ref)
         if "append" not in first.body:  # a whole value (or none): no chain to walk
             entry = self._entry_from_body(channel, first)
             self._keep(first, channel, entry, () if trust else (self._docs.dep(first.path, first.doc),))
+            if note and derived and entry.is_list and entry.count >= MIN_ITEMS:
+                self._index(first.path, channel, entry)
             return entry
         ahead = [first]
 
         def read(version: Any, ref: str) -> Link:
-            return ahead.pop() if ahead else self._link(ns_dir, channel, version, ref)
+            return ahead.pop() if ahead else self._link(ns_dir, channel, version, ref, derived)
 
         links: list[tuple[Link, tuple[Dep, ...]]] = []
         got: ValueEntry | None = None
+        parsed = False  # the walk ended at a whole list read from its file
         implied = partial(self.implied_base, channel) if self.implied_base is not None else None
         for link in walk_chain(read, version, ref, implied):
             if link.known is not None:
@@ -119,19 +135,111 @@ class ValueResolver:
             if "append" not in link.body:
                 got = self._entry_from_body(channel, link)
                 self._keep(link, channel, got, own)
+                parsed = True
                 break
-            if not trust and "base" not in link.body["append"] and isinstance(link.doc, dict):
-                # its base is where its parent's bookkeeping says: that file too (format 4)
-                parent = link.doc.get("parent_checkpoint_id")
-                if isinstance(parent, str):
-                    ppath = self.layout.sibling(link.path, f"{encode_segment(parent)}.json")
-                    own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
             links.append((link, own))
         assert got is not None  # the walk ends at a whole value or a kept one
         for link, own in reversed(links):
             got = self._entry_from_body(channel, link, got)
-            self._keep(link, channel, got, own)
-        return got
+            self._keep(link, channel, got, own + self._parent_dep(link))
+        many = len(links) >= MIN_LINKS or (parsed and got.is_list and got.count >= MIN_ITEMS)
+        if note and derived and many:
+            self._index(first.path, channel, got)
+        return self._rebuildable(got, ns_dir, channel, version, ref)
+
+    def _parent_dep(self, link: Link) -> tuple[Dep, ...]:
+        """The parent whose bookkeeping names the base of an append without ``base`` (format
+        4): one more file the link's value comes from. Asked once the walk is over, when the
+        walk has read that parent (``implied_base``); asked as each link was read, before, it
+        was never yet read in a fresh process, and no link built there could be kept."""
+        if self.trust_kept or "base" in link.body["append"] or not isinstance(link.doc, dict):
+            return ()
+        parent = link.doc.get("parent_checkpoint_id")
+        if not isinstance(parent, str):
+            return ()
+        ppath = self.layout.sibling(link.path, f"{encode_segment(parent)}.json")
+        return (self._docs.dep(ppath, self._docs.doc(ppath)),)
+
+    def _rebuildable(
+        self, entry: ValueEntry, ns_dir: Path, channel: str, version: Any, ref: str
+    ) -> ValueEntry:
+        """``entry``, made again from the files alone when reviving it fails, when part of it
+        came from the values index (its error then names the file and pointer)."""
+        if entry.derived and entry.rebuild is None:
+            entry.rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False)
+        return entry
+
+    def _index(self, path: Path, channel: str, entry: ValueEntry) -> None:
+        """Write down a list a read rebuilt from many links (bodyindex.py), when every file
+        it was built from was settled then and its messages pass (the body is made now, and
+        kept for the revive that follows)."""
+        if self.bodies is None or self.trust_kept or not entry.is_list:
+            return
+        if any(key is None or digest is not None for _, key, digest in entry.deps):
+            return
+        if not entry.where.startswith(str(path)):
+            return  # a large value's (its errors name its own file): left to the files
+        try:
+            body = entry.list_body()
+            tree = orjson.dumps(entry.tree)
+        except FileFormatError:
+            return  # the revive that follows says why
+        except orjson.JSONEncodeError:
+            return  # a number past 64 bits: left to the files
+        homes = entry.homes or {}
+        tdir = self._thread_dir(path)
+        kept = Kept(
+            path=str(path),
+            channel=channel,
+            pointer=entry.root,
+            where=entry.where[len(str(path)) :],
+            depth=entry.depth,
+            weight=entry.weight,
+            deps=entry.deps,
+            homes=tuple(homes),
+            types=frozenset(entry.types),
+            count=entry.count,
+            tree=tree,
+            body=body,
+            located=orjson.dumps(self.located_in(tdir)),
+        )
+        self.bodies.save(tdir, kept)
+
+    def _indexed(self, path: Path, st: os.stat_result, channel: str) -> ValueEntry | None:
+        """The list the values index holds for ``channel`` in the link ``path`` (``st``: its
+        lstat now), kept as any entry, while its files are as recorded and its folders clear."""
+        if self.bodies is None or self.trust_kept:
+            return None
+        tdir = self._thread_dir(path)
+        kept = self.bodies.find(tdir, path, channel)
+        if kept is None:
+            return None
+        homes = self._homes.get(tdir)
+        if homes is None:
+            homes = self._homes.setdefault(tdir, {})
+        entry = IndexedEntry(
+            tree_json=kept.tree,
+            items=kept.count,
+            empty=False,
+            types=kept.types,
+            depth=kept.depth,
+            where=f"{path}{kept.where}",
+            file=str(path),
+            root=kept.pointer,
+            weight=kept.weight,
+        )
+        entry.deps = kept.deps
+        entry.homes = {h: Path(h) for h in kept.homes}
+        if refresh(kept.deps, st) is None or not self._on_the_way_clear(entry):
+            return None
+        for h in kept.homes:  # the thread's one set: its kept objects are checked with these too
+            if h not in homes:
+                homes[h] = Path(h)
+        entry.homes = homes
+        entry.keep_body(kept.body)
+        self._located_lines.setdefault(tdir, kept.located)
+        self._values.put((path, channel), entry)
+        return entry
 
     def keep_appended(
         self, ns_dir: Path, channel: str, ref: str, base_ref: str, items: list[Any], weight: Weight
@@ -172,14 +280,31 @@ class ValueResolver:
         entry.homes = base.homes  # its items are this file's, or taken by name as the base's were
         self._values.put((path, channel), entry)
 
+    def located_in(self, tdir: Path) -> dict[str, tuple[str, str]]:
+        """Where this process knows the thread's objects are held (``located``), with what a
+        values index line it read says, merged in when first asked (a hint: the writer checks)."""
+        raw = self._located_lines.pop(tdir, None)
+        located = self.located.setdefault(tdir, {})
+        if raw is not None:
+            try:
+                hints = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                hints = None
+            if isinstance(hints, dict):
+                for name, loc in hints.items():
+                    if type(loc) is list and len(loc) == 2 and all(type(x) is str for x in loc):
+                        located.setdefault(name, (loc[0], loc[1]))
+        return located
+
     def drop_under(self, folder: Path) -> None:
         self._values.drop_where(lambda k: k[0].is_relative_to(folder))
         # list(...) copies the keys in one step under the GIL: chat threads add objects meanwhile
         for tdir in [t for t in list(self._objects) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
             self._objects.pop(tdir, None)
             self._homes.pop(tdir, None)
-        for tdir in [t for t in list(self.located) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
-            self.located.pop(tdir, None)
+        for kept in (self.located, self._located_lines):
+            for tdir in [t for t in list(kept) if t.is_relative_to(folder) or folder.is_relative_to(t)]:
+                kept.pop(tdir, None)
 
     def let_go(self, tdir: Path) -> None:
         """Drop the values and objects kept of one thread (caches.KeptThreads). Its set of
@@ -188,6 +313,7 @@ class ValueResolver:
         self._values.drop_group(tdir.name)
         self._objects.pop(tdir, None)
         self.located.pop(tdir, None)
+        self._located_lines.pop(tdir, None)
 
     def clear(self) -> None:
         """Forget every value and object kept (a run of the checks is done with a thread)."""
@@ -199,6 +325,7 @@ class ValueResolver:
         self._objects.clear()
         self._homes.clear()
         self.located.clear()
+        self._located_lines.clear()
 
     def _keep(self, link: Link, channel: str, entry: ValueEntry, own: tuple[Dep, ...]) -> None:
         entry.deps, entry.folders = (*own, *entry.deps), None
@@ -206,18 +333,23 @@ class ValueResolver:
         if self.trust_kept or entry.checkable:  # a run of the checks keeps it for the run
             self._values.put((link.path, channel), entry)
 
-    def _link(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Link:
-        """One link, strictly: a kept entry still fresh, else its body, checked."""
+    def _link(self, ns_dir: Path, channel: str, version: Any, ref: str, derived: bool = True) -> Link:
+        """One link, strictly: a kept entry still fresh, else one the values index holds
+        (``derived``), else its body, checked."""
         while True:
             path, st, ref = self._value_file(ns_dir, channel, version, ref)
             hit: ValueEntry | None = self._values.get((path, channel))
             if hit is not None and self.trust_kept:
                 return Link(version, ref, path, known=hit)
-            if hit is not None:
+            if hit is not None and (derived or not hit.derived):
                 deps = refresh(hit.deps, st, self._docs.settle)
                 if deps is not None and self._on_the_way_clear(hit):
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
+            indexed = self._indexed(path, st, channel) if derived else None
+            if indexed is not None:
+                indexed.rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False)
+                return Link(version, ref, path, known=indexed)
             found = self._value_body(ns_dir, channel, version, ref, path)
             if found is not None:
                 body, pointer, doc = found

@@ -1,0 +1,291 @@
+"""The lists a read rebuilt, for a fresh process (the derived index).
+
+A list channel of a long thread (a conversation's messages) is an append chain of up to
+``snapshot_every`` links over a whole copy cut into chunks, each message held in the
+checkpoint that first held it. A process with empty caches parsed every link, took thousands
+of objects from the objects index and checked every message again to read one state: 250 ms
+at 1,000 turns against SqliteSaver's 38. This index keeps what such a read rebuilt:
+``.cache/index/threads/<thread>~values``, one line per list (the last ``KEEP`` a thread's
+reads rebuilt), ``<crc32> <head>\\t<body>\\t<tree>\\t<located>``:
+
+* head: ``[file below the thread folder, channel, pointer, where, depth, items, weight, [[dep,
+  stat key], ...], [home folder, ...], [type, ...]]``: the file whose link ends the chain (the
+  pointer of its items there, and how errors name the value after the file), every
+  file the list was built from (``ValueEntry.deps``: the links, the parents naming their
+  bases, a ``large/`` file) with its stat key, and the folders its objects were taken from;
+* body: the base64 of the msgpack of its items, what the serde revives, its messages checked
+  (entries.ValueEntry.check_messages);
+* tree: the list as the files rebuild it, parsed only when asked (``IndexedEntry``): the next
+  put compares against it, a revive never looks at it;
+* located: ``{object: [namespace, checkpoint]}``, where the read found the thread's objects,
+  parsed when a writer first asks (``ValueResolver.located_in``): the next whole copy of the
+  list, or an edit, refers to each message where it is instead of holding it again. A hint
+  only: a writer checks the checkpoint holds the object before it refers to it (overlap.py).
+
+A read takes a list from it, instead of walking the chain, under the rule a list kept in
+process follows (resolve.py): every dep has the stat key recorded and every folder lies in
+the root with no symlink on the way; objects are taken by name, as in process. A line is
+written only when every dep was settled when read (caches.settled), so an edit in the same
+clock tick is seen. A pull request cannot predict the stat keys its checkout gives (ctime,
+inode): a line forged into one serves nothing. The serde still refuses, from the bytes, any
+type outside the allowlist; an error while reviving a list taken from here is made again
+from the files (``ValueEntry.rebuild``), so it names the file and pointer.
+
+Written atomically, not fsynced (a cache); a torn or damaged line fails its checksum and is
+skipped; a thread removed takes its file along (``forget``): it holds the thread's messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import threading
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .caches import Dep
+from .index import INDEX_VERSION, index_path, read_index_file, write_index_file
+from .layout import Layout
+
+_log = logging.getLogger(__name__)
+
+VALUES_SUFFIX = "~values"
+VALUES_HEADER = b'{"index_version":%d,"kind":"values"}\n' % INDEX_VERSION
+KEEP = 4  # lists a thread's file keeps: a namespace's few list channels, the latest first
+MIN_LINKS = 8  # a read that parsed fewer links rebuilds them quickly next time: nothing written
+MIN_ITEMS = 256  # nor a whole list read from its file, shorter than this
+THREADS_KEPT = 16  # threads whose file a process keeps as read (each some MB at 1,000 turns)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One list as a line holds it, its paths made absolute (deps first: the link's file)."""
+
+    path: str
+    channel: str
+    pointer: str
+    where: str  # how errors name the value, after the file's path
+    depth: int
+    weight: tuple[int, int, int] | None
+    deps: tuple[Dep, ...]
+    homes: tuple[str, ...]
+    types: frozenset[tuple[str, ...]]
+    count: int
+    tree: bytes  # JSON
+    body: bytes
+    located: bytes  # JSON
+
+
+def encode_line(tdir: Path, kept: Kept) -> bytes | None:
+    """``kept`` as a line, None when a file it names lies outside the thread folder."""
+    top = f"{tdir}{os.sep}"
+    names = [kept.path, *(p for p, _k, _d in kept.deps), *kept.homes]
+    if not all(n.startswith(top) for n in names):
+        return None
+    rel = [n[len(top) :].replace(os.sep, "/") for n in names]
+    deps = [[r, list(k or ())] for r, (_p, k, _d) in zip(rel[1:], kept.deps, strict=False)]
+    head = orjson.dumps(
+        [
+            rel[0],
+            kept.channel,
+            kept.pointer,
+            kept.where,
+            kept.depth,
+            kept.count,
+            list(kept.weight) if kept.weight is not None else None,
+            deps,
+            rel[1 + len(kept.deps) :],
+            sorted(list(t) for t in kept.types),
+        ]
+    )
+    body = b"\t".join((head, base64.b64encode(kept.body), kept.tree, kept.located))
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def _rel_ok(rel: Any) -> bool:
+    """A path below the thread folder as lines write it: plain segments, nothing else."""
+    if type(rel) is not str or "\\" in rel:
+        return False
+    parts = rel.split("/")
+    return 0 < len(parts) <= 6 and "" not in parts and "." not in parts and ".." not in parts
+
+
+def _key_ok(key: Any) -> bool:
+    return type(key) is list and len(key) == 4 and all(type(k) is int for k in key)
+
+
+def _weight_ok(weight: Any) -> bool:
+    if weight is None:
+        return True
+    return type(weight) is list and len(weight) == 3 and all(type(w) is int for w in weight)
+
+
+def decode_line(tdir: Path, line: bytes) -> Kept | None:
+    """The list a line holds, or None when its checksum fails or its shape is off."""
+    crc, body = line[:8], line[9:]
+    try:
+        if line[8:9] != b" " or int(crc, 16) != zlib.crc32(body):
+            return None
+        head_bytes, b64, tree, located = body.split(b"\t")
+        rel, channel, pointer, where, depth, count, weight, deps, homes, types = orjson.loads(head_bytes)
+        data = base64.b64decode(b64, validate=True)
+    except (ValueError, TypeError, binascii.Error):
+        return None
+    if not (
+        _rel_ok(rel)
+        and type(channel) is str
+        and type(pointer) is str
+        and type(where) is str
+        and type(depth) is int
+        and depth >= 0
+        and type(count) is int
+        and count >= 0
+        and tree[:1] == b"["
+        and located[:1] == b"{"
+        and _weight_ok(weight)
+        and type(deps) is list
+        and deps
+        and all(type(d) is list and len(d) == 2 and _rel_ok(d[0]) and _key_ok(d[1]) for d in deps)
+        and deps[0][0] == rel
+        and type(homes) is list
+        and all(_rel_ok(h) for h in homes)
+        and type(types) is list
+        and all(type(t) is list and all(type(p) is str for p in t) for t in types)
+    ):
+        return None
+
+    def full(r: str) -> str:
+        return os.path.join(tdir, *r.split("/"))
+
+    return Kept(
+        path=full(rel),
+        channel=channel,
+        pointer=pointer,
+        where=where,
+        depth=depth,
+        weight=(weight[0], weight[1], weight[2]) if weight is not None else None,
+        deps=tuple((full(r), (k[0], k[1], k[2], k[3]), None) for r, k in deps),
+        homes=tuple(full(h) for h in homes),
+        types=frozenset(tuple(t) for t in types),
+        count=count,
+        tree=tree,
+        body=data,
+        located=located,
+    )
+
+
+def _line_key(line: bytes) -> tuple[str, str] | None:
+    """(file, channel) a line names, read off its head alone (the payload is not parsed)."""
+    head = line[9:].partition(b"\t")[0]
+    try:
+        got = orjson.loads(head)
+    except ValueError:
+        return None
+    if type(got) is list and len(got) == 10 and type(got[0]) is str and type(got[1]) is str:
+        return got[0], got[1]
+    return None
+
+
+def decode_values(layout: Layout, tdir: Path, data: bytes) -> dict[tuple[str, str], Kept] | None:
+    """Every list a values file holds (fsck), None when it is not one."""
+    if not data.startswith(VALUES_HEADER):
+        return None
+    out: dict[tuple[str, str], Kept] = {}
+    for line in data[len(VALUES_HEADER) :].split(b"\n"):
+        kept = decode_line(tdir, line) if line else None
+        if kept is not None:
+            out[kept.path, kept.channel] = kept
+    return out
+
+
+class BodyIndex:
+    """The values index of the threads this process reads: their lines, decoded when asked."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._lock = threading.Lock()
+        # thread folder -> its lines by (file below it, channel), undecoded: the last THREADS_KEPT
+        self._files: OrderedDict[Path, dict[tuple[str, str], bytes]] = OrderedDict()
+
+    def path(self, tdir: Path) -> Path | None:
+        return index_path(self.layout, tdir, VALUES_SUFFIX)
+
+    def find(self, tdir: Path, path: Path, channel: str) -> Kept | None:
+        """The list the index has for ``channel`` in the link ``path``, unchecked (the caller
+        compares its deps and folders), or None."""
+        top = f"{tdir}{os.sep}"
+        text = str(path)
+        if not text.startswith(top):
+            return None
+        line = self._lines(tdir).get((text[len(top) :].replace(os.sep, "/"), channel))
+        if line is None:
+            return None
+        kept = decode_line(tdir, line)
+        return kept if kept is not None and kept.path == text and kept.channel == channel else None
+
+    def _lines(self, tdir: Path) -> dict[tuple[str, str], bytes]:
+        with self._lock:
+            got = self._files.get(tdir)
+            if got is not None:
+                self._files.move_to_end(tdir)
+                return got
+        path = self.path(tdir)
+        data = read_index_file(self.layout, path) if path is not None else None
+        lines: dict[tuple[str, str], bytes] = {}
+        if data is not None and data.startswith(VALUES_HEADER):
+            for line in data[len(VALUES_HEADER) :].split(b"\n"):
+                key = _line_key(line) if line else None
+                if key is not None:
+                    lines.pop(key, None)
+                    lines[key] = line  # later lines win, and come last
+        with self._lock:
+            got = self._files.setdefault(tdir, lines)
+            while len(self._files) > THREADS_KEPT:
+                self._files.popitem(last=False)
+            return got
+
+    def save(self, tdir: Path, kept: Kept) -> None:
+        """Write ``kept`` down, with the thread's last ``KEEP - 1`` other lines; a root that
+        cannot take it is logged and left alone (index.write_index_file)."""
+        line = encode_line(tdir, kept)
+        path = self.path(tdir)
+        if line is None or path is None:
+            return
+        key = (kept.path[len(str(tdir)) + 1 :].replace(os.sep, "/"), kept.channel)
+        lines = dict(self._lines(tdir))
+        lines.pop(key, None)
+        lines[key] = line.rstrip(b"\n")
+        while len(lines) > KEEP:
+            del lines[next(iter(lines))]
+        data = VALUES_HEADER + b"\n".join(lines.values()) + b"\n"
+        if write_index_file(self.layout, path, data) is None:
+            return
+        with self._lock:
+            self._files[tdir] = lines
+            self._files.move_to_end(tdir)
+
+    def let_go(self, tdir: Path) -> None:
+        """Drop the thread's lines as read (caches.KeptThreads): its file stays."""
+        with self._lock:
+            self._files.pop(tdir, None)
+
+    def forget(self, tdir: Path) -> None:
+        """A thread removed, replaced or repaired: its lines go, its file too (it holds the
+        thread's messages; a deleted thread leaves none behind in the cache)."""
+        self.let_go(tdir)
+        index = self.path(tdir)
+        if index is None or self.layout.off_the_way(index.parent) is not None:
+            return  # never through a symlink
+        try:
+            os.unlink(index)  # a link there goes itself, its target stays
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            _log.info("values index not removed: %s", exc)

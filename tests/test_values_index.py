@@ -1,0 +1,343 @@
+"""The values index (core/bodyindex.py, issue 37): a fresh process reads a long thread's list
+from the line a reader wrote, instead of every link of its chain, and the files still win.
+
+Real graphs on a real saver, filesystem and git repository; each "fresh process" is a new
+RepoSaver on the root (empty caches), and one test runs a real second process.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import orjson
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import START, StateGraph
+
+from graphs import cfg, chat_graph, contents
+from helpers import cli, without_values_index
+from langgraph_checkpoint_repo import RepoSaver
+from langgraph_checkpoint_repo.core.bodyindex import VALUES_HEADER, VALUES_SUFFIX, decode_line, encode_line
+from langgraph_checkpoint_repo.core.caches import RACY_NS
+from langgraph_checkpoint_repo.core.errors import FileFormatError, UnrevivableValueError
+from langgraph_checkpoint_repo.core.format.packed import msgpack_array_split
+from langgraph_checkpoint_repo.core.format.tree import tree_to_msgpack
+from langgraph_checkpoint_repo.core.index import index_path
+from langgraph_checkpoint_repo.core.layout import Layout
+
+TURNS = 12  # each turn appends to the list: a chain of more links than MIN_LINKS
+SETTLE = RACY_NS / 1e9 + 0.02
+
+
+def chat(root: Path, turns: int = TURNS, thread: str = "t") -> tuple[Any, Any]:
+    """A thread of ``turns`` turns through RepoSaver and through InMemorySaver, the files
+    left to settle; both graphs."""
+    graph = chat_graph(RepoSaver(root, durable=False))
+    reference = chat_graph(InMemorySaver())
+    for i in range(turns):
+        for g in (graph, reference):
+            g.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg(thread))
+    time.sleep(SETTLE)
+    return graph, reference
+
+
+def values_file(root: Path, thread: str = "t") -> Path:
+    layout = Layout(root)
+    path = index_path(layout, layout.thread_dir(thread), VALUES_SUFFIX)
+    assert path is not None
+    return path
+
+
+def fresh(root: Path, thread: str = "t", serde: Any = None) -> tuple[Any, int]:
+    """A fresh saver's latest tuple of the thread, and how many stored values of its list
+    channels it built from their files (a link a turn, or none when the line serves)."""
+    saver = RepoSaver(root, serde=serde) if serde is not None else RepoSaver(root)
+    built = 0
+    resolver = saver.store.values
+    real = resolver._entry_from_body
+
+    def counting(channel: str, *args: Any, **kwargs: Any) -> Any:
+        nonlocal built
+        built += channel in ("messages", "marks")
+        return real(channel, *args, **kwargs)
+
+    resolver._entry_from_body = counting  # type: ignore[method-assign]
+    return saver.get_tuple(cfg(thread)), built
+
+
+def messages_of(tup: Any) -> list[str]:
+    return contents(tup.checkpoint["channel_values"]["messages"])
+
+
+def test_a_fresh_read_takes_the_list_from_the_line_the_last_reader_wrote_and_equals_in_memory(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    want = reference.get_state(cfg("t")).values["messages"]
+    assert not values_file(root).exists()  # the writer writes none
+    first, built_first = fresh(root)
+    assert values_file(root).exists()  # the first fresh read rebuilt the chain: written down
+    second, built_second = fresh(root)
+    assert messages_of(second) == contents(want)
+    assert [type(m) for m in second.checkpoint["channel_values"]["messages"]] == [type(m) for m in want]
+    assert second.checkpoint == first.checkpoint and second.metadata == first.metadata
+    assert second.pending_writes == first.pending_writes
+    assert built_first >= TURNS and built_second == 0  # a link a turn; then none of them
+
+
+def test_the_next_put_after_a_read_from_the_line_appends_and_the_thread_goes_on_as_in_memory(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    fresh(root)  # writes the line
+    graph = chat_graph(RepoSaver(root))
+    assert graph.checkpointer.get_tuple(cfg("t")) is not None  # the saver's first read: the line's
+    assert fresh(root)[1] == 0
+    for g in (graph, reference):
+        g.invoke({"messages": [HumanMessage("more", id="m1")]}, cfg("t"))
+    got, want = (g.get_state(cfg("t")).values["messages"] for g in (graph, reference))
+    assert contents(got) == contents(want) and [type(m) for m in got] == [type(m) for m in want]
+    head = graph.get_state(cfg("t")).config["configurable"]["checkpoint_id"]
+    doc = json.loads(Layout(root).checkpoint_path("t", "", head).read_text())
+    assert "append" in doc["new_values"]["messages"]  # not written whole again
+    again, _ = fresh(root)
+    assert messages_of(again) == contents(reference.get_state(cfg("t")).values["messages"])
+
+
+def test_a_link_changed_by_hand_is_read_from_the_files_and_its_error_names_it(tmp_path: Path) -> None:
+    """An item taken out of one link by hand: the next link's ``base_length`` no longer
+    matches. The values index does not hide it: the read fails as without the index."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    fresh(root)
+    assert values_file(root).exists()
+    layout = Layout(root)
+    links = []
+    for path in sorted(layout.checkpoints_dir("t", "").glob("*.json")):
+        doc = json.loads(path.read_text())
+        body = doc.get("new_values", {}).get("messages")
+        if isinstance(body, dict) and "append" in body and body["append"]["items"]:
+            links.append((path, doc))
+    path, doc = links[len(links) // 2]
+    doc["new_values"]["messages"]["append"]["items"].pop()
+    path.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(FileFormatError) as indexed:
+        fresh(root)
+    without_values_index(root)
+    with pytest.raises(FileFormatError) as plain:
+        fresh(root)
+    assert str(indexed.value) == str(plain.value)
+    assert "base_length" in str(plain.value)
+
+
+def test_a_line_forged_into_a_pull_request_serves_nothing_in_a_checkout(tmp_path: Path) -> None:
+    """A line whose list says something else, committed with the state (``git add -f``
+    past the ignore): a clone's files have other stat keys, so the clone reads the files."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    root = repo / ".langgraph"
+    _, reference = chat(root)
+    want = contents(reference.get_state(cfg("t")).values["messages"])
+    fresh(root)
+    path = values_file(root)
+    tdir = Layout(root).thread_dir("t")
+    line = path.read_bytes()[len(VALUES_HEADER) :].rstrip(b"\n")
+    kept = decode_line(tdir, line)
+    assert kept is not None
+    tree = orjson.loads(kept.tree)
+    for item in tree:
+        fields = item.get("$fields") if isinstance(item, dict) else None
+        if isinstance(fields, dict) and "content" in fields:
+            fields["content"] = "forged"
+    body = msgpack_array_split(tree_to_msgpack(tree))
+    assert body is not None
+    forged = type(kept)(**{**kept.__dict__, "tree": orjson.dumps(tree), "body": body[1]})
+    new_line = encode_line(tdir, forged)
+    assert new_line is not None
+    path.write_bytes(VALUES_HEADER + new_line)
+
+    def git(*args: str, cwd: Path = repo) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("add", "-f", str(path))
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "state and a forged line")
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(repo), str(clone), cwd=tmp_path)
+    assert values_file(clone / ".langgraph").exists()
+    time.sleep(SETTLE)
+    got, _ = fresh(clone / ".langgraph")
+    assert messages_of(got) == want
+
+
+def test_a_torn_line_is_skipped_and_fsck_reports_a_damaged_file_that_repair_removes(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    want = contents(reference.get_state(cfg("t")).values["messages"])
+    fresh(root)
+    path = values_file(root)
+    data = path.read_bytes()
+    assert cli(root, "fsck").returncode == 0
+    path.write_bytes(data[: len(data) // 2])  # a line cut short, as a crash leaves it
+    got, built = fresh(root)
+    assert messages_of(got) == want and built >= TURNS  # from the files
+    path.write_bytes(b"damaged")
+    found = cli(root, "fsck", "--json")
+    assert found.returncode == 1
+    kinds = {f["path"]: f["kind"] for f in json.loads(found.stdout)["findings"]}
+    assert kinds == {str(path): "index"}
+    assert cli(root, "fsck", "--repair").returncode == 0
+    assert not path.exists()
+    assert messages_of(fresh(root)[0]) == want
+
+
+def test_a_deleted_thread_leaves_no_values_index_behind(tmp_path: Path) -> None:
+    """The line holds the thread's messages: deleting the thread deletes it too."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    fresh(root)
+    assert values_file(root).exists()
+    RepoSaver(root).delete_thread("t")
+    assert not values_file(root).exists()
+
+
+def test_reading_history_writes_no_lines_only_the_latest_read_does(tmp_path: Path) -> None:
+    """Older checkpoints are read through the latest's chain, and a line is of the latest
+    state (what a fresh process reads first): listing the history writes none."""
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    history = list(RepoSaver(root).list(cfg("t")))
+    assert len(history) == len(list(reference.checkpointer.list(cfg("t"))))
+    assert not values_file(root).exists()
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A type only an app that allows it revives (the allowlist)."""
+
+    n: int
+
+
+class Marks(TypedDict):
+    marks: Annotated[list[Mark], operator.add]
+
+
+def _marks_graph(saver: Any) -> Any:
+    builder = StateGraph(Marks)
+    builder.add_node("mark", lambda s: {"marks": [Mark(len(s["marks"]))]})
+    builder.add_edge(START, "mark")
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_type_the_app_no_longer_allows_is_refused_naming_the_file_that_holds_it(tmp_path: Path) -> None:
+    """A list taken from the line fails to revive under a narrower allowlist: the error is
+    made again from the files, so it names the file and pointer as a read without the line."""
+    root = tmp_path / ".langgraph"
+    allowing = JsonPlusSerializer(allowed_msgpack_modules=[(Mark.__module__, "Mark")])
+    graph = _marks_graph(RepoSaver(root, durable=False, serde=allowing))
+    for _ in range(TURNS):
+        graph.invoke({"marks": []}, cfg("m"))
+    time.sleep(SETTLE)
+    got, _ = fresh(root, "m", allowing)
+    assert got.checkpoint["channel_values"]["marks"] == [Mark(i) for i in range(TURNS)]
+    assert values_file(root, "m").exists()
+    with pytest.raises(UnrevivableValueError) as indexed:
+        fresh(root, "m")
+    without_values_index(root, "m")
+    with pytest.raises(UnrevivableValueError) as plain:
+        fresh(root, "m")
+    assert str(indexed.value) == str(plain.value)
+    assert f"{os.sep}checkpoints{os.sep}" in str(plain.value) and "Mark" in str(plain.value)
+
+
+def test_a_second_process_reads_the_list_from_the_line(tmp_path: Path) -> None:
+    """A real second process, the thread past the lineage index's size (so the fresh read
+    opens only what the latest state needs): the checkpoint and the newest few whose links
+    the lineage index has not taken yet, not the links of the list's chain."""
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root, turns=30)
+    fresh(root)
+    script = (
+        "import json, os, sys\n"
+        "from langgraph_checkpoint_repo import RepoSaver\n"
+        "seen = []\n"
+        "real = os.open\n"
+        "os.open = lambda p, *a, **k: (seen.append(str(p)), real(p, *a, **k))[1]\n"
+        "got = RepoSaver(sys.argv[1]).get_tuple({'configurable': {'thread_id': 't'}})\n"
+        "os.open = real\n"
+        "texts = [m.content for m in got.checkpoint['channel_values']['messages']]\n"
+        "print(json.dumps([texts, [p for p in seen if '/checkpoints/' in p]]))\n"
+    )
+    run = [sys.executable, "-c", script, str(root)]
+    out = subprocess.run(run, capture_output=True, text=True, check=True)
+    texts, opened = json.loads(out.stdout)
+    assert texts == contents(reference.get_state(cfg("t")).values["messages"])
+    assert len(set(opened)) <= 8, opened
+    without_values_index(root)
+    out = subprocess.run(run, capture_output=True, text=True, check=True)
+    assert len(set(json.loads(out.stdout)[1])) >= 30  # control: without the line, a link a turn
+
+
+def test_a_whole_copy_written_after_a_read_from_the_line_holds_each_message_once(tmp_path: Path) -> None:
+    """The line says where the read found the thread's messages: the next whole copy of the
+    list (every ``snapshot_every`` links) refers to them there instead of holding them again."""
+    root = tmp_path / ".langgraph"
+    every = 32
+    graph = chat_graph(RepoSaver(root, durable=False, snapshot_every=every))
+    for i in range(TURNS):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
+    time.sleep(SETTLE)
+    fresh(root)
+    graph = chat_graph(RepoSaver(root, snapshot_every=every))
+    assert graph.get_state(cfg("t")).values["messages"]  # the new process's read: the line's
+    layout = Layout(root)
+    before = {p.name for p in layout.checkpoints_dir("t", "").glob("*.json")}
+    for i in range(TURNS, TURNS + every // 2 + 2):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
+    wholes = []
+    for path in layout.checkpoints_dir("t", "").glob("*.json"):
+        doc = json.loads(path.read_text())
+        body = doc.get("new_values", {}).get("messages")
+        if path.name not in before and isinstance(body, dict) and "value" in body:
+            wholes.append(doc)
+    assert wholes  # the chain reached snapshot_every: a whole copy was written
+    for doc in wholes:
+        held = [o for o in doc.get("objects", {}).values() if isinstance(o, dict) and "$fields" in o]
+        assert len(held) <= 2, [o["$fields"]["content"] for o in held]  # its own turn's at most
+    assert contents(graph.get_state(cfg("t")).values["messages"])[-2:] == [f"turn {i}", f"echo: turn {i}"]
+
+
+def test_a_checkpoints_folder_moved_away_and_linked_back_is_refused_as_without_the_line(
+    tmp_path: Path,
+) -> None:
+    """Moved, its files keep their stat keys; the symlink in their place is what the read
+    must refuse, with the line as without it."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    fresh(root)
+    folder = Layout(root).checkpoints_dir("t", "")
+    away = tmp_path / "away"
+    folder.rename(away)
+    folder.symlink_to(away, target_is_directory=True)
+    errors = []
+    for drop in (False, True):
+        if drop:
+            without_values_index(root)
+        with pytest.raises(Exception) as info:  # the same refusal either way
+            fresh(root)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
+    assert "symlink" in errors[0][1]
