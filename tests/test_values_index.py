@@ -7,11 +7,14 @@ RepoSaver on the root (empty caches), and one test runs a real second process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import operator
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -341,3 +344,121 @@ def test_a_checkpoints_folder_moved_away_and_linked_back_is_refused_as_without_t
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]
     assert "symlink" in errors[0][1]
+
+
+def _holder_of_first_message(root: Path) -> Path:
+    """The checkpoint holding the thread's first message (by name, for every later list)."""
+    for path in sorted(Layout(root).checkpoints_dir("t", "").glob("*.json")):
+        doc = json.loads(path.read_text())
+        if '"turn 0"' in json.dumps(doc.get("objects", {})):
+            return path
+    raise AssertionError("no checkpoint holds the first message")
+
+
+@pytest.mark.parametrize("change", ["edited", "removed"])
+def test_a_checkpoint_holding_a_message_changed_by_hand_is_read_as_without_the_line(
+    tmp_path: Path, change: str
+) -> None:
+    """The files a list's messages are taken from by name, and the records the walk reads,
+    are the line's too: edited or removed, the read fails as it does without the line, and
+    a later put cannot go on from a list the files no longer give."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    fresh(root)
+    holder = _holder_of_first_message(root)
+    if change == "edited":
+        holder.write_text(holder.read_text().replace('"turn 0"', '"HACK 0"'))
+    else:
+        holder.unlink()
+    time.sleep(SETTLE)
+    errors = []
+    for drop in (False, True):
+        if drop:
+            without_values_index(root)
+        with pytest.raises(FileFormatError) as info:
+            fresh(root)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert holder.name in errors[0]
+
+
+def test_a_thread_deleted_and_begun_again_under_its_id_brings_no_old_line_back(tmp_path: Path) -> None:
+    """A reader that kept a thread's lines, the thread deleted by another saver and begun
+    again: the reader's next line is written with what the file holds now, not what it kept."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    reader = RepoSaver(root)
+    reader.get_tuple(cfg("t"))
+    RepoSaver(root).delete_thread("t")
+    assert not values_file(root).exists()
+    graph = chat_graph(RepoSaver(root, durable=False))
+    for i in range(TURNS):
+        graph.invoke({"messages": [HumanMessage(f"again {i}", id=f"a{i}")]}, cfg("t"))
+    time.sleep(SETTLE)
+    got = reader.get_tuple(cfg("t"))
+    assert got is not None and messages_of(got)[0] == "again 0"
+    data = values_file(root).read_bytes()
+    assert b"again 0" in data and b"turn 0" not in data
+
+
+def test_a_thread_deleted_while_a_read_writes_its_line_leaves_no_line_behind(tmp_path: Path) -> None:
+    """``delete_thread`` (another thread of the process) lands between a read's rebuild and
+    its line's write: the line, which holds the deleted thread's messages, goes too."""
+    root = tmp_path / ".langgraph"
+    chat(root)
+    saver = RepoSaver(root)
+    bodies = saver.store.bodies
+    save = bodies.save
+
+    def deleted_first(tdir: Path, kept: Any) -> None:
+        other = threading.Thread(target=saver.delete_thread, args=("t",))
+        other.start()
+        other.join()
+        save(tdir, kept)
+
+    bodies.save = deleted_first  # type: ignore[method-assign]
+    saver.get_tuple(cfg("t"))
+    assert not Layout(root).thread_dir("t").exists()
+    assert not values_file(root).exists()
+    assert cli(root, "fsck").returncode == 0
+
+
+def _rewrite_line(root: Path, **changes: Any) -> None:
+    """The thread's line with ``changes``, its stat keys kept (what only someone who can
+    write the root's ``.cache`` can do)."""
+    path = values_file(root)
+    tdir = Layout(root).thread_dir("t")
+    kept = decode_line(tdir, path.read_bytes()[len(VALUES_HEADER) :].rstrip(b"\n"))
+    assert kept is not None
+    line = encode_line(tdir, dataclasses.replace(kept, **changes))
+    assert line is not None
+    path.write_bytes(VALUES_HEADER + line)
+
+
+def test_a_line_naming_no_type_whose_body_may_hold_one_is_not_used(tmp_path: Path) -> None:
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    fresh(root)
+    _rewrite_line(root, types=frozenset())
+    got, built = fresh(root)
+    assert [type(m) for m in got.checkpoint["channel_values"]["messages"]] == [
+        type(m) for m in reference.get_state(cfg("t")).values["messages"]
+    ]
+    assert built >= TURNS  # from the files
+
+
+def test_a_line_that_does_not_revive_is_read_from_the_files_said_and_written_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    want = contents(reference.get_state(cfg("t")).values["messages"])
+    fresh(root)
+    _rewrite_line(root, body=b"\xc1" * 8)  # not msgpack
+    with caplog.at_level(logging.WARNING):
+        got, _ = fresh(root)
+    assert messages_of(got) == want
+    assert any("values index" in r.getMessage() for r in caplog.records)
+    time.sleep(SETTLE)
+    got, built = fresh(root)
+    assert messages_of(got) == want and built == 0  # the line written again serves

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import logging
 import sys
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -82,6 +83,8 @@ REFUSED_SERDE_TYPES = frozenset({"pickle"})
 STRINGS_AT = 1024
 TEXT_AT = 64 * 1024
 _EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+
+_log = logging.getLogger(__name__)
 
 
 def packed_strings(value: Any, least: int = STRINGS_AT) -> tuple[bytes, int] | None:
@@ -408,10 +411,18 @@ class ValueCodec:
         file and pointer (core/bodyindex.py)."""
         try:
             return self._revive(entry, where, readable)
-        except UnrevivableValueError:
+        except UnrevivableValueError as exc:
             if entry.rebuild is None:
                 raise
-        return self._revive(entry.rebuild(), where, readable)
+            failed = exc
+        value = self._revive(entry.rebuild(), where, readable)  # raises what the files say
+        _log.warning(
+            "%s: the list the values index held did not revive (%s); read from the files, and "
+            "written down again",
+            where,
+            failed,
+        )
+        return value
 
     def _revive(self, entry: ValueEntry, where: str, readable: bool) -> Any:
         if not readable and (entry.raw is None or "+" not in entry.raw[0]):

@@ -9,10 +9,13 @@ at 1,000 turns against SqliteSaver's 38. This index keeps what such a read rebui
 reads rebuilt), ``<crc32> <head>\\t<body>\\t<tree>\\t<located>``:
 
 * head: ``[file below the thread folder, channel, pointer, where, depth, items, weight, [[dep,
-  stat key], ...], [home folder, ...], [type, ...]]``: the file whose link ends the chain (the
-  pointer of its items there, and how errors name the value after the file), every
-  file the list was built from (``ValueEntry.deps``: the links, the parents naming their
-  bases, a ``large/`` file) with its stat key, and the folders its objects were taken from;
+  stat key], ...], [source, mtime, ctime, size, inode, ...], [home folder, ...], [type,
+  ...]]``: the file
+  whose link ends the chain (the pointer of its items there, and how errors name the value
+  after the file); every file the list was built from (deps, ``ValueEntry.deps``: the links,
+  the parents naming their bases, a ``large/`` file) and every other file the read took
+  something from (sources: the checkpoints holding its objects, the records the walk read),
+  each with its stat key; the folders its objects were taken from;
 * body: the base64 of the msgpack of its items, what the serde revives, its messages checked
   (entries.ValueEntry.check_messages);
 * tree: the list as the files rebuild it, parsed only when asked (``IndexedEntry``): the next
@@ -50,7 +53,7 @@ from typing import Any
 
 import orjson
 
-from .caches import Dep
+from .caches import Dep, StatKey, stat_key
 from .index import INDEX_VERSION, index_path, read_index_file, write_index_file
 from .layout import Layout
 
@@ -61,7 +64,65 @@ VALUES_HEADER = b'{"index_version":%d,"kind":"values"}\n' % INDEX_VERSION
 KEEP = 4  # lists a thread's file keeps: a namespace's few list channels, the latest first
 MIN_LINKS = 8  # a read that parsed fewer links rebuilds them quickly next time: nothing written
 MIN_ITEMS = 256  # nor a whole list read from its file, shorter than this
-THREADS_KEPT = 16  # threads whose file a process keeps as read (each some MB at 1,000 turns)
+THREADS_KEPT = 16  # threads whose lines a process keeps as read, not yet used
+KEPT_BYTES = 16 * 1024 * 1024  # and the most bytes of them (a line is some MB at 1,000 turns)
+
+
+class Sources:
+    """The files a line's list came from besides its deps, as the line has them: one flat
+    list, ``[file below the thread folder, mtime_ns, ctime_ns, size, inode, ...]``. Strings
+    and integers: a 1,000-turn chat's 4,000 as small tuples set off a full pass of the
+    garbage collector in the read they were meant to spare (60 ms)."""
+
+    __slots__ = ("flat", "tdir")
+
+    def __init__(self, tdir: Path, flat: list[Any]) -> None:
+        self.tdir = tdir
+        self.flat = flat
+
+    @classmethod
+    def of(cls, tdir: Path, deps: tuple[Dep, ...]) -> Sources | None:
+        """Deps as sources, None when one lies outside the thread folder or has no key."""
+        top = f"{tdir}{os.sep}"
+        flat: list[Any] = []
+        for path, key, _digest in deps:
+            if key is None or not path.startswith(top):
+                return None
+            flat.append(path[len(top) :].replace(os.sep, "/"))
+            flat.extend(key)
+        return cls(tdir, flat)
+
+    def _paths(self) -> list[str]:
+        top, sep = f"{self.tdir}{os.sep}", os.sep
+        return [top + (r if sep == "/" else r.replace("/", sep)) for r in self.flat[::5]]
+
+    def folders(self) -> set[str]:
+        return {os.path.dirname(p) for p in self._paths()}
+
+    def unchanged(self) -> bool:
+        """Whether every file has its recorded stat key (one lstat each, never through a link)."""
+        flat, lstat = self.flat, os.lstat
+        for at, path in enumerate(self._paths()):
+            try:
+                st = lstat(path)
+            except OSError:
+                return False
+            i = 5 * at
+            if (
+                st.st_mtime_ns != flat[i + 1]
+                or st.st_ctime_ns != flat[i + 2]
+                or st.st_size != flat[i + 3]
+                or st.st_ino != flat[i + 4]
+            ):
+                return False
+        return True
+
+    def deps(self) -> tuple[Dep, ...]:
+        f = self.flat
+        return tuple(
+            (p, (f[5 * at + 1], f[5 * at + 2], f[5 * at + 3], f[5 * at + 4]), None)
+            for at, p in enumerate(self._paths())
+        )
 
 
 @dataclass(frozen=True)
@@ -75,6 +136,7 @@ class Kept:
     depth: int
     weight: tuple[int, int, int] | None
     deps: tuple[Dep, ...]
+    sources: Sources
     homes: tuple[str, ...]
     types: frozenset[tuple[str, ...]]
     count: int
@@ -87,10 +149,10 @@ def encode_line(tdir: Path, kept: Kept) -> bytes | None:
     """``kept`` as a line, None when a file it names lies outside the thread folder."""
     top = f"{tdir}{os.sep}"
     names = [kept.path, *(p for p, _k, _d in kept.deps), *kept.homes]
-    if not all(n.startswith(top) for n in names):
+    if not all(n.startswith(top) for n in names) or kept.sources.tdir != tdir:
         return None
     rel = [n[len(top) :].replace(os.sep, "/") for n in names]
-    deps = [[r, list(k or ())] for r, (_p, k, _d) in zip(rel[1:], kept.deps, strict=False)]
+    deps = [[r, list(k or ())] for r, (_p, k, _d) in zip(rel[1 : 1 + len(kept.deps)], kept.deps, strict=True)]
     head = orjson.dumps(
         [
             rel[0],
@@ -101,6 +163,7 @@ def encode_line(tdir: Path, kept: Kept) -> bytes | None:
             kept.count,
             list(kept.weight) if kept.weight is not None else None,
             deps,
+            kept.sources.flat,
             rel[1 + len(kept.deps) :],
             sorted(list(t) for t in kept.types),
         ]
@@ -121,6 +184,15 @@ def _key_ok(key: Any) -> bool:
     return type(key) is list and len(key) == 4 and all(type(k) is int for k in key)
 
 
+def _flat_ok(flat: Any) -> bool:
+    """Sources as a line has them: a file below the thread folder, then its four integers."""
+    if type(flat) is not list or len(flat) % 5:
+        return False
+    return all(_rel_ok(flat[i]) for i in range(0, len(flat), 5)) and all(
+        type(flat[i + j]) is int for i in range(0, len(flat), 5) for j in (1, 2, 3, 4)
+    )
+
+
 def _weight_ok(weight: Any) -> bool:
     if weight is None:
         return True
@@ -134,7 +206,8 @@ def decode_line(tdir: Path, line: bytes) -> Kept | None:
         if line[8:9] != b" " or int(crc, 16) != zlib.crc32(body):
             return None
         head_bytes, b64, tree, located = body.split(b"\t")
-        rel, channel, pointer, where, depth, count, weight, deps, homes, types = orjson.loads(head_bytes)
+        head = orjson.loads(head_bytes)
+        rel, channel, pointer, where, depth, count, weight, deps, sources, homes, types = head
         data = base64.b64decode(b64, validate=True)
     except (ValueError, TypeError, binascii.Error):
         return None
@@ -154,6 +227,7 @@ def decode_line(tdir: Path, line: bytes) -> Kept | None:
         and deps
         and all(type(d) is list and len(d) == 2 and _rel_ok(d[0]) and _key_ok(d[1]) for d in deps)
         and deps[0][0] == rel
+        and _flat_ok(sources)
         and type(homes) is list
         and all(_rel_ok(h) for h in homes)
         and type(types) is list
@@ -172,6 +246,7 @@ def decode_line(tdir: Path, line: bytes) -> Kept | None:
         depth=depth,
         weight=(weight[0], weight[1], weight[2]) if weight is not None else None,
         deps=tuple((full(r), (k[0], k[1], k[2], k[3]), None) for r, k in deps),
+        sources=Sources(tdir, sources),
         homes=tuple(full(h) for h in homes),
         types=frozenset(tuple(t) for t in types),
         count=count,
@@ -188,7 +263,7 @@ def _line_key(line: bytes) -> tuple[str, str] | None:
         got = orjson.loads(head)
     except ValueError:
         return None
-    if type(got) is list and len(got) == 10 and type(got[0]) is str and type(got[1]) is str:
+    if type(got) is list and len(got) == 11 and type(got[0]) is str and type(got[1]) is str:
         return got[0], got[1]
     return None
 
@@ -211,8 +286,10 @@ class BodyIndex:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._lock = threading.Lock()
-        # thread folder -> its lines by (file below it, channel), undecoded: the last THREADS_KEPT
+        # thread folder -> its lines by (file below it, channel), undecoded, within KEPT_BYTES;
+        # a line is dropped once decoded (the entry made of it is kept with the other values)
         self._files: OrderedDict[Path, dict[tuple[str, str], bytes]] = OrderedDict()
+        self._bytes = 0
 
     def path(self, tdir: Path) -> Path | None:
         return index_path(self.layout, tdir, VALUES_SUFFIX)
@@ -224,18 +301,22 @@ class BodyIndex:
         text = str(path)
         if not text.startswith(top):
             return None
-        line = self._lines(tdir).get((text[len(top) :].replace(os.sep, "/"), channel))
+        key = (text[len(top) :].replace(os.sep, "/"), channel)
+        with self._lock:
+            lines = self._files.get(tdir)
+        if lines is None:
+            lines = self._load(tdir)
+        with self._lock:
+            line = lines.pop(key, None)
+            if line is not None and self._files.get(tdir) is lines:
+                self._bytes -= len(line)
         if line is None:
             return None
         kept = decode_line(tdir, line)
         return kept if kept is not None and kept.path == text and kept.channel == channel else None
 
-    def _lines(self, tdir: Path) -> dict[tuple[str, str], bytes]:
-        with self._lock:
-            got = self._files.get(tdir)
-            if got is not None:
-                self._files.move_to_end(tdir)
-                return got
+    def _read(self, tdir: Path) -> dict[tuple[str, str], bytes]:
+        """The thread's file as it is now: its lines by (file, channel), the last of each."""
         path = self.path(tdir)
         data = read_index_file(self.layout, path) if path is not None else None
         lines: dict[tuple[str, str], bytes] = {}
@@ -245,36 +326,52 @@ class BodyIndex:
                 if key is not None:
                     lines.pop(key, None)
                     lines[key] = line  # later lines win, and come last
+        return lines
+
+    def _load(self, tdir: Path) -> dict[tuple[str, str], bytes]:
+        lines = self._read(tdir)
+        size = sum(len(line) for line in lines.values())
         with self._lock:
-            got = self._files.setdefault(tdir, lines)
-            while len(self._files) > THREADS_KEPT:
-                self._files.popitem(last=False)
-            return got
+            old = self._files.pop(tdir, None)
+            if old is not None:
+                self._bytes -= sum(len(line) for line in old.values())
+            self._files[tdir] = lines
+            self._bytes += size
+            while len(self._files) > 1 and (self._bytes > KEPT_BYTES or len(self._files) > THREADS_KEPT):
+                _, gone = self._files.popitem(last=False)
+                self._bytes -= sum(len(line) for line in gone.values())
+        return lines
 
     def save(self, tdir: Path, kept: Kept) -> None:
-        """Write ``kept`` down, with the thread's last ``KEEP - 1`` other lines; a root that
-        cannot take it is logged and left alone (index.write_index_file)."""
+        """Write ``kept`` down with the thread's last ``KEEP - 1`` other lines as its file has
+        them now (a line whose file is gone is dropped: the thread was removed or pruned); a
+        root that cannot take it is logged and left alone (index.write_index_file). Should
+        the thread have gone meanwhile (its file is no longer the one read), the file goes
+        too: what it holds is the thread's messages."""
         line = encode_line(tdir, kept)
         path = self.path(tdir)
         if line is None or path is None:
             return
         key = (kept.path[len(str(tdir)) + 1 :].replace(os.sep, "/"), kept.channel)
-        lines = dict(self._lines(tdir))
-        lines.pop(key, None)
+        lines = {k: v for k, v in self._read(tdir).items() if k != key and os.path.lexists(tdir / k[0])}
         lines[key] = line.rstrip(b"\n")
         while len(lines) > KEEP:
             del lines[next(iter(lines))]
-        data = VALUES_HEADER + b"\n".join(lines.values()) + b"\n"
-        if write_index_file(self.layout, path, data) is None:
-            return
-        with self._lock:
-            self._files[tdir] = lines
-            self._files.move_to_end(tdir)
+        written = write_index_file(self.layout, path, VALUES_HEADER + b"\n".join(lines.values()) + b"\n")
+        self.let_go(tdir)
+        try:  # asked now, not as this read's look first found it (caches.one_look)
+            now: StatKey | None = stat_key(os.lstat(kept.path))
+        except OSError:
+            now = None
+        if written is not None and now != kept.deps[0][1]:
+            self.forget(tdir)  # removed (or changed) while the line was made: not left behind
 
     def let_go(self, tdir: Path) -> None:
         """Drop the thread's lines as read (caches.KeptThreads): its file stays."""
         with self._lock:
-            self._files.pop(tdir, None)
+            old = self._files.pop(tdir, None)
+            if old is not None:
+                self._bytes -= sum(len(line) for line in old.values())
 
     def forget(self, tdir: Path) -> None:
         """A thread removed, replaced or repaired: its lines go, its file too (it holds the

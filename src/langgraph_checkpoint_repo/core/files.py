@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .caches import CACHE_ENTRIES, LRU, DocCache, Listing, Listings, StatKey, lstat, thread_of
+from .caches import CACHE_ENTRIES, LRU, Dep, DocCache, Listing, Listings, StatKey, lstat, thread_of
 from .durable import ThreadLocks
 from .errors import FileFormatError, RepoCheckpointError, outside_refused
 from .format.bookkeeping import normalize
@@ -117,6 +118,7 @@ class Files:
         self._wrote_named = DocCache(group=by_thread)
         self.on_added: OnAdded = _nothing_added  # what derives from listings hears of new names
         self.snapshot: Snapshot | None = None  # the cache policy: None for the cache rule
+        self._recording = threading.local()  # the files a read is derived from (``recording``)
 
     def thread_lock(self, thread_id: str, exclusive: bool = False) -> AbstractContextManager[None]:
         """The lock of one thread: shared by writers, ``exclusive`` for maintenance.
@@ -144,7 +146,35 @@ class Files:
                 got = snap.read[key] = self._read_doc(path, kind, inside or self._snapshot_contains)
                 snap.read_paths[key[0]] = path
             return got
-        return self._read_doc(path, kind, inside)
+        doc = self._read_doc(path, kind, inside)
+        deps = getattr(self._recording, "deps", None)
+        if deps is not None:
+            deps.append(self.docs.dep(path, doc))
+        return doc
+
+    @contextmanager
+    def recording(self) -> Iterator[list[Dep]]:
+        """Every file this thread reads meanwhile (``read_doc``), or takes as unchanged
+        (``note_deps``), as a dep: what a value written down for the next process came from
+        (bodyindex.py). Not nested: an inner scope records into the outer one's list."""
+        deps = getattr(self._recording, "deps", None)
+        if deps is not None:
+            yield deps
+            return
+        self._recording.deps = deps = []
+        try:
+            yield deps
+        finally:
+            self._recording.deps = None
+
+    def is_recording(self) -> bool:
+        return getattr(self._recording, "deps", None) is not None
+
+    def note_deps(self, deps: Iterable[Dep]) -> None:
+        """Files a read took as unchanged without reading them (a kept line, a derived index)."""
+        recorded = getattr(self._recording, "deps", None)
+        if recorded is not None:
+            recorded.extend(deps)
 
     def _read_doc(self, path: Path, kind: str, inside: Callable[[Path], bool] | None) -> dict[str, Any]:
         st = lstat(path)  # once per file inside a look (caches.one_look)

@@ -121,6 +121,12 @@ class ObjectIndex:
             objects = seen[holder] = self._trusted(tdir, holder, seen, observed)
         return None if objects is None else objects.get(name)
 
+    def key_of(self, tdir: Path, holder: str) -> StatKey | None:
+        """The stat key the index records for ``holder`` (what ``find`` compared), or None."""
+        lines = self._entries.get(tdir)
+        held = lines.held(holder) if lines is not None else None
+        return held[0] if held is not None else None
+
     def _trusted(
         self, tdir: Path, holder: str, seen: dict[str, Any], observed: dict[str, StatKey] | None
     ) -> dict[str, Any] | None:

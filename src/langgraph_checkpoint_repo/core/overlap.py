@@ -22,10 +22,7 @@ from .caches import CACHE_ENTRIES, LRU, thread_of
 from .errors import FileFormatError, LockTimeoutError, RepoCheckpointError
 from .files import Files
 from .format.objects import names_object, object_ref
-from .format.resolve import ValueResolver
-
-# objects whose place a process remembers per thread, for writers to refer to (Overlap.locate_object)
-LOCATED_PER_THREAD = 200_000
+from .format.resolve import LOCATED_PER_THREAD, ValueResolver
 
 
 class PutDone(threading.Event):

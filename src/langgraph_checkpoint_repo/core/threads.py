@@ -188,6 +188,7 @@ class ThreadStore:
             self.values.read_holder = self.objects.read
             self.values.read_done = self.objects.flush
             self.values.bodies = self.bodies
+            self.values.recording = self.files.recording
 
     @property
     def in_snapshot(self) -> bool:
@@ -632,8 +633,12 @@ class ThreadStore:
                 close()
 
     def _find_object(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
-        """``ObjectIndex.find``, with the stat keys this read took already (``observing``)."""
-        return self.objects.find(tdir, name, holder, seen, getattr(self._observed, "keys", None))
+        """``ObjectIndex.find``, with the stat keys this read took already (``observing``); a
+        holder taken as unchanged is one more file the read came from (``Files.recording``)."""
+        got = self.objects.find(tdir, name, holder, seen, getattr(self._observed, "keys", None))
+        if got is not None and self.files.is_recording():
+            self.files.note_deps(((holder, self.objects.key_of(tdir, holder), None),))
+        return got
 
     def current(self, thread_id: str, checkpoint_ns: str) -> str | None:
         """The checkpoint that continues a namespace (lineage.py's rule), None when empty."""

@@ -152,6 +152,7 @@ class WholeDocs:
         while depth(cur):
             kept = self._kept_chain(here, cur, seen, len(links))
             if kept is not None:
+                self.files.note_deps(kept[1])  # taken as unchanged: what the read came from
                 return links, kept[0], kept[1]
             _check_line(path, here, cur, seen, links)
             seen.add(here)

@@ -192,10 +192,14 @@ class IndexedEntry(ValueEntry):
     the tree; parsed there, its objects, with the messages revived, set off a full collection
     of the garbage collector (60 ms of a 1,000-turn read)."""
 
-    def __init__(self, *, tree_json: bytes, items: int, **fields: Any) -> None:
+    def __init__(self, *, tree_json: bytes, items: int, sources: Any, **fields: Any) -> None:
         self._tree_json: bytes | None = tree_json
         self._items = items
         self._whole: Any = None
+        # the files it was read from besides ``deps`` (the holders of its objects, the
+        # records the walk read): checked when taken from the line, and carried into a line
+        # written of a list built on it
+        self.sources = sources
         super().__init__(**fields)
         self.derived = True
 
@@ -208,7 +212,9 @@ class IndexedEntry(ValueEntry):
             except orjson.JSONDecodeError:
                 tree = None
             if not isinstance(tree, list) or len(tree) != self._items:  # not what was written
-                tree = self.rebuild().tree if self.rebuild is not None else None
+                if self.rebuild is None:
+                    raise FileFormatError(self.where, "/", "the values index holds a damaged list")
+                tree = self.rebuild().tree
             self._whole, self._tree_json = tree, None
         return self._whole
 

@@ -15,15 +15,18 @@ Invariants:
 from __future__ import annotations
 
 import os
+import re
+import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..bodyindex import MIN_ITEMS, MIN_LINKS, BodyIndex, Kept
+from ..bodyindex import MIN_ITEMS, MIN_LINKS, BodyIndex, Kept, Sources
 from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, look_memo, lstat, refresh, thread_of
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
@@ -33,6 +36,10 @@ from .chains import Link, walk_chain
 from .entries import IndexedEntry, ValueEntry, append_entry, entry_from_node
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 
+# objects whose place a process remembers per thread, for writers to refer to (Overlap.locate_object)
+LOCATED_PER_THREAD = 200_000
+# a msgpack extension's first byte (fixext 1-16, ext 8/16/32): a body holding none names no type
+_EXT_MARKS = re.compile(rb"[\xc7-\xc9\xd4-\xd8]")
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 # (thread folder, object name, holder (its path's text), what the index found of holders and
 # folders in this read: a dict it keeps) -> the tree the derived index has for it, or None
@@ -78,6 +85,11 @@ class ValueResolver:
         # the lists reads rebuilt from long chains, for a fresh process (bodyindex.py; None
         # in the checks, which read the files)
         self.bodies: BodyIndex | None = None
+        # how a read records the files it reads (Files.recording; None in the checks)
+        self.recording: Callable[[], AbstractContextManager[list[Dep]]] | None = None
+        # per thread of Python: while a list is read to be written down, the objects it
+        # expands, by thread folder, loaded afresh (so each one's file is recorded)
+        self._local = threading.local()
         # a run of the checks reads the root as one snapshot (snapshot.py): a kept value is
         # reused without checking the files it was built from again
         self.trust_kept = False
@@ -107,27 +119,45 @@ class ValueResolver:
         a list rebuilt from many links is written down in it (the latest state of a thread:
         what a fresh process reads first).
         """
-        # a snapshot's entries are dropped with it, never checked against their files: no deps
-        trust = self.trust_kept
         first = self._link(ns_dir, channel, version, ref, derived)
         if first.known is not None:
             return self._rebuildable(first.known, ns_dir, channel, version, ref)
+        if not (note and self.bodies is not None and self.recording is not None):
+            got = self._built(ns_dir, channel, first, derived)
+            return self._rebuildable(got, ns_dir, channel, version, ref)
+        # every file the value is read from is recorded, each object loaded afresh (not
+        # taken from what this process expanded before, whose files are not known here)
+        with self.recording() as read:
+            self._local.fresh_objects = {}
+            try:
+                got = self._built(ns_dir, channel, first, derived, read)
+            finally:
+                self._local.fresh_objects = None
+        return self._rebuildable(got, ns_dir, channel, version, ref)
+
+    def _built(
+        self, ns_dir: Path, channel: str, first: Link, derived: bool, read: list[Dep] | None = None
+    ) -> ValueEntry:
+        """``value_entry`` from its first link, read from its file; ``read``: the files read
+        meanwhile (``recording``), when a list rebuilt from many links is written down."""
+        # a snapshot's entries are dropped with it, never checked against their files: no deps
+        trust = self.trust_kept
         if "append" not in first.body:  # a whole value (or none): no chain to walk
             entry = self._entry_from_body(channel, first)
             self._keep(first, channel, entry, () if trust else (self._docs.dep(first.path, first.doc),))
-            if note and derived and entry.is_list and entry.count >= MIN_ITEMS:
-                self._index(first.path, channel, entry)
+            if read is not None and entry.is_list and entry.count >= MIN_ITEMS:
+                self._index(first.path, channel, entry, read, ())
             return entry
         ahead = [first]
 
-        def read(version: Any, ref: str) -> Link:
+        def link_at(version: Any, ref: str) -> Link:
             return ahead.pop() if ahead else self._link(ns_dir, channel, version, ref, derived)
 
         links: list[tuple[Link, tuple[Dep, ...]]] = []
         got: ValueEntry | None = None
         parsed = False  # the walk ended at a whole list read from its file
         implied = partial(self.implied_base, channel) if self.implied_base is not None else None
-        for link in walk_chain(read, version, ref, implied):
+        for link in walk_chain(link_at, first.version, first.ref, implied):
             if link.known is not None:
                 got = link.known
                 break
@@ -139,25 +169,28 @@ class ValueResolver:
                 break
             links.append((link, own))
         assert got is not None  # the walk ends at a whole value or a kept one
+        # the files a base kept from an earlier read came from are known only of a line's
+        below = got.sources.deps() if isinstance(got, IndexedEntry) else None if links and not parsed else ()
         for link, own in reversed(links):
             got = self._entry_from_body(channel, link, got)
-            self._keep(link, channel, got, own + self._parent_dep(link))
+            self._keep(link, channel, got, own + self._parent_dep(link.path, link.body, link.doc))
         many = len(links) >= MIN_LINKS or (parsed and got.is_list and got.count >= MIN_ITEMS)
-        if note and derived and many:
-            self._index(first.path, channel, got)
-        return self._rebuildable(got, ns_dir, channel, version, ref)
+        if read is not None and below is not None and many:
+            self._index(first.path, channel, got, read, below)
+        return got
 
-    def _parent_dep(self, link: Link) -> tuple[Dep, ...]:
+    def _parent_dep(self, path: Path, body: dict[str, Any], doc: Any) -> tuple[Dep, ...]:
         """The parent whose bookkeeping names the base of an append without ``base`` (format
-        4): one more file the link's value comes from. Asked once the walk is over, when the
-        walk has read that parent (``implied_base``); asked as each link was read, before, it
-        was never yet read in a fresh process, and no link built there could be kept."""
-        if self.trust_kept or "base" in link.body["append"] or not isinstance(link.doc, dict):
+        4; ``body``: the append's, in the file ``path`` whose document is ``doc``): one more
+        file the link's value comes from. A read asks once its walk is over, when the walk
+        has read that parent (``implied_base``); asked as each link was read, before, it was
+        never yet read in a fresh process, and no link built there could be kept."""
+        if self.trust_kept or "base" in body["append"] or not isinstance(doc, dict):
             return ()
-        parent = link.doc.get("parent_checkpoint_id")
+        parent = doc.get("parent_checkpoint_id")
         if not isinstance(parent, str):
             return ()
-        ppath = self.layout.sibling(link.path, f"{encode_segment(parent)}.json")
+        ppath = self.layout.sibling(path, f"{encode_segment(parent)}.json")
         return (self._docs.dep(ppath, self._docs.doc(ppath)),)
 
     def _rebuildable(
@@ -166,16 +199,29 @@ class ValueResolver:
         """``entry``, made again from the files alone when reviving it fails, when part of it
         came from the values index (its error then names the file and pointer)."""
         if entry.derived and entry.rebuild is None:
-            entry.rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False)
+            entry.rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False, note=True)
         return entry
 
-    def _index(self, path: Path, channel: str, entry: ValueEntry) -> None:
+    def _index(
+        self, path: Path, channel: str, entry: ValueEntry, read: list[Dep], below: tuple[Dep, ...]
+    ) -> None:
         """Write down a list a read rebuilt from many links (bodyindex.py), when every file
-        it was built from was settled then and its messages pass (the body is made now, and
-        kept for the revive that follows)."""
+        it came from was settled then and its messages pass (the body is made now, and kept
+        for the revive that follows). Its deps are the chain's (what a kept entry is checked
+        against); its sources every other file the read took something from (``read``: the
+        holders of its objects, the records the walk read; ``below``: a line's it built on)."""
         if self.bodies is None or self.trust_kept or not entry.is_list:
             return
-        if any(key is None or digest is not None for _, key, digest in entry.deps):
+        deps = tuple(dict.fromkeys(entry.deps))
+        seen = {p for p, _k, _d in deps}
+        sources = tuple(d for d in dict.fromkeys((*read, *below)) if d[0] not in seen)
+        if len({p for p, _k, _d in sources}) != len(sources):
+            return  # one file under two keys: it changed during the read
+        if any(key is None or digest is not None for _, key, digest in (*deps, *sources)):
+            return
+        tdir = self._thread_dir(path)
+        kept_sources = Sources.of(tdir, sources)
+        if kept_sources is None:
             return
         if not entry.where.startswith(str(path)):
             return  # a large value's (its errors name its own file): left to the files
@@ -187,7 +233,6 @@ class ValueResolver:
         except orjson.JSONEncodeError:
             return  # a number past 64 bits: left to the files
         homes = entry.homes or {}
-        tdir = self._thread_dir(path)
         kept = Kept(
             path=str(path),
             channel=channel,
@@ -195,7 +240,8 @@ class ValueResolver:
             where=entry.where[len(str(path)) :],
             depth=entry.depth,
             weight=entry.weight,
-            deps=entry.deps,
+            deps=deps,
+            sources=kept_sources,
             homes=tuple(homes),
             types=frozenset(entry.types),
             count=entry.count,
@@ -205,21 +251,38 @@ class ValueResolver:
         )
         self.bodies.save(tdir, kept)
 
-    def _indexed(self, path: Path, st: os.stat_result, channel: str) -> ValueEntry | None:
+    def _indexed(
+        self, path: Path, st: os.stat_result, channel: str, rebuild: Callable[[], ValueEntry]
+    ) -> ValueEntry | None:
         """The list the values index holds for ``channel`` in the link ``path`` (``st``: its
-        lstat now), kept as any entry, while its files are as recorded and its folders clear."""
+        lstat now), kept as any entry, while every file it came from is as recorded and every
+        folder clear; ``rebuild``: the same value from the files alone (``ValueEntry``)."""
         if self.bodies is None or self.trust_kept:
             return None
         tdir = self._thread_dir(path)
         kept = self.bodies.find(tdir, path, channel)
         if kept is None:
             return None
+        if not kept.types and _EXT_MARKS.search(kept.body):
+            return None  # said to name no type, yet it may hold one: the files say what it is
+        folders = {os.path.dirname(p) for p, _k, _d in kept.deps} | kept.sources.folders()
+        if (
+            refresh(kept.deps, st) is None
+            or not kept.sources.unchanged()
+            or not self._all_clear([Path(f) for f in folders])
+            or not self._all_clear([Path(h) for h in kept.homes])
+        ):
+            return None
         homes = self._homes.get(tdir)
         if homes is None:
             homes = self._homes.setdefault(tdir, {})
+        for h in kept.homes:  # the thread's one set: its kept objects are checked with these too
+            if h not in homes:
+                homes[h] = Path(h)
         entry = IndexedEntry(
             tree_json=kept.tree,
             items=kept.count,
+            sources=kept.sources,
             empty=False,
             types=kept.types,
             depth=kept.depth,
@@ -227,15 +290,10 @@ class ValueResolver:
             file=str(path),
             root=kept.pointer,
             weight=kept.weight,
+            deps=kept.deps,
+            homes=homes,
         )
-        entry.deps = kept.deps
-        entry.homes = {h: Path(h) for h in kept.homes}
-        if refresh(kept.deps, st) is None or not self._on_the_way_clear(entry):
-            return None
-        for h in kept.homes:  # the thread's one set: its kept objects are checked with these too
-            if h not in homes:
-                homes[h] = Path(h)
-        entry.homes = homes
+        entry.rebuild = rebuild
         entry.keep_body(kept.body)
         self._located_lines.setdefault(tdir, kept.located)
         self._values.put((path, channel), entry)
@@ -264,11 +322,7 @@ class ValueResolver:
         if not isinstance(body, dict) or not isinstance(body.get("append"), dict):
             return
         pointer = f"/new_values/{channel}"
-        own: tuple[Dep, ...] = (self._docs.dep(path, doc),)
-        parent = doc.get("parent_checkpoint_id")
-        if "base" not in body["append"] and isinstance(parent, str):
-            ppath = self.layout.sibling(path, f"{encode_segment(parent)}.json")
-            own += (self._docs.dep(ppath, self._docs.doc(ppath)),)
+        own: tuple[Dep, ...] = (self._docs.dep(path, doc), *self._parent_dep(path, body, doc))
         if any(key is None for _, key, _ in own):
             return  # what cannot be checked is not kept (a kept base's deps all can)
         app = {**body["append"], "items": items}
@@ -290,7 +344,7 @@ class ValueResolver:
                 hints = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 hints = None
-            if isinstance(hints, dict):
+            if isinstance(hints, dict) and len(located) + len(hints) <= LOCATED_PER_THREAD:
                 for name, loc in hints.items():
                     if type(loc) is list and len(loc) == 2 and all(type(x) is str for x in loc):
                         located.setdefault(name, (loc[0], loc[1]))
@@ -346,10 +400,11 @@ class ValueResolver:
                 if deps is not None and self._on_the_way_clear(hit):
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
-            indexed = self._indexed(path, st, channel) if derived else None
-            if indexed is not None:
-                indexed.rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False)
-                return Link(version, ref, path, known=indexed)
+            if derived:
+                rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False, note=True)
+                indexed = self._indexed(path, st, channel, rebuild)
+                if indexed is not None:
+                    return Link(version, ref, path, known=indexed)
             found = self._value_body(ns_dir, channel, version, ref, path)
             if found is not None:
                 body, pointer, doc = found
@@ -535,8 +590,9 @@ class ValueResolver:
         homes = self._homes.get(tdir)
         if homes is None:
             homes = self._homes.setdefault(tdir, {})
-        done = self._objects.get(tdir)
-        if (
+        fresh: dict[Path, dict[str, Known]] | None = getattr(self._local, "fresh_objects", None)
+        done = self._objects.get(tdir) if fresh is None else fresh.setdefault(tdir, {})
+        if fresh is None and (
             done is None
             or len(done) > CACHE_ENTRIES * 16
             or not (self.trust_kept or self._homes_clear(homes))
