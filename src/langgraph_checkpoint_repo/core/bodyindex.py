@@ -6,16 +6,17 @@ checkpoint that first held it. A process with empty caches parsed every link, to
 of objects from the objects index and checked every message again to read one state: 250 ms
 at 1,000 turns against SqliteSaver's 38. This index keeps what such a read rebuilt:
 ``.cache/index/threads/<thread>~values``, one line per list (the last ``KEEP`` a thread's
-reads rebuilt), ``<crc32> <head>\\t<body>\\t<tree>\\t<located>``:
+reads rebuilt), ``<crc32> <key>\\t<head>\\t<sources>\\t<body>\\t<tree>\\t<located>``:
 
-* head: ``[file below the thread folder, channel, pointer, where, depth, items, weight, [[dep,
-  stat key], ...], [source, mtime, ctime, size, inode, ...], [home folder, ...], [type,
-  ...]]``: the file
-  whose link ends the chain (the pointer of its items there, and how errors name the value
-  after the file); every file the list was built from (deps, ``ValueEntry.deps``: the links,
-  the parents naming their bases, a ``large/`` file) and every other file the read took
-  something from (sources: the checkpoints holding its objects, the records the walk read),
-  each with its stat key; the folders its objects were taken from;
+* key: ``[file below the thread folder, channel]``: the file whose link ends the chain (read
+  alone, to find a line);
+* head: ``[pointer, where, depth, items, weight, [[dep, stat key], ...], [home folder, ...],
+  [type, ...]]``: the pointer of its items in the file and how errors name the value after
+  the file; every file the list was built from (deps, ``ValueEntry.deps``: the links, the
+  parents naming their bases, a ``large/`` file) with its stat key; the folders its objects
+  were taken from;
+* sources: ``[file, mtime_ns, ctime_ns, size, inode, ...]``, every other file the read took
+  something from (the checkpoints holding its objects, the records the walk read);
 * body: the base64 of the msgpack of its items, what the serde revives, its messages checked
   (entries.ValueEntry.check_messages);
 * tree: the list as the files rebuild it, parsed only when asked (``IndexedEntry``): the next
@@ -44,6 +45,7 @@ import base64
 import binascii
 import logging
 import os
+import re
 import threading
 import zlib
 from collections import OrderedDict
@@ -74,11 +76,12 @@ class Sources:
     and integers: a 1,000-turn chat's 4,000 as small tuples set off a full pass of the
     garbage collector in the read they were meant to spare (60 ms)."""
 
-    __slots__ = ("flat", "tdir")
+    __slots__ = ("_paths_made", "flat", "tdir")
 
     def __init__(self, tdir: Path, flat: list[Any]) -> None:
         self.tdir = tdir
         self.flat = flat
+        self._paths_made: list[str] | None = None
 
     @classmethod
     def of(cls, tdir: Path, deps: tuple[Dep, ...]) -> Sources | None:
@@ -93,21 +96,33 @@ class Sources:
         return cls(tdir, flat)
 
     def _paths(self) -> list[str]:
-        top, sep = f"{self.tdir}{os.sep}", os.sep
-        return [top + (r if sep == "/" else r.replace("/", sep)) for r in self.flat[::5]]
+        got = self._paths_made
+        if got is None:
+            top, sep = f"{self.tdir}{os.sep}", os.sep
+            rels = self.flat[::5]
+            got = self._paths_made = [top + (r if sep == "/" else r.replace("/", sep)) for r in rels]
+        return got
 
     def folders(self) -> set[str]:
         return {os.path.dirname(p) for p in self._paths()}
 
-    def unchanged(self) -> bool:
-        """Whether every file has its recorded stat key (one lstat each, never through a link)."""
+    def unchanged(self, observed: dict[str, StatKey] | None = None) -> bool:
+        """Whether every file has its recorded stat key: one lstat each (never through a
+        link), or the key this read took of it already (``observed``: the lineage check
+        takes every checkpoint's, and most sources are checkpoints)."""
         flat, lstat = self.flat, os.lstat
+        seen = observed or {}
         for at, path in enumerate(self._paths()):
+            i = 5 * at
+            key = seen.get(path)
+            if key is not None:
+                if key != (flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4]):
+                    return False
+                continue
             try:
                 st = lstat(path)
             except OSError:
                 return False
-            i = 5 * at
             if (
                 st.st_mtime_ns != flat[i + 1]
                 or st.st_ctime_ns != flat[i + 2]
@@ -153,28 +168,27 @@ def encode_line(tdir: Path, kept: Kept) -> bytes | None:
         return None
     rel = [n[len(top) :].replace(os.sep, "/") for n in names]
     deps = [[r, list(k or ())] for r, (_p, k, _d) in zip(rel[1 : 1 + len(kept.deps)], kept.deps, strict=True)]
+    key = orjson.dumps([rel[0], kept.channel])
     head = orjson.dumps(
         [
-            rel[0],
-            kept.channel,
             kept.pointer,
             kept.where,
             kept.depth,
             kept.count,
             list(kept.weight) if kept.weight is not None else None,
             deps,
-            kept.sources.flat,
             rel[1 + len(kept.deps) :],
             sorted(list(t) for t in kept.types),
         ]
     )
-    body = b"\t".join((head, base64.b64encode(kept.body), kept.tree, kept.located))
+    sources = orjson.dumps(kept.sources.flat)
+    body = b"\t".join((key, head, sources, base64.b64encode(kept.body), kept.tree, kept.located))
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
 def _rel_ok(rel: Any) -> bool:
     """A path below the thread folder as lines write it: plain segments, nothing else."""
-    if type(rel) is not str or "\\" in rel:
+    if type(rel) is not str or "\\" in rel or "\x00" in rel:
         return False
     parts = rel.split("/")
     return 0 < len(parts) <= 6 and "" not in parts and "." not in parts and ".." not in parts
@@ -184,13 +198,23 @@ def _key_ok(key: Any) -> bool:
     return type(key) is list and len(key) == 4 and all(type(k) is int for k in key)
 
 
+# a path below the thread folder as lines write it, one a line: 1 to 6 plain segments
+_SEGMENT = r"(?!\.\.?(?:/|$))[^/\\\n\x00]+"
+_RELS = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT}){{0,5}}(?:\n{_SEGMENT}(?:/{_SEGMENT}){{0,5}})*")
+
+
 def _flat_ok(flat: Any) -> bool:
-    """Sources as a line has them: a file below the thread folder, then its four integers."""
+    """Sources as a line has them: a file below the thread folder, then its four integers
+    (checked in a few passes in C: a 1,000-turn chat's line names 4,000)."""
     if type(flat) is not list or len(flat) % 5:
         return False
-    return all(_rel_ok(flat[i]) for i in range(0, len(flat), 5)) and all(
-        type(flat[i + j]) is int for i in range(0, len(flat), 5) for j in (1, 2, 3, 4)
-    )
+    if not flat:
+        return True
+    rels = flat[::5]
+    if {type(r) for r in rels} != {str}:
+        return False
+    ints = flat[1::5] + flat[2::5] + flat[3::5] + flat[4::5]
+    return {type(i) for i in ints} == {int} and _RELS.fullmatch("\n".join(rels)) is not None
 
 
 def _weight_ok(weight: Any) -> bool:
@@ -199,18 +223,42 @@ def _weight_ok(weight: Any) -> bool:
     return type(weight) is list and len(weight) == 3 and all(type(w) is int for w in weight)
 
 
+Span = tuple[bytes, int, int]  # a line as the bytes of its file and where it starts and ends
+
+
 def decode_line(tdir: Path, line: bytes) -> Kept | None:
     """The list a line holds, or None when its checksum fails or its shape is off."""
-    crc, body = line[:8], line[9:]
-    try:
-        if line[8:9] != b" " or int(crc, 16) != zlib.crc32(body):
+    return _decode(tdir, (line, 0, len(line)))
+
+
+def _decode(tdir: Path, span: Span) -> Kept | None:
+    """``decode_line`` of a line inside its file's bytes, its parts read through views (a
+    1,000-turn chat's line is some MB: each copy of it cost a millisecond or two)."""
+    data, start, end = span
+    view = memoryview(data)
+    parts: list[memoryview] = []
+    at = start + 9
+    while len(parts) < 5:
+        tab = data.find(b"\t", at, end)
+        if tab < 0:
             return None
-        head_bytes, b64, tree, located = body.split(b"\t")
-        head = orjson.loads(head_bytes)
-        rel, channel, pointer, where, depth, count, weight, deps, sources, homes, types = head
-        data = base64.b64decode(b64, validate=True)
+        parts.append(view[at:tab])
+        at = tab + 1
+    if data.find(b"\t", at, end) >= 0:
+        return None
+    parts.append(view[at:end])
+    key_bytes, head_bytes, sources_bytes, b64, tree_view, located_view = parts
+    try:
+        crc = int(data[start : start + 8], 16)
+        if data[start + 8 : start + 9] != b" " or crc != zlib.crc32(view[start + 9 : end]):
+            return None
+        rel, channel = orjson.loads(key_bytes)
+        pointer, where, depth, count, weight, deps, homes, types = orjson.loads(head_bytes)
+        sources = orjson.loads(sources_bytes)
+        body = base64.b64decode(b64, validate=True)
     except (ValueError, TypeError, binascii.Error):
         return None
+    tree, located = bytes(tree_view), bytes(located_view)
     if not (
         _rel_ok(rel)
         and type(channel) is str
@@ -251,19 +299,20 @@ def decode_line(tdir: Path, line: bytes) -> Kept | None:
         types=frozenset(tuple(t) for t in types),
         count=count,
         tree=tree,
-        body=data,
+        body=body,
         located=located,
     )
 
 
-def _line_key(line: bytes) -> tuple[str, str] | None:
-    """(file, channel) a line names, read off its head alone (the payload is not parsed)."""
-    head = line[9:].partition(b"\t")[0]
+def _line_key(span: Span) -> tuple[str, str] | None:
+    """(file, channel) a line names, read off its key alone (nothing else is parsed)."""
+    data, start, end = span
+    tab = data.find(b"\t", start, end)
     try:
-        got = orjson.loads(head)
+        got = orjson.loads(memoryview(data)[start + 9 : tab]) if tab > 0 else None
     except ValueError:
         return None
-    if type(got) is list and len(got) == 11 and type(got[0]) is str and type(got[1]) is str:
+    if type(got) is list and len(got) == 2 and type(got[0]) is str and type(got[1]) is str:
         return got[0], got[1]
     return None
 
@@ -273,10 +322,22 @@ def decode_values(layout: Layout, tdir: Path, data: bytes) -> dict[tuple[str, st
     if not data.startswith(VALUES_HEADER):
         return None
     out: dict[tuple[str, str], Kept] = {}
-    for line in data[len(VALUES_HEADER) :].split(b"\n"):
-        kept = decode_line(tdir, line) if line else None
+    for span in _spans(data):
+        kept = _decode(tdir, span)
         if kept is not None:
             out[kept.path, kept.channel] = kept
+    return out
+
+
+def _spans(data: bytes) -> list[Span]:
+    """The lines of a values file after its header, none copied."""
+    out, at = [], len(VALUES_HEADER)
+    while at < len(data):
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        if end > at:
+            out.append((data, at, end))
+        at = end + 1
     return out
 
 
@@ -288,7 +349,7 @@ class BodyIndex:
         self._lock = threading.Lock()
         # thread folder -> its lines by (file below it, channel), undecoded, within KEPT_BYTES;
         # a line is dropped once decoded (the entry made of it is kept with the other values)
-        self._files: OrderedDict[Path, dict[tuple[str, str], bytes]] = OrderedDict()
+        self._files: OrderedDict[Path, dict[tuple[str, str], Span]] = OrderedDict()
         self._bytes = 0
 
     def path(self, tdir: Path) -> Path | None:
@@ -309,37 +370,36 @@ class BodyIndex:
         with self._lock:
             line = lines.pop(key, None)
             if line is not None and self._files.get(tdir) is lines:
-                self._bytes -= len(line)
+                self._bytes -= line[2] - line[1]
         if line is None:
             return None
-        kept = decode_line(tdir, line)
+        kept = _decode(tdir, line)
         return kept if kept is not None and kept.path == text and kept.channel == channel else None
 
-    def _read(self, tdir: Path) -> dict[tuple[str, str], bytes]:
+    def _read(self, tdir: Path) -> dict[tuple[str, str], Span]:
         """The thread's file as it is now: its lines by (file, channel), the last of each."""
         path = self.path(tdir)
         data = read_index_file(self.layout, path) if path is not None else None
-        lines: dict[tuple[str, str], bytes] = {}
+        lines: dict[tuple[str, str], Span] = {}
         if data is not None and data.startswith(VALUES_HEADER):
-            for line in data[len(VALUES_HEADER) :].split(b"\n"):
-                key = _line_key(line) if line else None
+            for span in _spans(data):
+                key = _line_key(span)
                 if key is not None:
                     lines.pop(key, None)
-                    lines[key] = line  # later lines win, and come last
+                    lines[key] = span  # later lines win, and come last
         return lines
 
-    def _load(self, tdir: Path) -> dict[tuple[str, str], bytes]:
+    def _load(self, tdir: Path) -> dict[tuple[str, str], Span]:
         lines = self._read(tdir)
-        size = sum(len(line) for line in lines.values())
         with self._lock:
             old = self._files.pop(tdir, None)
             if old is not None:
-                self._bytes -= sum(len(line) for line in old.values())
+                self._bytes -= _size(old)
             self._files[tdir] = lines
-            self._bytes += size
+            self._bytes += _size(lines)
             while len(self._files) > 1 and (self._bytes > KEPT_BYTES or len(self._files) > THREADS_KEPT):
                 _, gone = self._files.popitem(last=False)
-                self._bytes -= sum(len(line) for line in gone.values())
+                self._bytes -= _size(gone)
         return lines
 
     def save(self, tdir: Path, kept: Kept) -> None:
@@ -353,11 +413,13 @@ class BodyIndex:
         if line is None or path is None:
             return
         key = (kept.path[len(str(tdir)) + 1 :].replace(os.sep, "/"), kept.channel)
-        lines = {k: v for k, v in self._read(tdir).items() if k != key and os.path.lexists(tdir / k[0])}
-        lines[key] = line.rstrip(b"\n")
-        while len(lines) > KEEP:
-            del lines[next(iter(lines))]
-        written = write_index_file(self.layout, path, VALUES_HEADER + b"\n".join(lines.values()) + b"\n")
+        kept_lines = [
+            data[start:end]
+            for k, (data, start, end) in self._read(tdir).items()
+            if k != key and os.path.lexists(tdir / k[0])
+        ]
+        kept_lines = [*kept_lines[-(KEEP - 1) :], line.rstrip(b"\n")] if KEEP > 1 else [line.rstrip(b"\n")]
+        written = write_index_file(self.layout, path, VALUES_HEADER + b"\n".join(kept_lines) + b"\n")
         self.let_go(tdir)
         try:  # asked now, not as this read's look first found it (caches.one_look)
             now: StatKey | None = stat_key(os.lstat(kept.path))
@@ -371,7 +433,7 @@ class BodyIndex:
         with self._lock:
             old = self._files.pop(tdir, None)
             if old is not None:
-                self._bytes -= sum(len(line) for line in old.values())
+                self._bytes -= _size(old)
 
     def forget(self, tdir: Path) -> None:
         """A thread removed, replaced or repaired: its lines go, its file too (it holds the
@@ -386,3 +448,7 @@ class BodyIndex:
             pass
         except OSError as exc:
             _log.info("values index not removed: %s", exc)
+
+
+def _size(lines: dict[tuple[str, str], Span]) -> int:
+    return sum(end - start for _data, start, end in lines.values())

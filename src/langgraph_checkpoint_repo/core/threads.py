@@ -189,6 +189,7 @@ class ThreadStore:
             self.values.read_done = self.objects.flush
             self.values.bodies = self.bodies
             self.values.recording = self.files.recording
+            self.values.observed = self._observed_keys
 
     @property
     def in_snapshot(self) -> bool:
@@ -631,6 +632,9 @@ class ThreadStore:
             close = getattr(items, "close", None)
             if close is not None:
                 close()
+
+    def _observed_keys(self) -> dict[str, StatKey] | None:
+        return getattr(self._observed, "keys", None)  # type: ignore[no-any-return]
 
     def _find_object(self, tdir: Path, name: str, holder: str, seen: dict[str, Any]) -> Any | None:
         """``ObjectIndex.find``, with the stat keys this read took already (``observing``); a

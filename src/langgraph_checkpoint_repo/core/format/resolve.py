@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ..bodyindex import MIN_ITEMS, MIN_LINKS, BodyIndex, Kept, Sources
-from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, look_memo, lstat, refresh, thread_of
+from ..caches import CACHE_ENTRIES, LRU, Dep, DocCache, StatKey, look_memo, lstat, refresh, thread_of
 from ..errors import FileFormatError, MissingReferenceError
 from ..layout import CHECKPOINTS, LARGE, OBJECTS, WRITES, Layout, encode_segment
 from . import fields
@@ -85,6 +85,8 @@ class ValueResolver:
         # the lists reads rebuilt from long chains, for a fresh process (bodyindex.py; None
         # in the checks, which read the files)
         self.bodies: BodyIndex | None = None
+        # the stat keys this read took already, by path (ThreadStore.observing)
+        self.observed: Callable[[], dict[str, StatKey] | None] | None = None
         # how a read records the files it reads (Files.recording; None in the checks)
         self.recording: Callable[[], AbstractContextManager[list[Dep]]] | None = None
         # per thread of Python: while a list is read to be written down, the objects it
@@ -268,7 +270,7 @@ class ValueResolver:
         folders = {os.path.dirname(p) for p, _k, _d in kept.deps} | kept.sources.folders()
         if (
             refresh(kept.deps, st) is None
-            or not kept.sources.unchanged()
+            or not kept.sources.unchanged(self.observed() if self.observed is not None else None)
             or not self._all_clear([Path(f) for f in folders])
             or not self._all_clear([Path(h) for h in kept.homes])
         ):
