@@ -698,3 +698,24 @@ def without_values_index(root: Path, thread_id: str = "t") -> None:
     path = index_path(layout, layout.thread_dir(thread_id), VALUES_SUFFIX)
     if path is not None:
         path.unlink(missing_ok=True)
+
+
+_SECOND_READ = (
+    "import json, os, sys\n"
+    "from langgraph_checkpoint_repo import RepoSaver\n"
+    "seen = []\n"
+    "real = os.open\n"
+    "os.open = lambda p, *a, **k: (seen.append(str(p)), real(p, *a, **k))[1]\n"
+    "got = RepoSaver(sys.argv[1]).get_tuple({'configurable': {'thread_id': sys.argv[2]}})\n"
+    "os.open = real\n"
+    "texts = [m.content for m in got.checkpoint['channel_values']['messages']]\n"
+    "print(json.dumps([texts, [p for p in seen if os.sep + 'checkpoints' + os.sep in p]]))\n"
+)
+
+
+def second_process_read(root: Path, thread_id: str = "t") -> tuple[list[str], list[str]]:
+    """The latest messages' texts as a real second process reads them, and the checkpoint
+    files it opened (every one, in order)."""
+    run = [sys.executable, "-c", _SECOND_READ, str(root), thread_id]
+    texts, opened = json.loads(subprocess.run(run, capture_output=True, text=True, check=True).stdout)
+    return texts, opened

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -22,7 +20,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from graphs import cfg, chat_graph, contents
-from helpers import without_values_index
+from helpers import second_process_read, without_values_index
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.errors import FileFormatError
@@ -115,19 +113,9 @@ def test_a_fresh_read_of_a_long_thread_opens_a_bounded_number_of_files_not_one_p
 def test_a_second_process_reads_the_thread_through_the_index(tmp_path: Path) -> None:
     root = tmp_path / ".langgraph"
     want = chat(root)
-    script = (
-        "import json, os, sys\n"
-        "from langgraph_checkpoint_repo import RepoSaver\n"
-        "seen = []\n"
-        "real = os.open\n"
-        "os.open = lambda p, *a, **k: (seen.append(str(p)), real(p, *a, **k))[1]\n"
-        "got = RepoSaver(sys.argv[1]).get_tuple({'configurable': {'thread_id': 't'}})\n"
-        "print(json.dumps([[m.content for m in got.checkpoint['channel_values']['messages']],"
-        " [p for p in seen if '/checkpoints/' in p]]))\n"
-    )
     fresh_read(root)  # the lineage index written
-    run = [sys.executable, "-c", script, str(root)]
-    texts, opened_files = json.loads(subprocess.run(run, capture_output=True, text=True, check=True).stdout)
+    without_values_index(root)  # the objects index, not the values index, serves the list
+    texts, opened_files = second_process_read(root)
     assert texts == want and len(opened_files) <= BOUND, len(opened_files)
 
 

@@ -13,7 +13,6 @@ import logging
 import operator
 import os
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -28,9 +27,15 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 
 from graphs import cfg, chat_graph, contents
-from helpers import cli, without_values_index
+from helpers import cli, second_process_read, without_values_index
 from langgraph_checkpoint_repo import RepoSaver
-from langgraph_checkpoint_repo.core.bodyindex import VALUES_HEADER, VALUES_SUFFIX, decode_line, encode_line
+from langgraph_checkpoint_repo.core.bodyindex import (
+    VALUES_HEADER,
+    VALUES_SUFFIX,
+    Sources,
+    decode_line,
+    encode_line,
+)
 from langgraph_checkpoint_repo.core.caches import RACY_NS
 from langgraph_checkpoint_repo.core.errors import FileFormatError, UnrevivableValueError
 from langgraph_checkpoint_repo.core.format.packed import msgpack_array_split
@@ -71,7 +76,7 @@ def fresh(root: Path, thread: str = "t", serde: Any = None) -> tuple[Any, int]:
 
     def counting(channel: str, *args: Any, **kwargs: Any) -> Any:
         nonlocal built
-        built += channel in ("messages", "marks")
+        built += channel in ("messages", "marks", "words")
         return real(channel, *args, **kwargs)
 
     resolver._entry_from_body = counting  # type: ignore[method-assign]
@@ -273,25 +278,11 @@ def test_a_second_process_reads_the_list_from_the_line(tmp_path: Path) -> None:
     root = tmp_path / ".langgraph"
     _, reference = chat(root, turns=30)
     fresh(root)
-    script = (
-        "import json, os, sys\n"
-        "from langgraph_checkpoint_repo import RepoSaver\n"
-        "seen = []\n"
-        "real = os.open\n"
-        "os.open = lambda p, *a, **k: (seen.append(str(p)), real(p, *a, **k))[1]\n"
-        "got = RepoSaver(sys.argv[1]).get_tuple({'configurable': {'thread_id': 't'}})\n"
-        "os.open = real\n"
-        "texts = [m.content for m in got.checkpoint['channel_values']['messages']]\n"
-        "print(json.dumps([texts, [p for p in seen if '/checkpoints/' in p]]))\n"
-    )
-    run = [sys.executable, "-c", script, str(root)]
-    out = subprocess.run(run, capture_output=True, text=True, check=True)
-    texts, opened = json.loads(out.stdout)
+    texts, opened = second_process_read(root)
     assert texts == contents(reference.get_state(cfg("t")).values["messages"])
     assert len(set(opened)) <= 8, opened
     without_values_index(root)
-    out = subprocess.run(run, capture_output=True, text=True, check=True)
-    assert len(set(json.loads(out.stdout)[1])) >= 30  # control: without the line, a link a turn
+    assert len(set(second_process_read(root)[1])) >= 30  # control: without the line, a link a turn
 
 
 def test_a_whole_copy_written_after_a_read_from_the_line_holds_each_message_once(tmp_path: Path) -> None:
@@ -462,3 +453,61 @@ def test_a_line_that_does_not_revive_is_read_from_the_files_said_and_written_aga
     time.sleep(SETTLE)
     got, built = fresh(root)
     assert messages_of(got) == want and built == 0  # the line written again serves
+
+
+class Words(TypedDict):
+    words: Annotated[list[str], operator.add]
+
+
+def test_a_list_of_text_in_any_script_is_served_from_its_line(tmp_path: Path) -> None:
+    """A list naming no type whose text holds the bytes an extension starts with (Hebrew,
+    Armenian in UTF-8) is still taken from its line: the body is decoded to tell."""
+    root = tmp_path / ".langgraph"
+    builder = StateGraph(Words)
+    builder.add_node("say", lambda s: {"words": [f"שלום Բարև {len(s['words'])}"] * 30})
+    builder.add_edge(START, "say")
+    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
+    for _ in range(TURNS):
+        graph.invoke({"words": []}, cfg("w"))
+    time.sleep(SETTLE)
+    want = graph.get_state(cfg("w")).values["words"]
+    first, built_first = fresh(root, "w")
+    second, built_second = fresh(root, "w")
+    assert first.checkpoint["channel_values"]["words"] == want
+    assert second.checkpoint["channel_values"]["words"] == want
+    assert built_first >= TURNS and built_second == 0
+
+
+FORGED = [
+    "count past 2**32",
+    "a type of no parts",
+    "a weight past 2**53",
+    "a source of ..",
+    "a source with a newline",
+]
+
+
+@pytest.mark.parametrize("forged", FORGED)
+def test_a_forged_line_out_of_bounds_is_not_used_and_the_read_is_the_files(
+    tmp_path: Path, forged: str
+) -> None:
+    """Lines only someone who can write ``.cache`` can forge with the right stat keys: out of
+    the format's bounds, each is refused as it is decoded, never a crash of the read."""
+    root = tmp_path / ".langgraph"
+    _, reference = chat(root)
+    want = contents(reference.get_state(cfg("t")).values["messages"])
+    fresh(root)
+    tdir = Layout(root).thread_dir("t")
+    kept = decode_line(tdir, values_file(root).read_bytes()[len(VALUES_HEADER) :].rstrip(b"\n"))
+    assert kept is not None
+    flat = kept.sources.flat
+    changes: dict[str, Any] = {
+        "count past 2**32": {"count": 2**63},
+        "a type of no parts": {"types": frozenset({()})},
+        "a weight past 2**53": {"weight": (1, 1, 2**60)},
+        "a source of ..": {"sources": Sources(tdir, ["..", *flat[1:5], *flat])},
+        "a source with a newline": {"sources": Sources(tdir, ["a\nb/c/d/e/f/g/h", *flat[1:5], *flat])},
+    }[forged]
+    _rewrite_line(root, **changes)
+    got, built = fresh(root)
+    assert messages_of(got) == want and built >= TURNS

@@ -56,7 +56,7 @@ from typing import Any
 import orjson
 
 from .caches import Dep, StatKey, stat_key
-from .index import INDEX_VERSION, index_path, read_index_file, write_index_file
+from .index import INDEX_VERSION, index_path, read_index_file, remove_index_file, write_index_file
 from .layout import Layout
 
 _log = logging.getLogger(__name__)
@@ -194,12 +194,19 @@ def _rel_ok(rel: Any) -> bool:
     return 0 < len(parts) <= 6 and "" not in parts and "." not in parts and ".." not in parts
 
 
+_BOUND = 1 << 63  # a stat key's number, a count, a weight: what the format's integers fit in
+
+
+def _int_ok(n: Any, bound: int = _BOUND) -> bool:
+    return type(n) is int and 0 <= n < bound
+
+
 def _key_ok(key: Any) -> bool:
-    return type(key) is list and len(key) == 4 and all(type(k) is int for k in key)
+    return type(key) is list and len(key) == 4 and all(_int_ok(k) for k in key)
 
 
 # a path below the thread folder as lines write it, one a line: 1 to 6 plain segments
-_SEGMENT = r"(?!\.\.?(?:/|$))[^/\\\n\x00]+"
+_SEGMENT = r"(?!\.\.?(?:/|\n|$))[^/\\\n\x00]+"
 _RELS = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT}){{0,5}}(?:\n{_SEGMENT}(?:/{_SEGMENT}){{0,5}})*")
 
 
@@ -214,13 +221,16 @@ def _flat_ok(flat: Any) -> bool:
     if {type(r) for r in rels} != {str}:
         return False
     ints = flat[1::5] + flat[2::5] + flat[3::5] + flat[4::5]
-    return {type(i) for i in ints} == {int} and _RELS.fullmatch("\n".join(rels)) is not None
+    if {type(i) for i in ints} != {int} or not all(0 <= i < _BOUND for i in (min(ints), max(ints))):
+        return False
+    joined = "\n".join(rels)  # a path holding a newline would pass as two
+    return joined.count("\n") == len(rels) - 1 and _RELS.fullmatch(joined) is not None
 
 
 def _weight_ok(weight: Any) -> bool:
     if weight is None:
         return True
-    return type(weight) is list and len(weight) == 3 and all(type(w) is int for w in weight)
+    return type(weight) is list and len(weight) == 3 and all(_int_ok(w, 1 << 53) for w in weight)
 
 
 Span = tuple[bytes, int, int]  # a line as the bytes of its file and where it starts and ends
@@ -231,9 +241,8 @@ def decode_line(tdir: Path, line: bytes) -> Kept | None:
     return _decode(tdir, (line, 0, len(line)))
 
 
-def _decode(tdir: Path, span: Span) -> Kept | None:
-    """``decode_line`` of a line inside its file's bytes, its parts read through views (a
-    1,000-turn chat's line is some MB: each copy of it cost a millisecond or two)."""
+def _parts(span: Span) -> list[memoryview] | None:
+    """A line's six tab-separated parts after its checksum, as views, when the checksum holds."""
     data, start, end = span
     view = memoryview(data)
     parts: list[memoryview] = []
@@ -247,13 +256,26 @@ def _decode(tdir: Path, span: Span) -> Kept | None:
     if data.find(b"\t", at, end) >= 0:
         return None
     parts.append(view[at:end])
-    key_bytes, head_bytes, sources_bytes, b64, tree_view, located_view = parts
     try:
         crc = int(data[start : start + 8], 16)
-        if data[start + 8 : start + 9] != b" " or crc != zlib.crc32(view[start + 9 : end]):
-            return None
+    except ValueError:
+        return None
+    if data[start + 8 : start + 9] != b" " or crc != zlib.crc32(view[start + 9 : end]):
+        return None
+    return parts
+
+
+def _decode(tdir: Path, span: Span) -> Kept | None:
+    """``decode_line`` of a line inside its file's bytes, its parts read through views (a
+    1,000-turn chat's line is some MB: each copy of it cost a millisecond or two)."""
+    parts = _parts(span)
+    if parts is None:
+        return None
+    key_bytes, head_bytes, sources_bytes, b64, tree_view, located_view = parts
+    try:
         rel, channel = orjson.loads(key_bytes)
-        pointer, where, depth, count, weight, deps, homes, types = orjson.loads(head_bytes)
+        head = orjson.loads(head_bytes)
+        pointer, where, depth, count, weight, deps, homes, types = head
         sources = orjson.loads(sources_bytes)
         body = base64.b64decode(b64, validate=True)
     except (ValueError, TypeError, binascii.Error):
@@ -262,24 +284,11 @@ def _decode(tdir: Path, span: Span) -> Kept | None:
     if not (
         _rel_ok(rel)
         and type(channel) is str
-        and type(pointer) is str
-        and type(where) is str
-        and type(depth) is int
-        and depth >= 0
-        and type(count) is int
-        and count >= 0
         and tree[:1] == b"["
         and located[:1] == b"{"
-        and _weight_ok(weight)
-        and type(deps) is list
-        and deps
-        and all(type(d) is list and len(d) == 2 and _rel_ok(d[0]) and _key_ok(d[1]) for d in deps)
+        and _head_ok(head)
         and deps[0][0] == rel
         and _flat_ok(sources)
-        and type(homes) is list
-        and all(_rel_ok(h) for h in homes)
-        and type(types) is list
-        and all(type(t) is list and all(type(p) is str for p in t) for t in types)
     ):
         return None
 
@@ -301,6 +310,25 @@ def _decode(tdir: Path, span: Span) -> Kept | None:
         tree=tree,
         body=body,
         located=located,
+    )
+
+
+def _head_ok(head: list[Any]) -> bool:
+    """A line's head: its pointer, where, depth, count, weight, deps, homes and types."""
+    pointer, where, depth, count, weight, deps, homes, types = head
+    return (
+        type(pointer) is str
+        and type(where) is str
+        and _int_ok(depth, 1 << 16)
+        and _int_ok(count, 1 << 32)
+        and _weight_ok(weight)
+        and type(deps) is list
+        and bool(deps)
+        and all(type(d) is list and len(d) == 2 and _rel_ok(d[0]) and _key_ok(d[1]) for d in deps)
+        and type(homes) is list
+        and all(_rel_ok(h) for h in homes)
+        and type(types) is list
+        and all(type(t) is list and t and all(type(p) is str for p in t) for t in types)
     )
 
 
@@ -347,8 +375,9 @@ class BodyIndex:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._lock = threading.Lock()
-        # thread folder -> its lines by (file below it, channel), undecoded, within KEPT_BYTES;
-        # a line is dropped once decoded (the entry made of it is kept with the other values)
+        # thread folder -> its lines by (file below it, channel), undecoded, their files' bytes
+        # within KEPT_BYTES; a line is dropped once decoded (the entry made of it is kept with
+        # the other values), and the file's bytes with the last of its lines
         self._files: OrderedDict[Path, dict[tuple[str, str], Span]] = OrderedDict()
         self._bytes = 0
 
@@ -369,8 +398,9 @@ class BodyIndex:
             lines = self._load(tdir)
         with self._lock:
             line = lines.pop(key, None)
-            if line is not None and self._files.get(tdir) is lines:
-                self._bytes -= line[2] - line[1]
+            if line is not None and not lines and self._files.get(tdir) is lines:  # its file's bytes go
+                del self._files[tdir]
+                self._bytes -= _size(line)
         if line is None:
             return None
         kept = _decode(tdir, line)
@@ -439,16 +469,11 @@ class BodyIndex:
         """A thread removed, replaced or repaired: its lines go, its file too (it holds the
         thread's messages; a deleted thread leaves none behind in the cache)."""
         self.let_go(tdir)
-        index = self.path(tdir)
-        if index is None or self.layout.off_the_way(index.parent) is not None:
-            return  # never through a symlink
-        try:
-            os.unlink(index)  # a link there goes itself, its target stays
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            _log.info("values index not removed: %s", exc)
+        remove_index_file(self.layout, self.path(tdir))
 
 
-def _size(lines: dict[tuple[str, str], Span]) -> int:
-    return sum(end - start for _data, start, end in lines.values())
+def _size(lines: dict[tuple[str, str], Span] | Span | None) -> int:
+    """The bytes lines keep: their file's, as long as any of them is kept (each is a view)."""
+    if isinstance(lines, dict):
+        lines = next(iter(lines.values()), None)
+    return len(lines[0]) if lines is not None else 0

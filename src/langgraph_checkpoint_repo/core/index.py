@@ -154,6 +154,19 @@ def write_index_file(layout: Layout, path: Path, data: bytes) -> StatKey | None:
         return None
 
 
+def remove_index_file(layout: Layout, path: Path | None) -> None:
+    """Remove an index file that holds a thread's messages (the thread is gone), never
+    through a symlink on the way; a link there goes itself, its target stays."""
+    if path is None or layout.off_the_way(path.parent) is not None:
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        _log.info("derived index not removed from %s: %s", path, exc)
+
+
 def append_index_file(layout: Layout, path: Path, data: bytes, key: StatKey) -> StatKey | None:
     """``data`` appended to an index file while it still has the stat key ``key`` (the one
     this process left it with: a plain file, inside the root) and stays within

@@ -43,6 +43,7 @@ from .index import (
     holder_lines,
     index_path,
     read_index_file,
+    remove_index_file,
     write_index_file,
 )
 from .layout import Layout
@@ -304,12 +305,4 @@ class ObjectIndex:
             self._unsettled.pop(tdir, None)
             self._lines.pop(tdir, None)
             self._has_file.discard(tdir)
-        index = self.path(tdir)
-        if index is None or self.layout.off_the_way(index.parent) is not None:
-            return  # never through a symlink
-        try:
-            os.unlink(index)  # a link there goes itself, its target stays
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            _log.info("objects index not removed: %s", exc)
+        remove_index_file(self.layout, self.path(tdir))

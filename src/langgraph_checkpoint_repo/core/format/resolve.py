@@ -15,7 +15,6 @@ Invariants:
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,11 +34,11 @@ from .canonical import digest_node
 from .chains import Link, walk_chain
 from .entries import IndexedEntry, ValueEntry, append_entry, entry_from_node
 from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
+from .packed import msgpack_array_header
+from .tree import holds_extension
 
 # objects whose place a process remembers per thread, for writers to refer to (Overlap.locate_object)
 LOCATED_PER_THREAD = 200_000
-# a msgpack extension's first byte (fixext 1-16, ext 8/16/32): a body holding none names no type
-_EXT_MARKS = re.compile(rb"[\xc7-\xc9\xd4-\xd8]")
 ReadDoc = Callable[[Path, str], dict[str, Any]]
 # (thread folder, object name, holder (its path's text), what the index found of holders and
 # folders in this read: a dict it keeps) -> the tree the derived index has for it, or None
@@ -265,8 +264,8 @@ class ValueResolver:
         kept = self.bodies.find(tdir, path, channel)
         if kept is None:
             return None
-        if not kept.types and _EXT_MARKS.search(kept.body):
-            return None  # said to name no type, yet it may hold one: the files say what it is
+        if not kept.types and holds_extension(msgpack_array_header(kept.count) + kept.body):
+            return None  # said to name no type, yet it holds one: the files say what it is
         folders = {os.path.dirname(p) for p, _k, _d in kept.deps} | kept.sources.folders()
         if (
             refresh(kept.deps, st) is None

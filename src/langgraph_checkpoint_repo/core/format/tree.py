@@ -251,6 +251,26 @@ def msgpack_to_tree(data: bytes) -> Any:
     return to_tree(ormsgpack.unpackb(data, ext_hook=_ext_hook, option=_OPT))
 
 
+class _Extension(Exception):
+    pass
+
+
+def _no_extension(code: int, data: bytes) -> Any:
+    raise _Extension
+
+
+def holds_extension(data: bytes) -> bool:
+    """Whether msgpack ``data`` holds an extension value (a type to construct), or does not
+    decode: only a decode tells, an extension's first byte is also a text's or a number's."""
+    try:
+        ormsgpack.unpackb(data, ext_hook=_no_extension, option=_OPT)
+    except _Extension:
+        return True
+    except (ValueError, TypeError, RecursionError):
+        return True
+    return False
+
+
 EXT_MARK = "<msgpack ext>"
 NUMPY_MARK = "<numpy array>"
 DELTA_MARK = "<delta snapshot>"
