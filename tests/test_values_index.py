@@ -511,3 +511,33 @@ def test_a_forged_line_out_of_bounds_is_not_used_and_the_read_is_the_files(
     _rewrite_line(root, **changes)
     got, built = fresh(root)
     assert messages_of(got) == want and built >= TURNS
+
+
+def test_a_chat_turn_records_nothing_only_a_read_of_a_long_list_does(tmp_path: Path) -> None:
+    """Recording what a read came from, and loading its objects afresh, is for a list that
+    may be written down (an append chain, a whole list of many items): a chat turn's reads of
+    small whole values (the triggers, the tasks) do neither."""
+    root = tmp_path / ".langgraph"
+    saver = RepoSaver(root, durable=False)
+    graph = chat_graph(saver)
+    scopes = 0
+    real = saver.store.files.recording
+
+    def counting() -> Any:
+        nonlocal scopes
+        scopes += 1
+        return real()
+
+    saver.store.values.recording = counting
+    for i in range(TURNS):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, cfg("t"))
+    # each turn's list is kept by the put before it; once, the first append's list is read
+    # (a whole list a put wrote is not kept), and it is a chain of one link
+    assert scopes <= 1
+    scopes = 0
+    time.sleep(SETTLE)
+    other = RepoSaver(root)
+    real = other.store.files.recording
+    other.store.values.recording = counting
+    other.get_tuple(cfg("t"))
+    assert scopes == 1  # the fresh read of the long list: once, for it alone

@@ -33,7 +33,7 @@ from . import fields
 from .canonical import digest_node
 from .chains import Link, walk_chain
 from .entries import IndexedEntry, ValueEntry, append_entry, entry_from_node
-from .objects import EDITED, Expander, Known, Weight, large_ref, location_of, names_object
+from .objects import CHUNKS, EDITED, Expander, Known, Weight, large_ref, location_of, names_object
 from .packed import msgpack_array_header
 from .tree import holds_extension
 
@@ -47,6 +47,19 @@ FindObject = Callable[[Path, str, str, dict[str, Any]], Any]
 ReadHolder = Callable[[Path, Path, os.stat_result, dict[str, Any], int], None]
 # the folders whose files may hold objects of their own (format 4), and their kind
 _HOLDS_OBJECTS = {CHECKPOINTS: "checkpoint", WRITES: "writes"}
+
+
+def _may_be_long(body: dict[str, Any]) -> bool:
+    """Whether a value body may be a list worth writing down (bodyindex.py): an append (its
+    chain's length is known once walked), or a whole list of many items or of chunks. Else
+    the read records nothing: a chat turn reads a few small whole values every time."""
+    if "append" in body:
+        return True
+    node = body.get("value")
+    tree = node.get("json") if isinstance(node, dict) else None
+    if isinstance(tree, list):
+        return len(tree) >= MIN_ITEMS
+    return isinstance(tree, dict) and CHUNKS in tree
 
 
 def kind_of_holder(path: str | Path) -> str | None:
@@ -123,7 +136,7 @@ class ValueResolver:
         first = self._link(ns_dir, channel, version, ref, derived)
         if first.known is not None:
             return self._rebuildable(first.known, ns_dir, channel, version, ref)
-        if not (note and self.bodies is not None and self.recording is not None):
+        if not (note and self.bodies is not None and self.recording is not None and _may_be_long(first.body)):
             got = self._built(ns_dir, channel, first, derived)
             return self._rebuildable(got, ns_dir, channel, version, ref)
         # every file the value is read from is recorded, each object loaded afresh (not
