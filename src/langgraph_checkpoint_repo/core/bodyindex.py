@@ -67,6 +67,7 @@ KEEP = 4  # lists a thread's file keeps: a namespace's few list channels, the la
 MIN_LINKS = 8  # a read that parsed fewer links rebuilds them quickly next time: nothing written
 MIN_ITEMS = 256  # nor a whole list read from its file, shorter than this
 THREADS_KEPT = 16  # threads whose lines a process keeps as read, not yet used
+NO_FILE_KEPT = 20_000  # and threads found to have no values file (a miss: an open of nothing)
 KEPT_BYTES = 16 * 1024 * 1024  # and the most bytes of them (a line is some MB at 1,000 turns)
 
 
@@ -376,9 +377,11 @@ class BodyIndex:
         self.layout = layout
         self._lock = threading.Lock()
         # thread folder -> its lines by (file below it, channel), undecoded, their files' bytes
-        # within KEPT_BYTES; a line is dropped once decoded (the entry made of it is kept with
-        # the other values), and the file's bytes with the last of its lines
+        # within KEPT_BYTES and THREADS_KEPT files; a line is dropped once decoded (the entry
+        # made of it is kept with the other values), and the file's bytes with the last of its
+        # lines; a thread with none (no file: most) is kept as such, up to NO_FILE_KEPT
         self._files: OrderedDict[Path, dict[tuple[str, str], Span]] = OrderedDict()
+        self._with_lines: OrderedDict[Path, None] = OrderedDict()  # those of them with lines
         self._bytes = 0
 
     def path(self, tdir: Path) -> Path | None:
@@ -398,8 +401,8 @@ class BodyIndex:
             lines = self._load(tdir)
         with self._lock:
             line = lines.pop(key, None)
-            if line is not None and not lines and self._files.get(tdir) is lines:  # its file's bytes go
-                del self._files[tdir]
+            if line is not None and not lines and self._files.get(tdir) is lines:
+                self._with_lines.pop(tdir, None)  # its last line used: the file's bytes go
                 self._bytes -= _size(line)
         if line is None:
             return None
@@ -423,12 +426,21 @@ class BodyIndex:
         lines = self._read(tdir)
         with self._lock:
             old = self._files.pop(tdir, None)
+            self._with_lines.pop(tdir, None)
             if old is not None:
                 self._bytes -= _size(old)
             self._files[tdir] = lines
             self._bytes += _size(lines)
-            while len(self._files) > 1 and (self._bytes > KEPT_BYTES or len(self._files) > THREADS_KEPT):
-                _, gone = self._files.popitem(last=False)
+            if lines:
+                self._with_lines[tdir] = None
+            while len(self._with_lines) > 1 and (
+                self._bytes > KEPT_BYTES or len(self._with_lines) > THREADS_KEPT
+            ):
+                gone = self._files.pop(self._with_lines.popitem(last=False)[0], None)
+                self._bytes -= _size(gone)
+            while len(self._files) > NO_FILE_KEPT:
+                oldest, gone = self._files.popitem(last=False)
+                self._with_lines.pop(oldest, None)
                 self._bytes -= _size(gone)
         return lines
 
@@ -462,6 +474,7 @@ class BodyIndex:
         """Drop the thread's lines as read (caches.KeptThreads): its file stays."""
         with self._lock:
             old = self._files.pop(tdir, None)
+            self._with_lines.pop(tdir, None)
             if old is not None:
                 self._bytes -= _size(old)
 
