@@ -3,8 +3,8 @@
 A list channel of a long thread (a conversation's messages) is an append chain of up to
 ``snapshot_every`` links over a whole copy cut into chunks, each message held in the
 checkpoint that first held it. A process with empty caches parsed every link, took thousands
-of objects from the objects index and checked every message again to read one state: 250 ms
-at 1,000 turns against SqliteSaver's 38. This index keeps what such a read rebuilt:
+of objects from the objects index and checked every message again to read one state: 250-300
+ms at 1,000 turns against SqliteSaver's 38-45 (now about 100). This index keeps what such a read rebuilt:
 ``.cache/index/threads/<thread>~values``, one line per list (the last ``KEEP`` a thread's
 reads rebuilt), ``<crc32> <key>\\t<head>\\t<sources>\\t<body>\\t<tree>\\t<located>``:
 
@@ -26,11 +26,12 @@ reads rebuilt), ``<crc32> <key>\\t<head>\\t<sources>\\t<body>\\t<tree>\\t<locate
   list, or an edit, refers to each message where it is instead of holding it again. A hint
   only: a writer checks the checkpoint holds the object before it refers to it (overlap.py).
 
-A read takes a list from it, instead of walking the chain, under the rule a list kept in
-process follows (resolve.py): every dep has the stat key recorded and every folder lies in
-the root with no symlink on the way; objects are taken by name, as in process. A line is
-written only when every dep was settled when read (caches.settled), so an edit in the same
-clock tick is seen. A pull request cannot predict the stat keys its checkout gives (ctime,
+A read takes a list from it, instead of walking the chain, while every dep and every source
+has the stat key recorded and every folder lies in the root with no symlink on the way: the
+rule a list kept in process follows (resolve.py), and the files its messages were taken from
+by name too (a checkpoint holding one, edited or removed, is read as without the line). A
+line is written only when every dep and source was settled when read (caches.settled), so an
+edit in the same clock tick is seen. A pull request cannot predict the stat keys its checkout gives (ctime,
 inode): a line forged into one serves nothing. The serde still refuses, from the bytes, any
 type outside the allowlist; an error while reviving a list taken from here is made again
 from the files (``ValueEntry.rebuild``), so it names the file and pointer.
