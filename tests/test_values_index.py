@@ -230,6 +230,8 @@ def test_reading_history_writes_no_lines_only_the_latest_read_does(tmp_path: Pat
     history = list(RepoSaver(root).list(cfg("t")))
     assert len(history) == len(list(reference.checkpointer.list(cfg("t"))))
     assert not values_file(root).exists()
+    fresh(root)
+    assert values_file(root).exists()
 
 
 @dataclass(frozen=True)

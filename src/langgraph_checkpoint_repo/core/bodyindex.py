@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 import os
 import re
 import threading
@@ -59,8 +58,6 @@ import orjson
 from .caches import Dep, StatKey, stat_key
 from .index import INDEX_VERSION, index_path, read_index_file, remove_index_file, write_index_file
 from .layout import Layout
-
-_log = logging.getLogger(__name__)
 
 VALUES_SUFFIX = "~values"
 VALUES_HEADER = b'{"index_version":%d,"kind":"values"}\n' % INDEX_VERSION
@@ -188,12 +185,16 @@ def encode_line(tdir: Path, kept: Kept) -> bytes | None:
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
+# a path below the thread folder as lines write it: 1 to 6 plain segments (no ``.``, ``..``,
+# backslash, NUL or newline); several, one a line, in ``_RELS``
+_SEGMENT = r"(?!\.\.?(?:/|\n|$))[^/\\\n\x00]+"
+_REL = rf"{_SEGMENT}(?:/{_SEGMENT}){{0,5}}"
+_ONE_REL = re.compile(_REL)
+_RELS = re.compile(rf"{_REL}(?:\n{_REL})*")
+
+
 def _rel_ok(rel: Any) -> bool:
-    """A path below the thread folder as lines write it: plain segments, nothing else."""
-    if type(rel) is not str or "\\" in rel or "\x00" in rel:
-        return False
-    parts = rel.split("/")
-    return 0 < len(parts) <= 6 and "" not in parts and "." not in parts and ".." not in parts
+    return type(rel) is str and _ONE_REL.fullmatch(rel) is not None
 
 
 _BOUND = 1 << 63  # a stat key's number, a count, a weight: what the format's integers fit in
@@ -205,11 +206,6 @@ def _int_ok(n: Any, bound: int = _BOUND) -> bool:
 
 def _key_ok(key: Any) -> bool:
     return type(key) is list and len(key) == 4 and all(_int_ok(k) for k in key)
-
-
-# a path below the thread folder as lines write it, one a line: 1 to 6 plain segments
-_SEGMENT = r"(?!\.\.?(?:/|\n|$))[^/\\\n\x00]+"
-_RELS = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT}){{0,5}}(?:\n{_SEGMENT}(?:/{_SEGMENT}){{0,5}})*")
 
 
 def _flat_ok(flat: Any) -> bool:

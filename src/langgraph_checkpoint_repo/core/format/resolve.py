@@ -213,8 +213,13 @@ class ValueResolver:
         """``entry``, made again from the files alone when reviving it fails, when part of it
         came from the values index (its error then names the file and pointer)."""
         if entry.derived and entry.rebuild is None:
-            entry.rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False, note=True)
+            entry.rebuild = self._from_files(ns_dir, channel, version, ref)
         return entry
+
+    def _from_files(self, ns_dir: Path, channel: str, version: Any, ref: str) -> Callable[[], ValueEntry]:
+        """How to make a value again from the files alone, nothing the values index gave (and
+        write its line again: the one it gave did not hold)."""
+        return partial(self.value_entry, ns_dir, channel, version, ref, derived=False, note=True)
 
     def _index(
         self, path: Path, channel: str, entry: ValueEntry, read: list[Dep], below: tuple[Dep, ...]
@@ -266,11 +271,11 @@ class ValueResolver:
         self.bodies.save(tdir, kept)
 
     def _indexed(
-        self, path: Path, st: os.stat_result, channel: str, rebuild: Callable[[], ValueEntry]
+        self, ns_dir: Path, channel: str, version: Any, ref: str, path: Path, st: os.stat_result
     ) -> ValueEntry | None:
         """The list the values index holds for ``channel`` in the link ``path`` (``st``: its
         lstat now), kept as any entry, while every file it came from is as recorded and every
-        folder clear; ``rebuild``: the same value from the files alone (``ValueEntry``)."""
+        folder clear; it is made again from the files (``ValueEntry.rebuild``) when it fails."""
         if self.bodies is None or self.trust_kept:
             return None
         tdir = self._thread_dir(path)
@@ -307,7 +312,7 @@ class ValueResolver:
             deps=kept.deps,
             homes=homes,
         )
-        entry.rebuild = rebuild
+        entry.rebuild = self._from_files(ns_dir, channel, version, ref)
         entry.keep_body(kept.body)
         self._located_lines.setdefault(tdir, kept.located)
         self._values.put((path, channel), entry)
@@ -415,8 +420,7 @@ class ValueResolver:
                     hit.deps = deps
                     return Link(version, ref, path, known=hit)
             if derived:
-                rebuild = partial(self.value_entry, ns_dir, channel, version, ref, derived=False, note=True)
-                indexed = self._indexed(path, st, channel, rebuild)
+                indexed = self._indexed(ns_dir, channel, version, ref, path, st)
                 if indexed is not None:
                     return Link(version, ref, path, known=indexed)
             found = self._value_body(ns_dir, channel, version, ref, path)
