@@ -21,10 +21,10 @@ from typing import Annotated, Any, TypedDict
 
 import orjson
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, StateGraph, add_messages
 
 from graphs import cfg, chat_graph, contents
 from helpers import cli, second_process_read, without_values_index
@@ -200,6 +200,9 @@ def test_a_torn_line_is_skipped_and_fsck_reports_a_damaged_file_that_repair_remo
     data = path.read_bytes()
     assert cli(root, "fsck").returncode == 0
     path.write_bytes(data[: len(data) // 2])  # a line cut short, as a crash leaves it
+    torn = cli(root, "fsck", "--json")
+    assert torn.returncode == 1
+    assert [f["kind"] for f in json.loads(torn.stdout)["findings"]] == ["index"]
     got, built = fresh(root)
     assert messages_of(got) == want and built >= TURNS  # from the files
     path.write_bytes(b"damaged")
@@ -543,3 +546,28 @@ def test_a_chat_turn_records_nothing_only_a_read_of_a_long_list_does(tmp_path: P
     other.store.values.recording = counting
     other.get_tuple(cfg("t"))
     assert scopes == 1  # the fresh read of the long list: once, for it alone
+
+
+def test_the_warning_of_a_line_that_does_not_revive_shows_control_characters_as_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A channel's name reaches the warning inside the value's pointer: an ESC or a CR in it
+    is shown escaped, as in an error, never sent to whoever reads the log."""
+    root = tmp_path / ".langgraph"
+    channel = "log\x1b[31mRED\x1b[0m\r"
+    state = TypedDict("State", {channel: Annotated[list[AnyMessage], add_messages]})  # type: ignore[misc]
+    builder = StateGraph(state)
+    builder.add_node("say", lambda s: {channel: [AIMessage(f"line {len(s[channel])}") for _ in range(2)]})
+    builder.add_edge(START, "say")
+    graph = builder.compile(checkpointer=RepoSaver(root, durable=False))
+    for _ in range(TURNS):
+        graph.invoke({channel: []}, cfg("t"))
+    time.sleep(SETTLE)
+    RepoSaver(root).get_tuple(cfg("t"))
+    _rewrite_line(root, body=b"\xc1" * 8)
+    with caplog.at_level(logging.WARNING):
+        got = RepoSaver(root).get_tuple(cfg("t"))
+    assert got is not None and len(got.checkpoint["channel_values"][channel]) == 2 * TURNS
+    warned = [r.getMessage() for r in caplog.records if "values index" in r.getMessage()]
+    assert warned and "\\x1b" in warned[0]
+    assert not any(c in m for m in warned for c in "\x1b\r")

@@ -56,6 +56,7 @@ from .core.format.tree import (
     type_index,
     type_pointer,
 )
+from .core.masking import safe_message
 from .core.typenames import (
     MAIN,
     SAFE_METHODS,
@@ -416,11 +417,11 @@ class ValueCodec:
                 raise
             failed = exc
         value = self._revive(entry.rebuild(), where, readable)  # raises what the files say
-        _log.warning(
+        _log.warning(  # as an error's text is: secrets masked, control characters escaped
             "%s: the list the values index held did not revive (%s); read from the files, and "
             "written down again",
-            where,
-            failed,
+            safe_message(where),
+            safe_message(str(failed)),
         )
         return value
 

@@ -344,14 +344,16 @@ def _line_key(span: Span) -> tuple[str, str] | None:
 
 
 def decode_values(layout: Layout, tdir: Path, data: bytes) -> dict[tuple[str, str], Kept] | None:
-    """Every list a values file holds (fsck), None when it is not one."""
+    """Every list a values file holds (fsck), None when it is not one or a line of it does not
+    decode (a read skips such a line; fsck reports the file, and ``--repair`` removes it)."""
     if not data.startswith(VALUES_HEADER):
         return None
     out: dict[tuple[str, str], Kept] = {}
     for span in _spans(data):
         kept = _decode(tdir, span)
-        if kept is not None:
-            out[kept.path, kept.channel] = kept
+        if kept is None:
+            return None
+        out[kept.path, kept.channel] = kept
     return out
 
 
