@@ -443,9 +443,8 @@ class RepoSaver(BaseCheckpointSaver[str]):
         metadata is checked by one lstat of its file (``MetaCache.matching``), the rest is read."""
         out: builtins.list[tuple[str, str, str]] = []
         needles = meta_needles(wanted)  # once, not per namespace
-        matching, from_disk = self.store.meta.matching, self.codec.revives_plain_trees
-        for thread_id, ns, ids in groups:
-            matched, unknown = matching(thread_id, ns, ids, wanted, needles, from_disk, note)
+        found = self.store.meta.matching_all(groups, wanted, needles, self.codec.revives_plain_trees, note)
+        for thread_id, ns, matched, unknown in found:
             if matched:
                 out.extend((cid, thread_id, ns) for cid in matched)
             for cid in unknown:

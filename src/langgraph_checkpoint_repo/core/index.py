@@ -681,6 +681,40 @@ class MetaCache:
             view = self._view(key, self._kept(thread_id, ns, from_disk))
         return view.matching(cids, wanted, getattr(self.observed, "keys", None) if note else None)
 
+    def matching_all(
+        self,
+        groups: Sequence[tuple[str, str, Sequence[str]]],
+        wanted: list[tuple[str, Any]],
+        needles: list[bytes],
+        from_disk: bool = False,
+        note: bool = False,
+    ) -> list[tuple[str, str, list[str], list[str]]]:
+        """``matching`` of each (thread, namespace, ids) of ``groups``, as (thread, namespace,
+        matched, stale) for those with either. One loop: across 10,000 threads nearly every
+        namespace is ruled out by its kept trees and found unchanged, and a call per
+        namespace was a tenth of the filter."""
+        out: list[tuple[str, str, list[str], list[str]]] = []
+        by_ns = self._by_ns
+        for thread_id, ns, cids in groups:
+            kept = by_ns.get((thread_id, ns))
+            if type(kept) is tuple:
+                line = kept[2]
+                for needle in needles:
+                    if needle not in line:  # none kept matches (``may_match``): only the changed may
+                        unknown = stale(cids, kept[0], kept[5], kept[1])
+                        if unknown:
+                            out.append((thread_id, ns, [], unknown))
+                        break
+                else:
+                    found = self.matching(thread_id, ns, cids, wanted, needles, from_disk, note)
+                    if found[0] or found[1]:
+                        out.append((thread_id, ns, *found))
+                continue
+            found = self.matching(thread_id, ns, cids, wanted, needles, from_disk, note)
+            if found[0] or found[1]:
+                out.append((thread_id, ns, *found))
+        return out
+
     def _view(self, key: tuple[str, str], per_ns: dict[str, MetaEntry]) -> MetaView:
         """The namespace's entries laid out (metaview.py), made again after any change (``keep``
         counts them; the entries replaced by others show as another dict)."""
@@ -1329,9 +1363,9 @@ holding the string it looks for (``may_match``), not every tree: in a fresh proc
 trees were most of what the files decoded and most of the garbage collector's work. Plain
 tuples, as ``KeptThread``."""
 
-SeededRows = tuple[tuple[str, ...], tuple[int, ...], bytes, int, str, tuple[str, ...]]
+SeededRows = tuple[tuple[str, ...], tuple[int, ...], bytes, int, str, tuple[bytes, ...]]
 """``KeptRows`` as ``MetaCache`` keeps them (``seeded_rows``), with the namespace's checkpoints
-folder and each id's file in it."""
+folder and each id's file in it (as bytes: ``lstat`` takes a str by encoding it first)."""
 
 
 def seeded_rows(rows: KeptRows, folder: str, ids: tuple[str, ...]) -> SeededRows:
@@ -1339,7 +1373,8 @@ def seeded_rows(rows: KeptRows, folder: str, ids: tuple[str, ...]) -> SeededRows
     ``ids`` (taken in place of the rows' ids when they are those: one tuple, not two)."""
     cids, keys, line, at = rows
     cids = ids if cids == ids else cids
-    return (cids, keys, line, at, folder, tuple([f"{folder}/{cid}.json" for cid in cids]))
+    head = os.fsencode(folder) + b"/"
+    return (cids, keys, line, at, folder, tuple([head + os.fsencode(cid) + b".json" for cid in cids]))
 
 
 class KeptMeta:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 #: types whose values equal a str only when they are one (a str subclass or another object
@@ -26,15 +28,27 @@ _PLAIN = frozenset({str, int, float, bool, type(None), list, dict})
 #: meets thousands of small namespaces once each per change); a bigger one once filters have
 #: scanned it all (a fresh process's one filter of a long thread scans for less)
 EAGER = 64
+#: a file's stat key as the views keep it, taken in C (``stale``'s loop without Python per file)
+_KEY = attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino")
+_flat = chain.from_iterable
 
 
-def stale(cids: Sequence[str], kept: Sequence[str], paths: Sequence[str], keys: Sequence[int]) -> list[str]:
+def stale(
+    cids: Sequence[str], kept: Sequence[str], paths: Sequence[str | bytes], keys: Sequence[int]
+) -> list[str]:
     """Those of ``cids`` whose file's stat key is not the one kept for it (``kept``: the ids
     laid out, ``paths`` their files, ``keys`` their stat keys four integers each), or that
     have none. One lstat each. The listing is the kept ids in their order unless a file came
-    or went, so the keys are read by position (no table built per namespace)."""
+    or went, so the keys are read by position (no table built per namespace). Most of a warm
+    filter across 10,000 threads is here: every key taken and compared in C first, and the
+    loop only to name the files when one differs or is gone."""
     if cids != kept:
         return _stale_by_id(cids, kept, paths, keys)
+    try:
+        if tuple(_flat(map(_KEY, map(os.lstat, paths)))) == keys:
+            return []
+    except OSError:
+        pass  # one is gone: the loop names it
     out: list[str] = []
     lstat = os.lstat
     at = 0
@@ -56,7 +70,7 @@ def stale(cids: Sequence[str], kept: Sequence[str], paths: Sequence[str], keys: 
 
 
 def _stale_by_id(
-    cids: Sequence[str], kept: Sequence[str], paths: Sequence[str], keys: Sequence[int]
+    cids: Sequence[str], kept: Sequence[str], paths: Sequence[str | bytes], keys: Sequence[int]
 ) -> list[str]:
     """``stale`` when the listing is not the kept ids: each looked up by id."""
     where = {cid: i for i, cid in enumerate(kept) if type(cid) is str}

@@ -37,6 +37,7 @@ import stat
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
 
 from .caches import StatKey, folder_key, folder_stat, settled, stat_key
@@ -107,6 +108,9 @@ class Roster:
         # by thread folder and namespace: a line can claim any thread id, only its folder is its own
         self._kept_meta: dict[tuple[str, str], KeptRows] = {}
         self._seeded: set[tuple[str, str]] = set()  # namespaces whose metadata went to store.meta
+        # the kept threads all of whose namespaces are in ``_seeded``: by folder, the very tuple
+        # (a thread found again is another), so a warm filter does not go through them again
+        self._seeded_kept: dict[str, KeptThread] = {}
         self._by_ns: dict[tuple[str, str], str] = {}  # the thread folder of each namespace, by the last call
         self._lock = threading.RLock()
         self._head = str(self.layout.threads_dir) + os.sep  # a str per path: one lstat per thread
@@ -146,9 +150,9 @@ class Roster:
                         by_ns[(t.tid, ns.ns)] = t.seg
                     continue
                 seg, tid = t[0], t[1]
-                for space in kept_spaces(t):
-                    out.append((tid, space[0], space[3]))
-                    by_ns[(tid, space[0])] = seg
+                for at in range(KEPT_NS, len(t), 5):  # ``kept_spaces`` without a tuple each
+                    out.append((tid, t[at], t[at + 3]))
+                    by_ns[(tid, t[at])] = seg
             self._by_ns = by_ns
             return out
 
@@ -168,12 +172,9 @@ class Roster:
         for seg in self._segs:
             kept = kept_threads.get(seg)
             if kept is not None:
-                if holds(
-                    seg,
-                    kept[2],
-                    kept[3],
-                    [(kept[at + 4], kept[at + 2]) for at in range(KEPT_NS, len(kept), 5)],
-                ):
+                # each namespace's (checkpoints folder, its key), sliced in C: no list per thread
+                folders = zip(kept[KEPT_NS + 4 :: 5], kept[KEPT_NS + 2 :: 5], strict=True)
+                if holds(seg, kept[2], kept[3], folders):
                     out.append(kept)
                     continue
             else:
@@ -194,7 +195,11 @@ class Roster:
         return out
 
     def _holds(
-        self, seg: str, key: StatKey | None, ns_key: StatKey | None, folders: list[tuple[str, StatKey | None]]
+        self,
+        seg: str,
+        key: StatKey | None,
+        ns_key: StatKey | None,
+        folders: Iterable[tuple[str, StatKey | None]],
     ) -> bool:
         """Whether a thread kept as a roster line has it or kept as objects is as the files are:
         its folder's lstat key (``key``), its ``ns/`` folder's and each namespace's checkpoints
@@ -230,6 +235,7 @@ class Roster:
         if keep:
             self._facts[seg] = facts
             del self._kept[seg]
+            self._seeded_kept.pop(seg, None)
             for ns in facts.namespaces:
                 self._kept_meta.pop((seg, ns.ns), None)
         return facts
@@ -239,9 +245,12 @@ class Roster:
         if self._meta_absent is None:
             self._load_meta()
         seeded, seed, kept_meta = self._seeded, self.store.meta.seed, self._kept_meta
+        done = self._seeded_kept
         for t in threads:
             if not isinstance(t, ThreadFacts):
                 seg, tid = t[0], t[1]
+                if done.get(seg) is t:
+                    continue
                 for ns, _nseg, _key, ids, folder in kept_spaces(t):
                     key = (tid, ns)
                     if key not in seeded:
@@ -249,6 +258,7 @@ class Roster:
                         rows = kept_meta.get((seg, ns))
                         if rows is not None:  # its trees decoded only when a filter may match them
                             seed(tid, ns, seeded_rows(rows, folder, ids))
+                done[seg] = t
                 continue
             for space in t.namespaces:
                 if (t.tid, space.ns) not in seeded:
