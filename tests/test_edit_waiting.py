@@ -238,7 +238,10 @@ def test_a_thread_that_began_to_wait_while_the_editor_was_open_is_refused_and_th
     proc = cli(root, "edit", "ask", env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": None})
     line = one_line_error(proc, 5, "interrupt at ask", "What is your name?", "can be given with --file")
     kept = Path(line.split("(kept in ")[1].split(")")[0])
-    assert json.loads(kept.read_text(encoding="utf-8"))["values"]["question"] == "Your name, please?"
+    try:
+        assert json.loads(kept.read_text(encoding="utf-8"))["values"]["question"] == "Your name, please?"
+    finally:
+        kept.unlink()  # the form the error kept for --file, in the system's temp folder
 
 
 def test_python_edit_state_refuses_the_waiting_head_unless_force(root: Path) -> None:
