@@ -101,6 +101,10 @@ class Sizes:
     """... of this many turns each."""
     growth_repeats: int = 3
     """Timed calls and fresh processes per saver at each point of the growth curves (medians)."""
+    growth_warm_calls: int = 7
+    """Timed warm calls per saver at each point of the threads ladder (median): the first follows
+    the call that built RepoSaver's caches and pays for its garbage (at 10,000 threads a full
+    collection, seconds), so three let that one call set the median."""
     growth_cap_s: float = 120.0
     """A growth measurement (one call, one process, one command) that takes longer ends the
     saver's curve there: its later points read 'skipped: over N s'."""
@@ -161,6 +165,7 @@ QUICK = Sizes(
     growth_turns=(10, 30, 100),
     growth_threads=(10, 100),
     growth_repeats=2,
+    growth_warm_calls=3,
 )
 TINY = Sizes(
     chat_threads=1,
@@ -196,6 +201,7 @@ TINY = Sizes(
     growth_threads=(3, 6),
     growth_thread_turns=1,
     growth_repeats=1,
+    growth_warm_calls=1,
     growth_postgres=False,  # starting a server costs the test suite seconds; run.py --quick has it
 )
 

@@ -98,6 +98,7 @@ def _ladder(stores: Stores, template: Recording, ladder: list[int], sizes: Sizes
         "points": points,
         "skipped": skips.reasons,
         "repeats": sizes.growth_repeats,
+        "warm_calls": sizes.growth_warm_calls,
         "cap_s": sizes.growth_cap_s,
         "build_cap_s": sizes.growth_build_cap_s,
     }
@@ -149,10 +150,10 @@ def _point(
     rng: random.Random,
 ) -> Result:
     """The figures at ``n`` threads, for every saver still measured."""
-    ks = [rng.randrange(n) for _ in range(sizes.growth_repeats + 1)]
+    ks = [rng.randrange(n) for _ in range(max(sizes.growth_warm_calls, sizes.growth_repeats) + 1)]
     live = [name for name in stores.names() if not skips.why(name, Skips.ALL)]
-    warm = _warm(stores, live, ks, expected, skips, sizes)
-    fresh = _fresh(stores, live, ks[1:], expected, skips, sizes)
+    warm = _warm(stores, live, ks[: sizes.growth_warm_calls + 1], expected, skips, sizes)
+    fresh = _fresh(stores, live, ks[1 : sizes.growth_repeats + 1], expected, skips, sizes)
     listing = _listing(stores, live, n, skips, sizes)
     point: Result = {"savers": {}}
     for name, saver in savers.items():
@@ -439,8 +440,11 @@ def details(result: Result, sizes: dict[str, Any]) -> str:
         "tenth built; one call after another, so RepoSaver's `put_writes` are written alone: "
         "`ride.writes_alone`). Every measurement is made on instances opened with the savers' defaults. "
         "At each size: `list(None, filter={'user_id': U})` (one thread's "
-        f"{result['per_thread']} checkpoints among all), warm: the median of {result['repeats']} "
-        "calls on a new instance after its first call ('first call'), and after each RepoSaver call "
+        f"{result['per_thread']} checkpoints among all), warm: the median of "
+        f"{result.get('warm_calls', result['repeats'])} "
+        "calls on a new instance after its first call ('first call'; RepoSaver's builds its caches "
+        "from the files, and the next call pays for that call's garbage: seconds at 10,000 threads, "
+        "all calls in bench/results.json), and after each RepoSaver call "
         "a bare loop of `os.lstat` over every thread folder, checkpoints folder and checkpoint file "
         "(`rule_paths`: what the cache rule has that call check, one lstat each, docs/reliability.md); "
         "fresh: the call alone in a new "
