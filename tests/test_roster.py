@@ -340,6 +340,8 @@ def forged(line: Any, damage: str, trees: list[Any] | None = None, row: Any = No
         cids.append(cids[0])
         keys.extend([1, 2, 3, 4])
         trees[0].append({"step": {"$type": ["os", "system"]}})
+    elif damage == "id not a string" and not roster and trees is not None:
+        line["ns"][0][1][0] = 5  # a filter made a file's path of it (TypeError), review of 64e2236
     elif damage == "empty-deps" and roster:
         row["deps"] = []
         row["step"] = 999
@@ -364,7 +366,7 @@ def damaged(path: Path, damage: str) -> bytes:
     return _with_crc(head, body)
 
 
-DAMAGES = ["bytes", "forged", "type", "escaped type", "empty-deps", "latest", "two values"]
+DAMAGES = ["bytes", "forged", "type", "escaped type", "id not a string", "empty-deps", "latest", "two values"]
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
@@ -382,7 +384,7 @@ def test_a_damaged_or_forged_roster_is_ignored_and_fsck_reports_and_repairs_it(
     assert rows(root) == want  # not used: read from the files, and the files written again
     assert seen(RepoSaver(root).list(None, filter={"step": 999})) == []
     assert seen(RepoSaver(root).list(None, filter={"source": "loop"})) == loops
-    if damage not in ("bytes", "type", "escaped type", "two values"):
+    if damage not in ("bytes", "type", "escaped type", "id not a string", "two values"):
         return  # well formed: kept, and every entry is checked on use (its stat keys)
     broken = [path for path, decode in files.items() if decode(layout, shard, data[path]) is None]
     assert broken

@@ -1290,6 +1290,14 @@ def _kept_thread(threads: str, row: Any, links: bytes, kept_row: bytes) -> KeptT
     return tuple(kept)
 
 
+def _ids_ok(ids: Any) -> bool:
+    """Whether a derived line's ids can be a checkpoints folder's listing: a sorted list of
+    strings, none empty or holding a ``/`` (each names a file in the folder)."""
+    if type(ids) is not list or (ids and set(map(type, ids)) != {str}):
+        return False
+    return "" not in ids and "/" not in "".join(ids) and ids == sorted(ids)
+
+
 def _kept_ns(tdir: str, ns: Any) -> KeptNs | None:
     """One namespace of a roster line, or None when its shape is off (its metadata and parent
     links are checked when first used, or by fsck)."""
@@ -1300,9 +1308,7 @@ def _kept_ns(tdir: str, ns: Any) -> KeptNs | None:
     if ns["key"] is not None and not _is_key(ns["key"]):
         return None
     ids = ns["ids"]
-    if type(ids) is not list or (ids and set(map(type, ids)) != {str}):
-        return None
-    if "" in ids or "/" in "".join(ids) or ids != sorted(ids):
+    if not _ids_ok(ids):
         return None
     folder = f"{tdir}/{NAMESPACES}/{ns['seg']}/{CHECKPOINTS}" if ns["seg"] else f"{tdir}/{CHECKPOINTS}"
     key = tuple(ns["key"]) if ns["key"] is not None else None
@@ -1454,8 +1460,8 @@ def decode_roster_meta(
             if type(kept_ns) is not list or len(kept_ns) != 3 or type(kept_ns[0]) is not str:
                 return None
             ns, cids, keys = kept_ns
-            if type(cids) is not list or type(keys) is not list or len(keys) != 4 * len(cids):
-                return None
+            if not _ids_ok(cids) or type(keys) is not list or len(keys) != 4 * len(cids):
+                return None  # the ids name the files ``seeded_rows`` makes paths of
             if (seg, ns) in out:
                 return None
             rows = out[(seg, ns)] = (tuple(cids), tuple(keys), trees, at)
