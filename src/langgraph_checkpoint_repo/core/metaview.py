@@ -97,6 +97,7 @@ class MetaView:
     files to read again."""
 
     __slots__ = (
+        "_flat",
         "_scanned",
         "_values",
         "_where",
@@ -134,6 +135,21 @@ class MetaView:
             self._values = _index(cids, self.metas)
         self._scanned = 0
         self._where: dict[str, int] | None = None  # id -> position, for ids asked out of order
+        self._flat: tuple[int, ...] | None = None  # the keys one after another (``changed``)
+
+    def changed(self) -> list[str]:
+        """``stale`` of every entry laid out: the files whose stat key is not the one laid out,
+        every key taken and compared in C first (a filter across threads asks this of each
+        namespace its index rules out), the loop only to name them."""
+        flat = self._flat
+        if flat is None:
+            flat = self._flat = tuple(_flat(self.keys))
+        try:
+            if tuple(_flat(map(_KEY, map(os.lstat, self.bpaths)))) == flat:
+                return []
+        except OSError:
+            pass  # one is gone: the loop names it
+        return self._stale(self.cids, range(len(self.cids)), None)
 
     def matching(
         self, cids: Sequence[str], wanted: Sequence[tuple[str, Any]], noted: dict[str, Any] | None
