@@ -26,6 +26,7 @@ from tests.helpers import cli
 from langgraph_checkpoint_repo import RepoSaver
 from langgraph_checkpoint_repo.core import files as files_module
 from langgraph_checkpoint_repo.core import index as index_module
+from langgraph_checkpoint_repo.core import metaview as metaview_module
 from langgraph_checkpoint_repo.core import wholes
 from langgraph_checkpoint_repo.core.caches import RACY_NS, DocCache
 from langgraph_checkpoint_repo.core.format import resolve
@@ -617,11 +618,25 @@ def test_a_warm_filter_answers_each_thread_from_the_index_of_its_kept_metadata(
         assert view is before  # laid out once, not again for each call
         return got
 
+    real_changed = metaview_module.MetaView.changed
+    ruled_out: list[Any] = []  # views whose index ruled every entry out: their files checked only
+
+    def changed(self: Any) -> list[str]:
+        assert self.candidates(args["filter"].items()) == set()  # answered from the index
+        ruled_out.append(self)
+        return real_changed(self)
+
+    spaces = {
+        (c["configurable"]["thread_id"], c["configurable"]["checkpoint_ns"])
+        for c, *_ in seen(saver.list(None))
+    }
     monkeypatch.setattr(index_module.MetaCache, "matching", matching)
+    monkeypatch.setattr(metaview_module.MetaView, "changed", changed)
     reads = Reads(monkeypatch)
     assert seen(saver.list(None, **args)) == seen(sqlite.list(None, **args))
     assert sorted(t for t, n in found.items() if n) == ["t01", "t05", "t09", "t13"]
-    assert len(found) > 4
+    assert len(found) >= 4
+    assert len(ruled_out) + sum(1 for (t, _) in spaces if t in found) >= len(spaces)  # every namespace
     assert not reads.paths
     folder = Layout(root).checkpoints_dir("t02", "")
     path = sorted(folder.glob("*.json"))[-1]
@@ -632,6 +647,7 @@ def test_a_warm_filter_answers_each_thread_from_the_index_of_its_kept_metadata(
     assert path.stem in {c["configurable"]["checkpoint_id"] for c, *_ in got}
     assert list(reads.paths) == [str(path)]  # the edited file alone is read
     monkeypatch.setattr(index_module.MetaCache, "matching", real)
+    monkeypatch.setattr(metaview_module.MetaView, "changed", real_changed)
     more = {"messages": [HumanMessage("one more")]}
     chat_graph(saver).invoke(more, cfg("t03", user_id="user-1"))
     added = {c["configurable"]["checkpoint_id"] for c, *_ in saver.list(cfg("t03"), limit=3)}

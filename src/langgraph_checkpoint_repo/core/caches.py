@@ -66,6 +66,7 @@ of it when that check ends. No writer and no later read relies on what a snapsho
 from __future__ import annotations
 
 import bisect
+import operator
 import os
 import stat as stat_mod
 import threading
@@ -74,6 +75,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -98,6 +100,20 @@ Dep = tuple[str, StatKey | None, bytes | None]
 def stat_key(st: os.stat_result) -> StatKey:
     """What changes when a file is edited: ctime too, which tools that keep mtime cannot set."""
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+#: ``stat_key`` in C, for ``map`` over many files' lstats
+STAT_KEY_OF = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino")
+
+
+def all_unchanged(paths: Iterable[str | bytes], flat_keys: tuple[int, ...]) -> bool:
+    """Whether every file of ``paths`` has the stat key kept for it (``flat_keys``: the keys one
+    after another, in the same order); False when any differs or is gone. One lstat each, and
+    no Python per file: a warm filter across 10,000 threads asks it of every namespace."""
+    try:
+        return tuple(chain.from_iterable(map(STAT_KEY_OF, map(os.lstat, paths)))) == flat_keys
+    except OSError:
+        return False
 
 
 def stat_key_of(path: str | Path) -> StatKey | None:

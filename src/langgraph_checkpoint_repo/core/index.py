@@ -701,6 +701,7 @@ class MetaCache:
             key = (thread_id, ns)
             kept = by_ns.get(key)
             view = views.get(key) if not note else None
+            found: tuple[list[str], list[str]]
             if (
                 view is not None
                 and view.source is kept
@@ -708,24 +709,11 @@ class MetaCache:
                 and (cids is view.cids or cids == view.cids)
                 and view.candidates(wanted) == set()
             ):  # laid out as the listing is, and its index (made) rules every entry out
-                unknown = view.changed()
-                if unknown:
-                    out.append((thread_id, ns, [], unknown))
-                continue
-            if type(kept) is tuple:
-                line = kept[2]
-                for needle in needles:
-                    if needle not in line:  # none kept matches (``may_match``): only the changed may
-                        unknown = stale(cids, kept[0], kept[5], kept[1])
-                        if unknown:
-                            out.append((thread_id, ns, [], unknown))
-                        break
-                else:
-                    found = self.matching(thread_id, ns, cids, wanted, needles, from_disk, note)
-                    if found[0] or found[1]:
-                        out.append((thread_id, ns, *found))
-                continue
-            found = self.matching(thread_id, ns, cids, wanted, needles, from_disk, note)
+                found = [], view.changed()
+            elif type(kept) is tuple and not may_match(kept[2], needles):
+                found = [], stale(cids, kept[0], kept[5], kept[1])  # none kept matches: the changed may
+            else:
+                found = self.matching(thread_id, ns, cids, wanted, needles, from_disk, note)
             if found[0] or found[1]:
                 out.append((thread_id, ns, *found))
         return out

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from itertools import chain
-from operator import attrgetter
 from typing import Any
+
+from .caches import all_unchanged
 
 #: types whose values equal a str only when they are one (a str subclass or another object
 #: may define ``__eq__`` as it likes: metadata holding one is never ruled out by its strings)
@@ -28,13 +29,10 @@ _PLAIN = frozenset({str, int, float, bool, type(None), list, dict})
 #: meets thousands of small namespaces once each per change); a bigger one once filters have
 #: scanned it all (a fresh process's one filter of a long thread scans for less)
 EAGER = 64
-#: a file's stat key as the views keep it, taken in C (``stale``'s loop without Python per file)
-_KEY = attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino")
-_flat = chain.from_iterable
 
 
 def stale(
-    cids: Sequence[str], kept: Sequence[str], paths: Sequence[str | bytes], keys: Sequence[int]
+    cids: Sequence[str], kept: Sequence[str], paths: Sequence[str | bytes], keys: tuple[int, ...]
 ) -> list[str]:
     """Those of ``cids`` whose file's stat key is not the one kept for it (``kept``: the ids
     laid out, ``paths`` their files, ``keys`` their stat keys four integers each), or that
@@ -44,11 +42,8 @@ def stale(
     loop only to name the files when one differs or is gone."""
     if cids != kept:
         return _stale_by_id(cids, kept, paths, keys)
-    try:
-        if tuple(_flat(map(_KEY, map(os.lstat, paths)))) == keys:
-            return []
-    except OSError:
-        pass  # one is gone: the loop names it
+    if all_unchanged(paths, keys):
+        return []  # else the loop names what changed or is gone
     out: list[str] = []
     lstat = os.lstat
     at = 0
@@ -143,12 +138,9 @@ class MetaView:
         namespace its index rules out), the loop only to name them."""
         flat = self._flat
         if flat is None:
-            flat = self._flat = tuple(_flat(self.keys))
-        try:
-            if tuple(_flat(map(_KEY, map(os.lstat, self.bpaths)))) == flat:
-                return []
-        except OSError:
-            pass  # one is gone: the loop names it
+            flat = self._flat = tuple(chain.from_iterable(self.keys))
+        if all_unchanged(self.bpaths, flat):
+            return []
         return self._stale(self.cids, range(len(self.cids)), None)
 
     def matching(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import operator
 import os
 import re
 import threading
@@ -26,6 +25,7 @@ from typing import Any, TypeVar, cast
 from .bodyindex import BodyIndex
 from .caches import (
     KEPT_THREADS,
+    STAT_KEY_OF,
     Grouped,
     KeptThreads,
     Listing,
@@ -77,7 +77,6 @@ CHILDREN_SCAN = 8
 _T = TypeVar("_T")
 _HEX_IDS = re.compile(r"(?:[0-9a-f-]{1,64}\n)*[0-9a-f-]{1,64}")
 _log = logging.getLogger(__name__)
-_STAT_KEY = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_size", "st_ino")  # caches.stat_key
 
 
 def _lstats(names: list[str]) -> list[os.stat_result] | None:
@@ -666,7 +665,7 @@ class ThreadStore:
         taken = dict(zip(gaps, stats, strict=True)) if stats is not None else {}
         out = None
         if stats is not None:
-            now_of = dict(zip(gaps, map(_STAT_KEY, stats), strict=True))
+            now_of = dict(zip(gaps, map(STAT_KEY_OF, stats), strict=True))
             if observed:
                 now_of.update(observed)
             now = list(map(now_of.get, names))
