@@ -11,9 +11,11 @@ work (never a time).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import operator
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -33,11 +35,12 @@ from langgraph_checkpoint_repo import RepoSaver, ride, values
 from langgraph_checkpoint_repo import serde as serde_module
 from langgraph_checkpoint_repo.core import caches, jsonread, masking, redaction
 from langgraph_checkpoint_repo.core.checks import Validator
-from langgraph_checkpoint_repo.core.format import canonical, storing
+from langgraph_checkpoint_repo.core.format import canonical, hollow, storing
 from langgraph_checkpoint_repo.core.format import objects as objects_module
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
+from langgraph_checkpoint_repo.core.format.vouched import Vouching, vouched
 from langgraph_checkpoint_repo.core.masking import TRIGGERS, might_contain_secret
 from langgraph_checkpoint_repo.core.redaction import Redactor
 from langgraph_checkpoint_repo.serde import ValueCodec
@@ -275,6 +278,54 @@ def test_a_big_list_of_strings_is_not_unpacked_by_its_put(
     monkeypatch.undo()
     assert graph.get_state(cfg("t")).values["items"] == LIST
     assert Validator(tmp_path).run() == []
+
+
+def test_the_strings_of_a_big_list_are_told_once_and_its_file_is_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The codec tells the list's items are exact strings (one join in C); the schema check's
+    hollowing and the canonical bytes take the put's copy as told (``vouched``) instead of
+    joining 50,000 strings again each; without the vouching the file is the same bytes."""
+    told: list[tuple[str, int, bool]] = []
+    for module, name in ((hollow, "only_scalars"), (canonical, "_only_scalars")):
+        real = getattr(module, name)
+
+        def noting(items: Any, real: Any = real, name: str = name) -> bool:
+            if isinstance(items, list) and len(items) == len(LIST):
+                told.append((name, len(items), vouched(items)))
+            return bool(real(items))
+
+        monkeypatch.setattr(module, name, noting)
+    graph = line_graph(Items, RepoSaver(tmp_path / "a"), fill=lambda state: {"items": LIST})
+    graph.invoke({}, cfg("t"), durability="sync")
+    assert {name for name, _, _ in told} == {"only_scalars", "_only_scalars"}
+    assert all(was for _, _, was in told)
+    monkeypatch.setattr(storing, "Vouching", lambda items: contextlib.nullcontext())
+    told.clear()
+    other = line_graph(Items, RepoSaver(tmp_path / "b"), fill=lambda state: {"items": LIST})
+    other.invoke({}, cfg("t"), durability="sync")
+    assert told and not any(was for _, _, was in told)  # each told by its own join again
+    (a,), (b,) = (list((tmp_path / side / "threads/t/large").iterdir()) for side in ("a", "b"))
+    assert a.name == b.name and a.read_bytes() == b.read_bytes()
+    assert Validator(tmp_path / "a").run() == []
+
+
+def test_a_vouched_list_is_that_list_on_that_thread_only() -> None:
+    items = ["a"] * 300
+    assert not vouched(items)
+    with Vouching(items):
+        assert vouched(items) and not vouched(list(items)) and not vouched(None)
+        seen: list[bool] = []
+        worker = threading.Thread(target=lambda: seen.append(vouched(items)))
+        worker.start()
+        worker.join()
+        assert seen == [False]
+        with Vouching(None):
+            assert not vouched(items)
+        assert vouched(items)
+    assert not vouched(items)
+    # a list holding something else is judged by its items whatever it is (the rule is the caller's)
+    assert not hollow.only_scalars([*items, {"a": 1}])
 
 
 def test_the_tree_of_a_list_is_its_unpacked_bytes_whatever_the_list() -> None:

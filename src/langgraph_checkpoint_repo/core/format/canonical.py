@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from .objects import REF
+from .vouched import vouched
 
 _INDENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 _INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
@@ -139,7 +140,10 @@ def _no_line_fits(node: Any, indent: int, lead: int) -> bool:
 
 def _only_scalars(members: Any) -> bool:
     """Whether every member is one orjson prints as ``_emit`` does, alone: strings joined in
-    one pass in C (a ``str`` subclass prints as a string either way), else by exact type."""
+    one pass in C (a ``str`` subclass prints as a string either way), else by exact type;
+    a list the put has vouched for (``vouched``) without a pass."""
+    if vouched(members):
+        return True
     try:
         "".join(members)
     except TypeError:

@@ -23,6 +23,8 @@ containers only: it looks for a big list near the top, it does not walk a big tr
 
 from __future__ import annotations
 
+from .vouched import vouched
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (as validation.py)
 if TYPE_CHECKING:
     from typing import Any
@@ -103,7 +105,10 @@ def only_scalars(items: list[Any]) -> bool:
     """Whether every item is a scalar the validator takes without a word: a string that is
     valid Unicode (all of them joined and encoded: one pass in C, which stops at the first
     item that is not a string), else a number, a bool or null. A list mixing strings with
-    others, or holding a lone surrogate, is left to the validator, whose error says where."""
+    others, or holding a lone surrogate, is left to the validator, whose error says where.
+    A list the put has vouched for (``vouched``) was told so already."""
+    if vouched(items):
+        return True
     try:
         text = "".join(items)
     except TypeError:

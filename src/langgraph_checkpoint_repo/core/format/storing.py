@@ -30,6 +30,7 @@ from .objects import (
     weight_problem,
 )
 from .validation import SCHEMA_VERSION
+from .vouched import Vouching
 
 Prepared = list[tuple[Path, bytes]]  # files validated and serialised, to write in one batch
 
@@ -261,7 +262,8 @@ def stored_value(
     path = store.layout.large_path(thread_id, digest)
     if all(p != path for p, _ in large) and not store.intact(path, "large_value"):
         doc = {"schema_version": SCHEMA_VERSION, "kind": "large_value", "sha256": digest, "value": node}
-        large.append(store.prepare("large_value", doc, path))
+        with Vouching(node["json"] if strings is not None and type(node["json"]) is list else None):
+            large.append(store.prepare("large_value", doc, path))
     return Stored({"large": digest}, weight, None if refers else path)
 
 
