@@ -389,7 +389,8 @@ class FsyncRounds:
     """Counts RepoSaver's waits on the disk: each round of fsyncs durable.py runs side by side
     (the temp files of a call, then each batch's folders) is one wait, per saver method it
     happened in (``CallCounter`` says which). Installed on our own module for the bench's
-    process only; folder creation (the first write of a thread) is not counted."""
+    process only. The folders a thread's first write makes are settled in the round of its
+    temp files (``durable.write_batches``' ``settle``): they add no round."""
 
     def __init__(self) -> None:
         from langgraph_checkpoint_repo.core import durable
@@ -400,7 +401,7 @@ class FsyncRounds:
         self._original = durable._each_at_once
 
         def counted(call: Callable[[Any], None], items: list[Any]) -> None:
-            if items and call in (os.fsync, durable.fsync_dir):
+            if items and call in durable.FSYNC_CALLS:
                 with self._lock:
                     self.counts[getattr(_CALLING, "method", "other")] += 1
             self._original(call, items)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 
 from crash_child import build_graph, cfg, run_thread, turn_input
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
@@ -390,26 +391,47 @@ def test_read_only_root_refuses_writes_and_keeps_the_state(
     finish_and_compare(graph, root, reference)
 
 
-def test_new_folder_whose_parent_fsync_fails_is_made_again_next_time(
+def test_a_new_folders_entry_is_durable_before_a_name_is_renamed_into_it_and_a_failed_one_is_fsynced_again(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Otherwise the folder would exist, and its entry in the parent never be made durable."""
-    root.mkdir()
-    folder = root / "threads" / "t" / "checkpoints"
-    synced: list[Path] = []
-    real = durable_mod.fsync_dir
+    """A new thread's folders are made, and their parents fsynced beside the temp files (one
+    round, not one per folder), before anything is renamed into them. When one of those
+    fsyncs fails nothing is renamed and the put raises; the folders stay, and the next write
+    fsyncs their parents again (else a folder would exist whose entry was never made durable)."""
+    log: list[tuple[str, Path]] = []
+    real_fsync_dir = durable_mod.fsync_dir
+    failed: list[Path] = []
 
-    def failing_once(path: Path) -> None:
-        if not synced:
-            synced.append(path)
+    def fsync_dir(path: Path) -> None:
+        if path == root / "threads" and not failed:
+            failed.append(path)
             raise OSError(errno.EIO, "injected: folder fsync failed", str(path))
-        synced.append(path)
-        real(path)
+        real_fsync_dir(path)
+        log.append(("fsync_dir", path))
 
-    monkeypatch.setattr(durable_mod, "fsync_dir", failing_once)
+    class LoggingOS:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        def replace(self, src: Any, dst: Any) -> None:
+            os.replace(src, dst)
+            log.append(("replace", Path(dst)))
+
+    monkeypatch.setattr(durable_mod, "fsync_dir", fsync_dir)
+    monkeypatch.setattr(durable_mod, "os", LoggingOS())
+    saver = RepoSaver(root)
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
     with pytest.raises(OSError, match="folder fsync failed"):
-        durable_mod.ensure_dir(folder, root, durable=True)
-    assert not (root / "threads").exists()
-    durable_mod.ensure_dir(folder, root, durable=True)
-    assert folder.is_dir()
-    assert synced == [root, root, root / "threads", root / "threads" / "t"]
+        saver.put(config, checkpoint, {"source": "input", "step": -1}, {})
+    assert not [p for w, p in log if w == "replace" and "threads" in p.parts]  # nothing renamed
+    assert not (root / "threads").exists()  # the folders it made: removed, as before it
+    log.clear()
+    saver.put(config, checkpoint, {"source": "input", "step": -1}, {})
+    first = next(i for i, (w, p) in enumerate(log) if w == "replace" and "threads" in p.parts)
+    settled = {p for w, p in log[:first] if w == "fsync_dir"}
+    assert {root, root / "threads", root / "threads" / "t"} <= settled
+    log.clear()
+    saver.put(config, empty_checkpoint(), {"source": "loop", "step": 0}, {})
+    assert [p for w, p in log if w == "fsync_dir"] == [root / "threads" / "t" / "checkpoints"]
+    assert Validator(root).run() == []

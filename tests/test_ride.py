@@ -46,7 +46,7 @@ def files_and_rounds() -> Iterator[tuple[list[Path], list[int]]]:
         replace(src, dst, *args, **kwargs)
 
     def counted(call: Any, items: list[Any]) -> None:
-        if items and call in (os.fsync, durable.fsync_dir):
+        if items and call in durable.FSYNC_CALLS:
             rounds.append(len(items))
         each(call, items)
 

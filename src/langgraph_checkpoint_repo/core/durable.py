@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +49,12 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def ensure_dir(folder: Path, root: Path, durable: bool) -> None:
-    """Create ``folder`` (inside ``root``) and make each new entry durable in its parent."""
+def make_dirs(folder: Path, root: Path) -> list[Path]:
+    """Create ``folder`` (inside ``root``) and its missing parents, nothing fsynced: the new
+    folders, outermost first. Their entries become durable in the round that writes into
+    them (``write_batches``' ``settle``), before anything is renamed into them."""
     if folder.is_dir():
-        return
+        return []
     missing: list[Path] = []
     cur = folder
     while not cur.is_dir():
@@ -60,6 +62,7 @@ def ensure_dir(folder: Path, root: Path, durable: bool) -> None:
         if cur == root or cur.parent == cur:
             break
         cur = cur.parent
+    made: list[Path] = []
     for path in reversed(missing):
         try:
             os.mkdir(path)
@@ -67,15 +70,8 @@ def ensure_dir(folder: Path, root: Path, durable: bool) -> None:
             if not path.is_dir() or path.is_symlink():
                 raise RepoCheckpointError(f"{path} exists and is not a folder") from None
             continue
-        if durable:
-            try:
-                fsync_dir(path.parent)
-            except BaseException:
-                # unmade, so the next call makes it again and fsyncs its parent then
-                # (unless another writer has put something in it meanwhile)
-                with suppress(OSError):
-                    os.rmdir(path)
-                raise
+        made.append(path)
+    return made
 
 
 def _write_temp(path: Path, data: bytes) -> tuple[Path, int]:
@@ -153,23 +149,28 @@ def _each_at_once(call: Callable[[Any], None], items: list[Any]) -> None:
         raise errors[0]
 
 
-def write_batches(batches: list[list[tuple[Path, bytes]]], durable: bool = True) -> None:
+def write_batches(
+    batches: list[list[tuple[Path, bytes]]], durable: bool = True, settle: Iterable[Path] = ()
+) -> None:
     """Write batches of files; each batch's names are durable before the next batch's appear,
     and everything is durable when this returns.
 
     Every file of every batch is first written to its temp file and (``durable``) fsynced,
-    side by side; then, batch by batch, the temps are renamed into place and each folder
-    renamed into is fsynced once (side by side), before the next batch is renamed. So a file
-    is whole or absent, and whatever refers to a file (a later batch) appears only once that
-    file's name is durable: the rule of one batch after another, in fewer rounds of waiting
-    for the disk (a put with one object: three instead of four). On any error every temp
-    file not yet renamed is removed and the error raised as it was.
+    side by side, and with them each folder of ``settle`` (the parents of folders a write has
+    just made, or not yet seen durable: their entries); then, batch by batch, the temps are
+    renamed into place and each folder renamed into is fsynced once (side by side), before
+    the next batch is renamed. So a file is whole or absent, a name is renamed only into a
+    folder whose own entry is durable, and whatever refers to a file (a later batch) appears
+    only once that file's name is durable: the rule of one batch after another, in fewer
+    rounds of waiting for the disk (a put with one object: three instead of four; the first
+    put of a thread: two instead of four). On any error every temp file not yet renamed is
+    removed and the error raised as it was.
     """
     temps: list[list[tuple[Path, Path]]] = [[] for _ in batches]
     done = 0  # temps renamed so far, over all batches in order
     try:
         for start in range(0, sum(map(len, batches)) or 1, _OPEN_AT_ONCE):
-            _write_temps(batches, temps, start, durable)
+            _write_temps(batches, temps, start, durable, settle if start == 0 else ())
         for batch in temps:
             folders: dict[Path, None] = {}
             for tmp, path in batch:
@@ -202,10 +203,15 @@ def _is_symlink(path: Path) -> bool:
 
 
 def _write_temps(
-    batches: list[list[tuple[Path, bytes]]], temps: list[list[tuple[Path, Path]]], start: int, durable: bool
+    batches: list[list[tuple[Path, bytes]]],
+    temps: list[list[tuple[Path, Path]]],
+    start: int,
+    durable: bool,
+    settle: Iterable[Path] = (),
 ) -> None:
     """Write the temp files of files ``start`` to ``start + _OPEN_AT_ONCE`` (counted over all
-    batches), fsync them side by side, close them; ``temps`` gets each as it is made."""
+    batches), fsync them side by side with the folders of ``settle``, close them; ``temps``
+    gets each as it is made."""
     opened: list[int] = []
     try:
         n = 0
@@ -217,10 +223,23 @@ def _write_temps(
                     made.append((tmp, path))
                 n += 1
         if durable:
-            _each_at_once(os.fsync, opened)
+            _each_at_once(_fsync_file_or_folder, [*opened, *settle])
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _fsync_file_or_folder(what: int | Path) -> None:
+    """``os.fsync`` of an open temp file, ``fsync_dir`` of a folder."""
+    if isinstance(what, int):
+        os.fsync(what)
+    else:
+        fsync_dir(what)
+
+
+#: the calls ``_each_at_once`` runs that wait on the disk: each run is one round of waiting
+#: (the bench and tests/test_ride.py count them)
+FSYNC_CALLS = (os.fsync, fsync_dir, _fsync_file_or_folder)
 
 
 class _SharedExclusive:
