@@ -40,6 +40,7 @@ from langgraph_checkpoint_repo.core.format import objects as objects_module
 from langgraph_checkpoint_repo.core.format import tree as tree_module
 from langgraph_checkpoint_repo.core.format.canonical import LINE_WIDTH, dump_json
 from langgraph_checkpoint_repo.core.format.objects import Sharer, ref_nodes, tree_weight
+from langgraph_checkpoint_repo.core.format.packed import msgpack_array_split
 from langgraph_checkpoint_repo.core.format.vouched import Vouching, vouched
 from langgraph_checkpoint_repo.core.masking import TRIGGERS, might_contain_secret
 from langgraph_checkpoint_repo.core.redaction import Redactor
@@ -789,6 +790,33 @@ def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None
     with_secret = [*LIST[:-1], SECRET]
     _, data = codec.dumps(with_secret, "checkpoint", "t", "/")  # redacted: not the bytes packed
     assert codec.strings_of(with_secret, data) is None and b"[REDACTED:openai-key]" in data
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    st.lists(
+        st.lists(st.one_of(st.text(max_size=12), st.just(SECRET), st.integers(-(2**31), 2**31)), max_size=6),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_the_codecs_split_of_what_it_returned_is_the_split_of_those_bytes(steps: list[list[Any]]) -> None:
+    """``ValueCodec.split_of`` takes the redactor's split of the array it returned last (no
+    1 MB copy made again by the value writer): the same count and items as splitting the
+    bytes, for a list that grows turn by turn (the redactor's known-list path), with secrets
+    redacted in the old or the new items, and for bytes it did not return last."""
+    codec = ValueCodec(JsonPlusSerializer(), Redactor())
+    value: list[Any] = []
+    earlier: list[bytes] = []
+    for added in steps:
+        value = [*value, *added]
+        _, data = codec.dumps(value, "checkpoint", "t", "/")
+        assert codec.split_of(data) == msgpack_array_split(data)
+        for old in earlier:  # not the last: split as it is
+            assert codec.split_of(old) == msgpack_array_split(old)
+        earlier.append(data)
+    _, data = codec.dumps({"not": "a list"}, "checkpoint", "t", "/")
+    assert codec.split_of(data) is None
 
 
 @settings(max_examples=examples(30), deadline=None)

@@ -36,6 +36,7 @@ from ._compat import (
 from .core.errors import FileFormatError, InvalidWriteError, UnrevivableValueError
 from .core.format.entries import ValueEntry
 from .core.format.messages import refusals
+from .core.format.packed import msgpack_array_split
 from .core.format.tree import (
     CONSTRUCTOR_CODES,
     EXT_DELTA,
@@ -191,6 +192,9 @@ class ValueCodec:
         # returned and the characters of its strings (``strings_of``); replaced by the next,
         # read by identity: safe across threads
         self._exact: tuple[Any, bytes, int] | None = None
+        # the last array the redactor returned, with its item count and items (``split_of``),
+        # read by identity as ``_exact``
+        self._split: tuple[bytes, tuple[int, bytes]] | None = None
         self._packs_strings = type(serde) is JsonPlusSerializer
 
     @property
@@ -223,6 +227,12 @@ class ValueCodec:
         got = self._exact
         return got[2] if got is not None and got[0] is value and got[1] is data else None
 
+    def split_of(self, data: bytes) -> tuple[int, bytes] | None:
+        """``msgpack_array_split(data)``, taken from the redactor when ``data`` is the very
+        array it returned last (it split it already; the items are a copy)."""
+        got = self._split
+        return got[1] if got is not None and got[0] is data else msgpack_array_split(data)
+
     def _dumps(
         self, serde: SerializerProtocol, value: Any, kind: str, target: str, pointer: str
     ) -> tuple[str, bytes]:
@@ -249,7 +259,9 @@ class ValueCodec:
         if type_ == "msgpack":
             data = rename_main(data)
             if self.redactor is not None:
-                data = self.redactor.redact_msgpack(data)
+                data, split = self.redactor.redact_msgpack_split(data)
+                if split is not None:
+                    self._split = (data, split)
         if strings is not None and data is packed:
             self._exact = (value, data, strings[1])
         return type_, data

@@ -45,7 +45,7 @@ from .core.format.objects import (
     ref_digest,
     weight_problem,
 )
-from .core.format.packed import msgpack_array_header, msgpack_array_split, starts_structured
+from .core.format.packed import msgpack_array_header, starts_structured
 from .core.format.records import CheckpointRecord
 from .core.format.storing import Host, LargeValues, Prepared, Stored, chunked_list, shared_tree, stored_value
 from .core.format.tree import model_fields, msgpack_to_tree, payload_node
@@ -413,7 +413,7 @@ class ValueWriter:
             return {"value": self.value_node(thread_id, type_, data, large, where)}, None
         state: ListState | None = None
         if type(value) is list:
-            split = msgpack_array_split(data)
+            split = self.codec.split_of(data)
             if split is not None:
                 count, body = split
                 appended, base = self.as_append(thread_id, ns, channel, count, body, data, value)
