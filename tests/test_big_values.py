@@ -311,6 +311,29 @@ def test_the_strings_of_a_big_list_are_told_once_and_its_file_is_the_same_bytes(
     assert Validator(tmp_path / "a").run() == []
 
 
+def test_a_list_the_app_changes_while_its_put_runs_is_stored_as_it_was_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The codec checks and packs a copy of the list, and the put stores that copy: an app
+    thread changing its own list meanwhile (here: just before the put weighs it) changes
+    nothing written, so nothing unchecked reaches the file the vouching lets through."""
+    rows = list(LIST)
+    weighed = storing._strings_weighed
+
+    def app_changes_its_list(*args: Any) -> Any:
+        rows[5] = {"$bogus": 1}
+        return weighed(*args)
+
+    monkeypatch.setattr(storing, "_strings_weighed", app_changes_its_list)
+    graph = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {"items": rows})
+    graph.invoke({}, cfg("t"), durability="sync")
+    (large,) = (tmp_path / "threads/t/large").iterdir()
+    assert json.loads(large.read_text())["value"]["json"] == LIST
+    assert Validator(tmp_path).run() == []
+    fresh = line_graph(Items, RepoSaver(tmp_path), fill=lambda state: {})
+    assert fresh.get_state(cfg("t")).values["items"] == LIST
+
+
 def test_a_vouched_list_is_that_list_on_that_thread_only() -> None:
     items = ["a"] * 300
     assert not vouched(items)
@@ -349,7 +372,8 @@ def test_the_tree_of_a_list_is_its_unpacked_bytes_whatever_the_list() -> None:
         assert orjson.dumps(tree) == orjson.dumps(tree_module.msgpack_to_tree(data))  # nan as its tag
     redacted = ormsgpack.packb([*plain[:-1], "[REDACTED:openai-key]"])  # what the redactor made of it
     assert values.tree_of([*plain[:-1], SECRET], redacted)[-1] == "[REDACTED:openai-key]"
-    assert values.tree_of(plain, ormsgpack.packb(plain)) is plain  # the sharer copies it
+    tree = values.tree_of(plain, ormsgpack.packb(plain))
+    assert tree == plain and tree is not plain  # the copy that was packed, not the app's list
 
 
 def test_the_put_the_step_writes_ride_in_serialises_and_redacts_the_list_once(
@@ -771,7 +795,7 @@ def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None
     text = "é$\U0001f600 - a line\n" * 20_000
     for strings in (LIST, ["é" * 40, "x" * 300, "y" * 70_000, "", "\U0001f600", "$ref"] * 300, text):
         chars = len(strings) if isinstance(strings, str) else sum(map(len, strings))
-        assert serde_module.packed_strings(strings) == (serde.dumps_typed(strings)[1], chars)
+        assert serde_module.packed_strings(strings) == (serde.dumps_typed(strings)[1], chars, strings)
         assert tree_module.msgpack_to_tree(serde.dumps_typed(strings)[1]) == strings  # its own tree
     for other in (
         [*LIST, Name("n")],
@@ -786,7 +810,9 @@ def test_a_list_of_strings_packed_by_the_codec_is_what_the_serde_packs() -> None
         assert serde_module.packed_strings(other) is None
     codec = ValueCodec(serde, Redactor())
     _, data = codec.dumps(LIST, "checkpoint", "t", "/")
-    assert codec.strings_of(LIST, data) == sum(map(len, LIST)) and codec.strings_of(list(LIST), data) is None
+    got = codec.strings_of(LIST, data)
+    assert got is not None and got[0] == LIST and got[0] is not LIST and got[1] == sum(map(len, LIST))
+    assert codec.strings_of(list(LIST), data) is None
     with_secret = [*LIST[:-1], SECRET]
     _, data = codec.dumps(with_secret, "checkpoint", "t", "/")  # redacted: not the bytes packed
     assert codec.strings_of(with_secret, data) is None and b"[REDACTED:openai-key]" in data
@@ -828,4 +854,4 @@ def test_strings_weighed_without_a_pass_weigh_as_the_sharer_weighs_them(tree: st
     weight, out = storing._strings_weighed("t", tree, text, None)
     sharer = Sharer()
     assert out == sharer.share(tree) and weight == (sharer.containers, sharer.values, sharer.text)
-    assert out is not tree or isinstance(tree, str)
+    assert out is tree  # the codec's checked copy is stored as it is

@@ -391,19 +391,15 @@ def test_read_only_root_refuses_writes_and_keeps_the_state(
     finish_and_compare(graph, root, reference)
 
 
-def test_a_new_folders_entry_is_durable_before_a_name_is_renamed_into_it_and_a_failed_one_is_fsynced_again(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A new thread's folders are made, and their parents fsynced beside the temp files (one
-    round, not one per folder), before anything is renamed into them. When one of those
-    fsyncs fails nothing is renamed and the put raises; the folders stay, and the next write
-    fsyncs their parents again (else a folder would exist whose entry was never made durable)."""
+def _durable_log(monkeypatch: pytest.MonkeyPatch, fail: Path | None = None) -> list[tuple[str, Path]]:
+    """durable.py's folder fsyncs and renames, in order (``fail``: the first fsync of that
+    folder raises EIO)."""
     log: list[tuple[str, Path]] = []
     real_fsync_dir = durable_mod.fsync_dir
     failed: list[Path] = []
 
     def fsync_dir(path: Path) -> None:
-        if path == root / "threads" and not failed:
+        if path == fail and not failed:
             failed.append(path)
             raise OSError(errno.EIO, "injected: folder fsync failed", str(path))
         real_fsync_dir(path)
@@ -419,6 +415,23 @@ def test_a_new_folders_entry_is_durable_before_a_name_is_renamed_into_it_and_a_f
 
     monkeypatch.setattr(durable_mod, "fsync_dir", fsync_dir)
     monkeypatch.setattr(durable_mod, "os", LoggingOS())
+    return log
+
+
+def _settled_before_first_rename(log: list[tuple[str, Path]]) -> set[Path]:
+    first = next(i for i, (w, p) in enumerate(log) if w == "replace" and "threads" in p.parts)
+    return {p for w, p in log[:first] if w == "fsync_dir"}
+
+
+def test_a_new_folders_entry_is_durable_before_a_name_is_renamed_into_it_and_a_failed_one_is_fsynced_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new thread's folders are made, and their parents fsynced beside the temp files (one
+    round, not one per folder), before anything is renamed into them. When one of those
+    fsyncs fails nothing is renamed and the put raises; the folders it made are removed, and
+    the next write makes and settles them again (else a folder would exist whose entry was
+    never made durable)."""
+    log = _durable_log(monkeypatch, fail=root / "threads")
     saver = RepoSaver(root)
     config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     checkpoint = empty_checkpoint()
@@ -428,10 +441,33 @@ def test_a_new_folders_entry_is_durable_before_a_name_is_renamed_into_it_and_a_f
     assert not (root / "threads").exists()  # the folders it made: removed, as before it
     log.clear()
     saver.put(config, checkpoint, {"source": "input", "step": -1}, {})
-    first = next(i for i, (w, p) in enumerate(log) if w == "replace" and "threads" in p.parts)
-    settled = {p for w, p in log[:first] if w == "fsync_dir"}
-    assert {root, root / "threads", root / "threads" / "t"} <= settled
+    assert {root, root / "threads", root / "threads" / "t"} <= _settled_before_first_rename(log)
     log.clear()
     saver.put(config, empty_checkpoint(), {"source": "loop", "step": 0}, {})
     assert [p for w, p in log if w == "fsync_dir"] == [root / "threads" / "t" / "checkpoints"]
+    assert Validator(root).run() == []
+
+
+def test_a_folder_removed_and_made_again_is_settled_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder this saver settled once, removed since (another process deleted the thread),
+    is made again by a write into a new folder below it: its entry is made durable again
+    before anything is renamed under it (the writer's memory of it does not count)."""
+    saver, other = RepoSaver(root), RepoSaver(root)
+    saver.put(
+        {"configurable": {"thread_id": "a", "checkpoint_ns": ""}},
+        empty_checkpoint(),
+        {"source": "input", "step": -1},
+        {},
+    )
+    other.delete_thread("a")
+    log = _durable_log(monkeypatch)
+    saver.put(
+        {"configurable": {"thread_id": "a", "checkpoint_ns": "sub:1"}},
+        empty_checkpoint(),
+        {"source": "loop", "step": 0},
+        {},
+    )
+    assert {root / "threads", root / "threads" / "a"} <= _settled_before_first_rename(log)
     assert Validator(root).run() == []

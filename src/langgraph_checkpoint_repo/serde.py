@@ -89,24 +89,27 @@ _EXACT = ormsgpack.OPT_NON_STR_KEYS | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
 _log = logging.getLogger(__name__)
 
 
-def packed_strings(value: Any, least: int = STRINGS_AT) -> tuple[bytes, int] | None:
+def packed_strings(value: Any, least: int = STRINGS_AT) -> tuple[bytes, int, str | list[str]] | None:
     """The msgpack of a list of ``least`` or more exact ``str``, or of a long ``str``
-    (``TEXT_AT``), holding no lone surrogate, and the characters of its strings, else None:
-    the bytes are what ``JsonPlusSerializer`` makes
-    of it (its options change nothing for such strings: tests/test_big_values.py pins it),
-    packed once so that its tree is known to be the value itself
+    (``TEXT_AT``), holding no lone surrogate, the characters of its strings, and what was
+    checked and packed: the string, or a copy of the list, else None. The bytes are what
+    ``JsonPlusSerializer`` makes of it (its options change nothing for such strings:
+    tests/test_big_values.py pins it), packed once so that its tree is known to be that copy
     (``ValueCodec.strings_of``). Before, the serde packed a list, then ``values.tree_of``
     packed it again to learn that (1.3 ms of a 50,000-item list's first put), and a 5 MB
-    string was unpacked for its tree (3 ms). A ``str`` subclass (``OPT_PASSTHROUGH_SUBCLASS``)
-    or a lone surrogate (the serde replaces it) is refused here and left to the serde; so is
-    anything else (``join``: strings only)."""
+    string was unpacked for its tree (3 ms). The copy is taken first: an app changing its
+    list meanwhile (another thread) changes neither the bytes nor the tree stored, which are
+    what was checked (``core/format/vouched.py`` relies on it). A ``str`` subclass
+    (``OPT_PASSTHROUGH_SUBCLASS``) or a lone surrogate (the serde replaces it) is refused
+    here and left to the serde; so is anything else (``join``: strings only)."""
     try:
         if type(value) is str and len(value) >= TEXT_AT:
-            return ormsgpack.packb(value, option=_EXACT), len(value)
+            return ormsgpack.packb(value, option=_EXACT), len(value), value
         if type(value) is not list or len(value) < least:
             return None
-        text = len("".join(value))  # every item a string (else: TypeError), in one pass in C
-        return ormsgpack.packb(value, option=_EXACT), text
+        items = list(value)
+        text = len("".join(items))  # every item a string (else: TypeError), in one pass in C
+        return ormsgpack.packb(items, option=_EXACT), text, items
     except (TypeError, ormsgpack.MsgpackEncodeError):
         return None
 
@@ -189,9 +192,9 @@ class ValueCodec:
         # what loads values: the serde, with LangGraph's lenient ext hook made strict
         self._loader: SerializerProtocol = strict_loader(inner, frozenset(self._allowed), self.classes)
         # the last long list of strings (or string) this codec packed itself, its bytes as
-        # returned and the characters of its strings (``strings_of``); replaced by the next,
-        # read by identity: safe across threads
-        self._exact: tuple[Any, bytes, int] | None = None
+        # returned, the characters of its strings and what was packed (``strings_of``);
+        # replaced by the next, read by identity: safe across threads
+        self._exact: tuple[Any, bytes, int, str | list[str]] | None = None
         # the last array the redactor returned, with its item count and items (``split_of``),
         # read by identity as ``_exact``
         self._split: tuple[bytes, tuple[int, bytes]] | None = None
@@ -220,12 +223,13 @@ class ValueCodec:
             raise InvalidWriteError(kind, target, pointer + where, why)
         return tree
 
-    def strings_of(self, value: Any, data: bytes) -> int | None:
+    def strings_of(self, value: Any, data: bytes) -> tuple[str | list[str], int] | None:
         """When ``data`` is this very ``value``'s msgpack as ``packed_strings`` made it,
-        unchanged since (nothing renamed, nothing redacted), so that its tree is ``value``
-        itself: the characters of its strings (its weight's text); else None."""
+        unchanged since (nothing renamed, nothing redacted): its tree (the string, or the copy
+        of the list that was checked and packed, which nothing else holds) and the characters
+        of its strings (its weight's text); else None."""
         got = self._exact
-        return got[2] if got is not None and got[0] is value and got[1] is data else None
+        return (got[3], got[2]) if got is not None and got[0] is value and got[1] is data else None
 
     def split_of(self, data: bytes) -> tuple[int, bytes] | None:
         """``msgpack_array_split(data)``, taken from the redactor when ``data`` is the very
@@ -263,7 +267,7 @@ class ValueCodec:
                 if split is not None:
                     self._split = (data, split)
         if strings is not None and data is packed:
-            self._exact = (value, data, strings[1])
+            self._exact = (value, data, strings[1], strings[2])
         return type_, data
 
     # -- decode -------------------------------------------------------

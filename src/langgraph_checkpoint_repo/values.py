@@ -683,9 +683,10 @@ class ValueWriter:
             # format 4: a json node is msgpack's (base64 only for what is not: a 5 MB value's
             # base64 was made, then dropped, on every first put)
             node: dict[str, Any]
-            strings = self.codec.strings_of(value, data) if serde == "msgpack" else None
-            if strings is not None:  # strings only, packed by the codec: the value is its tree
-                node = {"json": value}
+            exact = self.codec.strings_of(value, data) if serde == "msgpack" else None
+            strings = None
+            if exact is not None:  # strings only, packed by the codec: what it packed is the tree
+                node, strings = {"json": exact[0]}, exact[1]
             elif serde == "msgpack":
                 tail = self.tail_of(value)
                 node = {"json": tree_of(value, data) if tail is None or tail.data is not data else tail.tree}
@@ -757,10 +758,10 @@ def tree_of(value: Any, data: bytes) -> Any:
     Packing and comparing is a third of unpacking 50,000 strings and making their tree
     (anything else, or bytes the redactor changed: unpacked as before); a list the codec
     packed so itself is not packed again (``ValueCodec.strings_of``: ``value_node``). The
-    value itself is returned: the sharer copies what it stores (``Sharer.share``: a new tree)."""
+    copy that was packed is returned: what the bytes hold, whatever the app does with its list."""
     packed = packed_strings(value, least=0) if len(data) >= _TREE_OF_BYTES else None
     if packed is not None and packed[0] == data:
-        return value
+        return packed[2]
     return msgpack_to_tree(data)
 
 

@@ -105,15 +105,39 @@ class Writer:
         folders = {folder_of(p) for p in files}
         self._check_all(folders)
         made: list[Path] = []
-        unsettled = self._make_dirs(folders, made)
+        try:
+            before = self._write_made(batches, files, folders, made)
+        except BaseException:
+            self._remove_made(made)
+            raise
+        for i, path in enumerate(files):
+            folder = folder_of(path)
+            if folder in before:
+                written(path, before[folder])
+                if any(folder_of(p) == folder for p in files[i + 1 :]):
+                    before[folder] = folder_key(folder)
+
+    def _write_made(
+        self,
+        batches: list[list[tuple[Path, bytes]]],
+        files: list[Path],
+        folders: set[Path],
+        made: list[Path],
+    ) -> dict[Path, StatKey | None]:
+        """Make the call's folders (``made`` gets those made), then write; the stat keys the
+        listed folders had before."""
+        try:
+            unsettled = self._make_dirs(folders, made)
+        except FileNotFoundError:
+            # a folder on the way went meanwhile (a failed write beside this one removes the
+            # folders it made): make them again
+            self._safe_dirs.clear()
+            unsettled = self._make_dirs(folders, made)
         before = {folder: folder_key(folder) for folder in folders if folder.name in LISTED}
         with self._settled:
             self._in_flight.update(files)
         try:
             self._write_batches(batches, folders, unsettled, made)
-        except BaseException:
-            self._remove_made(made)
-            raise
         finally:
             with self._settled:
                 self._in_flight.subtract(files)
@@ -121,12 +145,7 @@ class Writer:
                     if self._in_flight[path] <= 0:
                         self._in_flight.pop(path, None)
                 self._settled.notify_all()
-        for i, path in enumerate(files):
-            folder = folder_of(path)
-            if folder in before:
-                written(path, before[folder])
-                if any(folder_of(p) == folder for p in files[i + 1 :]):
-                    before[folder] = folder_key(folder)
+        return before
 
     def _write_batches(
         self,
@@ -161,10 +180,11 @@ class Writer:
     def _make_dirs(self, folders: set[Path], made: list[Path]) -> list[Path]:
         """Make the folders not known to exist (``made`` gets those made, outermost first), and
         check them again once made. Returns the folders whose entry this writer has not seen
-        made durable: those of the call and those on the way up to the root (the root itself
-        when it was made now). Their parents are fsynced in the round that fsyncs the temp
-        files, before anything is renamed into them: a new folder costs no round of its own
-        (each was one before: a new thread's first put waited four times, now twice)."""
+        made durable: those made now (one settled before and removed since included), and
+        those of the call and on the way up to the root not settled yet. Their parents are
+        fsynced in the round that fsyncs the temp files, before anything is renamed into
+        them: a new folder costs no round of its own (each was one before: a new thread's
+        first put waited four times, now twice)."""
         unsettled: dict[Path, None] = {}
         root = self.root
         for folder in sorted(folders):
@@ -172,9 +192,10 @@ class Writer:
                 continue
             new = make_dirs(folder, root)
             made.extend(new)
+            for again in new:  # made now, even if settled once (removed since): settled again
+                self._safe_dirs.discard(again)
+                unsettled[again] = None
             self.check_inside(folder)
-            if new and new[0] == root and root not in self._safe_dirs:
-                unsettled[root] = None
             cur = folder
             while cur != root and cur not in self._safe_dirs and cur.parent != cur:
                 unsettled[cur] = None

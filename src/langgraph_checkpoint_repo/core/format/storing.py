@@ -143,15 +143,17 @@ def _strings_weighed(
     thread_id: str, tree: str | list[str], text: int, where: tuple[str, str] | None
 ) -> tuple[Weight, str | list[str]]:
     """A string, or a list of exact strings, of ``text`` characters: what the sharer makes of
-    it (``Sharer._share``: nothing to share; a list is copied) and its weight, told without
-    a pass over it (a 50,000-item list's first put joined its strings again to count them),
-    refused as ``_shared`` refuses a value too heavy."""
+    it (``Sharer._share``: nothing to share) and its weight, told without a pass over it (a
+    50,000-item list's first put joined its strings again to count them), refused as
+    ``_shared`` refuses a value too heavy. The list is the codec's copy, the one it checked
+    and packed (``serde.packed_strings``), which nothing else holds: stored as it is, not
+    copied again (the sharer copies a list because it may be the app's)."""
     weight = (1, 1 + len(tree), text) if type(tree) is list else (0, 1, text)
     problem = weight_problem(weight)
     if problem is not None:
         target, pointer = where if where is not None else (f"thread {thread_id!r}", "/")
         raise InvalidWriteError("value", target, pointer, problem.replace("expands", "would expand"))
-    return weight, list(tree) if type(tree) is list else tree
+    return weight, tree
 
 
 def _surely_over(sharer: Sharer, limit: int) -> int:

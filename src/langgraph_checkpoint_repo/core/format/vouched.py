@@ -3,9 +3,10 @@
 The first put of a long list of strings (a 50,000-item ``large/`` value) told that its items
 are exact ``str`` holding no lone surrogate three times, each a join of every string in C:
 the codec (``serde.packed_strings``), the schema check's hollowing (``hollow.only_scalars``)
-and the canonical bytes (``canonical._only_scalars``). The put stores a copy of the list it
-checked (``storing._strings_weighed``), which nothing else holds and nothing changes, so
-while it prepares that copy's file the later two take it as checked. By identity, one list
+and the canonical bytes (``canonical._only_scalars``). The codec checks and packs a copy of
+the list it takes first (an app changing its own list meanwhile changes nothing checked), the
+put stores that very copy (``storing._strings_weighed``), which nothing else holds and nothing
+changes, so while it prepares that copy's file the later two take it as checked. By identity, one list
 per thread, only inside ``Vouching``. No imports but ``_thread``: the schema check is loaded
 by the diff driver, which must start fast.
 """
