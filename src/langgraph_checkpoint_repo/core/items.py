@@ -652,7 +652,8 @@ class ItemFiles:
 
     def _prune(self, folder: Path) -> None:
         """Remove the namespace's folder and those above it while they are empty (an empty
-        folder is no namespace; git keeps none)."""
+        folder is no namespace; git keeps none). The writer is told: a folder it settled and
+        a later write makes again is settled again (an inode number may come back)."""
         top = self.layout.store_dir
         while folder != top and folder.is_relative_to(top):
             try:
@@ -661,6 +662,7 @@ class ItemFiles:
                 if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT, errno.ENOTDIR):
                     return
                 raise
+            self.docs.writer.forget()
             folder = folder.parent
 
     def refresh(self, items: Sequence[StoredItem]) -> list[tuple[tuple[str, ...], OSError]]:
