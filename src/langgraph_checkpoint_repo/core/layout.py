@@ -459,8 +459,7 @@ class Layout:
         inode of each folder found, the root's included, by its text (the writer tells a
         folder made again since it settled it: ``writing.Writer``)."""
         exists: dict[str, bool] = {}  # checked so far: present and no symlink (True), or absent
-        lstat = os.lstat if inodes is None else _noting(inodes)
-        link = self.root_link(lstat)
+        link = self.root_link(os.lstat if inodes is None else _noting(inodes))
         for path in paths:
             if link is not None:
                 return path, ("symlink", link)
@@ -474,10 +473,13 @@ class Layout:
                 current = f"{current}{os.sep}{part}"
                 if current not in exists:
                     try:
-                        exists[current] = not stat.S_ISLNK(lstat(current).st_mode)
+                        st = os.lstat(current)
                     except FileNotFoundError:
                         exists[current] = False
                         break
+                    exists[current] = not stat.S_ISLNK(st.st_mode)
+                    if inodes is not None:
+                        inodes[current] = st.st_ino
                     if not exists[current]:
                         return path, ("symlink", Path(current))
                 elif not exists[current]:
