@@ -174,9 +174,14 @@ class Writer:
             write_batches(batches, self.durable, {folder.parent: None for folder in unsettled})
         for folder in unsettled:
             ino = inodes.get(str(folder))
-            self._safe_dirs[folder] = os.lstat(folder).st_ino if ino is None else ino
-        if self.root in unsettled:
-            self._root_ino, self._root_unsettled = self._safe_dirs[self.root], False
+            if ino is None:  # made by this write: its inode now
+                try:
+                    ino = os.lstat(folder).st_ino
+                except OSError:
+                    continue  # gone already (removed since): not remembered, settled next time
+            self._safe_dirs[folder] = ino
+            if folder == self.root:
+                self._root_ino, self._root_unsettled = ino, False
 
     def forget(self) -> None:
         """Check every folder again before the next write (something was removed)."""
