@@ -653,7 +653,7 @@ class ItemFiles:
     def _prune(self, folder: Path) -> None:
         """Remove the namespace's folder and those above it while they are empty (an empty
         folder is no namespace; git keeps none). The writer is told: a folder it settled and
-        a later write makes again is settled again (an inode number may come back)."""
+        that is found again later (made again by another write) is settled again."""
         top = self.layout.store_dir
         while folder != top and folder.is_relative_to(top):
             try:

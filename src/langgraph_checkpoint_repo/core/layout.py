@@ -448,18 +448,14 @@ class Layout:
                 return None
         return None
 
-    def first_off_the_way(
-        self, paths: Iterable[Path], inodes: dict[str, int] | None = None
-    ) -> tuple[Path, tuple[str, Path]] | None:
+    def first_off_the_way(self, paths: Iterable[Path]) -> tuple[Path, tuple[str, Path]] | None:
         """``off_the_way`` of several paths at once: the first refused path and why, or None.
 
         Each folder on the way is ``lstat``-ed once for all of them (a write's folders share
         the root, ``threads/`` and the thread folder), so checking every folder of a write
-        costs a syscall per distinct folder, not per folder per level. ``inodes`` gets the
-        inode of each folder found, the root's included, by its text (the writer tells a
-        folder made again since it settled it: ``writing.Writer``)."""
+        costs a syscall per distinct folder, not per folder per level."""
         exists: dict[str, bool] = {}  # checked so far: present and no symlink (True), or absent
-        link = self.root_link(os.lstat if inodes is None else _noting(inodes))
+        link = self.root_link()
         for path in paths:
             if link is not None:
                 return path, ("symlink", link)
@@ -473,29 +469,15 @@ class Layout:
                 current = f"{current}{os.sep}{part}"
                 if current not in exists:
                     try:
-                        st = os.lstat(current)
+                        exists[current] = not stat.S_ISLNK(os.lstat(current).st_mode)
                     except FileNotFoundError:
                         exists[current] = False
                         break
-                    exists[current] = not stat.S_ISLNK(st.st_mode)
-                    if inodes is not None:
-                        inodes[current] = st.st_ino
                     if not exists[current]:
                         return path, ("symlink", Path(current))
                 elif not exists[current]:
                     break
         return None
-
-
-def _noting(inodes: dict[str, int]) -> Callable[[str], os.stat_result]:
-    """``os.lstat`` that notes each inode it finds in ``inodes``, by the path's text."""
-
-    def lstat(path: str) -> os.stat_result:
-        st = os.lstat(path)
-        inodes[path] = st.st_ino
-        return st
-
-    return lstat
 
 
 def hashed_thread_id(tdir: Path, read: Callable[[Path], Any]) -> str | None:

@@ -70,15 +70,10 @@ class Writer:
         self.layout = layout
         self.root = layout.root
         self.durable = durable
-        # folders whose entry a round of one of this writer's writes made durable in their
-        # parent, each with the inode it had then: a folder found (even one another process
-        # made a moment ago), or found with another inode (removed and made again since, by
-        # anyone), is settled by the next write into it (``_make_dirs``)
-        self._safe_dirs: dict[Path, int] = {}
-        # the root's inode as first found (trusted, as found), and whether it was made again
-        # since (by anyone: the lock code makes a removed root again): then it is settled too
-        self._root_ino: int | None = None
-        self._root_unsettled = False
+        # folders known to exist with their entry durable in their parent: made durable by a
+        # round of one of this writer's writes (a folder found, even one another process
+        # made a moment ago, is settled by the first write into it: ``_make_dirs``)
+        self._safe_dirs: set[Path] = set()
         self._gitignore_done = False
         # names a write of this process is still making durable (renamed, folder not yet fsynced)
         self._in_flight: Counter[Path] = Counter()
@@ -103,16 +98,15 @@ class Writer:
         Every folder of the call is checked once, before anything is created (folders on the
         way shared, ``Layout.first_off_the_way``); ``written`` is told only of files in the
         folders whose listings the store keeps (``LISTED``), so the others cost no stat."""
+        self.ensure_gitignore()
         batches = [batch for batch in batches if batch]
         files = [path for batch in batches for path, _ in batch]
         folder_of = self.layout.folder_of  # one Path per folder, its hash made once
         folders = {folder_of(p) for p in files}
-        inodes = self._check_all(folders)
-        self._notice_root(inodes.get(str(self.root)))
-        self.ensure_gitignore()
+        self._check_all(folders)
         made: list[Path] = []
         try:
-            before = self._write_made(batches, files, folders, made, inodes)
+            before = self._write_made(batches, files, folders, made)
         except BaseException:
             self._remove_made(made)
             raise
@@ -129,22 +123,21 @@ class Writer:
         files: list[Path],
         folders: set[Path],
         made: list[Path],
-        inodes: dict[str, int],
     ) -> dict[Path, StatKey | None]:
         """Make the call's folders (``made`` gets those made), then write; the stat keys the
-        listed folders had before. ``inodes``: the folders' found by ``_check_all``."""
+        listed folders had before."""
         try:
-            unsettled = self._make_dirs(folders, made, inodes)
+            unsettled = self._make_dirs(folders, made)
         except FileNotFoundError:
             # a folder on the way went meanwhile (a failed write beside this one removes the
             # folders it made): make them again
             self._safe_dirs.clear()
-            unsettled = self._make_dirs(folders, made, inodes)
+            unsettled = self._make_dirs(folders, made)
         before = {folder: folder_key(folder) for folder in folders if folder.name in LISTED}
         with self._settled:
             self._in_flight.update(files)
         try:
-            self._write_batches(batches, folders, (unsettled, made, inodes))
+            self._write_batches(batches, folders, unsettled, made)
         finally:
             with self._settled:
                 self._in_flight.subtract(files)
@@ -158,91 +151,55 @@ class Writer:
         self,
         batches: list[list[tuple[Path, bytes]]],
         folders: set[Path],
-        dirs: tuple[list[Path], list[Path], dict[str, int]],
+        unsettled: list[Path],
+        made: list[Path],
     ) -> None:
-        """``write_batches``, the parents of the unsettled folders fsynced beside the temps
-        (``dirs``: those, the folders made, the inodes found); those folders are settled, with
-        their inodes, once it returns."""
-        unsettled, made, inodes = dirs
+        """``write_batches``, the parents of the ``unsettled`` folders fsynced beside the temps;
+        those folders are settled once it returns."""
         try:
             write_batches(batches, self.durable, {folder.parent: None for folder in unsettled})
         except FileNotFoundError:
             # a folder we had made was removed meanwhile (another process, git): make it again
             self._safe_dirs.clear()
-            inodes = self._check_all(folders)
-            unsettled = self._make_dirs(folders, made, inodes)
+            self._check_all(folders)
+            unsettled = self._make_dirs(folders, made)
             write_batches(batches, self.durable, {folder.parent: None for folder in unsettled})
-        for folder in unsettled:
-            ino = inodes.get(str(folder))
-            if ino is None:  # made by this write: its inode now
-                try:
-                    ino = os.lstat(folder).st_ino
-                except OSError:
-                    continue  # gone already (removed since): not remembered, settled next time
-            self._safe_dirs[folder] = ino
-            if folder == self.root:
-                self._root_ino, self._root_unsettled = ino, False
+        self._safe_dirs.update(unsettled)
 
     def forget(self) -> None:
         """Check every folder again before the next write (something was removed)."""
         self._safe_dirs.clear()
         self._gitignore_done = False
 
-    def _check_all(self, folders: set[Path]) -> dict[str, int]:
-        """Refuse the write when any of its folders leads out of the root or through a symlink;
-        the inodes of the folders found on the way, the root's included, by their text."""
-        inodes: dict[str, int] = {}
-        refused = self.layout.first_off_the_way(sorted(folders), inodes)
+    def _check_all(self, folders: set[Path]) -> None:
+        """Refuse the write when any of its folders leads out of the root or through a symlink."""
+        refused = self.layout.first_off_the_way(sorted(folders))
         if refused is not None:
             self._refuse(refused[0], refused[1][1])
-        return inodes
 
-    def _notice_root(self, ino: int | None) -> None:
-        """The root as this write found it (``ino``: None when it is not there). A root found
-        with another inode than first was removed and made again (the lock code makes it
-        again): every folder and its ``.gitignore`` are settled again, the root's own entry
-        too. The root as first found is trusted as found (its parent may not be ours to
-        open), as before."""
-        if ino is None:
-            return
-        if self._root_ino is None:
-            self._root_ino = ino
-        elif ino != self._root_ino and not self._root_unsettled:
-            self.forget()
-            self._root_unsettled = True
-
-    def _make_dirs(self, folders: set[Path], made: list[Path], inodes: dict[str, int]) -> list[Path]:
+    def _make_dirs(self, folders: set[Path], made: list[Path]) -> list[Path]:
         """Make the folders not known to exist (``made`` gets those made, outermost first), and
         check them again once made. Returns the folders whose entry this writer has not seen
         made durable: those made now (one settled before and removed since included), and
         those of the call and on the way up to the root not settled yet. Their parents are
         fsynced in the round that fsyncs the temp files, before anything is renamed into
         them: a new folder costs no round of its own (each was one before: a new thread's
-        first put waited four times, now twice). A folder is settled while it has the inode it
-        had when a write settled it (``inodes``: as found now); inode numbers are reused, so a
-        folder removed and made again by another process may yet pass for the one settled."""
+        first put waited four times, now twice)."""
         unsettled: dict[Path, None] = {}
-        root, safe = self.root, self._safe_dirs
-
-        def settled(folder: Path) -> bool:
-            known = safe.get(folder)
-            return known is not None and known == inodes.get(str(folder))
-
+        root = self.root
         for folder in sorted(folders):
-            if settled(folder):
+            if folder in self._safe_dirs:
                 continue
             new = make_dirs(folder, root)
             made.extend(new)
             for again in new:  # made now, even if settled once (removed since): settled again
-                safe.pop(again, None)
+                self._safe_dirs.discard(again)
                 unsettled[again] = None
             self.check_inside(folder)
             cur = folder
-            while cur != root and not settled(cur) and cur.parent != cur:
+            while cur != root and cur not in self._safe_dirs and cur.parent != cur:
                 unsettled[cur] = None
                 cur = cur.parent
-        if self._root_unsettled:
-            unsettled[root] = None
         return list(unsettled)
 
     def _remove_made(self, folders: list[Path]) -> None:
