@@ -72,7 +72,9 @@ class Writer:
         self.durable = durable
         # folders known to exist with their entry durable in their parent: made durable by a
         # round of one of this writer's writes (a folder found, even one another process
-        # made a moment ago, is settled by the first write into it: ``_make_dirs``)
+        # made a moment ago, is settled by the first write into it: ``_make_dirs``). By path:
+        # one another process removes and makes again later is not told apart (an inode
+        # number comes back on ext4): docs/reliability.md, Faults
         self._safe_dirs: set[Path] = set()
         self._gitignore_done = False
         # names a write of this process is still making durable (renamed, folder not yet fsynced)
