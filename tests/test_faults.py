@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,7 @@ from crash_child import build_graph, cfg, run_thread, turn_input
 from langgraph_checkpoint_repo import RepoSaver, RepoStore
 from langgraph_checkpoint_repo.core import durable as durable_mod
 from langgraph_checkpoint_repo.core.checks import Validator, fsck
+from langgraph_checkpoint_repo.core.writing import Writer
 from langgraph_checkpoint_repo.readmodel.reader import Reader
 
 TURNS = 4
@@ -490,3 +492,47 @@ def test_a_store_namespace_pruned_and_made_again_is_settled_again(
     store.put(("a", "d"), "k", {"v": 2})
     assert {root / "store", root / "store" / "a"} <= _settled_before_first_rename(log, "store")
     assert store.get(("a", "d"), "k") is not None
+
+
+def test_a_failed_writes_folder_swapped_for_a_link_after_its_check_removes_nothing_outside(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed first write removes the folders it made, each from its parent opened without
+    following links: a folder swapped for a symlink to an empty folder outside the root between
+    the containment check and the removal is left, and so is what it points to."""
+    outside = tmp_path / "outside"
+    (outside / "checkpoints").mkdir(parents=True)
+    saver = RepoSaver(root)
+    layout_type = type(saver.store.layout)
+    real_off = layout_type.off_the_way
+    swapped: list[Path] = []
+    removing = []
+
+    def off_then_swap(self: Any, path: Path, *args: Any) -> Any:
+        got = real_off(self, path, *args)
+        if got is None and removing and path.name == "checkpoints" and not swapped:
+            swapped.append(path)  # its parent, threads/t, becomes a link to a folder outside
+            shutil.rmtree(path.parent)
+            os.symlink(outside, path.parent)
+        return got
+
+    real_remove = Writer._remove_made
+
+    def remove_made(self: Writer, folders: list[Path]) -> None:
+        removing.append(True)
+        real_remove(self, folders)
+
+    real_write_temp = durable_mod._write_temp
+
+    def full(path: Path, data: bytes) -> Any:
+        if path.parent.name == "checkpoints":
+            raise OSError(errno.ENOSPC, "injected: no space", str(path))
+        return real_write_temp(path, data)
+
+    monkeypatch.setattr(durable_mod, "_write_temp", full)
+    monkeypatch.setattr(layout_type, "off_the_way", off_then_swap)
+    monkeypatch.setattr(Writer, "_remove_made", remove_made)
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    with pytest.raises(OSError, match="no space"):
+        saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    assert swapped and (outside / "checkpoints").is_dir()

@@ -211,10 +211,16 @@ class Writer:
         for folder in reversed(folders):
             if self.layout.off_the_way(folder) is not None:
                 continue
-            try:
-                os.rmdir(folder)
+            try:  # from its parent opened without following a link swapped in since the check
+                parent = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             except OSError:
                 continue
+            try:
+                os.rmdir(folder.name, dir_fd=parent)  # a link at its own name: ENOTDIR, kept
+            except OSError:
+                continue
+            finally:
+                os.close(parent)
 
     def check_inside(self, folder: Path) -> None:
         problem = self.layout.off_the_way(folder)
